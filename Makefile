@@ -1,0 +1,39 @@
+# junban: `make demo` runs the whole thing, `make test` runs every test.
+GO        ?= go
+BIN       := bin
+BINARIES  := order-worker persist-worker webhook-gateway junbanctl
+TEST_FLAGS ?= -race -count=1 -timeout 14m
+
+.PHONY: all build stack stack-down stack-status migrate test vet demo chaos bench clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+
+stack:
+	@scripts/stack.sh up
+
+stack-down:
+	@scripts/stack.sh down
+
+stack-status:
+	@scripts/stack.sh status
+
+migrate: build stack
+	$(BIN)/junbanctl migrate
+
+vet:
+	$(GO) vet ./...
+
+## test: every test, against the real Redis, PostgreSQL and SQS emulator (started if absent)
+test: stack vet
+	$(GO) test $(TEST_FLAGS) ./...
+
+## demo: stack up, migrate, the binaries, a sample workload, a summary
+demo: build stack
+	@scripts/demo.sh
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,200 @@
+// Package config reads junban's settings from the environment.
+//
+// Every binary parses one struct with caarlos0/env, which reports every missing or
+// invalid variable in one error, so a user fixing a deployment sees all that is wrong at
+// once. Variables not set in the environment are taken from .junban/stack.env, which
+// the local stack (scripts/stack.sh) writes.
+package config
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	gormlogger "gorm.io/gorm/logger"
+)
+
+// StackEnvFile is the file the local stack writes its endpoints to, relative to the
+// repository root. JUNBAN_STACK_ENV names another file.
+const StackEnvFile = ".junban/stack.env"
+
+// LoadStackEnv sets the variables of the stack file that the environment does not set
+// already. The file is looked up from the working directory upwards; a missing file is
+// not an error (production sets the environment itself).
+func LoadStackEnv() error {
+	path := os.Getenv("JUNBAN_STACK_ENV")
+	if path == "" {
+		path = findUp(StackEnvFile)
+		if path == "" {
+			return nil
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("config: open stack env: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		if _, set := os.LookupEnv(k); !set {
+			os.Setenv(k, v)
+		}
+	}
+	return sc.Err()
+}
+
+func findUp(rel string) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		p := filepath.Join(dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// Load reads the stack file, then parses the environment into a T and validates it.
+// The error lists every problem, one per line.
+func Load[T any]() (T, error) {
+	var cfg T
+	if err := LoadStackEnv(); err != nil {
+		return cfg, err
+	}
+	cfg, err := env.ParseAs[T]()
+	var problems []string
+	if err != nil {
+		var agg env.AggregateError
+		if errors.As(err, &agg) {
+			for _, e := range agg.Errors {
+				problems = append(problems, e.Error())
+			}
+		} else {
+			problems = append(problems, err.Error())
+		}
+	}
+	if v, ok := any(&cfg).(interface{ Validate() []string }); ok {
+		problems = append(problems, v.Validate()...)
+	}
+	if len(problems) > 0 {
+		return cfg, &Error{Problems: problems}
+	}
+	return cfg, nil
+}
+
+// Error lists every configuration problem found at start-up.
+type Error struct{ Problems []string }
+
+func (e *Error) Error() string {
+	return "invalid configuration:\n  - " + strings.Join(e.Problems, "\n  - ")
+}
+
+// Common holds the settings every binary has.
+type Common struct {
+	// LogFormat is json (default) or console.
+	LogFormat string `env:"JUNBAN_LOG_FORMAT" envDefault:"json"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `env:"JUNBAN_LOG_LEVEL" envDefault:"info"`
+	// HTTPAddr serves /healthz, /readyz and /metrics.
+	HTTPAddr string `env:"JUNBAN_HTTP_ADDR" envDefault:"127.0.0.1:0"`
+	// ShutdownBudget bounds graceful shutdown, under the 30 s that ECS and Kubernetes give.
+	ShutdownBudget time.Duration `env:"JUNBAN_SHUTDOWN_BUDGET" envDefault:"25s"`
+}
+
+// Validate checks the values that the parser cannot.
+func (c Common) Validate() []string {
+	var p []string
+	if c.LogFormat != "json" && c.LogFormat != "console" {
+		p = append(p, fmt.Sprintf(`JUNBAN_LOG_FORMAT: %q is neither "json" nor "console"`, c.LogFormat))
+	}
+	if c.ShutdownBudget <= 0 {
+		p = append(p, "JUNBAN_SHUTDOWN_BUDGET: must be positive")
+	}
+	return p
+}
+
+// Redis says how to reach Redis/Valkey.
+type Redis struct {
+	// URL is a redis:// or rediss:// URL; with Cluster, the seed node.
+	URL string `env:"REDIS_URL,required"`
+	// Cluster connects with the cluster client (every junban script touches one hash tag).
+	Cluster bool `env:"REDIS_CLUSTER" envDefault:"false"`
+	// KeyPrefix starts every key junban writes, so tests and tenants never share keys.
+	KeyPrefix string `env:"JUNBAN_KEY_PREFIX" envDefault:"junban"`
+}
+
+// Client opens a client for the URL: a cluster client when Cluster is set.
+func (r Redis) Client() (redis.UniversalClient, error) {
+	if r.Cluster {
+		opt, err := redis.ParseClusterURL(r.URL)
+		if err != nil {
+			return nil, fmt.Errorf("config: REDIS_URL: %w", err)
+		}
+		return redis.NewClusterClient(opt), nil
+	}
+	opt, err := redis.ParseURL(r.URL)
+	if err != nil {
+		return nil, fmt.Errorf("config: REDIS_URL: %w", err)
+	}
+	return redis.NewClient(opt), nil
+}
+
+// Postgres says how to reach PostgreSQL.
+type Postgres struct {
+	// URL is a postgres:// connection string.
+	URL string `env:"DATABASE_URL,required"`
+}
+
+// SQS says how to reach SQS and which queues to use.
+type SQS struct {
+	// Region is the AWS region.
+	Region string `env:"AWS_REGION,required"`
+	// Endpoint overrides the SQS endpoint (LocalStack, the local emulator); empty for AWS.
+	Endpoint string `env:"AWS_ENDPOINT_URL_SQS"`
+	// OrdersQueue is the name or URL of the orders queue.
+	OrdersQueue string `env:"JUNBAN_ORDERS_QUEUE" envDefault:"orders"`
+	// ResultsQueue is the name or URL of the results queue.
+	ResultsQueue string `env:"JUNBAN_RESULTS_QUEUE" envDefault:"results"`
+	// OrdersDLQ is the name or URL of the orders dead-letter queue.
+	OrdersDLQ string `env:"JUNBAN_ORDERS_DLQ" envDefault:"orders-dlq"`
+	// ResultsDLQ is the name or URL of the results dead-letter queue.
+	ResultsDLQ string `env:"JUNBAN_RESULTS_DLQ" envDefault:"results-dlq"`
+}
+
+// Open connects gorm to PostgreSQL with pgx, logging nothing per statement.
+func (p Postgres) Open() (*gorm.DB, error) {
+	db, err := gorm.Open(postgres.Open(p.URL), &gorm.Config{
+		Logger:                 gormlogger.Discard,
+		SkipDefaultTransaction: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("config: DATABASE_URL: %w", err)
+	}
+	return db, nil
+}

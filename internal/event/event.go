@@ -1,0 +1,127 @@
+// Package event is junban's wire contract: the order events on the orders queue and
+// the result events on the results queue.
+package event
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/junban/junban/internal/ledger"
+)
+
+// Type names an order event.
+type Type string
+
+// Event types.
+const (
+	OrderPlaced              Type = "order.placed"
+	OrderLinesChanged        Type = "order.lines_changed"
+	PaymentConfirmed         Type = "payment.confirmed"
+	OrderAllocateForShipment Type = "order.allocate_for_shipment"
+	OrderCancelled           Type = "order.cancelled"
+	OrderShipped             Type = "order.shipped"
+	InventoryReceived        Type = "inventory.received"
+	InventoryAdjusted        Type = "inventory.adjusted"
+	// Drain is junban's own nudge: a holder that left an entity's turn with a backlog
+	// sends it so that another replica takes the turn and drains the wait list.
+	Drain Type = "junban.drain"
+)
+
+// Order is the body of a message on the orders queue.
+type Order struct {
+	EventID    string          `json:"event_id"`
+	Type       Type            `json:"type"`
+	LCID       string          `json:"lcid,omitempty"`
+	OccurredAt time.Time       `json:"occurred_at"`
+	Data       json.RawMessage `json:"data,omitempty"`
+}
+
+// Line is one order line.
+type Line struct {
+	LineID string `json:"line_id"`
+	SKU    string `json:"sku"`
+	Qty    int64  `json:"qty"`
+}
+
+// OrderData is the data of order.placed and order.lines_changed.
+type OrderData struct {
+	Mode       ledger.Mode `json:"mode,omitempty"`
+	TargetDate string      `json:"target_date,omitempty"`
+	Lines      []Line      `json:"lines"`
+}
+
+// InventoryReceivedData is the data of inventory.received: a planned lot arrived and
+// becomes on-hand with its best-before date and the quantity actually counted.
+type InventoryReceivedData struct {
+	SKU        string `json:"sku"`
+	LotID      string `json:"lot_id"`
+	BestBefore string `json:"best_before"`
+	// Qty is the quantity counted on arrival; the difference to the planned sellable
+	// quantity is an adjustment. Zero or absent keeps the planned quantity.
+	Qty int64 `json:"qty,omitempty"`
+}
+
+// InventoryAdjustedData is the data of inventory.adjusted: a stock count correction of
+// one lot's sellable quantity.
+type InventoryAdjustedData struct {
+	SKU    string `json:"sku"`
+	LotID  string `json:"lot_id"`
+	Delta  int64  `json:"delta"`
+	Reason string `json:"reason"`
+}
+
+// Outcome of an event.
+const (
+	Applied  = "applied"
+	Rejected = "rejected"
+)
+
+// Result is the body of a message on the results queue: what one order event did.
+type Result struct {
+	EventID string `json:"event_id"`
+	// Entity is the turn the event ran in: the lcid, or "sku:<sku>" for inventory events.
+	Entity string `json:"entity"`
+	LCID   string `json:"lcid,omitempty"`
+	// Seq is the entity's fencing sequence of this event: persistence keeps the newest.
+	Seq         int64          `json:"seq"`
+	Type        Type           `json:"type"`
+	Outcome     string         `json:"outcome"`
+	Reason      string         `json:"reason,omitempty"`
+	Order       *OrderSnapshot `json:"order,omitempty"`
+	Moves       []ledger.Move  `json:"moves,omitempty"`
+	SKUs        []ledger.SKU   `json:"skus,omitempty"`
+	ProcessedAt time.Time      `json:"processed_at"`
+}
+
+// OrderSnapshot is an order's state after an event.
+type OrderSnapshot struct {
+	LCID       string         `json:"lcid"`
+	Status     string         `json:"status"`
+	Allocation string         `json:"allocation,omitempty"`
+	Paid       bool           `json:"paid"`
+	Mode       ledger.Mode    `json:"mode,omitempty"`
+	TargetDate string         `json:"target_date,omitempty"`
+	Lines      []SnapshotLine `json:"lines"`
+}
+
+// SnapshotLine is an order line with the lots that hold its quantity.
+type SnapshotLine struct {
+	LineID string   `json:"line_id"`
+	SKU    string   `json:"sku"`
+	Qty    int64    `json:"qty"`
+	Lots   []LotQty `json:"lots,omitempty"`
+}
+
+// LotQty is a quantity held in one lot.
+type LotQty struct {
+	LotID string `json:"lot_id"`
+	Qty   int64  `json:"qty"`
+}
+
+// Order statuses.
+const (
+	StatusPlaced    = "placed"
+	StatusCancelled = "cancelled"
+	StatusShipped   = "shipped"
+	StatusRejected  = "rejected"
+)

@@ -1,0 +1,211 @@
+// Package testenv gives tests their own corner of the real services: a Redis key
+// prefix, a PostgreSQL schema with the migrations applied, and SQS queues with unique
+// names. The services come from the environment or .junban/stack.env (`make stack`);
+// a test that cannot reach them fails and says how to start them.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/migrations"
+)
+
+var loadOnce sync.Once
+
+func load(t testing.TB) {
+	t.Helper()
+	loadOnce.Do(func() {
+		if err := config.LoadStackEnv(); err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+	})
+}
+
+func need(t testing.TB, name string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		t.Fatalf("testenv: %s is not set; start the stack with `make stack` (or set it)", name)
+	}
+	return v
+}
+
+// ID returns a short random name part, unique per call.
+func ID() string {
+	b := make([]byte, 5)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Name returns a name unique to this test run, usable as a key prefix, schema or queue name.
+func Name(t testing.TB) string {
+	base := strings.ToLower(t.Name())
+	base = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, base)
+	if len(base) > 30 {
+		base = base[:30]
+	}
+	return "t_" + base + "_" + ID()
+}
+
+// RedisURL returns the URL of the test Redis.
+func RedisURL(t testing.TB) string {
+	load(t)
+	return need(t, "REDIS_URL")
+}
+
+// Redis returns a client and a key prefix of the test's own; the prefix's keys are
+// deleted when the test ends.
+func Redis(t testing.TB) (redis.UniversalClient, string) {
+	t.Helper()
+	rc, err := config.Redis{URL: RedisURL(t)}.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rc.Ping(ctx).Err(); err != nil {
+		t.Fatalf("testenv: redis at %s: %v (run `make stack`)", RedisURL(t), err)
+	}
+	prefix := Name(t)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := rc.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			rc.Del(ctx, iter.Val())
+		}
+		rc.Close()
+	})
+	return rc, prefix
+}
+
+// PostgresURL returns a connection string for a fresh schema in the test database,
+// with junban's migrations applied; the schema is dropped when the test ends.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	load(t)
+	base := need(t, "JUNBAN_TEST_DATABASE_URL")
+	admin, err := config.Postgres{URL: base}.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := Name(t)
+	if err := admin.Exec("CREATE SCHEMA " + schema).Error; err != nil {
+		t.Fatalf("testenv: postgres at %s: %v (run `make stack`)", base, err)
+	}
+	t.Cleanup(func() {
+		admin.Exec("DROP SCHEMA " + schema + " CASCADE")
+		if sqlDB, err := admin.DB(); err == nil {
+			sqlDB.Close()
+		}
+	})
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	url := base + sep + "search_path=" + schema
+	db, err := config.Postgres{URL: url}.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB, _ := db.DB()
+	defer sqlDB.Close()
+	if _, err := migrations.Up(context.Background(), sqlDB); err != nil {
+		t.Fatal(err)
+	}
+	return url
+}
+
+// Postgres returns a gorm handle on a fresh, migrated schema of the test's own.
+func Postgres(t testing.TB) *gorm.DB {
+	t.Helper()
+	db, err := config.Postgres{URL: PostgresURL(t)}.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if sqlDB, err := db.DB(); err == nil {
+			sqlDB.Close()
+		}
+	})
+	return db
+}
+
+// SQSConfig returns the SQS settings of the test stack.
+func SQSConfig(t testing.TB) config.SQS {
+	load(t)
+	region := os.Getenv("AWS_REGION")
+	if region == "" {
+		region = "us-east-1"
+	}
+	return config.SQS{Region: region, Endpoint: need(t, "AWS_ENDPOINT_URL_SQS")}
+}
+
+// SQS returns a client for the test SQS endpoint (the local emulator).
+func SQS(t testing.TB) *sqs.Client {
+	t.Helper()
+	c, err := queue.NewClient(context.Background(), SQSConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Queues are one test's orders and results queues, each with its dead-letter queue.
+type Queues struct {
+	Orders, Results queue.Pair
+	// Names as given to CreateQueue, for a subprocess's environment.
+	OrdersName, ResultsName, OrdersDLQName, ResultsDLQName string
+}
+
+// NewQueues creates orders and results queues (and DLQs, maxReceiveCount 5) unique to
+// the test, with the given visibility timeout in seconds.
+func NewQueues(t testing.TB, c *sqs.Client, visibility int) Queues {
+	t.Helper()
+	n := Name(t)
+	if len(n) > 60 {
+		n = n[:60]
+	}
+	q := Queues{OrdersName: n + "-orders", ResultsName: n + "-results"}
+	q.OrdersDLQName, q.ResultsDLQName = q.OrdersName+"-dlq", q.ResultsName+"-dlq"
+	ctx := context.Background()
+	var err error
+	if q.Orders, err = queue.EnsurePair(ctx, c, q.OrdersName, q.OrdersDLQName, 5, visibility); err != nil {
+		t.Fatalf("testenv: %v (run `make stack`)", err)
+	}
+	if q.Results, err = queue.EnsurePair(ctx, c, q.ResultsName, q.ResultsDLQName, 5, visibility); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// Env returns the environment a subprocess (a junban binary) needs to use the same
+// services as the test, as KEY=VALUE pairs.
+func Env(t testing.TB) []string {
+	load(t)
+	var out []string
+	for _, k := range []string{"REDIS_URL", "AWS_ENDPOINT_URL_SQS", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		if v := os.Getenv(k); v != "" {
+			out = append(out, fmt.Sprintf("%s=%s", k, v))
+		}
+	}
+	return out
+}
