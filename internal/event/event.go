@@ -109,13 +109,8 @@ type SnapshotLine struct {
 	LineID string   `json:"line_id"`
 	SKU    string   `json:"sku"`
 	Qty    int64    `json:"qty"`
-	Lots   []LotQty `json:"lots,omitempty"`
-}
-
-// LotQty is a quantity held in one lot.
-type LotQty struct {
-	LotID string `json:"lot_id"`
-	Qty   int64  `json:"qty"`
+	// Lots hold the line's quantity, in allocation order.
+	Lots []ledger.LotQty `json:"lots,omitempty"`
 }
 
 // Order statuses.

@@ -66,3 +66,9 @@ type SKU struct {
 	Version     int64  `json:"version"`
 	Lots        []Lot  `json:"lots"`
 }
+
+// LotQty is a quantity held in one lot.
+type LotQty struct {
+	LotID string `json:"lot_id"`
+	Qty   int64  `json:"qty"`
+}
