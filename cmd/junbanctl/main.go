@@ -1,0 +1,78 @@
+// Command junbanctl is junban's admin and developer CLI: migrations, inventory import,
+// sending events, reconcile, benchmarks and the local stack.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// command is one junbanctl subcommand; args are the words after its name.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string) error
+}
+
+// commands lists every subcommand; each lives in its own file.
+var commands = map[string]command{
+	"migrate":          {"apply the database migrations", runMigrate},
+	"stack":            {"local stack: up | down | status", runStack},
+	"inventory import": {"import SKUs and lots from a CSV or JSON-lines file", runInventoryImport},
+	"bench lock":       {"benchmark the per-order turn against redsync", runBenchLock},
+	"bench alloc":      {"benchmark the allocation script against a JSON document and PostgreSQL", runBenchAlloc},
+	"bench persist":    {"benchmark batched persistence against one result per transaction", runBenchPersist},
+	"reconcile":        {"compare Redis with PostgreSQL; --repair rewrites PostgreSQL", runReconcile},
+	"webhook send":     {"send one signed webhook to a running gateway", runWebhookSend},
+	"webhook storm":    {"send N concurrent duplicate webhooks plus late retries", runWebhookStorm},
+}
+
+// errUsage marks an error in the command line: exit code 2.
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	err := dispatch(ctx, os.Args[1:])
+	switch {
+	case err == nil:
+	case errors.Is(err, errUsage), errors.Is(err, flag.ErrHelp):
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "junbanctl:", err)
+		os.Exit(1)
+	}
+}
+
+func dispatch(ctx context.Context, args []string) error {
+	// The longest command name that prefixes args wins ("bench lock" over "bench").
+	for n := min(len(args), 2); n > 0; n-- {
+		if c, ok := commands[strings.Join(args[:n], " ")]; ok {
+			return c.run(ctx, args[n:])
+		}
+	}
+	usage()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		return nil
+	}
+	return fmt.Errorf("%w: unknown command %q", errUsage, strings.Join(args, " "))
+}
+
+func usage() {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(os.Stderr, "usage: junbanctl COMMAND [flags]\n\ncommands:")
+	for _, n := range names {
+		fmt.Fprintf(os.Stderr, "  %-18s %s\n", n, commands[n].summary)
+	}
+}
