@@ -106,9 +106,9 @@ type OrderSnapshot struct {
 
 // SnapshotLine is an order line with the lots that hold its quantity.
 type SnapshotLine struct {
-	LineID string   `json:"line_id"`
-	SKU    string   `json:"sku"`
-	Qty    int64    `json:"qty"`
+	LineID string `json:"line_id"`
+	SKU    string `json:"sku"`
+	Qty    int64  `json:"qty"`
 	// Lots hold the line's quantity, in allocation order.
 	Lots []ledger.LotQty `json:"lots,omitempty"`
 }
