@@ -24,6 +24,7 @@ type command struct {
 var commands = map[string]command{
 	"migrate":          {"apply the database migrations", runMigrate},
 	"stack":            {"local stack: up | down | status", runStack},
+	"send":             {"put order events on the orders queue (JSON lines or flags)", runSend},
 	"inventory import": {"import SKUs and lots from a CSV or JSON-lines file", runInventoryImport},
 	"bench lock":       {"benchmark the per-order turn against redsync", runBenchLock},
 	"bench alloc":      {"benchmark the allocation script against a JSON document and PostgreSQL", runBenchAlloc},

@@ -198,3 +198,55 @@ func (p Postgres) Open() (*gorm.DB, error) {
 	}
 	return db, nil
 }
+
+// Var describes one environment variable a configuration reads.
+type Var struct {
+	Name     string
+	Default  string
+	Required bool
+}
+
+// Vars lists the variables T reads, in field order.
+func Vars[T any]() ([]Var, error) {
+	var zero T
+	params, err := env.GetFieldParams(&zero)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Var, 0, len(params))
+	for _, p := range params {
+		out = append(out, Var{Name: p.Key, Default: p.DefaultValue, Required: p.Required})
+	}
+	return out, nil
+}
+
+// Preflight answers the flags every binary has: --env-vars prints the variables the
+// binary reads (name, required or default), --check-config loads and validates the
+// configuration and says so. handled is true when one of them ran.
+func Preflight[T any](args []string) (handled bool, err error) {
+	for _, a := range args {
+		switch a {
+		case "--env-vars", "-env-vars":
+			vars, err := Vars[T]()
+			if err != nil {
+				return true, err
+			}
+			for _, v := range vars {
+				switch {
+				case v.Required:
+					fmt.Printf("%s\trequired\n", v.Name)
+				default:
+					fmt.Printf("%s\tdefault=%s\n", v.Name, v.Default)
+				}
+			}
+			return true, nil
+		case "--check-config", "-check-config":
+			if _, err := Load[T](); err != nil {
+				return true, err
+			}
+			fmt.Println("configuration ok")
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -83,7 +83,10 @@ type Result struct {
 	Entity string `json:"entity"`
 	LCID   string `json:"lcid,omitempty"`
 	// Seq is the entity's fencing sequence of this event: persistence keeps the newest.
-	Seq         int64          `json:"seq"`
+	Seq int64 `json:"seq"`
+	// Arrival is the turn sequence at which the event reached the entity's turn; a
+	// parked event keeps the arrival of its first attempt.
+	Arrival     int64          `json:"arrival"`
 	Type        Type           `json:"type"`
 	Outcome     string         `json:"outcome"`
 	Reason      string         `json:"reason,omitempty"`

@@ -1,0 +1,209 @@
+// Command order-worker consumes order events from SQS, applies each in its order's
+// turn (internal/lockhandoff) with atomic inventory moves (internal/ledger), and
+// publishes one result per event to the results queue.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"go.uber.org/zap"
+
+	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/health"
+	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/logging"
+	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/queue"
+)
+
+// Config is the order-worker's environment.
+type Config struct {
+	config.Common
+	config.Redis
+	config.Postgres
+	config.SQS
+	// Concurrency is how many order events are handled at once.
+	Concurrency int `env:"JUNBAN_CONCURRENCY" envDefault:"16"`
+	// LockTTL is the lease of an entity's turn; it is renewed every third of it.
+	LockTTL time.Duration `env:"JUNBAN_LOCK_TTL" envDefault:"10s"`
+	// HandlerDeadline abandons a handler that runs longer, so a hung worker cannot hold a turn.
+	HandlerDeadline time.Duration `env:"JUNBAN_HANDLER_DEADLINE" envDefault:"60s"`
+	// MaxWait bounds an entity's wait list; beyond it messages stay in SQS.
+	MaxWait int `env:"JUNBAN_MAX_WAIT" envDefault:"10000"`
+	// DrainMaxEvents and DrainMaxTime bound one holder's drain before it hands the backlog on.
+	DrainMaxEvents int           `env:"JUNBAN_DRAIN_MAX_EVENTS" envDefault:"1000"`
+	DrainMaxTime   time.Duration `env:"JUNBAN_DRAIN_MAX_TIME" envDefault:"20s"`
+	// SweepInterval is how often the sweeper looks for orphaned backlogs.
+	SweepInterval time.Duration `env:"JUNBAN_SWEEP_INTERVAL" envDefault:"5s"`
+	// DoneRetention keeps done markers and results for redeliveries.
+	DoneRetention time.Duration `env:"JUNBAN_DONE_RETENTION" envDefault:"96h"`
+	// ParkTimeout dead-letters events whose precondition never came.
+	ParkTimeout time.Duration `env:"JUNBAN_PARK_TIMEOUT" envDefault:"24h"`
+	// OpRetention keeps the ledger's applied op ids.
+	OpRetention time.Duration `env:"JUNBAN_OP_RETENTION" envDefault:"168h"`
+	// WaitTimeSeconds is the SQS long poll.
+	WaitTimeSeconds int `env:"JUNBAN_SQS_WAIT_SECONDS" envDefault:"20"`
+}
+
+// Validate checks what the parser cannot.
+func (c Config) Validate() []string {
+	p := c.Common.Validate()
+	if c.Concurrency < 1 {
+		p = append(p, "JUNBAN_CONCURRENCY: must be at least 1")
+	}
+	if c.LockTTL < 300*time.Millisecond {
+		p = append(p, "JUNBAN_LOCK_TTL: must be at least 300ms")
+	}
+	if c.HandlerDeadline <= c.LockTTL {
+		p = append(p, "JUNBAN_HANDLER_DEADLINE: must be longer than JUNBAN_LOCK_TTL")
+	}
+	if c.MaxWait < 1 {
+		p = append(p, "JUNBAN_MAX_WAIT: must be at least 1")
+	}
+	if c.WaitTimeSeconds < 1 || c.WaitTimeSeconds > 20 {
+		p = append(p, "JUNBAN_SQS_WAIT_SECONDS: must be 1..20")
+	}
+	return p
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "order-worker:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	if handled, err := config.Preflight[Config](os.Args[1:]); handled {
+		return err
+	}
+	cfg, err := config.Load[Config]()
+	if err != nil {
+		return err
+	}
+	log, err := logging.New("order-worker", cfg.LogFormat, cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	rc, err := cfg.Redis.Client()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	db, err := cfg.Postgres.Open()
+	if err != nil {
+		return err
+	}
+	sqsClient, err := queue.NewClient(ctx, cfg.SQS)
+	if err != nil {
+		return err
+	}
+	urls, err := resolve(ctx, cfg.SQS, sqsClient)
+	if err != nil {
+		return err
+	}
+
+	reg := health.NewRegistry()
+	srv := health.New(reg, log)
+	srv.AddCheck("redis", health.RedisCheck(rc))
+	srv.AddCheck("postgres", health.PostgresCheck(db))
+	srv.AddCheck("sqs", health.SQSCheck(sqsClient, urls.orders))
+	if err := srv.Start(cfg.HTTPAddr); err != nil {
+		return err
+	}
+
+	results, err := queue.NewPublisher(sqsClient, queue.PublisherConfig{QueueURL: urls.results, Registerer: reg, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer results.Close()
+	nudges, err := queue.NewPublisher(sqsClient, queue.PublisherConfig{QueueURL: urls.orders, Name: "orders-nudge", Registerer: reg, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer nudges.Close()
+	deadLetter := func(ctx context.Context, body []byte, reason string) error {
+		return queue.DeadLetter(ctx, sqsClient, urls.ordersDLQ, body, reason, nil)
+	}
+
+	led := ledger.New(rc, cfg.KeyPrefix, ledger.PGLoader{DB: db}, ledger.Config{OpRetention: cfg.OpRetention})
+	proc, err := order.NewProcessor(rc, led, results, deadLetter, order.Config{
+		Prefix: cfg.KeyPrefix, DoneRetention: cfg.DoneRetention, ParkTimeout: cfg.ParkTimeout,
+	}, log, reg)
+	if err != nil {
+		return err
+	}
+	turns, err := lockhandoff.New(rc, lockhandoff.Config{
+		Prefix:          cfg.KeyPrefix,
+		LockTTL:         cfg.LockTTL,
+		HandlerDeadline: cfg.HandlerDeadline,
+		MaxWait:         cfg.MaxWait,
+		DrainMaxEvents:  cfg.DrainMaxEvents,
+		DrainMaxTime:    cfg.DrainMaxTime,
+		SweepInterval:   cfg.SweepInterval,
+		Nudge:           order.Nudger(nudges),
+		Logger:          log,
+		Registerer:      reg,
+	}, proc.Handle)
+	if err != nil {
+		return err
+	}
+	if err := turns.Start(ctx); err != nil {
+		return err
+	}
+
+	worker := &order.Worker{Turns: turns, Log: log}
+	consumer, err := queue.NewConsumer(sqsClient, queue.ConsumerConfig{
+		QueueURL:        urls.orders,
+		DLQURL:          urls.ordersDLQ,
+		Concurrency:     cfg.Concurrency,
+		WaitTimeSeconds: cfg.WaitTimeSeconds,
+		ShutdownBudget:  cfg.ShutdownBudget,
+		Registerer:      reg,
+		Logger:          log,
+	}, worker.Handle)
+	if err != nil {
+		return err
+	}
+	log.Info("order-worker started", zap.String("orders", urls.orders), zap.String("results", urls.results))
+	runErr := consumer.Run(ctx)
+
+	// The consumer has finished or handed back its messages; leave the turns we hold.
+	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	turns.Stop()
+	srv.Stop(stopCtx)
+	log.Info("order-worker stopped")
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return runErr
+	}
+	return nil
+}
+
+type queueURLs struct{ orders, ordersDLQ, results string }
+
+func resolve(ctx context.Context, cfg config.SQS, c *sqs.Client) (queueURLs, error) {
+	var u queueURLs
+	var err error
+	if u.orders, err = queue.ResolveURL(ctx, c, cfg.OrdersQueue); err != nil {
+		return u, err
+	}
+	if u.ordersDLQ, err = queue.ResolveURL(ctx, c, cfg.OrdersDLQ); err != nil {
+		return u, err
+	}
+	u.results, err = queue.ResolveURL(ctx, c, cfg.ResultsQueue)
+	return u, err
+}

@@ -1,0 +1,200 @@
+package order
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/ledger"
+)
+
+// MaxEventBytes is the default bound of an order event's body (SQS allows 256 KiB).
+const MaxEventBytes = 256 * 1024
+
+// InvalidError says why a message can never be a valid order event. Reason is a
+// stable code for the DLQ attribute and for metrics.
+type InvalidError struct {
+	Reason string
+	Detail string
+}
+
+func (e *InvalidError) Error() string { return e.Reason + ": " + e.Detail }
+
+// Reasons of invalid messages.
+const (
+	ReasonTooLarge        = "ERR_TOO_LARGE"
+	ReasonMalformedJSON   = "ERR_MALFORMED_JSON"
+	ReasonUnknownType     = "ERR_UNKNOWN_TYPE"
+	ReasonMissingField    = "ERR_MISSING_FIELD"
+	ReasonInvalidQuantity = "ERR_INVALID_QUANTITY"
+	ReasonDuplicateLine   = "ERR_DUPLICATE_LINE"
+	ReasonInvalidMode     = "ERR_INVALID_MODE"
+	ReasonInvalidDate     = "ERR_INVALID_DATE"
+)
+
+func invalid(reason, format string, args ...any) error {
+	return &InvalidError{Reason: reason, Detail: fmt.Sprintf(format, args...)}
+}
+
+// InvalidReason returns the reason of an *InvalidError, or "".
+func InvalidReason(err error) string {
+	var ie *InvalidError
+	if errors.As(err, &ie) {
+		return ie.Reason
+	}
+	return ""
+}
+
+// Event is a decoded, validated order event.
+type Event struct {
+	event.Order
+	// Exactly one of these is set, by Type.
+	Lines     *event.OrderData
+	Received  *event.InventoryReceivedData
+	Adjusted  *event.InventoryAdjustedData
+	DrainOf   string // junban.drain: the entity to drain
+	rawLength int
+}
+
+// Entity is the key of the turn the event runs in: the lcid, or "sku:<sku>" for
+// inventory events.
+func (e Event) Entity() string {
+	switch {
+	case e.Received != nil:
+		return SKUEntity(e.Received.SKU)
+	case e.Adjusted != nil:
+		return SKUEntity(e.Adjusted.SKU)
+	case e.Type == event.Drain:
+		return e.DrainOf
+	}
+	return e.LCID
+}
+
+// SKUEntity is the entity of a SKU's inventory events.
+func SKUEntity(sku string) string { return "sku:" + sku }
+
+// Decode parses and validates an order event; an error is an *InvalidError: such a
+// message can never be applied.
+func Decode(body []byte, maxBytes int) (Event, error) {
+	if maxBytes <= 0 {
+		maxBytes = MaxEventBytes
+	}
+	if len(body) > maxBytes {
+		return Event{}, invalid(ReasonTooLarge, "body is %d bytes, the limit is %d", len(body), maxBytes)
+	}
+	var ev Event
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&ev.Order); err != nil {
+		return Event{}, invalid(ReasonMalformedJSON, "%v", err)
+	}
+	if dec.More() {
+		return Event{}, invalid(ReasonMalformedJSON, "trailing data after the event object")
+	}
+	ev.rawLength = len(body)
+	if ev.EventID == "" {
+		return Event{}, invalid(ReasonMissingField, "event_id is missing")
+	}
+	switch ev.Type {
+	case event.OrderPlaced, event.OrderLinesChanged:
+		if ev.LCID == "" {
+			return Event{}, invalid(ReasonMissingField, "lcid is missing")
+		}
+		var d event.OrderData
+		if err := strictData(ev.Data, &d); err != nil {
+			return Event{}, err
+		}
+		if err := validateLines(ev.Type, &d); err != nil {
+			return Event{}, err
+		}
+		ev.Lines = &d
+	case event.PaymentConfirmed, event.OrderAllocateForShipment, event.OrderCancelled, event.OrderShipped:
+		if ev.LCID == "" {
+			return Event{}, invalid(ReasonMissingField, "lcid is missing")
+		}
+	case event.InventoryReceived:
+		var d event.InventoryReceivedData
+		if err := strictData(ev.Data, &d); err != nil {
+			return Event{}, err
+		}
+		if d.SKU == "" || d.LotID == "" {
+			return Event{}, invalid(ReasonMissingField, "data.sku and data.lot_id are required")
+		}
+		if !validDate(d.BestBefore) {
+			return Event{}, invalid(ReasonInvalidDate, "data.best_before %q is not a date (YYYY-MM-DD)", d.BestBefore)
+		}
+		if d.Qty < 0 {
+			return Event{}, invalid(ReasonInvalidQuantity, "data.qty %d is negative", d.Qty)
+		}
+		ev.Received = &d
+	case event.InventoryAdjusted:
+		var d event.InventoryAdjustedData
+		if err := strictData(ev.Data, &d); err != nil {
+			return Event{}, err
+		}
+		if d.SKU == "" || d.LotID == "" || d.Reason == "" {
+			return Event{}, invalid(ReasonMissingField, "data.sku, data.lot_id and data.reason are required")
+		}
+		if d.Delta == 0 {
+			return Event{}, invalid(ReasonInvalidQuantity, "data.delta is zero")
+		}
+		ev.Adjusted = &d
+	case event.Drain:
+		if ev.LCID == "" {
+			return Event{}, invalid(ReasonMissingField, "lcid (the entity to drain) is missing")
+		}
+		ev.DrainOf = ev.LCID
+	case "":
+		return Event{}, invalid(ReasonMissingField, "type is missing")
+	default:
+		return Event{}, invalid(ReasonUnknownType, "unknown event type %q", ev.Type)
+	}
+	return ev, nil
+}
+
+func strictData(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return invalid(ReasonMissingField, "data is missing")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return invalid(ReasonMalformedJSON, "data: %v", err)
+	}
+	return nil
+}
+
+func validDate(s string) bool {
+	_, err := time.Parse(time.DateOnly, s)
+	return err == nil
+}
+
+func validateLines(t event.Type, d *event.OrderData) error {
+	if t == event.OrderPlaced {
+		if d.Mode != ledger.ModeShip && d.Mode != ledger.ModeReserve {
+			return invalid(ReasonInvalidMode, "data.mode %q is neither %q nor %q", d.Mode, ledger.ModeShip, ledger.ModeReserve)
+		}
+		if !validDate(d.TargetDate) {
+			return invalid(ReasonInvalidDate, "data.target_date %q is not a date (YYYY-MM-DD)", d.TargetDate)
+		}
+		if len(d.Lines) == 0 {
+			return invalid(ReasonMissingField, "data.lines is empty")
+		}
+	}
+	seen := make(map[string]bool, len(d.Lines))
+	for i, l := range d.Lines {
+		if l.LineID == "" || l.SKU == "" {
+			return invalid(ReasonMissingField, "data.lines[%d]: line_id and sku are required", i)
+		}
+		if l.Qty <= 0 {
+			return invalid(ReasonInvalidQuantity, "data.lines[%d]: qty %d is not positive", i, l.Qty)
+		}
+		if seen[l.LineID] {
+			return invalid(ReasonDuplicateLine, "data.lines[%d]: line_id %q appears twice", i, l.LineID)
+		}
+		seen[l.LineID] = true
+	}
+	return nil
+}

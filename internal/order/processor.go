@@ -1,0 +1,319 @@
+// Package order applies order events inside an entity's turn: it keeps each order's
+// state and parked events in Redis, moves stock through internal/ledger, and commits
+// the state, the event's done marker and its result together in one fenced script.
+package order
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/lockhandoff"
+)
+
+// Defaults of Config.
+const (
+	DoneRetentionDefault = 96 * time.Hour
+	ParkTimeoutDefault   = 24 * time.Hour
+	MaxParkedDefault     = 100
+	outboxBatch          = 10
+)
+
+// Config configures a Processor.
+type Config struct {
+	// Prefix starts every key (the same as lockhandoff's and ledger's).
+	Prefix string
+	// DoneRetention keeps each event's done marker and result; it must outlive SQS
+	// redeliveries (the queue's retention, 4 days by default) and the sweeper's re-runs.
+	DoneRetention time.Duration
+	// ParkTimeout dead-letters an event that waited longer for its precondition.
+	ParkTimeout time.Duration
+	// MaxParked bounds the parked events of one entity; beyond it the oldest is dead-lettered.
+	MaxParked int
+	// MaxEventBytes bounds an event's body.
+	MaxEventBytes int
+}
+
+func (c *Config) setDefaults() {
+	if c.Prefix == "" {
+		c.Prefix = "junban"
+	}
+	if c.DoneRetention <= 0 {
+		c.DoneRetention = DoneRetentionDefault
+	}
+	if c.ParkTimeout <= 0 {
+		c.ParkTimeout = ParkTimeoutDefault
+	}
+	if c.MaxParked <= 0 {
+		c.MaxParked = MaxParkedDefault
+	}
+	if c.MaxEventBytes <= 0 {
+		c.MaxEventBytes = MaxEventBytes
+	}
+}
+
+// Publisher takes results to the results queue; nil error means SQS accepted them all.
+type Publisher interface {
+	PublishBatch(ctx context.Context, bodies [][]byte) error
+}
+
+// DeadLetter sends an event that can never apply to the orders DLQ with its reason.
+type DeadLetter func(ctx context.Context, body []byte, reason string) error
+
+// ErrFenced means the turn was lost before the commit: nothing was written, and the
+// new holder re-runs the event.
+var ErrFenced = errors.New("order: the turn is no longer ours")
+
+var (
+	//go:embed commit.lua
+	commitLua    string
+	commitScript = redis.NewScript(commitLua)
+	//go:embed ack.lua
+	ackLua    string
+	ackScript = redis.NewScript(ackLua)
+)
+
+// Processor is the handler of every turn: lockhandoff calls Handle for each event.
+type Processor struct {
+	rc      redis.UniversalClient
+	ledger  Ledger
+	pub     Publisher
+	dlq     DeadLetter
+	cfg     Config
+	now     func() time.Time
+	log     *zap.Logger
+	metrics *metrics
+}
+
+// NewProcessor returns a processor; reg and log may be nil.
+func NewProcessor(rc redis.UniversalClient, l Ledger, pub Publisher, dlq DeadLetter, cfg Config, log *zap.Logger, reg prometheus.Registerer) (*Processor, error) {
+	cfg.setDefaults()
+	if log == nil {
+		log = zap.NewNop()
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Processor{rc: rc, ledger: l, pub: pub, dlq: dlq, cfg: cfg, now: time.Now, log: log, metrics: m}, nil
+}
+
+func (p *Processor) key(entity, suffix string) string {
+	return lockhandoff.Key(p.cfg.Prefix, entity, suffix)
+}
+
+// StateKey is where an entity's State lives.
+func StateKey(prefix, entity string) string { return lockhandoff.Key(prefix, entity, "state") }
+
+func doneKey(prefix, entity, eventID string) string {
+	return lockhandoff.Key(prefix, entity, "done:"+eventID)
+}
+
+// Handle applies one envelope in the entity's turn. An error leaves the envelope where
+// it is (lockhandoff re-runs it); every step is idempotent.
+func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []byte) error {
+	ev, err := Decode(envelope, p.cfg.MaxEventBytes)
+	if err != nil {
+		// Validated before it was submitted, so only a changed validation rule gets here.
+		p.log.Error("undecodable envelope in a turn", zap.String("entity", t.Entity), zap.Error(err))
+		if err := p.dlq(ctx, envelope, InvalidReason(err)); err != nil {
+			return err
+		}
+		return nil
+	}
+	if ev.Type == event.Drain {
+		return nil
+	}
+	stored, err := p.rc.Get(ctx, doneKey(p.cfg.Prefix, t.Entity, ev.EventID)).Bytes()
+	switch {
+	case err == nil:
+		// Done before (redelivery, or a re-run after a crash): the same result again.
+		p.metrics.replayed.Inc()
+		if err := p.pub.PublishBatch(ctx, [][]byte{stored}); err != nil {
+			return fmt.Errorf("order: republish %s: %w", ev.EventID, err)
+		}
+		return p.flush(ctx, t)
+	case !errors.Is(err, redis.Nil):
+		return fmt.Errorf("order: done marker: %w", err)
+	}
+	st, err := p.Load(ctx, t.Entity)
+	if err != nil {
+		return err
+	}
+	now := p.now()
+	if st, err = p.expireParked(ctx, st, now); err != nil {
+		return err
+	}
+	next, results, err := Step(ctx, p.ledger, st, ev, t.Seq, now)
+	if err != nil {
+		return fmt.Errorf("order: %s %s: %w", ev.Type, ev.EventID, err)
+	}
+	if len(next.Parked) > p.cfg.MaxParked {
+		if next, err = p.deadLetterParked(ctx, next, len(next.Parked)-p.cfg.MaxParked, "ERR_TOO_MANY_PARKED"); err != nil {
+			return err
+		}
+	}
+	if err := p.commit(ctx, t, ev, next, results); err != nil {
+		return err
+	}
+	if len(results) == 0 {
+		p.metrics.outcomes.WithLabelValues(string(ev.Type), "parked", "").Inc()
+	}
+	for _, r := range results {
+		p.metrics.outcomes.WithLabelValues(string(r.Type), r.Outcome, r.Reason).Inc()
+	}
+	return p.flush(ctx, t)
+}
+
+// Load reads an entity's state (the zero State when it has none).
+func (p *Processor) Load(ctx context.Context, entity string) (State, error) {
+	return LoadState(ctx, p.rc, p.cfg.Prefix, entity)
+}
+
+// LoadState reads an entity's state (the zero State when it has none).
+func LoadState(ctx context.Context, rc redis.UniversalClient, prefix, entity string) (State, error) {
+	var st State
+	raw, err := rc.Get(ctx, StateKey(prefix, entity)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("order: load %s: %w", entity, err)
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return st, fmt.Errorf("order: state of %s: %w", entity, err)
+	}
+	return st, nil
+}
+
+func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev Event, st State, results []event.Result) error {
+	stateJSON, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	keys := []string{
+		p.key(t.Entity, "lock"), p.key(t.Entity, "state"), p.key(t.Entity, "outbox"),
+		doneKey(p.cfg.Prefix, t.Entity, ev.EventID),
+	}
+	args := []any{t.Token, stateJSON, p.cfg.DoneRetention.Milliseconds()}
+	for _, r := range results {
+		body, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, doneKey(p.cfg.Prefix, t.Entity, r.EventID))
+		args = append(args, body)
+	}
+	err = commitScript.Run(ctx, p.rc, keys, args...).Err()
+	if err != nil && isFenced(err) {
+		p.metrics.fenced.Inc()
+		return fmt.Errorf("%w: %s", ErrFenced, t.Entity)
+	}
+	return err
+}
+
+func isFenced(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && len(re.Error()) >= 6 && re.Error()[:6] == "FENCED"
+}
+
+// flush publishes the outbox, oldest first, before the turn moves on.
+func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn) error {
+	outbox := p.key(t.Entity, "outbox")
+	for {
+		items, err := p.rc.LRange(ctx, outbox, 0, outboxBatch-1).Result()
+		if err != nil {
+			return fmt.Errorf("order: outbox: %w", err)
+		}
+		if len(items) == 0 {
+			return nil
+		}
+		bodies := make([][]byte, len(items))
+		for i, s := range items {
+			bodies[i] = []byte(s)
+		}
+		if err := p.pub.PublishBatch(ctx, bodies); err != nil {
+			return fmt.Errorf("order: publish results: %w", err)
+		}
+		p.metrics.published.Add(float64(len(bodies)))
+		ok, err := ackScript.Run(ctx, p.rc, []string{p.key(t.Entity, "lock"), outbox}, t.Token, len(items)).Int()
+		if err != nil {
+			return fmt.Errorf("order: outbox ack: %w", err)
+		}
+		if ok == 0 {
+			return fmt.Errorf("%w: %s", ErrFenced, t.Entity)
+		}
+		if len(items) < outboxBatch {
+			return nil
+		}
+	}
+}
+
+// expireParked dead-letters parked events older than ParkTimeout. The DLQ has them
+// before the state that drops them is committed, so none is lost in between.
+func (p *Processor) expireParked(ctx context.Context, st State, now time.Time) (State, error) {
+	n := 0
+	for n < len(st.Parked) && now.Sub(st.Parked[n].ParkedAt) > p.cfg.ParkTimeout {
+		n++
+	}
+	if n == 0 {
+		return st, nil
+	}
+	return p.deadLetterParked(ctx, st, n, ReasonParkedTooLong)
+}
+
+func (p *Processor) deadLetterParked(ctx context.Context, st State, n int, reason string) (State, error) {
+	for _, pk := range st.Parked[:n] {
+		if err := p.dlq(ctx, pk.Body, reason); err != nil {
+			return st, fmt.Errorf("order: dead-letter parked event: %w", err)
+		}
+		p.metrics.outcomes.WithLabelValues("parked", "dead_lettered", reason).Inc()
+		p.log.Warn("parked event dead-lettered", zap.String("event_id", parkedID(pk)), zap.String("reason", reason))
+	}
+	st.Parked = append([]Parked(nil), st.Parked[n:]...)
+	return st, nil
+}
+
+type metrics struct {
+	outcomes  *prometheus.CounterVec
+	replayed  prometheus.Counter
+	fenced    prometheus.Counter
+	published prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "junban", Subsystem: "order", Name: "events_total",
+			Help: "Events applied, rejected (by reason) or parked, by type.",
+		}, []string{"type", "outcome", "reason"}),
+		replayed: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "junban", Subsystem: "order", Name: "replayed_total",
+			Help: "Events found done already (redelivery or re-run); their result was republished.",
+		}),
+		fenced: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "junban", Subsystem: "order", Name: "fenced_total",
+			Help: "Commits refused because the turn had moved to another holder.",
+		}),
+		published: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "junban", Subsystem: "order", Name: "results_published_total",
+			Help: "Results published from the outbox.",
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.outcomes, m.replayed, m.fenced, m.published} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,549 @@
+package order
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/ledger"
+)
+
+// Ledger is what the state machine needs of internal/ledger; *ledger.Ledger (Redis)
+// and *ledger.Model (the plain-Go reference) both provide it.
+type Ledger interface {
+	Allocate(ctx context.Context, r ledger.AllocateRequest) (ledger.Result, error)
+	Release(ctx context.Context, r ledger.ReleaseRequest) (ledger.Result, error)
+	Confirm(ctx context.Context, r ledger.LotsRequest) (ledger.Result, error)
+	Ship(ctx context.Context, r ledger.LotsRequest) (ledger.Result, error)
+	Receive(ctx context.Context, r ledger.ReceiveRequest) (ledger.Result, error)
+	Adjust(ctx context.Context, r ledger.AdjustRequest) (ledger.Result, error)
+}
+
+// Reasons of rejected events, beside the ledger's (ledger.Reason).
+const (
+	ReasonInvalidTransition = "ERR_INVALID_TRANSITION"
+	ReasonOrderExists       = "ERR_ORDER_EXISTS"
+	ReasonParkedTooLong     = "ERR_PARKED_TOO_LONG"
+)
+
+// State is everything junban keeps of one entity in its turn: the order (nil before
+// order.placed, and for SKU entities), the result counter and the parked events.
+type State struct {
+	// Seq counts the results the entity has produced; each result carries the next one,
+	// so persistence can keep the newest.
+	Seq    int64                `json:"seq"`
+	Order  *event.OrderSnapshot `json:"order,omitempty"`
+	Parked []Parked             `json:"parked,omitempty"`
+}
+
+// Parked is an event whose precondition did not hold yet (payment before placement).
+type Parked struct {
+	Body     json.RawMessage `json:"body"`
+	Arrival  int64           `json:"arrival"`
+	ParkedAt time.Time       `json:"parked_at"`
+}
+
+// Step applies ev to st and then retries the parked events while any of them applies.
+// It returns the new state and one result per event that applied or was rejected (ev
+// itself yields none when it is parked). Ledger operations carry op ids derived from
+// the event, so a re-run of the same step with the same state gets the same answers.
+// A returned error is transient (Redis unreachable): nothing must be committed.
+func Step(ctx context.Context, l Ledger, st State, ev Event, arrival int64, now time.Time) (State, []event.Result, error) {
+	for _, p := range st.Parked {
+		if parkedID(p) == ev.EventID {
+			return st, nil, nil // a redelivery of a parked event: already in custody here
+		}
+	}
+	st.Parked = slices.Clone(st.Parked)
+	var results []event.Result
+	res, parked, err := apply(ctx, l, &st, ev, arrival, now)
+	if err != nil {
+		return State{}, nil, err
+	}
+	if parked {
+		body, err := json.Marshal(ev.Order)
+		if err != nil {
+			return State{}, nil, err
+		}
+		st.Parked = append(st.Parked, Parked{Body: body, Arrival: arrival, ParkedAt: now})
+		return st, nil, nil
+	}
+	results = append(results, res)
+	// Every result may be the precondition a parked event waited for.
+	for progress := true; progress && len(st.Parked) > 0; {
+		progress = false
+		for i := 0; i < len(st.Parked); i++ {
+			p := st.Parked[i]
+			pev, err := Decode(p.Body, 0)
+			if err != nil {
+				return State{}, nil, fmt.Errorf("order: parked event no longer decodes: %w", err)
+			}
+			res, stillParked, err := apply(ctx, l, &st, pev, p.Arrival, now)
+			if err != nil {
+				return State{}, nil, err
+			}
+			if stillParked {
+				continue
+			}
+			results = append(results, res)
+			st.Parked = slices.Delete(st.Parked, i, i+1)
+			i--
+			progress = true
+		}
+	}
+	return st, results, nil
+}
+
+func parkedID(p Parked) string {
+	var h struct {
+		EventID string `json:"event_id"`
+	}
+	json.Unmarshal(p.Body, &h)
+	return h.EventID
+}
+
+// apply runs one event against st (changing it on success) and returns its result, or
+// parked=true when its precondition does not hold yet.
+func apply(ctx context.Context, l Ledger, st *State, ev Event, arrival int64, now time.Time) (event.Result, bool, error) {
+	t := &txn{ctx: ctx, l: l, ev: ev, skus: map[string]ledger.SKU{}}
+	var (
+		next   *event.OrderSnapshot
+		reason string
+		park   bool
+		err    error
+	)
+	switch ev.Type {
+	case event.OrderPlaced:
+		next, reason, err = t.placed(st.Order)
+	case event.PaymentConfirmed:
+		next, reason, park = paymentConfirmed(st.Order)
+	case event.OrderAllocateForShipment:
+		next, reason, park, err = t.allocateForShipment(st.Order)
+	case event.OrderLinesChanged:
+		next, reason, park, err = t.linesChanged(st.Order)
+	case event.OrderCancelled:
+		next, reason, park, err = t.cancelled(st.Order)
+	case event.OrderShipped:
+		next, reason, park, err = t.shipped(st.Order)
+	case event.InventoryReceived:
+		reason, err = t.received()
+	case event.InventoryAdjusted:
+		reason, err = t.adjusted()
+	default:
+		reason = ReasonInvalidTransition
+	}
+	if err != nil {
+		return event.Result{}, false, err
+	}
+	if park {
+		return event.Result{}, true, nil
+	}
+	if next != nil {
+		st.Order = next
+	}
+	st.Seq++
+	res := event.Result{
+		EventID:     ev.EventID,
+		Entity:      ev.Entity(),
+		LCID:        ev.LCID,
+		Seq:         st.Seq,
+		Arrival:     arrival,
+		Type:        ev.Type,
+		Outcome:     event.Applied,
+		Reason:      reason,
+		Order:       st.Order,
+		Moves:       t.moves,
+		ProcessedAt: now.UTC(),
+	}
+	if reason != "" {
+		res.Outcome = event.Rejected
+	}
+	for _, s := range t.skus {
+		res.SKUs = append(res.SKUs, s)
+	}
+	slices.SortFunc(res.SKUs, func(a, b ledger.SKU) int { return cmpString(a.SKU, b.SKU) })
+	return res, false, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// txn collects the ledger effects of one event.
+type txn struct {
+	ctx   context.Context
+	l     Ledger
+	ev    Event
+	moves []ledger.Move
+	skus  map[string]ledger.SKU
+}
+
+func (t *txn) opID(line, step string) string { return t.ev.EventID + ":" + line + ":" + step }
+
+// record keeps an operation's moves and the SKU's newest touched lots.
+func (t *txn) record(r ledger.Result) {
+	t.moves = append(t.moves, r.Moves...)
+	s, ok := t.skus[r.SKU]
+	if !ok || r.Version >= s.Version {
+		merged := map[string]ledger.Lot{}
+		for _, lot := range s.Lots {
+			merged[lot.LotID] = lot
+		}
+		for _, lot := range r.Lots {
+			merged[lot.LotID] = lot
+		}
+		s = ledger.SKU{SKU: r.SKU, Version: r.Version}
+		for _, lot := range merged {
+			s.Lots = append(s.Lots, lot)
+		}
+		slices.SortFunc(s.Lots, func(a, b ledger.Lot) int { return cmpString(a.LotID, b.LotID) })
+		t.skus[r.SKU] = s
+	}
+}
+
+// rejectable tells a ledger error that rejects the event from a transient one.
+func rejectable(err error) (string, bool) {
+	reason := ledger.Reason(err)
+	if reason == "" || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return "", false
+	}
+	return reason, true
+}
+
+func bucketOf(allocation string) string {
+	if allocation == "allocated" {
+		return ledger.Allocated
+	}
+	return ledger.Reserved
+}
+
+func modeOf(allocation string) ledger.Mode {
+	if allocation == "allocated" {
+		return ledger.ModeShip
+	}
+	return ledger.ModeReserve
+}
+
+// allocateLines allocates every line (all or nothing): when one fails, the lines
+// allocated so far are released by their own op ids and the failure's reason returned.
+func (t *txn) allocateLines(lines []event.Line, date string, mode ledger.Mode, step string) ([][]ledger.LotQty, string, error) {
+	held := make([][]ledger.LotQty, len(lines))
+	for i, ln := range lines {
+		r, err := t.l.Allocate(t.ctx, ledger.AllocateRequest{
+			OpID: t.opID(ln.LineID, step), SKU: ln.SKU, Qty: ln.Qty, TargetDate: date, Mode: mode,
+		})
+		if err != nil {
+			reason, ok := rejectable(err)
+			if !ok {
+				return nil, "", err
+			}
+			from := ledger.Reserved
+			if mode == ledger.ModeShip {
+				from = ledger.Allocated
+			}
+			for j := i - 1; j >= 0; j-- {
+				cr, err := t.l.Release(t.ctx, ledger.ReleaseRequest{
+					OpID: t.opID(lines[j].LineID, step+"-undo"), SKU: lines[j].SKU, From: from, Lots: held[j],
+				})
+				if err != nil {
+					return nil, "", fmt.Errorf("order: compensate line %s: %w", lines[j].LineID, err)
+				}
+				t.record(cr)
+			}
+			return nil, reason, nil
+		}
+		t.record(r)
+		held[i] = lotsOf(r.Moves)
+	}
+	return held, "", nil
+}
+
+func lotsOf(moves []ledger.Move) []ledger.LotQty {
+	var out []ledger.LotQty
+	for _, m := range moves {
+		out = append(out, ledger.LotQty{LotID: m.LotID, Qty: m.Qty})
+	}
+	return out
+}
+
+func (t *txn) placed(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, error) {
+	if cur != nil {
+		return nil, ReasonOrderExists, nil
+	}
+	d := t.ev.Lines
+	held, reason, err := t.allocateLines(d.Lines, d.TargetDate, d.Mode, "alloc")
+	if err != nil {
+		return nil, "", err
+	}
+	o := &event.OrderSnapshot{LCID: t.ev.LCID, Mode: d.Mode, TargetDate: d.TargetDate}
+	if reason != "" {
+		o.Status = event.StatusRejected
+		for _, ln := range d.Lines {
+			o.Lines = append(o.Lines, event.SnapshotLine{LineID: ln.LineID, SKU: ln.SKU, Qty: ln.Qty})
+		}
+		return o, reason, nil
+	}
+	o.Status = event.StatusPlaced
+	o.Allocation = "reserved"
+	if d.Mode == ledger.ModeShip {
+		o.Allocation = "allocated"
+	}
+	for i, ln := range d.Lines {
+		o.Lines = append(o.Lines, event.SnapshotLine{LineID: ln.LineID, SKU: ln.SKU, Qty: ln.Qty, Lots: held[i]})
+	}
+	return o, "", nil
+}
+
+// finished answers an event on an order that is no longer placed: a repeat of what
+// already happened is a no-op, anything else is an invalid transition.
+func finished(cur *event.OrderSnapshot, repeat string) (string, bool) {
+	if cur.Status == event.StatusPlaced {
+		return "", false
+	}
+	if cur.Status == repeat {
+		return "", true
+	}
+	return ReasonInvalidTransition, true
+}
+
+func paymentConfirmed(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, bool) {
+	if cur == nil {
+		return nil, "", true
+	}
+	if reason, done := finished(cur, ""); done {
+		return nil, reason, false
+	}
+	o := clone(cur)
+	o.Paid = true
+	return o, "", false
+}
+
+func (t *txn) allocateForShipment(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, bool, error) {
+	if cur == nil {
+		return nil, "", true, nil
+	}
+	if reason, done := finished(cur, ""); done {
+		return nil, reason, false, nil
+	}
+	if cur.Allocation == "allocated" {
+		return nil, "", false, nil
+	}
+	for _, ln := range cur.Lines {
+		r, err := t.l.Confirm(t.ctx, ledger.LotsRequest{OpID: t.opID(ln.LineID, "confirm"), SKU: ln.SKU, Lots: ln.Lots})
+		if err != nil {
+			if reason, ok := rejectable(err); ok {
+				// The ledger disagrees with the order's lots: drift, for reconcile to show.
+				return nil, reason, false, nil
+			}
+			return nil, "", false, err
+		}
+		t.record(r)
+	}
+	o := clone(cur)
+	o.Allocation = "allocated"
+	return o, "", false, nil
+}
+
+func (t *txn) linesChanged(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, bool, error) {
+	if cur == nil {
+		return nil, "", true, nil
+	}
+	if reason, done := finished(cur, ""); done {
+		return nil, reason, false, nil
+	}
+	old := map[string]event.SnapshotLine{}
+	for _, ln := range cur.Lines {
+		old[ln.LineID] = ln
+	}
+	// Raise and add first: if an allocation fails, only this event's allocations are
+	// undone and the order stays as it was.
+	var grow []event.Line
+	next := map[string]bool{}
+	for _, ln := range t.ev.Lines.Lines {
+		next[ln.LineID] = true
+		o, ok := old[ln.LineID]
+		switch {
+		case !ok || o.SKU != ln.SKU:
+			grow = append(grow, ln)
+		case ln.Qty > o.Qty:
+			grow = append(grow, event.Line{LineID: ln.LineID, SKU: ln.SKU, Qty: ln.Qty - o.Qty})
+		}
+	}
+	held, reason, err := t.allocateLines(grow, cur.TargetDate, modeOf(cur.Allocation), "grow")
+	if err != nil || reason != "" {
+		return nil, reason, false, err
+	}
+	grown := map[string][]ledger.LotQty{}
+	for i, ln := range grow {
+		grown[ln.LineID] = held[i]
+	}
+	o := clone(cur)
+	o.Lines = nil
+	from := bucketOf(cur.Allocation)
+	// Lower and remove: take from the line's lots in reverse allocation order.
+	for _, ol := range cur.Lines {
+		want := int64(0)
+		for _, ln := range t.ev.Lines.Lines {
+			if ln.LineID == ol.LineID && ln.SKU == ol.SKU {
+				want = ln.Qty
+			}
+		}
+		if want >= ol.Qty {
+			continue
+		}
+		keep, give := splitLots(ol.Lots, want)
+		r, err := t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ol.LineID, "shrink"), SKU: ol.SKU, From: from, Lots: give})
+		if err != nil {
+			if reason, ok := rejectable(err); ok {
+				return nil, reason, false, nil
+			}
+			return nil, "", false, err
+		}
+		t.record(r)
+		old[ol.LineID] = event.SnapshotLine{LineID: ol.LineID, SKU: ol.SKU, Qty: want, Lots: keep}
+	}
+	for _, ln := range t.ev.Lines.Lines {
+		prev, ok := old[ln.LineID]
+		nl := event.SnapshotLine{LineID: ln.LineID, SKU: ln.SKU, Qty: ln.Qty}
+		if ok && prev.SKU == ln.SKU {
+			nl.Lots = slices.Clone(prev.Lots)
+		}
+		nl.Lots = mergeLots(nl.Lots, grown[ln.LineID])
+		o.Lines = append(o.Lines, nl)
+	}
+	return o, "", false, nil
+}
+
+// splitLots keeps want units of lots (in allocation order) and gives back the rest,
+// taking from the last allocated lots first.
+func splitLots(lots []ledger.LotQty, want int64) (keep, give []ledger.LotQty) {
+	for _, lq := range lots {
+		switch {
+		case want >= lq.Qty:
+			keep = append(keep, lq)
+			want -= lq.Qty
+		case want > 0:
+			keep = append(keep, ledger.LotQty{LotID: lq.LotID, Qty: want})
+			give = append(give, ledger.LotQty{LotID: lq.LotID, Qty: lq.Qty - want})
+			want = 0
+		default:
+			give = append(give, lq)
+		}
+	}
+	slices.Reverse(give)
+	return keep, give
+}
+
+func mergeLots(a, b []ledger.LotQty) []ledger.LotQty {
+	out := slices.Clone(a)
+	for _, lq := range b {
+		if i := slices.IndexFunc(out, func(x ledger.LotQty) bool { return x.LotID == lq.LotID }); i >= 0 {
+			out[i].Qty += lq.Qty
+			continue
+		}
+		out = append(out, lq)
+	}
+	return out
+}
+
+func (t *txn) cancelled(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, bool, error) {
+	if cur == nil {
+		return nil, "", true, nil
+	}
+	if reason, done := finished(cur, event.StatusCancelled); done {
+		return nil, reason, false, nil
+	}
+	from := bucketOf(cur.Allocation)
+	for _, ln := range cur.Lines {
+		if len(ln.Lots) == 0 {
+			continue
+		}
+		lots := slices.Clone(ln.Lots)
+		slices.Reverse(lots)
+		r, err := t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ln.LineID, "cancel"), SKU: ln.SKU, From: from, Lots: lots})
+		if err != nil {
+			if reason, ok := rejectable(err); ok {
+				return nil, reason, false, nil
+			}
+			return nil, "", false, err
+		}
+		t.record(r)
+	}
+	o := clone(cur)
+	o.Status = event.StatusCancelled
+	for i := range o.Lines {
+		o.Lines[i].Lots = nil
+	}
+	return o, "", false, nil
+}
+
+func (t *txn) shipped(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, bool, error) {
+	if cur == nil {
+		return nil, "", true, nil
+	}
+	if reason, done := finished(cur, event.StatusShipped); done {
+		return nil, reason, false, nil
+	}
+	if !cur.Paid || cur.Allocation != "allocated" {
+		return nil, "", true, nil
+	}
+	for _, ln := range cur.Lines {
+		r, err := t.l.Ship(t.ctx, ledger.LotsRequest{OpID: t.opID(ln.LineID, "ship"), SKU: ln.SKU, Lots: ln.Lots})
+		if err != nil {
+			if reason, ok := rejectable(err); ok {
+				return nil, reason, false, nil
+			}
+			return nil, "", false, err
+		}
+		t.record(r)
+	}
+	o := clone(cur)
+	o.Status = event.StatusShipped
+	return o, "", false, nil
+}
+
+func (t *txn) received() (string, error) {
+	d := t.ev.Received
+	r, err := t.l.Receive(t.ctx, ledger.ReceiveRequest{OpID: t.opID(d.LotID, "receive"), SKU: d.SKU, LotID: d.LotID, BestBefore: d.BestBefore, Qty: d.Qty})
+	if err != nil {
+		if reason, ok := rejectable(err); ok {
+			return reason, nil
+		}
+		return "", err
+	}
+	t.record(r)
+	return "", nil
+}
+
+func (t *txn) adjusted() (string, error) {
+	d := t.ev.Adjusted
+	r, err := t.l.Adjust(t.ctx, ledger.AdjustRequest{OpID: t.opID(d.LotID, "adjust"), SKU: d.SKU, LotID: d.LotID, Delta: d.Delta, Reason: d.Reason})
+	if err != nil {
+		if reason, ok := rejectable(err); ok {
+			return reason, nil
+		}
+		return "", err
+	}
+	t.record(r)
+	return "", nil
+}
+
+func clone(o *event.OrderSnapshot) *event.OrderSnapshot {
+	c := *o
+	c.Lines = make([]event.SnapshotLine, len(o.Lines))
+	for i, ln := range o.Lines {
+		ln.Lots = slices.Clone(ln.Lots)
+		c.Lines[i] = ln
+	}
+	return &c
+}
