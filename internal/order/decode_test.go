@@ -1,0 +1,90 @@
+package order
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDecodeRejectsBadInputWithAReason(t *testing.T) {
+	placed := func(data string) string {
+		return `{"event_id":"e1","type":"order.placed","lcid":"LC-1","data":` + data + `}`
+	}
+	cases := []struct {
+		name, body, reason string
+	}{
+		{"malformed json", `{"event_id":`, ReasonMalformedJSON},
+		{"not an object", `[1,2]`, ReasonMalformedJSON},
+		{"trailing data", `{"event_id":"e1","type":"payment.confirmed","lcid":"L"} {}`, ReasonMalformedJSON},
+		{"unknown type", `{"event_id":"e1","type":"order.exploded","lcid":"LC-1"}`, ReasonUnknownType},
+		{"missing type", `{"event_id":"e1","lcid":"LC-1"}`, ReasonMissingField},
+		{"missing event id", `{"type":"payment.confirmed","lcid":"LC-1"}`, ReasonMissingField},
+		{"missing lcid", `{"event_id":"e1","type":"payment.confirmed"}`, ReasonMissingField},
+		{"missing data", `{"event_id":"e1","type":"order.placed","lcid":"LC-1"}`, ReasonMissingField},
+		{"zero quantity", placed(`{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"S","qty":0}]}`), ReasonInvalidQuantity},
+		{"negative quantity", placed(`{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"S","qty":-3}]}`), ReasonInvalidQuantity},
+		{"fractional quantity", placed(`{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"S","qty":1.5}]}`), ReasonMalformedJSON},
+		{"duplicate line", placed(`{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"S","qty":1},{"line_id":"1","sku":"T","qty":1}]}`), ReasonDuplicateLine},
+		{"unknown mode", placed(`{"mode":"teleport","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"S","qty":1}]}`), ReasonInvalidMode},
+		{"bad date", placed(`{"mode":"ship","target_date":"2026-13-01","lines":[{"line_id":"1","sku":"S","qty":1}]}`), ReasonInvalidDate},
+		{"no lines", placed(`{"mode":"ship","target_date":"2026-12-01","lines":[]}`), ReasonMissingField},
+		{"line without sku", placed(`{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","qty":1}]}`), ReasonMissingField},
+		{"unknown data field", placed(`{"mode":"ship","target_date":"2026-12-01","lines":[],"surprise":1}`), ReasonMalformedJSON},
+		{"adjust by zero", `{"event_id":"e1","type":"inventory.adjusted","data":{"sku":"S","lot_id":"L","delta":0,"reason":"count"}}`, ReasonInvalidQuantity},
+		{"receive without lot", `{"event_id":"e1","type":"inventory.received","data":{"sku":"S","best_before":"2027-01-01"}}`, ReasonMissingField},
+		{"oversized", `{"event_id":"e1","type":"payment.confirmed","lcid":"` + strings.Repeat("x", MaxEventBytes) + `"}`, ReasonTooLarge},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Decode([]byte(c.body), 0)
+			if err == nil {
+				t.Fatalf("accepted %s", c.body)
+			}
+			if got := InvalidReason(err); got != c.reason {
+				t.Fatalf("reason %q, want %q (%v)", got, c.reason, err)
+			}
+		})
+	}
+}
+
+func TestDecodeEntity(t *testing.T) {
+	cases := map[string]string{
+		`{"event_id":"e","type":"payment.confirmed","lcid":"LC-9"}`:                                                            "LC-9",
+		`{"event_id":"e","type":"inventory.adjusted","data":{"sku":"SKU-1","lot_id":"L1","delta":-2,"reason":"breakage"}}`:     "sku:SKU-1",
+		`{"event_id":"e","type":"inventory.received","data":{"sku":"SKU-2","lot_id":"L1","best_before":"2027-01-01","qty":5}}`: "sku:SKU-2",
+		`{"event_id":"e","type":"junban.drain","lcid":"sku:SKU-3"}`:                                                            "sku:SKU-3",
+	}
+	for body, want := range cases {
+		ev, err := Decode([]byte(body), 0)
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if ev.Entity() != want {
+			t.Errorf("%s: entity %q, want %q", body, ev.Entity(), want)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(`{"event_id":"e1","type":"order.placed","lcid":"LC-1","data":{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"S","qty":2}]}}`))
+	f.Add([]byte(`{"event_id":"e1","type":"inventory.adjusted","data":{"sku":"S","lot_id":"L","delta":-1,"reason":"x"}}`))
+	f.Add([]byte(`{`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ev, err := Decode(body, 0)
+		if err != nil {
+			if InvalidReason(err) == "" {
+				t.Fatalf("error without a reason: %v", err)
+			}
+			return
+		}
+		if ev.EventID == "" || ev.Entity() == "" {
+			t.Fatalf("accepted an event without id or entity: %s", body)
+		}
+		if ev.Lines != nil {
+			for _, l := range ev.Lines.Lines {
+				if l.Qty <= 0 {
+					t.Fatalf("accepted qty %d", l.Qty)
+				}
+			}
+		}
+	})
+}

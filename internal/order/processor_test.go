@@ -1,0 +1,315 @@
+package order_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/prometheus/client_golang/prometheus"
+	"gorm.io/gorm"
+
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/testenv"
+)
+
+// harness runs the order side of a worker in-process: the turn, the ledger, the
+// processor and a publisher, against real Redis, PostgreSQL and the SQS emulator.
+type harness struct {
+	t       *testing.T
+	prefix  string
+	led     *ledger.Ledger
+	turns   *lockhandoff.Handoff
+	proc    *order.Processor
+	sqs     *sqs.Client
+	queues  testenv.Queues
+	mu      sync.Mutex
+	results map[string][]event.Result
+}
+
+// seed writes SKUs and lots to PostgreSQL, where the ledger loads them from.
+func seed(t testing.TB, db *gorm.DB, skus []ledger.SKU) {
+	t.Helper()
+	for _, s := range skus {
+		if err := db.Exec(`INSERT INTO skus (sku, safety_stock, version) VALUES (?, ?, ?)`, s.SKU, s.SafetyStock, s.Version).Error; err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range s.Lots {
+			var bb, arr any
+			if l.BestBefore != "" {
+				bb = l.BestBefore
+			}
+			if l.ArrivesAt != "" {
+				arr = l.ArrivesAt
+			}
+			err := db.Exec(`INSERT INTO lots (sku, lot_id, kind, good, best_before, reg_seq, arrives_at, valid_from, valid_to,
+				sellable, reserved, allocated, hidden, shipped, version) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+				s.SKU, l.LotID, l.Kind, l.Good, bb, l.RegSeq, arr, l.ValidFrom, l.ValidTo,
+				l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped, s.Version).Error
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func onHand(id string, seq, qty int64, bestBefore string) ledger.Lot {
+	return ledger.Lot{LotID: id, Kind: ledger.KindOnHand, Good: true, BestBefore: bestBefore, RegSeq: seq,
+		ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: qty}
+}
+
+func newHarness(t *testing.T, skus []ledger.SKU) *harness {
+	t.Helper()
+	rc, prefix := testenv.Redis(t)
+	db := testenv.Postgres(t)
+	seed(t, db, skus)
+	c := testenv.SQS(t)
+	h := &harness{t: t, prefix: prefix, sqs: c, queues: testenv.NewQueues(t, c, 30), results: map[string][]event.Result{}}
+	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: h.queues.Results.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pub.Close() })
+	h.led = ledger.New(rc, prefix, ledger.PGLoader{DB: db}, ledger.Config{})
+	dlq := func(ctx context.Context, body []byte, reason string) error {
+		return queue.DeadLetter(ctx, c, h.queues.Orders.DLQURL, body, reason, nil)
+	}
+	h.proc, err = order.NewProcessor(rc, h.led, pub, dlq, order.Config{Prefix: prefix}, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.turns, err = lockhandoff.New(rc, lockhandoff.Config{Prefix: prefix, LockTTL: 2 * time.Second, SweepInterval: 200 * time.Millisecond}, h.proc.Handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := h.turns.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.turns.Stop(); cancel() })
+	return h
+}
+
+func (h *harness) submit(ev event.Order) {
+	h.t.Helper()
+	body, err := json.Marshal(ev)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	dec, err := order.Decode(body, 0)
+	if err != nil {
+		h.t.Fatalf("test event invalid: %v", err)
+	}
+	if _, err := h.turns.Submit(context.Background(), dec.Entity(), body); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// collect reads the results queue until want distinct event ids arrived (or 30 s).
+func (h *harness) collect(want int) {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(h.results) < want && time.Now().Before(deadline) {
+		out, err := h.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(h.queues.Results.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+		})
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		for _, m := range out.Messages {
+			var r event.Result
+			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &r); err != nil {
+				h.t.Fatalf("result is not JSON: %v", err)
+			}
+			h.results[r.EventID] = append(h.results[r.EventID], r)
+			h.sqs.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(h.queues.Results.URL), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+	if len(h.results) < want {
+		h.t.Fatalf("got results for %d events, want %d", len(h.results), want)
+	}
+}
+
+func (h *harness) result(id string) event.Result {
+	h.t.Helper()
+	rs := h.results[id]
+	if len(rs) == 0 {
+		h.t.Fatalf("no result for %s", id)
+	}
+	return rs[0]
+}
+
+var evSeq int
+
+func ev(lcid string, t event.Type, data any) event.Order {
+	evSeq++
+	e := event.Order{EventID: fmt.Sprintf("evt-%s-%d", lcid, evSeq), Type: t, LCID: lcid, OccurredAt: time.Now().UTC()}
+	if data != nil {
+		e.Data, _ = json.Marshal(data)
+	}
+	return e
+}
+
+func placed(lcid string, mode ledger.Mode, lines ...event.Line) event.Order {
+	return ev(lcid, event.OrderPlaced, event.OrderData{Mode: mode, TargetDate: "2026-12-01", Lines: lines})
+}
+
+func line(id, sku string, qty int64) event.Line { return event.Line{LineID: id, SKU: sku, Qty: qty} }
+
+func TestEveryTransitionAndRejection(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []ledger.SKU{
+		{SKU: "A", SafetyStock: 2, Lots: []ledger.Lot{onHand("A1", 1, 5, "2027-03-01"), onHand("A2", 2, 5, "2027-01-01")}},
+		{SKU: "B", SafetyStock: 0, Lots: []ledger.Lot{onHand("B1", 1, 3, "2027-01-01")}},
+	})
+	type step struct {
+		ev      event.Order
+		outcome string
+		reason  string
+		status  string
+	}
+	var steps []step
+	add := func(e event.Order, outcome, reason, status string) {
+		steps = append(steps, step{e, outcome, reason, status})
+	}
+	// A reserved order that goes all the way: pay, allocate, change lines, ship.
+	add(placed("O1", ledger.ModeReserve, line("1", "A", 3)), event.Applied, "", event.StatusPlaced)
+	add(ev("O1", event.OrderShipped, nil), "", "", "") // parked: unpaid and reserved
+	add(ev("O1", event.PaymentConfirmed, nil), event.Applied, "", event.StatusPlaced)
+	add(ev("O1", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "A", 2), line("2", "B", 1)}}), event.Applied, "", event.StatusPlaced)
+	add(ev("O1", event.OrderAllocateForShipment, nil), event.Applied, "", event.StatusPlaced) // the parked ship follows
+	add(ev("O1", event.OrderCancelled, nil), event.Rejected, order.ReasonInvalidTransition, event.StatusShipped)
+	add(ev("O1", event.OrderShipped, nil), event.Applied, "", event.StatusShipped) // a repeat: no-op
+	add(placed("O1", ledger.ModeShip, line("1", "A", 1)), event.Rejected, order.ReasonOrderExists, event.StatusShipped)
+	// Shortage and safety stock: A has 10 - 3 = 7 sellable left... minus what O1 holds.
+	add(placed("O2", ledger.ModeReserve, line("1", "A", 50)), event.Rejected, "ERR_SHORTAGE", event.StatusRejected)
+	add(placed("O3", ledger.ModeShip, line("1", "A", 7)), event.Rejected, "ERR_SAFETY_STOCK", event.StatusRejected)
+	add(placed("O4", ledger.ModeShip, line("1", "B", 1), line("2", "A", 60)), event.Rejected, "ERR_SHORTAGE", event.StatusRejected)
+	add(ev("O2", event.PaymentConfirmed, nil), event.Rejected, order.ReasonInvalidTransition, event.StatusRejected)
+	add(placed("O5", ledger.ModeShip, line("1", "NOPE", 1)), event.Rejected, "ERR_UNKNOWN_SKU", event.StatusRejected)
+	// Cancel releases; a second cancel is a no-op; a change after cancel is rejected.
+	add(placed("O6", ledger.ModeShip, line("1", "B", 2)), event.Applied, "", event.StatusPlaced)
+	add(ev("O6", event.OrderCancelled, nil), event.Applied, "", event.StatusCancelled)
+	add(ev("O6", event.OrderCancelled, nil), event.Applied, "", event.StatusCancelled)
+	add(ev("O6", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "B", 1)}}), event.Rejected, order.ReasonInvalidTransition, event.StatusCancelled)
+	add(ev("O6", event.OrderShipped, nil), event.Rejected, order.ReasonInvalidTransition, event.StatusCancelled)
+	// A change that cannot be allocated leaves the order as it was.
+	add(placed("O7", ledger.ModeReserve, line("1", "B", 1)), event.Applied, "", event.StatusPlaced)
+	add(ev("O7", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "B", 1), line("2", "A", 99)}}), event.Rejected, "ERR_SHORTAGE", event.StatusPlaced)
+
+	for _, s := range steps {
+		h.submit(s.ev)
+	}
+	want := 0
+	for _, s := range steps {
+		if s.outcome != "" {
+			want++
+		}
+	}
+	// The parked ship of O1 is applied after allocate_for_shipment: one more result.
+	h.collect(want + 1)
+	for _, s := range steps {
+		if s.outcome == "" {
+			continue
+		}
+		r := h.result(s.ev.EventID)
+		if r.Outcome != s.outcome || r.Reason != s.reason {
+			t.Errorf("%s %s: got %s/%s, want %s/%s", s.ev.LCID, s.ev.Type, r.Outcome, r.Reason, s.outcome, s.reason)
+		}
+		if r.Order == nil || r.Order.Status != s.status {
+			t.Errorf("%s %s: order %+v, want status %s", s.ev.LCID, s.ev.Type, r.Order, s.status)
+		}
+	}
+	ship := h.result(steps[1].ev.EventID)
+	if ship.Outcome != event.Applied || ship.Order.Status != event.StatusShipped {
+		t.Errorf("parked ship: %+v", ship)
+	}
+	alloc := h.result(steps[4].ev.EventID)
+	if ship.Seq <= alloc.Seq || ship.Arrival >= alloc.Arrival {
+		t.Errorf("parked ship seq %d arrival %d; allocate seq %d arrival %d", ship.Seq, ship.Arrival, alloc.Seq, alloc.Arrival)
+	}
+	// O7's failed change undid its own allocation of B... and A was never touched.
+	o7 := h.result(steps[len(steps)-1].ev.EventID)
+	if len(o7.Order.Lines) != 1 || o7.Order.Lines[0].Qty != 1 {
+		t.Errorf("O7 changed by a rejected change: %+v", o7.Order)
+	}
+	// Stock: A holds O1's 2 shipped; B holds O1's 1 shipped and O7's 1 reserved.
+	ctx := context.Background()
+	a, err := h.led.Snapshot(ctx, "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := h.led.Snapshot(ctx, "B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := totals(a); got != (bucketTotals{sellable: 8, shipped: 2}) {
+		t.Errorf("A: %+v", got)
+	}
+	if got := totals(b); got != (bucketTotals{sellable: 1, reserved: 1, shipped: 1}) {
+		t.Errorf("B: %+v", got)
+	}
+	// FEFO: O1's A came from A2 (best before 2027-01-01) first.
+	first := h.result(steps[0].ev.EventID)
+	if lots := first.Order.Lines[0].Lots; len(lots) != 1 || lots[0].LotID != "A2" {
+		t.Errorf("O1 line 1 lots %+v, want A2 first (FEFO)", lots)
+	}
+}
+
+type bucketTotals struct{ sellable, reserved, allocated, hidden, shipped int64 }
+
+func totals(s ledger.SKU) bucketTotals {
+	var b bucketTotals
+	for _, l := range s.Lots {
+		b.sellable += l.Sellable
+		b.reserved += l.Reserved
+		b.allocated += l.Allocated
+		b.hidden += l.Hidden
+		b.shipped += l.Shipped
+	}
+	return b
+}
+
+func TestSameEventFiveTimesHasOneEffect(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []ledger.SKU{{SKU: "C", Lots: []ledger.Lot{onHand("C1", 1, 100, "2027-01-01")}}})
+	e := placed("D1", ledger.ModeShip, line("1", "C", 4))
+	// Concurrently...
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Add(1)
+		go func() { defer wg.Done(); h.submit(e) }()
+	}
+	wg.Wait()
+	// ...and one after another.
+	for range 5 {
+		h.submit(e)
+	}
+	h.collect(1)
+	// Wait for every republished copy, then compare them.
+	time.Sleep(500 * time.Millisecond)
+	h.collect(1)
+	rs := h.results[e.EventID]
+	for _, r := range rs[1:] {
+		a, _ := json.Marshal(r)
+		b, _ := json.Marshal(rs[0])
+		if string(a) != string(b) {
+			t.Fatalf("republished result differs:\n%s\n%s", a, b)
+		}
+	}
+	s, err := h.led.Snapshot(context.Background(), "C")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := totals(s); got != (bucketTotals{sellable: 96, allocated: 4}) {
+		t.Fatalf("C after 10 deliveries of one placement: %+v", got)
+	}
+}
