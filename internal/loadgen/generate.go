@@ -4,10 +4,12 @@
 package loadgen
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/junban/junban/internal/event"
@@ -37,6 +39,11 @@ type Spec struct {
 	ReserveShare float64
 	// ChangeShare of orders get an order.lines_changed.
 	ChangeShare float64
+	// ExtraChanges is the number of further order.lines_changed events every order gets
+	// (lifecycles of 20 events and more, for the ordering tests).
+	ExtraChanges int
+	// ShuffleShare of orders send all their events in random order.
+	ShuffleShare float64
 	// CancelShare of orders are cancelled instead of shipped.
 	CancelShare float64
 	// OutOfOrderShare of orders send their payment before their placement.
@@ -141,6 +148,12 @@ func Generate(s Spec) Workload {
 			}
 			evs = append(evs, mk(2, event.OrderLinesChanged, event.OrderData{Lines: changed}))
 		}
+		for c := 0; c < s.ExtraChanges; c++ {
+			changed := append([]event.Line(nil), lines...)
+			k := rng.IntN(len(changed))
+			changed[k].Qty = 1 + rng.Int64N(max(1, s.MaxQty))
+			evs = append(evs, mk(10+c, event.OrderLinesChanged, event.OrderData{Lines: changed}))
+		}
 		payment := mk(3, event.PaymentConfirmed, nil)
 		if rng.Float64() < s.OutOfOrderShare {
 			evs = append([]event.Order{payment}, evs...)
@@ -155,11 +168,19 @@ func Generate(s Spec) Workload {
 			}
 			evs = append(evs, mk(6, event.OrderShipped, nil))
 		}
+		if rng.Float64() < s.ShuffleShare {
+			rng.Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
+		}
 		w.Distinct += len(evs)
-		for _, ev := range append([]event.Order(nil), evs...) {
-			if rng.Float64() < s.DuplicateShare {
-				evs = append(evs, ev)
+		// A duplicate arrives anywhere after its original: right behind it (a
+		// provider's timeout retry) or much later (an SQS redelivery).
+		originals := slices.Clone(evs)
+		for _, ev := range originals {
+			if rng.Float64() >= s.DuplicateShare {
+				continue
 			}
+			pos := slices.IndexFunc(evs, func(e event.Order) bool { return e.EventID == ev.EventID })
+			evs = slices.Insert(evs, pos+1+rng.IntN(len(evs)-pos), ev)
 		}
 		perOrder = append(perOrder, evs)
 	}
@@ -204,4 +225,20 @@ func skuPicker(rng *rand.Rand, n int, skew float64) func() int {
 		}
 		return n - 1
 	}
+}
+
+// Loader serves the workload's inventory, as PostgreSQL would after the import: the
+// reference model (ledger.Model) loads from it.
+func (w Workload) Loader() ledger.Loader { return staticLoader(w.Inventory) }
+
+type staticLoader []ledger.SKU
+
+func (s staticLoader) LoadSKU(_ context.Context, sku string) (ledger.SKU, error) {
+	for _, k := range s {
+		if k.SKU == sku {
+			k.Lots = append([]ledger.Lot(nil), k.Lots...)
+			return k, nil
+		}
+	}
+	return ledger.SKU{}, fmt.Errorf("sku=%s: %w", sku, ledger.ErrUnknownSKU)
 }

@@ -1,0 +1,453 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/loadgen"
+	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/testenv"
+)
+
+// fleet is a set of order-worker processes sharing one test's Redis prefix, schema and queues.
+type fleet struct {
+	t       *testing.T
+	bin     string
+	env     []string
+	rc      redis.UniversalClient
+	prefix  string
+	db      *gorm.DB
+	sqs     *sqs.Client
+	queues  testenv.Queues
+	procs   []*testenv.Proc
+	mu      sync.Mutex
+	results map[string][]event.Result
+}
+
+func newFleet(t *testing.T) *fleet {
+	t.Helper()
+	f := &fleet{t: t, bin: testenv.Binary(t, "order-worker"), results: map[string][]event.Result{}}
+	f.rc, f.prefix = testenv.Redis(t)
+	pgURL := testenv.PostgresURL(t)
+	var err error
+	if f.db, err = openDB(pgURL); err != nil {
+		t.Fatal(err)
+	}
+	f.sqs = testenv.SQS(t)
+	f.queues = testenv.NewQueues(t, f.sqs, 20)
+	f.env = append(testenv.Env(t),
+		"JUNBAN_KEY_PREFIX="+f.prefix,
+		"DATABASE_URL="+pgURL,
+		"JUNBAN_ORDERS_QUEUE="+f.queues.Orders.URL,
+		"JUNBAN_ORDERS_DLQ="+f.queues.Orders.DLQURL,
+		"JUNBAN_RESULTS_QUEUE="+f.queues.Results.URL,
+		"JUNBAN_RESULTS_DLQ="+f.queues.Results.DLQURL,
+		"JUNBAN_SQS_WAIT_SECONDS=1",
+		"JUNBAN_LOCK_TTL=1s",
+		"JUNBAN_HANDLER_DEADLINE=10s",
+		"JUNBAN_SWEEP_INTERVAL=300ms",
+		"JUNBAN_SHUTDOWN_BUDGET=5s",
+		"JUNBAN_CONCURRENCY=8",
+		"JUNBAN_LOG_LEVEL=warn",
+	)
+	return f
+}
+
+func (f *fleet) start(n int) {
+	for range n {
+		f.procs = append(f.procs, testenv.Start(f.t, fmt.Sprintf("order-worker-%d", len(f.procs)), f.bin, f.env))
+	}
+}
+
+// seed imports the workload's inventory into the test schema.
+func (f *fleet) seed(w loadgen.Workload) {
+	f.t.Helper()
+	if err := loadgen.Import(context.Background(), f.db, w.Inventory); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fleet) send(events []event.Order) {
+	f.t.Helper()
+	pub, err := queue.NewPublisher(f.sqs, queue.PublisherConfig{QueueURL: f.queues.Orders.URL})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer pub.Close()
+	var bodies [][]byte
+	for _, e := range events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		bodies = append(bodies, b)
+	}
+	for i := 0; i < len(bodies); i += 10 {
+		if err := pub.PublishBatch(context.Background(), bodies[i:min(i+10, len(bodies))]); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// collect reads results until every id in want has one, calling progress with the count.
+func (f *fleet) collect(want map[string]bool, timeout time.Duration, progress func(int)) {
+	f.t.Helper()
+	deadline := time.Now().Add(timeout)
+	have := func() int {
+		n := 0
+		for id := range want {
+			if len(f.results[id]) > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	if want == nil {
+		f.receive()
+		return
+	}
+	for have() < len(want) {
+		if time.Now().After(deadline) {
+			var missing []string
+			for id := range want {
+				if len(f.results[id]) == 0 {
+					missing = append(missing, id)
+				}
+			}
+			slices.Sort(missing)
+			f.t.Fatalf("results for %d of %d events; missing e.g. %v", have(), len(want), missing[:min(10, len(missing))])
+		}
+		f.receive()
+		if progress != nil {
+			progress(have())
+		}
+	}
+}
+
+// receive takes one batch of results off the results queue.
+func (f *fleet) receive() {
+	out, err := f.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(f.queues.Results.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var del []types.DeleteMessageBatchRequestEntry
+	for i, m := range out.Messages {
+		var r event.Result
+		if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &r); err != nil {
+			f.t.Fatalf("result is not JSON: %v", err)
+		}
+		f.results[r.EventID] = append(f.results[r.EventID], r)
+		del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle})
+	}
+	if len(del) > 0 {
+		f.sqs.DeleteMessageBatch(context.Background(), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(f.queues.Results.URL), Entries: del})
+	}
+}
+
+func distinctIDs(events []event.Order) map[string]bool {
+	ids := map[string]bool{}
+	for _, e := range events {
+		ids[e.EventID] = true
+	}
+	return ids
+}
+
+// ampleSpec makes a workload whose stock never runs short, so that every order's outcome
+// is independent of how the orders interleave across workers, and lots are taken FEFO
+// from the same lot whatever the interleaving: the run must equal the model exactly.
+func ampleSpec(run string, orders int) loadgen.Spec {
+	s := loadgen.DefaultSpec(run)
+	s.Orders = orders
+	s.SKUs = 8
+	s.StockPerLot = 1_000_000
+	s.SafetyStock = 0
+	s.ExtraChanges = 13
+	s.ShuffleShare = 0.4
+	s.DuplicateShare = 0.15
+	return s
+}
+
+// verify compares the run with a replay of the same events, one order at a time in the
+// order they reached each order's turn, through the plain-Go reference model.
+func (f *fleet) verify(w loadgen.Workload) {
+	f.t.Helper()
+	ctx := context.Background()
+	f.settle()
+	byID := map[string]event.Order{}
+	for _, e := range w.Events {
+		byID[e.EventID] = e
+	}
+	// Every copy of a result is the same result.
+	var firsts []event.Result
+	for id, rs := range f.results {
+		if _, ok := byID[id]; !ok {
+			f.t.Errorf("result for an event never sent: %s", id)
+			continue
+		}
+		a, _ := json.Marshal(rs[0])
+		for _, r := range rs[1:] {
+			if b, _ := json.Marshal(r); string(a) != string(b) {
+				f.t.Errorf("event %s has two different results:\n%s\n%s", id, a, b)
+			}
+		}
+		firsts = append(firsts, rs[0])
+	}
+	slices.SortFunc(firsts, func(a, b event.Result) int {
+		if c := strings.Compare(a.Entity, b.Entity); c != 0 {
+			return c
+		}
+		return int(a.Arrival - b.Arrival)
+	})
+	var events []order.Event
+	for _, r := range firsts {
+		body, _ := json.Marshal(byID[r.EventID])
+		ev, err := order.Decode(body, 0)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		events = append(events, ev)
+	}
+	model := ledger.NewModel(w.Loader())
+	states, want, err := order.Replay(ctx, model, events, time.Now())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	wantByID := map[string]event.Result{}
+	for _, r := range want {
+		wantByID[r.EventID] = r
+	}
+	for _, got := range firsts {
+		exp, ok := wantByID[got.EventID]
+		if !ok {
+			f.t.Errorf("%s: the model parks it forever, the run gave %s", got.EventID, got.Outcome)
+			continue
+		}
+		if got.Outcome != exp.Outcome || got.Reason != exp.Reason || got.Seq != exp.Seq {
+			f.t.Errorf("%s: run %s/%s seq %d, model %s/%s seq %d", got.EventID, got.Outcome, got.Reason, got.Seq, exp.Outcome, exp.Reason, exp.Seq)
+		}
+		if a, b := jsonOf(got.Order), jsonOf(exp.Order); a != b {
+			f.t.Errorf("%s: order\nrun   %s\nmodel %s", got.EventID, a, b)
+		}
+		if a, b := jsonOf(got.Moves), jsonOf(exp.Moves); a != b {
+			f.t.Errorf("%s: moves\nrun   %s\nmodel %s", got.EventID, a, b)
+		}
+	}
+	for _, lcid := range w.Orders {
+		st, err := order.LoadState(ctx, f.rc, f.prefix, lcid)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if a, b := jsonOf(st.Order), jsonOf(states[lcid].Order); a != b {
+			f.t.Errorf("%s final state\nredis %s\nmodel %s", lcid, a, b)
+		}
+		if len(st.Parked) != len(states[lcid].Parked) {
+			f.t.Errorf("%s: %d parked in redis, %d in the model", lcid, len(st.Parked), len(states[lcid].Parked))
+		}
+	}
+	led := ledger.New(f.rc, f.prefix, ledger.PGLoader{DB: f.db}, ledger.Config{})
+	for _, inv := range w.Inventory {
+		got, err := led.Snapshot(ctx, inv.SKU)
+		if err != nil {
+			f.t.Fatalf("%s: %v", inv.SKU, err)
+		}
+		exp, err := model.Snapshot(ctx, inv.SKU)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if a, b := jsonOf(got.Lots), jsonOf(exp.Lots); a != b {
+			f.t.Errorf("%s lots\nredis %s\nmodel %s", inv.SKU, a, b)
+		}
+	}
+}
+
+// settle waits until the orders queue is empty, no entity holds a turn or a backlog,
+// and no further result arrives: late duplicates are checked too.
+func (f *fleet) settle() {
+	f.t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(2 * time.Minute)
+	for quiet := 0; quiet < 3; {
+		if time.Now().After(deadline) {
+			f.t.Fatal("the fleet did not settle")
+		}
+		attrs, err := f.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+			QueueUrl:       aws.String(f.queues.Orders.URL),
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
+		})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		busy := attrs.Attributes["ApproximateNumberOfMessages"] != "0" || attrs.Attributes["ApproximateNumberOfMessagesNotVisible"] != "0"
+		iter := f.rc.Scan(ctx, 0, f.prefix+":{*}:lock", 1000).Iterator()
+		for iter.Next(ctx) {
+			busy = true
+		}
+		for _, suffix := range []string{"wait", "proc"} {
+			iter := f.rc.Scan(ctx, 0, f.prefix+":{*}:"+suffix, 1000).Iterator()
+			for iter.Next(ctx) {
+				if n, _ := f.rc.LLen(ctx, iter.Val()).Result(); n > 0 {
+					busy = true
+				}
+			}
+		}
+		before := 0
+		for _, rs := range f.results {
+			before += len(rs)
+		}
+		f.collect(nil, time.Minute, nil)
+		after := 0
+		for _, rs := range f.results {
+			after += len(rs)
+		}
+		if busy || after != before {
+			quiet = 0
+		} else {
+			quiet++
+		}
+	}
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestWorkerProcessesMatchTheReferenceModel(t *testing.T) {
+	for _, n := range []int{2, 4} {
+		t.Run(fmt.Sprintf("%d workers", n), func(t *testing.T) {
+			f := newFleet(t)
+			w := loadgen.Generate(ampleSpec("M"+testenv.ID(), 50))
+			f.seed(w)
+			f.start(n)
+			f.send(w.Events)
+			f.collect(distinctIDs(w.Events), 3*time.Minute, nil)
+			f.verify(w)
+		})
+	}
+}
+
+func TestKilledWorkerLosesNothingAndAppliesNothingTwice(t *testing.T) {
+	f := newFleet(t)
+	w := loadgen.Generate(ampleSpec("K"+testenv.ID(), 50))
+	f.seed(w)
+	f.start(2)
+	f.send(w.Events)
+	ids := distinctIDs(w.Events)
+	killed := false
+	f.collect(ids, 3*time.Minute, func(have int) {
+		if !killed && have > len(ids)/4 {
+			killed = true
+			f.procs[0].Kill() // SIGKILL mid-turn: no handoff, no release
+			f.start(1)        // and a replacement
+		}
+	})
+	if !killed {
+		t.Fatal("the load finished before the kill")
+	}
+	f.verify(w)
+}
+
+func TestGracefulShutdownUnderLoadLosesNothing(t *testing.T) {
+	f := newFleet(t)
+	w := loadgen.Generate(ampleSpec("G"+testenv.ID(), 30))
+	f.seed(w)
+	f.start(1)
+	f.send(w.Events)
+	ids := distinctIDs(w.Events)
+	stopped := false
+	f.collect(ids, 3*time.Minute, func(have int) {
+		if !stopped && have > len(ids)/4 {
+			stopped = true
+			// Budget 5 s (JUNBAN_SHUTDOWN_BUDGET) plus the turns' leave and process exit.
+			err, inTime := f.procs[0].Stop(10 * time.Second)
+			if !inTime {
+				t.Errorf("order-worker did not stop within its budget")
+			} else if err != nil {
+				t.Errorf("order-worker exited with %v after SIGTERM", err)
+			}
+			f.start(1)
+		}
+	})
+	f.verify(w)
+}
+
+func TestPoisonMessagesGoToTheDLQAndTheWorkerGoesOn(t *testing.T) {
+	f := newFleet(t)
+	f.seed(loadgen.Workload{Inventory: []ledger.SKU{{SKU: "P-SKU", Lots: []ledger.Lot{{
+		LotID: "L1", Kind: ledger.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1,
+		ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 10}}}}})
+	f.start(1)
+	poison := map[string]string{
+		`{"event_id":`: order.ReasonMalformedJSON,
+		`{"event_id":"p2","type":"order.teleported","lcid":"P"}`: order.ReasonUnknownType,
+		`{"type":"payment.confirmed","lcid":"P"}`:                order.ReasonMissingField,
+		`{"event_id":"p4","type":"order.placed","lcid":"P","data":{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"P-SKU","qty":0}]}}`:                                       order.ReasonInvalidQuantity,
+		`{"event_id":"p5","type":"order.placed","lcid":"P","data":{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"P-SKU","qty":-2}]}}`:                                      order.ReasonInvalidQuantity,
+		`{"event_id":"p6","type":"order.placed","lcid":"P","data":{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"P-SKU","qty":1},{"line_id":"1","sku":"P-SKU","qty":1}]}}`: order.ReasonDuplicateLine,
+	}
+	ctx := context.Background()
+	for body := range poison {
+		if _, err := f.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(f.queues.Orders.URL), MessageBody: aws.String(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	good := event.Order{EventID: "good-1", Type: event.OrderPlaced, LCID: "P-OK", OccurredAt: time.Now(),
+		Data: json.RawMessage(`{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"P-SKU","qty":2}]}`)}
+	unknownSKU := event.Order{EventID: "good-2", Type: event.OrderPlaced, LCID: "P-UNK", OccurredAt: time.Now(),
+		Data: json.RawMessage(`{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"NO-SUCH-SKU","qty":2}]}`)}
+	f.send([]event.Order{good, unknownSKU})
+
+	reasons := map[string]string{}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(reasons) < len(poison) && time.Now().Before(deadline) {
+		out, err := f.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(f.queues.Orders.DLQURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageAttributeNames: []string{"All"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range out.Messages {
+			attr := m.MessageAttributes["junban-dlq-reason"]
+			reasons[aws.ToString(m.Body)] = aws.ToString(attr.StringValue)
+			f.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(f.queues.Orders.DLQURL), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+	for body, reason := range poison {
+		got, ok := reasons[body]
+		if !ok {
+			t.Errorf("not in the DLQ: %s", body)
+			continue
+		}
+		if !strings.Contains(got, reason) {
+			t.Errorf("DLQ reason %q for %s, want %s", got, body, reason)
+		}
+	}
+	f.collect(map[string]bool{"good-1": true, "good-2": true}, time.Minute, nil)
+	if r := f.results["good-1"][0]; r.Outcome != event.Applied {
+		t.Errorf("valid event after poison: %+v", r)
+	}
+	if r := f.results["good-2"][0]; r.Outcome != event.Rejected || r.Reason != "ERR_UNKNOWN_SKU" {
+		t.Errorf("unknown SKU: %s/%s, want rejected/ERR_UNKNOWN_SKU", r.Outcome, r.Reason)
+	}
+}
+
+func openDB(url string) (*gorm.DB, error) { return config.Postgres{URL: url}.Open() }

@@ -1,0 +1,189 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// Consumer defaults.
+const (
+	// ConcurrencyDefault is the number of handlers a Consumer runs at once.
+	ConcurrencyDefault = 10
+	// BatchConcurrencyDefault is the number of BatchHandler calls a batch consumer runs at once.
+	BatchConcurrencyDefault = 2
+	// MaxMessagesDefault is the most messages one ReceiveMessage asks for (SQS allows 10).
+	MaxMessagesDefault = 10
+	// WaitTimeSecondsDefault is the long poll of one ReceiveMessage (SQS allows 20 at most).
+	WaitTimeSecondsDefault = 20
+	// ShutdownBudgetDefault is the time in-flight handlers get after Run's context ends;
+	// under the 30 s that ECS and Kubernetes give between SIGTERM and SIGKILL.
+	ShutdownBudgetDefault = 25 * time.Second
+	// RetryBaseDefault is the first Retry's backoff (before jitter).
+	RetryBaseDefault = 2 * time.Second
+	// RetryMaxDefault caps the Retry backoff: SQS's maximum visibility timeout, 12 h.
+	RetryMaxDefault = 12 * time.Hour
+	// DeleteLingerDefault is how long a delete waits for others to share its DeleteMessageBatch.
+	DeleteLingerDefault = 5 * time.Millisecond
+	// BatchMaxDefault is the most messages a batch consumer hands to one BatchHandler call.
+	BatchMaxDefault = 50
+	// BatchWindowDefault is how long a batch consumer keeps collecting after a batch's first message.
+	BatchWindowDefault = 500 * time.Millisecond
+	// CallTimeoutDefault bounds one SQS call other than the long poll.
+	CallTimeoutDefault = 10 * time.Second
+
+	// maxVisibility is SQS's maximum visibility timeout.
+	maxVisibility      = 12 * time.Hour
+	maxWaitTimeSeconds = 20
+)
+
+// ConsumerConfig configures a Consumer. Zero values stand for the defaults.
+type ConsumerConfig struct {
+	// QueueURL is the queue to consume (required).
+	QueueURL string
+	// DLQURL is the dead-letter queue that Poison messages are sent to (required).
+	DLQURL string
+	// Name labels metrics and logs; default: the last path segment of QueueURL.
+	Name string
+	// Concurrency is how many handlers run at once (for a batch consumer: how many
+	// BatchHandler calls). No message is received while all of them are busy.
+	// Default ConcurrencyDefault (BatchConcurrencyDefault for a batch consumer).
+	Concurrency int
+	// MaxMessages is the most messages one ReceiveMessage asks for, 1..10. Default MaxMessagesDefault.
+	MaxMessages int
+	// WaitTimeSeconds is the long poll of one ReceiveMessage, 1..20. Default WaitTimeSecondsDefault.
+	WaitTimeSeconds int
+	// VisibilityTimeout is asked for on every receive and is what every heartbeat extends
+	// a message by; whole seconds. Default: the queue's own VisibilityTimeout attribute.
+	VisibilityTimeout time.Duration
+	// HeartbeatInterval is how often the visibility of messages still being handled is
+	// extended. Default: a third of the visibility timeout.
+	HeartbeatInterval time.Duration
+	// RetryBase is the backoff of a message's first Retry; it doubles with every
+	// receive (ApproximateReceiveCount) and gets jitter. Default RetryBaseDefault.
+	RetryBase time.Duration
+	// RetryMax caps the Retry backoff; at most 12 h. Default RetryMaxDefault.
+	RetryMax time.Duration
+	// RetryDelay, when set, replaces the backoff formula (RetryBase, RetryMax):
+	// it gets the message's receive count and returns the delay before redelivery.
+	RetryDelay func(receiveCount int) time.Duration
+	// DeleteLinger is how long a delete waits for others to share a DeleteMessageBatch.
+	// Default DeleteLingerDefault.
+	DeleteLinger time.Duration
+	// BatchMax is the most messages a batch consumer hands to one BatchHandler call.
+	// Default BatchMaxDefault.
+	BatchMax int
+	// BatchWindow is how long a batch consumer keeps collecting messages after the
+	// first one of a batch. Default BatchWindowDefault.
+	BatchWindow time.Duration
+	// ShutdownBudget is how long Run waits for in-flight handlers once its context
+	// ended; then their contexts are cancelled and their messages handed back to SQS.
+	// Default ShutdownBudgetDefault.
+	ShutdownBudget time.Duration
+	// CallTimeout bounds one SQS call other than the long poll. Default CallTimeoutDefault.
+	CallTimeout time.Duration
+	// Registerer receives the consumer's metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Logger logs the consumer's decisions; nil logs nothing.
+	Logger *zap.Logger
+}
+
+func (cfg *ConsumerConfig) setDefaults(batch bool) {
+	if cfg.Name == "" {
+		cfg.Name = queueName(cfg.QueueURL)
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = ConcurrencyDefault
+		if batch {
+			cfg.Concurrency = BatchConcurrencyDefault
+		}
+	}
+	if cfg.MaxMessages == 0 {
+		cfg.MaxMessages = MaxMessagesDefault
+	}
+	if cfg.WaitTimeSeconds == 0 {
+		cfg.WaitTimeSeconds = WaitTimeSecondsDefault
+	}
+	if cfg.RetryBase == 0 {
+		cfg.RetryBase = RetryBaseDefault
+	}
+	if cfg.RetryMax == 0 {
+		cfg.RetryMax = RetryMaxDefault
+	}
+	if cfg.DeleteLinger == 0 {
+		cfg.DeleteLinger = DeleteLingerDefault
+	}
+	if cfg.BatchMax == 0 {
+		cfg.BatchMax = BatchMaxDefault
+	}
+	if cfg.BatchWindow == 0 {
+		cfg.BatchWindow = BatchWindowDefault
+	}
+	if cfg.ShutdownBudget == 0 {
+		cfg.ShutdownBudget = ShutdownBudgetDefault
+	}
+	if cfg.CallTimeout == 0 {
+		cfg.CallTimeout = CallTimeoutDefault
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+}
+
+// Validate reports every invalid setting at once.
+func (cfg ConsumerConfig) Validate() error {
+	cfg.setDefaults(false)
+	var errs []error
+	if cfg.QueueURL == "" {
+		errs = append(errs, errors.New("QueueURL is required"))
+	}
+	if cfg.DLQURL == "" {
+		errs = append(errs, errors.New("DLQURL is required (Poison messages go there)"))
+	}
+	if cfg.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("Concurrency %d must be positive", cfg.Concurrency))
+	}
+	if cfg.MaxMessages < 1 || cfg.MaxMessages > 10 {
+		errs = append(errs, fmt.Errorf("MaxMessages %d outside 1..10", cfg.MaxMessages))
+	}
+	if cfg.WaitTimeSeconds < 1 || cfg.WaitTimeSeconds > maxWaitTimeSeconds {
+		errs = append(errs, fmt.Errorf("WaitTimeSeconds %d outside 1..20", cfg.WaitTimeSeconds))
+	}
+	if cfg.VisibilityTimeout < 0 || cfg.VisibilityTimeout > maxVisibility || cfg.VisibilityTimeout%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("VisibilityTimeout %v must be whole seconds within 0..12h", cfg.VisibilityTimeout))
+	}
+	if cfg.HeartbeatInterval < 0 {
+		errs = append(errs, fmt.Errorf("HeartbeatInterval %v is negative", cfg.HeartbeatInterval))
+	}
+	if cfg.VisibilityTimeout > 0 && cfg.HeartbeatInterval >= cfg.VisibilityTimeout {
+		errs = append(errs, fmt.Errorf("HeartbeatInterval %v must be shorter than VisibilityTimeout %v", cfg.HeartbeatInterval, cfg.VisibilityTimeout))
+	}
+	if cfg.RetryBase < 0 {
+		errs = append(errs, fmt.Errorf("RetryBase %v is negative", cfg.RetryBase))
+	}
+	if cfg.RetryMax < 0 || cfg.RetryMax > maxVisibility {
+		errs = append(errs, fmt.Errorf("RetryMax %v outside 0..12h", cfg.RetryMax))
+	}
+	if cfg.DeleteLinger < 0 {
+		errs = append(errs, fmt.Errorf("DeleteLinger %v is negative", cfg.DeleteLinger))
+	}
+	if cfg.BatchMax < 1 {
+		errs = append(errs, fmt.Errorf("BatchMax %d must be positive", cfg.BatchMax))
+	}
+	if cfg.BatchWindow < 0 {
+		errs = append(errs, fmt.Errorf("BatchWindow %v is negative", cfg.BatchWindow))
+	}
+	if cfg.ShutdownBudget < 0 {
+		errs = append(errs, fmt.Errorf("ShutdownBudget %v is negative", cfg.ShutdownBudget))
+	}
+	if cfg.CallTimeout < 0 {
+		errs = append(errs, fmt.Errorf("CallTimeout %v is negative", cfg.CallTimeout))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("queue: consumer config: %w", errors.Join(errs...))
+	}
+	return nil
+}

@@ -1,0 +1,659 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"go.uber.org/zap"
+)
+
+// ErrRunning: Run was called while the Consumer was already running.
+var ErrRunning = errors.New("queue: consumer already running")
+
+// errStopped answers deletes asked for after Run ended; the message comes back from SQS.
+var errStopped = errors.New("queue: consumer stopped")
+
+// Consumer receives messages from one queue and settles each by its handler's Outcome:
+// Done deletes it, Retry makes it visible again after a backoff, Poison sends it to the
+// dead-letter queue and then deletes it. A message is deleted only after its handler
+// answered Done or after its copy reached the DLQ, so an error anywhere leaves it in SQS
+// (invariant "no lost event"). SQS delivers at least once, and the local emulator may
+// even return one message twice in one response: handlers must be idempotent.
+type Consumer struct {
+	c   *sqs.Client
+	cfg ConsumerConfig
+	h   Handler
+	bh  BatchHandler
+	m   *consumerMetrics
+	log *zap.Logger
+
+	running atomic.Bool
+}
+
+// NewConsumer returns a Consumer that hands every message to h, up to cfg.Concurrency at once.
+func NewConsumer(c *sqs.Client, cfg ConsumerConfig, h Handler) (*Consumer, error) {
+	if h == nil {
+		return nil, errors.New("queue: consumer: nil handler")
+	}
+	return newConsumer(c, cfg, h, nil)
+}
+
+// NewBatchConsumer returns a Consumer that collects up to cfg.BatchMax messages (from one
+// or more receives, within cfg.BatchWindow of the first) and hands them to one bh call,
+// up to cfg.Concurrency calls at once.
+func NewBatchConsumer(c *sqs.Client, cfg ConsumerConfig, bh BatchHandler) (*Consumer, error) {
+	if bh == nil {
+		return nil, errors.New("queue: consumer: nil batch handler")
+	}
+	return newConsumer(c, cfg, nil, bh)
+}
+
+func newConsumer(c *sqs.Client, cfg ConsumerConfig, h Handler, bh BatchHandler) (*Consumer, error) {
+	if c == nil {
+		return nil, errors.New("queue: consumer: nil sqs client")
+	}
+	cfg.setDefaults(bh != nil)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := newConsumerMetrics(cfg.Registerer, cfg.Name)
+	if err != nil {
+		return nil, fmt.Errorf("queue: consumer metrics: %w", err)
+	}
+	return &Consumer{c: c, cfg: cfg, h: h, bh: bh, m: m, log: cfg.Logger.With(zap.String("queue", cfg.Name))}, nil
+}
+
+// Run consumes until ctx ends, then shuts down gracefully: it stops receiving, waits up to
+// cfg.ShutdownBudget for the handlers in flight, then cancels their contexts and hands
+// their messages back to SQS (visibility 0) so another consumer gets them at once. It
+// returns nil after such a shutdown, or an error if it could not start.
+func (c *Consumer) Run(ctx context.Context) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer c.running.Store(false)
+
+	vis := c.cfg.VisibilityTimeout
+	if vis == 0 {
+		var err error
+		if vis, err = c.queueVisibility(ctx); err != nil {
+			return err
+		}
+	}
+	hb := c.cfg.HeartbeatInterval
+	if hb == 0 {
+		hb = vis / 3
+	}
+	if hb >= vis {
+		return fmt.Errorf("queue: HeartbeatInterval %v must be shorter than the visibility timeout %v of %s", hb, vis, c.cfg.Name)
+	}
+	// Handlers and SQS calls outlive ctx: the shutdown budget, not ctx, ends them.
+	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hcancel()
+	ioctx, iocancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer iocancel()
+	r := &run{
+		Consumer: c,
+		vis:      vis,
+		hbEvery:  hb,
+		hctx:     hctx,
+		ioctx:    ioctx,
+		sem:      make(chan struct{}, c.cfg.Concurrency),
+		tracked:  make(map[string]*tracked),
+		deletes:  make(chan deleteReq),
+		stopped:  make(chan struct{}),
+	}
+	var bg sync.WaitGroup
+	bg.Add(2)
+	hbStop := make(chan struct{})
+	var hbOnce sync.Once
+	stopHeartbeat := func() { hbOnce.Do(func() { close(hbStop) }) }
+	go func() { defer bg.Done(); r.deleteLoop() }()
+	go func() { defer bg.Done(); r.heartbeatLoop(hbStop) }()
+
+	c.log.Info("consumer started", zap.Int("concurrency", c.cfg.Concurrency), zap.Duration("visibility", vis), zap.Bool("batch", c.bh != nil))
+	if c.bh != nil {
+		r.receiveBatches(ctx)
+	} else {
+		r.receiveLoop(ctx)
+	}
+
+	// Shutdown: no more receives from here on.
+	start := time.Now()
+	budget := c.cfg.ShutdownBudget
+	reserve := min(budget/5, 2*time.Second) // for handing back and the last deletes
+	// No SQS call (a delete, a dead-letter send) may keep Run past its budget; one cut
+	// short leaves its message in SQS, which redelivers it.
+	cutIO := time.AfterFunc(budget, iocancel)
+	defer cutIO.Stop()
+	finished := make(chan struct{})
+	go func() { r.handlers.Wait(); close(finished) }()
+	timer := time.NewTimer(budget - reserve)
+	defer timer.Stop()
+	select {
+	case <-finished:
+	case <-timer.C:
+		hcancel()
+		stopHeartbeat()
+		n := r.handBack()
+		c.log.Warn("shutdown budget spent; handed back unfinished messages", zap.Int("messages", n), zap.Duration("budget", budget))
+		// Handlers that honour their cancelled context may still answer Done; their
+		// deletes go through until the budget ends.
+		last := time.NewTimer(max(budget-time.Since(start), 0))
+		select {
+		case <-finished:
+		case <-last.C:
+		}
+		last.Stop()
+	}
+	stopHeartbeat()
+	close(r.stopped)
+	bg.Wait()
+	c.log.Info("consumer stopped", zap.Duration("shutdown", time.Since(start)))
+	return nil
+}
+
+func (c *Consumer) queueVisibility(ctx context.Context) (time.Duration, error) {
+	out, err := c.c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(c.cfg.QueueURL),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameVisibilityTimeout},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("queue: visibility timeout of %s: %w", c.cfg.Name, err)
+	}
+	s, err := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameVisibilityTimeout)])
+	if err != nil || s < 1 {
+		return 0, fmt.Errorf("queue: visibility timeout of %s is %q; set ConsumerConfig.VisibilityTimeout", c.cfg.Name, out.Attributes[string(types.QueueAttributeNameVisibilityTimeout)])
+	}
+	return time.Duration(s) * time.Second, nil
+}
+
+// RetryDelay is the default backoff of a Retry for a message received receiveCount times:
+// base * 2^(receiveCount-1), capped at maxDelay, with "equal jitter" (a uniformly random
+// point in the upper half), so the n-th retry waits between half and all of its step.
+// The result never exceeds maxDelay nor SQS's 12 h.
+func RetryDelay(receiveCount int, base, maxDelay time.Duration) time.Duration {
+	maxDelay = min(maxDelay, maxVisibility)
+	if receiveCount < 1 {
+		receiveCount = 1
+	}
+	d := base
+	for i := 1; i < receiveCount && d < maxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, maxDelay)
+	if d <= 0 {
+		return 0
+	}
+	half := d / 2
+	return half + rand.N(d-half+1)
+}
+
+// tracked is one received message from receive until it is settled.
+type tracked struct {
+	id string
+	// The fields below are guarded by run.mu.
+	receipt    string    // the newest receipt handle
+	extended   time.Time // when its visibility was last set
+	settled    bool      // its handler answered (or it was handed back): no more heartbeats
+	handedBack bool
+}
+
+type deleteReq struct {
+	t   *tracked
+	res chan error
+}
+
+// run is one Run's state.
+type run struct {
+	*Consumer
+	vis      time.Duration
+	hbEvery  time.Duration
+	hctx     context.Context // handlers' context, cancelled when the shutdown budget is spent
+	ioctx    context.Context // SQS calls after receive
+	sem      chan struct{}   // one token per running handler (or batch call)
+	handlers sync.WaitGroup
+
+	mu      sync.Mutex
+	tracked map[string]*tracked // by message ID
+
+	// visMu orders visibility changes: a heartbeat in flight cannot undo a Retry's
+	// backoff or a hand-back that was decided after it.
+	visMu sync.Mutex
+
+	deletes chan deleteReq
+	stopped chan struct{} // closed when Run no longer serves deletes
+}
+
+func (r *run) receive(ctx context.Context, n int, wait int) ([]types.Message, error) {
+	in := &sqs.ReceiveMessageInput{
+		QueueUrl:            aws.String(r.cfg.QueueURL),
+		MaxNumberOfMessages: int32(n),
+		WaitTimeSeconds:     int32(wait),
+		// The emulator answers system attributes only to AttributeNames; real SQS to both.
+		AttributeNames:              []types.QueueAttributeName{types.QueueAttributeNameAll},
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		MessageAttributeNames:       []string{"All"},
+	}
+	if r.cfg.VisibilityTimeout > 0 {
+		in.VisibilityTimeout = int32(r.cfg.VisibilityTimeout / time.Second)
+	}
+	out, err := r.c.ReceiveMessage(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	r.m.received.Add(float64(len(out.Messages)))
+	return out.Messages, nil
+}
+
+// track registers a received message; it reports false for a message already in flight
+// here (SQS redelivered it, or the emulator returned it twice), whose newer receipt
+// handle then replaces the old one.
+func (r *run) track(sm types.Message) (*tracked, Message, bool) {
+	id := aws.ToString(sm.MessageId)
+	receipt := aws.ToString(sm.ReceiptHandle)
+	r.mu.Lock()
+	if t, ok := r.tracked[id]; ok {
+		if !t.settled {
+			t.receipt = receipt
+			t.extended = time.Now()
+		}
+		r.mu.Unlock()
+		r.log.Debug("duplicate delivery of a message in flight", zap.String("message_id", id))
+		return nil, Message{}, false
+	}
+	t := &tracked{id: id, receipt: receipt, extended: time.Now()}
+	r.tracked[id] = t
+	r.mu.Unlock()
+	r.m.inFlight.Inc()
+	rc, err := strconv.Atoi(sm.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+	if err != nil || rc < 1 {
+		rc = 1
+	}
+	return t, Message{
+		ID:            id,
+		ReceiptHandle: receipt,
+		Body:          []byte(aws.ToString(sm.Body)),
+		ReceiveCount:  rc,
+		Attributes:    fromSQSAttributes(sm.MessageAttributes),
+	}, true
+}
+
+// settle marks t as answered and returns its newest receipt handle, and whether it was
+// handed back already.
+func (r *run) settle(t *tracked) (receipt string, handedBack bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t.settled = true
+	return t.receipt, t.handedBack
+}
+
+func (r *run) untrack(t *tracked) {
+	r.mu.Lock()
+	if r.tracked[t.id] == t {
+		delete(r.tracked, t.id)
+	}
+	r.mu.Unlock()
+	r.m.inFlight.Dec()
+}
+
+// receiveLoop receives while a handler is free and starts one handler per message.
+func (r *run) receiveLoop(ctx context.Context) {
+	var fails int
+	for {
+		// Back-pressure: no receive until a handler is free.
+		select {
+		case r.sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		n := 1
+	more:
+		for n < r.cfg.MaxMessages {
+			select {
+			case r.sem <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		msgs, err := r.receive(ctx, n, r.cfg.WaitTimeSeconds)
+		if err != nil {
+			r.release(n)
+			if ctx.Err() != nil {
+				return
+			}
+			fails++
+			r.receiveFailed(ctx, err, fails)
+			continue
+		}
+		fails = 0
+		started := 0
+		for _, sm := range msgs {
+			t, m, ok := r.track(sm)
+			if !ok {
+				continue
+			}
+			if started == n {
+				// More messages than asked for: never more handlers than slots.
+				r.handBackOne(t)
+				continue
+			}
+			started++
+			r.handlers.Add(1)
+			go r.handleOne(t, m)
+		}
+		r.release(n - started)
+	}
+}
+
+func (r *run) release(n int) {
+	for range n {
+		<-r.sem
+	}
+}
+
+func (r *run) receiveFailed(ctx context.Context, err error, fails int) {
+	r.m.receiveErrors.Inc()
+	wait := min(time.Duration(1<<min(fails-1, 5))*time.Second, 30*time.Second)
+	r.log.Warn("receive failed", zap.Error(err), zap.Duration("retry_in", wait))
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func (r *run) handleOne(t *tracked, m Message) {
+	defer r.handlers.Done()
+	defer func() { <-r.sem }()
+	ctx := WithTraceParent(r.hctx, m.Attributes[AttrTraceParent])
+	start := time.Now()
+	out := callHandler(ctx, r.h, m)
+	r.m.handlerDuration.Observe(time.Since(start).Seconds())
+	r.apply(t, m, out)
+}
+
+func callHandler(ctx context.Context, h Handler, m Message) (out Outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = Outcome{Verdict: Retry, Reason: fmt.Sprintf("handler panicked: %v", p)}
+		}
+	}()
+	return h(ctx, m)
+}
+
+func callBatchHandler(ctx context.Context, bh BatchHandler, ms []Message) (outs []Outcome, reason string) {
+	defer func() {
+		if p := recover(); p != nil {
+			outs, reason = nil, fmt.Sprintf("batch handler panicked: %v", p)
+		}
+	}()
+	return bh(ctx, ms), ""
+}
+
+// apply carries out a handler's outcome for one message.
+func (r *run) apply(t *tracked, m Message, out Outcome) {
+	defer r.untrack(t)
+	receipt, handedBack := r.settle(t)
+	log := r.log.With(zap.String("message_id", m.ID), zap.Int("receive_count", m.ReceiveCount))
+	if handedBack && out.Verdict != Done {
+		// Already back in SQS; it will be redelivered.
+		return
+	}
+	switch out.Verdict {
+	case Done:
+		if err := r.delete(t); err != nil {
+			log.Warn("delete failed; the message will be redelivered", zap.Error(err))
+			return
+		}
+		r.m.deleted.Inc()
+	case Poison:
+		attrs := make(map[string]string, len(m.Attributes)+1)
+		maps.Copy(attrs, m.Attributes)
+		attrs[AttrSourceQueue] = r.cfg.Name
+		ctx, cancel := context.WithTimeout(r.ioctx, r.cfg.CallTimeout)
+		err := DeadLetter(ctx, r.c, r.cfg.DLQURL, m.Body, out.Reason, attrs)
+		cancel()
+		if err != nil {
+			// Not deleted: the message stays in SQS and comes back (nothing lost).
+			log.Error("dead-letter failed; message kept for redelivery", zap.String("reason", out.Reason), zap.Error(err))
+			return
+		}
+		r.m.deadLettered.Inc()
+		log.Warn("message dead-lettered", zap.String("reason", out.Reason))
+		if err := r.delete(t); err != nil {
+			log.Warn("delete after dead-letter failed; the message will be redelivered", zap.Error(err))
+			return
+		}
+		r.m.deleted.Inc()
+	default: // Retry, and any verdict this version does not know
+		var delay time.Duration
+		switch {
+		case out.After > 0:
+			delay = min(out.After, maxVisibility)
+		case r.cfg.RetryDelay != nil:
+			delay = min(max(r.cfg.RetryDelay(m.ReceiveCount), 0), maxVisibility)
+		default:
+			delay = RetryDelay(m.ReceiveCount, r.cfg.RetryBase, r.cfg.RetryMax)
+		}
+		secs := int32((delay + time.Second - 1) / time.Second)
+		r.m.retried.Inc()
+		log.Debug("retry later", zap.String("reason", out.Reason), zap.Int32("delay_seconds", secs))
+		r.visMu.Lock()
+		ctx, cancel := context.WithTimeout(r.ioctx, r.cfg.CallTimeout)
+		_, err := r.c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+			QueueUrl: aws.String(r.cfg.QueueURL), ReceiptHandle: aws.String(receipt), VisibilityTimeout: secs,
+		})
+		cancel()
+		r.visMu.Unlock()
+		if err != nil {
+			// It comes back after its current visibility timeout instead.
+			log.Warn("retry: change visibility failed", zap.Error(err))
+		}
+	}
+}
+
+// delete asks the delete loop to delete t in a batch and waits for the answer.
+func (r *run) delete(t *tracked) error {
+	req := deleteReq{t: t, res: make(chan error, 1)}
+	select {
+	case r.deletes <- req:
+	case <-r.stopped:
+		return errStopped
+	}
+	return <-req.res
+}
+
+// deleteLoop coalesces deletes from concurrent handlers into DeleteMessageBatch calls.
+func (r *run) deleteLoop() {
+	var calls sync.WaitGroup
+	defer calls.Wait()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		var batch []deleteReq
+		select {
+		case req := <-r.deletes:
+			batch = append(batch, req)
+		case <-r.stopped:
+			return
+		}
+		timer.Reset(r.cfg.DeleteLinger)
+	collect:
+		for len(batch) < maxBatchEntries {
+			select {
+			case req := <-r.deletes:
+				batch = append(batch, req)
+			case <-timer.C:
+				break collect
+			case <-r.stopped:
+				break collect
+			}
+		}
+		timer.Stop()
+		calls.Add(1)
+		go func() {
+			defer calls.Done()
+			r.deleteBatch(batch)
+		}()
+	}
+}
+
+func (r *run) deleteBatch(batch []deleteReq) {
+	entries := make([]types.DeleteMessageBatchRequestEntry, len(batch))
+	r.mu.Lock()
+	for i, req := range batch {
+		entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(req.t.receipt)}
+	}
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(r.ioctx, r.cfg.CallTimeout)
+	defer cancel()
+	out, err := r.c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(r.cfg.QueueURL), Entries: entries})
+	if err != nil {
+		for _, req := range batch {
+			req.res <- err
+		}
+		return
+	}
+	answered := make([]bool, len(batch))
+	for _, f := range out.Failed {
+		if i, err := strconv.Atoi(aws.ToString(f.Id)); err == nil && i >= 0 && i < len(batch) && !answered[i] {
+			answered[i] = true
+			batch[i].res <- fmt.Errorf("queue: delete: %s: %s", aws.ToString(f.Code), aws.ToString(f.Message))
+		}
+	}
+	for i := range batch {
+		if !answered[i] {
+			// Listed as successful (or not at all: SQS answers every entry).
+			batch[i].res <- nil
+		}
+	}
+}
+
+// heartbeatLoop extends the visibility of messages still being handled, so a slow
+// handler does not see its message delivered to another consumer meanwhile.
+func (r *run) heartbeatLoop(stop <-chan struct{}) {
+	tick := time.NewTicker(r.hbEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-r.stopped:
+			return
+		case <-tick.C:
+			r.heartbeat()
+		}
+	}
+}
+
+func (r *run) heartbeat() {
+	r.visMu.Lock()
+	defer r.visMu.Unlock()
+	now := time.Now()
+	var due []*tracked
+	var receipts []string
+	r.mu.Lock()
+	for _, t := range r.tracked {
+		// Half an interval of slack, so tick jitter never skips a beat.
+		if !t.settled && now.Sub(t.extended) >= r.hbEvery/2 {
+			due = append(due, t)
+			receipts = append(receipts, t.receipt)
+		}
+	}
+	r.mu.Unlock()
+	if len(due) == 0 {
+		return
+	}
+	secs := int32(r.vis / time.Second)
+	failed := r.changeVisibility(due, receipts, secs)
+	r.mu.Lock()
+	for i, t := range due {
+		if failed[i] == nil {
+			t.extended = now
+		}
+	}
+	r.mu.Unlock()
+	for i, err := range failed {
+		if err != nil {
+			r.log.Debug("heartbeat failed", zap.String("message_id", due[i].id), zap.Error(err))
+		}
+	}
+}
+
+// changeVisibility sets the visibility of many messages, ten per call; it returns one
+// error (or nil) per message.
+func (r *run) changeVisibility(ts []*tracked, receipts []string, secs int32) []error {
+	errs := make([]error, len(ts))
+	for lo := 0; lo < len(ts); lo += maxBatchEntries {
+		hi := min(lo+maxBatchEntries, len(ts))
+		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			entries = append(entries, types.ChangeMessageVisibilityBatchRequestEntry{
+				Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(receipts[i]), VisibilityTimeout: secs,
+			})
+		}
+		ctx, cancel := context.WithTimeout(r.ioctx, r.cfg.CallTimeout)
+		out, err := r.c.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(r.cfg.QueueURL), Entries: entries})
+		cancel()
+		if err != nil {
+			for i := lo; i < hi; i++ {
+				errs[i] = err
+			}
+			continue
+		}
+		for _, f := range out.Failed {
+			if i, err := strconv.Atoi(aws.ToString(f.Id)); err == nil && i >= lo && i < hi {
+				errs[i] = fmt.Errorf("queue: change visibility: %s: %s", aws.ToString(f.Code), aws.ToString(f.Message))
+			}
+		}
+	}
+	return errs
+}
+
+// handBack makes every unsettled message visible again at once and returns how many.
+func (r *run) handBack() int {
+	r.visMu.Lock()
+	defer r.visMu.Unlock()
+	var ts []*tracked
+	var receipts []string
+	r.mu.Lock()
+	for _, t := range r.tracked {
+		if !t.settled {
+			t.settled, t.handedBack = true, true
+			ts = append(ts, t)
+			receipts = append(receipts, t.receipt)
+		}
+	}
+	r.mu.Unlock()
+	for i, err := range r.changeVisibility(ts, receipts, 0) {
+		if err != nil {
+			r.log.Warn("hand back failed; the message comes back after its visibility timeout", zap.String("message_id", ts[i].id), zap.Error(err))
+		}
+	}
+	return len(ts)
+}
+
+// handBackOne returns a message that no handler can take now.
+func (r *run) handBackOne(t *tracked) {
+	receipt, _ := r.settle(t)
+	r.mu.Lock()
+	t.handedBack = true
+	r.mu.Unlock()
+	r.visMu.Lock()
+	r.changeVisibility([]*tracked{t}, []string{receipt}, 0)
+	r.visMu.Unlock()
+	r.untrack(t)
+}

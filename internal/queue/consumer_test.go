@@ -1,0 +1,463 @@
+package queue_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/testenv"
+)
+
+func consumerConfig(t *testing.T, q queue.Pair) queue.ConsumerConfig {
+	return queue.ConsumerConfig{
+		QueueURL:        q.URL,
+		DLQURL:          q.DLQURL,
+		WaitTimeSeconds: 1,
+		ShutdownBudget:  5 * time.Second,
+		Registerer:      prometheus.NewRegistry(),
+		Logger:          zaptest.NewLogger(t),
+	}
+}
+
+func bodies(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = prefix + strconv.Itoa(i)
+	}
+	return out
+}
+
+func TestConsumerDoneDeletes(t *testing.T) {
+	t.Parallel()
+	c := testenv.SQS(t)
+	q := testenv.NewQueues(t, c, 10).Orders
+	sendBodies(t, c, q.URL, bodies("done", 25)...)
+
+	rec := newRecorder()
+	var traced atomic.Int32
+	cfg := consumerConfig(t, q)
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
+	cons, err := queue.NewConsumer(c, cfg, func(ctx context.Context, m queue.Message) queue.Outcome {
+		rec.add(m)
+		if queue.TraceParent(ctx) != "" {
+			traced.Add(1)
+		}
+		return queue.Outcome{Verdict: queue.Done}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, cons)
+	if !waitFor(30*time.Second, func() bool { return rec.distinct() == 25 }) {
+		t.Fatalf("handled %d of 25 messages", rec.distinct())
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := queueDepth(t, c, q.URL); n != 0 {
+		t.Fatalf("queue holds %d messages after Done", n)
+	}
+	if got := metricValue(t, reg, "junban_queue_deleted_total"); got < 25 {
+		t.Fatalf("deleted_total %v, want 25", got)
+	}
+	if got := metricValue(t, reg, "junban_queue_in_flight"); got != 0 {
+		t.Fatalf("in_flight %v after shutdown", got)
+	}
+	if traced.Load() != 0 {
+		t.Fatal("handler saw a traceparent that no message carried")
+	}
+}
+
+// metricValue is the value of the one series of a counter or gauge in reg.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+func TestConsumerRetryComesBack(t *testing.T) {
+	t.Parallel()
+	c := testenv.SQS(t)
+	q := testenv.NewQueues(t, c, 10).Orders
+	sendBodies(t, c, q.URL, "again")
+
+	rec := newRecorder()
+	cons, err := queue.NewConsumer(c, consumerConfig(t, q), func(ctx context.Context, m queue.Message) queue.Outcome {
+		if rec.add(m) == 1 {
+			return queue.Outcome{Verdict: queue.Retry, Reason: "not yet", After: time.Second}
+		}
+		return queue.Outcome{Verdict: queue.Done}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, cons)
+	// The queue's visibility timeout is 10 s: seeing it again sooner proves the Retry's After.
+	if !waitFor(8*time.Second, func() bool { return len(rec.get("again")) >= 2 }) {
+		t.Fatalf("retried message came back %d times, want 2", len(rec.get("again")))
+	}
+	stop()
+	calls := rec.get("again")
+	if calls[1].ReceiveCount <= calls[0].ReceiveCount {
+		t.Fatalf("ReceiveCount %d then %d, want it to grow", calls[0].ReceiveCount, calls[1].ReceiveCount)
+	}
+	if n := queueDepth(t, c, q.URL); n != 0 {
+		t.Fatalf("queue holds %d messages", n)
+	}
+}
+
+func TestConsumerPoisonGoesToDLQ(t *testing.T) {
+	t.Parallel()
+	c := testenv.SQS(t)
+	q := testenv.NewQueues(t, c, 10).Orders
+	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: q.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	ctx := queue.WithTraceParent(context.Background(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	if err := pub.Publish(ctx, []byte("bad"), map[string]string{"origin": "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.PublishBatch(context.Background(), [][]byte{[]byte("good0"), []byte("good1"), []byte("good2")}); err != nil {
+		t.Fatal(err)
+	}
+
+	rec := newRecorder()
+	var sawTrace atomic.Bool
+	cons, err := queue.NewConsumer(c, consumerConfig(t, q), func(ctx context.Context, m queue.Message) queue.Outcome {
+		rec.add(m)
+		if string(m.Body) == "bad" {
+			sawTrace.Store(queue.TraceParent(ctx) != "")
+			return queue.Outcome{Verdict: queue.Poison, Reason: "ERR_MALFORMED: not json"}
+		}
+		return queue.Outcome{Verdict: queue.Done}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, cons)
+	if !waitFor(30*time.Second, func() bool { return rec.distinct() == 4 }) {
+		t.Fatalf("handled %d of 4 messages", rec.distinct())
+	}
+	stop()
+	if !sawTrace.Load() {
+		t.Error("handler context lacks the message's traceparent")
+	}
+	dead := receiveAll(t, c, q.DLQURL, 1, 5*time.Second)
+	if len(dead) != 1 || aws.ToString(dead[0].Body) != "bad" {
+		t.Fatalf("DLQ holds %d messages, want the bad one", len(dead))
+	}
+	attrs := dead[0].MessageAttributes
+	for k, want := range map[string]string{
+		queue.AttrDLQReason:   "ERR_MALFORMED: not json",
+		queue.AttrSourceQueue: queueNameOf(q.URL),
+		"origin":              "test",
+		queue.AttrTraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+	} {
+		if got := aws.ToString(attrs[k].StringValue); got != want {
+			t.Errorf("DLQ attribute %s = %q, want %q", k, got, want)
+		}
+	}
+	if n := queueDepth(t, c, q.URL); n != 0 {
+		t.Fatalf("source queue holds %d messages; the poison one must be deleted", n)
+	}
+}
+
+func queueNameOf(url string) string {
+	for i := len(url) - 1; i >= 0; i-- {
+		if url[i] == '/' {
+			return url[i+1:]
+		}
+	}
+	return url
+}
+
+// TestConsumerBackPressure: never more than Concurrency handlers at once, although every
+// receive could bring ten messages.
+func TestConsumerBackPressure(t *testing.T) {
+	t.Parallel()
+	c := testenv.SQS(t)
+	q := testenv.NewQueues(t, c, 30).Orders
+	sendBodies(t, c, q.URL, bodies("bp", 30)...)
+
+	var running, peak atomic.Int32
+	rec := newRecorder()
+	cfg := consumerConfig(t, q)
+	cfg.Concurrency = 3
+	cons, err := queue.NewConsumer(c, cfg, func(ctx context.Context, m queue.Message) queue.Outcome {
+		n := running.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+		running.Add(-1)
+		rec.add(m)
+		return queue.Outcome{Verdict: queue.Done}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, cons)
+	if !waitFor(60*time.Second, func() bool { return rec.distinct() == 30 }) {
+		t.Fatalf("handled %d of 30 messages", rec.distinct())
+	}
+	stop()
+	if p := peak.Load(); p > 3 {
+		t.Fatalf("%d handlers ran at once, Concurrency is 3", p)
+	}
+}
+
+// TestConsumerHeartbeat: a handler that runs 5 s on a queue with a 2 s visibility timeout
+// keeps its message invisible: nobody else receives it meanwhile.
+func TestConsumerHeartbeat(t *testing.T) {
+	t.Parallel()
+	c := testenv.SQS(t)
+	q := testenv.NewQueues(t, c, 2).Orders
+	sendBodies(t, c, q.URL, "slow")
+
+	started := make(chan struct{})
+	var calls atomic.Int32
+	cons, err := queue.NewConsumer(c, consumerConfig(t, q), func(ctx context.Context, m queue.Message) queue.Outcome {
+		if calls.Add(1) == 1 {
+			close(started)
+		}
+		time.Sleep(5 * time.Second)
+		return queue.Outcome{Verdict: queue.Done}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, cons)
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("message never handled")
+	}
+	// A second consumer polls while the handler runs (well past the 2 s timeout).
+	other := receiveAll(t, c, q.URL, 1, 4*time.Second)
+	if len(other) != 0 {
+		t.Fatalf("the slow message was delivered again while its handler ran")
+	}
+	if !waitFor(20*time.Second, func() bool { return queueDepth(t, c, q.URL) == 0 }) {
+		t.Fatal("slow message not deleted")
+	}
+	stop()
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("handler ran %d times", n)
+	}
+}
+
+// TestConsumerGracefulShutdown: on cancel, a handler that finishes within the budget gets
+// its message deleted; the others get a cancelled context and their messages go back to
+// the queue at once (the queue's visibility timeout is 60 s); Run returns even though one
+// handler ignores its context.
+func TestConsumerGracefulShutdown(t *testing.T) {
+	t.Parallel()
+	c := testenv.SQS(t)
+	q := testenv.NewQueues(t, c, 60).Orders
+	sendBodies(t, c, q.URL, "quick", "patient", "stubborn")
+
+	var startedWG sync.WaitGroup
+	startedWG.Add(3)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	shutdown := make(chan struct{})
+	var patientCancelled atomic.Bool
+	cfg := consumerConfig(t, q)
+	cfg.ShutdownBudget = 3 * time.Second
+	cons, err := queue.NewConsumer(c, cfg, func(ctx context.Context, m queue.Message) queue.Outcome {
+		startedWG.Done()
+		<-shutdown
+		switch string(m.Body) {
+		case "quick":
+			time.Sleep(300 * time.Millisecond)
+			return queue.Outcome{Verdict: queue.Done}
+		case "patient":
+			<-ctx.Done()
+			patientCancelled.Store(true)
+			return queue.Outcome{Verdict: queue.Retry, Reason: "shutting down"}
+		default:
+			<-release // ignores its context
+			return queue.Outcome{Verdict: queue.Retry}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, cons)
+	waited := make(chan struct{})
+	go func() { startedWG.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("handlers did not start")
+	}
+	close(shutdown)
+	began := time.Now()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	// Generous: this only catches a Run that waits for the stubborn handler.
+	if took := time.Since(began); took > cfg.ShutdownBudget+5*time.Second {
+		t.Fatalf("shutdown took %v, budget %v", took, cfg.ShutdownBudget)
+	}
+	if !patientCancelled.Load() {
+		t.Error("the patient handler's context was not cancelled")
+	}
+	back := receiveAll(t, c, q.URL, 2, 10*time.Second)
+	got := map[string]bool{}
+	for _, m := range back {
+		got[aws.ToString(m.Body)] = true
+	}
+	if len(back) != 2 || !got["patient"] || !got["stubborn"] {
+		t.Fatalf("handed back %v, want patient and stubborn", got)
+	}
+	// Everything left is in flight now: the two just received, and quick unless deleted.
+	if n := inFlight(t, c, q.URL); n != 2 {
+		t.Fatalf("%d messages in flight, want 2 (quick deleted)", n)
+	}
+}
+
+func TestBatchConsumerGroups(t *testing.T) {
+	t.Parallel()
+	c := testenv.SQS(t)
+	q := testenv.NewQueues(t, c, 10).Results
+	sendBodies(t, c, q.URL, bodies("b", 24)...)
+	sendBodies(t, c, q.URL, "poison", "retry")
+
+	var mu sync.Mutex
+	var sizes []int
+	rec := newRecorder()
+	cfg := consumerConfig(t, q)
+	cfg.BatchMax = 10
+	cfg.BatchWindow = time.Second
+	cfg.Concurrency = 1
+	cons, err := queue.NewBatchConsumer(c, cfg, func(ctx context.Context, ms []queue.Message) []queue.Outcome {
+		mu.Lock()
+		sizes = append(sizes, len(ms))
+		mu.Unlock()
+		outs := make([]queue.Outcome, len(ms))
+		for i, m := range ms {
+			n := rec.add(m)
+			switch {
+			case string(m.Body) == "poison":
+				outs[i] = queue.Outcome{Verdict: queue.Poison, Reason: "never valid"}
+			case string(m.Body) == "retry" && n == 1:
+				outs[i] = queue.Outcome{Verdict: queue.Retry, After: time.Second}
+			default:
+				outs[i] = queue.Outcome{Verdict: queue.Done}
+			}
+		}
+		return outs
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, cons)
+	if !waitFor(30*time.Second, func() bool { return rec.distinct() == 26 && len(rec.get("retry")) == 2 }) {
+		t.Fatalf("handled %d of 26 messages, retry seen %d times", rec.distinct(), len(rec.get("retry")))
+	}
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	grouped := false
+	for _, n := range sizes {
+		if n > cfg.BatchMax {
+			t.Fatalf("a batch of %d, BatchMax %d", n, cfg.BatchMax)
+		}
+		grouped = grouped || n > 1
+	}
+	if !grouped {
+		t.Fatalf("batches %v: never more than one message", sizes)
+	}
+	if n := queueDepth(t, c, q.URL); n != 0 {
+		t.Fatalf("queue holds %d messages", n)
+	}
+	if dead := receiveAll(t, c, q.DLQURL, 1, 5*time.Second); len(dead) != 1 || aws.ToString(dead[0].Body) != "poison" {
+		t.Fatalf("DLQ holds %d messages, want the poison one", len(dead))
+	}
+}
+
+func TestConsumerConfigValidate(t *testing.T) {
+	err := queue.ConsumerConfig{Concurrency: -1, MaxMessages: 11, WaitTimeSeconds: 21, VisibilityTimeout: 1500 * time.Millisecond}.Validate()
+	if err == nil {
+		t.Fatal("invalid config passed")
+	}
+	for _, want := range []string{"QueueURL", "DLQURL", "Concurrency", "MaxMessages", "WaitTimeSeconds", "VisibilityTimeout"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	if err := (queue.ConsumerConfig{QueueURL: "http://x/q", DLQURL: "http://x/d"}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := queue.NewConsumer(nil, queue.ConsumerConfig{}, nil); err == nil {
+		t.Fatal("NewConsumer accepted a nil handler")
+	}
+}
+
+func TestRetryDelay(t *testing.T) {
+	base, capd := time.Second, 12*time.Hour
+	for n := 1; n <= 40; n++ {
+		step := base << min(n-1, 20)
+		step = min(step, capd)
+		for range 20 {
+			d := queue.RetryDelay(n, base, capd)
+			if d < step/2 || d > step {
+				t.Fatalf("receive %d: delay %v outside [%v, %v]", n, d, step/2, step)
+			}
+		}
+	}
+	if d := queue.RetryDelay(100, time.Hour, 48*time.Hour); d > 12*time.Hour {
+		t.Fatalf("delay %v beyond SQS's 12 h", d)
+	}
+}
+
+// TestConsumerPoisonKeptWhenDLQFails: a Poison message whose DLQ send fails is not
+// deleted; SQS delivers it again.
+func TestConsumerPoisonKeptWhenDLQFails(t *testing.T) {
+	t.Parallel()
+	c := testenv.SQS(t)
+	q := testenv.NewQueues(t, c, 1).Orders
+	sendBodies(t, c, q.URL, "cursed")
+
+	rec := newRecorder()
+	cfg := consumerConfig(t, q)
+	cfg.DLQURL = q.DLQURL + "-missing"
+	cons, err := queue.NewConsumer(c, cfg, func(ctx context.Context, m queue.Message) queue.Outcome {
+		rec.add(m)
+		return queue.Outcome{Verdict: queue.Poison, Reason: "never valid"}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, cons)
+	if !waitFor(20*time.Second, func() bool { return len(rec.get("cursed")) >= 2 }) {
+		t.Fatalf("poison message seen %d times, want it redelivered", len(rec.get("cursed")))
+	}
+	stop()
+}

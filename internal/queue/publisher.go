@@ -1,0 +1,382 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// Publisher defaults.
+const (
+	// MaxMessageSizeDefault is SQS's classic maximum message size (body plus attributes).
+	MaxMessageSizeDefault = 256 * 1024
+	// MaxBatchBytesDefault bounds one SendMessageBatch request's payload.
+	MaxBatchBytesDefault = 256 * 1024
+	// LingerDefault is how long a batch waits for more messages after its first one.
+	LingerDefault = 2 * time.Millisecond
+	// MaxInFlightBatchesDefault bounds concurrent SendMessageBatch calls of one Publisher.
+	MaxInFlightBatchesDefault = 8
+	// SendTimeoutDefault bounds one SendMessageBatch call, the SDK's own retries included.
+	SendTimeoutDefault = 30 * time.Second
+	// maxBatchEntries is SQS's limit of entries per batch request.
+	maxBatchEntries = 10
+)
+
+var (
+	// ErrTooLarge: a message (body plus attributes) exceeds the queue's maximum message
+	// size. It is refused before sending, never truncated.
+	ErrTooLarge = errors.New("queue: message too large")
+	// ErrEmptyBody: SQS refuses messages without a body.
+	ErrEmptyBody = errors.New("queue: empty message body")
+	// ErrTooManyAttributes: a message carries more than SQS's ten attributes.
+	ErrTooManyAttributes = errors.New("queue: too many message attributes")
+	// ErrClosed: Publish after Close.
+	ErrClosed = errors.New("queue: publisher closed")
+)
+
+// PublisherConfig configures a Publisher.
+type PublisherConfig struct {
+	// QueueURL is the queue messages are sent to (required).
+	QueueURL string
+	// Name labels metrics and logs; default: the last path segment of QueueURL.
+	Name string
+	// MaxMessageSize is the queue's maximum message size in bytes, body plus attributes;
+	// a larger message fails with ErrTooLarge. Default MaxMessageSizeDefault.
+	MaxMessageSize int
+	// MaxBatchBytes bounds the payload of one SendMessageBatch; it must be at least
+	// MaxMessageSize. Default MaxBatchBytesDefault (or MaxMessageSize when larger).
+	MaxBatchBytes int
+	// Linger is how long a batch waits for more messages after its first one (up to ten
+	// entries). Default LingerDefault.
+	Linger time.Duration
+	// MaxInFlightBatches bounds concurrent SendMessageBatch calls. Default MaxInFlightBatchesDefault.
+	MaxInFlightBatches int
+	// SendTimeout bounds one SendMessageBatch call. Default SendTimeoutDefault.
+	SendTimeout time.Duration
+	// Registerer receives the publisher's metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Logger logs failed sends; nil logs nothing.
+	Logger *zap.Logger
+}
+
+func (cfg *PublisherConfig) setDefaults() {
+	if cfg.Name == "" {
+		cfg.Name = queueName(cfg.QueueURL)
+	}
+	if cfg.MaxMessageSize == 0 {
+		cfg.MaxMessageSize = MaxMessageSizeDefault
+	}
+	if cfg.MaxBatchBytes == 0 {
+		cfg.MaxBatchBytes = max(MaxBatchBytesDefault, cfg.MaxMessageSize)
+	}
+	if cfg.Linger == 0 {
+		cfg.Linger = LingerDefault
+	}
+	if cfg.MaxInFlightBatches == 0 {
+		cfg.MaxInFlightBatches = MaxInFlightBatchesDefault
+	}
+	if cfg.SendTimeout == 0 {
+		cfg.SendTimeout = SendTimeoutDefault
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+}
+
+// Validate reports every invalid setting at once; zero values stand for the defaults.
+func (cfg PublisherConfig) Validate() error {
+	cfg.setDefaults()
+	var errs []error
+	if cfg.QueueURL == "" {
+		errs = append(errs, errors.New("QueueURL is required"))
+	}
+	if cfg.MaxMessageSize < 1024 || cfg.MaxMessageSize > 1024*1024 {
+		errs = append(errs, fmt.Errorf("MaxMessageSize %d outside SQS's 1024..1048576", cfg.MaxMessageSize))
+	}
+	if cfg.MaxBatchBytes < cfg.MaxMessageSize {
+		errs = append(errs, fmt.Errorf("MaxBatchBytes %d below MaxMessageSize %d", cfg.MaxBatchBytes, cfg.MaxMessageSize))
+	}
+	if cfg.Linger < 0 {
+		errs = append(errs, fmt.Errorf("Linger %v is negative", cfg.Linger))
+	}
+	if cfg.MaxInFlightBatches < 0 {
+		errs = append(errs, fmt.Errorf("MaxInFlightBatches %d is negative", cfg.MaxInFlightBatches))
+	}
+	if cfg.SendTimeout < 0 {
+		errs = append(errs, fmt.Errorf("SendTimeout %v is negative", cfg.SendTimeout))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("queue: publisher config: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Publisher sends messages to one queue. Concurrent Publish calls are gathered into
+// SendMessageBatch requests (up to ten entries, or what arrived within Linger); each
+// caller waits for its own entry's answer, so a nil error means SQS accepted that message.
+// It is safe for concurrent use.
+type Publisher struct {
+	c   *sqs.Client
+	cfg PublisherConfig
+	m   *publisherMetrics
+	log *zap.Logger
+
+	mu     sync.RWMutex // guards closed against sends on reqs
+	closed bool
+	reqs   chan *pubEntry
+	loop   chan struct{} // closed when the batching loop ended
+	sends  sync.WaitGroup
+	sem    chan struct{}
+}
+
+type pubEntry struct {
+	body  string
+	attrs map[string]types.MessageAttributeValue
+	size  int
+	res   chan error // buffered: the sender never blocks on a caller that gave up
+}
+
+// NewPublisher returns a Publisher for cfg.QueueURL; Close it to flush.
+func NewPublisher(c *sqs.Client, cfg PublisherConfig) (*Publisher, error) {
+	if c == nil {
+		return nil, errors.New("queue: publisher: nil sqs client")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	m, err := newPublisherMetrics(cfg.Registerer, cfg.Name)
+	if err != nil {
+		return nil, fmt.Errorf("queue: publisher metrics: %w", err)
+	}
+	p := &Publisher{
+		c: c, cfg: cfg, m: m,
+		log:  cfg.Logger.With(zap.String("queue", cfg.Name)),
+		reqs: make(chan *pubEntry),
+		loop: make(chan struct{}),
+		sem:  make(chan struct{}, cfg.MaxInFlightBatches),
+	}
+	go p.run()
+	return p, nil
+}
+
+// Publish sends one message with the given string attributes, plus "traceparent" when
+// ctx carries one (WithTraceParent). It returns when SQS accepted or refused the message,
+// or when ctx ends; in the last case the message may still be sent (at-least-once).
+func (p *Publisher) Publish(ctx context.Context, body []byte, attrs map[string]string) error {
+	e, err := p.prepare(ctx, body, attrs)
+	if err != nil {
+		p.m.publishErrors.Inc()
+		return err
+	}
+	if err := p.enqueue(ctx, e); err != nil {
+		return err
+	}
+	select {
+	case err := <-e.res:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// PublishBatch sends every body (with ctx's traceparent, if any). Every body is checked
+// first: if one is too large, nothing is sent. Otherwise it returns the errors of the
+// messages SQS refused, joined; the others were accepted.
+func (p *Publisher) PublishBatch(ctx context.Context, bodies [][]byte) error {
+	entries := make([]*pubEntry, len(bodies))
+	var errs []error
+	for i, b := range bodies {
+		e, err := p.prepare(ctx, b, nil)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("message %d: %w", i, err))
+		}
+		entries[i] = e
+	}
+	if len(errs) > 0 {
+		p.m.publishErrors.Add(float64(len(errs)))
+		return errors.Join(errs...)
+	}
+	for i, e := range entries {
+		if err := p.enqueue(ctx, e); err != nil {
+			errs = append(errs, fmt.Errorf("message %d: %w", i, err))
+			entries[i] = nil
+		}
+	}
+	for i, e := range entries {
+		if e == nil {
+			continue
+		}
+		select {
+		case err := <-e.res:
+			if err != nil {
+				errs = append(errs, fmt.Errorf("message %d: %w", i, err))
+			}
+		case <-ctx.Done():
+			return errors.Join(append(errs, ctx.Err())...)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close sends what is pending, waits for every batch in flight and refuses later
+// Publish calls with ErrClosed. It is safe to call more than once.
+func (p *Publisher) Close() error {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.reqs)
+	}
+	p.mu.Unlock()
+	<-p.loop
+	p.sends.Wait()
+	return nil
+}
+
+func (p *Publisher) prepare(ctx context.Context, body []byte, attrs map[string]string) (*pubEntry, error) {
+	if len(body) == 0 {
+		return nil, ErrEmptyBody
+	}
+	all := attrs
+	if tp := TraceParent(ctx); tp != "" {
+		all = make(map[string]string, len(attrs)+1)
+		maps.Copy(all, attrs)
+		all[AttrTraceParent] = tp
+	}
+	if len(all) > MaxAttributes {
+		return nil, fmt.Errorf("%w: %d, SQS allows %d", ErrTooManyAttributes, len(all), MaxAttributes)
+	}
+	sqsAttrs := toSQSAttributes(all)
+	size := messageSize(body, sqsAttrs)
+	if size > p.cfg.MaxMessageSize {
+		return nil, fmt.Errorf("%w: %d bytes (body %d), queue %s allows %d", ErrTooLarge, size, len(body), p.cfg.Name, p.cfg.MaxMessageSize)
+	}
+	return &pubEntry{body: string(body), attrs: sqsAttrs, size: size, res: make(chan error, 1)}, nil
+}
+
+func (p *Publisher) enqueue(ctx context.Context, e *pubEntry) error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return ErrClosed
+	}
+	select {
+	case p.reqs <- e:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run gathers entries into batches: a batch is sent when it holds ten entries, when the
+// next entry would push it over MaxBatchBytes, or Linger after its first entry.
+func (p *Publisher) run() {
+	defer close(p.loop)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var batch []*pubEntry
+	bytes := 0
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		b := batch
+		batch, bytes = nil, 0
+		p.sem <- struct{}{}
+		p.sends.Add(1)
+		go func() {
+			defer func() { <-p.sem; p.sends.Done() }()
+			p.send(b)
+		}()
+	}
+	for {
+		if len(batch) == 0 {
+			e, ok := <-p.reqs
+			if !ok {
+				return
+			}
+			batch, bytes = append(batch, e), e.size
+			timer.Reset(p.cfg.Linger)
+			continue
+		}
+		select {
+		case e, ok := <-p.reqs:
+			if !ok {
+				timer.Stop()
+				flush()
+				return
+			}
+			if bytes+e.size > p.cfg.MaxBatchBytes {
+				flush()
+				batch, bytes = append(batch, e), e.size
+				timer.Reset(p.cfg.Linger)
+				continue
+			}
+			batch, bytes = append(batch, e), bytes+e.size
+			if len(batch) == maxBatchEntries {
+				timer.Stop()
+				flush()
+			}
+		case <-timer.C:
+			flush()
+		}
+	}
+}
+
+func (p *Publisher) send(batch []*pubEntry) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.SendTimeout)
+	defer cancel()
+	entries := make([]types.SendMessageBatchRequestEntry, len(batch))
+	for i, e := range batch {
+		entries[i] = types.SendMessageBatchRequestEntry{
+			Id:                aws.String(strconv.Itoa(i)),
+			MessageBody:       aws.String(e.body),
+			MessageAttributes: e.attrs,
+		}
+	}
+	out, err := p.c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(p.cfg.QueueURL), Entries: entries})
+	if err != nil {
+		err = fmt.Errorf("queue: publish to %s: %w", p.cfg.Name, err)
+		p.log.Warn("send batch failed", zap.Int("messages", len(batch)), zap.Error(err))
+		p.m.publishErrors.Add(float64(len(batch)))
+		for _, e := range batch {
+			e.res <- err
+		}
+		return
+	}
+	answered := make([]bool, len(batch))
+	for _, f := range out.Failed {
+		i, convErr := strconv.Atoi(aws.ToString(f.Id))
+		if convErr != nil || i < 0 || i >= len(batch) || answered[i] {
+			continue
+		}
+		answered[i] = true
+		p.m.publishErrors.Inc()
+		batch[i].res <- fmt.Errorf("queue: publish to %s: %s: %s", p.cfg.Name, aws.ToString(f.Code), aws.ToString(f.Message))
+	}
+	for _, s := range out.Successful {
+		i, convErr := strconv.Atoi(aws.ToString(s.Id))
+		if convErr != nil || i < 0 || i >= len(batch) || answered[i] {
+			continue
+		}
+		answered[i] = true
+		p.m.published.Inc()
+		batch[i].res <- nil
+	}
+	for i, ok := range answered {
+		if !ok {
+			p.m.publishErrors.Inc()
+			batch[i].res <- fmt.Errorf("queue: publish to %s: no answer for the entry", p.cfg.Name)
+		}
+	}
+}
