@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/loadgen"
+	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/webhook"
+)
+
+// runLoadgen imports an inventory, sends a realistic workload (optionally part of it
+// through the webhook gateway), waits until every result is persisted and prints a summary.
+func runLoadgen(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	spec := loadgen.DefaultSpec("")
+	fs.StringVar(&spec.Run, "run", "", "run name, the prefix of every id (default: lg<unix time>)")
+	seed := fs.Uint64("seed", 1, "random seed (same seed, same workload)")
+	fs.IntVar(&spec.Orders, "orders", spec.Orders, "number of orders")
+	fs.IntVar(&spec.SKUs, "skus", spec.SKUs, "number of SKUs")
+	fs.IntVar(&spec.LotsPerSKU, "lots", spec.LotsPerSKU, "lots per SKU (the last one planned)")
+	fs.Int64Var(&spec.StockPerLot, "stock", spec.StockPerLot, "sellable units per on-hand lot")
+	fs.Int64Var(&spec.SafetyStock, "safety-stock", spec.SafetyStock, "safety stock of every SKU")
+	fs.Float64Var(&spec.SKUSkew, "skew", spec.SKUSkew, "Zipf exponent of SKU popularity (>1 skewed, 0 uniform)")
+	fs.Float64Var(&spec.DuplicateShare, "duplicates", spec.DuplicateShare, "share of events delivered twice")
+	fs.Float64Var(&spec.OutOfOrderShare, "out-of-order", spec.OutOfOrderShare, "share of orders paid before they are placed")
+	fs.Float64Var(&spec.ShuffleShare, "shuffle", spec.ShuffleShare, "share of orders whose events arrive in random order")
+	fs.Float64Var(&spec.CancelShare, "cancel", spec.CancelShare, "share of orders cancelled")
+	fs.Float64Var(&spec.ChangeShare, "change", spec.ChangeShare, "share of orders whose lines change")
+	fs.Float64Var(&spec.ReserveShare, "reserve", spec.ReserveShare, "share of orders placed in reserve mode")
+	rate := fs.Float64("rate", 0, "events per second (0: as fast as the queue takes them)")
+	wait := fs.Duration("wait", 5*time.Minute, "how long to wait for every result to be persisted")
+	gateway := fs.String("gateway", "", "webhook gateway base URL; with it, payments go through the gateway")
+	provider := fs.String("provider", "", "webhook provider name in JUNBAN_WEBHOOK_PROVIDERS")
+	webhookShare := fs.Float64("webhook-share", 0.3, "share of payments sent as webhooks (with -gateway)")
+	jsonOut := fs.Bool("json", false, "print the summary as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	spec.Seed = *seed
+	if spec.Run == "" {
+		spec.Run = "lg" + strconv.FormatInt(time.Now().Unix(), 36)
+	}
+	if spec.Orders < 1 || spec.SKUs < 1 || spec.LotsPerSKU < 1 || spec.StockPerLot < 1 {
+		return fmt.Errorf("%w: -orders, -skus, -lots and -stock must be positive", errUsage)
+	}
+	pg, err := config.Load[config.Postgres]()
+	if err != nil {
+		return err
+	}
+	db, err := pg.Open()
+	if err != nil {
+		return err
+	}
+	sqsCfg, err := config.Load[config.SQS]()
+	if err != nil {
+		return err
+	}
+	c, err := queue.NewClient(ctx, sqsCfg)
+	if err != nil {
+		return err
+	}
+	ordersURL, err := queue.ResolveURL(ctx, c, sqsCfg.OrdersQueue)
+	if err != nil {
+		return err
+	}
+	dlqURL, err := queue.ResolveURL(ctx, c, sqsCfg.OrdersDLQ)
+	if err != nil {
+		return err
+	}
+	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: ordersURL})
+	if err != nil {
+		return err
+	}
+	defer pub.Close()
+	cfg := loadgen.RunConfig{Spec: spec, Rate: *rate, Wait: *wait, Progress: os.Stderr,
+		DLQDepth: func(ctx context.Context) (int, error) { return queueDepth(ctx, c, dlqURL) }}
+	if *gateway != "" {
+		f := webhookFlags{provider: *provider}
+		p, err := f.providerFor()
+		if err != nil {
+			return err
+		}
+		cfg.Webhook = gatewayWebhook(*gateway, p)
+		cfg.WebhookShare = *webhookShare
+		cfg.WebhookEventID = func(pid string) string { return webhook.OrderEventID(p.Name, pid) }
+	}
+	s, err := loadgen.Run(ctx, db, pub, cfg)
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		return json.NewEncoder(os.Stdout).Encode(s)
+	}
+	s.Print(os.Stdout)
+	if s.Missing > 0 || s.Oversold > 0 || s.Unconserved > 0 {
+		return fmt.Errorf("loadgen: %d results missing, %d SKUs oversold, %d lots not conserved", s.Missing, s.Oversold, s.Unconserved)
+	}
+	return nil
+}
+
+// gatewayWebhook delivers a payment as provider p would, signed, to the gateway.
+func gatewayWebhook(base string, p webhook.Provider) loadgen.Webhook {
+	client := &http.Client{Timeout: 30 * time.Second}
+	typ := map[webhook.Kind]string{webhook.KindStripe: "payment_intent.succeeded", webhook.KindStandard: "payment.succeeded"}[p.Kind]
+	return func(ctx context.Context, pid string, ev event.Order) (int, error) {
+		body, err := webhook.Encode(p.Kind, webhook.ProviderEvent{
+			ID: pid, Type: typ, LCID: ev.LCID, OccurredAt: time.Now().UTC().Truncate(time.Second),
+			PaymentID: "pay_" + pid, Amount: 1000, Currency: "jpy",
+		})
+		if err != nil {
+			return 0, err
+		}
+		req := &webhookRequest{url: base + "/webhooks/" + p.Name, provider: p, id: pid, body: body, client: client}
+		ans, err := req.send(ctx)
+		return ans.code, err
+	}
+}
+
+// queueDepth is the number of messages in a queue, visible or in flight.
+func queueDepth(ctx context.Context, c *sqs.Client, url string) (int, error) {
+	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(url),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
+	})
+	if err != nil {
+		return 0, err
+	}
+	n, _ := strconv.Atoi(out.Attributes["ApproximateNumberOfMessages"])
+	return n, nil
+}

@@ -1,0 +1,358 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"gorm.io/gorm"
+
+	"github.com/junban/junban/internal/event"
+)
+
+// Publisher puts order events on the orders queue.
+type Publisher interface {
+	PublishBatch(ctx context.Context, bodies [][]byte) error
+}
+
+// Webhook delivers a payment event through the gateway as the provider would: it
+// returns the HTTP status. providerEventID is the provider's id of that delivery.
+type Webhook func(ctx context.Context, providerEventID string, ev event.Order) (int, error)
+
+// RunConfig configures a load run.
+type RunConfig struct {
+	Spec Spec
+	// Rate is events per second; 0 sends as fast as the queue takes them.
+	Rate float64
+	// WebhookShare of the payment events go through the gateway instead of the queue.
+	WebhookShare float64
+	// Webhook sends one webhook; nil sends every event to the queue.
+	Webhook Webhook
+	// WebhookEventID is the order event id the gateway derives from a provider event id.
+	WebhookEventID func(providerEventID string) string
+	// Wait bounds the wait for every event's result in PostgreSQL.
+	Wait time.Duration
+	// Progress receives the progress bars; nil shows none.
+	Progress io.Writer
+	// DLQDepth counts the messages in the orders DLQ (nil: not counted).
+	DLQDepth func(ctx context.Context) (int, error)
+}
+
+// Summary is what a run did, for people (Print) and for machines (JSON).
+type Summary struct {
+	Run                  string         `json:"run"`
+	Orders               int            `json:"orders"`
+	SKUs                 int            `json:"skus"`
+	Sent                 int            `json:"events_sent"`
+	Distinct             int            `json:"events_distinct"`
+	WebhooksSent         int            `json:"webhooks_sent"`
+	WebhookStatus        map[int]int    `json:"webhook_status,omitempty"`
+	Persisted            int            `json:"results_persisted"`
+	Applied              int            `json:"applied"`
+	Rejected             int            `json:"rejected"`
+	RejectedBy           map[string]int `json:"rejected_by_reason"`
+	DuplicatesSuppressed int            `json:"duplicates_suppressed"`
+	Missing              int            `json:"missing"`
+	DLQ                  int            `json:"dlq"`
+	OrdersByStatus       map[string]int `json:"orders_by_status"`
+	Oversold             int            `json:"oversold_skus"`
+	Unconserved          int            `json:"unconserved_lots"`
+	P50MS                float64        `json:"p50_ms"`
+	P95MS                float64        `json:"p95_ms"`
+	P99MS                float64        `json:"p99_ms"`
+	ElapsedS             float64        `json:"elapsed_s"`
+	EventsPerS           float64        `json:"events_per_s"`
+}
+
+// Run imports the inventory, sends the workload, waits until every event's result is
+// in PostgreSQL (or cfg.Wait passed), and summarizes.
+func Run(ctx context.Context, db *gorm.DB, pub Publisher, cfg RunConfig) (Summary, error) {
+	w := Generate(cfg.Spec)
+	s := Summary{Run: cfg.Spec.Run, Orders: len(w.Orders), SKUs: len(w.Inventory), WebhookStatus: map[int]int{}}
+	if err := Import(ctx, db, w.Inventory); err != nil {
+		return s, err
+	}
+	// Payments chosen for the webhook path travel under the id the gateway derives.
+	viaWebhook := map[string]string{} // original payment id -> provider event id
+	webhookIDs := map[string]string{} // derived order event id -> provider event id
+	if cfg.Webhook != nil && cfg.WebhookShare > 0 {
+		n := 0
+		for i, e := range w.Events {
+			if e.Type != event.PaymentConfirmed {
+				continue
+			}
+			pid, ok := viaWebhook[e.EventID]
+			if !ok {
+				n++
+				if float64(n%100) >= cfg.WebhookShare*100 {
+					continue
+				}
+				pid = "pe_" + e.EventID
+				viaWebhook[e.EventID] = pid
+			}
+			w.Events[i].EventID = cfg.WebhookEventID(pid)
+			webhookIDs[w.Events[i].EventID] = pid
+		}
+	}
+	sent := map[string]time.Time{}
+	var sentMu sync.Mutex
+	start := time.Now()
+	bar := newBar(cfg.Progress, len(w.Events), "sending")
+	var tick <-chan time.Time
+	batch := 10
+	if cfg.Rate > 0 {
+		per := time.Duration(float64(time.Second) * float64(batch) / cfg.Rate)
+		t := time.NewTicker(max(per, time.Millisecond))
+		defer t.Stop()
+		tick = t.C
+	}
+	for i := 0; i < len(w.Events); i += batch {
+		if tick != nil {
+			select {
+			case <-tick:
+			case <-ctx.Done():
+				return s, ctx.Err()
+			}
+		}
+		var bodies [][]byte
+		now := time.Now()
+		for _, e := range w.Events[i:min(i+batch, len(w.Events))] {
+			sentMu.Lock()
+			if _, ok := sent[e.EventID]; !ok {
+				sent[e.EventID] = now
+			}
+			sentMu.Unlock()
+			if pid, ok := webhookIDs[e.EventID]; ok {
+				status, err := cfg.Webhook(ctx, pid, e)
+				if err != nil {
+					return s, fmt.Errorf("loadgen: webhook: %w", err)
+				}
+				s.WebhooksSent++
+				s.WebhookStatus[status]++
+				continue
+			}
+			b, err := json.Marshal(e)
+			if err != nil {
+				return s, err
+			}
+			bodies = append(bodies, b)
+		}
+		if len(bodies) > 0 {
+			if err := pub.PublishBatch(ctx, bodies); err != nil {
+				return s, fmt.Errorf("loadgen: send: %w", err)
+			}
+		}
+		s.Sent += min(batch, len(w.Events)-i)
+		bar.Add(min(batch, len(w.Events)-i))
+	}
+	bar.Finish()
+	s.Distinct = len(sent)
+	s.DuplicatesSuppressed = s.Sent - s.Distinct
+
+	ids := make([]string, 0, len(sent))
+	for id := range sent {
+		ids = append(ids, id)
+	}
+	committed, err := waitPersisted(ctx, db, ids, cfg)
+	if err != nil {
+		return s, err
+	}
+	s.ElapsedS = time.Since(start).Seconds()
+	var lat []time.Duration
+	for id, at := range committed {
+		lat = append(lat, at.Sub(sent[id]))
+	}
+	s.Persisted = len(committed)
+	s.Missing = len(ids) - len(committed)
+	if s.ElapsedS > 0 {
+		s.EventsPerS = float64(s.Persisted) / s.ElapsedS
+	}
+	slices.Sort(lat)
+	s.P50MS, s.P95MS, s.P99MS = pct(lat, 0.50), pct(lat, 0.95), pct(lat, 0.99)
+	if err := s.countOutcomes(ctx, db, cfg.Spec.Run, ids); err != nil {
+		return s, err
+	}
+	if err := s.checkStock(ctx, db, w); err != nil {
+		return s, err
+	}
+	if cfg.DLQDepth != nil {
+		if s.DLQ, err = cfg.DLQDepth(ctx); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+func pct(sorted []time.Duration, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p)
+	return float64(sorted[i].Microseconds()) / 1000
+}
+
+func newBar(w io.Writer, n int, what string) *progressbar.ProgressBar {
+	if w == nil {
+		w = io.Discard
+	}
+	return progressbar.NewOptions(n, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
+}
+
+// waitPersisted polls the inbox until every id has a row and returns their commit times.
+func waitPersisted(ctx context.Context, db *gorm.DB, ids []string, cfg RunConfig) (map[string]time.Time, error) {
+	wait := cfg.Wait
+	if wait <= 0 {
+		wait = 5 * time.Minute
+	}
+	deadline := time.Now().Add(wait)
+	bar := newBar(cfg.Progress, len(ids), "persisted")
+	got := map[string]time.Time{}
+	for {
+		var rows []struct {
+			EventID     string
+			CommittedAt time.Time
+		}
+		err := db.WithContext(ctx).Raw(`SELECT event_id, committed_at FROM inbox WHERE event_id IN ?`, ids).Scan(&rows).Error
+		if err != nil {
+			return nil, fmt.Errorf("loadgen: inbox: %w", err)
+		}
+		for _, r := range rows {
+			got[r.EventID] = r.CommittedAt
+		}
+		bar.Set(len(got))
+		if len(got) == len(ids) || time.Now().After(deadline) {
+			bar.Finish()
+			return got, nil
+		}
+		select {
+		case <-ctx.Done():
+			return got, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Summary) countOutcomes(ctx context.Context, db *gorm.DB, run string, ids []string) error {
+	var rows []struct {
+		Outcome, Reason string
+		N               int
+	}
+	if err := db.WithContext(ctx).Raw(`SELECT outcome, reason, count(*) AS n FROM inbox WHERE event_id IN ? GROUP BY 1, 2`, ids).Scan(&rows).Error; err != nil {
+		return err
+	}
+	s.RejectedBy = map[string]int{}
+	for _, r := range rows {
+		if r.Outcome == event.Applied {
+			s.Applied += r.N
+		} else {
+			s.Rejected += r.N
+			s.RejectedBy[r.Reason] += r.N
+		}
+	}
+	var st []struct {
+		Status string
+		N      int
+	}
+	if err := db.WithContext(ctx).Raw(`SELECT status, count(*) AS n FROM orders WHERE lcid LIKE ? GROUP BY 1`, run+"-LC-%").Scan(&st).Error; err != nil {
+		return err
+	}
+	s.OrdersByStatus = map[string]int{}
+	for _, r := range st {
+		s.OrdersByStatus[r.Status] = r.N
+	}
+	return nil
+}
+
+// checkStock counts SKUs that hold more than they had (oversold) and lots whose total
+// changed (no receive or adjust events run in a load, so every total must be as imported).
+func (s *Summary) checkStock(ctx context.Context, db *gorm.DB, w Workload) error {
+	var rows []struct {
+		SKU, LotID                                     string
+		Sellable, Reserved, Allocated, Hidden, Shipped int64
+	}
+	if err := db.WithContext(ctx).Raw(`SELECT sku, lot_id, sellable, reserved, allocated, hidden, shipped FROM lots WHERE sku LIKE ?`, w.Inventory[0].SKU[:strings.LastIndex(w.Inventory[0].SKU, "-SKU-")]+"-SKU-%").Scan(&rows).Error; err != nil {
+		return err
+	}
+	initial := map[string]int64{}
+	skuTotal := map[string]int64{}
+	for _, sku := range w.Inventory {
+		for _, l := range sku.Lots {
+			initial[sku.SKU+"/"+l.LotID] = l.Sellable
+			skuTotal[sku.SKU] += l.Sellable
+		}
+	}
+	held := map[string]int64{}
+	for _, r := range rows {
+		total := r.Sellable + r.Reserved + r.Allocated + r.Hidden + r.Shipped
+		if total != initial[r.SKU+"/"+r.LotID] || r.Sellable < 0 {
+			s.Unconserved++
+		}
+		held[r.SKU] += r.Reserved + r.Allocated + r.Shipped
+	}
+	for sku, h := range held {
+		if h > skuTotal[sku] {
+			s.Oversold++
+		}
+	}
+	return nil
+}
+
+// Print writes the summary as a table.
+func (s Summary) Print(out io.Writer) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "run\t%s\n", s.Run)
+	fmt.Fprintf(tw, "orders / SKUs\t%d / %d\n", s.Orders, s.SKUs)
+	fmt.Fprintf(tw, "events sent (with duplicates)\t%d\n", s.Sent)
+	fmt.Fprintf(tw, "distinct events\t%d\n", s.Distinct)
+	if s.WebhooksSent > 0 {
+		fmt.Fprintf(tw, "webhooks sent (status: count)\t%d %s\n", s.WebhooksSent, fmtStatus(s.WebhookStatus))
+	}
+	fmt.Fprintf(tw, "duplicates suppressed\t%d\n", s.DuplicatesSuppressed)
+	fmt.Fprintf(tw, "results persisted\t%d (missing %d)\n", s.Persisted, s.Missing)
+	fmt.Fprintf(tw, "applied\t%d\n", s.Applied)
+	fmt.Fprintf(tw, "rejected\t%d\n", s.Rejected)
+	reasons := make([]string, 0, len(s.RejectedBy))
+	for r := range s.RejectedBy {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		fmt.Fprintf(tw, "  %s\t%d\n", r, s.RejectedBy[r])
+	}
+	statuses := make([]string, 0, len(s.OrdersByStatus))
+	for st := range s.OrdersByStatus {
+		statuses = append(statuses, st)
+	}
+	sort.Strings(statuses)
+	for _, st := range statuses {
+		fmt.Fprintf(tw, "orders %s\t%d\n", st, s.OrdersByStatus[st])
+	}
+	fmt.Fprintf(tw, "oversold SKUs\t%d\n", s.Oversold)
+	fmt.Fprintf(tw, "lots not conserved\t%d\n", s.Unconserved)
+	fmt.Fprintf(tw, "orders DLQ\t%d\n", s.DLQ)
+	fmt.Fprintf(tw, "send -> commit p50 / p95 / p99\t%.0f / %.0f / %.0f ms\n", s.P50MS, s.P95MS, s.P99MS)
+	fmt.Fprintf(tw, "elapsed\t%.1f s (%.0f events/s persisted)\n", s.ElapsedS, s.EventsPerS)
+	tw.Flush()
+}
+
+func fmtStatus(m map[int]int) string {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d: %d", k, m[k]))
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}

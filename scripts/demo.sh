@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# junban's main job, end to end: the stack, migrations, two order-workers, a
+# persist-worker and the webhook gateway, a minute of realistic load, reconcile, a summary.
+# Run it with `make demo` (which builds the binaries and starts the stack first).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+bin="$root/bin"
+logs="$root/.junban/demo"
+mkdir -p "$logs"
+
+scripts/stack.sh up >/dev/null
+set -a
+. "$root/.junban/stack.env"
+set +a
+
+# Demo settings, overridable from the environment.
+ORDERS=${DEMO_ORDERS:-3000}
+RATE=${DEMO_RATE:-250}
+export JUNBAN_LOG_LEVEL=${JUNBAN_LOG_LEVEL:-warn}
+# A local-only signing secret for the demo's payment provider (Standard Webhooks).
+export JUNBAN_WEBHOOK_PROVIDERS=${JUNBAN_WEBHOOK_PROVIDERS:-demo:standard:whsec_ZGVtby1zZWNyZXQtZm9yLWxvY2FsLW9ubHk=}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+pids=()
+stop_all() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap stop_all EXIT
+
+start() { # start NAME BINARY PORT
+  JUNBAN_HTTP_ADDR="127.0.0.1:$3" "$bin/$2" >"$logs/$1.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do
+    if curl -fsS -m 1 "http://127.0.0.1:$3/readyz" >/dev/null 2>&1; then return 0; fi
+    if ! kill -0 "${pids[-1]}" 2>/dev/null; then
+      echo "demo: $1 exited; its log:" >&2; cat "$logs/$1.log" >&2; exit 1
+    fi
+    sleep 0.2
+  done
+  echo "demo: $1 not ready after 20 s; its log:" >&2; cat "$logs/$1.log" >&2; exit 1
+}
+
+echo "== junban demo =="
+"$bin/junbanctl" migrate
+gw_port=$(free_port)
+start order-worker-1 order-worker "$(free_port)"
+start order-worker-2 order-worker "$(free_port)"
+start persist-worker persist-worker "$(free_port)"
+start webhook-gateway webhook-gateway "$gw_port"
+echo "started 2 order-workers, a persist-worker and the webhook gateway (logs in .junban/demo/)"
+
+echo
+echo "== load: $ORDERS orders, ~$RATE events/s, 20% duplicate deliveries, payments partly by webhook =="
+"$bin/junbanctl" loadgen -orders "$ORDERS" -rate "$RATE" -skus 30 -lots 4 -stock 120 -safety-stock 10 \
+  -duplicates 0.2 -out-of-order 0.2 -shuffle 0.1 \
+  -gateway "http://127.0.0.1:$gw_port" -provider demo -webhook-share 0.3 | tee "$logs/summary.txt"
+
+echo
+echo "== reconcile: Redis (source of truth) against PostgreSQL =="
+"$bin/junbanctl" reconcile
+
+cat <<'EOF'
+
+What the numbers show:
+  - oversold SKUs 0 and ERR_SHORTAGE / ERR_SAFETY_STOCK rejections: hot SKUs ran out and
+    junban refused the orders it could not cover, atomically, across two workers;
+  - duplicates suppressed: every duplicate delivery (SQS or webhook) had no second effect
+    (results persisted = distinct events);
+  - orders placed/shipped/cancelled with payments arriving before placements: each order's
+    events were applied in turn, early ones parked until their precondition held;
+  - reconcile: PostgreSQL matches Redis.
+EOF
