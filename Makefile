@@ -4,7 +4,7 @@ BIN       := bin
 BINARIES  := order-worker persist-worker webhook-gateway junbanctl
 TEST_FLAGS ?= -race -count=1 -timeout 14m
 
-.PHONY: all build stack stack-down stack-status migrate test vet demo chaos bench clean
+.PHONY: all build stack stack-down stack-status migrate test vet demo chaos bench bench-lock bench-alloc bench-persist bench-e2e clean
 
 all: build
 
@@ -34,6 +34,25 @@ test: stack vet
 ## demo: stack up, migrate, the binaries, a sample workload, a summary
 demo: build stack
 	@scripts/demo.sh
+
+## chaos: fault injection under load (own Redis and PostgreSQL), then the invariants
+chaos: build stack
+	$(BIN)/junbanctl chaos --events 10000
+
+## benchmarks: each prints its figures and compares with its baseline in the same run
+bench: bench-lock bench-alloc bench-persist bench-e2e
+
+bench-lock: build stack
+	$(BIN)/junbanctl bench lock --duration 10s
+
+bench-alloc: build stack
+	$(BIN)/junbanctl bench alloc --duration 5s
+
+bench-persist: build stack
+	$(BIN)/junbanctl bench persist --duration 10s
+
+bench-e2e: build stack
+	$(BIN)/junbanctl bench e2e --duration 60s
 
 clean:
 	rm -rf $(BIN)

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/fleet"
+	"github.com/junban/junban/internal/loadgen"
+	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/migrations"
+)
+
+type benchE2EConfig struct {
+	config.Redis
+	config.Postgres
+	config.SQS
+}
+
+// runBenchE2E measures events per second from send to commit in PostgreSQL through both
+// queues, with two order-workers and a persist-worker, and in the same run the raw
+// send+receive+delete rate of the SQS endpoint.
+func runBenchE2E(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench e2e", flag.ContinueOnError)
+	d := fs.Duration("duration", 60*time.Second, "approximate length of the load phase")
+	workers := fs.Int("workers", 2, "order-worker replicas")
+	binDir := fs.String("bin", "", "directory of the binaries (default: beside junbanctl)")
+	jsonOut := fs.Bool("json", false, "print one JSON object")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.Load[benchE2EConfig]()
+	if err != nil {
+		return err
+	}
+	bins, err := fleet.BinDir(*binDir)
+	if err != nil {
+		return err
+	}
+	run := "be" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	logDir, err := os.MkdirTemp("", "junban-bench-e2e-")
+	if err != nil {
+		return err
+	}
+	say := func(format string, a ...any) {
+		if !*jsonOut {
+			fmt.Fprintf(os.Stderr, format+"\n", a...)
+		}
+	}
+
+	c, err := queue.NewClient(ctx, cfg.SQS)
+	if err != nil {
+		return err
+	}
+	orders, err := queue.EnsurePair(ctx, c, run+"-orders", run+"-orders-dlq", 5, 30)
+	if err != nil {
+		return err
+	}
+	results, err := queue.EnsurePair(ctx, c, run+"-results", run+"-results-dlq", 5, 30)
+	if err != nil {
+		return err
+	}
+	ceilingQ, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(run + "-ceiling")})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, u := range []string{orders.URL, orders.DLQURL, results.URL, results.DLQURL, aws.ToString(ceilingQ.QueueUrl)} {
+			c.DeleteQueue(context.WithoutCancel(ctx), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+		}
+	}()
+
+	// A schema of its own, migrated, dropped afterwards.
+	admin, err := cfg.Postgres.Open()
+	if err != nil {
+		return err
+	}
+	if err := admin.Exec("CREATE SCHEMA " + run).Error; err != nil {
+		return err
+	}
+	defer admin.Exec("DROP SCHEMA " + run + " CASCADE")
+	pgURL := withSearchPath(cfg.Postgres.URL, run)
+	db, err := config.Postgres{URL: pgURL}.Open()
+	if err != nil {
+		return err
+	}
+	sqlDB, _ := db.DB()
+	if _, err := migrations.Up(ctx, sqlDB); err != nil {
+		return err
+	}
+	rc, err := cfg.Redis.Client()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		iter := rc.Scan(context.WithoutCancel(ctx), 0, run+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			rc.Del(context.WithoutCancel(ctx), iter.Val())
+		}
+	}()
+
+	say("bench e2e: measuring the SQS ceiling (%s)", *d/3)
+	ceiling, err := loadgen.SQSCeiling(ctx, c, aws.ToString(ceilingQ.QueueUrl), 8, *d/3)
+	if err != nil {
+		return fmt.Errorf("sqs ceiling: %w", err)
+	}
+
+	env := []string{
+		"JUNBAN_KEY_PREFIX=" + run, "DATABASE_URL=" + pgURL,
+		"JUNBAN_ORDERS_QUEUE=" + orders.URL, "JUNBAN_ORDERS_DLQ=" + orders.DLQURL,
+		"JUNBAN_RESULTS_QUEUE=" + results.URL, "JUNBAN_RESULTS_DLQ=" + results.DLQURL,
+		"JUNBAN_SQS_WAIT_SECONDS=1", "JUNBAN_LOG_LEVEL=warn", "JUNBAN_LOG_FORMAT=json",
+	}
+	var procs []*fleet.Proc
+	defer func() {
+		for _, p := range procs {
+			p.Stop(10 * time.Second)
+		}
+	}()
+	for i := range *workers {
+		p, err := fleet.Start(ctx, bins, "order-worker", fmt.Sprintf("order-worker-%d", i), logDir, env)
+		if err != nil {
+			return err
+		}
+		procs = append(procs, p)
+	}
+	p, err := fleet.Start(ctx, bins, "persist-worker", "persist-worker", logDir, env)
+	if err != nil {
+		return err
+	}
+	procs = append(procs, p)
+
+	// Enough orders (about 5 events each) to keep the fleet busy for about d at the
+	// rate the target asks for.
+	spec := loadgen.DefaultSpec(run)
+	spec.Orders = max(100, int(0.4*ceiling/2*d.Seconds()/5))
+	spec.SKUs, spec.StockPerLot = 200, 1_000_000
+	say("bench e2e: ceiling %.0f msg/s; sending %d orders through %d order-workers and a persist-worker", ceiling, spec.Orders, *workers)
+	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: orders.URL})
+	if err != nil {
+		return err
+	}
+	defer pub.Close()
+	var progress *os.File
+	if !*jsonOut {
+		progress = os.Stderr
+	}
+	s, err := loadgen.Run(ctx, db, pub, loadgen.RunConfig{Spec: spec, Wait: 3 * *d, Progress: progress})
+	if err != nil {
+		return err
+	}
+	if s.Missing > 0 {
+		return fmt.Errorf("bench e2e: %d events never reached PostgreSQL (logs in %s)", s.Missing, logDir)
+	}
+	out := map[string]any{
+		"events_per_s":           round1(s.EventsPerS),
+		"sqs_ceiling_msgs_per_s": round1(ceiling),
+		"hops":                   2,
+		"p50_ms":                 s.P50MS,
+		"p99_ms":                 s.P99MS,
+	}
+	if *jsonOut {
+		return json.NewEncoder(os.Stdout).Encode(out)
+	}
+	fmt.Printf("events (distinct)          %d (%d sent with duplicates)\n", s.Distinct, s.Sent)
+	fmt.Printf("events/s send -> commit    %.1f\n", s.EventsPerS)
+	fmt.Printf("SQS ceiling msg/s          %.1f (send+receive+delete, batches of 10)\n", ceiling)
+	fmt.Printf("target 0.4 x ceiling / 2   %.1f  -> %s\n", 0.4*ceiling/2, verdict(s.EventsPerS >= 0.4*ceiling/2))
+	fmt.Printf("latency p50 / p99          %.0f / %.0f ms\n", s.P50MS, s.P99MS)
+	return nil
+}
+
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+// withSearchPath adds a search_path parameter to a PostgreSQL URL.
+func withSearchPath(url, schema string) string {
+	sep := "?"
+	for _, r := range url {
+		if r == '?' {
+			sep = "&"
+		}
+	}
+	return url + sep + "search_path=" + schema
+}
