@@ -1,16 +1,383 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/webhook"
 )
 
-// runWebhookSend is not written yet.
-func runWebhookSend(ctx context.Context, args []string) error {
-	return errors.New("not implemented yet")
+// webhookFlags are the flags send and storm share: what to sign and where to send it.
+type webhookFlags struct {
+	url, provider, kind, secret, typ, id, lcid, currency, bodyFile string
+	amount                                                         int64
+	skew, timeout                                                  time.Duration
 }
 
-// runWebhookStorm is not written yet.
+func (f *webhookFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.url, "url", "http://127.0.0.1:8080", "the gateway's base URL")
+	fs.StringVar(&f.provider, "provider", "stripe", "provider name: the path /webhooks/NAME")
+	fs.StringVar(&f.kind, "kind", "", "stripe or standard (default: the provider's kind in JUNBAN_WEBHOOK_PROVIDERS)")
+	fs.StringVar(&f.secret, "secret", "", "signing secret (default: the provider's first secret in JUNBAN_WEBHOOK_PROVIDERS)")
+	fs.StringVar(&f.typ, "type", "", "provider event type (default: the kind's payment succeeded type)")
+	fs.StringVar(&f.id, "id", "", "provider event id (default: a random one)")
+	fs.StringVar(&f.lcid, "lcid", "LC-000001", "the order's lcid")
+	fs.Int64Var(&f.amount, "amount", 1000, "payment amount")
+	fs.StringVar(&f.currency, "currency", "jpy", "payment currency")
+	fs.StringVar(&f.bodyFile, "body", "", "send this file as the body instead (still signed; -id is the webhook-id)")
+	fs.DurationVar(&f.skew, "skew", 0, "sign with the clock moved by this much (a stale or future timestamp)")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "per-request timeout")
+}
+
+// webhookRequest is a signed delivery that can be sent again and again.
+type webhookRequest struct {
+	url      string
+	provider webhook.Provider
+	id       string
+	body     []byte
+	skew     time.Duration
+	client   *http.Client
+}
+
+func (f *webhookFlags) build() (*webhookRequest, error) {
+	p, err := f.providerFor()
+	if err != nil {
+		return nil, err
+	}
+	id := f.id
+	if id == "" {
+		b := make([]byte, 8)
+		rand.Read(b)
+		id = map[webhook.Kind]string{webhook.KindStripe: "evt_", webhook.KindStandard: "msg_"}[p.Kind] + hex.EncodeToString(b)
+	}
+	var body []byte
+	if f.bodyFile != "" {
+		if body, err = os.ReadFile(f.bodyFile); err != nil {
+			return nil, err
+		}
+	} else {
+		typ := f.typ
+		if typ == "" {
+			typ = map[webhook.Kind]string{webhook.KindStripe: "payment_intent.succeeded", webhook.KindStandard: "payment.succeeded"}[p.Kind]
+		}
+		body, err = webhook.Encode(p.Kind, webhook.ProviderEvent{
+			ID: id, Type: typ, LCID: f.lcid, OccurredAt: time.Now().UTC().Truncate(time.Second),
+			PaymentID: "pay_" + id, Amount: f.amount, Currency: f.currency,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &webhookRequest{
+		url: f.url + "/webhooks/" + p.Name, provider: p, id: id, body: body, skew: f.skew,
+		client: &http.Client{Timeout: f.timeout},
+	}, nil
+}
+
+// providerFor finds the provider's kind and secret: the flags, else the gateway's own
+// JUNBAN_WEBHOOK_PROVIDERS (environment or .junban/stack.env).
+func (f *webhookFlags) providerFor() (webhook.Provider, error) {
+	if f.kind != "" && f.secret != "" {
+		return webhook.NewProvider(f.provider, webhook.Kind(f.kind), f.secret)
+	}
+	if err := config.LoadStackEnv(); err != nil {
+		return webhook.Provider{}, err
+	}
+	spec := os.Getenv("JUNBAN_WEBHOOK_PROVIDERS")
+	if spec == "" {
+		return webhook.Provider{}, fmt.Errorf("%w: give -kind and -secret, or set JUNBAN_WEBHOOK_PROVIDERS", errUsage)
+	}
+	ps, err := webhook.ParseProviders(spec)
+	if err != nil {
+		return webhook.Provider{}, err
+	}
+	for _, p := range ps {
+		if p.Name != f.provider {
+			continue
+		}
+		if f.kind != "" && webhook.Kind(f.kind) != p.Kind {
+			return webhook.Provider{}, fmt.Errorf("%w: -kind %s, but %s is %s in JUNBAN_WEBHOOK_PROVIDERS", errUsage, f.kind, p.Name, p.Kind)
+		}
+		if f.secret != "" {
+			return webhook.NewProvider(p.Name, p.Kind, f.secret)
+		}
+		return p, nil
+	}
+	return webhook.Provider{}, fmt.Errorf("%w: provider %q is not in JUNBAN_WEBHOOK_PROVIDERS", errUsage, f.provider)
+}
+
+type webhookAnswer struct {
+	code     int
+	body     []byte
+	replayed bool
+}
+
+// send signs afresh (a provider's retry carries a new timestamp) and posts.
+func (w *webhookRequest) send(ctx context.Context) (webhookAnswer, error) {
+	h, err := w.provider.Sign(w.id, time.Now().Add(w.skew), w.body)
+	if err != nil {
+		return webhookAnswer{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(w.body))
+	if err != nil {
+		return webhookAnswer{}, err
+	}
+	req.Header = h
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return webhookAnswer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return webhookAnswer{code: resp.StatusCode, body: b, replayed: resp.Header.Get(webhook.HeaderReplayed) == "true"}, err
+}
+
+// providerEventID is the id the gateway keys the delivery by.
+func (w *webhookRequest) providerEventID() (string, error) {
+	ev, err := webhook.Parse(w.provider.Kind, w.id, w.body)
+	if err != nil {
+		return "", err
+	}
+	return ev.ID, nil
+}
+
+// runWebhookSend sends one correctly signed webhook and prints the answer; a non-2xx
+// answer is an error (exit 1).
+func runWebhookSend(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("webhook send", flag.ContinueOnError)
+	var f webhookFlags
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	w, err := f.build()
+	if err != nil {
+		return err
+	}
+	a, err := w.send(ctx)
+	if err != nil {
+		return err
+	}
+	replayed := ""
+	if a.replayed {
+		replayed = " (replayed)"
+	}
+	fmt.Printf("HTTP %d%s\n%s", a.code, replayed, a.body)
+	if a.code/100 != 2 {
+		return fmt.Errorf("webhook send: the gateway answered %d", a.code)
+	}
+	return nil
+}
+
+// runWebhookStorm delivers one event N times at once, then a few late retries, prints
+// how the gateway answered, and counts the order events of that delivery on the orders
+// queue: exactly one must be there.
+//
+// The count reads the queue without deleting: each message is received once with a
+// visibility timeout that hides it while counting, and made visible again at the end.
+// A worker consuming the same queue may take the event first, so run the storm against
+// a queue nobody consumes (start the gateway with JUNBAN_ORDERS_QUEUE=<name> and pass
+// -queue <name>), or pass -count=false.
 func runWebhookStorm(ctx context.Context, args []string) error {
-	return errors.New("not implemented yet")
+	fs := flag.NewFlagSet("webhook storm", flag.ContinueOnError)
+	var f webhookFlags
+	f.register(fs)
+	n := fs.Int("n", 50, "concurrent deliveries of the same event")
+	retries := fs.Int("retries", 3, "late retries after the storm, one after the other")
+	retryDelay := fs.Duration("retry-delay", time.Second, "pause before the late retries")
+	count := fs.Bool("count", true, "count the order events on the orders queue")
+	queueFlag := fs.String("queue", "", "orders queue name or URL (default JUNBAN_ORDERS_QUEUE)")
+	wait := fs.Duration("wait", 5*time.Second, "how long to keep reading the queue")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *n < 1 || *retries < 0 {
+		return fmt.Errorf("%w: -n must be positive and -retries not negative", errUsage)
+	}
+	w, err := f.build()
+	if err != nil {
+		return err
+	}
+	pid, err := w.providerEventID()
+	if err != nil {
+		return fmt.Errorf("webhook storm: the body is not a valid %s event: %w", w.provider.Kind, err)
+	}
+	eventID := webhook.OrderEventID(w.provider.Name, pid)
+
+	codes := map[string]int{}
+	var mu sync.Mutex
+	record := func(phase string, a webhookAnswer, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err != nil:
+			codes[phase+" error"]++
+		case a.code == http.StatusOK && a.replayed:
+			codes[phase+" 200 (replayed)"]++
+		default:
+			codes[fmt.Sprintf("%s %d", phase, a.code)]++
+		}
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range *n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			a, err := w.send(ctx)
+			record("storm", a, err)
+		}()
+	}
+	began := time.Now()
+	close(start)
+	wg.Wait()
+	stormTook := time.Since(began)
+	if *retries > 0 {
+		select {
+		case <-time.After(*retryDelay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for range *retries {
+		a, err := w.send(ctx)
+		record("retry", a, err)
+	}
+
+	fmt.Printf("provider %s, provider event %s, order event %s\n", w.provider.Name, pid, eventID)
+	fmt.Printf("%d concurrent deliveries in %v, then %d late retries:\n", *n, stormTook.Round(time.Millisecond), *retries)
+	keys := make([]string, 0, len(codes))
+	for k := range codes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	ok200, conflicts, others := 0, 0, 0
+	for _, k := range keys {
+		fmt.Printf("  %-24s %d\n", k, codes[k])
+		switch k {
+		case "storm 200", "storm 200 (replayed)", "retry 200", "retry 200 (replayed)":
+			ok200 += codes[k]
+		case "storm 409", "retry 409":
+			conflicts += codes[k]
+		default:
+			others += codes[k]
+		}
+	}
+	fmt.Printf("200: %d  409: %d  others: %d\n", ok200, conflicts, others)
+
+	var problems []string
+	if others > 0 {
+		problems = append(problems, fmt.Sprintf("%d answers were neither 200 nor 409", others))
+	}
+	if *retries > 0 && codes["retry 200 (replayed)"] != *retries {
+		problems = append(problems, fmt.Sprintf("%d of %d late retries were answered with the first response", codes["retry 200 (replayed)"], *retries))
+	}
+	if *count {
+		found, err := countOrderEvents(ctx, *queueFlag, eventID, *wait)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("order events on the queue for %s: %d\n", eventID, found)
+		if found != 1 {
+			problems = append(problems, fmt.Sprintf("%d order events reached the queue, want exactly 1 (a worker consuming the queue takes them first: see -queue)", found))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New("webhook storm: " + joinLines(problems))
+	}
+	fmt.Println("ok")
+	return nil
+}
+
+func joinLines(s []string) string {
+	var b bytes.Buffer
+	for i, l := range s {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+// countOrderEvents counts the distinct messages carrying eventID on the orders queue,
+// reading for wait without deleting anything, then makes every message it saw visible
+// again.
+func countOrderEvents(ctx context.Context, nameOrURL, eventID string, wait time.Duration) (int, error) {
+	cfg, err := config.Load[config.SQS]()
+	if err != nil {
+		return 0, err
+	}
+	if nameOrURL == "" {
+		nameOrURL = cfg.OrdersQueue
+	}
+	c, err := queue.NewClient(ctx, cfg)
+	if err != nil {
+		return 0, err
+	}
+	url, err := queue.ResolveURL(ctx, c, nameOrURL)
+	if err != nil {
+		return 0, err
+	}
+	hide := int32(wait.Seconds()) + 30
+	seen := map[string]bool{}
+	var receipts []string
+	found := 0
+	deadline := time.Now().Add(wait)
+	for {
+		r, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: hide,
+		})
+		if err != nil {
+			return 0, fmt.Errorf("webhook storm: receive from %s: %w", url, err)
+		}
+		for _, m := range r.Messages {
+			receipts = append(receipts, aws.ToString(m.ReceiptHandle))
+			// The emulator may hand out one message twice in a response: count ids.
+			if seen[aws.ToString(m.MessageId)] {
+				continue
+			}
+			seen[aws.ToString(m.MessageId)] = true
+			var o event.Order
+			if json.Unmarshal([]byte(aws.ToString(m.Body)), &o) == nil && o.EventID == eventID {
+				found++
+			}
+		}
+		if len(r.Messages) == 0 && time.Now().After(deadline) {
+			break
+		}
+	}
+	for i := 0; i < len(receipts); i += 10 {
+		var entries []types.ChangeMessageVisibilityBatchRequestEntry
+		for j, rh := range receipts[i:min(i+10, len(receipts))] {
+			entries = append(entries, types.ChangeMessageVisibilityBatchRequestEntry{
+				Id: aws.String(fmt.Sprint(j)), ReceiptHandle: aws.String(rh), VisibilityTimeout: 0,
+			})
+		}
+		if _, err := c.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: entries}); err != nil {
+			fmt.Fprintf(os.Stderr, "webhook storm: messages stay hidden for %ds: %v\n", hide, err)
+			break
+		}
+	}
+	return found, nil
 }
