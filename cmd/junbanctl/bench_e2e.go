@@ -178,7 +178,6 @@ func runBenchE2E(ctx context.Context, args []string) error {
 	return nil
 }
 
-
 func verdict(ok bool) string {
 	if ok {
 		return "met"
