@@ -2,8 +2,55 @@ package main
 
 import (
 	"context"
-	"errors"
+	"crypto/rand"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/lockhandoff/bench"
 )
 
-// runBenchLock is not written yet.
-func runBenchLock(ctx context.Context, args []string) error { return errors.New("not implemented yet") }
+// runBenchLock measures the per-order turn against redsync: see docs/benchmarks.md.
+func runBenchLock(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench lock", flag.ContinueOnError)
+	duration := fs.Duration("duration", bench.DurationDefault, "length of each of the five measurements")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: bench lock takes no arguments, got %q", errUsage, fs.Args())
+	}
+	cfg, err := config.Load[config.Redis]()
+	if err != nil {
+		return err
+	}
+	rc, err := cfg.Client()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if err := rc.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis at %s: %w", cfg.URL, err)
+	}
+	o := bench.Options{Duration: *duration, Prefix: cfg.KeyPrefix + ":bench-lock-" + rand.Text()[:10]}
+	if !*asJSON {
+		o.Progress = os.Stdout
+		fmt.Printf("bench lock: %d producers, %v per measurement, redis %s\n", bench.ProducersDefault, *duration, cfg.URL)
+	}
+	res, _, err := bench.Run(ctx, rc, o)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(os.Stdout).Encode(res)
+	}
+	h, s := res.Hot, res.Spread
+	fmt.Printf("\nhot:    handoff/redsync-1ms eps %.2fx (target >= 2), p99 %.3f of redsync-1ms (target <= 0.2),\n"+
+		"        fairness %.3f (target >= 0.95), max %.3f of redsync-default (target <= 0.1)\n",
+		h.HandoffEPS/h.RedsyncTunedEPS, h.HandoffP99Ms/h.RedsyncTunedP99Ms, h.HandoffFairness, h.HandoffMaxMs/h.RedsyncDefaultMaxMs)
+	fmt.Printf("spread: handoff/unlocked eps %.2fx (target >= 0.4)\n", s.HandoffEPS/s.UnlockedEPS)
+	return nil
+}

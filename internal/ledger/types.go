@@ -72,3 +72,77 @@ type LotQty struct {
 	LotID string `json:"lot_id"`
 	Qty   int64  `json:"qty"`
 }
+
+// AllocateRequest asks for Qty units of a SKU valid on TargetDate.
+type AllocateRequest struct {
+	// OpID identifies the operation; a replay with the same OpID returns the first result.
+	OpID string `json:"op_id"`
+	SKU  string `json:"sku"`
+	Qty  int64  `json:"qty"`
+	// TargetDate is the date the lots must be valid on (YYYY-MM-DD).
+	TargetDate string `json:"target_date"`
+	Mode       Mode   `json:"mode"`
+}
+
+// ReleaseRequest returns quantities held in From (Reserved or Allocated) to sellable.
+type ReleaseRequest struct {
+	OpID string   `json:"op_id"`
+	SKU  string   `json:"sku"`
+	From string   `json:"from"`
+	Lots []LotQty `json:"lots"`
+}
+
+// LotsRequest names quantities in given lots (Confirm, Ship).
+type LotsRequest struct {
+	OpID string   `json:"op_id"`
+	SKU  string   `json:"sku"`
+	Lots []LotQty `json:"lots"`
+}
+
+// ReceiveRequest turns a planned lot into an on-hand lot.
+type ReceiveRequest struct {
+	OpID  string `json:"op_id"`
+	SKU   string `json:"sku"`
+	LotID string `json:"lot_id"`
+	// BestBefore is the received lot's best-before date (YYYY-MM-DD), or empty for none
+	// (such a lot sorts after every dated on-hand lot in FEFO order).
+	BestBefore string `json:"best_before"`
+	// Qty is the counted quantity; 0 keeps the planned quantity. The difference to the
+	// lot's sellable+reserved+allocated+hidden is a move from or to External.
+	Qty int64 `json:"qty"`
+}
+
+// LotRequest names a quantity of one lot (Hide, Unhide) or just the lot (MarkDefective).
+type LotRequest struct {
+	OpID  string `json:"op_id"`
+	SKU   string `json:"sku"`
+	LotID string `json:"lot_id"`
+	Qty   int64  `json:"qty"`
+}
+
+// AdjustRequest corrects a lot's sellable quantity after a stock count: Delta > 0 moves
+// External -> sellable, Delta < 0 moves sellable -> External.
+type AdjustRequest struct {
+	OpID   string `json:"op_id"`
+	SKU    string `json:"sku"`
+	LotID  string `json:"lot_id"`
+	Delta  int64  `json:"delta"`
+	Reason string `json:"reason"`
+}
+
+// Result is what one operation did.
+type Result struct {
+	OpID string `json:"op_id"`
+	SKU  string `json:"sku"`
+	// Moves are the quantities moved, Index 0..n-1.
+	Moves []Move `json:"moves"`
+	// Version is the SKU's version after the operation (0 when the operation failed).
+	Version int64 `json:"version"`
+	// Lots are the lots the operation named or moved, in order of first appearance,
+	// with their state right after the operation.
+	Lots []Lot `json:"lots"`
+	// Reason is an adjustment's reason.
+	Reason string `json:"reason,omitempty"`
+	// Replayed is true when the op id had been applied (or had failed) before: nothing moved now.
+	Replayed bool `json:"replayed"`
+}

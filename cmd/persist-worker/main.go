@@ -1,0 +1,268 @@
+// Command persist-worker consumes result events from the results queue and writes them to
+// PostgreSQL in batches, one transaction per batch, idempotently and in any order
+// (internal/persist). A message is deleted only after its batch committed.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/health"
+	"github.com/junban/junban/internal/logging"
+	"github.com/junban/junban/internal/persist"
+	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/migrations"
+)
+
+// Config is the persist-worker's environment.
+type Config struct {
+	config.Common
+	config.Postgres
+	config.SQS
+	// Migrate applies the database migrations at start.
+	Migrate bool `env:"JUNBAN_MIGRATE" envDefault:"true"`
+	// BatchMax is the most results applied in one transaction.
+	BatchMax int `env:"JUNBAN_PERSIST_BATCH_MAX" envDefault:"100"`
+	// BatchWindow is how long a batch keeps collecting receives after its first message.
+	BatchWindow time.Duration `env:"JUNBAN_PERSIST_BATCH_WINDOW" envDefault:"100ms"`
+	// Receivers is how many consumers receive from the results queue in parallel: one
+	// receive loop alone is bound by the latency of ReceiveMessage (ten messages a call).
+	Receivers int `env:"JUNBAN_PERSIST_RECEIVERS" envDefault:"4"`
+	// Concurrency is how many batches each consumer applies at once; Receivers x
+	// Concurrency PostgreSQL connections are in use.
+	Concurrency int `env:"JUNBAN_PERSIST_CONCURRENCY" envDefault:"1"`
+	// Visibility is the visibility timeout asked for on every receive; the consumer
+	// extends it every third while a batch is being applied (or held). 0: the queue's own.
+	Visibility time.Duration `env:"JUNBAN_PERSIST_VISIBILITY" envDefault:"30s"`
+	// WaitTimeSeconds is the SQS long poll.
+	WaitTimeSeconds int `env:"JUNBAN_SQS_WAIT_SECONDS" envDefault:"20"`
+	// RetryBase is the pause after a batch's first failed apply; it doubles per attempt, with jitter.
+	RetryBase time.Duration `env:"JUNBAN_PERSIST_RETRY_BASE" envDefault:"500ms"`
+	// RetryMax caps the pause between attempts.
+	RetryMax time.Duration `env:"JUNBAN_PERSIST_RETRY_MAX" envDefault:"15s"`
+	// HoldMax is how long a batch that PostgreSQL cannot take is held and retried before
+	// its messages go back to SQS (each hand-back spends one of maxReceiveCount).
+	HoldMax time.Duration `env:"JUNBAN_PERSIST_HOLD_MAX" envDefault:"10m"`
+	// AttemptTimeout bounds one batch apply.
+	AttemptTimeout time.Duration `env:"JUNBAN_PERSIST_ATTEMPT_TIMEOUT" envDefault:"30s"`
+}
+
+// Validate checks what the parser cannot.
+func (c Config) Validate() []string {
+	p := c.Common.Validate()
+	if c.BatchMax < 1 {
+		p = append(p, "JUNBAN_PERSIST_BATCH_MAX: must be at least 1")
+	}
+	if c.BatchWindow < 0 {
+		p = append(p, "JUNBAN_PERSIST_BATCH_WINDOW: must not be negative")
+	}
+	if c.Receivers < 1 {
+		p = append(p, "JUNBAN_PERSIST_RECEIVERS: must be at least 1")
+	}
+	if c.Concurrency < 1 {
+		p = append(p, "JUNBAN_PERSIST_CONCURRENCY: must be at least 1")
+	}
+	if c.Visibility < 0 || c.Visibility%time.Second != 0 || c.Visibility > 12*time.Hour {
+		p = append(p, "JUNBAN_PERSIST_VISIBILITY: must be whole seconds within 0..12h")
+	}
+	if c.Visibility > 0 && c.Visibility < 3*time.Second {
+		p = append(p, "JUNBAN_PERSIST_VISIBILITY: must be at least 3s (heartbeats run every third)")
+	}
+	if c.WaitTimeSeconds < 1 || c.WaitTimeSeconds > 20 {
+		p = append(p, "JUNBAN_SQS_WAIT_SECONDS: must be 1..20")
+	}
+	if c.RetryBase <= 0 {
+		p = append(p, "JUNBAN_PERSIST_RETRY_BASE: must be positive")
+	}
+	if c.RetryMax < c.RetryBase {
+		p = append(p, "JUNBAN_PERSIST_RETRY_MAX: must be at least JUNBAN_PERSIST_RETRY_BASE")
+	}
+	if c.HoldMax <= 0 {
+		p = append(p, "JUNBAN_PERSIST_HOLD_MAX: must be positive")
+	}
+	if c.AttemptTimeout <= 0 {
+		p = append(p, "JUNBAN_PERSIST_ATTEMPT_TIMEOUT: must be positive")
+	}
+	return p
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "persist-worker:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	if handled, err := config.Preflight[Config](os.Args[1:]); handled {
+		return err
+	}
+	cfg, err := config.Load[Config]()
+	if err != nil {
+		return err
+	}
+	log, err := logging.New("persist-worker", cfg.LogFormat, cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	sqsClient, err := queue.NewClient(ctx, cfg.SQS)
+	if err != nil {
+		return err
+	}
+	var results, dlq string
+	err = untilDone(ctx, log, "resolve the results queues", func(ctx context.Context) error {
+		if results, err = queue.ResolveURL(ctx, sqsClient, cfg.ResultsQueue); err != nil {
+			return err
+		}
+		dlq, err = queue.ResolveURL(ctx, sqsClient, cfg.ResultsDLQ)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	var db *gorm.DB
+	err = untilDone(ctx, log, "connect to PostgreSQL", func(context.Context) error {
+		db, err = cfg.Postgres.Open()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	defer sqlDB.Close()
+	// One connection per concurrent batch, one for readiness checks.
+	conns := cfg.Receivers*cfg.Concurrency + 1
+	sqlDB.SetMaxOpenConns(conns)
+	sqlDB.SetMaxIdleConns(conns)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	if cfg.Migrate {
+		err = untilDone(ctx, log, "apply migrations", func(ctx context.Context) error {
+			n, err := migrations.Up(ctx, sqlDB)
+			if err == nil && n > 0 {
+				log.Info("migrations applied", zap.Int("count", n))
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+
+	reg := health.NewRegistry()
+	quit := make(chan struct{})
+	h, err := persist.NewHandler(persist.HandlerConfig{
+		DB:             db,
+		Metrics:        persist.NewMetrics(reg),
+		Logger:         log,
+		RetryBase:      cfg.RetryBase,
+		RetryMax:       cfg.RetryMax,
+		HoldMax:        cfg.HoldMax,
+		AttemptTimeout: cfg.AttemptTimeout,
+		Quit:           quit,
+	})
+	if err != nil {
+		return err
+	}
+	srv := health.New(reg, log)
+	srv.AddCheck("postgres", health.PostgresCheck(db))
+	srv.AddCheck("sqs", health.SQSCheck(sqsClient, results))
+	srv.AddCheck("apply", h.Ready)
+	if err := srv.Start(cfg.HTTPAddr); err != nil {
+		return err
+	}
+
+	// The HTTP server's shutdown gets what the consumer leaves of the budget, at least a second.
+	consumerBudget := max(cfg.ShutdownBudget-time.Second, cfg.ShutdownBudget*4/5)
+	consumers := make([]*queue.Consumer, cfg.Receivers)
+	for i := range consumers {
+		consumers[i], err = queue.NewBatchConsumer(sqsClient, queue.ConsumerConfig{
+			QueueURL:          results,
+			DLQURL:            dlq,
+			Concurrency:       cfg.Concurrency,
+			WaitTimeSeconds:   cfg.WaitTimeSeconds,
+			VisibilityTimeout: cfg.Visibility,
+			BatchMax:          cfg.BatchMax,
+			BatchWindow:       cfg.BatchWindow,
+			ShutdownBudget:    consumerBudget,
+			Registerer:        reg,
+			Logger:            log,
+		}, h.HandleBatch)
+		if err != nil {
+			return err
+		}
+	}
+	go func() {
+		// A batch held while PostgreSQL is away goes back to SQS at once on shutdown.
+		<-ctx.Done()
+		close(quit)
+	}()
+	log.Info("persist-worker started", zap.String("results", results), zap.String("dlq", dlq),
+		zap.Int("receivers", cfg.Receivers), zap.Int("concurrency", cfg.Concurrency), zap.Int("batch_max", cfg.BatchMax))
+	start := time.Now()
+	runErr := runAll(ctx, consumers)
+
+	stopCtx, cancel := context.WithTimeout(context.Background(), max(cfg.ShutdownBudget-time.Since(start), time.Second))
+	defer cancel()
+	srv.Stop(stopCtx)
+	log.Info("persist-worker stopped")
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return runErr
+	}
+	return nil
+}
+
+// runAll runs every consumer until ctx ends and returns their errors joined.
+func runAll(ctx context.Context, consumers []*queue.Consumer) error {
+	errs := make([]error, len(consumers))
+	var wg sync.WaitGroup
+	for i, c := range consumers {
+		wg.Go(func() { errs[i] = c.Run(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// untilDone runs fn until it succeeds or ctx ends, pausing between attempts: a worker
+// started before PostgreSQL or SQS answers waits for them instead of crash-looping.
+func untilDone(ctx context.Context, log *zap.Logger, what string, fn func(context.Context) error) error {
+	pause := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := fn(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		log.Warn("start-up step failed; retrying", zap.String("step", what), zap.Int("attempt", attempt),
+			zap.Duration("pause", pause), zap.Error(err))
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		pause = min(2*pause, 15*time.Second)
+	}
+}

@@ -1,0 +1,170 @@
+package chaos
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// Report is what a chaos run did and found. The first seven fields are the contract of
+// `junbanctl chaos --json`; every count must be 0 and Conserved true (see OK).
+type Report struct {
+	// Events is the number of events sent, duplicates included.
+	Events int `json:"events"`
+	// Kills counts the SIGKILLs of worker processes (order-workers and persist-worker).
+	Kills int `json:"kills"`
+	// Lost counts distinct events sent without an inbox row in PostgreSQL.
+	Lost int `json:"lost"`
+	// DoubleApplied counts entities whose turns show an extra application (a seq gap)
+	// plus lot buckets that hold more or less than the orders record.
+	DoubleApplied int `json:"double_applied"`
+	// Drift counts the entities persist.Reconcile finds differing between Redis and
+	// PostgreSQL.
+	Drift int `json:"drift"`
+	// Oversold counts SKUs holding more than they had, in Redis or in PostgreSQL.
+	Oversold int `json:"oversold"`
+	// Conserved is true when every lot, in both stores, sums to what was imported, has
+	// no negative bucket, and matches its imported quantity plus the moves ledger.
+	Conserved bool `json:"conserved"`
+
+	Distinct          int            `json:"distinct_events"`
+	Orders            int            `json:"orders"`
+	SKUs              int            `json:"skus"`
+	RedisRestarts     int            `json:"redis_restarts"`
+	PGOutageS         float64        `json:"pg_outage_s"`
+	UnexpectedExits   int            `json:"unexpected_exits"`
+	Quiesced          bool           `json:"quiesced"`
+	SeqGaps           int            `json:"seq_gaps"`
+	HoldingMismatches int            `json:"holding_mismatches"`
+	UnconservedLots   int            `json:"unconserved_lots"`
+	Parked            int            `json:"parked"`
+	OrdersDLQ         int            `json:"orders_dlq"`
+	ResultsDLQ        int            `json:"results_dlq"`
+	Applied           int            `json:"applied"`
+	Rejected          int            `json:"rejected"`
+	RejectedBy        map[string]int `json:"rejected_by_reason"`
+	SendS             float64        `json:"send_s"`
+	QuiesceS          float64        `json:"quiesce_s"`
+	ElapsedS          float64        `json:"elapsed_s"`
+	Faults            []Fault        `json:"faults"`
+	// Details are the first findings of each kind, for people.
+	Details Details `json:"details"`
+}
+
+// Fault is one fault (or recovery) of the schedule, seconds after sending began.
+type Fault struct {
+	AtS  float64 `json:"at_s"`
+	What string  `json:"what"`
+}
+
+// Details lists the first findings of each check (at most ten each).
+type Details struct {
+	Lost        []string `json:"lost,omitempty"`
+	SeqGaps     []string `json:"seq_gaps,omitempty"`
+	Holdings    []string `json:"holdings,omitempty"`
+	Unconserved []string `json:"unconserved,omitempty"`
+	Oversold    []string `json:"oversold,omitempty"`
+	Drift       []string `json:"drift,omitempty"`
+}
+
+// OK tells whether every invariant held and the run reached quiescence.
+func (r Report) OK() bool {
+	return r.Lost == 0 && r.DoubleApplied == 0 && r.Drift == 0 && r.Oversold == 0 && r.Conserved && r.Quiesced
+}
+
+// Problems lists, in words, what failed.
+func (r Report) Problems() []string {
+	var p []string
+	if !r.Quiesced {
+		p = append(p, "the fleet did not reach quiescence")
+	}
+	if r.Lost > 0 {
+		p = append(p, fmt.Sprintf("%d events lost", r.Lost))
+	}
+	if r.DoubleApplied > 0 {
+		p = append(p, fmt.Sprintf("%d double applications (%d seq gaps, %d lot holdings)", r.DoubleApplied, r.SeqGaps, r.HoldingMismatches))
+	}
+	if r.Drift > 0 {
+		p = append(p, fmt.Sprintf("%d Redis-PostgreSQL drifts", r.Drift))
+	}
+	if r.Oversold > 0 {
+		p = append(p, fmt.Sprintf("%d oversold SKUs", r.Oversold))
+	}
+	if !r.Conserved {
+		p = append(p, fmt.Sprintf("%d lot findings break conservation", r.UnconservedLots))
+	}
+	return p
+}
+
+// Print writes the report for people.
+func (r Report) Print(out io.Writer) {
+	fmt.Fprintln(out, "junban chaos run")
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "events sent\t%d (%d distinct, %d duplicate deliveries)\n", r.Events, r.Distinct, r.Events-r.Distinct)
+	fmt.Fprintf(tw, "orders / SKUs\t%d / %d\n", r.Orders, r.SKUs)
+	fmt.Fprintf(tw, "applied / rejected\t%d / %d %s\n", r.Applied, r.Rejected, fmtReasons(r.RejectedBy))
+	fmt.Fprintf(tw, "worker SIGKILLs\t%d\n", r.Kills)
+	fmt.Fprintf(tw, "Redis restarts (SIGKILL, AOF)\t%d\n", r.RedisRestarts)
+	fmt.Fprintf(tw, "PostgreSQL outage\t%.0f s\n", r.PGOutageS)
+	fmt.Fprintf(tw, "unexpected worker exits\t%d (restarted)\n", r.UnexpectedExits)
+	fmt.Fprintf(tw, "time\t%.1f s sending, %.1f s to quiescence, %.1f s in all\n", r.SendS, r.QuiesceS, r.ElapsedS)
+	fmt.Fprintf(tw, "DLQ (orders / results)\t%d / %d\n", r.OrdersDLQ, r.ResultsDLQ)
+	tw.Flush()
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "faults:")
+	for _, f := range r.Faults {
+		fmt.Fprintf(out, "  t+%5.1fs  %s\n", f.AtS, f.What)
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "checks:")
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	mark := func(ok bool) string {
+		if ok {
+			return "ok"
+		}
+		return "FAIL"
+	}
+	fmt.Fprintf(tw, "  quiescence\t%s\n", mark(r.Quiesced))
+	fmt.Fprintf(tw, "  events lost\t%d\t%s\n", r.Lost, mark(r.Lost == 0))
+	fmt.Fprintf(tw, "  events applied twice\t%d\t%s (seq gaps %d, lot holdings %d)\n", r.DoubleApplied, mark(r.DoubleApplied == 0), r.SeqGaps, r.HoldingMismatches)
+	fmt.Fprintf(tw, "  Redis-PostgreSQL drift\t%d\t%s\n", r.Drift, mark(r.Drift == 0))
+	fmt.Fprintf(tw, "  lots conserved\t%v\t%s (%d findings)\n", r.Conserved, mark(r.Conserved), r.UnconservedLots)
+	fmt.Fprintf(tw, "  oversold SKUs\t%d\t%s\n", r.Oversold, mark(r.Oversold == 0))
+	fmt.Fprintf(tw, "  parked events left\t%d\t\n", r.Parked)
+	tw.Flush()
+	for _, d := range []struct {
+		what string
+		list []string
+	}{{"lost", r.Details.Lost}, {"seq gaps", r.Details.SeqGaps}, {"holdings", r.Details.Holdings},
+		{"conservation", r.Details.Unconserved}, {"oversold", r.Details.Oversold}, {"drift", r.Details.Drift}} {
+		if len(d.list) == 0 {
+			continue
+		}
+		fmt.Fprintf(out, "\nfirst %s findings:\n  %s\n", d.what, strings.Join(d.list, "\n  "))
+	}
+	fmt.Fprintln(out)
+	if r.OK() {
+		fmt.Fprintln(out, "result: every invariant held")
+	} else {
+		fmt.Fprintln(out, "result: FAILED: "+strings.Join(r.Problems(), "; "))
+	}
+}
+
+func fmtReasons(m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}

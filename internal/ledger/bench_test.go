@@ -1,0 +1,67 @@
+package ledger
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/junban/junban/internal/testenv"
+)
+
+// scriptUsec reads the total time Redis spent in EVALSHA (INFO commandstats).
+func scriptUsec(b *testing.B, info string) (calls, usec float64) {
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
+			for _, kv := range strings.Split(rest, ",") {
+				k, v, _ := strings.Cut(kv, "=")
+				f, _ := strconv.ParseFloat(v, 64)
+				switch k {
+				case "calls":
+					calls = f
+				case "usec":
+					usec = f
+				}
+			}
+		}
+	}
+	return
+}
+
+// BenchmarkAllocate allocates from one SKU with N lots, one caller; it reports Redis's
+// time inside the script per call (server-usec/op) besides the round trip (ns/op).
+func BenchmarkAllocate(b *testing.B) {
+	for _, n := range []int{1, 20, 1000} {
+		for _, worst := range []bool{false, true} {
+			b.Run(fmt.Sprintf("lots=%d/worst=%v", n, worst), func(b *testing.B) {
+				rc, prefix := testenv.Redis(b)
+				s := SKU{SKU: "HOT", SafetyStock: 10, Lots: []Lot{}}
+				for i := range n {
+					l := lot(fmt.Sprintf("LOT-%04d", i), KindOnHand, int64(i), fmt.Sprintf("2027-01-%02d", 1+i%28), 1_000_000_000)
+					if worst && i < n-1 {
+						l.Sellable = 0
+					}
+					s.Lots = append(s.Lots, l)
+				}
+				l := New(rc, prefix, newMemLoader(s), Config{OpRetention: 600e9})
+				if err := l.Load(ctx, "HOT"); err != nil {
+					b.Fatal(err)
+				}
+				before, _ := rc.Info(ctx, "commandstats").Result()
+				b.ResetTimer()
+				for i := range b.N {
+					if _, err := l.Allocate(ctx, alloc("op"+strconv.Itoa(i), "HOT", 1, "2026-12-01", ModeShip)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				after, _ := rc.Info(ctx, "commandstats").Result()
+				c0, u0 := scriptUsec(b, before)
+				c1, u1 := scriptUsec(b, after)
+				if c1 > c0 {
+					b.ReportMetric((u1-u0)/(c1-c0), "server-usec/op")
+				}
+			})
+		}
+	}
+}

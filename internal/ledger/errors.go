@@ -1,0 +1,81 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Errors of the ledger. Each has a reason code ("ERR_SHORTAGE", ...) that the scripts
+// reply with and that results carry; Reason maps an error back to its code.
+var (
+	// ErrShortage: the candidate lots' sellable quantity is below the requested quantity.
+	ErrShortage = errors.New("ERR_SHORTAGE: not enough sellable stock in the candidate lots")
+	// ErrSafetyStock: the stock is there, but a ship-mode allocation would dip into safety stock.
+	ErrSafetyStock = errors.New("ERR_SAFETY_STOCK: allocation would dip into safety stock")
+	// ErrNotLoaded: the SKU is not in Redis yet (operations load it and retry once).
+	ErrNotLoaded = errors.New("ERR_NOT_LOADED: SKU not loaded")
+	// ErrUnknownSKU: PostgreSQL has no such SKU.
+	ErrUnknownSKU = errors.New("ERR_UNKNOWN_SKU: no such SKU")
+	// ErrUnknownLot: the SKU has no such lot.
+	ErrUnknownLot = errors.New("ERR_UNKNOWN_LOT: no such lot")
+	// ErrInvalidQuantity: a quantity is not a positive integer within MaxQty.
+	ErrInvalidQuantity = errors.New("ERR_INVALID_QUANTITY: quantity must be a positive integer")
+	// ErrInvalidRequest: a malformed request (empty id, bad date, unknown mode or bucket, ...).
+	ErrInvalidRequest = errors.New("ERR_INVALID_REQUEST: invalid request")
+	// ErrInsufficient: a lot lacks the quantity in the bucket the operation takes from.
+	ErrInsufficient = errors.New("ERR_INSUFFICIENT: lot lacks the quantity in the source bucket")
+	// ErrLotState: the lot is not in the state the operation needs (receiving a lot that
+	// is not planned).
+	ErrLotState = errors.New("ERR_LOT_STATE: lot is not in the required state")
+)
+
+// reasons maps reason codes to errors: the one place where script error replies become
+// Go values.
+var reasons = map[string]error{
+	"ERR_SHORTAGE":         ErrShortage,
+	"ERR_SAFETY_STOCK":     ErrSafetyStock,
+	"ERR_NOT_LOADED":       ErrNotLoaded,
+	"ERR_UNKNOWN_SKU":      ErrUnknownSKU,
+	"ERR_UNKNOWN_LOT":      ErrUnknownLot,
+	"ERR_INVALID_QUANTITY": ErrInvalidQuantity,
+	"ERR_INVALID_REQUEST":  ErrInvalidRequest,
+	"ERR_INSUFFICIENT":     ErrInsufficient,
+	"ERR_LOT_STATE":        ErrLotState,
+}
+
+// Reason returns the reason code of err ("ERR_SHORTAGE", ...), "ERR_INTERNAL" for an
+// error that is not the ledger's (Redis down, ...), and "" for nil.
+func Reason(err error) string {
+	if err == nil {
+		return ""
+	}
+	for code, e := range reasons {
+		if errors.Is(err, e) {
+			return code
+		}
+	}
+	return "ERR_INTERNAL"
+}
+
+// opError builds the error of a failed operation: the sentinel with the op, SKU and detail.
+func opError(op, sku string, sentinel error, detail string) error {
+	if detail == "" {
+		return fmt.Errorf("ledger: %s sku=%s: %w", op, sku, sentinel)
+	}
+	return fmt.Errorf("ledger: %s sku=%s: %w (%s)", op, sku, sentinel, detail)
+}
+
+// scriptError maps an error reply of ledger.lua ("<CODE> <replayed 0|1> <detail>") to
+// an error value. ok is false when the reply is not one of the script's codes (a
+// connection error, NOSCRIPT, ...).
+func scriptError(op, sku string, err error) (e error, replayed, ok bool) {
+	msg := err.Error()
+	code, rest, _ := strings.Cut(msg, " ")
+	sentinel, known := reasons[code]
+	if !known {
+		return err, false, false
+	}
+	flag, detail, _ := strings.Cut(rest, " ")
+	return opError(op, sku, sentinel, detail), flag == "1", true
+}

@@ -1,0 +1,408 @@
+package ledger
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gorm.io/gorm"
+)
+
+// ImportColumns are the columns of an import file (CSV header names, JSON-lines keys).
+// A row without lot_id is a SKU row and carries safety_stock; a row with lot_id is a
+// lot row and carries the lot's fields.
+var ImportColumns = []string{"sku", "safety_stock", "lot_id", "kind", "good", "best_before", "reg_seq",
+	"arrives_at", "valid_from", "valid_to", "sellable", "reserved", "allocated", "hidden", "shipped"}
+
+// LineError is one problem of an import file.
+type LineError struct {
+	Line  int    // 1-based line number in the file
+	Field string // column, or "" for the whole line
+	Msg   string
+}
+
+func (e LineError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+	}
+	return fmt.Sprintf("line %d: %s: %s", e.Line, e.Field, e.Msg)
+}
+
+// ImportErrors lists every problem found in an import file.
+type ImportErrors []LineError
+
+func (e ImportErrors) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problem(s) in the import file:", len(e))
+	for i, le := range e {
+		if i == 50 {
+			fmt.Fprintf(&b, "\n  ... and %d more", len(e)-50)
+			break
+		}
+		b.WriteString("\n  ")
+		b.WriteString(le.Error())
+	}
+	return b.String()
+}
+
+// ImportSKU is a SKU of an import file: its settings if the file has a SKU row, and its lots.
+type ImportSKU struct {
+	SKU string
+	// SafetyStock is set when the file has a SKU row for it.
+	SafetyStock *int64
+	Lots        []ImportLot
+}
+
+// ImportLot is a lot row; RegSeq nil keeps an existing lot's registration number or
+// gives a new lot the next free one, in file order.
+type ImportLot struct {
+	Line   int
+	Lot    Lot
+	RegSeq *int64
+}
+
+// ParseImport reads a CSV file with a header, or JSON lines (detected by a leading
+// '{'), and validates every line. It returns all problems at once.
+func ParseImport(r io.Reader) ([]ImportSKU, error) {
+	br := bufio.NewReader(r)
+	head, _ := br.Peek(512)
+	var rows []map[string]string
+	var lines []int
+	var errs ImportErrors
+	if t := bytes.TrimLeft(head, " \t\r\n\ufeff"); len(t) > 0 && t[0] == '{' {
+		rows, lines, errs = readJSONLines(br)
+	} else {
+		rows, lines, errs = readCSV(br)
+	}
+	out, more := validateRows(rows, lines)
+	errs = append(errs, more...)
+	if len(errs) > 0 {
+		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+		return nil, errs
+	}
+	return out, nil
+}
+
+func readCSV(r io.Reader) ([]map[string]string, []int, ImportErrors) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	cr.TrimLeadingSpace = true
+	header, err := cr.Read()
+	if err != nil {
+		return nil, nil, ImportErrors{{Line: 1, Msg: "no CSV header: " + err.Error()}}
+	}
+	known := map[string]bool{}
+	for _, c := range ImportColumns {
+		known[c] = true
+	}
+	var errs ImportErrors
+	for i, h := range header {
+		header[i] = strings.TrimPrefix(strings.TrimSpace(strings.ToLower(h)), "\ufeff")
+		if !known[header[i]] {
+			errs = append(errs, LineError{1, h, "unknown column (known: " + strings.Join(ImportColumns, ", ") + ")"})
+		}
+	}
+	var rows []map[string]string
+	var lines []int
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				errs = append(errs, LineError{Line: pe.Line, Msg: pe.Err.Error()})
+				continue
+			}
+			errs = append(errs, LineError{Msg: "read: " + err.Error()})
+			break
+		}
+		line, _ := cr.FieldPos(0)
+		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
+			continue
+		}
+		if len(rec) != len(header) {
+			errs = append(errs, LineError{Line: line, Msg: fmt.Sprintf("%d fields, the header has %d", len(rec), len(header))})
+			continue
+		}
+		row := map[string]string{}
+		for i, v := range rec {
+			row[header[i]] = strings.TrimSpace(v)
+		}
+		rows, lines = append(rows, row), append(lines, line)
+	}
+	return rows, lines, errs
+}
+
+func readJSONLines(r *bufio.Reader) ([]map[string]string, []int, ImportErrors) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	known := map[string]bool{}
+	for _, c := range ImportColumns {
+		known[c] = true
+	}
+	var rows []map[string]string
+	var lines []int
+	var errs ImportErrors
+	for n := 1; sc.Scan(); n++ {
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(text, &obj); err != nil {
+			errs = append(errs, LineError{Line: n, Msg: "not a JSON object: " + err.Error()})
+			continue
+		}
+		row := map[string]string{}
+		for k, raw := range obj {
+			if !known[k] {
+				errs = append(errs, LineError{n, k, "unknown field"})
+				continue
+			}
+			var s string
+			if err := json.Unmarshal(raw, &s); err == nil {
+				row[k] = s
+				continue
+			}
+			if string(raw) == "null" {
+				continue
+			}
+			row[k] = string(raw) // numbers and booleans, parsed like CSV cells
+		}
+		rows, lines = append(rows, row), append(lines, n)
+	}
+	if err := sc.Err(); err != nil {
+		errs = append(errs, LineError{Msg: "read: " + err.Error()})
+	}
+	return rows, lines, errs
+}
+
+// validateRows checks every row and groups them by SKU, in file order.
+func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErrors) {
+	var errs ImportErrors
+	bySKU := map[string]*ImportSKU{}
+	var order []string
+	skuLine := map[string]int{}
+	lotLine := map[[2]string]int{}
+	regLine := map[string]map[int64]int{}
+	for i, row := range rows {
+		n := lines[i]
+		bad := func(field, format string, a ...any) {
+			errs = append(errs, LineError{n, field, fmt.Sprintf(format, a...)})
+		}
+		num := func(field string, max int64) (int64, bool) {
+			v, ok := row[field]
+			if !ok || v == "" {
+				return 0, false
+			}
+			q, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || q < 0 || q > max {
+				bad(field, "%q is not an integer in 0..%d", v, max)
+				return 0, false
+			}
+			return q, true
+		}
+		date := func(field string, required bool, def string) string {
+			v := row[field]
+			if v == "" {
+				if required {
+					bad(field, "required")
+				}
+				return def
+			}
+			if CheckDate(field, v) != nil {
+				bad(field, "%q is not a date (YYYY-MM-DD)", v)
+			}
+			return v
+		}
+		sku := row["sku"]
+		if sku == "" {
+			bad("sku", "required")
+			continue
+		}
+		if err := CheckSKU(sku); err != nil {
+			bad("sku", "%s", cleanMsg(err))
+			continue
+		}
+		s, ok := bySKU[sku]
+		if !ok {
+			s = &ImportSKU{SKU: sku}
+			bySKU[sku] = s
+			order = append(order, sku)
+		}
+		lotID := row["lot_id"]
+		if lotID == "" {
+			for _, c := range ImportColumns[3:] {
+				if row[c] != "" {
+					bad(c, "only lot rows (with a lot_id) carry lot fields")
+				}
+			}
+			if first, dup := skuLine[sku]; dup {
+				bad("sku", "SKU row for %s repeats line %d", sku, first)
+				continue
+			}
+			skuLine[sku] = n
+			ss, _ := num("safety_stock", MaxQty)
+			s.SafetyStock = &ss
+			continue
+		}
+		if row["safety_stock"] != "" {
+			bad("safety_stock", "belongs on the SKU row (a row without lot_id)")
+		}
+		if err := CheckLotID(lotID); err != nil {
+			bad("lot_id", "%s", cleanMsg(err))
+			continue
+		}
+		if first, dup := lotLine[[2]string{sku, lotID}]; dup {
+			bad("lot_id", "lot %s of %s repeats line %d", lotID, sku, first)
+			continue
+		}
+		lotLine[[2]string{sku, lotID}] = n
+		l := Lot{LotID: lotID, Kind: row["kind"], Good: true}
+		if l.Kind != KindOnHand && l.Kind != KindPlanned {
+			bad("kind", "%q is neither %q nor %q", l.Kind, KindOnHand, KindPlanned)
+		}
+		if g := row["good"]; g != "" {
+			b, err := strconv.ParseBool(g)
+			if err != nil {
+				bad("good", "%q is not a boolean (true/false)", g)
+			}
+			l.Good = b
+		}
+		l.BestBefore = date("best_before", false, "")
+		l.ArrivesAt = date("arrives_at", false, "")
+		l.ValidFrom = date("valid_from", false, MinDate)
+		l.ValidTo = date("valid_to", false, MaxDate)
+		if l.ValidFrom > l.ValidTo {
+			bad("valid_to", "%s is before valid_from %s", l.ValidTo, l.ValidFrom)
+		}
+		l.Sellable, _ = num("sellable", MaxQty)
+		l.Reserved, _ = num("reserved", MaxQty)
+		l.Allocated, _ = num("allocated", MaxQty)
+		l.Hidden, _ = num("hidden", MaxQty)
+		l.Shipped, _ = num("shipped", MaxQty)
+		il := ImportLot{Line: n, Lot: l}
+		if reg, ok := num("reg_seq", maxRegSeq); ok {
+			if regLine[sku] == nil {
+				regLine[sku] = map[int64]int{}
+			}
+			if first, dup := regLine[sku][reg]; dup {
+				bad("reg_seq", "%d is taken by line %d of the same SKU", reg, first)
+			}
+			regLine[sku][reg] = n
+			il.RegSeq = &reg
+			il.Lot.RegSeq = reg
+		}
+		s.Lots = append(s.Lots, il)
+	}
+	out := make([]ImportSKU, 0, len(order))
+	for _, sku := range order {
+		out = append(out, *bySKU[sku])
+	}
+	return out, errs
+}
+
+func cleanMsg(err error) string {
+	return strings.TrimPrefix(err.Error(), "ledger: "+ErrInvalidRequest.Error()+": ")
+}
+
+// ImportStats counts what WriteImport wrote.
+type ImportStats struct{ SKUs, Lots int }
+
+// WriteImport upserts the SKUs and lots in one transaction: all or nothing. SKU rows
+// set safety_stock; SKUs with only lot rows are created with safety stock 0 if absent.
+// Lots without reg_seq keep their stored one, or get the next free one in file order.
+// SKUs already loaded into Redis are not changed by an import: Redis is the source of
+// truth once loaded.
+func WriteImport(ctx context.Context, db *gorm.DB, skus []ImportSKU) (ImportStats, error) {
+	var st ImportStats
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for _, s := range skus {
+			var err error
+			if s.SafetyStock != nil {
+				err = tx.Exec(`INSERT INTO skus (sku, safety_stock) VALUES (?, ?)
+					ON CONFLICT (sku) DO UPDATE SET safety_stock = EXCLUDED.safety_stock, updated_at = now()`,
+					s.SKU, *s.SafetyStock).Error
+			} else {
+				err = tx.Exec(`INSERT INTO skus (sku) VALUES (?) ON CONFLICT (sku) DO NOTHING`, s.SKU).Error
+			}
+			if err != nil {
+				return fmt.Errorf("sku %s: %w", s.SKU, err)
+			}
+			st.SKUs++
+			if len(s.Lots) == 0 {
+				continue
+			}
+			var stored []struct {
+				LotID  string
+				RegSeq int64
+			}
+			if err := tx.Raw(`SELECT lot_id, reg_seq FROM lots WHERE sku = ? FOR UPDATE`, s.SKU).Scan(&stored).Error; err != nil {
+				return err
+			}
+			next := int64(0)
+			have := map[string]int64{}
+			for _, r := range stored {
+				have[r.LotID] = r.RegSeq
+				next = max(next, r.RegSeq+1)
+			}
+			for _, l := range s.Lots {
+				if l.RegSeq != nil {
+					next = max(next, *l.RegSeq+1)
+				}
+			}
+			for _, il := range s.Lots {
+				l := il.Lot
+				if il.RegSeq == nil {
+					if reg, ok := have[l.LotID]; ok {
+						l.RegSeq = reg
+					} else {
+						l.RegSeq = next
+						next++
+					}
+				}
+				err := tx.Exec(`INSERT INTO lots (sku, lot_id, kind, good, best_before, reg_seq, arrives_at,
+						valid_from, valid_to, sellable, reserved, allocated, hidden, shipped)
+					VALUES (?, ?, ?, ?, NULLIF(?, '')::date, ?, NULLIF(?, '')::date, ?::date, ?::date, ?, ?, ?, ?, ?)
+					ON CONFLICT (sku, lot_id) DO UPDATE SET kind = EXCLUDED.kind, good = EXCLUDED.good,
+						best_before = EXCLUDED.best_before, reg_seq = EXCLUDED.reg_seq, arrives_at = EXCLUDED.arrives_at,
+						valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to, sellable = EXCLUDED.sellable,
+						reserved = EXCLUDED.reserved, allocated = EXCLUDED.allocated, hidden = EXCLUDED.hidden,
+						shipped = EXCLUDED.shipped, updated_at = now()`,
+					s.SKU, l.LotID, l.Kind, l.Good, l.BestBefore, l.RegSeq, l.ArrivesAt, l.ValidFrom, l.ValidTo,
+					l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped).Error
+				if err != nil {
+					return fmt.Errorf("line %d: lot %s of %s: %w", il.Line, l.LotID, s.SKU, err)
+				}
+				st.Lots++
+			}
+			// An explicit reg_seq may collide with a stored lot that the file does not name.
+			var clash []struct {
+				RegSeq int64
+				Lots   string
+			}
+			if err := tx.Raw(`SELECT reg_seq, string_agg(lot_id, ', ' ORDER BY lot_id) AS lots FROM lots
+					WHERE sku = ? GROUP BY reg_seq HAVING count(*) > 1`, s.SKU).Scan(&clash).Error; err != nil {
+				return err
+			}
+			if len(clash) > 0 {
+				return fmt.Errorf("sku %s: lots %s would share reg_seq %d", s.SKU, clash[0].Lots, clash[0].RegSeq)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return ImportStats{}, fmt.Errorf("import: nothing written: %w", err)
+	}
+	return st, nil
+}

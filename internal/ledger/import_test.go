@@ -1,0 +1,126 @@
+package ledger
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/junban/junban/internal/testenv"
+)
+
+func TestImportCSVAndJSONLines(t *testing.T) {
+	db := testenv.Postgres(t)
+	csvFile := `sku,safety_stock,lot_id,kind,good,best_before,reg_seq,valid_from,valid_to,sellable
+A,3,,,,,,,,
+A,,L1,onhand,true,2027-01-31,,,,10
+A,,L2,planned,,,,2026-12-01,2027-06-30,5
+B,,L9,onhand,false,,7,,,1
+`
+	skus, err := ParseImport(strings.NewReader(csvFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := WriteImport(ctx, db, skus)
+	if err != nil || st != (ImportStats{SKUs: 2, Lots: 3}) {
+		t.Fatalf("write: %+v %v", st, err)
+	}
+	// JSON lines: upsert L1, add L3; reg_seq of L1 is kept, L3 gets the next one.
+	jsonl := `{"sku":"A","safety_stock":4}
+
+{"sku":"A","lot_id":"L1","kind":"onhand","best_before":"2027-01-15","sellable":12}
+{"sku":"A","lot_id":"L3","kind":"planned","sellable":20,"good":true}
+`
+	skus, err = ParseImport(strings.NewReader(jsonl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteImport(ctx, db, skus); err != nil {
+		t.Fatal(err)
+	}
+	got, err := PGLoader{DB: db}.LoadSKU(ctx, "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := SKU{SKU: "A", SafetyStock: 4, Lots: []Lot{
+		{LotID: "L1", Kind: KindOnHand, Good: true, BestBefore: "2027-01-15", RegSeq: 0, ValidFrom: MinDate, ValidTo: MaxDate, Sellable: 12},
+		{LotID: "L2", Kind: KindPlanned, Good: true, RegSeq: 1, ValidFrom: "2026-12-01", ValidTo: "2027-06-30", Sellable: 5},
+		{LotID: "L3", Kind: KindPlanned, Good: true, RegSeq: 2, ValidFrom: MinDate, ValidTo: MaxDate, Sellable: 20},
+	}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("loaded\n%+v\nwant\n%+v", got, want)
+	}
+	b, err := PGLoader{DB: db}.LoadSKU(ctx, "B")
+	if err != nil || b.SafetyStock != 0 || len(b.Lots) != 1 || b.Lots[0].Good || b.Lots[0].RegSeq != 7 {
+		t.Fatalf("B: %+v %v", b, err)
+	}
+}
+
+func TestImportReportsEveryBadLine(t *testing.T) {
+	file := `sku,safety_stock,lot_id,kind,best_before,valid_from,valid_to,sellable,colour
+`
+	_, err := ParseImport(strings.NewReader(file))
+	var ie ImportErrors
+	if !errors.As(err, &ie) || len(ie) != 1 || ie[0].Line != 1 || ie[0].Field != "colour" {
+		t.Fatalf("unknown column: %v", err)
+	}
+	file = `sku,safety_stock,lot_id,kind,best_before,valid_from,valid_to,sellable,reg_seq
+A,-1,,,,,,,
+A,1,,,,,,,
+,,L1,onhand,,,,,
+A,,L1,shelf,2027-02-30,,,x,
+A,,L2,onhand,,2027-01-02,2027-01-01,1,5
+A,,L2,onhand,,,,,
+A,2,L3,onhand,,,,,5
+A,,L4,,,,,
+`
+	_, err = ParseImport(strings.NewReader(file))
+	if !errors.As(err, &ie) {
+		t.Fatalf("error %v", err)
+	}
+	want := []string{
+		"line 2: safety_stock: \"-1\" is not an integer in 0..1000000000000",
+		"line 3: sku: SKU row for A repeats line 2",
+		"line 4: sku: required",
+		"line 5: kind: \"shelf\" is neither \"onhand\" nor \"planned\"",
+		"line 5: best_before: \"2027-02-30\" is not a date (YYYY-MM-DD)",
+		"line 5: sellable: \"x\" is not an integer in 0..1000000000000",
+		"line 6: valid_to: 2027-01-01 is before valid_from 2027-01-02",
+		"line 7: lot_id: lot L2 of A repeats line 6",
+		"line 8: safety_stock: belongs on the SKU row (a row without lot_id)",
+		"line 8: reg_seq: 5 is taken by line 6 of the same SKU",
+		"line 9: 8 fields, the header has 9",
+	}
+	var got []string
+	for _, e := range ie {
+		got = append(got, e.Error())
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("errors\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	_, err = ParseImport(strings.NewReader("{\"sku\":\"A\",\"lot_id\":\"L\",\"kind\":\"onhand\",\"sellable\":-2}\nnot json\n"))
+	if !errors.As(err, &ie) || len(ie) != 2 || ie[0].Line != 1 || ie[0].Field != "sellable" || ie[1].Line != 2 {
+		t.Fatalf("json lines: %v", err)
+	}
+}
+
+func TestImportIsAllOrNothing(t *testing.T) {
+	db := testenv.Postgres(t)
+	if err := db.Exec(`INSERT INTO skus (sku) VALUES ('A');
+		INSERT INTO lots (sku, lot_id, kind, reg_seq, valid_from, valid_to) VALUES ('A', 'OLD', 'onhand', 3, '2026-01-01', '2027-01-01')`).Error; err != nil {
+		t.Fatal(err)
+	}
+	// B is fine, but A's new lot takes OLD's reg_seq: nothing may be written.
+	skus, err := ParseImport(strings.NewReader("sku,lot_id,kind,reg_seq\nB,L,onhand,\nA,NEW,onhand,3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteImport(ctx, db, skus); err == nil || !strings.Contains(err.Error(), "reg_seq 3") {
+		t.Fatalf("want a reg_seq clash, got %v", err)
+	}
+	var n int64
+	db.Raw(`SELECT count(*) FROM skus WHERE sku = 'B'`).Scan(&n)
+	if n != 0 {
+		t.Fatal("SKU B was written by a failed import")
+	}
+}

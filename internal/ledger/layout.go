@@ -1,0 +1,275 @@
+package ledger
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Redis layout of one SKU (docs/ledger.md explains the choice):
+//
+//	<prefix>:inv:{<sku>}               hash
+//	    v        version
+//	    ss       safety stock
+//	    on       number of candidate index chunks
+//	    o:<i>    candidate index chunk i: the good lots with sellable > 0, in allocation
+//	             order, one record per lot, indexChunk records per chunk (ledger.lua
+//	             keeps it current as lots empty and refill)
+//	    m:<lot>  meta "kind\tgood\tbest_before\treg_seq\tarrives_at\tvalid_from\tvalid_to"
+//	    s:<lot>  sellable (read for every candidate an allocation looks at)
+//	    b:<lot>  the other buckets "reserved allocated hidden shipped" (read and
+//	             written together, only for the lots an operation touches)
+//	<prefix>:inv:{<sku>}:op:<op_id>    string, the op's result, expires after Config.OpRetention
+//
+// Every key of a SKU carries the hash tag {<sku>}, so one script may touch them all,
+// also on a Redis Cluster.
+
+// Key returns the key of a SKU's hash; every other key of the SKU starts with it.
+func Key(prefix, sku string) string { return prefix + ":inv:{" + sku + "}" }
+
+func opKey(prefix, sku, opID string) string { return Key(prefix, sku) + ":op:" + opID }
+
+// Hash fields of the SKU settings.
+const (
+	fieldVersion = "v"
+	fieldSafety  = "ss"
+	fieldChunks  = "on"
+	// indexChunk is the number of index records per hash field; ledger.lua's CHUNK.
+	indexChunk = 32
+)
+
+// bucketCodes are the bucket names in ledger.lua's arguments.
+var bucketCodes = map[string]string{
+	Sellable: "s", Reserved: "r", Allocated: "a", Hidden: "h", Shipped: "x",
+}
+
+// Candidate index records. Each is sortKey + valid_from + valid_to + "s:" + lot_id + "\n"
+// (the lot's sellable field);
+// sortKey is kind (o|p) + 10 chars + 15 digits, so records sort in allocation order:
+// on-hand first by best-before (none = last) then registration order (FEFO), then
+// planned lots by descending registration order (LIFO). ledger.lua parses the same
+// fixed offsets.
+const (
+	maxRegSeq   = 999_999_999_999_999 // 15 digits, below 2^53 for Lua
+	noBestFirst = "9999-99-99"        // on-hand lot without best-before: after every date
+	plannedBB   = "0000-00-00"
+)
+
+func sortKey(l Lot) string {
+	if l.Kind == KindPlanned {
+		return fmt.Sprintf("p%s%015d", plannedBB, maxRegSeq-l.RegSeq)
+	}
+	bb := l.BestBefore
+	if bb == "" {
+		bb = noBestFirst
+	}
+	return fmt.Sprintf("o%s%015d", bb, l.RegSeq)
+}
+
+func indexRecord(l Lot) string {
+	return sortKey(l) + l.ValidFrom + l.ValidTo + "s:" + l.LotID + "\n"
+}
+
+// buildIndex returns the candidate index of lots, split into chunks: the good ones with
+// sellable stock, in allocation order. There is always at least one chunk.
+func buildIndex(lots []Lot) []string {
+	var good []Lot
+	for _, l := range lots {
+		if l.Good && l.Sellable > 0 {
+			good = append(good, l)
+		}
+	}
+	sort.Slice(good, func(i, j int) bool { return sortKey(good[i]) < sortKey(good[j]) })
+	chunks := []string{}
+	var b strings.Builder
+	for i, l := range good {
+		b.WriteString(indexRecord(l))
+		if (i+1)%indexChunk == 0 {
+			chunks = append(chunks, b.String())
+			b.Reset()
+		}
+	}
+	if b.Len() > 0 || len(chunks) == 0 {
+		chunks = append(chunks, b.String())
+	}
+	return chunks
+}
+
+func encodeMeta(l Lot) string {
+	good := "0"
+	if l.Good {
+		good = "1"
+	}
+	return strings.Join([]string{l.Kind, good, l.BestBefore, strconv.FormatInt(l.RegSeq, 10),
+		l.ArrivesAt, l.ValidFrom, l.ValidTo}, "\t")
+}
+
+func decodeMeta(l *Lot, s string) error {
+	f := strings.Split(s, "\t")
+	if len(f) != 7 {
+		return fmt.Errorf("ledger: lot %s: bad meta %q", l.LotID, s)
+	}
+	reg, err := strconv.ParseInt(f[3], 10, 64)
+	if err != nil {
+		return fmt.Errorf("ledger: lot %s: bad reg_seq %q", l.LotID, f[3])
+	}
+	l.Kind, l.Good, l.BestBefore, l.RegSeq, l.ArrivesAt, l.ValidFrom, l.ValidTo =
+		f[0], f[1] == "1", f[2], reg, f[4], f[5], f[6]
+	return nil
+}
+
+// CheckSKUState validates a SKU as loaded from PostgreSQL: ids, kinds, dates, registration
+// numbers unique and in range, no negative bucket.
+func CheckSKUState(s SKU) error {
+	if err := CheckSKU(s.SKU); err != nil {
+		return err
+	}
+	if s.SafetyStock < 0 || s.SafetyStock > MaxQty {
+		return invalid("sku %s: safety_stock %d out of range", s.SKU, s.SafetyStock)
+	}
+	seen := map[string]bool{}
+	regs := map[int64]string{}
+	for _, l := range s.Lots {
+		if err := CheckLotID(l.LotID); err != nil {
+			return err
+		}
+		if seen[l.LotID] {
+			return invalid("sku %s: lot %s twice", s.SKU, l.LotID)
+		}
+		seen[l.LotID] = true
+		if other, dup := regs[l.RegSeq]; dup {
+			return invalid("sku %s: lots %s and %s share reg_seq %d", s.SKU, other, l.LotID, l.RegSeq)
+		}
+		regs[l.RegSeq] = l.LotID
+		if l.RegSeq < 0 || l.RegSeq > maxRegSeq {
+			return invalid("sku %s lot %s: reg_seq %d out of range", s.SKU, l.LotID, l.RegSeq)
+		}
+		if l.Kind != KindOnHand && l.Kind != KindPlanned {
+			return invalid("sku %s lot %s: kind %q", s.SKU, l.LotID, l.Kind)
+		}
+		for _, d := range []struct{ f, v string }{{"best_before", l.BestBefore}, {"arrives_at", l.ArrivesAt}} {
+			if d.v != "" {
+				if err := CheckDate(d.f, d.v); err != nil {
+					return err
+				}
+			}
+		}
+		if err := CheckDate("valid_from", l.ValidFrom); err != nil {
+			return err
+		}
+		if err := CheckDate("valid_to", l.ValidTo); err != nil {
+			return err
+		}
+		if l.ValidFrom > l.ValidTo {
+			return invalid("sku %s lot %s: valid_from after valid_to", s.SKU, l.LotID)
+		}
+		for _, q := range []int64{l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped} {
+			if q < 0 || q > 1000*MaxQty {
+				return invalid("sku %s lot %s: bucket quantity %d out of range", s.SKU, l.LotID, q)
+			}
+		}
+	}
+	return nil
+}
+
+// loadFields returns the hash of a SKU as field/value pairs.
+func loadFields(s SKU) []any {
+	chunks := buildIndex(s.Lots)
+	out := make([]any, 0, 6+2*len(chunks)+6*len(s.Lots))
+	out = append(out, fieldVersion, strconv.FormatInt(s.Version, 10),
+		fieldSafety, strconv.FormatInt(s.SafetyStock, 10), fieldChunks, strconv.Itoa(len(chunks)))
+	for i, c := range chunks {
+		out = append(out, "o:"+strconv.Itoa(i), c)
+	}
+	for _, l := range s.Lots {
+		out = append(out, "m:"+l.LotID, encodeMeta(l),
+			"s:"+l.LotID, strconv.FormatInt(l.Sellable, 10),
+			"b:"+l.LotID, fmt.Sprintf("%d %d %d %d", l.Reserved, l.Allocated, l.Hidden, l.Shipped))
+	}
+	return out
+}
+
+// decodeHash turns a SKU hash (HGETALL) into a SKU, lots by registration order.
+func decodeHash(sku string, h map[string]string) (SKU, error) {
+	s := SKU{SKU: sku, Lots: []Lot{}}
+	var err error
+	if s.Version, err = strconv.ParseInt(h[fieldVersion], 10, 64); err != nil {
+		return s, fmt.Errorf("ledger: sku %s: bad version %q", sku, h[fieldVersion])
+	}
+	if s.SafetyStock, err = strconv.ParseInt(h[fieldSafety], 10, 64); err != nil {
+		return s, fmt.Errorf("ledger: sku %s: bad safety stock %q", sku, h[fieldSafety])
+	}
+	for f, v := range h {
+		id, ok := strings.CutPrefix(f, "m:")
+		if !ok {
+			continue
+		}
+		l := Lot{LotID: id}
+		if err := decodeMeta(&l, v); err != nil {
+			return s, err
+		}
+		if l.Sellable, err = strconv.ParseInt(h["s:"+id], 10, 64); err != nil {
+			return s, fmt.Errorf("ledger: sku %s lot %s: bad sellable %q", sku, id, h["s:"+id])
+		}
+		if _, err := fmt.Sscanf(h["b:"+id], "%d %d %d %d", &l.Reserved, &l.Allocated, &l.Hidden, &l.Shipped); err != nil {
+			return s, fmt.Errorf("ledger: sku %s lot %s: bad buckets %q", sku, id, h["b:"+id])
+		}
+		s.Lots = append(s.Lots, l)
+	}
+	sortLots(s.Lots)
+	return s, nil
+}
+
+func sortLots(lots []Lot) {
+	sort.Slice(lots, func(i, j int) bool {
+		if lots[i].RegSeq != lots[j].RegSeq {
+			return lots[i].RegSeq < lots[j].RegSeq
+		}
+		return lots[i].LotID < lots[j].LotID
+	})
+}
+
+// decodeResult parses a success result of ledger.lua:
+//
+//	<version>
+//	m \t lot \t from \t to \t qty          one per move, in order
+//	l \t lot \t <meta, 7 fields> \t sellable \t "reserved allocated hidden shipped"
+//	                                       one per touched lot
+//	c \t reason                            adjustments only
+func decodeResult(opID, sku, text string) (Result, error) {
+	r := Result{OpID: opID, SKU: sku, Moves: []Move{}, Lots: []Lot{}}
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	var err error
+	if r.Version, err = strconv.ParseInt(lines[0], 10, 64); err != nil {
+		return r, fmt.Errorf("ledger: bad script result %q", text)
+	}
+	for _, line := range lines[1:] {
+		f := strings.Split(line, "\t")
+		switch {
+		case f[0] == "m" && len(f) == 5:
+			q, err := strconv.ParseInt(f[4], 10, 64)
+			if err != nil {
+				return r, fmt.Errorf("ledger: bad move %q", line)
+			}
+			r.Moves = append(r.Moves, Move{OpID: opID, Index: len(r.Moves), SKU: sku, LotID: f[1], From: f[2], To: f[3], Qty: q})
+		case f[0] == "l" && len(f) == 11:
+			l := Lot{LotID: f[1]}
+			if err := decodeMeta(&l, strings.Join(f[2:9], "\t")); err != nil {
+				return r, err
+			}
+			if l.Sellable, err = strconv.ParseInt(f[9], 10, 64); err != nil {
+				return r, fmt.Errorf("ledger: bad lot %q", line)
+			}
+			if _, err := fmt.Sscanf(f[10], "%d %d %d %d", &l.Reserved, &l.Allocated, &l.Hidden, &l.Shipped); err != nil {
+				return r, fmt.Errorf("ledger: bad lot %q", line)
+			}
+			r.Lots = append(r.Lots, l)
+		case f[0] == "c" && len(f) == 2:
+			r.Reason = f[1]
+		default:
+			return r, fmt.Errorf("ledger: bad script result line %q", line)
+		}
+	}
+	return r, nil
+}

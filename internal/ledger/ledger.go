@@ -1,0 +1,286 @@
+package ledger
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed ledger.lua
+	ledgerLua    string
+	ledgerScript = redis.NewScript(ledgerLua)
+
+	//go:embed load.lua
+	loadLua    string
+	loadScript = redis.NewScript(loadLua)
+)
+
+// OpRetentionDefault is how long an applied op id is remembered: well beyond SQS's
+// maximum message retention (14 days is the maximum; junban's queues keep 4 days by
+// default) would cost memory, so it is 7 days, which covers redeliveries, DLQ redrives
+// within a working week and the sweeper re-running a crashed worker's backlog.
+const OpRetentionDefault = 7 * 24 * time.Hour
+
+// Config tunes a Ledger.
+type Config struct {
+	// OpRetention is how long an op id and its result are remembered (rounded up to a
+	// second); a replay after that is applied anew. Zero means OpRetentionDefault.
+	OpRetention time.Duration
+}
+
+// Validate reports the problems of a Config, one per entry.
+func (c Config) Validate() []string {
+	if c.OpRetention < 0 {
+		return []string{"ledger: OpRetention must not be negative"}
+	}
+	return nil
+}
+
+func (c Config) retentionSeconds() string {
+	d := c.OpRetention
+	if d == 0 {
+		d = OpRetentionDefault
+	}
+	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
+}
+
+// Ledger runs inventory operations on Redis. It is safe for concurrent use: every
+// operation is one atomic script on one SKU, with no lock and no retry loop.
+type Ledger struct {
+	rc     redis.UniversalClient
+	prefix string
+	loader Loader
+	ttl    string
+}
+
+// New returns a Ledger on rc whose keys start with prefix; loader supplies SKUs that
+// are not in Redis yet.
+func New(rc redis.UniversalClient, prefix string, loader Loader, cfg Config) *Ledger {
+	return &Ledger{rc: rc, prefix: prefix, loader: loader, ttl: cfg.retentionSeconds()}
+}
+
+// Inventory is what both Ledger and Model do, so callers and tests can use either.
+type Inventory interface {
+	Load(ctx context.Context, sku string) error
+	Allocate(ctx context.Context, r AllocateRequest) (Result, error)
+	Release(ctx context.Context, r ReleaseRequest) (Result, error)
+	Confirm(ctx context.Context, r LotsRequest) (Result, error)
+	Ship(ctx context.Context, r LotsRequest) (Result, error)
+	Receive(ctx context.Context, r ReceiveRequest) (Result, error)
+	Hide(ctx context.Context, r LotRequest) (Result, error)
+	Unhide(ctx context.Context, r LotRequest) (Result, error)
+	MarkDefective(ctx context.Context, r LotRequest) (Result, error)
+	Adjust(ctx context.Context, r AdjustRequest) (Result, error)
+	Snapshot(ctx context.Context, sku string) (SKU, error)
+}
+
+var (
+	_ Inventory = (*Ledger)(nil)
+	_ Inventory = (*Model)(nil)
+)
+
+// Load creates the SKU's state in Redis from the Loader unless it exists already.
+func (l *Ledger) Load(ctx context.Context, sku string) error {
+	_, err := l.load(ctx, sku)
+	return err
+}
+
+func (l *Ledger) load(ctx context.Context, sku string) (created bool, err error) {
+	if err := CheckSKU(sku); err != nil {
+		return false, err
+	}
+	if l.loader == nil {
+		return false, fmt.Errorf("ledger: load sku=%s: no loader: %w", sku, ErrNotLoaded)
+	}
+	s, err := l.loader.LoadSKU(ctx, sku)
+	if err != nil {
+		return false, fmt.Errorf("ledger: load sku=%s: %w", sku, err)
+	}
+	s.SKU = sku
+	if err := CheckSKUState(s); err != nil {
+		return false, fmt.Errorf("ledger: load: %w", err)
+	}
+	n, err := loadScript.Run(ctx, l.rc, []string{Key(l.prefix, sku)}, loadFields(s)...).Int()
+	if err != nil {
+		return false, fmt.Errorf("ledger: load sku=%s: %w", sku, err)
+	}
+	return n == 1, nil
+}
+
+// run calls ledger.lua, loading the SKU once if it is not in Redis.
+func (l *Ledger) run(ctx context.Context, name, opID, sku string, args ...any) (Result, error) {
+	keys := []string{Key(l.prefix, sku), opKey(l.prefix, sku, opID)}
+	argv := append([]any{name, l.ttl}, args...)
+	for attempt := 0; ; attempt++ {
+		res, err := ledgerScript.Run(ctx, l.rc, keys, argv...).Slice()
+		if err != nil {
+			var rerr redis.Error
+			if !errors.As(err, &rerr) {
+				return Result{OpID: opID, SKU: sku}, fmt.Errorf("ledger: %s sku=%s: %w", name, sku, err)
+			}
+			e, replayed, ok := scriptError(name, sku, err)
+			if !ok {
+				return Result{OpID: opID, SKU: sku}, fmt.Errorf("ledger: %s sku=%s: %w", name, sku, err)
+			}
+			if errors.Is(e, ErrNotLoaded) && attempt == 0 {
+				if _, err := l.load(ctx, sku); err != nil {
+					return Result{OpID: opID, SKU: sku}, err
+				}
+				continue
+			}
+			return Result{OpID: opID, SKU: sku, Replayed: replayed}, e
+		}
+		if len(res) != 2 {
+			return Result{OpID: opID, SKU: sku}, fmt.Errorf("ledger: %s sku=%s: unexpected reply %v", name, sku, res)
+		}
+		text, _ := res[1].(string)
+		r, err := decodeResult(opID, sku, text)
+		r.Replayed = res[0] == int64(1)
+		return r, err
+	}
+}
+
+// Allocate sets aside Qty units from the lots valid on TargetDate: on-hand lots by
+// best-before (FEFO), then planned lots newest first (LIFO). ModeShip moves
+// sellable -> allocated and keeps safety stock (ErrSafetyStock); ModeReserve moves
+// sellable -> reserved. ErrShortage when the candidates cannot cover Qty.
+func (l *Ledger) Allocate(ctx context.Context, r AllocateRequest) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.run(ctx, "alloc", r.OpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode))
+}
+
+func (l *Ledger) moveLots(ctx context.Context, opID, sku, from, to string, lots []LotQty) (Result, error) {
+	args := []any{from, to}
+	for _, q := range lots {
+		args = append(args, q.LotID, q.Qty)
+	}
+	return l.run(ctx, "move", opID, sku, args...)
+}
+
+func bucketCode(b string) string { return bucketCodes[b] }
+
+// Release returns the given quantities from r.From (Reserved or Allocated) to sellable.
+func (l *Ledger) Release(ctx context.Context, r ReleaseRequest) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.OpID, r.SKU, bucketCode(r.From), "s", r.Lots)
+}
+
+// Confirm moves reserved -> allocated in the given lots, without the safety check.
+func (l *Ledger) Confirm(ctx context.Context, r LotsRequest) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.OpID, r.SKU, "r", "a", r.Lots)
+}
+
+// Ship moves allocated -> shipped in the given lots.
+func (l *Ledger) Ship(ctx context.Context, r LotsRequest) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.OpID, r.SKU, "a", "x", r.Lots)
+}
+
+// Hide moves sellable -> hidden.
+func (l *Ledger) Hide(ctx context.Context, r LotRequest) (Result, error) {
+	if err := r.validate(true); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.OpID, r.SKU, "s", "h", []LotQty{{r.LotID, r.Qty}})
+}
+
+// Unhide moves hidden -> sellable.
+func (l *Ledger) Unhide(ctx context.Context, r LotRequest) (Result, error) {
+	if err := r.validate(true); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.OpID, r.SKU, "h", "s", []LotQty{{r.LotID, r.Qty}})
+}
+
+// Receive turns a planned lot into an on-hand lot with its best-before; a counted
+// quantity different from the planned one moves the difference from or to External.
+func (l *Ledger) Receive(ctx context.Context, r ReceiveRequest) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.run(ctx, "receive", r.OpID, r.SKU, r.LotID, r.BestBefore, r.Qty)
+}
+
+// MarkDefective marks a lot defective: it is never a candidate again. No quantity moves.
+func (l *Ledger) MarkDefective(ctx context.Context, r LotRequest) (Result, error) {
+	if err := r.validate(false); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.run(ctx, "defect", r.OpID, r.SKU, r.LotID)
+}
+
+// Adjust corrects a lot's sellable quantity by Delta (to or from External); sellable
+// never goes negative (ErrInsufficient).
+func (l *Ledger) Adjust(ctx context.Context, r AdjustRequest) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.run(ctx, "adjust", r.OpID, r.SKU, r.LotID, r.Delta, r.Reason)
+}
+
+// Snapshot returns the SKU's current state, lots by registration order; ErrNotLoaded
+// when it is not in Redis.
+func (l *Ledger) Snapshot(ctx context.Context, sku string) (SKU, error) {
+	if err := CheckSKU(sku); err != nil {
+		return SKU{}, err
+	}
+	h, err := l.rc.HGetAll(ctx, Key(l.prefix, sku)).Result()
+	if err != nil {
+		return SKU{}, fmt.Errorf("ledger: snapshot sku=%s: %w", sku, err)
+	}
+	if len(h) == 0 {
+		return SKU{}, opError("snapshot", sku, ErrNotLoaded, "")
+	}
+	return decodeHash(sku, h)
+}
+
+// ScanSKUs calls fn with every SKU loaded under the ledger's prefix, on every master
+// of a cluster. fn may be called concurrently for different masters of a cluster.
+func (l *Ledger) ScanSKUs(ctx context.Context, fn func(sku string) error) error {
+	head := Key(l.prefix, "")
+	head = head[:len(head)-1] // "<prefix>:inv:{"
+	pattern := globEscape(head) + "*}"
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		iter := c.ScanType(ctx, 0, pattern, 1000, "hash").Iterator()
+		for iter.Next(ctx) {
+			k := iter.Val()
+			sku := strings.TrimSuffix(strings.TrimPrefix(k, head), "}")
+			if err := fn(sku); err != nil {
+				return err
+			}
+		}
+		return iter.Err()
+	}
+	if cc, ok := l.rc.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	}
+	return scan(ctx, l.rc)
+}
+
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,511 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/junban/junban/internal/testenv"
+)
+
+// memLoader serves SKUs from memory and counts calls.
+type memLoader struct {
+	mu    sync.Mutex
+	skus  map[string]SKU
+	calls int
+}
+
+func newMemLoader(skus ...SKU) *memLoader {
+	m := &memLoader{skus: map[string]SKU{}}
+	for _, s := range skus {
+		m.skus[s.SKU] = s
+	}
+	return m
+}
+
+func (m *memLoader) LoadSKU(_ context.Context, sku string) (SKU, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls++
+	s, ok := m.skus[sku]
+	if !ok {
+		return SKU{}, ErrUnknownSKU
+	}
+	return cloneSKU(s), nil
+}
+
+// impls returns a Ledger on real Redis and a Model over the same SKUs, so every rule is
+// checked on both.
+func impls(t *testing.T, skus ...SKU) map[string]Inventory {
+	rc, prefix := testenv.Redis(t)
+	return map[string]Inventory{
+		"redis": New(rc, prefix, newMemLoader(skus...), Config{}),
+		"model": NewModel(newMemLoader(skus...)),
+	}
+}
+
+func lot(id, kind string, reg int64, bb string, sellable int64) Lot {
+	return Lot{LotID: id, Kind: kind, Good: true, BestBefore: bb, RegSeq: reg,
+		ValidFrom: MinDate, ValidTo: MaxDate, Sellable: sellable}
+}
+
+var ctx = context.Background()
+
+type mv struct {
+	lot, from, to string
+	qty           int64
+}
+
+func movesOf(r Result) []mv {
+	out := []mv{}
+	for i, m := range r.Moves {
+		if m.Index != i || m.OpID != r.OpID || m.SKU != r.SKU {
+			panic(fmt.Sprintf("bad move header %+v in %+v", m, r))
+		}
+		out = append(out, mv{m.LotID, m.From, m.To, m.Qty})
+	}
+	return out
+}
+
+func wantMoves(t *testing.T, r Result, err error, want ...mv) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("unexpected error %v", err)
+	}
+	if got := movesOf(r); !reflect.DeepEqual(got, append([]mv{}, want...)) {
+		t.Fatalf("moves = %v, want %v", got, want)
+	}
+}
+
+func wantErr(t *testing.T, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("error = %v, want %v", err, want)
+	}
+}
+
+func each(t *testing.T, skus []SKU, fn func(t *testing.T, inv Inventory)) {
+	for name, inv := range impls(t, skus...) {
+		t.Run(name, func(t *testing.T) { fn(t, inv) })
+	}
+}
+
+func alloc(op, sku string, qty int64, date string, mode Mode) AllocateRequest {
+	return AllocateRequest{OpID: op, SKU: sku, Qty: qty, TargetDate: date, Mode: mode}
+}
+
+func TestFEFO(t *testing.T) {
+	s := SKU{SKU: "A", Lots: []Lot{
+		lot("late", KindOnHand, 1, "2027-03-01", 2),
+		lot("early-2", KindOnHand, 3, "2027-01-01", 2),
+		lot("early-1", KindOnHand, 2, "2027-01-01", 2),
+		lot("nobb", KindOnHand, 0, "", 2),
+		lot("planned", KindPlanned, 9, "", 2),
+	}}
+	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
+		r, err := inv.Allocate(ctx, alloc("o1", "A", 7, "2026-12-01", ModeShip))
+		wantMoves(t, r, err, mv{"early-1", Sellable, Allocated, 2}, mv{"early-2", Sellable, Allocated, 2},
+			mv{"late", Sellable, Allocated, 2}, mv{"nobb", Sellable, Allocated, 1})
+		if r.Version != 1 || len(r.Lots) != 4 || r.Lots[3].LotID != "nobb" || r.Lots[3].Sellable != 1 || r.Lots[3].Allocated != 1 {
+			t.Fatalf("result %+v", r)
+		}
+	})
+}
+
+func TestPlannedLIFOAfterOnHand(t *testing.T) {
+	s := SKU{SKU: "A", Lots: []Lot{
+		lot("p-old", KindPlanned, 1, "", 5),
+		lot("onhand", KindOnHand, 2, "2027-01-01", 1),
+		lot("p-new", KindPlanned, 3, "", 5),
+		lot("p-mid", KindPlanned, 2_000, "2026-01-01", 5),
+	}}
+	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
+		r, err := inv.Allocate(ctx, alloc("o1", "A", 9, "2026-12-01", ModeReserve))
+		wantMoves(t, r, err, mv{"onhand", Sellable, Reserved, 1}, mv{"p-mid", Sellable, Reserved, 5},
+			mv{"p-new", Sellable, Reserved, 3})
+	})
+}
+
+func TestPeriodBothEdgesInclusive(t *testing.T) {
+	l := lot("L", KindOnHand, 1, "2027-01-01", 10)
+	l.ValidFrom, l.ValidTo = "2026-12-01", "2026-12-10"
+	s := SKU{SKU: "A", Lots: []Lot{l}}
+	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
+		_, err := inv.Allocate(ctx, alloc("before", "A", 1, "2026-11-30", ModeShip))
+		wantErr(t, err, ErrShortage)
+		r, err := inv.Allocate(ctx, alloc("first", "A", 1, "2026-12-01", ModeShip))
+		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
+		r, err = inv.Allocate(ctx, alloc("last", "A", 1, "2026-12-10", ModeShip))
+		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
+		_, err = inv.Allocate(ctx, alloc("after", "A", 1, "2026-12-11", ModeShip))
+		wantErr(t, err, ErrShortage)
+	})
+}
+
+func TestDefectiveNeverAllocated(t *testing.T) {
+	bad := lot("bad", KindOnHand, 1, "2026-01-01", 100)
+	bad.Good = false
+	s := SKU{SKU: "A", Lots: []Lot{bad, lot("ok", KindOnHand, 2, "2027-01-01", 3), lot("p", KindPlanned, 3, "", 3)}}
+	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
+		_, err := inv.Allocate(ctx, alloc("o1", "A", 7, "2026-12-01", ModeReserve))
+		wantErr(t, err, ErrShortage)
+		r, err := inv.MarkDefective(ctx, LotRequest{OpID: "d1", SKU: "A", LotID: "ok"})
+		wantMoves(t, r, err)
+		if r.Lots[0].Good || r.Version != 1 {
+			t.Fatalf("after MarkDefective: %+v", r)
+		}
+		r, err = inv.Allocate(ctx, alloc("o2", "A", 2, "2026-12-01", ModeReserve))
+		wantMoves(t, r, err, mv{"p", Sellable, Reserved, 2})
+	})
+}
+
+func TestSafetyStockOnlyForShip(t *testing.T) {
+	s := SKU{SKU: "A", SafetyStock: 5, Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 10)}}
+	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
+		_, err := inv.Allocate(ctx, alloc("s11", "A", 11, "2026-12-01", ModeShip))
+		wantErr(t, err, ErrShortage) // short in either mode: shortage, not safety stock
+		_, err = inv.Allocate(ctx, alloc("s6", "A", 6, "2026-12-01", ModeShip))
+		wantErr(t, err, ErrSafetyStock)
+		r, err := inv.Allocate(ctx, alloc("r6", "A", 6, "2026-12-01", ModeReserve))
+		wantMoves(t, r, err, mv{"L", Sellable, Reserved, 6})
+		_, err = inv.Allocate(ctx, alloc("s1", "A", 1, "2026-12-01", ModeShip))
+		wantErr(t, err, ErrSafetyStock)
+		// Confirm has no safety check: the stock is already set aside.
+		r, err = inv.Confirm(ctx, LotsRequest{OpID: "c", SKU: "A", Lots: []LotQty{{"L", 6}}})
+		wantMoves(t, r, err, mv{"L", Reserved, Allocated, 6})
+		_, err = inv.Allocate(ctx, alloc("r4", "A", 4, "2026-12-01", ModeReserve)) // reserve may dip into safety stock
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	s2 := SKU{SKU: "B", SafetyStock: 5, Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 10)}}
+	each(t, []SKU{s2}, func(t *testing.T, inv Inventory) {
+		r, err := inv.Allocate(ctx, alloc("s5", "B", 5, "2026-12-01", ModeShip)) // S = ss + qty exactly
+		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 5})
+	})
+}
+
+func TestShortageMovesNothing(t *testing.T) {
+	s := SKU{SKU: "A", Lots: []Lot{lot("L1", KindOnHand, 1, "2027-01-01", 3), lot("L2", KindPlanned, 2, "", 3)}}
+	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
+		if err := inv.Load(ctx, "A"); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := inv.Snapshot(ctx, "A")
+		r, err := inv.Allocate(ctx, alloc("o1", "A", 7, "2026-12-01", ModeReserve))
+		wantErr(t, err, ErrShortage)
+		if Reason(err) != "ERR_SHORTAGE" || len(r.Moves) != 0 || r.Version != 0 {
+			t.Fatalf("result %+v err %v", r, err)
+		}
+		after, _ := inv.Snapshot(ctx, "A")
+		if !reflect.DeepEqual(before, after) {
+			t.Fatalf("state changed:\n%+v\n%+v", before, after)
+		}
+	})
+}
+
+func TestReplayReturnsFirstResultAndMovesNothing(t *testing.T) {
+	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 3)}}
+	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
+		first, err := inv.Allocate(ctx, alloc("o1", "A", 2, "2026-12-01", ModeShip))
+		wantMoves(t, first, err, mv{"L", Sellable, Allocated, 2})
+		// The same op id with other arguments still gets the first answer.
+		again, err := inv.Allocate(ctx, alloc("o1", "A", 1, "2026-12-01", ModeReserve))
+		if err != nil || !again.Replayed {
+			t.Fatalf("replay: %+v %v", again, err)
+		}
+		again.Replayed = false
+		if !reflect.DeepEqual(first, again) {
+			t.Fatalf("replay differs:\n%+v\n%+v", first, again)
+		}
+		snap, _ := inv.Snapshot(ctx, "A")
+		if snap.Version != 1 || snap.Lots[0].Sellable != 1 {
+			t.Fatalf("replay moved stock: %+v", snap)
+		}
+		// A failure is remembered too: the same op id fails the same way after stock arrives.
+		_, err = inv.Allocate(ctx, alloc("o2", "A", 5, "2026-12-01", ModeShip))
+		wantErr(t, err, ErrShortage)
+		if _, err := inv.Adjust(ctx, AdjustRequest{OpID: "adj", SKU: "A", LotID: "L", Delta: 10, Reason: "count"}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := inv.Allocate(ctx, alloc("o2", "A", 5, "2026-12-01", ModeShip))
+		wantErr(t, err, ErrShortage)
+		if !r.Replayed {
+			t.Fatalf("failed replay not flagged: %+v", r)
+		}
+		r, err = inv.Allocate(ctx, alloc("o3", "A", 5, "2026-12-01", ModeShip))
+		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 5})
+	})
+}
+
+func TestHiddenNeverCandidate(t *testing.T) {
+	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 5)}}
+	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
+		r, err := inv.Hide(ctx, LotRequest{OpID: "h", SKU: "A", LotID: "L", Qty: 4})
+		wantMoves(t, r, err, mv{"L", Sellable, Hidden, 4})
+		_, err = inv.Allocate(ctx, alloc("o1", "A", 2, "2026-12-01", ModeReserve))
+		wantErr(t, err, ErrShortage)
+		_, err = inv.Unhide(ctx, LotRequest{OpID: "u", SKU: "A", LotID: "L", Qty: 5})
+		wantErr(t, err, ErrInsufficient)
+		r, err = inv.Unhide(ctx, LotRequest{OpID: "u2", SKU: "A", LotID: "L", Qty: 4})
+		wantMoves(t, r, err, mv{"L", Hidden, Sellable, 4})
+	})
+}
+
+func TestLifecycleReleaseConfirmShip(t *testing.T) {
+	s := SKU{SKU: "A", Lots: []Lot{lot("L1", KindOnHand, 1, "2027-01-01", 2), lot("L2", KindOnHand, 2, "2027-02-01", 5)}}
+	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
+		r, err := inv.Allocate(ctx, alloc("a", "A", 4, "2026-12-01", ModeReserve))
+		wantMoves(t, r, err, mv{"L1", Sellable, Reserved, 2}, mv{"L2", Sellable, Reserved, 2})
+		// Partial release: the caller takes from the line's lots in reverse allocation order.
+		r, err = inv.Release(ctx, ReleaseRequest{OpID: "rel", SKU: "A", From: Reserved, Lots: []LotQty{{"L2", 1}}})
+		wantMoves(t, r, err, mv{"L2", Reserved, Sellable, 1})
+		_, err = inv.Confirm(ctx, LotsRequest{OpID: "c0", SKU: "A", Lots: []LotQty{{"L1", 2}, {"L2", 2}}})
+		wantErr(t, err, ErrInsufficient) // all or nothing: L1 must not have moved
+		_, err = inv.Confirm(ctx, LotsRequest{OpID: "c1", SKU: "A", Lots: []LotQty{{"L1", 2}, {"nope", 1}}})
+		wantErr(t, err, ErrUnknownLot)
+		r, err = inv.Confirm(ctx, LotsRequest{OpID: "c2", SKU: "A", Lots: []LotQty{{"L1", 1}, {"L2", 1}, {"L1", 1}}})
+		wantMoves(t, r, err, mv{"L1", Reserved, Allocated, 1}, mv{"L2", Reserved, Allocated, 1}, mv{"L1", Reserved, Allocated, 1})
+		if len(r.Lots) != 2 || r.Lots[0].Allocated != 2 || r.Lots[0].Reserved != 0 {
+			t.Fatalf("lots %+v", r.Lots)
+		}
+		r, err = inv.Ship(ctx, LotsRequest{OpID: "s", SKU: "A", Lots: []LotQty{{"L1", 2}}})
+		wantMoves(t, r, err, mv{"L1", Allocated, Shipped, 2})
+		r, err = inv.Release(ctx, ReleaseRequest{OpID: "rel2", SKU: "A", From: Allocated, Lots: []LotQty{{"L2", 1}}})
+		wantMoves(t, r, err, mv{"L2", Allocated, Sellable, 1})
+		snap, _ := inv.Snapshot(ctx, "A")
+		want := []Lot{s.Lots[0], s.Lots[1]}
+		want[0].Sellable, want[0].Shipped = 0, 2
+		want[1].Sellable = 5
+		if snap.Version != 5 || !reflect.DeepEqual(snap.Lots, want) {
+			t.Fatalf("snapshot %+v", snap)
+		}
+	})
+}
+
+func TestReceive(t *testing.T) {
+	s := SKU{SKU: "A", Lots: []Lot{
+		lot("old", KindOnHand, 1, "2027-05-01", 1),
+		lot("p1", KindPlanned, 2, "", 10),
+		lot("p2", KindPlanned, 3, "", 10),
+	}}
+	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
+		r, err := inv.Allocate(ctx, alloc("a", "A", 3, "2026-12-01", ModeReserve))
+		wantMoves(t, r, err, mv{"old", Sellable, Reserved, 1}, mv{"p2", Sellable, Reserved, 2})
+		// p1 arrives short (8 of 10) with an earlier best-before: first in FEFO now.
+		r, err = inv.Receive(ctx, ReceiveRequest{OpID: "rc1", SKU: "A", LotID: "p1", BestBefore: "2027-01-01", Qty: 8})
+		wantMoves(t, r, err, mv{"p1", Sellable, External, 2})
+		if r.Lots[0].Kind != KindOnHand || r.Lots[0].BestBefore != "2027-01-01" {
+			t.Fatalf("received lot %+v", r.Lots[0])
+		}
+		_, err = inv.Receive(ctx, ReceiveRequest{OpID: "rc2", SKU: "A", LotID: "p1", BestBefore: "2027-01-01"})
+		wantErr(t, err, ErrLotState)
+		// p2 arrives with more than planned (12 of 10, 2 of them reserved).
+		r, err = inv.Receive(ctx, ReceiveRequest{OpID: "rc3", SKU: "A", LotID: "p2", BestBefore: "2027-03-01", Qty: 12})
+		wantMoves(t, r, err, mv{"p2", External, Sellable, 2})
+		r, err = inv.Allocate(ctx, alloc("b", "A", 9, "2026-12-01", ModeShip))
+		wantMoves(t, r, err, mv{"p1", Sellable, Allocated, 8}, mv{"p2", Sellable, Allocated, 1})
+		_, err = inv.Receive(ctx, ReceiveRequest{OpID: "rc4", SKU: "A", LotID: "zz"})
+		wantErr(t, err, ErrUnknownLot)
+	})
+	s2 := SKU{SKU: "B", Lots: []Lot{lot("p", KindPlanned, 1, "", 5)}}
+	each(t, []SKU{s2}, func(t *testing.T, inv Inventory) {
+		if _, err := inv.Allocate(ctx, alloc("a", "B", 4, "2026-12-01", ModeReserve)); err != nil {
+			t.Fatal(err)
+		}
+		// Counted 2 but 4 are reserved: the count cannot take reserved stock away.
+		_, err := inv.Receive(ctx, ReceiveRequest{OpID: "r", SKU: "B", LotID: "p", Qty: 2})
+		wantErr(t, err, ErrInsufficient)
+		r, err := inv.Receive(ctx, ReceiveRequest{OpID: "r2", SKU: "B", LotID: "p"})
+		wantMoves(t, r, err)
+	})
+}
+
+func TestAdjust(t *testing.T) {
+	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 3)}}
+	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
+		_, err := inv.Adjust(ctx, AdjustRequest{OpID: "a1", SKU: "A", LotID: "L", Delta: -4, Reason: "count"})
+		wantErr(t, err, ErrInsufficient)
+		r, err := inv.Adjust(ctx, AdjustRequest{OpID: "a2", SKU: "A", LotID: "L", Delta: -3, Reason: "broken in aisle 3"})
+		wantMoves(t, r, err, mv{"L", Sellable, External, 3})
+		if r.Reason != "broken in aisle 3" {
+			t.Fatalf("reason %q", r.Reason)
+		}
+		r, err = inv.Adjust(ctx, AdjustRequest{OpID: "a3", SKU: "A", LotID: "L", Delta: 7, Reason: "found"})
+		wantMoves(t, r, err, mv{"L", External, Sellable, 7})
+	})
+}
+
+func TestInvalidRequestsNeverReachTheScript(t *testing.T) {
+	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 3)}}
+	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
+		cases := []struct {
+			name string
+			do   func() error
+			want error
+		}{
+			{"zero qty", func() error { _, err := inv.Allocate(ctx, alloc("x", "A", 0, "2026-12-01", ModeShip)); return err }, ErrInvalidQuantity},
+			{"negative qty", func() error { _, err := inv.Allocate(ctx, alloc("x", "A", -1, "2026-12-01", ModeShip)); return err }, ErrInvalidQuantity},
+			{"huge qty", func() error {
+				_, err := inv.Allocate(ctx, alloc("x", "A", MaxQty+1, "2026-12-01", ModeShip))
+				return err
+			}, ErrInvalidQuantity},
+			{"bad date", func() error { _, err := inv.Allocate(ctx, alloc("x", "A", 1, "2026-12-1", ModeShip)); return err }, ErrInvalidRequest},
+			{"no date", func() error { _, err := inv.Allocate(ctx, alloc("x", "A", 1, "", ModeShip)); return err }, ErrInvalidRequest},
+			{"feb 30", func() error { _, err := inv.Allocate(ctx, alloc("x", "A", 1, "2026-02-30", ModeShip)); return err }, ErrInvalidRequest},
+			{"bad mode", func() error { _, err := inv.Allocate(ctx, alloc("x", "A", 1, "2026-12-01", "both")); return err }, ErrInvalidRequest},
+			{"no op id", func() error { _, err := inv.Allocate(ctx, alloc("", "A", 1, "2026-12-01", ModeShip)); return err }, ErrInvalidRequest},
+			{"brace in sku", func() error { _, err := inv.Allocate(ctx, alloc("x", "A}", 1, "2026-12-01", ModeShip)); return err }, ErrInvalidRequest},
+			{"release from sellable", func() error {
+				_, err := inv.Release(ctx, ReleaseRequest{OpID: "x", SKU: "A", From: Sellable, Lots: []LotQty{{"L", 1}}})
+				return err
+			}, ErrInvalidRequest},
+			{"release no lots", func() error {
+				_, err := inv.Release(ctx, ReleaseRequest{OpID: "x", SKU: "A", From: Reserved})
+				return err
+			}, ErrInvalidRequest},
+			{"ship zero", func() error {
+				_, err := inv.Ship(ctx, LotsRequest{OpID: "x", SKU: "A", Lots: []LotQty{{"L", 0}}})
+				return err
+			}, ErrInvalidQuantity},
+			{"hide zero", func() error { _, err := inv.Hide(ctx, LotRequest{OpID: "x", SKU: "A", LotID: "L"}); return err }, ErrInvalidQuantity},
+			{"adjust zero", func() error {
+				_, err := inv.Adjust(ctx, AdjustRequest{OpID: "x", SKU: "A", LotID: "L", Reason: "r"})
+				return err
+			}, ErrInvalidQuantity},
+			{"adjust no reason", func() error {
+				_, err := inv.Adjust(ctx, AdjustRequest{OpID: "x", SKU: "A", LotID: "L", Delta: 1})
+				return err
+			}, ErrInvalidRequest},
+			{"receive negative", func() error {
+				_, err := inv.Receive(ctx, ReceiveRequest{OpID: "x", SKU: "A", LotID: "L", Qty: -1})
+				return err
+			}, ErrInvalidQuantity},
+			{"receive bad date", func() error {
+				_, err := inv.Receive(ctx, ReceiveRequest{OpID: "x", SKU: "A", LotID: "L", BestBefore: "tomorrow"})
+				return err
+			}, ErrInvalidRequest},
+			{"lot id with newline", func() error {
+				_, err := inv.MarkDefective(ctx, LotRequest{OpID: "x", SKU: "A", LotID: "L\n"})
+				return err
+			}, ErrInvalidRequest},
+		}
+		for _, c := range cases {
+			if err := c.do(); !errors.Is(err, c.want) {
+				t.Errorf("%s: error %v, want %v", c.name, err, c.want)
+			}
+		}
+		// None of them was remembered: op id "x" is still free.
+		r, err := inv.Allocate(ctx, alloc("x", "A", 1, "2026-12-01", ModeShip))
+		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
+		if r.Version != 1 || r.Replayed {
+			t.Fatalf("result %+v", r)
+		}
+	})
+}
+
+func TestUnknownSKUAndAutoLoad(t *testing.T) {
+	s := SKU{SKU: "A", Version: 41, Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 3)}}
+	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
+		_, err := inv.Allocate(ctx, alloc("x", "nope", 1, "2026-12-01", ModeShip))
+		wantErr(t, err, ErrUnknownSKU)
+		if Reason(err) != "ERR_UNKNOWN_SKU" {
+			t.Fatalf("reason %q", Reason(err))
+		}
+		_, err = inv.Snapshot(ctx, "A")
+		wantErr(t, err, ErrNotLoaded)
+		r, err := inv.Allocate(ctx, alloc("y", "A", 1, "2026-12-01", ModeShip))
+		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
+		if r.Version != 42 {
+			t.Fatalf("version %d, want the loaded version + 1", r.Version)
+		}
+	})
+}
+
+func TestReasonCodes(t *testing.T) {
+	if Reason(nil) != "" || Reason(errors.New("x")) != "ERR_INTERNAL" {
+		t.Fatal("Reason of nil or foreign error")
+	}
+	for code, e := range reasons {
+		if got := Reason(fmt.Errorf("wrapped: %w", e)); got != code {
+			t.Errorf("Reason(%v) = %q, want %q", e, got, code)
+		}
+	}
+}
+
+// Concurrent first touches create the SKU once: an allocation applied after the first
+// load must never be overwritten by a later load.
+func TestConcurrentFirstTouchLoadsOnce(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	const n = 32
+	loader := newMemLoader(SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 1000)}})
+	l := New(rc, prefix, loader, Config{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	created := 0
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, err := l.load(ctx, "A")
+			if err != nil {
+				t.Error(err)
+			}
+			if _, err := l.Allocate(ctx, alloc(fmt.Sprint("o", i), "A", 1, "2026-12-01", ModeShip)); err != nil {
+				t.Error(err)
+			}
+			if ok {
+				mu.Lock()
+				created++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	snap, err := l.Snapshot(ctx, "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created != 1 || snap.Lots[0].Sellable != 1000-n || snap.Lots[0].Allocated != n || snap.Version != n {
+		t.Fatalf("created %d times, state %+v", created, snap)
+	}
+}
+
+func TestScanSKUs(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	var skus []SKU
+	for _, id := range []string{"A", "B", "C:1", "with space"} {
+		skus = append(skus, SKU{SKU: id, Lots: []Lot{lot("L", KindOnHand, 1, "", 1)}})
+	}
+	l := New(rc, prefix, newMemLoader(skus...), Config{})
+	for _, s := range skus {
+		if _, err := l.Allocate(ctx, alloc("op", s.SKU, 1, "2026-12-01", ModeShip)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]bool{}
+	if err := l.ScanSKUs(ctx, func(sku string) error { got[sku] = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || !got["A"] || !got["C:1"] || !got["with space"] {
+		t.Fatalf("scanned %v", got)
+	}
+}
+
+func TestOpRecordExpires(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	l := New(rc, prefix, newMemLoader(SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "", 5)}}), Config{OpRetention: 90 * 60e9})
+	if _, err := l.Allocate(ctx, alloc("op", "A", 1, "2026-12-01", ModeShip)); err != nil {
+		t.Fatal(err)
+	}
+	ttl, err := rc.TTL(ctx, opKey(prefix, "A", "op")).Result()
+	if err != nil || ttl <= 89*60e9 || ttl > 90*60e9 {
+		t.Fatalf("op record ttl %v %v", ttl, err)
+	}
+	if ttl, _ := rc.TTL(ctx, Key(prefix, "A")).Result(); ttl != -1 {
+		t.Fatalf("SKU hash ttl %v, want none", ttl)
+	}
+}

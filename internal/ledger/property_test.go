@@ -1,0 +1,441 @@
+package ledger
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/junban/junban/internal/testenv"
+)
+
+var (
+	flagSeqs = flag.Int("ledger.seqs", 2000, "random operation sequences in TestScriptMatchesModel")
+	flagOps  = flag.Int("ledger.ops", 25, "operations per random sequence")
+)
+
+// genStep is one generated operation: exactly one request field is set.
+type genStep struct {
+	name     string
+	sku      string
+	alloc    *AllocateRequest
+	release  *ReleaseRequest
+	lots     *LotsRequest
+	receive  *ReceiveRequest
+	lot      *LotRequest
+	adjust   *AdjustRequest
+	snapshot bool
+}
+
+func (s genStep) String() string {
+	for _, v := range []any{s.alloc, s.release, s.lots, s.receive, s.lot, s.adjust} {
+		if !reflect.ValueOf(v).IsNil() {
+			return fmt.Sprintf("%s %+v", s.name, reflect.ValueOf(v).Elem().Interface())
+		}
+	}
+	return s.name + " " + s.sku
+}
+
+var genDates = []string{"2026-11-30", "2026-12-01", "2026-12-05", "2026-12-10", "2026-12-11"}
+
+// genSequence draws SKUs and a sequence of operations on them from rng: several SKUs,
+// lots of both kinds with tied best-befores, defective lots, validity periods around
+// the target dates, replays of earlier op ids, unknown lots and SKUs, invalid requests.
+func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
+	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
+	var skus []SKU
+	for i := range 1 + rng.IntN(3) {
+		s := SKU{SKU: fmt.Sprintf("S%d", i), SafetyStock: int64(rng.IntN(4)) * int64(rng.IntN(3)), Version: int64(rng.IntN(3)), Lots: []Lot{}}
+		nLots := rng.IntN(7)
+		if rng.IntN(16) == 0 {
+			// Enough lots for several index chunks, and a safety stock that makes ship
+			// allocations read across them.
+			nLots = 20 + rng.IntN(80)
+			s.SafetyStock = int64(rng.IntN(150))
+		}
+		regs := rng.Perm(200)
+		for j := range nLots {
+			l := Lot{
+				LotID: fmt.Sprintf("L%d", j), Kind: pick(KindOnHand, KindOnHand, KindPlanned),
+				Good: rng.IntN(8) != 0, BestBefore: pick("", "2027-01-01", "2027-01-01", "2027-02-01", "2026-12-15"),
+				RegSeq:    int64(regs[j]),
+				ArrivesAt: pick("", "2026-12-03"),
+				ValidFrom: pick(MinDate, MinDate, "2026-12-01", "2026-12-05"),
+				ValidTo:   pick(MaxDate, MaxDate, "2026-12-05", "2026-12-10"),
+				Sellable:  int64(rng.IntN(10)), Reserved: int64(rng.IntN(4)), Allocated: int64(rng.IntN(4)),
+				Hidden: int64(rng.IntN(3)), Shipped: int64(rng.IntN(3)),
+			}
+			if rng.IntN(20) == 0 {
+				l.RegSeq = maxRegSeq - int64(j)
+			}
+			if l.ValidFrom > l.ValidTo {
+				l.ValidFrom, l.ValidTo = l.ValidTo, l.ValidFrom
+			}
+			s.Lots = append(s.Lots, l)
+		}
+		skus = append(skus, s)
+	}
+	skuOf := func() (string, []Lot) {
+		if rng.IntN(30) == 0 {
+			return "S9", nil // not in the loader
+		}
+		s := skus[rng.IntN(len(skus))]
+		return s.SKU, s.Lots
+	}
+	lotOf := func(lots []Lot) string {
+		if len(lots) == 0 || rng.IntN(25) == 0 {
+			return "LX"
+		}
+		return lots[rng.IntN(len(lots))].LotID
+	}
+	qty := func() int64 {
+		if rng.IntN(60) == 0 {
+			return int64(rng.IntN(2)) - 1 // 0 or -1: invalid
+		}
+		if rng.IntN(12) == 0 {
+			return 1 + int64(rng.IntN(200))
+		}
+		return 1 + int64(rng.IntN(6))
+	}
+	lotQtys := func(lots []Lot) []LotQty {
+		out := []LotQty{}
+		for range 1 + rng.IntN(3) {
+			out = append(out, LotQty{lotOf(lots), qty()})
+		}
+		return out
+	}
+	var steps []genStep
+	for i := range nOps {
+		op := fmt.Sprintf("op%d", i)
+		sku, lots := skuOf()
+		var st genStep
+		switch k := rng.IntN(100); {
+		case k < 10 && len(steps) > 0:
+			// Replay an earlier op id, sometimes with other arguments: the first answer wins.
+			st = steps[rng.IntN(len(steps))]
+			if st.alloc != nil && rng.IntN(2) == 0 {
+				a := *st.alloc
+				a.Qty = 1 + int64(rng.IntN(6))
+				st.alloc = &a
+			}
+			st.name = "replay " + strings.TrimPrefix(st.name, "replay ")
+			sku = st.sku
+		case k < 45:
+			st = genStep{name: "allocate", alloc: &AllocateRequest{OpID: op, SKU: sku, Qty: qty(),
+				TargetDate: pick(genDates...), Mode: Mode(pick("ship", "reserve"))}}
+			if rng.IntN(40) == 0 {
+				st.alloc.Mode = "both" // invalid
+			}
+		case k < 55:
+			st = genStep{name: "release", release: &ReleaseRequest{OpID: op, SKU: sku, From: pick(Reserved, Allocated), Lots: lotQtys(lots)}}
+		case k < 62:
+			st = genStep{name: "confirm", lots: &LotsRequest{OpID: op, SKU: sku, Lots: lotQtys(lots)}}
+		case k < 68:
+			st = genStep{name: "ship", lots: &LotsRequest{OpID: op, SKU: sku, Lots: lotQtys(lots)}}
+		case k < 75:
+			q := int64(0)
+			if rng.IntN(2) == 0 {
+				q = qty()
+			}
+			st = genStep{name: "receive", receive: &ReceiveRequest{OpID: op, SKU: sku, LotID: lotOf(lots),
+				BestBefore: pick("", "2026-12-20", "2027-01-01", "2027-03-01"), Qty: q}}
+		case k < 80:
+			st = genStep{name: "hide", lot: &LotRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Qty: qty()}}
+		case k < 85:
+			st = genStep{name: "unhide", lot: &LotRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Qty: qty()}}
+		case k < 88:
+			st = genStep{name: "defect", lot: &LotRequest{OpID: op, SKU: sku, LotID: lotOf(lots)}}
+		case k < 96:
+			d := qty()
+			if rng.IntN(2) == 0 {
+				d = -d
+			}
+			st = genStep{name: "adjust", adjust: &AdjustRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Delta: d, Reason: pick("count", "damaged", "")}}
+		default:
+			st = genStep{name: "snapshot", snapshot: true}
+		}
+		st.sku = sku
+		steps = append(steps, st)
+	}
+	return skus, steps
+}
+
+func (s genStep) run(inv Inventory) (Result, error) {
+	name := strings.TrimPrefix(s.name, "replay ")
+	switch {
+	case s.alloc != nil:
+		return inv.Allocate(ctx, *s.alloc)
+	case s.release != nil:
+		return inv.Release(ctx, *s.release)
+	case s.lots != nil && name == "ship":
+		return inv.Ship(ctx, *s.lots)
+	case s.lots != nil:
+		return inv.Confirm(ctx, *s.lots)
+	case s.receive != nil:
+		return inv.Receive(ctx, *s.receive)
+	case s.adjust != nil:
+		return inv.Adjust(ctx, *s.adjust)
+	case s.lot != nil && name == "hide":
+		return inv.Hide(ctx, *s.lot)
+	case s.lot != nil && name == "unhide":
+		return inv.Unhide(ctx, *s.lot)
+	case s.lot != nil:
+		return inv.MarkDefective(ctx, *s.lot)
+	}
+	return Result{}, nil
+}
+
+// checkSequence runs steps against l and a fresh Model and returns the first
+// disagreement or broken invariant.
+func checkSequence(l *Ledger, skus []SKU, steps []genStep) error {
+	m := NewModel(newMemLoader(skus...))
+	snaps := map[string]SKU{}
+	for i, st := range steps {
+		if st.snapshot {
+			continue
+		}
+		rr, rerr := st.run(l)
+		mr, merr := st.run(m)
+		where := fmt.Sprintf("step %d (%v)", i, st)
+		if Reason(rerr) != Reason(merr) {
+			return fmt.Errorf("%s: redis error %v, model error %v", where, rerr, merr)
+		}
+		if Reason(rerr) == "ERR_INTERNAL" {
+			return fmt.Errorf("%s: %v", where, rerr)
+		}
+		if !reflect.DeepEqual(normal(rr), normal(mr)) {
+			return fmt.Errorf("%s: results differ\nredis %+v\nmodel %+v", where, rr, mr)
+		}
+		// One read gives the state and the index chunks.
+		h, err := l.rc.HGetAll(ctx, Key(l.prefix, st.sku)).Result()
+		if err != nil {
+			return err
+		}
+		var rs SKU
+		var rserr error
+		if len(h) == 0 {
+			rserr = ErrNotLoaded
+		} else if rs, err = decodeHash(st.sku, h); err != nil {
+			return err
+		}
+		ms, mserr := m.Snapshot(ctx, st.sku)
+		if Reason(rserr) != Reason(mserr) {
+			return fmt.Errorf("%s: snapshot errors %v / %v", where, rserr, mserr)
+		}
+		if rserr != nil {
+			continue
+		}
+		if !reflect.DeepEqual(rs, ms) {
+			return fmt.Errorf("%s: states differ\nredis %+v\nmodel %+v", where, rs, ms)
+		}
+		// The candidate index the script maintains is exactly the one a fresh load builds.
+		if err := checkIndex(h, rs.Lots); err != nil {
+			return fmt.Errorf("%s: %v", where, err)
+		}
+		prev, seen := snaps[st.sku]
+		snaps[st.sku] = rs
+		if err := invariants(prev, seen, rs, rr, rerr, st); err != nil {
+			return fmt.Errorf("%s: %v", where, err)
+		}
+	}
+	return nil
+}
+
+func normal(r Result) Result {
+	if len(r.Moves) == 0 {
+		r.Moves = nil
+	}
+	if len(r.Lots) == 0 {
+		r.Lots = nil
+	}
+	return r
+}
+
+// invariants checks one step's effect: no bucket negative; the step's moves applied to
+// the state before give the state after; only receive and adjust change a lot's total;
+// a successful op bumps the version by one, anything else changes nothing.
+func invariants(prev SKU, seen bool, now SKU, r Result, err error, st genStep) error {
+	for _, lt := range now.Lots {
+		for _, q := range []int64{lt.Sellable, lt.Reserved, lt.Allocated, lt.Hidden, lt.Shipped} {
+			if q < 0 {
+				return fmt.Errorf("negative bucket in %+v", lt)
+			}
+		}
+	}
+	if !seen {
+		return nil // loaded by this step: no state before it to compare with
+	}
+	applied := err == nil && !r.Replayed
+	want := cloneSKU(prev)
+	if applied {
+		want.Version++
+		idx := map[string]int{}
+		for i, lt := range want.Lots {
+			idx[lt.LotID] = i
+		}
+		for _, mv := range r.Moves {
+			i, ok := idx[mv.LotID]
+			if !ok {
+				return fmt.Errorf("move of unknown lot %+v; before %+v", mv, prev)
+			}
+			lt := &want.Lots[i]
+			if mv.Qty <= 0 {
+				return fmt.Errorf("move of %d", mv.Qty)
+			}
+			if (mv.From == External || mv.To == External) && st.receive == nil && st.adjust == nil {
+				return fmt.Errorf("%s moved from/to external: %+v", st.name, mv)
+			}
+			if p := bucketOf(lt, mv.From); p != nil {
+				*p -= mv.Qty
+			}
+			if p := bucketOf(lt, mv.To); p != nil {
+				*p += mv.Qty
+			}
+		}
+		// Metadata (kind, best-before, good) is the operation's, not the moves'.
+		for i := range want.Lots {
+			c := now.Lots[i]
+			want.Lots[i].Kind, want.Lots[i].BestBefore, want.Lots[i].Good = c.Kind, c.BestBefore, c.Good
+		}
+	}
+	if !reflect.DeepEqual(want, now) {
+		return fmt.Errorf("state is not the state before plus the moves\nbefore %+v\nmoves  %+v\nwant   %+v\nnow    %+v", prev, r.Moves, want, now)
+	}
+	return nil
+}
+
+// TestScriptMatchesModel runs thousands of random operation sequences against the
+// scripts on real Redis and against the Model, comparing every result, every move and
+// the state after every step (-ledger.seqs, -ledger.ops to run more).
+func TestScriptMatchesModel(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	seqs := *flagSeqs
+	if testing.Short() {
+		seqs = 200
+	}
+	const workers = 4
+	var wg sync.WaitGroup
+	var once sync.Once
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < seqs; i += workers {
+				seed := uint64(i)
+				skus, steps := genSequence(rand.New(rand.NewPCG(seed, 0x1ed9e5)), *flagOps)
+				l := New(rc, fmt.Sprintf("%s:%d", prefix, i), newMemLoader(skus...), Config{})
+				if err := checkSequence(l, skus, steps); err != nil {
+					once.Do(func() { t.Errorf("seed %d: %v", seed, err) })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// FuzzScriptMatchesModel runs the same generator from fuzzed seeds:
+// go test -run '^$' -fuzz FuzzScriptMatchesModel ./internal/ledger/
+func FuzzScriptMatchesModel(f *testing.F) {
+	rc, prefix := testenv.Redis(f)
+	for _, s := range []uint64{1, 2, 3, 42, 1 << 40} {
+		f.Add(s, uint8(25))
+	}
+	var n int
+	var mu sync.Mutex
+	f.Fuzz(func(t *testing.T, seed uint64, ops uint8) {
+		mu.Lock()
+		n++
+		p := fmt.Sprintf("%s:f%d", prefix, n)
+		mu.Unlock()
+		skus, steps := genSequence(rand.New(rand.NewPCG(seed, 0x1ed9e5)), int(ops%64))
+		if err := checkSequence(New(rc, p, newMemLoader(skus...), Config{}), skus, steps); err != nil {
+			t.Fatal(err)
+		}
+		rc.Del(ctx, Key(p, "S0"), Key(p, "S1"), Key(p, "S2"))
+	})
+}
+
+// TestHotSKUNeverOversold runs 64 goroutines allocating from one SKU until it runs
+// out: the allocated total never exceeds the stock and every unit is accounted for.
+func TestHotSKUNeverOversold(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	const stock, workers = 600, 64
+	s := SKU{SKU: "HOT", SafetyStock: 10, Lots: []Lot{}}
+	for i := range 6 {
+		s.Lots = append(s.Lots, lot(fmt.Sprint("L", i), KindOnHand, int64(i), fmt.Sprintf("2027-0%d-01", 1+i%3), stock/6))
+	}
+	l := New(rc, prefix, newMemLoader(s), Config{})
+	var mu sync.Mutex
+	var reserved, allocated int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for i := 0; ; i++ {
+				mode := ModeShip
+				if rng.IntN(2) == 0 {
+					mode = ModeReserve
+				}
+				q := 1 + rng.Int64N(4)
+				_, err := l.Allocate(ctx, alloc(fmt.Sprintf("w%d-%d", w, i), "HOT", q, "2026-12-01", mode))
+				if errors.Is(err, ErrShortage) && q == 1 {
+					return // nothing left for anyone
+				}
+				if err != nil && !errors.Is(err, ErrShortage) && !errors.Is(err, ErrSafetyStock) {
+					t.Error(err)
+					return
+				}
+				if err == nil {
+					mu.Lock()
+					if mode == ModeShip {
+						allocated += q
+					} else {
+						reserved += q
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	snap, err := l.Snapshot(ctx, "HOT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sell, res, all int64
+	for _, lt := range snap.Lots {
+		if lt.Sellable < 0 || lt.Reserved < 0 || lt.Allocated < 0 {
+			t.Fatalf("negative bucket %+v", lt)
+		}
+		sell, res, all = sell+lt.Sellable, res+lt.Reserved, all+lt.Allocated
+	}
+	if res != reserved || all != allocated || sell+res+all != stock || sell != 0 {
+		t.Fatalf("sellable %d reserved %d (callers saw %d) allocated %d (callers saw %d), stock %d",
+			sell, res, reserved, all, allocated, stock)
+	}
+}
+
+// checkIndex compares the SKU's index chunks in Redis with those a fresh load writes.
+func checkIndex(h map[string]string, lots []Lot) error {
+	want := buildIndex(lots)
+	var have []string
+	for i := 0; ; i++ {
+		c, ok := h["o:"+strconv.Itoa(i)]
+		if !ok {
+			break
+		}
+		have = append(have, c)
+	}
+	if h[fieldChunks] != strconv.Itoa(len(want)) || !reflect.DeepEqual(have, want) {
+		return fmt.Errorf("candidate index drifted: on=%s\nhave %q\nwant %q", h[fieldChunks], have, want)
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package ledger
+
+import (
+	"fmt"
+	"time"
+)
+
+// MaxQty bounds every quantity in a request. The scripts compute in Lua numbers
+// (doubles), exact up to 2^53; this bound keeps sums over many lots far below that.
+const MaxQty = 1_000_000_000_000
+
+// MaxIDLen bounds SKU, lot and op ids (bytes).
+const MaxIDLen = 200
+
+const dateLayout = "2006-01-02"
+
+// Dates that stand for "no bound" in a lot's validity period.
+const (
+	MinDate = "0001-01-01"
+	MaxDate = "9999-12-31"
+)
+
+func invalid(format string, a ...any) error {
+	return fmt.Errorf("ledger: %w: %s", ErrInvalidRequest, fmt.Sprintf(format, a...))
+}
+
+func checkID(field, v string) error {
+	if v == "" {
+		return invalid("%s is empty", field)
+	}
+	if len(v) > MaxIDLen {
+		return invalid("%s is longer than %d bytes", field, MaxIDLen)
+	}
+	for i := 0; i < len(v); i++ {
+		// Control characters would break the scripts' text records; braces in a SKU
+		// would break its hash tag.
+		if c := v[i]; c < 0x20 || c == 0x7f || (field == "sku" && (c == '{' || c == '}')) {
+			return invalid("%s %q contains a forbidden character", field, v)
+		}
+	}
+	return nil
+}
+
+// CheckSKU reports whether sku is a valid SKU id.
+func CheckSKU(sku string) error { return checkID("sku", sku) }
+
+// CheckLotID reports whether id is a valid lot id.
+func CheckLotID(id string) error { return checkID("lot_id", id) }
+
+func checkQty(field string, q int64) error {
+	if q <= 0 || q > MaxQty {
+		return fmt.Errorf("ledger: %w: %s=%d (want 1..%d)", ErrInvalidQuantity, field, q, MaxQty)
+	}
+	return nil
+}
+
+// CheckDate reports whether s is a valid date in YYYY-MM-DD form.
+func CheckDate(field, s string) error {
+	t, err := time.Parse(dateLayout, s)
+	if err != nil || t.Format(dateLayout) != s {
+		return invalid("%s %q is not a date (YYYY-MM-DD)", field, s)
+	}
+	return nil
+}
+
+func checkHead(opID, sku string) error {
+	if err := checkID("op_id", opID); err != nil {
+		return err
+	}
+	return CheckSKU(sku)
+}
+
+func (r AllocateRequest) validate() error {
+	if err := checkHead(r.OpID, r.SKU); err != nil {
+		return err
+	}
+	if err := checkQty("qty", r.Qty); err != nil {
+		return err
+	}
+	if err := CheckDate("target_date", r.TargetDate); err != nil {
+		return err
+	}
+	if r.Mode != ModeShip && r.Mode != ModeReserve {
+		return invalid("mode %q is neither %q nor %q", r.Mode, ModeShip, ModeReserve)
+	}
+	return nil
+}
+
+func checkLots(lots []LotQty) error {
+	if len(lots) == 0 {
+		return invalid("no lots")
+	}
+	if len(lots) > 1000 {
+		return invalid("more than 1000 lots")
+	}
+	for _, l := range lots {
+		if err := CheckLotID(l.LotID); err != nil {
+			return err
+		}
+		if err := checkQty("qty of lot "+l.LotID, l.Qty); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r ReleaseRequest) validate() error {
+	if err := checkHead(r.OpID, r.SKU); err != nil {
+		return err
+	}
+	if r.From != Reserved && r.From != Allocated {
+		return invalid("from %q is neither %q nor %q", r.From, Reserved, Allocated)
+	}
+	return checkLots(r.Lots)
+}
+
+func (r LotsRequest) validate() error {
+	if err := checkHead(r.OpID, r.SKU); err != nil {
+		return err
+	}
+	return checkLots(r.Lots)
+}
+
+func (r ReceiveRequest) validate() error {
+	if err := checkHead(r.OpID, r.SKU); err != nil {
+		return err
+	}
+	if err := CheckLotID(r.LotID); err != nil {
+		return err
+	}
+	if r.BestBefore != "" {
+		if err := CheckDate("best_before", r.BestBefore); err != nil {
+			return err
+		}
+	}
+	if r.Qty != 0 {
+		return checkQty("qty", r.Qty)
+	}
+	return nil
+}
+
+// validate checks a Hide/Unhide request (withQty) or a MarkDefective one.
+func (r LotRequest) validate(withQty bool) error {
+	if err := checkHead(r.OpID, r.SKU); err != nil {
+		return err
+	}
+	if err := CheckLotID(r.LotID); err != nil {
+		return err
+	}
+	if withQty {
+		return checkQty("qty", r.Qty)
+	}
+	return nil
+}
+
+func (r AdjustRequest) validate() error {
+	if err := checkHead(r.OpID, r.SKU); err != nil {
+		return err
+	}
+	if err := CheckLotID(r.LotID); err != nil {
+		return err
+	}
+	d := r.Delta
+	if d < 0 {
+		d = -d
+	}
+	if err := checkQty("delta", d); err != nil {
+		return err
+	}
+	if r.Reason == "" {
+		return invalid("adjustment without a reason")
+	}
+	return checkID("reason", r.Reason)
+}

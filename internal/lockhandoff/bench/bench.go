@@ -1,0 +1,422 @@
+// Package bench measures lockhandoff against redsync (`junbanctl bench lock`): a hot
+// entity with 16 closed-loop producers, and 16 producers spread over 1,000 entities.
+package bench
+
+import (
+	"context"
+	_ "embed"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/junban/junban/internal/lockhandoff"
+)
+
+// Defaults of Options.
+const (
+	DurationDefault  = 5 * time.Second
+	ProducersDefault = 16
+	KeysDefault      = 1000
+	// RedsyncTunedDelay is redsync's retry delay at its best throughput under contention.
+	RedsyncTunedDelay = time.Millisecond
+)
+
+// Options configure a run.
+type Options struct {
+	// Duration is the length of each of the five measurements.
+	Duration time.Duration
+	// Producers is the number of closed-loop producers of each measurement.
+	Producers int
+	// Keys is the number of entities of the spread measurements.
+	Keys int
+	// Prefix starts every key of the run; it must be unique to the run (all its keys are
+	// deleted at the end).
+	Prefix string
+	// Progress receives one line per finished measurement; nil is quiet.
+	Progress io.Writer
+}
+
+// Result is what `junbanctl bench lock --json` prints.
+type Result struct {
+	Hot    Hot    `json:"hot"`
+	Spread Spread `json:"spread"`
+}
+
+// Hot compares the three contenders on one entity.
+type Hot struct {
+	HandoffEPS             float64 `json:"handoff_eps"`
+	RedsyncTunedEPS        float64 `json:"redsync_tuned_eps"`
+	RedsyncDefaultEPS      float64 `json:"redsync_default_eps"`
+	HandoffP99Ms           float64 `json:"handoff_p99_ms"`
+	RedsyncTunedP99Ms      float64 `json:"redsync_tuned_p99_ms"`
+	HandoffMaxMs           float64 `json:"handoff_max_ms"`
+	RedsyncDefaultMaxMs    float64 `json:"redsync_default_max_ms"`
+	HandoffFairness        float64 `json:"handoff_fairness"`
+	RedsyncDefaultFairness float64 `json:"redsync_default_fairness"`
+}
+
+// Spread compares handoff with no lock at all over many entities.
+type Spread struct {
+	HandoffEPS  float64 `json:"handoff_eps"`
+	UnlockedEPS float64 `json:"unlocked_eps"`
+}
+
+// Measurement is one contender's figures.
+type Measurement struct {
+	Name     string
+	Events   int
+	EPS      float64
+	P50Ms    float64 // submit to handler start
+	P99Ms    float64
+	MaxMs    float64
+	Fairness float64 // Jain's index over the producers' completed counts
+}
+
+func (m Measurement) String() string {
+	if m.P99Ms == 0 && m.MaxMs == 0 {
+		return fmt.Sprintf("%-22s %8d events %10.0f ev/s", m.Name, m.Events, m.EPS)
+	}
+	return fmt.Sprintf("%-22s %8d events %10.0f ev/s  p50 %7.2f ms  p99 %7.2f ms  max %8.2f ms  fairness %.3f",
+		m.Name, m.Events, m.EPS, m.P50Ms, m.P99Ms, m.MaxMs, m.Fairness)
+}
+
+// Run makes the five measurements, one after the other, on rc.
+func Run(ctx context.Context, rc redis.UniversalClient, o Options) (Result, []Measurement, error) {
+	if o.Duration <= 0 {
+		o.Duration = DurationDefault
+	}
+	if o.Producers <= 0 {
+		o.Producers = ProducersDefault
+	}
+	if o.Keys <= 0 {
+		o.Keys = KeysDefault
+	}
+	if o.Prefix == "" {
+		return Result{}, nil, errors.New("bench: empty prefix")
+	}
+	defer cleanup(context.WithoutCancel(ctx), rc, o.Prefix)
+
+	steps := []func(context.Context, redis.UniversalClient, Options) (Measurement, error){
+		hotHandoff,
+		func(ctx context.Context, rc redis.UniversalClient, o Options) (Measurement, error) {
+			return hotRedsync(ctx, rc, o, "hot redsync 1ms", redsync.WithRetryDelay(RedsyncTunedDelay))
+		},
+		func(ctx context.Context, rc redis.UniversalClient, o Options) (Measurement, error) {
+			return hotRedsync(ctx, rc, o, "hot redsync default")
+		},
+		spreadHandoff,
+		spreadUnlocked,
+	}
+	var ms []Measurement
+	for _, step := range steps {
+		m, err := step(ctx, rc, o)
+		if err != nil {
+			return Result{}, ms, err
+		}
+		if o.Progress != nil {
+			fmt.Fprintln(o.Progress, m)
+		}
+		ms = append(ms, m)
+		if err := ctx.Err(); err != nil {
+			return Result{}, ms, err
+		}
+	}
+	return Result{
+		Hot: Hot{
+			HandoffEPS: ms[0].EPS, RedsyncTunedEPS: ms[1].EPS, RedsyncDefaultEPS: ms[2].EPS,
+			HandoffP99Ms: ms[0].P99Ms, RedsyncTunedP99Ms: ms[1].P99Ms,
+			HandoffMaxMs: ms[0].MaxMs, RedsyncDefaultMaxMs: ms[2].MaxMs,
+			HandoffFairness: ms[0].Fairness, RedsyncDefaultFairness: ms[2].Fairness,
+		},
+		Spread: Spread{HandoffEPS: ms[3].EPS, UnlockedEPS: ms[4].EPS},
+	}, ms, nil
+}
+
+// producerStats collects one producer's figures; only its producer writes counts, only
+// the handler of its events writes latencies (one at a time: the producer is closed-loop).
+type producerStats struct {
+	mu        sync.Mutex
+	latencies []time.Duration
+	done      int
+}
+
+func (p *producerStats) add(lat time.Duration) {
+	p.mu.Lock()
+	p.latencies = append(p.latencies, lat)
+	p.mu.Unlock()
+}
+
+func summarize(name string, ps []*producerStats, elapsed time.Duration) Measurement {
+	var lats []time.Duration
+	counts := make([]float64, len(ps))
+	total := 0
+	for i, p := range ps {
+		p.mu.Lock()
+		lats = append(lats, p.latencies...)
+		counts[i] = float64(p.done)
+		total += p.done
+		p.mu.Unlock()
+	}
+	slices.Sort(lats)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	m := Measurement{Name: name, Events: total, EPS: float64(total) / elapsed.Seconds(), Fairness: jain(counts)}
+	if len(lats) > 0 {
+		m.P50Ms = ms(lats[(len(lats)-1)/2])
+		m.P99Ms = ms(lats[int(math.Ceil(0.99*float64(len(lats))))-1])
+		m.MaxMs = ms(lats[len(lats)-1])
+	}
+	return m
+}
+
+// jain is Jain's fairness index: (sum x)^2 / (n * sum x^2); 1.0 is perfectly even.
+func jain(xs []float64) float64 {
+	var s, s2 float64
+	for _, x := range xs {
+		s += x
+		s2 += x * x
+	}
+	if s2 == 0 {
+		return 0
+	}
+	return s * s / (float64(len(xs)) * s2)
+}
+
+// hotHandoff: producers submit to one entity; each waits until the handler of its event
+// ran before it submits the next. Submit runs in a goroutine of its own, as in a consumer
+// pool, so that the producer whose Submit took the turn (and drains the others' events)
+// is not held up by that drain.
+func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options) (Measurement, error) {
+	const entity = "hot"
+	counterKey := lockhandoff.Key(o.Prefix, entity, "n")
+	base := time.Now()
+	ps := make([]*producerStats, o.Producers)
+	done := make([]chan struct{}, o.Producers)
+	for i := range ps {
+		ps[i], done[i] = &producerStats{}, make(chan struct{}, 1)
+	}
+	var (
+		bg   sync.WaitGroup
+		errM sync.Mutex
+		errs []error
+		h    *lockhandoff.Handoff
+	)
+	fail := func(err error) {
+		errM.Lock()
+		errs = append(errs, err)
+		errM.Unlock()
+	}
+	h, err := lockhandoff.New(rc, lockhandoff.Config{
+		Prefix: o.Prefix + ":handoff",
+		Nudge: func(_ context.Context, e string) error {
+			bg.Add(1)
+			go func() {
+				defer bg.Done()
+				if err := h.Resume(context.WithoutCancel(ctx), e); err != nil {
+					fail(err)
+				}
+			}()
+			return nil
+		},
+	}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
+		p := binary.BigEndian.Uint32(env)
+		sent := time.Duration(binary.BigEndian.Uint64(env[4:]))
+		ps[p].add(time.Since(base) - sent)
+		err := rc.Incr(hctx, counterKey).Err()
+		done[p] <- struct{}{}
+		return err
+	})
+	if err != nil {
+		return Measurement{}, err
+	}
+	end := time.Now().Add(o.Duration)
+	var wg sync.WaitGroup
+	for p := range o.Producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			env := make([]byte, 12)
+			for time.Now().Before(end) && ctx.Err() == nil {
+				binary.BigEndian.PutUint32(env, uint32(p))
+				binary.BigEndian.PutUint64(env[4:], uint64(time.Since(base)))
+				e := slices.Clone(env)
+				bg.Add(1)
+				go func() {
+					defer bg.Done()
+					if _, err := h.Submit(context.WithoutCancel(ctx), entity, e); err != nil {
+						fail(err)
+						done[p] <- struct{}{}
+					}
+				}()
+				<-done[p]
+				ps[p].done++
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(end.Add(-o.Duration))
+	bg.Wait()
+	h.Stop()
+	if err := errors.Join(errs...); err != nil {
+		return Measurement{}, fmt.Errorf("bench: hot handoff: %w", err)
+	}
+	return summarize("hot handoff", ps, elapsed), nil
+}
+
+// hotRedsync: the same load with a redsync mutex: lock (retrying), handler, unlock. Tries
+// are raised so that no producer gives up.
+func hotRedsync(ctx context.Context, rc redis.UniversalClient, o Options, name string, opts ...redsync.Option) (Measurement, error) {
+	rs := redsync.New(goredis.NewPool(rc))
+	lockKey := lockhandoff.Key(o.Prefix, "hot-redsync", "lock")
+	counterKey := lockhandoff.Key(o.Prefix, "hot-redsync", "n")
+	opts = append(opts, redsync.WithTries(math.MaxInt32))
+	ps := make([]*producerStats, o.Producers)
+	end := time.Now().Add(o.Duration)
+	// Producers stuck in Lock at the end give up then; their unfinished waits are not
+	// counted, which can only flatter redsync's figures.
+	runCtx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for p := range o.Producers {
+		ps[p] = &producerStats{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := rs.NewMutex(lockKey, opts...)
+			for time.Now().Before(end) {
+				t0 := time.Now()
+				if err := m.LockContext(runCtx); err != nil {
+					if runCtx.Err() == nil {
+						failed.Store(err)
+					}
+					return
+				}
+				ps[p].add(time.Since(t0))
+				err := rc.Incr(ctx, counterKey).Err()
+				if _, uerr := m.UnlockContext(ctx); uerr != nil && err == nil {
+					err = uerr
+				}
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				ps[p].done++
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(end.Add(-o.Duration))
+	if err, ok := failed.Load().(error); ok {
+		return Measurement{}, fmt.Errorf("bench: %s: %w", name, err)
+	}
+	return summarize(name, ps, elapsed), nil
+}
+
+//go:embed spread_handler.lua
+var spreadSrc string
+
+var spreadScript = redis.NewScript(spreadSrc)
+
+// spread runs producers that pick a random entity for each event and call submit.
+func spread(ctx context.Context, o Options, name string, submit func(entity string) error, handled *atomic.Int64) (Measurement, error) {
+	entities := make([]string, o.Keys)
+	for i := range entities {
+		entities[i] = fmt.Sprintf("LC-%06d", i)
+	}
+	end := time.Now().Add(o.Duration)
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for p := range o.Producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(p), 42))
+			for time.Now().Before(end) && ctx.Err() == nil {
+				if err := submit(entities[r.IntN(len(entities))]); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(end.Add(-o.Duration))
+	if err, ok := failed.Load().(error); ok {
+		return Measurement{}, fmt.Errorf("bench: %s: %w", name, err)
+	}
+	n := handled.Load()
+	return Measurement{Name: name, Events: int(n), EPS: float64(n) / elapsed.Seconds()}, nil
+}
+
+func spreadHandoff(ctx context.Context, rc redis.UniversalClient, o Options) (Measurement, error) {
+	prefix := o.Prefix + ":spread-handoff"
+	var handled atomic.Int64
+	var bg sync.WaitGroup
+	var h *lockhandoff.Handoff
+	h, err := lockhandoff.New(rc, lockhandoff.Config{
+		Prefix: prefix,
+		Nudge: func(_ context.Context, e string) error {
+			bg.Add(1)
+			go func() { defer bg.Done(); h.Resume(context.WithoutCancel(ctx), e) }()
+			return nil
+		},
+	}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
+		err := spreadScript.Run(hctx, rc, []string{lockhandoff.Key(prefix, t.Entity, "doc")}).Err()
+		if err == nil {
+			handled.Add(1)
+		}
+		return err
+	})
+	if err != nil {
+		return Measurement{}, err
+	}
+	env := []byte(`{"type":"order.placed"}`)
+	m, err := spread(ctx, o, "spread handoff", func(entity string) error {
+		_, err := h.Submit(ctx, entity, env)
+		return err
+	}, &handled)
+	bg.Wait()
+	h.Stop()
+	return m, err
+}
+
+func spreadUnlocked(ctx context.Context, rc redis.UniversalClient, o Options) (Measurement, error) {
+	prefix := o.Prefix + ":spread-unlocked"
+	var handled atomic.Int64
+	return spread(ctx, o, "spread unlocked", func(entity string) error {
+		if err := spreadScript.Run(ctx, rc, []string{lockhandoff.Key(prefix, entity, "doc")}).Err(); err != nil {
+			return err
+		}
+		handled.Add(1)
+		return nil
+	}, &handled)
+}
+
+// cleanup deletes every key of the run, on every master of a cluster.
+func cleanup(ctx context.Context, rc redis.UniversalClient, prefix string) error {
+	del := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			c.Del(ctx, iter.Val())
+		}
+		return iter.Err()
+	}
+	switch c := rc.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, del)
+	case *redis.Client:
+		return del(ctx, c)
+	}
+	return fmt.Errorf("bench: cleanup: unsupported client %T", rc)
+}

@@ -1,0 +1,25 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/junban/junban/internal/testenv"
+)
+
+// TestSpreadRatio alternates the spread measurements (LOCKHANDOFF_BENCH_RATIO=1 only).
+func TestSpreadRatio(t *testing.T) {
+	if os.Getenv("LOCKHANDOFF_BENCH_RATIO") == "" {
+		t.Skip("manual")
+	}
+	rc, prefix := testenv.Redis(t)
+	ctx := context.Background()
+	o := Options{Duration: 2 * time.Second, Prefix: prefix, Producers: 16, Keys: 1000}
+	for range 3 {
+		h, _ := spreadHandoff(ctx, rc, o)
+		u, _ := spreadUnlocked(ctx, rc, o)
+		t.Logf("handoff %.0f unlocked %.0f ratio %.3f", h.EPS, u.EPS, h.EPS/u.EPS)
+	}
+}

@@ -1,0 +1,302 @@
+package lockhandoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+var (
+	errLeaseLost = errors.New("lockhandoff: lease lost")
+	errDeadline  = errors.New("lockhandoff: handler deadline passed")
+)
+
+// drain runs the turn the caller just took: the handler for first, then for each envelope
+// handed off, until the list is empty or the turn has to be left.
+func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string, first entry) {
+	h.drains.enter()
+	defer h.drains.exit()
+
+	l := h.newLease(ctx, entity, k, token)
+	defer l.stop()
+
+	start := h.cfg.Now()
+	cur := first
+	for n := 1; ; n++ {
+		h.m.waited.Observe(float64(max(cur.nowMs-cur.enqMs, 0)) / 1000)
+		res := h.handle(l, cur)
+		switch res {
+		case handledLost:
+			return
+		case handledAbandoned, handledFailed:
+			// The envelope stays in proc and the index entry stays: the sweeper (or the next
+			// Submit, which starts from the backlog) re-runs it. A failure caused by shutdown
+			// is handed to another replica at once.
+			h.leave(entity, k, token, false, res == handledFailed && (h.isStopping() || ctx.Err() != nil))
+			return
+		}
+		stopping := h.isStopping() || ctx.Err() != nil
+		if stopping || n >= h.cfg.DrainMaxEvents || h.cfg.Now().Sub(start) >= h.cfg.DrainMaxTime {
+			h.leave(entity, k, token, true, true)
+			return
+		}
+		// The caller's ctx is still live here (checked above); if it ends during the call,
+		// the error path below gives the turn back with a context of its own.
+		st, next, err := h.runHandoff(ctx, k, token)
+		switch {
+		case err != nil:
+			// Unknown whether the handoff ran: proc holds either the finished envelope or
+			// the next one, both safe to re-run. Give the turn back if it is still ours.
+			h.log.Warn("lockhandoff: handoff failed", zap.String("lcid", entity), zap.Error(err))
+			h.leave(entity, k, token, false, false)
+			return
+		case st == handoffLost:
+			l.lose(errLeaseLost)
+			return
+		case st == handoffDone:
+			return
+		}
+		h.m.handedOff.Inc()
+		l.setSeq(next.seq)
+		cur = next
+	}
+}
+
+// leave releases the turn with any backlog left in place; done says whether the envelope
+// in proc was processed. With nudge, another replica is nudged to resume the backlog: after
+// a graceful leave (budget, Stop, caller's context). After a failure the sweeper takes over
+// instead, which spaces the re-runs of a failing envelope by the sweep interval.
+func (h *Handoff) leave(entity string, k keys, token string, done, nudge bool) {
+	ctx, cancel := h.bookkeepingCtx(context.Background())
+	defer cancel()
+	left, err := h.runLeave(ctx, k, token, done)
+	switch {
+	case err != nil:
+		h.log.Warn("lockhandoff: leave failed; the lease expires instead", zap.String("lcid", entity), zap.Error(err))
+		return
+	case left < 0:
+		h.m.leasesLost.Inc()
+		return
+	case left == 0 || !nudge:
+		return
+	}
+	if h.cfg.Nudge == nil {
+		return
+	}
+	if err := h.cfg.Nudge(ctx, entity); err != nil {
+		h.log.Warn("lockhandoff: nudge failed; the sweeper resumes the backlog", zap.String("lcid", entity), zap.Error(err))
+	}
+}
+
+// bookkeepingCtx bounds the scripts that end a turn. They must run even when the caller's
+// context is cancelled, or a cancelled caller would leave its turn to expire.
+func (h *Handoff) bookkeepingCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), h.cfg.LockTTL)
+}
+
+type handled int
+
+const (
+	handledOK handled = iota
+	handledFailed
+	handledAbandoned
+	handledLost
+)
+
+// handle runs the handler for one envelope, retrying a failure a bounded number of times
+// inside the turn.
+func (h *Handoff) handle(l *lease, e entry) handled {
+	backoff := h.cfg.RetryBackoff
+	for attempt := 0; ; attempt++ {
+		deadline := time.Now().Add(h.cfg.HandlerDeadline)
+		l.setDeadline(deadline)
+		hctx, cancel := context.WithDeadlineCause(l.ctx, deadline, errDeadline)
+		t := Turn{Entity: l.entity, Seq: e.seq, Token: l.token, Rerun: e.rerun || attempt > 0}
+		err := callHandler(h.handler, hctx, t, e.envelope)
+		cause := context.Cause(hctx)
+		cancel()
+		l.setDeadline(time.Time{})
+		switch {
+		case l.isLost():
+			return handledLost
+		case errors.Is(cause, errDeadline):
+			h.m.abandoned.Inc()
+			h.log.Warn("lockhandoff: handler passed its deadline; turn left to the sweeper",
+				zap.String("lcid", l.entity), zap.Int64("seq", e.seq), zap.Duration("deadline", h.cfg.HandlerDeadline))
+			return handledAbandoned
+		case err == nil:
+			return handledOK
+		case attempt >= h.cfg.HandlerRetries || h.isStopping() || l.ctx.Err() != nil:
+			h.m.failed.Inc()
+			h.log.Warn("lockhandoff: handler failed; envelope left in proc for the sweeper",
+				zap.String("lcid", l.entity), zap.Int64("seq", e.seq), zap.Int("attempts", attempt+1), zap.Error(err))
+			return handledFailed
+		}
+		timer := time.NewTimer(backoff)
+		select {
+		case <-timer.C:
+		case <-l.ctx.Done():
+			timer.Stop()
+		case <-h.stopping:
+			timer.Stop()
+		}
+		backoff *= 2
+	}
+}
+
+func callHandler(h Handler, ctx context.Context, t Turn, envelope []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("lockhandoff: handler panicked: %v", r)
+		}
+	}()
+	return h(ctx, t, envelope)
+}
+
+// lease keeps a turn's lock alive while its handlers run: renewal every LockTTL/3, token
+// checked, and never past the running handler's deadline. Its ctx, the parent of every
+// handler ctx of the turn, is cancelled when the lease is lost.
+type lease struct {
+	h      *Handoff
+	entity string
+	k      keys
+	token  string
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	lost   atomic.Bool
+
+	mu       sync.Mutex
+	timer    *time.Timer
+	stopped  bool
+	deadline time.Time // of the running handler; zero between handlers
+	seq      int64
+}
+
+func (h *Handoff) newLease(ctx context.Context, entity string, k keys, token string) *lease {
+	l := &lease{h: h, entity: entity, k: k, token: token}
+	l.ctx, l.cancel = context.WithCancelCause(ctx)
+	l.timer = time.AfterFunc(h.cfg.LockTTL/3, l.renew)
+	return l
+}
+
+func (l *lease) setDeadline(d time.Time) {
+	l.mu.Lock()
+	l.deadline = d
+	l.mu.Unlock()
+}
+
+func (l *lease) setSeq(seq int64) {
+	l.mu.Lock()
+	l.seq = seq
+	l.mu.Unlock()
+}
+
+func (l *lease) isLost() bool { return l.lost.Load() }
+
+func (l *lease) renew() {
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return
+	}
+	if !l.deadline.IsZero() && !time.Now().Before(l.deadline) {
+		// The handler is abandoned: stop renewing so that a hung worker cannot hold the
+		// entity's turn; the lock expires within LockTTL and the sweeper recovers it.
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), l.h.cfg.LockTTL/3)
+	ok, err := l.h.runRenew(ctx, l.k, l.token)
+	cancel()
+	if hook := l.h.cfg.Hooks.AfterRenew; hook != nil {
+		hook(l.entity, ok, err)
+	}
+	if err != nil || !ok {
+		// A failed renewal cannot tell whether the lease still holds: treat it as lost, so
+		// that the handler stops before a second holder may start.
+		l.lose(fmt.Errorf("%w: renewal: ok=%v err=%v", errLeaseLost, ok, err))
+		return
+	}
+	l.mu.Lock()
+	if !l.stopped {
+		l.timer.Reset(l.h.cfg.LockTTL / 3)
+	}
+	l.mu.Unlock()
+}
+
+// lose marks the lease lost and cancels the running handler.
+func (l *lease) lose(cause error) {
+	l.mu.Lock()
+	stopped := l.stopped
+	seq := l.seq
+	l.mu.Unlock()
+	if stopped || !l.lost.CompareAndSwap(false, true) {
+		return
+	}
+	l.h.m.leasesLost.Inc()
+	l.h.log.Warn("lockhandoff: lease lost; handler cancelled", zap.String("lcid", l.entity),
+		zap.Int64("seq", seq), zap.Error(cause))
+	l.cancel(cause)
+}
+
+func (l *lease) stop() {
+	l.mu.Lock()
+	l.stopped = true
+	l.timer.Stop()
+	l.mu.Unlock()
+	l.cancel(nil)
+}
+
+// drainSet counts the drains in flight so that Stop can wait until they left their turn.
+type drainSet struct {
+	mu     sync.Mutex
+	active int
+	idle   chan struct{} // closed when active drops to 0, while Stop waits
+}
+
+func (s *drainSet) enter() {
+	s.mu.Lock()
+	s.active++
+	s.mu.Unlock()
+}
+
+func (s *drainSet) exit() {
+	s.mu.Lock()
+	s.active--
+	if s.active == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+	s.mu.Unlock()
+}
+
+// wait returns a channel closed when no drain is in flight.
+func (s *drainSet) wait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	if s.idle == nil {
+		s.idle = make(chan struct{})
+	}
+	return s.idle
+}
+
+func (h *Handoff) isStopping() bool {
+	select {
+	case <-h.stopping:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,27 @@
+-- handoff: the holder finished the envelope in proc; give the turn to the next envelope
+-- under the same lock, or release the lock when nothing waits.
+--
+-- KEYS[1] lock   KEYS[2] wait   KEYS[3] proc   KEYS[4] seq   (see take.lua)
+-- ARGV[1] token  the holder's token: nothing changes unless lock still holds it
+-- ARGV[2] ttl    lease TTL in milliseconds, renewed for the next envelope
+--
+-- Returns
+--   {1, seq, entry, now_ms, depth}  NEXT: entry moved from wait to proc, lock renewed
+--   {0}                             DONE: wait was empty, proc cleared, lock deleted
+--   {-1}                            LOST: lock is not ours; nothing changed
+--
+-- Take and handoff are atomic on the same keys: no envelope can be pushed after the holder
+-- saw an empty wait and before it released, so there is no lost wake-up.
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return {-1}
+end
+redis.call('DEL', KEYS[3])
+local nxt = redis.call('LMOVE', KEYS[2], KEYS[3], 'LEFT', 'RIGHT')
+if not nxt then
+  redis.call('DEL', KEYS[1])
+  return {0}
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local t = redis.call('TIME')
+local now = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
+return {1, redis.call('INCR', KEYS[4]), nxt, tonumber(now), redis.call('LLEN', KEYS[2])}

@@ -1,0 +1,323 @@
+package lockhandoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// 1,000 entities with concurrent producers: every event runs, per entity one at a time and
+// in each producer's order, and one entity whose handler blocks does not hold up any other:
+// its handler is released only once every other event has run.
+//
+// Broken variant tried: Key without the entity (every entity sharing one lock): the other
+// entities queued behind the blocked one, the test hit its hang guard.
+func TestManyKeysNoCrossKeyBlocking(t *testing.T) {
+	t.Parallel()
+	rc, prefix := single.client(t)
+	const (
+		keys      = 1000
+		producers = 16
+		perKey    = 4
+		total     = keys * perKey
+		blocked   = "LC-0"
+	)
+	var (
+		mu        sync.Mutex
+		ran       = map[string]int{}
+		last      = map[string]int{} // entity/producer -> last n
+		inFlight  = map[string]bool{}
+		problems  []string
+		othersRan = make(chan struct{})
+		allRan    = make(chan struct{})
+	)
+	hd, _ := newTestHandoff(t, rc, prefix, Config{}, func(ctx context.Context, turn Turn, env []byte) error {
+		var e string
+		var p, n int
+		fmt.Sscanf(string(env), "%s %d %d", &e, &p, &n)
+		mu.Lock()
+		if inFlight[e] {
+			problems = append(problems, "overlap on "+e)
+		}
+		inFlight[e] = true
+		mu.Unlock()
+		if e == blocked {
+			select {
+			case <-othersRan:
+			case <-time.After(60 * time.Second): // hang guard
+				mu.Lock()
+				problems = append(problems, "the blocked entity held up the others")
+				mu.Unlock()
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		inFlight[e] = false
+		ran[string(env)]++
+		pk := fmt.Sprintf("%s/%d", e, p)
+		if prev, ok := last[pk]; ok && prev >= n {
+			problems = append(problems, fmt.Sprintf("%s ran %d after %d", pk, n, prev))
+		}
+		last[pk] = n
+		if len(ran) == total-perKey {
+			close(othersRan)
+		}
+		if len(ran) == total {
+			close(allRan)
+		}
+		return nil
+	})
+	submit := func(e, p, n int) bool {
+		env := fmt.Sprintf("LC-%d %d %d", e, p, n)
+		if _, err := hd.Submit(context.Background(), fmt.Sprintf("LC-%d", e), []byte(env)); err != nil {
+			t.Errorf("submit: %v", err)
+			return false
+		}
+		return true
+	}
+	var wg sync.WaitGroup
+	// The blocked entity has a producer of its own (its first Submit takes the turn and
+	// blocks in the handler); producer p sends to the other entities e with e%producers == p.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := range perKey {
+			if !submit(0, 0, n) {
+				return
+			}
+		}
+	}()
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range perKey {
+				for e := p; e < keys; e += producers {
+					if e != 0 && !submit(e, p, n) {
+						return
+					}
+				}
+			}
+		}()
+	}
+	select {
+	case <-allRan:
+	case <-time.After(90 * time.Second): // hang guard
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != total {
+		t.Errorf("%d of %d events ran", len(ran), total)
+	}
+	for env, n := range ran {
+		if n != 1 {
+			t.Errorf("%s ran %d times", env, n)
+		}
+	}
+	if len(problems) > 0 {
+		t.Errorf("%d problems, first: %v", len(problems), problems[:min(5, len(problems))])
+	}
+}
+
+// The drain budget: after DrainMaxEvents the turn is left (lock released, backlog kept)
+// and Nudge is called; Resume from the nudge carries on in order.
+func TestDrainBudgetLeavesAndNudges(t *testing.T) {
+	t.Parallel()
+	rc, prefix := single.client(t)
+	const entity = "LC-budget"
+	ctx := context.Background()
+	rec := newRecorder()
+	holding, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	nudged := make(chan string, 10)
+	hd, _ := newTestHandoff(t, rc, prefix, Config{
+		DrainMaxEvents: 2,
+		Nudge:          func(ctx context.Context, e string) error { nudged <- e; return nil },
+	}, func(ctx context.Context, turn Turn, env []byte) error {
+		rec.add(turn, env)
+		if string(env) == "e0" {
+			once.Do(func() { close(holding) })
+			<-release
+		}
+		return nil
+	})
+	openRelease := opener(t, release)
+	holder := make(chan struct{})
+	go func() { hd.Submit(ctx, entity, []byte("e0")); close(holder) }()
+	<-holding
+	for _, e := range []string{"e1", "e2", "e3", "e4"} {
+		if out, err := hd.Submit(ctx, entity, []byte(e)); err != nil || out != OutcomeQueued {
+			t.Fatalf("%s: %v %v", e, out, err)
+		}
+	}
+	openRelease()
+	<-holder
+	for i := 0; ; i++ {
+		e := <-nudged
+		if e != entity {
+			t.Fatalf("nudged %q", e)
+		}
+		if err := hd.Resume(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		if len(rec.snapshot()) == 5 {
+			break
+		}
+		if i > 5 {
+			t.Fatalf("too many nudges; ran %v", rec.envelopes())
+		}
+	}
+	if got := strings.Join(rec.envelopes(), ","); got != "e0,e1,e2,e3,e4" {
+		t.Errorf("ran %s", got)
+	}
+	if len(nudged) != 0 {
+		t.Errorf("nudged after the backlog was empty")
+	}
+}
+
+// Stop lets the running handler finish, then leaves the turn with the backlog in place
+// and nudges; a later Resume (another replica) carries on.
+func TestStopLeavesTurnAndNudges(t *testing.T) {
+	t.Parallel()
+	rc, prefix := single.client(t)
+	const entity = "LC-stop"
+	ctx := context.Background()
+	rec := newRecorder()
+	holding, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var nudges atomic.Int32
+	handler := func(ctx context.Context, turn Turn, env []byte) error {
+		rec.add(turn, env)
+		if string(env) == "e0" {
+			once.Do(func() { close(holding) })
+			<-release
+		}
+		return nil
+	}
+	hd, _ := newTestHandoff(t, rc, prefix, Config{Nudge: func(context.Context, string) error { nudges.Add(1); return nil }}, handler)
+	openRelease := opener(t, release)
+	go hd.Submit(ctx, entity, []byte("e0"))
+	<-holding
+	hd.Submit(ctx, entity, []byte("e1"))
+	stopped := make(chan struct{})
+	go func() { hd.Stop(); close(stopped) }()
+	for !hd.isStopping() {
+		time.Sleep(time.Millisecond) // Stop closes the channel first thing
+	}
+	openRelease()
+	<-stopped
+	if got := rec.envelopes(); strings.Join(got, ",") != "e0" {
+		t.Errorf("ran %v before stopping", got)
+	}
+	if nudges.Load() != 1 {
+		t.Errorf("nudges = %d", nudges.Load())
+	}
+	if s := snapshotKeys(t, rc, prefix, entity); !strings.Contains(s, `lock="" wait=[`) || !strings.Contains(s, `proc=[]`) {
+		t.Errorf("after Stop: %s", s)
+	}
+	other, _ := newTestHandoff(t, rc, prefix, Config{}, handler)
+	if err := other.Resume(ctx, entity); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.envelopes(); strings.Join(got, ",") != "e0,e1" {
+		t.Errorf("after Resume: %v", got)
+	}
+}
+
+// A failing handler is retried inside the turn, then the turn is left with the envelope in
+// proc (index entry kept); the sweeper re-runs it first once the handler recovers.
+func TestHandlerErrorLeavesEnvelopeInProc(t *testing.T) {
+	t.Parallel()
+	rc, prefix := single.client(t)
+	const entity = "LC-fail"
+	ctx := context.Background()
+	var failing atomic.Bool
+	failing.Store(true)
+	var attempts atomic.Int32
+	rec := newRecorder()
+	hd, reg := newTestHandoff(t, rc, prefix, Config{HandlerRetries: 2}, func(ctx context.Context, turn Turn, env []byte) error {
+		if failing.Load() {
+			attempts.Add(1)
+			return errors.New("downstream unavailable")
+		}
+		rec.add(turn, env)
+		return nil
+	})
+	out, err := hd.Submit(ctx, entity, []byte("e0"))
+	if err != nil || out != OutcomeTurn {
+		t.Fatalf("submit: %v %v (custody moved: a handler error is not the caller's)", out, err)
+	}
+	if attempts.Load() != 3 {
+		t.Errorf("attempts = %d, want 1 + 2 retries", attempts.Load())
+	}
+	s := snapshotKeys(t, rc, prefix, entity)
+	if !strings.Contains(s, `lock=""`) || !strings.Contains(s, `:e0"]`) {
+		t.Fatalf("after failure: %s", s)
+	}
+	if n, _ := rc.ZScore(ctx, hd.indexShard(entity), entity).Result(); n == 0 {
+		t.Errorf("no index entry for the failed backlog")
+	}
+	hd.Submit(ctx, entity, []byte("e1")) // takes the free turn, starts from proc, fails again
+	failing.Store(false)
+	st, err := hd.Sweep(ctx)
+	if err != nil || st.Recovered != 1 {
+		t.Fatalf("sweep: %+v %v", st, err)
+	}
+	calls := rec.snapshot()
+	if len(calls) != 2 || calls[0].envelope != "e0" || !calls[0].turn.Rerun || calls[1].envelope != "e1" {
+		t.Errorf("recovered %+v", calls)
+	}
+	if got := counter(t, reg, "handler_failures_total"); got != 2 {
+		t.Errorf("handler_failures_total = %v", got)
+	}
+}
+
+// The sweeper removes the index entry of an idle entity only if no push refreshed it since
+// it was read; a refreshed entry stays (removing it could orphan a backlog).
+//
+// Broken variant tried: forget.lua removing the member without comparing its score: the
+// refreshed entry was removed and the test failed.
+func TestSweeperKeepsRefreshedIndexEntry(t *testing.T) {
+	t.Parallel()
+	rc, prefix := single.client(t)
+	const entity = "LC-index"
+	ctx := context.Background()
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).UnixMilli())
+	var refresh atomic.Bool
+	var hd *Handoff
+	hd, _ = newTestHandoff(t, rc, prefix, Config{
+		Now: func() time.Time { return time.UnixMilli(clock.Load()) },
+		Hooks: Hooks{BeforeForget: func(e string) {
+			if refresh.Load() {
+				// A push lands between the sweeper's look and its removal.
+				rc.ZAdd(ctx, hd.indexShard(e), redisZ(clock.Load(), e))
+			}
+		}},
+	}, func(context.Context, Turn, []byte) error { return nil })
+	if _, err := hd.Submit(ctx, entity, []byte("e0")); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(time.Hour.Milliseconds())
+	refresh.Store(true)
+	if st, err := hd.Sweep(ctx); err != nil || st.Forgotten != 0 {
+		t.Fatalf("sweep with a refresh: %+v %v", st, err)
+	}
+	if _, err := rc.ZScore(ctx, hd.indexShard(entity), entity).Result(); err != nil {
+		t.Fatalf("refreshed entry removed: %v", err)
+	}
+	clock.Add(time.Hour.Milliseconds())
+	refresh.Store(false)
+	if st, err := hd.Sweep(ctx); err != nil || st.Forgotten != 1 {
+		t.Fatalf("sweep of an idle entity: %+v %v", st, err)
+	}
+	if n, _ := rc.Exists(ctx, hd.indexShard(entity)).Result(); n != 0 {
+		t.Errorf("idle entry not removed")
+	}
+}

@@ -1,0 +1,173 @@
+package lockhandoff
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/junban/junban/internal/testenv"
+)
+
+// backend is a Redis to run a test against: the stack's single node, or a local cluster.
+type backend struct {
+	name string
+	// client returns a client and a key prefix of the test's own.
+	client func(t *testing.T) (redis.UniversalClient, string)
+	// env tells a helper subprocess how to connect.
+	env func(t *testing.T) []string
+}
+
+var single = backend{
+	name:   "single",
+	client: func(t *testing.T) (redis.UniversalClient, string) { return testenv.Redis(t) },
+	env:    func(t *testing.T) []string { return []string{helperRedisURL + "=" + testenv.RedisURL(t)} },
+}
+
+const (
+	helperFlag        = "LOCKHANDOFF_HELPER"
+	helperRedisURL    = "LOCKHANDOFF_HELPER_REDIS_URL"
+	helperClusterSeed = "LOCKHANDOFF_HELPER_CLUSTER_SEED"
+	helperPrefix      = "LOCKHANDOFF_HELPER_PREFIX"
+	helperEntity      = "LOCKHANDOFF_HELPER_ENTITY"
+)
+
+// newTestHandoff builds a Handoff with a fresh metrics registry, short timings by default
+// and the given overrides.
+func newTestHandoff(t *testing.T, rc redis.UniversalClient, prefix string, cfg Config, h Handler) (*Handoff, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	cfg.Prefix = prefix
+	cfg.Registerer = reg
+	if cfg.LockTTL == 0 {
+		cfg.LockTTL = 2 * time.Second
+	}
+	if cfg.SweepInterval == 0 {
+		cfg.SweepInterval = 50 * time.Millisecond
+	}
+	if cfg.RetryBackoff == 0 {
+		cfg.RetryBackoff = time.Millisecond
+	}
+	hd, err := New(rc, cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(hd.Stop)
+	return hd, reg
+}
+
+// recorder records handler calls in order.
+type recorder struct {
+	mu    sync.Mutex
+	calls []call
+	notify chan struct{}
+}
+
+type call struct {
+	turn     Turn
+	envelope string
+}
+
+func newRecorder() *recorder { return &recorder{notify: make(chan struct{}, 1)} }
+
+func (r *recorder) add(t Turn, env []byte) {
+	r.mu.Lock()
+	r.calls = append(r.calls, call{t, string(env)})
+	r.mu.Unlock()
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (r *recorder) snapshot() []call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]call(nil), r.calls...)
+}
+
+func (r *recorder) envelopes() []string {
+	var out []string
+	for _, c := range r.snapshot() {
+		out = append(out, c.envelope)
+	}
+	return out
+}
+
+// waitFor waits until the recorder holds n calls; the timeout only guards against a hang.
+func (r *recorder) waitFor(t *testing.T, n int, guard time.Duration) []call {
+	t.Helper()
+	deadline := time.NewTimer(guard)
+	defer deadline.Stop()
+	for {
+		if c := r.snapshot(); len(c) >= n {
+			return c
+		}
+		select {
+		case <-r.notify:
+		case <-deadline.C:
+			t.Fatalf("waited for %d handler calls, got %v", n, r.envelopes())
+		}
+	}
+}
+
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != "junban_lockhandoff_"+name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetHistogram() != nil:
+				sum += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return sum
+}
+
+// snapshotKeys reads an entity's keys for before/after comparisons.
+func snapshotKeys(t *testing.T, rc redis.UniversalClient, prefix, entity string) string {
+	t.Helper()
+	ctx := context.Background()
+	k := keys{Key(prefix, entity, "lock"), Key(prefix, entity, "wait"), Key(prefix, entity, "proc"), Key(prefix, entity, "seq")}
+	lock, _ := rc.Get(ctx, k.lock).Result()
+	wait, _ := rc.LRange(ctx, k.wait, 0, -1).Result()
+	proc, _ := rc.LRange(ctx, k.proc, 0, -1).Result()
+	seq, _ := rc.Get(ctx, k.seq).Result()
+	return fmt.Sprintf("lock=%q wait=%q proc=%q seq=%q", lock, wait, proc, seq)
+}
+
+// payloads strips the enqueue timestamps of raw wait/proc entries.
+func payloads(raw []string) []string {
+	out := make([]string, len(raw))
+	for i, r := range raw {
+		_, p, _ := strings.Cut(r, ":")
+		out[i] = p
+	}
+	return out
+}
+
+func redisZ(ms int64, member string) redis.Z { return redis.Z{Score: float64(ms), Member: member} }
+
+// opener closes c once, at the latest when the test ends. Call it after newTestHandoff so
+// that its cleanup runs before Stop, which waits for handlers blocked on c.
+func opener(t *testing.T, c chan struct{}) func() {
+	var once sync.Once
+	open := func() { once.Do(func() { close(c) }) }
+	t.Cleanup(open)
+	return open
+}

@@ -1,0 +1,178 @@
+package lockhandoff
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A handler slower than the TTL keeps the turn through renewals: a Submit made after
+// several TTLs still queues, and the holder hands off to it without losing its lease.
+//
+// Broken variant tried: newLease not starting the renewal timer: the lock expired after
+// 300ms, the late Submit took the turn itself (OutcomeTurn) and the test failed.
+func TestSlowHandlerKeepsTurnThroughRenewals(t *testing.T) {
+	t.Parallel()
+	rc, prefix := single.client(t)
+	const entity = "LC-slow"
+	ctx := context.Background()
+	renewed := make(chan struct{}, 100)
+	proceed := make(chan struct{})
+	rec := newRecorder()
+	hd, reg := newTestHandoff(t, rc, prefix, Config{
+		LockTTL: 300 * time.Millisecond,
+		Hooks: Hooks{AfterRenew: func(e string, ok bool, err error) {
+			if ok {
+				renewed <- struct{}{}
+			}
+		}},
+	}, func(ctx context.Context, turn Turn, env []byte) error {
+		rec.add(turn, env)
+		if len(rec.snapshot()) == 1 {
+			select {
+			case <-proceed:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	holder := make(chan Outcome, 1)
+	go func() { out, _ := hd.Submit(ctx, entity, []byte("e0")); holder <- out }()
+	// Four renewals at TTL/3 each: more than one TTL has passed since the turn was taken.
+	for range 4 {
+		select {
+		case <-renewed:
+		case <-time.After(3 * time.Second): // hang guard
+		}
+	}
+	out, err := hd.Submit(ctx, entity, []byte("e1"))
+	close(proceed)
+	if err != nil || out != OutcomeQueued {
+		t.Fatalf("submit while the slow handler runs: %v %v (the turn was lost)", out, err)
+	}
+	if out := <-holder; out != OutcomeTurn {
+		t.Fatalf("holder: %v", out)
+	}
+	calls := rec.waitFor(t, 2, 10*time.Second)
+	if calls[1].envelope != "e1" || calls[1].turn.Token != calls[0].turn.Token || calls[1].turn.Seq != calls[0].turn.Seq+1 {
+		t.Errorf("e1 was not handed off under the same lock: %+v", calls)
+	}
+	if got := counter(t, reg, "leases_lost_total"); got != 0 {
+		t.Errorf("leases_lost_total = %v", got)
+	}
+}
+
+// A handler whose renewal fails (its lock expired and a second holder took the turn) sees
+// its context cancelled, and the second holder's fencing seq is higher.
+//
+// Broken variant tried: renew.lua extending the lock without comparing the token: the
+// first holder's renewal extended the second holder's lock, its context was never
+// cancelled and the test failed.
+func TestFailedRenewalCancelsHandler(t *testing.T) {
+	t.Parallel()
+	rc, prefix := single.client(t)
+	const entity = "LC-renewfail"
+	ctx := context.Background()
+	var (
+		calls       atomic.Int32
+		firstSeq    atomic.Int64
+		secondSeq   atomic.Int64
+		started     = make(chan struct{})
+		cancelled   = make(chan error, 1)
+		firstGaveUp = make(chan struct{})
+	)
+	hd, reg := newTestHandoff(t, rc, prefix, Config{LockTTL: 300 * time.Millisecond}, func(ctx context.Context, turn Turn, env []byte) error {
+		switch calls.Add(1) {
+		case 1:
+			firstSeq.Store(turn.Seq)
+			close(started)
+			select {
+			case <-ctx.Done():
+				cancelled <- context.Cause(ctx)
+			case <-time.After(5 * time.Second): // hang guard
+				cancelled <- errors.New("context never cancelled")
+			}
+			close(firstGaveUp)
+			return ctx.Err()
+		case 2:
+			// The second holder keeps its turn until the first handler gave up, so a
+			// renewal that ignored the token would find a lock to extend.
+			secondSeq.Store(turn.Seq)
+			<-firstGaveUp
+		}
+		return nil
+	})
+	first := make(chan struct{})
+	go func() { hd.Submit(ctx, entity, []byte("e0")); close(first) }()
+	<-started
+	// The first holder's lock expires (simulated at once): a second Submit finds the turn
+	// free with e0 left in proc and takes it.
+	if err := rc.Del(ctx, Key(prefix, entity, "lock")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := hd.Submit(ctx, entity, []byte("e1")); err != nil || out != OutcomeTurn {
+		t.Fatalf("second holder: %v %v", out, err)
+	}
+	if cause := <-cancelled; !errors.Is(cause, errLeaseLost) {
+		t.Errorf("first handler's context: %v, want lease lost", cause)
+	}
+	<-first
+	if secondSeq.Load() <= firstSeq.Load() {
+		t.Errorf("second holder's seq %d is not above the first's %d", secondSeq.Load(), firstSeq.Load())
+	}
+	if got := counter(t, reg, "leases_lost_total"); got < 1 {
+		t.Errorf("leases_lost_total = %v", got)
+	}
+}
+
+// A handler that hangs past its deadline (ignoring its context) loses the turn: renewal
+// stops, the lock expires and the sweeper re-runs its event, then drains the wait list.
+//
+// Broken variant tried: lease.renew ignoring the handler's deadline: the hung holder kept
+// renewing, the sweeper found the entity busy forever and the test failed on its guard.
+func TestHungHandlerPastDeadlineIsRecovered(t *testing.T) {
+	t.Parallel()
+	rc, prefix := single.client(t)
+	const entity = "LC-hung"
+	ctx := context.Background()
+	rec := newRecorder()
+	hung := make(chan struct{})
+	unhang := make(chan struct{})
+	var first, unhangOnce sync.Once
+	hd, reg := newTestHandoff(t, rc, prefix, Config{LockTTL: 300 * time.Millisecond, HandlerDeadline: 400 * time.Millisecond},
+		func(ctx context.Context, turn Turn, env []byte) error {
+			hangs := false
+			first.Do(func() { hangs = true })
+			if hangs {
+				close(hung)
+				<-unhang // ignores ctx: a truly hung handler
+				return nil
+			}
+			rec.add(turn, env)
+			return nil
+		})
+	// Registered after newTestHandoff's Stop, so it runs first: Stop waits for the hung drain.
+	t.Cleanup(func() { unhangOnce.Do(func() { close(unhang) }) })
+	holder := make(chan struct{})
+	go func() { hd.Submit(ctx, entity, []byte("e0")); close(holder) }()
+	<-hung
+	if out, err := hd.Submit(ctx, entity, []byte("e1")); err != nil || out != OutcomeQueued {
+		t.Fatalf("submit behind the hung handler: %v %v", out, err)
+	}
+	if err := hd.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	calls := rec.waitFor(t, 2, 20*time.Second)
+	if calls[0].envelope != "e0" || !calls[0].turn.Rerun || calls[1].envelope != "e1" {
+		t.Errorf("recovered %+v, want a re-run of e0 then e1", calls)
+	}
+	unhangOnce.Do(func() { close(unhang) })
+	<-holder
+	if got := counter(t, reg, "handlers_abandoned_total"); got != 1 {
+		t.Errorf("handlers_abandoned_total = %v", got)
+	}
+}

@@ -1,0 +1,353 @@
+// Package lockhandoff gives every entity (an order's lcid) a turn: events about one entity
+// are handled one at a time, in the order they reached the entity, by whichever worker
+// holds the turn, while different entities run fully in parallel.
+//
+// A worker that finds the turn free takes it and handles the event; one that finds it held
+// appends the event to the entity's wait list in Redis and is done with it (custody moved
+// to Redis). The holder, after each event, hands the turn to the next waiting event in one
+// script, under the same lock, without a release and re-acquire; it releases only when the
+// list is empty. A sweeper recovers the backlog of a holder that died. The protocol, its
+// invariants and a sequence diagram are in docs/lockhandoff.md.
+//
+// Every key of one entity shares one hash tag (see Key), so each script touches one Redis
+// Cluster slot; the backlog index, sharded over several keys, is the only structure
+// outside it.
+package lockhandoff
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// Key builds every key of an entity: prefix + ":{" + entity + "}:" + suffix, so all keys of
+// one entity share one hash tag and one Redis Cluster slot. The suffixes this package uses
+// are lock, wait, proc and seq; other packages add their own (order, done:<event_id>) and
+// fence their writes with the lock key.
+func Key(prefix, entity, suffix string) string {
+	return prefix + ":{" + entity + "}:" + suffix
+}
+
+// indexKey is the key of one shard of the backlog index. Its hash tag can never be an
+// entity's keys: the suffix differs from every entity suffix.
+func indexKey(prefix string, shard int) string {
+	return Key(prefix, "lockhandoff-index-"+strconv.Itoa(shard), "backlog")
+}
+
+// Defaults of Config.
+const (
+	LockTTLDefault          = 10 * time.Second
+	HandlerDeadlineDefault  = 60 * time.Second
+	MaxWaitDefault          = 10_000
+	DrainMaxEventsDefault   = 1_000
+	DrainMaxTimeDefault     = 5 * time.Second
+	SweepIntervalDefault    = 15 * time.Second
+	SweepConcurrencyDefault = 4
+	IndexShardsDefault      = 16
+	HandlerRetriesDefault   = 2
+	RetryBackoffDefault     = 100 * time.Millisecond
+)
+
+// Config configures a Handoff. Zero fields take the defaults above.
+type Config struct {
+	// Prefix starts every key, e.g. "junban" (tests pass testenv's prefix).
+	Prefix string
+	// LockTTL is the lease of a turn; the holder renews it every LockTTL/3 while a handler
+	// runs, so a dead holder's turn frees within LockTTL.
+	LockTTL time.Duration
+	// HandlerDeadline bounds one handler call: past it the handler's context is cancelled,
+	// renewal stops and the turn is left (or expires) for the sweeper. Keep it well above a
+	// normal event's time.
+	HandlerDeadline time.Duration
+	// MaxWait bounds an entity's wait list; a Submit beyond it gets ErrQueueFull.
+	MaxWait int
+	// DrainMaxEvents is how many events one turn handles before it leaves (release + Nudge).
+	DrainMaxEvents int
+	// DrainMaxTime is how long one turn drains before it leaves (release + Nudge).
+	DrainMaxTime time.Duration
+	// SweepInterval is the pause between two passes of the sweeper.
+	SweepInterval time.Duration
+	// SweepConcurrency bounds the backlogs one sweep recovers at the same time.
+	SweepConcurrency int
+	// IndexShards is the number of keys the backlog index is spread over (by a hash of the
+	// entity), so that it is not one hot key in a cluster. Every replica must use the same.
+	IndexShards int
+	// IndexGrace is the age an index entry must have before the sweeper may remove it (when
+	// its entity is idle). It must exceed the clock skew between replicas; default LockTTL.
+	IndexGrace time.Duration
+	// HandlerRetries is how many times a failing handler is re-run, inside the turn, before
+	// the turn is left with the envelope still in proc for the sweeper.
+	HandlerRetries int
+	// RetryBackoff is the pause before the first retry; it doubles for each next one.
+	RetryBackoff time.Duration
+	// Nudge is called after a turn was left with a backlog (drain budget reached, Stop,
+	// caller's context cancelled) so that another replica resumes it soon, e.g. by sending a
+	// drain message whose consumer calls Resume. Nil: the sweeper resumes it.
+	Nudge func(ctx context.Context, entity string) error
+	// Logger logs decisions (lost leases, abandoned handlers, recoveries); nil logs nothing.
+	Logger *zap.Logger
+	// Registerer registers the metrics; nil registers them nowhere.
+	Registerer prometheus.Registerer
+	// Now is the clock of the backlog index and the drain budget; nil is time.Now.
+	Now func() time.Time
+	// Hooks are test signals; all nil in production.
+	Hooks Hooks
+}
+
+// Hooks let tests wait for background work instead of sleeping.
+type Hooks struct {
+	// AfterSweep is called after each pass of the background sweeper.
+	AfterSweep func(SweepStats, error)
+	// AfterRenew is called after each lease renewal attempt: ok is false when the lease
+	// was found lost.
+	AfterRenew func(entity string, ok bool, err error)
+	// BeforeForget is called by a sweep after it found an entity idle and before it
+	// removes its index entry.
+	BeforeForget func(entity string)
+}
+
+func (c *Config) setDefaults() {
+	if c.LockTTL == 0 {
+		c.LockTTL = LockTTLDefault
+	}
+	if c.HandlerDeadline == 0 {
+		c.HandlerDeadline = HandlerDeadlineDefault
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = MaxWaitDefault
+	}
+	if c.DrainMaxEvents == 0 {
+		c.DrainMaxEvents = DrainMaxEventsDefault
+	}
+	if c.DrainMaxTime == 0 {
+		c.DrainMaxTime = DrainMaxTimeDefault
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = SweepIntervalDefault
+	}
+	if c.SweepConcurrency == 0 {
+		c.SweepConcurrency = SweepConcurrencyDefault
+	}
+	if c.IndexShards == 0 {
+		c.IndexShards = IndexShardsDefault
+	}
+	if c.IndexGrace == 0 {
+		c.IndexGrace = c.LockTTL
+	}
+	if c.HandlerRetries == 0 {
+		c.HandlerRetries = HandlerRetriesDefault
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = RetryBackoffDefault
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.Prefix == "" {
+		errs = append(errs, errors.New("Prefix is empty"))
+	}
+	if c.LockTTL < 3*time.Millisecond {
+		errs = append(errs, fmt.Errorf("LockTTL %v is below 3ms", c.LockTTL))
+	}
+	for name, v := range map[string]int{"MaxWait": c.MaxWait, "DrainMaxEvents": c.DrainMaxEvents,
+		"SweepConcurrency": c.SweepConcurrency, "IndexShards": c.IndexShards} {
+		if v < 1 {
+			errs = append(errs, fmt.Errorf("%s %d is below 1", name, v))
+		}
+	}
+	if c.HandlerRetries < 0 {
+		errs = append(errs, fmt.Errorf("HandlerRetries %d is negative", c.HandlerRetries))
+	}
+	for name, v := range map[string]time.Duration{"HandlerDeadline": c.HandlerDeadline,
+		"DrainMaxTime": c.DrainMaxTime, "SweepInterval": c.SweepInterval,
+		"IndexGrace": c.IndexGrace, "RetryBackoff": c.RetryBackoff} {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("%s %v is not positive", name, v))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("lockhandoff: config: %w", err)
+	}
+	return nil
+}
+
+// ErrQueueFull is Submit's answer when the entity's wait list is at Config.MaxWait:
+// nothing was written, the caller keeps its message and lets SQS redeliver it later.
+var ErrQueueFull = errors.New("lockhandoff: wait list full")
+
+// Outcome says where a submitted envelope went.
+type Outcome int
+
+const (
+	// OutcomeNone: Submit failed; the envelope may or may not be in Redis (keep the message).
+	OutcomeNone Outcome = iota
+	// OutcomeTurn: the caller took the turn and has run the drain loop (this envelope and
+	// the ones handed off to it) before Submit returned.
+	OutcomeTurn
+	// OutcomeQueued: the envelope is in the entity's wait list; custody moved to Redis.
+	OutcomeQueued
+	// OutcomeFull: the wait list was at its bound; returned with ErrQueueFull.
+	OutcomeFull
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeTurn:
+		return "turn"
+	case OutcomeQueued:
+		return "queued"
+	case OutcomeFull:
+		return "full"
+	}
+	return "none"
+}
+
+// Turn is the handler's view of the turn it runs in.
+type Turn struct {
+	// Entity is the entity the envelope belongs to.
+	Entity string
+	// Seq is the fencing sequence: it grows each time an envelope enters proc, so a later
+	// holder (or a re-run of the same envelope) always has a higher Seq.
+	Seq int64
+	// Token is the lease token: a script of another package fences its writes with
+	// GET Key(prefix, entity, "lock") == Token.
+	Token string
+	// Rerun is true when the envelope was left in proc by an earlier holder that crashed,
+	// failed or was abandoned; it may have been applied already (the handler is idempotent).
+	Rerun bool
+}
+
+// Handler applies one envelope. It must be idempotent: an envelope is re-run after a crash,
+// a failure or a lost lease. Its ctx is cancelled when the lease is lost or the handler
+// passes Config.HandlerDeadline. An error leaves the envelope in proc to be re-run.
+type Handler func(ctx context.Context, t Turn, envelope []byte) error
+
+// Handoff runs the turns of one kind of entity.
+type Handoff struct {
+	rc      redis.UniversalClient
+	cfg     Config
+	handler Handler
+	log     *zap.Logger
+	m       *metrics
+
+	drains   drainSet
+	stopping chan struct{}
+	svc      service
+}
+
+// New checks cfg and returns a Handoff whose turns run h. Start starts its sweeper.
+func New(rc redis.UniversalClient, cfg Config, h Handler) (*Handoff, error) {
+	if rc == nil || h == nil {
+		return nil, errors.New("lockhandoff: New needs a client and a handler")
+	}
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Handoff{
+		rc: rc, cfg: cfg, handler: h, log: cfg.Logger, m: m,
+		stopping: make(chan struct{}),
+	}, nil
+}
+
+// keys are the Redis keys of one entity, in the order the scripts expect them.
+type keys struct{ lock, wait, proc, seq string }
+
+func (h *Handoff) keys(entity string) keys {
+	p := h.cfg.Prefix
+	return keys{Key(p, entity, "lock"), Key(p, entity, "wait"), Key(p, entity, "proc"), Key(p, entity, "seq")}
+}
+
+func (h *Handoff) indexShard(entity string) string {
+	f := fnv.New32a()
+	f.Write([]byte(entity))
+	return indexKey(h.cfg.Prefix, int(f.Sum32()%uint32(h.cfg.IndexShards)))
+}
+
+// tokenBase makes this process's tokens unique among all processes; the counter makes
+// them unique within it. Tokens need to be unique, not secret, and a token per Submit must
+// stay cheap (no system call).
+var (
+	tokenBase = rand.Text()[:16]
+	tokenSeq  atomic.Uint64
+)
+
+func newToken() string { return tokenBase + strconv.FormatUint(tokenSeq.Add(1), 36) }
+
+// Submit takes the entity's turn or appends envelope to its wait list, in one script,
+// with the backlog index entry written in the same round trip.
+//
+// OutcomeQueued: custody of the envelope moved to Redis. OutcomeTurn: the caller held the
+// turn and Submit has already run the drain loop: the handler for the oldest backlog
+// envelope (this one when there was none), then for each envelope handed off, until the
+// list was empty, the drain budget was reached, Stop was called or ctx was cancelled (then
+// the turn is left and Nudge called). On both, the envelope is durably in Redis from the
+// first script on and the caller may delete its message: handler failures are the
+// sweeper's business, not the caller's, and do not make Submit fail.
+//
+// An error means custody did not (verifiably) move: ErrQueueFull (nothing written) or a
+// Redis failure; the caller keeps its message, and a redelivery may queue the envelope a
+// second time (handlers are idempotent).
+func (h *Handoff) Submit(ctx context.Context, entity string, envelope []byte) (Outcome, error) {
+	k := h.keys(entity)
+	token := newToken()
+	take, err := h.takeAndIndex(ctx, entity, k, token, envelope)
+	if err != nil {
+		return OutcomeNone, fmt.Errorf("lockhandoff: submit %s: %w", entity, err)
+	}
+	switch take.status {
+	case takeFull:
+		h.m.full.Inc()
+		return OutcomeFull, fmt.Errorf("lockhandoff: submit %s: %w", entity, ErrQueueFull)
+	case takeQueued:
+		h.m.depth.Observe(float64(take.depth))
+		return OutcomeQueued, nil
+	}
+	h.m.depth.Observe(float64(take.depth))
+	h.m.turns.WithLabelValues("submit").Inc()
+	h.drain(ctx, entity, k, token, take.first)
+	return OutcomeTurn, nil
+}
+
+// Resume takes the entity's turn only if it is free and a backlog waits (in proc or wait),
+// and drains it like Submit does. It is what a drain nudge's consumer calls; it does nothing
+// when another worker holds the turn or nothing waits.
+func (h *Handoff) Resume(ctx context.Context, entity string) error {
+	_, err := h.resume(ctx, entity, "resume")
+	return err
+}
+
+func (h *Handoff) resume(ctx context.Context, entity, via string) (bool, error) {
+	k := h.keys(entity)
+	token := newToken()
+	first, ok, err := h.runResume(ctx, k, token)
+	if err != nil {
+		return false, fmt.Errorf("lockhandoff: resume %s: %w", entity, err)
+	}
+	if !ok {
+		return false, nil
+	}
+	h.m.turns.WithLabelValues(via).Inc()
+	h.drain(ctx, entity, k, token, first)
+	return true, nil
+}

@@ -1,0 +1,29 @@
+-- resume: take a free turn to work off a backlog (sweeper, drain nudge). Unlike take it
+-- brings no envelope of its own, and it takes nothing when there is no backlog.
+--
+-- KEYS[1] lock   KEYS[2] wait   KEYS[3] proc   KEYS[4] seq   (see take.lua)
+-- ARGV[1] token  the caller's token
+-- ARGV[2] ttl    lease TTL in milliseconds
+--
+-- Returns
+--   {1, seq, entry, now_ms, depth, rerun}  TURN: lock is ours; rerun is 1 when entry is the
+--                                          envelope a previous holder left in proc (it goes
+--                                          first), 0 when it was moved from wait
+--   {0}                                    EMPTY: no backlog, nothing written
+--   {-1}                                   BUSY: someone holds the turn
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return {-1}
+end
+local rerun = 1
+local cur = redis.call('LINDEX', KEYS[3], 0)
+if not cur then
+  rerun = 0
+  cur = redis.call('LMOVE', KEYS[2], KEYS[3], 'LEFT', 'RIGHT')
+end
+if not cur then
+  return {0}
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+local t = redis.call('TIME')
+local now = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
+return {1, redis.call('INCR', KEYS[4]), cur, tonumber(now), redis.call('LLEN', KEYS[2]), rerun}

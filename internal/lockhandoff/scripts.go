@@ -1,0 +1,206 @@
+package lockhandoff
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed take.lua
+	takeSrc    string
+	takeScript = redis.NewScript(takeSrc)
+	//go:embed handoff.lua
+	handoffSrc    string
+	handoffScript = redis.NewScript(handoffSrc)
+	//go:embed leave.lua
+	leaveSrc    string
+	leaveScript = redis.NewScript(leaveSrc)
+	//go:embed renew.lua
+	renewSrc    string
+	renewScript = redis.NewScript(renewSrc)
+	//go:embed resume.lua
+	resumeSrc    string
+	resumeScript = redis.NewScript(resumeSrc)
+	//go:embed state.lua
+	stateSrc    string
+	stateScript = redis.NewScript(stateSrc)
+	//go:embed forget.lua
+	forgetSrc    string
+	forgetScript = redis.NewScript(forgetSrc)
+)
+
+// entry is an envelope as it left wait or proc: "<enqueued_at_ms>:<envelope>".
+type entry struct {
+	seq      int64
+	envelope []byte
+	enqMs    int64 // when it was pushed, server clock
+	nowMs    int64 // when it entered proc (or was read from it), server clock
+	depth    int64 // LLEN wait after the move
+	rerun    bool  // left in proc by an earlier holder
+}
+
+func parseEntry(seq any, raw any, now any, depth any) (entry, error) {
+	s, ok := raw.(string)
+	if !ok {
+		return entry{}, fmt.Errorf("unexpected entry %T", raw)
+	}
+	b := []byte(s)
+	i := bytes.IndexByte(b, ':')
+	if i < 0 {
+		return entry{}, fmt.Errorf("malformed entry without timestamp")
+	}
+	enq, err := strconv.ParseInt(string(b[:i]), 10, 64)
+	if err != nil {
+		return entry{}, fmt.Errorf("malformed entry timestamp: %w", err)
+	}
+	e := entry{envelope: b[i+1:], enqMs: enq}
+	e.seq, _ = seq.(int64)
+	e.nowMs, _ = now.(int64)
+	e.depth, _ = depth.(int64)
+	return e, nil
+}
+
+type takeStatus int
+
+const (
+	takeTurn   takeStatus = 1
+	takeQueued takeStatus = 2
+	takeFull   takeStatus = 3
+)
+
+type takeResult struct {
+	status takeStatus
+	depth  int64
+	first  entry // on takeTurn
+}
+
+// takeAndIndex runs take.lua and, in the same round trip, refreshes the entity's backlog
+// index entry. The push counts as done only when both succeeded.
+func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token string, envelope []byte) (takeResult, error) {
+	ks := []string{k.lock, k.wait, k.proc, k.seq}
+	args := []any{token, h.cfg.LockTTL.Milliseconds(), h.cfg.MaxWait, envelope}
+	z := redis.Z{Score: float64(h.cfg.Now().UnixMilli()), Member: entity}
+	shard := h.indexShard(entity)
+
+	run := func(eval func(redis.Pipeliner) *redis.Cmd) (*redis.Cmd, *redis.IntCmd, error) {
+		pipe := h.rc.Pipeline()
+		tc := eval(pipe)
+		zc := pipe.ZAdd(ctx, shard, z)
+		_, err := pipe.Exec(ctx)
+		return tc, zc, err
+	}
+	tc, zc, _ := run(func(p redis.Pipeliner) *redis.Cmd { return takeScript.EvalSha(ctx, p, ks, args...) })
+	if redis.HasErrorPrefix(tc.Err(), "NOSCRIPT") {
+		// The script did not run; the index entry written meanwhile only costs a look.
+		tc, zc, _ = run(func(p redis.Pipeliner) *redis.Cmd { return takeScript.Eval(ctx, p, ks, args...) })
+	}
+	v, err := tc.Slice()
+	if err != nil {
+		return takeResult{}, err
+	}
+	r, err := parseTake(v)
+	if err != nil {
+		return takeResult{}, err
+	}
+	if err := zc.Err(); err != nil && r.status != takeFull {
+		if r.status == takeTurn {
+			// Without its index entry the backlog could be orphaned if we died now: give
+			// the turn back (the envelope stays in Redis) and let the redelivery of the
+			// caller's message queue it again, with its entry.
+			h.leave(entity, k, token, false, false)
+		}
+		return takeResult{}, fmt.Errorf("backlog index: %w", err)
+	}
+	return r, nil
+}
+
+func parseTake(v []any) (takeResult, error) {
+	if len(v) < 2 {
+		return takeResult{}, fmt.Errorf("take: unexpected reply %v", v)
+	}
+	st, _ := v[0].(int64)
+	switch takeStatus(st) {
+	case takeQueued, takeFull:
+		d, _ := v[1].(int64)
+		return takeResult{status: takeStatus(st), depth: d}, nil
+	case takeTurn:
+		if len(v) < 6 {
+			return takeResult{}, fmt.Errorf("take: unexpected reply %v", v)
+		}
+		e, err := parseEntry(v[1], v[2], v[3], v[4])
+		if err != nil {
+			return takeResult{}, fmt.Errorf("take: %w", err)
+		}
+		rerun, _ := v[5].(int64)
+		e.rerun = rerun == 1
+		return takeResult{status: takeTurn, depth: e.depth, first: e}, nil
+	}
+	return takeResult{}, fmt.Errorf("take: unexpected status %v", v[0])
+}
+
+type handoffStatus int
+
+const (
+	handoffLost handoffStatus = -1
+	handoffDone handoffStatus = 0
+	handoffNext handoffStatus = 1
+)
+
+func (h *Handoff) runHandoff(ctx context.Context, k keys, token string) (handoffStatus, entry, error) {
+	v, err := handoffScript.Run(ctx, h.rc, []string{k.lock, k.wait, k.proc, k.seq}, token, h.cfg.LockTTL.Milliseconds()).Slice()
+	if err != nil {
+		return 0, entry{}, err
+	}
+	st, _ := v[0].(int64)
+	if handoffStatus(st) != handoffNext {
+		return handoffStatus(st), entry{}, nil
+	}
+	if len(v) < 5 {
+		return 0, entry{}, fmt.Errorf("handoff: unexpected reply %v", v)
+	}
+	e, err := parseEntry(v[1], v[2], v[3], v[4])
+	return handoffNext, e, err
+}
+
+// runResume takes a free turn with a backlog; ok is false when the turn is held or
+// nothing waits.
+func (h *Handoff) runResume(ctx context.Context, k keys, token string) (entry, bool, error) {
+	v, err := resumeScript.Run(ctx, h.rc, []string{k.lock, k.wait, k.proc, k.seq}, token, h.cfg.LockTTL.Milliseconds()).Slice()
+	if err != nil {
+		return entry{}, false, err
+	}
+	st, _ := v[0].(int64)
+	if st != 1 {
+		return entry{}, false, nil
+	}
+	if len(v) < 6 {
+		return entry{}, false, fmt.Errorf("resume: unexpected reply %v", v)
+	}
+	e, err := parseEntry(v[1], v[2], v[3], v[4])
+	if err != nil {
+		return entry{}, false, fmt.Errorf("resume: %w", err)
+	}
+	rerun, _ := v[5].(int64)
+	e.rerun = rerun == 1
+	return e, true, nil
+}
+
+// runLeave releases the turn token-checked; done removes the envelope in proc. It returns
+// the backlog left, or -1 when the lock was not ours.
+func (h *Handoff) runLeave(ctx context.Context, k keys, token string, done bool) (int64, error) {
+	d := "0"
+	if done {
+		d = "1"
+	}
+	return leaveScript.Run(ctx, h.rc, []string{k.lock, k.wait, k.proc}, token, d).Int64()
+}
+
+func (h *Handoff) runRenew(ctx context.Context, k keys, token string) (bool, error) {
+	n, err := renewScript.Run(ctx, h.rc, []string{k.lock}, token, h.cfg.LockTTL.Milliseconds()).Int64()
+	return n == 1, err
+}

@@ -1,0 +1,217 @@
+package lockhandoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// SweepStats says what one sweep did.
+type SweepStats struct {
+	// Checked is the number of index entries looked at.
+	Checked int
+	// Busy entities had a live holder: left alone.
+	Busy int
+	// Recovered backlogs had no holder: the sweep took their turn, re-ran proc, drained wait.
+	Recovered int
+	// Forgotten entities were idle and their index entries old: removed from the index.
+	Forgotten int
+}
+
+// service is the sweeper's lifecycle.
+type service struct {
+	mu       sync.Mutex
+	started  bool
+	cancel   context.CancelFunc
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+// Start starts the sweeper: a first sweep at once (it recovers what a previous run left),
+// then one every SweepInterval, until Stop or ctx's end.
+func (h *Handoff) Start(ctx context.Context) error {
+	h.svc.mu.Lock()
+	defer h.svc.mu.Unlock()
+	if h.svc.started {
+		return errors.New("lockhandoff: already started")
+	}
+	if h.isStopping() {
+		return errors.New("lockhandoff: stopped")
+	}
+	h.svc.started = true
+	ctx, h.svc.cancel = context.WithCancel(ctx)
+	h.svc.done = make(chan struct{})
+	go func() {
+		defer close(h.svc.done)
+		h.sweepLoop(ctx)
+	}()
+	return nil
+}
+
+// Stop stops the sweeper and waits until every drain in flight (of Submit, Resume or the
+// sweeper) has left its turn: each finishes the envelope its handler runs, then releases
+// the turn and calls Nudge when a backlog remains. Submits after Stop still queue; one that
+// takes the turn handles one envelope and leaves.
+func (h *Handoff) Stop() {
+	h.svc.stopOnce.Do(func() { close(h.stopping) })
+	h.svc.mu.Lock()
+	cancel, done := h.svc.cancel, h.svc.done
+	h.svc.mu.Unlock()
+	if done != nil {
+		<-done
+		cancel()
+	}
+	<-h.drains.wait()
+}
+
+func (h *Handoff) sweepLoop(ctx context.Context) {
+	for {
+		st, err := h.Sweep(ctx)
+		if err != nil && ctx.Err() == nil {
+			h.log.Warn("lockhandoff: sweep failed", zap.Error(err))
+		}
+		if hook := h.cfg.Hooks.AfterSweep; hook != nil {
+			hook(st, err)
+		}
+		if st.Recovered > 0 {
+			h.log.Info("lockhandoff: sweeper recovered backlogs", zap.Int("recovered", st.Recovered))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.stopping:
+			return
+		case <-time.After(h.cfg.SweepInterval):
+		}
+	}
+}
+
+// Sweep makes one pass over the backlog index: every entity with a backlog and no holder
+// gets its turn taken and drained (proc first, then wait); idle entities whose entry was
+// not refreshed since it was read are removed from the index. Start runs it periodically;
+// it is exported for tests and operators.
+func (h *Handoff) Sweep(ctx context.Context) (SweepStats, error) {
+	var (
+		st        SweepStats
+		recovered atomic.Int64
+		wg        sync.WaitGroup
+		errs      []error
+		errMu     sync.Mutex
+	)
+	sem := make(chan struct{}, h.cfg.SweepConcurrency)
+	cut := h.cfg.Now().Add(-h.cfg.IndexGrace).UnixMilli()
+	addErr := func(err error) {
+		errMu.Lock()
+		errs = append(errs, err)
+		errMu.Unlock()
+	}
+
+	for shard := 0; shard < h.cfg.IndexShards && !h.isStopping() && ctx.Err() == nil; shard++ {
+		key := indexKey(h.cfg.Prefix, shard)
+		var cursor uint64
+		for {
+			vals, next, err := h.rc.ZScan(ctx, key, cursor, "", 256).Result()
+			if err != nil {
+				addErr(fmt.Errorf("scan %s: %w", key, err))
+				break
+			}
+			ents, scores := make([]string, 0, len(vals)/2), make([]int64, 0, len(vals)/2)
+			for i := 0; i+1 < len(vals); i += 2 {
+				sc, _ := strconv.ParseFloat(vals[i+1], 64)
+				ents, scores = append(ents, vals[i]), append(scores, int64(sc))
+			}
+			states, err := h.states(ctx, ents)
+			if err != nil {
+				addErr(err)
+				break
+			}
+			for i, e := range ents {
+				if h.isStopping() {
+					break
+				}
+				s := states[i]
+				st.Checked++
+				switch {
+				case s.locked:
+					st.Busy++
+				case s.backlog > 0:
+					sem <- struct{}{}
+					wg.Add(1)
+					go func(entity string) {
+						defer func() { <-sem; wg.Done() }()
+						took, err := h.resume(ctx, entity, "sweeper")
+						if err != nil {
+							addErr(err)
+							return
+						}
+						if took {
+							recovered.Add(1)
+							h.m.recovered.Inc()
+						}
+					}(e)
+				case scores[i] <= cut:
+					if hook := h.cfg.Hooks.BeforeForget; hook != nil {
+						hook(e)
+					}
+					n, err := forgetScript.Run(ctx, h.rc, []string{key}, e, scores[i]).Int64()
+					if err != nil {
+						addErr(fmt.Errorf("forget %s: %w", e, err))
+					} else if n == 1 {
+						st.Forgotten++
+					}
+				}
+			}
+			if next == 0 {
+				break
+			}
+			cursor = next
+		}
+	}
+	wg.Wait()
+	st.Recovered = int(recovered.Load())
+	if err := errors.Join(errs...); err != nil {
+		return st, fmt.Errorf("lockhandoff: sweep: %w", err)
+	}
+	return st, nil
+}
+
+type entityState struct {
+	locked  bool
+	backlog int64
+}
+
+// states reads the state of many entities in one round trip (per node, in a cluster).
+func (h *Handoff) states(ctx context.Context, ents []string) ([]entityState, error) {
+	if len(ents) == 0 {
+		return nil, nil
+	}
+	ks := func(e string) []string {
+		k := h.keys(e)
+		return []string{k.lock, k.wait, k.proc}
+	}
+	pipe := h.rc.Pipeline()
+	cmds := make([]*redis.Cmd, len(ents))
+	for i, e := range ents {
+		cmds[i] = stateScript.EvalSha(ctx, pipe, ks(e))
+	}
+	pipe.Exec(ctx)
+	out := make([]entityState, len(ents))
+	for i, c := range cmds {
+		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			c = stateScript.Run(ctx, h.rc, ks(ents[i]))
+		}
+		v, err := c.Int64Slice()
+		if err != nil || len(v) != 3 {
+			return nil, fmt.Errorf("state of %s: %v %w", ents[i], v, err)
+		}
+		out[i] = entityState{locked: v[0] == 1, backlog: v[1] + v[2]}
+	}
+	return out, nil
+}

@@ -1,0 +1,57 @@
+-- take: take the entity's turn, or queue the envelope behind the current holder.
+--
+-- KEYS[1] lock   the turn: the holder's token, with the lease TTL
+-- KEYS[2] wait   list of envelopes waiting for the turn (never has a TTL)
+-- KEYS[3] proc   list of at most one envelope: the one being processed (never has a TTL)
+-- KEYS[4] seq    fencing counter, INCRed each time an envelope enters proc
+-- ARGV[1] token  the caller's token, written to lock if the turn is free
+-- ARGV[2] ttl    lease TTL in milliseconds
+-- ARGV[3] bound  LLEN wait at which the answer is FULL
+-- ARGV[4] envelope
+--
+-- Entries in wait and proc are "<enqueued_at_ms>:<envelope>", the time taken from the
+-- server's clock so that the time waited is measured on one clock.
+--
+-- Returns
+--   {1, seq, entry, now_ms, depth, rerun}
+--                                   TURN: lock is ours; entry (now in proc) is to be processed
+--                                   first. When proc or wait held a backlog, entry is the
+--                                   oldest of it and the envelope was appended to wait; rerun
+--                                   is 1 when entry was left in proc by an earlier holder.
+--   {2, depth}                      QUEUED: the envelope was appended to wait; depth is LLEN wait
+--   {3, depth}                      FULL: nothing was written
+local t = redis.call('TIME')
+local now = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
+local entry = now .. ':' .. ARGV[4]
+local bound = tonumber(ARGV[3])
+local depth = redis.call('LLEN', KEYS[2])
+
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if depth >= bound then
+    return {3, depth}
+  end
+  return {2, redis.call('RPUSH', KEYS[2], entry)}
+end
+
+local cur = redis.call('LINDEX', KEYS[3], 0)
+local rerun = 0
+if cur then
+  rerun = 1
+end
+if cur or depth > 0 then
+  -- A holder left a backlog (it crashed, was abandoned, or left on a budget): earlier
+  -- arrivals go first, so the envelope queues behind them and the turn starts from proc.
+  if depth >= bound then
+    return {3, depth}
+  end
+  depth = redis.call('RPUSH', KEYS[2], entry)
+  if not cur then
+    cur = redis.call('LMOVE', KEYS[2], KEYS[3], 'LEFT', 'RIGHT')
+    depth = depth - 1
+  end
+else
+  redis.call('RPUSH', KEYS[3], entry)
+  cur = entry
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return {1, redis.call('INCR', KEYS[4]), cur, tonumber(now), depth, rerun}

@@ -1,0 +1,510 @@
+package persist
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/ledger"
+)
+
+// ErrInvalid marks a result that can never be applied: it breaks the schema (a missing
+// id, a bad date, a negative bucket, a CHECK constraint). Retrying it cannot help.
+var ErrInvalid = errors.New("persist: invalid result")
+
+// Status is what Apply did with one result.
+type Status int
+
+const (
+	// Unapplied: nothing of the result was committed (Apply returned an error).
+	Unapplied Status = iota
+	// Applied: the result is now in the inbox, and its rows were written where newer.
+	Applied
+	// Duplicate: the inbox already held the result (or the batch held it twice); nothing
+	// of it was written again.
+	Duplicate
+	// Poison: the result can never be applied (ErrInvalid); the rest of its batch committed.
+	Poison
+)
+
+// ResultReport is what Apply did with one result.
+type ResultReport struct {
+	Status Status
+	// Err says why, for Poison; it wraps ErrInvalid.
+	Err error
+}
+
+// Skips counts what Apply left alone because PostgreSQL already held it or something newer.
+type Skips struct {
+	// Duplicates are results already in the inbox, or twice in the batch.
+	Duplicates int
+	// OlderOrders are order snapshots whose seq was not newer than the stored one.
+	OlderOrders int
+	// OlderSKUs are SKU rows whose version was not newer than the stored one.
+	OlderSKUs int
+	// OlderLots are lot rows whose SKU version was not newer than the stored one.
+	OlderLots int
+	// DuplicateMoves are moves whose (op_id, idx) was already recorded.
+	DuplicateMoves int
+}
+
+func (s *Skips) add(o Skips) {
+	s.Duplicates += o.Duplicates
+	s.OlderOrders += o.OlderOrders
+	s.OlderSKUs += o.OlderSKUs
+	s.OlderLots += o.OlderLots
+	s.DuplicateMoves += o.DuplicateMoves
+}
+
+// Report says what Apply did with a batch.
+type Report struct {
+	// Results has one entry per result, in the batch's order.
+	Results []ResultReport
+	Skips   Skips
+	// Isolated is true when a poison result made Apply redo the batch one result per
+	// savepoint.
+	Isolated bool
+}
+
+// Count returns how many results have status s.
+func (r Report) Count(s Status) int {
+	n := 0
+	for _, rr := range r.Results {
+		if rr.Status == s {
+			n++
+		}
+	}
+	return n
+}
+
+// Apply writes a batch of results to PostgreSQL in one transaction: the inbox rows, the
+// order rows whose seq is newer, the SKU and lot rows whose version is newer, and the
+// moves not recorded yet. A result already in the inbox is skipped entirely.
+//
+// A result that can never be applied does not sink the batch: Apply first writes the
+// whole batch with one statement per table; if PostgreSQL refuses data (SQLSTATE class
+// 22 or 23), it rolls back and redoes the batch with a savepoint per result, reports
+// that result as Poison and commits the others. Any other error (PostgreSQL unreachable,
+// a deadlock, a serialization failure) is returned and nothing is committed: the caller
+// retries the whole batch later; the report then marks every result Unapplied but those
+// refused before PostgreSQL was asked (Poison).
+func Apply(ctx context.Context, db *gorm.DB, results []event.Result) (Report, error) {
+	rep := Report{Results: make([]ResultReport, len(results))}
+	batch := make([]prepared, 0, len(results))
+	for i, r := range results {
+		p, err := prepare(i, r)
+		if err != nil {
+			rep.Results[i] = ResultReport{Status: Poison, Err: err}
+			continue
+		}
+		batch = append(batch, p)
+	}
+	if len(batch) == 0 {
+		return rep, nil
+	}
+
+	var w written
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		w, err = write(tx, batch)
+		return err
+	})
+	if err != nil && isPoison(err) {
+		// Some result breaks the schema: find it, one savepoint per result.
+		rep.Isolated = true
+		err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			w = written{}
+			for _, p := range batch {
+				if err := tx.SavePoint("result").Error; err != nil {
+					return err
+				}
+				one, err := write(tx, []prepared{p})
+				if err == nil {
+					if err := tx.Exec("RELEASE SAVEPOINT result").Error; err != nil {
+						return err
+					}
+					w.add(one)
+					continue
+				}
+				if !isPoison(err) {
+					return err
+				}
+				if err := tx.RollbackTo("result").Error; err != nil {
+					return err
+				}
+				rep.Results[p.index] = ResultReport{Status: Poison, Err: fmt.Errorf("%w: event %s: %w", ErrInvalid, p.inbox.EventID, err)}
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		// Nothing committed: only the results refused before PostgreSQL was asked stay Poison.
+		for _, p := range batch {
+			rep.Results[p.index] = ResultReport{}
+		}
+		return rep, fmt.Errorf("persist: apply batch of %d: %w", len(results), err)
+	}
+	for _, p := range batch {
+		if rep.Results[p.index].Status == Poison {
+			continue
+		}
+		if w.fresh[p.index] {
+			rep.Results[p.index] = ResultReport{Status: Applied}
+		} else {
+			rep.Results[p.index] = ResultReport{Status: Duplicate}
+		}
+	}
+	rep.Skips = w.skips
+	return rep, nil
+}
+
+// isPoison tells a result that PostgreSQL refuses for its content from a failure that a
+// retry can cure.
+func isPoison(err error) bool {
+	if errors.Is(err, ErrInvalid) {
+		return true
+	}
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) || len(pg.Code) < 2 {
+		return false
+	}
+	switch pg.Code[:2] {
+	case "22", // data exception: bad date, out of range, invalid JSON
+		"23": // integrity constraint violation: CHECK, NOT NULL, foreign key
+		return true
+	}
+	return false
+}
+
+// prepared is one result turned into rows.
+type prepared struct {
+	index int
+	inbox InboxRow
+	order *OrderRow
+	skus  []SKURow
+	lots  []LotRow
+	moves []MoveRow
+}
+
+func invalid(r event.Result, format string, args ...any) error {
+	return fmt.Errorf("%w: event %q: %s", ErrInvalid, r.EventID, fmt.Sprintf(format, args...))
+}
+
+// prepare checks what the schema cannot (or cannot say clearly) and builds the rows.
+func prepare(index int, r event.Result) (prepared, error) {
+	p := prepared{index: index}
+	switch {
+	case r.EventID == "":
+		return p, invalid(r, "no event_id")
+	case r.Entity == "":
+		return p, invalid(r, "no entity")
+	case r.Type == "":
+		return p, invalid(r, "no type")
+	case r.Outcome != event.Applied && r.Outcome != event.Rejected:
+		return p, invalid(r, "outcome %q is neither applied nor rejected", r.Outcome)
+	}
+	p.inbox = InboxRow{
+		EventID: r.EventID, Entity: r.Entity, Seq: r.Seq, Type: string(r.Type),
+		Outcome: r.Outcome, Reason: r.Reason, ProcessedAt: r.ProcessedAt,
+	}
+
+	if o := r.Order; o != nil {
+		lcid := cmp.Or(o.LCID, r.LCID)
+		if lcid == "" {
+			return p, invalid(r, "order snapshot without lcid")
+		}
+		td, err := optDate(o.TargetDate)
+		if err != nil {
+			return p, invalid(r, "order %s: target_date: %v", lcid, err)
+		}
+		lines := o.Lines
+		if lines == nil {
+			lines = []event.SnapshotLine{}
+		}
+		js, err := json.Marshal(lines)
+		if err != nil {
+			return p, invalid(r, "order %s: lines: %v", lcid, err)
+		}
+		p.order = &OrderRow{
+			LCID: lcid, Status: o.Status, Allocation: optString(o.Allocation), Paid: o.Paid,
+			Mode: optString(string(o.Mode)), TargetDate: td, Lines: js,
+			Seq: r.Seq, LastEventID: r.EventID,
+		}
+	}
+
+	versions := make(map[string]int64, len(r.SKUs))
+	for _, s := range r.SKUs {
+		if s.SKU == "" {
+			return p, invalid(r, "sku without name")
+		}
+		versions[s.SKU] = s.Version
+		p.skus = append(p.skus, SKURow{SKU: s.SKU, SafetyStock: s.SafetyStock, Version: s.Version})
+		for _, l := range s.Lots {
+			row, err := lotRow(s.SKU, s.Version, l)
+			if err != nil {
+				return p, invalid(r, "sku %s lot %s: %v", s.SKU, l.LotID, err)
+			}
+			p.lots = append(p.lots, row)
+		}
+	}
+	for _, m := range r.Moves {
+		if m.OpID == "" || m.SKU == "" || m.LotID == "" {
+			return p, invalid(r, "move %+v lacks op_id, sku or lot_id", m)
+		}
+		p.moves = append(p.moves, MoveRow{
+			OpID: m.OpID, Idx: m.Index, EventID: r.EventID, SKU: m.SKU, LotID: m.LotID,
+			FromBucket: m.From, ToBucket: m.To, Qty: m.Qty, SKUVersion: versions[m.SKU],
+		})
+	}
+	return p, nil
+}
+
+func lotRow(sku string, version int64, l ledger.Lot) (LotRow, error) {
+	if l.LotID == "" {
+		return LotRow{}, errors.New("no lot_id")
+	}
+	from, err := date(l.ValidFrom)
+	if err != nil {
+		return LotRow{}, fmt.Errorf("valid_from: %w", err)
+	}
+	to, err := date(l.ValidTo)
+	if err != nil {
+		return LotRow{}, fmt.Errorf("valid_to: %w", err)
+	}
+	bb, err := optDate(l.BestBefore)
+	if err != nil {
+		return LotRow{}, fmt.Errorf("best_before: %w", err)
+	}
+	arr, err := optDate(l.ArrivesAt)
+	if err != nil {
+		return LotRow{}, fmt.Errorf("arrives_at: %w", err)
+	}
+	return LotRow{
+		SKU: sku, LotID: l.LotID, Kind: l.Kind, Good: l.Good, BestBefore: bb, RegSeq: l.RegSeq,
+		ArrivesAt: arr, ValidFrom: from, ValidTo: to,
+		Sellable: l.Sellable, Reserved: l.Reserved, Allocated: l.Allocated, Hidden: l.Hidden, Shipped: l.Shipped,
+		Version: version,
+	}, nil
+}
+
+const dateLayout = time.DateOnly
+
+func date(s string) (time.Time, error) { return time.Parse(dateLayout, s) }
+
+func optDate(s string) (*time.Time, error) {
+	if s == "" {
+		return nil, nil
+	}
+	t, err := date(s)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// written is what one write call did.
+type written struct {
+	// fresh holds the indexes of the results newly inserted into the inbox.
+	fresh map[int]bool
+	skips Skips
+}
+
+func (w *written) add(o written) {
+	if w.fresh == nil {
+		w.fresh = map[int]bool{}
+	}
+	for i := range o.fresh {
+		w.fresh[i] = true
+	}
+	w.skips.add(o.skips)
+}
+
+// chunk bounds the rows of one statement under PostgreSQL's 65535 bind parameters.
+const chunk = 2000
+
+// write writes prepared results with one statement per table. Rows are sorted by key
+// in every statement, so two workers writing overlapping batches lock rows in the same
+// order and cannot deadlock each other.
+func write(tx *gorm.DB, batch []prepared) (written, error) {
+	w := written{fresh: make(map[int]bool, len(batch))}
+
+	// Inbox first: only the results it did not hold yet go on.
+	byID := make(map[string]int, len(batch))
+	inbox := make([]InboxRow, 0, len(batch))
+	for i, p := range batch {
+		if _, dup := byID[p.inbox.EventID]; dup {
+			w.skips.Duplicates++
+			continue
+		}
+		byID[p.inbox.EventID] = i
+		inbox = append(inbox, p.inbox)
+	}
+	slices.SortFunc(inbox, func(a, b InboxRow) int { return cmp.Compare(a.EventID, b.EventID) })
+	var fresh []prepared
+	for part := range slices.Chunk(inbox, chunk) {
+		var sql strings.Builder
+		sql.WriteString("INSERT INTO inbox (event_id, entity, seq, type, outcome, reason, processed_at) VALUES ")
+		args := make([]any, 0, 7*len(part))
+		for i, r := range part {
+			if i > 0 {
+				sql.WriteByte(',')
+			}
+			sql.WriteString("(?,?,?,?,?,?,?)")
+			args = append(args, r.EventID, r.Entity, r.Seq, r.Type, r.Outcome, r.Reason, r.ProcessedAt)
+		}
+		sql.WriteString(" ON CONFLICT (event_id) DO NOTHING RETURNING event_id")
+		var ids []string
+		err := tx.Raw(sql.String(), args...).Scan(&ids).Error
+		if err != nil {
+			return w, fmt.Errorf("inbox: %w", err)
+		}
+		w.skips.Duplicates += len(part) - len(ids)
+		for _, id := range ids {
+			p := batch[byID[id]]
+			w.fresh[p.index] = true
+			fresh = append(fresh, p)
+		}
+	}
+
+	// Of several snapshots of one order only the newest can win.
+	orders := map[string]OrderRow{}
+	var skus []SKURow
+	var lots []LotRow
+	var moves []MoveRow
+	nOrders := 0
+	for _, p := range fresh {
+		if o := p.order; o != nil {
+			nOrders++
+			if cur, ok := orders[o.LCID]; !ok || o.Seq > cur.Seq {
+				orders[o.LCID] = *o
+			}
+		}
+		skus = append(skus, p.skus...)
+		lots = append(lots, p.lots...)
+		moves = append(moves, p.moves...)
+	}
+
+	// A result's SKUs carry the version and the touched lots, not the SKU's settings
+	// (a ledger operation does not return its safety stock): leave those as they are.
+	nSKUs, nLots, err := writeSKUs(tx, skus, lots, false)
+	if err != nil {
+		return w, err
+	}
+	w.skips.OlderSKUs = len(skus) - nSKUs
+	w.skips.OlderLots = len(lots) - nLots
+
+	orderRows := sortedValues(orders, func(a, b OrderRow) int { return cmp.Compare(a.LCID, b.LCID) })
+	n, err := upsert(tx, orderRows, "lcid", orderGuard, orderColumns...)
+	if err != nil {
+		return w, fmt.Errorf("orders: %w", err)
+	}
+	w.skips.OlderOrders = nOrders - n
+
+	slices.SortFunc(moves, func(a, b MoveRow) int {
+		return cmp.Or(cmp.Compare(a.OpID, b.OpID), cmp.Compare(a.Idx, b.Idx))
+	})
+	n = 0
+	for part := range slices.Chunk(moves, chunk) {
+		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&part)
+		if res.Error != nil {
+			return w, fmt.Errorf("moves: %w", res.Error)
+		}
+		n += int(res.RowsAffected)
+	}
+	w.skips.DuplicateMoves = len(moves) - n
+	return w, nil
+}
+
+// writeSKUs upserts SKU rows, then lot rows, each where its version is newer than the
+// stored one, and returns how many of each it wrote. Of several rows for one key only
+// the newest is sent: one statement cannot update a row twice. settings says whether
+// the SKU rows carry the SKU's settings (safety stock) to write; without it an existing
+// row keeps its own.
+func writeSKUs(tx *gorm.DB, skus []SKURow, lots []LotRow, settings bool) (nSKUs, nLots int, err error) {
+	newestSKU := make(map[string]SKURow, len(skus))
+	for _, s := range skus {
+		if cur, ok := newestSKU[s.SKU]; !ok || s.Version > cur.Version {
+			newestSKU[s.SKU] = s
+		}
+	}
+	type lotKey struct{ sku, lot string }
+	newestLot := make(map[lotKey]LotRow, len(lots))
+	for _, l := range lots {
+		k := lotKey{l.SKU, l.LotID}
+		if cur, ok := newestLot[k]; !ok || l.Version > cur.Version {
+			newestLot[k] = l
+		}
+	}
+	skuRows := sortedValues(newestSKU, func(a, b SKURow) int { return cmp.Compare(a.SKU, b.SKU) })
+	skuColumns := []string{"version", "updated_at"}
+	if settings {
+		skuColumns = append(skuColumns, "safety_stock")
+	}
+	nSKUs, err = upsert(tx, skuRows, "sku", "skus.version < excluded.version", skuColumns...)
+	if err != nil {
+		return 0, 0, fmt.Errorf("skus: %w", err)
+	}
+	lotRows := sortedValues(newestLot, func(a, b LotRow) int {
+		return cmp.Or(cmp.Compare(a.SKU, b.SKU), cmp.Compare(a.LotID, b.LotID))
+	})
+	nLots, err = upsert(tx, lotRows, "sku,lot_id", "lots.version < excluded.version",
+		"kind", "good", "best_before", "reg_seq", "arrives_at", "valid_from", "valid_to",
+		"sellable", "reserved", "allocated", "hidden", "shipped", "version", "updated_at")
+	if err != nil {
+		return 0, 0, fmt.Errorf("lots: %w", err)
+	}
+	return nSKUs, nLots, nil
+}
+
+// An order row is only ever replaced by a newer seq of its entity; these columns change.
+const orderGuard = "orders.seq < excluded.seq"
+
+var orderColumns = []string{"status", "allocation", "paid", "mode", "target_date", "lines", "seq", "last_event_id", "updated_at"}
+
+// upsert inserts rows, or updates the given columns of a row where the guard (a newer
+// seq or version) holds, and returns how many rows it wrote.
+func upsert[T any](tx *gorm.DB, rows []T, key, guard string, columns ...string) (int, error) {
+	var cols []clause.Column
+	for _, k := range strings.Split(key, ",") {
+		cols = append(cols, clause.Column{Name: k})
+	}
+	n := 0
+	for part := range slices.Chunk(rows, chunk) {
+		res := tx.Clauses(clause.OnConflict{
+			Columns:   cols,
+			DoUpdates: clause.AssignmentColumns(columns),
+			Where:     clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: guard}}},
+		}).Create(&part)
+		if res.Error != nil {
+			return n, res.Error
+		}
+		n += int(res.RowsAffected)
+	}
+	return n, nil
+}
+
+func sortedValues[K comparable, V any](m map[K]V, cmpFn func(a, b V) int) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, cmpFn)
+	return out
+}

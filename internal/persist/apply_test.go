@@ -1,0 +1,289 @@
+package persist_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/persist"
+	"github.com/junban/junban/internal/persist/resultgen"
+	"github.com/junban/junban/internal/testenv"
+)
+
+// dump renders every row junban persists, without the timestamps PostgreSQL sets, so
+// two schemas can be compared as text.
+func dump(t *testing.T, db *gorm.DB) string {
+	t.Helper()
+	queries := []string{
+		`SELECT sku, safety_stock, version FROM skus ORDER BY sku`,
+		`SELECT sku, lot_id, kind, good, best_before, reg_seq, arrives_at, valid_from, valid_to,
+			sellable, reserved, allocated, hidden, shipped, version FROM lots ORDER BY sku, lot_id`,
+		`SELECT lcid, status, allocation, paid, mode, target_date, lines, seq, last_event_id FROM orders ORDER BY lcid`,
+		`SELECT event_id, entity, seq, type, outcome, reason, processed_at FROM inbox ORDER BY event_id`,
+		`SELECT op_id, idx, event_id, sku, lot_id, from_bucket, to_bucket, qty, sku_version FROM moves ORDER BY op_id, idx`,
+	}
+	var b strings.Builder
+	for _, q := range queries {
+		var s *string
+		if err := db.Raw(`SELECT string_agg(t::text, E'\n') FROM (` + q + `) t`).Scan(&s).Error; err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(q[:strings.Index(q, "FROM")])
+		b.WriteString("\n")
+		if s != nil {
+			b.WriteString(*s)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func seeded(t *testing.T, cfg resultgen.Config) *gorm.DB {
+	t.Helper()
+	db := testenv.Postgres(t)
+	if _, err := persist.WriteSKUs(context.Background(), db, resultgen.Catalog(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func apply(t *testing.T, db *gorm.DB, rs []event.Result) persist.Report {
+	t.Helper()
+	rep, err := persist.Apply(context.Background(), db, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rep.Results {
+		if r.Status == persist.Poison {
+			t.Fatalf("result %d (%s) poison: %v", i, rs[i].EventID, r.Err)
+		}
+	}
+	return rep
+}
+
+func diff(t *testing.T, name, want, got string) {
+	t.Helper()
+	if want == got {
+		return
+	}
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := range max(len(wl), len(gl)) {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			t.Fatalf("%s: rows differ from the in-order application at line %d:\nwant %s\ngot  %s", name, i+1, w, g)
+		}
+	}
+}
+
+// The same results applied three times, in batches, and a shuffled stream with
+// duplicates in random batches leave exactly the rows of one in-order application.
+func TestApplyIdempotentAndOrderInsensitive(t *testing.T) {
+	cfg := resultgen.Config{Seed: 7, SKUs: 6, LotsPerSKU: 3, Active: 15}
+	stream := resultgen.New(cfg).Results(400)
+
+	ref := seeded(t, cfg)
+	for _, r := range stream {
+		rep := apply(t, ref, []event.Result{r})
+		if rep.Count(persist.Applied) != 1 {
+			t.Fatalf("%s: not applied: %+v", r.EventID, rep)
+		}
+	}
+	want := dump(t, ref)
+
+	t.Run("three times in batches", func(t *testing.T) {
+		db := seeded(t, cfg)
+		dups := 0
+		for range 3 {
+			for i := 0; i < len(stream); i += 25 {
+				rep := apply(t, db, stream[i:min(i+25, len(stream))])
+				dups += rep.Count(persist.Duplicate)
+			}
+		}
+		if dups != 2*len(stream) {
+			t.Errorf("duplicates = %d, want %d", dups, 2*len(stream))
+		}
+		diff(t, "three times", want, dump(t, db))
+	})
+
+	t.Run("shuffled with duplicates", func(t *testing.T) {
+		db := seeded(t, cfg)
+		rng := rand.New(rand.NewPCG(1, 2))
+		shuffled := append([]event.Result(nil), stream...)
+		for range 100 {
+			shuffled = append(shuffled, stream[rng.IntN(len(stream))])
+		}
+		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		var skips persist.Skips
+		for len(shuffled) > 0 {
+			n := min(1+rng.IntN(40), len(shuffled))
+			rep := apply(t, db, shuffled[:n])
+			skips.Duplicates += rep.Skips.Duplicates
+			skips.OlderOrders += rep.Skips.OlderOrders
+			skips.OlderLots += rep.Skips.OlderLots
+			shuffled = shuffled[n:]
+		}
+		if skips.Duplicates != 100 || skips.OlderOrders == 0 || skips.OlderLots == 0 {
+			t.Errorf("skips = %+v: want 100 duplicates and some older orders and lots", skips)
+		}
+		diff(t, "shuffled", want, dump(t, db))
+	})
+}
+
+// One order's results, shuffled and each applied on its own, end as the in-order ones.
+func TestApplyOneOrderShuffled(t *testing.T) {
+	cfg := resultgen.Config{Seed: 3, SKUs: 2, LotsPerSKU: 2}
+	g := resultgen.New(cfg)
+	var life []event.Result
+	for len(life) < 4 {
+		life = g.Order()
+	}
+	ref := seeded(t, cfg)
+	for _, r := range life {
+		apply(t, ref, []event.Result{r})
+	}
+	want := dump(t, ref)
+
+	rng := rand.New(rand.NewPCG(5, 6))
+	for round := range 3 {
+		db := seeded(t, cfg)
+		shuffled := append([]event.Result(nil), life...)
+		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		for _, r := range shuffled {
+			apply(t, db, []event.Result{r})
+		}
+		diff(t, "round "+string(rune('1'+round)), want, dump(t, db))
+	}
+}
+
+// A result that breaks the schema is reported as Poison; the rest of its batch commits.
+func TestApplyPoisonKeepsTheRest(t *testing.T) {
+	cfg := resultgen.Config{Seed: 11, SKUs: 4, Active: 5}
+	db := seeded(t, cfg)
+	batch := resultgen.New(cfg).Results(12)
+
+	negative := batch[3]
+	negative.EventID = "evt-negative"
+	negative.SKUs = []ledger.SKU{{SKU: negative.SKUs[0].SKU, Version: 1 << 40, Lots: []ledger.Lot{
+		{LotID: "L00", Kind: ledger.KindOnHand, Good: true, ValidFrom: "2026-01-01", ValidTo: "2027-01-01", Sellable: -5},
+	}}}
+	zeroMove := batch[5]
+	zeroMove.EventID = "evt-zero-move"
+	zeroMove.Moves = []ledger.Move{{OpID: "op-zero", SKU: "S", LotID: "L", From: "sellable", To: "allocated", Qty: 0}}
+	badStatus := event.Result{EventID: "evt-bad-status", Entity: "LC-X", LCID: "LC-X", Seq: 1, Type: event.OrderPlaced,
+		Outcome: event.Applied, Order: &event.OrderSnapshot{LCID: "LC-X", Status: "lost"}}
+	noID := batch[7]
+	noID.EventID = ""
+	badDate := event.Result{EventID: "evt-bad-date", Entity: "LC-Y", LCID: "LC-Y", Seq: 1, Type: event.OrderPlaced,
+		Outcome: event.Applied, Order: &event.OrderSnapshot{LCID: "LC-Y", Status: "placed", TargetDate: "2026-02-30"}}
+
+	all := append(append([]event.Result(nil), batch...), negative, zeroMove, badStatus, noID, badDate)
+	rep, err := persist.Apply(context.Background(), db, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Isolated {
+		t.Error("a database-side poison did not make Apply isolate the results")
+	}
+	for i, r := range rep.Results {
+		wantPoison := i >= len(batch)
+		if got := r.Status == persist.Poison; got != wantPoison {
+			t.Errorf("result %d (%s): status %v (%v), want poison %v", i, all[i].EventID, r.Status, r.Err, wantPoison)
+		}
+		if wantPoison && !errors.Is(r.Err, persist.ErrInvalid) {
+			t.Errorf("result %d: error %v does not wrap ErrInvalid", i, r.Err)
+		}
+	}
+	var inbox int64
+	db.Table("inbox").Count(&inbox)
+	if inbox != int64(len(batch)) {
+		t.Errorf("inbox holds %d results, want the %d good ones", inbox, len(batch))
+	}
+	var zero int64
+	db.Table("moves").Where("op_id = ?", "op-zero").Count(&zero)
+	if zero != 0 {
+		t.Error("the poison result's move was written")
+	}
+}
+
+// PostgreSQL out of reach: Apply returns an error that is not a poison, and reports no
+// result as applied.
+func TestApplyUnavailable(t *testing.T) {
+	db, err := gorm.Open(postgres.Open("postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"),
+		&gorm.Config{DisableAutomaticPing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rs := resultgen.New(resultgen.Config{Seed: 1}).Results(3)
+	rep, err := persist.Apply(ctx, db, rs)
+	if err == nil {
+		t.Fatal("Apply succeeded without PostgreSQL")
+	}
+	if errors.Is(err, persist.ErrInvalid) || rep.Count(persist.Poison) != 0 {
+		t.Errorf("an unreachable database was taken for a poison: %v", err)
+	}
+}
+
+// Two workers applying batches that touch the same SKUs at once never deadlock: every
+// statement locks its rows in key order.
+func TestApplyConcurrentBatchesDoNotDeadlock(t *testing.T) {
+	db := testenv.Postgres(t)
+	if sqlDB, err := db.DB(); err == nil {
+		sqlDB.SetMaxOpenConns(4)
+	}
+	const skus = 12
+	batch := func(worker, round int) []event.Result {
+		var rs []event.Result
+		for i := range 5 {
+			r := event.Result{
+				EventID: fmt.Sprintf("evt-%d-%d-%d", worker, round, i), Entity: "sku:x", Seq: int64(round),
+				Type: event.InventoryAdjusted, Outcome: event.Applied, ProcessedAt: time.Now(),
+			}
+			for k := range skus {
+				s := k
+				if worker == 1 {
+					s = skus - 1 - k // the other worker names the SKUs in reverse
+				}
+				r.SKUs = append(r.SKUs, ledger.SKU{SKU: fmt.Sprintf("S%02d", s), Version: int64(round*10 + i), Lots: []ledger.Lot{
+					{LotID: "L", Kind: ledger.KindOnHand, Good: true, ValidFrom: "2026-01-01", ValidTo: "2027-01-01", Sellable: int64(round)},
+				}})
+			}
+			rs = append(rs, r)
+		}
+		return rs
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for w := range 2 {
+		wg.Go(func() {
+			for round := range 40 {
+				if _, err := persist.Apply(context.Background(), db, batch(w, round)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("concurrent apply failed: %v", err)
+	}
+}

@@ -1,0 +1,220 @@
+package persist
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/queue"
+)
+
+// Handler defaults.
+const (
+	// RetryBaseDefault is the pause after the first failed attempt of a batch.
+	RetryBaseDefault = 500 * time.Millisecond
+	// RetryMaxDefault caps the pause between attempts.
+	RetryMaxDefault = 15 * time.Second
+	// HoldMaxDefault is how long a failing batch is held and retried before it goes back
+	// to SQS.
+	HoldMaxDefault = 10 * time.Minute
+	// AttemptTimeoutDefault bounds one Apply, so a PostgreSQL that stopped answering
+	// (rather than refusing) is noticed.
+	AttemptTimeoutDefault = 30 * time.Second
+)
+
+// HandlerConfig configures a Handler. Zero values stand for the defaults.
+type HandlerConfig struct {
+	// DB is where results go (required).
+	DB *gorm.DB
+	// Metrics records batch sizes, durations, lag and skips; nil records nothing.
+	Metrics *Metrics
+	// Logger logs failures, recoveries and poison results; nil logs nothing.
+	Logger *zap.Logger
+	// RetryBase is the pause after a batch's first failed attempt; it doubles with
+	// every attempt, with jitter. Default RetryBaseDefault.
+	RetryBase time.Duration
+	// RetryMax caps the pause. Default RetryMaxDefault.
+	RetryMax time.Duration
+	// HoldMax is how long a batch that PostgreSQL cannot take is held (the consumer keeps
+	// its messages invisible) and retried before it is handed back to SQS as Retry.
+	// Holding rather than handing back keeps an outage from spending the messages'
+	// receive count (maxReceiveCount) and sending good results to the DLQ.
+	// Default HoldMaxDefault.
+	HoldMax time.Duration
+	// AttemptTimeout bounds one Apply. Default AttemptTimeoutDefault.
+	AttemptTimeout time.Duration
+	// Quit, when closed, makes a failing batch go back to SQS at once instead of being
+	// held: close it when shutdown starts.
+	Quit <-chan struct{}
+}
+
+// Handler applies batches of results-queue messages: a queue.BatchHandler.
+type Handler struct {
+	cfg HandlerConfig
+	log *zap.Logger
+
+	mu       sync.Mutex
+	failures int   // consecutive failed attempts, over every batch
+	lastErr  error // of the last failed attempt
+}
+
+// NewHandler returns a Handler for cfg.
+func NewHandler(cfg HandlerConfig) (*Handler, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("persist: handler: no DB")
+	}
+	if cfg.RetryBase <= 0 {
+		cfg.RetryBase = RetryBaseDefault
+	}
+	if cfg.RetryMax <= 0 {
+		cfg.RetryMax = RetryMaxDefault
+	}
+	if cfg.HoldMax <= 0 {
+		cfg.HoldMax = HoldMaxDefault
+	}
+	if cfg.AttemptTimeout <= 0 {
+		cfg.AttemptTimeout = AttemptTimeoutDefault
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Handler{cfg: cfg, log: log}, nil
+}
+
+// Ready fails while the last attempt to apply a batch failed: PostgreSQL is out of reach
+// (or refuses every batch) and results are piling up in SQS.
+func (h *Handler) Ready(context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failures > 0 {
+		return fmt.Errorf("persist: %d attempt(s) in a row failed, last: %v", h.failures, h.lastErr)
+	}
+	return nil
+}
+
+// HandleBatch decodes the messages and applies their results in one transaction. A
+// message that is not a result, or a result that can never be applied, is Poison; the
+// others are Done once committed. When PostgreSQL fails, the batch is held and retried
+// with backoff and jitter; after HoldMax, or on Quit or ctx's end, every message of the
+// batch is Retry (nothing was committed, nothing is deleted).
+func (h *Handler) HandleBatch(ctx context.Context, ms []queue.Message) []queue.Outcome {
+	out := make([]queue.Outcome, len(ms))
+	results := make([]event.Result, 0, len(ms))
+	at := make([]int, 0, len(ms)) // results[k] came from ms[at[k]]
+	for i, m := range ms {
+		var r event.Result
+		if err := json.Unmarshal(m.Body, &r); err != nil {
+			out[i] = queue.Outcome{Verdict: queue.Poison, Reason: fmt.Sprintf("persist: not a result event: %v", err)}
+			h.cfg.Metrics.Results.WithLabelValues("poison").Inc()
+			h.log.Warn("poison message", zap.String("message_id", m.ID), zap.Error(err))
+			continue
+		}
+		results = append(results, r)
+		at = append(at, i)
+	}
+	if len(results) == 0 {
+		return out
+	}
+
+	held := time.Now()
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		actx, cancel := context.WithTimeout(ctx, h.cfg.AttemptTimeout)
+		rep, err := Apply(actx, h.cfg.DB, results)
+		cancel()
+		if err == nil {
+			h.committed(results, rep, time.Since(start))
+			for k, rr := range rep.Results {
+				if rr.Status == Poison {
+					out[at[k]] = queue.Outcome{Verdict: queue.Poison, Reason: rr.Err.Error()}
+					h.log.Warn("poison result", zap.String("event_id", results[k].EventID),
+						zap.String("entity", results[k].Entity), zap.Error(rr.Err))
+				} else {
+					out[at[k]] = queue.Outcome{Verdict: queue.Done}
+				}
+			}
+			return out
+		}
+
+		n := h.failed(err)
+		pause := h.backoff(attempt)
+		giveUp := time.Since(held)+pause > h.cfg.HoldMax
+		h.log.Warn("apply failed; batch held for a retry", zap.Int("results", len(results)),
+			zap.Int("attempt", attempt), zap.Int("failures_in_a_row", n),
+			zap.Duration("pause", pause), zap.Bool("hand_back", giveUp), zap.Error(err))
+		if !giveUp {
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+				continue
+			case <-ctx.Done():
+			case <-h.cfg.Quit:
+			}
+			t.Stop()
+		}
+		for k := range results {
+			out[at[k]] = queue.Outcome{Verdict: queue.Retry, Reason: err.Error()}
+		}
+		return out
+	}
+}
+
+// backoff is the pause after a batch's attempt-th failure: exponential, capped, with
+// jitter in [50%, 150%) so that replicas do not retry in step.
+func (h *Handler) backoff(attempt int) time.Duration {
+	d := h.cfg.RetryBase
+	for i := 1; i < attempt && d < h.cfg.RetryMax; i++ {
+		d *= 2
+	}
+	d = min(d, h.cfg.RetryMax)
+	return time.Duration(float64(d) * (0.5 + rand.Float64()))
+}
+
+func (h *Handler) failed(err error) int {
+	h.cfg.Metrics.Failures.Inc()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failures++
+	h.lastErr = err
+	return h.failures
+}
+
+func (h *Handler) committed(results []event.Result, rep Report, took time.Duration) {
+	now := time.Now()
+	h.mu.Lock()
+	if h.failures > 0 {
+		h.log.Info("apply works again", zap.Int("failed_attempts", h.failures))
+	}
+	h.failures, h.lastErr = 0, nil
+	h.mu.Unlock()
+
+	m := h.cfg.Metrics
+	m.BatchSize.Observe(float64(len(results)))
+	m.ApplyDuration.Observe(took.Seconds())
+	m.skipped(rep.Skips)
+	for k, rr := range rep.Results {
+		switch rr.Status {
+		case Applied:
+			m.Results.WithLabelValues("applied").Inc()
+			if !results[k].ProcessedAt.IsZero() {
+				m.Lag.Observe(now.Sub(results[k].ProcessedAt).Seconds())
+			}
+		case Duplicate:
+			m.Results.WithLabelValues("duplicate").Inc()
+		case Poison:
+			m.Results.WithLabelValues("poison").Inc()
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package persist
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the persist-worker's Prometheus metrics, namespace junban, subsystem persist.
+type Metrics struct {
+	// BatchSize is the number of results per applied batch (one transaction).
+	BatchSize prometheus.Histogram
+	// ApplyDuration is the time of one successful Apply.
+	ApplyDuration prometheus.Histogram
+	// Lag is the time from a result's processed_at to the commit of its batch.
+	Lag prometheus.Histogram
+	// Skipped counts what PostgreSQL already held or held newer, by kind: duplicate
+	// (inbox), order_seq, sku_version, lot_version, move.
+	Skipped *prometheus.CounterVec
+	// Results counts results by status: applied, duplicate, poison.
+	Results *prometheus.CounterVec
+	// Failures counts Apply attempts that failed for a reason a retry can cure.
+	Failures prometheus.Counter
+}
+
+// NewMetrics creates the metrics and registers them with reg (when not nil).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	const ns, sub = "junban", "persist"
+	m := &Metrics{
+		BatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "batch_size",
+			Help:    "Results per applied batch (one PostgreSQL transaction).",
+			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500},
+		}),
+		ApplyDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "apply_duration_seconds",
+			Help:    "Duration of one successful batch apply, transaction included.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}),
+		Lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "lag_seconds",
+			Help:    "Time from a result's processed_at (order-worker) to the commit of its batch.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
+		}),
+		Skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "conflicts_skipped_total",
+			Help: "Rows not written because PostgreSQL held them already or newer, by kind.",
+		}, []string{"kind"}),
+		Results: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "results_total",
+			Help: "Results handled, by status (applied, duplicate, poison).",
+		}, []string{"status"}),
+		Failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "apply_failures_total",
+			Help: "Batch applies that failed for a reason a retry can cure (PostgreSQL unreachable, deadlock).",
+		}),
+	}
+	for _, k := range []string{"duplicate", "order_seq", "sku_version", "lot_version", "move"} {
+		m.Skipped.WithLabelValues(k)
+	}
+	for _, s := range []string{"applied", "duplicate", "poison"} {
+		m.Results.WithLabelValues(s)
+	}
+	if reg != nil {
+		reg.MustRegister(m.BatchSize, m.ApplyDuration, m.Lag, m.Skipped, m.Results, m.Failures)
+	}
+	return m
+}
+
+func (m *Metrics) skipped(s Skips) {
+	m.Skipped.WithLabelValues("duplicate").Add(float64(s.Duplicates))
+	m.Skipped.WithLabelValues("order_seq").Add(float64(s.OlderOrders))
+	m.Skipped.WithLabelValues("sku_version").Add(float64(s.OlderSKUs))
+	m.Skipped.WithLabelValues("lot_version").Add(float64(s.OlderLots))
+	m.Skipped.WithLabelValues("move").Add(float64(s.DuplicateMoves))
+}

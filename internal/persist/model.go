@@ -1,0 +1,101 @@
+// Package persist writes result events to PostgreSQL, the durable copy of every order
+// and every stock movement, and compares that copy with Redis (reconcile).
+//
+// Apply is idempotent and order-insensitive: an inbox keyed by event_id skips a result
+// seen before, an order row changes only for a newer seq, SKU and lot rows only for a
+// newer SKU version, and moves are an append-only ledger keyed by (op_id, idx). So the
+// same results applied twice, or in any order, leave the same rows.
+package persist
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// SKURow is a row of skus: a SKU's settings and the ledger version its lot rows reflect.
+type SKURow struct {
+	SKU         string `gorm:"column:sku;primaryKey"`
+	SafetyStock int64
+	Version     int64
+	UpdatedAt   time.Time
+}
+
+// TableName is the table of SKURow.
+func (SKURow) TableName() string { return "skus" }
+
+// LotRow is a row of lots: one lot of a SKU with its buckets, as of Version.
+type LotRow struct {
+	SKU        string `gorm:"column:sku;primaryKey"`
+	LotID      string `gorm:"primaryKey"`
+	Kind       string
+	Good       bool
+	BestBefore *time.Time `gorm:"type:date"`
+	RegSeq     int64
+	ArrivesAt  *time.Time `gorm:"type:date"`
+	ValidFrom  time.Time  `gorm:"type:date"`
+	ValidTo    time.Time  `gorm:"type:date"`
+	Sellable   int64
+	Reserved   int64
+	Allocated  int64
+	Hidden     int64
+	Shipped    int64
+	// Version is the SKU version this row was written at.
+	Version   int64
+	UpdatedAt time.Time
+}
+
+// TableName is the table of LotRow.
+func (LotRow) TableName() string { return "lots" }
+
+// OrderRow is a row of orders: an order's state after the result with the highest seq.
+type OrderRow struct {
+	LCID       string `gorm:"column:lcid;primaryKey"`
+	Status     string
+	Allocation *string
+	Paid       bool
+	Mode       *string
+	TargetDate *time.Time `gorm:"type:date"`
+	// Lines are the snapshot's lines ([]event.SnapshotLine) as JSON.
+	Lines       json.RawMessage `gorm:"type:jsonb"`
+	Seq         int64
+	LastEventID string
+	UpdatedAt   time.Time
+}
+
+// TableName is the table of OrderRow.
+func (OrderRow) TableName() string { return "orders" }
+
+// InboxRow is a row of inbox: one result event that was persisted, applied or rejected.
+type InboxRow struct {
+	EventID     string `gorm:"primaryKey"`
+	Entity      string
+	Seq         int64
+	Type        string
+	Outcome     string
+	Reason      string
+	ProcessedAt time.Time
+	// CommittedAt is set by PostgreSQL (the transaction's start).
+	CommittedAt time.Time `gorm:"->"`
+}
+
+// TableName is the table of InboxRow.
+func (InboxRow) TableName() string { return "inbox" }
+
+// MoveRow is a row of moves: one quantity moved between two buckets of a lot.
+type MoveRow struct {
+	OpID       string `gorm:"primaryKey"`
+	Idx        int    `gorm:"primaryKey;autoIncrement:false"`
+	EventID    string
+	SKU        string `gorm:"column:sku"`
+	LotID      string
+	FromBucket string
+	ToBucket   string
+	Qty        int64
+	// SKUVersion is the SKU's version after the operation that made the move.
+	SKUVersion int64 `gorm:"column:sku_version"`
+	// CreatedAt is set by PostgreSQL.
+	CreatedAt time.Time `gorm:"->"`
+}
+
+// TableName is the table of MoveRow.
+func (MoveRow) TableName() string { return "moves" }

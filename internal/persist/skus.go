@@ -1,0 +1,41 @@
+package persist
+
+import (
+	"context"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"github.com/junban/junban/internal/ledger"
+)
+
+// WriteSKUs writes whole SKUs (settings and every lot) in one transaction, each row only
+// where the given version is newer than the stored one, and returns how many SKU rows
+// it wrote. Reconcile's repair uses it to rewrite PostgreSQL from Redis; tests and the
+// benchmark use it to load a catalog.
+func WriteSKUs(ctx context.Context, db *gorm.DB, skus []ledger.SKU) (int, error) {
+	var p prepared
+	for _, s := range skus {
+		if s.SKU == "" {
+			return 0, fmt.Errorf("%w: sku without name", ErrInvalid)
+		}
+		p.skus = append(p.skus, SKURow{SKU: s.SKU, SafetyStock: s.SafetyStock, Version: s.Version})
+		for _, l := range s.Lots {
+			row, err := lotRow(s.SKU, s.Version, l)
+			if err != nil {
+				return 0, fmt.Errorf("%w: sku %s lot %s: %v", ErrInvalid, s.SKU, l.LotID, err)
+			}
+			p.lots = append(p.lots, row)
+		}
+	}
+	var n int
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		n, _, err = writeSKUs(tx, p.skus, p.lots, true)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("persist: write skus: %w", err)
+	}
+	return n, nil
+}
