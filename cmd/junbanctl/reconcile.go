@@ -7,11 +7,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/junban/junban/internal/config"
-	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/persist"
@@ -84,7 +82,7 @@ func runReconcile(ctx context.Context, args []string) error {
 		},
 	}
 	if !*noOrders {
-		rcfg.Orders = redisOrders{rc: rc, prefix: cfg.KeyPrefix}
+		rcfg.Orders = order.NewStore(rc, cfg.KeyPrefix)
 	}
 	rep, err := persist.Reconcile(ctx, rcfg)
 	if bar != nil {
@@ -155,51 +153,4 @@ func hint(k persist.DriftKind, n int, repaired bool) string {
 	default:
 		return fmt.Sprintf("%d diverged: same version, different content; not repaired automatically: investigate", n)
 	}
-}
-
-// redisOrders reads order states where the order-worker keeps them.
-type redisOrders struct {
-	rc     redis.UniversalClient
-	prefix string
-}
-
-func (o redisOrders) Order(ctx context.Context, lcid string) (*event.OrderSnapshot, int64, error) {
-	st, err := order.LoadState(ctx, o.rc, o.prefix, lcid)
-	return st.Order, st.Seq, err
-}
-
-func (o redisOrders) ScanOrders(ctx context.Context, fn func(lcid string) error) error {
-	// Keys look like <prefix>:{<entity>}:state; SKU entities hold no order.
-	head, tail, _ := strings.Cut(order.StateKey(o.prefix, "\x00"), "\x00")
-	pattern := o.escape(head) + "*" + o.escape(tail)
-	scan := func(ctx context.Context, c redis.Cmdable) error {
-		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
-		for iter.Next(ctx) {
-			entity := strings.TrimSuffix(strings.TrimPrefix(iter.Val(), head), tail)
-			if strings.HasPrefix(entity, "sku:") {
-				continue
-			}
-			if err := fn(entity); err != nil {
-				return err
-			}
-		}
-		return iter.Err()
-	}
-	if cc, ok := o.rc.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
-	}
-	return scan(ctx, o.rc)
-}
-
-// escape quotes the glob characters of s for SCAN MATCH.
-func (redisOrders) escape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch r {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

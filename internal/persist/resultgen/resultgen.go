@@ -259,7 +259,8 @@ func (g *Gen) step(o *order) event.Result {
 		if lots == nil {
 			continue
 		}
-		out := ledger.SKU{SKU: s.SKU, SafetyStock: s.SafetyStock, Version: s.Version}
+		// As the order-worker sends it: version and touched lots, no settings.
+		out := ledger.SKU{SKU: s.SKU, Version: s.Version}
 		for _, l := range s.Lots {
 			if lots[l.LotID] {
 				out.Lots = append(out.Lots, l)
