@@ -37,7 +37,7 @@ demo: build stack
 
 ## chaos: fault injection under load (own Redis and PostgreSQL), then the invariants
 chaos: build stack
-	$(BIN)/junbanctl chaos --events 10000
+	$(BIN)/junbanctl chaos --events 10000 --bin $(BIN)
 
 ## benchmarks: each prints its figures and compares with its baseline in the same run
 bench: bench-lock bench-alloc bench-persist bench-e2e

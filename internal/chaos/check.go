@@ -387,6 +387,7 @@ func (e *Env) Check(ctx context.Context) (Report, error) {
 	for _, p := range e.all() {
 		r.UnexpectedExits += p.unexpectedExits()
 	}
+	r.Evidence = e.evidence()
 	return r, nil
 }
 

@@ -81,6 +81,9 @@ func (e *Env) Drive(ctx context.Context) error {
 	progressDone := make(chan struct{})
 	go e.progress(ctx, progressDone)
 	defer close(progressDone)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go e.watch(watchCtx)
 
 	if err := e.send(ctx); err != nil {
 		return err

@@ -35,6 +35,16 @@ type proc struct {
 	exits int
 	// stopped is true once Close ran: the watcher no longer restarts it.
 	stopped bool
+	// gen counts the starts; counters are its metrics, read by Env.watch.
+	gen      int
+	counters counters
+}
+
+// generation is the number of the current run.
+func (p *proc) generation() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.gen
 }
 
 // start runs the process once more; the previous run must have ended.
@@ -61,6 +71,7 @@ func (p *proc) start() error {
 	}
 	done := make(chan struct{})
 	p.cmd, p.done, p.killing = cmd, done, false
+	p.gen++
 	go func() {
 		cmd.Wait()
 		f.Close()

@@ -49,6 +49,7 @@ type Report struct {
 	QuiesceS          float64        `json:"quiesce_s"`
 	ElapsedS          float64        `json:"elapsed_s"`
 	Faults            []Fault        `json:"faults"`
+	Evidence          Evidence       `json:"evidence"`
 	// Details are the first findings of each kind, for people.
 	Details Details `json:"details"`
 }
@@ -112,6 +113,9 @@ func (r Report) Print(out io.Writer) {
 	fmt.Fprintf(tw, "unexpected worker exits\t%d (restarted)\n", r.UnexpectedExits)
 	fmt.Fprintf(tw, "time\t%.1f s sending, %.1f s to quiescence, %.1f s in all\n", r.SendS, r.QuiesceS, r.ElapsedS)
 	fmt.Fprintf(tw, "DLQ (orders / results)\t%d / %d\n", r.OrdersDLQ, r.ResultsDLQ)
+	ev := r.Evidence
+	fmt.Fprintf(tw, "workers' counters (at least)\t%d backlogs recovered by the sweeper, %d leases lost, %d fenced commits,\n", ev.BacklogsRecovered, ev.LeasesLost, ev.Fenced)
+	fmt.Fprintf(tw, "\t%d done events replayed, %d/%d orders/results retried, %d persist batches failed\n", ev.Replayed, ev.OrdersRetried, ev.ResultsRetried, ev.PersistFailures)
 	tw.Flush()
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "faults:")

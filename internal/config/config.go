@@ -187,11 +187,13 @@ type SQS struct {
 	ResultsDLQ string `env:"JUNBAN_RESULTS_DLQ" envDefault:"results-dlq"`
 }
 
-// Open connects gorm to PostgreSQL with pgx, logging nothing per statement.
+// Open connects gorm to PostgreSQL with pgx, logging nothing per statement. It does not
+// ping: a worker starts while PostgreSQL is down, and /readyz says so until it is back.
 func (p Postgres) Open() (*gorm.DB, error) {
 	db, err := gorm.Open(postgres.Open(p.URL), &gorm.Config{
 		Logger:                 gormlogger.Discard,
 		SkipDefaultTransaction: true,
+		DisableAutomaticPing:   true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("config: DATABASE_URL: %w", err)
