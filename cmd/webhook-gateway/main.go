@@ -34,6 +34,9 @@ func main() {
 }
 
 func run() error {
+	if handled, err := config.Preflight[webhook.Config](os.Args[1:]); handled {
+		return err
+	}
 	cfg, err := config.Load[webhook.Config]()
 	if err != nil {
 		return err

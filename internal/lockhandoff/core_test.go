@@ -45,10 +45,10 @@ func TestWrongTokenChangesNothing(t *testing.T) {
 // (overlap detected with a CAS), every event runs exactly once, and each producer's events
 // run in its send order. A small drain budget makes turns leave and resume via Nudge.
 //
-// Broken variant tried: handoff.lua deleting the lock before moving the next envelope
-// (a handoff that releases and lets the holder carry on as if it re-acquired): a
-// concurrent Submit took the free turn with the backlog and the test reported overlapping
-// handlers and out-of-order events.
+// Broken variant tried: handoff.lua deleting the lock instead of renewing it when it moves
+// the next envelope (a handoff that releases and carries on as if it had re-acquired):
+// concurrent Submits took the free turn with the backlog, events ran twice ("event 26/0
+// ran 2 times") and holders lost their turns until only 228 of 6400 events had run.
 func testOneKey(t *testing.T, b backend, producers, events int) {
 	rc, prefix := b.client(t)
 	const entity = "LC-hot"
@@ -147,8 +147,9 @@ func testOneKey(t *testing.T, b backend, producers, events int) {
 // takes the turn, re-runs proc first (with a higher seq), then drains wait in order.
 //
 // Broken variants tried: a wait list given the lock's TTL in take.lua (PEXPIRE wait ttl):
-// the queued events expired with the lock and the sweeper recovered only e0; and
-// resume.lua moving from wait before looking at proc: e1 ran before the re-run of e0.
+// the queued events expired with the lock and the sweeper recovered only e0; resume.lua
+// moving from wait before looking at proc: e1..e5 ran and e0 was lost; the index ZADD
+// left out of Submit's pipeline: the sweeper found nothing and no event was recovered.
 func testCrashRecovery(t *testing.T, b backend) {
 	rc, prefix := b.client(t)
 	entity := "LC-crash"
@@ -253,8 +254,9 @@ func TestHelperProcess(t *testing.T) {
 // testFull: with the wait list at its bound, Submit answers ErrQueueFull and the list is
 // exactly as before.
 //
-// Broken variant tried: take.lua pushing before comparing LLEN with the bound: the list
-// grew to 4 entries and the snapshot comparison failed.
+// Broken variant tried: take.lua pushing first and answering FULL when the new length
+// is above the bound: the refused envelope stayed in the list and the snapshot
+// comparison failed.
 func testFull(t *testing.T, b backend) {
 	rc, prefix := b.client(t)
 	const entity = "LC-full"

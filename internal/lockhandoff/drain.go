@@ -51,9 +51,10 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 		switch {
 		case err != nil:
 			// Unknown whether the handoff ran: proc holds either the finished envelope or
-			// the next one, both safe to re-run. Give the turn back if it is still ours.
+			// the next one, both safe to re-run. Give the turn back if it is still ours; when
+			// the caller is going away, to another replica at once.
 			h.log.Warn("lockhandoff: handoff failed", zap.String("lcid", entity), zap.Error(err))
-			h.leave(entity, k, token, false, false)
+			h.leave(entity, k, token, false, ctx.Err() != nil)
 			return
 		case st == handoffLost:
 			l.lose(errLeaseLost)
@@ -131,7 +132,7 @@ func (h *Handoff) handle(l *lease, e entry) handled {
 			return handledAbandoned
 		case err == nil:
 			return handledOK
-		case attempt >= h.cfg.HandlerRetries || h.isStopping() || l.ctx.Err() != nil:
+		case attempt >= max(h.cfg.HandlerRetries, 0) || h.isStopping() || l.ctx.Err() != nil:
 			h.m.failed.Inc()
 			h.log.Warn("lockhandoff: handler failed; envelope left in proc for the sweeper",
 				zap.String("lcid", l.entity), zap.Int64("seq", e.seq), zap.Int("attempts", attempt+1), zap.Error(err))

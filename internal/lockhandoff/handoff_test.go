@@ -15,8 +15,9 @@ import (
 // in each producer's order, and one entity whose handler blocks does not hold up any other:
 // its handler is released only once every other event has run.
 //
-// Broken variant tried: Key without the entity (every entity sharing one lock): the other
-// entities queued behind the blocked one, the test hit its hang guard.
+// Broken variant tried: Key without the entity (every entity sharing one turn): the other
+// entities queued behind the blocked one, the test hit its hang guard with 1001 of 4000
+// events run.
 func TestManyKeysNoCrossKeyBlocking(t *testing.T) {
 	t.Parallel()
 	rc, prefix := single.client(t)

@@ -63,8 +63,8 @@ func newTestHandoff(t *testing.T, rc redis.UniversalClient, prefix string, cfg C
 
 // recorder records handler calls in order.
 type recorder struct {
-	mu    sync.Mutex
-	calls []call
+	mu     sync.Mutex
+	calls  []call
 	notify chan struct{}
 }
 

@@ -85,7 +85,7 @@ type Config struct {
 	// its entity is idle). It must exceed the clock skew between replicas; default LockTTL.
 	IndexGrace time.Duration
 	// HandlerRetries is how many times a failing handler is re-run, inside the turn, before
-	// the turn is left with the envelope still in proc for the sweeper.
+	// the turn is left with the envelope still in proc for the sweeper; negative: none.
 	HandlerRetries int
 	// RetryBackoff is the pause before the first retry; it doubles for each next one.
 	RetryBackoff time.Duration
@@ -170,9 +170,6 @@ func (c *Config) validate() error {
 		if v < 1 {
 			errs = append(errs, fmt.Errorf("%s %d is below 1", name, v))
 		}
-	}
-	if c.HandlerRetries < 0 {
-		errs = append(errs, fmt.Errorf("HandlerRetries %d is negative", c.HandlerRetries))
 	}
 	for name, v := range map[string]time.Duration{"HandlerDeadline": c.HandlerDeadline,
 		"DrainMaxTime": c.DrainMaxTime, "SweepInterval": c.SweepInterval,

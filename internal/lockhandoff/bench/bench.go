@@ -91,7 +91,8 @@ func (m Measurement) String() string {
 		m.Name, m.Events, m.EPS, m.P50Ms, m.P99Ms, m.MaxMs, m.Fairness)
 }
 
-// Run makes the five measurements, one after the other, on rc.
+// Run makes the five measurements on rc: the three hot ones one after the other, then the
+// two spread ones in alternating slices.
 func Run(ctx context.Context, rc redis.UniversalClient, o Options) (Result, []Measurement, error) {
 	if o.Duration <= 0 {
 		o.Duration = DurationDefault
@@ -115,8 +116,6 @@ func Run(ctx context.Context, rc redis.UniversalClient, o Options) (Result, []Me
 		func(ctx context.Context, rc redis.UniversalClient, o Options) (Measurement, error) {
 			return hotRedsync(ctx, rc, o, "hot redsync default")
 		},
-		spreadHandoff,
-		spreadUnlocked,
 	}
 	var ms []Measurement
 	for _, step := range steps {
@@ -131,6 +130,16 @@ func Run(ctx context.Context, rc redis.UniversalClient, o Options) (Result, []Me
 		if err := ctx.Err(); err != nil {
 			return Result{}, ms, err
 		}
+	}
+	hm, um, err := spreadPair(ctx, rc, o)
+	if err != nil {
+		return Result{}, ms, err
+	}
+	for _, m := range []Measurement{hm, um} {
+		if o.Progress != nil {
+			fmt.Fprintln(o.Progress, m)
+		}
+		ms = append(ms, m)
 	}
 	return Result{
 		Hot: Hot{
@@ -328,20 +337,23 @@ var spreadSrc string
 
 var spreadScript = redis.NewScript(spreadSrc)
 
-// spread runs producers that pick a random entity for each event and call submit.
-func spread(ctx context.Context, o Options, name string, submit func(entity string) error, handled *atomic.Int64) (Measurement, error) {
-	entities := make([]string, o.Keys)
-	for i := range entities {
-		entities[i] = fmt.Sprintf("LC-%06d", i)
-	}
-	end := time.Now().Add(o.Duration)
+// SpreadRounds is how many alternating slices the spread measurement is cut into: on a
+// shared machine the load changes within seconds, and alternating handoff and unlocked
+// slices exposes both to the same changes.
+const SpreadRounds = 10
+
+// spreadSlice runs producers that pick a random entity for each event and call submit,
+// for d; it returns the time taken.
+func spreadSlice(ctx context.Context, o Options, d time.Duration, round int, entities []string, submit func(entity string) error) (time.Duration, error) {
+	start := time.Now()
+	end := start.Add(d)
 	var wg sync.WaitGroup
 	var failed atomic.Value
 	for p := range o.Producers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(p), 42))
+			r := rand.New(rand.NewPCG(uint64(p), uint64(round)))
 			for time.Now().Before(end) && ctx.Err() == nil {
 				if err := submit(entities[r.IntN(len(entities))]); err != nil {
 					failed.Store(err)
@@ -350,57 +362,72 @@ func spread(ctx context.Context, o Options, name string, submit func(entity stri
 			}
 		}()
 	}
+	// A Submit that took a turn returns after draining what queued behind it: once every
+	// producer returned, every event of the slice was handled.
 	wg.Wait()
-	elapsed := time.Since(end.Add(-o.Duration))
 	if err, ok := failed.Load().(error); ok {
-		return Measurement{}, fmt.Errorf("bench: %s: %w", name, err)
+		return 0, err
 	}
-	n := handled.Load()
-	return Measurement{Name: name, Events: int(n), EPS: float64(n) / elapsed.Seconds()}, nil
+	return time.Since(start), nil
 }
 
-func spreadHandoff(ctx context.Context, rc redis.UniversalClient, o Options) (Measurement, error) {
-	prefix := o.Prefix + ":spread-handoff"
-	var handled atomic.Int64
+// spreadPair measures handoff and no lock over o.Keys entities, in alternating slices.
+func spreadPair(ctx context.Context, rc redis.UniversalClient, o Options) (Measurement, Measurement, error) {
+	entities := make([]string, o.Keys)
+	for i := range entities {
+		entities[i] = fmt.Sprintf("LC-%06d", i)
+	}
+	hPrefix, uPrefix := o.Prefix+":spread-handoff", o.Prefix+":spread-unlocked"
+	var hHandled, uHandled atomic.Int64
 	var bg sync.WaitGroup
 	var h *lockhandoff.Handoff
 	h, err := lockhandoff.New(rc, lockhandoff.Config{
-		Prefix: prefix,
+		Prefix: hPrefix,
 		Nudge: func(_ context.Context, e string) error {
 			bg.Add(1)
 			go func() { defer bg.Done(); h.Resume(context.WithoutCancel(ctx), e) }()
 			return nil
 		},
 	}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
-		err := spreadScript.Run(hctx, rc, []string{lockhandoff.Key(prefix, t.Entity, "doc")}).Err()
+		err := spreadScript.Run(hctx, rc, []string{lockhandoff.Key(hPrefix, t.Entity, "doc")}).Err()
 		if err == nil {
-			handled.Add(1)
+			hHandled.Add(1)
 		}
 		return err
 	})
 	if err != nil {
-		return Measurement{}, err
+		return Measurement{}, Measurement{}, err
 	}
+	defer h.Stop()
 	env := []byte(`{"type":"order.placed"}`)
-	m, err := spread(ctx, o, "spread handoff", func(entity string) error {
+	handoff := func(entity string) error {
 		_, err := h.Submit(ctx, entity, env)
 		return err
-	}, &handled)
-	bg.Wait()
-	h.Stop()
-	return m, err
-}
-
-func spreadUnlocked(ctx context.Context, rc redis.UniversalClient, o Options) (Measurement, error) {
-	prefix := o.Prefix + ":spread-unlocked"
-	var handled atomic.Int64
-	return spread(ctx, o, "spread unlocked", func(entity string) error {
-		if err := spreadScript.Run(ctx, rc, []string{lockhandoff.Key(prefix, entity, "doc")}).Err(); err != nil {
+	}
+	unlocked := func(entity string) error {
+		if err := spreadScript.Run(ctx, rc, []string{lockhandoff.Key(uPrefix, entity, "doc")}).Err(); err != nil {
 			return err
 		}
-		handled.Add(1)
+		uHandled.Add(1)
 		return nil
-	}, &handled)
+	}
+	slice := max(o.Duration/SpreadRounds, 50*time.Millisecond)
+	var hTime, uTime time.Duration
+	for r := range SpreadRounds {
+		d, err := spreadSlice(ctx, o, slice, r, entities, handoff)
+		if err != nil {
+			return Measurement{}, Measurement{}, fmt.Errorf("bench: spread handoff: %w", err)
+		}
+		hTime += d
+		if d, err = spreadSlice(ctx, o, slice, r, entities, unlocked); err != nil {
+			return Measurement{}, Measurement{}, fmt.Errorf("bench: spread unlocked: %w", err)
+		}
+		uTime += d
+	}
+	bg.Wait()
+	hn, un := hHandled.Load(), uHandled.Load()
+	return Measurement{Name: "spread handoff", Events: int(hn), EPS: float64(hn) / hTime.Seconds()},
+		Measurement{Name: "spread unlocked", Events: int(un), EPS: float64(un) / uTime.Seconds()}, nil
 }
 
 // cleanup deletes every key of the run, on every master of a cluster.

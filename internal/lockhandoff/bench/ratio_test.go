@@ -16,10 +16,9 @@ func TestSpreadRatio(t *testing.T) {
 	}
 	rc, prefix := testenv.Redis(t)
 	ctx := context.Background()
-	o := Options{Duration: 2 * time.Second, Prefix: prefix, Producers: 16, Keys: 1000}
+	o := Options{Duration: 3 * time.Second, Prefix: prefix, Producers: 16, Keys: 1000}
 	for range 3 {
-		h, _ := spreadHandoff(ctx, rc, o)
-		u, _ := spreadUnlocked(ctx, rc, o)
+		h, u, _ := spreadPair(ctx, rc, o)
 		t.Logf("handoff %.0f unlocked %.0f ratio %.3f", h.EPS, u.EPS, h.EPS/u.EPS)
 	}
 }

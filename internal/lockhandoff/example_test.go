@@ -1,0 +1,68 @@
+package lockhandoff_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/testenv"
+)
+
+// An SQS consumer hands each order event to Submit and deletes its message when Submit
+// returns without error; a drain message's consumer calls Resume.
+func Example() {
+	config.LoadStackEnv()
+	opt, err := redis.ParseURL(os.Getenv("REDIS_URL"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rc := redis.NewClient(opt)
+	defer rc.Close()
+	prefix := "example_" + testenv.ID()
+	defer func() {
+		keys, _ := rc.Keys(context.Background(), prefix+"*").Result()
+		for _, k := range keys {
+			rc.Del(context.Background(), k)
+		}
+	}()
+
+	var h *lockhandoff.Handoff
+	h, err = lockhandoff.New(rc, lockhandoff.Config{
+		Prefix: prefix,
+		// The order-worker sends a drain message here; its consumer calls h.Resume.
+		Nudge: func(ctx context.Context, lcid string) error { return h.Resume(ctx, lcid) },
+	}, func(ctx context.Context, t lockhandoff.Turn, envelope []byte) error {
+		// Apply the event, fencing writes with t.Token (GET lock == token) in the script.
+		fmt.Printf("%s seq %d: %s\n", t.Entity, t.Seq, envelope)
+		return nil
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	if err := h.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Stop()
+
+	for _, body := range []string{"order.placed", "payment.confirmed"} {
+		out, err := h.Submit(ctx, "LC-000123", []byte(body))
+		if err != nil {
+			fmt.Println("keep the message, SQS redelivers it:", err)
+			continue
+		}
+		fmt.Println(out) // delete the SQS message
+	}
+	// Output:
+	// LC-000123 seq 1: order.placed
+	// turn
+	// LC-000123 seq 2: payment.confirmed
+	// turn
+}
