@@ -1,0 +1,69 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/testenv"
+)
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestReadyzFailsWhileADependencyIsDown(t *testing.T) {
+	reg := NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "junban_test_total", Help: "test"})
+	reg.MustRegister(c)
+	c.Inc()
+	s := New(reg, zap.NewNop())
+	rc, _ := testenv.Redis(t)
+	s.AddCheck("redis", RedisCheck(rc))
+	down := errors.New("connection refused")
+	var failing error
+	s.AddCheck("sqs", func(context.Context) error { return failing })
+	// A Redis nobody listens on: the check must fail, not hang.
+	dead, err := config.Redis{URL: "redis://127.0.0.1:1/0"}.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(context.Background())
+	base := "http://" + s.Addr()
+
+	if code, _ := get(t, base+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz %d", code)
+	}
+	if code, body := get(t, base+"/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz %d with every dependency up: %s", code, body)
+	}
+	failing = down
+	if code, body := get(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "connection refused") {
+		t.Fatalf("/readyz %d with SQS down: %s", code, body)
+	}
+	failing = nil
+	s.AddCheck("redis", RedisCheck(dead))
+	if code, body := get(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "redis") {
+		t.Fatalf("/readyz %d with Redis down: %s", code, body)
+	}
+	if code, body := get(t, base+"/metrics"); code != http.StatusOK || !strings.Contains(body, "junban_test_total 1") {
+		t.Fatalf("/metrics %d: %.200s", code, body)
+	}
+}
