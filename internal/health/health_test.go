@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,8 +36,13 @@ func TestReadyzFailsWhileADependencyIsDown(t *testing.T) {
 	rc, _ := testenv.Redis(t)
 	s.AddCheck("redis", RedisCheck(rc))
 	down := errors.New("connection refused")
-	var failing error
-	s.AddCheck("sqs", func(context.Context) error { return failing })
+	var failing atomic.Pointer[error]
+	s.AddCheck("sqs", func(context.Context) error {
+		if e := failing.Load(); e != nil {
+			return *e
+		}
+		return nil
+	})
 	// A Redis nobody listens on: the check must fail, not hang.
 	dead, err := config.Redis{URL: "redis://127.0.0.1:1/0"}.Client()
 	if err != nil {
@@ -54,11 +60,11 @@ func TestReadyzFailsWhileADependencyIsDown(t *testing.T) {
 	if code, body := get(t, base+"/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz %d with every dependency up: %s", code, body)
 	}
-	failing = down
+	failing.Store(&down)
 	if code, body := get(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "connection refused") {
 		t.Fatalf("/readyz %d with SQS down: %s", code, body)
 	}
-	failing = nil
+	failing.Store(nil)
 	s.AddCheck("redis", RedisCheck(dead))
 	if code, body := get(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "redis") {
 		t.Fatalf("/readyz %d with Redis down: %s", code, body)
