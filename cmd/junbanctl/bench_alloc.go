@@ -28,6 +28,7 @@ func runBenchAlloc(ctx context.Context, args []string) error {
 	clients := fs.Int("clients", allocbench.ClientsDefault, "concurrent clients of every variant")
 	sweep := fs.Bool("sweep", true, "also measure junban at 1, 10, 100 and 1000 lots (usual and worst case)")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
+	pgConns := fs.Int("pg-conns", 0, "PostgreSQL connections of the row-lock variant (default: --clients)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func runBenchAlloc(ctx context.Context, args []string) error {
 		defer sqlDB.Close()
 	}
 	var log io.Writer = os.Stderr
-	opt := allocbench.Options{Lots: *lots, Duration: *dur, Clients: *clients, Sweep: *sweep, Rounds: *rounds,
+	opt := allocbench.Options{Lots: *lots, Duration: *dur, Clients: *clients, Sweep: *sweep, Rounds: *rounds, PGConns: *pgConns,
 		Prefix: rcfg.KeyPrefix + ":benchalloc:" + randomID()}
 	rep, err := allocbench.Run(ctx, rc, db, opt, log)
 	if err != nil {

@@ -65,3 +65,23 @@ func BenchmarkAllocate(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkDecodeResult(b *testing.B) {
+	text := "1\nm\tLOT-0000\tsellable\tallocated\t3\nl\tLOT-0000\tonhand\t1\t2027-01-01\t0\t\t0001-01-01\t9999-12-31\t999997\t0 3 0 0"
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := decodeResult("op", "SKU", text); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkValidateAllocate(b *testing.B) {
+	r := AllocateRequest{OpID: "evt_01JDW6Y2Q5:1:alloc", SKU: "SKU-1", Qty: 3, TargetDate: "2026-12-01", Mode: ModeShip}
+	b.ReportAllocs()
+	for range b.N {
+		if err := r.validate(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

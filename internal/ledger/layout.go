@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -212,8 +213,8 @@ func decodeHash(sku string, h map[string]string) (SKU, error) {
 		if l.Sellable, err = strconv.ParseInt(h["s:"+id], 10, 64); err != nil {
 			return s, fmt.Errorf("ledger: sku %s lot %s: bad sellable %q", sku, id, h["s:"+id])
 		}
-		if _, err := fmt.Sscanf(h["b:"+id], "%d %d %d %d", &l.Reserved, &l.Allocated, &l.Hidden, &l.Shipped); err != nil {
-			return s, fmt.Errorf("ledger: sku %s lot %s: bad buckets %q", sku, id, h["b:"+id])
+		if err := decodeBuckets(&l, h["b:"+id]); err != nil {
+			return s, fmt.Errorf("ledger: sku %s lot %s: %w", sku, id, err)
 		}
 		s.Lots = append(s.Lots, l)
 	}
@@ -239,37 +240,75 @@ func sortLots(lots []Lot) {
 //	c \t reason                            adjustments only
 func decodeResult(opID, sku, text string) (Result, error) {
 	r := Result{OpID: opID, SKU: sku, Moves: []Move{}, Lots: []Lot{}}
-	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	bad := func(line string) (Result, error) { return r, fmt.Errorf("ledger: bad script result line %q", line) }
+	line, rest, _ := strings.Cut(text, "\n")
 	var err error
-	if r.Version, err = strconv.ParseInt(lines[0], 10, 64); err != nil {
-		return r, fmt.Errorf("ledger: bad script result %q", text)
+	if r.Version, err = strconv.ParseInt(line, 10, 64); err != nil {
+		return bad(line)
 	}
-	for _, line := range lines[1:] {
-		f := strings.Split(line, "\t")
-		switch {
-		case f[0] == "m" && len(f) == 5:
-			q, err := strconv.ParseInt(f[4], 10, 64)
+	for rest != "" {
+		line, rest, _ = strings.Cut(rest, "\n")
+		kind, f, _ := strings.Cut(line, "\t")
+		switch kind {
+		case "m":
+			var lot, from, to, qty string
+			lot, f, _ = strings.Cut(f, "\t")
+			from, f, _ = strings.Cut(f, "\t")
+			to, qty, _ = strings.Cut(f, "\t")
+			q, err := strconv.ParseInt(qty, 10, 64)
 			if err != nil {
-				return r, fmt.Errorf("ledger: bad move %q", line)
+				return bad(line)
 			}
-			r.Moves = append(r.Moves, Move{OpID: opID, Index: len(r.Moves), SKU: sku, LotID: f[1], From: f[2], To: f[3], Qty: q})
-		case f[0] == "l" && len(f) == 11:
-			l := Lot{LotID: f[1]}
-			if err := decodeMeta(&l, strings.Join(f[2:9], "\t")); err != nil {
-				return r, err
-			}
-			if l.Sellable, err = strconv.ParseInt(f[9], 10, 64); err != nil {
-				return r, fmt.Errorf("ledger: bad lot %q", line)
-			}
-			if _, err := fmt.Sscanf(f[10], "%d %d %d %d", &l.Reserved, &l.Allocated, &l.Hidden, &l.Shipped); err != nil {
-				return r, fmt.Errorf("ledger: bad lot %q", line)
+			r.Moves = append(r.Moves, Move{OpID: opID, Index: len(r.Moves), SKU: sku, LotID: lot, From: from, To: to, Qty: q})
+		case "l":
+			l, err := decodeLotLine(f)
+			if err != nil {
+				return bad(line)
 			}
 			r.Lots = append(r.Lots, l)
-		case f[0] == "c" && len(f) == 2:
-			r.Reason = f[1]
+		case "c":
+			r.Reason = f
 		default:
-			return r, fmt.Errorf("ledger: bad script result line %q", line)
+			return bad(line)
 		}
 	}
 	return r, nil
+}
+
+// decodeLotLine parses "lot \t <meta, 7 fields> \t sellable \t r a h x".
+func decodeLotLine(f string) (Lot, error) {
+	var l Lot
+	var fields [10]string
+	for i := range 9 {
+		var ok bool
+		fields[i], f, ok = strings.Cut(f, "\t")
+		if !ok {
+			return l, errors.New("short lot line")
+		}
+	}
+	fields[9] = f
+	l.LotID = fields[0]
+	l.Kind, l.Good, l.BestBefore, l.ArrivesAt, l.ValidFrom, l.ValidTo =
+		fields[1], fields[2] == "1", fields[3], fields[5], fields[6], fields[7]
+	var err error
+	if l.RegSeq, err = strconv.ParseInt(fields[4], 10, 64); err != nil {
+		return l, err
+	}
+	if l.Sellable, err = strconv.ParseInt(fields[8], 10, 64); err != nil {
+		return l, err
+	}
+	return l, decodeBuckets(&l, fields[9])
+}
+
+// decodeBuckets parses the b:<lot> field "reserved allocated hidden shipped".
+func decodeBuckets(l *Lot, s string) error {
+	for _, q := range []*int64{&l.Reserved, &l.Allocated, &l.Hidden, &l.Shipped} {
+		v, rest, _ := strings.Cut(s, " ")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("ledger: bad buckets %q", s)
+		}
+		*q, s = n, rest
+	}
+	return nil
 }

@@ -45,7 +45,7 @@ func (c Config) Validate() []string {
 
 func (c Config) retentionSeconds() string {
 	d := c.OpRetention
-	if d == 0 {
+	if d <= 0 { // negative is reported by Validate; never let it reach SET EX
 		d = OpRetentionDefault
 	}
 	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)

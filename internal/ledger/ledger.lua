@@ -206,7 +206,9 @@ local function commit(extra)
       redis.call('HDEL', key, unpack(d))
     end
   end
-  redis.call('HSET', key, unpack(w))
+  for i = 1, #w, 1000 do -- one call unless a huge index was rewritten
+    redis.call('HSET', key, unpack(w, i, math.min(i + 999, #w)))
+  end
   local text = table.concat(out, '\n')
   redis.call('SET', opkey, text, 'EX', ttl)
   return {0, text}
@@ -256,7 +258,7 @@ if op == 'alloc' then
         sum = sum + s
       end
     end
-    chunk = chunk * 4
+    chunk = math.min(chunk * 4, 1024) -- unpack is bounded by the Lua stack
   end
   if sum < qty then
     return fail('ERR_SHORTAGE', 'requested=' .. fmt(qty) .. ' available=' .. fmt(sum))

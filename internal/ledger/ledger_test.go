@@ -509,3 +509,36 @@ func TestOpRecordExpires(t *testing.T) {
 		t.Fatalf("SKU hash ttl %v, want none", ttl)
 	}
 }
+
+// A SKU with many lots loads in slices (the Lua stack bounds unpack) and reads back whole.
+func TestLoadManyLots(t *testing.T) {
+	s := SKU{SKU: "BIG", SafetyStock: 7, Version: 3, Lots: []Lot{}}
+	for i := range 1200 {
+		l := lot(fmt.Sprintf("L%04d", i), KindOnHand, int64(i), fmt.Sprintf("2027-%02d-01", 1+i%12), int64(i%3))
+		if i%5 == 0 {
+			l.Kind = KindPlanned
+		}
+		s.Lots = append(s.Lots, l)
+	}
+	rc, prefix := testenv.Redis(t)
+	l := New(rc, prefix, newMemLoader(s), Config{})
+	if err := l.Load(ctx, "BIG"); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := l.Snapshot(ctx, "BIG")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(snap, s) {
+		t.Fatal("snapshot differs from the loaded SKU")
+	}
+	m := NewModel(newMemLoader(s))
+	for i, q := range []int64{1, 500, 2} {
+		req := alloc(fmt.Sprint("op", i), "BIG", q, "2026-12-01", ModeReserve)
+		rr, rerr := l.Allocate(ctx, req)
+		mr, merr := m.Allocate(ctx, req)
+		if Reason(rerr) != Reason(merr) || !reflect.DeepEqual(rr, mr) {
+			t.Fatalf("allocation %d differs:\n%+v %v\n%+v %v", i, rr, rerr, mr, merr)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/junban/junban/internal/testenv"
+)
+
+// TestCluster runs operations and ScanSKUs on a Redis Cluster: every script touches
+// keys of one hash tag, and ScanSKUs visits every master. It needs a cluster:
+// JUNBAN_TEST_REDIS_CLUSTER_URL=redis://127.0.0.1:PORT (DESIGN.md shows how to start
+// a local one).
+func TestCluster(t *testing.T) {
+	url := os.Getenv("JUNBAN_TEST_REDIS_CLUSTER_URL")
+	if url == "" {
+		t.Skip("set JUNBAN_TEST_REDIS_CLUSTER_URL to a Redis Cluster seed node")
+	}
+	opt, err := redis.ParseClusterURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := redis.NewClusterClient(opt)
+	prefix := testenv.Name(t)
+	t.Cleanup(func() {
+		defer cc.Close()
+		cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+			for iter.Next(ctx) {
+				c.Del(ctx, iter.Val())
+			}
+			return iter.Err()
+		})
+	})
+	var skus []SKU
+	for i := range 30 {
+		skus = append(skus, SKU{SKU: fmt.Sprint("SKU-", i), Lots: []Lot{lot("L", KindOnHand, 1, "", 10)}})
+	}
+	l := New(cc, prefix, newMemLoader(skus...), Config{})
+	masters := map[string]bool{}
+	for _, s := range skus {
+		r, err := l.Allocate(ctx, alloc("op", s.SKU, 3, "2026-12-01", ModeShip))
+		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 3})
+		if r, err := l.Allocate(ctx, alloc("op", s.SKU, 3, "2026-12-01", ModeShip)); err != nil || !r.Replayed {
+			t.Fatalf("replay on the cluster: %+v %v", r, err)
+		}
+		slot := cc.ClusterKeySlot(ctx, Key(prefix, s.SKU)).Val()
+		masters[fmt.Sprint(slot*3/16384)] = true
+	}
+	got := map[string]bool{}
+	var mu sync.Mutex
+	err = l.ScanSKUs(ctx, func(sku string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got[sku] = true
+		return nil
+	})
+	if err != nil || len(got) != len(skus) {
+		t.Fatalf("ScanSKUs found %d of %d SKUs (%v)", len(got), len(skus), err)
+	}
+	if len(masters) < 2 {
+		t.Fatalf("the SKUs did not spread over the masters: %v", masters)
+	}
+}
