@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/junban/junban/internal/keyscan"
 )
 
 var (
@@ -255,32 +257,8 @@ func (l *Ledger) Snapshot(ctx context.Context, sku string) (SKU, error) {
 func (l *Ledger) ScanSKUs(ctx context.Context, fn func(sku string) error) error {
 	head := Key(l.prefix, "")
 	head = head[:len(head)-1] // "<prefix>:inv:{"
-	pattern := globEscape(head) + "*}"
-	scan := func(ctx context.Context, c redis.Cmdable) error {
-		iter := c.ScanType(ctx, 0, pattern, 1000, "hash").Iterator()
-		for iter.Next(ctx) {
-			k := iter.Val()
-			sku := strings.TrimSuffix(strings.TrimPrefix(k, head), "}")
-			if err := fn(sku); err != nil {
-				return err
-			}
-		}
-		return iter.Err()
-	}
-	if cc, ok := l.rc.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
-	}
-	return scan(ctx, l.rc)
-}
-
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch r {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	pattern := keyscan.Escape(head) + "*}"
+	return keyscan.Each(ctx, l.rc, pattern, "hash", func(k string) error {
+		return fn(strings.TrimSuffix(strings.TrimPrefix(k, head), "}"))
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/keyscan"
 )
 
 // Store reads the orders in Redis, for reconcile and tests; it writes nothing.
@@ -29,35 +30,12 @@ func (s *Store) Order(ctx context.Context, lcid string) (*event.OrderSnapshot, i
 // cluster); SKU entities hold no order and are skipped.
 func (s *Store) ScanOrders(ctx context.Context, fn func(lcid string) error) error {
 	head, tail, _ := strings.Cut(StateKey(s.prefix, "\x00"), "\x00")
-	pattern := globEscape(head) + "*" + globEscape(tail)
-	scan := func(ctx context.Context, c redis.Cmdable) error {
-		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
-		for iter.Next(ctx) {
-			entity := strings.TrimSuffix(strings.TrimPrefix(iter.Val(), head), tail)
-			if strings.HasPrefix(entity, "sku:") {
-				continue
-			}
-			if err := fn(entity); err != nil {
-				return err
-			}
+	pattern := keyscan.Escape(head) + "*" + keyscan.Escape(tail)
+	return keyscan.Each(ctx, s.rc, pattern, "", func(key string) error {
+		entity := strings.TrimSuffix(strings.TrimPrefix(key, head), tail)
+		if strings.HasPrefix(entity, "sku:") {
+			return nil
 		}
-		return iter.Err()
-	}
-	if cc, ok := s.rc.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
-	}
-	return scan(ctx, s.rc)
-}
-
-// globEscape quotes the glob characters of s for SCAN MATCH.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch r {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+		return fn(entity)
+	})
 }
