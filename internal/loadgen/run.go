@@ -207,31 +207,51 @@ func newBar(w io.Writer, n int, what string) *progressbar.ProgressBar {
 		progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
 }
 
-// waitPersisted polls the inbox until every id has a row and returns their commit times.
+// commitOverlap is how far back each poll of the inbox looks before the newest commit
+// it saw: committed_at is its transaction's start, so a batch that committed later can
+// carry an earlier time. A final exact look catches anything older.
+const commitOverlap = 5 * time.Second
+
+// waitPersisted follows the inbox until every id has a row and returns their commit
+// times. It reads only recent rows on each poll, so it stays light on a busy database.
 func waitPersisted(ctx context.Context, db *gorm.DB, ids []string, cfg RunConfig) (map[string]time.Time, error) {
 	wait := cfg.Wait
 	if wait <= 0 {
 		wait = 5 * time.Minute
 	}
 	deadline := time.Now().Add(wait)
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
 	bar := newBar(cfg.Progress, len(ids), "persisted")
+	defer bar.Finish()
 	got := map[string]time.Time{}
-	for {
-		var rows []struct {
-			EventID     string
-			CommittedAt time.Time
+	since := time.Now().Add(-time.Hour)
+	type row struct {
+		EventID     string
+		CommittedAt time.Time
+	}
+	take := func(rows []row) {
+		for _, r := range rows {
+			if want[r.EventID] {
+				got[r.EventID] = r.CommittedAt
+			}
+			if r.CommittedAt.After(since) {
+				since = r.CommittedAt
+			}
 		}
-		err := db.WithContext(ctx).Raw(`SELECT event_id, committed_at FROM inbox WHERE event_id IN ?`, ids).Scan(&rows).Error
+	}
+	for len(got) < len(ids) && time.Now().Before(deadline) {
+		var rows []row
+		err := db.WithContext(ctx).Raw(`SELECT event_id, committed_at FROM inbox WHERE committed_at > ?`, since.Add(-commitOverlap)).Scan(&rows).Error
 		if err != nil {
 			return nil, fmt.Errorf("loadgen: inbox: %w", err)
 		}
-		for _, r := range rows {
-			got[r.EventID] = r.CommittedAt
-		}
+		take(rows)
 		bar.Set(len(got))
-		if len(got) == len(ids) || time.Now().After(deadline) {
-			bar.Finish()
-			return got, nil
+		if len(got) == len(ids) {
+			break
 		}
 		select {
 		case <-ctx.Done():
@@ -239,23 +259,44 @@ func waitPersisted(ctx context.Context, db *gorm.DB, ids []string, cfg RunConfig
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+	// The exact look for whatever the polls may have passed over.
+	var missing []string
+	for id := range want {
+		if _, ok := got[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	for i := 0; i < len(missing); i += 10000 {
+		var rows []row
+		err := db.WithContext(ctx).Raw(`SELECT event_id, committed_at FROM inbox WHERE event_id IN ?`, missing[i:min(i+10000, len(missing))]).Scan(&rows).Error
+		if err != nil {
+			return nil, fmt.Errorf("loadgen: inbox: %w", err)
+		}
+		take(rows)
+	}
+	return got, nil
 }
 
 func (s *Summary) countOutcomes(ctx context.Context, db *gorm.DB, run string, ids []string) error {
-	var rows []struct {
-		Outcome, Reason string
-		N               int
-	}
-	if err := db.WithContext(ctx).Raw(`SELECT outcome, reason, count(*) AS n FROM inbox WHERE event_id IN ? GROUP BY 1, 2`, ids).Scan(&rows).Error; err != nil {
-		return err
-	}
 	s.RejectedBy = map[string]int{}
-	for _, r := range rows {
-		if r.Outcome == event.Applied {
-			s.Applied += r.N
-		} else {
-			s.Rejected += r.N
-			s.RejectedBy[r.Reason] += r.N
+	// In chunks: PostgreSQL takes at most 65535 parameters in one statement.
+	for i := 0; i < len(ids); i += 10000 {
+		var rows []struct {
+			Outcome, Reason string
+			N               int
+		}
+		err := db.WithContext(ctx).Raw(`SELECT outcome, reason, count(*) AS n FROM inbox WHERE event_id IN ? GROUP BY 1, 2`,
+			ids[i:min(i+10000, len(ids))]).Scan(&rows).Error
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if r.Outcome == event.Applied {
+				s.Applied += r.N
+			} else {
+				s.Rejected += r.N
+				s.RejectedBy[r.Reason] += r.N
+			}
 		}
 	}
 	var st []struct {

@@ -8,16 +8,17 @@
 -- ARGV[2] the new state (JSON)
 -- ARGV[3] done marker retention in milliseconds
 -- ARGV[4..] the results (JSON), aligned with KEYS[5..]
--- Returns 1 when committed, 0 when the triggering event was already done.
+-- Returns {1, first ten outbox entries} when committed (the caller publishes them
+-- without another round trip), {0} when the triggering event was already done.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return redis.error_reply('FENCED the turn is no longer ours')
 end
 if redis.call('EXISTS', KEYS[4]) == 1 then
-  return 0
+  return {0}
 end
 redis.call('SET', KEYS[2], ARGV[2])
 for i = 5, #KEYS do
   redis.call('SET', KEYS[i], ARGV[i - 1], 'PX', ARGV[3])
   redis.call('RPUSH', KEYS[3], ARGV[i - 1])
 end
-return 1
+return {1, redis.call('LRANGE', KEYS[3], 0, 9)}

@@ -132,21 +132,24 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 	if ev.Type == event.Drain {
 		return nil
 	}
-	stored, err := p.rc.Get(ctx, doneKey(p.cfg.Prefix, t.Entity, ev.EventID)).Bytes()
-	switch {
-	case err == nil:
+	// The done marker and the state in one round trip (one slot: one hash tag).
+	vals, err := p.rc.MGet(ctx, doneKey(p.cfg.Prefix, t.Entity, ev.EventID), StateKey(p.cfg.Prefix, t.Entity)).Result()
+	if err != nil {
+		return fmt.Errorf("order: done marker and state: %w", err)
+	}
+	if stored, ok := vals[0].(string); ok {
 		// Done before (redelivery, or a re-run after a crash): the same result again.
 		p.metrics.replayed.Inc()
-		if err := p.pub.PublishBatch(ctx, [][]byte{stored}); err != nil {
+		if err := p.pub.PublishBatch(ctx, [][]byte{[]byte(stored)}); err != nil {
 			return fmt.Errorf("order: republish %s: %w", ev.EventID, err)
 		}
-		return p.flush(ctx, t)
-	case !errors.Is(err, redis.Nil):
-		return fmt.Errorf("order: done marker: %w", err)
+		return p.flush(ctx, t, nil)
 	}
-	st, err := p.Load(ctx, t.Entity)
-	if err != nil {
-		return err
+	var st State
+	if raw, ok := vals[1].(string); ok {
+		if err := json.Unmarshal([]byte(raw), &st); err != nil {
+			return fmt.Errorf("order: state of %s: %w", t.Entity, err)
+		}
 	}
 	now := p.now()
 	if st, err = p.expireParked(ctx, st, now); err != nil {
@@ -161,7 +164,8 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 			return err
 		}
 	}
-	if err := p.commit(ctx, t, ev, next, results); err != nil {
+	pending, err := p.commit(ctx, t, ev, next, results)
+	if err != nil {
 		return err
 	}
 	if len(results) == 0 {
@@ -170,7 +174,7 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 	for _, r := range results {
 		p.metrics.outcomes.WithLabelValues(string(r.Type), r.Outcome, r.Reason).Inc()
 	}
-	return p.flush(ctx, t)
+	return p.flush(ctx, t, pending)
 }
 
 // Load reads an entity's state (the zero State when it has none).
@@ -194,10 +198,11 @@ func LoadState(ctx context.Context, rc redis.UniversalClient, prefix, entity str
 	return st, nil
 }
 
-func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev Event, st State, results []event.Result) error {
+// commit runs commit.lua and returns the oldest outbox entries to publish.
+func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev Event, st State, results []event.Result) ([]string, error) {
 	stateJSON, err := json.Marshal(st)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	keys := []string{
 		p.key(t.Entity, "lock"), p.key(t.Entity, "state"), p.key(t.Entity, "outbox"),
@@ -207,17 +212,30 @@ func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev Event, st
 	for _, r := range results {
 		body, err := json.Marshal(r)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		keys = append(keys, doneKey(p.cfg.Prefix, t.Entity, r.EventID))
 		args = append(args, body)
 	}
-	err = commitScript.Run(ctx, p.rc, keys, args...).Err()
-	if err != nil && isFenced(err) {
-		p.metrics.fenced.Inc()
-		return fmt.Errorf("%w: %s", ErrFenced, t.Entity)
+	reply, err := commitScript.Run(ctx, p.rc, keys, args...).Slice()
+	if err != nil {
+		if isFenced(err) {
+			p.metrics.fenced.Inc()
+			return nil, fmt.Errorf("%w: %s", ErrFenced, t.Entity)
+		}
+		return nil, err
 	}
-	return err
+	if len(reply) < 2 {
+		return nil, nil // done already: flush reads the outbox itself
+	}
+	items, _ := reply[1].([]any)
+	pending := make([]string, 0, len(items))
+	for _, it := range items {
+		if s, ok := it.(string); ok {
+			pending = append(pending, s)
+		}
+	}
+	return pending, nil
 }
 
 func isFenced(err error) bool {
@@ -225,13 +243,18 @@ func isFenced(err error) bool {
 	return errors.As(err, &re) && len(re.Error()) >= 6 && re.Error()[:6] == "FENCED"
 }
 
-// flush publishes the outbox, oldest first, before the turn moves on.
-func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn) error {
+// flush publishes the outbox, oldest first, before the turn moves on. first, when not
+// nil, is the outbox's head as the commit read it.
+func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []string) error {
 	outbox := p.key(t.Entity, "outbox")
 	for {
-		items, err := p.rc.LRange(ctx, outbox, 0, outboxBatch-1).Result()
-		if err != nil {
-			return fmt.Errorf("order: outbox: %w", err)
+		items := first
+		first = nil
+		if items == nil {
+			var err error
+			if items, err = p.rc.LRange(ctx, outbox, 0, outboxBatch-1).Result(); err != nil {
+				return fmt.Errorf("order: outbox: %w", err)
+			}
 		}
 		if len(items) == 0 {
 			return nil
