@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 )
 
 //go:embed *.sql
@@ -16,7 +17,12 @@ var files embed.FS
 
 // Up applies every migration that db has not seen yet and returns how many ran.
 func Up(ctx context.Context, db *sql.DB) (int, error) {
-	p, err := goose.NewProvider(goose.DialectPostgres, db, files)
+	// A session lock, so replicas starting together never race on the schema.
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return 0, fmt.Errorf("migrations: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, files, goose.WithSessionLocker(locker))
 	if err != nil {
 		return 0, fmt.Errorf("migrations: %w", err)
 	}

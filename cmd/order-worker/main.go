@@ -142,6 +142,7 @@ func run() error {
 	led := ledger.New(rc, cfg.KeyPrefix, ledger.PGLoader{DB: db}, ledger.Config{OpRetention: cfg.OpRetention})
 	proc, err := order.NewProcessor(rc, led, results, deadLetter, order.Config{
 		Prefix: cfg.KeyPrefix, DoneRetention: cfg.DoneRetention, ParkTimeout: cfg.ParkTimeout,
+		Loader: order.PGLoader{DB: db},
 	}, log, reg)
 	if err != nil {
 		return err

@@ -40,6 +40,8 @@ type Config struct {
 	MaxParked int
 	// MaxEventBytes bounds an event's body.
 	MaxEventBytes int
+	// Loader restores an order that Redis lost from PostgreSQL; nil: none.
+	Loader Loader
 }
 
 func (c *Config) setDefaults() {
@@ -149,6 +151,18 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 	if raw, ok := vals[1].(string); ok {
 		if err := json.Unmarshal([]byte(raw), &st); err != nil {
 			return fmt.Errorf("order: state of %s: %w", t.Entity, err)
+		}
+	} else if p.cfg.Loader != nil && ev.Type != event.OrderPlaced && ev.Received == nil && ev.Adjusted == nil {
+		// No state in Redis for an event about an existing order: Redis may have lost it.
+		// (A placement is not looked up: it is the common case of a new order, and its
+		// ledger operations are idempotent by op id anyway.)
+		o, seq, found, err := p.cfg.Loader.LoadOrder(ctx, t.Entity)
+		if err != nil {
+			return err
+		}
+		if found {
+			st = State{Seq: seq, Order: o}
+			p.log.Warn("order restored from postgres", zap.String("lcid", t.Entity), zap.Int64("seq", seq))
 		}
 	}
 	now := p.now()

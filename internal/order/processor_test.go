@@ -313,3 +313,46 @@ func TestSameEventFiveTimesHasOneEffect(t *testing.T) {
 		t.Fatalf("C after 10 deliveries of one placement: %+v", got)
 	}
 }
+
+func TestOrderLostFromRedisIsRestoredFromPostgres(t *testing.T) {
+	t.Parallel()
+	rc, prefix := testenv.Redis(t)
+	db := testenv.Postgres(t)
+	seed(t, db, []ledger.SKU{{SKU: "R", Lots: []ledger.Lot{onHand("R1", 1, 10, "2027-01-01")}}})
+	c := testenv.SQS(t)
+	q := testenv.NewQueues(t, c, 30)
+	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: q.Results.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	// What PostgreSQL holds of an order whose Redis state is gone: placed, reserved, seq 3.
+	lines := `[{"line_id":"1","sku":"R","qty":2,"lots":[{"lot_id":"R1","qty":2}]}]`
+	if err := db.Exec(`INSERT INTO orders (lcid, status, allocation, paid, mode, target_date, lines, seq, last_event_id)
+		VALUES ('LOST-1', 'placed', 'reserved', false, 'reserve', '2026-12-01', ?::jsonb, 3, 'x')`, lines).Error; err != nil {
+		t.Fatal(err)
+	}
+	led := ledger.New(rc, prefix, ledger.PGLoader{DB: db}, ledger.Config{})
+	proc, err := order.NewProcessor(rc, led, pub, nil, order.Config{Prefix: prefix, Loader: order.PGLoader{DB: db}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns, err := lockhandoff.New(rc, lockhandoff.Config{Prefix: prefix}, proc.Handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(ev("LOST-1", event.PaymentConfirmed, nil))
+	if _, err := turns.Submit(context.Background(), "LOST-1", body); err != nil {
+		t.Fatal(err)
+	}
+	st, err := order.LoadState(context.Background(), rc, prefix, "LOST-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Order == nil || !st.Order.Paid || st.Seq != 4 || len(st.Parked) != 0 {
+		t.Fatalf("payment on a restored order: %+v (order %+v), want paid at seq 4", st, st.Order)
+	}
+	if st.Order.Lines[0].Lots[0].LotID != "R1" || st.Order.TargetDate != "2026-12-01" {
+		t.Fatalf("restored order lost its lines or date: %+v", st.Order)
+	}
+}

@@ -1,0 +1,59 @@
+package order
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/ledger"
+)
+
+// Loader supplies an entity's last persisted state when Redis has none: after a Redis
+// data loss, orders come back from PostgreSQL like SKUs do (see docs/operations.md:
+// drain the results queue first, so PostgreSQL is up to date).
+type Loader interface {
+	// LoadOrder returns the order and its result seq, or found=false.
+	LoadOrder(ctx context.Context, lcid string) (o *event.OrderSnapshot, seq int64, found bool, err error)
+}
+
+// PGLoader reads orders from PostgreSQL's orders table.
+type PGLoader struct{ DB *gorm.DB }
+
+// LoadOrder implements Loader.
+func (p PGLoader) LoadOrder(ctx context.Context, lcid string) (*event.OrderSnapshot, int64, bool, error) {
+	var rows []struct {
+		Status     string
+		Allocation *string
+		Paid       bool
+		Mode       *string
+		TargetDate *string
+		Lines      []byte
+		Seq        int64
+	}
+	err := p.DB.WithContext(ctx).Raw(`SELECT status, allocation, paid, mode, to_char(target_date, 'YYYY-MM-DD') AS target_date, lines, seq
+		FROM orders WHERE lcid = ?`, lcid).Scan(&rows).Error
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("order: load %s from postgres: %w", lcid, err)
+	}
+	if len(rows) == 0 {
+		return nil, 0, false, nil
+	}
+	r := rows[0]
+	o := &event.OrderSnapshot{LCID: lcid, Status: r.Status, Paid: r.Paid}
+	if r.Allocation != nil {
+		o.Allocation = *r.Allocation
+	}
+	if r.Mode != nil {
+		o.Mode = ledger.Mode(*r.Mode)
+	}
+	if r.TargetDate != nil {
+		o.TargetDate = *r.TargetDate
+	}
+	if err := json.Unmarshal(r.Lines, &o.Lines); err != nil {
+		return nil, 0, false, fmt.Errorf("order: lines of %s: %w", lcid, err)
+	}
+	return o, r.Seq, true, nil
+}
