@@ -220,6 +220,19 @@ func rejectable(err error) (string, bool) {
 	return reason, true
 }
 
+// keep records a ledger operation's result; an error that rejects the event becomes
+// its reason, any other error is returned (transient: nothing is committed).
+func (t *txn) keep(r ledger.Result, err error) (string, error) {
+	if err != nil {
+		if reason, ok := rejectable(err); ok {
+			return reason, nil
+		}
+		return "", err
+	}
+	t.record(r)
+	return "", nil
+}
+
 func bucketOf(allocation string) string {
 	if allocation == "allocated" {
 		return ledger.Allocated
@@ -339,15 +352,9 @@ func (t *txn) allocateForShipment(cur *event.OrderSnapshot) (*event.OrderSnapsho
 		return nil, "", false, nil
 	}
 	for _, ln := range cur.Lines {
-		r, err := t.l.Confirm(t.ctx, ledger.LotsRequest{OpID: t.opID(ln.LineID, "confirm"), SKU: ln.SKU, Lots: ln.Lots})
-		if err != nil {
-			if reason, ok := rejectable(err); ok {
-				// The ledger disagrees with the order's lots: drift, for reconcile to show.
-				return nil, reason, false, nil
-			}
-			return nil, "", false, err
+		if reason, err := t.keep(t.l.Confirm(t.ctx, ledger.LotsRequest{OpID: t.opID(ln.LineID, "confirm"), SKU: ln.SKU, Lots: ln.Lots})); err != nil || reason != "" {
+			return nil, reason, false, err
 		}
-		t.record(r)
 	}
 	o := clone(cur)
 	o.Allocation = "allocated"
@@ -402,14 +409,9 @@ func (t *txn) linesChanged(cur *event.OrderSnapshot) (*event.OrderSnapshot, stri
 			continue
 		}
 		keep, give := splitLots(ol.Lots, want)
-		r, err := t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ol.LineID, "shrink"), SKU: ol.SKU, From: from, Lots: give})
-		if err != nil {
-			if reason, ok := rejectable(err); ok {
-				return nil, reason, false, nil
-			}
-			return nil, "", false, err
+		if reason, err := t.keep(t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ol.LineID, "shrink"), SKU: ol.SKU, From: from, Lots: give})); err != nil || reason != "" {
+			return nil, reason, false, err
 		}
-		t.record(r)
 		old[ol.LineID] = event.SnapshotLine{LineID: ol.LineID, SKU: ol.SKU, Qty: want, Lots: keep}
 	}
 	for _, ln := range t.ev.Lines.Lines {
@@ -470,14 +472,9 @@ func (t *txn) cancelled(cur *event.OrderSnapshot) (*event.OrderSnapshot, string,
 		}
 		lots := slices.Clone(ln.Lots)
 		slices.Reverse(lots)
-		r, err := t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ln.LineID, "cancel"), SKU: ln.SKU, From: from, Lots: lots})
-		if err != nil {
-			if reason, ok := rejectable(err); ok {
-				return nil, reason, false, nil
-			}
-			return nil, "", false, err
+		if reason, err := t.keep(t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ln.LineID, "cancel"), SKU: ln.SKU, From: from, Lots: lots})); err != nil || reason != "" {
+			return nil, reason, false, err
 		}
-		t.record(r)
 	}
 	o := clone(cur)
 	o.Status = event.StatusCancelled
@@ -498,14 +495,9 @@ func (t *txn) shipped(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, b
 		return nil, "", true, nil
 	}
 	for _, ln := range cur.Lines {
-		r, err := t.l.Ship(t.ctx, ledger.LotsRequest{OpID: t.opID(ln.LineID, "ship"), SKU: ln.SKU, Lots: ln.Lots})
-		if err != nil {
-			if reason, ok := rejectable(err); ok {
-				return nil, reason, false, nil
-			}
-			return nil, "", false, err
+		if reason, err := t.keep(t.l.Ship(t.ctx, ledger.LotsRequest{OpID: t.opID(ln.LineID, "ship"), SKU: ln.SKU, Lots: ln.Lots})); err != nil || reason != "" {
+			return nil, reason, false, err
 		}
-		t.record(r)
 	}
 	o := clone(cur)
 	o.Status = event.StatusShipped
@@ -514,28 +506,12 @@ func (t *txn) shipped(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, b
 
 func (t *txn) received() (string, error) {
 	d := t.ev.Received
-	r, err := t.l.Receive(t.ctx, ledger.ReceiveRequest{OpID: t.opID(d.LotID, "receive"), SKU: d.SKU, LotID: d.LotID, BestBefore: d.BestBefore, Qty: d.Qty})
-	if err != nil {
-		if reason, ok := rejectable(err); ok {
-			return reason, nil
-		}
-		return "", err
-	}
-	t.record(r)
-	return "", nil
+	return t.keep(t.l.Receive(t.ctx, ledger.ReceiveRequest{OpID: t.opID(d.LotID, "receive"), SKU: d.SKU, LotID: d.LotID, BestBefore: d.BestBefore, Qty: d.Qty}))
 }
 
 func (t *txn) adjusted() (string, error) {
 	d := t.ev.Adjusted
-	r, err := t.l.Adjust(t.ctx, ledger.AdjustRequest{OpID: t.opID(d.LotID, "adjust"), SKU: d.SKU, LotID: d.LotID, Delta: d.Delta, Reason: d.Reason})
-	if err != nil {
-		if reason, ok := rejectable(err); ok {
-			return reason, nil
-		}
-		return "", err
-	}
-	t.record(r)
-	return "", nil
+	return t.keep(t.l.Adjust(t.ctx, ledger.AdjustRequest{OpID: t.opID(d.LotID, "adjust"), SKU: d.SKU, LotID: d.LotID, Delta: d.Delta, Reason: d.Reason}))
 }
 
 func clone(o *event.OrderSnapshot) *event.OrderSnapshot {
