@@ -264,14 +264,8 @@ func (t *txn) allocateLines(lines []event.Line, date string, mode ledger.Mode, s
 			if mode == ledger.ModeShip {
 				from = ledger.Allocated
 			}
-			for j := i - 1; j >= 0; j-- {
-				cr, err := t.l.Release(t.ctx, ledger.ReleaseRequest{
-					OpID: t.opID(lines[j].LineID, step+"-undo"), SKU: lines[j].SKU, From: from, Lots: held[j],
-				})
-				if err != nil {
-					return nil, "", fmt.Errorf("order: compensate line %s: %w", lines[j].LineID, err)
-				}
-				t.record(cr)
+			if err := t.undo(lines[:i], held[:i], from, step+"-undo"); err != nil {
+				return nil, "", err
 			}
 			return nil, reason, nil
 		}
@@ -279,6 +273,21 @@ func (t *txn) allocateLines(lines []event.Line, date string, mode ledger.Mode, s
 		held[i] = lotsOf(r.Moves)
 	}
 	return held, "", nil
+}
+
+// undo releases what lines hold (held, in their order) by their own op ids, newest first.
+func (t *txn) undo(lines []event.Line, held [][]ledger.LotQty, from, step string) error {
+	for j := len(lines) - 1; j >= 0; j-- {
+		if len(held[j]) == 0 {
+			continue
+		}
+		r, err := t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(lines[j].LineID, step), SKU: lines[j].SKU, From: from, Lots: held[j]})
+		if err != nil {
+			return fmt.Errorf("order: compensate line %s: %w", lines[j].LineID, err)
+		}
+		t.record(r)
+	}
+	return nil
 }
 
 func lotsOf(moves []ledger.Move) []ledger.LotQty {
@@ -410,6 +419,13 @@ func (t *txn) linesChanged(cur *event.OrderSnapshot) (*event.OrderSnapshot, stri
 		}
 		keep, give := splitLots(ol.Lots, want)
 		if reason, err := t.keep(t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ol.LineID, "shrink"), SKU: ol.SKU, From: from, Lots: give})); err != nil || reason != "" {
+			if reason != "" {
+				// The ledger refused (it disagrees with the order's lots): undo this
+				// event's allocations too, so the order stays exactly as it was.
+				if err := t.undo(grow, held, from, "grow-undo"); err != nil {
+					return nil, "", false, err
+				}
+			}
 			return nil, reason, false, err
 		}
 		old[ol.LineID] = event.SnapshotLine{LineID: ol.LineID, SKU: ol.SKU, Qty: want, Lots: keep}
