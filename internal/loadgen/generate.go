@@ -73,6 +73,8 @@ type Workload struct {
 	Distinct int
 	// Orders lists every lcid.
 	Orders []string
+	// EarlyPayments are the payment events sent before their order's placement.
+	EarlyPayments []string
 }
 
 // SKUName is the i-th SKU of a run.
@@ -157,6 +159,7 @@ func Generate(s Spec) Workload {
 		payment := mk(3, event.PaymentConfirmed, nil)
 		if rng.Float64() < s.OutOfOrderShare {
 			evs = append([]event.Order{payment}, evs...)
+			w.EarlyPayments = append(w.EarlyPayments, payment.EventID)
 		} else {
 			evs = append(evs, payment)
 		}

@@ -63,6 +63,8 @@ type Summary struct {
 	Missing              int            `json:"missing"`
 	DLQ                  int            `json:"dlq"`
 	OrdersByStatus       map[string]int `json:"orders_by_status"`
+	EarlyPayments        int            `json:"early_payments"`
+	EarlyPaymentsApplied int            `json:"early_payments_applied"`
 	Oversold             int            `json:"oversold_skus"`
 	Unconserved          int            `json:"unconserved_lots"`
 	P50MS                float64        `json:"p50_ms"`
@@ -178,6 +180,9 @@ func Run(ctx context.Context, db *gorm.DB, pub Publisher, cfg RunConfig) (Summar
 	slices.Sort(lat)
 	s.P50MS, s.P95MS, s.P99MS = pct(lat, 0.50), pct(lat, 0.95), pct(lat, 0.99)
 	if err := s.countOutcomes(ctx, db, cfg.Spec.Run, ids); err != nil {
+		return s, err
+	}
+	if err := s.countEarlyPayments(ctx, db, w, viaWebhook, cfg); err != nil {
 		return s, err
 	}
 	if err := s.checkStock(ctx, db, w); err != nil {
@@ -313,6 +318,26 @@ func (s *Summary) countOutcomes(ctx context.Context, db *gorm.DB, run string, id
 	return nil
 }
 
+// countEarlyPayments counts the payments sent before their order's placement that were
+// applied: parked in the order's turn until the placement, then applied in order.
+func (s *Summary) countEarlyPayments(ctx context.Context, db *gorm.DB, w Workload, viaWebhook map[string]string, cfg RunConfig) error {
+	if len(w.EarlyPayments) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(w.EarlyPayments))
+	for _, id := range w.EarlyPayments {
+		if pid, ok := viaWebhook[id]; ok {
+			id = cfg.WebhookEventID(pid)
+		}
+		ids = append(ids, id)
+	}
+	s.EarlyPayments = len(ids)
+	var n int64
+	err := db.WithContext(ctx).Raw(`SELECT count(*) FROM inbox WHERE outcome = 'applied' AND event_id IN ?`, ids).Scan(&n).Error
+	s.EarlyPaymentsApplied = int(n)
+	return err
+}
+
 // checkStock counts SKUs that hold more than they had (oversold) and lots whose total
 // changed (no receive or adjust events run in a load, so every total must be as imported).
 func (s *Summary) checkStock(ctx context.Context, db *gorm.DB, w Workload) error {
@@ -376,6 +401,9 @@ func (s Summary) Print(out io.Writer) {
 	sort.Strings(statuses)
 	for _, st := range statuses {
 		fmt.Fprintf(tw, "orders %s\t%d\n", st, s.OrdersByStatus[st])
+	}
+	if s.EarlyPayments > 0 {
+		fmt.Fprintf(tw, "payments sent before their placement\t%d (%d applied in turn after it)\n", s.EarlyPayments, s.EarlyPaymentsApplied)
 	}
 	fmt.Fprintf(tw, "oversold SKUs\t%d\n", s.Oversold)
 	fmt.Fprintf(tw, "lots not conserved\t%d\n", s.Unconserved)
