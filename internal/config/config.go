@@ -142,7 +142,7 @@ func (c Common) Validate() []string {
 // Redis says how to reach Redis/Valkey.
 type Redis struct {
 	// URL is a redis:// or rediss:// URL; with Cluster, the seed node.
-	URL string `env:"REDIS_URL,required"`
+	URL string `env:"REDIS_URL,required,notEmpty"`
 	// Cluster connects with the cluster client (every junban script touches one hash tag).
 	Cluster bool `env:"REDIS_CLUSTER" envDefault:"false"`
 	// KeyPrefix starts every key junban writes, so tests and tenants never share keys.
@@ -168,13 +168,13 @@ func (r Redis) Client() (redis.UniversalClient, error) {
 // Postgres says how to reach PostgreSQL.
 type Postgres struct {
 	// URL is a postgres:// connection string.
-	URL string `env:"DATABASE_URL,required"`
+	URL string `env:"DATABASE_URL,required,notEmpty"`
 }
 
 // SQS says how to reach SQS and which queues to use.
 type SQS struct {
 	// Region is the AWS region.
-	Region string `env:"AWS_REGION,required"`
+	Region string `env:"AWS_REGION,required,notEmpty"`
 	// Endpoint overrides the SQS endpoint (LocalStack, the local emulator); empty for AWS.
 	Endpoint string `env:"AWS_ENDPOINT_URL_SQS"`
 	// OrdersQueue is the name or URL of the orders queue.

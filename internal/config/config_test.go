@@ -74,3 +74,12 @@ func TestVarsListsNamesDefaultsAndRequired(t *testing.T) {
 		t.Fatalf("vars: %+v", vars)
 	}
 }
+
+func TestRequiredVariablesMustNotBeEmpty(t *testing.T) {
+	t.Setenv("JUNBAN_STACK_ENV", filepath.Join(t.TempDir(), "none.env"))
+	t.Setenv("REDIS_URL", "")
+	_, err := Load[testConfig]()
+	if err == nil || !strings.Contains(err.Error(), "REDIS_URL") {
+		t.Fatalf("an empty REDIS_URL was accepted: %v", err)
+	}
+}
