@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/fleet"
@@ -34,6 +38,7 @@ func runBenchE2E(ctx context.Context, args []string) error {
 	workers := fs.Int("workers", 2, "order-worker replicas")
 	binDir := fs.String("bin", "", "directory of the binaries (default: beside junbanctl)")
 	jsonOut := fs.Bool("json", false, "print one JSON object")
+	profDir := fs.String("profile", "", "directory for a CPU profile of order-worker-0, every worker's /metrics and Redis commandstats before and after the load")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -119,6 +124,9 @@ func runBenchE2E(ctx context.Context, args []string) error {
 		"JUNBAN_RESULTS_QUEUE=" + results.URL, "JUNBAN_RESULTS_DLQ=" + results.DLQURL,
 		"JUNBAN_SQS_WAIT_SECONDS=1", "JUNBAN_LOG_LEVEL=warn", "JUNBAN_LOG_FORMAT=json",
 	}
+	if *profDir != "" {
+		env = append(env, "JUNBAN_PPROF=true")
+	}
 	var procs []*fleet.Proc
 	defer func() {
 		for _, p := range procs {
@@ -153,9 +161,32 @@ func runBenchE2E(ctx context.Context, args []string) error {
 	if !*jsonOut {
 		progress = os.Stderr
 	}
+	var profiled chan struct{}
+	if *profDir != "" {
+		if err := os.MkdirAll(*profDir, 0o755); err != nil {
+			return err
+		}
+		saveCommandStats(ctx, rc, filepath.Join(*profDir, "commandstats.before"))
+		profiled = make(chan struct{})
+		go func() {
+			defer close(profiled)
+			// Two 8 s profiles from the middle of the load phase (the server's write timeout is 10 s).
+			time.Sleep(*d / 4)
+			for i := range 2 {
+				fetch("http://"+procs[0].Addr+"/debug/pprof/profile?seconds=8", filepath.Join(*profDir, fmt.Sprintf("order-worker-0.cpu.%d.pprof", i)))
+			}
+		}()
+	}
 	s, err := loadgen.Run(ctx, db, pub, loadgen.RunConfig{Spec: spec, Wait: 3 * *d, Progress: progress})
 	if err != nil {
 		return err
+	}
+	if *profDir != "" {
+		saveCommandStats(ctx, rc, filepath.Join(*profDir, "commandstats.after"))
+		for _, p := range procs {
+			fetch("http://"+p.Addr+"/metrics", filepath.Join(*profDir, p.Name+".metrics"))
+		}
+		<-profiled
 	}
 	if s.Missing > 0 {
 		return fmt.Errorf("bench e2e: %d events never reached PostgreSQL (logs in %s)", s.Missing, logDir)
@@ -166,6 +197,8 @@ func runBenchE2E(ctx context.Context, args []string) error {
 		"hops":                   2,
 		"p50_ms":                 s.P50MS,
 		"p99_ms":                 s.P99MS,
+		"events":                 s.Distinct,
+		"elapsed_s":              round1(s.ElapsedS),
 	}
 	if *jsonOut {
 		return json.NewEncoder(os.Stdout).Encode(out)
@@ -176,6 +209,26 @@ func runBenchE2E(ctx context.Context, args []string) error {
 	fmt.Printf("target 0.4 x ceiling / 2   %.1f  -> %s\n", 0.4*ceiling/2, verdict(s.EventsPerS >= 0.4*ceiling/2))
 	fmt.Printf("latency p50 / p99          %.0f / %.0f ms\n", s.P50MS, s.P99MS)
 	return nil
+}
+
+// fetch saves the body of url in path (best effort: a profile is a diagnostic).
+func fetch(url, path string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench e2e: profile:", err)
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	os.WriteFile(path, b, 0o644)
+}
+
+// saveCommandStats saves Redis's INFO commandstats (diff two snapshots; never reset the
+// counters of a shared server).
+func saveCommandStats(ctx context.Context, rc redis.UniversalClient, path string) {
+	if info, err := rc.Info(ctx, "commandstats").Result(); err == nil {
+		os.WriteFile(path, []byte(info), 0o644)
+	}
 }
 
 func verdict(ok bool) string {

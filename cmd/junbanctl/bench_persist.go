@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,21 +38,27 @@ type benchPersistConfig struct {
 
 // runBenchPersist measures results applied per second through the SQS emulator into
 // PostgreSQL, batched (one transaction per batch) against one result per transaction:
-// same run, same data, same consumer, each mode in a schema and a queue of its own.
+// same run, same data, same consumer, same PostgreSQL connections, each mode in a schema
+// and a queue of its own. To show where the limit is, it then measures PostgreSQL alone
+// (the same stream applied without SQS, batched and single) and the queue path alone
+// (the same consumer with a handler that writes nothing).
 func runBenchPersist(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench persist", flag.ContinueOnError)
 	duration := fs.Duration("duration", 10*time.Second, "how long each mode runs")
-	asJSON := fs.Bool("json", false, `print {"batched_eps":..,"single_eps":..} only`)
+	asJSON := fs.Bool("json", false, `print {"batched_eps":..,"single_eps":..,...} only`)
 	batchMax := fs.Int("batch", 100, "most results per batch (the persist-worker's JUNBAN_PERSIST_BATCH_MAX)")
-	receivers := fs.Int("receivers", 4, "consumers receiving in parallel, in both modes (JUNBAN_PERSIST_RECEIVERS)")
+	window := fs.Duration("window", 100*time.Millisecond, "how long a batch collects after its first message (JUNBAN_PERSIST_BATCH_WINDOW)")
+	receivers := fs.Int("receivers", 16, "consumers receiving in parallel, in both modes (JUNBAN_PERSIST_RECEIVERS)")
 	concurrency := fs.Int("concurrency", 1, "batches each consumer handles at once, in both modes (JUNBAN_PERSIST_CONCURRENCY)")
+	appliers := fs.Int("appliers", 4, "PostgreSQL transactions at once (connections), in both modes (JUNBAN_PERSIST_APPLIERS)")
 	backlog := fs.Int("backlog", 2000, "results kept waiting in the queue: a producer tops the queue up to this as the consumers drain it")
 	latency := fs.Duration("pg-latency", 0, "added round-trip time between the bench and PostgreSQL (a loopback proxy), e.g. 500us for a database across the network; 0: none")
+	parts := fs.Duration("parts", 5*time.Second, "how long each part measurement runs (PostgreSQL alone batched and single, the queue path alone); 0: skip them")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *duration <= 0 || *batchMax < 1 || *concurrency < 1 || *receivers < 1 || *backlog < 10 {
-		return fmt.Errorf("%w: --duration, --batch, --receivers and --concurrency must be positive, --backlog at least 10", errUsage)
+	if *duration <= 0 || *batchMax < 1 || *concurrency < 1 || *receivers < 1 || *appliers < 1 || *backlog < 10 || *window < 0 || *parts < 0 {
+		return fmt.Errorf("%w: --duration, --batch, --receivers, --concurrency and --appliers must be positive, --backlog at least 10", errUsage)
 	}
 	cfg, err := config.Load[benchPersistConfig]()
 	if err != nil {
@@ -80,53 +87,63 @@ func runBenchPersist(ctx context.Context, args []string) error {
 	}
 	// Clean-up runs even after Ctrl-C.
 	cleanup := context.WithoutCancel(ctx)
-	// Both modes replay the same stream: same seed, same catalog, same results in order.
+	// Every mode replays the same stream: same seed, same catalog, same results in order.
 	gen := resultgen.Config{Seed: 1, SKUs: 200, LotsPerSKU: 3, Active: 500, Prefix: name + "-"}
+	loadStart := loadAverage()
 
-	type mode struct {
-		name string
-		eps  float64
-		done int64
-		took time.Duration
-	}
-	modes := []*mode{{name: "single"}, {name: "batched"}}
-	for _, m := range modes {
-		schema := name + "_" + m.name
-		db, drop, err := benchSchema(ctx, cfg.Postgres, schema, *receivers**concurrency)
+	// schema gives a mode a migrated schema of its own holding the catalog, with
+	// --appliers connections: both modes get the same PostgreSQL.
+	var drops []func(context.Context)
+	schema := func(mode string) (*gorm.DB, error) {
+		db, drop, err := benchSchema(ctx, cfg.Postgres, name+"_"+mode, *appliers)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer drop(cleanup)
+		drops = append(drops, drop)
 		if _, err := persist.WriteSKUs(ctx, db, resultgen.Catalog(gen)); err != nil {
-			return err
+			return nil, err
 		}
-		qname := name + "-" + m.name
+		return db, nil
+	}
+	defer func() {
+		for _, drop := range drops {
+			drop(cleanup)
+		}
+	}()
+
+	// throughQueue runs one mode through the SQS emulator: a producer keeps --backlog
+	// results waiting, --receivers batch consumers hand batches to handler.
+	// committed, when not nil, counts the results committed (inbox rows): what is
+	// measured then, rather than the messages the handler answered Done (which include
+	// duplicate deliveries).
+	throughQueue := func(mode string, d time.Duration, handler func(*atomic.Int64) queue.BatchHandler, committed func() (int64, error)) (float64, int64, error) {
+		qname := name + "-" + mode
 		pair, err := queue.EnsurePair(ctx, sqsClient, qname, qname+"-dlq", 5, 30)
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		defer func() {
 			sqsClient.DeleteQueue(cleanup, &sqs.DeleteQueueInput{QueueUrl: aws.String(pair.URL)})
 			sqsClient.DeleteQueue(cleanup, &sqs.DeleteQueueInput{QueueUrl: aws.String(pair.DLQURL)})
 		}()
-
 		var applied atomic.Int64
-		handler := benchHandler(m.name == "batched", db, &applied)
+		h := handler(&applied)
 		var consumers []*queue.Consumer
 		for range *receivers {
 			c, err := queue.NewBatchConsumer(sqsClient, queue.ConsumerConfig{
 				QueueURL: pair.URL, DLQURL: pair.DLQURL, Concurrency: *concurrency,
-				WaitTimeSeconds: 1, BatchMax: *batchMax, BatchWindow: 100 * time.Millisecond,
+				WaitTimeSeconds: 1, BatchMax: *batchMax, BatchWindow: *window,
 				ShutdownBudget: 10 * time.Second,
-			}, handler)
+			}, h)
 			if err != nil {
-				return err
+				return 0, 0, err
 			}
 			consumers = append(consumers, c)
 		}
 
-		say("bench persist: %s: filling %s with %d results, then applying for %s", m.name, qname, *backlog, *duration)
+		say("bench persist: %s: filling %s with %d results, then applying for %s", mode, qname, *backlog, d)
 		prodCtx, stopProducer := context.WithCancel(ctx)
+		defer stopProducer()
 		p := &benchProducer{c: sqsClient, url: pair.URL, gen: resultgen.New(gen), applied: &applied, backlog: int64(*backlog)}
 		prodErr := make(chan error, 1)
 		go func() { prodErr <- p.run(prodCtx) }()
@@ -134,7 +151,8 @@ func runBenchPersist(ctx context.Context, args []string) error {
 			time.Sleep(10 * time.Millisecond)
 		}
 
-		runCtx, stop := context.WithTimeout(ctx, *duration)
+		runCtx, stop := context.WithTimeout(ctx, d)
+		defer stop()
 		start := time.Now()
 		ran := make(chan error, 1)
 		go func() {
@@ -148,49 +166,189 @@ func runBenchPersist(ctx context.Context, args []string) error {
 		}()
 		<-runCtx.Done()
 		// Count what committed within the measured time; what the shutdown finishes is not.
-		m.done, m.took = applied.Load(), time.Since(start)
+		done := applied.Load()
+		var countErr error
+		if committed != nil {
+			done, countErr = committed()
+		}
+		took := time.Since(start)
 		stop()
 		stopProducer()
 		runErr := <-ran
 		if err := <-prodErr; err != nil && !errors.Is(err, context.Canceled) {
-			return err
+			return 0, 0, err
 		}
-		if runErr != nil {
-			return runErr
+		if err := errors.Join(runErr, countErr); err != nil {
+			return 0, 0, err
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return 0, 0, ctx.Err()
 		}
-		m.eps = float64(m.done) / m.took.Seconds()
+		return float64(done) / took.Seconds(), done, nil
 	}
 
-	single, batched := modes[0], modes[1]
-	if *asJSON {
-		return json.NewEncoder(os.Stdout).Encode(map[string]float64{
-			"batched_eps": round1(batched.eps), "single_eps": round1(single.eps),
-		})
+	type row struct {
+		name string
+		eps  float64
+		done int64
 	}
-	fmt.Printf("bench persist: %d consumer(s) x %d batch(es) in parallel, up to %d results per batch, backlog %d, each mode %s",
-		*receivers, *concurrency, *batchMax, *backlog, *duration)
+	var rows []row
+	for _, m := range []string{"single", "batched"} {
+		db, err := schema(m)
+		if err != nil {
+			return err
+		}
+		eps, done, err := throughQueue(m, *duration, func(applied *atomic.Int64) queue.BatchHandler {
+			return benchHandler(m == "batched", db, *appliers, applied)
+		}, func() (int64, error) {
+			var n int64
+			err := db.WithContext(ctx).Raw("SELECT count(*) FROM inbox").Scan(&n).Error
+			return n, err
+		})
+		if err != nil {
+			return err
+		}
+		rows = append(rows, row{m, eps, done})
+	}
+	out := benchPersistResult{SingleEPS: round1(rows[0].eps), BatchedEPS: round1(rows[1].eps)}
+
+	if *parts > 0 {
+		// PostgreSQL alone: the same stream, no SQS, the same connections.
+		var apply benchPersistPair
+		for _, m := range []string{"single", "batched"} {
+			db, err := schema("apply_" + m)
+			if err != nil {
+				return err
+			}
+			n := 1
+			if m == "batched" {
+				n = *batchMax
+			}
+			say("bench persist: PostgreSQL alone, %s: applying for %s", m, *parts)
+			eps, done, err := applyOnly(ctx, db, resultgen.New(gen), n, *appliers, *parts)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, row{"pg-only " + m, eps, done})
+			if m == "batched" {
+				apply.BatchedEPS = round1(eps)
+			} else {
+				apply.SingleEPS = round1(eps)
+			}
+		}
+		out.ApplyOnly = &apply
+		// The queue path alone: the same consumers, a handler that writes nothing.
+		eps, done, err := throughQueue("sqs_only", *parts, func(applied *atomic.Int64) queue.BatchHandler {
+			return func(_ context.Context, ms []queue.Message) []queue.Outcome {
+				applied.Add(int64(len(ms)))
+				return make([]queue.Outcome, len(ms))
+			}
+		}, nil)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, row{"sqs-only", eps, done})
+		out.SQSOnlyEPS = round1(eps)
+	}
+	out.Load1 = [2]float64{loadStart, loadAverage()}
+
+	if *asJSON {
+		return json.NewEncoder(os.Stdout).Encode(out)
+	}
+	fmt.Printf("bench persist: %d consumer(s) x %d batch(es), %d PostgreSQL transaction(s) at once, up to %d results per batch (window %s), backlog %d, each mode %s",
+		*receivers, *concurrency, *appliers, *batchMax, *window, *backlog, *duration)
 	if *latency > 0 {
 		fmt.Printf(", %s added PostgreSQL round trip", *latency)
 	}
-	fmt.Println()
-	fmt.Printf("%-8s %9s %8s %10s\n", "mode", "results", "seconds", "results/s")
-	for _, m := range modes {
-		fmt.Printf("%-8s %9d %8.1f %10.0f\n", m.name, m.done, m.took.Seconds(), m.eps)
+	fmt.Printf("; load average %.2f at start, %.2f at end\n", out.Load1[0], out.Load1[1])
+	fmt.Printf("%-16s %9s %10s\n", "mode", "results", "results/s")
+	for _, r := range rows {
+		fmt.Printf("%-16s %9d %10.0f\n", r.name, r.done, r.eps)
 	}
-	if single.eps > 0 {
-		fmt.Printf("batched / single: %.1fx\n", batched.eps/single.eps)
+	if out.SingleEPS > 0 {
+		fmt.Printf("batched / single: %.1fx", out.BatchedEPS/out.SingleEPS)
+		if a := out.ApplyOnly; a != nil && a.SingleEPS > 0 {
+			fmt.Printf(" (PostgreSQL alone: %.1fx)", a.BatchedEPS/a.SingleEPS)
+		}
+		fmt.Println()
 	}
 	return nil
 }
 
-// benchHandler applies a batch of messages in one transaction (batched), or each message
-// in a transaction of its own (single), counting the results applied.
-func benchHandler(batched bool, db *gorm.DB, applied *atomic.Int64) queue.BatchHandler {
+// benchPersistResult is the --json output: the two required figures first, then where
+// the limit is.
+type benchPersistResult struct {
+	BatchedEPS float64 `json:"batched_eps"`
+	SingleEPS  float64 `json:"single_eps"`
+	// ApplyOnly is PostgreSQL alone: the same stream applied without SQS.
+	ApplyOnly *benchPersistPair `json:"apply_only,omitempty"`
+	// SQSOnlyEPS is the queue path alone: the same consumers, a handler that writes nothing.
+	SQSOnlyEPS float64 `json:"sqs_only_eps,omitempty"`
+	// Load1 is the machine's 1-minute load average at the start and at the end.
+	Load1 [2]float64 `json:"load1"`
+}
+
+type benchPersistPair struct {
+	BatchedEPS float64 `json:"batched_eps"`
+	SingleEPS  float64 `json:"single_eps"`
+}
+
+// loadAverage is the 1-minute load average (0 where /proc/loadavg is missing).
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	return f
+}
+
+// applyOnly applies the stream of gen straight to PostgreSQL for d, n results per
+// transaction, conns transactions at once, and returns the results applied per second.
+func applyOnly(ctx context.Context, db *gorm.DB, gen *resultgen.Gen, n, conns int, d time.Duration) (float64, int64, error) {
+	runCtx, stop := context.WithTimeout(ctx, d)
+	defer stop()
+	var mu sync.Mutex // guards gen
+	var applied atomic.Int64
+	errs := make([]error, conns)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Go(func() {
+			for runCtx.Err() == nil {
+				mu.Lock()
+				rs := gen.Results(n)
+				mu.Unlock()
+				if _, err := persist.Apply(runCtx, db, rs); err != nil {
+					if runCtx.Err() == nil {
+						errs[i] = err
+					}
+					return
+				}
+				applied.Add(int64(len(rs)))
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return 0, 0, err
+	}
+	if ctx.Err() != nil {
+		return 0, 0, ctx.Err()
+	}
+	done := applied.Load()
+	return float64(done) / took.Seconds(), done, nil
+}
+
+// benchHandler applies a batch of messages in one transaction (batched, through
+// persist.Handler as the persist-worker does), or each message in a transaction of its
+// own (single), counting the messages settled (applied or duplicate: the producer keeps
+// the backlog with it). Both run at most appliers transactions at
+// once (the schema's pool has that many connections).
+func benchHandler(batched bool, db *gorm.DB, appliers int, applied *atomic.Int64) queue.BatchHandler {
 	if batched {
-		h, _ := persist.NewHandler(persist.HandlerConfig{DB: db})
+		h, _ := persist.NewHandler(persist.HandlerConfig{DB: db, Appliers: appliers})
 		return func(ctx context.Context, ms []queue.Message) []queue.Outcome {
 			outs := h.HandleBatch(ctx, ms)
 			for _, o := range outs {
@@ -304,6 +462,7 @@ func benchSchema(ctx context.Context, pg config.Postgres, schema string, conns i
 		return nil, nil, err
 	}
 	sqlDB, _ := db.DB()
+	// goose's session lock holds a connection of its own while the migrations run.
 	sqlDB.SetMaxOpenConns(conns + 1)
 	sqlDB.SetMaxIdleConns(conns + 1)
 	drop := func(ctx context.Context) {
@@ -315,6 +474,8 @@ func benchSchema(ctx context.Context, pg config.Postgres, schema string, conns i
 		drop(context.WithoutCancel(ctx))
 		return nil, nil, err
 	}
+	sqlDB.SetMaxOpenConns(conns)
+	sqlDB.SetMaxIdleConns(conns)
 	return db, drop, nil
 }
 

@@ -32,6 +32,15 @@ type Config struct {
 	config.SQS
 	// Concurrency is how many order events are handled at once.
 	Concurrency int `env:"JUNBAN_CONCURRENCY" envDefault:"16"`
+	// Receivers is how many SQS receives the consumer keeps in flight (each up to 10
+	// messages): one at a time caps a worker at ten messages per round trip.
+	Receivers int `env:"JUNBAN_SQS_RECEIVERS" envDefault:"4"`
+	// ResultsLinger is how long a batch of results waits for more (up to ten per
+	// SendMessageBatch) before it is sent.
+	ResultsLinger time.Duration `env:"JUNBAN_RESULTS_LINGER" envDefault:"2ms"`
+	// DeleteLinger is how long a delete of the orders queue waits for others to share
+	// its DeleteMessageBatch.
+	DeleteLinger time.Duration `env:"JUNBAN_SQS_DELETE_LINGER" envDefault:"5ms"`
 	// LockTTL is the lease of an entity's turn; it is renewed every third of it.
 	LockTTL time.Duration `env:"JUNBAN_LOCK_TTL" envDefault:"10s"`
 	// HandlerDeadline abandons a handler that runs longer, so a hung worker cannot hold a turn.
@@ -49,6 +58,8 @@ type Config struct {
 	ParkTimeout time.Duration `env:"JUNBAN_PARK_TIMEOUT" envDefault:"24h"`
 	// OpRetention keeps the ledger's applied op ids.
 	OpRetention time.Duration `env:"JUNBAN_OP_RETENTION" envDefault:"168h"`
+	// Pprof serves /debug/pprof and counts SQS calls and Redis round trips (benchmarks).
+	Pprof bool `env:"JUNBAN_PPROF" envDefault:"false"`
 	// WaitTimeSeconds is the SQS long poll.
 	WaitTimeSeconds int `env:"JUNBAN_SQS_WAIT_SECONDS" envDefault:"20"`
 }
@@ -58,6 +69,12 @@ func (c Config) Validate() []string {
 	p := c.Common.Validate()
 	if c.Concurrency < 1 {
 		p = append(p, "JUNBAN_CONCURRENCY: must be at least 1")
+	}
+	if c.ResultsLinger <= 0 || c.DeleteLinger <= 0 {
+		p = append(p, "JUNBAN_RESULTS_LINGER, JUNBAN_SQS_DELETE_LINGER: must be positive")
+	}
+	if c.Receivers < 1 {
+		p = append(p, "JUNBAN_SQS_RECEIVERS: must be at least 1")
 	}
 	if c.LockTTL < 300*time.Millisecond {
 		p = append(p, "JUNBAN_LOCK_TTL: must be at least 300ms")
@@ -118,6 +135,12 @@ func run() error {
 
 	reg := health.NewRegistry()
 	srv := health.New(reg, log)
+	if cfg.Pprof {
+		srv.EnablePprof()
+		if sqsClient, err = countCalls(sqsClient, rc, reg); err != nil {
+			return err
+		}
+	}
 	srv.AddCheck("redis", health.RedisCheck(rc))
 	srv.AddCheck("postgres", health.PostgresCheck(db))
 	srv.AddCheck("sqs", health.SQSCheck(sqsClient, urls.orders))
@@ -125,7 +148,7 @@ func run() error {
 		return err
 	}
 
-	results, err := queue.NewPublisher(sqsClient, queue.PublisherConfig{QueueURL: urls.results, Registerer: reg, Logger: log})
+	results, err := queue.NewPublisher(sqsClient, queue.PublisherConfig{QueueURL: urls.results, Linger: cfg.ResultsLinger, Registerer: reg, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -171,6 +194,8 @@ func run() error {
 		QueueURL:        urls.orders,
 		DLQURL:          urls.ordersDLQ,
 		Concurrency:     cfg.Concurrency,
+		Receivers:       cfg.Receivers,
+		DeleteLinger:    cfg.DeleteLinger,
 		WaitTimeSeconds: cfg.WaitTimeSeconds,
 		ShutdownBudget:  cfg.ShutdownBudget,
 		Registerer:      reg,

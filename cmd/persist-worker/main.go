@@ -36,11 +36,17 @@ type Config struct {
 	// BatchWindow is how long a batch keeps collecting receives after its first message.
 	BatchWindow time.Duration `env:"JUNBAN_PERSIST_BATCH_WINDOW" envDefault:"100ms"`
 	// Receivers is how many consumers receive from the results queue in parallel: one
-	// receive loop alone is bound by the latency of ReceiveMessage (ten messages a call).
-	Receivers int `env:"JUNBAN_PERSIST_RECEIVERS" envDefault:"4"`
-	// Concurrency is how many batches each consumer applies at once; Receivers x
-	// Concurrency PostgreSQL connections are in use.
+	// receive loop alone is bound by the latency of ReceiveMessage (ten messages a call,
+	// one call after the other while a batch is collected), so the receive rate grows
+	// with the receivers, not with the PostgreSQL connections.
+	Receivers int `env:"JUNBAN_PERSIST_RECEIVERS" envDefault:"16"`
+	// Concurrency is how many batches each consumer collects and applies at once.
 	Concurrency int `env:"JUNBAN_PERSIST_CONCURRENCY" envDefault:"1"`
+	// Appliers is how many batches are applied at once over all consumers: the
+	// PostgreSQL connections in use (one more for readiness checks). A batch of up to
+	// BatchMax results is one transaction, so a few connections take what many
+	// receivers bring.
+	Appliers int `env:"JUNBAN_PERSIST_APPLIERS" envDefault:"4"`
 	// Visibility is the visibility timeout asked for on every receive; the consumer
 	// extends it every third while a batch is being applied (or held). 0: the queue's own.
 	Visibility time.Duration `env:"JUNBAN_PERSIST_VISIBILITY" envDefault:"30s"`
@@ -71,6 +77,9 @@ func (c Config) Validate() []string {
 	}
 	if c.Concurrency < 1 {
 		p = append(p, "JUNBAN_PERSIST_CONCURRENCY: must be at least 1")
+	}
+	if c.Appliers < 1 {
+		p = append(p, "JUNBAN_PERSIST_APPLIERS: must be at least 1")
 	}
 	if c.Visibility < 0 || c.Visibility%time.Second != 0 || c.Visibility > 12*time.Hour {
 		p = append(p, "JUNBAN_PERSIST_VISIBILITY: must be whole seconds within 0..12h")
@@ -148,8 +157,8 @@ func run() error {
 		return err
 	}
 	defer sqlDB.Close()
-	// One connection per concurrent batch, one for readiness checks.
-	conns := cfg.Receivers*cfg.Concurrency + 1
+	// One connection per applier (batches applied at once), one for readiness checks.
+	conns := cfg.Appliers + 1
 	sqlDB.SetMaxOpenConns(conns)
 	sqlDB.SetMaxIdleConns(conns)
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
@@ -177,6 +186,7 @@ func run() error {
 		HoldMax:        cfg.HoldMax,
 		AttemptTimeout: cfg.AttemptTimeout,
 		Quit:           quit,
+		Appliers:       cfg.Appliers,
 	})
 	if err != nil {
 		return err
@@ -215,7 +225,8 @@ func run() error {
 		close(quit)
 	}()
 	log.Info("persist-worker started", zap.String("results", results), zap.String("dlq", dlq),
-		zap.Int("receivers", cfg.Receivers), zap.Int("concurrency", cfg.Concurrency), zap.Int("batch_max", cfg.BatchMax))
+		zap.Int("receivers", cfg.Receivers), zap.Int("concurrency", cfg.Concurrency), zap.Int("appliers", cfg.Appliers),
+		zap.Int("batch_max", cfg.BatchMax))
 	start := time.Now()
 	runErr := runAll(ctx, consumers)
 

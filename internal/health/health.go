@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"sync"
 	"time"
@@ -67,6 +68,17 @@ func New(reg *prometheus.Registry, log *zap.Logger) *Server {
 // Handle adds another route (the gateway's webhooks share the listener).
 func (s *Server) Handle(pattern string, h http.Handler) {
 	s.srv.Handler.(*http.ServeMux).Handle(pattern, h)
+}
+
+// EnablePprof serves net/http/pprof under /debug/pprof/ (a profile must fit in the
+// server's 10 s write timeout: ask for seconds < 10).
+func (s *Server) EnablePprof() {
+	mux := s.srv.Handler.(*http.ServeMux)
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 }
 
 // AddCheck adds a readiness check under name.

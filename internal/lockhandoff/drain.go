@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 )
 
@@ -29,7 +30,7 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 	cur := first
 	for n := 1; ; n++ {
 		h.m.waited.Observe(float64(max(cur.nowMs-cur.enqMs, 0)) / 1000)
-		res := h.handle(l, cur)
+		res, before := h.handle(l, cur)
 		switch res {
 		case handledLost:
 			return
@@ -42,12 +43,16 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 		}
 		stopping := h.isStopping() || ctx.Err() != nil
 		if stopping || n >= h.cfg.DrainMaxEvents || h.cfg.Now().Sub(start) >= h.cfg.DrainMaxTime {
+			bctx, cancel := h.bookkeepingCtx(ctx)
+			h.runBefore(bctx, before)
+			cancel()
 			h.leave(entity, k, token, true, true)
 			return
 		}
 		// The caller's ctx is still live here (checked above); if it ends during the call,
-		// the error path below gives the turn back with a context of its own.
-		st, next, err := h.runHandoff(ctx, k, token)
+		// the error path below gives the turn back with a context of its own. The
+		// handler's BeforeNext commands share the handoff's round trip, ahead of it.
+		st, next, err := h.runHandoffAfter(ctx, k, token, before)
 		switch {
 		case err != nil:
 			// Unknown whether the handoff ran: proc holds either the finished envelope or
@@ -110,33 +115,44 @@ const (
 )
 
 // handle runs the handler for one envelope, retrying a failure a bounded number of times
-// inside the turn.
-func (h *Handoff) handle(l *lease, e entry) handled {
+// inside the turn. With handledOK it returns what the handler queued with BeforeNext.
+func (h *Handoff) handle(l *lease, e entry) (handled, []func(context.Context, redis.Pipeliner)) {
+	res, before := h.handleOnce(l, e)
+	if res != handledOK {
+		before = nil
+	}
+	return res, before
+}
+
+func (h *Handoff) handleOnce(l *lease, e entry) (handled, []func(context.Context, redis.Pipeliner)) {
 	backoff := h.cfg.RetryBackoff
 	for attempt := 0; ; attempt++ {
 		deadline := time.Now().Add(h.cfg.HandlerDeadline)
 		l.setDeadline(deadline)
 		hctx, cancel := context.WithDeadlineCause(l.ctx, deadline, errDeadline)
+		bn := &beforeNext{}
+		hctx = context.WithValue(hctx, beforeNextKey{}, bn)
 		t := Turn{Entity: l.entity, Seq: e.seq, Token: l.token, Rerun: e.rerun || attempt > 0}
 		err := callHandler(h.handler, hctx, t, e.envelope)
 		cause := context.Cause(hctx)
 		cancel()
+		before := bn.take()
 		l.setDeadline(time.Time{})
 		switch {
 		case l.isLost():
-			return handledLost
+			return handledLost, nil
 		case errors.Is(cause, errDeadline):
 			h.m.abandoned.Inc()
 			h.log.Warn("lockhandoff: handler passed its deadline; turn left to the sweeper",
 				zap.String("lcid", l.entity), zap.Int64("seq", e.seq), zap.Duration("deadline", h.cfg.HandlerDeadline))
-			return handledAbandoned
+			return handledAbandoned, nil
 		case err == nil:
-			return handledOK
+			return handledOK, before
 		case attempt >= max(h.cfg.HandlerRetries, 0) || h.isStopping() || l.ctx.Err() != nil:
 			h.m.failed.Inc()
 			h.log.Warn("lockhandoff: handler failed; envelope left in proc for the sweeper",
 				zap.String("lcid", l.entity), zap.Int64("seq", e.seq), zap.Int("attempts", attempt+1), zap.Error(err))
-			return handledFailed
+			return handledFailed, nil
 		}
 		timer := time.NewTimer(backoff)
 		select {

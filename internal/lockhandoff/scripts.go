@@ -152,7 +152,29 @@ const (
 )
 
 func (h *Handoff) runHandoff(ctx context.Context, k keys, token string) (handoffStatus, entry, error) {
-	v, err := handoffScript.Run(ctx, h.rc, []string{k.lock, k.wait, k.proc, k.seq}, token, h.cfg.LockTTL.Milliseconds()).Slice()
+	return h.runHandoffAfter(ctx, k, token, nil)
+}
+
+// runHandoffAfter runs handoff.lua in one round trip with the commands of before, which
+// go first.
+func (h *Handoff) runHandoffAfter(ctx context.Context, k keys, token string, before []func(context.Context, redis.Pipeliner)) (handoffStatus, entry, error) {
+	ks := []string{k.lock, k.wait, k.proc, k.seq}
+	var c *redis.Cmd
+	if len(before) == 0 {
+		c = handoffScript.Run(ctx, h.rc, ks, token, h.cfg.LockTTL.Milliseconds())
+	} else {
+		pipe := h.rc.Pipeline()
+		for _, fn := range before {
+			fn(ctx, pipe)
+		}
+		c = handoffScript.EvalSha(ctx, pipe, ks, token, h.cfg.LockTTL.Milliseconds())
+		pipe.Exec(ctx)
+		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			// The handoff did not run (the commands before it did): run it alone.
+			c = handoffScript.Run(ctx, h.rc, ks, token, h.cfg.LockTTL.Milliseconds())
+		}
+	}
+	v, err := c.Slice()
 	if err != nil {
 		return 0, entry{}, err
 	}

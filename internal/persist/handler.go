@@ -54,12 +54,20 @@ type HandlerConfig struct {
 	// Quit, when closed, makes a failing batch go back to SQS at once instead of being
 	// held: close it when shutdown starts.
 	Quit <-chan struct{}
+	// Appliers, when positive, bounds how many Apply calls (PostgreSQL transactions) run
+	// at once, over every HandleBatch call: many receive loops can then share a few
+	// connections. A batch waits for a free applier (bounded by AttemptTimeout); a held
+	// batch does not keep one while it pauses between attempts. 0: no bound (every
+	// HandleBatch call applies at once, as many connections as the pool gives).
+	Appliers int
 }
 
 // Handler applies batches of results-queue messages: a queue.BatchHandler.
 type Handler struct {
 	cfg HandlerConfig
 	log *zap.Logger
+
+	slots chan struct{} // one token per Apply in flight; nil: no bound
 
 	mu       sync.Mutex
 	failures int   // consecutive failed attempts, over every batch
@@ -90,7 +98,32 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Handler{cfg: cfg, log: log}, nil
+	if cfg.Appliers < 0 {
+		return nil, errors.New("persist: handler: negative Appliers")
+	}
+	h := &Handler{cfg: cfg, log: log}
+	if cfg.Appliers > 0 {
+		h.slots = make(chan struct{}, cfg.Appliers)
+	}
+	return h, nil
+}
+
+// apply runs one attempt: it waits for a free applier (within the attempt's timeout)
+// and applies the batch in one transaction; took is the time of the transaction alone.
+func (h *Handler) apply(ctx context.Context, results []event.Result) (rep Report, took time.Duration, err error) {
+	actx, cancel := context.WithTimeout(ctx, h.cfg.AttemptTimeout)
+	defer cancel()
+	if h.slots != nil {
+		select {
+		case h.slots <- struct{}{}:
+			defer func() { <-h.slots }()
+		case <-actx.Done():
+			return Report{Results: make([]ResultReport, len(results))}, 0, fmt.Errorf("persist: waiting for a free applier: %w", actx.Err())
+		}
+	}
+	start := time.Now()
+	rep, err = Apply(actx, h.cfg.DB, results)
+	return rep, time.Since(start), err
 }
 
 // Ready fails while the last attempt to apply a batch failed: PostgreSQL is out of reach
@@ -130,12 +163,9 @@ func (h *Handler) HandleBatch(ctx context.Context, ms []queue.Message) []queue.O
 
 	held := time.Now()
 	for attempt := 1; ; attempt++ {
-		start := time.Now()
-		actx, cancel := context.WithTimeout(ctx, h.cfg.AttemptTimeout)
-		rep, err := Apply(actx, h.cfg.DB, results)
-		cancel()
+		rep, took, err := h.apply(ctx, results)
 		if err == nil {
-			h.committed(results, rep, time.Since(start))
+			h.committed(results, rep, took)
 			for k, rr := range rep.Results {
 				if rr.Status == Poison {
 					out[at[k]] = queue.Outcome{Verdict: queue.Poison, Reason: rr.Err.Error()}

@@ -54,6 +54,10 @@ type ConsumerConfig struct {
 	Concurrency int
 	// MaxMessages is the most messages one ReceiveMessage asks for, 1..10. Default MaxMessagesDefault.
 	MaxMessages int
+	// Receivers is how many ReceiveMessage calls a (non-batch) consumer keeps in flight at
+	// once, each for at most MaxMessages of the free handlers. One receive at a time caps a
+	// consumer at MaxMessages per round trip, whatever its Concurrency. Default 1.
+	Receivers int
 	// WaitTimeSeconds is the long poll of one ReceiveMessage, 1..20. Default WaitTimeSecondsDefault.
 	WaitTimeSeconds int
 	// VisibilityTimeout is asked for on every receive and is what every heartbeat extends
@@ -107,6 +111,9 @@ func (cfg *ConsumerConfig) setDefaults(batch bool) {
 	if cfg.WaitTimeSeconds == 0 {
 		cfg.WaitTimeSeconds = WaitTimeSecondsDefault
 	}
+	if cfg.Receivers == 0 {
+		cfg.Receivers = 1
+	}
 	if cfg.RetryBase == 0 {
 		cfg.RetryBase = RetryBaseDefault
 	}
@@ -148,6 +155,9 @@ func (cfg ConsumerConfig) Validate() error {
 	}
 	if cfg.MaxMessages < 1 || cfg.MaxMessages > 10 {
 		errs = append(errs, fmt.Errorf("MaxMessages %d outside 1..10", cfg.MaxMessages))
+	}
+	if cfg.Receivers < 1 {
+		errs = append(errs, fmt.Errorf("Receivers %d must be positive", cfg.Receivers))
 	}
 	if cfg.WaitTimeSeconds < 1 || cfg.WaitTimeSeconds > maxWaitTimeSeconds {
 		errs = append(errs, fmt.Errorf("WaitTimeSeconds %d outside 1..20", cfg.WaitTimeSeconds))

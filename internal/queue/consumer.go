@@ -125,7 +125,11 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if c.bh != nil {
 		r.receiveBatches(ctx)
 	} else {
-		r.receiveLoop(ctx)
+		var loops sync.WaitGroup
+		for range c.cfg.Receivers {
+			loops.Go(func() { r.receiveLoop(ctx) })
+		}
+		loops.Wait()
 	}
 
 	// Shutdown: no more receives from here on.
@@ -307,7 +311,8 @@ func (r *run) untrack(t *tracked) {
 	r.m.inFlight.Dec()
 }
 
-// receiveLoop receives while a handler is free and starts one handler per message.
+// receiveLoop receives while a handler is free and starts one handler per message;
+// cfg.Receivers of them share the handler slots.
 func (r *run) receiveLoop(ctx context.Context) {
 	var fails int
 	for {
