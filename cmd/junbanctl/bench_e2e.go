@@ -177,7 +177,7 @@ func runBenchE2E(ctx context.Context, args []string) error {
 			}
 		}()
 	}
-	s, err := loadgen.Run(ctx, db, pub, loadgen.RunConfig{Spec: spec, Wait: 3 * *d, Progress: progress})
+	s, err := loadgen.Run(ctx, db, pub, loadgen.RunConfig{Spec: spec, Senders: 4, Wait: 3 * *d, Progress: progress})
 	if err != nil {
 		return err
 	}

@@ -30,17 +30,21 @@ type Config struct {
 	config.Redis
 	config.Postgres
 	config.SQS
-	// Concurrency is how many order events are handled at once.
-	Concurrency int `env:"JUNBAN_CONCURRENCY" envDefault:"16"`
+	// Concurrency is how many order events are handled at once. A handler mostly waits
+	// (about six Redis round trips, the results' send and the message's delete, each
+	// with its batching linger), so many are needed to keep two cores busy: 16 capped a
+	// worker at about 16 / 40 ms = 400 events/s (docs/benchmarks.md, "bench e2e").
+	Concurrency int `env:"JUNBAN_CONCURRENCY" envDefault:"128"`
 	// Receivers is how many SQS receives the consumer keeps in flight (each up to 10
 	// messages): one at a time caps a worker at ten messages per round trip.
 	Receivers int `env:"JUNBAN_SQS_RECEIVERS" envDefault:"4"`
 	// ResultsLinger is how long a batch of results waits for more (up to ten per
-	// SendMessageBatch) before it is sent.
-	ResultsLinger time.Duration `env:"JUNBAN_RESULTS_LINGER" envDefault:"2ms"`
+	// SendMessageBatch) before it is sent. Each SQS call costs the endpoint about as much
+	// whatever its size: fuller batches leave it more for the rest.
+	ResultsLinger time.Duration `env:"JUNBAN_RESULTS_LINGER" envDefault:"8ms"`
 	// DeleteLinger is how long a delete of the orders queue waits for others to share
 	// its DeleteMessageBatch.
-	DeleteLinger time.Duration `env:"JUNBAN_SQS_DELETE_LINGER" envDefault:"5ms"`
+	DeleteLinger time.Duration `env:"JUNBAN_SQS_DELETE_LINGER" envDefault:"10ms"`
 	// LockTTL is the lease of an entity's turn; it is renewed every third of it.
 	LockTTL time.Duration `env:"JUNBAN_LOCK_TTL" envDefault:"10s"`
 	// HandlerDeadline abandons a handler that runs longer, so a hung worker cannot hold a turn.

@@ -32,6 +32,10 @@ type RunConfig struct {
 	Spec Spec
 	// Rate is events per second; 0 sends as fast as the queue takes them.
 	Rate float64
+	// Senders is how many batches of ten may be on their way to the queue at once; 0 or 1:
+	// one after the other. One sender is bound by the latency of SendMessageBatch, which
+	// on a loaded machine is below what a fleet takes (bench e2e uses several).
+	Senders int
 	// WebhookShare of the payment events go through the gateway instead of the queue.
 	WebhookShare float64
 	// Webhook sends one webhook; nil sends every event to the queue.
@@ -116,7 +120,27 @@ func Run(ctx context.Context, db *gorm.DB, pub Publisher, cfg RunConfig) (Summar
 		defer t.Stop()
 		tick = t.C
 	}
+	senders := make(chan struct{}, max(cfg.Senders, 1))
+	var sends sync.WaitGroup
+	var sendErr error
+	var sendErrOnce sync.Once
+	failed := make(chan struct{})
+	send := func(bodies [][]byte) {
+		senders <- struct{}{}
+		sends.Go(func() {
+			defer func() { <-senders }()
+			if err := pub.PublishBatch(ctx, bodies); err != nil {
+				sendErrOnce.Do(func() { sendErr = fmt.Errorf("loadgen: send: %w", err); close(failed) })
+			}
+		})
+	}
 	for i := 0; i < len(w.Events); i += batch {
+		select {
+		case <-failed:
+			sends.Wait()
+			return s, sendErr
+		default:
+		}
 		if tick != nil {
 			select {
 			case <-tick:
@@ -148,12 +172,14 @@ func Run(ctx context.Context, db *gorm.DB, pub Publisher, cfg RunConfig) (Summar
 			bodies = append(bodies, b)
 		}
 		if len(bodies) > 0 {
-			if err := pub.PublishBatch(ctx, bodies); err != nil {
-				return s, fmt.Errorf("loadgen: send: %w", err)
-			}
+			send(bodies)
 		}
 		s.Sent += min(batch, len(w.Events)-i)
 		bar.Add(min(batch, len(w.Events)-i))
+	}
+	sends.Wait()
+	if sendErr != nil {
+		return s, sendErr
 	}
 	bar.Finish()
 	s.Distinct = len(sent)
