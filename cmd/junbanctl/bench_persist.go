@@ -268,7 +268,11 @@ func runBenchPersist(ctx context.Context, args []string) error {
 	if out.SingleEPS > 0 {
 		fmt.Printf("batched / single: %.1fx", out.BatchedEPS/out.SingleEPS)
 		if a := out.ApplyOnly; a != nil && a.SingleEPS > 0 {
-			fmt.Printf(" (PostgreSQL alone: %.1fx)", a.BatchedEPS/a.SingleEPS)
+			fmt.Printf("; PostgreSQL alone: %.1fx", a.BatchedEPS/a.SingleEPS)
+		}
+		if out.SQSOnlyEPS > 0 {
+			// No apply path can take batched past the queue path alone.
+			fmt.Printf("; queue path alone / single: %.1fx (the ceiling of batched / single here)", out.SQSOnlyEPS/out.SingleEPS)
 		}
 		fmt.Println()
 	}
