@@ -118,6 +118,9 @@ AWS_ENDPOINT_URL_SQS=$AWS_ENDPOINT_URL_SQS
 AWS_REGION=${AWS_REGION:-us-east-1}
 AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-local}
 AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-local}
+# local-aws-sqs answers a long poll only when its wait ends, even when a message arrived
+# meanwhile (real SQS answers at once): short polls keep local latency low.
+JUNBAN_SQS_WAIT_SECONDS=${JUNBAN_SQS_WAIT_SECONDS:-1}
 EOF
   log "wrote $envfile"
 }
