@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,20 +150,9 @@ func TestEndToEnd(t *testing.T) {
 		if len(results) != s.Distinct {
 			t.Fatalf("%d done markers for %d distinct events", len(results), s.Distinct)
 		}
-		slices.SortFunc(results, func(a, b event.Result) int {
-			if c := strings.Compare(a.Entity, b.Entity); c != 0 {
-				return c
-			}
-			return int(a.Arrival - b.Arrival)
-		})
-		var events []order.Event
-		for _, r := range results {
-			body, _ := json.Marshal(byID[r.EventID])
-			ev, err := order.Decode(body, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			events = append(events, ev)
+		events, err := order.InArrivalOrder(results, byID)
+		if err != nil {
+			t.Fatal(err)
 		}
 		model := ledger.NewModel(w.Loader())
 		states, _, err := order.Replay(context.Background(), model, events, time.Now())

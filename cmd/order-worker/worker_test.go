@@ -210,20 +210,9 @@ func (f *fleet) verify(w loadgen.Workload) {
 		}
 		firsts = append(firsts, rs[0])
 	}
-	slices.SortFunc(firsts, func(a, b event.Result) int {
-		if c := strings.Compare(a.Entity, b.Entity); c != 0 {
-			return c
-		}
-		return int(a.Arrival - b.Arrival)
-	})
-	var events []order.Event
-	for _, r := range firsts {
-		body, _ := json.Marshal(byID[r.EventID])
-		ev, err := order.Decode(body, 0)
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		events = append(events, ev)
+	events, err := order.InArrivalOrder(firsts, byID)
+	if err != nil {
+		f.t.Fatal(err)
 	}
 	model := ledger.NewModel(w.Loader())
 	states, want, err := order.Replay(ctx, model, events, time.Now())

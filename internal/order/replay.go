@@ -1,7 +1,12 @@
 package order
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/junban/junban/internal/event"
@@ -25,4 +30,34 @@ func Replay(ctx context.Context, l Ledger, events []Event, now time.Time) (map[s
 		all = append(all, results...)
 	}
 	return states, all, nil
+}
+
+// InArrivalOrder returns the events of results (looked up by id in sent) one entity at a
+// time, each entity's in the order they reached its turn (Result.Arrival): the order in
+// which Replay reproduces a real run. An id missing from sent is an error.
+func InArrivalOrder(results []event.Result, sent map[string]event.Order) ([]Event, error) {
+	rs := slices.Clone(results)
+	slices.SortFunc(rs, func(a, b event.Result) int {
+		if c := strings.Compare(a.Entity, b.Entity); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Arrival, b.Arrival)
+	})
+	events := make([]Event, 0, len(rs))
+	for _, r := range rs {
+		o, ok := sent[r.EventID]
+		if !ok {
+			return nil, fmt.Errorf("order: result for an event never sent: %s", r.EventID)
+		}
+		body, err := json.Marshal(o)
+		if err != nil {
+			return nil, err
+		}
+		ev, err := Decode(body, 0)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, ev)
+	}
+	return events, nil
 }
