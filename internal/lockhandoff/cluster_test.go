@@ -2,6 +2,7 @@ package lockhandoff
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,15 +84,18 @@ func startCluster(t *testing.T) string {
 	ctx := context.Background()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		ok := true
+		// ForEachShard runs the callbacks concurrently: each answers for its node alone.
 		err := rc.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error {
 			info, err := c.ClusterInfo(ctx).Result()
-			if err != nil || !strings.Contains(info, "cluster_state:ok") {
-				ok = false
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(info, "cluster_state:ok") {
+				return errors.New(c.Options().Addr + ": cluster_state not ok")
 			}
 			return nil
 		})
-		if err == nil && ok {
+		if err == nil {
 			return seed
 		}
 		if time.Now().After(deadline) {
