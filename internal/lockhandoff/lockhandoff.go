@@ -55,6 +55,8 @@ const (
 	IndexShardsDefault      = 16
 	HandlerRetriesDefault   = 2
 	RetryBackoffDefault     = 100 * time.Millisecond
+	PipelinesDefault        = 2
+	PipelineMaxDefault      = 64
 )
 
 // Config configures a Handoff. Zero fields take the defaults above.
@@ -89,6 +91,13 @@ type Config struct {
 	HandlerRetries int
 	// RetryBackoff is the pause before the first retry; it doubles for each next one.
 	RetryBackoff time.Duration
+	// Pipelines is how many round trips of the package's own scripts (take, handoff,
+	// leave) may be in flight at once; calls beyond it wait and then share one pipeline
+	// (up to PipelineMax calls), which saves Redis and this process a system call pair per
+	// call under load. Handlers' own commands are not affected.
+	Pipelines int
+	// PipelineMax bounds the calls of one shared pipeline.
+	PipelineMax int
 	// Nudge is called after a turn was left with a backlog (drain budget reached, Stop,
 	// caller's context cancelled) so that another replica resumes it soon, e.g. by sending a
 	// drain message whose consumer calls Resume. Nil: the sweeper resumes it.
@@ -149,6 +158,12 @@ func (c *Config) setDefaults() {
 	if c.RetryBackoff == 0 {
 		c.RetryBackoff = RetryBackoffDefault
 	}
+	if c.Pipelines == 0 {
+		c.Pipelines = PipelinesDefault
+	}
+	if c.PipelineMax == 0 {
+		c.PipelineMax = PipelineMaxDefault
+	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -166,7 +181,8 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("LockTTL %v is below 3ms", c.LockTTL))
 	}
 	for name, v := range map[string]int{"MaxWait": c.MaxWait, "DrainMaxEvents": c.DrainMaxEvents,
-		"SweepConcurrency": c.SweepConcurrency, "IndexShards": c.IndexShards} {
+		"SweepConcurrency": c.SweepConcurrency, "IndexShards": c.IndexShards,
+		"Pipelines": c.Pipelines, "PipelineMax": c.PipelineMax} {
 		if v < 1 {
 			errs = append(errs, fmt.Errorf("%s %d is below 1", name, v))
 		}
@@ -242,6 +258,7 @@ type Handoff struct {
 	handler Handler
 	log     *zap.Logger
 	m       *metrics
+	batch   *batcher
 
 	drains   drainSet
 	stopping chan struct{}
@@ -263,6 +280,7 @@ func New(rc redis.UniversalClient, cfg Config, h Handler) (*Handoff, error) {
 	}
 	return &Handoff{
 		rc: rc, cfg: cfg, handler: h, log: cfg.Logger, m: m,
+		batch:    newBatcher(rc, cfg.Pipelines, cfg.PipelineMax, max(cfg.LockTTL, 5*time.Second)),
 		stopping: make(chan struct{}),
 	}, nil
 }
@@ -306,6 +324,9 @@ func newToken() string { return tokenBase + strconv.FormatUint(tokenSeq.Add(1), 
 // Redis failure; the caller keeps its message, and a redelivery may queue the envelope a
 // second time (handlers are idempotent).
 func (h *Handoff) Submit(ctx context.Context, entity string, envelope []byte) (Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return OutcomeNone, fmt.Errorf("lockhandoff: submit %s: %w", entity, err)
+	}
 	k := h.keys(entity)
 	token := newToken()
 	take, err := h.takeAndIndex(ctx, entity, k, token, envelope)

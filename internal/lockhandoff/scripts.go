@@ -87,17 +87,18 @@ func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token
 	z := redis.Z{Score: float64(h.cfg.Now().UnixMilli()), Member: entity}
 	shard := h.indexShard(entity)
 
-	run := func(eval func(redis.Pipeliner) *redis.Cmd) (*redis.Cmd, *redis.IntCmd, error) {
-		pipe := h.rc.Pipeline()
-		tc := eval(pipe)
-		zc := pipe.ZAdd(ctx, shard, z)
-		_, err := pipe.Exec(ctx)
-		return tc, zc, err
-	}
-	tc, zc, _ := run(func(p redis.Pipeliner) *redis.Cmd { return takeScript.EvalSha(ctx, p, ks, args...) })
+	var tc *redis.Cmd
+	var zc *redis.IntCmd
+	h.batch.do(ctx, func(ctx context.Context, p redis.Pipeliner) {
+		tc = takeScript.EvalSha(ctx, p, ks, args...)
+		zc = p.ZAdd(ctx, shard, z)
+	})
 	if redis.HasErrorPrefix(tc.Err(), "NOSCRIPT") {
 		// The script did not run; the index entry written meanwhile only costs a look.
-		tc, zc, _ = run(func(p redis.Pipeliner) *redis.Cmd { return takeScript.Eval(ctx, p, ks, args...) })
+		pipe := h.rc.Pipeline()
+		tc = takeScript.Eval(ctx, pipe, ks, args...)
+		zc = pipe.ZAdd(ctx, shard, z)
+		pipe.Exec(ctx)
 	}
 	v, err := tc.Slice()
 	if err != nil {
@@ -159,20 +160,17 @@ func (h *Handoff) runHandoff(ctx context.Context, k keys, token string) (handoff
 // go first.
 func (h *Handoff) runHandoffAfter(ctx context.Context, k keys, token string, before []func(context.Context, redis.Pipeliner)) (handoffStatus, entry, error) {
 	ks := []string{k.lock, k.wait, k.proc, k.seq}
+	ttl := h.cfg.LockTTL.Milliseconds()
 	var c *redis.Cmd
-	if len(before) == 0 {
-		c = handoffScript.Run(ctx, h.rc, ks, token, h.cfg.LockTTL.Milliseconds())
-	} else {
-		pipe := h.rc.Pipeline()
+	h.batch.do(ctx, func(ctx context.Context, p redis.Pipeliner) {
 		for _, fn := range before {
-			fn(ctx, pipe)
+			fn(ctx, p)
 		}
-		c = handoffScript.EvalSha(ctx, pipe, ks, token, h.cfg.LockTTL.Milliseconds())
-		pipe.Exec(ctx)
-		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-			// The handoff did not run (the commands before it did): run it alone.
-			c = handoffScript.Run(ctx, h.rc, ks, token, h.cfg.LockTTL.Milliseconds())
-		}
+		c = handoffScript.EvalSha(ctx, p, ks, token, ttl)
+	})
+	if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+		// The handoff did not run (the commands before it did): run it alone.
+		c = handoffScript.Run(ctx, h.rc, ks, token, ttl)
 	}
 	v, err := c.Slice()
 	if err != nil {
@@ -219,7 +217,15 @@ func (h *Handoff) runLeave(ctx context.Context, k keys, token string, done bool)
 	if done {
 		d = "1"
 	}
-	return leaveScript.Run(ctx, h.rc, []string{k.lock, k.wait, k.proc}, token, d).Int64()
+	ks := []string{k.lock, k.wait, k.proc}
+	var c *redis.Cmd
+	h.batch.do(ctx, func(ctx context.Context, p redis.Pipeliner) {
+		c = leaveScript.EvalSha(ctx, p, ks, token, d)
+	})
+	if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+		c = leaveScript.Run(ctx, h.rc, ks, token, d)
+	}
+	return c.Int64()
 }
 
 func (h *Handoff) runRenew(ctx context.Context, k keys, token string) (bool, error) {
