@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,7 @@ func runBenchPersist(ctx context.Context, args []string) error {
 	backlog := fs.Int("backlog", 2000, "results kept waiting in the queue: a producer tops the queue up to this as the consumers drain it")
 	latency := fs.Duration("pg-latency", 0, "added round-trip time between the bench and PostgreSQL (a loopback proxy), e.g. 500us for a database across the network; 0: none")
 	parts := fs.Duration("parts", 5*time.Second, "how long each part measurement runs (PostgreSQL alone batched and single, the queue path alone); 0: skip them")
+	cpuProfile := fs.String("cpuprofile", "", "write the bench process's CPU profile to this file, each sample labelled with its mode (go tool pprof -tagfocus mode=batched)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -63,6 +65,21 @@ func runBenchPersist(ctx context.Context, args []string) error {
 	cfg, err := config.Load[benchPersistConfig]()
 	if err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	// labelled runs fn with the profiler label mode (goroutines it starts inherit it).
+	labelled := func(mode string, fn func()) {
+		pprof.Do(ctx, pprof.Labels("mode", mode), func(context.Context) { fn() })
 	}
 	if *latency > 0 {
 		addr, stop, err := latencyProxy(cfg.Postgres.URL, *latency)
@@ -151,6 +168,7 @@ func runBenchPersist(ctx context.Context, args []string) error {
 			time.Sleep(10 * time.Millisecond)
 		}
 
+		say("bench persist: %s: measuring", mode)
 		runCtx, stop := context.WithTimeout(ctx, d)
 		defer stop()
 		start := time.Now()
@@ -172,6 +190,7 @@ func runBenchPersist(ctx context.Context, args []string) error {
 			done, countErr = committed()
 		}
 		took := time.Since(start)
+		say("bench persist: %s: measured %d results in %s", mode, done, took.Round(time.Millisecond))
 		stop()
 		stopProducer()
 		runErr := <-ran
@@ -198,12 +217,16 @@ func runBenchPersist(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		eps, done, err := throughQueue(m, *duration, func(applied *atomic.Int64) queue.BatchHandler {
-			return benchHandler(m == "batched", db, *appliers, applied)
-		}, func() (int64, error) {
-			var n int64
-			err := db.WithContext(ctx).Raw("SELECT count(*) FROM inbox").Scan(&n).Error
-			return n, err
+		var eps float64
+		var done int64
+		labelled(m, func() {
+			eps, done, err = throughQueue(m, *duration, func(applied *atomic.Int64) queue.BatchHandler {
+				return benchHandler(m == "batched", db, *appliers, applied)
+			}, func() (int64, error) {
+				var n int64
+				err := db.WithContext(ctx).Raw("SELECT count(*) FROM inbox").Scan(&n).Error
+				return n, err
+			})
 		})
 		if err != nil {
 			return err
@@ -225,7 +248,9 @@ func runBenchPersist(ctx context.Context, args []string) error {
 				n = *batchMax
 			}
 			say("bench persist: PostgreSQL alone, %s: applying for %s", m, *parts)
-			eps, done, err := applyOnly(ctx, db, resultgen.New(gen), n, *appliers, *parts)
+			var eps float64
+			var done int64
+			labelled("pg-only "+m, func() { eps, done, err = applyOnly(ctx, db, resultgen.New(gen), n, *appliers, *parts) })
 			if err != nil {
 				return err
 			}
@@ -238,12 +263,16 @@ func runBenchPersist(ctx context.Context, args []string) error {
 		}
 		out.ApplyOnly = &apply
 		// The queue path alone: the same consumers, a handler that writes nothing.
-		eps, done, err := throughQueue("sqs_only", *parts, func(applied *atomic.Int64) queue.BatchHandler {
-			return func(_ context.Context, ms []queue.Message) []queue.Outcome {
-				applied.Add(int64(len(ms)))
-				return make([]queue.Outcome, len(ms))
-			}
-		}, nil)
+		var eps float64
+		var done int64
+		labelled("sqs-only", func() {
+			eps, done, err = throughQueue("sqs_only", *parts, func(applied *atomic.Int64) queue.BatchHandler {
+				return func(_ context.Context, ms []queue.Message) []queue.Outcome {
+					applied.Add(int64(len(ms)))
+					return make([]queue.Outcome, len(ms))
+				}
+			}, nil)
+		})
 		if err != nil {
 			return err
 		}

@@ -7,12 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
@@ -336,9 +334,6 @@ func (w *written) add(o written) {
 	w.skips.add(o.skips)
 }
 
-// chunk bounds the rows of one statement under PostgreSQL's 65535 bind parameters.
-const chunk = 2000
-
 // write writes prepared results with one statement per table. Rows are sorted by key
 // in every statement, so two workers writing overlapping batches lock rows in the same
 // order and cannot deadlock each other.
@@ -357,30 +352,16 @@ func write(tx *gorm.DB, batch []prepared) (written, error) {
 		inbox = append(inbox, p.inbox)
 	}
 	slices.SortFunc(inbox, func(a, b InboxRow) int { return cmp.Compare(a.EventID, b.EventID) })
-	var fresh []prepared
-	for part := range slices.Chunk(inbox, chunk) {
-		var sql strings.Builder
-		sql.WriteString("INSERT INTO inbox (event_id, entity, seq, type, outcome, reason, processed_at) VALUES ")
-		args := make([]any, 0, 7*len(part))
-		for i, r := range part {
-			if i > 0 {
-				sql.WriteByte(',')
-			}
-			sql.WriteString("(?,?,?,?,?,?,?)")
-			args = append(args, r.EventID, r.Entity, r.Seq, r.Type, r.Outcome, r.Reason, r.ProcessedAt)
-		}
-		sql.WriteString(" ON CONFLICT (event_id) DO NOTHING RETURNING event_id")
-		var ids []string
-		err := tx.Raw(sql.String(), args...).Scan(&ids).Error
-		if err != nil {
-			return w, fmt.Errorf("inbox: %w", err)
-		}
-		w.skips.Duplicates += len(part) - len(ids)
-		for _, id := range ids {
-			p := batch[byID[id]]
-			w.fresh[p.index] = true
-			fresh = append(fresh, p)
-		}
+	ids, err := insertInbox(tx, inbox)
+	if err != nil {
+		return w, fmt.Errorf("inbox: %w", err)
+	}
+	w.skips.Duplicates += len(inbox) - len(ids)
+	fresh := make([]prepared, 0, len(ids))
+	for _, id := range ids {
+		p := batch[byID[id]]
+		w.fresh[p.index] = true
+		fresh = append(fresh, p)
 	}
 
 	// Of several snapshots of one order only the newest can win.
@@ -411,7 +392,7 @@ func write(tx *gorm.DB, batch []prepared) (written, error) {
 	w.skips.OlderLots = len(lots) - nLots
 
 	orderRows := sortedValues(orders, func(a, b OrderRow) int { return cmp.Compare(a.LCID, b.LCID) })
-	n, err := upsert(tx, orderRows, "lcid", orderGuard, orderColumns...)
+	n, err := upsertOrders(tx, orderRows)
 	if err != nil {
 		return w, fmt.Errorf("orders: %w", err)
 	}
@@ -420,13 +401,9 @@ func write(tx *gorm.DB, batch []prepared) (written, error) {
 	slices.SortFunc(moves, func(a, b MoveRow) int {
 		return cmp.Or(cmp.Compare(a.OpID, b.OpID), cmp.Compare(a.Idx, b.Idx))
 	})
-	n = 0
-	for part := range slices.Chunk(moves, chunk) {
-		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&part)
-		if res.Error != nil {
-			return w, fmt.Errorf("moves: %w", res.Error)
-		}
-		n += int(res.RowsAffected)
+	n, err = insertMoves(tx, moves)
+	if err != nil {
+		return w, fmt.Errorf("moves: %w", err)
 	}
 	w.skips.DuplicateMoves = len(moves) - n
 	return w, nil
@@ -453,51 +430,18 @@ func writeSKUs(tx *gorm.DB, skus []SKURow, lots []LotRow, settings bool) (nSKUs,
 		}
 	}
 	skuRows := sortedValues(newestSKU, func(a, b SKURow) int { return cmp.Compare(a.SKU, b.SKU) })
-	skuColumns := []string{"version", "updated_at"}
-	if settings {
-		skuColumns = append(skuColumns, "safety_stock")
-	}
-	nSKUs, err = upsert(tx, skuRows, "sku", "skus.version < excluded.version", skuColumns...)
+	nSKUs, err = upsertSKUs(tx, skuRows, settings)
 	if err != nil {
 		return 0, 0, fmt.Errorf("skus: %w", err)
 	}
 	lotRows := sortedValues(newestLot, func(a, b LotRow) int {
 		return cmp.Or(cmp.Compare(a.SKU, b.SKU), cmp.Compare(a.LotID, b.LotID))
 	})
-	nLots, err = upsert(tx, lotRows, "sku,lot_id", "lots.version < excluded.version",
-		"kind", "good", "best_before", "reg_seq", "arrives_at", "valid_from", "valid_to",
-		"sellable", "reserved", "allocated", "hidden", "shipped", "version", "updated_at")
+	nLots, err = upsertLots(tx, lotRows)
 	if err != nil {
 		return 0, 0, fmt.Errorf("lots: %w", err)
 	}
 	return nSKUs, nLots, nil
-}
-
-// An order row is only ever replaced by a newer seq of its entity; these columns change.
-const orderGuard = "orders.seq < excluded.seq"
-
-var orderColumns = []string{"status", "allocation", "paid", "mode", "target_date", "lines", "seq", "last_event_id", "updated_at"}
-
-// upsert inserts rows, or updates the given columns of a row where the guard (a newer
-// seq or version) holds, and returns how many rows it wrote.
-func upsert[T any](tx *gorm.DB, rows []T, key, guard string, columns ...string) (int, error) {
-	var cols []clause.Column
-	for _, k := range strings.Split(key, ",") {
-		cols = append(cols, clause.Column{Name: k})
-	}
-	n := 0
-	for part := range slices.Chunk(rows, chunk) {
-		res := tx.Clauses(clause.OnConflict{
-			Columns:   cols,
-			DoUpdates: clause.AssignmentColumns(columns),
-			Where:     clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: guard}}},
-		}).Create(&part)
-		if res.Error != nil {
-			return n, res.Error
-		}
-		n += int(res.RowsAffected)
-	}
-	return n, nil
 }
 
 func sortedValues[K comparable, V any](m map[K]V, cmpFn func(a, b V) int) []V {

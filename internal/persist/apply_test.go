@@ -48,7 +48,7 @@ func dump(t *testing.T, db *gorm.DB) string {
 	return b.String()
 }
 
-func seeded(t *testing.T, cfg resultgen.Config) *gorm.DB {
+func seeded(t testing.TB, cfg resultgen.Config) *gorm.DB {
 	t.Helper()
 	db := testenv.Postgres(t)
 	if _, err := persist.WriteSKUs(context.Background(), db, resultgen.Catalog(cfg)); err != nil {
@@ -121,6 +121,17 @@ func TestApplyIdempotentAndOrderInsensitive(t *testing.T) {
 		diff(t, "three times", want, dump(t, db))
 	})
 
+	t.Run("one batch, twice", func(t *testing.T) {
+		db := seeded(t, cfg)
+		if rep := apply(t, db, stream); rep.Count(persist.Applied) != len(stream) {
+			t.Fatalf("applied %d of %d", rep.Count(persist.Applied), len(stream))
+		}
+		if rep := apply(t, db, stream); rep.Count(persist.Duplicate) != len(stream) {
+			t.Fatalf("second time: %d duplicates of %d", rep.Count(persist.Duplicate), len(stream))
+		}
+		diff(t, "one batch", want, dump(t, db))
+	})
+
 	t.Run("shuffled with duplicates", func(t *testing.T) {
 		db := seeded(t, cfg)
 		rng := rand.New(rand.NewPCG(1, 2))
@@ -143,6 +154,30 @@ func TestApplyIdempotentAndOrderInsensitive(t *testing.T) {
 		}
 		diff(t, "shuffled", want, dump(t, db))
 	})
+}
+
+// Batches of every size reuse one prepared statement per table: the statements' text
+// does not depend on the number of rows, so pgx prepares each once per connection.
+func TestApplyPreparesEachStatementOnce(t *testing.T) {
+	cfg := resultgen.Config{Seed: 11, SKUs: 8, LotsPerSKU: 3, Active: 20}
+	gen := resultgen.New(cfg)
+	db := seeded(t, cfg)
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB.SetMaxOpenConns(1) // every batch and the count below on one session
+	for n := 1; n <= 30; n++ {
+		apply(t, db, gen.Results(n))
+	}
+	var prepared int
+	if err := db.Raw(`SELECT count(*) FROM pg_prepared_statements`).Scan(&prepared).Error; err != nil {
+		t.Fatal(err)
+	}
+	// inbox, skus, lots, orders, moves, and this count itself (and a few of gorm's).
+	if prepared > 10 {
+		t.Errorf("%d prepared statements after 30 batches of different sizes; want one per statement", prepared)
+	}
 }
 
 // One order's results, shuffled and each applied on its own, end as the in-order ones.

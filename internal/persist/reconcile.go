@@ -428,7 +428,7 @@ func repairOrder(ctx context.Context, db *gorm.DB, lcid string, snap *event.Orde
 		return fmt.Errorf("persist: reconcile: repair order %s: %w", lcid, err)
 	}
 	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		_, err := upsert(tx, []OrderRow{*p.order}, "lcid", orderGuard, orderColumns...)
+		_, err := upsertOrders(tx, []OrderRow{*p.order})
 		return err
 	})
 	if err != nil {
