@@ -113,6 +113,7 @@ func (h *Handoff) Sweep(ctx context.Context) (SweepStats, error) {
 		errMu.Unlock()
 	}
 
+	var idle []forgettable
 	for shard := 0; shard < h.cfg.IndexShards && !h.isStopping() && ctx.Err() == nil; shard++ {
 		key := indexKey(h.cfg.Prefix, shard)
 		var cursor uint64
@@ -160,14 +161,15 @@ func (h *Handoff) Sweep(ctx context.Context) (SweepStats, error) {
 					if hook := h.cfg.Hooks.BeforeForget; hook != nil {
 						hook(e)
 					}
-					n, err := forgetScript.Run(ctx, h.rc, []string{key}, e, scores[i]).Int64()
-					if err != nil {
-						addErr(fmt.Errorf("forget %s: %w", e, err))
-					} else if n == 1 {
-						st.Forgotten++
-					}
+					idle = append(idle, forgettable{e, scores[i]})
 				}
 			}
+			n, err := h.forget(ctx, key, idle)
+			st.Forgotten += n
+			if err != nil {
+				addErr(err)
+			}
+			idle = idle[:0]
 			if next == 0 {
 				break
 			}
@@ -214,4 +216,38 @@ func (h *Handoff) states(ctx context.Context, ents []string) ([]entityState, err
 		out[i] = entityState{locked: v[0] == 1, backlog: v[1] + v[2]}
 	}
 	return out, nil
+}
+
+// forgettable is an idle entity's index entry with the score the sweep read.
+type forgettable struct {
+	entity string
+	score  int64
+}
+
+// forget removes idle entities' entries from one index shard, each only if its score is
+// unchanged, in one round trip; it returns how many it removed.
+func (h *Handoff) forget(ctx context.Context, shard string, idle []forgettable) (int, error) {
+	if len(idle) == 0 {
+		return 0, nil
+	}
+	pipe := h.rc.Pipeline()
+	cmds := make([]*redis.Cmd, len(idle))
+	for i, f := range idle {
+		cmds[i] = forgetScript.EvalSha(ctx, pipe, []string{shard}, f.entity, f.score)
+	}
+	pipe.Exec(ctx)
+	n := 0
+	var errs []error
+	for i, c := range cmds {
+		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			c = forgetScript.Run(ctx, h.rc, []string{shard}, idle[i].entity, idle[i].score)
+		}
+		switch r, err := c.Int64(); {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("forget %s: %w", idle[i].entity, err))
+		case r == 1:
+			n++
+		}
+	}
+	return n, errors.Join(errs...)
 }
