@@ -70,8 +70,8 @@ cat <<'EOF'
 What the numbers show:
   - oversold SKUs 0 and ERR_SHORTAGE / ERR_SAFETY_STOCK rejections: hot SKUs ran out and
     junban refused the orders it could not cover, atomically, across two workers;
-  - duplicates suppressed: every duplicate delivery (SQS or webhook) had no second effect
-    (results persisted = distinct events);
+  - duplicate deliveries sent, yet results persisted = distinct events: no duplicate
+    (SQS or webhook) had a second effect;
   - orders placed/shipped/cancelled with payments arriving before placements: each order's
     events were applied in turn, early ones parked until their precondition held;
   - reconcile: PostgreSQL matches Redis.

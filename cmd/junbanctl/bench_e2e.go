@@ -177,7 +177,18 @@ func runBenchE2E(ctx context.Context, args []string) error {
 			}
 		}()
 	}
-	s, err := loadgen.Run(ctx, db, pub, loadgen.RunConfig{Spec: spec, Senders: 4, Wait: 3 * *d, Progress: progress})
+	foundDone := func(ctx context.Context) (int, error) {
+		n := 0.0
+		for _, p := range procs[:*workers] {
+			v, err := p.Metric(ctx, `junban_order_replayed_total{kind="duplicate"}`)
+			if err != nil {
+				return 0, err
+			}
+			n += v
+		}
+		return int(n), nil
+	}
+	s, err := loadgen.Run(ctx, db, pub, loadgen.RunConfig{Spec: spec, Senders: 4, Wait: 3 * *d, Progress: progress, DuplicatesFound: foundDone})
 	if err != nil {
 		return err
 	}
@@ -198,12 +209,14 @@ func runBenchE2E(ctx context.Context, args []string) error {
 		"p50_ms":                 s.P50MS,
 		"p99_ms":                 s.P99MS,
 		"events":                 s.Distinct,
+		"duplicates_found_done":  *s.DuplicatesFoundDone,
 		"elapsed_s":              round1(s.ElapsedS),
 	}
 	if *jsonOut {
 		return json.NewEncoder(os.Stdout).Encode(out)
 	}
 	fmt.Printf("events (distinct)          %d (%d sent with duplicates)\n", s.Distinct, s.Sent)
+	fmt.Printf("found done (duplicates)    %d (no effect, nothing published again)\n", *s.DuplicatesFoundDone)
 	fmt.Printf("events/s send -> commit    %.1f\n", s.EventsPerS)
 	fmt.Printf("SQS ceiling msg/s          %.1f (send+receive+delete, batches of 10)\n", ceiling)
 	fmt.Printf("target 0.4 x ceiling / 2   %.1f  -> %s\n", 0.4*ceiling/2, verdict(s.EventsPerS >= 0.4*ceiling/2))

@@ -18,8 +18,8 @@ type Evidence struct {
 	BacklogsRecovered int `json:"backlogs_recovered"`
 	// LeasesLost: turns whose holder found its lease gone (Redis restart, expiry).
 	LeasesLost int `json:"leases_lost"`
-	// Replayed: events found done already (duplicates, re-runs): their stored result
-	// was published again instead of a second effect.
+	// Replayed: events found done already, with no second effect: duplicate deliveries
+	// (nothing published again) and re-runs (their stored result republished).
 	Replayed int `json:"replayed"`
 	// Fenced: commits refused because the turn had moved on.
 	Fenced int `json:"fenced"`

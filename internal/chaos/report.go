@@ -115,7 +115,7 @@ func (r Report) Print(out io.Writer) {
 	fmt.Fprintf(tw, "DLQ (orders / results)\t%d / %d\n", r.OrdersDLQ, r.ResultsDLQ)
 	ev := r.Evidence
 	fmt.Fprintf(tw, "workers' counters (at least)\t%d backlogs recovered by the sweeper, %d leases lost, %d fenced commits,\n", ev.BacklogsRecovered, ev.LeasesLost, ev.Fenced)
-	fmt.Fprintf(tw, "\t%d done events replayed, %d/%d orders/results retried, %d persist batches failed\n", ev.Replayed, ev.OrdersRetried, ev.ResultsRetried, ev.PersistFailures)
+	fmt.Fprintf(tw, "\t%d done events found again (no second effect), %d/%d orders/results retried, %d persist batches failed\n", ev.Replayed, ev.OrdersRetried, ev.ResultsRetried, ev.PersistFailures)
 	tw.Flush()
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "faults:")

@@ -4,6 +4,7 @@
 package fleet
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -108,6 +111,30 @@ func (p *Proc) waitReady(ctx context.Context, timeout time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("fleet: %s not ready after %s", p.Name, timeout)
+}
+
+// Metric reads the process's /metrics and returns the value of one series, written as
+// the page writes it (`name` or `name{label="value"}`); 0 when the page does not have it
+// (a counter is not written before its first increment).
+func (p *Proc) Metric(ctx context.Context, series string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Addr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("fleet: %s metrics: %w", p.Name, err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if ok && name == series {
+			return strconv.ParseFloat(value, 64)
+		}
+	}
+	return 0, sc.Err()
 }
 
 // Kill sends SIGKILL and waits for the process to end.

@@ -20,6 +20,12 @@ func TestStartWaitsForReadinessAndStopsCleanly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n, err := p.Metric(context.Background(), `junban_queue_receive_errors_total{queue="`+filepath.Base(q.Results.URL)+`"}`); err != nil || n != 0 {
+		t.Fatalf("receive errors of a fresh persist-worker: %v, %v", n, err)
+	}
+	if n, err := p.Metric(context.Background(), "process_start_time_seconds"); err != nil || n <= 0 {
+		t.Fatalf("process_start_time_seconds: %v, %v", n, err)
+	}
 	if err := p.Stop(10 * time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v", err)
 	}

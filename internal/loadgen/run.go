@@ -48,6 +48,9 @@ type RunConfig struct {
 	Progress io.Writer
 	// DLQDepth counts the messages in the orders DLQ (nil: not counted).
 	DLQDepth func(ctx context.Context) (int, error)
+	// DuplicatesFound reads the order-workers' count of deliveries that found their
+	// event done already (junban_order_replayed_total{kind="duplicate"}); nil: not counted.
+	DuplicatesFound func(ctx context.Context) (int, error)
 }
 
 // Summary is what a run did, for people (Print) and for machines (JSON).
@@ -63,7 +66,6 @@ type Summary struct {
 	Applied              int            `json:"applied"`
 	Rejected             int            `json:"rejected"`
 	RejectedBy           map[string]int `json:"rejected_by_reason"`
-	DuplicatesSuppressed int            `json:"duplicates_suppressed"`
 	Missing              int            `json:"missing"`
 	DLQ                  int            `json:"dlq"`
 	OrdersByStatus       map[string]int `json:"orders_by_status"`
@@ -76,6 +78,13 @@ type Summary struct {
 	P99MS                float64        `json:"p99_ms"`
 	ElapsedS             float64        `json:"elapsed_s"`
 	EventsPerS           float64        `json:"events_per_s"`
+
+	// DuplicatesSent is what the workload sent twice: sent minus distinct.
+	DuplicatesSent int `json:"duplicates_sent"`
+	// DuplicatesFoundDone is the order-workers' own count of deliveries that found their
+	// event done and had no effect (SQS redeliveries included; a duplicate of an event
+	// still parked is absorbed by the parked list instead); nil when not counted.
+	DuplicatesFoundDone *int `json:"duplicates_found_done,omitempty"`
 }
 
 // Run imports the inventory, sends the workload, waits until every event's result is
@@ -183,7 +192,7 @@ func Run(ctx context.Context, db *gorm.DB, pub Publisher, cfg RunConfig) (Summar
 	}
 	bar.Finish()
 	s.Distinct = len(sent)
-	s.DuplicatesSuppressed = s.Sent - s.Distinct
+	s.DuplicatesSent = s.Sent - s.Distinct
 
 	ids := make([]string, 0, len(sent))
 	for id := range sent {
@@ -218,6 +227,13 @@ func Run(ctx context.Context, db *gorm.DB, pub Publisher, cfg RunConfig) (Summar
 		if s.DLQ, err = cfg.DLQDepth(ctx); err != nil {
 			return s, err
 		}
+	}
+	if cfg.DuplicatesFound != nil {
+		n, err := cfg.DuplicatesFound(ctx)
+		if err != nil {
+			return s, err
+		}
+		s.DuplicatesFoundDone = &n
 	}
 	return s, nil
 }
@@ -408,7 +424,10 @@ func (s Summary) Print(out io.Writer) {
 	if s.WebhooksSent > 0 {
 		fmt.Fprintf(tw, "webhooks sent (status: count)\t%d %s\n", s.WebhooksSent, fmtStatus(s.WebhookStatus))
 	}
-	fmt.Fprintf(tw, "duplicates suppressed\t%d\n", s.DuplicatesSuppressed)
+	fmt.Fprintf(tw, "duplicate deliveries sent\t%d\n", s.DuplicatesSent)
+	if s.DuplicatesFoundDone != nil {
+		fmt.Fprintf(tw, "deliveries found done (order-workers)\t%d (no effect, nothing published again)\n", *s.DuplicatesFoundDone)
+	}
 	fmt.Fprintf(tw, "results persisted\t%d (missing %d)\n", s.Persisted, s.Missing)
 	fmt.Fprintf(tw, "applied\t%d\n", s.Applied)
 	fmt.Fprintf(tw, "rejected\t%d\n", s.Rejected)

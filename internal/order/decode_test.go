@@ -1,6 +1,7 @@
 package order
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -87,4 +88,32 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The turn takes the caller's decoded event only for the caller's own envelope: it starts
+// from the oldest backlog entry, which may be another event.
+func TestDecodeInTakesTheCallersEventOnlyForEqualBytes(t *testing.T) {
+	mine := []byte(`{"event_id":"e1","type":"payment.confirmed","lcid":"LC-1"}`)
+	other := []byte(`{"event_id":"e0","type":"payment.confirmed","lcid":"LC-1"}`)
+	decoded, err := Decode(mine, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded.EventID = "from-the-caller" // tells a hand-over from a decode
+	ctx := WithDecoded(context.Background(), mine, decoded)
+
+	got, err := decodeIn(ctx, other, MaxEventBytes)
+	if err != nil || got.EventID != "e0" {
+		t.Fatalf("backlog envelope: %q, %v; want e0 decoded from its own bytes", got.EventID, err)
+	}
+	got, err = decodeIn(ctx, append([]byte(nil), mine...), MaxEventBytes)
+	if err != nil || got.EventID != "from-the-caller" {
+		t.Fatalf("the caller's envelope (as Redis returned it): %q, %v; want the caller's event", got.EventID, err)
+	}
+	if got, err = decodeIn(ctx, mine, len(mine)-1); err == nil {
+		t.Fatalf("an envelope over the processor's limit was taken: %q", got.EventID)
+	}
+	if got, err = decodeIn(context.Background(), mine, MaxEventBytes); err != nil || got.EventID != "e1" {
+		t.Fatalf("without a hand-over: %q, %v; want e1", got.EventID, err)
+	}
 }

@@ -138,7 +138,7 @@ func doneKey(prefix, entity, eventID string) string {
 // Handle applies one envelope in the entity's turn. An error leaves the envelope where
 // it is (lockhandoff re-runs it); every step is idempotent.
 func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []byte) error {
-	ev, err := Decode(envelope, p.cfg.MaxEventBytes)
+	ev, err := decodeIn(ctx, envelope, p.cfg.MaxEventBytes)
 	if err != nil {
 		// Validated before it was submitted, so only a changed validation rule gets here.
 		p.log.Error("undecodable envelope in a turn", zap.String("entity", t.Entity), zap.Error(err))
@@ -156,8 +156,18 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 		return fmt.Errorf("order: done marker and state: %w", err)
 	}
 	if stored, ok := vals[0].(string); ok {
-		// Done before (redelivery, or a re-run after a crash): the same result again.
-		p.metrics.replayed.Inc()
+		if !t.Rerun {
+			// A duplicate delivery. Its result went into the outbox in the script that wrote
+			// this done marker, and an outbox entry leaves only after it was published. The
+			// event that committed it stays in proc until its handler published the outbox,
+			// and a turn starts from proc: so by the time a duplicate has the turn, that
+			// result is in SQS already. Nothing is sent again (docs/architecture.md).
+			p.metrics.replayed.WithLabelValues(replayDuplicate).Inc()
+			return nil
+		}
+		// A re-run of what an earlier holder left in proc: the same result again, then
+		// whatever of the outbox that holder did not publish.
+		p.metrics.replayed.WithLabelValues(replayRerun).Inc()
 		if err := p.pub.PublishBatch(ctx, [][]byte{[]byte(stored)}); err != nil {
 			return fmt.Errorf("order: republish %s: %w", ev.EventID, err)
 		}
@@ -345,9 +355,15 @@ func (p *Processor) deadLetterParked(ctx context.Context, st State, n int, reaso
 	return st, nil
 }
 
+// Kinds of junban_order_replayed_total.
+const (
+	replayDuplicate = "duplicate"
+	replayRerun     = "rerun"
+)
+
 type metrics struct {
 	outcomes  *prometheus.CounterVec
-	replayed  prometheus.Counter
+	replayed  *prometheus.CounterVec
 	fenced    prometheus.Counter
 	published prometheus.Counter
 }
@@ -358,10 +374,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "junban", Subsystem: "order", Name: "events_total",
 			Help: "Events applied, rejected (by reason) or parked, by type.",
 		}, []string{"type", "outcome", "reason"}),
-		replayed: prometheus.NewCounter(prometheus.CounterOpts{
+		replayed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "junban", Subsystem: "order", Name: "replayed_total",
-			Help: "Events found done already (redelivery or re-run); their result was republished.",
-		}),
+			Help: "Events found done already, by kind: duplicate (a redelivery; its result was published with its first run and is not sent again) or rerun (re-run after a crash or failure; its result is republished).",
+		}, []string{"kind"}),
 		fenced: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "junban", Subsystem: "order", Name: "fenced_total",
 			Help: "Commits refused because the turn had moved to another holder.",

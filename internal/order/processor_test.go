@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/event"
@@ -31,6 +32,8 @@ type harness struct {
 	proc    *order.Processor
 	sqs     *sqs.Client
 	queues  testenv.Queues
+	pub     *recorder
+	rc      redis.UniversalClient
 	mu      sync.Mutex
 	results map[string][]event.Result
 }
@@ -72,17 +75,18 @@ func newHarness(t *testing.T, skus []ledger.SKU) *harness {
 	db := testenv.Postgres(t)
 	seed(t, db, skus)
 	c := testenv.SQS(t)
-	h := &harness{t: t, prefix: prefix, sqs: c, queues: testenv.NewQueues(t, c, 30), results: map[string][]event.Result{}}
+	h := &harness{t: t, prefix: prefix, rc: rc, sqs: c, queues: testenv.NewQueues(t, c, 30), results: map[string][]event.Result{}}
 	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: h.queues.Results.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pub.Close() })
+	h.pub = &recorder{inner: pub, sent: map[string]int{}}
 	h.led = ledger.New(rc, prefix, ledger.PGLoader{DB: db}, ledger.Config{})
 	dlq := func(ctx context.Context, body []byte, reason string) error {
 		return queue.DeadLetter(ctx, c, h.queues.Orders.DLQURL, body, reason, nil)
 	}
-	h.proc, err = order.NewProcessor(rc, h.led, pub, dlq, order.Config{Prefix: prefix}, nil, prometheus.NewRegistry())
+	h.proc, err = order.NewProcessor(rc, h.led, h.pub, dlq, order.Config{Prefix: prefix}, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
