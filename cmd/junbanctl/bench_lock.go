@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/lockhandoff/bench"
 )
 
@@ -17,6 +18,7 @@ func runBenchLock(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench lock", flag.ContinueOnError)
 	duration := fs.Duration("duration", bench.DurationDefault, "length of each of the five measurements")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
+	pipelines := fs.Int("pipelines", lockhandoff.PipelinesDefault, "round trips of lockhandoff's own scripts in flight at once (lockhandoff.Config.Pipelines)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -35,7 +37,10 @@ func runBenchLock(ctx context.Context, args []string) error {
 	if err := rc.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redis at %s: %w", cfg.URL, err)
 	}
-	o := bench.Options{Duration: *duration, Prefix: cfg.KeyPrefix + ":bench-lock-" + rand.Text()[:10]}
+	if *pipelines < 1 {
+		return fmt.Errorf("%w: --pipelines %d is below 1", errUsage, *pipelines)
+	}
+	o := bench.Options{Duration: *duration, Pipelines: *pipelines, Prefix: cfg.KeyPrefix + ":bench-lock-" + rand.Text()[:10]}
 	if !*asJSON {
 		o.Progress = os.Stdout
 		fmt.Printf("bench lock: %d producers, %v per measurement, redis %s\n", bench.ProducersDefault, *duration, cfg.URL)

@@ -40,6 +40,8 @@ type Options struct {
 	Producers int
 	// Keys is the number of entities of the spread measurements.
 	Keys int
+	// Pipelines is lockhandoff.Config.Pipelines of the handoff measurements; 0 is its default.
+	Pipelines int
 	// Prefix starts every key of the run; it must be unique to the run (all its keys are
 	// deleted at the end).
 	Prefix string
@@ -226,7 +228,7 @@ func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options) (Measu
 		errM.Unlock()
 	}
 	h, err := lockhandoff.New(rc, lockhandoff.Config{
-		Prefix: o.Prefix + ":handoff",
+		Prefix: o.Prefix + ":handoff", Pipelines: o.Pipelines,
 		Nudge: func(_ context.Context, e string) error {
 			bg.Add(1)
 			go func() {
@@ -382,7 +384,7 @@ func spreadPair(ctx context.Context, rc redis.UniversalClient, o Options) (Measu
 	var bg sync.WaitGroup
 	var h *lockhandoff.Handoff
 	h, err := lockhandoff.New(rc, lockhandoff.Config{
-		Prefix: hPrefix,
+		Prefix: hPrefix, Pipelines: o.Pipelines,
 		Nudge: func(_ context.Context, e string) error {
 			bg.Add(1)
 			go func() { defer bg.Done(); h.Resume(context.WithoutCancel(ctx), e) }()
