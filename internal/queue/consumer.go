@@ -244,9 +244,11 @@ func (r *run) receive(ctx context.Context, n int, wait int) ([]types.Message, er
 		QueueUrl:            aws.String(r.cfg.QueueURL),
 		MaxNumberOfMessages: int32(n),
 		WaitTimeSeconds:     int32(wait),
-		// The emulator answers system attributes only to AttributeNames; real SQS to both.
-		AttributeNames:              []types.QueueAttributeName{types.QueueAttributeNameAll},
-		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		// Only the receive count is read: asking for every system attribute makes each
+		// answer longer for both sides to encode and parse. The emulator answers system
+		// attributes only to AttributeNames; real SQS to both.
+		AttributeNames:              []types.QueueAttributeName{types.QueueAttributeName(types.MessageSystemAttributeNameApproximateReceiveCount)},
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
 		MessageAttributeNames:       []string{"All"},
 	}
 	if r.cfg.VisibilityTimeout > 0 {
