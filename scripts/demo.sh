@@ -49,8 +49,10 @@ start() { # start NAME BINARY PORT
 echo "== junban demo =="
 "$bin/junbanctl" migrate
 gw_port=$(free_port)
-start order-worker-1 order-worker "$(free_port)"
-start order-worker-2 order-worker "$(free_port)"
+ow1_port=$(free_port)
+start order-worker-1 order-worker "$ow1_port"
+ow2_port=$(free_port)
+start order-worker-2 order-worker "$ow2_port"
 start persist-worker persist-worker "$(free_port)"
 start webhook-gateway webhook-gateway "$gw_port"
 echo "started 2 order-workers, a persist-worker and the webhook gateway (logs in .junban/demo/)"
@@ -59,7 +61,8 @@ echo
 echo "== load: $ORDERS orders, ~$RATE events/s, 20% duplicate deliveries, payments partly by webhook =="
 "$bin/junbanctl" loadgen -orders "$ORDERS" -rate "$RATE" -skus 30 -lots 4 -stock 120 -safety-stock 10 \
   -duplicates 0.2 -out-of-order 0.2 -shuffle 0.1 \
-  -gateway "http://127.0.0.1:$gw_port" -provider demo -webhook-share 0.3 | tee "$logs/summary.txt"
+  -gateway "http://127.0.0.1:$gw_port" -provider demo -webhook-share 0.3 \
+  -worker-metrics "127.0.0.1:$ow1_port,127.0.0.1:$ow2_port" | tee "$logs/summary.txt"
 
 echo
 echo "== reconcile: Redis (source of truth) against PostgreSQL =="
@@ -70,8 +73,8 @@ cat <<'EOF'
 What the numbers show:
   - oversold SKUs 0 and ERR_SHORTAGE / ERR_SAFETY_STOCK rejections: hot SKUs ran out and
     junban refused the orders it could not cover, atomically, across two workers;
-  - duplicate deliveries sent, yet results persisted = distinct events: no duplicate
-    (SQS or webhook) had a second effect;
+  - duplicate deliveries sent, found done by the order-workers, and applied + rejected =
+    distinct events: no duplicate (SQS or webhook) had a second effect;
   - orders placed/shipped/cancelled with payments arriving before placements: each order's
     events were applied in turn, early ones parked until their precondition held;
   - reconcile: PostgreSQL matches Redis.

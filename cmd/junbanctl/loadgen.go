@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/fleet"
 	"github.com/junban/junban/internal/loadgen"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/webhook"
@@ -46,6 +48,7 @@ func runLoadgen(ctx context.Context, args []string) error {
 	provider := fs.String("provider", "", "webhook provider name in JUNBAN_WEBHOOK_PROVIDERS")
 	webhookShare := fs.Float64("webhook-share", 0.3, "share of payments sent as webhooks (with -gateway)")
 	jsonOut := fs.Bool("json", false, "print the summary as JSON")
+	workerMetrics := fs.String("worker-metrics", "", "comma-separated host:port of the order-workers' health listeners; with it, the summary adds the deliveries they found done")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -87,6 +90,20 @@ func runLoadgen(ctx context.Context, args []string) error {
 	defer pub.Close()
 	cfg := loadgen.RunConfig{Spec: spec, Rate: *rate, Wait: *wait, Progress: os.Stderr,
 		DLQDepth: func(ctx context.Context) (int, error) { return queueDepth(ctx, c, dlqURL) }}
+	if *workerMetrics != "" {
+		addrs := strings.Split(*workerMetrics, ",")
+		cfg.DuplicatesFound = func(ctx context.Context) (int, error) {
+			n := 0.0
+			for _, a := range addrs {
+				v, err := fleet.Metric(ctx, strings.TrimSpace(a), `junban_order_replayed_total{kind="duplicate"}`)
+				if err != nil {
+					return 0, err
+				}
+				n += v
+			}
+			return int(n), nil
+		}
+	}
 	if *gateway != "" {
 		f := webhookFlags{provider: *provider}
 		p, err := f.providerFor()

@@ -117,13 +117,23 @@ func (p *Proc) waitReady(ctx context.Context, timeout time.Duration) error {
 // the page writes it (`name` or `name{label="value"}`); 0 when the page does not have it
 // (a counter is not written before its first increment).
 func (p *Proc) Metric(ctx context.Context, series string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Addr+"/metrics", nil)
+	v, err := Metric(ctx, p.Addr, series)
+	if err != nil {
+		return 0, fmt.Errorf("fleet: %s: %w", p.Name, err)
+	}
+	return v, nil
+}
+
+// Metric reads one series (name with its labels, exactly as exposed) from the /metrics
+// of the listener at addr (host:port); a series not exposed reads 0.
+func Metric(ctx context.Context, addr, series string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
 		return 0, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("fleet: %s metrics: %w", p.Name, err)
+		return 0, fmt.Errorf("metrics of %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
