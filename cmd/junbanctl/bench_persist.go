@@ -66,6 +66,11 @@ func runBenchPersist(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Both modes run the persist path in this process: with the persist-worker's GC target.
+	gc := config.TuneGC()
+	if !*asJSON {
+		fmt.Fprintf(os.Stderr, "bench persist: GC target %d (the persist-worker's; GOGC overrides)\n", gc)
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {

@@ -110,6 +110,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	config.TuneGC()
 	log, err := logging.New("order-worker", cfg.LogFormat, cfg.LogLevel)
 	if err != nil {
 		return err

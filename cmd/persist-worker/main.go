@@ -120,6 +120,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	config.TuneGC()
 	log, err := logging.New("persist-worker", cfg.LogFormat, cfg.LogLevel)
 	if err != nil {
 		return err
