@@ -25,8 +25,8 @@ const k8sVersion = "1.35.4"
 // defaultShutdownBudget is JUNBAN_SHUTDOWN_BUDGET's default (README.md).
 const defaultShutdownBudget = 25 * time.Second
 
-// sdkVars are read by the AWS SDK itself, not by junban's configuration.
-var sdkVars = map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true}
+// sdkVars are read by the AWS SDK or the Go runtime itself, not by junban's configuration.
+var sdkVars = map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "GOMEMLIMIT": true, "GOGC": true}
 
 // k8sDir is deploy/k8s.
 func k8sDir(t *testing.T) string { return filepath.Join(repoRoot(t), "deploy", "k8s") }
