@@ -177,16 +177,13 @@ func runBenchE2E(ctx context.Context, args []string) error {
 			}
 		}()
 	}
+	workerAddrs := make([]string, *workers)
+	for i, p := range procs[:*workers] {
+		workerAddrs[i] = p.Addr
+	}
 	foundDone := func(ctx context.Context) (int, error) {
-		n := 0.0
-		for _, p := range procs[:*workers] {
-			v, err := p.Metric(ctx, `junban_order_replayed_total{kind="duplicate"}`)
-			if err != nil {
-				return 0, err
-			}
-			n += v
-		}
-		return int(n), nil
+		n, err := fleet.MetricSum(ctx, loadgen.DuplicatesFoundSeries, workerAddrs...)
+		return int(n), err
 	}
 	s, err := loadgen.Run(ctx, db, pub, loadgen.RunConfig{Spec: spec, Senders: 4, Wait: 3 * *d, Progress: progress, DuplicatesFound: foundDone})
 	if err != nil {

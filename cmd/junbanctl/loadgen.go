@@ -92,16 +92,12 @@ func runLoadgen(ctx context.Context, args []string) error {
 		DLQDepth: func(ctx context.Context) (int, error) { return queueDepth(ctx, c, dlqURL) }}
 	if *workerMetrics != "" {
 		addrs := strings.Split(*workerMetrics, ",")
+		for i := range addrs {
+			addrs[i] = strings.TrimSpace(addrs[i])
+		}
 		cfg.DuplicatesFound = func(ctx context.Context) (int, error) {
-			n := 0.0
-			for _, a := range addrs {
-				v, err := fleet.Metric(ctx, strings.TrimSpace(a), `junban_order_replayed_total{kind="duplicate"}`)
-				if err != nil {
-					return 0, err
-				}
-				n += v
-			}
-			return int(n), nil
+			n, err := fleet.MetricSum(ctx, loadgen.DuplicatesFoundSeries, addrs...)
+			return int(n), err
 		}
 	}
 	if *gateway != "" {

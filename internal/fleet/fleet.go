@@ -124,6 +124,19 @@ func (p *Proc) Metric(ctx context.Context, series string) (float64, error) {
 	return v, nil
 }
 
+// MetricSum adds up one series (see Metric) over the listeners at addrs.
+func MetricSum(ctx context.Context, series string, addrs ...string) (float64, error) {
+	sum := 0.0
+	for _, a := range addrs {
+		v, err := Metric(ctx, a, series)
+		if err != nil {
+			return 0, err
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
 // Metric reads one series (name with its labels, exactly as exposed) from the /metrics
 // of the listener at addr (host:port); a series not exposed reads 0.
 func Metric(ctx context.Context, addr, series string) (float64, error) {

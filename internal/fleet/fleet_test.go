@@ -23,8 +23,12 @@ func TestStartWaitsForReadinessAndStopsCleanly(t *testing.T) {
 	if n, err := p.Metric(context.Background(), `junban_queue_receive_errors_total{queue="`+filepath.Base(q.Results.URL)+`"}`); err != nil || n != 0 {
 		t.Fatalf("receive errors of a fresh persist-worker: %v, %v", n, err)
 	}
-	if n, err := p.Metric(context.Background(), "process_start_time_seconds"); err != nil || n <= 0 {
-		t.Fatalf("process_start_time_seconds: %v, %v", n, err)
+	start, err := p.Metric(context.Background(), "process_start_time_seconds")
+	if err != nil || start <= 0 {
+		t.Fatalf("process_start_time_seconds: %v, %v", start, err)
+	}
+	if sum, err := fleet.MetricSum(context.Background(), "process_start_time_seconds", p.Addr, p.Addr); err != nil || sum != 2*start {
+		t.Fatalf("MetricSum over the same listener twice: %v, %v; want %v", sum, err, 2*start)
 	}
 	if err := p.Stop(10 * time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v", err)

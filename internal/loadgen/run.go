@@ -49,9 +49,12 @@ type RunConfig struct {
 	// DLQDepth counts the messages in the orders DLQ (nil: not counted).
 	DLQDepth func(ctx context.Context) (int, error)
 	// DuplicatesFound reads the order-workers' count of deliveries that found their
-	// event done already (junban_order_replayed_total{kind="duplicate"}); nil: not counted.
+	// event done already (the series DuplicatesFoundSeries); nil: not counted.
 	DuplicatesFound func(ctx context.Context) (int, error)
 }
+
+// DuplicatesFoundSeries is the order-workers' metric series behind RunConfig.DuplicatesFound.
+const DuplicatesFoundSeries = `junban_order_replayed_total{kind="duplicate"}`
 
 // Summary is what a run did, for people (Print) and for machines (JSON).
 type Summary struct {
