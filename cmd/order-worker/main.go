@@ -38,6 +38,11 @@ type Config struct {
 	// Receivers is how many SQS receives the consumer keeps in flight (each up to 10
 	// messages): one at a time caps a worker at ten messages per round trip.
 	Receivers int `env:"JUNBAN_SQS_RECEIVERS" envDefault:"4"`
+	// ReceiveFill is how long a receive waits for more free handlers when all but a few
+	// are busy, so that it asks for ten messages instead of one or two: each SQS call
+	// costs the endpoint and the worker about as much whatever its size. Nothing waits
+	// while handlers are free. 0 turns it off.
+	ReceiveFill time.Duration `env:"JUNBAN_SQS_RECEIVE_FILL" envDefault:"20ms"`
 	// ResultsLinger is how long a batch of results waits for more (up to ten per
 	// SendMessageBatch) before it is sent. Each SQS call costs the endpoint about as much
 	// whatever its size: fuller batches leave it more for the rest.
@@ -79,6 +84,9 @@ func (c Config) Validate() []string {
 	}
 	if c.Receivers < 1 {
 		p = append(p, "JUNBAN_SQS_RECEIVERS: must be at least 1")
+	}
+	if c.ReceiveFill < 0 {
+		p = append(p, "JUNBAN_SQS_RECEIVE_FILL: must not be negative")
 	}
 	if c.LockTTL < 300*time.Millisecond {
 		p = append(p, "JUNBAN_LOCK_TTL: must be at least 300ms")
@@ -200,6 +208,7 @@ func run() error {
 		DLQURL:          urls.ordersDLQ,
 		Concurrency:     cfg.Concurrency,
 		Receivers:       cfg.Receivers,
+		ReceiveFill:     cfg.ReceiveFill,
 		DeleteLinger:    cfg.DeleteLinger,
 		WaitTimeSeconds: cfg.WaitTimeSeconds,
 		ShutdownBudget:  cfg.ShutdownBudget,

@@ -58,6 +58,11 @@ type ConsumerConfig struct {
 	// once, each for at most MaxMessages of the free handlers. One receive at a time caps a
 	// consumer at MaxMessages per round trip, whatever its Concurrency. Default 1.
 	Receivers int
+	// ReceiveFill is how long a (non-batch) consumer whose handlers are all but a few busy
+	// waits for more of them to free up before it receives, so that a receive asks for
+	// MaxMessages rather than for the one or two handlers free at the moment. While
+	// handlers are free it receives at once. 0 (the default) never waits.
+	ReceiveFill time.Duration
 	// WaitTimeSeconds is the long poll of one ReceiveMessage, 1..20. Default WaitTimeSecondsDefault.
 	WaitTimeSeconds int
 	// VisibilityTimeout is asked for on every receive and is what every heartbeat extends
@@ -167,6 +172,9 @@ func (cfg ConsumerConfig) Validate() error {
 	}
 	if cfg.HeartbeatInterval < 0 {
 		errs = append(errs, fmt.Errorf("HeartbeatInterval %v is negative", cfg.HeartbeatInterval))
+	}
+	if cfg.ReceiveFill < 0 {
+		errs = append(errs, fmt.Errorf("ReceiveFill %v is negative", cfg.ReceiveFill))
 	}
 	if cfg.VisibilityTimeout > 0 && cfg.HeartbeatInterval >= cfg.VisibilityTimeout {
 		errs = append(errs, fmt.Errorf("HeartbeatInterval %v must be shorter than VisibilityTimeout %v", cfg.HeartbeatInterval, cfg.VisibilityTimeout))

@@ -231,6 +231,9 @@ type run struct {
 	mu      sync.Mutex
 	tracked map[string]*tracked // by message ID
 
+	// fillMu lets one receive loop at a time take slots (see slots).
+	fillMu sync.Mutex
+
 	// visMu orders visibility changes: a heartbeat in flight cannot undo a Retry's
 	// backoff or a hand-back that was decided after it.
 	visMu sync.Mutex
@@ -258,6 +261,7 @@ func (r *run) receive(ctx context.Context, n int, wait int) ([]types.Message, er
 	if err != nil {
 		return nil, err
 	}
+	r.m.receives.Inc()
 	r.m.received.Add(float64(len(out.Messages)))
 	return out.Messages, nil
 }
@@ -318,21 +322,9 @@ func (r *run) untrack(t *tracked) {
 func (r *run) receiveLoop(ctx context.Context) {
 	var fails int
 	for {
-		// Back-pressure: no receive until a handler is free.
-		select {
-		case r.sem <- struct{}{}:
-		case <-ctx.Done():
+		n := r.slots(ctx)
+		if n == 0 {
 			return
-		}
-		n := 1
-	more:
-		for n < r.cfg.MaxMessages {
-			select {
-			case r.sem <- struct{}{}:
-				n++
-			default:
-				break more
-			}
 		}
 		msgs, err := r.receive(ctx, n, r.cfg.WaitTimeSeconds)
 		if err != nil {
@@ -362,6 +354,47 @@ func (r *run) receiveLoop(ctx context.Context) {
 		}
 		r.release(n - started)
 	}
+}
+
+// slots takes the handler slots of the next receive: at least one (back-pressure: no
+// receive until a handler is free), at most MaxMessages. With ReceiveFill it waits that
+// long for more slots when fewer are free; one receive loop at a time fills, so that the
+// slots freed meanwhile go to one receive instead of being split between the loops.
+// It returns 0 when ctx ended.
+func (r *run) slots(ctx context.Context) int {
+	r.fillMu.Lock()
+	defer r.fillMu.Unlock()
+	select {
+	case r.sem <- struct{}{}:
+	case <-ctx.Done():
+		return 0
+	}
+	n := 1
+more:
+	for n < r.cfg.MaxMessages {
+		select {
+		case r.sem <- struct{}{}:
+			n++
+		default:
+			break more
+		}
+	}
+	if n == r.cfg.MaxMessages || r.cfg.ReceiveFill <= 0 {
+		return n
+	}
+	fill := time.NewTimer(r.cfg.ReceiveFill)
+	defer fill.Stop()
+	for n < r.cfg.MaxMessages {
+		select {
+		case r.sem <- struct{}{}:
+			n++
+		case <-fill.C:
+			return n
+		case <-ctx.Done():
+			return n // the receive fails at once and gives them back
+		}
+	}
+	return n
 }
 
 func (r *run) release(n int) {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 
@@ -460,4 +462,60 @@ func TestConsumerPoisonKeptWhenDLQFails(t *testing.T) {
 		t.Fatalf("poison message seen %d times, want it redelivered", len(rec.get("cursed")))
 	}
 	stop()
+}
+
+// TestConsumerReceiveFill: handlers that free their slots one at a time. With ReceiveFill
+// a receive waits until all ten slots are free and asks for ten messages; without it
+// (tried: ReceiveFill 0 fails here, asking for 1.8 messages on average) each receive
+// asks for the one or two slots just freed, and the queue costs several times the calls.
+func TestConsumerReceiveFill(t *testing.T) {
+	t.Parallel()
+	base := testenv.SQS(t)
+	q := testenv.NewQueues(t, base, 30).Orders
+	sendBodies(t, base, q.URL, bodies("fill", 100)...)
+
+	var mu sync.Mutex
+	var asks []int32
+	c := sqs.New(base.Options(), func(o *sqs.Options) {
+		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+			return s.Initialize.Add(middleware.InitializeMiddlewareFunc("junbanAsks",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					if r, ok := in.Parameters.(*sqs.ReceiveMessageInput); ok {
+						mu.Lock()
+						asks = append(asks, r.MaxNumberOfMessages)
+						mu.Unlock()
+					}
+					return next.HandleInitialize(ctx, in)
+				}), middleware.After)
+		})
+	})
+	rec := newRecorder()
+	cfg := consumerConfig(t, q)
+	cfg.Concurrency, cfg.Receivers, cfg.ReceiveFill = 10, 2, 2*time.Second
+	var n atomic.Int32
+	cons, err := queue.NewConsumer(c, cfg, func(ctx context.Context, m queue.Message) queue.Outcome {
+		// Handlers end at different times: 10-37 ms.
+		time.Sleep(time.Duration(10+n.Add(1)%10*3) * time.Millisecond)
+		rec.add(m)
+		return queue.Outcome{Verdict: queue.Done}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, cons)
+	if !waitFor(60*time.Second, func() bool { return rec.distinct() == 100 }) {
+		t.Fatalf("handled %d of 100 messages", rec.distinct())
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var sum int32
+	for _, a := range asks {
+		sum += a
+	}
+	if avg := float64(sum) / float64(len(asks)); avg < 9 {
+		t.Fatalf("receives asked for %.1f messages on average (%v), want 10 but for a fill timeout", avg, asks)
+	}
 }

@@ -16,7 +16,7 @@ const (
 
 type consumerMetrics struct {
 	received, deleted, retried, deadLettered prometheus.Counter
-	receiveErrors                            prometheus.Counter
+	receiveErrors, receives                  prometheus.Counter
 	handlerDuration                          prometheus.Observer
 	inFlight                                 prometheus.Gauge
 }
@@ -45,6 +45,9 @@ func newConsumerMetrics(reg prometheus.Registerer, queueName string) (*consumerM
 		return nil, err
 	}
 	if m.deadLettered, err = counter("dead_lettered_total", "Poison messages sent to the dead-letter queue by the consumer."); err != nil {
+		return nil, err
+	}
+	if m.receives, err = counter("receives_total", "ReceiveMessage calls answered; received_total / receives_total is the messages per call."); err != nil {
 		return nil, err
 	}
 	if m.receiveErrors, err = counter("receive_errors_total", "ReceiveMessage calls that failed."); err != nil {
