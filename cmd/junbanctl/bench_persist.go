@@ -381,9 +381,10 @@ func applyOnly(ctx context.Context, db *gorm.DB, gen *resultgen.Gen, n, conns in
 
 // benchHandler applies a batch of messages in one transaction (batched, through
 // persist.Handler as the persist-worker does), or each message in a transaction of its
-// own (single), counting the messages settled (applied or duplicate: the producer keeps
-// the backlog with it). Both run at most appliers transactions at
-// once (the schema's pool has that many connections).
+// own (single, decoded with persist.DecodeResult as persist.Handler decodes it),
+// counting the messages settled (applied or duplicate: the producer keeps the backlog
+// with it). Both run at most appliers transactions at once (the schema's pool has that
+// many connections).
 func benchHandler(batched bool, db *gorm.DB, appliers int, applied *atomic.Int64) queue.BatchHandler {
 	if batched {
 		h, _ := persist.NewHandler(persist.HandlerConfig{DB: db, Appliers: appliers})
@@ -401,7 +402,7 @@ func benchHandler(batched bool, db *gorm.DB, appliers int, applied *atomic.Int64
 		outs := make([]queue.Outcome, len(ms))
 		for i, msg := range ms {
 			var r event.Result
-			if err := json.Unmarshal(msg.Body, &r); err != nil {
+			if err := persist.DecodeResult(msg.Body, &r); err != nil {
 				outs[i] = queue.Outcome{Verdict: queue.Poison, Reason: err.Error()}
 				continue
 			}

@@ -2,7 +2,6 @@ package persist
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -148,7 +147,7 @@ func (h *Handler) HandleBatch(ctx context.Context, ms []queue.Message) []queue.O
 	at := make([]int, 0, len(ms)) // results[k] came from ms[at[k]]
 	for i, m := range ms {
 		var r event.Result
-		if err := json.Unmarshal(m.Body, &r); err != nil {
+		if err := DecodeResult(m.Body, &r); err != nil {
 			out[i] = queue.Outcome{Verdict: queue.Poison, Reason: fmt.Sprintf("persist: not a result event: %v", err)}
 			h.cfg.Metrics.Results.WithLabelValues("poison").Inc()
 			h.log.Warn("poison message", zap.String("message_id", m.ID), zap.Error(err))
