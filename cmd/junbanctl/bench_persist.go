@@ -49,8 +49,8 @@ func runBenchPersist(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, `print {"batched_eps":..,"single_eps":..,...} only`)
 	batchMax := fs.Int("batch", 100, "most results per batch (the persist-worker's JUNBAN_PERSIST_BATCH_MAX)")
 	window := fs.Duration("window", 100*time.Millisecond, "how long a batch collects after its first message (JUNBAN_PERSIST_BATCH_WINDOW)")
-	receivers := fs.Int("receivers", 16, "consumers receiving in parallel, in both modes (JUNBAN_PERSIST_RECEIVERS)")
-	concurrency := fs.Int("concurrency", 1, "batches each consumer handles at once, in both modes (JUNBAN_PERSIST_CONCURRENCY)")
+	receivers := fs.Int("receivers", 16, "receives in flight, filling one batch at a time, in both modes (JUNBAN_PERSIST_RECEIVERS)")
+	concurrency := fs.Int("concurrency", 1, "batches handed to the handler at once per receiver, in both modes (JUNBAN_PERSIST_CONCURRENCY)")
 	appliers := fs.Int("appliers", 4, "PostgreSQL transactions at once (connections), in both modes (JUNBAN_PERSIST_APPLIERS)")
 	backlog := fs.Int("backlog", 2000, "results kept waiting in the queue: a producer tops the queue up to this as the consumers drain it")
 	latency := fs.Duration("pg-latency", 0, "added round-trip time between the bench and PostgreSQL (a loopback proxy), e.g. 500us for a database across the network; 0: none")
@@ -134,7 +134,8 @@ func runBenchPersist(ctx context.Context, args []string) error {
 	}()
 
 	// throughQueue runs one mode through the SQS emulator: a producer keeps --backlog
-	// results waiting, --receivers batch consumers hand batches to handler.
+	// results waiting, a batch consumer with --receivers receives in flight hands
+	// batches to handler (as the persist-worker's).
 	// committed, when not nil, counts the results committed (inbox rows): what is
 	// measured then, rather than the messages the handler answered Done (which include
 	// duplicate deliveries).
@@ -150,17 +151,14 @@ func runBenchPersist(ctx context.Context, args []string) error {
 		}()
 		var applied atomic.Int64
 		h := handler(&applied)
-		var consumers []*queue.Consumer
-		for range *receivers {
-			c, err := queue.NewBatchConsumer(sqsClient, queue.ConsumerConfig{
-				QueueURL: pair.URL, DLQURL: pair.DLQURL, Concurrency: *concurrency,
-				WaitTimeSeconds: 1, BatchMax: *batchMax, BatchWindow: *window,
-				ShutdownBudget: 10 * time.Second,
-			}, h)
-			if err != nil {
-				return 0, 0, err
-			}
-			consumers = append(consumers, c)
+		consumer, err := queue.NewBatchConsumer(sqsClient, queue.ConsumerConfig{
+			QueueURL: pair.URL, DLQURL: pair.DLQURL,
+			Receivers: *receivers, Concurrency: *receivers * *concurrency,
+			WaitTimeSeconds: 1, BatchMax: *batchMax, BatchWindow: *window,
+			ShutdownBudget: 10 * time.Second,
+		}, h)
+		if err != nil {
+			return 0, 0, err
 		}
 
 		say("bench persist: %s: filling %s with %d results, then applying for %s", mode, qname, *backlog, d)
@@ -178,15 +176,7 @@ func runBenchPersist(ctx context.Context, args []string) error {
 		defer stop()
 		start := time.Now()
 		ran := make(chan error, 1)
-		go func() {
-			errs := make([]error, len(consumers))
-			var wg sync.WaitGroup
-			for i, c := range consumers {
-				wg.Go(func() { errs[i] = c.Run(runCtx) })
-			}
-			wg.Wait()
-			ran <- errors.Join(errs...)
-		}()
+		go func() { ran <- consumer.Run(runCtx) }()
 		<-runCtx.Done()
 		// Count what committed within the measured time; what the shutdown finishes is not.
 		done := applied.Load()
@@ -289,7 +279,7 @@ func runBenchPersist(ctx context.Context, args []string) error {
 	if *asJSON {
 		return json.NewEncoder(os.Stdout).Encode(out)
 	}
-	fmt.Printf("bench persist: %d consumer(s) x %d batch(es), %d PostgreSQL transaction(s) at once, up to %d results per batch (window %s), backlog %d, each mode %s",
+	fmt.Printf("bench persist: %d receive(s) in flight x %d batch(es) each, %d PostgreSQL transaction(s) at once, up to %d results per batch (window %s), backlog %d, each mode %s",
 		*receivers, *concurrency, *appliers, *batchMax, *window, *backlog, *duration)
 	if *latency > 0 {
 		fmt.Printf(", %s added PostgreSQL round trip", *latency)

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -35,12 +34,13 @@ type Config struct {
 	BatchMax int `env:"JUNBAN_PERSIST_BATCH_MAX" envDefault:"100"`
 	// BatchWindow is how long a batch keeps collecting receives after its first message.
 	BatchWindow time.Duration `env:"JUNBAN_PERSIST_BATCH_WINDOW" envDefault:"100ms"`
-	// Receivers is how many consumers receive from the results queue in parallel: one
-	// receive loop alone is bound by the latency of ReceiveMessage (ten messages a call,
-	// one call after the other while a batch is collected), so the receive rate grows
-	// with the receivers, not with the PostgreSQL connections.
+	// Receivers is how many receives from the results queue stay in flight: one receive
+	// loop alone is bound by the latency of ReceiveMessage (ten messages a call), so the
+	// receive rate grows with the receivers, not with the PostgreSQL connections. They
+	// fill one batch at a time between them, so batches stay as large as the flow allows.
 	Receivers int `env:"JUNBAN_PERSIST_RECEIVERS" envDefault:"16"`
-	// Concurrency is how many batches each consumer collects and applies at once.
+	// Concurrency is how many batches, per receiver, may be handed to the appliers (or
+	// wait for one) at once: Receivers x Concurrency in all.
 	Concurrency int `env:"JUNBAN_PERSIST_CONCURRENCY" envDefault:"1"`
 	// Appliers is how many batches are applied at once over all consumers: the
 	// PostgreSQL connections in use (one more for readiness checks). A batch of up to
@@ -202,23 +202,21 @@ func run() error {
 
 	// The HTTP server's shutdown gets what the consumer leaves of the budget, at least a second.
 	consumerBudget := max(cfg.ShutdownBudget-time.Second, cfg.ShutdownBudget*4/5)
-	consumers := make([]*queue.Consumer, cfg.Receivers)
-	for i := range consumers {
-		consumers[i], err = queue.NewBatchConsumer(sqsClient, queue.ConsumerConfig{
-			QueueURL:          results,
-			DLQURL:            dlq,
-			Concurrency:       cfg.Concurrency,
-			WaitTimeSeconds:   cfg.WaitTimeSeconds,
-			VisibilityTimeout: cfg.Visibility,
-			BatchMax:          cfg.BatchMax,
-			BatchWindow:       cfg.BatchWindow,
-			ShutdownBudget:    consumerBudget,
-			Registerer:        reg,
-			Logger:            log,
-		}, h.HandleBatch)
-		if err != nil {
-			return err
-		}
+	consumer, err := queue.NewBatchConsumer(sqsClient, queue.ConsumerConfig{
+		QueueURL:          results,
+		DLQURL:            dlq,
+		Receivers:         cfg.Receivers,
+		Concurrency:       cfg.Receivers * cfg.Concurrency,
+		WaitTimeSeconds:   cfg.WaitTimeSeconds,
+		VisibilityTimeout: cfg.Visibility,
+		BatchMax:          cfg.BatchMax,
+		BatchWindow:       cfg.BatchWindow,
+		ShutdownBudget:    consumerBudget,
+		Registerer:        reg,
+		Logger:            log,
+	}, h.HandleBatch)
+	if err != nil {
+		return err
 	}
 	go func() {
 		// A batch held while PostgreSQL is away goes back to SQS at once on shutdown.
@@ -229,7 +227,7 @@ func run() error {
 		zap.Int("receivers", cfg.Receivers), zap.Int("concurrency", cfg.Concurrency), zap.Int("appliers", cfg.Appliers),
 		zap.Int("batch_max", cfg.BatchMax))
 	start := time.Now()
-	runErr := runAll(ctx, consumers)
+	runErr := consumer.Run(ctx)
 
 	stopCtx, cancel := context.WithTimeout(context.Background(), max(cfg.ShutdownBudget-time.Since(start), time.Second))
 	defer cancel()
@@ -239,17 +237,6 @@ func run() error {
 		return runErr
 	}
 	return nil
-}
-
-// runAll runs every consumer until ctx ends and returns their errors joined.
-func runAll(ctx context.Context, consumers []*queue.Consumer) error {
-	errs := make([]error, len(consumers))
-	var wg sync.WaitGroup
-	for i, c := range consumers {
-		wg.Go(func() { errs[i] = c.Run(ctx) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // untilDone runs fn until it succeeds or ctx ends, pausing between attempts: a worker

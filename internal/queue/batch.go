@@ -117,3 +117,146 @@ func (r *run) handleBatch(ts []*tracked, ms []Message) {
 	}
 	wg.Wait()
 }
+
+// batchItem is a received message on its way into a shared batch.
+type batchItem struct {
+	t *tracked
+	m Message
+}
+
+// receiveSharedBatches (a batch consumer with Receivers > 1): cfg.Receivers receive loops
+// feed one batch at a time, which goes to a BatchHandler when it holds BatchMax messages or
+// BatchWindow after its first. Several receives in flight keep up with a backlog, and the
+// batches stay as large as the flow allows: with one collecting loop per receiver instead,
+// each batch gets only its share of the flow (many small transactions downstream).
+//
+// Back-pressure: a loop receives only messages it has credit for; a message's credit comes
+// back when its batch was handled. Credits are (Concurrency+1) x BatchMax, so the batch being
+// collected can fill while Concurrency others are handled.
+func (r *run) receiveSharedBatches(ctx context.Context) {
+	credits := make(chan struct{}, (r.cfg.Concurrency+1)*r.cfg.BatchMax)
+	in := make(chan batchItem, r.cfg.Receivers*r.cfg.MaxMessages)
+	var loops sync.WaitGroup
+	for range r.cfg.Receivers {
+		loops.Go(func() { r.feedBatches(ctx, credits, in) })
+	}
+	go func() { loops.Wait(); close(in) }()
+	r.cutBatches(ctx, in, credits)
+}
+
+// feedBatches receives for the shared batch while it has credit.
+func (r *run) feedBatches(ctx context.Context, credits chan struct{}, in chan<- batchItem) {
+	var fails int
+	for {
+		select {
+		case credits <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		n := 1
+	more:
+		for n < r.cfg.MaxMessages {
+			select {
+			case credits <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		msgs, err := r.receive(ctx, n, r.cfg.WaitTimeSeconds)
+		if err != nil {
+			releaseCredits(credits, n)
+			if ctx.Err() != nil {
+				return
+			}
+			fails++
+			r.receiveFailed(ctx, err, fails)
+			continue
+		}
+		fails = 0
+		sent := 0
+		for _, sm := range msgs {
+			t, m, ok := r.track(sm)
+			if !ok {
+				continue
+			}
+			if sent == n {
+				r.handBackOne(t) // more than asked for: never more than the credit
+				continue
+			}
+			sent++
+			in <- batchItem{t, m}
+		}
+		releaseCredits(credits, n-sent)
+	}
+}
+
+// cutBatches collects what the receive loops bring into batches and starts one
+// BatchHandler call per batch, at most Concurrency at once. It returns when every loop
+// stopped (ctx ended) and the last batch was started or, with no handler free by then,
+// handed back to SQS.
+func (r *run) cutBatches(ctx context.Context, in <-chan batchItem, credits chan struct{}) {
+	var (
+		ts     []*tracked
+		ms     []Message
+		timer  *time.Timer
+		window <-chan time.Time
+	)
+	cut := func() {
+		if timer != nil {
+			timer.Stop()
+			timer, window = nil, nil
+		}
+		if len(ms) == 0 {
+			return
+		}
+		bt, bm := ts, ms
+		ts, ms = nil, nil
+		select {
+		case r.sem <- struct{}{}:
+		default:
+			select {
+			case r.sem <- struct{}{}:
+			case <-ctx.Done():
+				// Shutting down with every handler busy: the batch goes back to SQS now
+				// rather than waiting in memory while the visibility runs.
+				for _, t := range bt {
+					r.handBackOne(t)
+				}
+				releaseCredits(credits, len(bt))
+				return
+			}
+		}
+		r.handlers.Add(1)
+		go func() {
+			r.handleBatch(bt, bm)
+			releaseCredits(credits, len(bt))
+		}()
+	}
+	for {
+		select {
+		case it, ok := <-in:
+			if !ok {
+				cut()
+				return
+			}
+			ts, ms = append(ts, it.t), append(ms, it.m)
+			if len(ms) == 1 {
+				timer = time.NewTimer(r.cfg.BatchWindow)
+				window = timer.C
+			}
+			if len(ms) >= r.cfg.BatchMax {
+				cut()
+			}
+		case <-window:
+			timer, window = nil, nil
+			cut()
+		}
+	}
+}
+
+func releaseCredits(credits chan struct{}, n int) {
+	for range n {
+		<-credits
+	}
+}

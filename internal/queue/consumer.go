@@ -50,7 +50,9 @@ func NewConsumer(c *sqs.Client, cfg ConsumerConfig, h Handler) (*Consumer, error
 
 // NewBatchConsumer returns a Consumer that collects up to cfg.BatchMax messages (from one
 // or more receives, within cfg.BatchWindow of the first) and hands them to one bh call,
-// up to cfg.Concurrency calls at once.
+// up to cfg.Concurrency calls at once. With cfg.Receivers > 1, that many receives stay in
+// flight and fill one batch at a time between them, so that batches stay large whatever
+// the number of receivers; with 1, one receive after the other collects each batch.
 func NewBatchConsumer(c *sqs.Client, cfg ConsumerConfig, bh BatchHandler) (*Consumer, error) {
 	if bh == nil {
 		return nil, errors.New("queue: consumer: nil batch handler")
@@ -122,9 +124,12 @@ func (c *Consumer) Run(ctx context.Context) error {
 	go func() { defer bg.Done(); r.heartbeatLoop(hbStop) }()
 
 	c.log.Info("consumer started", zap.Int("concurrency", c.cfg.Concurrency), zap.Duration("visibility", vis), zap.Bool("batch", c.bh != nil))
-	if c.bh != nil {
+	switch {
+	case c.bh != nil && c.cfg.Receivers > 1:
+		r.receiveSharedBatches(ctx)
+	case c.bh != nil:
 		r.receiveBatches(ctx)
-	} else {
+	default:
 		var loops sync.WaitGroup
 		for range c.cfg.Receivers {
 			loops.Go(func() { r.receiveLoop(ctx) })

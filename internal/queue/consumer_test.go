@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -517,5 +518,161 @@ func TestConsumerReceiveFill(t *testing.T) {
 	}
 	if avg := float64(sum) / float64(len(asks)); avg < 9 {
 		t.Fatalf("receives asked for %.1f messages on average (%v), want 10 but for a fill timeout", avg, asks)
+	}
+}
+
+// receiveOverlap wraps c so that it records the most ReceiveMessage calls in flight at once.
+func receiveOverlap(c *sqs.Client) (*sqs.Client, *atomic.Int32) {
+	var cur, peak atomic.Int32
+	return sqs.New(c.Options(), func(o *sqs.Options) {
+		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+			return s.Initialize.Add(middleware.InitializeMiddlewareFunc("junbanOverlap",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					if _, ok := in.Parameters.(*sqs.ReceiveMessageInput); ok {
+						n := cur.Add(1)
+						defer cur.Add(-1)
+						for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+						}
+					}
+					return next.HandleInitialize(ctx, in)
+				}), middleware.After)
+		})
+	}), &peak
+}
+
+// TestBatchConsumerSharedReceivers: four receivers in flight at once fill one batch between
+// them. Variants tried: a collecting loop per receiver (the persist-worker's old 16
+// consumers) fails on the batch size, with batches of half the messages ([50 50]); one
+// receive at a time fails on the overlap.
+func TestBatchConsumerSharedReceivers(t *testing.T) {
+	t.Parallel()
+	base := testenv.SQS(t)
+	q := testenv.NewQueues(t, base, 30).Results
+	sendBodies(t, base, q.URL, bodies("s", 100)...)
+	c, overlap := receiveOverlap(base)
+
+	var mu sync.Mutex
+	var sizes []int
+	rec := newRecorder()
+	cfg := consumerConfig(t, q)
+	cfg.BatchMax, cfg.BatchWindow, cfg.Receivers, cfg.Concurrency = 100, 3*time.Second, 4, 2
+	cons, err := queue.NewBatchConsumer(c, cfg, func(ctx context.Context, ms []queue.Message) []queue.Outcome {
+		mu.Lock()
+		sizes = append(sizes, len(ms))
+		mu.Unlock()
+		outs := make([]queue.Outcome, len(ms))
+		for i, m := range ms {
+			rec.add(m)
+			outs[i] = queue.Outcome{Verdict: queue.Done}
+		}
+		return outs
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, cons)
+	if !waitFor(30*time.Second, func() bool { return rec.distinct() == 100 }) {
+		t.Fatalf("handled %d of 100 messages", rec.distinct())
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if biggest := slices.Max(sizes); biggest < 90 {
+		t.Errorf("batches %v: the receivers did not fill one batch between them", sizes)
+	}
+	for _, s := range []string{"s0", "s50", "s99"} {
+		if n := len(rec.get(s)); n != 1 {
+			t.Errorf("%s handled %d times", s, n)
+		}
+	}
+	if p := overlap.Load(); p < 2 {
+		t.Errorf("at most %d receive in flight, want several", p)
+	}
+	if n := queueDepth(t, base, q.URL) + inFlight(t, base, q.URL); n != 0 {
+		t.Errorf("%d messages left in the queue", n)
+	}
+}
+
+// TestBatchConsumerSharedBackPressure: while the only batch handler is stuck, the receivers
+// take no more than the batch being handled and the one being collected.
+func TestBatchConsumerSharedBackPressure(t *testing.T) {
+	t.Parallel()
+	c := testenv.SQS(t)
+	q := testenv.NewQueues(t, c, 30).Results
+	sendBodies(t, c, q.URL, bodies("bp", 60)...)
+
+	release := make(chan struct{})
+	rec := newRecorder()
+	cfg := consumerConfig(t, q)
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
+	cfg.BatchMax, cfg.BatchWindow, cfg.Receivers, cfg.Concurrency = 10, 100*time.Millisecond, 3, 1
+	cons, err := queue.NewBatchConsumer(c, cfg, func(ctx context.Context, ms []queue.Message) []queue.Outcome {
+		<-release
+		outs := make([]queue.Outcome, len(ms))
+		for i, m := range ms {
+			rec.add(m)
+			outs[i] = queue.Outcome{Verdict: queue.Done}
+		}
+		return outs
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, cons)
+	time.Sleep(2 * time.Second)
+	if got := metricValue(t, reg, "junban_queue_received_total"); got > 20 || got < 10 {
+		t.Errorf("received %v messages while the handler was stuck, want 10-20", got)
+	}
+	close(release)
+	if !waitFor(30*time.Second, func() bool { return rec.distinct() == 60 }) {
+		t.Fatalf("handled %d of 60 messages", rec.distinct())
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBatchConsumerSharedShutdown: a batch still collecting when Run stops is handled (a
+// handler is free), not dropped.
+func TestBatchConsumerSharedShutdown(t *testing.T) {
+	t.Parallel()
+	c := testenv.SQS(t)
+	q := testenv.NewQueues(t, c, 30).Results
+	sendBodies(t, c, q.URL, bodies("sd", 5)...)
+
+	rec := newRecorder()
+	cfg := consumerConfig(t, q)
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
+	cfg.BatchMax, cfg.BatchWindow, cfg.Receivers = 100, time.Minute, 2
+	cons, err := queue.NewBatchConsumer(c, cfg, func(ctx context.Context, ms []queue.Message) []queue.Outcome {
+		outs := make([]queue.Outcome, len(ms))
+		for i, m := range ms {
+			rec.add(m)
+			outs[i] = queue.Outcome{Verdict: queue.Done}
+		}
+		return outs
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, cons)
+	if !waitFor(30*time.Second, func() bool { return metricValue(t, reg, "junban_queue_received_total") == 5 }) {
+		t.Fatal("the 5 messages were not received")
+	}
+	if rec.distinct() != 0 {
+		t.Fatal("a batch went out before its window or BatchMax")
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if rec.distinct() != 5 {
+		t.Fatalf("handled %d of the 5 collected messages at shutdown", rec.distinct())
+	}
+	if n := queueDepth(t, c, q.URL) + inFlight(t, c, q.URL); n != 0 {
+		t.Fatalf("%d messages left in the queue", n)
 	}
 }
