@@ -146,49 +146,10 @@ func (r *run) receiveSharedBatches(ctx context.Context) {
 
 // feedBatches receives for the shared batch while it has credit.
 func (r *run) feedBatches(ctx context.Context, credits chan struct{}, in chan<- batchItem) {
-	var fails int
-	for {
-		select {
-		case credits <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		n := 1
-	more:
-		for n < r.cfg.MaxMessages {
-			select {
-			case credits <- struct{}{}:
-				n++
-			default:
-				break more
-			}
-		}
-		msgs, err := r.receive(ctx, n, r.cfg.WaitTimeSeconds)
-		if err != nil {
-			releaseCredits(credits, n)
-			if ctx.Err() != nil {
-				return
-			}
-			fails++
-			r.receiveFailed(ctx, err, fails)
-			continue
-		}
-		fails = 0
-		sent := 0
-		for _, sm := range msgs {
-			t, m, ok := r.track(sm)
-			if !ok {
-				continue
-			}
-			if sent == n {
-				r.handBackOne(t) // more than asked for: never more than the credit
-				continue
-			}
-			sent++
-			in <- batchItem{t, m}
-		}
-		releaseCredits(credits, n-sent)
-	}
+	r.receiveInto(ctx,
+		func(ctx context.Context) int { return room(ctx, credits, r.cfg.MaxMessages, 0) },
+		func(n int) { releaseCredits(credits, n) },
+		func(t *tracked, m Message) { in <- batchItem{t, m} })
 }
 
 // cutBatches collects what the receive loops bring into batches and starts one

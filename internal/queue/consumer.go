@@ -325,15 +325,25 @@ func (r *run) untrack(t *tracked) {
 // receiveLoop receives while a handler is free and starts one handler per message;
 // cfg.Receivers of them share the handler slots.
 func (r *run) receiveLoop(ctx context.Context) {
+	r.receiveInto(ctx, r.slots, r.release, func(t *tracked, m Message) {
+		r.handlers.Add(1)
+		go r.handleOne(t, m)
+	})
+}
+
+// receiveInto receives for as long as take grants room: take returns how many messages
+// the next receive may ask for (0 once ctx ended), give gets back the room a receive did
+// not use, and deliver gets each message received.
+func (r *run) receiveInto(ctx context.Context, take func(context.Context) int, give func(int), deliver func(*tracked, Message)) {
 	var fails int
 	for {
-		n := r.slots(ctx)
+		n := take(ctx)
 		if n == 0 {
 			return
 		}
 		msgs, err := r.receive(ctx, n, r.cfg.WaitTimeSeconds)
 		if err != nil {
-			r.release(n)
+			give(n)
 			if ctx.Err() != nil {
 				return
 			}
@@ -342,58 +352,62 @@ func (r *run) receiveLoop(ctx context.Context) {
 			continue
 		}
 		fails = 0
-		started := 0
+		used := 0
 		for _, sm := range msgs {
 			t, m, ok := r.track(sm)
 			if !ok {
 				continue
 			}
-			if started == n {
-				// More messages than asked for: never more handlers than slots.
+			if used == n {
+				// More messages than asked for: never more than the room taken.
 				r.handBackOne(t)
 				continue
 			}
-			started++
-			r.handlers.Add(1)
-			go r.handleOne(t, m)
+			used++
+			deliver(t, m)
 		}
-		r.release(n - started)
+		give(n - used)
 	}
 }
 
-// slots takes the handler slots of the next receive: at least one (back-pressure: no
-// receive until a handler is free), at most MaxMessages. With ReceiveFill it waits that
-// long for more slots when fewer are free; one receive loop at a time fills, so that the
-// slots freed meanwhile go to one receive instead of being split between the loops.
-// It returns 0 when ctx ended.
+// slots takes the handler slots of the next receive (see room). One receive loop at a
+// time takes them, so that with ReceiveFill the slots freed meanwhile go to one receive
+// instead of being split between the loops.
 func (r *run) slots(ctx context.Context) int {
 	r.fillMu.Lock()
 	defer r.fillMu.Unlock()
+	return room(ctx, r.sem, r.cfg.MaxMessages, r.cfg.ReceiveFill)
+}
+
+// room takes tokens of sem for the next receive: at least one (back-pressure: no receive
+// until there is room), at most max. With fill > 0 it waits that long for more when fewer
+// are free. It returns 0 when ctx ended first.
+func room(ctx context.Context, sem chan struct{}, max int, fill time.Duration) int {
 	select {
-	case r.sem <- struct{}{}:
+	case sem <- struct{}{}:
 	case <-ctx.Done():
 		return 0
 	}
 	n := 1
 more:
-	for n < r.cfg.MaxMessages {
+	for n < max {
 		select {
-		case r.sem <- struct{}{}:
+		case sem <- struct{}{}:
 			n++
 		default:
 			break more
 		}
 	}
-	if n == r.cfg.MaxMessages || r.cfg.ReceiveFill <= 0 {
+	if n == max || fill <= 0 {
 		return n
 	}
-	fill := time.NewTimer(r.cfg.ReceiveFill)
-	defer fill.Stop()
-	for n < r.cfg.MaxMessages {
+	t := time.NewTimer(fill)
+	defer t.Stop()
+	for n < max {
 		select {
-		case r.sem <- struct{}{}:
+		case sem <- struct{}{}:
 			n++
-		case <-fill.C:
+		case <-t.C:
 			return n
 		case <-ctx.Done():
 			return n // the receive fails at once and gives them back

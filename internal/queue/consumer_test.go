@@ -12,7 +12,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/smithy-go/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 
@@ -477,18 +476,11 @@ func TestConsumerReceiveFill(t *testing.T) {
 
 	var mu sync.Mutex
 	var asks []int32
-	c := sqs.New(base.Options(), func(o *sqs.Options) {
-		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
-			return s.Initialize.Add(middleware.InitializeMiddlewareFunc("junbanAsks",
-				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-					if r, ok := in.Parameters.(*sqs.ReceiveMessageInput); ok {
-						mu.Lock()
-						asks = append(asks, r.MaxNumberOfMessages)
-						mu.Unlock()
-					}
-					return next.HandleInitialize(ctx, in)
-				}), middleware.After)
-		})
+	c := onReceive(base, func(r *sqs.ReceiveMessageInput) func() {
+		mu.Lock()
+		asks = append(asks, r.MaxNumberOfMessages)
+		mu.Unlock()
+		return func() {}
 	})
 	rec := newRecorder()
 	cfg := consumerConfig(t, q)
@@ -503,13 +495,7 @@ func TestConsumerReceiveFill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := start(t, cons)
-	if !waitFor(60*time.Second, func() bool { return rec.distinct() == 100 }) {
-		t.Fatalf("handled %d of 100 messages", rec.distinct())
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	runUntilHandled(t, cons, rec, 100, 60*time.Second)
 	mu.Lock()
 	defer mu.Unlock()
 	var sum int32
@@ -524,19 +510,11 @@ func TestConsumerReceiveFill(t *testing.T) {
 // receiveOverlap wraps c so that it records the most ReceiveMessage calls in flight at once.
 func receiveOverlap(c *sqs.Client) (*sqs.Client, *atomic.Int32) {
 	var cur, peak atomic.Int32
-	return sqs.New(c.Options(), func(o *sqs.Options) {
-		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
-			return s.Initialize.Add(middleware.InitializeMiddlewareFunc("junbanOverlap",
-				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-					if _, ok := in.Parameters.(*sqs.ReceiveMessageInput); ok {
-						n := cur.Add(1)
-						defer cur.Add(-1)
-						for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
-						}
-					}
-					return next.HandleInitialize(ctx, in)
-				}), middleware.After)
-		})
+	return onReceive(c, func(*sqs.ReceiveMessageInput) func() {
+		n := cur.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		return func() { cur.Add(-1) }
 	}), &peak
 }
 
@@ -556,27 +534,15 @@ func TestBatchConsumerSharedReceivers(t *testing.T) {
 	rec := newRecorder()
 	cfg := consumerConfig(t, q)
 	cfg.BatchMax, cfg.BatchWindow, cfg.Receivers, cfg.Concurrency = 100, 3*time.Second, 4, 2
-	cons, err := queue.NewBatchConsumer(c, cfg, func(ctx context.Context, ms []queue.Message) []queue.Outcome {
+	cons, err := queue.NewBatchConsumer(c, cfg, recordDone(rec, func(ms []queue.Message) {
 		mu.Lock()
 		sizes = append(sizes, len(ms))
 		mu.Unlock()
-		outs := make([]queue.Outcome, len(ms))
-		for i, m := range ms {
-			rec.add(m)
-			outs[i] = queue.Outcome{Verdict: queue.Done}
-		}
-		return outs
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := start(t, cons)
-	if !waitFor(30*time.Second, func() bool { return rec.distinct() == 100 }) {
-		t.Fatalf("handled %d of 100 messages", rec.distinct())
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	runUntilHandled(t, cons, rec, 100, 30*time.Second)
 	mu.Lock()
 	defer mu.Unlock()
 	if biggest := slices.Max(sizes); biggest < 90 {
@@ -609,15 +575,7 @@ func TestBatchConsumerSharedBackPressure(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	cfg.Registerer = reg
 	cfg.BatchMax, cfg.BatchWindow, cfg.Receivers, cfg.Concurrency = 10, 100*time.Millisecond, 3, 1
-	cons, err := queue.NewBatchConsumer(c, cfg, func(ctx context.Context, ms []queue.Message) []queue.Outcome {
-		<-release
-		outs := make([]queue.Outcome, len(ms))
-		for i, m := range ms {
-			rec.add(m)
-			outs[i] = queue.Outcome{Verdict: queue.Done}
-		}
-		return outs
-	})
+	cons, err := queue.NewBatchConsumer(c, cfg, recordDone(rec, func([]queue.Message) { <-release }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -648,14 +606,7 @@ func TestBatchConsumerSharedShutdown(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	cfg.Registerer = reg
 	cfg.BatchMax, cfg.BatchWindow, cfg.Receivers = 100, time.Minute, 2
-	cons, err := queue.NewBatchConsumer(c, cfg, func(ctx context.Context, ms []queue.Message) []queue.Outcome {
-		outs := make([]queue.Outcome, len(ms))
-		for i, m := range ms {
-			rec.add(m)
-			outs[i] = queue.Outcome{Verdict: queue.Done}
-		}
-		return outs
-	})
+	cons, err := queue.NewBatchConsumer(c, cfg, recordDone(rec, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

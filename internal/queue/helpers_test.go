@@ -48,6 +48,50 @@ func countingClient(t *testing.T) (*sqs.Client, *opCounter) {
 	return c, oc
 }
 
+// recordDone is a batch handler that records every message in rec and answers Done,
+// after calling first (when not nil) with the batch.
+func recordDone(rec *recorder, first func(ms []queue.Message)) queue.BatchHandler {
+	return func(ctx context.Context, ms []queue.Message) []queue.Outcome {
+		if first != nil {
+			first(ms)
+		}
+		outs := make([]queue.Outcome, len(ms))
+		for i, m := range ms {
+			rec.add(m)
+			outs[i] = queue.Outcome{Verdict: queue.Done}
+		}
+		return outs
+	}
+}
+
+// runUntilHandled runs cons until rec holds want distinct messages, then stops it.
+func runUntilHandled(t *testing.T, cons *queue.Consumer, rec *recorder, want int, timeout time.Duration) {
+	t.Helper()
+	stop := start(t, cons)
+	if !waitFor(timeout, func() bool { return rec.distinct() == want }) {
+		t.Fatalf("handled %d of %d messages", rec.distinct(), want)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// onReceive returns a client for c's endpoint that calls before with each ReceiveMessage
+// input as it goes out, and the function before returns once the call is answered.
+func onReceive(c *sqs.Client, before func(*sqs.ReceiveMessageInput) (after func())) *sqs.Client {
+	return sqs.New(c.Options(), func(o *sqs.Options) {
+		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+			return s.Initialize.Add(middleware.InitializeMiddlewareFunc("junbanOnReceive",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					if r, ok := in.Parameters.(*sqs.ReceiveMessageInput); ok {
+						defer before(r)()
+					}
+					return next.HandleInitialize(ctx, in)
+				}), middleware.After)
+		})
+	})
+}
+
 // sendBodies puts bodies on the queue with plain SendMessageBatch calls.
 func sendBodies(t *testing.T, c *sqs.Client, url string, bodies ...string) {
 	t.Helper()
