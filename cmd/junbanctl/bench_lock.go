@@ -16,7 +16,7 @@ import (
 // runBenchLock measures the per-order turn against redsync: see docs/benchmarks.md.
 func runBenchLock(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench lock", flag.ContinueOnError)
-	duration := fs.Duration("duration", bench.DurationDefault, "length of each of the five measurements")
+	duration := fs.Duration("duration", bench.DurationDefault, "length of each of the six measurements")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
 	pipelines := fs.Int("pipelines", lockhandoff.PipelinesDefault, "round trips of lockhandoff's own scripts in flight at once (lockhandoff.Config.Pipelines)")
 	if err := fs.Parse(args); err != nil {
@@ -56,6 +56,8 @@ func runBenchLock(ctx context.Context, args []string) error {
 	fmt.Printf("\nhot:    handoff/redsync-1ms eps %.2fx (target >= 2), p99 %.3f of redsync-1ms (target <= 0.2),\n"+
 		"        fairness %.3f (target >= 0.95), max %.3f of redsync-default (target <= 0.1)\n",
 		h.HandoffEPS/h.RedsyncTunedEPS, h.HandoffP99Ms/h.RedsyncTunedP99Ms, h.HandoffFairness, h.HandoffMaxMs/h.RedsyncDefaultMaxMs)
+	fmt.Printf("        with the handler's write riding on the handoff (BeforeNext; not the target's handler): %.2fx\n",
+		h.HandoffBeforeNextEPS/h.RedsyncTunedEPS)
 	fmt.Printf("spread: handoff/unlocked eps %.2fx (target >= 0.4)\n", s.HandoffEPS/s.UnlockedEPS)
 	return nil
 }
