@@ -159,19 +159,7 @@ func (h *Handoff) runHandoff(ctx context.Context, k keys, token string) (handoff
 // runHandoffAfter runs handoff.lua in one round trip with the commands of before, which
 // go first.
 func (h *Handoff) runHandoffAfter(ctx context.Context, k keys, token string, before []func(context.Context, redis.Pipeliner)) (handoffStatus, entry, error) {
-	ks := []string{k.lock, k.wait, k.proc, k.seq}
-	ttl := h.cfg.LockTTL.Milliseconds()
-	var c *redis.Cmd
-	h.batch.do(ctx, func(ctx context.Context, p redis.Pipeliner) {
-		for _, fn := range before {
-			fn(ctx, p)
-		}
-		c = handoffScript.EvalSha(ctx, p, ks, token, ttl)
-	})
-	if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-		// The handoff did not run (the commands before it did): run it alone.
-		c = handoffScript.Run(ctx, h.rc, ks, token, ttl)
-	}
+	c := h.evalShared(ctx, handoffScript, before, []string{k.lock, k.wait, k.proc, k.seq}, token, h.cfg.LockTTL.Milliseconds())
 	v, err := c.Slice()
 	if err != nil {
 		return 0, entry{}, err
@@ -217,15 +205,24 @@ func (h *Handoff) runLeave(ctx context.Context, k keys, token string, done bool)
 	if done {
 		d = "1"
 	}
-	ks := []string{k.lock, k.wait, k.proc}
+	return h.evalShared(ctx, leaveScript, nil, []string{k.lock, k.wait, k.proc}, token, d).Int64()
+}
+
+// evalShared runs s in a shared pipeline (see batcher), after the commands of before.
+// When the server did not know the script yet, s did not run (the commands before it
+// did): it runs again alone, and EVAL loads it.
+func (h *Handoff) evalShared(ctx context.Context, s *redis.Script, before []func(context.Context, redis.Pipeliner), keys []string, args ...any) *redis.Cmd {
 	var c *redis.Cmd
 	h.batch.do(ctx, func(ctx context.Context, p redis.Pipeliner) {
-		c = leaveScript.EvalSha(ctx, p, ks, token, d)
+		for _, fn := range before {
+			fn(ctx, p)
+		}
+		c = s.EvalSha(ctx, p, keys, args...)
 	})
 	if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-		c = leaveScript.Run(ctx, h.rc, ks, token, d)
+		c = s.Run(ctx, h.rc, keys, args...)
 	}
-	return c.Int64()
+	return c
 }
 
 func (h *Handoff) runRenew(ctx context.Context, k keys, token string) (bool, error) {

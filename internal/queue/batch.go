@@ -9,90 +9,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// batchIdlePoll is the pause between short polls while a batch is still collecting and
-// the queue had nothing more.
-const batchIdlePoll = 50 * time.Millisecond
-
-// receiveBatches collects batches while a batch handler is free and starts one
-// BatchHandler call per batch.
-func (r *run) receiveBatches(ctx context.Context) {
-	var fails int
-	for {
-		select {
-		case r.sem <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		ts, ms, err := r.collect(ctx)
-		if len(ms) == 0 {
-			<-r.sem
-			if ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				fails++
-				r.receiveFailed(ctx, err, fails)
-			}
-			continue
-		}
-		fails = 0
-		r.handlers.Add(1)
-		go r.handleBatch(ts, ms)
-	}
-}
-
-// collect long-polls for a first message, then keeps receiving (short polls) until the
-// batch holds cfg.BatchMax messages or cfg.BatchWindow passed since the first one.
-func (r *run) collect(ctx context.Context) ([]*tracked, []Message, error) {
-	var ts []*tracked
-	var ms []Message
-	var deadline time.Time
-	for len(ms) < r.cfg.BatchMax {
-		wait := r.cfg.WaitTimeSeconds
-		if len(ms) > 0 {
-			if time.Until(deadline) <= 0 {
-				break
-			}
-			wait = 0
-		}
-		msgs, err := r.receive(ctx, min(r.cfg.MaxMessages, r.cfg.BatchMax-len(ms)), wait)
-		if err != nil {
-			if len(ms) > 0 {
-				break // hand over what we hold; the next receive meets the error again
-			}
-			return nil, nil, err
-		}
-		for _, sm := range msgs {
-			t, m, ok := r.track(sm)
-			if !ok {
-				continue
-			}
-			ts, ms = append(ts, t), append(ms, m)
-		}
-		if len(ms) == 0 {
-			if ctx.Err() != nil {
-				return nil, nil, ctx.Err()
-			}
-			continue
-		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(r.cfg.BatchWindow)
-		}
-		if len(msgs) == 0 {
-			pause := time.NewTimer(min(time.Until(deadline), batchIdlePoll))
-			select {
-			case <-pause.C:
-			case <-ctx.Done():
-			}
-			pause.Stop()
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return ts, ms, nil
-}
-
 func (r *run) handleBatch(ts []*tracked, ms []Message) {
 	defer r.handlers.Done()
 	defer func() { <-r.sem }()
@@ -124,16 +40,16 @@ type batchItem struct {
 	m Message
 }
 
-// receiveSharedBatches (a batch consumer with Receivers > 1): cfg.Receivers receive loops
-// feed one batch at a time, which goes to a BatchHandler when it holds BatchMax messages or
-// BatchWindow after its first. Several receives in flight keep up with a backlog, and the
-// batches stay as large as the flow allows: with one collecting loop per receiver instead,
-// each batch gets only its share of the flow (many small transactions downstream).
+// receiveBatches: cfg.Receivers receive loops feed one batch at a time, which goes to a
+// BatchHandler when it holds BatchMax messages or BatchWindow after its first. Several
+// receives in flight keep up with a backlog, and the batches stay as large as the flow
+// allows: with one collecting loop per receiver instead, each batch would get only its
+// share of the flow (many small transactions downstream).
 //
 // Back-pressure: a loop receives only messages it has credit for; a message's credit comes
 // back when its batch was handled. Credits are (Concurrency+1) x BatchMax, so the batch being
 // collected can fill while Concurrency others are handled.
-func (r *run) receiveSharedBatches(ctx context.Context) {
+func (r *run) receiveBatches(ctx context.Context) {
 	credits := make(chan struct{}, (r.cfg.Concurrency+1)*r.cfg.BatchMax)
 	in := make(chan batchItem, r.cfg.Receivers*r.cfg.MaxMessages)
 	var loops sync.WaitGroup
@@ -148,7 +64,7 @@ func (r *run) receiveSharedBatches(ctx context.Context) {
 func (r *run) feedBatches(ctx context.Context, credits chan struct{}, in chan<- batchItem) {
 	r.receiveInto(ctx,
 		func(ctx context.Context) int { return room(ctx, credits, r.cfg.MaxMessages, 0) },
-		func(n int) { releaseCredits(credits, n) },
+		func(n int) { giveBack(credits, n) },
 		func(t *tracked, m Message) { in <- batchItem{t, m} })
 }
 
@@ -184,14 +100,14 @@ func (r *run) cutBatches(ctx context.Context, in <-chan batchItem, credits chan 
 				for _, t := range bt {
 					r.handBackOne(t)
 				}
-				releaseCredits(credits, len(bt))
+				giveBack(credits, len(bt))
 				return
 			}
 		}
 		r.handlers.Add(1)
 		go func() {
 			r.handleBatch(bt, bm)
-			releaseCredits(credits, len(bt))
+			giveBack(credits, len(bt))
 		}()
 	}
 	for {
@@ -216,8 +132,9 @@ func (r *run) cutBatches(ctx context.Context, in <-chan batchItem, credits chan 
 	}
 }
 
-func releaseCredits(credits chan struct{}, n int) {
+// giveBack returns n tokens taken from sem (handler slots or credits).
+func giveBack(sem chan struct{}, n int) {
 	for range n {
-		<-credits
+		<-sem
 	}
 }

@@ -56,8 +56,8 @@ type ConsumerConfig struct {
 	MaxMessages int
 	// Receivers is how many ReceiveMessage calls a consumer keeps in flight at once, each
 	// for at most MaxMessages of the free handlers. One receive at a time caps a consumer at
-	// MaxMessages per round trip, whatever its Concurrency. For a batch consumer, more than
-	// one receiver fill one batch at a time between them (see NewBatchConsumer). Default 1.
+	// MaxMessages per round trip, whatever its Concurrency. A batch consumer's receivers fill
+	// one batch at a time between them (see NewBatchConsumer). Default 1.
 	Receivers int
 	// ReceiveFill is how long a (non-batch) consumer whose handlers are all but a few busy
 	// waits for more of them to free up before it receives, so that a receive asks for

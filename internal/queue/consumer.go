@@ -50,9 +50,9 @@ func NewConsumer(c *sqs.Client, cfg ConsumerConfig, h Handler) (*Consumer, error
 
 // NewBatchConsumer returns a Consumer that collects up to cfg.BatchMax messages (from one
 // or more receives, within cfg.BatchWindow of the first) and hands them to one bh call,
-// up to cfg.Concurrency calls at once. With cfg.Receivers > 1, that many receives stay in
-// flight and fill one batch at a time between them, so that batches stay large whatever
-// the number of receivers; with 1, one receive after the other collects each batch.
+// up to cfg.Concurrency calls at once. cfg.Receivers receives stay in flight and fill one
+// batch at a time between them, so that batches stay large whatever the number of
+// receivers.
 func NewBatchConsumer(c *sqs.Client, cfg ConsumerConfig, bh BatchHandler) (*Consumer, error) {
 	if bh == nil {
 		return nil, errors.New("queue: consumer: nil batch handler")
@@ -124,12 +124,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 	go func() { defer bg.Done(); r.heartbeatLoop(hbStop) }()
 
 	c.log.Info("consumer started", zap.Int("concurrency", c.cfg.Concurrency), zap.Duration("visibility", vis), zap.Bool("batch", c.bh != nil))
-	switch {
-	case c.bh != nil && c.cfg.Receivers > 1:
-		r.receiveSharedBatches(ctx)
-	case c.bh != nil:
+	if c.bh != nil {
 		r.receiveBatches(ctx)
-	default:
+	} else {
 		var loops sync.WaitGroup
 		for range c.cfg.Receivers {
 			loops.Go(func() { r.receiveLoop(ctx) })
@@ -325,7 +322,7 @@ func (r *run) untrack(t *tracked) {
 // receiveLoop receives while a handler is free and starts one handler per message;
 // cfg.Receivers of them share the handler slots.
 func (r *run) receiveLoop(ctx context.Context) {
-	r.receiveInto(ctx, r.slots, r.release, func(t *tracked, m Message) {
+	r.receiveInto(ctx, r.slots, func(n int) { giveBack(r.sem, n) }, func(t *tracked, m Message) {
 		r.handlers.Add(1)
 		go r.handleOne(t, m)
 	})
@@ -380,9 +377,9 @@ func (r *run) slots(ctx context.Context) int {
 }
 
 // room takes tokens of sem for the next receive: at least one (back-pressure: no receive
-// until there is room), at most max. With fill > 0 it waits that long for more when fewer
+// until there is room), no more than most. With fill > 0 it waits that long for more when fewer
 // are free. It returns 0 when ctx ended first.
-func room(ctx context.Context, sem chan struct{}, max int, fill time.Duration) int {
+func room(ctx context.Context, sem chan struct{}, most int, fill time.Duration) int {
 	select {
 	case sem <- struct{}{}:
 	case <-ctx.Done():
@@ -390,7 +387,7 @@ func room(ctx context.Context, sem chan struct{}, max int, fill time.Duration) i
 	}
 	n := 1
 more:
-	for n < max {
+	for n < most {
 		select {
 		case sem <- struct{}{}:
 			n++
@@ -398,12 +395,12 @@ more:
 			break more
 		}
 	}
-	if n == max || fill <= 0 {
+	if n == most || fill <= 0 {
 		return n
 	}
 	t := time.NewTimer(fill)
 	defer t.Stop()
-	for n < max {
+	for n < most {
 		select {
 		case sem <- struct{}{}:
 			n++
@@ -414,12 +411,6 @@ more:
 		}
 	}
 	return n
-}
-
-func (r *run) release(n int) {
-	for range n {
-		<-r.sem
-	}
 }
 
 func (r *run) receiveFailed(ctx context.Context, err error, fails int) {
