@@ -4,9 +4,11 @@ package queue
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -14,10 +16,23 @@ import (
 	"github.com/junban/junban/internal/config"
 )
 
+// IdleConns is how many idle connections an SQS client keeps to its endpoint.
+//
+// The SDK's transport keeps 10 per host. A consumer has more calls than that in flight at
+// once (its long polls, its delete batches and its sends), so each busy moment ended by
+// closing the connections over 10, and the next one dialled them again: a TCP (and, on
+// real SQS, a TLS) handshake per call. docs/queue.md has the figures. An SQS client
+// talks to one host, so it may keep as many as the transport keeps in all (100).
+const IdleConns = 100
+
 // NewClient builds an SQS client from the standard AWS configuration chain, pointed at
-// cfg.Endpoint when one is set (LocalStack or the local emulator).
+// cfg.Endpoint when one is set (LocalStack or the local emulator), that keeps IdleConns
+// idle connections.
 func NewClient(ctx context.Context, cfg config.SQS) (*sqs.Client, error) {
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.Region))
+	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConnsPerHost = IdleConns
+	})
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.Region), awsconfig.WithHTTPClient(httpClient))
 	if err != nil {
 		return nil, fmt.Errorf("queue: aws config: %w", err)
 	}

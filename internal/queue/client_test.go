@@ -1,0 +1,59 @@
+package queue_test
+
+import (
+	"context"
+	"net/http/httptrace"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/testenv"
+)
+
+// TestClientKeepsConnections: after a burst of more calls at once than the SDK's
+// transport keeps idle per host (10), the next burst of the same size reuses every
+// connection instead of dialling again. With the SDK's default transport (tried: no
+// WithHTTPClient in NewClient) the second burst dialled 22 of its 32 connections.
+func TestClientKeepsConnections(t *testing.T) {
+	c := testenv.SQS(t)
+	q := testenv.NewQueues(t, c, 10).Orders
+	const calls = 32
+	if calls > queue.IdleConns {
+		t.Fatalf("the test needs fewer calls (%d) than queue.IdleConns (%d)", calls, queue.IdleConns)
+	}
+
+	// burst makes calls long polls of an empty queue at once (each holds its connection
+	// for the poll's second) and counts the connections they dialled.
+	burst := func() int {
+		var dialled atomic.Int64
+		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) {
+				if !info.Reused {
+					dialled.Add(1)
+				}
+			},
+		})
+		var wg sync.WaitGroup
+		for range calls {
+			wg.Go(func() {
+				_, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.URL), WaitTimeSeconds: 1})
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		return int(dialled.Load())
+	}
+
+	if first := burst(); first < calls/2 {
+		t.Fatalf("the first burst dialled %d connections: the calls did not overlap", first)
+	}
+	if again := burst(); again != 0 {
+		t.Fatalf("the second burst of %d calls dialled %d connections; want every one reused", calls, again)
+	}
+}
