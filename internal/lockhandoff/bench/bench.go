@@ -34,7 +34,8 @@ const (
 
 // Options configure a run.
 type Options struct {
-	// Duration is the length of each of the six measurements.
+	// Duration is the length of each measurement (the drain-alone one queues Duration x
+	// 4,000 events instead).
 	Duration time.Duration
 	// Producers is the number of closed-loop producers of each measurement.
 	Producers int
@@ -71,6 +72,11 @@ type Hot struct {
 	// does) instead of a round trip of its own. Not a target: the issue's handler does its
 	// write itself.
 	HandoffBeforeNextEPS float64 `json:"handoff_beforenext_eps"`
+	// HandoffDrainEPS is the drain loop alone: one turn works through a wait list filled
+	// in advance, the handler doing the same write, with no producer running. No producer
+	// load can take HandoffEPS past it: it is the ceiling of the hot measurement on this
+	// machine in this run. Not a target.
+	HandoffDrainEPS float64 `json:"handoff_drain_eps"`
 }
 
 // Spread compares handoff with no lock at all over many entities.
@@ -98,7 +104,7 @@ func (m Measurement) String() string {
 		m.Name, m.Events, m.EPS, m.P50Ms, m.P99Ms, m.MaxMs, m.Fairness)
 }
 
-// Run makes the six measurements on rc: the four hot ones one after the other, then the
+// Run makes the seven measurements on rc: the five hot ones one after the other, then the
 // two spread ones in alternating slices.
 func Run(ctx context.Context, rc redis.UniversalClient, o Options) (Result, []Measurement, error) {
 	if o.Duration <= 0 {
@@ -128,6 +134,7 @@ func Run(ctx context.Context, rc redis.UniversalClient, o Options) (Result, []Me
 		func(ctx context.Context, rc redis.UniversalClient, o Options) (Measurement, error) {
 			return hotHandoff(ctx, rc, o, true)
 		},
+		hotDrain,
 	}
 	var ms []Measurement
 	for _, step := range steps {
@@ -159,9 +166,9 @@ func Run(ctx context.Context, rc redis.UniversalClient, o Options) (Result, []Me
 			HandoffP99Ms: ms[0].P99Ms, RedsyncTunedP99Ms: ms[1].P99Ms,
 			HandoffMaxMs: ms[0].MaxMs, RedsyncDefaultMaxMs: ms[2].MaxMs,
 			HandoffFairness: ms[0].Fairness, RedsyncDefaultFairness: ms[2].Fairness,
-			HandoffBeforeNextEPS: ms[3].EPS,
+			HandoffBeforeNextEPS: ms[3].EPS, HandoffDrainEPS: ms[4].EPS,
 		},
-		Spread: Spread{HandoffEPS: ms[4].EPS, UnlockedEPS: ms[5].EPS},
+		Spread: Spread{HandoffEPS: ms[5].EPS, UnlockedEPS: ms[6].EPS},
 	}, ms, nil
 }
 
@@ -302,6 +309,108 @@ func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options, before
 		name = "hot handoff+BeforeNext"
 	}
 	return summarize(name, ps, elapsed), nil
+}
+
+// hotDrain measures the drain loop alone: the first event holds the turn while o.Duration
+// x 4,000 events are queued behind it (by o.Producers goroutines), then the turn works
+// through them, the handler doing hotHandoff's write; the measured time runs from the
+// first event's return to the last event's handler. The turn leaves and is resumed every
+// DrainMaxEvents events, as in hotHandoff.
+func hotDrain(ctx context.Context, rc redis.UniversalClient, o Options) (Measurement, error) {
+	const entity = "drain"
+	counterKey := lockhandoff.Key(o.Prefix, entity, "n")
+	n := max(1000, int(o.Duration.Seconds()*4000))
+	var (
+		bg      sync.WaitGroup
+		errM    sync.Mutex
+		errs    []error
+		h       *lockhandoff.Handoff
+		handled atomic.Int64
+	)
+	fail := func(err error) {
+		errM.Lock()
+		errs = append(errs, err)
+		errM.Unlock()
+	}
+	holding, gate, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	h, err := lockhandoff.New(rc, lockhandoff.Config{
+		Prefix: o.Prefix + ":drain", Pipelines: o.Pipelines, MaxWait: n,
+		Nudge: func(_ context.Context, e string) error {
+			bg.Add(1)
+			go func() {
+				defer bg.Done()
+				if err := h.Resume(context.WithoutCancel(ctx), e); err != nil {
+					fail(err)
+				}
+			}()
+			return nil
+		},
+	}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
+		if len(env) == 1 { // the first event: hold the turn until the list is full
+			close(holding)
+			select {
+			case <-gate:
+			case <-hctx.Done():
+			}
+			return nil
+		}
+		err := rc.Incr(hctx, counterKey).Err()
+		if handled.Add(1) == int64(n) {
+			close(finished)
+		}
+		return err
+	})
+	if err != nil {
+		return Measurement{}, err
+	}
+	defer h.Stop()
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		if _, err := h.Submit(context.WithoutCancel(ctx), entity, []byte{0}); err != nil {
+			fail(err)
+		}
+	}()
+	select {
+	case <-holding:
+	case <-ctx.Done():
+		return Measurement{}, ctx.Err()
+	}
+	// Queue n events behind it; every Submit must answer QUEUED.
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range o.Producers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) && ctx.Err() == nil {
+				out, err := h.Submit(ctx, entity, []byte{1, 2})
+				if err == nil && out != lockhandoff.OutcomeQueued {
+					err = fmt.Errorf("submit behind a held turn answered %v", out)
+				}
+				if err != nil {
+					fail(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		close(gate)
+		return Measurement{}, fmt.Errorf("bench: hot drain: filling: %w", err)
+	}
+	start := time.Now()
+	close(gate)
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		return Measurement{}, ctx.Err()
+	}
+	elapsed := time.Since(start)
+	bg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Measurement{}, fmt.Errorf("bench: hot drain: %w", err)
+	}
+	return Measurement{Name: "hot drain (no load)", Events: n, EPS: float64(n) / elapsed.Seconds()}, nil
 }
 
 // hotRedsync: the same load with a redsync mutex: lock (retrying), handler, unlock. Tries

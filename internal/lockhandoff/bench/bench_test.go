@@ -21,7 +21,7 @@ func TestRunSmoke(t *testing.T) {
 			t.Errorf("%s: no events", m.Name)
 		}
 	}
-	if res.Hot.HandoffFairness <= 0 || res.Spread.UnlockedEPS <= 0 {
+	if res.Hot.HandoffFairness <= 0 || res.Hot.HandoffDrainEPS <= 0 || res.Spread.UnlockedEPS <= 0 {
 		t.Errorf("result %+v", res)
 	}
 }
