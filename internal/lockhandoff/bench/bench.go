@@ -314,7 +314,7 @@ func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options, before
 // hotDrain measures the drain loop alone: the first event holds the turn while o.Duration
 // x 4,000 events are queued behind it (by o.Producers goroutines), then the turn works
 // through them, the handler doing hotHandoff's write; the measured time runs from the
-// first event's return to the last event's handler. The turn leaves and is resumed every
+// first event's release to the last event's handler. The turn leaves and is resumed every
 // DrainMaxEvents events, as in hotHandoff.
 func hotDrain(ctx context.Context, rc redis.UniversalClient, o Options) (Measurement, error) {
 	const entity = "drain"
@@ -364,15 +364,17 @@ func hotDrain(ctx context.Context, rc redis.UniversalClient, o Options) (Measure
 		return Measurement{}, err
 	}
 	defer h.Stop()
+	firstErr := make(chan error, 1)
 	bg.Add(1)
 	go func() {
 		defer bg.Done()
-		if _, err := h.Submit(context.WithoutCancel(ctx), entity, []byte{0}); err != nil {
-			fail(err)
-		}
+		_, err := h.Submit(context.WithoutCancel(ctx), entity, []byte{0})
+		firstErr <- err
 	}()
 	select {
 	case <-holding:
+	case err := <-firstErr: // it returned before its handler ran: it can only have failed
+		return Measurement{}, fmt.Errorf("bench: hot drain: the first event did not take the turn: %w", err)
 	case <-ctx.Done():
 		return Measurement{}, ctx.Err()
 	}
@@ -407,7 +409,7 @@ func hotDrain(ctx context.Context, rc redis.UniversalClient, o Options) (Measure
 	}
 	elapsed := time.Since(start)
 	bg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(append(errs, <-firstErr)...); err != nil {
 		return Measurement{}, fmt.Errorf("bench: hot drain: %w", err)
 	}
 	return Measurement{Name: "hot drain (no load)", Events: n, EPS: float64(n) / elapsed.Seconds()}, nil
