@@ -58,7 +58,7 @@ func runBenchLock(ctx context.Context, args []string) error {
 		h.HandoffEPS/h.RedsyncTunedEPS, h.HandoffP99Ms/h.RedsyncTunedP99Ms, h.HandoffFairness, h.HandoffMaxMs/h.RedsyncDefaultMaxMs)
 	fmt.Printf("        with the handler's write riding on the handoff (BeforeNext; not the target's handler): %.2fx\n",
 		h.HandoffBeforeNextEPS/h.RedsyncTunedEPS)
-	fmt.Printf("        the drain loop alone (a wait list filled in advance, no producers; the ceiling of handoff here): %.2fx\n",
+	fmt.Printf("        the drain loop alone (a wait list filled in advance, no producers; about the ceiling of handoff here): %.2fx\n",
 		h.HandoffDrainEPS/h.RedsyncTunedEPS)
 	fmt.Printf("spread: handoff/unlocked eps %.2fx (target >= 0.4)\n", s.HandoffEPS/s.UnlockedEPS)
 	return nil

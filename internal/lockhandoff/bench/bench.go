@@ -73,9 +73,9 @@ type Hot struct {
 	// write itself.
 	HandoffBeforeNextEPS float64 `json:"handoff_beforenext_eps"`
 	// HandoffDrainEPS is the drain loop alone: one turn works through a wait list filled
-	// in advance, the handler doing the same write, with no producer running. No producer
-	// load can take HandoffEPS past it: it is the ceiling of the hot measurement on this
-	// machine in this run. Not a target.
+	// in advance, the handler doing the same write, with no producer running. Producers
+	// only add work to Redis and the cores, so it is about the ceiling of HandoffEPS on
+	// this machine in this run (within the noise of a short run). Not a target.
 	HandoffDrainEPS float64 `json:"handoff_drain_eps"`
 }
 
@@ -221,6 +221,47 @@ func jain(xs []float64) float64 {
 	return s * s / (float64(len(xs)) * s2)
 }
 
+// background tracks a measurement's goroutines (Submits that run a drain, Resumes after a
+// nudge) and keeps the errors they return.
+type background struct {
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs []error
+}
+
+// run runs f in a tracked goroutine.
+func (b *background) run(f func() error) {
+	b.wg.Go(func() {
+		if err := f(); err != nil {
+			b.mu.Lock()
+			b.errs = append(b.errs, err)
+			b.mu.Unlock()
+		}
+	})
+}
+
+// err returns the errors kept so far.
+func (b *background) err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return errors.Join(b.errs...)
+}
+
+// wait waits for every tracked goroutine and returns their errors.
+func (b *background) wait() error {
+	b.wg.Wait()
+	return b.err()
+}
+
+// nudge is a lockhandoff.Config.Nudge that resumes the entity's backlog with *h in a
+// tracked goroutine, as the replica that receives the drain message would.
+func (b *background) nudge(ctx context.Context, h **lockhandoff.Handoff) func(context.Context, string) error {
+	return func(_ context.Context, entity string) error {
+		b.run(func() error { return (*h).Resume(context.WithoutCancel(ctx), entity) })
+		return nil
+	}
+}
+
 // hotHandoff: producers submit to one entity; each waits until the handler of its event
 // ran before it submits the next. Submit runs in a goroutine of its own, as in a consumer
 // pool, so that the producer whose Submit took the turn (and drains the others' events)
@@ -236,29 +277,10 @@ func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options, before
 	for i := range ps {
 		ps[i], done[i] = &producerStats{}, make(chan struct{}, 1)
 	}
-	var (
-		bg   sync.WaitGroup
-		errM sync.Mutex
-		errs []error
-		h    *lockhandoff.Handoff
-	)
-	fail := func(err error) {
-		errM.Lock()
-		errs = append(errs, err)
-		errM.Unlock()
-	}
+	var bg background
+	var h *lockhandoff.Handoff
 	h, err := lockhandoff.New(rc, lockhandoff.Config{
-		Prefix: o.Prefix + ":handoff", Pipelines: o.Pipelines,
-		Nudge: func(_ context.Context, e string) error {
-			bg.Add(1)
-			go func() {
-				defer bg.Done()
-				if err := h.Resume(context.WithoutCancel(ctx), e); err != nil {
-					fail(err)
-				}
-			}()
-			return nil
-		},
+		Prefix: o.Prefix + ":handoff", Pipelines: o.Pipelines, Nudge: bg.nudge(ctx, &h),
 	}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
 		p := binary.BigEndian.Uint32(env)
 		sent := time.Duration(binary.BigEndian.Uint64(env[4:]))
@@ -284,14 +306,13 @@ func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options, before
 				binary.BigEndian.PutUint32(env, uint32(p))
 				binary.BigEndian.PutUint64(env[4:], uint64(time.Since(base)))
 				e := slices.Clone(env)
-				bg.Add(1)
-				go func() {
-					defer bg.Done()
-					if _, err := h.Submit(context.WithoutCancel(ctx), entity, e); err != nil {
-						fail(err)
+				bg.run(func() error {
+					_, err := h.Submit(context.WithoutCancel(ctx), entity, e)
+					if err != nil {
 						done[p] <- struct{}{}
 					}
-				}()
+					return err
+				})
 				<-done[p]
 				ps[p].done++
 			}
@@ -299,9 +320,9 @@ func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options, before
 	}
 	wg.Wait()
 	elapsed := time.Since(end.Add(-o.Duration))
-	bg.Wait()
+	err = bg.wait()
 	h.Stop()
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return Measurement{}, fmt.Errorf("bench: hot handoff (BeforeNext %v): %w", beforeNext, err)
 	}
 	name := "hot handoff"
@@ -321,30 +342,13 @@ func hotDrain(ctx context.Context, rc redis.UniversalClient, o Options) (Measure
 	counterKey := lockhandoff.Key(o.Prefix, entity, "n")
 	n := max(1000, int(o.Duration.Seconds()*4000))
 	var (
-		bg      sync.WaitGroup
-		errM    sync.Mutex
-		errs    []error
+		bg      background
 		h       *lockhandoff.Handoff
 		handled atomic.Int64
 	)
-	fail := func(err error) {
-		errM.Lock()
-		errs = append(errs, err)
-		errM.Unlock()
-	}
 	holding, gate, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	h, err := lockhandoff.New(rc, lockhandoff.Config{
-		Prefix: o.Prefix + ":drain", Pipelines: o.Pipelines, MaxWait: n,
-		Nudge: func(_ context.Context, e string) error {
-			bg.Add(1)
-			go func() {
-				defer bg.Done()
-				if err := h.Resume(context.WithoutCancel(ctx), e); err != nil {
-					fail(err)
-				}
-			}()
-			return nil
-		},
+		Prefix: o.Prefix + ":drain", Pipelines: o.Pipelines, MaxWait: n, Nudge: bg.nudge(ctx, &h),
 	}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
 		if len(env) == 1 { // the first event: hold the turn until the list is full
 			close(holding)
@@ -365,12 +369,11 @@ func hotDrain(ctx context.Context, rc redis.UniversalClient, o Options) (Measure
 	}
 	defer h.Stop()
 	firstErr := make(chan error, 1)
-	bg.Add(1)
-	go func() {
-		defer bg.Done()
+	bg.run(func() error {
 		_, err := h.Submit(context.WithoutCancel(ctx), entity, []byte{0})
 		firstErr <- err
-	}()
+		return err
+	})
 	select {
 	case <-holding:
 	case err := <-firstErr: // it returned before its handler ran: it can only have failed
@@ -380,8 +383,9 @@ func hotDrain(ctx context.Context, rc redis.UniversalClient, o Options) (Measure
 	}
 	// Queue n events behind it; every Submit must answer QUEUED.
 	var next atomic.Int64
+	fill := make([]error, o.Producers)
 	var wg sync.WaitGroup
-	for range o.Producers {
+	for i := range fill {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) && ctx.Err() == nil {
 				out, err := h.Submit(ctx, entity, []byte{1, 2})
@@ -389,14 +393,14 @@ func hotDrain(ctx context.Context, rc redis.UniversalClient, o Options) (Measure
 					err = fmt.Errorf("submit behind a held turn answered %v", out)
 				}
 				if err != nil {
-					fail(err)
+					fill[i] = err
 					return
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(fill...); err != nil {
 		close(gate)
 		return Measurement{}, fmt.Errorf("bench: hot drain: filling: %w", err)
 	}
@@ -408,8 +412,7 @@ func hotDrain(ctx context.Context, rc redis.UniversalClient, o Options) (Measure
 		return Measurement{}, ctx.Err()
 	}
 	elapsed := time.Since(start)
-	bg.Wait()
-	if err := errors.Join(append(errs, <-firstErr)...); err != nil {
+	if err := bg.wait(); err != nil {
 		return Measurement{}, fmt.Errorf("bench: hot drain: %w", err)
 	}
 	return Measurement{Name: "hot drain (no load)", Events: n, EPS: float64(n) / elapsed.Seconds()}, nil
@@ -512,15 +515,10 @@ func spreadPair(ctx context.Context, rc redis.UniversalClient, o Options) (Measu
 	}
 	hPrefix, uPrefix := o.Prefix+":spread-handoff", o.Prefix+":spread-unlocked"
 	var hHandled, uHandled atomic.Int64
-	var bg sync.WaitGroup
+	var bg background
 	var h *lockhandoff.Handoff
 	h, err := lockhandoff.New(rc, lockhandoff.Config{
-		Prefix: hPrefix, Pipelines: o.Pipelines,
-		Nudge: func(_ context.Context, e string) error {
-			bg.Add(1)
-			go func() { defer bg.Done(); h.Resume(context.WithoutCancel(ctx), e) }()
-			return nil
-		},
+		Prefix: hPrefix, Pipelines: o.Pipelines, Nudge: bg.nudge(ctx, &h),
 	}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
 		err := spreadScript.Run(hctx, rc, []string{lockhandoff.Key(hPrefix, t.Entity, "doc")}).Err()
 		if err == nil {
@@ -557,7 +555,9 @@ func spreadPair(ctx context.Context, rc redis.UniversalClient, o Options) (Measu
 		}
 		uTime += d
 	}
-	bg.Wait()
+	if err := bg.wait(); err != nil {
+		return Measurement{}, Measurement{}, fmt.Errorf("bench: spread handoff: resume: %w", err)
+	}
 	hn, un := hHandled.Load(), uHandled.Load()
 	return Measurement{Name: "spread handoff", Events: int(hn), EPS: float64(hn) / hTime.Seconds()},
 		Measurement{Name: "spread unlocked", Events: int(un), EPS: float64(un) / uTime.Seconds()}, nil
