@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -56,6 +57,23 @@ func Reason(err error) string {
 		}
 	}
 	return "ERR_INTERNAL"
+}
+
+// Rejection returns the reason code of an error that rejects the operation for good (a
+// shortage, an unknown SKU, a bad request, ...), with ok. An error that may pass on a
+// retry is no rejection: Redis or the loader failing or timing out ("ERR_INTERNAL" in
+// Reason), a SKU still not loaded after its load, a cancelled context. Rejecting on those
+// would turn a valid order into a rejected one because Redis was slow for a moment.
+func Rejection(err error) (reason string, ok bool) {
+	reason = Reason(err)
+	switch reason {
+	case "", "ERR_INTERNAL", "ERR_NOT_LOADED":
+		return "", false
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return "", false
+	}
+	return reason, true
 }
 
 // opError builds the error of a failed operation: the sentinel with the op, SKU and detail.

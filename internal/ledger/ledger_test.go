@@ -542,3 +542,23 @@ func TestLoadManyLots(t *testing.T) {
 		}
 	}
 }
+
+// Only the ledger's own verdicts reject an operation; errors that may pass on a retry do not.
+func TestRejection(t *testing.T) {
+	for _, c := range []struct {
+		err    error
+		reason string
+	}{
+		{nil, ""},
+		{opError("alloc", "A", ErrShortage, ""), "ERR_SHORTAGE"},
+		{opError("alloc", "A", ErrUnknownSKU, ""), "ERR_UNKNOWN_SKU"},
+		{opError("alloc", "A", ErrNotLoaded, ""), ""},
+		{fmt.Errorf("ledger: alloc sku=A: %w", errors.New("redis: connection pool timeout")), ""},
+		{fmt.Errorf("ledger: alloc sku=A: %w", context.DeadlineExceeded), ""},
+	} {
+		reason, ok := Rejection(c.err)
+		if reason != c.reason || ok != (c.reason != "") {
+			t.Errorf("Rejection(%v) = %q %v, want %q", c.err, reason, ok, c.reason)
+		}
+	}
+}

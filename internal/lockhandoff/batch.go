@@ -18,8 +18,8 @@ import (
 //
 // Each script still runs atomically on its own keys; sharing a pipeline changes when a
 // command is sent, not what it does. A call's commands stay together and in order (a
-// handoff's BeforeNext commands ahead of it); on a cluster client go-redis splits a pipeline
-// by node and keeps the order per node.
+// take and its index entry); on a cluster client go-redis splits a pipeline by node and
+// keeps the order per node.
 //
 // There is no goroutine of its own: the caller that finds a free slot leads, and hands the
 // lead on to the oldest waiting call when others are left after its round trip.

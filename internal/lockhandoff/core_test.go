@@ -299,8 +299,9 @@ func testFull(t *testing.T, b backend) {
 // testWrongToken: handoff, leave and renew with a token that is not the holder's change
 // nothing, and say so.
 //
-// Broken variant tried: handoff.lua without its GET lock == token check: the wrong-token
-// handoff cleared proc and moved e1 into it, and the snapshot comparison failed.
+// Broken variants tried: handoff.lua without its GET lock == token check: the wrong-token
+// handoff cleared proc and moved e1 into it, and the snapshot comparison failed; writes.lua
+// run before that check: the fenced key was written.
 func testWrongToken(t *testing.T, b backend) {
 	rc, prefix := b.client(t)
 	const entity = "LC-token"
@@ -323,13 +324,19 @@ func testWrongToken(t *testing.T, b backend) {
 	}
 	k := hd.keys(entity)
 	before := snapshotKeys(t, rc, prefix, entity)
-	if st, _, err := hd.runHandoff(ctx, k, "not-the-token"); err != nil || st != handoffLost {
+	// A committed write (see Commit) is fenced by the same check.
+	fenced := Key(prefix, entity, "fenced")
+	w := []Write{{Cmd: "SET", Keys: []string{fenced}, Args: []any{"zombie"}}}
+	if st, _, _, err := hd.runHandoff(ctx, k, "not-the-token", w); err != nil || st != handoffLost {
 		t.Errorf("handoff with a wrong token: %v %v", st, err)
 	}
 	for _, done := range []bool{false, true} {
-		if n, err := hd.runLeave(ctx, k, "not-the-token", done); err != nil || n != -1 {
+		if n, _, err := hd.runLeave(ctx, k, "not-the-token", done, w); err != nil || n != -1 {
 			t.Errorf("leave(done=%v) with a wrong token: %v %v", done, n, err)
 		}
+	}
+	if n := rc.Exists(ctx, fenced).Val(); n != 0 {
+		t.Error("a write committed with a wrong token's step ran")
 	}
 	if ok, err := hd.runRenew(ctx, k, "not-the-token"); err != nil || ok {
 		t.Errorf("renew with a wrong token: %v %v", ok, err)

@@ -8,13 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 )
 
 var (
 	errLeaseLost = errors.New("lockhandoff: lease lost")
 	errDeadline  = errors.New("lockhandoff: handler deadline passed")
+	errDropped   = errors.New("lockhandoff: writes dropped: their handler did not succeed")
 )
 
 // drain runs the turn the caller just took: the handler for first, then for each envelope
@@ -30,7 +30,7 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 	cur := first
 	for n := 1; ; n++ {
 		h.m.waited.Observe(float64(max(cur.nowMs-cur.enqMs, 0)) / 1000)
-		res, before := h.handle(l, cur)
+		res, writes := h.handle(l, cur)
 		switch res {
 		case handledLost:
 			return
@@ -43,17 +43,22 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 		}
 		stopping := h.isStopping() || ctx.Err() != nil
 		if stopping || n >= h.cfg.DrainMaxEvents || h.cfg.Now().Sub(start) >= h.cfg.DrainMaxTime {
-			bctx, cancel := h.bookkeepingCtx(ctx)
-			h.runBefore(bctx, before)
-			cancel()
-			h.leave(entity, k, token, true, true)
+			h.leaveDone(entity, k, token, cur, writes)
 			return
 		}
 		// The caller's ctx is still live here (checked above); if it ends during the call,
 		// the error path below gives the turn back with a context of its own. The
-		// handler's BeforeNext commands share the handoff's round trip, ahead of it.
-		st, next, err := h.runHandoffAfter(ctx, k, token, before)
+		// handler's committed writes run in the handoff's script, before the handoff.
+		st, next, replies, err := h.runHandoff(ctx, k, token, writes)
+		if st == handoffLost {
+			settle(writes, nil, errLeaseLost)
+		} else {
+			settle(writes, replies, err)
+		}
 		switch {
+		case errors.Is(err, ErrWriteFailed):
+			h.writeFailed(entity, k, token, cur, err)
+			return
 		case err != nil:
 			// Unknown whether the handoff ran: proc holds either the finished envelope or
 			// the next one, both safe to re-run. Give the turn back if it is still ours; when
@@ -73,6 +78,32 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 	}
 }
 
+// leaveDone leaves the turn after the envelope cur was handled, committing its writes,
+// and nudges another replica to take over the backlog.
+func (h *Handoff) leaveDone(entity string, k keys, token string, cur entry, writes []Write) {
+	ctx, cancel := h.bookkeepingCtx(context.Background())
+	defer cancel()
+	left, replies, err := h.runLeave(ctx, k, token, true, writes)
+	if err == nil && left < 0 {
+		settle(writes, nil, errLeaseLost)
+	} else {
+		settle(writes, replies, err)
+	}
+	h.afterLeave(ctx, entity, left, err, true)
+	if errors.Is(err, ErrWriteFailed) {
+		h.writeFailed(entity, k, token, cur, err)
+	}
+}
+
+// writeFailed leaves the turn after a write committed with the step failed: the envelope
+// stays in proc, as after a handler that failed, and the sweeper re-runs it.
+func (h *Handoff) writeFailed(entity string, k keys, token string, cur entry, err error) {
+	h.m.failed.Inc()
+	h.log.Warn("lockhandoff: a write committed with the step failed; envelope left in proc for the sweeper",
+		zap.String("lcid", entity), zap.Int64("seq", cur.seq), zap.Error(err))
+	h.leave(entity, k, token, false, false)
+}
+
 // leave releases the turn with any backlog left in place; done says whether the envelope
 // in proc was processed. With nudge, another replica is nudged to resume the backlog: after
 // a graceful leave (budget, Stop, caller's context). After a failure the sweeper takes over
@@ -80,8 +111,16 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 func (h *Handoff) leave(entity string, k keys, token string, done, nudge bool) {
 	ctx, cancel := h.bookkeepingCtx(context.Background())
 	defer cancel()
-	left, err := h.runLeave(ctx, k, token, done)
+	left, _, err := h.runLeave(ctx, k, token, done, nil)
+	h.afterLeave(ctx, entity, left, err, nudge)
+}
+
+// afterLeave logs a failed leave, counts a lost lease, and nudges another replica when
+// nudge is set and a backlog is left.
+func (h *Handoff) afterLeave(ctx context.Context, entity string, left int64, err error, nudge bool) {
 	switch {
+	case errors.Is(err, ErrWriteFailed):
+		return // the caller leaves again, without the writes
 	case err != nil:
 		h.log.Warn("lockhandoff: leave failed; the lease expires instead", zap.String("lcid", entity), zap.Error(err))
 		return
@@ -115,29 +154,25 @@ const (
 )
 
 // handle runs the handler for one envelope, retrying a failure a bounded number of times
-// inside the turn. With handledOK it returns what the handler queued with BeforeNext.
-func (h *Handoff) handle(l *lease, e entry) (handled, []func(context.Context, redis.Pipeliner)) {
-	res, before := h.handleOnce(l, e)
-	if res != handledOK {
-		before = nil
-	}
-	return res, before
-}
-
-func (h *Handoff) handleOnce(l *lease, e entry) (handled, []func(context.Context, redis.Pipeliner)) {
+// inside the turn. With handledOK it returns the writes the handler committed.
+func (h *Handoff) handle(l *lease, e entry) (handled, []Write) {
 	backoff := h.cfg.RetryBackoff
 	for attempt := 0; ; attempt++ {
 		deadline := time.Now().Add(h.cfg.HandlerDeadline)
 		l.setDeadline(deadline)
 		hctx, cancel := context.WithDeadlineCause(l.ctx, deadline, errDeadline)
-		bn := &beforeNext{}
-		hctx = context.WithValue(hctx, beforeNextKey{}, bn)
+		p := &pending{tag: hashTag(l.k.lock)}
+		hctx = context.WithValue(hctx, pendingKey{}, p)
 		t := Turn{Entity: l.entity, Seq: e.seq, Token: l.token, Rerun: e.rerun || attempt > 0}
 		err := callHandler(h.handler, hctx, t, e.envelope)
 		cause := context.Cause(hctx)
 		cancel()
-		before := bn.take()
+		writes := p.take()
 		l.setDeadline(time.Time{})
+		if err == nil && !l.isLost() && !errors.Is(cause, errDeadline) {
+			return handledOK, writes
+		}
+		settle(writes, nil, errDropped)
 		switch {
 		case l.isLost():
 			return handledLost, nil
@@ -146,8 +181,6 @@ func (h *Handoff) handleOnce(l *lease, e entry) (handled, []func(context.Context
 			h.log.Warn("lockhandoff: handler passed its deadline; turn left to the sweeper",
 				zap.String("lcid", l.entity), zap.Int64("seq", e.seq), zap.Duration("deadline", h.cfg.HandlerDeadline))
 			return handledAbandoned, nil
-		case err == nil:
-			return handledOK, before
 		case attempt >= max(h.cfg.HandlerRetries, 0) || h.isStopping() || l.ctx.Err() != nil:
 			h.m.failed.Inc()
 			h.log.Warn("lockhandoff: handler failed; envelope left in proc for the sweeper",

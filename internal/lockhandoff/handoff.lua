@@ -1,27 +1,34 @@
--- handoff: the holder finished the envelope in proc; give the turn to the next envelope
--- under the same lock, or release the lock when nothing waits.
+-- handoff: the holder finished the envelope in proc; commit the handler's writes, then give
+-- the turn to the next envelope under the same lock, or release the lock when nothing waits.
 --
 -- KEYS[1] lock   KEYS[2] wait   KEYS[3] proc   KEYS[4] seq   (see take.lua)
+-- KEYS[5..]      the keys of the handler's writes (see writes.lua)
 -- ARGV[1] token  the holder's token: nothing changes unless lock still holds it
 -- ARGV[2] ttl    lease TTL in milliseconds, renewed for the next envelope
+-- ARGV[3..]      the handler's writes (see writes.lua)
 --
 -- Returns
---   {1, seq, entry, now_ms, depth}  NEXT: entry moved from wait to proc, lock renewed
---   {0}                             DONE: wait was empty, proc cleared, lock deleted
---   {-1}                            LOST: lock is not ours; nothing changed
+--   {1, seq, entry, now_ms, depth, replies}  NEXT: entry moved from wait to proc, lock renewed
+--   {0, replies}                             DONE: wait was empty, proc cleared, lock deleted
+--   {-1}                                     LOST: lock is not ours; nothing changed
+--   {-2, i, message}                         FAILED: write i failed; the step did not happen
 --
 -- Take and handoff are atomic on the same keys: no envelope can be pushed after the holder
 -- saw an empty wait and before it released, so there is no lost wake-up.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return {-1}
 end
+local replies, failed = run_writes(5, 3)
+if failed then
+  return failed
+end
 redis.call('DEL', KEYS[3])
 local nxt = redis.call('LMOVE', KEYS[2], KEYS[3], 'LEFT', 'RIGHT')
 if not nxt then
   redis.call('DEL', KEYS[1])
-  return {0}
+  return {0, replies}
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 local t = redis.call('TIME')
 local now = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
-return {1, redis.call('INCR', KEYS[4]), nxt, tonumber(now), redis.call('LLEN', KEYS[2])}
+return {1, redis.call('INCR', KEYS[4]), nxt, tonumber(now), redis.call('LLEN', KEYS[2]), replies}

@@ -14,12 +14,14 @@ var (
 	//go:embed take.lua
 	takeSrc    string
 	takeScript = redis.NewScript(takeSrc)
+	//go:embed writes.lua
+	writesSrc string
 	//go:embed handoff.lua
 	handoffSrc    string
-	handoffScript = redis.NewScript(handoffSrc)
+	handoffScript = redis.NewScript(writesSrc + handoffSrc)
 	//go:embed leave.lua
 	leaveSrc    string
-	leaveScript = redis.NewScript(leaveSrc)
+	leaveScript = redis.NewScript(writesSrc + leaveSrc)
 	//go:embed renew.lua
 	renewSrc    string
 	renewScript = redis.NewScript(renewSrc)
@@ -152,27 +154,34 @@ const (
 	handoffNext handoffStatus = 1
 )
 
-func (h *Handoff) runHandoff(ctx context.Context, k keys, token string) (handoffStatus, entry, error) {
-	return h.runHandoffAfter(ctx, k, token, nil)
-}
-
-// runHandoffAfter runs handoff.lua in one round trip with the commands of before, which
-// go first.
-func (h *Handoff) runHandoffAfter(ctx context.Context, k keys, token string, before []func(context.Context, redis.Pipeliner)) (handoffStatus, entry, error) {
-	c := h.evalShared(ctx, handoffScript, before, []string{k.lock, k.wait, k.proc, k.seq}, token, h.cfg.LockTTL.Milliseconds())
-	v, err := c.Slice()
+// runHandoff runs handoff.lua, committing writes first (see Commit). replies holds the
+// writes' replies; a failed write is a *writeFailure error, and then nothing else changed.
+func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, writes []Write) (st handoffStatus, next entry, replies any, err error) {
+	ks, args := writeArgs(writes, []string{k.lock, k.wait, k.proc, k.seq}, []any{token, h.cfg.LockTTL.Milliseconds()})
+	v, err := h.evalShared(ctx, handoffScript, ks, args...).Slice()
 	if err != nil {
-		return 0, entry{}, err
+		return 0, entry{}, nil, err
 	}
-	st, _ := v[0].(int64)
-	if handoffStatus(st) != handoffNext {
-		return handoffStatus(st), entry{}, nil
+	s, _ := v[0].(int64)
+	switch handoffStatus(s) {
+	case handoffLost:
+		return handoffLost, entry{}, nil, nil
+	case handoffDone:
+		if len(v) >= 2 {
+			replies = v[1]
+		}
+		return handoffDone, entry{}, replies, nil
+	case handoffNext:
+		if len(v) < 6 {
+			return 0, entry{}, nil, fmt.Errorf("handoff: unexpected reply %v", v)
+		}
+		next, err = parseEntry(v[1], v[2], v[3], v[4])
+		return handoffNext, next, v[5], err
 	}
-	if len(v) < 5 {
-		return 0, entry{}, fmt.Errorf("handoff: unexpected reply %v", v)
+	if s == -2 {
+		return 0, entry{}, nil, parseWriteFailure(v)
 	}
-	e, err := parseEntry(v[1], v[2], v[3], v[4])
-	return handoffNext, e, err
+	return 0, entry{}, nil, fmt.Errorf("handoff: unexpected reply %v", v)
 }
 
 // runResume takes a free turn with a backlog; ok is false when the turn is held or
@@ -198,25 +207,35 @@ func (h *Handoff) runResume(ctx context.Context, k keys, token string) (entry, b
 	return e, true, nil
 }
 
-// runLeave releases the turn token-checked; done removes the envelope in proc. It returns
-// the backlog left, or -1 when the lock was not ours.
-func (h *Handoff) runLeave(ctx context.Context, k keys, token string, done bool) (int64, error) {
+// runLeave releases the turn token-checked, committing writes first (see Commit); done
+// removes the envelope in proc. It returns the backlog left, or -1 when the lock was not
+// ours, and the writes' replies; a failed write is a *writeFailure error, and then nothing
+// else changed.
+func (h *Handoff) runLeave(ctx context.Context, k keys, token string, done bool, writes []Write) (left int64, replies any, err error) {
 	d := "0"
 	if done {
 		d = "1"
 	}
-	return h.evalShared(ctx, leaveScript, nil, []string{k.lock, k.wait, k.proc}, token, d).Int64()
+	ks, args := writeArgs(writes, []string{k.lock, k.wait, k.proc}, []any{token, d})
+	v, err := h.evalShared(ctx, leaveScript, ks, args...).Slice()
+	if err != nil {
+		return 0, nil, err
+	}
+	left, _ = v[0].(int64)
+	switch {
+	case left == -2:
+		return 0, nil, parseWriteFailure(v)
+	case left >= 0 && len(v) >= 2:
+		replies = v[1]
+	}
+	return left, replies, nil
 }
 
-// evalShared runs s in a shared pipeline (see batcher), after the commands of before.
-// When the server did not know the script yet, s did not run (the commands before it
-// did): it runs again alone, and EVAL loads it.
-func (h *Handoff) evalShared(ctx context.Context, s *redis.Script, before []func(context.Context, redis.Pipeliner), keys []string, args ...any) *redis.Cmd {
+// evalShared runs s in a shared pipeline (see batcher). When the server did not know the
+// script yet, s did not run: it runs again alone, and EVAL loads it.
+func (h *Handoff) evalShared(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
 	var c *redis.Cmd
 	h.batch.do(ctx, func(ctx context.Context, p redis.Pipeliner) {
-		for _, fn := range before {
-			fn(ctx, p)
-		}
 		c = s.EvalSha(ctx, p, keys, args...)
 	})
 	if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -82,22 +81,7 @@ var (
 	//go:embed ack.lua
 	ackLua    string
 	ackScript = redis.NewScript(ackLua)
-	// ackBody is ack.lua without its comments, sent whole (EVAL) when the ack rides in
-	// the handoff's pipeline: an EVALSHA there could fail NOSCRIPT with nobody to retry.
-	ackBody = stripLuaComments(ackLua)
 )
-
-func stripLuaComments(src string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(src, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "--") || strings.TrimSpace(line) == "" {
-			continue
-		}
-		b.WriteString(line)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
 
 // Processor is the handler of every turn: lockhandoff calls Handle for each event.
 type Processor struct {
@@ -307,17 +291,15 @@ func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []strin
 			return fmt.Errorf("order: publish results: %w", err)
 		}
 		p.metrics.published.Add(float64(len(bodies)))
-		ackKeys := []string{p.key(t.Entity, "lock"), outbox}
-		if len(items) < outboxBatch && lockhandoff.BeforeNext(ctx, func(ctx context.Context, pipe redis.Pipeliner) {
-			// In the handoff's round trip, ahead of it: the results are in SQS already, and
-			// the turn cannot move on before the trim ran (or was fenced, and then the
-			// handoff finds the turn lost too). A trim lost to an error only makes the
-			// next holder publish these results again (at least once).
-			pipe.Eval(ctx, ackBody, ackKeys, t.Token, len(items))
-		}) {
+		// The last trim commits with the turn's next step (the handoff or the release),
+		// which fences it with the turn's token: the results are in SQS already, and the
+		// event leaves proc in the same script that trims its results. A trim that fails
+		// there leaves the event in proc: its re-run finds it done and publishes these
+		// results again (at least once).
+		if len(items) < outboxBatch && lockhandoff.Commit(ctx, lockhandoff.Write{Cmd: "LTRIM", Keys: []string{outbox}, Args: []any{len(items), -1}}) == nil {
 			return nil
 		}
-		ok, err := ackScript.Run(ctx, p.rc, ackKeys, t.Token, len(items)).Int()
+		ok, err := ackScript.Run(ctx, p.rc, []string{p.key(t.Entity, "lock"), outbox}, t.Token, len(items)).Int()
 		if err != nil {
 			return fmt.Errorf("order: outbox ack: %w", err)
 		}

@@ -3,7 +3,6 @@ package order
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -213,11 +212,7 @@ func (t *txn) record(r ledger.Result) {
 
 // rejectable tells a ledger error that rejects the event from a transient one.
 func rejectable(err error) (string, bool) {
-	reason := ledger.Reason(err)
-	if reason == "" || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return "", false
-	}
-	return reason, true
+	return ledger.Rejection(err)
 }
 
 // keep records a ledger operation's result; an error that rejects the event becomes
