@@ -66,3 +66,45 @@ func Example() {
 	// LC-000123 seq 2: payment.confirmed
 	// turn
 }
+
+// A handler commits its last write with the turn's next step: the write runs in the
+// handoff's (or release's) script, only while the turn is still this holder's, and the
+// envelope leaves proc in the same script. Done hears of it once the step is back.
+func ExampleCommit() {
+	config.LoadStackEnv()
+	opt, err := redis.ParseURL(os.Getenv("REDIS_URL"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rc := redis.NewClient(opt)
+	defer rc.Close()
+	prefix := "example_" + testenv.ID()
+	defer func() {
+		keys, _ := rc.Keys(context.Background(), prefix+"*").Result()
+		for _, k := range keys {
+			rc.Del(context.Background(), k)
+		}
+	}()
+
+	h, err := lockhandoff.New(rc, lockhandoff.Config{Prefix: prefix}, func(ctx context.Context, t lockhandoff.Turn, envelope []byte) error {
+		status := lockhandoff.Key(prefix, t.Entity, "status") // the entity's hash tag
+		return lockhandoff.Commit(ctx, lockhandoff.Write{
+			Cmd: "SET", Keys: []string{status}, Args: []any{string(envelope)},
+			Done: func(reply any, err error) { fmt.Println("committed:", reply, err) },
+		})
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Stop()
+	if _, err := h.Submit(context.Background(), "LC-000124", []byte("shipped")); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(rc.Get(context.Background(), lockhandoff.Key(prefix, "LC-000124", "status")).Val())
+	// Output:
+	// committed: OK <nil>
+	// shipped
+}
