@@ -39,6 +39,7 @@ func TestCluster(t *testing.T) {
 	t.Run("WrongToken", func(t *testing.T) { t.Parallel(); testWrongToken(t, cluster) })
 	t.Run("CommitRunsWithTheStep", func(t *testing.T) { t.Parallel(); testCommitRunsWithTheStep(t, cluster) })
 	t.Run("CommitFailedWrite", func(t *testing.T) { t.Parallel(); testCommitFailedWrite(t, cluster) })
+	t.Run("HandoffSentAgain", func(t *testing.T) { t.Parallel(); testHandoffSentAgain(t, cluster) })
 	t.Run("IndexShardsSpreadOverNodes", func(t *testing.T) {
 		t.Parallel()
 		rc, prefix := cluster.client(t)

@@ -6,15 +6,19 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"go.uber.org/zap"
 )
 
 // Write is one Redis command that a handler commits with its turn's next step (see
 // Commit). The command's keys come first in it, as in INCR k, SET k v, HSET k f v,
 // RPUSH k v, LTRIM k start stop or DEL k1 k2; each key must carry the entity's hash tag
-// (build it with Key).
+// (build it with Key), and none may be one of the turn's own keys. A key among Args
+// escapes that check: keys go in Keys.
 type Write struct {
 	Cmd  string
 	Keys []string
+	// Args are the command's other arguments: strings, []byte, integers, floats or bools.
 	Args []any
 	// Done, when not nil, is called once the step's round trip is back, before the next
 	// envelope's handler starts: with the command's reply when it was committed, or with
@@ -29,6 +33,9 @@ var (
 	// ErrOtherSlot is Commit's answer for a key without the entity's hash tag: the step's
 	// script can only touch the entity's slot.
 	ErrOtherSlot = errors.New("lockhandoff: key outside the entity's hash tag")
+	// ErrBadWrite is Commit's answer for a write it cannot send: no command, an argument
+	// of another type than Write.Args allows, or more than MaxWriteArgs keys and arguments.
+	ErrBadWrite = errors.New("lockhandoff: bad write")
 	// ErrWriteFailed is given to Write.Done when a committed write failed in Redis (a
 	// wrong type, say). The step did not happen: the envelope stays in proc and is re-run.
 	ErrWriteFailed = errors.New("lockhandoff: a write committed with the step failed")
@@ -55,21 +62,18 @@ var (
 // writes of a handler that failed half-way do. A handler that returns an error has its
 // writes dropped.
 //
-// Commit returns ErrNotInTurn when ctx is not a running handler's, and ErrOtherSlot when
-// a key lacks the entity's hash tag; then nothing was queued.
+// Commit returns ErrNotInTurn when ctx is not a running handler's, ErrOtherSlot when a key
+// lacks the entity's hash tag, and ErrBadWrite for a write it cannot send (see Write);
+// then nothing was queued. The writes share a pipeline with other entities' steps, so a
+// write that could not be encoded would fail theirs too: Commit checks every argument.
 func Commit(ctx context.Context, writes ...Write) error {
 	p, ok := ctx.Value(pendingKey{}).(*pending)
 	if !ok {
 		return ErrNotInTurn
 	}
 	for _, w := range writes {
-		if w.Cmd == "" {
-			return errors.New("lockhandoff: Commit: a write without a command")
-		}
-		for _, k := range w.Keys {
-			if hashTag(k) != p.tag {
-				return fmt.Errorf("%w: %q (the entity's is {%s})", ErrOtherSlot, k, p.tag)
-			}
+		if err := p.check(w); err != nil {
+			return err
 		}
 	}
 	p.mu.Lock()
@@ -92,14 +96,48 @@ func hashTag(key string) string {
 	return key
 }
 
+// MaxWriteArgs bounds a Write's keys and arguments together: Lua's unpack, which passes
+// them to the command, fails past about 8,000, and outside pcall.
+const MaxWriteArgs = 1024
+
 type pendingKey struct{}
 
 // pending collects one handler run's writes.
 type pending struct {
+	k      keys // the turn's own keys, which no write may touch
 	tag    string
 	mu     sync.Mutex
 	closed bool
 	writes []Write
+}
+
+func newPending(k keys) *pending { return &pending{k: k, tag: hashTag(k.lock)} }
+
+// check returns why w cannot be committed, or nil.
+func (p *pending) check(w Write) error {
+	if w.Cmd == "" {
+		return fmt.Errorf("%w: no command", ErrBadWrite)
+	}
+	if n := len(w.Keys) + len(w.Args); n > MaxWriteArgs {
+		return fmt.Errorf("%w: %s with %d keys and arguments (at most %d)", ErrBadWrite, w.Cmd, n, MaxWriteArgs)
+	}
+	for _, k := range w.Keys {
+		if hashTag(k) != p.tag {
+			return fmt.Errorf("%w: %q (the entity's is {%s})", ErrOtherSlot, k, p.tag)
+		}
+		if k == p.k.lock || k == p.k.wait || k == p.k.proc || k == p.k.seq {
+			return fmt.Errorf("%w: %s on the turn's own key %q", ErrBadWrite, w.Cmd, k)
+		}
+	}
+	for i, a := range w.Args {
+		switch a.(type) {
+		case string, []byte, bool, float32, float64,
+			int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		default:
+			return fmt.Errorf("%w: %s argument %d is a %T", ErrBadWrite, w.Cmd, i, a)
+		}
+	}
+	return nil
 }
 
 // take closes p to later calls and returns what was queued.
@@ -145,20 +183,25 @@ func parseWriteFailure(v []any) error {
 }
 
 // settle calls each write's Done with its reply from replies (the step's reply array),
-// or with err.
-func settle(writes []Write, replies any, err error) {
+// or with err. A Done that panics is logged, as a handler that panics is recovered: the
+// caller still holds the turn.
+func (h *Handoff) settle(writes []Write, replies any, err error) {
 	rs, _ := replies.([]any)
 	for i, w := range writes {
 		if w.Done == nil {
 			continue
 		}
-		switch {
-		case err != nil:
-			w.Done(nil, err)
-		case i < len(rs):
-			w.Done(rs[i], nil)
-		default:
-			w.Done(nil, nil) // a nil reply ends Redis' array early
+		var reply any
+		if err == nil && i < len(rs) { // a nil reply is nil in the array, which stays whole
+			reply = rs[i]
 		}
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					h.log.Error("lockhandoff: Write.Done panicked", zap.String("cmd", w.Cmd), zap.Any("panic", r))
+				}
+			}()
+			w.Done(reply, err)
+		}()
 	}
 }

@@ -93,6 +93,18 @@ func testCommitRunsWithTheStep(t *testing.T, b backend) {
 		if err := Commit(hctx, Write{Cmd: "SET", Keys: []string{Key(prefix, "LC-other", "x")}, Args: []any{1}}); !errors.Is(err, ErrOtherSlot) {
 			t.Errorf("Commit of another entity's key: %v, want ErrOtherSlot", err)
 		}
+		// Writes Commit cannot send: an argument go-redis cannot encode (it would fail
+		// the whole shared pipeline), the turn's own lock, too many arguments for unpack.
+		for _, bad := range []Write{
+			{Cmd: "RPUSH", Keys: []string{mark}, Args: []any{[]string{"a", "b"}}},
+			{Cmd: "DEL", Keys: []string{Key(prefix, entity, "lock")}},
+			{Cmd: "RPUSH", Keys: []string{mark}, Args: make([]any, MaxWriteArgs)},
+			{Keys: []string{mark}},
+		} {
+			if err := Commit(hctx, bad); !errors.Is(err, ErrBadWrite) {
+				t.Errorf("Commit(%s %v): %v, want ErrBadWrite", bad.Cmd, bad.Keys, err)
+			}
+		}
 		w := Write{Cmd: "SET", Keys: []string{mark}, Args: []any{"after-" + string(env)}, Done: log.done(string(env))}
 		if err := Commit(hctx, w); err != nil {
 			t.Errorf("Commit in a handler: %v", err)
@@ -211,5 +223,89 @@ func testCommitFailedWrite(t *testing.T, b backend) {
 	}
 	if want := []string{"e0:failed", "e0:int", "e1:int"}; !slices.Equal(log.get(), want) {
 		t.Errorf("Done calls %q, want %q", log.get(), want)
+	}
+
+	// The same when the step is the release on a drain budget: the turn is left at once
+	// (not held until the lease expires), with the envelope in proc.
+	//
+	// Broken variant tried: leaveDone without its writeFailed call: the lock stayed held.
+	var hd2 *Handoff
+	hd2, _ = newTestHandoff(t, rc, prefix+"-2", Config{DrainMaxEvents: 1}, func(hctx context.Context, tr Turn, env []byte) error {
+		if string(env) == "e0" {
+			if out, err := hd2.Submit(ctx, entity, []byte("e1")); err != nil || out != OutcomeQueued {
+				t.Errorf("e1: %v %v", out, err)
+			}
+		}
+		return Commit(hctx, Write{Cmd: "INCR", Keys: []string{list}}) // WRONGTYPE
+	})
+	if _, err := hd2.Submit(ctx, entity, []byte("e0")); err != nil {
+		t.Fatal(err)
+	}
+	k2 := hd2.keys(entity)
+	if got := payloads(rc.LRange(ctx, k2.proc, 0, -1).Val()); !slices.Equal(got, []string{"e0"}) {
+		t.Errorf("budget leave: proc = %q after a failed write, want [e0]", got)
+	}
+	if n := rc.Exists(ctx, k2.lock).Val(); n != 0 {
+		t.Error("budget leave: the turn was not left after a failed write")
+	}
+}
+
+func TestHandoffSentAgainChangesNothing(t *testing.T) {
+	t.Parallel()
+	testHandoffSentAgain(t, single)
+}
+
+// A handoff sent again, as the client does when a round trip's reply is lost (go-redis
+// retries after EOF or a read timeout), must not finish the next envelope before it ran,
+// nor commit the writes twice: the script checks the seq of the envelope it finishes.
+//
+// Broken variant tried: handoff.lua without the seq check: the second send deleted e1 from
+// proc unrun, moved e2 there, and INCRed the counter twice.
+func testHandoffSentAgain(t *testing.T, b backend) {
+	rc, prefix := b.client(t)
+	ctx := context.Background()
+	const entity = "LC-resent"
+	holding, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hd, _ := newTestHandoff(t, rc, prefix, Config{}, func(ctx context.Context, tr Turn, env []byte) error {
+		if string(env) == "e0" {
+			once.Do(func() { close(holding) })
+			<-release
+		}
+		return nil
+	})
+	openRelease := opener(t, release)
+	holder := make(chan error, 1)
+	go func() { _, err := hd.Submit(ctx, entity, []byte("e0")); holder <- err }()
+	<-holding
+	for _, e := range []string{"e1", "e2"} {
+		if _, err := hd.Submit(ctx, entity, []byte(e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := hd.keys(entity)
+	token := rc.Get(ctx, k.lock).Val()
+	seq, _ := rc.Get(ctx, k.seq).Int64()
+	count := Key(prefix, entity, "n")
+	w := []Write{{Cmd: "INCR", Keys: []string{count}}}
+	st, next, _, err := hd.runHandoff(ctx, k, token, seq, w)
+	if err != nil || st != handoffNext || string(next.envelope) != "e1" {
+		t.Fatalf("first handoff: %v %q %v", st, next.envelope, err)
+	}
+	before := snapshotKeys(t, rc, prefix, entity)
+	st, _, _, err = hd.runHandoff(ctx, k, token, seq, w)
+	if err != nil || st != handoffStale {
+		t.Errorf("the same handoff sent again: %v %v, want stale", st, err)
+	}
+	if after := snapshotKeys(t, rc, prefix, entity); after != before {
+		t.Errorf("the handoff sent again changed the entity:\n before %s\n after  %s", before, after)
+	}
+	if got := rc.Get(ctx, count).Val(); got != "1" {
+		t.Errorf("the committed write ran %s times", got)
+	}
+	openRelease()
+	<-holder // e0's own handoff now finds the seq moved on: stale, the turn is left
+	if got := payloads(rc.LRange(ctx, k.proc, 0, -1).Val()); !slices.Equal(got, []string{"e1"}) {
+		t.Errorf("proc = %q, want e1 kept for a re-run", got)
 	}
 }

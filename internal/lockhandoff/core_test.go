@@ -327,7 +327,7 @@ func testWrongToken(t *testing.T, b backend) {
 	// A committed write (see Commit) is fenced by the same check.
 	fenced := Key(prefix, entity, "fenced")
 	w := []Write{{Cmd: "SET", Keys: []string{fenced}, Args: []any{"zombie"}}}
-	if st, _, _, err := hd.runHandoff(ctx, k, "not-the-token", w); err != nil || st != handoffLost {
+	if st, _, _, err := hd.runHandoff(ctx, k, "not-the-token", 1, w); err != nil || st != handoffLost {
 		t.Errorf("handoff with a wrong token: %v %v", st, err)
 	}
 	for _, done := range []bool{false, true} {

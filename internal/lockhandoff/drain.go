@@ -15,6 +15,7 @@ var (
 	errLeaseLost = errors.New("lockhandoff: lease lost")
 	errDeadline  = errors.New("lockhandoff: handler deadline passed")
 	errDropped   = errors.New("lockhandoff: writes dropped: their handler did not succeed")
+	errStaleStep = errors.New("lockhandoff: the step ran already, its reply lost; writes' outcome unknown")
 )
 
 // drain runs the turn the caller just took: the handler for first, then for each envelope
@@ -49,19 +50,24 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 		// The caller's ctx is still live here (checked above); if it ends during the call,
 		// the error path below gives the turn back with a context of its own. The
 		// handler's committed writes run in the handoff's script, before the handoff.
-		st, next, replies, err := h.runHandoff(ctx, k, token, writes)
-		if st == handoffLost {
-			settle(writes, nil, errLeaseLost)
-		} else {
-			settle(writes, replies, err)
+		st, next, replies, err := h.runHandoff(ctx, k, token, cur.seq, writes)
+		switch st {
+		case handoffLost:
+			h.settle(writes, nil, errLeaseLost)
+		case handoffStale:
+			err = errStaleStep
+			h.settle(writes, nil, err)
+		default:
+			h.settle(writes, replies, err)
 		}
 		switch {
 		case errors.Is(err, ErrWriteFailed):
 			h.writeFailed(entity, k, token, cur, err)
 			return
 		case err != nil:
-			// Unknown whether the handoff ran: proc holds either the finished envelope or
-			// the next one, both safe to re-run. Give the turn back if it is still ours; when
+			// Unknown whether the handoff ran (or, stale, known that an earlier send of it
+			// did, with its reply lost): proc holds either the finished envelope or the
+			// next one, both safe to re-run. Give the turn back if it is still ours; when
 			// the caller is going away, to another replica at once.
 			h.log.Warn("lockhandoff: handoff failed", zap.String("lcid", entity), zap.Error(err))
 			h.leave(entity, k, token, false, ctx.Err() != nil)
@@ -85,9 +91,9 @@ func (h *Handoff) leaveDone(entity string, k keys, token string, cur entry, writ
 	defer cancel()
 	left, replies, err := h.runLeave(ctx, k, token, true, writes)
 	if err == nil && left < 0 {
-		settle(writes, nil, errLeaseLost)
+		h.settle(writes, nil, errLeaseLost)
 	} else {
-		settle(writes, replies, err)
+		h.settle(writes, replies, err)
 	}
 	h.afterLeave(ctx, entity, left, err, true)
 	if errors.Is(err, ErrWriteFailed) {
@@ -161,7 +167,7 @@ func (h *Handoff) handle(l *lease, e entry) (handled, []Write) {
 		deadline := time.Now().Add(h.cfg.HandlerDeadline)
 		l.setDeadline(deadline)
 		hctx, cancel := context.WithDeadlineCause(l.ctx, deadline, errDeadline)
-		p := &pending{tag: hashTag(l.k.lock)}
+		p := newPending(l.k)
 		hctx = context.WithValue(hctx, pendingKey{}, p)
 		t := Turn{Entity: l.entity, Seq: e.seq, Token: l.token, Rerun: e.rerun || attempt > 0}
 		err := callHandler(h.handler, hctx, t, e.envelope)
@@ -172,7 +178,11 @@ func (h *Handoff) handle(l *lease, e entry) (handled, []Write) {
 		if err == nil && !l.isLost() && !errors.Is(cause, errDeadline) {
 			return handledOK, writes
 		}
-		settle(writes, nil, errDropped)
+		if l.isLost() {
+			h.settle(writes, nil, errLeaseLost)
+		} else {
+			h.settle(writes, nil, errDropped)
+		}
 		switch {
 		case l.isLost():
 			return handledLost, nil

@@ -5,20 +5,28 @@
 -- KEYS[5..]      the keys of the handler's writes (see writes.lua)
 -- ARGV[1] token  the holder's token: nothing changes unless lock still holds it
 -- ARGV[2] ttl    lease TTL in milliseconds, renewed for the next envelope
--- ARGV[3..]      the handler's writes (see writes.lua)
+-- ARGV[3] seq    the seq of the envelope the holder finished: nothing changes unless it is
+--                still the current one. A handoff sent again (the client retries a round
+--                trip whose reply was lost) must not finish the next envelope unrun.
+-- ARGV[4..]      the handler's writes (see writes.lua)
 --
 -- Returns
 --   {1, seq, entry, now_ms, depth, replies}  NEXT: entry moved from wait to proc, lock renewed
 --   {0, replies}                             DONE: wait was empty, proc cleared, lock deleted
 --   {-1}                                     LOST: lock is not ours; nothing changed
 --   {-2, i, message}                         FAILED: write i failed; the step did not happen
+--   {-3}                                     STALE: seq moved on (this step ran already);
+--                                            nothing changed
 --
 -- Take and handoff are atomic on the same keys: no envelope can be pushed after the holder
 -- saw an empty wait and before it released, so there is no lost wake-up.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return {-1}
 end
-local replies, failed = run_writes(5, 3)
+if redis.call('GET', KEYS[4]) ~= ARGV[3] then
+  return {-3}
+end
+local replies, failed = run_writes(5, 4)
 if failed then
   return failed
 end

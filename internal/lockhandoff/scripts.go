@@ -149,23 +149,26 @@ func parseTake(v []any) (takeResult, error) {
 type handoffStatus int
 
 const (
-	handoffLost handoffStatus = -1
-	handoffDone handoffStatus = 0
-	handoffNext handoffStatus = 1
+	handoffStale handoffStatus = -3
+	handoffLost  handoffStatus = -1
+	handoffDone  handoffStatus = 0
+	handoffNext  handoffStatus = 1
 )
 
-// runHandoff runs handoff.lua, committing writes first (see Commit). replies holds the
-// writes' replies; a failed write is a *writeFailure error, and then nothing else changed.
-func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, writes []Write) (st handoffStatus, next entry, replies any, err error) {
-	ks, args := writeArgs(writes, []string{k.lock, k.wait, k.proc, k.seq}, []any{token, h.cfg.LockTTL.Milliseconds()})
+// runHandoff runs handoff.lua for the envelope of seq, committing writes first (see
+// Commit). replies holds the writes' replies; a failed write is a *writeFailure error, and
+// then nothing else changed. handoffStale says the step for seq ran already (a retried
+// round trip): nothing changed either.
+func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, seq int64, writes []Write) (st handoffStatus, next entry, replies any, err error) {
+	ks, args := writeArgs(writes, []string{k.lock, k.wait, k.proc, k.seq}, []any{token, h.cfg.LockTTL.Milliseconds(), seq})
 	v, err := h.evalShared(ctx, handoffScript, ks, args...).Slice()
 	if err != nil {
 		return 0, entry{}, nil, err
 	}
 	s, _ := v[0].(int64)
 	switch handoffStatus(s) {
-	case handoffLost:
-		return handoffLost, entry{}, nil, nil
+	case handoffLost, handoffStale:
+		return handoffStatus(s), entry{}, nil, nil
 	case handoffDone:
 		if len(v) >= 2 {
 			replies = v[1]

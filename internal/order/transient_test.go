@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
@@ -16,7 +17,7 @@ import (
 
 // A ledger that fails for a moment (Redis unreachable, a pool or read timeout) must not
 // reject the event: the handler fails, the event stays in proc, nothing is published, and
-// a re-run with a working ledger applies it.
+// the sweeper's re-run with a working ledger applies it.
 //
 // Broken variant tried: rejectable treating ledger.Reason's "ERR_INTERNAL" (any error
 // that is not the ledger's) as a reason: the order was published rejected.
@@ -48,5 +49,63 @@ func TestTransientLedgerErrorIsNoRejection(t *testing.T) {
 	}
 	if n := h.rc.Exists(context.Background(), lockhandoff.Key(prefix, "T1", "state")).Val(); n != 0 {
 		t.Fatal("the order was committed while the ledger was away")
+	}
+
+	// The ledger is back: the sweeper's re-run applies the event.
+	fixed, err := order.NewProcessor(h.rc, h.led, h.pub, nil, order.Config{Prefix: prefix}, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns2, err := lockhandoff.New(h.rc, lockhandoff.Config{Prefix: prefix}, fixed.Handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(turns2.Stop)
+	if _, err := turns2.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.collect(1)
+	if r := h.result(e.EventID); r.Outcome != event.Applied {
+		t.Errorf("after the re-run: %s %s, want applied", r.Outcome, r.Reason)
+	}
+}
+
+// An event whose step keeps failing past Config.FailTimeout is rejected with ERR_INTERNAL
+// at its next re-run, so that its order's later events can go on.
+//
+// Broken variant tried: Handle without the give-up step: the event stayed in proc and
+// nothing was published.
+func TestEventFailingTooLongIsRejected(t *testing.T) {
+	skus := []ledger.SKU{{SKU: "A", Version: 1, Lots: []ledger.Lot{onHand("L1", 1, 10, "2027-01-01")}}}
+	h := newHarness(t, skus)
+	prefix := h.prefix + "-failing"
+	away := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { away.Close() })
+	broken, err := order.NewProcessor(h.rc, ledger.New(away, prefix, nil, ledger.Config{}), h.pub, nil,
+		order.Config{Prefix: prefix, FailTimeout: time.Hour}, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns, err := lockhandoff.New(h.rc, lockhandoff.Config{Prefix: prefix, HandlerRetries: -1}, broken.Handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(turns.Stop)
+	e := placed("T2", ledger.ModeReserve, line("1", "A", 2))
+	// Its first failure was recorded two hours ago.
+	failing := lockhandoff.Key(prefix, "T2", "failing:"+e.EventID)
+	if err := h.rc.Set(context.Background(), failing, time.Now().Add(-2*time.Hour).UnixMilli(), time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(e)
+	if _, err := turns.Submit(context.Background(), "T2", body); err != nil {
+		t.Fatal(err)
+	}
+	h.collect(1)
+	if r := h.result(e.EventID); r.Outcome != event.Rejected || r.Reason != order.ReasonInternal {
+		t.Errorf("result %s %s, want rejected %s", r.Outcome, r.Reason, order.ReasonInternal)
+	}
+	if n := h.rc.LLen(context.Background(), lockhandoff.Key(prefix, "T2", "proc")).Val(); n != 0 {
+		t.Errorf("proc holds %d envelopes after the give-up", n)
 	}
 }
