@@ -65,8 +65,6 @@ type Config struct {
 	DoneRetention time.Duration `env:"JUNBAN_DONE_RETENTION" envDefault:"96h"`
 	// ParkTimeout dead-letters events whose precondition never came.
 	ParkTimeout time.Duration `env:"JUNBAN_PARK_TIMEOUT" envDefault:"24h"`
-	// FailTimeout rejects (ERR_INTERNAL) an event whose step kept failing this long.
-	FailTimeout time.Duration `env:"JUNBAN_FAIL_TIMEOUT" envDefault:"15m"`
 	// OpRetention keeps the ledger's applied op ids.
 	OpRetention time.Duration `env:"JUNBAN_OP_RETENTION" envDefault:"168h"`
 	// Pprof serves /debug/pprof and counts SQS calls and Redis round trips (benchmarks).
@@ -180,7 +178,7 @@ func run() error {
 	led := ledger.New(rc, cfg.KeyPrefix, ledger.PGLoader{DB: db}, ledger.Config{OpRetention: cfg.OpRetention})
 	proc, err := order.NewProcessor(rc, led, results, deadLetter, order.Config{
 		Prefix: cfg.KeyPrefix, DoneRetention: cfg.DoneRetention, ParkTimeout: cfg.ParkTimeout,
-		FailTimeout: cfg.FailTimeout, Loader: order.PGLoader{DB: db},
+		Loader: order.PGLoader{DB: db},
 	}, log, reg)
 	if err != nil {
 		return err

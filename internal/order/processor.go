@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,7 +23,6 @@ import (
 const (
 	DoneRetentionDefault = 96 * time.Hour
 	ParkTimeoutDefault   = 24 * time.Hour
-	FailTimeoutDefault   = 15 * time.Minute
 	MaxParkedDefault     = 100
 	outboxBatch          = 10
 )
@@ -38,11 +36,6 @@ type Config struct {
 	DoneRetention time.Duration
 	// ParkTimeout dead-letters an event that waited longer for its precondition.
 	ParkTimeout time.Duration
-	// FailTimeout bounds how long an event's step may keep failing with errors that are
-	// not the ledger's verdict (Redis or PostgreSQL away, a bug): its first re-run after
-	// that rejects it with ERR_INTERNAL, so that its order's later events are not held up
-	// for good. Until then it is re-run, never rejected.
-	FailTimeout time.Duration
 	// MaxParked bounds the parked events of one entity; beyond it the oldest is dead-lettered.
 	MaxParked int
 	// MaxEventBytes bounds an event's body.
@@ -60,9 +53,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.ParkTimeout <= 0 {
 		c.ParkTimeout = ParkTimeoutDefault
-	}
-	if c.FailTimeout <= 0 {
-		c.FailTimeout = FailTimeoutDefault
 	}
 	if c.MaxParked <= 0 {
 		c.MaxParked = MaxParkedDefault
@@ -190,11 +180,6 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 		return err
 	}
 	next, results, err := Step(ctx, p.ledger, st, ev, t.Seq, now)
-	if err != nil && p.failingTooLong(ctx, t.Entity, ev.EventID, now) {
-		p.log.Error("event kept failing past the fail timeout; rejected with "+ReasonInternal,
-			zap.String("lcid", t.Entity), zap.String("event_id", ev.EventID), zap.Duration("fail_timeout", p.cfg.FailTimeout), zap.Error(err))
-		next, results, err = Step(giveUp(ctx), p.ledger, st, ev, t.Seq, now)
-	}
 	if err != nil {
 		return fmt.Errorf("order: %s %s: %w", ev.Type, ev.EventID, err)
 	}
@@ -325,18 +310,6 @@ func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []strin
 			return nil
 		}
 	}
-}
-
-// failingTooLong records the first failure of an event's step and says whether it failed
-// first FailTimeout ago or more. When Redis cannot answer it says no: the event fails on.
-func (p *Processor) failingTooLong(ctx context.Context, entity, eventID string, now time.Time) bool {
-	prev, err := p.rc.SetArgs(ctx, p.key(entity, "failing:"+eventID), now.UnixMilli(),
-		redis.SetArgs{Mode: "NX", Get: true, TTL: 2 * p.cfg.FailTimeout}).Result()
-	if err != nil { // redis.Nil: this is the first failure
-		return false
-	}
-	first, err := strconv.ParseInt(prev, 10, 64)
-	return err == nil && now.Sub(time.UnixMilli(first)) >= p.cfg.FailTimeout
 }
 
 // expireParked dead-letters parked events older than ParkTimeout. The DLQ has them

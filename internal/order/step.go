@@ -3,7 +3,6 @@ package order
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -27,9 +26,7 @@ type Ledger interface {
 const (
 	ReasonInvalidTransition = "ERR_INVALID_TRANSITION"
 	ReasonOrderExists       = "ERR_ORDER_EXISTS"
-	// ReasonInternal rejects an event whose step kept failing for Config.FailTimeout.
-	ReasonInternal      = "ERR_INTERNAL"
-	ReasonParkedTooLong = "ERR_PARKED_TOO_LONG"
+	ReasonParkedTooLong     = "ERR_PARKED_TOO_LONG"
 )
 
 // State is everything junban keeps of one entity in its turn: the order (nil before
@@ -213,32 +210,16 @@ func (t *txn) record(r ledger.Result) {
 	}
 }
 
-// rejectable tells a ledger error that rejects the event from a transient one. After
-// giveUp (see Processor.Handle) an error that is not the ledger's verdict rejects the event
-// too, with ERR_INTERNAL, so that the usual rejection path undoes what its earlier lines
-// did; a cancelled context never does.
-func rejectable(ctx context.Context, err error) (string, bool) {
-	if reason, ok := ledger.Rejection(err); ok {
-		return reason, true
-	}
-	if gaveUp(ctx) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		return ReasonInternal, true
-	}
-	return "", false
+// rejectable tells a ledger error that rejects the event from a transient one.
+func rejectable(err error) (string, bool) {
+	return ledger.Rejection(err)
 }
-
-type giveUpKey struct{}
-
-// giveUp marks ctx for a step that rejects the event on any error rather than fail it.
-func giveUp(ctx context.Context) context.Context { return context.WithValue(ctx, giveUpKey{}, true) }
-
-func gaveUp(ctx context.Context) bool { v, _ := ctx.Value(giveUpKey{}).(bool); return v }
 
 // keep records a ledger operation's result; an error that rejects the event becomes
 // its reason, any other error is returned (transient: nothing is committed).
 func (t *txn) keep(r ledger.Result, err error) (string, error) {
 	if err != nil {
-		if reason, ok := rejectable(t.ctx, err); ok {
+		if reason, ok := rejectable(err); ok {
 			return reason, nil
 		}
 		return "", err
@@ -270,7 +251,7 @@ func (t *txn) allocateLines(lines []event.Line, date string, mode ledger.Mode, s
 			OpID: t.opID(ln.LineID, step), SKU: ln.SKU, Qty: ln.Qty, TargetDate: date, Mode: mode,
 		})
 		if err != nil {
-			reason, ok := rejectable(t.ctx, err)
+			reason, ok := rejectable(err)
 			if !ok {
 				return nil, "", err
 			}
