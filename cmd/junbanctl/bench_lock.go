@@ -42,6 +42,12 @@ func runBenchLock(ctx context.Context, args []string) error {
 	if *pipelines < 1 {
 		return fmt.Errorf("%w: --pipelines %d is below 1", errUsage, *pipelines)
 	}
+	// Both contenders run in this process, under the GC target the order-worker runs
+	// lockhandoff with.
+	gc := config.TuneGC()
+	if !*asJSON {
+		fmt.Fprintf(os.Stderr, "bench lock: GC target %d (the order-worker's; GOGC overrides)\n", gc)
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
