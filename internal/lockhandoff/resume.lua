@@ -11,7 +11,18 @@
 --                                          first), 0 when it was moved from wait
 --   {0}                                    EMPTY: no backlog, nothing written
 --   {-1}                                   BUSY: someone holds the turn
-if redis.call('EXISTS', KEYS[1]) == 1 then
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
+  -- This very resume ran already (tokens are never reused) and its reply was lost: answer
+  -- TURN again, the envelope in proc counted as a re-run.
+  local cur = redis.call('LINDEX', KEYS[3], 0)
+  if cur then
+    local t = redis.call('TIME')
+    local now = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
+    return {1, tonumber(redis.call('GET', KEYS[4])), cur, tonumber(now), redis.call('LLEN', KEYS[2]), 1}
+  end
+end
+if holder then
   return {-1}
 end
 local rerun = 1

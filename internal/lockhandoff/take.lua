@@ -12,6 +12,9 @@
 -- Entries in wait and proc are "<enqueued_at_ms>:<envelope>", the time taken from the
 -- server's clock so that the time waited is measured on one clock.
 --
+-- A take sent again (after a lost reply) finds its own token in lock: it answers TURN
+-- again and writes nothing.
+--
 -- Returns
 --   {1, seq, entry, now_ms, depth, rerun}
 --                                   TURN: lock is ours; entry (now in proc) is to be processed
@@ -25,8 +28,18 @@ local now = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
 local entry = now .. ':' .. ARGV[4]
 local bound = tonumber(ARGV[3])
 local depth = redis.call('LLEN', KEYS[2])
+local holder = redis.call('GET', KEYS[1])
 
-if redis.call('EXISTS', KEYS[1]) == 1 then
+if holder == ARGV[1] then
+  -- This very take ran already and took the turn (tokens are never reused): the client
+  -- sent it again after its reply was lost. Answer TURN again, without a second push. The
+  -- first answer's rerun is unknown here, so the envelope in proc counts as a re-run.
+  local cur = redis.call('LINDEX', KEYS[3], 0)
+  if cur then
+    return {1, tonumber(redis.call('GET', KEYS[4])), cur, tonumber(now), depth, 1}
+  end
+end
+if holder then
   if depth >= bound then
     return {3, depth}
   end

@@ -1,0 +1,117 @@
+package lockhandoff
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// go-redis sends a command or a pipeline again after EOF or a read timeout, so a script
+// whose reply was lost can run twice. These tests send each turn script twice.
+
+func TestHandoffSentAgainChangesNothing(t *testing.T) {
+	t.Parallel()
+	testHandoffSentAgain(t, single)
+}
+
+// A handoff sent again, as the client does when a round trip's reply is lost (go-redis
+// retries after EOF or a read timeout), must not finish the next envelope before it ran,
+// nor commit the writes twice: the script checks the seq of the envelope it finishes.
+//
+// Broken variant tried: handoff.lua without the seq check: the second send deleted e1 from
+// proc unrun, moved e2 there, and INCRed the counter twice.
+func testHandoffSentAgain(t *testing.T, b backend) {
+	rc, prefix := b.client(t)
+	ctx := context.Background()
+	const entity = "LC-resent"
+	holding, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hd, _ := newTestHandoff(t, rc, prefix, Config{}, func(ctx context.Context, tr Turn, env []byte) error {
+		if string(env) == "e0" {
+			once.Do(func() { close(holding) })
+			<-release
+		}
+		return nil
+	})
+	openRelease := opener(t, release)
+	holder := make(chan error, 1)
+	go func() { _, err := hd.Submit(ctx, entity, []byte("e0")); holder <- err }()
+	<-holding
+	for _, e := range []string{"e1", "e2"} {
+		if _, err := hd.Submit(ctx, entity, []byte(e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := hd.keys(entity)
+	token := rc.Get(ctx, k.lock).Val()
+	seq, _ := rc.Get(ctx, k.seq).Int64()
+	count := Key(prefix, entity, "n")
+	w := []Write{{Cmd: "INCR", Keys: []string{count}}}
+	st, next, _, err := hd.runHandoff(ctx, k, token, seq, w)
+	if err != nil || st != handoffNext || string(next.envelope) != "e1" {
+		t.Fatalf("first handoff: %v %q %v", st, next.envelope, err)
+	}
+	before := snapshotKeys(t, rc, prefix, entity)
+	st, _, _, err = hd.runHandoff(ctx, k, token, seq, w)
+	if err != nil || st != handoffStale {
+		t.Errorf("the same handoff sent again: %v %v, want stale", st, err)
+	}
+	if after := snapshotKeys(t, rc, prefix, entity); after != before {
+		t.Errorf("the handoff sent again changed the entity:\n before %s\n after  %s", before, after)
+	}
+	if got := rc.Get(ctx, count).Val(); got != "1" {
+		t.Errorf("the committed write ran %s times", got)
+	}
+	openRelease()
+	<-holder // e0's own handoff now finds the seq moved on: stale, the turn is left
+	if got := payloads(rc.LRange(ctx, k.proc, 0, -1).Val()); !slices.Equal(got, []string{"e1"}) {
+		t.Errorf("proc = %q, want e1 kept for a re-run", got)
+	}
+}
+
+// A take or a resume sent again after its reply was lost finds its own token in lock:
+// it answers TURN again, with the envelope in proc as a re-run, and writes nothing.
+//
+// Broken variant tried: take.lua without the own-token answer: the second send pushed the
+// envelope to wait a second time and answered QUEUED, leaving a held turn that nobody
+// drains until its lease expires.
+func TestTakeSentAgainAnswersTurn(t *testing.T) {
+	t.Parallel()
+	rc, prefix := single.client(t)
+	ctx := context.Background()
+	hd, _ := newTestHandoff(t, rc, prefix, Config{}, func(context.Context, Turn, []byte) error { return nil })
+	const entity = "LC-take-again"
+	k := hd.keys(entity)
+	token := newToken()
+	first, err := hd.takeAndIndex(ctx, entity, k, token, []byte("e0"))
+	if err != nil || first.status != takeTurn {
+		t.Fatalf("first take: %+v %v", first, err)
+	}
+	before := snapshotKeys(t, rc, prefix, entity)
+	again, err := hd.takeAndIndex(ctx, entity, k, token, []byte("e0"))
+	if err != nil || again.status != takeTurn || string(again.first.envelope) != "e0" || again.first.seq != first.first.seq || !again.first.rerun {
+		t.Errorf("take sent again: %+v %v, want TURN on e0, seq %d, rerun", again, err, first.first.seq)
+	}
+	if after := snapshotKeys(t, rc, prefix, entity); after != before {
+		t.Errorf("the take sent again changed the entity:\n before %s\n after  %s", before, after)
+	}
+
+	// Resume: leave the turn with e0 in proc, resume twice with one token.
+	if n, _, err := hd.runLeave(ctx, k, token, false, nil); err != nil || n != 1 {
+		t.Fatalf("leave: %d %v", n, err)
+	}
+	token2 := newToken()
+	e, ok, err := hd.runResume(ctx, k, token2)
+	if err != nil || !ok || string(e.envelope) != "e0" {
+		t.Fatalf("resume: %+v %v %v", e, ok, err)
+	}
+	before = snapshotKeys(t, rc, prefix, entity)
+	e2, ok, err := hd.runResume(ctx, k, token2)
+	if err != nil || !ok || string(e2.envelope) != "e0" || e2.seq != e.seq || !e2.rerun {
+		t.Errorf("resume sent again: %+v %v %v, want TURN on e0, seq %d", e2, ok, err, e.seq)
+	}
+	if after := snapshotKeys(t, rc, prefix, entity); after != before {
+		t.Errorf("the resume sent again changed the entity:\n before %s\n after  %s", before, after)
+	}
+}
