@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/pprof"
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/lockhandoff"
@@ -48,17 +47,11 @@ func runBenchLock(ctx context.Context, args []string) error {
 	if !*asJSON {
 		fmt.Fprintf(os.Stderr, "bench lock: GC target %d (the order-worker's; GOGC overrides)\n", gc)
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	o := bench.Options{Duration: *duration, Pipelines: *pipelines, Prefix: cfg.KeyPrefix + ":bench-lock-" + rand.Text()[:10]}
 	if !*asJSON {
 		o.Progress = os.Stdout

@@ -71,17 +71,11 @@ func runBenchPersist(ctx context.Context, args []string) error {
 	if !*asJSON {
 		fmt.Fprintf(os.Stderr, "bench persist: GC target %d (the persist-worker's; GOGC overrides)\n", gc)
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	// labelled runs fn with the profiler label mode (goroutines it starts inherit it).
 	labelled := func(mode string, fn func()) {
 		pprof.Do(ctx, pprof.Labels("mode", mode), func(context.Context) { fn() })
@@ -573,4 +567,21 @@ func delayCopy(dst, src net.Conn, delay time.Duration) {
 	}
 	dst.Close()
 	src.Close()
+}
+
+// startCPUProfile writes the process's CPU profile to path until stop is called; with an
+// empty path it does nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

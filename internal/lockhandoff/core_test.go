@@ -306,19 +306,7 @@ func testWrongToken(t *testing.T, b backend) {
 	rc, prefix := b.client(t)
 	const entity = "LC-token"
 	ctx := context.Background()
-	holding, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	hd, _ := newTestHandoff(t, rc, prefix, Config{}, func(ctx context.Context, turn Turn, env []byte) error {
-		if string(env) == "e0" {
-			once.Do(func() { close(holding) })
-			<-release
-		}
-		return nil
-	})
-	openRelease := opener(t, release)
-	holder := make(chan error, 1)
-	go func() { _, err := hd.Submit(ctx, entity, []byte("e0")); holder <- err }()
-	<-holding
+	hd, release := holdTurn(t, rc, prefix, entity)
 	if _, err := hd.Submit(ctx, entity, []byte("e1")); err != nil {
 		t.Fatal(err)
 	}
@@ -344,8 +332,7 @@ func testWrongToken(t *testing.T, b backend) {
 	if after := snapshotKeys(t, rc, prefix, entity); after != before {
 		t.Errorf("a wrong token changed the entity:\n before %s\n after  %s", before, after)
 	}
-	openRelease()
-	if err := <-holder; err != nil {
+	if err := release(); err != nil {
 		t.Fatal(err)
 	}
 }

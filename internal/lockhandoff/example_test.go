@@ -15,21 +15,12 @@ import (
 // An SQS consumer hands each order event to Submit and deletes its message when Submit
 // returns without error; a drain message's consumer calls Resume.
 func Example() {
-	config.LoadStackEnv()
-	opt, err := redis.ParseURL(os.Getenv("REDIS_URL"))
+	rc, prefix, cleanup, err := exampleRedis()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	rc := redis.NewClient(opt)
-	defer rc.Close()
-	prefix := "example_" + testenv.ID()
-	defer func() {
-		keys, _ := rc.Keys(context.Background(), prefix+"*").Result()
-		for _, k := range keys {
-			rc.Del(context.Background(), k)
-		}
-	}()
+	defer cleanup()
 
 	var h *lockhandoff.Handoff
 	h, err = lockhandoff.New(rc, lockhandoff.Config{
@@ -71,21 +62,12 @@ func Example() {
 // handoff's (or release's) script, only while the turn is still this holder's, and the
 // envelope leaves proc in the same script. Done hears of it once the step is back.
 func ExampleCommit() {
-	config.LoadStackEnv()
-	opt, err := redis.ParseURL(os.Getenv("REDIS_URL"))
+	rc, prefix, cleanup, err := exampleRedis()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	rc := redis.NewClient(opt)
-	defer rc.Close()
-	prefix := "example_" + testenv.ID()
-	defer func() {
-		keys, _ := rc.Keys(context.Background(), prefix+"*").Result()
-		for _, k := range keys {
-			rc.Del(context.Background(), k)
-		}
-	}()
+	defer cleanup()
 
 	h, err := lockhandoff.New(rc, lockhandoff.Config{Prefix: prefix}, func(ctx context.Context, t lockhandoff.Turn, envelope []byte) error {
 		status := lockhandoff.Key(prefix, t.Entity, "status") // the entity's hash tag
@@ -107,4 +89,23 @@ func ExampleCommit() {
 	// Output:
 	// committed: OK <nil>
 	// shipped
+}
+
+// exampleRedis connects to the stack's Redis (scripts/stack.sh) and gives the example a
+// key prefix of its own; cleanup deletes its keys and closes the client.
+func exampleRedis() (rc *redis.Client, prefix string, cleanup func(), err error) {
+	config.LoadStackEnv()
+	opt, err := redis.ParseURL(os.Getenv("REDIS_URL"))
+	if err != nil {
+		return nil, "", nil, err
+	}
+	rc = redis.NewClient(opt)
+	prefix = "example_" + testenv.ID()
+	return rc, prefix, func() {
+		keys, _ := rc.Keys(context.Background(), prefix+"*").Result()
+		for _, k := range keys {
+			rc.Del(context.Background(), k)
+		}
+		rc.Close()
+	}, nil
 }

@@ -171,3 +171,23 @@ func opener(t *testing.T, c chan struct{}) func() {
 	t.Cleanup(open)
 	return open
 }
+
+// holdTurn submits e0 to entity with a handler that holds the turn on e0 until release is
+// called; release returns e0's Submit error once the drain it runs is over.
+func holdTurn(t *testing.T, rc redis.UniversalClient, prefix, entity string) (hd *Handoff, release func() error) {
+	t.Helper()
+	holding, gate := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hd, _ = newTestHandoff(t, rc, prefix, Config{}, func(ctx context.Context, turn Turn, env []byte) error {
+		if string(env) == "e0" {
+			once.Do(func() { close(holding) })
+			<-gate
+		}
+		return nil
+	})
+	open := opener(t, gate)
+	holder := make(chan error, 1)
+	go func() { _, err := hd.Submit(context.Background(), entity, []byte("e0")); holder <- err }()
+	<-holding
+	return hd, func() error { open(); return <-holder }
+}

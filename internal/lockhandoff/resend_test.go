@@ -3,7 +3,6 @@ package lockhandoff
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 )
 
@@ -25,19 +24,7 @@ func testHandoffSentAgain(t *testing.T, b backend) {
 	rc, prefix := b.client(t)
 	ctx := context.Background()
 	const entity = "LC-resent"
-	holding, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	hd, _ := newTestHandoff(t, rc, prefix, Config{}, func(ctx context.Context, tr Turn, env []byte) error {
-		if string(env) == "e0" {
-			once.Do(func() { close(holding) })
-			<-release
-		}
-		return nil
-	})
-	openRelease := opener(t, release)
-	holder := make(chan error, 1)
-	go func() { _, err := hd.Submit(ctx, entity, []byte("e0")); holder <- err }()
-	<-holding
+	hd, release := holdTurn(t, rc, prefix, entity)
 	for _, e := range []string{"e1", "e2"} {
 		if _, err := hd.Submit(ctx, entity, []byte(e)); err != nil {
 			t.Fatal(err)
@@ -63,8 +50,9 @@ func testHandoffSentAgain(t *testing.T, b backend) {
 	if got := rc.Get(ctx, count).Val(); got != "1" {
 		t.Errorf("the committed write ran %s times", got)
 	}
-	openRelease()
-	<-holder // e0's own handoff now finds the seq moved on: stale, the turn is left
+	if err := release(); err != nil { // e0's own handoff finds the seq moved on: stale, the turn is left
+		t.Fatal(err)
+	}
 	if got := payloads(rc.LRange(ctx, k.proc, 0, -1).Val()); !slices.Equal(got, []string{"e1"}) {
 		t.Errorf("proc = %q, want e1 kept for a re-run", got)
 	}
