@@ -19,6 +19,7 @@ func runBenchLock(ctx context.Context, args []string) error {
 	duration := fs.Duration("duration", bench.DurationDefault, "length of each of the measurements (the drain-alone one queues duration x 4,000 events)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
 	pipelines := fs.Int("pipelines", lockhandoff.PipelinesDefault, "round trips of lockhandoff's own scripts in flight at once (lockhandoff.Config.Pipelines)")
+	detached := fs.Int("detached", 128, "turns that may go on in the background after their Submit returned (lockhandoff.Config.Detached; 128 is the order-worker's JUNBAN_DETACHED_TURNS default)")
 	cpuProfile := fs.String("cpuprofile", "", "write the bench process's CPU profile to this file, each sample labelled with its measurement (go tool pprof -tagfocus measurement=hot)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -41,6 +42,9 @@ func runBenchLock(ctx context.Context, args []string) error {
 	if *pipelines < 1 {
 		return fmt.Errorf("%w: --pipelines %d is below 1", errUsage, *pipelines)
 	}
+	if *detached < 0 {
+		return fmt.Errorf("%w: --detached %d is negative", errUsage, *detached)
+	}
 	// Both contenders run in this process, under the GC target the order-worker runs
 	// lockhandoff with.
 	gc := config.TuneGC()
@@ -52,7 +56,7 @@ func runBenchLock(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopProfile()
-	o := bench.Options{Duration: *duration, Pipelines: *pipelines, Prefix: cfg.KeyPrefix + ":bench-lock-" + rand.Text()[:10]}
+	o := bench.Options{Duration: *duration, Pipelines: *pipelines, Detached: *detached, Prefix: cfg.KeyPrefix + ":bench-lock-" + rand.Text()[:10]}
 	if !*asJSON {
 		o.Progress = os.Stdout
 		fmt.Printf("bench lock: %d producers, %v per measurement, redis %s\n", bench.ProducersDefault, *duration, cfg.URL)
@@ -73,5 +77,6 @@ func runBenchLock(ctx context.Context, args []string) error {
 	fmt.Printf("        the drain loop alone (a wait list filled in advance, no producers; about the ceiling of handoff here): %.2fx\n",
 		h.HandoffDrainEPS/h.RedsyncTunedEPS)
 	fmt.Printf("spread: handoff/unlocked eps %.2fx (target >= 0.4)\n", s.HandoffEPS/s.UnlockedEPS)
+	fmt.Printf("        every turn drained inline (Submit returns after the release; --detached 0): %.2fx\n", s.HandoffInlineEPS/s.UnlockedEPS)
 	return nil
 }

@@ -59,6 +59,12 @@ type Config struct {
 	// DrainMaxEvents and DrainMaxTime bound one holder's drain before it hands the backlog on.
 	DrainMaxEvents int           `env:"JUNBAN_DRAIN_MAX_EVENTS" envDefault:"1000"`
 	DrainMaxTime   time.Duration `env:"JUNBAN_DRAIN_MAX_TIME" envDefault:"20s"`
+	// DetachedTurns is how many turns may go on in the background after the message that
+	// took them was handled (lockhandoff.Config.Detached): the consumer's handler is then
+	// free once the turn's first event was applied, a Redis round trip (the release)
+	// sooner, and a hot order's drain no longer holds one of Concurrency's handlers.
+	// Beyond it, turns drain inline. 0 turns it off.
+	DetachedTurns int `env:"JUNBAN_DETACHED_TURNS" envDefault:"128"`
 	// SweepInterval is how often the sweeper looks for orphaned backlogs.
 	SweepInterval time.Duration `env:"JUNBAN_SWEEP_INTERVAL" envDefault:"5s"`
 	// DoneRetention keeps done markers and results for redeliveries.
@@ -96,6 +102,9 @@ func (c Config) Validate() []string {
 	}
 	if c.MaxWait < 1 {
 		p = append(p, "JUNBAN_MAX_WAIT: must be at least 1")
+	}
+	if c.DetachedTurns < 0 {
+		p = append(p, "JUNBAN_DETACHED_TURNS: must not be negative")
 	}
 	if c.WaitTimeSeconds < 1 || c.WaitTimeSeconds > 20 {
 		p = append(p, "JUNBAN_SQS_WAIT_SECONDS: must be 1..20")
@@ -190,6 +199,7 @@ func run() error {
 		MaxWait:         cfg.MaxWait,
 		DrainMaxEvents:  cfg.DrainMaxEvents,
 		DrainMaxTime:    cfg.DrainMaxTime,
+		Detached:        cfg.DetachedTurns,
 		SweepInterval:   cfg.SweepInterval,
 		Nudge:           order.Nudger(nudges),
 		Logger:          log,
@@ -201,6 +211,10 @@ func run() error {
 	if err := turns.Start(ctx); err != nil {
 		return err
 	}
+	// On shutdown, turns leave after the envelope they run, with a nudge for their backlog:
+	// the consumer's own (their context ends with ctx) and the detached ones, which no
+	// consumer handler waits for. The Stop after the consumer has returned waits for them.
+	context.AfterFunc(ctx, turns.Stop)
 
 	worker := &order.Worker{Turns: turns, Log: log}
 	consumer, err := queue.NewConsumer(sqsClient, queue.ConsumerConfig{

@@ -33,7 +33,8 @@ func TestCluster(t *testing.T) {
 		},
 		env: func(t *testing.T) []string { return []string{helperClusterSeed + "=" + seed} },
 	}
-	t.Run("OneKey", func(t *testing.T) { t.Parallel(); testOneKey(t, cluster, 8, 50) })
+	t.Run("OneKey", func(t *testing.T) { t.Parallel(); testOneKey(t, cluster, 8, 50, 0) })
+	t.Run("OneKeyDetached", func(t *testing.T) { t.Parallel(); testOneKey(t, cluster, 8, 50, 4) })
 	t.Run("CrashRecovery", func(t *testing.T) { t.Parallel(); testCrashRecovery(t, cluster) })
 	t.Run("Full", func(t *testing.T) { t.Parallel(); testFull(t, cluster) })
 	t.Run("WrongToken", func(t *testing.T) { t.Parallel(); testWrongToken(t, cluster) })

@@ -18,12 +18,67 @@ var (
 	errStaleStep = errors.New("lockhandoff: the step ran already, its reply lost; writes' outcome unknown")
 )
 
-// drain runs the turn the caller just took: the handler for first, then for each envelope
-// handed off, until the list is empty or the turn has to be left.
-func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string, first entry) {
+// runTurn runs the turn the caller just took. With Config.Detached and a free slot, the
+// turn runs on a goroutine of its own, and runTurn returns once its first envelope was
+// handled (or the turn ended before that). Until then the turn's context follows ctx, so
+// a caller that goes away while the first handler runs ends the turn as an inline one
+// would; after, only Stop or a lost lease end it early. Otherwise it drains inline.
+func (h *Handoff) runTurn(ctx context.Context, entity string, k keys, token string, first entry, detachable bool) {
+	// Entered before any goroutine starts, so that a Stop from now on waits for the turn.
 	h.drains.enter()
-	defer h.drains.exit()
+	if !detachable || !h.acquireDetached() {
+		defer h.drains.exit()
+		h.drain(ctx, entity, k, token, first, nil)
+		return
+	}
+	tctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	unfollow := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	returned := make(chan struct{})
+	var once sync.Once
+	detach := func() {
+		// After unfollow, ctx no longer reaches the turn. When ctx ended first, the turn
+		// is being cancelled already and leaves as an inline one does.
+		unfollow()
+		once.Do(func() { close(returned) })
+	}
+	go func() {
+		defer h.drains.exit()
+		defer h.releaseDetached()
+		defer cancel(nil)
+		defer detach()
+		h.drain(tctx, entity, k, token, first, detach)
+	}()
+	<-returned
+}
 
+func (h *Handoff) acquireDetached() bool {
+	for {
+		n := h.detached.Load()
+		if n >= int64(h.cfg.Detached) {
+			return false
+		}
+		if h.detached.CompareAndSwap(n, n+1) {
+			h.m.detached.Inc()
+			return true
+		}
+	}
+}
+
+func (h *Handoff) releaseDetached() {
+	h.detached.Add(-1)
+	h.m.detached.Dec()
+}
+
+// Idle returns a channel closed once no turn of this Handoff is in flight, inline or
+// detached (Submit, Resume or the sweeper). A turn taken after it closed is not waited
+// for. It is for tests and benchmarks: with Config.Detached, a turn can outlive the
+// Submit that took it.
+func (h *Handoff) Idle() <-chan struct{} { return h.drains.wait() }
+
+// drain runs the turn the caller just took: the handler for first, then for each envelope
+// handed off, until the list is empty or the turn has to be left. detach, when not nil,
+// is called once first was handled and before the step that follows it.
+func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string, first entry, detach func()) {
 	l := h.newLease(ctx, entity, k, token)
 	defer l.stop()
 
@@ -32,6 +87,10 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 	for n := 1; ; n++ {
 		h.m.waited.Observe(float64(max(cur.nowMs-cur.enqMs, 0)) / 1000)
 		res, writes := h.handle(l, cur)
+		if detach != nil && res == handledOK {
+			detach()
+			detach = nil
+		}
 		switch res {
 		case handledLost:
 			return

@@ -131,6 +131,8 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 			switch {
 			case m.GetCounter() != nil:
 				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
 			case m.GetHistogram() != nil:
 				sum += float64(m.GetHistogram().GetSampleCount())
 			}

@@ -98,6 +98,15 @@ type Config struct {
 	Pipelines int
 	// PipelineMax bounds the calls of one shared pipeline.
 	PipelineMax int
+	// Detached is how many turns may go on in the background after the Submit or Resume
+	// that took them returned. Such a call returns as soon as the turn's first envelope
+	// was handled, instead of after the whole drain: the step after it (the handoff or the
+	// release, with the writes the handler committed) and the envelopes handed off after
+	// it run on a goroutine of the turn's own, which Stop waits for. Until it returns, the
+	// turn follows the caller's context as an inline one does; after, only Stop (or a lost
+	// lease) ends it early. When Detached turns are in the background already, the call
+	// drains inline. 0 (the default): every turn drains inline.
+	Detached int
 	// Nudge is called after a turn was left with a backlog (drain budget reached, Stop,
 	// caller's context cancelled) so that another replica resumes it soon, e.g. by sending a
 	// drain message whose consumer calls Resume. Nil: the sweeper resumes it.
@@ -187,6 +196,9 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s %d is below 1", name, v))
 		}
 	}
+	if c.Detached < 0 {
+		errs = append(errs, fmt.Errorf("Detached %d is negative", c.Detached))
+	}
 	for name, v := range map[string]time.Duration{"HandlerDeadline": c.HandlerDeadline,
 		"DrainMaxTime": c.DrainMaxTime, "SweepInterval": c.SweepInterval,
 		"IndexGrace": c.IndexGrace, "RetryBackoff": c.RetryBackoff} {
@@ -261,6 +273,7 @@ type Handoff struct {
 	batch   *batcher
 
 	drains   drainSet
+	detached atomic.Int64 // turns going on after their caller returned (Config.Detached)
 	stopping chan struct{}
 	svc      service
 }
@@ -316,9 +329,11 @@ func newToken() string { return tokenBase + strconv.FormatUint(tokenSeq.Add(1), 
 // turn and Submit has already run the drain loop: the handler for the oldest backlog
 // envelope (this one when there was none), then for each envelope handed off, until the
 // list was empty, the drain budget was reached, Stop was called or ctx was cancelled (then
-// the turn is left and Nudge called). On both, the envelope is durably in Redis from the
-// first script on and the caller may delete its message: handler failures are the
-// sweeper's business, not the caller's, and do not make Submit fail.
+// the turn is left and Nudge called). With Config.Detached, Submit returns once the first
+// of those envelopes was handled, and the rest of the turn goes on in the background. On
+// both outcomes, the envelope is durably in Redis from the first script on and the caller
+// may delete its message: handler failures are the sweeper's business, not the caller's,
+// and do not make Submit fail.
 //
 // An error means custody did not (verifiably) move: ErrQueueFull (nothing written) or a
 // Redis failure; the caller keeps its message, and a redelivery may queue the envelope a
@@ -343,18 +358,21 @@ func (h *Handoff) Submit(ctx context.Context, entity string, envelope []byte) (O
 	}
 	h.m.depth.Observe(float64(take.depth))
 	h.m.turns.WithLabelValues("submit").Inc()
-	h.drain(ctx, entity, k, token, take.first)
+	h.runTurn(ctx, entity, k, token, take.first, true)
 	return OutcomeTurn, nil
 }
 
 // Resume takes the entity's turn only if it is free and a backlog waits (in proc or wait),
-// and drains it like Submit does. It is what a drain nudge's consumer calls; it does nothing
-// when another worker holds the turn or nothing waits.
+// and drains it like Submit does (in the background after the first envelope, with
+// Config.Detached). It is what a drain nudge's consumer calls; it does nothing when
+// another worker holds the turn or nothing waits.
 func (h *Handoff) Resume(ctx context.Context, entity string) error {
 	_, err := h.resume(ctx, entity, "resume")
 	return err
 }
 
+// resume takes a free turn with a backlog. Only a Resume's turn may detach: the sweeper
+// bounds its recoveries with SweepConcurrency, by waiting for each.
 func (h *Handoff) resume(ctx context.Context, entity, via string) (bool, error) {
 	k := h.keys(entity)
 	token := newToken()
@@ -366,6 +384,6 @@ func (h *Handoff) resume(ctx context.Context, entity, via string) (bool, error) 
 		return false, nil
 	}
 	h.m.turns.WithLabelValues(via).Inc()
-	h.drain(ctx, entity, k, token, first)
+	h.runTurn(ctx, entity, k, token, first, via == "resume")
 	return true, nil
 }

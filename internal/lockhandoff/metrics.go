@@ -17,6 +17,7 @@ type metrics struct {
 	failed     prometheus.Counter
 	recovered  prometheus.Counter
 	waited     prometheus.Histogram
+	detached   prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -42,6 +43,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		waited: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub,
 			Name: "wait_seconds", Help: "Time an event spent in the wait list (or proc, for a re-run) before its handler started, by the Redis clock.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
+		detached: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+			Name: "turns_detached", Help: "Turns going on in the background after the Submit or Resume that took them returned (Config.Detached)."}),
 	}
 	if reg == nil {
 		return m, nil
@@ -56,6 +59,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.failed = register(reg, m.failed, &err)
 	m.recovered = register(reg, m.recovered, &err)
 	m.waited = register(reg, m.waited, &err)
+	m.detached = register(reg, m.detached, &err)
 	if err != nil {
 		return nil, fmt.Errorf("lockhandoff: metrics: %w", err)
 	}

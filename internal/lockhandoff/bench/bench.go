@@ -44,6 +44,9 @@ type Options struct {
 	Keys int
 	// Pipelines is lockhandoff.Config.Pipelines of the handoff measurements; 0 is its default.
 	Pipelines int
+	// Detached is lockhandoff.Config.Detached of the handoff measurements (the spread one
+	// also measures 0 beside it).
+	Detached int
 	// Prefix starts every key of the run; it must be unique to the run (all its keys are
 	// deleted at the end).
 	Prefix string
@@ -84,6 +87,10 @@ type Hot struct {
 type Spread struct {
 	HandoffEPS  float64 `json:"handoff_eps"`
 	UnlockedEPS float64 `json:"unlocked_eps"`
+	// HandoffInlineEPS is handoff with every turn drained inline (Config.Detached 0): a
+	// Submit that took a turn returns only after the turn's release, a third round trip
+	// on the producer's path. Not a target: it shows what Detached saves.
+	HandoffInlineEPS float64 `json:"handoff_inline_eps"`
 }
 
 // Measurement is one contender's figures.
@@ -105,8 +112,8 @@ func (m Measurement) String() string {
 		m.Name, m.Events, m.EPS, m.P50Ms, m.P99Ms, m.MaxMs, m.Fairness)
 }
 
-// Run makes the seven measurements on rc: the five hot ones one after the other, then the
-// two spread ones in alternating slices.
+// Run makes the eight measurements on rc: the five hot ones one after the other, then the
+// three spread ones in alternating slices.
 func Run(ctx context.Context, rc redis.UniversalClient, o Options) (Result, []Measurement, error) {
 	if o.Duration <= 0 {
 		o.Duration = DurationDefault
@@ -156,13 +163,13 @@ func Run(ctx context.Context, rc redis.UniversalClient, o Options) (Result, []Me
 			return Result{}, ms, err
 		}
 	}
-	var hm, um Measurement
+	var hm, im, um Measurement
 	var err error
-	pprof.Do(ctx, pprof.Labels("measurement", "spread"), func(ctx context.Context) { hm, um, err = spreadPair(ctx, rc, o) })
+	pprof.Do(ctx, pprof.Labels("measurement", "spread"), func(ctx context.Context) { hm, im, um, err = spreadRun(ctx, rc, o) })
 	if err != nil {
 		return Result{}, ms, err
 	}
-	for _, m := range []Measurement{hm, um} {
+	for _, m := range []Measurement{hm, im, um} {
 		if o.Progress != nil {
 			fmt.Fprintln(o.Progress, m)
 		}
@@ -176,7 +183,7 @@ func Run(ctx context.Context, rc redis.UniversalClient, o Options) (Result, []Me
 			HandoffFairness: ms[0].Fairness, RedsyncDefaultFairness: ms[2].Fairness,
 			HandoffOwnWriteEPS: ms[3].EPS, HandoffOwnWriteP99Ms: ms[3].P99Ms, HandoffDrainEPS: ms[4].EPS,
 		},
-		Spread: Spread{HandoffEPS: ms[5].EPS, UnlockedEPS: ms[6].EPS},
+		Spread: Spread{HandoffEPS: ms[5].EPS, UnlockedEPS: ms[7].EPS, HandoffInlineEPS: ms[6].EPS},
 	}, ms, nil
 }
 
@@ -300,7 +307,7 @@ func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options, commit
 	var bg background
 	var h *lockhandoff.Handoff
 	h, err := lockhandoff.New(rc, lockhandoff.Config{
-		Prefix: o.Prefix + ":handoff", Pipelines: o.Pipelines, Nudge: bg.nudge(ctx, &h),
+		Prefix: o.Prefix + ":handoff", Pipelines: o.Pipelines, Detached: o.Detached, Nudge: bg.nudge(ctx, &h),
 	}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
 		p := binary.BigEndian.Uint32(env)
 		sent := time.Duration(binary.BigEndian.Uint64(env[4:]))
@@ -390,7 +397,7 @@ func hotDrain(ctx context.Context, rc redis.UniversalClient, o Options) (Measure
 	)
 	holding, gate, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	h, err := lockhandoff.New(rc, lockhandoff.Config{
-		Prefix: o.Prefix + ":drain", Pipelines: o.Pipelines, MaxWait: n, Nudge: bg.nudge(ctx, &h),
+		Prefix: o.Prefix + ":drain", Pipelines: o.Pipelines, Detached: o.Detached, MaxWait: n, Nudge: bg.nudge(ctx, &h),
 	}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
 		if len(env) == 1 { // the first event: hold the turn until the list is full
 			close(holding)
@@ -527,10 +534,9 @@ var spreadScript = redis.NewScript(spreadSrc)
 const SpreadRounds = 10
 
 // spreadSlice runs producers that pick a random entity for each event and call submit,
-// for d; it returns the time taken.
-func spreadSlice(ctx context.Context, o Options, d time.Duration, round int, entities []string, submit func(entity string) error) (time.Duration, error) {
-	start := time.Now()
-	end := start.Add(d)
+// for d.
+func spreadSlice(ctx context.Context, o Options, d time.Duration, round int, entities []string, submit func(entity string) error) error {
+	end := time.Now().Add(d)
 	var wg sync.WaitGroup
 	var failed atomic.Value
 	for p := range o.Producers {
@@ -546,69 +552,94 @@ func spreadSlice(ctx context.Context, o Options, d time.Duration, round int, ent
 			}
 		}()
 	}
-	// A Submit that took a turn returns after draining what queued behind it: once every
-	// producer returned, every event of the slice was handled.
+	// A Submit that took a turn returns after handling its first envelope, and (inline)
+	// after draining what queued behind it: once every producer returned, every event of
+	// the slice was handled.
 	wg.Wait()
 	if err, ok := failed.Load().(error); ok {
-		return 0, err
+		return err
 	}
-	return time.Since(start), nil
+	return nil
 }
 
-// spreadPair measures handoff and no lock over o.Keys entities, in alternating slices.
-func spreadPair(ctx context.Context, rc redis.UniversalClient, o Options) (Measurement, Measurement, error) {
+// spreadRun measures, over o.Keys entities and in alternating slices, handoff with
+// o.Detached turns in the background (the order-worker's setting), handoff with every turn
+// drained inline (Detached 0: Submit returns after its turn's release), and no lock. A
+// slice of a handoff contender ends when its producers stopped and its last detached
+// turn left: every event counted had its release.
+func spreadRun(ctx context.Context, rc redis.UniversalClient, o Options) (detached, inline, unlocked Measurement, err error) {
 	entities := make([]string, o.Keys)
 	for i := range entities {
 		entities[i] = fmt.Sprintf("LC-%06d", i)
 	}
-	hPrefix, uPrefix := o.Prefix+":spread-handoff", o.Prefix+":spread-unlocked"
-	var hHandled, uHandled atomic.Int64
-	var bg background
-	var h *lockhandoff.Handoff
-	h, err := lockhandoff.New(rc, lockhandoff.Config{
-		Prefix: hPrefix, Pipelines: o.Pipelines, Nudge: bg.nudge(ctx, &h),
-	}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
-		err := spreadScript.Run(hctx, rc, []string{lockhandoff.Key(hPrefix, t.Entity, "doc")}).Err()
-		if err == nil {
-			hHandled.Add(1)
-		}
-		return err
-	})
-	if err != nil {
-		return Measurement{}, Measurement{}, err
-	}
-	defer h.Stop()
 	env := []byte(`{"type":"order.placed"}`)
-	handoff := func(entity string) error {
-		_, err := h.Submit(ctx, entity, env)
-		return err
+	type contender struct {
+		name    string
+		submit  func(entity string) error
+		idle    func() <-chan struct{} // nil: nothing outlives a submit
+		handled atomic.Int64
+		took    time.Duration
 	}
-	unlocked := func(entity string) error {
+	var bg background
+	newHandoff := func(c *contender, prefix string, detached int) (*lockhandoff.Handoff, error) {
+		var h *lockhandoff.Handoff
+		h, err := lockhandoff.New(rc, lockhandoff.Config{
+			Prefix: prefix, Pipelines: o.Pipelines, Detached: detached, Nudge: bg.nudge(ctx, &h),
+		}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
+			err := spreadScript.Run(hctx, rc, []string{lockhandoff.Key(prefix, t.Entity, "doc")}).Err()
+			if err == nil {
+				c.handled.Add(1)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.submit = func(entity string) error {
+			_, err := h.Submit(ctx, entity, env)
+			return err
+		}
+		c.idle = h.Idle
+		return h, nil
+	}
+	cs := []*contender{{name: "spread handoff"}, {name: "spread handoff, inline"}, {name: "spread unlocked"}}
+	for i, detached := range []int{o.Detached, 0} {
+		h, err := newHandoff(cs[i], fmt.Sprintf("%s:spread-%d", o.Prefix, i), detached)
+		if err != nil {
+			return Measurement{}, Measurement{}, Measurement{}, err
+		}
+		defer h.Stop()
+	}
+	uPrefix := o.Prefix + ":spread-unlocked"
+	cs[2].submit = func(entity string) error {
 		if err := spreadScript.Run(ctx, rc, []string{lockhandoff.Key(uPrefix, entity, "doc")}).Err(); err != nil {
 			return err
 		}
-		uHandled.Add(1)
+		cs[2].handled.Add(1)
 		return nil
 	}
 	slice := max(o.Duration/SpreadRounds, 50*time.Millisecond)
-	var hTime, uTime time.Duration
 	for r := range SpreadRounds {
-		d, err := spreadSlice(ctx, o, slice, r, entities, handoff)
-		if err != nil {
-			return Measurement{}, Measurement{}, fmt.Errorf("bench: spread handoff: %w", err)
+		for _, c := range cs {
+			start := time.Now()
+			if err := spreadSlice(ctx, o, slice, r, entities, c.submit); err != nil {
+				return Measurement{}, Measurement{}, Measurement{}, fmt.Errorf("bench: %s: %w", c.name, err)
+			}
+			if c.idle != nil {
+				<-c.idle()
+			}
+			c.took += time.Since(start)
 		}
-		hTime += d
-		if d, err = spreadSlice(ctx, o, slice, r, entities, unlocked); err != nil {
-			return Measurement{}, Measurement{}, fmt.Errorf("bench: spread unlocked: %w", err)
-		}
-		uTime += d
 	}
 	if err := bg.wait(); err != nil {
-		return Measurement{}, Measurement{}, fmt.Errorf("bench: spread handoff: resume: %w", err)
+		return Measurement{}, Measurement{}, Measurement{}, fmt.Errorf("bench: spread handoff: resume: %w", err)
 	}
-	hn, un := hHandled.Load(), uHandled.Load()
-	return Measurement{Name: "spread handoff", Events: int(hn), EPS: float64(hn) / hTime.Seconds()},
-		Measurement{Name: "spread unlocked", Events: int(un), EPS: float64(un) / uTime.Seconds()}, nil
+	ms := make([]Measurement, len(cs))
+	for i, c := range cs {
+		n := c.handled.Load()
+		ms[i] = Measurement{Name: c.name, Events: int(n), EPS: float64(n) / c.took.Seconds()}
+	}
+	return ms[0], ms[1], ms[2], nil
 }
 
 // cleanup deletes every key of the run, on every master of a cluster.

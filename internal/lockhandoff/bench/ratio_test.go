@@ -16,9 +16,12 @@ func TestSpreadRatio(t *testing.T) {
 	}
 	rc, prefix := testenv.Redis(t)
 	ctx := context.Background()
-	o := Options{Duration: 3 * time.Second, Prefix: prefix, Producers: 16, Keys: 1000}
+	o := Options{Duration: 3 * time.Second, Prefix: prefix, Producers: 16, Keys: 1000, Detached: 128}
 	for range 3 {
-		h, u, _ := spreadPair(ctx, rc, o)
-		t.Logf("handoff %.0f unlocked %.0f ratio %.3f", h.EPS, u.EPS, h.EPS/u.EPS)
+		h, i, u, err := spreadRun(ctx, rc, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("handoff %.0f (inline %.0f) unlocked %.0f ratio %.3f (inline %.3f)", h.EPS, i.EPS, u.EPS, h.EPS/u.EPS, i.EPS/u.EPS)
 	}
 }

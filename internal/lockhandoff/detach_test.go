@@ -1,0 +1,243 @@
+package lockhandoff
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+)
+
+// gated is a handler that records its calls and holds envelope name until its gate opens.
+type gated struct {
+	rec     *recorder
+	running map[string]chan struct{}
+	gates   map[string]func() // opens the envelope's gate (once)
+	gateCh  map[string]chan struct{}
+}
+
+func newGated(t *testing.T, names ...string) *gated {
+	g := &gated{rec: newRecorder(), running: map[string]chan struct{}{}, gates: map[string]func(){}, gateCh: map[string]chan struct{}{}}
+	for _, n := range names {
+		g.running[n], g.gateCh[n] = make(chan struct{}), make(chan struct{})
+		g.gates[n] = opener(t, g.gateCh[n])
+	}
+	return g
+}
+
+// newHandoff builds the test's Handoff; a failed test opens every gate before its Stop.
+func (g *gated) newHandoff(t *testing.T, cfg Config) (*Handoff, redis.UniversalClient, string, *prometheus.Registry) {
+	rc, prefix := single.client(t)
+	hd, reg := newTestHandoff(t, rc, prefix, cfg, g.handle)
+	t.Cleanup(func() {
+		for _, open := range g.gates {
+			open()
+		}
+	})
+	return hd, rc, prefix, reg
+}
+
+func (g *gated) handle(ctx context.Context, turn Turn, env []byte) error {
+	g.rec.add(turn, env)
+	name := string(env)
+	if running, ok := g.running[name]; ok {
+		close(running)
+		select {
+		case <-g.gateCh[name]:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return nil
+}
+
+// submitAsync runs Submit in a goroutine and returns a channel that receives its error.
+func submitAsync(hd *Handoff, ctx context.Context, entity, env string) <-chan error {
+	c := make(chan error, 1)
+	go func() {
+		_, err := hd.Submit(ctx, entity, []byte(env))
+		c <- err
+	}()
+	return c
+}
+
+// returns checks that c delivers (a Submit returned) without error; the timeout only
+// guards against a hang.
+func returns(t *testing.T, c <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-c:
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not return", what)
+	}
+}
+
+// staysBlocked checks that c delivers nothing for a while: a Submit that must drain inline
+// is still in its turn. It can only miss a defect, never report a false one.
+func staysBlocked(t *testing.T, c <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-c:
+		t.Fatalf("%s returned (%v) while a turn it waits for still had an envelope to run", what, err)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// With Detached, a Submit that took the turn returns once its envelope was handled: the
+// handoff to the envelope queued behind it, and that envelope's handler, run after it
+// returned, and the turn still ends released with nothing lost.
+//
+// Broken variant tried: Detached 0 (every turn inline): e0's Submit stayed in the turn
+// while e1's handler was held, and the test failed on its hang guard.
+func TestDetachedSubmitReturnsAfterItsEnvelope(t *testing.T) {
+	t.Parallel()
+	const entity = "LC-detach"
+	ctx := context.Background()
+	g := newGated(t, "e0", "e1")
+	hd, rc, prefix, reg := g.newHandoff(t, Config{Detached: 4})
+
+	first := submitAsync(hd, ctx, entity, "e0")
+	<-g.running["e0"]
+	if out, err := hd.Submit(ctx, entity, []byte("e1")); err != nil || out != OutcomeQueued {
+		t.Fatalf("e1: %v %v", out, err)
+	}
+	g.gates["e0"]()
+	<-g.running["e1"]
+	returns(t, first, "e0's Submit, with e1's handler held")
+	if got := counter(t, reg, "turns_detached"); got != 1 {
+		t.Errorf("turns_detached = %v while e1 runs, want 1", got)
+	}
+
+	g.gates["e1"]()
+	<-hd.Idle()
+	if got := strings.Join(g.rec.envelopes(), ","); got != "e0,e1" {
+		t.Errorf("ran %s", got)
+	}
+	if s := snapshotKeys(t, rc, prefix, entity); !strings.Contains(s, `lock="" wait=[] proc=[]`) {
+		t.Errorf("after the detached turn: %s", s)
+	}
+	if got := counter(t, reg, "turns_detached"); got != 0 {
+		t.Errorf("turns_detached = %v after the turn, want 0", got)
+	}
+}
+
+// Stop waits for a detached turn as for an inline one: it finishes the envelope its
+// handler runs, then leaves the turn, with the backlog left in place and a Nudge.
+//
+// Broken variant tried: the turn counted in flight only while runTurn ran (drains.exit
+// deferred in runTurn instead of in the turn's goroutine): Stop returned while e1's
+// handler was still held.
+func TestStopWaitsForDetachedTurn(t *testing.T) {
+	t.Parallel()
+	const entity = "LC-detach-stop"
+	ctx := context.Background()
+	g := newGated(t, "e0", "e1")
+	var nudges atomic.Int32
+	hd, rc, prefix, _ := g.newHandoff(t, Config{Detached: 4, Nudge: func(context.Context, string) error {
+		nudges.Add(1)
+		return nil
+	}})
+
+	first := submitAsync(hd, ctx, entity, "e0")
+	<-g.running["e0"]
+	for _, e := range []string{"e1", "e2"} {
+		if out, err := hd.Submit(ctx, entity, []byte(e)); err != nil || out != OutcomeQueued {
+			t.Fatalf("%s: %v %v", e, out, err)
+		}
+	}
+	g.gates["e0"]()
+	<-g.running["e1"]
+	returns(t, first, "e0's Submit, with e1's handler held")
+
+	stopped := make(chan error, 1)
+	go func() { hd.Stop(); stopped <- nil }()
+	staysBlocked(t, stopped, "Stop")
+	g.gates["e1"]()
+	<-stopped
+	if got := strings.Join(g.rec.envelopes(), ","); got != "e0,e1" {
+		t.Errorf("ran %s before stopping", got)
+	}
+	if nudges.Load() != 1 {
+		t.Errorf("nudges = %d, want 1", nudges.Load())
+	}
+	if s := snapshotKeys(t, rc, prefix, entity); !strings.Contains(s, `lock="" wait=[`) || !strings.Contains(s, `e2`) || !strings.Contains(s, `proc=[]`) {
+		t.Errorf("after Stop: %s", s)
+	}
+}
+
+// At most Detached turns go on in the background: with one detached already, the next
+// turn drains inline, and its Submit returns only after the envelope queued behind it.
+//
+// Broken variant tried: no bound (acquireDetached always true): Y's Submit returned while
+// y1's handler was held.
+func TestDetachedIsBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := newGated(t, "x0", "x1", "y0", "y1")
+	hd, _, _, _ := g.newHandoff(t, Config{Detached: 1})
+
+	turn := func(entity, e0, e1 string) <-chan error {
+		c := submitAsync(hd, ctx, entity, e0)
+		<-g.running[e0]
+		if out, err := hd.Submit(ctx, entity, []byte(e1)); err != nil || out != OutcomeQueued {
+			t.Fatalf("%s: %v %v", e1, out, err)
+		}
+		g.gates[e0]()
+		<-g.running[e1]
+		return c
+	}
+	x := turn("LC-x", "x0", "x1")
+	returns(t, x, "X's Submit, with x1's handler held") // detached: the one slot
+	y := turn("LC-y", "y0", "y1")
+	staysBlocked(t, y, "Y's Submit") // no slot left: inline
+	g.gates["y1"]()
+	if err := <-y; err != nil {
+		t.Fatal(err)
+	}
+	g.gates["x1"]()
+	<-hd.Idle()
+	if got := len(g.rec.envelopes()); got != 4 {
+		t.Errorf("ran %v", g.rec.envelopes())
+	}
+}
+
+// Until its Submit returns, a detached turn follows the caller's context as an inline one
+// does: a caller that goes away cancels the running handler, the envelope stays in proc
+// and another replica is nudged.
+//
+// Broken variant tried: the turn's context detached from the caller's from the start
+// (context.WithoutCancel only): the handler never saw the cancellation and the test
+// failed on its hang guard.
+func TestDetachedTurnFollowsCallerUntilItReturns(t *testing.T) {
+	t.Parallel()
+	const entity = "LC-detach-cancel"
+	g := newGated(t, "e0")
+	nudged := make(chan struct{}, 1)
+	hd, rc, prefix, _ := g.newHandoff(t, Config{Detached: 4, HandlerRetries: -1, Nudge: func(context.Context, string) error {
+		nudged <- struct{}{}
+		return nil
+	}})
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	gone := errors.New("caller gone")
+	first := submitAsync(hd, ctx, entity, "e0")
+	<-g.running["e0"]
+	cancel(gone)
+	returns(t, first, "e0's Submit, with e1's handler held")
+	select {
+	case <-nudged:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no nudge after the caller went away")
+	}
+	<-hd.Idle()
+	if s := snapshotKeys(t, rc, prefix, entity); !strings.Contains(s, `lock="" wait=[]`) || !strings.Contains(s, `e0`) {
+		t.Errorf("after the caller went away: %s", s)
+	}
+}
