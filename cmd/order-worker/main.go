@@ -211,10 +211,16 @@ func run() error {
 	if err := turns.Start(ctx); err != nil {
 		return err
 	}
-	// On shutdown, turns leave after the envelope they run, with a nudge for their backlog:
-	// the consumer's own (their context ends with ctx) and the detached ones, which no
-	// consumer handler waits for. The Stop after the consumer has returned waits for them.
-	context.AfterFunc(ctx, turns.Stop)
+	// On shutdown, every turn leaves after the envelope it runs, with a nudge for its
+	// backlog: those of the consumer's handlers, and the detached ones, which no handler
+	// waits for. A detached turn whose handler still runs when the consumer's handlers are
+	// cut short is cut short too (StopContext). The Stop after the consumer has returned
+	// waits for them all.
+	context.AfterFunc(ctx, func() {
+		bound, cancel := context.WithTimeout(context.Background(), queue.HandlerBudget(cfg.ShutdownBudget))
+		defer cancel()
+		turns.StopContext(bound)
+	})
 
 	worker := &order.Worker{Turns: turns, Log: log}
 	consumer, err := queue.NewConsumer(sqsClient, queue.ConsumerConfig{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -230,7 +231,7 @@ func TestDetachedTurnFollowsCallerUntilItReturns(t *testing.T) {
 	first := submitAsync(hd, ctx, entity, "e0")
 	<-g.running["e0"]
 	cancel(gone)
-	returns(t, first, "e0's Submit, with e1's handler held")
+	returns(t, first, "e0's Submit, its handler cancelled")
 	select {
 	case <-nudged:
 	case <-time.After(30 * time.Second):
@@ -239,5 +240,112 @@ func TestDetachedTurnFollowsCallerUntilItReturns(t *testing.T) {
 	<-hd.Idle()
 	if s := snapshotKeys(t, rc, prefix, entity); !strings.Contains(s, `lock="" wait=[]`) || !strings.Contains(s, `e0`) {
 		t.Errorf("after the caller went away: %s", s)
+	}
+}
+
+// After Submit returned, the caller's context no longer reaches the turn: a caller that
+// cancels its context once Submit is back (defer cancel()) does not cut the turn short.
+//
+// Broken variant tried: runTurn without unfollow on detach: e1's handler was cancelled
+// with the caller's context and e1 was left in proc.
+func TestDetachedTurnOutlivesItsCaller(t *testing.T) {
+	t.Parallel()
+	const entity = "LC-detach-outlive"
+	g := newGated(t, "e0", "e1")
+	hd, rc, prefix, _ := g.newHandoff(t, Config{Detached: 4, HandlerRetries: -1})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	first := submitAsync(hd, ctx, entity, "e0")
+	<-g.running["e0"]
+	if out, err := hd.Submit(context.Background(), entity, []byte("e1")); err != nil || out != OutcomeQueued {
+		t.Fatalf("e1: %v %v", out, err)
+	}
+	g.gates["e0"]()
+	<-g.running["e1"]
+	returns(t, first, "e0's Submit, with e1's handler held")
+	cancel()
+	// Time for a turn that wrongly still follows ctx to see it end (context.AfterFunc
+	// cancels on a goroutine of its own); on a correct tree nothing happens meanwhile.
+	time.Sleep(200 * time.Millisecond)
+	g.gates["e1"]()
+	<-hd.Idle()
+	if s := snapshotKeys(t, rc, prefix, entity); !strings.Contains(s, `lock="" wait=[] proc=[]`) {
+		t.Errorf("the turn did not finish after its caller went away: %s", s)
+	}
+}
+
+// Submit returns before the step that follows its envelope: the caller does not wait for
+// the release's round trip.
+//
+// Broken variant tried: detach called after the step (after the handoff's script): Submit
+// stayed blocked in the step, and the test failed on its hang guard.
+func TestDetachedSubmitReturnsBeforeTheStep(t *testing.T) {
+	t.Parallel()
+	const entity = "LC-detach-step"
+	rec := newRecorder()
+	inStep, stepGate := make(chan struct{}), make(chan struct{})
+	openStep := opener(t, stepGate)
+	var once sync.Once
+	rc, prefix := single.client(t)
+	hd, _ := newTestHandoff(t, rc, prefix, Config{Detached: 4, Hooks: Hooks{BeforeStep: func(string) {
+		once.Do(func() { close(inStep) })
+		<-stepGate
+	}}}, func(_ context.Context, turn Turn, env []byte) error {
+		rec.add(turn, env)
+		return nil
+	})
+	t.Cleanup(openStep) // before the Stop registered above
+
+	first := submitAsync(hd, context.Background(), entity, "e0")
+	<-inStep
+	returns(t, first, "e0's Submit, with its step held")
+	if s := snapshotKeys(t, rc, prefix, entity); !strings.Contains(s, `e0`) || strings.Contains(s, `lock=""`) {
+		t.Errorf("before the step: %s", s)
+	}
+	openStep()
+	<-hd.Idle()
+	if s := snapshotKeys(t, rc, prefix, entity); !strings.Contains(s, `lock="" wait=[] proc=[]`) {
+		t.Errorf("after the step: %s", s)
+	}
+}
+
+// StopContext bounds the wait for detached turns: when its context ends, the handlers
+// still running are cancelled, and their turns leave with the envelope in proc and a
+// nudge, as the order-worker needs within its shutdown budget.
+//
+// Broken variant tried: StopContext as plain Stop (the bound ignored): it waited for e1's
+// held handler, and the test failed on its hang guard.
+func TestStopContextCutsDetachedHandlersShort(t *testing.T) {
+	t.Parallel()
+	const entity = "LC-detach-bound"
+	g := newGated(t, "e0", "e1")
+	nudged := make(chan struct{}, 1)
+	hd, rc, prefix, _ := g.newHandoff(t, Config{Detached: 4, HandlerRetries: -1, Nudge: func(context.Context, string) error {
+		nudged <- struct{}{}
+		return nil
+	}})
+
+	first := submitAsync(hd, context.Background(), entity, "e0")
+	<-g.running["e0"]
+	if out, err := hd.Submit(context.Background(), entity, []byte("e1")); err != nil || out != OutcomeQueued {
+		t.Fatalf("e1: %v %v", out, err)
+	}
+	g.gates["e0"]()
+	<-g.running["e1"]
+	returns(t, first, "e0's Submit, with e1's handler held")
+
+	bound, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { hd.StopContext(bound); stopped <- nil }()
+	staysBlocked(t, stopped, "StopContext before its bound")
+	cancel()
+	returns(t, stopped, "StopContext after its bound")
+	select {
+	case <-nudged:
+	default:
+		t.Error("no nudge for the backlog")
+	}
+	if s := snapshotKeys(t, rc, prefix, entity); !strings.Contains(s, `lock="" wait=[]`) || !strings.Contains(s, `e1`) {
+		t.Errorf("after StopContext: %s", s)
 	}
 }

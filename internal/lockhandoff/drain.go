@@ -22,52 +22,71 @@ var (
 // turn runs on a goroutine of its own, and runTurn returns once its first envelope was
 // handled (or the turn ended before that). Until then the turn's context follows ctx, so
 // a caller that goes away while the first handler runs ends the turn as an inline one
-// would; after, only Stop or a lost lease end it early. Otherwise it drains inline.
+// would; after, only Stop, StopContext's bound or a lost lease end it early. Otherwise it
+// drains inline.
 func (h *Handoff) runTurn(ctx context.Context, entity string, k keys, token string, first entry, detachable bool) {
 	// Entered before any goroutine starts, so that a Stop from now on waits for the turn.
 	h.drains.enter()
-	if !detachable || !h.acquireDetached() {
+	if !detachable || !h.acquireSlot() {
 		defer h.drains.exit()
 		h.drain(ctx, entity, k, token, first, nil)
 		return
 	}
 	tctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	unfollow := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	unabort := context.AfterFunc(h.aborted, func() { cancel(context.Cause(h.aborted)) })
 	returned := make(chan struct{})
 	var once sync.Once
-	detach := func() {
-		// After unfollow, ctx no longer reaches the turn. When ctx ended first, the turn
-		// is being cancelled already and leaves as an inline one does.
+	// ret lets the caller return. After unfollow, ctx no longer reaches the turn; when
+	// ctx ended first, the turn is being cancelled already and leaves as an inline one.
+	ret := func() {
 		unfollow()
 		once.Do(func() { close(returned) })
 	}
+	detached := false // only the turn's goroutine touches it
 	go func() {
 		defer h.drains.exit()
-		defer h.releaseDetached()
+		defer h.releaseSlot()
 		defer cancel(nil)
-		defer detach()
-		h.drain(tctx, entity, k, token, first, detach)
+		defer unabort()
+		defer func() {
+			if detached {
+				h.m.detached.Dec()
+			}
+		}()
+		defer ret()
+		defer func() {
+			// Inline, the caller's recover (the consumer's) would contain a panic outside
+			// the handler (a Nudge hook, say); here nothing would. The lease is stopped by
+			// now, so the lock expires and the sweeper recovers the entity.
+			if r := recover(); r != nil {
+				h.log.Error("lockhandoff: detached turn panicked; its lock expires for the sweeper",
+					zap.String("lcid", entity), zap.Any("panic", r))
+			}
+		}()
+		h.drain(tctx, entity, k, token, first, func() {
+			detached = true
+			h.m.detached.Inc()
+			ret()
+		})
 	}()
 	<-returned
 }
 
-func (h *Handoff) acquireDetached() bool {
+// acquireSlot takes one of Config.Detached slots: a turn on a goroutine of its own.
+func (h *Handoff) acquireSlot() bool {
 	for {
-		n := h.detached.Load()
+		n := h.slots.Load()
 		if n >= int64(h.cfg.Detached) {
 			return false
 		}
-		if h.detached.CompareAndSwap(n, n+1) {
-			h.m.detached.Inc()
+		if h.slots.CompareAndSwap(n, n+1) {
 			return true
 		}
 	}
 }
 
-func (h *Handoff) releaseDetached() {
-	h.detached.Add(-1)
-	h.m.detached.Dec()
-}
+func (h *Handoff) releaseSlot() { h.slots.Add(-1) }
 
 // Idle returns a channel closed once no turn of this Handoff is in flight, inline or
 // detached (Submit, Resume or the sweeper). A turn taken after it closed is not waited
@@ -90,6 +109,9 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 		if detach != nil && res == handledOK {
 			detach()
 			detach = nil
+		}
+		if hook := h.cfg.Hooks.BeforeStep; hook != nil && res == handledOK {
+			hook(entity)
 		}
 		switch res {
 		case handledLost:

@@ -131,6 +131,9 @@ type Hooks struct {
 	// BeforeForget is called by a sweep after it found an entity idle and before it
 	// removes its index entry.
 	BeforeForget func(entity string)
+	// BeforeStep is called by a turn after an envelope's handler succeeded and before the
+	// script of the step that follows (the handoff or the release).
+	BeforeStep func(entity string)
 }
 
 func (c *Config) setDefaults() {
@@ -273,8 +276,10 @@ type Handoff struct {
 	batch   *batcher
 
 	drains   drainSet
-	detached atomic.Int64 // turns going on after their caller returned (Config.Detached)
+	slots    atomic.Int64 // turns on a goroutine of their own (Config.Detached bounds them)
 	stopping chan struct{}
+	aborted  context.Context // cancelled when StopContext's bound ends: detached turns' handlers end
+	abort    context.CancelCauseFunc
 	svc      service
 }
 
@@ -291,11 +296,13 @@ func New(rc redis.UniversalClient, cfg Config, h Handler) (*Handoff, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handoff{
+	hd := &Handoff{
 		rc: rc, cfg: cfg, handler: h, log: cfg.Logger, m: m,
 		batch:    newBatcher(rc, cfg.Pipelines, cfg.PipelineMax, max(cfg.LockTTL, 5*time.Second)),
 		stopping: make(chan struct{}),
-	}, nil
+	}
+	hd.aborted, hd.abort = context.WithCancelCause(context.Background())
+	return hd, nil
 }
 
 // keys are the Redis keys of one entity, in the order the scripts expect them.

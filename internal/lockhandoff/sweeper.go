@@ -71,6 +71,19 @@ func (h *Handoff) Stop() {
 	<-h.drains.wait()
 }
 
+// errStopBound is the cause a detached turn's handler sees when StopContext's bound ends.
+var errStopBound = errors.New("lockhandoff: stop: its bound ended before the turn left")
+
+// StopContext is Stop with a bound: when ctx ends before every turn has left, the handlers
+// of detached turns still running are cancelled, and their turns leave with the envelope
+// in proc and a Nudge for the backlog (no caller's context reaches a detached turn; an
+// inline one ends with its caller's). The order-worker bounds it with its shutdown budget.
+func (h *Handoff) StopContext(ctx context.Context) {
+	stop := context.AfterFunc(ctx, func() { h.abort(errStopBound) })
+	defer stop()
+	h.Stop()
+}
+
 func (h *Handoff) sweepLoop(ctx context.Context) {
 	for {
 		st, err := h.Sweep(ctx)

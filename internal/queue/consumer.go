@@ -75,6 +75,14 @@ func newConsumer(c *sqs.Client, cfg ConsumerConfig, h Handler, bh BatchHandler) 
 	return &Consumer{c: c, cfg: cfg, h: h, bh: bh, m: m, log: cfg.Logger.With(zap.String("queue", cfg.Name))}, nil
 }
 
+// HandlerBudget is how long after a shutdown began handlers may still run, within a
+// ShutdownBudget of budget: the rest is kept for handing messages back and the last
+// deletes. Work a handler started and that outlives it (a detached turn) should be
+// bounded by the same.
+func HandlerBudget(budget time.Duration) time.Duration {
+	return budget - min(budget/5, 2*time.Second)
+}
+
 // Run consumes until ctx ends, then shuts down gracefully: it stops receiving, waits up to
 // cfg.ShutdownBudget for the handlers in flight, then cancels their contexts and hands
 // their messages back to SQS (visibility 0) so another consumer gets them at once. It
@@ -137,7 +145,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	// Shutdown: no more receives from here on.
 	start := time.Now()
 	budget := c.cfg.ShutdownBudget
-	reserve := min(budget/5, 2*time.Second) // for handing back and the last deletes
+	reserve := budget - HandlerBudget(budget) // for handing back and the last deletes
 	// No SQS call (a delete, a dead-letter send) may keep Run past its budget; one cut
 	// short leaves its message in SQS, which redelivers it.
 	cutIO := time.AfterFunc(budget, iocancel)

@@ -566,7 +566,10 @@ func spreadSlice(ctx context.Context, o Options, d time.Duration, round int, ent
 // o.Detached turns in the background (the order-worker's setting), handoff with every turn
 // drained inline (Detached 0: Submit returns after its turn's release), and no lock. A
 // slice of a handoff contender ends when its producers stopped and its last detached
-// turn left: every event counted had its release.
+// turn left: every event counted had its release. With detached turns, a producer's next
+// Submit overlaps with its last event's release: more round trips are in flight than
+// the 16 of the unlocked contender, as in an order-worker whose consumer handlers are
+// free a round trip sooner.
 func spreadRun(ctx context.Context, rc redis.UniversalClient, o Options) (detached, inline, unlocked Measurement, err error) {
 	entities := make([]string, o.Keys)
 	for i := range entities {
@@ -620,7 +623,10 @@ func spreadRun(ctx context.Context, rc redis.UniversalClient, o Options) (detach
 	}
 	slice := max(o.Duration/SpreadRounds, 50*time.Millisecond)
 	for r := range SpreadRounds {
-		for _, c := range cs {
+		// Each round starts with the next contender, so that what a slice leaves behind
+		// (garbage, a nudge's Resume) does not always fall on the same one.
+		for i := range cs {
+			c := cs[(r+i)%len(cs)]
 			start := time.Now()
 			if err := spreadSlice(ctx, o, slice, r, entities, c.submit); err != nil {
 				return Measurement{}, Measurement{}, Measurement{}, fmt.Errorf("bench: %s: %w", c.name, err)
