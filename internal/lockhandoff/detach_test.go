@@ -176,7 +176,7 @@ func TestStopWaitsForDetachedTurn(t *testing.T) {
 // At most Detached turns go on in the background: with one detached already, the next
 // turn drains inline, and its Submit returns only after the envelope queued behind it.
 //
-// Broken variant tried: no bound (acquireDetached always true): Y's Submit returned while
+// Broken variant tried: no bound (acquireSlot always true): Y's Submit returned while
 // y1's handler was held.
 func TestDetachedIsBounded(t *testing.T) {
 	t.Parallel()
@@ -313,14 +313,15 @@ func TestDetachedSubmitReturnsBeforeTheStep(t *testing.T) {
 // still running are cancelled, and their turns leave with the envelope in proc and a
 // nudge, as the order-worker needs within its shutdown budget.
 //
-// Broken variant tried: StopContext as plain Stop (the bound ignored): it waited for e1's
-// held handler, and the test failed on its hang guard.
+// Broken variants tried: StopContext as plain Stop (the bound ignored): it waited for e1's
+// held handler, and the test failed on its hang guard; the cut counted as a handler
+// failure (handler_failures_total 1, which pages operations at every shutdown).
 func TestStopContextCutsDetachedHandlersShort(t *testing.T) {
 	t.Parallel()
 	const entity = "LC-detach-bound"
 	g := newGated(t, "e0", "e1")
 	nudged := make(chan struct{}, 1)
-	hd, rc, prefix, _ := g.newHandoff(t, Config{Detached: 4, HandlerRetries: -1, Nudge: func(context.Context, string) error {
+	hd, rc, prefix, reg := g.newHandoff(t, Config{Detached: 4, HandlerRetries: -1, Nudge: func(context.Context, string) error {
 		nudged <- struct{}{}
 		return nil
 	}})
@@ -347,5 +348,39 @@ func TestStopContextCutsDetachedHandlersShort(t *testing.T) {
 	}
 	if s := snapshotKeys(t, rc, prefix, entity); !strings.Contains(s, `lock="" wait=[]`) || !strings.Contains(s, `e1`) {
 		t.Errorf("after StopContext: %s", s)
+	}
+	if got := counter(t, reg, "handler_failures_total"); got != 0 {
+		t.Errorf("handler_failures_total = %v: a shutdown counted as a failure", got)
+	}
+}
+
+// A panic outside the handler while the caller still waits (here in a Nudge hook, after
+// the caller went away) reaches the caller, as it would inline.
+//
+// Broken variant tried: the turn's goroutine logging every panic: Submit returned as if
+// the turn had gone well.
+func TestPanicBeforeDetachReachesTheCaller(t *testing.T) {
+	t.Parallel()
+	const entity = "LC-detach-panic"
+	g := newGated(t, "e0")
+	hd, _, _, _ := g.newHandoff(t, Config{Detached: 4, HandlerRetries: -1, Nudge: func(context.Context, string) error {
+		panic("nudge hook")
+	}})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan any, 1)
+	go func() {
+		defer func() { got <- recover() }()
+		hd.Submit(ctx, entity, []byte("e0"))
+	}()
+	<-g.running["e0"]
+	cancel()
+	select {
+	case r := <-got:
+		if r != "nudge hook" {
+			t.Errorf("Submit's caller got %v, want the hook's panic", r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Submit did not return")
 	}
 }

@@ -43,34 +43,41 @@ func (h *Handoff) runTurn(ctx context.Context, entity string, k keys, token stri
 		unfollow()
 		once.Do(func() { close(returned) })
 	}
-	detached := false // only the turn's goroutine touches it
+	// Written by the turn's goroutine before it closes returned, read by the caller after.
+	var (
+		detached bool
+		panicked any // a panic before the detach, passed on to the caller
+	)
 	go func() {
 		defer h.drains.exit()
 		defer h.releaseSlot()
 		defer cancel(nil)
 		defer unabort()
-		defer func() {
-			if detached {
-				h.m.detached.Dec()
-			}
-		}()
 		defer ret()
 		defer func() {
-			// Inline, the caller's recover (the consumer's) would contain a panic outside
-			// the handler (a Nudge hook, say); here nothing would. The lease is stopped by
-			// now, so the lock expires and the sweeper recovers the entity.
-			if r := recover(); r != nil {
-				h.log.Error("lockhandoff: detached turn panicked; its lock expires for the sweeper",
+			r := recover()
+			switch {
+			case r == nil:
+			case !detached:
+				panicked = r // the caller is still waiting: it panics, as inline
+			default:
+				// Inline, the caller's recover (the consumer's) would contain a panic
+				// outside the handler (a Nudge hook, say); here nothing would. The lease
+				// is stopped by now: the lock was released or expires, and the sweeper
+				// recovers what is left.
+				h.log.Error("lockhandoff: detached turn panicked; the sweeper recovers what it left",
 					zap.String("lcid", entity), zap.Any("panic", r))
 			}
 		}()
 		h.drain(tctx, entity, k, token, first, func() {
 			detached = true
-			h.m.detached.Inc()
 			ret()
 		})
 	}()
 	<-returned
+	if panicked != nil {
+		panic(panicked)
+	}
 }
 
 // acquireSlot takes one of Config.Detached slots: a turn on a goroutine of its own.
@@ -81,12 +88,16 @@ func (h *Handoff) acquireSlot() bool {
 			return false
 		}
 		if h.slots.CompareAndSwap(n, n+1) {
+			h.m.detached.Inc()
 			return true
 		}
 	}
 }
 
-func (h *Handoff) releaseSlot() { h.slots.Add(-1) }
+func (h *Handoff) releaseSlot() {
+	h.slots.Add(-1)
+	h.m.detached.Dec()
+}
 
 // Idle returns a channel closed once no turn of this Handoff is in flight, inline or
 // detached (Submit, Resume or the sweeper). A turn taken after it closed is not waited
@@ -267,6 +278,11 @@ func (h *Handoff) handle(l *lease, e entry) (handled, []Write) {
 		switch {
 		case l.isLost():
 			return handledLost, nil
+		case errors.Is(cause, errStopBound):
+			// Shutdown, not a failure: no alert for it.
+			h.log.Info("lockhandoff: handler cut short by the stop bound; envelope left in proc",
+				zap.String("lcid", l.entity), zap.Int64("seq", e.seq))
+			return handledFailed, nil
 		case errors.Is(cause, errDeadline):
 			h.m.abandoned.Inc()
 			h.log.Warn("lockhandoff: handler passed its deadline; turn left to the sweeper",

@@ -104,8 +104,8 @@ type Config struct {
 	// release, with the writes the handler committed) and the envelopes handed off after
 	// it run on a goroutine of the turn's own, which Stop waits for. Until it returns, the
 	// turn follows the caller's context as an inline one does; after, only Stop (or a lost
-	// lease) ends it early. When Detached turns are in the background already, the call
-	// drains inline. 0 (the default): every turn drains inline.
+	// lease) ends it early; StopContext bounds how long Stop waits for them. When Detached
+	// turns run already, the call drains inline. 0 (the default): every turn drains inline.
 	Detached int
 	// Nudge is called after a turn was left with a backlog (drain budget reached, Stop,
 	// caller's context cancelled) so that another replica resumes it soon, e.g. by sending a
@@ -226,7 +226,8 @@ const (
 	// OutcomeNone: Submit failed; the envelope may or may not be in Redis (keep the message).
 	OutcomeNone Outcome = iota
 	// OutcomeTurn: the caller took the turn and has run the drain loop (this envelope and
-	// the ones handed off to it) before Submit returned.
+	// the ones handed off to it) before Submit returned; with Config.Detached, its first
+	// envelope, the rest of the turn going on in the background.
 	OutcomeTurn
 	// OutcomeQueued: the envelope is in the entity's wait list; custody moved to Redis.
 	OutcomeQueued

@@ -44,7 +44,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "wait_seconds", Help: "Time an event spent in the wait list (or proc, for a re-run) before its handler started, by the Redis clock.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
 		detached: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
-			Name: "turns_detached", Help: "Turns going on in the background after the Submit or Resume that took them returned, its first envelope handled (Config.Detached)."}),
+			Name: "turns_detached", Help: "Turns running on a goroutine of their own (Config.Detached slots in use): their Submit or Resume returned, or returns once their first envelope is handled. At Config.Detached, further turns drain inline."}),
 	}
 	if reg == nil {
 		return m, nil

@@ -58,7 +58,8 @@ func (h *Handoff) Start(ctx context.Context) error {
 // Stop stops the sweeper and waits until every drain in flight (of Submit, Resume or the
 // sweeper) has left its turn: each finishes the envelope its handler runs, then releases
 // the turn and calls Nudge when a backlog remains. Submits after Stop still queue; one that
-// takes the turn handles one envelope and leaves.
+// takes the turn handles one envelope and leaves (after StopContext's bound has ended, a
+// detached one's handler is cancelled at once, and the envelope stays in proc).
 func (h *Handoff) Stop() {
 	h.svc.stopOnce.Do(func() { close(h.stopping) })
 	h.svc.mu.Lock()
@@ -74,10 +75,12 @@ func (h *Handoff) Stop() {
 // errStopBound is the cause a detached turn's handler sees when StopContext's bound ends.
 var errStopBound = errors.New("lockhandoff: stop: its bound ended before the turn left")
 
-// StopContext is Stop with a bound: when ctx ends before every turn has left, the handlers
-// of detached turns still running are cancelled, and their turns leave with the envelope
-// in proc and a Nudge for the backlog (no caller's context reaches a detached turn; an
-// inline one ends with its caller's). The order-worker bounds it with its shutdown budget.
+// StopContext is Stop with a bound on the handlers of detached turns: when ctx ends before
+// every turn has left, those still running are cancelled, and their turns leave with the
+// envelope in proc and a Nudge for the backlog (no caller's context reaches a detached
+// turn; an inline one ends with its caller's). It still waits for those leaves, and for
+// inline and sweeper turns, as Stop does. The order-worker bounds it with its shutdown
+// budget.
 func (h *Handoff) StopContext(ctx context.Context) {
 	stop := context.AfterFunc(ctx, func() { h.abort(errStopBound) })
 	defer stop()
