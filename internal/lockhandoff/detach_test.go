@@ -66,6 +66,23 @@ func submitAsync(hd *Handoff, ctx context.Context, entity, env string) <-chan er
 	return c
 }
 
+// heldBehind submits e0 with ctx, queues rest behind it, lets e0's handler finish and
+// waits until the handler of rest[0] runs (held at its gate). It returns the channel of
+// e0's Submit: with a detached turn it delivers now, inline only once rest has run.
+func (g *gated) heldBehind(t *testing.T, hd *Handoff, ctx context.Context, entity, e0 string, rest ...string) <-chan error {
+	t.Helper()
+	c := submitAsync(hd, ctx, entity, e0)
+	<-g.running[e0]
+	for _, e := range rest {
+		if out, err := hd.Submit(context.Background(), entity, []byte(e)); err != nil || out != OutcomeQueued {
+			t.Fatalf("%s: %v %v", e, out, err)
+		}
+	}
+	g.gates[e0]()
+	<-g.running[rest[0]]
+	return c
+}
+
 // returns checks that c delivers (a Submit returned) without error; the timeout only
 // guards against a hang.
 func returns(t *testing.T, c <-chan error, what string) {
@@ -104,13 +121,7 @@ func TestDetachedSubmitReturnsAfterItsEnvelope(t *testing.T) {
 	g := newGated(t, "e0", "e1")
 	hd, rc, prefix, reg := g.newHandoff(t, Config{Detached: 4})
 
-	first := submitAsync(hd, ctx, entity, "e0")
-	<-g.running["e0"]
-	if out, err := hd.Submit(ctx, entity, []byte("e1")); err != nil || out != OutcomeQueued {
-		t.Fatalf("e1: %v %v", out, err)
-	}
-	g.gates["e0"]()
-	<-g.running["e1"]
+	first := g.heldBehind(t, hd, ctx, entity, "e0", "e1")
 	returns(t, first, "e0's Submit, with e1's handler held")
 	if got := counter(t, reg, "turns_detached"); got != 1 {
 		t.Errorf("turns_detached = %v while e1 runs, want 1", got)
@@ -146,15 +157,7 @@ func TestStopWaitsForDetachedTurn(t *testing.T) {
 		return nil
 	}})
 
-	first := submitAsync(hd, ctx, entity, "e0")
-	<-g.running["e0"]
-	for _, e := range []string{"e1", "e2"} {
-		if out, err := hd.Submit(ctx, entity, []byte(e)); err != nil || out != OutcomeQueued {
-			t.Fatalf("%s: %v %v", e, out, err)
-		}
-	}
-	g.gates["e0"]()
-	<-g.running["e1"]
+	first := g.heldBehind(t, hd, ctx, entity, "e0", "e1", "e2")
 	returns(t, first, "e0's Submit, with e1's handler held")
 
 	stopped := make(chan error, 1)
@@ -184,19 +187,9 @@ func TestDetachedIsBounded(t *testing.T) {
 	g := newGated(t, "x0", "x1", "y0", "y1")
 	hd, _, _, _ := g.newHandoff(t, Config{Detached: 1})
 
-	turn := func(entity, e0, e1 string) <-chan error {
-		c := submitAsync(hd, ctx, entity, e0)
-		<-g.running[e0]
-		if out, err := hd.Submit(ctx, entity, []byte(e1)); err != nil || out != OutcomeQueued {
-			t.Fatalf("%s: %v %v", e1, out, err)
-		}
-		g.gates[e0]()
-		<-g.running[e1]
-		return c
-	}
-	x := turn("LC-x", "x0", "x1")
+	x := g.heldBehind(t, hd, ctx, "LC-x", "x0", "x1")
 	returns(t, x, "X's Submit, with x1's handler held") // detached: the one slot
-	y := turn("LC-y", "y0", "y1")
+	y := g.heldBehind(t, hd, ctx, "LC-y", "y0", "y1")
 	staysBlocked(t, y, "Y's Submit") // no slot left: inline
 	g.gates["y1"]()
 	if err := <-y; err != nil {
@@ -255,13 +248,7 @@ func TestDetachedTurnOutlivesItsCaller(t *testing.T) {
 	hd, rc, prefix, _ := g.newHandoff(t, Config{Detached: 4, HandlerRetries: -1})
 
 	ctx, cancel := context.WithCancel(context.Background())
-	first := submitAsync(hd, ctx, entity, "e0")
-	<-g.running["e0"]
-	if out, err := hd.Submit(context.Background(), entity, []byte("e1")); err != nil || out != OutcomeQueued {
-		t.Fatalf("e1: %v %v", out, err)
-	}
-	g.gates["e0"]()
-	<-g.running["e1"]
+	first := g.heldBehind(t, hd, ctx, entity, "e0", "e1")
 	returns(t, first, "e0's Submit, with e1's handler held")
 	cancel()
 	// Time for a turn that wrongly still follows ctx to see it end (context.AfterFunc
@@ -326,13 +313,7 @@ func TestStopContextCutsDetachedHandlersShort(t *testing.T) {
 		return nil
 	}})
 
-	first := submitAsync(hd, context.Background(), entity, "e0")
-	<-g.running["e0"]
-	if out, err := hd.Submit(context.Background(), entity, []byte("e1")); err != nil || out != OutcomeQueued {
-		t.Fatalf("e1: %v %v", out, err)
-	}
-	g.gates["e0"]()
-	<-g.running["e1"]
+	first := g.heldBehind(t, hd, context.Background(), entity, "e0", "e1")
 	returns(t, first, "e0's Submit, with e1's handler held")
 
 	bound, cancel := context.WithCancel(context.Background())

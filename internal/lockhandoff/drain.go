@@ -117,12 +117,14 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 	for n := 1; ; n++ {
 		h.m.waited.Observe(float64(max(cur.nowMs-cur.enqMs, 0)) / 1000)
 		res, writes := h.handle(l, cur)
-		if detach != nil && res == handledOK {
-			detach()
-			detach = nil
-		}
-		if hook := h.cfg.Hooks.BeforeStep; hook != nil && res == handledOK {
-			hook(entity)
+		if res == handledOK {
+			if detach != nil {
+				detach()
+				detach = nil
+			}
+			if hook := h.cfg.Hooks.BeforeStep; hook != nil {
+				hook(entity)
+			}
 		}
 		switch res {
 		case handledLost:
