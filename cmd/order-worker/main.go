@@ -71,8 +71,11 @@ type Config struct {
 	DoneRetention time.Duration `env:"JUNBAN_DONE_RETENTION" envDefault:"96h"`
 	// ParkTimeout dead-letters events whose precondition never came.
 	ParkTimeout time.Duration `env:"JUNBAN_PARK_TIMEOUT" envDefault:"24h"`
-	// OpRetention keeps the ledger's applied op ids.
-	OpRetention time.Duration `env:"JUNBAN_OP_RETENTION" envDefault:"168h"`
+	// OpRetention keeps the ledger's applied op ids. It must not outlive DoneRetention:
+	// a redelivered event whose done marker expired is applied again, and its ledger
+	// operations must then be applied again too, not answered from memory while the
+	// order records them a second time.
+	OpRetention time.Duration `env:"JUNBAN_OP_RETENTION" envDefault:"96h"`
 	// Pprof serves /debug/pprof and counts SQS calls and Redis round trips (benchmarks).
 	Pprof bool `env:"JUNBAN_PPROF" envDefault:"false"`
 	// WaitTimeSeconds is the SQS long poll.
@@ -108,6 +111,11 @@ func (c Config) Validate() []string {
 	}
 	if c.WaitTimeSeconds < 1 || c.WaitTimeSeconds > 20 {
 		p = append(p, "JUNBAN_SQS_WAIT_SECONDS: must be 1..20")
+	}
+	if c.DoneRetention <= 0 || c.OpRetention <= 0 {
+		p = append(p, "JUNBAN_DONE_RETENTION, JUNBAN_OP_RETENTION: must be positive")
+	} else if c.OpRetention > c.DoneRetention {
+		p = append(p, "JUNBAN_OP_RETENTION: must not be longer than JUNBAN_DONE_RETENTION (a redelivery after the done marker expired would find its ledger operations remembered and move nothing, while the order counts them again)")
 	}
 	return p
 }

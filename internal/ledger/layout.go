@@ -259,7 +259,7 @@ func decodeResult(opID, sku, text string) (Result, error) {
 			if err != nil {
 				return bad(line)
 			}
-			r.Moves = append(r.Moves, Move{OpID: opID, Index: len(r.Moves), SKU: sku, LotID: lot, From: from, To: to, Qty: q})
+			r.Moves = append(r.Moves, Move{OpID: opID, Index: len(r.Moves), SKU: sku, LotID: lot, From: from, To: to, Qty: q, Version: r.Version})
 		case "l":
 			l, err := decodeLotLine(f)
 			if err != nil {

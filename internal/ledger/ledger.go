@@ -75,6 +75,7 @@ type Inventory interface {
 	Release(ctx context.Context, r ReleaseRequest) (Result, error)
 	Confirm(ctx context.Context, r LotsRequest) (Result, error)
 	Ship(ctx context.Context, r LotsRequest) (Result, error)
+	Undo(ctx context.Context, r UndoRequest) (Result, error)
 	Receive(ctx context.Context, r ReceiveRequest) (Result, error)
 	Hide(ctx context.Context, r LotRequest) (Result, error)
 	Unhide(ctx context.Context, r LotRequest) (Result, error)
@@ -192,6 +193,17 @@ func (l *Ledger) Ship(ctx context.Context, r LotsRequest) (Result, error) {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	return l.moveLots(ctx, r.OpID, r.SKU, "a", "x", r.Lots)
+}
+
+// Undo moves the given quantities back from r.To to r.From: it reverses an allocation, a
+// release, a confirm or a shipment that an order's event made, when a later line of the
+// same event was refused. It takes back exactly those lots, with no allocation order and
+// no safety check; ErrInsufficient when r.To no longer holds them.
+func (l *Ledger) Undo(ctx context.Context, r UndoRequest) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.OpID, r.SKU, bucketCode(r.To), bucketCode(r.From), r.Lots)
 }
 
 // Hide moves sellable -> hidden.

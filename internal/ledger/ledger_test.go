@@ -562,3 +562,32 @@ func TestRejection(t *testing.T) {
 		}
 	}
 }
+
+// Undo moves an order's operation back, lot by lot, and only for the operations an
+// order makes; each move carries the version its operation left.
+func TestUndo(t *testing.T) {
+	s := SKU{SKU: "A", Lots: []Lot{lot("L1", KindOnHand, 1, "2027-01-01", 5)}}
+	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
+		r, err := inv.Allocate(ctx, alloc("a", "A", 3, "2026-12-01", ModeReserve))
+		wantMoves(t, r, err, mv{"L1", Sellable, Reserved, 3})
+		r, err = inv.Confirm(ctx, LotsRequest{OpID: "c", SKU: "A", Lots: []LotQty{{"L1", 3}}})
+		wantMoves(t, r, err, mv{"L1", Reserved, Allocated, 3})
+		r, err = inv.Undo(ctx, UndoRequest{OpID: "c-undo", SKU: "A", From: Reserved, To: Allocated, Lots: []LotQty{{"L1", 3}}})
+		wantMoves(t, r, err, mv{"L1", Allocated, Reserved, 3})
+		if r.Moves[0].Version != r.Version || r.Version != 3 {
+			t.Fatalf("undo at version %d, its move at %d; want 3", r.Version, r.Moves[0].Version)
+		}
+		// The bucket no longer holds what the undo would take back.
+		_, err = inv.Undo(ctx, UndoRequest{OpID: "c-undo-2", SKU: "A", From: Reserved, To: Allocated, Lots: []LotQty{{"L1", 1}}})
+		wantErr(t, err, ErrInsufficient)
+		// Not an operation an order makes: hidden stock is never an order's.
+		_, err = inv.Undo(ctx, UndoRequest{OpID: "h-undo", SKU: "A", From: Sellable, To: Hidden, Lots: []LotQty{{"L1", 1}}})
+		wantErr(t, err, ErrInvalidRequest)
+		r, err = inv.Undo(ctx, UndoRequest{OpID: "a-undo", SKU: "A", From: Sellable, To: Reserved, Lots: []LotQty{{"L1", 3}}})
+		wantMoves(t, r, err, mv{"L1", Reserved, Sellable, 3})
+		snap, _ := inv.Snapshot(ctx, "A")
+		if l := snap.Lots[0]; l.Sellable != 5 || l.Reserved != 0 || l.Allocated != 0 {
+			t.Fatalf("after the undos %+v, want all 5 sellable", l)
+		}
+	})
+}

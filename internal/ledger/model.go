@@ -183,7 +183,7 @@ func (m *Model) apply(ctx context.Context, name, opID, sku string, valid error, 
 			r.Moves = []Move{}
 		}
 		for i := range r.Moves {
-			r.Moves[i].OpID, r.Moves[i].SKU = opID, sku
+			r.Moves[i].OpID, r.Moves[i].SKU, r.Moves[i].Version = opID, sku, s.Version
 		}
 		m.ops[[2]string{sku, opID}] = modelOutcome{res: r}
 		m.mu.Unlock()
@@ -285,6 +285,11 @@ func (m *Model) Confirm(ctx context.Context, r LotsRequest) (Result, error) {
 // Ship implements Inventory.
 func (m *Model) Ship(ctx context.Context, r LotsRequest) (Result, error) {
 	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.validate(), Allocated, Shipped, r.Lots)
+}
+
+// Undo implements Inventory.
+func (m *Model) Undo(ctx context.Context, r UndoRequest) (Result, error) {
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.validate(), r.To, r.From, r.Lots)
 }
 
 // Hide implements Inventory.

@@ -39,6 +39,11 @@ type Move struct {
 	From  string `json:"from"`
 	To    string `json:"to"`
 	Qty   int64  `json:"qty"`
+	// Version is the SKU's version after the operation that made the move. An event can
+	// touch one SKU in several operations, with other orders' operations in between, so a
+	// move's version is its own operation's, not the newest the event saw. 0 in results
+	// published before the field existed.
+	Version int64 `json:"version,omitempty"`
 }
 
 // Lot is a lot of one SKU with its buckets. Dates are ISO dates (YYYY-MM-DD).
@@ -89,6 +94,18 @@ type ReleaseRequest struct {
 	OpID string   `json:"op_id"`
 	SKU  string   `json:"sku"`
 	From string   `json:"from"`
+	Lots []LotQty `json:"lots"`
+}
+
+// UndoRequest reverses an operation an order's event made: it moves the quantities in Lots
+// back from To to From, where From and To are the buckets of the operation undone (an
+// allocation: Sellable to Reserved or Allocated; a release: Reserved or Allocated to
+// Sellable; a confirm: Reserved to Allocated; a shipment: Allocated to Shipped).
+type UndoRequest struct {
+	OpID string   `json:"op_id"`
+	SKU  string   `json:"sku"`
+	From string   `json:"from"`
+	To   string   `json:"to"`
 	Lots []LotQty `json:"lots"`
 }
 

@@ -114,6 +114,24 @@ func (r ReleaseRequest) validate() error {
 	return checkLots(r.Lots)
 }
 
+// undoable are the operations an order's event makes, as from -> to: the ones Undo reverses.
+var undoable = map[[2]string]bool{
+	{Sellable, Reserved}: true, {Sellable, Allocated}: true, // allocations
+	{Reserved, Sellable}: true, {Allocated, Sellable}: true, // releases
+	{Reserved, Allocated}: true, // confirms
+	{Allocated, Shipped}:  true, // shipments
+}
+
+func (r UndoRequest) validate() error {
+	if err := checkHead(r.OpID, r.SKU); err != nil {
+		return err
+	}
+	if !undoable[[2]string{r.From, r.To}] {
+		return invalid("%s -> %s is no operation an order makes", r.From, r.To)
+	}
+	return checkLots(r.Lots)
+}
+
 func (r LotsRequest) validate() error {
 	if err := checkHead(r.OpID, r.SKU); err != nil {
 		return err

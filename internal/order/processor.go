@@ -197,6 +197,10 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 	}
 	for _, r := range results {
 		p.metrics.outcomes.WithLabelValues(string(r.Type), r.Outcome, r.Reason).Inc()
+		if r.Reason == ReasonUndoRefused {
+			p.log.Error("event rejected, but the ledger refused to undo some of its moves: correct the lots by hand",
+				zap.String("event_id", r.EventID), zap.String("lcid", r.LCID), zap.String("type", string(r.Type)))
+		}
 	}
 	return p.flush(ctx, t, pending)
 }

@@ -1,6 +1,7 @@
 package order
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ type Ledger interface {
 	Release(ctx context.Context, r ledger.ReleaseRequest) (ledger.Result, error)
 	Confirm(ctx context.Context, r ledger.LotsRequest) (ledger.Result, error)
 	Ship(ctx context.Context, r ledger.LotsRequest) (ledger.Result, error)
+	Undo(ctx context.Context, r ledger.UndoRequest) (ledger.Result, error)
 	Receive(ctx context.Context, r ledger.ReceiveRequest) (ledger.Result, error)
 	Adjust(ctx context.Context, r ledger.AdjustRequest) (ledger.Result, error)
 }
@@ -27,6 +29,11 @@ const (
 	ReasonInvalidTransition = "ERR_INVALID_TRANSITION"
 	ReasonOrderExists       = "ERR_ORDER_EXISTS"
 	ReasonParkedTooLong     = "ERR_PARKED_TOO_LONG"
+	// ReasonUndoRefused rejects an event whose ledger operations could not all be undone
+	// after one of its lines was refused: the ledger refused an undo, because the bucket
+	// no longer held what the event had moved into it. The moves that stay are in the
+	// result (an operation without its "-undo" twin); they need an operator.
+	ReasonUndoRefused = "ERR_UNDO_REFUSED"
 )
 
 // State is everything junban keeps of one entity in its turn: the order (nil before
@@ -108,7 +115,7 @@ func parkedID(p Parked) string {
 // apply runs one event against st (changing it on success) and returns its result, or
 // parked=true when its precondition does not hold yet.
 func apply(ctx context.Context, l Ledger, st *State, ev Event, arrival int64, now time.Time) (event.Result, bool, error) {
-	t := &txn{ctx: ctx, l: l, ev: ev, skus: map[string]ledger.SKU{}}
+	t := &txn{ctx: ctx, l: l, ev: ev, skus: map[skuAt]ledger.SKU{}}
 	var (
 		next   *event.OrderSnapshot
 		reason string
@@ -134,6 +141,11 @@ func apply(ctx context.Context, l Ledger, st *State, ev Event, arrival int64, no
 		reason, err = t.adjusted()
 	default:
 		reason = ReasonInvalidTransition
+	}
+	if err == nil && reason != "" {
+		// A rejected event leaves the ledger as it found it: what its earlier lines moved
+		// is moved back.
+		reason, err = t.rollback(reason)
 	}
 	if err != nil {
 		return event.Result{}, false, err
@@ -164,7 +176,12 @@ func apply(ctx context.Context, l Ledger, st *State, ev Event, arrival int64, no
 	for _, s := range t.skus {
 		res.SKUs = append(res.SKUs, s)
 	}
-	slices.SortFunc(res.SKUs, func(a, b ledger.SKU) int { return cmpString(a.SKU, b.SKU) })
+	slices.SortFunc(res.SKUs, func(a, b ledger.SKU) int {
+		if c := cmpString(a.SKU, b.SKU); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Version, b.Version)
+	})
 	return res, false, nil
 }
 
@@ -184,30 +201,72 @@ type txn struct {
 	l     Ledger
 	ev    Event
 	moves []ledger.Move
-	skus  map[string]ledger.SKU
+	// skus holds the lots each operation touched, at the SKU version it left: one entry
+	// per version, since other orders' operations on the SKU may come between two of
+	// this event's, and a lot one operation left is only known at that version.
+	skus map[skuAt]ledger.SKU
+	// done are the operations that moved something, in order: what rollback undoes.
+	done []ledger.Result
+}
+
+type skuAt struct {
+	sku     string
+	version int64
 }
 
 func (t *txn) opID(line, step string) string { return t.ev.EventID + ":" + line + ":" + step }
 
-// record keeps an operation's moves and the SKU's newest touched lots.
+// record keeps an operation's moves, and the lots it touched at the version it left.
 func (t *txn) record(r ledger.Result) {
 	t.moves = append(t.moves, r.Moves...)
-	s, ok := t.skus[r.SKU]
-	if !ok || r.Version >= s.Version {
-		merged := map[string]ledger.Lot{}
-		for _, lot := range s.Lots {
-			merged[lot.LotID] = lot
+	k := skuAt{r.SKU, r.Version}
+	s := t.skus[k]
+	s.SKU, s.Version = r.SKU, r.Version
+	for _, lot := range r.Lots {
+		if i := slices.IndexFunc(s.Lots, func(l ledger.Lot) bool { return l.LotID == lot.LotID }); i >= 0 {
+			s.Lots[i] = lot
+			continue
 		}
-		for _, lot := range r.Lots {
-			merged[lot.LotID] = lot
-		}
-		s = ledger.SKU{SKU: r.SKU, Version: r.Version}
-		for _, lot := range merged {
-			s.Lots = append(s.Lots, lot)
-		}
-		slices.SortFunc(s.Lots, func(a, b ledger.Lot) int { return cmpString(a.LotID, b.LotID) })
-		t.skus[r.SKU] = s
+		s.Lots = append(s.Lots, lot)
 	}
+	slices.SortFunc(s.Lots, func(a, b ledger.Lot) int { return cmpString(a.LotID, b.LotID) })
+	t.skus[k] = s
+}
+
+// apply records an operation that the event may have to undo.
+func (t *txn) apply(r ledger.Result) {
+	t.record(r)
+	if len(r.Moves) > 0 {
+		t.done = append(t.done, r)
+	}
+}
+
+// rollback undoes the event's operations, newest first, each by an op id of its own (its
+// op id and "-undo"), so a re-run of the step gets the same answers. It returns the
+// reason the event is rejected with: reason, or ReasonUndoRefused when the ledger
+// refused an undo. A refused undo is not retried (the ledger remembers the refusal under
+// its op id, so a re-run would meet it again); the other undos still run.
+func (t *txn) rollback(reason string) (string, error) {
+	for i := len(t.done) - 1; i >= 0; i-- {
+		op := t.done[i]
+		from, to := op.Moves[0].From, op.Moves[0].To
+		for _, m := range op.Moves {
+			if m.From != from || m.To != to {
+				return "", fmt.Errorf("order: undo %s: moves between several buckets", op.OpID)
+			}
+		}
+		r, err := t.l.Undo(t.ctx, ledger.UndoRequest{OpID: op.OpID + "-undo", SKU: op.SKU, From: from, To: to, Lots: lotsOf(op.Moves)})
+		if err != nil {
+			if _, ok := rejectable(err); !ok {
+				return "", fmt.Errorf("order: undo %s: %w", op.OpID, err)
+			}
+			reason = ReasonUndoRefused
+			continue
+		}
+		t.record(r)
+	}
+	t.done = nil
+	return reason, nil
 }
 
 // rejectable tells a ledger error that rejects the event from a transient one.
@@ -224,7 +283,7 @@ func (t *txn) keep(r ledger.Result, err error) (string, error) {
 		}
 		return "", err
 	}
-	t.record(r)
+	t.apply(r)
 	return "", nil
 }
 
@@ -242,47 +301,20 @@ func modeOf(allocation string) ledger.Mode {
 	return ledger.ModeReserve
 }
 
-// allocateLines allocates every line (all or nothing): when one fails, the lines
-// allocated so far are released by their own op ids and the failure's reason returned.
+// allocateLines allocates every line, or answers the reason the first line that could
+// not be allocated was refused (apply then undoes the lines allocated before it).
 func (t *txn) allocateLines(lines []event.Line, date string, mode ledger.Mode, step string) ([][]ledger.LotQty, string, error) {
 	held := make([][]ledger.LotQty, len(lines))
 	for i, ln := range lines {
 		r, err := t.l.Allocate(t.ctx, ledger.AllocateRequest{
 			OpID: t.opID(ln.LineID, step), SKU: ln.SKU, Qty: ln.Qty, TargetDate: date, Mode: mode,
 		})
-		if err != nil {
-			reason, ok := rejectable(err)
-			if !ok {
-				return nil, "", err
-			}
-			from := ledger.Reserved
-			if mode == ledger.ModeShip {
-				from = ledger.Allocated
-			}
-			if err := t.undo(lines[:i], held[:i], from, step+"-undo"); err != nil {
-				return nil, "", err
-			}
-			return nil, reason, nil
+		if reason, err := t.keep(r, err); err != nil || reason != "" {
+			return nil, reason, err
 		}
-		t.record(r)
 		held[i] = lotsOf(r.Moves)
 	}
 	return held, "", nil
-}
-
-// undo releases what lines hold (held, in their order) by their own op ids, newest first.
-func (t *txn) undo(lines []event.Line, held [][]ledger.LotQty, from, step string) error {
-	for j := len(lines) - 1; j >= 0; j-- {
-		if len(held[j]) == 0 {
-			continue
-		}
-		r, err := t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(lines[j].LineID, step), SKU: lines[j].SKU, From: from, Lots: held[j]})
-		if err != nil {
-			return fmt.Errorf("order: compensate line %s: %w", lines[j].LineID, err)
-		}
-		t.record(r)
-	}
-	return nil
 }
 
 func lotsOf(moves []ledger.Move) []ledger.LotQty {
@@ -376,8 +408,8 @@ func (t *txn) linesChanged(cur *event.OrderSnapshot) (*event.OrderSnapshot, stri
 	for _, ln := range cur.Lines {
 		old[ln.LineID] = ln
 	}
-	// Raise and add first: if an allocation fails, only this event's allocations are
-	// undone and the order stays as it was.
+	// Raise and add first, then lower and remove: when the ledger refuses any of them,
+	// apply undoes the others and the order stays as it was.
 	var grow []event.Line
 	next := map[string]bool{}
 	for _, ln := range t.ev.Lines.Lines {
@@ -414,13 +446,6 @@ func (t *txn) linesChanged(cur *event.OrderSnapshot) (*event.OrderSnapshot, stri
 		}
 		keep, give := splitLots(ol.Lots, want)
 		if reason, err := t.keep(t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ol.LineID, "shrink"), SKU: ol.SKU, From: from, Lots: give})); err != nil || reason != "" {
-			if reason != "" {
-				// The ledger refused (it disagrees with the order's lots): undo this
-				// event's allocations too, so the order stays exactly as it was.
-				if err := t.undo(grow, held, from, "grow-undo"); err != nil {
-					return nil, "", false, err
-				}
-			}
 			return nil, reason, false, err
 		}
 		old[ol.LineID] = event.SnapshotLine{LineID: ol.LineID, SKU: ol.SKU, Qty: want, Lots: keep}
