@@ -176,12 +176,15 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 		}
 	}
 	now := p.now()
-	if st, err = p.expireParked(ctx, st, now); err != nil {
-		return err
-	}
 	next, results, err := Step(ctx, p.ledger, st, ev, t.Seq, now)
 	if err != nil {
 		return fmt.Errorf("order: %s %s: %w", ev.Type, ev.EventID, err)
+	}
+	// Only what is still parked after the step expires: a parked event the step applied
+	// may have moved stock in an earlier run of this step whose commit failed, and a re-run
+	// must apply it again, whatever the clock says now.
+	if next, err = p.expireParked(ctx, next, now); err != nil {
+		return err
 	}
 	if len(next.Parked) > p.cfg.MaxParked {
 		if next, err = p.deadLetterParked(ctx, next, len(next.Parked)-p.cfg.MaxParked, "ERR_TOO_MANY_PARKED"); err != nil {
