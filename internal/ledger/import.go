@@ -370,6 +370,11 @@ func WriteImport(ctx context.Context, db *gorm.DB, skus []ImportSKU) (ImportStat
 						l.RegSeq = next
 						next++
 					}
+					if l.RegSeq > maxRegSeq {
+						// A later load would refuse the SKU, and every operation on it with it.
+						return fmt.Errorf("%w: sku %s lot %s: no registration sequence left after reg_seq %d; give the lot a reg_seq",
+							ErrInvalidRequest, s.SKU, l.LotID, maxRegSeq)
+					}
 				}
 				err := tx.Exec(`INSERT INTO lots (sku, lot_id, kind, good, best_before, reg_seq, arrives_at,
 						valid_from, valid_to, sellable, reserved, allocated, hidden, shipped)

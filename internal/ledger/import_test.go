@@ -124,3 +124,22 @@ func TestImportIsAllOrNothing(t *testing.T) {
 		t.Fatal("SKU B was written by a failed import")
 	}
 }
+
+// A lot without a reg_seq after one at the largest allowed is refused at import: given
+// the next number, it would make every later load of the SKU fail.
+//
+// Broken variant tried: without the bound, the import succeeded and the load failed.
+func TestImportRefusesAnAutomaticRegSeqPastTheLargest(t *testing.T) {
+	db := testenv.Postgres(t)
+	file := "sku,lot_id,kind,best_before,reg_seq,sellable\nR,R1,onhand,2027-01-01,999999999999999,1\nR,R2,onhand,2027-01-01,,1\n"
+	skus, err := ParseImport(strings.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteImport(ctx, db, skus); !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), "lot R2") {
+		t.Fatalf("import: %v, want ErrInvalidRequest naming lot R2", err)
+	}
+	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "R"); !errors.Is(err, ErrUnknownSKU) {
+		t.Fatalf("after the refused import: %v, want no SKU R (all or nothing)", err)
+	}
+}
