@@ -67,6 +67,8 @@ type Config struct {
 	// Now is the clock that stamps completed records. Default time.Now.
 	Now func() time.Time
 	// Token returns a new random lock token (no ':'). Default 128 bits from crypto/rand.
+	// Tokens must never repeat: a Begin or Complete that finds its own token in Redis is
+	// taken for a resend of that same call (go-redis retries after a lost reply).
 	Token func() (string, error)
 }
 
@@ -214,6 +216,9 @@ type Claim struct {
 //   - in progress, same hash: a Claim with StateInProgress and ErrInProgress;
 //   - another hash: a Claim with the state found and ErrPayloadMismatch.
 //
+// A resend of the call (go-redis retries a script whose reply was lost) finds the lock
+// holding this call's own token and answers new again, not in progress.
+//
 // Any other error (Redis cannot be reached) comes with a nil Claim.
 func (g *Guard) Begin(ctx context.Context, key, payloadHash string) (*Claim, error) {
 	token, err := g.cfg.Token()
@@ -269,6 +274,8 @@ func (g *Guard) Begin(ctx context.Context, key, payloadHash string) (*Claim, err
 // the lock. It is fenced by the lock: when the lock expired and another holder took
 // over (or completed), nothing is written and the error is ErrLockLost. When the lock
 // expired and nobody took over, the record is written all the same: the work did happen.
+// The record keeps the claim's token, so a resend of the call after a lost reply
+// succeeds too.
 func (c *Claim) Complete(ctx context.Context, response []byte) error {
 	if c.State != StateNew {
 		return fmt.Errorf("idempotency: complete of a claim in state %s", c.State)

@@ -302,3 +302,91 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// fixedToken makes a guard's every Begin use tok, as a resent call does: go-redis resends
+// a script whose reply was lost (read timeout, EOF) with the very same arguments.
+func fixedToken(tok string) func() (string, error) {
+	return func() (string, error) { return tok, nil }
+}
+
+// Failed against begin.lua without the branch for the caller's own lock value (the resend
+// got in_progress), and against a variant matching the payload hash alone, not the token
+// (the other token got new).
+func TestResentBeginIsNew(t *testing.T) {
+	ctx := context.Background()
+	g, rc, prefix := newGuard(t, idempotency.Config{Token: fixedToken("t1")})
+	other, err := idempotency.New(rc, idempotency.Config{Prefix: prefix, Token: fixedToken("t2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := idempotency.Hash([]byte("p"))
+	if c, err := g.Begin(ctx, "k", h); err != nil || c.State != idempotency.StateNew {
+		t.Fatalf("first Begin: %v %+v", err, c)
+	}
+	resent, err := g.Begin(ctx, "k", h)
+	if err != nil || resent.State != idempotency.StateNew {
+		t.Fatalf("resent Begin: %v %+v, want new", err, resent)
+	}
+	dup, err := other.Begin(ctx, "k", h)
+	if !errors.Is(err, idempotency.ErrInProgress) || dup.State != idempotency.StateInProgress {
+		t.Fatalf("Begin with another token: %v %+v, want ErrInProgress", err, dup)
+	}
+	if _, err := other.Begin(ctx, "k", idempotency.Hash([]byte("q"))); !errors.Is(err, idempotency.ErrPayloadMismatch) {
+		t.Fatalf("another payload: %v, want ErrPayloadMismatch", err)
+	}
+	if err := resent.Complete(ctx, []byte("r")); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := other.Begin(ctx, "k", h); err != nil || r.State != idempotency.StateCompleted || string(r.Response) != "r" {
+		t.Fatalf("after Complete: %v %+v", err, r)
+	}
+}
+
+// Failed against complete.lua without the token in the record (the resend got
+// ErrLockLost), and against a variant answering success for any record with the same
+// payload hash (the zombie's Complete got nil).
+func TestResentCompleteSucceeds(t *testing.T) {
+	ctx := context.Background()
+	g, rc, prefix := newGuard(t, idempotency.Config{Token: fixedToken("t1")})
+	h := idempotency.Hash([]byte("p"))
+	c, err := g.Begin(ctx, "k", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Complete(ctx, []byte("r")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Complete(ctx, []byte("r")); err != nil {
+		t.Fatalf("resent Complete: %v, want nil", err)
+	}
+	if r, err := g.Begin(ctx, "k", h); err != nil || r.State != idempotency.StateCompleted || string(r.Response) != "r" {
+		t.Fatalf("record: %v %+v", err, r)
+	}
+
+	// A zombie with another token: its lock expires (deleted here, no sleep), t1 takes
+	// over and completes; the zombie's Complete still finds the work done by another.
+	zg, err := idempotency.New(rc, idempotency.Config{Prefix: prefix, Token: fixedToken("zombie")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := zg.Begin(ctx, "k2", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Del(ctx, prefix+":idem:{k2}:lock").Err(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := g.Begin(ctx, "k2", h)
+	if err != nil || b.State != idempotency.StateNew {
+		t.Fatalf("takeover: %v %+v", err, b)
+	}
+	if err := b.Complete(ctx, []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := z.Complete(ctx, []byte("zombie")); !errors.Is(err, idempotency.ErrLockLost) {
+		t.Fatalf("zombie Complete: %v, want ErrLockLost", err)
+	}
+	if r, err := g.Begin(ctx, "k2", h); err != nil || string(r.Response) != "b" {
+		t.Fatalf("record: %v %+v", err, r)
+	}
+}

@@ -55,7 +55,8 @@ type Config struct {
 	// LockTTL is the in-progress lock's lifetime: how long a concurrent duplicate gets 409
 	// and how long a crashed gateway blocks a provider event before another takes over.
 	LockTTL time.Duration `env:"JUNBAN_WEBHOOK_LOCK_TTL" envDefault:"30s"`
-	// Retention keeps completed records (a late retry gets the first answer).
+	// Retention keeps completed records (a late retry gets the first answer); it must
+	// exceed twice Tolerance, or a replay outlives its record.
 	Retention time.Duration `env:"JUNBAN_WEBHOOK_RETENTION" envDefault:"72h"`
 	// PublishTimeout bounds sending one order event to SQS; it must stay under LockTTL.
 	PublishTimeout time.Duration `env:"JUNBAN_WEBHOOK_PUBLISH_TIMEOUT" envDefault:"10s"`
@@ -87,6 +88,11 @@ func (c Config) Validate() []string {
 	}
 	if c.Retention < time.Millisecond {
 		p = append(p, "JUNBAN_WEBHOOK_RETENTION: must be at least 1ms")
+	} else if c.Tolerance > 0 && c.Retention-c.Tolerance <= c.Tolerance {
+		// A signed delivery verifies for up to twice the tolerance (the timestamp may be
+		// ahead of the clock or behind it); a record that expires sooner lets a captured
+		// delivery be replayed and published again.
+		p = append(p, fmt.Sprintf("JUNBAN_WEBHOOK_RETENTION: %v must exceed twice JUNBAN_WEBHOOK_TOLERANCE (%v)", c.Retention, c.Tolerance))
 	}
 	if c.PublishTimeout <= 0 {
 		p = append(p, "JUNBAN_WEBHOOK_PUBLISH_TIMEOUT: must be positive")

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/junban/junban/internal/config"
 )
@@ -58,5 +59,38 @@ func TestParseProvidersReportsEveryProblem(t *testing.T) {
 	}
 	if _, err := ParseProviders(" , "); err == nil {
 		t.Error("no provider accepted")
+	}
+}
+
+// Failed against Validate without the retention check (1m/5m got no problem), and
+// against a check of retention > tolerance alone (10m/5m got none).
+func TestConfigRetentionExceedsTolerance(t *testing.T) {
+	setEnv(t, "REDIS_URL", "redis://127.0.0.1:6379/0", "AWS_REGION", "us-east-1",
+		"JUNBAN_WEBHOOK_PROVIDERS", "stripe:stripe:whsec_0123456789abcdef")
+	cfg, err := config.Load[Config]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		retention, tolerance time.Duration
+		bad                  bool
+	}{
+		{time.Minute, 5 * time.Minute, true},
+		{5 * time.Minute, 5 * time.Minute, true},
+		{10 * time.Minute, 5 * time.Minute, true}, // the timestamp may be 5m ahead, then 5m behind
+		{11 * time.Minute, 5 * time.Minute, false},
+		{72 * time.Hour, 5 * time.Minute, false},
+	} {
+		cfg.Retention, cfg.Tolerance = tc.retention, tc.tolerance
+		p := strings.Join(cfg.Validate(), "\n")
+		if got := strings.Contains(p, "JUNBAN_WEBHOOK_RETENTION"); got != tc.bad {
+			t.Errorf("retention %v, tolerance %v: problems %q, want a retention problem: %v", tc.retention, tc.tolerance, p, tc.bad)
+		}
+		if tc.bad && !strings.Contains(p, "JUNBAN_WEBHOOK_TOLERANCE") {
+			t.Errorf("problem %q does not name JUNBAN_WEBHOOK_TOLERANCE", p)
+		}
+		if !tc.bad && p != "" {
+			t.Errorf("sane values: problems %q", p)
+		}
 	}
 }

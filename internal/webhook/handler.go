@@ -100,6 +100,19 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if cfg.MaxBodyBytes < 0 || cfg.Tolerance < 0 || cfg.PublishTimeout < 0 {
 		errs = append(errs, errors.New("negative limit"))
 	}
+	// Defaults first: the lock TTL check below must see the publish timeout that will run.
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = MaxBodyBytesDefault
+	}
+	if cfg.Tolerance == 0 {
+		cfg.Tolerance = ToleranceDefault
+	}
+	if cfg.PublishTimeout == 0 {
+		cfg.PublishTimeout = PublishTimeoutDefault
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	h := &Handler{cfg: cfg, providers: map[string]Provider{}}
 	for _, p := range cfg.Providers {
 		if _, dup := h.providers[p.Name]; dup {
@@ -115,18 +128,6 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("webhook: handler config: %w", errors.Join(errs...))
-	}
-	if h.cfg.MaxBodyBytes == 0 {
-		h.cfg.MaxBodyBytes = MaxBodyBytesDefault
-	}
-	if h.cfg.Tolerance == 0 {
-		h.cfg.Tolerance = ToleranceDefault
-	}
-	if h.cfg.PublishTimeout == 0 {
-		h.cfg.PublishTimeout = PublishTimeoutDefault
-	}
-	if h.cfg.Now == nil {
-		h.cfg.Now = time.Now
 	}
 	h.log = cfg.Logger
 	if h.log == nil {

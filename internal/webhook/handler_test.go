@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -485,6 +486,145 @@ func TestRedisUnavailable(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz with Redis down: %d, want 503", resp.StatusCode)
+	}
+}
+
+// Failed against NewHandler comparing before it filled in the defaults: a zero publish
+// timeout passed under a 5s lock TTL, then ran as PublishTimeoutDefault (10s).
+func TestNewHandlerPublishTimeoutUnderLockTTL(t *testing.T) {
+	t.Parallel()
+	rc, prefix := testenv.Redis(t)
+	guard, err := idempotency.New(rc, idempotency.Config{Prefix: prefix, LockTTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stripe, err := webhook.NewProvider("stripe", webhook.KindStripe, stripeSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		publishTimeout time.Duration
+		ok             bool
+	}{{0, false}, {5 * time.Second, false}, {4 * time.Second, true}} {
+		_, err := webhook.NewHandler(webhook.HandlerConfig{Providers: []webhook.Provider{stripe}, Guard: guard,
+			Publisher: webhook.SQSPublisher{}, PublishTimeout: tc.publishTimeout})
+		if tc.ok && err != nil {
+			t.Errorf("publish timeout %v: %v", tc.publishTimeout, err)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "lock TTL")) {
+			t.Errorf("publish timeout %v under a 5s lock TTL: %v, want a lock TTL error", tc.publishTimeout, err)
+		}
+	}
+}
+
+// dropReply is a TCP proxy in front of the test Redis that loses one reply: the first
+// reply starting with the byte want to a command containing marker never reaches the
+// client, whose connection is closed instead (after Redis ran the command). go-redis
+// then resends the command, as it does after an EOF or a read timeout.
+type dropReply struct {
+	target string
+	marker []byte
+	want   byte
+	armed  atomic.Bool
+}
+
+func newDropReply(t *testing.T, marker string, want byte) (*dropReply, redis.UniversalClient) {
+	t.Helper()
+	opt, err := redis.ParseURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &dropReply{target: opt.Addr, marker: []byte(marker), want: want}
+	p.armed.Store(true)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.serve(c)
+		}
+	}()
+	opt.Addr = ln.Addr().String()
+	rc := redis.NewClient(opt)
+	t.Cleanup(func() { rc.Close() })
+	return p, rc
+}
+
+func (p *dropReply) serve(client net.Conn) {
+	defer client.Close()
+	server, err := net.Dial("tcp", p.target)
+	if err != nil {
+		return
+	}
+	defer server.Close()
+	// go-redis sends one command and waits for its reply, so a reply follows its command.
+	var marked atomic.Bool
+	go func() {
+		defer client.Close()
+		defer server.Close()
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := client.Read(buf)
+			if err != nil {
+				return
+			}
+			marked.Store(bytes.Contains(buf[:n], p.marker))
+			if _, err := server.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := server.Read(buf)
+		if err != nil {
+			return
+		}
+		if marked.Swap(false) && buf[0] == p.want && p.armed.CompareAndSwap(true, false) {
+			return
+		}
+		if _, err := client.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+// Failed against the scripts before the fix: the resent begin found the lock its first
+// run took and the only delivery got 409 with nothing published; the resent complete
+// found the record its first run wrote and a false "completed record not written" was
+// logged at warn.
+func TestLostRedisReplyIsResent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		script string
+		reply  byte // begin answers an array, complete an integer
+	}{{"begin", '*'}, {"complete", ':'}} {
+		t.Run(tc.script, func(t *testing.T) {
+			t.Parallel()
+			id := "evt_lost_" + tc.script
+			p, rc := newDropReply(t, id, tc.reply)
+			g := newGateway(t, options{rc: rc})
+			body := stripeBody(t, id, "payment_intent.succeeded", "LC-1", 1)
+			if a := g.post(delivery{provider: g.stripe, body: body}); a.code != http.StatusOK {
+				t.Fatalf("%d %s, want 200", a.code, a.body)
+			}
+			if p.armed.Load() {
+				t.Fatal("no reply was lost: the test proves nothing")
+			}
+			if warns := g.logs.FilterLevelExact(zapcore.WarnLevel).All(); len(warns) > 0 {
+				t.Fatalf("warned: %v", warns[0].Message)
+			}
+			if a := g.post(delivery{provider: g.stripe, body: body}); a.code != http.StatusOK || a.header.Get(webhook.HeaderReplayed) != "true" {
+				t.Fatalf("retry: %d %s, want a replay", a.code, a.body)
+			}
+			g.exactlyOne(webhook.OrderEventID("stripe", id), event.PaymentConfirmed)
+		})
 	}
 }
 
