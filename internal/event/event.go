@@ -9,6 +9,12 @@ import (
 	"github.com/junban/junban/internal/ledger"
 )
 
+// MaxIDLength bounds, in bytes, every id an event or a result carries: event_id, lcid,
+// line_id, sku, lot_id, op_id (as the webhook gateway bounds a provider's event id). An
+// inventory event's entity is "sku:" and its SKU, so an entity may be 4 bytes longer.
+// PostgreSQL indexes these ids and refuses an index row over about 2.7 KB.
+const MaxIDLength = 255
+
 // Type names an order event.
 type Type string
 

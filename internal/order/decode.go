@@ -2,6 +2,7 @@ package order
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,7 @@ const (
 	ReasonDuplicateLine   = "ERR_DUPLICATE_LINE"
 	ReasonInvalidMode     = "ERR_INVALID_MODE"
 	ReasonInvalidDate     = "ERR_INVALID_DATE"
+	ReasonIDTooLong       = "ERR_ID_TOO_LONG"
 )
 
 func invalid(reason, format string, args ...any) error {
@@ -98,6 +100,14 @@ func Decode(body []byte, maxBytes int) (Event, error) {
 	if ev.EventID == "" {
 		return Event{}, invalid(ReasonMissingField, "event_id is missing")
 	}
+	lcidLimit := event.MaxIDLength
+	if ev.Type == event.Drain {
+		// A drain names an entity: an lcid, or "sku:" and a SKU.
+		lcidLimit += len(SKUEntity(""))
+	}
+	if err := cmp.Or(checkID("event_id", ev.EventID, event.MaxIDLength), checkID("lcid", ev.LCID, lcidLimit)); err != nil {
+		return Event{}, err
+	}
 	switch ev.Type {
 	case event.OrderPlaced, event.OrderLinesChanged:
 		if ev.LCID == "" {
@@ -123,6 +133,9 @@ func Decode(body []byte, maxBytes int) (Event, error) {
 		if d.SKU == "" || d.LotID == "" {
 			return Event{}, invalid(ReasonMissingField, "data.sku and data.lot_id are required")
 		}
+		if err := checkSKUAndLot(d.SKU, d.LotID); err != nil {
+			return Event{}, err
+		}
 		if !validDate(d.BestBefore) {
 			return Event{}, invalid(ReasonInvalidDate, "data.best_before %q is not a date (YYYY-MM-DD)", d.BestBefore)
 		}
@@ -137,6 +150,9 @@ func Decode(body []byte, maxBytes int) (Event, error) {
 		}
 		if d.SKU == "" || d.LotID == "" || d.Reason == "" {
 			return Event{}, invalid(ReasonMissingField, "data.sku, data.lot_id and data.reason are required")
+		}
+		if err := checkSKUAndLot(d.SKU, d.LotID); err != nil {
+			return Event{}, err
 		}
 		if d.Delta == 0 {
 			return Event{}, invalid(ReasonInvalidQuantity, "data.delta is zero")
@@ -178,6 +194,20 @@ func decodeIn(ctx context.Context, envelope []byte, maxBytes int) (Event, error)
 	return Decode(envelope, maxBytes)
 }
 
+// checkID refuses an id longer than limit bytes: PostgreSQL indexes every id of a result,
+// and one of a few KB would make it refuse the result's rows.
+func checkID(field, id string, limit int) error {
+	if len(id) > limit {
+		return invalid(ReasonIDTooLong, "%s is %d bytes, longer than %d", field, len(id), limit)
+	}
+	return nil
+}
+
+// checkSKUAndLot bounds SKU and lot ids as the ledger does.
+func checkSKUAndLot(sku, lotID string) error {
+	return cmp.Or(checkID("data.sku", sku, ledger.MaxIDLen), checkID("data.lot_id", lotID, ledger.MaxIDLen))
+}
+
 func strictData(raw json.RawMessage, v any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return invalid(ReasonMissingField, "data is missing")
@@ -211,6 +241,9 @@ func validateLines(t event.Type, d *event.OrderData) error {
 	for i, l := range d.Lines {
 		if l.LineID == "" || l.SKU == "" {
 			return invalid(ReasonMissingField, "data.lines[%d]: line_id and sku are required", i)
+		}
+		if len(l.LineID) > event.MaxIDLength || len(l.SKU) > ledger.MaxIDLen {
+			return invalid(ReasonIDTooLong, "data.lines[%d]: line_id (at most %d bytes) or sku (at most %d) too long", i, event.MaxIDLength, ledger.MaxIDLen)
 		}
 		if l.Qty <= 0 {
 			return invalid(ReasonInvalidQuantity, "data.lines[%d]: qty %d is not positive", i, l.Qty)

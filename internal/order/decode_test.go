@@ -4,6 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/ledger"
 )
 
 func TestDecodeRejectsBadInputWithAReason(t *testing.T) {
@@ -44,6 +47,57 @@ func TestDecodeRejectsBadInputWithAReason(t *testing.T) {
 				t.Fatalf("reason %q, want %q (%v)", got, c.reason, err)
 			}
 		})
+	}
+}
+
+// Ids over event.MaxIDLength are refused with their own reason: persisted, a result with an
+// id of a few KB made PostgreSQL refuse its index row and stalled the result's batch.
+func TestDecodeRejectsOverLongIDs(t *testing.T) {
+	at, over := strings.Repeat("x", event.MaxIDLength), strings.Repeat("x", event.MaxIDLength+1)
+	// SKU and lot ids are bounded as the ledger bounds them.
+	skuAt, skuOver := strings.Repeat("s", ledger.MaxIDLen), strings.Repeat("s", ledger.MaxIDLen+1)
+	placed := func(eventID, lcid, lineID, sku string) string {
+		return `{"event_id":"` + eventID + `","type":"order.placed","lcid":"` + lcid + `","data":{"mode":"ship","target_date":"2026-12-01","lines":[` +
+			`{"line_id":"1","sku":"S","qty":1},{"line_id":"` + lineID + `","sku":"` + sku + `","qty":1}]}}`
+	}
+	adjusted := func(sku, lot string) string {
+		return `{"event_id":"e1","type":"inventory.adjusted","data":{"sku":"` + sku + `","lot_id":"` + lot + `","delta":-1,"reason":"count"}}`
+	}
+	received := func(sku, lot string) string {
+		return `{"event_id":"e1","type":"inventory.received","data":{"sku":"` + sku + `","lot_id":"` + lot + `","best_before":"2027-01-01"}}`
+	}
+	drain := func(entity string) string { return `{"event_id":"e1","type":"junban.drain","lcid":"` + entity + `"}` }
+	refused := map[string]string{
+		"event_id":        placed(over, "LC-1", "2", "S"),
+		"event_id (3 KB)": `{"event_id":"` + strings.Repeat("e", 3000) + `","type":"payment.confirmed","lcid":"LC-1"}`,
+		"lcid":            placed("e1", over, "2", "S"),
+		"lcid (3 KB)":     `{"event_id":"e1","type":"order.cancelled","lcid":"` + strings.Repeat("l", 3000) + `"}`,
+		"line_id":         placed("e1", "LC-1", over, "S"),
+		"line sku":        placed("e1", "LC-1", "2", skuOver),
+		"adjusted sku":    adjusted(skuOver, "L"),
+		"adjusted lot_id": adjusted("S", skuOver),
+		"received sku":    received(skuOver, "L"),
+		"received lot_id": received("S", skuOver),
+		"drain entity":    drain("sku:" + over),
+	}
+	for name, body := range refused {
+		_, err := Decode([]byte(body), 0)
+		if got := InvalidReason(err); got != ReasonIDTooLong {
+			t.Errorf("over-long %s: reason %q (%v), want %s", name, got, err, ReasonIDTooLong)
+		} else if len(err.Error()) > 200 {
+			t.Errorf("over-long %s: the error quotes the id: %d bytes", name, len(err.Error()))
+		}
+	}
+	accepted := map[string]string{
+		"order":    placed(at, at, at, skuAt),
+		"adjusted": adjusted(skuAt, skuAt),
+		"received": received(skuAt, skuAt),
+		"drain":    drain("sku:" + at),
+	}
+	for name, body := range accepted {
+		if _, err := Decode([]byte(body), 0); err != nil {
+			t.Errorf("%s with ids at the bound: %v", name, err)
+		}
 	}
 }
 

@@ -3,6 +3,8 @@ package order
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -214,7 +216,19 @@ type skuAt struct {
 	version int64
 }
 
-func (t *txn) opID(line, step string) string { return t.ev.EventID + ":" + line + ":" + step }
+// opID names a ledger operation of the event: "<event_id>:<line>:<step>", or, when that
+// and its "-undo" would be longer than the ledger accepts, "h:" and the name's SHA-256
+// (event and line ids may each be up to event.MaxIDLength bytes).
+func (t *txn) opID(line, step string) string {
+	id := t.ev.EventID + ":" + line + ":" + step
+	if len(id)+len(undoSuffix) > ledger.MaxIDLen {
+		sum := sha256.Sum256([]byte(id))
+		return "h:" + hex.EncodeToString(sum[:])
+	}
+	return id
+}
+
+const undoSuffix = "-undo"
 
 // record keeps an operation's moves, and the lots it touched at the version it left.
 func (t *txn) record(r ledger.Result) {
@@ -255,7 +269,7 @@ func (t *txn) rollback(reason string) (string, error) {
 				return "", fmt.Errorf("order: undo %s: moves between several buckets", op.OpID)
 			}
 		}
-		r, err := t.l.Undo(t.ctx, ledger.UndoRequest{OpID: op.OpID + "-undo", SKU: op.SKU, From: from, To: to, Lots: lotsOf(op.Moves)})
+		r, err := t.l.Undo(t.ctx, ledger.UndoRequest{OpID: op.OpID + undoSuffix, SKU: op.SKU, From: from, To: to, Lots: lotsOf(op.Moves)})
 		if err != nil {
 			if _, ok := rejectable(err); !ok {
 				return "", fmt.Errorf("order: undo %s: %w", op.OpID, err)

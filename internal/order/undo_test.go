@@ -283,3 +283,32 @@ func TestEachLotAtItsOwnOperationsVersion(t *testing.T) {
 		}
 	}
 }
+
+// Event and line ids of the largest length accepted still make op ids the ledger takes,
+// and their undos too: a placement refused on its second line is undone. Also an op id
+// just short of the ledger's bound, whose "-undo" would pass it.
+//
+// Broken variants tried: op ids composed without a bound: line 1's allocation was
+// refused as an invalid request; with a bound that left no room for "-undo", the undo of
+// the 198-byte op id was refused (ERR_UNDO_REFUSED) with line 1's units left reserved.
+func TestLongIDsStillUndo(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ eventID, lineID string }{
+		{strings.Repeat("e", event.MaxIDLength), strings.Repeat("l", event.MaxIDLength)},
+		{strings.Repeat("e", ledger.MaxIDLen-len(":1:alloc")-2), "1"}, // op id 198 bytes
+	} {
+		s := newStepper(t, twoSKUs()...)
+		e := placed("U-long", ledger.ModeReserve, line(c.lineID, "A", 2), line("2", "B", 20))
+		e.EventID = c.eventID
+		r := s.step(e, true)
+		if r.Outcome != event.Rejected || r.Reason != "ERR_SHORTAGE" {
+			t.Fatalf("event id of %d bytes: %s %s, want rejected ERR_SHORTAGE", len(c.eventID), r.Outcome, r.Reason)
+		}
+		if got := s.lot("A", "A1"); got != [5]int64{10, 0, 0, 0, 0} {
+			t.Errorf("event id of %d bytes: A1 = %v, want all 10 sellable again", len(c.eventID), got)
+		}
+		if len(r.Moves) != 2 || r.Moves[1].OpID != r.Moves[0].OpID+"-undo" {
+			t.Errorf("event id of %d bytes: moves %+v, want line 1's allocation and its undo", len(c.eventID), r.Moves)
+		}
+	}
+}

@@ -17,7 +17,8 @@ import (
 )
 
 // ErrInvalid marks a result that can never be applied: it breaks the schema (a missing
-// id, a bad date, a negative bucket, a CHECK constraint). Retrying it cannot help.
+// or over-long id, a bad date, a negative bucket, a CHECK constraint). Retrying it cannot
+// help.
 var ErrInvalid = errors.New("persist: invalid result")
 
 // Status is what Apply did with one result.
@@ -91,7 +92,7 @@ func (r Report) Count(s Status) int {
 //
 // A result that can never be applied does not sink the batch: Apply first writes the
 // whole batch with one statement per table; if PostgreSQL refuses data (SQLSTATE class
-// 22 or 23), it rolls back and redoes the batch with a savepoint per result, reports
+// 22, 23 or 54), it rolls back and redoes the batch with a savepoint per result, reports
 // that result as Poison and commits the others. Any other error (PostgreSQL unreachable,
 // a deadlock, a serialization failure) is returned and nothing is committed: the caller
 // retries the whole batch later; the report then marks every result Unapplied but those
@@ -178,7 +179,8 @@ func isPoison(err error) bool {
 	}
 	switch pg.Code[:2] {
 	case "22", // data exception: bad date, out of range, invalid JSON
-		"23": // integrity constraint violation: CHECK, NOT NULL, foreign key
+		"23", // integrity constraint violation: CHECK, NOT NULL, foreign key
+		"54": // program limit exceeded: an index row over its size limit (a huge text)
 		return true
 	}
 	return false
@@ -195,7 +197,20 @@ type prepared struct {
 }
 
 func invalid(r event.Result, format string, args ...any) error {
-	return fmt.Errorf("%w: event %q: %s", ErrInvalid, r.EventID, fmt.Sprintf(format, args...))
+	// An over-long event id is cut, so that it does not swell the DLQ reason and the logs.
+	return fmt.Errorf("%w: event %.*q: %s", ErrInvalid, event.MaxIDLength, r.EventID, fmt.Sprintf(format, args...))
+}
+
+// maxEntityLength bounds a result's entity: an lcid, or "sku:" and a SKU.
+const maxEntityLength = len("sku:") + event.MaxIDLength
+
+// tooLong refuses an id longer than limit bytes. PostgreSQL indexes every id and would
+// refuse a row of a few KB (SQLSTATE 54000) only after the whole batch was sent.
+func tooLong(name, id string, limit int) error {
+	if len(id) > limit {
+		return fmt.Errorf("%s is %d bytes, longer than %d", name, len(id), limit)
+	}
+	return nil
 }
 
 // prepare checks what the schema cannot (or cannot say clearly) and builds the rows.
@@ -211,6 +226,13 @@ func prepare(index int, r event.Result) (prepared, error) {
 	case r.Outcome != event.Applied && r.Outcome != event.Rejected:
 		return p, invalid(r, "outcome %q is neither applied nor rejected", r.Outcome)
 	}
+	if err := cmp.Or(
+		tooLong("event_id", r.EventID, event.MaxIDLength),
+		tooLong("entity", r.Entity, maxEntityLength),
+		tooLong("lcid", r.LCID, event.MaxIDLength),
+	); err != nil {
+		return p, invalid(r, "%v", err)
+	}
 	p.inbox = InboxRow{
 		EventID: r.EventID, Entity: r.Entity, Seq: r.Seq, Type: string(r.Type),
 		Outcome: r.Outcome, Reason: r.Reason, ProcessedAt: r.ProcessedAt,
@@ -220,6 +242,9 @@ func prepare(index int, r event.Result) (prepared, error) {
 		lcid := cmp.Or(o.LCID, r.LCID)
 		if lcid == "" {
 			return p, invalid(r, "order snapshot without lcid")
+		}
+		if err := tooLong("order lcid", lcid, event.MaxIDLength); err != nil {
+			return p, invalid(r, "%v", err)
 		}
 		td, err := optDate(o.TargetDate)
 		if err != nil {
@@ -240,14 +265,24 @@ func prepare(index int, r event.Result) (prepared, error) {
 		}
 	}
 
+	// An event that touched one SKU in several operations (with other entities' operations
+	// in between) lists it once per operation, each entry at its own version with the lots
+	// as of then. Each lot row keeps its entry's version; writeSKUs sends only the newest
+	// row per SKU and per lot, so the SKU row takes the highest.
 	versions := make(map[string]int64, len(r.SKUs))
 	for _, s := range r.SKUs {
 		if s.SKU == "" {
 			return p, invalid(r, "sku without name")
 		}
-		versions[s.SKU] = s.Version
+		if err := tooLong("sku", s.SKU, event.MaxIDLength); err != nil {
+			return p, invalid(r, "%v", err)
+		}
+		versions[s.SKU] = max(versions[s.SKU], s.Version)
 		p.skus = append(p.skus, SKURow{SKU: s.SKU, SafetyStock: s.SafetyStock, Version: s.Version})
 		for _, l := range s.Lots {
+			if err := tooLong("lot_id", l.LotID, event.MaxIDLength); err != nil {
+				return p, invalid(r, "sku %s: %v", s.SKU, err)
+			}
 			row, err := lotRow(s.SKU, s.Version, l)
 			if err != nil {
 				return p, invalid(r, "sku %s lot %s: %v", s.SKU, l.LotID, err)
@@ -259,9 +294,18 @@ func prepare(index int, r event.Result) (prepared, error) {
 		if m.OpID == "" || m.SKU == "" || m.LotID == "" {
 			return p, invalid(r, "move %+v lacks op_id, sku or lot_id", m)
 		}
+		if err := cmp.Or(
+			tooLong("move op_id", m.OpID, event.MaxIDLength),
+			tooLong("move sku", m.SKU, event.MaxIDLength),
+			tooLong("move lot_id", m.LotID, event.MaxIDLength),
+		); err != nil {
+			return p, invalid(r, "move %d: %v", m.Index, err)
+		}
+		// A move carries the version of the operation that made it; one published before
+		// that field existed takes the result's version of its SKU (then one per SKU).
 		p.moves = append(p.moves, MoveRow{
 			OpID: m.OpID, Idx: m.Index, EventID: r.EventID, SKU: m.SKU, LotID: m.LotID,
-			FromBucket: m.From, ToBucket: m.To, Qty: m.Qty, SKUVersion: versions[m.SKU],
+			FromBucket: m.From, ToBucket: m.To, Qty: m.Qty, SKUVersion: cmp.Or(m.Version, versions[m.SKU]),
 		})
 	}
 	return p, nil

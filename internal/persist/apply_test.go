@@ -322,3 +322,159 @@ func TestApplyConcurrentBatchesDoNotDeadlock(t *testing.T) {
 		t.Errorf("concurrent apply failed: %v", err)
 	}
 }
+
+// incompressible returns n bytes of letters and digits that PostgreSQL cannot compress:
+// a repeated character would shrink into an index row far below its size limit.
+func incompressible(seed uint64, n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	rng := rand.New(rand.NewPCG(seed, seed))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[rng.IntN(len(alphabet))]
+	}
+	return string(b)
+}
+
+// idResult is a result that carries every id the schema indexes: event_id, entity, lcid,
+// sku, lot_id and op_id.
+func idResult(eventID string) event.Result {
+	return event.Result{
+		EventID: eventID, Entity: "LC-ID", LCID: "LC-ID", Seq: 1, Type: event.OrderPlaced,
+		Outcome: event.Applied, ProcessedAt: time.Now(),
+		Order: &event.OrderSnapshot{LCID: "LC-ID", Status: event.StatusPlaced},
+		SKUs: []ledger.SKU{{SKU: "S-ID", Version: 1, Lots: []ledger.Lot{
+			{LotID: "L-ID", Kind: ledger.KindOnHand, Good: true, ValidFrom: "2026-01-01", ValidTo: "2027-01-01", Sellable: 1, Allocated: 1},
+		}}},
+		Moves: []ledger.Move{{OpID: "op-" + eventID, SKU: "S-ID", LotID: "L-ID", From: "sellable", To: "allocated", Qty: 1, Version: 1}},
+	}
+}
+
+// An over-long id is Poison before PostgreSQL is asked. Sent, it made PostgreSQL refuse
+// its index row (SQLSTATE 54000), which held and retried the whole batch until SQS moved
+// its messages to the DLQ without a reason.
+func TestApplyOverLongIDIsPoison(t *testing.T) {
+	db := testenv.Postgres(t)
+	ctx := context.Background()
+	good := event.Result{EventID: "evt-good", Entity: "LC-GOOD", LCID: "LC-GOOD", Seq: 1,
+		Type: event.PaymentConfirmed, Outcome: event.Applied, ProcessedAt: time.Now()}
+	long := good
+	long.EventID = incompressible(1, 3000)
+	rep, err := persist.Apply(ctx, db, []event.Result{good, long})
+	if err != nil {
+		t.Fatalf("a batch with an over-long event_id failed as a whole: %v", err)
+	}
+	if got := rep.Results[0].Status; got != persist.Applied {
+		t.Errorf("the good result: status %v, want Applied", got)
+	}
+	if r := rep.Results[1]; r.Status != persist.Poison || !errors.Is(r.Err, persist.ErrInvalid) {
+		t.Errorf("the over-long event_id: %v (%v), want Poison wrapping ErrInvalid", r.Status, r.Err)
+	} else if len(r.Err.Error()) > 1024 {
+		t.Errorf("the poison reason is %d bytes: it quotes the whole id", len(r.Err.Error()))
+	}
+
+	over := incompressible(2, event.MaxIDLength+1)
+	cases := map[string]func(r *event.Result){
+		"entity":      func(r *event.Result) { r.Entity = "sku:" + over },
+		"lcid":        func(r *event.Result) { r.LCID = over },
+		"order lcid":  func(r *event.Result) { r.Order.LCID = over },
+		"sku":         func(r *event.Result) { r.SKUs[0].SKU = over },
+		"lot_id":      func(r *event.Result) { r.SKUs[0].Lots[0].LotID = over },
+		"move op_id":  func(r *event.Result) { r.Moves[0].OpID = over },
+		"move sku":    func(r *event.Result) { r.Moves[0].SKU = over },
+		"move lot_id": func(r *event.Result) { r.Moves[0].LotID = over },
+	}
+	for name, spoil := range cases {
+		r := idResult("evt-long-" + strings.ReplaceAll(name, " ", "-"))
+		spoil(&r)
+		rep, err := persist.Apply(ctx, db, []event.Result{r})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := rep.Results[0]; got.Status != persist.Poison || !errors.Is(got.Err, persist.ErrInvalid) || rep.Isolated {
+			t.Errorf("over-long %s: %v (%v, isolated %v), want Poison refused before PostgreSQL", name, got.Status, got.Err, rep.Isolated)
+		}
+	}
+	// At the bound every id is fine (an entity may hold "sku:" and a SKU of the bound).
+	atBound := idResult(incompressible(3, event.MaxIDLength))
+	atBound.Entity = "sku:" + incompressible(4, event.MaxIDLength)
+	atBound.SKUs[0].SKU = incompressible(5, event.MaxIDLength)
+	atBound.Moves[0].SKU = atBound.SKUs[0].SKU
+	atBound.Moves[0].OpID = incompressible(6, event.MaxIDLength)
+	if rep := apply(t, db, []event.Result{atBound}); rep.Count(persist.Applied) != 1 {
+		t.Errorf("ids at the bound: %+v, want Applied", rep.Results)
+	}
+}
+
+// Whatever else PostgreSQL refuses for its size (SQLSTATE class 54, here a rejection
+// reason too long for its index) is Poison too, and the rest of the batch commits.
+func TestApplyProgramLimitIsPoison(t *testing.T) {
+	db := testenv.Postgres(t)
+	good := event.Result{EventID: "evt-good", Entity: "LC-GOOD", Seq: 1,
+		Type: event.PaymentConfirmed, Outcome: event.Rejected, Reason: "ERR_INVALID_TRANSITION", ProcessedAt: time.Now()}
+	huge := good
+	huge.EventID, huge.Reason = "evt-huge-reason", incompressible(7, 3000)
+	rep, err := persist.Apply(context.Background(), db, []event.Result{good, huge})
+	if err != nil {
+		t.Fatalf("an index row over its limit failed the batch: %v", err)
+	}
+	if !rep.Isolated || rep.Results[0].Status != persist.Applied {
+		t.Errorf("the good result: %v (isolated %v), want Applied after isolating", rep.Results[0].Status, rep.Isolated)
+	}
+	if r := rep.Results[1]; r.Status != persist.Poison || !errors.Is(r.Err, persist.ErrInvalid) {
+		t.Errorf("the huge reason: %v (%v), want Poison wrapping ErrInvalid", r.Status, r.Err)
+	}
+}
+
+// An event that touched one SKU in two operations, with another event's operation on it in
+// between, lists the SKU twice, each entry at its own version with the lots as of then.
+// Every lot row keeps its own entry's version, the SKU row the newest, and each move the
+// version of its own operation, whatever the order of arrival.
+func TestApplySKUListedTwiceInOneResult(t *testing.T) {
+	lot := func(id string, sellable int64) ledger.Lot {
+		return ledger.Lot{LotID: id, Kind: ledger.KindOnHand, Good: true, ValidFrom: "2026-01-01", ValidTo: "2027-01-01", Sellable: sellable}
+	}
+	e1 := event.Result{EventID: "E1", Entity: "LC-1", Seq: 1, Type: event.OrderLinesChanged, Outcome: event.Applied, ProcessedAt: time.Now(),
+		SKUs: []ledger.SKU{
+			{SKU: "S", Version: 5, Lots: []ledger.Lot{lot("L1", 1)}},
+			{SKU: "S", Version: 7, Lots: []ledger.Lot{lot("L2", 3)}},
+		},
+		Moves: []ledger.Move{
+			{OpID: "E1:1:place", Index: 0, SKU: "S", LotID: "L1", From: "sellable", To: "reserved", Qty: 1, Version: 5},
+			{OpID: "E1:2:place", Index: 0, SKU: "S", LotID: "L2", From: "sellable", To: "reserved", Qty: 1, Version: 7},
+			// Published before moves carried a version: the newest of the result's SKU.
+			{OpID: "E1:3:place", Index: 0, SKU: "S", LotID: "L2", From: "sellable", To: "reserved", Qty: 1},
+		},
+	}
+	e2 := event.Result{EventID: "E2", Entity: "LC-2", Seq: 1, Type: event.OrderCancelled, Outcome: event.Applied, ProcessedAt: time.Now(),
+		SKUs:  []ledger.SKU{{SKU: "S", Version: 6, Lots: []ledger.Lot{lot("L1", 2)}}},
+		Moves: []ledger.Move{{OpID: "E2:1:cancel", Index: 0, SKU: "S", LotID: "L1", From: "reserved", To: "sellable", Qty: 1, Version: 6}},
+	}
+	const want = `(L1,2,6)|(L2,3,7)|7|E1:1:place=5,E1:2:place=7,E1:3:place=7,E2:1:cancel=6`
+	for name, batches := range map[string][][]event.Result{
+		"E1 then E2":          {{e1}, {e2}},
+		"E2 then E1":          {{e2}, {e1}},
+		"one batch":           {{e1, e2}},
+		"one batch, reversed": {{e2, e1}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			db := testenv.Postgres(t)
+			for _, b := range batches {
+				apply(t, db, b)
+			}
+			var lots, moves string
+			var version int64
+			if err := db.Raw(`SELECT string_agg(format('(%s,%s,%s)', lot_id, sellable, version), '|' ORDER BY lot_id) FROM lots WHERE sku = 'S'`).Scan(&lots).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Raw(`SELECT version FROM skus WHERE sku = 'S'`).Scan(&version).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Raw(`SELECT string_agg(op_id || '=' || sku_version, ',' ORDER BY op_id) FROM moves`).Scan(&moves).Error; err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprintf("%s|%d|%s", lots, version, moves); got != want {
+				t.Errorf("rows (lot,sellable,version)|sku version|moves:\ngot  %s\nwant %s", got, want)
+			}
+		})
+	}
+}
