@@ -27,9 +27,23 @@ func (r *run) handleBatch(ts []*tracked, ms []Message) {
 			outs[i] = Outcome{Verdict: Retry, Reason: reason}
 		}
 	}
-	var wg sync.WaitGroup
+	// The batch's Retries go back together, in a few ChangeMessageVisibilityBatch calls
+	// (see retry); the other outcomes each on their own.
+	var (
+		wg    sync.WaitGroup
+		rts   []*tracked
+		rms   []Message
+		routs []Outcome
+	)
 	for i := range ms {
+		if isRetry(outs[i]) {
+			rts, rms, routs = append(rts, ts[i]), append(rms, ms[i]), append(routs, outs[i])
+			continue
+		}
 		wg.Go(func() { r.apply(ts[i], ms[i], outs[i]) })
+	}
+	if len(rts) > 0 {
+		wg.Go(func() { r.retry(rts, rms, routs) })
 	}
 	wg.Wait()
 }
@@ -97,9 +111,7 @@ func (r *run) cutBatches(ctx context.Context, in <-chan batchItem, credits chan 
 			case <-ctx.Done():
 				// Shutting down with every handler busy: the batch goes back to SQS now
 				// rather than waiting in memory while the visibility runs.
-				for _, t := range bt {
-					r.handBackOne(t)
-				}
+				r.handBackNow(bt)
 				giveBack(credits, len(bt))
 				return
 			}

@@ -358,6 +358,7 @@ func (r *run) receiveInto(ctx context.Context, take func(context.Context) int, g
 		}
 		fails = 0
 		used := 0
+		var surplus []*tracked
 		for _, sm := range msgs {
 			t, m, ok := r.track(sm)
 			if !ok {
@@ -365,11 +366,14 @@ func (r *run) receiveInto(ctx context.Context, take func(context.Context) int, g
 			}
 			if used == n {
 				// More messages than asked for: never more than the room taken.
-				r.handBackOne(t)
+				surplus = append(surplus, t)
 				continue
 			}
 			used++
 			deliver(t, m)
+		}
+		if len(surplus) > 0 {
+			r.handBackNow(surplus)
 		}
 		give(n - used)
 	}
@@ -463,8 +467,12 @@ func callBatchHandler(ctx context.Context, bh BatchHandler, ms []Message) (outs 
 
 // apply carries out a handler's outcome for one message.
 func (r *run) apply(t *tracked, m Message, out Outcome) {
+	if isRetry(out) {
+		r.retry([]*tracked{t}, []Message{m}, []Outcome{out})
+		return
+	}
 	defer r.untrack(t)
-	receipt, handedBack := r.settle(t)
+	_, handedBack := r.settle(t)
 	log := r.log.With(zap.String("message_id", m.ID), zap.Int("receive_count", m.ReceiveCount))
 	if handedBack && out.Verdict != Done {
 		// Already back in SQS; it will be redelivered.
@@ -496,29 +504,61 @@ func (r *run) apply(t *tracked, m Message, out Outcome) {
 			return
 		}
 		r.m.deleted.Inc()
-	default: // Retry, and any verdict this version does not know
+	}
+}
+
+// isRetry reports whether out makes its message visible again later: Retry, and any
+// verdict this version does not know.
+func isRetry(out Outcome) bool {
+	return out.Verdict != Done && out.Verdict != Poison
+}
+
+// retry makes each message visible again after its own backoff. The changes go out ten
+// per ChangeMessageVisibilityBatch call (each entry carries its own delay), so a batch
+// handed back holds visMu for a few calls, not one per message, and the heartbeats of
+// the other batches in flight are not held up behind it.
+func (r *run) retry(ts []*tracked, ms []Message, outs []Outcome) {
+	defer func() {
+		for _, t := range ts {
+			r.untrack(t)
+		}
+	}()
+	changes := make([]visChange, 0, len(ts))
+	at := make([]int, 0, len(ts)) // changes[k] is for ms[at[k]]
+	for i, t := range ts {
+		receipt, handedBack := r.settle(t)
+		if handedBack {
+			// Already back in SQS; it will be redelivered.
+			continue
+		}
+		out := outs[i]
 		var delay time.Duration
 		switch {
 		case out.After > 0:
 			delay = min(out.After, maxVisibility)
 		case r.cfg.RetryDelay != nil:
-			delay = min(max(r.cfg.RetryDelay(m.ReceiveCount), 0), maxVisibility)
+			delay = min(max(r.cfg.RetryDelay(ms[i].ReceiveCount), 0), maxVisibility)
 		default:
-			delay = RetryDelay(m.ReceiveCount, r.cfg.RetryBase, r.cfg.RetryMax)
+			delay = RetryDelay(ms[i].ReceiveCount, r.cfg.RetryBase, r.cfg.RetryMax)
 		}
 		secs := int32((delay + time.Second - 1) / time.Second)
 		r.m.retried.Inc()
-		log.Debug("retry later", zap.String("reason", out.Reason), zap.Int32("delay_seconds", secs))
-		r.visMu.Lock()
-		ctx, cancel := context.WithTimeout(r.ioctx, r.cfg.CallTimeout)
-		_, err := r.c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
-			QueueUrl: aws.String(r.cfg.QueueURL), ReceiptHandle: aws.String(receipt), VisibilityTimeout: secs,
-		})
-		cancel()
-		r.visMu.Unlock()
+		r.log.Debug("retry later", zap.String("message_id", ms[i].ID), zap.Int("receive_count", ms[i].ReceiveCount),
+			zap.String("reason", out.Reason), zap.Int32("delay_seconds", secs))
+		changes = append(changes, visChange{receipt: receipt, secs: secs})
+		at = append(at, i)
+	}
+	if len(changes) == 0 {
+		return
+	}
+	r.visMu.Lock()
+	errs := r.changeVisibility(changes)
+	r.visMu.Unlock()
+	for k, err := range errs {
 		if err != nil {
 			// It comes back after its current visibility timeout instead.
-			log.Warn("retry: change visibility failed", zap.Error(err))
+			r.log.Warn("retry: change visibility failed", zap.String("message_id", ms[at[k]].ID),
+				zap.Int("receive_count", ms[at[k]].ReceiveCount), zap.Error(err))
 		}
 	}
 }
@@ -621,22 +661,22 @@ func (r *run) heartbeat() {
 	r.visMu.Lock()
 	defer r.visMu.Unlock()
 	now := time.Now()
+	secs := int32(r.vis / time.Second)
 	var due []*tracked
-	var receipts []string
+	var changes []visChange
 	r.mu.Lock()
 	for _, t := range r.tracked {
 		// Half an interval of slack, so tick jitter never skips a beat.
 		if !t.settled && now.Sub(t.extended) >= r.hbEvery/2 {
 			due = append(due, t)
-			receipts = append(receipts, t.receipt)
+			changes = append(changes, visChange{receipt: t.receipt, secs: secs})
 		}
 	}
 	r.mu.Unlock()
 	if len(due) == 0 {
 		return
 	}
-	secs := int32(r.vis / time.Second)
-	failed := r.changeVisibility(due, receipts, secs)
+	failed := r.changeVisibility(changes)
 	r.mu.Lock()
 	for i, t := range due {
 		if failed[i] == nil {
@@ -651,16 +691,23 @@ func (r *run) heartbeat() {
 	}
 }
 
-// changeVisibility sets the visibility of many messages, ten per call; it returns one
-// error (or nil) per message.
-func (r *run) changeVisibility(ts []*tracked, receipts []string, secs int32) []error {
-	errs := make([]error, len(ts))
-	for lo := 0; lo < len(ts); lo += maxBatchEntries {
-		hi := min(lo+maxBatchEntries, len(ts))
+// visChange is one message's new visibility timeout.
+type visChange struct {
+	receipt string
+	secs    int32
+}
+
+// changeVisibility carries out changes ten per call (SQS's most per batch); it returns
+// one error (or nil) per change: the call's error, or its entry's failure (a stale
+// receipt handle, say) while the call's other entries succeed.
+func (r *run) changeVisibility(changes []visChange) []error {
+	errs := make([]error, len(changes))
+	for lo := 0; lo < len(changes); lo += maxBatchEntries {
+		hi := min(lo+maxBatchEntries, len(changes))
 		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, 0, hi-lo)
 		for i := lo; i < hi; i++ {
 			entries = append(entries, types.ChangeMessageVisibilityBatchRequestEntry{
-				Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(receipts[i]), VisibilityTimeout: secs,
+				Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(changes[i].receipt), VisibilityTimeout: changes[i].secs,
 			})
 		}
 		ctx, cancel := context.WithTimeout(r.ioctx, r.cfg.CallTimeout)
@@ -686,17 +733,17 @@ func (r *run) handBack() int {
 	r.visMu.Lock()
 	defer r.visMu.Unlock()
 	var ts []*tracked
-	var receipts []string
+	var changes []visChange
 	r.mu.Lock()
 	for _, t := range r.tracked {
 		if !t.settled {
 			t.settled, t.handedBack = true, true
 			ts = append(ts, t)
-			receipts = append(receipts, t.receipt)
+			changes = append(changes, visChange{receipt: t.receipt})
 		}
 	}
 	r.mu.Unlock()
-	for i, err := range r.changeVisibility(ts, receipts, 0) {
+	for i, err := range r.changeVisibility(changes) {
 		if err != nil {
 			r.log.Warn("hand back failed; the message comes back after its visibility timeout", zap.String("message_id", ts[i].id), zap.Error(err))
 		}
@@ -704,14 +751,19 @@ func (r *run) handBack() int {
 	return len(ts)
 }
 
-// handBackOne returns a message that no handler can take now.
-func (r *run) handBackOne(t *tracked) {
-	receipt, _ := r.settle(t)
+// handBackNow returns messages that no handler can take now, ten per call.
+func (r *run) handBackNow(ts []*tracked) {
+	changes := make([]visChange, len(ts))
 	r.mu.Lock()
-	t.handedBack = true
+	for i, t := range ts {
+		t.settled, t.handedBack = true, true
+		changes[i] = visChange{receipt: t.receipt}
+	}
 	r.mu.Unlock()
 	r.visMu.Lock()
-	r.changeVisibility([]*tracked{t}, []string{receipt}, 0)
+	r.changeVisibility(changes)
 	r.visMu.Unlock()
-	r.untrack(t)
+	for _, t := range ts {
+		r.untrack(t)
+	}
 }
