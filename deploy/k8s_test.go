@@ -452,7 +452,8 @@ func TestK8sShutdownBudget(t *testing.T) {
 }
 
 // TestK8sProbesAndSecurity: every container has a liveness probe on /healthz and a
-// readiness probe on /readyz, both on the port of JUNBAN_HTTP_ADDR; runs non-root with a
+// readiness probe on /readyz, both on the port of JUNBAN_HTTP_ADDR (the gateway's
+// JUNBAN_WEBHOOK_ADMIN_ADDR when it sets one); runs non-root with a
 // read-only root file system, no privilege escalation and no capabilities; and has
 // resource requests and limits.
 func TestK8sProbesAndSecurity(t *testing.T) {
@@ -467,10 +468,15 @@ func TestK8sProbesAndSecurity(t *testing.T) {
 				t.Fatal("no container")
 			}
 			for _, c := range ps.Containers {
-				addr := envOf(t, all, c)["JUNBAN_HTTP_ADDR"]
+				env := envOf(t, all, c)
+				addrVar := "JUNBAN_HTTP_ADDR"
+				if env["JUNBAN_WEBHOOK_ADMIN_ADDR"] != "" {
+					addrVar = "JUNBAN_WEBHOOK_ADMIN_ADDR"
+				}
+				addr := env[addrVar]
 				_, port, err := net.SplitHostPort(addr)
 				if err != nil || port == "0" {
-					t.Fatalf("container %s: JUNBAN_HTTP_ADDR=%q: the probes need a fixed port", c.Name, addr)
+					t.Fatalf("container %s: %s=%q: the probes need a fixed port", c.Name, addrVar, addr)
 				}
 				ports := map[string]string{}
 				for _, p := range c.Ports {
@@ -490,8 +496,8 @@ func TestK8sProbesAndSecurity(t *testing.T) {
 						t.Errorf("container %s: %s probe on %q, want %q", c.Name, pr.kind, pr.p.HTTPGet.Path, pr.path)
 					}
 					if got := ports[fmt.Sprint(pr.p.HTTPGet.Port)]; got != port {
-						t.Errorf("container %s: %s probe on port %v (%q), JUNBAN_HTTP_ADDR listens on %s",
-							c.Name, pr.kind, pr.p.HTTPGet.Port, got, port)
+						t.Errorf("container %s: %s probe on port %v (%q), %s listens on %s",
+							c.Name, pr.kind, pr.p.HTTPGet.Port, got, addrVar, port)
 					}
 				}
 				sc := c.SecurityContext

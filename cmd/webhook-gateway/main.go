@@ -88,26 +88,50 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	mux := webhook.NewMux(h, reg, map[string]health.Check{
+	checks := map[string]health.Check{
 		"redis": health.RedisCheck(rc),
 		"sqs":   health.SQSCheck(sqsc, ordersURL),
-	})
-	srv := cfg.Server(mux)
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen on JUNBAN_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+	}
+	// The public listener is what the providers reach; with an admin address the probes and
+	// metrics move off it.
+	type listener struct {
+		setting string // the variable that names the address
+		srv     *http.Server
+		ln      net.Listener
+	}
+	ls := []*listener{{setting: "JUNBAN_HTTP_ADDR", srv: cfg.Server(webhook.NewMux(h, reg, checks))}}
+	if cfg.AdminAddr != "" {
+		ls = []*listener{
+			{setting: "JUNBAN_HTTP_ADDR", srv: cfg.Server(webhook.NewPublicMux(h))},
+			{setting: "JUNBAN_WEBHOOK_ADMIN_ADDR", srv: cfg.AdminServer(webhook.NewAdminMux(reg, checks, log))},
+		}
+	}
+	for i, l := range ls {
+		if l.ln, err = net.Listen("tcp", l.srv.Addr); err != nil {
+			for _, prev := range ls[:i] {
+				prev.ln.Close()
+			}
+			return fmt.Errorf("listen on %s %s: %w", l.setting, l.srv.Addr, err)
+		}
 	}
 	names := make([]string, len(providers))
 	for i, p := range providers {
 		names[i] = p.Name + ":" + string(p.Kind)
 	}
-	log.Info("webhook-gateway listening",
-		zap.String("addr", ln.Addr().String()),
+	fields := []zap.Field{
+		zap.String("addr", ls[0].ln.Addr().String()),
 		zap.Strings("providers", names),
-		zap.String("orders_queue", ordersURL))
+		zap.String("orders_queue", ordersURL),
+	}
+	if len(ls) > 1 {
+		fields = append(fields, zap.String("admin_addr", ls[1].ln.Addr().String()))
+	}
+	log.Info("webhook-gateway listening", fields...)
 
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	served := make(chan error, len(ls))
+	for _, l := range ls {
+		go func() { served <- l.srv.Serve(l.ln) }()
+	}
 	select {
 	case err := <-served:
 		return fmt.Errorf("http server: %w", err)
@@ -117,12 +141,25 @@ func run() error {
 	log.Info("webhook-gateway shutting down", zap.Duration("budget", cfg.ShutdownBudget))
 	sctx, cancel = context.WithTimeout(context.Background(), cfg.ShutdownBudget)
 	defer cancel()
-	// Shutdown waits for in-flight deliveries, whose guarded sections finish or release.
-	if err := srv.Shutdown(sctx); err != nil {
+	// Both listeners stop together, within one budget. Shutdown waits for in-flight
+	// deliveries, whose guarded sections finish or release.
+	shut := make(chan error, len(ls))
+	for _, l := range ls {
+		go func() { shut <- l.srv.Shutdown(sctx) }()
+	}
+	var errs []error
+	for range ls {
+		if err := <-shut; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("shutdown within JUNBAN_SHUTDOWN_BUDGET: %w", err)
 	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	for range ls {
+		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
 	}
 	log.Info("webhook-gateway stopped")
 	return nil

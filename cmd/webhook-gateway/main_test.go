@@ -98,12 +98,13 @@ func TestInvalidSettingsReportedAtOnce(t *testing.T) {
 		"JUNBAN_WEBHOOK_MAX_BODY_BYTES=0",
 		"JUNBAN_LOG_FORMAT=xml",
 		"JUNBAN_LOG_LEVEL=loud",
+		"JUNBAN_WEBHOOK_ADMIN_ADDR=9090",
 	)
 	out, code := runToExit(t, env)
 	if code == 0 {
 		t.Fatalf("exit code 0; stderr:\n%s", out)
 	}
-	for _, want := range []string{`"acme"`, `"paypal"`, "JUNBAN_WEBHOOK_LOCK_TTL", "JUNBAN_WEBHOOK_MAX_BODY_BYTES", "JUNBAN_LOG_FORMAT", "JUNBAN_LOG_LEVEL"} {
+	for _, want := range []string{`"acme"`, `"paypal"`, "JUNBAN_WEBHOOK_LOCK_TTL", "JUNBAN_WEBHOOK_MAX_BODY_BYTES", "JUNBAN_LOG_FORMAT", "JUNBAN_LOG_LEVEL", "JUNBAN_WEBHOOK_ADMIN_ADDR"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stderr does not mention %s:\n%s", want, out)
 		}
@@ -113,81 +114,108 @@ func TestInvalidSettingsReportedAtOnce(t *testing.T) {
 	}
 }
 
-// The built binary against the real stack: probes, one signed webhook, SIGTERM.
-func TestGatewayBinary(t *testing.T) {
+// gatewayProc is a running webhook-gateway binary on the real stack.
+type gatewayProc struct {
+	cmd    *exec.Cmd
+	secret string
+	lines  chan map[string]any
+	mu     sync.Mutex
+	logged bytes.Buffer
+	// addr is the public listener; adminAddr the admin one, if any.
+	addr, adminAddr string
+}
+
+// startGateway runs the binary with a stripe provider and env on top of the stack's
+// settings, and waits until it logs its addresses.
+func startGateway(t *testing.T, env ...string) *gatewayProc {
+	t.Helper()
 	c := testenv.SQS(t)
 	q := testenv.NewQueues(t, c, 30)
 	_, prefix := testenv.Redis(t)
-	secret := "whsec_binary_test_secret_0123456789"
-	env := append(minimalEnv(t), testenv.Env(t)...)
-	env = append(env,
+	g := &gatewayProc{secret: "whsec_binary_test_secret_0123456789", lines: make(chan map[string]any, 100)}
+	full := append(minimalEnv(t), testenv.Env(t)...)
+	full = append(full,
 		"JUNBAN_ORDERS_QUEUE="+q.OrdersName,
 		"JUNBAN_KEY_PREFIX="+prefix,
 		"JUNBAN_HTTP_ADDR=127.0.0.1:0",
 		"JUNBAN_SHUTDOWN_BUDGET=10s",
-		"JUNBAN_WEBHOOK_PROVIDERS=stripe:stripe:"+secret,
+		"JUNBAN_WEBHOOK_PROVIDERS=stripe:stripe:"+g.secret,
 	)
-	cmd := exec.Command(binary(t))
-	cmd.Env = env
-	stderr, err := cmd.StderrPipe()
+	g.cmd = exec.Command(binary(t))
+	g.cmd.Env = append(full, env...)
+	stderr, err := g.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := g.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill() })
-
-	lines := make(chan map[string]any, 100)
-	var logged bytes.Buffer
-	var mu sync.Mutex
+	t.Cleanup(func() { g.cmd.Process.Kill() })
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			mu.Lock()
-			logged.WriteString(sc.Text() + "\n")
-			mu.Unlock()
+			g.mu.Lock()
+			g.logged.WriteString(sc.Text() + "\n")
+			g.mu.Unlock()
 			var m map[string]any
 			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				lines <- m
+				g.lines <- m
 			}
 		}
-		close(lines)
+		close(g.lines)
 	}()
-	var addr string
 	timeout := time.After(60 * time.Second)
-	for addr == "" {
+	for g.addr == "" {
 		select {
-		case m, ok := <-lines:
+		case m, ok := <-g.lines:
 			if !ok {
-				mu.Lock()
-				t.Fatalf("gateway ended before listening:\n%s", logged.String())
+				t.Fatalf("gateway ended before listening:\n%s", g.log())
 			}
 			if m["msg"] == "webhook-gateway listening" {
-				addr, _ = m["addr"].(string)
+				g.addr, _ = m["addr"].(string)
+				g.adminAddr, _ = m["admin_addr"].(string)
 			}
 		case <-timeout:
 			t.Fatal("gateway did not start listening")
 		}
 	}
-	base := "http://" + addr
-	for _, path := range []string{"/healthz", "/readyz"} {
-		resp, err := http.Get(base + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-		}
-	}
+	return g
+}
 
-	p, err := webhook.NewProvider("stripe", webhook.KindStripe, secret)
+func (g *gatewayProc) log() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.logged.String()
+}
+
+// get answers GET url's status and body.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := webhook.Encode(webhook.KindStripe, webhook.ProviderEvent{ID: "evt_bin", Type: "payment_intent.succeeded", LCID: "LC-9", OccurredAt: time.Now()})
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, string(b)
+}
+
+// short is the start of a body, for an error message.
+func short(b string) string {
+	if len(b) > 200 {
+		return b[:200] + "..."
+	}
+	return b
+}
+
+// deliver posts one signed payment webhook to base and answers the status and body.
+func (g *gatewayProc) deliver(t *testing.T, base, id string) (int, string) {
+	t.Helper()
+	p, err := webhook.NewProvider("stripe", webhook.KindStripe, g.secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := webhook.Encode(webhook.KindStripe, webhook.ProviderEvent{ID: id, Type: "payment_intent.succeeded", LCID: "LC-9", OccurredAt: time.Now()})
 	h, _ := p.Sign("", time.Now(), body)
 	req, _ := http.NewRequest(http.MethodPost, base+"/webhooks/stripe", bytes.NewReader(body))
 	req.Header = h
@@ -195,36 +223,92 @@ func TestGatewayBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(b), webhook.OrderEventID("stripe", "evt_bin")) {
-		t.Fatalf("webhook: %d %s", resp.StatusCode, b)
-	}
-	resp, err = http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(b), `junban_webhook_requests_total{code="200",provider="stripe"} 1`) {
-		t.Errorf("/metrics lacks the request counter:\n%s", b)
-	}
+	return resp.StatusCode, string(b)
+}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+// stop sends SIGTERM and expects an orderly exit 0 that never logged the secret.
+func (g *gatewayProc) stop(t *testing.T) {
+	t.Helper()
+	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	for range lines {
+	exited := make(chan error, 1)
+	go func() {
+		for range g.lines {
+		}
+		exited <- g.cmd.Wait()
+	}()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, g.log())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no exit within 30s of SIGTERM:\n%s", g.log())
 	}
-	if err := cmd.Wait(); err != nil {
-		mu.Lock()
-		t.Fatalf("exit after SIGTERM: %v\n%s", err, logged.String())
+	if !strings.Contains(g.log(), "webhook-gateway stopped") {
+		t.Errorf("no orderly stop logged:\n%s", g.log())
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !strings.Contains(logged.String(), "webhook-gateway stopped") {
-		t.Errorf("no orderly stop logged:\n%s", logged.String())
-	}
-	if strings.Contains(logged.String(), secret) {
+	if strings.Contains(g.log(), g.secret) {
 		t.Errorf("the secret was logged")
 	}
+}
+
+// The built binary against the real stack, JUNBAN_WEBHOOK_ADMIN_ADDR unset: probes, one
+// signed webhook and metrics on the one listener, SIGTERM.
+func TestGatewayBinary(t *testing.T) {
+	g := startGateway(t)
+	base := "http://" + g.addr
+	if g.adminAddr != "" {
+		t.Errorf("admin listener %s without JUNBAN_WEBHOOK_ADMIN_ADDR", g.adminAddr)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, b := get(t, base+path); code != 200 {
+			t.Fatalf("GET %s: %d %s", path, code, b)
+		}
+	}
+	if code, b := g.deliver(t, base, "evt_bin"); code != 200 || !strings.Contains(b, webhook.OrderEventID("stripe", "evt_bin")) {
+		t.Fatalf("webhook: %d %s", code, b)
+	}
+	if _, b := get(t, base+"/metrics"); !strings.Contains(b, `junban_webhook_requests_total{code="200",provider="stripe"} 1`) {
+		t.Errorf("/metrics lacks the request counter:\n%s", b)
+	}
+	g.stop(t)
+}
+
+// With JUNBAN_WEBHOOK_ADMIN_ADDR set, the public listener serves the webhooks alone (404
+// for the probes and metrics), the admin listener serves those alone, and SIGTERM stops both.
+//
+// Failed against the code before the change: the binary ignored the variable, and the
+// public listener answered GET /healthz with 200 instead of 404.
+func TestGatewayBinaryAdminListener(t *testing.T) {
+	g := startGateway(t, "JUNBAN_WEBHOOK_ADMIN_ADDR=127.0.0.1:0")
+	public := "http://" + g.addr
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		if code, b := get(t, public+path); code != http.StatusNotFound {
+			t.Errorf("public listener: GET %s: %d %s, want 404", path, code, short(b))
+		}
+	}
+	if g.adminAddr == "" || g.adminAddr == g.addr {
+		t.Fatalf("admin listener %q (public %q) not logged:\n%s", g.adminAddr, g.addr, g.log())
+	}
+	admin := "http://" + g.adminAddr
+	if code, b := g.deliver(t, public, "evt_public"); code != 200 || !strings.Contains(b, webhook.OrderEventID("stripe", "evt_public")) {
+		t.Fatalf("webhook on the public listener: %d %s", code, b)
+	}
+	if code, b := g.deliver(t, admin, "evt_admin"); code != http.StatusNotFound {
+		t.Errorf("webhook on the admin listener: %d %s, want 404", code, b)
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		code, b := get(t, admin+path)
+		if code != 200 {
+			t.Errorf("admin listener: GET %s: %d %s, want 200", path, code, short(b))
+		}
+		if path == "/metrics" && !strings.Contains(b, `junban_webhook_requests_total{code="200",provider="stripe"} 1`) {
+			t.Errorf("admin /metrics lacks the public listener's request:\n%s", b)
+		}
+	}
+	g.stop(t)
 }

@@ -3,6 +3,7 @@ package webhook
 import (
 	"encoding/base64"
 	"fmt"
+	"net"
 	"regexp"
 	"strings"
 	"time"
@@ -68,6 +69,9 @@ type Config struct {
 	WriteTimeout time.Duration `env:"JUNBAN_WEBHOOK_WRITE_TIMEOUT" envDefault:"30s"`
 	// IdleTimeout closes keep-alive connections idle that long.
 	IdleTimeout time.Duration `env:"JUNBAN_WEBHOOK_IDLE_TIMEOUT" envDefault:"120s"`
+	// AdminAddr, when set, serves /healthz, /readyz and /metrics, and HTTPAddr serves the
+	// webhooks alone, so the internet-facing listener shows no internals. Empty: all on HTTPAddr.
+	AdminAddr string `env:"JUNBAN_WEBHOOK_ADMIN_ADDR"`
 }
 
 // Validate checks what the parser cannot, every problem at once.
@@ -111,6 +115,11 @@ func (c Config) Validate() []string {
 	} {
 		if d <= 0 {
 			p = append(p, name+": must be positive")
+		}
+	}
+	if c.AdminAddr != "" {
+		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
+			p = append(p, fmt.Sprintf("JUNBAN_WEBHOOK_ADMIN_ADDR: %q is not host:port", c.AdminAddr))
 		}
 	}
 	if strings.ContainsAny(c.KeyPrefix, "{}") {
