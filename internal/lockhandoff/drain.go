@@ -304,6 +304,17 @@ func (h *Handoff) handle(l *lease, e entry) (handled, []Write) {
 		case <-h.stopping:
 			timer.Stop()
 		}
+		// A lease lost or a stop during the backoff ends the retries: another holder may
+		// run the envelope now, and a handler called with an ended context could only fail.
+		switch {
+		case l.isLost():
+			return handledLost, nil
+		case h.isStopping() || l.ctx.Err() != nil:
+			h.m.failed.Inc()
+			h.log.Warn("lockhandoff: handler failed; envelope left in proc for the sweeper",
+				zap.String("lcid", l.entity), zap.Int64("seq", e.seq), zap.Int("attempts", attempt+1), zap.Error(err))
+			return handledFailed, nil
+		}
 		backoff *= 2
 	}
 }
@@ -364,8 +375,12 @@ func (l *lease) renew() {
 		return
 	}
 	if !l.deadline.IsZero() && !time.Now().Before(l.deadline) {
-		// The handler is abandoned: stop renewing so that a hung worker cannot hold the
-		// entity's turn; the lock expires within LockTTL and the sweeper recovers it.
+		// The handler is abandoned: skip the renewal so that a hung worker cannot hold the
+		// entity's turn; the lock expires within LockTTL and the sweeper recovers it. The
+		// timer stays armed: a handler that returned just past its deadline, before it was
+		// cut off, lets the turn go on, and the next handler's lease must be renewed again
+		// (a renewal after the lock expired fails, and cancels that handler).
+		l.timer.Reset(l.h.cfg.LockTTL / 3)
 		l.mu.Unlock()
 		return
 	}

@@ -322,3 +322,45 @@ func TestSweeperKeepsRefreshedIndexEntry(t *testing.T) {
 		t.Errorf("idle entry not removed")
 	}
 }
+
+// An index entry whose state cannot be read costs the sweeper that entity only: an orphaned
+// backlog in the same shard, on the same page, is still recovered. And an entity that
+// cannot name its keys (a brace breaks the hash tag) is refused before anything is written.
+//
+// Broken variant tried: the sweep leaving the shard at the first unreadable state (the
+// code before): nothing was recovered.
+func TestSweeperGoesOnPastAnUnreadableEntity(t *testing.T) {
+	t.Parallel()
+	rc, prefix := single.client(t)
+	ctx := context.Background()
+	var ran atomic.Int64
+	hd, _ := newTestHandoff(t, rc, prefix, Config{IndexShards: 1}, func(context.Context, Turn, []byte) error {
+		ran.Add(1)
+		return nil
+	})
+	// "bad": its proc is not a list, so the state script fails on it. "good": an envelope
+	// left in proc by a holder that is gone.
+	rc.ZAdd(ctx, hd.indexShard("bad"), redisZ(1, "bad"))
+	rc.Set(ctx, Key(prefix, "bad", "proc"), "not a list", 0)
+	rc.ZAdd(ctx, hd.indexShard("good"), redisZ(2, "good"))
+	rc.RPush(ctx, Key(prefix, "good", "proc"), "1700000000000:e0")
+	st, err := hd.Sweep(ctx)
+	if err == nil || !strings.Contains(err.Error(), `"bad"`) {
+		t.Errorf("sweep error %v, want one naming the unreadable entity", err)
+	}
+	if st.Recovered != 1 || ran.Load() != 1 {
+		t.Errorf("recovered %d, handled %d; want the good entity's backlog", st.Recovered, ran.Load())
+	}
+
+	for _, e := range []string{"", "}x", "a{b"} {
+		if _, err := hd.Submit(ctx, e, []byte("e")); !errors.Is(err, ErrInvalidEntity) {
+			t.Errorf("Submit(%q): %v, want ErrInvalidEntity", e, err)
+		}
+		if err := hd.Resume(ctx, e); !errors.Is(err, ErrInvalidEntity) {
+			t.Errorf("Resume(%q): %v, want ErrInvalidEntity", e, err)
+		}
+	}
+	if n, _ := rc.ZCard(ctx, hd.indexShard("}x")).Result(); n != 2 {
+		t.Errorf("the index holds %d entries, want the 2 of before: a refused entity wrote one", n)
+	}
+}

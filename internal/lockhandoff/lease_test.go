@@ -176,3 +176,69 @@ func TestHungHandlerPastDeadlineIsRecovered(t *testing.T) {
 		t.Errorf("handlers_abandoned_total = %v", got)
 	}
 }
+
+// A lease lost while a failed handler waits to be retried ends the retries: the handler
+// is not called again (with an ended context, while another holder may run the envelope).
+//
+// Broken variant tried: the retry loop going on after the backoff whatever happened
+// during it (the code before): the handler was called a second time.
+func TestLeaseLostDuringRetryBackoffEndsTheRetries(t *testing.T) {
+	t.Parallel()
+	rc, prefix := single.client(t)
+	const entity = "LC-retry-lost"
+	ctx := context.Background()
+	var calls atomic.Int64
+	lost := make(chan struct{})
+	hd, _ := newTestHandoff(t, rc, prefix, Config{
+		LockTTL: 300 * time.Millisecond, HandlerRetries: 3, RetryBackoff: 3 * time.Second,
+		Hooks: Hooks{AfterRenew: func(string, bool, error) {}},
+	}, func(ctx context.Context, turn Turn, env []byte) error {
+		if calls.Add(1) == 1 {
+			// Another holder takes over while this one backs off.
+			rc.Set(ctx, Key(prefix, entity, "lock"), "someone-else", time.Minute)
+			close(lost)
+		}
+		return errors.New("fails")
+	})
+	start := time.Now()
+	if _, err := hd.Submit(ctx, entity, []byte("e0")); err != nil {
+		t.Fatal(err)
+	}
+	<-lost
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the handler ran %d times, want once: the lease was lost during the backoff", n)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Submit returned after %s: the backoff ran out instead of ending with the lease", took)
+	}
+}
+
+// A handler that returned just past its deadline, before it was cut off, lets the turn go
+// on; the next envelope's lease is still renewed.
+//
+// Broken variant tried: renew returning without re-arming its timer once it saw a passed
+// deadline (the code before): no renewal came for the next envelope.
+func TestRenewalResumesAfterAHandlerReturnedPastItsDeadline(t *testing.T) {
+	t.Parallel()
+	rc, prefix := single.client(t)
+	renewed := make(chan bool, 10)
+	hd, _ := newTestHandoff(t, rc, prefix, Config{
+		LockTTL: 300 * time.Millisecond,
+		Hooks:   Hooks{AfterRenew: func(_ string, ok bool, _ error) { renewed <- ok }},
+	}, func(context.Context, Turn, []byte) error { return nil })
+	k := hd.keys("LC-deadline")
+	rc.Set(context.Background(), k.lock, "tok", time.Minute)
+	l := hd.newLease(context.Background(), "LC-deadline", k, "tok")
+	defer l.stop()
+	l.setDeadline(time.Now().Add(-time.Second)) // the handler is past its deadline
+	time.Sleep(150 * time.Millisecond)          // the first renewal is skipped
+	l.setDeadline(time.Time{})                  // it returned: the next envelope runs
+	select {
+	case ok := <-renewed:
+		if !ok {
+			t.Fatal("renewal failed")
+		}
+	case <-time.After(time.Second):
+		t.Fatal("no renewal after the turn went on")
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -219,6 +220,20 @@ func (c *Config) validate() error {
 // nothing was written, the caller keeps its message and lets SQS redeliver it later.
 var ErrQueueFull = errors.New("lockhandoff: wait list full")
 
+// ErrInvalidEntity is Submit's and Resume's answer for an entity that cannot name keys:
+// empty, or holding a brace, which would break the hash tag that keeps an entity's keys
+// in one slot (in a cluster its scripts would fail, while its index entry was written).
+// Nothing was written; the envelope can never be submitted.
+var ErrInvalidEntity = errors.New("lockhandoff: invalid entity")
+
+// CheckEntity reports whether entity can name an entity's keys (ErrInvalidEntity).
+func CheckEntity(entity string) error {
+	if entity == "" || strings.ContainsAny(entity, "{}") {
+		return fmt.Errorf("%w: %q (empty, or a brace)", ErrInvalidEntity, entity)
+	}
+	return nil
+}
+
 // Outcome says where a submitted envelope went.
 type Outcome int
 
@@ -347,6 +362,9 @@ func newToken() string { return tokenBase + strconv.FormatUint(tokenSeq.Add(1), 
 // Redis failure; the caller keeps its message, and a redelivery may queue the envelope a
 // second time (handlers are idempotent).
 func (h *Handoff) Submit(ctx context.Context, entity string, envelope []byte) (Outcome, error) {
+	if err := CheckEntity(entity); err != nil {
+		return OutcomeNone, fmt.Errorf("lockhandoff: submit: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return OutcomeNone, fmt.Errorf("lockhandoff: submit %s: %w", entity, err)
 	}
@@ -382,6 +400,9 @@ func (h *Handoff) Resume(ctx context.Context, entity string) error {
 // resume takes a free turn with a backlog. Only a Resume's turn may detach: the sweeper
 // bounds its recoveries with SweepConcurrency, by waiting for each.
 func (h *Handoff) resume(ctx context.Context, entity, via string) (bool, error) {
+	if err := CheckEntity(entity); err != nil {
+		return false, fmt.Errorf("lockhandoff: resume: %w", err)
+	}
 	k := h.keys(entity)
 	token := newToken()
 	first, ok, err := h.runResume(ctx, k, token)

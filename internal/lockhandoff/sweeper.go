@@ -144,11 +144,7 @@ func (h *Handoff) Sweep(ctx context.Context) (SweepStats, error) {
 				sc, _ := strconv.ParseFloat(vals[i+1], 64)
 				ents, scores = append(ents, vals[i]), append(scores, int64(sc))
 			}
-			states, err := h.states(ctx, ents)
-			if err != nil {
-				addErr(err)
-				break
-			}
+			states := h.states(ctx, ents)
 			for i, e := range ents {
 				if h.isStopping() {
 					break
@@ -156,6 +152,10 @@ func (h *Handoff) Sweep(ctx context.Context) (SweepStats, error) {
 				s := states[i]
 				st.Checked++
 				switch {
+				case s.err != nil:
+					// This entity only: the others of the page, and the later pages, are
+					// still looked at. Its entry stays, so it is looked at again.
+					addErr(s.err)
 				case s.locked:
 					st.Busy++
 				case s.backlog > 0:
@@ -203,12 +203,13 @@ func (h *Handoff) Sweep(ctx context.Context) (SweepStats, error) {
 type entityState struct {
 	locked  bool
 	backlog int64
+	err     error // the state could not be read
 }
 
 // states reads the state of many entities in one round trip (per node, in a cluster).
-func (h *Handoff) states(ctx context.Context, ents []string) ([]entityState, error) {
+func (h *Handoff) states(ctx context.Context, ents []string) []entityState {
 	if len(ents) == 0 {
-		return nil, nil
+		return nil
 	}
 	ks := func(e string) []string {
 		k := h.keys(e)
@@ -227,11 +228,12 @@ func (h *Handoff) states(ctx context.Context, ents []string) ([]entityState, err
 		}
 		v, err := c.Int64Slice()
 		if err != nil || len(v) != 3 {
-			return nil, fmt.Errorf("state of %s: %v %w", ents[i], v, err)
+			out[i].err = fmt.Errorf("state of %q: %v %w", ents[i], v, err)
+			continue
 		}
 		out[i] = entityState{locked: v[0] == 1, backlog: v[1] + v[2]}
 	}
-	return out, nil
+	return out
 }
 
 // forgettable is an idle entity's index entry with the score the sweep read.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/junban/junban/internal/event"
@@ -36,6 +37,7 @@ const (
 	ReasonInvalidMode     = "ERR_INVALID_MODE"
 	ReasonInvalidDate     = "ERR_INVALID_DATE"
 	ReasonIDTooLong       = "ERR_ID_TOO_LONG"
+	ReasonInvalidID       = "ERR_INVALID_ID"
 )
 
 func invalid(reason, format string, args ...any) error {
@@ -107,6 +109,10 @@ func Decode(body []byte, maxBytes int) (Event, error) {
 	}
 	if err := cmp.Or(checkID("event_id", ev.EventID, event.MaxIDLength), checkID("lcid", ev.LCID, lcidLimit)); err != nil {
 		return Event{}, err
+	}
+	if strings.ContainsAny(ev.LCID, "{}") {
+		// An order's keys carry its lcid as their hash tag (lockhandoff.CheckEntity).
+		return Event{}, invalid(ReasonInvalidID, "lcid %.40q contains a brace", ev.LCID)
 	}
 	switch ev.Type {
 	case event.OrderPlaced, event.OrderLinesChanged:

@@ -101,6 +101,16 @@ func TestDecodeRejectsOverLongIDs(t *testing.T) {
 	}
 }
 
+// An lcid with a brace would break the hash tag of its order's keys.
+func TestDecodeRejectsBracesInTheLCID(t *testing.T) {
+	for _, lcid := range []string{"}x", "a{b}", "{"} {
+		_, err := Decode([]byte(`{"event_id":"e1","type":"payment.confirmed","lcid":"`+lcid+`"}`), 0)
+		if got := InvalidReason(err); got != ReasonInvalidID {
+			t.Errorf("lcid %q: reason %q (%v), want %s", lcid, got, err, ReasonInvalidID)
+		}
+	}
+}
+
 func TestDecodeEntity(t *testing.T) {
 	cases := map[string]string{
 		`{"event_id":"e","type":"payment.confirmed","lcid":"LC-9"}`:                                                            "LC-9",
