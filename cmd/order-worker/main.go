@@ -68,14 +68,14 @@ type Config struct {
 	// SweepInterval is how often the sweeper looks for orphaned backlogs.
 	SweepInterval time.Duration `env:"JUNBAN_SWEEP_INTERVAL" envDefault:"5s"`
 	// DoneRetention keeps done markers and results for redeliveries.
-	DoneRetention time.Duration `env:"JUNBAN_DONE_RETENTION" envDefault:"96h"`
+	DoneRetention time.Duration `env:"JUNBAN_DONE_RETENTION" envDefault:"168h"`
 	// ParkTimeout dead-letters events whose precondition never came.
 	ParkTimeout time.Duration `env:"JUNBAN_PARK_TIMEOUT" envDefault:"24h"`
 	// OpRetention keeps the ledger's applied op ids. It must not outlive DoneRetention:
 	// a redelivered event whose done marker expired is applied again, and its ledger
 	// operations must then be applied again too, not answered from memory while the
 	// order records them a second time.
-	OpRetention time.Duration `env:"JUNBAN_OP_RETENTION" envDefault:"96h"`
+	OpRetention time.Duration `env:"JUNBAN_OP_RETENTION" envDefault:"168h"`
 	// Pprof serves /debug/pprof and counts SQS calls and Redis round trips (benchmarks).
 	Pprof bool `env:"JUNBAN_PPROF" envDefault:"false"`
 	// WaitTimeSeconds is the SQS long poll.

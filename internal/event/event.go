@@ -92,10 +92,13 @@ type Result struct {
 	Seq int64 `json:"seq"`
 	// Arrival is the turn sequence at which the event reached the entity's turn; a
 	// parked event keeps the arrival of its first attempt.
-	Arrival     int64          `json:"arrival"`
-	Type        Type           `json:"type"`
-	Outcome     string         `json:"outcome"`
-	Reason      string         `json:"reason,omitempty"`
+	Arrival int64  `json:"arrival"`
+	Type    Type   `json:"type"`
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
+	// Detail is what the ledger said when it refused the event (and, with
+	// ERR_UNDO_REFUSED, each undo it refused); for operators, not for machines.
+	Detail      string         `json:"detail,omitempty"`
 	Order       *OrderSnapshot `json:"order,omitempty"`
 	Moves       []ledger.Move  `json:"moves,omitempty"`
 	SKUs        []ledger.SKU   `json:"skus,omitempty"`

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
@@ -35,25 +38,7 @@ func (s oneSKU) LoadSKU(_ context.Context, sku string) (ledger.SKU, error) {
 // that had shipped.
 func TestParkedEventAppliedOnceIsNotExpiredOnTheReRun(t *testing.T) {
 	ctx := context.Background()
-	rc, prefix := testenv.Redis(t)
-	c := testenv.SQS(t)
-	qs := testenv.NewQueues(t, c, 30)
-	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: qs.Results.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pub.Close() })
-	led := ledger.New(rc, prefix, oneSKU{SKU: "P", Version: 1, Lots: []ledger.Lot{{
-		LotID: "P1", Kind: ledger.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1,
-		ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 10,
-	}}}, ledger.Config{})
-	dlq := func(ctx context.Context, body []byte, reason string) error {
-		return queue.DeadLetter(ctx, c, qs.Orders.DLQURL, body, reason, nil)
-	}
-	p, err := NewProcessor(rc, led, pub, dlq, Config{Prefix: prefix, ParkTimeout: time.Hour}, nil, prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, led, rc, prefix, _ := newParkedFixture(t)
 	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	rc.Set(ctx, lockhandoff.Key(prefix, "O", "lock"), "tok", 0)
 	seq := int64(0)
@@ -97,5 +82,67 @@ func TestParkedEventAppliedOnceIsNotExpiredOnTheReRun(t *testing.T) {
 	}
 	if shipped := snap.Lots[0].Shipped; st.Order.Status != event.StatusShipped || shipped != 2 {
 		t.Errorf("order %s with %d parked, ledger shipped %d; want shipped and 2", st.Order.Status, len(st.Parked), shipped)
+	}
+}
+
+// newParkedFixture is a processor with a ParkTimeout of an hour over a real ledger of one
+// SKU, P (lot P1, 10 units), a real results queue and a real orders DLQ.
+func newParkedFixture(t *testing.T) (*Processor, *ledger.Ledger, redis.UniversalClient, string, testenv.Queues) {
+	t.Helper()
+	rc, prefix := testenv.Redis(t)
+	c := testenv.SQS(t)
+	qs := testenv.NewQueues(t, c, 30)
+	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: qs.Results.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pub.Close() })
+	led := ledger.New(rc, prefix, oneSKU{SKU: "P", Version: 1, Lots: []ledger.Lot{{
+		LotID: "P1", Kind: ledger.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1,
+		ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 10,
+	}}}, ledger.Config{})
+	dlq := func(ctx context.Context, body []byte, reason string) error {
+		return queue.DeadLetter(ctx, c, qs.Orders.DLQURL, body, reason, nil)
+	}
+	p, err := NewProcessor(rc, led, pub, dlq, Config{Prefix: prefix, ParkTimeout: time.Hour}, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, led, rc, prefix, qs
+}
+
+// A parked event that no longer decodes (parked before a rule of Decode tightened) is
+// dead-lettered with its reason; the order's events go on.
+//
+// Broken variant tried: without deadLetterUndecodable, every event of the order failed
+// on "parked event no longer decodes".
+func TestUndecodableParkedEventIsDeadLettered(t *testing.T) {
+	ctx := context.Background()
+	p, _, rc, prefix, qs := newParkedFixture(t)
+	tooLong := `{"event_id":"` + strings.Repeat("e", event.MaxIDLength+1) + `","type":"order.shipped","lcid":"O"}`
+	st := State{Seq: 1, Order: &event.OrderSnapshot{LCID: "O", Status: event.StatusPlaced},
+		Parked: []Parked{{Body: json.RawMessage(tooLong), Arrival: 1, ParkedAt: time.Now()}}}
+	raw, _ := json.Marshal(st)
+	rc.Set(ctx, StateKey(prefix, "O"), raw, 0)
+	rc.Set(ctx, lockhandoff.Key(prefix, "O", "lock"), "tok", 0)
+	pay, _ := json.Marshal(event.Order{EventID: "e-pay", Type: event.PaymentConfirmed, LCID: "O", OccurredAt: time.Now()})
+	if err := p.Handle(ctx, lockhandoff.Turn{Entity: "O", Seq: 2, Token: "tok"}, pay); err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Load(ctx, "O")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Order.Paid || len(got.Parked) != 0 {
+		t.Errorf("paid %v with %d parked; want paid and the undecodable event gone", got.Order.Paid, len(got.Parked))
+	}
+	out, err := testenv.SQS(t).ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl: &qs.Orders.DLQURL, MessageAttributeNames: []string{"All"}, WaitTimeSeconds: 2,
+	})
+	if err != nil || len(out.Messages) != 1 {
+		t.Fatalf("orders DLQ: %v %d messages, want the parked event", err, len(out.Messages))
+	}
+	if r := out.Messages[0].MessageAttributes[queue.AttrDLQReason]; r.StringValue == nil || *r.StringValue != ReasonIDTooLong {
+		t.Errorf("DLQ reason %v, want %s", r.StringValue, ReasonIDTooLong)
 	}
 }

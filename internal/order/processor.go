@@ -4,6 +4,7 @@
 package order
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -21,7 +22,7 @@ import (
 
 // Defaults of Config.
 const (
-	DoneRetentionDefault = 96 * time.Hour
+	DoneRetentionDefault = 7 * 24 * time.Hour
 	ParkTimeoutDefault   = 24 * time.Hour
 	MaxParkedDefault     = 100
 	outboxBatch          = 10
@@ -32,7 +33,8 @@ type Config struct {
 	// Prefix starts every key (the same as lockhandoff's and ledger's).
 	Prefix string
 	// DoneRetention keeps each event's done marker and result; it must outlive SQS
-	// redeliveries (the queue's retention, 4 days by default) and the sweeper's re-runs.
+	// redeliveries (the queue's retention, 4 days by default), DLQ redrives within a
+	// working week and the sweeper's re-runs, and be at least the ledger's op retention.
 	DoneRetention time.Duration
 	// ParkTimeout dead-letters an event that waited longer for its precondition.
 	ParkTimeout time.Duration
@@ -176,6 +178,9 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 		}
 	}
 	now := p.now()
+	if st, err = p.deadLetterUndecodable(ctx, st); err != nil {
+		return err
+	}
 	next, results, err := Step(ctx, p.ledger, st, ev, t.Seq, now)
 	if err != nil {
 		return fmt.Errorf("order: %s %s: %w", ev.Type, ev.EventID, err)
@@ -202,7 +207,8 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 		p.metrics.outcomes.WithLabelValues(string(r.Type), r.Outcome, r.Reason).Inc()
 		if r.Reason == ReasonUndoRefused {
 			p.log.Error("event rejected, but the ledger refused to undo some of its moves: correct the lots by hand",
-				zap.String("event_id", r.EventID), zap.String("lcid", r.LCID), zap.String("type", string(r.Type)))
+				zap.String("event_id", r.EventID), zap.String("lcid", r.LCID), zap.String("type", string(r.Type)),
+				zap.String("detail", r.Detail))
 		}
 	}
 	return p.flush(ctx, t, pending)
@@ -317,6 +323,30 @@ func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []strin
 			return nil
 		}
 	}
+}
+
+// deadLetterUndecodable dead-letters parked events that no longer decode (a rule of
+// Decode tightened since they were parked, e.g. the id bounds): Step would fail on them
+// at every run, and the order's later events would wait behind them for ever.
+func (p *Processor) deadLetterUndecodable(ctx context.Context, st State) (State, error) {
+	keep := make([]Parked, 0, len(st.Parked))
+	for _, pk := range st.Parked {
+		_, err := Decode(pk.Body, 0)
+		if err == nil {
+			keep = append(keep, pk)
+			continue
+		}
+		reason := cmp.Or(InvalidReason(err), ReasonMalformedJSON)
+		if err := p.dlq(ctx, pk.Body, reason); err != nil {
+			return st, fmt.Errorf("order: dead-letter parked event: %w", err)
+		}
+		p.metrics.outcomes.WithLabelValues("parked", "dead_lettered", reason).Inc()
+		p.log.Warn("parked event no longer decodes; dead-lettered", zap.String("event_id", parkedID(pk)), zap.String("reason", reason), zap.Error(err))
+	}
+	if len(keep) < len(st.Parked) {
+		st.Parked = keep
+	}
+	return st, nil
 }
 
 // expireParked dead-letters parked events older than ParkTimeout. The DLQ has them

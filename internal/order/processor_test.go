@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,11 +152,11 @@ func (h *harness) result(id string) event.Result {
 	return rs[0]
 }
 
-var evSeq int
+// evSeq numbers the events of ev; tests run in parallel.
+var evSeq atomic.Int64
 
 func ev(lcid string, t event.Type, data any) event.Order {
-	evSeq++
-	e := event.Order{EventID: fmt.Sprintf("evt-%s-%d", lcid, evSeq), Type: t, LCID: lcid, OccurredAt: time.Now().UTC()}
+	e := event.Order{EventID: fmt.Sprintf("evt-%s-%d", lcid, evSeq.Add(1)), Type: t, LCID: lcid, OccurredAt: time.Now().UTC()}
 	if data != nil {
 		e.Data, _ = json.Marshal(data)
 	}

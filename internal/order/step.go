@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/junban/junban/internal/event"
@@ -174,6 +175,7 @@ func apply(ctx context.Context, l Ledger, st *State, ev Event, arrival int64, no
 	}
 	if reason != "" {
 		res.Outcome = event.Rejected
+		res.Detail = strings.Join(t.refusals, "; ")
 	}
 	for _, s := range t.skus {
 		res.SKUs = append(res.SKUs, s)
@@ -209,6 +211,8 @@ type txn struct {
 	skus map[skuAt]ledger.SKU
 	// done are the operations that moved something, in order: what rollback undoes.
 	done []ledger.Result
+	// refusals are what the ledger said when it refused an operation (and an undo).
+	refusals []string
 }
 
 type skuAt struct {
@@ -216,19 +220,25 @@ type skuAt struct {
 	version int64
 }
 
-// opID names a ledger operation of the event: "<event_id>:<line>:<step>", or, when that
-// and its "-undo" would be longer than the ledger accepts, "h:" and the name's SHA-256
-// (event and line ids may each be up to event.MaxIDLength bytes).
+// opID names a ledger operation of the event: "<event_id>:<line>:<step>" (event and line
+// ids may each be up to event.MaxIDLength bytes; see boundedOpID).
 func (t *txn) opID(line, step string) string {
-	id := t.ev.EventID + ":" + line + ":" + step
-	if len(id)+len(undoSuffix) > ledger.MaxIDLen {
-		sum := sha256.Sum256([]byte(id))
-		return "h:" + hex.EncodeToString(sum[:])
-	}
-	return id
+	return boundedOpID(t.ev.EventID + ":" + line + ":" + step)
 }
 
-const undoSuffix = "-undo"
+// undoOpID names the operation that undoes op.
+func undoOpID(op string) string { return boundedOpID(op + "-undo") }
+
+// boundedOpID is id, or, when id is longer than the ledger accepts, "h:" and its SHA-256.
+// An id that fits is never changed, so a step re-run by a newer worker names its
+// operations as the older one did.
+func boundedOpID(id string) string {
+	if len(id) <= ledger.MaxIDLen {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "h:" + hex.EncodeToString(sum[:])
+}
 
 // record keeps an operation's moves, and the lots it touched at the version it left.
 func (t *txn) record(r ledger.Result) {
@@ -256,7 +266,7 @@ func (t *txn) apply(r ledger.Result) {
 }
 
 // rollback undoes the event's operations, newest first, each by an op id of its own (its
-// op id and "-undo"), so a re-run of the step gets the same answers. It returns the
+// op id and "-undo", see undoOpID), so a re-run of the step gets the same answers. It returns the
 // reason the event is rejected with: reason, or ReasonUndoRefused when the ledger
 // refused an undo. A refused undo is not retried (the ledger remembers the refusal under
 // its op id, so a re-run would meet it again); the other undos still run.
@@ -269,11 +279,12 @@ func (t *txn) rollback(reason string) (string, error) {
 				return "", fmt.Errorf("order: undo %s: moves between several buckets", op.OpID)
 			}
 		}
-		r, err := t.l.Undo(t.ctx, ledger.UndoRequest{OpID: op.OpID + undoSuffix, SKU: op.SKU, From: from, To: to, Lots: lotsOf(op.Moves)})
+		r, err := t.l.Undo(t.ctx, ledger.UndoRequest{OpID: undoOpID(op.OpID), SKU: op.SKU, From: from, To: to, Lots: lotsOf(op.Moves)})
 		if err != nil {
 			if _, ok := rejectable(err); !ok {
 				return "", fmt.Errorf("order: undo %s: %w", op.OpID, err)
 			}
+			t.refusals = append(t.refusals, fmt.Sprintf("undo of %s (lots %v) refused: %v", op.OpID, lotsOf(op.Moves), err))
 			reason = ReasonUndoRefused
 			continue
 		}
@@ -293,6 +304,7 @@ func rejectable(err error) (string, bool) {
 func (t *txn) keep(r ledger.Result, err error) (string, error) {
 	if err != nil {
 		if reason, ok := rejectable(err); ok {
+			t.refusals = append(t.refusals, err.Error())
 			return reason, nil
 		}
 		return "", err

@@ -234,6 +234,9 @@ func TestRefusedUndoRejectsTheEvent(t *testing.T) {
 	if hasOp(r, e.EventID+":1:cancel-undo") {
 		t.Errorf("the refused undo has moves: %+v", r.Moves)
 	}
+	if !strings.Contains(r.Detail, "ERR_INSUFFICIENT") || !strings.Contains(r.Detail, e.EventID+":1:cancel refused") && !strings.Contains(r.Detail, "undo of "+e.EventID+":1:cancel") {
+		t.Errorf("detail %q, want the first refusal and the refused undo", r.Detail)
+	}
 	if again := s.step(e, false); again.Reason != order.ReasonUndoRefused {
 		t.Errorf("re-run: %s, want %s", again.Reason, order.ReasonUndoRefused)
 	}
@@ -289,8 +292,8 @@ func TestEachLotAtItsOwnOperationsVersion(t *testing.T) {
 // just short of the ledger's bound, whose "-undo" would pass it.
 //
 // Broken variants tried: op ids composed without a bound: line 1's allocation was
-// refused as an invalid request; with a bound that left no room for "-undo", the undo of
-// the 198-byte op id was refused (ERR_UNDO_REFUSED) with line 1's units left reserved.
+// refused as an invalid request; the undo id as op id + "-undo" without a bound: the undo
+// of the 198-byte op id was refused (ERR_UNDO_REFUSED) with line 1's units left reserved.
 func TestLongIDsStillUndo(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ eventID, lineID string }{
@@ -307,7 +310,7 @@ func TestLongIDsStillUndo(t *testing.T) {
 		if got := s.lot("A", "A1"); got != [5]int64{10, 0, 0, 0, 0} {
 			t.Errorf("event id of %d bytes: A1 = %v, want all 10 sellable again", len(c.eventID), got)
 		}
-		if len(r.Moves) != 2 || r.Moves[1].OpID != r.Moves[0].OpID+"-undo" {
+		if len(r.Moves) != 2 || r.Moves[0].OpID == r.Moves[1].OpID || r.Moves[1].From != ledger.Reserved {
 			t.Errorf("event id of %d bytes: moves %+v, want line 1's allocation and its undo", len(c.eventID), r.Moves)
 		}
 	}
