@@ -109,8 +109,13 @@ func (h *Handoff) Idle() <-chan struct{} { return h.drains.wait() }
 // handed off, until the list is empty or the turn has to be left. detach, when not nil,
 // is called once first was handled and before the step that follows it.
 func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string, first entry, detach func()) {
-	l := h.newLease(ctx, entity, k, token)
+	l := h.newLease(ctx, entity, k, token, first.sent)
 	defer l.stop()
+	if l.isLost() {
+		// The reply that gave the turn came so late that the lease had to be renewed
+		// at once, and that failed: another holder may have the envelope already.
+		return
+	}
 
 	start := h.cfg.Now()
 	cur := first
@@ -347,10 +352,24 @@ type lease struct {
 	seq      int64
 }
 
-func (h *Handoff) newLease(ctx context.Context, entity string, k keys, token string) *lease {
+// newLease starts renewing the lock taken by a script sent at sent (zero: now). The lock's
+// TTL runs from when that script ran, not from when its reply arrived: a reply delayed
+// (a resent pipeline, a GC pause) past a third of the TTL makes newLease renew at once,
+// before any handler runs, and a failed renewal returns the lease lost.
+func (h *Handoff) newLease(ctx context.Context, entity string, k keys, token string, sent time.Time) *lease {
 	l := &lease{h: h, entity: entity, k: k, token: token}
 	l.ctx, l.cancel = context.WithCancelCause(ctx)
-	l.timer = time.AfterFunc(h.cfg.LockTTL/3, l.renew)
+	wait := h.cfg.LockTTL / 3
+	if !sent.IsZero() {
+		wait -= time.Since(sent)
+	}
+	if wait > 0 {
+		l.timer = time.AfterFunc(wait, l.renew)
+		return l
+	}
+	l.timer = time.AfterFunc(time.Hour, l.renew)
+	l.timer.Stop()
+	l.renew() // re-arms the timer when it succeeds
 	return l
 }
 

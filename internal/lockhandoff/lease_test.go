@@ -228,7 +228,7 @@ func TestRenewalResumesAfterAHandlerReturnedPastItsDeadline(t *testing.T) {
 	}, func(context.Context, Turn, []byte) error { return nil })
 	k := hd.keys("LC-deadline")
 	rc.Set(context.Background(), k.lock, "tok", time.Minute)
-	l := hd.newLease(context.Background(), "LC-deadline", k, "tok")
+	l := hd.newLease(context.Background(), "LC-deadline", k, "tok", time.Time{})
 	defer l.stop()
 	l.setDeadline(time.Now().Add(-time.Second)) // the handler is past its deadline
 	time.Sleep(150 * time.Millisecond)          // the first renewal is skipped
@@ -240,5 +240,45 @@ func TestRenewalResumesAfterAHandlerReturnedPastItsDeadline(t *testing.T) {
 		}
 	case <-time.After(time.Second):
 		t.Fatal("no renewal after the turn went on")
+	}
+}
+
+// The lease counts from when the script that gave the turn was sent: a reply that came
+// later than a third of the TTL (a resent pipeline, a pause) is renewed at once, before
+// any handler runs; and when that renewal fails (the lock expired and another took it),
+// the lease is lost from the start.
+//
+// Broken variant tried: the first renewal a third of the TTL after the reply (the code
+// before): no renewal came before newLease returned, and the lease was not lost.
+func TestLeaseCountsFromWhenTheTurnWasTaken(t *testing.T) {
+	t.Parallel()
+	rc, prefix := single.client(t)
+	ctx := context.Background()
+	renewed := make(chan bool, 10)
+	hd, _ := newTestHandoff(t, rc, prefix, Config{
+		LockTTL: 3 * time.Second,
+		Hooks:   Hooks{AfterRenew: func(_ string, ok bool, _ error) { renewed <- ok }},
+	}, func(context.Context, Turn, []byte) error { return nil })
+	k := hd.keys("LC-late")
+	rc.Set(ctx, k.lock, "tok", 1500*time.Millisecond) // half the TTL already gone
+	l := hd.newLease(ctx, "LC-late", k, "tok", time.Now().Add(-1500*time.Millisecond))
+	defer l.stop()
+	select {
+	case ok := <-renewed:
+		if !ok {
+			t.Fatal("the renewal failed")
+		}
+	default:
+		t.Fatal("no renewal before newLease returned")
+	}
+	if ttl := rc.PTTL(ctx, k.lock).Val(); ttl < 2500*time.Millisecond {
+		t.Errorf("lock TTL %s after the renewal, want about 3s", ttl)
+	}
+
+	rc.Set(ctx, k.lock, "someone-else", time.Minute) // the lock expired and was taken
+	lost := hd.newLease(ctx, "LC-late", k, "tok", time.Now().Add(-2*time.Second))
+	defer lost.stop()
+	if !lost.isLost() || lost.ctx.Err() == nil {
+		t.Error("a lease whose late renewal failed is not lost")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -44,6 +45,9 @@ type entry struct {
 	nowMs    int64 // when it entered proc (or was read from it), server clock
 	depth    int64 // LLEN wait after the move
 	rerun    bool  // left in proc by an earlier holder
+	// sent is when the script that gave the turn was sent (local clock): the lock's TTL
+	// runs from no earlier than this, however late its reply came.
+	sent time.Time
 }
 
 func parseEntry(seq any, raw any, now any, depth any) (entry, error) {
@@ -91,6 +95,7 @@ func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token
 
 	var tc *redis.Cmd
 	var zc *redis.IntCmd
+	sent := time.Now()
 	h.batch.do(ctx, func(ctx context.Context, p redis.Pipeliner) {
 		tc = takeScript.EvalSha(ctx, p, ks, args...)
 		zc = p.ZAdd(ctx, shard, z)
@@ -110,6 +115,7 @@ func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token
 	if err != nil {
 		return takeResult{}, err
 	}
+	r.first.sent = sent
 	if err := zc.Err(); err != nil && r.status != takeFull {
 		if r.status == takeTurn {
 			// Without its index entry the backlog could be orphaned if we died now: give
@@ -190,6 +196,7 @@ func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, seq int6
 // runResume takes a free turn with a backlog; ok is false when the turn is held or
 // nothing waits.
 func (h *Handoff) runResume(ctx context.Context, k keys, token string) (entry, bool, error) {
+	sent := time.Now()
 	v, err := resumeScript.Run(ctx, h.rc, []string{k.lock, k.wait, k.proc, k.seq}, token, h.cfg.LockTTL.Milliseconds()).Slice()
 	if err != nil {
 		return entry{}, false, err
@@ -207,6 +214,7 @@ func (h *Handoff) runResume(ctx context.Context, k keys, token string) (entry, b
 	}
 	rerun, _ := v[5].(int64)
 	e.rerun = rerun == 1
+	e.sent = sent
 	return e, true, nil
 }
 
