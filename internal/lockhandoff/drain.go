@@ -168,8 +168,11 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 			// did, with its reply lost): proc holds either the finished envelope or the
 			// next one, both safe to re-run. Give the turn back if it is still ours; when
 			// the caller is going away, to another replica at once.
+			// A stale step means an earlier send of it ran: its next envelope, if any, is in
+			// proc under a lock we now release, so another replica is nudged to take it
+			// rather than leaving it to the sweeper.
 			h.log.Warn("lockhandoff: handoff failed", zap.String("lcid", entity), zap.Error(err))
-			h.leave(entity, k, token, false, ctx.Err() != nil)
+			h.leave(entity, k, token, false, ctx.Err() != nil || st == handoffStale)
 			return
 		case st == handoffLost:
 			l.lose(errLeaseLost)

@@ -3,7 +3,9 @@ package lockhandoff
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // go-redis sends a command or a pipeline again after EOF or a read timeout, so a script
@@ -101,5 +103,59 @@ func TestTakeSentAgainAnswersTurn(t *testing.T) {
 	}
 	if after := snapshotKeys(t, rc, prefix, entity); after != before {
 		t.Errorf("the resume sent again changed the entity:\n before %s\n after  %s", before, after)
+	}
+}
+
+// A handoff that finds its step already done (an earlier send of it ran, its reply lost)
+// leaves the turn and nudges another replica: the next envelope is in proc already, and
+// should not wait for the sweeper.
+//
+// Broken variant tried: leaving without a nudge after STALE (the code before): no nudge.
+func TestStaleHandoffNudges(t *testing.T) {
+	t.Parallel()
+	rc, prefix := single.client(t)
+	ctx := context.Background()
+	const entity = "LC-stale-nudge"
+	nudged := make(chan string, 4)
+	var (
+		turn    Turn
+		hd      *Handoff
+		resent  atomic.Bool
+		release = make(chan struct{})
+	)
+	hd, _ = newTestHandoff(t, rc, prefix, Config{
+		Nudge: func(_ context.Context, e string) error { nudged <- e; return nil },
+		Hooks: Hooks{BeforeStep: func(string) {
+			if resent.CompareAndSwap(false, true) {
+				// The first send of this step ran; only its reply was lost.
+				if st, _, _, err := hd.runHandoff(ctx, hd.keys(entity), turn.Token, turn.Seq, nil); err != nil || st != handoffNext {
+					t.Errorf("first send of the handoff: %v %v", st, err)
+				}
+			}
+		}},
+	}, func(_ context.Context, tn Turn, env []byte) error {
+		if string(env) == "e0" {
+			turn = tn
+			<-release
+		}
+		return nil
+	})
+	done := make(chan struct{})
+	go func() { hd.Submit(ctx, entity, []byte("e0")); close(done) }()
+	for rc.LLen(ctx, Key(prefix, entity, "proc")).Val() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if out, err := hd.Submit(ctx, entity, []byte("e1")); err != nil || out != OutcomeQueued {
+		t.Fatalf("e1: %v %v", out, err)
+	}
+	close(release)
+	<-done
+	select {
+	case e := <-nudged:
+		if e != entity {
+			t.Errorf("nudged %q", e)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no nudge after the stale handoff")
 	}
 }
