@@ -702,30 +702,48 @@ type visChange struct {
 // receipt handle, say) while the call's other entries succeed.
 func (r *run) changeVisibility(changes []visChange) []error {
 	errs := make([]error, len(changes))
+	// The calls of a large set (a shutdown's hand-back of every message in flight) go out
+	// a few at a time, so that they finish within the shutdown's reserve on a slow SQS.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, visCallsInFlight)
 	for lo := 0; lo < len(changes); lo += maxBatchEntries {
 		hi := min(lo+maxBatchEntries, len(changes))
-		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, 0, hi-lo)
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r.changeVisibilityBatch(changes, errs, lo, hi)
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// visCallsInFlight bounds the ChangeMessageVisibilityBatch calls of one changeVisibility.
+const visCallsInFlight = 8
+
+// changeVisibilityBatch sends changes[lo:hi] in one call and records each one's error in
+// errs[lo:hi].
+func (r *run) changeVisibilityBatch(changes []visChange, errs []error, lo, hi int) {
+	entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		entries = append(entries, types.ChangeMessageVisibilityBatchRequestEntry{
+			Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(changes[i].receipt), VisibilityTimeout: changes[i].secs,
+		})
+	}
+	ctx, cancel := context.WithTimeout(r.ioctx, r.cfg.CallTimeout)
+	out, err := r.c.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(r.cfg.QueueURL), Entries: entries})
+	cancel()
+	if err != nil {
 		for i := lo; i < hi; i++ {
-			entries = append(entries, types.ChangeMessageVisibilityBatchRequestEntry{
-				Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(changes[i].receipt), VisibilityTimeout: changes[i].secs,
-			})
+			errs[i] = err
 		}
-		ctx, cancel := context.WithTimeout(r.ioctx, r.cfg.CallTimeout)
-		out, err := r.c.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(r.cfg.QueueURL), Entries: entries})
-		cancel()
-		if err != nil {
-			for i := lo; i < hi; i++ {
-				errs[i] = err
-			}
-			continue
-		}
-		for _, f := range out.Failed {
-			if i, err := strconv.Atoi(aws.ToString(f.Id)); err == nil && i >= lo && i < hi {
-				errs[i] = fmt.Errorf("queue: change visibility: %s: %s", aws.ToString(f.Code), aws.ToString(f.Message))
-			}
+		return
+	}
+	for _, f := range out.Failed {
+		if i, err := strconv.Atoi(aws.ToString(f.Id)); err == nil && i >= lo && i < hi {
+			errs[i] = fmt.Errorf("queue: change visibility: %s: %s", aws.ToString(f.Code), aws.ToString(f.Message))
 		}
 	}
-	return errs
 }
 
 // handBack makes every unsettled message visible again at once and returns how many.

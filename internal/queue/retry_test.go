@@ -19,6 +19,7 @@ import (
 // each), and every message is received again after its own delay, well before the
 // visibility timeout (60 s). Checked against the variant with one ChangeMessageVisibility
 // per message under visMu (the code before this test): it failed with 25 visibility calls.
+// With a slow SQS (each call 200 ms), the hand-back's calls are in flight together.
 func TestBatchConsumerRetryBatched(t *testing.T) {
 	t.Parallel()
 	c := testenv.SQS(t)
@@ -26,7 +27,7 @@ func TestBatchConsumerRetryBatched(t *testing.T) {
 	const n = 25
 	sendBodies(t, c, q.URL, bodies("rb", n)...)
 
-	var visCalls, visEntries atomic.Int32
+	var visCalls, visEntries, visInFlight, visMaxInFlight atomic.Int32
 	counted := sqs.New(c.Options(), func(o *sqs.Options) {
 		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
 			return s.Initialize.Add(middleware.InitializeMiddlewareFunc("junbanCountVisibility",
@@ -38,6 +39,12 @@ func TestBatchConsumerRetryBatched(t *testing.T) {
 					case *sqs.ChangeMessageVisibilityBatchInput:
 						visCalls.Add(1)
 						visEntries.Add(int32(len(p.Entries)))
+						// A slow SQS: the calls of one hand-back should overlap.
+						cur := visInFlight.Add(1)
+						for m := visMaxInFlight.Load(); cur > m && !visMaxInFlight.CompareAndSwap(m, cur); m = visMaxInFlight.Load() {
+						}
+						time.Sleep(200 * time.Millisecond)
+						visInFlight.Add(-1)
 					}
 					return next.HandleInitialize(ctx, in)
 				}), middleware.After)
@@ -99,6 +106,11 @@ func TestBatchConsumerRetryBatched(t *testing.T) {
 	}
 	if calls, entries := visCalls.Load(), visEntries.Load(); calls > 3 || entries != n {
 		t.Fatalf("the hand-back of %d messages took %d visibility calls with %d entries, want at most 3 calls with %d", n, calls, entries, n)
+	}
+	// Checked against calls sent one after another (before the calls went out together):
+	// at most one in flight.
+	if m := visMaxInFlight.Load(); m < 2 {
+		t.Errorf("at most %d visibility call in flight at once; a hand-back of more than ten should overlap its calls", m)
 	}
 	for b, d := range delay {
 		// The emulator keeps whole seconds; a little slack for its clock.
