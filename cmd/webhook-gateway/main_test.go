@@ -188,18 +188,6 @@ func (g *gatewayProc) log() string {
 	return g.logged.String()
 }
 
-// get answers GET url's status and body.
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, string(b)
-}
-
 // short is the start of a body, for an error message.
 func short(b string) string {
 	if len(b) > 200 {
@@ -265,14 +253,14 @@ func TestGatewayBinary(t *testing.T) {
 		t.Errorf("admin listener %s without JUNBAN_WEBHOOK_ADMIN_ADDR", g.adminAddr)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
-		if code, b := get(t, base+path); code != 200 {
+		if code, b := testenv.Get(t, base+path); code != 200 {
 			t.Fatalf("GET %s: %d %s", path, code, b)
 		}
 	}
 	if code, b := g.deliver(t, base, "evt_bin"); code != 200 || !strings.Contains(b, webhook.OrderEventID("stripe", "evt_bin")) {
 		t.Fatalf("webhook: %d %s", code, b)
 	}
-	if _, b := get(t, base+"/metrics"); !strings.Contains(b, `junban_webhook_requests_total{code="200",provider="stripe"} 1`) {
+	if _, b := testenv.Get(t, base+"/metrics"); !strings.Contains(b, `junban_webhook_requests_total{code="200",provider="stripe"} 1`) {
 		t.Errorf("/metrics lacks the request counter:\n%s", b)
 	}
 	g.stop(t)
@@ -287,7 +275,7 @@ func TestGatewayBinaryAdminListener(t *testing.T) {
 	g := startGateway(t, "JUNBAN_WEBHOOK_ADMIN_ADDR=127.0.0.1:0")
 	public := "http://" + g.addr
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
-		if code, b := get(t, public+path); code != http.StatusNotFound {
+		if code, b := testenv.Get(t, public+path); code != http.StatusNotFound {
 			t.Errorf("public listener: GET %s: %d %s, want 404", path, code, short(b))
 		}
 	}
@@ -302,7 +290,7 @@ func TestGatewayBinaryAdminListener(t *testing.T) {
 		t.Errorf("webhook on the admin listener: %d %s, want 404", code, b)
 	}
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
-		code, b := get(t, admin+path)
+		code, b := testenv.Get(t, admin+path)
 		if code != 200 {
 			t.Errorf("admin listener: GET %s: %d %s, want 200", path, code, short(b))
 		}

@@ -3,7 +3,6 @@ package health
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -15,17 +14,6 @@ import (
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/testenv"
 )
-
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
 
 func TestReadyzFailsWhileADependencyIsDown(t *testing.T) {
 	reg := NewRegistry()
@@ -54,22 +42,22 @@ func TestReadyzFailsWhileADependencyIsDown(t *testing.T) {
 	defer s.Stop(context.Background())
 	base := "http://" + s.Addr()
 
-	if code, _ := get(t, base+"/healthz"); code != http.StatusOK {
+	if code, _ := testenv.Get(t, base+"/healthz"); code != http.StatusOK {
 		t.Fatalf("/healthz %d", code)
 	}
-	if code, body := get(t, base+"/readyz"); code != http.StatusOK {
+	if code, body := testenv.Get(t, base+"/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz %d with every dependency up: %s", code, body)
 	}
 	failing.Store(&down)
-	if code, body := get(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "connection refused") {
+	if code, body := testenv.Get(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "connection refused") {
 		t.Fatalf("/readyz %d with SQS down: %s", code, body)
 	}
 	failing.Store(nil)
 	s.AddCheck("redis", RedisCheck(dead))
-	if code, body := get(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "redis") {
+	if code, body := testenv.Get(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "redis") {
 		t.Fatalf("/readyz %d with Redis down: %s", code, body)
 	}
-	if code, body := get(t, base+"/metrics"); code != http.StatusOK || !strings.Contains(body, "junban_test_total 1") {
+	if code, body := testenv.Get(t, base+"/metrics"); code != http.StatusOK || !strings.Contains(body, "junban_test_total 1") {
 		t.Fatalf("/metrics %d: %.200s", code, body)
 	}
 }

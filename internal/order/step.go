@@ -181,22 +181,12 @@ func apply(ctx context.Context, l Ledger, st *State, ev Event, arrival int64, no
 		res.SKUs = append(res.SKUs, s)
 	}
 	slices.SortFunc(res.SKUs, func(a, b ledger.SKU) int {
-		if c := cmpString(a.SKU, b.SKU); c != 0 {
+		if c := cmp.Compare(a.SKU, b.SKU); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Version, b.Version)
 	})
 	return res, false, nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // txn collects the ledger effects of one event.
@@ -253,7 +243,7 @@ func (t *txn) record(r ledger.Result) {
 		}
 		s.Lots = append(s.Lots, lot)
 	}
-	slices.SortFunc(s.Lots, func(a, b ledger.Lot) int { return cmpString(a.LotID, b.LotID) })
+	slices.SortFunc(s.Lots, func(a, b ledger.Lot) int { return cmp.Compare(a.LotID, b.LotID) })
 	t.skus[k] = s
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -64,17 +63,6 @@ func newServerParts(t *testing.T, sqsCheck health.Check) serverParts {
 	return sp
 }
 
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
 // With an admin listener, the public one serves the webhooks alone and the admin one the
 // probes and metrics alone; without, NewMux serves everything as before.
 //
@@ -100,7 +88,7 @@ func TestAdminRoutesOnTheirOwnListener(t *testing.T) {
 	}
 	for name, paths := range want {
 		for path, code := range paths {
-			if got, body := get(t, servers[name].URL+path); got != code {
+			if got, body := testenv.Get(t, servers[name].URL+path); got != code {
 				t.Errorf("%s listener: GET %s: %d %.200q, want %d", name, path, got, body, code)
 			}
 		}
@@ -125,7 +113,7 @@ func TestReadyzNeverShowsCheckErrors(t *testing.T) {
 			s := httptest.NewServer(mux)
 			defer s.Close()
 			before := sp.logs.FilterMessage("readiness check failed").Len()
-			code, body := get(t, s.URL+"/readyz")
+			code, body := testenv.Get(t, s.URL+"/readyz")
 			if strings.Contains(body, "secret-host") || strings.Contains(body, "123456789012") {
 				t.Fatalf("/readyz shows the check's error: %s", body)
 			}
