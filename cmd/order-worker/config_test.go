@@ -28,3 +28,48 @@ func TestOpRetentionWithinDoneRetention(t *testing.T) {
 		}
 	}
 }
+
+// Settings that lockhandoff would refuse only after Redis, PostgreSQL and SQS are
+// connected, or would silently replace with its own defaults when 0, are refused by
+// --check-config with the rest. (Fails for JUNBAN_DRAIN_MAX_EVENTS with its check
+// loosened to < 0; tried.)
+func TestConfigRefusesWhatLockhandoffWould(t *testing.T) {
+	for name, value := range map[string]string{
+		"JUNBAN_DRAIN_MAX_EVENTS": "0",
+		"JUNBAN_DRAIN_MAX_TIME":   "0s",
+		"JUNBAN_SWEEP_INTERVAL":   "-1s",
+		"JUNBAN_PG_MAX_CONNS":     "0",
+		"JUNBAN_LOG_LEVEL":        "loud",
+		"JUNBAN_KEY_PREFIX":       "shop{eu}",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, value)
+			_, err := config.Load[Config]()
+			if err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s=%s: error %v, want one naming %s", name, value, err, name)
+			}
+		})
+	}
+}
+
+// A cold start must not open a PostgreSQL connection per handler. (Fails without
+// SetMaxOpenConns in openPostgres; tried.)
+func TestPostgresConnectionsAreBounded(t *testing.T) {
+	t.Setenv("JUNBAN_PG_MAX_CONNS", "3")
+	cfg, err := config.Load[Config]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := openPostgres(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqlDB.Close()
+	if got := sqlDB.Stats().MaxOpenConnections; got != 3 {
+		t.Errorf("MaxOpenConnections = %d, want 3", got)
+	}
+}

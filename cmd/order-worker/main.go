@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"go.uber.org/zap"
+	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/health"
@@ -80,11 +81,15 @@ type Config struct {
 	Pprof bool `env:"JUNBAN_PPROF" envDefault:"false"`
 	// WaitTimeSeconds is the SQS long poll.
 	WaitTimeSeconds int `env:"JUNBAN_SQS_WAIT_SECONDS" envDefault:"20"`
+	// PGMaxConns bounds the worker's PostgreSQL connections (SKU and order loads, on a
+	// cold Redis or after a data loss). Unbounded, a cold start could open one per
+	// handler, and a few replicas would exhaust max_connections; beyond it loads wait.
+	PGMaxConns int `env:"JUNBAN_PG_MAX_CONNS" envDefault:"8"`
 }
 
 // Validate checks what the parser cannot.
 func (c Config) Validate() []string {
-	p := c.Common.Validate()
+	p := append(c.Common.Validate(), c.Redis.Validate()...)
 	if c.Concurrency < 1 {
 		p = append(p, "JUNBAN_CONCURRENCY: must be at least 1")
 	}
@@ -105,6 +110,15 @@ func (c Config) Validate() []string {
 	}
 	if c.MaxWait < 1 {
 		p = append(p, "JUNBAN_MAX_WAIT: must be at least 1")
+	}
+	if c.DrainMaxEvents < 1 {
+		p = append(p, "JUNBAN_DRAIN_MAX_EVENTS: must be at least 1")
+	}
+	if c.DrainMaxTime <= 0 || c.SweepInterval <= 0 {
+		p = append(p, "JUNBAN_DRAIN_MAX_TIME, JUNBAN_SWEEP_INTERVAL: must be positive")
+	}
+	if c.PGMaxConns < 1 {
+		p = append(p, "JUNBAN_PG_MAX_CONNS: must be at least 1")
 	}
 	if c.DetachedTurns < 0 {
 		p = append(p, "JUNBAN_DETACHED_TURNS: must not be negative")
@@ -150,7 +164,7 @@ func run() error {
 		return err
 	}
 	defer rc.Close()
-	db, err := cfg.Postgres.Open()
+	db, err := openPostgres(cfg)
 	if err != nil {
 		return err
 	}
@@ -274,4 +288,20 @@ func resolve(ctx context.Context, cfg config.SQS, c *sqs.Client) (queueURLs, err
 	}
 	u.results, err = queue.ResolveURL(ctx, c, cfg.ResultsQueue)
 	return u, err
+}
+
+// openPostgres connects to PostgreSQL with at most cfg.PGMaxConns connections.
+func openPostgres(cfg Config) (*gorm.DB, error) {
+	db, err := cfg.Postgres.Open()
+	if err != nil {
+		return nil, err
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	sqlDB.SetMaxOpenConns(cfg.PGMaxConns)
+	sqlDB.SetMaxIdleConns(cfg.PGMaxConns)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	return db, nil
 }

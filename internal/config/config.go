@@ -17,6 +17,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap/zapcore"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	gormlogger "gorm.io/gorm/logger"
@@ -133,6 +134,9 @@ func (c Common) Validate() []string {
 	if c.LogFormat != "json" && c.LogFormat != "console" {
 		p = append(p, fmt.Sprintf(`JUNBAN_LOG_FORMAT: %q is neither "json" nor "console"`, c.LogFormat))
 	}
+	if _, err := zapcore.ParseLevel(c.LogLevel); err != nil {
+		p = append(p, fmt.Sprintf("JUNBAN_LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
+	}
 	if c.ShutdownBudget <= 0 {
 		p = append(p, "JUNBAN_SHUTDOWN_BUDGET: must be positive")
 	}
@@ -147,6 +151,19 @@ type Redis struct {
 	Cluster bool `env:"REDIS_CLUSTER" envDefault:"false"`
 	// KeyPrefix starts every key junban writes, so tests and tenants never share keys.
 	KeyPrefix string `env:"JUNBAN_KEY_PREFIX" envDefault:"junban"`
+}
+
+// Validate checks the key prefix: every junban key puts its entity in a Redis Cluster hash
+// tag ({lcid}), which a brace in the prefix would replace, putting every key in one slot.
+func (r Redis) Validate() []string {
+	var p []string
+	if r.KeyPrefix == "" {
+		p = append(p, "JUNBAN_KEY_PREFIX: must not be empty")
+	}
+	if strings.ContainsAny(r.KeyPrefix, "{}") {
+		p = append(p, "JUNBAN_KEY_PREFIX: must not contain '{' or '}' (Redis Cluster hash tags)")
+	}
+	return p
 }
 
 // Client opens a client for the URL: a cluster client when Cluster is set.

@@ -15,7 +15,7 @@ type testConfig struct {
 }
 
 func (c testConfig) Validate() []string {
-	p := c.Common.Validate()
+	p := append(c.Common.Validate(), c.Redis.Validate()...)
 	if c.Workers < 1 {
 		p = append(p, "JUNBAN_TEST_WORKERS: must be at least 1")
 	}
@@ -27,12 +27,14 @@ func TestLoadReportsEveryProblemAtOnce(t *testing.T) {
 	os.Unsetenv("REDIS_URL")
 	t.Setenv("JUNBAN_LOG_FORMAT", "xml")
 	t.Setenv("JUNBAN_SHUTDOWN_BUDGET", "soon")
+	t.Setenv("JUNBAN_LOG_LEVEL", "loud")
+	t.Setenv("JUNBAN_KEY_PREFIX", "shop{1}")
 	t.Setenv("JUNBAN_TEST_WORKERS", "0")
 	_, err := Load[testConfig]()
 	if err == nil {
 		t.Fatal("invalid configuration accepted")
 	}
-	for _, want := range []string{"REDIS_URL", "JUNBAN_SHUTDOWN_BUDGET", "JUNBAN_LOG_FORMAT", "JUNBAN_TEST_WORKERS"} {
+	for _, want := range []string{"REDIS_URL", "JUNBAN_SHUTDOWN_BUDGET", "JUNBAN_LOG_FORMAT", "JUNBAN_LOG_LEVEL", "JUNBAN_KEY_PREFIX", "JUNBAN_TEST_WORKERS"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %s:\n%v", want, err)
 		}

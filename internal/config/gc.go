@@ -9,7 +9,7 @@ import (
 // Their live heap is small (tens of MB) and their work allocates a lot (JSON, SQS SDK
 // calls), so collecting when the heap has grown by 4x its live size instead of 1x spends
 // less CPU on marking for a few tens of MB more memory: in `junbanctl bench persist` the
-// batched path gained about 10 % (docs/benchmarks.md).
+// batched path gained about 20 % throughput (docs/benchmarks.md, "GC target of the workers").
 const GCPercentDefault = 400
 
 // TuneGC sets the garbage collector's target to GCPercentDefault unless the GOGC

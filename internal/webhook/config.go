@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/idempotency"
@@ -76,10 +75,7 @@ type Config struct {
 
 // Validate checks what the parser cannot, every problem at once.
 func (c Config) Validate() []string {
-	p := c.Common.Validate()
-	if _, err := zapcore.ParseLevel(c.LogLevel); err != nil {
-		p = append(p, fmt.Sprintf("JUNBAN_LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
-	}
+	p := append(c.Common.Validate(), c.Redis.Validate()...)
 	if c.Providers != "" {
 		_, errs := parseProviders(string(c.Providers))
 		p = append(p, errs...)
@@ -121,9 +117,6 @@ func (c Config) Validate() []string {
 		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
 			p = append(p, fmt.Sprintf("JUNBAN_WEBHOOK_ADMIN_ADDR: %q is not host:port", c.AdminAddr))
 		}
-	}
-	if strings.ContainsAny(c.KeyPrefix, "{}") {
-		p = append(p, "JUNBAN_KEY_PREFIX: must not contain '{' or '}' (Redis Cluster hash tags)")
 	}
 	return p
 }
