@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 )
 
@@ -312,6 +314,24 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 	return out, errs
 }
 
+// mergeSorted returns the union of a and b, sorted, each once.
+func mergeSorted(a, b []string) []string {
+	all := slices.Concat(a, b)
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
+func liveError(skus []string) error {
+	const shown = 20
+	list := strings.Join(skus[:min(len(skus), shown)], ", ")
+	if len(skus) > shown {
+		list += fmt.Sprintf(" and %d more", len(skus)-shown)
+	}
+	return fmt.Errorf("%w: %d SKU(s) of the file are live (loaded into Redis, or with operations persisted), and Redis is their source of truth: %s; "+
+		"change their stock with inventory.received / inventory.adjusted events, or leave them out of the file (nothing was written)",
+		ErrLiveSKU, len(skus), list)
+}
+
 func cleanMsg(err error) string {
 	return strings.TrimPrefix(err.Error(), "ledger: "+ErrInvalidRequest.Error()+": ")
 }
@@ -319,14 +339,77 @@ func cleanMsg(err error) string {
 // ImportStats counts what WriteImport wrote.
 type ImportStats struct{ SKUs, Lots int }
 
+// ErrLiveSKU: an import named SKUs that are live, that is loaded into the ledger (Redis
+// holds them) or with operations already persisted (their PostgreSQL version is above 0).
+// Redis is their source of truth: an import would overwrite PostgreSQL's copy with the
+// file's buckets, losing the reserved and allocated stock that Redis and the persisted
+// moves account for, and a lot added that way would never reach Redis.
+var ErrLiveSKU = errors.New("ledger: SKU is live")
+
+// LiveCheck answers which of the SKUs are loaded into the ledger's Redis.
+type LiveCheck func(ctx context.Context, skus []string) ([]string, error)
+
+// Loaded is the LiveCheck of a ledger in rc under prefix: the SKUs whose hash exists.
+func Loaded(rc redis.UniversalClient, prefix string) LiveCheck {
+	return func(ctx context.Context, skus []string) ([]string, error) {
+		var live []string
+		for chunk := range slices.Chunk(skus, 1000) {
+			cmds := make([]*redis.IntCmd, len(chunk))
+			_, err := rc.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for i, sku := range chunk {
+					cmds[i] = p.Exists(ctx, Key(prefix, sku))
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("ledger: import: which SKUs are loaded: %w", err)
+			}
+			for i, c := range cmds {
+				if c.Val() > 0 {
+					live = append(live, chunk[i])
+				}
+			}
+		}
+		return live, nil
+	}
+}
+
 // WriteImport upserts the SKUs and lots in one transaction: all or nothing. SKU rows
 // set safety_stock; SKUs with only lot rows are created with safety stock 0 if absent.
 // Lots without reg_seq keep their stored one, or get the next free one in file order.
-// SKUs already loaded into Redis are not changed by an import: Redis is the source of
-// truth once loaded.
-func WriteImport(ctx context.Context, db *gorm.DB, skus []ImportSKU) (ImportStats, error) {
+//
+// Live SKUs are refused (ErrLiveSKU, nothing written): those with a PostgreSQL version
+// above 0, and those that loaded reports (nil: PostgreSQL's version alone decides, which
+// misses a SKU loaded but not yet changed). Their stock changes through the ledger
+// (inventory.received and inventory.adjusted events). A SKU loaded by a worker after the
+// check and before the commit would keep the state it loaded; reconcile reports it.
+func WriteImport(ctx context.Context, db *gorm.DB, skus []ImportSKU, loaded LiveCheck) (ImportStats, error) {
 	var st ImportStats
+	names := make([]string, len(skus))
+	for i, s := range skus {
+		names[i] = s.SKU
+	}
+	var live []string
+	if loaded != nil {
+		var err error
+		if live, err = loaded(ctx, names); err != nil {
+			return st, err
+		}
+	}
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var persisted []string
+		for chunk := range slices.Chunk(names, 1000) {
+			var got []string
+			// FOR UPDATE: a result persisted meanwhile waits for this transaction.
+			if err := tx.Raw(`SELECT sku FROM skus WHERE sku IN ? AND version > 0 ORDER BY sku FOR UPDATE`, chunk).
+				Scan(&got).Error; err != nil {
+				return err
+			}
+			persisted = append(persisted, got...)
+		}
+		if all := mergeSorted(live, persisted); len(all) > 0 {
+			return liveError(all)
+		}
 		for _, s := range skus {
 			var err error
 			if s.SafetyStock != nil {

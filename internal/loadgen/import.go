@@ -9,7 +9,8 @@ import (
 )
 
 // Import writes the inventory to PostgreSQL, where the ledger loads SKUs from, through
-// the same all-or-nothing upsert as `junbanctl inventory import`.
+// the same all-or-nothing upsert as `junbanctl inventory import`. It refuses SKUs with
+// operations persisted (a run name used again after its run): ledger.ErrLiveSKU.
 func Import(ctx context.Context, db *gorm.DB, skus []ledger.SKU) error {
 	rows := make([]ledger.ImportSKU, 0, len(skus))
 	for _, s := range skus {
@@ -21,6 +22,6 @@ func Import(ctx context.Context, db *gorm.DB, skus []ledger.SKU) error {
 		}
 		rows = append(rows, row)
 	}
-	_, err := ledger.WriteImport(ctx, db, rows)
+	_, err := ledger.WriteImport(ctx, db, rows, nil)
 	return err
 }
