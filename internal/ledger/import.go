@@ -106,11 +106,16 @@ func readCSV(r io.Reader) ([]map[string]string, []int, ImportErrors) {
 		known[c] = true
 	}
 	var errs ImportErrors
+	seen := map[string]bool{}
 	for i, h := range header {
 		header[i] = strings.TrimPrefix(strings.TrimSpace(strings.ToLower(h)), "\ufeff")
-		if !known[header[i]] {
+		switch {
+		case !known[header[i]]:
 			errs = append(errs, LineError{1, h, "unknown column (known: " + strings.Join(ImportColumns, ", ") + ")"})
+		case seen[header[i]]:
+			errs = append(errs, LineError{1, h, "column named twice"})
 		}
+		seen[header[i]] = true
 	}
 	var rows []map[string]string
 	var lines []int
@@ -157,6 +162,9 @@ func readJSONLines(r *bufio.Reader) ([]map[string]string, []int, ImportErrors) {
 	var errs ImportErrors
 	for n := 1; sc.Scan(); n++ {
 		text := bytes.TrimSpace(sc.Bytes())
+		if n == 1 {
+			text = bytes.TrimPrefix(text, []byte("\ufeff")) // a byte order mark, as ParseImport allows
+		}
 		if len(text) == 0 {
 			continue
 		}

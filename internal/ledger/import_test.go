@@ -104,6 +104,21 @@ A,,L4,,,,,
 	}
 }
 
+// A column named twice is an error, not last-wins; a byte order mark is allowed before
+// JSON lines as before a CSV header. (Both failed before: sellable,sellable imported the
+// second value; the BOM failed as "invalid character".)
+func TestImportHeaderTwiceAndByteOrderMark(t *testing.T) {
+	_, err := ParseImport(strings.NewReader("sku,lot_id,kind,sellable,sellable\nA,L1,onhand,3,7\n"))
+	var ie ImportErrors
+	if !errors.As(err, &ie) || len(ie) != 1 || ie[0].Line != 1 || ie[0].Msg != "column named twice" {
+		t.Fatalf("sellable twice: %v", err)
+	}
+	skus, err := ParseImport(strings.NewReader("\ufeff{\"sku\":\"A\",\"lot_id\":\"L1\",\"kind\":\"onhand\",\"sellable\":3}\n"))
+	if err != nil || len(skus) != 1 || skus[0].Lots[0].Lot.Sellable != 3 {
+		t.Fatalf("JSON lines after a byte order mark: %+v %v", skus, err)
+	}
+}
+
 func TestImportIsAllOrNothing(t *testing.T) {
 	db := testenv.Postgres(t)
 	if err := db.Exec(`INSERT INTO skus (sku) VALUES ('A');
