@@ -2,9 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"maps"
 	"os"
+	"path"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -16,55 +23,75 @@ import (
 	"github.com/junban/junban/internal/queue"
 )
 
-// dlqTarget resolves a dead-letter queue and the queue it drains into.
-func dlqTarget(ctx context.Context, name, to string) (*sqs.Client, string, string, error) {
-	cfg, err := config.Load[config.SQS]()
-	if err != nil {
-		return nil, "", "", err
-	}
-	c, err := queue.NewClient(ctx, cfg)
-	if err != nil {
-		return nil, "", "", err
-	}
-	if to == "" {
-		switch name {
-		case cfg.OrdersDLQ:
-			to = cfg.OrdersQueue
-		case cfg.ResultsDLQ:
-			to = cfg.ResultsQueue
-		default:
-			to = strings.TrimSuffix(name, "-dlq")
+// errRedriveIntoDLQ: a redrive target is the dead-letter queue itself. Moving a message
+// there re-sends it into the queue it is being taken from, forever.
+var errRedriveIntoDLQ = errors.New("redrive target is the dead-letter queue itself")
+
+// redriveVisibility is how long, in seconds, redrive hides a message it received. A moved
+// message is deleted well within it; a repeat it leaves in the DLQ stays hidden for the
+// rest of a usual run, so that later receives bring the other messages.
+const redriveVisibility = 60
+
+// parseDLQFlags parses args into fs; a bad flag or any positional argument is a usage
+// error (a queue given without --queue would otherwise leave the default in place).
+func parseDLQFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
 		}
+		return fmt.Errorf("%w: %s: %w", errUsage, fs.Name(), err)
 	}
-	from, err := queue.ResolveURL(ctx, c, name)
-	if err != nil {
-		return nil, "", "", err
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: %s takes no arguments (the queue is --queue), got %q", errUsage, fs.Name(), fs.Args())
 	}
-	target, err := queue.ResolveURL(ctx, c, to)
-	if err != nil {
-		return nil, "", "", err
-	}
-	return c, from, target, nil
+	return nil
 }
 
-// sqsQueue returns a client and the URL of a queue given by name or URL.
-func sqsQueue(ctx context.Context, name string) (*sqs.Client, string, error) {
-	cfg, err := config.Load[config.SQS]()
-	if err != nil {
-		return nil, "", err
+// servedQueue returns the queue the dead-letter queue dlq serves, as far as the
+// configuration or its name ("X-dlq" serves "X") tells; "" when neither does.
+func servedQueue(cfg config.SQS, dlq string) string {
+	switch {
+	case dlq == cfg.OrdersDLQ:
+		return cfg.OrdersQueue
+	case dlq == cfg.ResultsDLQ:
+		return cfg.ResultsQueue
+	case strings.HasSuffix(dlq, "-dlq"):
+		return strings.TrimSuffix(dlq, "-dlq")
 	}
-	c, err := queue.NewClient(ctx, cfg)
-	if err != nil {
-		return nil, "", err
-	}
-	url, err := queue.ResolveURL(ctx, c, name)
-	return c, url, err
+	return ""
 }
 
-// receiveDLQ takes up to 10 messages, with their attributes, hidden for visibility seconds.
-func receiveDLQ(ctx context.Context, c *sqs.Client, url string, visibility int32) ([]types.Message, error) {
+// queueState returns a queue's ARN and its depth: its visible, in-flight and delayed messages.
+func queueState(ctx context.Context, c *sqs.Client, url string) (string, int, error) {
+	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url),
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameQueueArn,
+			types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+			types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+		},
+	})
+	if err != nil {
+		return "", 0, fmt.Errorf("attributes of %s: %w", url, err)
+	}
+	n := 0
+	for _, a := range []types.QueueAttributeName{
+		types.QueueAttributeNameApproximateNumberOfMessages,
+		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+	} {
+		v, _ := strconv.Atoi(out.Attributes[string(a)])
+		n += v
+	}
+	return out.Attributes[string(types.QueueAttributeNameQueueArn)], n, nil
+}
+
+// receiveDLQ takes up to maxN (at most 10) messages, with their attributes, hidden for
+// visibility seconds.
+func receiveDLQ(ctx context.Context, c *sqs.Client, url string, maxN, visibility int32) ([]types.Message, error) {
 	out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+		QueueUrl: aws.String(url), MaxNumberOfMessages: min(maxN, 10), WaitTimeSeconds: 1,
 		VisibilityTimeout:     visibility,
 		MessageAttributeNames: []string{"All"},
 		AttributeNames:        []types.QueueAttributeName{types.QueueAttributeNameAll},
@@ -75,33 +102,52 @@ func receiveDLQ(ctx context.Context, c *sqs.Client, url string, visibility int32
 	return out.Messages, nil
 }
 
-// runDLQList prints the messages of a dead-letter queue with their reasons. It leaves
-// them where they are (they are hidden for a few seconds while it reads).
-func runDLQList(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("dlq list", flag.ContinueOnError)
-	name := fs.String("queue", "orders-dlq", "dead-letter queue, name or URL")
-	maxN := fs.Int("max", 100, "list at most this many messages")
-	width := fs.Int("width", 120, "truncate bodies to this many characters (0: whole)")
-	if err := fs.Parse(args); err != nil {
-		return err
+// release makes received messages visible again, ignoring handles that no longer hold.
+func release(ctx context.Context, c *sqs.Client, url string, handles []string) {
+	ctx = context.WithoutCancel(ctx)
+	for _, h := range handles {
+		c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+			QueueUrl: aws.String(url), ReceiptHandle: aws.String(h), VisibilityTimeout: 0})
 	}
-	c, url, err := sqsQueue(ctx, *name)
+}
+
+func runDLQList(ctx context.Context, args []string) error {
+	return dlqList(ctx, os.Stdout, args)
+}
+
+// dlqList prints the messages of a dead-letter queue with their reasons to w. It leaves
+// them where they are (they are hidden for a few seconds while it reads).
+func dlqList(ctx context.Context, w io.Writer, args []string) error {
+	cfg, err := config.Load[config.SQS]()
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fs := flag.NewFlagSet("dlq list", flag.ContinueOnError)
+	name := fs.String("queue", cfg.OrdersDLQ, "dead-letter queue, name or URL (JUNBAN_ORDERS_DLQ)")
+	maxN := fs.Int("max", 100, "list at most this many messages")
+	width := fs.Int("width", 120, "truncate bodies to this many characters (0: whole)")
+	if err := parseDLQFlags(fs, args); err != nil {
+		return err
+	}
+	if *maxN < 1 {
+		return fmt.Errorf("%w: dlq list: --max %d is below 1", errUsage, *maxN)
+	}
+	c, err := queue.NewClient(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	url, err := queue.ResolveURL(ctx, c, *name)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "MESSAGE ID\tRECEIVES\tREASON\tBODY")
 	seen := map[string]bool{}
 	var handles []string
 	// Listing hides the messages while it reads; they are made visible again at the end.
-	defer func() {
-		for _, h := range handles {
-			c.ChangeMessageVisibility(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityInput{
-				QueueUrl: aws.String(url), ReceiptHandle: aws.String(h), VisibilityTimeout: 0})
-		}
-	}()
+	defer func() { release(ctx, c, url, handles) }()
 	for len(seen) < *maxN {
-		ms, err := receiveDLQ(ctx, c, url, 30)
+		ms, err := receiveDLQ(ctx, c, url, 10, 30)
 		if err != nil {
 			return err
 		}
@@ -132,36 +178,183 @@ func runDLQList(ctx context.Context, args []string) error {
 		}
 	}
 	tw.Flush()
-	fmt.Printf("%d message(s) in %s\n", len(seen), *name)
+	fmt.Fprintf(w, "%d message(s) in %s\n", len(seen), *name)
 	return nil
 }
 
-// runDLQRedrive moves messages from a dead-letter queue back to its source queue, each
-// deleted from the DLQ only after the source queue accepted it.
-func runDLQRedrive(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("dlq redrive", flag.ContinueOnError)
-	name := fs.String("queue", "orders-dlq", "dead-letter queue, name or URL")
-	to := fs.String("to", "", "queue to move the messages to (default: the DLQ's source queue)")
-	maxN := fs.Int("max", 0, "move at most this many messages (0: all)")
-	if err := fs.Parse(args); err != nil {
-		return err
+// redriveReport is what one redrive run did.
+type redriveReport struct {
+	// DLQ is the dead-letter queue as given.
+	DLQ string
+	// Depth is the DLQ's depth at the start: visible, in flight and delayed messages.
+	Depth int
+	// Limit is the most the run moves: Depth, or --max when that is lower.
+	Limit int
+	// Moved counts the moved messages by the name of the queue they went to.
+	Moved map[string]int
+	// Repeats counts the messages left in the DLQ because their body was moved earlier in
+	// the run: messages that failed again and came back, or duplicates.
+	Repeats int
+	// Left is the DLQ's depth at the end, -1 if it could not be read.
+	Left int
+}
+
+// Total is the number of messages moved.
+func (r redriveReport) Total() int {
+	n := 0
+	for _, v := range r.Moved {
+		n += v
 	}
-	c, from, target, err := dlqTarget(ctx, *name, *to)
+	return n
+}
+
+func (r redriveReport) print(w io.Writer) {
+	var to []string
+	for _, q := range slices.Sorted(maps.Keys(r.Moved)) {
+		to = append(to, fmt.Sprintf("%d to %s", r.Moved[q], q))
+	}
+	fmt.Fprintf(w, "redrive: moved %d message(s) from %s", r.Total(), r.DLQ)
+	if len(to) > 0 {
+		fmt.Fprintf(w, ": %s", strings.Join(to, ", "))
+	}
+	fmt.Fprintln(w)
+	if r.Repeats > 0 {
+		fmt.Fprintf(w, "redrive: left %d message(s) whose body was already moved in this run: they failed again and came back, or are duplicates (dlq list shows the reasons)\n", r.Repeats)
+	}
+	fmt.Fprintf(w, "redrive: %s held about %d message(s) at the start (the most one run moves)", r.DLQ, r.Depth)
+	if r.Left >= 0 {
+		fmt.Fprintf(w, ", about %d now", r.Left)
+	}
+	fmt.Fprintln(w)
+}
+
+// redriver resolves where the messages of one dead-letter queue go.
+type redriver struct {
+	c      *sqs.Client
+	dlqARN string
+	urls   map[string]string
+}
+
+// target returns the URL of the queue given by name or URL, and errRedriveIntoDLQ when
+// that is the DLQ itself. The queues are compared by ARN, so that a name and a URL of one
+// queue, or two spellings of its URL, are found equal.
+func (r *redriver) target(ctx context.Context, nameOrURL string) (string, error) {
+	if u, ok := r.urls[nameOrURL]; ok {
+		return u, nil
+	}
+	u, err := queue.ResolveURL(ctx, r.c, nameOrURL)
 	if err != nil {
-		return err
+		return "", err
 	}
-	moved := 0
-	for *maxN == 0 || moved < *maxN {
-		ms, err := receiveDLQ(ctx, c, from, 30)
+	arn, _, err := queueState(ctx, r.c, u)
+	if err != nil {
+		return "", err
+	}
+	if arn == r.dlqARN {
+		return "", fmt.Errorf("%w: %s", errRedriveIntoDLQ, nameOrURL)
+	}
+	r.urls[nameOrURL] = u
+	return u, nil
+}
+
+func runDLQRedrive(ctx context.Context, args []string) error {
+	rep, err := dlqRedrive(ctx, args)
+	if rep.DLQ != "" {
+		rep.print(os.Stdout)
+	}
+	return err
+}
+
+// dlqRedrive moves messages from a dead-letter queue back to the queue each came from:
+// the one its attribute "junban-source-queue" names, else --to, else the queue the DLQ
+// serves. It deletes each from the DLQ only after the target accepted it.
+//
+// One run cannot loop, even when the messages fail again at once and come back while it
+// runs: it moves at most the DLQ's depth at its start (or --max), moves a body at most
+// once (a message whose body it already moved is left in the DLQ, hidden while the run
+// goes on and visible again when it ends), and ends at the first receive that brings
+// nothing to move. It refuses a target that is the DLQ itself.
+func dlqRedrive(ctx context.Context, args []string) (redriveReport, error) {
+	cfg, err := config.Load[config.SQS]()
+	if err != nil {
+		return redriveReport{}, err
+	}
+	fs := flag.NewFlagSet("dlq redrive", flag.ContinueOnError)
+	name := fs.String("queue", cfg.OrdersDLQ, "dead-letter queue, name or URL (JUNBAN_ORDERS_DLQ)")
+	to := fs.String("to", "", "queue for the messages without a junban-source-queue attribute (default: the queue the DLQ serves: JUNBAN_ORDERS_QUEUE, JUNBAN_RESULTS_QUEUE, or X for X-dlq)")
+	maxN := fs.Int("max", 0, "move at most this many messages (0: no limit beyond the DLQ's depth at the start)")
+	if err := parseDLQFlags(fs, args); err != nil {
+		return redriveReport{}, err
+	}
+	if *maxN < 0 {
+		return redriveReport{}, fmt.Errorf("%w: dlq redrive: --max %d is negative", errUsage, *maxN)
+	}
+	fallback := *to
+	if fallback == "" {
+		if fallback = servedQueue(cfg, *name); fallback == "" {
+			return redriveReport{}, fmt.Errorf("%w: dlq redrive: %s is neither JUNBAN_ORDERS_DLQ nor JUNBAN_RESULTS_DLQ nor named X-dlq, so the queue it serves is unknown: give --to", errUsage, *name)
+		}
+	}
+	c, err := queue.NewClient(ctx, cfg)
+	if err != nil {
+		return redriveReport{}, err
+	}
+	dlqURL, err := queue.ResolveURL(ctx, c, *name)
+	if err != nil {
+		return redriveReport{}, err
+	}
+	dlqARN, depth, err := queueState(ctx, c, dlqURL)
+	if err != nil {
+		return redriveReport{}, err
+	}
+	r := &redriver{c: c, dlqARN: dlqARN, urls: map[string]string{}}
+	fallbackURL, err := r.target(ctx, fallback)
+	if errors.Is(err, errRedriveIntoDLQ) {
+		return redriveReport{}, fmt.Errorf("%w: dlq redrive --queue %s: %w; give --to the queue it serves", errUsage, *name, err)
+	}
+	if err != nil {
+		return redriveReport{}, err
+	}
+
+	rep := redriveReport{DLQ: *name, Depth: depth, Limit: depth, Moved: map[string]int{}, Left: -1}
+	if *maxN > 0 {
+		rep.Limit = min(*maxN, depth)
+	}
+	// Moved bodies, by hash: a message that comes back from its queue is recognised by
+	// its body alone. Its attributes do not survive every way back (the order-worker
+	// dead-letters a parked event without them), and its reason may differ the second time.
+	movedBodies := map[[sha256.Size]byte]bool{}
+	movedIDs := map[string]bool{}
+	repeats := map[string]bool{}
+	var handBack []string
+	defer func() { release(ctx, c, dlqURL, handBack) }()
+	for rep.Total() < rep.Limit {
+		ms, err := receiveDLQ(ctx, c, dlqURL, int32(min(rep.Limit-rep.Total(), 10)), redriveVisibility)
 		if err != nil {
-			return err
+			return rep, fmt.Errorf("redrive: moved %d, then: %w", rep.Total(), err)
 		}
-		if len(ms) == 0 {
-			break
-		}
+		progress := false
 		for _, m := range ms {
-			if *maxN > 0 && moved >= *maxN {
-				break
+			id := aws.ToString(m.MessageId)
+			if movedIDs[id] {
+				// The emulator may return one message twice in one answer; it is gone.
+				continue
+			}
+			sum := sha256.Sum256([]byte(aws.ToString(m.Body)))
+			if movedBodies[sum] || rep.Total() >= rep.Limit {
+				if movedBodies[sum] && !repeats[id] {
+					repeats[id] = true
+					rep.Repeats++
+				}
+				handBack = append(handBack, aws.ToString(m.ReceiptHandle))
+				continue
+			}
+			target := fallbackURL
+			if src := aws.ToString(m.MessageAttributes[queue.AttrSourceQueue].StringValue); src != "" {
+				if target, err = r.target(ctx, src); err != nil {
+					handBack = append(handBack, aws.ToString(m.ReceiptHandle))
+					return rep, fmt.Errorf("redrive: moved %d, then message %s (%s %q): %w", rep.Total(), id, queue.AttrSourceQueue, src, err)
+				}
 			}
 			attrs := map[string]types.MessageAttributeValue{}
 			for k, v := range m.MessageAttributes {
@@ -170,14 +363,24 @@ func runDLQRedrive(ctx context.Context, args []string) error {
 				}
 			}
 			if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target), MessageBody: m.Body, MessageAttributes: attrs}); err != nil {
-				return fmt.Errorf("redrive: moved %d, then: %w", moved, err)
+				handBack = append(handBack, aws.ToString(m.ReceiptHandle))
+				return rep, fmt.Errorf("redrive: moved %d, then: %w", rep.Total(), err)
 			}
-			if _, err := c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(from), ReceiptHandle: m.ReceiptHandle}); err != nil {
-				return fmt.Errorf("redrive: moved %d (the last one may come again), then: %w", moved+1, err)
+			movedBodies[sum], movedIDs[id], progress = true, true, true
+			rep.Moved[path.Base(target)]++
+			if _, err := c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(dlqURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				return rep, fmt.Errorf("redrive: moved %d (the last one may come again), then: %w", rep.Total(), err)
 			}
-			moved++
+		}
+		// Every receive moves a message or ends the run: at most Limit+1 receives.
+		if !progress {
+			break
 		}
 	}
-	fmt.Printf("redrive: moved %d message(s) from %s to %s\n", moved, *name, target)
-	return nil
+	release(ctx, c, dlqURL, handBack)
+	handBack = nil
+	if _, n, err := queueState(ctx, c, dlqURL); err == nil {
+		rep.Left = n
+	}
+	return rep, nil
 }

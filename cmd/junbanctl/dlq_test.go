@@ -1,31 +1,107 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
 )
 
-func TestDLQListAndRedrive(t *testing.T) {
+// dlqTestEnv creates the test's own queues and points all four of junbanctl's queue
+// settings at them, so that no case, not even one run against a broken variant, touches
+// the stack's orders-dlq or results-dlq.
+func dlqTestEnv(t *testing.T) (*sqs.Client, testenv.Queues) {
+	t.Helper()
 	c := testenv.SQS(t)
 	q := testenv.NewQueues(t, c, 5)
 	t.Setenv("AWS_ENDPOINT_URL_SQS", testenv.SQSConfig(t).Endpoint)
 	t.Setenv("AWS_REGION", testenv.SQSConfig(t).Region)
 	t.Setenv("JUNBAN_ORDERS_QUEUE", q.OrdersName)
 	t.Setenv("JUNBAN_ORDERS_DLQ", q.OrdersDLQName)
+	t.Setenv("JUNBAN_RESULTS_QUEUE", q.ResultsName)
+	t.Setenv("JUNBAN_RESULTS_DLQ", q.ResultsDLQName)
+	return c, q
+}
+
+func deadLetter(t *testing.T, c *sqs.Client, dlqURL, body string, attrs map[string]string) {
+	t.Helper()
+	if err := queue.DeadLetter(context.Background(), c, dlqURL, []byte(body), "ERR_TEST", attrs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// peek returns the bodies of the visible messages of url, sorted, and leaves them visible.
+func peek(t *testing.T, c *sqs.Client, url string) []string {
+	t.Helper()
 	ctx := context.Background()
-	for _, body := range []string{`{"a":1}`, `{"b":2}`, `{"c":3}`} {
-		if err := queue.DeadLetter(ctx, c, q.Orders.DLQURL, []byte(body), "ERR_TEST", nil); err != nil {
+	var bodies, handles []string
+	seen := map[string]bool{}
+	for {
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 30})
+		if err != nil {
 			t.Fatal(err)
 		}
+		if len(out.Messages) == 0 {
+			break
+		}
+		for _, m := range out.Messages {
+			handles = append(handles, aws.ToString(m.ReceiptHandle))
+			if id := aws.ToString(m.MessageId); !seen[id] {
+				seen[id] = true
+				bodies = append(bodies, aws.ToString(m.Body))
+			}
+		}
 	}
-	if err := runDLQList(ctx, []string{"-queue", q.OrdersDLQName}); err != nil {
+	release(ctx, c, url, handles)
+	slices.Sort(bodies)
+	return bodies
+}
+
+// take receives and deletes every visible message of url and returns them by body.
+func take(t *testing.T, c *sqs.Client, url string) map[string]types.Message {
+	t.Helper()
+	ctx := context.Background()
+	got := map[string]types.Message{}
+	for {
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			return got
+		}
+		for _, m := range out.Messages {
+			got[aws.ToString(m.Body)] = m
+			c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+}
+
+func TestDLQListAndRedrive(t *testing.T) {
+	c, q := dlqTestEnv(t)
+	ctx := context.Background()
+	for _, body := range []string{`{"a":1}`, `{"b":2}`, `{"c":3}`} {
+		deadLetter(t, c, q.Orders.DLQURL, body, nil)
+	}
+	var out bytes.Buffer
+	if err := dlqList(ctx, &out, []string{"-queue", q.OrdersDLQName}); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "ERR_TEST") || !strings.Contains(out.String(), "3 message(s)") {
+		t.Fatalf("list printed:\n%s", out.String())
 	}
 	if err := runDLQRedrive(ctx, []string{"-queue", q.OrdersDLQName, "-max", "2"}); err != nil {
 		t.Fatal(err)
@@ -48,5 +124,329 @@ func TestDLQListAndRedrive(t *testing.T) {
 	}
 	if len(got) != 2 {
 		t.Fatalf("orders queue got %v, want 2 messages", got)
+	}
+}
+
+// A target that is the DLQ itself is refused before anything moves, whether the name
+// gives no source queue, --to names the DLQ (here by its URL), or a message's
+// junban-source-queue attribute does. Against the code before the fix (target
+// TrimSuffix(name, "-dlq"), attribute ignored) the first and third cases re-sent the
+// message into its own DLQ until the context ended, the second reported "moved 3" and
+// the fourth moved the message to the orders queue.
+func TestDLQRedriveRefusesTheDLQAsTarget(t *testing.T) {
+	c, q := dlqTestEnv(t)
+	ctx := context.Background()
+	odd, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(testenv.Name(t) + "-deadletter")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oddURL := aws.ToString(odd.QueueUrl)
+	deadLetter(t, c, oddURL, "odd", nil)
+	deadLetter(t, c, q.Orders.DLQURL, "plain", nil)
+
+	cases := []struct {
+		name  string
+		args  []string
+		url   string
+		usage bool
+	}{
+		{"name gives no source queue", []string{"-queue", oddURL}, oddURL, true},
+		{"name gives no source queue, with --max", []string{"-queue", oddURL, "-max", "3"}, oddURL, true},
+		{"--to is the DLQ", []string{"-queue", q.OrdersDLQName, "-to", q.Orders.DLQURL}, q.Orders.DLQURL, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			rep, err := dlqRedrive(rctx, tc.args)
+			if !errors.Is(err, errUsage) {
+				t.Fatalf("redrive %q: %v (report %+v), want a usage error", tc.args, err, rep)
+			}
+			if rep.Total() != 0 {
+				t.Fatalf("redrive %q reported %d moved", tc.args, rep.Total())
+			}
+			if got := peek(t, c, tc.url); len(got) != 1 {
+				t.Fatalf("the DLQ holds %q, want its one message", got)
+			}
+		})
+	}
+
+	t.Run("source-queue attribute is the DLQ", func(t *testing.T) {
+		take(t, c, q.Orders.DLQURL)
+		deadLetter(t, c, q.Orders.DLQURL, "self", map[string]string{queue.AttrSourceQueue: q.OrdersDLQName})
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		rep, err := dlqRedrive(rctx, []string{"-queue", q.OrdersDLQName})
+		if !errors.Is(err, errRedriveIntoDLQ) || rep.Total() != 0 {
+			t.Fatalf("redrive: %v, moved %d; want errRedriveIntoDLQ and none moved", err, rep.Total())
+		}
+		// Handed back at once, not hidden for the receive's visibility timeout.
+		if got := peek(t, c, q.Orders.DLQURL); !slices.Equal(got, []string{"self"}) {
+			t.Fatalf("the DLQ holds %q, want [self] visible", got)
+		}
+		if got := peek(t, c, q.Orders.URL); len(got) != 0 {
+			t.Fatalf("the orders queue got %q", got)
+		}
+	})
+}
+
+// failingWorker stands in for a worker that fails every message of from again: it moves
+// each one straight back into dlqURL with queue.DeadLetter, as the consumer's Poison or
+// the order-worker's parking limit does. attrs gives the attributes the copy keeps.
+type failingWorker struct {
+	mu   sync.Mutex
+	seen map[string]int // deliveries by body
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func startFailingWorker(t *testing.T, c *sqs.Client, from, dlqURL string, attrs func(types.Message) map[string]string) *failingWorker {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &failingWorker{seen: map[string]int{}, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			// Short polls: the emulator answers a long poll only when its wait ends, and
+			// a comeback must reach the DLQ while the redrive still runs.
+			out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(from), MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"}})
+			if err != nil {
+				continue
+			}
+			if len(out.Messages) == 0 {
+				select {
+				case <-ctx.Done():
+				case <-time.After(10 * time.Millisecond):
+				}
+				continue
+			}
+			for _, m := range out.Messages {
+				if err := queue.DeadLetter(ctx, c, dlqURL, []byte(aws.ToString(m.Body)), "ERR_STILL_BROKEN", attrs(m)); err != nil {
+					continue
+				}
+				c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(from), ReceiptHandle: m.ReceiptHandle})
+				w.mu.Lock()
+				w.seen[aws.ToString(m.Body)]++
+				w.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-w.done })
+	return w
+}
+
+// deliveries returns how often each body reached the worker.
+func (w *failingWorker) deliveries() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.seen)
+}
+
+// A redrive ends, and moves each message once, while every message it moves fails again
+// and comes straight back to the DLQ. Two messages are hidden by a concurrent reader, so
+// the depth at the start (the run's bound) is larger than what the run can move: only
+// recognising the comebacks stops it from moving them again. Against the code before the
+// fix (stop only at an empty receive) the run went on until the context ended, the worker
+// seeing each body dozens of times; with the depth bound alone (the body check removed)
+// the worker saw the comebacks a second time.
+func TestDLQRedriveEndsWhenMessagesComeBack(t *testing.T) {
+	cases := []struct {
+		name string
+		// attrs are the attributes of a dead-lettered copy of m (nil: the first one).
+		attrs func(q testenv.Queues, m *types.Message) map[string]string
+	}{
+		{"consumer poison", func(q testenv.Queues, m *types.Message) map[string]string {
+			// The consumer keeps the message's string attributes and names its queue.
+			out := map[string]string{queue.AttrSourceQueue: q.OrdersName, "x-origin": "test"}
+			if m != nil {
+				for k, v := range m.MessageAttributes {
+					out[k] = aws.ToString(v.StringValue)
+				}
+			}
+			return out
+		}},
+		{"parked event", func(testenv.Queues, *types.Message) map[string]string {
+			// The order-worker dead-letters a parked event without any attribute.
+			return nil
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, q := dlqTestEnv(t)
+			ctx := context.Background()
+			deadLetter(t, c, q.Orders.DLQURL, "hidden-1", tc.attrs(q, nil))
+			deadLetter(t, c, q.Orders.DLQURL, "hidden-2", tc.attrs(q, nil))
+			hidden, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.Orders.DLQURL), MaxNumberOfMessages: 2, VisibilityTimeout: 120})
+			if err != nil || len(hidden.Messages) != 2 {
+				t.Fatalf("hiding two messages: %v, got %d", err, len(hidden.Messages))
+			}
+			poison := []string{"poison-1", "poison-2", "poison-3"}
+			for _, b := range poison {
+				deadLetter(t, c, q.Orders.DLQURL, b, tc.attrs(q, nil))
+			}
+			w := startFailingWorker(t, c, q.Orders.URL, q.Orders.DLQURL, func(m types.Message) map[string]string { return tc.attrs(q, &m) })
+
+			const bound = 20 * time.Second
+			rctx, cancel := context.WithTimeout(ctx, bound)
+			defer cancel()
+			start := time.Now()
+			rep, err := dlqRedrive(rctx, []string{"-queue", q.OrdersDLQName})
+			if err != nil {
+				t.Fatalf("redrive did not end by itself: %v after %v; the worker saw %v", err, time.Since(start).Round(time.Millisecond), w.deliveries())
+			}
+			var out bytes.Buffer
+			rep.print(&out)
+			t.Logf("run took %v:\n%s", time.Since(start).Round(time.Millisecond), out.String())
+			if rep.Total() != len(poison) || rep.Moved[q.OrdersName] != len(poison) {
+				t.Fatalf("report %+v, want the 3 visible messages moved to %s", rep, q.OrdersName)
+			}
+			if rep.Depth < 5 || rep.Repeats > len(poison) {
+				t.Fatalf("report %+v: depth at the start below 5 or more repeats than moves", rep)
+			}
+			// The worker fails each moved message once more; then it has seen them all.
+			deadline := time.Now().Add(10 * time.Second)
+			for n := 0; n < rep.Total(); {
+				if time.Now().After(deadline) {
+					t.Fatalf("the worker saw %v, want the %d moved messages", w.deliveries(), rep.Total())
+				}
+				n = 0
+				for _, v := range w.deliveries() {
+					n += v
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			w.stop()
+			<-w.done
+			for _, b := range poison {
+				if n := w.deliveries()[b]; n != 1 {
+					t.Errorf("%s reached the orders queue %d times in one run, want once", b, n)
+				}
+			}
+			// No message lost or doubled: all five are back in the DLQ, visible.
+			var handles []string
+			for _, m := range hidden.Messages {
+				handles = append(handles, aws.ToString(m.ReceiptHandle))
+			}
+			release(ctx, c, q.Orders.DLQURL, handles)
+			want := append([]string{"hidden-1", "hidden-2"}, poison...)
+			if got := peek(t, c, q.Orders.DLQURL); !slices.Equal(got, want) {
+				t.Fatalf("the DLQ holds %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// Each message goes to the queue its junban-source-queue attribute names (by name or
+// URL), before --to; one without the attribute goes to --to, else to the queue the DLQ
+// serves. The attribute itself and the reason stay behind; other attributes travel.
+// Against the code before the fix every message went to the orders queue.
+func TestDLQRedriveFollowsTheSourceQueueAttribute(t *testing.T) {
+	c, q := dlqTestEnv(t)
+	ctx := context.Background()
+	deadLetter(t, c, q.Orders.DLQURL, "results-by-name", map[string]string{queue.AttrSourceQueue: q.ResultsName, "x-keep": "v"})
+	deadLetter(t, c, q.Orders.DLQURL, "results-by-url", map[string]string{queue.AttrSourceQueue: q.Results.URL})
+	deadLetter(t, c, q.Orders.DLQURL, "orders-by-pairing", nil)
+	rep, err := dlqRedrive(ctx, []string{"-queue", q.OrdersDLQName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int{q.ResultsName: 2, q.OrdersName: 1}; !maps.Equal(rep.Moved, want) {
+		t.Fatalf("moved %v, want %v", rep.Moved, want)
+	}
+	results := take(t, c, q.Results.URL)
+	if len(results) != 2 {
+		t.Fatalf("results queue got %d messages, want results-by-name and results-by-url", len(results))
+	}
+	m, ok := results["results-by-name"]
+	if !ok {
+		t.Fatalf("results-by-name did not reach the results queue")
+	}
+	if a := m.MessageAttributes; aws.ToString(a["x-keep"].StringValue) != "v" || a[queue.AttrSourceQueue].StringValue != nil || a[queue.AttrDLQReason].StringValue != nil {
+		t.Errorf("attributes after the redrive: %v, want x-keep only", slices.Sorted(maps.Keys(a)))
+	}
+	if orders := take(t, c, q.Orders.URL); len(orders) != 1 || orders["orders-by-pairing"].Body == nil {
+		t.Fatalf("orders queue got %v, want orders-by-pairing only", slices.Sorted(maps.Keys(orders)))
+	}
+
+	t.Run("before --to", func(t *testing.T) {
+		odd, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(testenv.Name(t) + "-deadletter")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		oddURL := aws.ToString(odd.QueueUrl)
+		deadLetter(t, c, oddURL, "attr", map[string]string{queue.AttrSourceQueue: q.ResultsName})
+		deadLetter(t, c, oddURL, "plain", nil)
+		rep, err := dlqRedrive(ctx, []string{"-queue", oddURL, "-to", q.OrdersName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]int{q.ResultsName: 1, q.OrdersName: 1}; !maps.Equal(rep.Moved, want) {
+			t.Fatalf("moved %v, want %v", rep.Moved, want)
+		}
+		if got := take(t, c, q.Results.URL); len(got) != 1 || got["attr"].Body == nil {
+			t.Fatalf("results queue got %v, want attr", slices.Sorted(maps.Keys(got)))
+		}
+		if got := take(t, c, q.Orders.URL); len(got) != 1 || got["plain"].Body == nil {
+			t.Fatalf("orders queue got %v, want plain", slices.Sorted(maps.Keys(got)))
+		}
+	})
+}
+
+// Flags are checked before any message moves: a positional argument (a queue given
+// without --queue), an unknown flag, list --max below 1 and redrive --max below 0 are
+// usage errors. Against the code before the fix the positional argument was ignored and
+// the test's DLQ listed or redriven instead, --max 0 (list) and -1 (redrive) did nothing
+// and returned nil, and a bad flag was no usage error.
+func TestDLQFlagsAreChecked(t *testing.T) {
+	c, q := dlqTestEnv(t)
+	ctx := context.Background()
+	deadLetter(t, c, q.Orders.DLQURL, "stays", nil)
+	dlq := q.OrdersDLQName
+	list := func(args []string) error { return dlqList(ctx, io.Discard, args) }
+	redrive := func(args []string) error { _, err := dlqRedrive(ctx, args); return err }
+	cases := []struct {
+		name string
+		run  func([]string) error
+		args []string
+	}{
+		{"list positional", list, []string{"-queue", dlq, "results-dlq"}},
+		{"list unknown flag", list, []string{"-queue", dlq, "-nope"}},
+		{"list max 0", list, []string{"-queue", dlq, "-max", "0"}},
+		{"list max -1", list, []string{"-queue", dlq, "-max", "-1"}},
+		{"redrive positional", redrive, []string{"-queue", dlq, "results-dlq"}},
+		{"redrive unknown flag", redrive, []string{"-queue", dlq, "-nope"}},
+		{"redrive max -1", redrive, []string{"-queue", dlq, "-max", "-1"}},
+	}
+	for _, tc := range cases {
+		if err := tc.run(tc.args); !errors.Is(err, errUsage) {
+			t.Errorf("%s %q: %v, want a usage error", tc.name, tc.args, err)
+		}
+	}
+	if got := peek(t, c, q.Orders.DLQURL); !slices.Equal(got, []string{"stays"}) {
+		t.Fatalf("the DLQ holds %q, want [stays]", got)
+	}
+	if got := peek(t, c, q.Orders.URL); len(got) != 0 {
+		t.Fatalf("the orders queue got %q", got)
+	}
+}
+
+// Without --queue, list and redrive work on JUNBAN_ORDERS_DLQ. Against the code before
+// the fix they used the stack's orders-dlq (list is run first: it only reads).
+func TestDLQDefaultsToTheConfiguredDLQ(t *testing.T) {
+	c, q := dlqTestEnv(t)
+	ctx := context.Background()
+	deadLetter(t, c, q.Orders.DLQURL, "configured-"+testenv.ID(), nil)
+	var out bytes.Buffer
+	if err := dlqList(ctx, &out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "configured-") {
+		t.Fatalf("list without --queue printed:\n%s", out.String())
+	}
+	rep, err := dlqRedrive(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Moved[q.OrdersName] != 1 || rep.Total() != 1 {
+		t.Fatalf("redrive without --queue moved %v, want 1 to %s", rep.Moved, q.OrdersName)
 	}
 }
