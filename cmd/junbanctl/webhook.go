@@ -213,6 +213,10 @@ func runWebhookStorm(ctx context.Context, args []string) error {
 	if *n < 1 || *retries < 0 {
 		return fmt.Errorf("%w: -n must be positive and -retries not negative", errUsage)
 	}
+	if *wait <= 0 || *wait > maxCountWait {
+		// The messages read are hidden for the wait and 30 s more: SQS allows at most 12 h.
+		return fmt.Errorf("%w: -wait must be positive and at most %s", errUsage, maxCountWait)
+	}
 	w, err := f.build()
 	if err != nil {
 		return err
@@ -293,12 +297,14 @@ func runWebhookStorm(ctx context.Context, args []string) error {
 		problems = append(problems, fmt.Sprintf("%d of %d late retries were answered with the first response", codes["retry 200 (replayed)"], *retries))
 	}
 	if *count {
-		found, err := countOrderEvents(ctx, *queueFlag, eventID, *wait)
+		found, complete, err := countOrderEvents(ctx, *queueFlag, eventID, *wait)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("order events on the queue for %s: %d\n", eventID, found)
-		if found != 1 {
+		if !complete {
+			problems = append(problems, fmt.Sprintf("the queue still had messages when counting stopped (%s after -wait, or %d messages read): the count may be low; count on a queue of the test's own (-queue)", countGrace, countMaxMessages))
+		} else if found != 1 {
 			problems = append(problems, fmt.Sprintf("%d order events reached the queue, want exactly 1 (a worker consuming the queue takes them first: see -queue)", found))
 		}
 	}
@@ -320,36 +326,47 @@ func joinLines(s []string) string {
 	return b.String()
 }
 
+// Bounds of countOrderEvents: on a queue with steady traffic (a live orders queue) a
+// receive never comes back empty, and every message read stays hidden until the end.
+// (Variables so that a test can shorten them.)
+var (
+	countGrace       = 30 * time.Second
+	countMaxMessages = 10000
+)
+
+// maxCountWait keeps the visibility of the messages read (wait + countGrace) within SQS's 12 h.
+const maxCountWait = 12*time.Hour - 30*time.Second
+
 // countOrderEvents counts the distinct messages carrying eventID on the orders queue,
 // reading for wait without deleting anything, then makes every message it saw visible
-// again.
-func countOrderEvents(ctx context.Context, nameOrURL, eventID string, wait time.Duration) (int, error) {
+// again. It reads until a receive after wait comes back empty (complete), or stops
+// countGrace after wait or after countMaxMessages messages (not complete).
+func countOrderEvents(ctx context.Context, nameOrURL, eventID string, wait time.Duration) (found int, complete bool, err error) {
 	cfg, err := config.Load[config.SQS]()
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if nameOrURL == "" {
 		nameOrURL = cfg.OrdersQueue
 	}
 	c, err := queue.NewClient(ctx, cfg)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	url, err := queue.ResolveURL(ctx, c, nameOrURL)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	hide := int32(wait.Seconds()) + 30
+	hide := int32((wait + countGrace).Seconds())
 	seen := map[string]bool{}
 	var receipts []string
-	found := 0
 	deadline := time.Now().Add(wait)
-	for {
+	for len(seen) < countMaxMessages && time.Now().Before(deadline.Add(countGrace)) {
 		r, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: hide,
 		})
 		if err != nil {
-			return 0, fmt.Errorf("webhook storm: receive from %s: %w", url, err)
+			return 0, false, fmt.Errorf("webhook storm: receive from %s: %w", url, err)
 		}
 		for _, m := range r.Messages {
 			receipts = append(receipts, aws.ToString(m.ReceiptHandle))
@@ -364,6 +381,7 @@ func countOrderEvents(ctx context.Context, nameOrURL, eventID string, wait time.
 			}
 		}
 		if len(r.Messages) == 0 && time.Now().After(deadline) {
+			complete = true
 			break
 		}
 	}
@@ -379,5 +397,5 @@ func countOrderEvents(ctx context.Context, nameOrURL, eventID string, wait time.
 			break
 		}
 	}
-	return found, nil
+	return found, complete, nil
 }

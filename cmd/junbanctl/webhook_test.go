@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/junban/junban/internal/fleet"
 	"github.com/junban/junban/internal/testenv"
 )
@@ -45,5 +48,32 @@ func TestWebhookStormAgainstTheGateway(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("storm: %v", err)
+	}
+}
+
+// On a queue that never goes quiet (a live orders queue) the count must still end, and
+// say that it is incomplete. (Before, it read until a receive came back empty: with a
+// sender every 50 ms it ran until the test's 20 s timeout; tried.)
+func TestStormCountEndsOnABusyQueue(t *testing.T) {
+	c := testenv.SQS(t)
+	q := testenv.NewQueues(t, c, 5)
+	t.Setenv("AWS_ENDPOINT_URL_SQS", testenv.SQSConfig(t).Endpoint)
+	t.Setenv("AWS_REGION", testenv.SQSConfig(t).Region)
+	defer func(g time.Duration) { countGrace = g }(countGrace)
+	countGrace = 2 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.Orders.URL), MessageBody: aws.String(`{"event_id":"other"}`)})
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	found, complete, err := countOrderEvents(ctx, q.OrdersName, "wanted", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if complete || found != 0 {
+		t.Errorf("count on a busy queue: found %d, complete %v; want 0, incomplete", found, complete)
 	}
 }
