@@ -30,8 +30,9 @@ func runReconcile(ctx context.Context, args []string) error {
 	noOrders := fs.Bool("skus-only", false, "compare SKUs only, not orders")
 	progressMin := fs.Int("progress-min", 1000, "show a progress bar (on stderr) from this many SKUs and orders on")
 	verbose := fs.Bool("v", false, "print every differing field, however long")
+	maxDrifts := fs.Int("max-drifts", 1000, "print the first N drifts (0: all); the counts and the exit status cover every drift")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: junbanctl reconcile [--repair] [--skus-only] [--progress-min N] [-v]")
+		fmt.Fprintln(fs.Output(), "usage: junbanctl reconcile [--repair] [--skus-only] [--progress-min N] [--max-drifts N] [-v]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -103,54 +104,66 @@ func runReconcile(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("\ndrift (%d):\n", len(rep.Drifts))
 	repaired := 0
-	for _, d := range rep.Drifts {
+	for i, d := range rep.Drifts {
+		if d.Repaired {
+			repaired++
+		}
+		if *maxDrifts > 0 && i >= *maxDrifts {
+			continue
+		}
 		line := d.String()
 		if !*verbose && len(line) > 300 {
 			line = line[:300] + " ... (-v for all)"
 		}
 		fmt.Println("  " + line)
-		if d.Repaired {
-			repaired++
-		}
+	}
+	if n := len(rep.Drifts) - *maxDrifts; *maxDrifts > 0 && n > 0 {
+		fmt.Printf("  ... and %d more (--max-drifts 0 prints all)\n", n)
 	}
 	fmt.Println()
 	if *repair {
 		fmt.Printf("repaired %d: rewrote the SKU and lot rows (orders: the order row) from Redis where PostgreSQL was behind or missing\n", repaired)
 	}
 	if n := rep.Remaining(); n > 0 {
-		var hints []string
-		for _, k := range []persist.DriftKind{persist.Behind, persist.Missing, persist.Ahead, persist.Diverged} {
-			if c := countKind(rep, k); c > 0 {
-				hints = append(hints, hint(k, c, *repair))
-			}
-		}
-		fmt.Println(strings.Join(hints, "\n"))
+		fmt.Println(strings.Join(hints(rep), "\n"))
 		return fmt.Errorf("%d drift(s) remain", n)
 	}
 	fmt.Println("no drift remains")
 	return nil
 }
 
-func countKind(rep persist.ReconcileReport, k persist.DriftKind) int {
-	n := 0
+// hints says, for the drifts that remain, what they likely mean and what to do.
+func hints(rep persist.ReconcileReport) []string {
+	var movedOn, left int
+	kinds := map[persist.DriftKind]int{}
 	for _, d := range rep.Drifts {
-		if d.Kind == k && !d.Repaired {
-			n++
+		switch {
+		case d.Repaired:
+		case d.MovedOn():
+			movedOn++
+		case d.Left != nil:
+			left++
+		default:
+			kinds[d.Kind]++
 		}
 	}
-	return n
-}
-
-func hint(k persist.DriftKind, n int, repaired bool) string {
-	switch k {
-	case persist.Behind, persist.Missing:
-		if repaired {
-			return fmt.Sprintf("%d %s: Redis moved on while repairing; run again", n, k)
+	var out []string
+	for _, k := range []persist.DriftKind{persist.Behind, persist.Missing} {
+		if n := kinds[k]; n > 0 {
+			out = append(out, fmt.Sprintf("%d %s: results may still be in the results queue or its DLQ (let the persist-worker drain it and run again), or run with --repair", n, k))
 		}
-		return fmt.Sprintf("%d %s: results may still be in the results queue (let the persist-worker drain it and run again), or run with --repair", n, k)
-	case persist.Ahead:
-		return fmt.Sprintf("%d ahead: PostgreSQL is newer than Redis (Redis lost data?); not repaired from Redis: see docs/persistence.md", n)
-	default:
-		return fmt.Sprintf("%d diverged: same version, different content; not repaired automatically: investigate", n)
 	}
+	if movedOn > 0 {
+		out = append(out, fmt.Sprintf("%d behind or missing after the repair: Redis moved on while repairing; run again", movedOn))
+	}
+	if left > 0 {
+		out = append(out, fmt.Sprintf("%d still differ after the repair in a way Redis moving on does not explain: rows PostgreSQL got meanwhile, which the version guard keeps (see \"after the repair\" on each line); run again, and investigate if they stay", left))
+	}
+	if n := kinds[persist.Ahead]; n > 0 {
+		out = append(out, fmt.Sprintf("%d ahead: PostgreSQL is newer than Redis (Redis lost data?); not repaired from Redis: see docs/persistence.md", n))
+	}
+	if n := kinds[persist.Diverged]; n > 0 {
+		out = append(out, fmt.Sprintf("%d diverged: a row at Redis's version with other content, or a lot Redis does not hold, which no queued result explains; not repaired automatically: investigate", n))
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -86,7 +87,9 @@ func readEvents(r io.Reader) ([][]byte, error) {
 	var problems []string
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), order.MaxEventBytes+1)
-	for n := 1; sc.Scan(); n++ {
+	n := 0
+	for sc.Scan() {
+		n++
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
@@ -97,7 +100,9 @@ func readEvents(r io.Reader) ([][]byte, error) {
 		}
 		bodies = append(bodies, []byte(line))
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("nothing sent: line %d is longer than an event may be (%d bytes)", n+1, order.MaxEventBytes)
+	} else if err != nil {
 		return nil, err
 	}
 	if len(problems) > 0 {

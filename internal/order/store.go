@@ -32,10 +32,27 @@ func (s *Store) ScanOrders(ctx context.Context, fn func(lcid string) error) erro
 	head, tail, _ := strings.Cut(StateKey(s.prefix, "\x00"), "\x00")
 	pattern := keyscan.Escape(head) + "*" + keyscan.Escape(tail)
 	return keyscan.Each(ctx, s.rc, pattern, "", func(key string) error {
-		entity := strings.TrimSuffix(strings.TrimPrefix(key, head), tail)
-		if strings.HasPrefix(entity, "sku:") {
+		entity, ok := stateKeyEntity(key, head, tail)
+		if !ok || strings.HasPrefix(entity, "sku:") {
 			return nil
 		}
 		return fn(entity)
 	})
+}
+
+// stateKeyEntity returns the entity of a key that matched "<head>*<tail>", and false
+// when the key is no state key. The pattern also matches other keys of an entity whose
+// suffix ends in the tail, such as the done key of an event id ending in "}:state"
+// ("<prefix>:{LC-1}:done:e}:state"). No entity holds a brace (it would break the hash
+// tag of its keys, and decode refuses one in an lcid), so an entity with one is part of
+// another key.
+func stateKeyEntity(key, head, tail string) (string, bool) {
+	entity, ok := strings.CutPrefix(key, head)
+	if !ok {
+		return "", false
+	}
+	if entity, ok = strings.CutSuffix(entity, tail); !ok || entity == "" || strings.ContainsAny(entity, "{}") {
+		return "", false
+	}
+	return entity, true
 }

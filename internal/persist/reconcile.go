@@ -3,6 +3,7 @@ package persist
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,19 +41,28 @@ type OrderSource interface {
 // DriftKind says how PostgreSQL's copy of an entity differs from Redis.
 type DriftKind string
 
-// Drift kinds.
+// Drift kinds. A SKU's kind is the gravest of its rows' (ahead, then diverged, then
+// behind): the skus row and each lot row carry the version they were written at, and a
+// result writes only the lots it touched, so each row is judged by its own version.
 const (
 	// Missing: PostgreSQL has no row for the entity.
 	Missing DriftKind = "missing"
-	// Behind: PostgreSQL holds an older version (seq) than Redis. Results still in the
-	// results queue cause it too; a repair rewrites PostgreSQL from Redis.
+	// Behind: PostgreSQL holds an older version (seq) than Redis: the skus row, or a lot
+	// row that differs from Redis and was written at an older version than Redis's SKU
+	// version, or a lot PostgreSQL has no row for. Results still in the results queue
+	// (or its DLQ) cause it; a repair rewrites PostgreSQL from Redis.
 	Behind DriftKind = "behind"
 	// Ahead: PostgreSQL holds a newer version (seq) than Redis, as after a Redis data
 	// loss; never repaired from Redis.
 	Ahead DriftKind = "ahead"
-	// Diverged: same version (seq), different content; never repaired automatically.
+	// Diverged: a row written at Redis's version (seq) with different content, or a lot
+	// row that Redis does not hold (the ledger never removes a lot); no queued result
+	// explains it, and it is never repaired automatically.
 	Diverged DriftKind = "diverged"
 )
+
+// gravity orders the kinds of a SKU's rows: the entity takes the gravest.
+func gravity(k DriftKind) int { return slices.Index([]DriftKind{Behind, Diverged, Ahead}, k) }
 
 // Drift is one entity whose PostgreSQL copy differs from Redis.
 type Drift struct {
@@ -62,12 +72,19 @@ type Drift struct {
 	Key  string
 	Kind DriftKind
 	// Redis and Postgres are the SKU versions (order seqs) on each side; Postgres is 0
-	// when Missing.
+	// when Missing. A SKU's Postgres is its skus row's version; each lot row's own
+	// version is in Details.
 	Redis, Postgres int64
-	// Details are the differing fields, "field: redis=... postgres=...".
+	// Details are the differing fields, "field: redis=... postgres=...", and for a SKU
+	// the differing lots, "lot L00 behind (postgres row v4): sellable redis=3 postgres=5".
 	Details []string
-	// Repaired is true when the repair rewrote PostgreSQL and it now matches Redis.
+	// Repaired is true when the repair rewrote PostgreSQL and it then matched Redis.
 	Repaired bool
+	// Left is, when a repair was tried and did not fix the drift, what comparing the
+	// entity again right after the repair found (PostgreSQL read first, then Redis):
+	// Left.Redis above Redis means Redis moved on meanwhile; otherwise the repair left
+	// rows it could not or would not write.
+	Left *Drift
 }
 
 // String renders the drift on one line.
@@ -79,7 +96,20 @@ func (d Drift) String() string {
 	if d.Repaired {
 		s += " [repaired]"
 	}
+	if l := d.Left; l != nil {
+		s += fmt.Sprintf(" [after the repair: %s redis=%d postgres=%d", l.Kind, l.Redis, l.Postgres)
+		if len(l.Details) > 0 {
+			s += ": " + strings.Join(l.Details, "; ")
+		}
+		s += "]"
+	}
 	return s
+}
+
+// MovedOn is true when a repair did not fix the drift because Redis moved on to a newer
+// version (seq) while it ran: running again repairs it.
+func (d Drift) MovedOn() bool {
+	return d.Left != nil && d.Left.Redis > d.Redis && (d.Left.Kind == Behind || d.Left.Kind == Missing)
 }
 
 // ReconcileConfig says what Reconcile compares and whether it repairs.
@@ -91,7 +121,9 @@ type ReconcileConfig struct {
 	// Orders is the orders in Redis; nil compares no orders.
 	Orders OrderSource
 	// Repair rewrites PostgreSQL from Redis for every SKU and order that PostgreSQL holds
-	// an older version of, or none at all (Missing, Behind).
+	// an older version of, or none at all (Missing, Behind), through the same version
+	// guard as the persist-worker: a SKU's skus row and every lot row older than Redis's
+	// version take Redis's state at that version.
 	Repair bool
 	// Progress, if set, is called after each entity compared, with the count so far and
 	// the total (known once the scans of Redis ended).
@@ -123,10 +155,10 @@ func (r ReconcileReport) Remaining() int {
 // wrote it.
 const RepairedOrder = "junbanctl-reconcile"
 
-// Reconcile compares every SKU (settings, version, every lot's fields and buckets) and
-// every order (state, lines and seq) in Redis with PostgreSQL and, with Repair, rewrites
-// PostgreSQL from Redis where Redis is newer. Entities only in PostgreSQL are not drift:
-// Redis loads SKUs lazily.
+// Reconcile compares every SKU (settings, version, every lot's fields, buckets and row
+// version) and every order (state, lines and seq) in Redis with PostgreSQL and, with
+// Repair, rewrites PostgreSQL from Redis where Redis is newer. Entities only in
+// PostgreSQL are not drift: Redis loads SKUs lazily.
 func Reconcile(ctx context.Context, cfg ReconcileConfig) (ReconcileReport, error) {
 	rep := ReconcileReport{OrdersCompared: cfg.Orders != nil}
 	if cfg.DB == nil || cfg.SKUs == nil {
@@ -164,9 +196,8 @@ func Reconcile(ctx context.Context, cfg ReconcileConfig) (ReconcileReport, error
 			cfg.Progress(done, total)
 		}
 	}
-	loader := ledger.PGLoader{DB: cfg.DB}
 	err = parallel(ctx, skus, func(ctx context.Context, sku string) error {
-		d, ok, err := compareSKU(ctx, cfg, loader, sku)
+		d, ok, err := compareSKU(ctx, cfg, sku)
 		if err == nil {
 			record(d, ok, false)
 		}
@@ -237,76 +268,182 @@ func collect(ctx context.Context, scan func(context.Context, func(string) error)
 	return slices.Compact(keys), err
 }
 
+// Each comparison reads PostgreSQL first and Redis second. On a healthy system
+// PostgreSQL only ever holds versions Redis produced, so a copy read before Redis can
+// only be behind or equal. Read the other way round, an entity that moves on in Redis and
+// is persisted between the two reads would look ahead of the stale Redis snapshot
+// ("Redis lost data?") on a healthy live system.
+
 // compareSKU returns the SKU's drift (nil when none) and whether it was compared at all.
-func compareSKU(ctx context.Context, cfg ReconcileConfig, loader ledger.PGLoader, sku string) (*Drift, bool, error) {
-	r, err := cfg.SKUs.Snapshot(ctx, sku)
-	if errors.Is(err, ledger.ErrNotLoaded) {
-		return nil, false, nil // gone since the scan
+func compareSKU(ctx context.Context, cfg ReconcileConfig, sku string) (*Drift, bool, error) {
+	p, r, ok, err := readSKU(ctx, cfg, sku)
+	if err != nil || !ok {
+		return nil, false, err
 	}
-	if err != nil {
-		return nil, false, fmt.Errorf("persist: reconcile: sku %s in redis: %w", sku, err)
-	}
-	d, err := skuDrift(ctx, loader, r)
-	if err != nil || d == nil {
-		return nil, true, err
+	d := skuDrift(r, p)
+	if d == nil {
+		return nil, true, nil
 	}
 	if cfg.Repair && (d.Kind == Missing || d.Kind == Behind) {
+		// The version guard writes only rows PostgreSQL holds at an older version than
+		// Redis's (in-step lots too, which change only in version), never one at Redis's
+		// version or a newer one the persist-worker wrote meanwhile.
 		if _, err := WriteSKUs(ctx, cfg.DB, []ledger.SKU{r}); err != nil {
 			return nil, true, fmt.Errorf("persist: reconcile: repair sku %s: %w", sku, err)
 		}
-		after, err := skuDrift(ctx, loader, r)
+		p, now, ok, err := readSKU(ctx, cfg, sku)
 		if err != nil {
 			return nil, true, err
 		}
-		d.Repaired = after == nil
+		if !ok {
+			now = r // gone from Redis since: judge the repair by what it wrote
+		}
+		d.Left = skuDrift(now, p)
+		d.Repaired = d.Left == nil
 	}
 	return d, true, nil
 }
 
-func skuDrift(ctx context.Context, loader ledger.PGLoader, r ledger.SKU) (*Drift, error) {
-	d := &Drift{Entity: "sku", Key: r.SKU, Redis: r.Version}
-	p, err := loader.LoadSKU(ctx, r.SKU)
-	if errors.Is(err, ledger.ErrUnknownSKU) {
-		d.Kind = Missing
-		return d, nil
+// readSKU reads PostgreSQL's copy of a SKU (nil when it has none), then Redis's; ok is
+// false when Redis does not hold the SKU (any more).
+func readSKU(ctx context.Context, cfg ReconcileConfig, sku string) (*pgSKU, ledger.SKU, bool, error) {
+	p, err := loadPGSKU(ctx, cfg.DB, sku)
+	if err != nil {
+		return nil, ledger.SKU{}, false, fmt.Errorf("persist: reconcile: sku %s in postgres: %w", sku, err)
+	}
+	r, err := cfg.SKUs.Snapshot(ctx, sku)
+	if errors.Is(err, ledger.ErrNotLoaded) {
+		return p, ledger.SKU{}, false, nil // gone since the scan
 	}
 	if err != nil {
-		return nil, fmt.Errorf("persist: reconcile: sku %s in postgres: %w", r.SKU, err)
+		return nil, ledger.SKU{}, false, fmt.Errorf("persist: reconcile: sku %s in redis: %w", sku, err)
+	}
+	return p, r, true, nil
+}
+
+// pgSKU is PostgreSQL's copy of a SKU: its skus row and its lot rows, each lot with the
+// version it was written at.
+type pgSKU struct {
+	SafetyStock, Version int64
+	Lots                 []pgLot
+}
+
+type pgLot struct {
+	ledger.Lot
+	// Version is the SKU version the lot row was written at.
+	Version int64
+}
+
+// reconcileQueryLots is ledger.LoadQueryLots with each row's version.
+const reconcileQueryLots = `SELECT lot_id, kind, good,
+       coalesce(to_char(best_before, 'YYYY-MM-DD'), '') AS best_before,
+       reg_seq,
+       coalesce(to_char(arrives_at, 'YYYY-MM-DD'), '') AS arrives_at,
+       to_char(valid_from, 'YYYY-MM-DD') AS valid_from,
+       to_char(valid_to, 'YYYY-MM-DD') AS valid_to,
+       sellable, reserved, allocated, hidden, shipped, version
+  FROM lots WHERE sku = ? ORDER BY reg_seq, lot_id`
+
+// loadPGSKU reads a SKU's rows in one repeatable-read transaction, so the skus row and
+// its lots come from one snapshot; nil when there is no skus row.
+func loadPGSKU(ctx context.Context, db *gorm.DB, sku string) (*pgSKU, error) {
+	var p *pgSKU
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var head []struct{ SafetyStock, Version int64 }
+		if err := tx.Raw(ledger.LoadQuerySKU, sku).Scan(&head).Error; err != nil {
+			return err
+		}
+		if len(head) == 0 {
+			return nil
+		}
+		p = &pgSKU{SafetyStock: head[0].SafetyStock, Version: head[0].Version}
+		return tx.Raw(reconcileQueryLots, sku).Scan(&p.Lots).Error
+	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	return p, err
+}
+
+// skuDrift compares Redis's SKU r with PostgreSQL's copy p (nil when it has none); nil
+// when they agree.
+func skuDrift(r ledger.SKU, p *pgSKU) *Drift {
+	d := &Drift{Entity: "sku", Key: r.SKU, Redis: r.Version}
+	if p == nil {
+		d.Kind = Missing
+		return d
 	}
 	d.Postgres = p.Version
+	var kind DriftKind
+	worse := func(k DriftKind) {
+		if gravity(k) > gravity(kind) {
+			kind = k
+		}
+	}
+	// The skus row is written at the newest version of every result, whichever lots it
+	// touched: an older one is behind even where its safety stock agrees.
+	switch {
+	case p.Version < r.Version:
+		worse(Behind)
+	case p.Version > r.Version:
+		worse(Ahead)
+	}
 	if r.SafetyStock != p.SafetyStock {
 		d.Details = append(d.Details, fmt.Sprintf("safety_stock: redis=%d postgres=%d", r.SafetyStock, p.SafetyStock))
+		if p.Version == r.Version {
+			worse(Diverged)
+		}
 	}
-	pl := make(map[string]ledger.Lot, len(p.Lots))
+	pl := make(map[string]pgLot, len(p.Lots))
 	for _, l := range p.Lots {
 		pl[l.LotID] = l
 	}
 	for _, rl := range r.Lots {
 		l, ok := pl[rl.LotID]
 		if !ok {
-			d.Details = append(d.Details, fmt.Sprintf("lot %s: not in postgres", rl.LotID))
+			// No lot row is older than any version: the result that brought the lot
+			// into the ledger is not persisted.
+			worse(Behind)
+			d.Details = append(d.Details, fmt.Sprintf("lot %s behind: not in postgres", rl.LotID))
 			continue
 		}
 		delete(pl, rl.LotID)
-		d.Details = append(d.Details, lotDiffs(rl, l)...)
+		diffs := lotDiffs(rl, l.Lot)
+		// A lot row older than Redis's SKU version yet equal to Redis is in step: the
+		// operations since did not touch the lot, and their results did not write it.
+		var k DriftKind
+		switch {
+		case l.Version > r.Version:
+			k = Ahead
+		case len(diffs) == 0:
+			continue
+		case l.Version < r.Version:
+			k = Behind
+		default:
+			k = Diverged
+		}
+		worse(k)
+		s := fmt.Sprintf("lot %s %s (postgres row v%d)", rl.LotID, k, l.Version)
+		if len(diffs) > 0 {
+			s += ": " + strings.Join(diffs, ", ")
+		}
+		d.Details = append(d.Details, s)
 	}
 	for _, id := range slices.Sorted(maps.Keys(pl)) {
-		d.Details = append(d.Details, fmt.Sprintf("lot %s: not in redis", id))
+		// The ledger never removes a lot, so no queued result explains a lot row that Redis
+		// does not hold, and a repair from Redis cannot remove it.
+		k := Diverged
+		if pl[id].Version > r.Version {
+			k = Ahead
+		}
+		worse(k)
+		d.Details = append(d.Details, fmt.Sprintf("lot %s %s (postgres row v%d): not in redis", id, k, pl[id].Version))
 	}
-	switch {
-	case r.Version > p.Version:
-		d.Kind = Behind
-	case r.Version < p.Version:
-		d.Kind = Ahead
-	case len(d.Details) > 0:
-		d.Kind = Diverged
-	default:
-		return nil, nil
+	if kind == "" {
+		return nil
 	}
-	return d, nil
+	d.Kind = kind
+	return d
 }
 
-// lotDiffs lists the fields of a lot that differ, "lot L01 sellable: redis=3 postgres=5".
+// lotDiffs lists the fields of a lot that differ, "sellable redis=3 postgres=5".
 func lotDiffs(r, p ledger.Lot) []string {
 	var out []string
 	rv, pv := reflect.ValueOf(r), reflect.ValueOf(p)
@@ -314,7 +451,7 @@ func lotDiffs(r, p ledger.Lot) []string {
 		a, b := rv.Field(i).Interface(), pv.Field(i).Interface()
 		if a != b {
 			name := strings.Split(rv.Type().Field(i).Tag.Get("json"), ",")[0]
-			out = append(out, fmt.Sprintf("lot %s %s: redis=%v postgres=%v", r.LotID, name, a, b))
+			out = append(out, fmt.Sprintf("%s redis=%v postgres=%v", name, a, b))
 		}
 	}
 	return out
@@ -322,41 +459,56 @@ func lotDiffs(r, p ledger.Lot) []string {
 
 // compareOrder returns the order's drift (nil when none) and whether it was compared.
 func compareOrder(ctx context.Context, cfg ReconcileConfig, lcid string) (*Drift, bool, error) {
-	snap, seq, err := cfg.Orders.Order(ctx, lcid)
-	if err != nil {
-		return nil, false, fmt.Errorf("persist: reconcile: order %s in redis: %w", lcid, err)
+	row, snap, seq, err := readOrder(ctx, cfg, lcid)
+	if err != nil || snap == nil {
+		return nil, false, err // a nil snapshot: an entity without an order (yet)
 	}
-	if snap == nil {
-		return nil, false, nil // an entity without an order (yet)
-	}
-	d, err := orderDrift(ctx, cfg.DB, lcid, snap, seq)
-	if err != nil || d == nil {
-		return nil, true, err
+	d := orderDrift(lcid, snap, seq, row)
+	if d == nil {
+		return nil, true, nil
 	}
 	if cfg.Repair && (d.Kind == Missing || d.Kind == Behind) {
 		if err := repairOrder(ctx, cfg.DB, lcid, snap, seq); err != nil {
 			return nil, true, err
 		}
-		after, err := orderDrift(ctx, cfg.DB, lcid, snap, seq)
+		row, now, nowSeq, err := readOrder(ctx, cfg, lcid)
 		if err != nil {
 			return nil, true, err
 		}
-		d.Repaired = after == nil
+		if now == nil {
+			now, nowSeq = snap, seq
+		}
+		d.Left = orderDrift(lcid, now, nowSeq, row)
+		d.Repaired = d.Left == nil
 	}
 	return d, true, nil
 }
 
-func orderDrift(ctx context.Context, db *gorm.DB, lcid string, r *event.OrderSnapshot, seq int64) (*Drift, error) {
-	d := &Drift{Entity: "order", Key: lcid, Redis: seq}
+// readOrder reads PostgreSQL's row of an order (nil when it has none), then Redis's
+// state of it.
+func readOrder(ctx context.Context, cfg ReconcileConfig, lcid string) (*OrderRow, *event.OrderSnapshot, int64, error) {
 	var rows []OrderRow
-	if err := db.WithContext(ctx).Where("lcid = ?", lcid).Limit(1).Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("persist: reconcile: order %s in postgres: %w", lcid, err)
+	if err := cfg.DB.WithContext(ctx).Where("lcid = ?", lcid).Limit(1).Find(&rows).Error; err != nil {
+		return nil, nil, 0, fmt.Errorf("persist: reconcile: order %s in postgres: %w", lcid, err)
+	}
+	snap, seq, err := cfg.Orders.Order(ctx, lcid)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("persist: reconcile: order %s in redis: %w", lcid, err)
 	}
 	if len(rows) == 0 {
-		d.Kind = Missing
-		return d, nil
+		return nil, snap, seq, nil
 	}
-	p := rows[0]
+	return &rows[0], snap, seq, nil
+}
+
+// orderDrift compares Redis's order r at seq with PostgreSQL's row p (nil when it has
+// none); nil when they agree.
+func orderDrift(lcid string, r *event.OrderSnapshot, seq int64, p *OrderRow) *Drift {
+	d := &Drift{Entity: "order", Key: lcid, Redis: seq}
+	if p == nil {
+		d.Kind = Missing
+		return d
+	}
 	d.Postgres = p.Seq
 	field := func(name string, a, b any) {
 		if a != b {
@@ -387,9 +539,9 @@ func orderDrift(ctx context.Context, db *gorm.DB, lcid string, r *event.OrderSna
 	case len(d.Details) > 0:
 		d.Kind = Diverged
 	default:
-		return nil, nil
+		return nil
 	}
-	return d, nil
+	return d
 }
 
 func sameLines(a, b []event.SnapshotLine) bool {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/idempotency"
 )
