@@ -29,7 +29,7 @@ func runBenchAlloc(ctx context.Context, args []string) error {
 	sweep := fs.Bool("sweep", true, "also measure junban at 1, 10, 100 and 1000 lots (usual and worst case)")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
 	pgConns := fs.Int("pg-conns", 0, "PostgreSQL connections of the row-lock variant (default: --clients)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
 	if *lots < 1 || *lots > 100_000 || *clients < 1 || *dur <= 0 || *rounds < 1 {

@@ -39,7 +39,7 @@ func runBenchE2E(ctx context.Context, args []string) error {
 	binDir := fs.String("bin", "", "directory of the binaries (default: beside junbanctl)")
 	jsonOut := fs.Bool("json", false, "print one JSON object")
 	profDir := fs.String("profile", "", "directory for a CPU profile of order-worker-0, every worker's /metrics and Redis commandstats before and after the load")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
 	cfg, err := config.Load[benchE2EConfig]()

@@ -21,11 +21,8 @@ func runBenchLock(ctx context.Context, args []string) error {
 	pipelines := fs.Int("pipelines", lockhandoff.PipelinesDefault, "round trips of lockhandoff's own scripts in flight at once (lockhandoff.Config.Pipelines)")
 	detached := fs.Int("detached", 128, "turns that may go on in the background after their Submit returned (lockhandoff.Config.Detached; 128 is the order-worker's JUNBAN_DETACHED_TURNS default)")
 	cpuProfile := fs.String("cpuprofile", "", "write the bench process's CPU profile to this file, each sample labelled with its measurement (go tool pprof -tagfocus measurement=hot)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: bench lock takes no arguments, got %q", errUsage, fs.Args())
 	}
 	cfg, err := config.Load[config.Redis]()
 	if err != nil {

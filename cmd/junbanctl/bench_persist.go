@@ -56,7 +56,7 @@ func runBenchPersist(ctx context.Context, args []string) error {
 	latency := fs.Duration("pg-latency", 0, "added round-trip time between the bench and PostgreSQL (a loopback proxy), e.g. 500us for a database across the network; 0: none")
 	parts := fs.Duration("parts", 5*time.Second, "how long each part measurement runs (PostgreSQL alone batched and single, the queue path alone); 0: skip them")
 	cpuProfile := fs.String("cpuprofile", "", "write the bench process's CPU profile to this file, each sample labelled with its mode (go tool pprof -tagfocus mode=batched)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
 	if *duration <= 0 || *batchMax < 1 || *concurrency < 1 || *receivers < 1 || *appliers < 1 || *backlog < 10 || *window < 0 || *parts < 0 {

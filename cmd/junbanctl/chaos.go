@@ -32,11 +32,8 @@ func runChaos(ctx context.Context, args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: junbanctl chaos [--events N] [--pg-outage D] [--duration D] [--bin DIR] [--keep] [--json]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: chaos takes no arguments, got %q", errUsage, fs.Args())
 	}
 	if cfg.Events < 1 || cfg.SendDuration <= 0 || cfg.PGOutage < 0 || cfg.OrderWorkerKills < 1 {
 		return fmt.Errorf("%w: --events, --duration and --kills must be positive, --pg-outage not negative", errUsage)

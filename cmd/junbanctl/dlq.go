@@ -32,21 +32,6 @@ var errRedriveIntoDLQ = errors.New("redrive target is the dead-letter queue itse
 // rest of a usual run, so that later receives bring the other messages.
 const redriveVisibility = 60
 
-// parseDLQFlags parses args into fs; a bad flag or any positional argument is a usage
-// error (a queue given without --queue would otherwise leave the default in place).
-func parseDLQFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %s: %w", errUsage, fs.Name(), err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: %s takes no arguments (the queue is --queue), got %q", errUsage, fs.Name(), fs.Args())
-	}
-	return nil
-}
-
 // servedQueue returns the queue the dead-letter queue dlq serves, as far as the
 // configuration or its name ("X-dlq" serves "X") tells; "" when neither does.
 func servedQueue(cfg config.SQS, dlq string) string {
@@ -126,7 +111,7 @@ func dlqList(ctx context.Context, w io.Writer, args []string) error {
 	name := fs.String("queue", cfg.OrdersDLQ, "dead-letter queue, name or URL (JUNBAN_ORDERS_DLQ)")
 	maxN := fs.Int("max", 100, "list at most this many messages")
 	width := fs.Int("width", 120, "truncate bodies to this many characters (0: whole)")
-	if err := parseDLQFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
 	if *maxN < 1 {
@@ -283,7 +268,7 @@ func dlqRedrive(ctx context.Context, args []string) (redriveReport, error) {
 	name := fs.String("queue", cfg.OrdersDLQ, "dead-letter queue, name or URL (JUNBAN_ORDERS_DLQ)")
 	to := fs.String("to", "", "queue for the messages without a junban-source-queue attribute (default: the queue the DLQ serves: JUNBAN_ORDERS_QUEUE, JUNBAN_RESULTS_QUEUE, or X for X-dlq)")
 	maxN := fs.Int("max", 0, "move at most this many messages (0: no limit beyond the DLQ's depth at the start)")
-	if err := parseDLQFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return redriveReport{}, err
 	}
 	if *maxN < 0 {

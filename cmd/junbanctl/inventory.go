@@ -35,7 +35,7 @@ are refused with nothing written: Redis is their source of truth, and their stoc
 through inventory.received and inventory.adjusted events.
 `, ledger.ImportColumns, ledger.MinDate, ledger.MaxDate)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, true); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

@@ -49,7 +49,7 @@ func runLoadgen(ctx context.Context, args []string) error {
 	webhookShare := fs.Float64("webhook-share", 0.3, "share of payments sent as webhooks (with -gateway)")
 	jsonOut := fs.Bool("json", false, "print the summary as JSON")
 	workerMetrics := fs.String("worker-metrics", "", "comma-separated host:port of the order-workers' health listeners; with it, the summary adds the deliveries they found done")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
 	spec.Seed = *seed

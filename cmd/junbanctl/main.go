@@ -42,6 +42,22 @@ var commands = map[string]command{
 // errUsage marks an error in the command line: exit code 2.
 var errUsage = errors.New("usage")
 
+// parseFlags parses args into fs. A bad flag is a usage error, and so is any positional
+// argument unless the command takes some: a value given without its flag would otherwise
+// be ignored, and the command run with the default in its place.
+func parseFlags(fs *flag.FlagSet, args []string, positional bool) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %s: %w", errUsage, fs.Name(), err)
+	}
+	if !positional && fs.NArg() > 0 {
+		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, fs.Name(), fs.Args())
+	}
+	return nil
+}
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -65,7 +81,10 @@ func dispatch(ctx context.Context, args []string) error {
 		}
 	}
 	usage()
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	switch {
+	case len(args) == 0:
+		return fmt.Errorf("%w: no command", errUsage)
+	case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
 		return nil
 	}
 	return fmt.Errorf("%w: unknown command %q", errUsage, strings.Join(args, " "))

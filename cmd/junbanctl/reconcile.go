@@ -35,11 +35,8 @@ func runReconcile(ctx context.Context, args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: junbanctl reconcile [--repair] [--skus-only] [--progress-min N] [--max-drifts N] [-v]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: reconcile takes no arguments, got %q", errUsage, fs.Args())
 	}
 	cfg, err := config.Load[reconcileConfig]()
 	if err != nil {

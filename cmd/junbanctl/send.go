@@ -29,7 +29,7 @@ func runSend(ctx context.Context, args []string) error {
 	lcid := fs.String("lcid", "", "order id (without --file)")
 	data := fs.String("data", "", "the event's data as JSON (without --file)")
 	id := fs.String("event-id", "", "event id (default: a new UUID)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
 	var bodies [][]byte

@@ -166,7 +166,7 @@ func runWebhookSend(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("webhook send", flag.ContinueOnError)
 	var f webhookFlags
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
 	w, err := f.build()
@@ -207,7 +207,7 @@ func runWebhookStorm(ctx context.Context, args []string) error {
 	count := fs.Bool("count", true, "count the order events on the orders queue")
 	queueFlag := fs.String("queue", "", "orders queue name or URL (default JUNBAN_ORDERS_QUEUE)")
 	wait := fs.Duration("wait", 5*time.Second, "how long to keep reading the queue")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
 	if *n < 1 || *retries < 0 {
