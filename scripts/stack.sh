@@ -6,6 +6,10 @@
 #   scripts/stack.sh status  say what answers where
 #
 # REDIS_URL / DATABASE_URL / AWS_ENDPOINT_URL_SQS, when set and answering, are used as they are.
+# PostgreSQL otherwise: the machine's cluster on 5432, started if it is down; when that does
+# not answer either (not installed, or its authentication is not trust, as after a plain
+# apt-get install), a private cluster with trust authentication on a free port.
+# A failed `up` stops the stack again (what this or an earlier `up` started).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,9 +35,15 @@ if [ -f "$envfile" ]; then
   done <"$envfile"
 fi
 
-pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# pid_alive PIDFILE WORD: the process the file names runs and its command line holds WORD
+# (a pidfile left from before a reboot may name someone else's process by now).
+pid_alive() {
+  [ -f "$1" ] || return 1
+  local pid; pid=$(cat "$1")
+  kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$2"
+}
 
-redis_answers() { redis-cli -u "$1" ping 2>/dev/null | grep -q PONG; }
+redis_answers() { timeout 5 redis-cli -u "$1" ping 2>/dev/null | grep -q PONG; }
 
 ensure_pkg() { # ensure_pkg COMMAND DEBIAN-PACKAGE...
   command -v "$1" >/dev/null 2>&1 && return 0
@@ -46,6 +56,8 @@ up_redis() {
   if [ -n "${REDIS_URL:-}" ] && redis_answers "$REDIS_URL"; then
     log "redis: using $REDIS_URL"; return
   fi
+  # Never two servers on one AOF directory: stop ours if it lives but does not answer.
+  stop_pid redis "$state/redis.pid" redis-server
   ensure_pkg redis-server redis-server
   ensure_pkg redis-cli redis-tools
   local port; port=$(free_port)
@@ -60,21 +72,75 @@ up_redis() {
   log "redis: started on $port (AOF on)"
 }
 
-pg_answers() { psql "$1" -Atqc 'select 1' >/dev/null 2>&1; }
+pg_answers() { PGCONNECT_TIMEOUT=3 timeout 10 psql "$1" -Atqc 'select 1' >/dev/null 2>&1; }
+
+pg_wait() { # pg_wait URL: up to 20 s
+  for _ in $(seq 100); do pg_answers "$1" && return 0; sleep 0.2; done
+  return 1
+}
+
+# start_machine_cluster: start the machine's cluster on 5432 if it is down; the marker
+# makes `down` stop it again. A running cluster is never touched.
+start_machine_cluster() {
+  command -v pg_lsclusters >/dev/null 2>&1 || return 1
+  local ver status
+  read -r ver status < <(pg_lsclusters --no-header 2>/dev/null | awk '$3 == 5432 { print $1, $4; exit }') || return 1
+  [ "${status:-}" = down ] || return 1
+  log "postgresql: starting the machine's cluster $ver on 5432"
+  pg_ctlcluster --skip-systemctl-redirect "$ver" main start || return 1
+  echo "$ver" >"$state/postgres.started"
+}
+
+# as_postgres CMD...: PostgreSQL refuses to run as root; root runs it as the postgres user.
+as_postgres() {
+  if [ "$(id -u)" = 0 ]; then (cd /tmp && runuser -u postgres -- "$@"); else "$@"; fi
+}
+
+# start_private_cluster: initdb with trust authentication into a directory of its own
+# (under /tmp, which the postgres user can reach), on a free port. Sets url.
+start_private_cluster() {
+  ensure_pkg pg_ctlcluster postgresql
+  local bin; bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
+  [ -x "$bin/initdb" ] || { log "postgresql: no initdb under /usr/lib/postgresql/*/bin"; return 1; }
+  local dir port; dir=$(mktemp -d /tmp/junban-pg.XXXXXX); port=$(free_port)
+  [ "$(id -u)" != 0 ] || chown postgres: "$dir"
+  echo "$bin $dir" >"$state/postgres.private"
+  log "postgresql: starting a private cluster on $port (data in $dir)"
+  as_postgres "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --no-sync >"$state/postgres-initdb.log" 2>&1 ||
+    { log "postgresql: initdb failed, see $state/postgres-initdb.log"; return 1; }
+  as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 \
+    -o "-p $port -k $dir -c listen_addresses=127.0.0.1" start >/dev/null ||
+    { log "postgresql: the private cluster did not start, see $dir/log"; return 1; }
+  url="postgres://postgres@127.0.0.1:$port/junban?sslmode=disable"
+}
+
+stop_private_cluster() {
+  [ -f "$state/postgres.private" ] || return 0
+  local bin dir; read -r bin dir <"$state/postgres.private"
+  if [ -d "$dir/data" ]; then
+    as_postgres "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >/dev/null 2>&1 || true
+    log "postgresql: stopped the private cluster"
+  fi
+  rm -rf "$dir"
+  rm -f "$state/postgres.private"
+}
 
 up_postgres() {
+  ensure_pkg psql postgresql-client
   local url="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/junban?sslmode=disable}"
   local admin="${url%/*}/postgres?sslmode=disable"
-  if ! pg_answers "$admin"; then
-    ensure_pkg pg_ctlcluster postgresql
-    local ver; ver=$(ls /etc/postgresql | sort -V | tail -n1)
-    log "postgresql: starting cluster $ver/main"
-    pg_ctlcluster --skip-systemctl-redirect "$ver" main start || true
-    echo "$ver" >"$state/postgres.started"
-    for _ in $(seq 100); do pg_answers "$admin" && break; sleep 0.2; done
-    pg_answers "$admin" || { log "postgresql did not answer at $admin"; exit 1; }
-  else
+  if pg_answers "$admin"; then
     log "postgresql: using ${admin%%\?*}"
+  else
+    stop_private_cluster # one left from before, no longer answering
+    url="postgres://postgres@127.0.0.1:5432/junban?sslmode=disable"
+    admin="${url%/*}/postgres?sslmode=disable"
+    if ! { pg_answers "$admin" || { start_machine_cluster && pg_wait "$admin"; }; }; then
+      log "postgresql: nothing answers at ${admin%%\?*} with trust authentication"
+      start_private_cluster || exit 1
+      admin="${url%/*}/postgres?sslmode=disable"
+      pg_wait "$admin" || { log "postgresql did not answer at $admin"; exit 1; }
+    fi
   fi
   for db in junban junban_test; do
     psql "$admin" -Atqc "select 1 from pg_database where datname='$db'" | grep -q 1 ||
@@ -95,10 +161,12 @@ up_sqs() {
   fi
   ensure_pkg node nodejs
   ensure_pkg npm npm
+  ensure_pkg curl curl
   if [ ! -d "$root/localsqs/node_modules/local-aws-sqs" ]; then
     log "sqs: npm ci (local-aws-sqs, pinned)"
-    (cd "$root/localsqs" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    (cd "$root/localsqs" && timeout 600 npm ci --no-audit --no-fund --loglevel=error >/dev/null)
   fi
+  stop_pid sqs "$state/sqs.pid" server.mjs
   local port; port=$(free_port)
   nohup node "$root/localsqs/server.mjs" "$port" >"$state/sqs.log" 2>&1 &
   echo $! >"$state/sqs.pid"
@@ -125,31 +193,46 @@ EOF
   log "wrote $envfile"
 }
 
-stop_pid() { # stop_pid NAME PIDFILE
-  if pid_alive "$2"; then
+stop_pid() { # stop_pid NAME PIDFILE WORD: only a process whose command line holds WORD
+  if pid_alive "$2" "$3"; then
     kill "$(cat "$2")" 2>/dev/null || true
-    for _ in $(seq 50); do pid_alive "$2" || break; sleep 0.1; done
-    log "$1: stopped"
+    for _ in $(seq 50); do pid_alive "$2" "$3" || break; sleep 0.1; done
+    if pid_alive "$2" "$3"; then
+      kill -KILL "$(cat "$2")" 2>/dev/null || true
+      log "$1: killed (it did not stop within 5 s)"
+    else
+      log "$1: stopped"
+    fi
   fi
   rm -f "$2"
 }
 
+down() {
+  stop_pid sqs "$state/sqs.pid" server.mjs
+  stop_pid redis "$state/redis.pid" redis-server
+  stop_private_cluster
+  if [ -f "$state/postgres.started" ]; then
+    pg_ctlcluster --skip-systemctl-redirect "$(cat "$state/postgres.started")" main stop || true
+    rm -f "$state/postgres.started"
+    log "postgresql: stopped the machine's cluster that up started"
+  fi
+  rm -f "$envfile"
+}
+
 case "${1:-status}" in
 up)
+  # free_port needs python3 or node; node comes with the emulator, later.
+  command -v python3 >/dev/null 2>&1 || command -v node >/dev/null 2>&1 || ensure_pkg python3 python3
+  ensure_pkg gcc gcc # make test runs go test -race, which needs cgo
+  trap 'rc=$?; if [ "$rc" != 0 ]; then log "up failed: stopping what it started"; down; fi' EXIT
   up_redis
   up_postgres
   up_sqs
   write_env
+  trap - EXIT
   ;;
 down)
-  stop_pid sqs "$state/sqs.pid"
-  stop_pid redis "$state/redis.pid"
-  if [ -f "$state/postgres.started" ]; then
-    pg_ctlcluster --skip-systemctl-redirect "$(cat "$state/postgres.started")" main stop || true
-    rm -f "$state/postgres.started"
-    log "postgresql: stopped the cluster that up started"
-  fi
-  rm -f "$envfile"
+  down
   ;;
 status)
   [ -f "$envfile" ] || { echo "no stack (run: make stack)"; exit 1; }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -103,12 +104,8 @@ func runDLQList(ctx context.Context, args []string) error {
 // dlqList prints the messages of a dead-letter queue with their reasons to w. It leaves
 // them where they are (they are hidden for a few seconds while it reads).
 func dlqList(ctx context.Context, w io.Writer, args []string) error {
-	cfg, err := config.Load[config.SQS]()
-	if err != nil {
-		return err
-	}
 	fs := flag.NewFlagSet("dlq list", flag.ContinueOnError)
-	name := fs.String("queue", cfg.OrdersDLQ, "dead-letter queue, name or URL (JUNBAN_ORDERS_DLQ)")
+	name := fs.String("queue", "", "dead-letter queue, name or URL (default JUNBAN_ORDERS_DLQ)")
 	maxN := fs.Int("max", 100, "list at most this many messages")
 	width := fs.Int("width", 120, "truncate bodies to this many characters (0: whole)")
 	if err := parseFlags(fs, args, false); err != nil {
@@ -117,6 +114,11 @@ func dlqList(ctx context.Context, w io.Writer, args []string) error {
 	if *maxN < 1 {
 		return fmt.Errorf("%w: dlq list: --max %d is below 1", errUsage, *maxN)
 	}
+	cfg, err := config.Load[config.SQS]()
+	if err != nil {
+		return err
+	}
+	*name = cmp.Or(*name, cfg.OrdersDLQ)
 	c, err := queue.NewClient(ctx, cfg)
 	if err != nil {
 		return err
@@ -180,6 +182,9 @@ type redriveReport struct {
 	// Repeats counts the messages left in the DLQ because their body was moved earlier in
 	// the run: messages that failed again and came back, or duplicates.
 	Repeats int
+	// BadSource counts the messages left because their junban-source-queue names the DLQ
+	// itself or a queue that cannot be resolved.
+	BadSource int
 	// Left is the DLQ's depth at the end, -1 if it could not be read.
 	Left int
 }
@@ -206,7 +211,10 @@ func (r redriveReport) print(w io.Writer) {
 	if r.Repeats > 0 {
 		fmt.Fprintf(w, "redrive: left %d message(s) whose body was already moved in this run: they failed again and came back, or are duplicates (dlq list shows the reasons)\n", r.Repeats)
 	}
-	fmt.Fprintf(w, "redrive: %s held about %d message(s) at the start (the most one run moves)", r.DLQ, r.Depth)
+	if r.BadSource > 0 {
+		fmt.Fprintf(w, "redrive: left %d message(s) whose %s cannot be used\n", r.BadSource, queue.AttrSourceQueue)
+	}
+	fmt.Fprintf(w, "redrive: %s held about %d message(s) at the start (the most one run moves, at least 10)", r.DLQ, r.Depth)
 	if r.Left >= 0 {
 		fmt.Fprintf(w, ", about %d now", r.Left)
 	}
@@ -255,17 +263,16 @@ func runDLQRedrive(ctx context.Context, args []string) error {
 // serves. It deletes each from the DLQ only after the target accepted it.
 //
 // One run cannot loop, even when the messages fail again at once and come back while it
-// runs: it moves at most the DLQ's depth at its start (or --max), moves a body at most
-// once (a message whose body it already moved is left in the DLQ, hidden while the run
-// goes on and visible again when it ends), and ends at the first receive that brings
-// nothing to move. It refuses a target that is the DLQ itself.
+// runs: it moves at most the DLQ's depth at its start (at least one receive's worth, as
+// SQS's depth is approximate; --max lowers it), moves a body at most once (a message whose
+// body it already moved is left in the DLQ, hidden while the run goes on and visible again
+// when it ends), and ends at the first receive that brings no message it has not seen, or
+// after reading twice the limit. It refuses a target that is the DLQ itself; a message
+// whose junban-source-queue cannot be used is left in the DLQ, counted, and makes the run
+// fail once the others are moved.
 func dlqRedrive(ctx context.Context, args []string) (redriveReport, error) {
-	cfg, err := config.Load[config.SQS]()
-	if err != nil {
-		return redriveReport{}, err
-	}
 	fs := flag.NewFlagSet("dlq redrive", flag.ContinueOnError)
-	name := fs.String("queue", cfg.OrdersDLQ, "dead-letter queue, name or URL (JUNBAN_ORDERS_DLQ)")
+	name := fs.String("queue", "", "dead-letter queue, name or URL (default JUNBAN_ORDERS_DLQ)")
 	to := fs.String("to", "", "queue for the messages without a junban-source-queue attribute (default: the queue the DLQ serves: JUNBAN_ORDERS_QUEUE, JUNBAN_RESULTS_QUEUE, or X for X-dlq)")
 	maxN := fs.Int("max", 0, "move at most this many messages (0: no limit beyond the DLQ's depth at the start)")
 	if err := parseFlags(fs, args, false); err != nil {
@@ -274,6 +281,11 @@ func dlqRedrive(ctx context.Context, args []string) (redriveReport, error) {
 	if *maxN < 0 {
 		return redriveReport{}, fmt.Errorf("%w: dlq redrive: --max %d is negative", errUsage, *maxN)
 	}
+	cfg, err := config.Load[config.SQS]()
+	if err != nil {
+		return redriveReport{}, err
+	}
+	*name = cmp.Or(*name, cfg.OrdersDLQ)
 	fallback := *to
 	if fallback == "" {
 		if fallback = servedQueue(cfg, *name); fallback == "" {
@@ -301,44 +313,46 @@ func dlqRedrive(ctx context.Context, args []string) (redriveReport, error) {
 		return redriveReport{}, err
 	}
 
-	rep := redriveReport{DLQ: *name, Depth: depth, Limit: depth, Moved: map[string]int{}, Left: -1}
+	rep := redriveReport{DLQ: *name, Depth: depth, Limit: max(depth, 10), Moved: map[string]int{}, Left: -1}
 	if *maxN > 0 {
-		rep.Limit = min(*maxN, depth)
+		rep.Limit = min(*maxN, rep.Limit)
 	}
 	// Moved bodies, by hash: a message that comes back from its queue is recognised by
 	// its body alone. Its attributes do not survive every way back (the order-worker
 	// dead-letters a parked event without them), and its reason may differ the second time.
 	movedBodies := map[[sha256.Size]byte]bool{}
-	movedIDs := map[string]bool{}
-	repeats := map[string]bool{}
+	seen := map[string]bool{} // every message id received
+	var badSource error       // the first junban-source-queue that could not be used
 	var handBack []string
 	defer func() { release(ctx, c, dlqURL, handBack) }()
-	for rep.Total() < rep.Limit {
+	for rep.Total() < rep.Limit && len(seen) < 2*rep.Limit {
 		ms, err := receiveDLQ(ctx, c, dlqURL, int32(min(rep.Limit-rep.Total(), 10)), redriveVisibility)
 		if err != nil {
 			return rep, fmt.Errorf("redrive: moved %d, then: %w", rep.Total(), err)
 		}
-		progress := false
-		for _, m := range ms {
-			id := aws.ToString(m.MessageId)
-			if movedIDs[id] {
-				// The emulator may return one message twice in one answer; it is gone.
+		fresh := false
+		for i, m := range ms {
+			id, handle := aws.ToString(m.MessageId), aws.ToString(m.ReceiptHandle)
+			if seen[id] {
+				// The emulator may return one message twice in one answer.
 				continue
 			}
+			seen[id], fresh = true, true
 			sum := sha256.Sum256([]byte(aws.ToString(m.Body)))
 			if movedBodies[sum] || rep.Total() >= rep.Limit {
-				if movedBodies[sum] && !repeats[id] {
-					repeats[id] = true
+				if movedBodies[sum] {
 					rep.Repeats++
 				}
-				handBack = append(handBack, aws.ToString(m.ReceiptHandle))
+				handBack = append(handBack, handle)
 				continue
 			}
 			target := fallbackURL
 			if src := aws.ToString(m.MessageAttributes[queue.AttrSourceQueue].StringValue); src != "" {
 				if target, err = r.target(ctx, src); err != nil {
-					handBack = append(handBack, aws.ToString(m.ReceiptHandle))
-					return rep, fmt.Errorf("redrive: moved %d, then message %s (%s %q): %w", rep.Total(), id, queue.AttrSourceQueue, src, err)
+					rep.BadSource++
+					badSource = cmp.Or(badSource, fmt.Errorf("message %s (%s %q): %w", id, queue.AttrSourceQueue, src, err))
+					handBack = append(handBack, handle)
+					continue
 				}
 			}
 			attrs := map[string]types.MessageAttributeValue{}
@@ -348,17 +362,24 @@ func dlqRedrive(ctx context.Context, args []string) (redriveReport, error) {
 				}
 			}
 			if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target), MessageBody: m.Body, MessageAttributes: attrs}); err != nil {
-				handBack = append(handBack, aws.ToString(m.ReceiptHandle))
+				for _, rest := range ms[i:] {
+					handBack = append(handBack, aws.ToString(rest.ReceiptHandle))
+				}
 				return rep, fmt.Errorf("redrive: moved %d, then: %w", rep.Total(), err)
 			}
-			movedBodies[sum], movedIDs[id], progress = true, true, true
+			movedBodies[sum] = true
 			rep.Moved[path.Base(target)]++
-			if _, err := c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(dlqURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+			// Sent: the delete must happen even if the run is interrupted now.
+			if _, err := c.DeleteMessage(context.WithoutCancel(ctx), &sqs.DeleteMessageInput{QueueUrl: aws.String(dlqURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				for _, rest := range ms[i+1:] {
+					handBack = append(handBack, aws.ToString(rest.ReceiptHandle))
+				}
 				return rep, fmt.Errorf("redrive: moved %d (the last one may come again), then: %w", rep.Total(), err)
 			}
 		}
-		// Every receive moves a message or ends the run: at most Limit+1 receives.
-		if !progress {
+		// A receive that brings nothing new ends the run. The messages left so far are
+		// hidden until it ends, so each receive brings others while there are any.
+		if !fresh {
 			break
 		}
 	}
@@ -366,6 +387,9 @@ func dlqRedrive(ctx context.Context, args []string) (redriveReport, error) {
 	handBack = nil
 	if _, n, err := queueState(ctx, c, dlqURL); err == nil {
 		rep.Left = n
+	}
+	if badSource != nil {
+		return rep, fmt.Errorf("redrive: left %d message(s) whose %s cannot be used (give them a queue by hand), the first: %w", rep.BadSource, queue.AttrSourceQueue, badSource)
 	}
 	return rep, nil
 }

@@ -450,3 +450,32 @@ func TestDLQDefaultsToTheConfiguredDLQ(t *testing.T) {
 		t.Fatalf("redrive without --queue moved %v, want 1 to %s", rep.Moved, q.OrdersName)
 	}
 }
+
+// A receive that brings only repeats of a body already moved does not end the run: they
+// are hidden from then on, and the messages behind them still move. Flag mistakes are
+// usage errors even without any SQS setting. (Against the first version of the rewrite,
+// 21 copies of one body ahead of a good message ended the run after one move, exit 0,
+// with the good message left; and `dlq list --bogus` without AWS_REGION was a config
+// error. Both tried.)
+func TestDLQRedriveGoesPastRepeats(t *testing.T) {
+	c, q := dlqTestEnv(t)
+	ctx := context.Background()
+	for range 21 {
+		deadLetter(t, c, q.Orders.DLQURL, "same", nil)
+	}
+	deadLetter(t, c, q.Orders.DLQURL, "good", nil)
+	rep, err := dlqRedrive(ctx, []string{"-queue", q.OrdersDLQName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := take(t, c, q.Orders.URL)
+	if _, ok := got["good"]; !ok || len(got) != 2 || rep.Total() != 2 || rep.Repeats != 20 {
+		t.Fatalf("moved %v (report: %d moved, %d repeats), want same once and good", slices.Sorted(maps.Keys(got)), rep.Total(), rep.Repeats)
+	}
+
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("JUNBAN_STACK_ENV", "/nonexistent/stack.env")
+	if err := dlqList(ctx, io.Discard, []string{"--bogus"}); !errors.Is(err, errUsage) {
+		t.Errorf("dlq list --bogus without AWS_REGION: %v, want a usage error", err)
+	}
+}

@@ -13,13 +13,13 @@ import (
 )
 
 // TestCluster runs operations and ScanSKUs on a Redis Cluster: every script touches
-// keys of one hash tag, and ScanSKUs visits every master. It needs a cluster:
-// JUNBAN_TEST_REDIS_CLUSTER_URL=redis://127.0.0.1:PORT (DESIGN.md shows how to start
-// a local one).
+// keys of one hash tag, and ScanSKUs visits every master. It runs on
+// JUNBAN_TEST_REDIS_CLUSTER_URL (redis://HOST:PORT of a seed node) when set, else on a
+// local 3-master cluster of its own (testenv.RedisCluster).
 func TestCluster(t *testing.T) {
 	url := os.Getenv("JUNBAN_TEST_REDIS_CLUSTER_URL")
 	if url == "" {
-		t.Skip("set JUNBAN_TEST_REDIS_CLUSTER_URL to a Redis Cluster seed node")
+		url = "redis://" + testenv.RedisCluster(t)
 	}
 	opt, err := redis.ParseClusterURL(url)
 	if err != nil {
