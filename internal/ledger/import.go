@@ -389,8 +389,9 @@ func Loaded(rc redis.UniversalClient, prefix string) LiveCheck {
 // Live SKUs are refused (ErrLiveSKU, nothing written): those with a PostgreSQL version
 // above 0, and those that loaded reports (nil: PostgreSQL's version alone decides, which
 // misses a SKU loaded but not yet changed). Their stock changes through the ledger
-// (inventory.received and inventory.adjusted events). A SKU loaded by a worker after the
-// check and before the commit would keep the state it loaded; reconcile reports it.
+// (inventory.received and inventory.adjusted events). loaded is asked again just before
+// the commit, so only a SKU loaded by a worker in that instant keeps what it loaded over
+// the import; reconcile reports it.
 func WriteImport(ctx context.Context, db *gorm.DB, skus []ImportSKU, loaded LiveCheck) (ImportStats, error) {
 	var st ImportStats
 	names := make([]string, len(skus))
@@ -407,13 +408,21 @@ func WriteImport(ctx context.Context, db *gorm.DB, skus []ImportSKU, loaded Live
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var persisted []string
 		for chunk := range slices.Chunk(names, 1000) {
-			var got []string
-			// FOR UPDATE: a result persisted meanwhile waits for this transaction.
-			if err := tx.Raw(`SELECT sku FROM skus WHERE sku IN ? AND version > 0 ORDER BY sku FOR UPDATE`, chunk).
-				Scan(&got).Error; err != nil {
+			var rows []struct {
+				SKU     string
+				Version int64
+			}
+			// FOR UPDATE locks the file's existing SKU rows: a result persisted meanwhile
+			// for one of them waits until this transaction ends.
+			if err := tx.Raw(`SELECT sku, version FROM skus WHERE sku IN ? ORDER BY sku FOR UPDATE`, chunk).
+				Scan(&rows).Error; err != nil {
 				return err
 			}
-			persisted = append(persisted, got...)
+			for _, r := range rows {
+				if r.Version > 0 {
+					persisted = append(persisted, r.SKU)
+				}
+			}
 		}
 		if all := mergeSorted(live, persisted); len(all) > 0 {
 			return liveError(all)
@@ -493,6 +502,18 @@ func WriteImport(ctx context.Context, db *gorm.DB, skus []ImportSKU, loaded Live
 			}
 			if len(clash) > 0 {
 				return fmt.Errorf("sku %s: lots %s would share reg_seq %d", s.SKU, clash[0].Lots, clash[0].RegSeq)
+			}
+		}
+		// A worker may have loaded one of the SKUs meanwhile, from the rows before this
+		// transaction: then Redis holds what the import is about to replace. Look again
+		// just before the commit, which leaves only the commit's own instant.
+		if loaded != nil {
+			late, err := loaded(ctx, names)
+			if err != nil {
+				return err
+			}
+			if len(late) > 0 {
+				return liveError(late)
 			}
 		}
 		return nil

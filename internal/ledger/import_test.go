@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"strings"
@@ -214,5 +215,29 @@ func TestImportRefusesLiveSKUs(t *testing.T) {
 	// SKUs that are not live still import.
 	if _, err := WriteImport(ctx, db, parse("sku,lot_id,kind,sellable\nC,L3,onhand,8\n"), loaded); err != nil {
 		t.Errorf("C: %v", err)
+	}
+}
+
+// A SKU that a worker loads while the import runs is refused too: Redis is asked again
+// just before the commit. (Fails without the second look; tried.)
+func TestImportRefusesASKULoadedMeanwhile(t *testing.T) {
+	db := testenv.Postgres(t)
+	calls := 0
+	loadedSecondTime := func(ctx context.Context, skus []string) ([]string, error) {
+		calls++
+		if calls == 1 {
+			return nil, nil
+		}
+		return []string{"A"}, nil
+	}
+	skus, err := ParseImport(strings.NewReader("sku,lot_id,kind,sellable\nA,L1,onhand,5\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteImport(ctx, db, skus, loadedSecondTime); !errors.Is(err, ErrLiveSKU) {
+		t.Fatalf("import of a SKU loaded meanwhile: %v, want ErrLiveSKU", err)
+	}
+	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "A"); !errors.Is(err, ErrUnknownSKU) {
+		t.Errorf("a refused import wrote A: %v", err)
 	}
 }

@@ -19,15 +19,17 @@ type PGLoader struct{ DB *gorm.DB }
 
 // LoadQuerySKU and LoadQueryLots are the queries PGLoader runs, in one repeatable-read
 // transaction so the SKU row and its lots come from one snapshot.
+// LotColumns are the columns of a lot row as Lot reads them; LoadQueryLots selects them.
 const (
-	LoadQuerySKU  = `SELECT safety_stock, version FROM skus WHERE sku = ?`
-	LoadQueryLots = `SELECT lot_id, kind, good,
+	LoadQuerySKU = `SELECT safety_stock, version FROM skus WHERE sku = ?`
+	LotColumns   = `lot_id, kind, good,
        coalesce(to_char(best_before, 'YYYY-MM-DD'), '') AS best_before,
        reg_seq,
        coalesce(to_char(arrives_at, 'YYYY-MM-DD'), '') AS arrives_at,
        to_char(valid_from, 'YYYY-MM-DD') AS valid_from,
        to_char(valid_to, 'YYYY-MM-DD') AS valid_to,
-       sellable, reserved, allocated, hidden, shipped
+       sellable, reserved, allocated, hidden, shipped`
+	LoadQueryLots = `SELECT ` + LotColumns + `
   FROM lots WHERE sku = ? ORDER BY reg_seq, lot_id`
 )
 

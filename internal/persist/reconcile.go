@@ -335,13 +335,7 @@ type pgLot struct {
 }
 
 // reconcileQueryLots is ledger.LoadQueryLots with each row's version.
-const reconcileQueryLots = `SELECT lot_id, kind, good,
-       coalesce(to_char(best_before, 'YYYY-MM-DD'), '') AS best_before,
-       reg_seq,
-       coalesce(to_char(arrives_at, 'YYYY-MM-DD'), '') AS arrives_at,
-       to_char(valid_from, 'YYYY-MM-DD') AS valid_from,
-       to_char(valid_to, 'YYYY-MM-DD') AS valid_to,
-       sellable, reserved, allocated, hidden, shipped, version
+const reconcileQueryLots = `SELECT ` + ledger.LotColumns + `, version
   FROM lots WHERE sku = ? ORDER BY reg_seq, lot_id`
 
 // loadPGSKU reads a SKU's rows in one repeatable-read transaction, so the skus row and
