@@ -173,6 +173,9 @@ func readJSONLines(r *bufio.Reader) ([]map[string]string, []int, ImportErrors) {
 			errs = append(errs, LineError{Line: n, Msg: "not a JSON object: " + err.Error()})
 			continue
 		}
+		for _, k := range duplicateKeys(text) {
+			errs = append(errs, LineError{n, k, "key given twice"})
+		}
 		row := map[string]string{}
 		for k, raw := range obj {
 			if !known[k] {
@@ -320,6 +323,33 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 		out = append(out, *bySKU[sku])
 	}
 	return out, errs
+}
+
+// duplicateKeys returns the keys that the JSON object text (valid, as Unmarshal found)
+// names more than once: Unmarshal keeps the last value of each, silently.
+func duplicateKeys(text []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(text))
+	if _, err := dec.Token(); err != nil { // {
+		return nil
+	}
+	seen := map[string]bool{}
+	var dups []string
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return dups
+		}
+		k, _ := t.(string)
+		if seen[k] && !slices.Contains(dups, k) {
+			dups = append(dups, k)
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return dups
+		}
+	}
+	return dups
 }
 
 // mergeSorted returns the union of a and b, sorted, each once.

@@ -105,7 +105,7 @@ A,,L4,,,,,
 	}
 }
 
-// A column named twice is an error, not last-wins; a byte order mark is allowed before
+// A column (or JSON key) named twice is an error, not last-wins; a byte order mark is allowed before
 // JSON lines as before a CSV header. (Both failed before: sellable,sellable imported the
 // second value; the BOM failed as "invalid character".)
 func TestImportHeaderTwiceAndByteOrderMark(t *testing.T) {
@@ -113,6 +113,10 @@ func TestImportHeaderTwiceAndByteOrderMark(t *testing.T) {
 	var ie ImportErrors
 	if !errors.As(err, &ie) || len(ie) != 1 || ie[0].Line != 1 || ie[0].Msg != "column named twice" {
 		t.Fatalf("sellable twice: %v", err)
+	}
+	_, err = ParseImport(strings.NewReader(`{"sku":"A","lot_id":"L1","kind":"onhand","sellable":3,"sellable":7}` + "\n"))
+	if !errors.As(err, &ie) || len(ie) != 1 || ie[0].Field != "sellable" || ie[0].Msg != "key given twice" {
+		t.Fatalf("JSON key twice: %v", err)
 	}
 	skus, err := ParseImport(strings.NewReader("\ufeff{\"sku\":\"A\",\"lot_id\":\"L1\",\"kind\":\"onhand\",\"sellable\":3}\n"))
 	if err != nil || len(skus) != 1 || skus[0].Lots[0].Lot.Sellable != 3 {
