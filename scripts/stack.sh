@@ -9,7 +9,7 @@
 # PostgreSQL otherwise: the machine's cluster on 5432, started if it is down; when that does
 # not answer either (not installed, or its authentication is not trust, as after a plain
 # apt-get install), a private cluster with trust authentication on a free port.
-# A failed `up` stops the stack again (what this or an earlier `up` started).
+# A failed `up` stops what that run started, and nothing else.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -68,6 +68,7 @@ up_redis() {
     --dir "$state/redis" --pidfile "$state/redis.pid" --logfile "$state/redis.log"
   REDIS_URL="redis://127.0.0.1:$port/0"
   for _ in $(seq 50); do redis_answers "$REDIS_URL" && break; sleep 0.1; done
+  started+=(redis)
   redis_answers "$REDIS_URL" || { log "redis did not start, see $state/redis.log"; exit 1; }
   log "redis: started on $port (AOF on)"
 }
@@ -83,12 +84,21 @@ pg_wait() { # pg_wait URL: up to 20 s
 # makes `down` stop it again. A running cluster is never touched.
 start_machine_cluster() {
   command -v pg_lsclusters >/dev/null 2>&1 || return 1
-  local ver status
-  read -r ver status < <(pg_lsclusters --no-header 2>/dev/null | awk '$3 == 5432 { print $1, $4; exit }') || return 1
+  local ver name status
+  read -r ver name status < <(pg_lsclusters --no-header 2>/dev/null | awk '$3 == 5432 { print $1, $2, $4; exit }') || return 1
   [ "${status:-}" = down ] || return 1
-  log "postgresql: starting the machine's cluster $ver on 5432"
-  pg_ctlcluster --skip-systemctl-redirect "$ver" main start || return 1
-  echo "$ver" >"$state/postgres.started"
+  log "postgresql: starting the machine's cluster $ver/$name on 5432"
+  pg_ctlcluster --skip-systemctl-redirect "$ver" "$name" start || return 1
+  echo "$ver $name" >"$state/postgres.started"
+  started+=(pg-machine)
+}
+
+stop_machine_cluster() {
+  [ -f "$state/postgres.started" ] || return 0
+  local ver name; read -r ver name <"$state/postgres.started" || true
+  pg_ctlcluster --skip-systemctl-redirect "$ver" "${name:-main}" stop || true
+  rm -f "$state/postgres.started"
+  log "postgresql: stopped the machine's cluster that up started"
 }
 
 # as_postgres CMD...: PostgreSQL refuses to run as root; root runs it as the postgres user.
@@ -105,6 +115,7 @@ start_private_cluster() {
   local dir port; dir=$(mktemp -d /tmp/junban-pg.XXXXXX); port=$(free_port)
   [ "$(id -u)" != 0 ] || chown postgres: "$dir"
   echo "$bin $dir" >"$state/postgres.private"
+  started+=(pg-private)
   log "postgresql: starting a private cluster on $port (data in $dir)"
   as_postgres "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --no-sync >"$state/postgres-initdb.log" 2>&1 ||
     { log "postgresql: initdb failed, see $state/postgres-initdb.log"; return 1; }
@@ -114,11 +125,21 @@ start_private_cluster() {
   url="postgres://postgres@127.0.0.1:$port/junban?sslmode=disable"
 }
 
+# private_running: the recorded private cluster's server runs (answering or not).
+private_running() {
+  [ -f "$state/postgres.private" ] || return 1
+  local bin dir; read -r bin dir <"$state/postgres.private" || return 1
+  [ -d "$dir/data" ] && as_postgres "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1
+}
+
+# stop_private_cluster: stop the recorded private cluster and remove its data; a server
+# that does not stop keeps its directory and record.
 stop_private_cluster() {
   [ -f "$state/postgres.private" ] || return 0
-  local bin dir; read -r bin dir <"$state/postgres.private"
-  if [ -d "$dir/data" ]; then
-    as_postgres "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >/dev/null 2>&1 || true
+  local bin dir; read -r bin dir <"$state/postgres.private" || true
+  if private_running; then
+    as_postgres "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >/dev/null 2>&1 ||
+      { log "postgresql: the private cluster in $dir did not stop; left in place"; return 1; }
     log "postgresql: stopped the private cluster"
   fi
   rm -rf "$dir"
@@ -131,8 +152,13 @@ up_postgres() {
   local admin="${url%/*}/postgres?sslmode=disable"
   if pg_answers "$admin"; then
     log "postgresql: using ${admin%%\?*}"
+  elif private_running; then
+    # Ours, running but not answering now (busy: all connections taken, or starting up):
+    # wait for it, never replace it (that would drop its data under other runs' feet).
+    pg_wait "$admin" || { log "postgresql: the private cluster runs but does not answer at ${admin%%\?*}"; exit 1; }
+    log "postgresql: using ${admin%%\?*}"
   else
-    stop_private_cluster # one left from before, no longer answering
+    stop_private_cluster # one left from before that no longer runs: only its files are left
     url="postgres://postgres@127.0.0.1:5432/junban?sslmode=disable"
     admin="${url%/*}/postgres?sslmode=disable"
     if ! { pg_answers "$admin" || { start_machine_cluster && pg_wait "$admin"; }; }; then
@@ -170,6 +196,7 @@ up_sqs() {
   local port; port=$(free_port)
   nohup node "$root/localsqs/server.mjs" "$port" >"$state/sqs.log" 2>&1 &
   echo $! >"$state/sqs.pid"
+  started+=(sqs)
   AWS_ENDPOINT_URL_SQS="http://127.0.0.1:$port"
   for _ in $(seq 100); do sqs_answers "$AWS_ENDPOINT_URL_SQS" && break; sleep 0.1; done
   sqs_answers "$AWS_ENDPOINT_URL_SQS" || { log "sqs did not start, see $state/sqs.log"; exit 1; }
@@ -210,13 +237,23 @@ stop_pid() { # stop_pid NAME PIDFILE WORD: only a process whose command line hol
 down() {
   stop_pid sqs "$state/sqs.pid" server.mjs
   stop_pid redis "$state/redis.pid" redis-server
-  stop_private_cluster
-  if [ -f "$state/postgres.started" ]; then
-    pg_ctlcluster --skip-systemctl-redirect "$(cat "$state/postgres.started")" main stop || true
-    rm -f "$state/postgres.started"
-    log "postgresql: stopped the machine's cluster that up started"
-  fi
+  stop_private_cluster || true
+  stop_machine_cluster
   rm -f "$envfile"
+}
+
+# undo_up: after a failed up, stop what that run started (started), nothing else.
+started=()
+undo_up() {
+  local what
+  for what in "${started[@]}"; do
+    case "$what" in
+    redis) stop_pid redis "$state/redis.pid" redis-server ;;
+    sqs) stop_pid sqs "$state/sqs.pid" server.mjs ;;
+    pg-private) stop_private_cluster || true ;;
+    pg-machine) stop_machine_cluster ;;
+    esac
+  done
 }
 
 case "${1:-status}" in
@@ -224,7 +261,7 @@ up)
   # free_port needs python3 or node; node comes with the emulator, later.
   command -v python3 >/dev/null 2>&1 || command -v node >/dev/null 2>&1 || ensure_pkg python3 python3
   ensure_pkg gcc gcc # make test runs go test -race, which needs cgo
-  trap 'rc=$?; if [ "$rc" != 0 ]; then log "up failed: stopping what it started"; down; fi' EXIT
+  trap 'rc=$?; if [ "$rc" != 0 ]; then log "up failed: stopping what it started"; undo_up; fi' EXIT
   up_redis
   up_postgres
   up_sqs
