@@ -349,6 +349,14 @@ func dlqRedrive(ctx context.Context, args []string) (redriveReport, error) {
 			target := fallbackURL
 			if src := aws.ToString(m.MessageAttributes[queue.AttrSourceQueue].StringValue); src != "" {
 				if target, err = r.target(ctx, src); err != nil {
+					var gone *types.QueueDoesNotExist
+					if !errors.Is(err, errRedriveIntoDLQ) && !errors.As(err, &gone) {
+						// Throttling, the network: not the message's fault; stop here.
+						for _, rest := range ms[i:] {
+							handBack = append(handBack, aws.ToString(rest.ReceiptHandle))
+						}
+						return rep, fmt.Errorf("redrive: moved %d, then message %s (%s %q): %w", rep.Total(), id, queue.AttrSourceQueue, src, err)
+					}
 					rep.BadSource++
 					badSource = cmp.Or(badSource, fmt.Errorf("message %s (%s %q): %w", id, queue.AttrSourceQueue, src, err))
 					handBack = append(handBack, handle)

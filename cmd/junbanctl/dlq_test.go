@@ -479,3 +479,23 @@ func TestDLQRedriveGoesPastRepeats(t *testing.T) {
 		t.Errorf("dlq list --bogus without AWS_REGION: %v, want a usage error", err)
 	}
 }
+
+// A message whose junban-source-queue names a queue that does not exist is left in the
+// DLQ and counted; the others still move, and the run fails naming it. (The first rewrite
+// stopped the run at that message, leaving the ones behind it unmoved; it has no
+// BadSource count, so this test does not compile against it.)
+func TestDLQRedriveLeavesAMessageItCannotRoute(t *testing.T) {
+	c, q := dlqTestEnv(t)
+	ctx := context.Background()
+	deadLetter(t, c, q.Orders.DLQURL, "nowhere", map[string]string{queue.AttrSourceQueue: testenv.Name(t) + "-gone"})
+	for _, b := range []string{"a", "b", "c"} {
+		deadLetter(t, c, q.Orders.DLQURL, b, nil)
+	}
+	rep, err := dlqRedrive(ctx, []string{"-queue", q.OrdersDLQName})
+	if err == nil || !strings.Contains(err.Error(), "-gone") || rep.BadSource != 1 || rep.Total() != 3 {
+		t.Fatalf("redrive: %v, moved %d, bad source %d; want an error naming the queue, 3 moved, 1 left", err, rep.Total(), rep.BadSource)
+	}
+	if got := peek(t, c, q.Orders.DLQURL); !slices.Equal(got, []string{"nowhere"}) {
+		t.Fatalf("the DLQ holds %q, want [nowhere]", got)
+	}
+}
