@@ -29,9 +29,12 @@ import (
 var errRedriveIntoDLQ = errors.New("redrive target is the dead-letter queue itself")
 
 // redriveVisibility is how long, in seconds, redrive hides a message it received. A moved
-// message is deleted well within it; a repeat it leaves in the DLQ stays hidden for the
-// rest of a usual run, so that later receives bring the other messages.
-const redriveVisibility = 60
+// message is deleted well within it; a message it leaves in the DLQ (a repeat) stays
+// hidden for the rest of the run, so that later receives bring the others, and is made
+// visible again when the run ends (or when this passes, if the run dies). Five minutes
+// cover a run of some ten thousand messages; a longer one can end early, saying so in
+// its depths, and the next run goes on.
+const redriveVisibility = 300
 
 // servedQueue returns the queue the dead-letter queue dlq serves, as far as the
 // configuration or its name ("X-dlq" serves "X") tells; "" when neither does.
