@@ -54,7 +54,13 @@ ensure_pkg() { # ensure_pkg COMMAND DEBIAN-PACKAGE...
 
 up_redis() {
   if [ -n "${REDIS_URL:-}" ] && redis_answers "$REDIS_URL"; then
-    log "redis: using $REDIS_URL"; return
+    log "redis: using $REDIS_URL"
+    # The wait lists hold events whose SQS messages are deleted: say so when that Redis
+    # would lose them in a restart (CONFIG may be disabled on a managed one: then quiet).
+    if timeout 5 redis-cli -u "$REDIS_URL" config get appendonly 2>/dev/null | grep -qx no; then
+      log "redis: WARNING: $REDIS_URL runs without AOF (appendonly no): a restart loses queued events"
+    fi
+    return
   fi
   # Never two servers on one AOF directory: stop ours if it lives but does not answer.
   stop_pid redis "$state/redis.pid" redis-server
