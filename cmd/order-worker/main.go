@@ -291,17 +291,4 @@ func resolve(ctx context.Context, cfg config.SQS, c *sqs.Client) (queueURLs, err
 }
 
 // openPostgres connects to PostgreSQL with at most cfg.PGMaxConns connections.
-func openPostgres(cfg Config) (*gorm.DB, error) {
-	db, err := cfg.Postgres.Open()
-	if err != nil {
-		return nil, err
-	}
-	sqlDB, err := db.DB()
-	if err != nil {
-		return nil, err
-	}
-	sqlDB.SetMaxOpenConns(cfg.PGMaxConns)
-	sqlDB.SetMaxIdleConns(cfg.PGMaxConns)
-	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-	return db, nil
-}
+func openPostgres(cfg Config) (*gorm.DB, error) { return cfg.Postgres.OpenPool(cfg.PGMaxConns) }

@@ -147,7 +147,8 @@ func run() error {
 	}
 	var db *gorm.DB
 	err = untilDone(ctx, log, "connect to PostgreSQL", func(context.Context) error {
-		db, err = cfg.Postgres.Open()
+		// One connection per applier (batches applied at once), one for readiness checks.
+		db, err = cfg.Postgres.OpenPool(cfg.Appliers + 1)
 		return err
 	})
 	if err != nil {
@@ -158,11 +159,6 @@ func run() error {
 		return err
 	}
 	defer sqlDB.Close()
-	// One connection per applier (batches applied at once), one for readiness checks.
-	conns := cfg.Appliers + 1
-	sqlDB.SetMaxOpenConns(conns)
-	sqlDB.SetMaxIdleConns(conns)
-	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	if cfg.Migrate {
 		err = untilDone(ctx, log, "apply migrations", func(ctx context.Context) error {
 			n, err := migrations.Up(ctx, sqlDB)

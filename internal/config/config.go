@@ -218,6 +218,22 @@ func (p Postgres) Open() (*gorm.DB, error) {
 	return db, nil
 }
 
+// OpenPool is Open with at most conns connections, kept idle up to five minutes.
+func (p Postgres) OpenPool(conns int) (*gorm.DB, error) {
+	db, err := p.Open()
+	if err != nil {
+		return nil, err
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	sqlDB.SetMaxOpenConns(conns)
+	sqlDB.SetMaxIdleConns(conns)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	return db, nil
+}
+
 // Var describes one environment variable a configuration reads.
 type Var struct {
 	Name     string

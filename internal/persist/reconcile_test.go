@@ -66,19 +66,7 @@ func drifts(rep persist.ReconcileReport) []string {
 // rewrites PostgreSQL where Redis is newer (and only there).
 func TestReconcileReportsAndRepairsDrift(t *testing.T) {
 	ctx := context.Background()
-	db := testenv.Postgres(t)
-	rc, prefix := testenv.Redis(t)
-	cfg := resultgen.Config{Seed: 4, SKUs: 3, LotsPerSKU: 2}
-	catalog := resultgen.Catalog(cfg)
-	if _, err := persist.WriteSKUs(ctx, db, catalog); err != nil {
-		t.Fatal(err)
-	}
-	led := ledger.New(rc, prefix, ledger.PGLoader{DB: db}, ledger.Config{})
-	for _, s := range catalog {
-		if err := led.Load(ctx, s.SKU); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db, led, catalog := loadedCatalog(t, 3, 2)
 	// SKU 0 moves on in Redis without its result reaching PostgreSQL: behind.
 	target := time.Now().AddDate(0, 0, 2).Format(time.DateOnly)
 	if _, err := led.Allocate(ctx, ledger.AllocateRequest{OpID: "op-1", SKU: catalog[0].SKU, Qty: 3, TargetDate: target, Mode: ledger.ModeShip}); err != nil {
