@@ -264,6 +264,19 @@ const (
 // handle runs the handler for one envelope, retrying a failure a bounded number of times
 // inside the turn. With handledOK it returns the writes the handler committed.
 func (h *Handoff) handle(l *lease, e entry) (handled, []Write) {
+	if e.rerun && h.cfg.Quarantine != nil {
+		// An envelope left in proc may have failed its last allowed run just before its
+		// holder went away, or an operator asked for its skip: only a re-run can be due,
+		// so a first run pays no read.
+		ctx, cancel := h.bookkeepingCtx(l.ctx)
+		f, err := readFailure(ctx, h.rc, h.cfg.Prefix, l.entity, e.raw)
+		cancel()
+		if err != nil {
+			h.log.Warn("lockhandoff: failure count not read", zap.String("lcid", l.entity), zap.Error(err))
+		} else if h.due(f) {
+			return h.quarantine(l, e, f)
+		}
+	}
 	backoff := h.cfg.RetryBackoff
 	for attempt := 0; ; attempt++ {
 		deadline := time.Now().Add(h.cfg.HandlerDeadline)
@@ -289,10 +302,22 @@ func (h *Handoff) handle(l *lease, e entry) (handled, []Write) {
 		case l.isLost():
 			return handledLost, nil
 		case errors.Is(cause, errStopBound):
-			// Shutdown, not a failure: no alert for it.
+			// Shutdown, not a failure: no alert for it, and no count.
 			h.log.Info("lockhandoff: handler cut short by the stop bound; envelope left in proc",
 				zap.String("lcid", l.entity), zap.Int64("seq", e.seq))
 			return handledFailed, nil
+		}
+		// A failed run, counted in the entity's slot so that the runs of every turn and
+		// worker add up: once they reach MaxAttempts the envelope leaves the turn, and
+		// the entity's later events no longer wait behind it.
+		runErr := err
+		if errors.Is(cause, errDeadline) {
+			runErr = fmt.Errorf("%w (%v)", errDeadline, h.cfg.HandlerDeadline)
+		}
+		if f, ok := h.recordFailure(l, e, runErr); ok && h.due(f) {
+			return h.quarantine(l, e, f)
+		}
+		switch {
 		case errors.Is(cause, errDeadline):
 			h.m.abandoned.Inc()
 			h.log.Warn("lockhandoff: handler passed its deadline; turn left to the sweeper",

@@ -92,6 +92,13 @@ type Config struct {
 	HandlerRetries int
 	// RetryBackoff is the pause before the first retry; it doubles for each next one.
 	RetryBackoff time.Duration
+	// MaxAttempts bounds the failed handler calls of one envelope, counted in the entity's
+	// slot across retries, turns and workers: the run that reaches it hands the envelope to
+	// Quarantine, and the turn moves on. It applies only with a Quarantine hook.
+	MaxAttempts int
+	// Quarantine takes an envelope out of the turn after MaxAttempts failed runs, or when an
+	// operator asked for it (Skip). Nil: a failing envelope is re-run for ever.
+	Quarantine Quarantine
 	// Pipelines is how many round trips of the package's own scripts (take, handoff,
 	// leave) may be in flight at once; calls beyond it wait and then share one pipeline
 	// (up to PipelineMax calls), which saves Redis and this process a system call pair per
@@ -171,6 +178,9 @@ func (c *Config) setDefaults() {
 	if c.RetryBackoff == 0 {
 		c.RetryBackoff = RetryBackoffDefault
 	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = MaxAttemptsDefault
+	}
 	if c.Pipelines == 0 {
 		c.Pipelines = PipelinesDefault
 	}
@@ -194,7 +204,7 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("LockTTL %v is below 3ms", c.LockTTL))
 	}
 	for name, v := range map[string]int{"MaxWait": c.MaxWait, "DrainMaxEvents": c.DrainMaxEvents,
-		"SweepConcurrency": c.SweepConcurrency, "IndexShards": c.IndexShards,
+		"SweepConcurrency": c.SweepConcurrency, "IndexShards": c.IndexShards, "MaxAttempts": c.MaxAttempts,
 		"Pipelines": c.Pipelines, "PipelineMax": c.PipelineMax} {
 		if v < 1 {
 			errs = append(errs, fmt.Errorf("%s %d is below 1", name, v))

@@ -8,16 +8,17 @@ import (
 )
 
 type metrics struct {
-	turns      *prometheus.CounterVec
-	handedOff  prometheus.Counter
-	depth      prometheus.Histogram
-	full       prometheus.Counter
-	leasesLost prometheus.Counter
-	abandoned  prometheus.Counter
-	failed     prometheus.Counter
-	recovered  prometheus.Counter
-	waited     prometheus.Histogram
-	detached   prometheus.Gauge
+	turns       *prometheus.CounterVec
+	handedOff   prometheus.Counter
+	depth       prometheus.Histogram
+	full        prometheus.Counter
+	leasesLost  prometheus.Counter
+	abandoned   prometheus.Counter
+	failed      prometheus.Counter
+	quarantined prometheus.Counter
+	recovered   prometheus.Counter
+	waited      prometheus.Histogram
+	detached    prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -38,6 +39,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "handlers_abandoned_total", Help: "Handlers that passed their deadline."}),
 		failed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "handler_failures_total", Help: "Turns left with the envelope in proc after the handler failed every retry."}),
+		quarantined: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "quarantined_total", Help: "Envelopes taken out of their turn by Config.Quarantine, after MaxAttempts failed runs or an operator's skip."}),
 		recovered: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "backlogs_recovered_total", Help: "Backlogs whose turn the sweeper took after their holder left or died."}),
 		waited: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub,
@@ -57,6 +60,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.leasesLost = register(reg, m.leasesLost, &err)
 	m.abandoned = register(reg, m.abandoned, &err)
 	m.failed = register(reg, m.failed, &err)
+	m.quarantined = register(reg, m.quarantined, &err)
 	m.recovered = register(reg, m.recovered, &err)
 	m.waited = register(reg, m.waited, &err)
 	m.detached = register(reg, m.detached, &err)

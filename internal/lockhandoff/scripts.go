@@ -32,6 +32,12 @@ var (
 	//go:embed state.lua
 	stateSrc    string
 	stateScript = redis.NewScript(stateSrc)
+	//go:embed attempts.lua
+	attemptsSrc    string
+	attemptsScript = redis.NewScript(attemptsSrc)
+	//go:embed skip.lua
+	skipSrc    string
+	skipScript = redis.NewScript(skipSrc)
 	//go:embed forget.lua
 	forgetSrc    string
 	forgetScript = redis.NewScript(forgetSrc)
@@ -40,6 +46,7 @@ var (
 // entry is an envelope as it left wait or proc: "<enqueued_at_ms>:<envelope>".
 type entry struct {
 	seq      int64
+	raw      []byte // the whole entry, as in proc
 	envelope []byte
 	enqMs    int64 // when it was pushed, server clock
 	nowMs    int64 // when it entered proc (or was read from it), server clock
@@ -64,7 +71,7 @@ func parseEntry(seq any, raw any, now any, depth any) (entry, error) {
 	if err != nil {
 		return entry{}, fmt.Errorf("malformed entry timestamp: %w", err)
 	}
-	e := entry{envelope: b[i+1:], enqMs: enq}
+	e := entry{raw: b, envelope: b[i+1:], enqMs: enq}
 	e.seq, _ = seq.(int64)
 	e.nowMs, _ = now.(int64)
 	e.depth, _ = depth.(int64)

@@ -1,0 +1,40 @@
+-- attempts: count a failed run of the envelope in proc, durably, in the entity's slot.
+--
+-- KEYS[1] lock      the turn (see take.lua)
+-- KEYS[2] proc      the envelope being processed (see take.lua)
+-- KEYS[3] attempts  hash of the envelope in proc's failed runs:
+--                   entry (SHA-1 of the proc entry), n, err, first_at, last_at, skip
+-- ARGV[1] token     the holder's token: nothing changes unless lock still holds it
+-- ARGV[2] digest    SHA-1 (hex) of the proc entry the caller ran
+-- ARGV[3] error     the run's error text
+-- ARGV[4] ttl       retention of the hash in milliseconds
+--
+-- The hash belongs to the entry whose digest it holds: a hash left by an earlier envelope
+-- (one that failed, then succeeded) starts again from 0 for the next.
+--
+-- Returns
+--   {n, skip}   the envelope's failed runs so far, this one counted; skip is 1 when an
+--               operator asked to quarantine it (see skip.lua)
+--   {-1}        the lock is not ours; nothing changed
+--   {-2}        proc no longer holds that entry; nothing changed
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return {-1}
+end
+local cur = redis.call('LINDEX', KEYS[2], 0)
+if not cur or redis.sha1hex(cur) ~= ARGV[2] then
+  return {-2}
+end
+local t = redis.call('TIME')
+local now = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
+if redis.call('HGET', KEYS[3], 'entry') ~= ARGV[2] then
+  redis.call('DEL', KEYS[3])
+  redis.call('HSET', KEYS[3], 'entry', ARGV[2], 'first_at', now)
+end
+local n = redis.call('HINCRBY', KEYS[3], 'n', 1)
+redis.call('HSET', KEYS[3], 'err', ARGV[3], 'last_at', now)
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+local skip = 0
+if redis.call('HGET', KEYS[3], 'skip') == '1' then
+  skip = 1
+end
+return {n, skip}
