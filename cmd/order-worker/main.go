@@ -57,6 +57,10 @@ type Config struct {
 	HandlerDeadline time.Duration `env:"JUNBAN_HANDLER_DEADLINE" envDefault:"60s"`
 	// MaxWait bounds an entity's wait list; beyond it messages stay in SQS.
 	MaxWait int `env:"JUNBAN_MAX_WAIT" envDefault:"10000"`
+	// MaxAttempts bounds the failed runs of one event, counted in Redis across turns and
+	// workers: the run that reaches it dead-letters the event (ERR_MAX_ATTEMPTS), undoing
+	// or completing what its runs did, and the order's later events go on.
+	MaxAttempts int `env:"JUNBAN_MAX_ATTEMPTS" envDefault:"10"`
 	// DrainMaxEvents and DrainMaxTime bound one holder's drain before it hands the backlog on.
 	DrainMaxEvents int           `env:"JUNBAN_DRAIN_MAX_EVENTS" envDefault:"1000"`
 	DrainMaxTime   time.Duration `env:"JUNBAN_DRAIN_MAX_TIME" envDefault:"20s"`
@@ -110,6 +114,9 @@ func (c Config) Validate() []string {
 	}
 	if c.MaxWait < 1 {
 		p = append(p, "JUNBAN_MAX_WAIT: must be at least 1")
+	}
+	if c.MaxAttempts < 1 {
+		p = append(p, "JUNBAN_MAX_ATTEMPTS: must be at least 1")
 	}
 	if c.DrainMaxEvents < 1 {
 		p = append(p, "JUNBAN_DRAIN_MAX_EVENTS: must be at least 1")
@@ -219,6 +226,8 @@ func run() error {
 		LockTTL:         cfg.LockTTL,
 		HandlerDeadline: cfg.HandlerDeadline,
 		MaxWait:         cfg.MaxWait,
+		MaxAttempts:     cfg.MaxAttempts,
+		Quarantine:      proc.Quarantine,
 		DrainMaxEvents:  cfg.DrainMaxEvents,
 		DrainMaxTime:    cfg.DrainMaxTime,
 		Detached:        cfg.DetachedTurns,

@@ -148,8 +148,14 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 			// event that committed it stays in proc until its handler published the outbox,
 			// and a turn starts from proc: so by the time a duplicate has the turn, that
 			// result is in SQS already. Nothing is sent again (docs/architecture.md).
+			// Only a quarantine moves an event on with results unpublished: they stay
+			// in the outbox, which a duplicate (its redrive, say) publishes.
 			p.metrics.replayed.WithLabelValues(replayDuplicate).Inc()
-			return nil
+			n, err := p.rc.LLen(ctx, p.key(t.Entity, "outbox")).Result()
+			if err != nil || n == 0 {
+				return err
+			}
+			return p.flush(ctx, t, nil)
 		}
 		// A re-run of what an earlier holder left in proc: the same result again, then
 		// whatever of the outbox that holder did not publish.

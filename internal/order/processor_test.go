@@ -35,6 +35,7 @@ type harness struct {
 	queues  testenv.Queues
 	pub     *recorder
 	rc      redis.UniversalClient
+	db      *gorm.DB
 	mu      sync.Mutex
 	results map[string][]event.Result
 }
@@ -72,11 +73,24 @@ func onHand(id string, seq, qty int64, bestBefore string) ledger.Lot {
 
 func newHarness(t *testing.T, skus []ledger.SKU) *harness {
 	t.Helper()
+	return newHarnessWith(t, skus, harnessOptions{})
+}
+
+// harnessOptions change what newHarnessWith builds.
+type harnessOptions struct {
+	// ledger wraps the processor's ledger (to inject failures).
+	ledger func(order.Ledger) order.Ledger
+	// turns changes the turn's configuration; the processor's Quarantine is set first.
+	turns func(*lockhandoff.Config)
+}
+
+func newHarnessWith(t *testing.T, skus []ledger.SKU, opts harnessOptions) *harness {
+	t.Helper()
 	rc, prefix := testenv.Redis(t)
 	db := testenv.Postgres(t)
 	seed(t, db, skus)
 	c := testenv.SQS(t)
-	h := &harness{t: t, prefix: prefix, rc: rc, sqs: c, queues: testenv.NewQueues(t, c, 30), results: map[string][]event.Result{}}
+	h := &harness{t: t, prefix: prefix, rc: rc, db: db, sqs: c, queues: testenv.NewQueues(t, c, 30), results: map[string][]event.Result{}}
 	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: h.queues.Results.URL})
 	if err != nil {
 		t.Fatal(err)
@@ -87,11 +101,20 @@ func newHarness(t *testing.T, skus []ledger.SKU) *harness {
 	dlq := func(ctx context.Context, body []byte, reason string) error {
 		return queue.DeadLetter(ctx, c, h.queues.Orders.DLQURL, body, reason, nil)
 	}
-	h.proc, err = order.NewProcessor(rc, h.led, h.pub, dlq, order.Config{Prefix: prefix}, nil, prometheus.NewRegistry())
+	var l order.Ledger = h.led
+	if opts.ledger != nil {
+		l = opts.ledger(l)
+	}
+	h.proc, err = order.NewProcessor(rc, l, h.pub, dlq, order.Config{Prefix: prefix}, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.turns, err = lockhandoff.New(rc, lockhandoff.Config{Prefix: prefix, LockTTL: 2 * time.Second, SweepInterval: 200 * time.Millisecond}, h.proc.Handle)
+	tc := lockhandoff.Config{Prefix: prefix, LockTTL: 2 * time.Second, SweepInterval: 200 * time.Millisecond}
+	if opts.turns != nil {
+		tc.Quarantine = h.proc.Quarantine
+		opts.turns(&tc)
+	}
+	h.turns, err = lockhandoff.New(rc, tc, h.proc.Handle)
 	if err != nil {
 		t.Fatal(err)
 	}

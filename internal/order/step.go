@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,6 +49,11 @@ type State struct {
 	Seq    int64                `json:"seq"`
 	Order  *event.OrderSnapshot `json:"order,omitempty"`
 	Parked []Parked             `json:"parked,omitempty"`
+	// Requeued counts, per event id, the quarantines of an event that left no result:
+	// each undid the event's ledger operations, so its next run names its operations
+	// afresh (see txn.opID) instead of meeting the remembered, undone ones. An entry
+	// leaves with the event's result.
+	Requeued map[string]int `json:"requeued,omitempty"`
 }
 
 // Parked is an event whose precondition did not hold yet (payment before placement).
@@ -118,7 +125,7 @@ func parkedID(p Parked) string {
 // apply runs one event against st (changing it on success) and returns its result, or
 // parked=true when its precondition does not hold yet.
 func apply(ctx context.Context, l Ledger, st *State, ev Event, arrival int64, now time.Time) (event.Result, bool, error) {
-	t := &txn{ctx: ctx, l: l, ev: ev, skus: map[skuAt]ledger.SKU{}}
+	t := &txn{ctx: ctx, l: l, ev: ev, gen: st.Requeued[ev.EventID], skus: map[skuAt]ledger.SKU{}}
 	var (
 		next   *event.OrderSnapshot
 		reason string
@@ -159,6 +166,13 @@ func apply(ctx context.Context, l Ledger, st *State, ev Event, arrival int64, no
 	if next != nil {
 		st.Order = next
 	}
+	if _, ok := st.Requeued[ev.EventID]; ok {
+		st.Requeued = maps.Clone(st.Requeued)
+		delete(st.Requeued, ev.EventID)
+		if len(st.Requeued) == 0 {
+			st.Requeued = nil
+		}
+	}
 	st.Seq++
 	res := event.Result{
 		EventID:     ev.EventID,
@@ -180,13 +194,16 @@ func apply(ctx context.Context, l Ledger, st *State, ev Event, arrival int64, no
 	for _, s := range t.skus {
 		res.SKUs = append(res.SKUs, s)
 	}
-	slices.SortFunc(res.SKUs, func(a, b ledger.SKU) int {
-		if c := cmp.Compare(a.SKU, b.SKU); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Version, b.Version)
-	})
+	slices.SortFunc(res.SKUs, compareSKUAt)
 	return res, false, nil
+}
+
+// compareSKUAt orders a result's SKUs by name, then version.
+func compareSKUAt(a, b ledger.SKU) int {
+	if c := cmp.Compare(a.SKU, b.SKU); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Version, b.Version)
 }
 
 // txn collects the ledger effects of one event.
@@ -194,6 +211,7 @@ type txn struct {
 	ctx   context.Context
 	l     Ledger
 	ev    Event
+	gen   int // State.Requeued of the event
 	moves []ledger.Move
 	// skus holds the lots each operation touched, at the SKU version it left: one entry
 	// per version, since other orders' operations on the SKU may come between two of
@@ -210,10 +228,15 @@ type skuAt struct {
 	version int64
 }
 
-// opID names a ledger operation of the event: "<event_id>:<line>:<step>" (event and line
-// ids may each be up to event.MaxIDLength bytes; see boundedOpID).
+// opID names a ledger operation of the event: "<event_id>:<line>:<step>", or after the
+// event's n-th quarantine "<event_id>~<n>:<line>:<step>" (event and line ids may each be
+// up to event.MaxIDLength bytes; see boundedOpID).
 func (t *txn) opID(line, step string) string {
-	return boundedOpID(t.ev.EventID + ":" + line + ":" + step)
+	id := t.ev.EventID
+	if t.gen > 0 {
+		id += "~" + strconv.Itoa(t.gen)
+	}
+	return boundedOpID(id + ":" + line + ":" + step)
 }
 
 // undoOpID names the operation that undoes op.

@@ -1,0 +1,239 @@
+package order
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/lockhandoff"
+)
+
+// Reasons of a quarantine: the dead-letter reason of the envelope, and the reason of the
+// rejected result that records what was undone.
+const (
+	// ReasonMaxAttempts dead-letters an event whose runs failed lockhandoff's MaxAttempts times.
+	ReasonMaxAttempts = "ERR_MAX_ATTEMPTS"
+	// ReasonSkipped dead-letters an event an operator took out of its turn (junbanctl turn skip).
+	ReasonSkipped = "ERR_SKIPPED"
+	// ReasonQuarantined is the reason of the result that records a quarantine's undos.
+	ReasonQuarantined = "ERR_QUARANTINED"
+)
+
+// Quarantine is lockhandoff's Quarantine hook: it takes an event that keeps failing (or
+// that an operator skipped) out of its turn so that the entity's later events go on, and
+// leaves nothing half-way:
+//
+//   - an event whose commit happened (its done marker exists) keeps its effect; its
+//     results stay in the outbox until SQS takes them (now, or with the entity's next
+//     publish), and a redrive of it is a duplicate;
+//   - otherwise the event's own ledger operations are undone. The step is run again on a
+//     recording ledger (each operation a failed run made answers its remembered result;
+//     one it never reached runs now), and what it moved is moved back. The commit that
+//     follows records the undos in a rejected result (ERR_QUARANTINED, event id
+//     "<event_id>~q<n>", so PostgreSQL follows the SKUs' versions) and counts the quarantine
+//     in State.Requeued, so that a redrive of the event runs with fresh op ids and applies
+//     once. An inventory event whose one operation moved stock and cannot be undone
+//     (receive, adjust) is completed instead: its result is committed as a normal run's.
+//
+// The event goes to the orders DLQ first, with the reason and the last error, so nothing
+// is lost if the worker dies in between (the next run quarantines it again; a second DLQ
+// copy is a duplicate to a redrive).
+func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope []byte, f lockhandoff.Failure) error {
+	ev, err := decodeIn(ctx, envelope, p.cfg.MaxEventBytes)
+	if err != nil {
+		return p.dlq(ctx, envelope, InvalidReason(err))
+	}
+	if ev.Type == event.Drain {
+		return nil
+	}
+	reason := quarantineReason(f)
+	log := p.log.With(zap.String("entity", t.Entity), zap.String("event_id", ev.EventID), zap.String("type", string(ev.Type)),
+		zap.Int("attempts", f.Attempts), zap.Bool("skipped", f.Skipped), zap.String("last_error", f.LastError))
+
+	vals, err := p.rc.MGet(ctx, doneKey(p.cfg.Prefix, t.Entity, ev.EventID), StateKey(p.cfg.Prefix, t.Entity)).Result()
+	if err != nil {
+		return fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
+	}
+	if _, done := vals[0].(string); done {
+		if err := p.dlq(ctx, envelope, reason+"; its effect was committed and stays"); err != nil {
+			return err
+		}
+		if err := p.flush(ctx, t, nil); err != nil {
+			log.Warn("quarantined event's results stay in the outbox until the entity's next publish", zap.Error(err))
+		}
+		p.metrics.outcomes.WithLabelValues(string(ev.Type), "quarantined", "committed").Inc()
+		log.Warn("event quarantined after its commit; its effect stays")
+		return nil
+	}
+	var st State
+	if raw, ok := vals[1].(string); ok {
+		if err := json.Unmarshal([]byte(raw), &st); err != nil {
+			return fmt.Errorf("order: state of %s: %w", t.Entity, err)
+		}
+	}
+
+	rec := &recorder{Ledger: p.ledger}
+	now := p.now()
+	replay := st
+	res, parked, stepErr := safeApply(ctx, rec, &replay, ev, t.Seq, now)
+	if stepErr != nil {
+		log.Info("quarantine: the step failed again; undoing what it reached", zap.Error(stepErr))
+	}
+	if len(rec.fixed) > 0 && stepErr == nil && !parked {
+		// An inventory event's one operation applied: it cannot be undone, so the event
+		// is completed. (Receive and adjust are each an event's only operation.)
+		if err := p.dlq(ctx, envelope, reason+"; its stock operation had applied: completed"); err != nil {
+			return err
+		}
+		pending, err := p.commit(ctx, t, ev, replay, []event.Result{res})
+		if err != nil {
+			return err
+		}
+		p.metrics.outcomes.WithLabelValues(string(ev.Type), "quarantined", "completed").Inc()
+		log.Warn("event quarantined; its stock operation had applied and is kept")
+		if err := p.flush(ctx, t, pending); err != nil {
+			log.Warn("quarantined event's result stays in the outbox until the entity's next publish", zap.Error(err))
+		}
+		return nil
+	}
+	if len(rec.fixed) > 0 {
+		return fmt.Errorf("order: quarantine %s: an operation that cannot be undone applied, and the step fails: %w", ev.EventID, stepErr)
+	}
+
+	// Undo, newest first, what the event's runs moved and did not move back themselves.
+	undo := &txn{ctx: ctx, l: p.ledger, ev: ev, skus: map[skuAt]ledger.SKU{}}
+	for _, r := range rec.all {
+		undo.record(r)
+	}
+	undo.done = rec.open
+	if _, err := undo.rollback(ReasonQuarantined); err != nil {
+		return fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
+	}
+	if len(undo.refusals) > 0 {
+		return fmt.Errorf("order: quarantine %s: the ledger refused undos: %v", ev.EventID, undo.refusals)
+	}
+
+	if err := p.dlq(ctx, envelope, reason); err != nil {
+		return err
+	}
+	gen := st.Requeued[ev.EventID] + 1
+	next := st
+	next.Requeued = make(map[string]int, len(st.Requeued)+1)
+	for k, v := range st.Requeued {
+		next.Requeued[k] = v
+	}
+	next.Requeued[ev.EventID] = gen
+	next.Seq++
+	comp := event.Result{
+		EventID: ev.EventID + "~q" + strconv.Itoa(gen), Entity: ev.Entity(), LCID: ev.LCID,
+		Seq: next.Seq, Arrival: t.Seq, Type: ev.Type, Outcome: event.Rejected, Reason: ReasonQuarantined,
+		Detail: reason, Order: st.Order, Moves: undo.moves, ProcessedAt: now.UTC(),
+	}
+	for _, s := range undo.skus {
+		comp.SKUs = append(comp.SKUs, s)
+	}
+	slices.SortFunc(comp.SKUs, compareSKUAt)
+	// The compensation's own done marker guards the commit: after a crash, a second
+	// quarantine of the same run commits a second generation, never the same twice.
+	as := ev
+	as.EventID = comp.EventID
+	pending, err := p.commit(ctx, t, as, next, []event.Result{comp})
+	if err != nil {
+		return err
+	}
+	p.metrics.outcomes.WithLabelValues(string(ev.Type), "quarantined", "undone").Inc()
+	log.Warn("event quarantined; its ledger operations were undone", zap.Int("undone", len(rec.open)), zap.Int("generation", gen))
+	if err := p.flush(ctx, t, pending); err != nil {
+		log.Warn("quarantine's result stays in the outbox until the entity's next publish", zap.Error(err))
+	}
+	return nil
+}
+
+// quarantineReason is the DLQ reason of a quarantined event: its code and the last error.
+func quarantineReason(f lockhandoff.Failure) string {
+	if f.Skipped {
+		return fmt.Sprintf("%s: skipped by an operator after %d failed runs; last error: %s", ReasonSkipped, f.Attempts, f.LastError)
+	}
+	return fmt.Sprintf("%s: %d failed runs; last error: %s", ReasonMaxAttempts, f.Attempts, f.LastError)
+}
+
+// safeApply runs apply, turning a panic (a bug that made every run fail) into an error.
+func safeApply(ctx context.Context, l Ledger, st *State, ev Event, arrival int64, now time.Time) (res event.Result, parked bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("order: step panicked: %v", r)
+		}
+	}()
+	return apply(ctx, l, st, ev, arrival, now)
+}
+
+// recorder is a Ledger that keeps what each operation answered: all of them (their moves
+// and lots go into the quarantine's result), the undoable ones still open (moved
+// something, not undone since: what the quarantine moves back), and the ones that
+// changed a lot and cannot be undone.
+type recorder struct {
+	Ledger
+	all   []ledger.Result
+	open  []ledger.Result
+	fixed []ledger.Result
+}
+
+func (r *recorder) keep(res ledger.Result, err error) (ledger.Result, error) {
+	if err == nil {
+		r.all = append(r.all, res)
+		if len(res.Moves) > 0 {
+			r.open = append(r.open, res)
+		}
+	}
+	return res, err
+}
+
+func (r *recorder) Allocate(ctx context.Context, q ledger.AllocateRequest) (ledger.Result, error) {
+	return r.keep(r.Ledger.Allocate(ctx, q))
+}
+
+func (r *recorder) Release(ctx context.Context, q ledger.ReleaseRequest) (ledger.Result, error) {
+	return r.keep(r.Ledger.Release(ctx, q))
+}
+
+func (r *recorder) Confirm(ctx context.Context, q ledger.LotsRequest) (ledger.Result, error) {
+	return r.keep(r.Ledger.Confirm(ctx, q))
+}
+
+func (r *recorder) Ship(ctx context.Context, q ledger.LotsRequest) (ledger.Result, error) {
+	return r.keep(r.Ledger.Ship(ctx, q))
+}
+
+// Undo closes the operation it undoes: the step's own rollback moved it back already.
+func (r *recorder) Undo(ctx context.Context, q ledger.UndoRequest) (ledger.Result, error) {
+	res, err := r.Ledger.Undo(ctx, q)
+	if err == nil {
+		r.all = append(r.all, res)
+		r.open = slices.DeleteFunc(r.open, func(o ledger.Result) bool { return undoOpID(o.OpID) == q.OpID })
+	}
+	return res, err
+}
+
+func (r *recorder) Receive(ctx context.Context, q ledger.ReceiveRequest) (ledger.Result, error) {
+	return r.fixedOp(r.Ledger.Receive(ctx, q))
+}
+
+func (r *recorder) Adjust(ctx context.Context, q ledger.AdjustRequest) (ledger.Result, error) {
+	return r.fixedOp(r.Ledger.Adjust(ctx, q))
+}
+
+func (r *recorder) fixedOp(res ledger.Result, err error) (ledger.Result, error) {
+	if err == nil {
+		// A receive changes a lot even when it moves nothing (planned becomes on hand).
+		r.all = append(r.all, res)
+		r.fixed = append(r.fixed, res)
+	}
+	return res, err
+}
