@@ -2,6 +2,8 @@ package order
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -37,7 +39,7 @@ const (
 //     recording ledger (each operation a failed run made answers its remembered result;
 //     one it never reached runs now), and what it moved is moved back. The commit that
 //     follows records the undos in a rejected result (ERR_QUARANTINED, event id
-//     "<event_id>~q<n>", so PostgreSQL follows the SKUs' versions) and counts the quarantine
+//     "<event_id>~q<n>", see quarantineID, so PostgreSQL follows the SKUs' versions) and counts the quarantine
 //     in State.Requeued, so that a redrive of the event runs with fresh op ids and applies
 //     once. An inventory event whose one operation moved stock and cannot be undone
 //     (receive, adjust) is completed instead: its result is committed as a normal run's.
@@ -132,7 +134,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 	next.Requeued[ev.EventID] = gen
 	next.Seq++
 	comp := event.Result{
-		EventID: ev.EventID + "~q" + strconv.Itoa(gen), Entity: ev.Entity(), LCID: ev.LCID,
+		EventID: quarantineID(ev.EventID, gen), Entity: ev.Entity(), LCID: ev.LCID,
 		Seq: next.Seq, Arrival: t.Seq, Type: ev.Type, Outcome: event.Rejected, Reason: ReasonQuarantined,
 		Detail: reason, Order: st.Order, Moves: undo.moves, ProcessedAt: now.UTC(),
 	}
@@ -154,6 +156,18 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 		log.Warn("quarantine's result stays in the outbox until the entity's next publish", zap.Error(err))
 	}
 	return nil
+}
+
+// quarantineID is the event id of the result of an event's gen-th quarantine:
+// "<event_id>~q<gen>", or "h:" and its SHA-256 when that is longer than a result's event
+// id may be (event.MaxIDLength).
+func quarantineID(eventID string, gen int) string {
+	id := eventID + "~q" + strconv.Itoa(gen)
+	if len(id) <= event.MaxIDLength {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "h:" + hex.EncodeToString(sum[:])
 }
 
 // quarantineReason is the DLQ reason of a quarantined event: its code and the last error.
