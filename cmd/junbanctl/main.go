@@ -34,6 +34,8 @@ var commands = map[string]command{
 	"bench e2e":        {"benchmark events/s from send to commit against the SQS ceiling", runBenchE2E},
 	"bench persist":    {"benchmark batched persistence against one result per transaction", runBenchPersist},
 	"chaos":            {"run a fault-injection load and check the invariants", runChaos},
+	"turn show":        {"show an order's turn: holder, the event in hand and its failed runs, waiting and parked events", runTurnShow},
+	"turn skip":        {"dead-letter the event in an order's turn (undoing what its runs did) so the turn moves on", runTurnSkip},
 	"reconcile":        {"compare Redis with PostgreSQL; --repair rewrites PostgreSQL", runReconcile},
 	"webhook send":     {"send one signed webhook to a running gateway", runWebhookSend},
 	"webhook storm":    {"send N concurrent duplicate webhooks plus late retries", runWebhookStorm},

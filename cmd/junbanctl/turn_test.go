@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/testenv"
+)
+
+// turn show reports the event stuck in an order's turn with its failed runs, and turn
+// skip has it quarantined by the next worker that resumes the order, which the command
+// nudges with a drain message.
+func TestTurnShowAndSkip(t *testing.T) {
+	c, q := dlqTestEnv(t)
+	rc, prefix := testenv.Redis(t)
+	t.Setenv("REDIS_URL", testenv.RedisURL(t))
+	t.Setenv("JUNBAN_KEY_PREFIX", prefix)
+	ctx := context.Background()
+
+	var mu sync.Mutex
+	var skipped []lockhandoff.Failure
+	hd, err := lockhandoff.New(rc, lockhandoff.Config{
+		Prefix: prefix, MaxAttempts: 1000, HandlerRetries: 1,
+		Quarantine: func(ctx context.Context, tn lockhandoff.Turn, env []byte, f lockhandoff.Failure) error {
+			mu.Lock()
+			defer mu.Unlock()
+			skipped = append(skipped, f)
+			return nil
+		},
+	}, func(ctx context.Context, tn lockhandoff.Turn, env []byte) error { return errors.New("stock service away") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hd.Stop()
+	body := `{"event_id":"evt-stuck","type":"payment.confirmed","lcid":"LC-STUCK","occurred_at":"2026-12-01T10:00:00Z"}`
+	if _, err := hd.Submit(ctx, "LC-STUCK", []byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	<-hd.Idle()
+
+	var out bytes.Buffer
+	if err := turnShow(ctx, &out, []string{"--json", "LC-STUCK"}); err != nil {
+		t.Fatal(err)
+	}
+	var r order.TurnReport
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if r.Proc == nil || r.Proc.EventID != "evt-stuck" || r.Proc.Attempts != 2 || r.Proc.LastError != "stock service away" || r.Holder != "" || r.Proc.SkipAsked {
+		t.Fatalf("turn show: %s", out.String())
+	}
+	out.Reset()
+	if err := turnShow(ctx, &out, []string{"LC-STUCK"}); err != nil || !strings.Contains(out.String(), "attempts: 2 failed") {
+		t.Fatalf("turn show (text): %v\n%s", err, out.String())
+	}
+
+	if err := runTurnSkip(ctx, []string{"LC-STUCK"}); err != nil {
+		t.Fatal(err)
+	}
+	nudges := take(t, c, q.Orders.URL)
+	var drain *event.Order
+	for b := range nudges {
+		var o event.Order
+		if json.Unmarshal([]byte(b), &o) == nil && o.Type == event.Drain && o.LCID == "LC-STUCK" {
+			drain = &o
+		}
+	}
+	if drain == nil {
+		t.Fatalf("no drain nudge for LC-STUCK on the orders queue: %v", nudges)
+	}
+	if r, err := order.InspectTurn(ctx, rc, prefix, "LC-STUCK"); err != nil || r.Proc == nil || !r.Proc.SkipAsked {
+		t.Fatalf("after skip: %+v %v", r.Proc, err)
+	}
+	// The drain's consumer resumes the order: the event is quarantined without a run.
+	if err := hd.Resume(ctx, "LC-STUCK"); err != nil {
+		t.Fatal(err)
+	}
+	<-hd.Idle()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(skipped) != 1 || !skipped[0].Skipped || skipped[0].Attempts != 2 {
+		t.Fatalf("quarantined: %+v", skipped)
+	}
+	if r, _ := order.InspectTurn(ctx, rc, prefix, "LC-STUCK"); r.Proc != nil || r.Holder != "" {
+		t.Fatalf("turn after the skip: %+v", r)
+	}
+	if err := runTurnSkip(ctx, []string{"LC-STUCK"}); !errors.Is(err, lockhandoff.ErrNothingToSkip) {
+		t.Fatalf("second skip: %v", err)
+	}
+	for _, args := range [][]string{{}, {"a", "b"}, {"LC{1}"}} {
+		if err := runTurnSkip(ctx, args); err == nil {
+			t.Errorf("turn skip %q: no error", args)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package order
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/junban/junban/internal/lockhandoff"
+)
+
+// TurnReport is what an operator sees of an entity's turn (junbanctl turn show).
+type TurnReport struct {
+	Entity string `json:"entity"`
+	// Holder is the token of the worker that holds the turn ("" when free); LeaseLeftMs
+	// is its lease's TTL.
+	Holder      string `json:"holder,omitempty"`
+	LeaseLeftMs int64  `json:"lease_left_ms,omitempty"`
+	// Seq is the fencing sequence of the newest envelope that entered proc.
+	Seq int64 `json:"seq"`
+	// Proc is the event in hand, nil when none.
+	Proc *ProcReport `json:"proc,omitempty"`
+	// WaitDepth is the number of events waiting behind it.
+	WaitDepth int64 `json:"wait_depth"`
+	// Outbox is the number of committed results not yet accepted by SQS.
+	Outbox int64 `json:"outbox"`
+	// Parked are the events waiting for their precondition.
+	Parked []ParkedReport `json:"parked"`
+	// ResultSeq counts the entity's results.
+	ResultSeq int64 `json:"result_seq"`
+}
+
+// ProcReport is the event in proc with its failed runs.
+type ProcReport struct {
+	EventID    string    `json:"event_id,omitempty"`
+	Type       string    `json:"type,omitempty"`
+	EnqueuedAt time.Time `json:"enqueued_at"`
+	Attempts   int       `json:"attempts"`
+	LastError  string    `json:"last_error,omitempty"`
+	FirstFail  time.Time `json:"first_failure,omitzero"`
+	LastFail   time.Time `json:"last_failure,omitzero"`
+	// SkipAsked is true once an operator asked for its quarantine.
+	SkipAsked bool `json:"skip_asked"`
+	// Body is the envelope as it is in Redis.
+	Body json.RawMessage `json:"body"`
+}
+
+// ParkedReport is a parked event.
+type ParkedReport struct {
+	EventID  string    `json:"event_id"`
+	Type     string    `json:"type"`
+	ParkedAt time.Time `json:"parked_at"`
+}
+
+// InspectTurn reads an entity's turn, its state's parked events and its outbox. It
+// writes nothing.
+func InspectTurn(ctx context.Context, rc redis.UniversalClient, prefix, entity string) (TurnReport, error) {
+	info, err := lockhandoff.Inspect(ctx, rc, prefix, entity)
+	if err != nil {
+		return TurnReport{}, err
+	}
+	st, err := LoadState(ctx, rc, prefix, entity)
+	if err != nil {
+		return TurnReport{}, err
+	}
+	outbox, err := rc.LLen(ctx, lockhandoff.Key(prefix, entity, "outbox")).Result()
+	if err != nil {
+		return TurnReport{}, fmt.Errorf("order: outbox of %s: %w", entity, err)
+	}
+	r := TurnReport{
+		Entity: entity, Holder: info.Holder, LeaseLeftMs: info.LeaseLeft.Milliseconds(), Seq: info.Seq,
+		WaitDepth: info.WaitDepth, Outbox: outbox, ResultSeq: st.Seq, Parked: []ParkedReport{},
+	}
+	if p := info.Proc; p != nil {
+		f := p.Failure
+		pr := &ProcReport{EnqueuedAt: p.EnqueuedAt, Attempts: f.Attempts, LastError: f.LastError,
+			FirstFail: f.FirstAt, LastFail: f.LastAt, SkipAsked: f.Skipped}
+		if json.Valid(p.Envelope) {
+			pr.Body = p.Envelope
+		} else {
+			pr.Body, _ = json.Marshal(string(p.Envelope))
+		}
+		var h struct {
+			EventID string `json:"event_id"`
+			Type    string `json:"type"`
+		}
+		if json.Unmarshal(p.Envelope, &h) == nil {
+			pr.EventID, pr.Type = h.EventID, h.Type
+		}
+		r.Proc = pr
+	}
+	for _, pk := range st.Parked {
+		var h struct {
+			Type string `json:"type"`
+		}
+		json.Unmarshal(pk.Body, &h)
+		r.Parked = append(r.Parked, ParkedReport{EventID: parkedID(pk), Type: h.Type, ParkedAt: pk.ParkedAt})
+	}
+	return r, nil
+}
+
+// SkipTurn asks for the quarantine of the entity's event in proc (lockhandoff.Skip) and
+// nudges a worker to resume the entity, so that a free turn acts on it at once; a held
+// one acts when its run of the event ends. It returns the event that will be dead-lettered.
+func SkipTurn(ctx context.Context, rc redis.UniversalClient, prefix, entity string, nudge func(ctx context.Context, entity string) error) ([]byte, error) {
+	env, err := lockhandoff.Skip(ctx, rc, prefix, entity)
+	if err != nil {
+		return nil, err
+	}
+	if err := nudge(ctx, entity); err != nil {
+		return env, fmt.Errorf("order: skip %s: marked, but the nudge failed (the sweeper acts on it instead): %w", entity, err)
+	}
+	return env, nil
+}
