@@ -35,7 +35,9 @@ func TestTurnShowAndSkip(t *testing.T) {
 			skipped = append(skipped, f)
 			return nil
 		},
-	}, func(ctx context.Context, tn lockhandoff.Turn, env []byte) error { return errors.New("stock service away") })
+	}, func(ctx context.Context, tn lockhandoff.Turn, env []byte) error {
+		return errors.New("stock service away")
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
