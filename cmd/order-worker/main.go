@@ -61,6 +61,9 @@ type Config struct {
 	// workers: the run that reaches it dead-letters the event (ERR_MAX_ATTEMPTS), undoing
 	// or completing what its runs did, and the order's later events go on.
 	MaxAttempts int `env:"JUNBAN_MAX_ATTEMPTS" envDefault:"10"`
+	// QuarantineMinAge is the least span of an event's failed runs before MaxAttempts
+	// quarantines it, so that a short outage (PostgreSQL restarting) does not.
+	QuarantineMinAge time.Duration `env:"JUNBAN_QUARANTINE_MIN_AGE" envDefault:"1m"`
 	// DrainMaxEvents and DrainMaxTime bound one holder's drain before it hands the backlog on.
 	DrainMaxEvents int           `env:"JUNBAN_DRAIN_MAX_EVENTS" envDefault:"1000"`
 	DrainMaxTime   time.Duration `env:"JUNBAN_DRAIN_MAX_TIME" envDefault:"20s"`
@@ -117,6 +120,9 @@ func (c Config) Validate() []string {
 	}
 	if c.MaxAttempts < 1 {
 		p = append(p, "JUNBAN_MAX_ATTEMPTS: must be at least 1")
+	}
+	if c.QuarantineMinAge < 0 {
+		p = append(p, "JUNBAN_QUARANTINE_MIN_AGE: must not be negative")
 	}
 	if c.DrainMaxEvents < 1 {
 		p = append(p, "JUNBAN_DRAIN_MAX_EVENTS: must be at least 1")
@@ -222,19 +228,20 @@ func run() error {
 		return err
 	}
 	turns, err := lockhandoff.New(rc, lockhandoff.Config{
-		Prefix:          cfg.KeyPrefix,
-		LockTTL:         cfg.LockTTL,
-		HandlerDeadline: cfg.HandlerDeadline,
-		MaxWait:         cfg.MaxWait,
-		MaxAttempts:     cfg.MaxAttempts,
-		Quarantine:      proc.Quarantine,
-		DrainMaxEvents:  cfg.DrainMaxEvents,
-		DrainMaxTime:    cfg.DrainMaxTime,
-		Detached:        cfg.DetachedTurns,
-		SweepInterval:   cfg.SweepInterval,
-		Nudge:           order.Nudger(nudges),
-		Logger:          log,
-		Registerer:      reg,
+		Prefix:           cfg.KeyPrefix,
+		LockTTL:          cfg.LockTTL,
+		HandlerDeadline:  cfg.HandlerDeadline,
+		MaxWait:          cfg.MaxWait,
+		MaxAttempts:      cfg.MaxAttempts,
+		QuarantineMinAge: quarantineMinAge(cfg.QuarantineMinAge),
+		Quarantine:       proc.Quarantine,
+		DrainMaxEvents:   cfg.DrainMaxEvents,
+		DrainMaxTime:     cfg.DrainMaxTime,
+		Detached:         cfg.DetachedTurns,
+		SweepInterval:    cfg.SweepInterval,
+		Nudge:            order.Nudger(nudges),
+		Logger:           log,
+		Registerer:       reg,
 	}, proc.Handle)
 	if err != nil {
 		return err
@@ -282,6 +289,15 @@ func run() error {
 		return runErr
 	}
 	return nil
+}
+
+// quarantineMinAge maps the environment's 0 (no minimum) to lockhandoff's negative: its
+// zero is its default.
+func quarantineMinAge(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 type queueURLs struct{ orders, ordersDLQ, results string }

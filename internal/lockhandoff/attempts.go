@@ -14,9 +14,13 @@ import (
 	"go.uber.org/zap"
 )
 
-// MaxAttemptsDefault is Config.MaxAttempts' default: with HandlerRetries' default, the
-// envelope's fourth turn (the sweeper's third re-run) is its last.
-const MaxAttemptsDefault = 10
+// Defaults of the quarantine's Config fields. With HandlerRetries' default, ten failed
+// calls are the envelope's fourth turn; the minimum age keeps an outage shorter than a
+// minute (PostgreSQL restarting, a failover) from quarantining the events it fails.
+const (
+	MaxAttemptsDefault      = 10
+	QuarantineMinAgeDefault = time.Minute
+)
 
 // attemptsRetention keeps an envelope's failure count. It outlives every re-run spacing
 // (the sweep interval), so a count is never forgotten while its envelope keeps failing;
@@ -73,7 +77,11 @@ func (h *Handoff) recordFailure(l *lease, e entry, cause error) (f Failure, ok b
 		}
 		return Failure{}, false
 	}
-	return Failure{Attempts: int(v[0]), LastError: text, Skipped: len(v) > 1 && v[1] == 1}, true
+	f = Failure{Attempts: int(v[0]), LastError: text, Skipped: len(v) > 1 && v[1] == 1}
+	if len(v) >= 4 {
+		f.FirstAt, f.LastAt = time.UnixMilli(v[2]).UTC(), time.UnixMilli(v[3]).UTC()
+	}
+	return f, true
 }
 
 // readFailure reads the failure count of the envelope e (the zero Failure when it has none).
@@ -115,9 +123,13 @@ func errorText(err error) string {
 	return s
 }
 
-// due reports whether f takes its envelope out of the turn.
+// due reports whether f takes its envelope out of the turn: an operator's skip, or
+// MaxAttempts failures spread over at least QuarantineMinAge (by the Redis clock).
 func (h *Handoff) due(f Failure) bool {
-	return h.cfg.Quarantine != nil && (f.Skipped || f.Attempts >= h.cfg.MaxAttempts)
+	if h.cfg.Quarantine == nil {
+		return false
+	}
+	return f.Skipped || (f.Attempts >= h.cfg.MaxAttempts && f.LastAt.Sub(f.FirstAt) >= h.cfg.QuarantineMinAge)
 }
 
 // quarantine hands e to Config.Quarantine. handledOK moves the turn on (the envelope

@@ -13,8 +13,10 @@
 -- (one that failed, then succeeded) starts again from 0 for the next.
 --
 -- Returns
---   {n, skip}   the envelope's failed runs so far, this one counted; skip is 1 when an
---               operator asked to quarantine it (see skip.lua)
+--   {n, skip, first_at, now}
+--               the envelope's failed runs so far, this one counted; skip is 1 when an
+--               operator asked to quarantine it (see skip.lua); first_at is when its first
+--               failure was counted, now this one (server clock, milliseconds)
 --   {-1}        the lock is not ours; nothing changed
 --   {-2}        proc no longer holds that entry; nothing changed
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
@@ -37,4 +39,4 @@ local skip = 0
 if redis.call('HGET', KEYS[3], 'skip') == '1' then
   skip = 1
 end
-return {n, skip}
+return {n, skip, tonumber(redis.call('HGET', KEYS[3], 'first_at')), tonumber(now)}

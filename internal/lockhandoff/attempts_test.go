@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/junban/junban/internal/testenv"
 )
@@ -56,7 +57,7 @@ func TestFailingEnvelopeQuarantinedAfterMaxAttempts(t *testing.T) {
 		return nil
 	}
 	q := &quarantineLog{}
-	hd, reg := newTestHandoff(t, rc, prefix, Config{MaxAttempts: maxAttempts, HandlerRetries: 1, Quarantine: q.hook}, handler)
+	hd, reg := newTestHandoff(t, rc, prefix, Config{MaxAttempts: maxAttempts, HandlerRetries: 1, QuarantineMinAge: -1, Quarantine: q.hook}, handler)
 
 	if _, err := hd.Submit(ctx, "E1", []byte("poison")); err != nil {
 		t.Fatal(err)
@@ -125,7 +126,7 @@ func TestFailedQuarantineLeavesTheEnvelopeInProc(t *testing.T) {
 		}
 		return q.hook(ctx, tn, env, f)
 	}
-	hd, _ := newTestHandoff(t, rc, prefix, Config{MaxAttempts: 2, HandlerRetries: 1, Quarantine: hook}, handler)
+	hd, _ := newTestHandoff(t, rc, prefix, Config{MaxAttempts: 2, HandlerRetries: 1, QuarantineMinAge: -1, Quarantine: hook}, handler)
 	if _, err := hd.Submit(ctx, "E1", []byte("poison")); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestSkipQuarantinesTheEnvelopeInProc(t *testing.T) {
 		return nil
 	}
 	q := &quarantineLog{}
-	hd, _ := newTestHandoff(t, rc, prefix, Config{MaxAttempts: 1000, HandlerRetries: -1, Quarantine: q.hook}, handler)
+	hd, _ := newTestHandoff(t, rc, prefix, Config{MaxAttempts: 1000, HandlerRetries: -1, QuarantineMinAge: -1, Quarantine: q.hook}, handler)
 	if _, err := Skip(ctx, rc, prefix, "E1"); !errors.Is(err, ErrNothingToSkip) {
 		t.Fatalf("skip of an empty proc: %v", err)
 	}
@@ -212,5 +213,31 @@ func TestNoQuarantineHookKeepsTheEnvelope(t *testing.T) {
 	info, _ := Inspect(ctx, rc, prefix, "E1")
 	if info.Proc == nil || info.Proc.Failure.Attempts != 4 {
 		t.Fatalf("proc: %+v", info.Proc)
+	}
+}
+
+// MaxAttempts quarantines only failures spread over QuarantineMinAge: a burst of failed
+// runs in a short outage does not, the same count over a longer span does.
+func TestQuarantineWaitsForTheMinimumAge(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	ctx := context.Background()
+	handler := func(ctx context.Context, tn Turn, env []byte) error { return errors.New("postgres restarting") }
+	q := &quarantineLog{}
+	hd, _ := newTestHandoff(t, rc, prefix, Config{MaxAttempts: 2, HandlerRetries: 3, QuarantineMinAge: 300 * time.Millisecond, Quarantine: q.hook}, handler)
+	if _, err := hd.Submit(ctx, "E1", []byte("poison")); err != nil {
+		t.Fatal(err)
+	}
+	<-hd.Idle()
+	info, _ := Inspect(ctx, rc, prefix, "E1")
+	if len(q.all()) != 0 || info.Proc == nil || info.Proc.Failure.Attempts != 4 {
+		t.Fatalf("after a burst of 4 failures within the minimum age: quarantined %v, proc %+v", q.all(), info.Proc)
+	}
+	time.Sleep(350 * time.Millisecond) // the age is the point: the failures must be spread over it
+	if err := hd.Resume(ctx, "E1"); err != nil {
+		t.Fatal(err)
+	}
+	<-hd.Idle()
+	if got := q.all(); len(got) != 1 || got[0].f.Attempts != 5 {
+		t.Fatalf("after the minimum age: %+v", got)
 	}
 }

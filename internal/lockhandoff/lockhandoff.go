@@ -96,6 +96,10 @@ type Config struct {
 	// slot across retries, turns and workers: the run that reaches it hands the envelope to
 	// Quarantine, and the turn moves on. It applies only with a Quarantine hook.
 	MaxAttempts int
+	// QuarantineMinAge is the least time between an envelope's first and last counted
+	// failure before MaxAttempts quarantines it, so that a short outage of a dependency
+	// does not; negative: none.
+	QuarantineMinAge time.Duration
 	// Quarantine takes an envelope out of the turn after MaxAttempts failed runs, or when an
 	// operator asked for it (Skip). Nil: a failing envelope is re-run for ever.
 	Quarantine Quarantine
@@ -180,6 +184,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = MaxAttemptsDefault
+	}
+	switch {
+	case c.QuarantineMinAge == 0:
+		c.QuarantineMinAge = QuarantineMinAgeDefault
+	case c.QuarantineMinAge < 0:
+		c.QuarantineMinAge = 0
 	}
 	if c.Pipelines == 0 {
 		c.Pipelines = PipelinesDefault

@@ -122,7 +122,7 @@ func TestFailingEventIsQuarantinedThenRedrivenOnce(t *testing.T) {
 		{SKU: "B", Lots: []ledger.Lot{onHand("B1", 1, 10, "2027-01-01")}},
 	}, harnessOptions{
 		ledger: func(l order.Ledger) order.Ledger { flaky.Ledger = l; return flaky },
-		turns:  func(c *lockhandoff.Config) { c.MaxAttempts = maxAttempts; c.HandlerRetries = 1 },
+		turns:  func(c *lockhandoff.Config) { c.MaxAttempts = maxAttempts; c.HandlerRetries = 1; c.QuarantineMinAge = -1 },
 	})
 	place := placed("Q1", ledger.ModeShip, line("1", "A", 3), line("2", "B", 2))
 	pay := ev("Q1", event.PaymentConfirmed, nil)
@@ -181,7 +181,7 @@ func TestFailingEventIsQuarantinedThenRedrivenOnce(t *testing.T) {
 func TestUnpublishableResultIsKeptThroughTheQuarantine(t *testing.T) {
 	t.Parallel()
 	h := newHarnessWith(t, []ledger.SKU{{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 10, "2027-01-01")}}}, harnessOptions{
-		turns: func(c *lockhandoff.Config) { c.MaxAttempts = 2; c.HandlerRetries = 1 },
+		turns: func(c *lockhandoff.Config) { c.MaxAttempts = 2; c.HandlerRetries = 1; c.QuarantineMinAge = -1 },
 	})
 	h.pub.mu.Lock()
 	h.pub.fail = true
@@ -236,7 +236,7 @@ func TestQuarantinedAdjustmentIsCompleted(t *testing.T) {
 	lost := &lostReplies{n: 2}
 	h := newHarnessWith(t, []ledger.SKU{{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 10, "2027-01-01")}}}, harnessOptions{
 		ledger: func(l order.Ledger) order.Ledger { lost.Ledger = l; return lost },
-		turns:  func(c *lockhandoff.Config) { c.MaxAttempts = 2; c.HandlerRetries = 1 },
+		turns:  func(c *lockhandoff.Config) { c.MaxAttempts = 2; c.HandlerRetries = 1; c.QuarantineMinAge = -1 },
 	})
 	adj := ev("", event.InventoryAdjusted, event.InventoryAdjustedData{SKU: "A", LotID: "A1", Delta: 5, Reason: "count"})
 	h.submit(adj)
