@@ -257,3 +257,46 @@ func TestQuarantinedAdjustmentIsCompleted(t *testing.T) {
 		t.Fatalf("drift: %v", rep.Drifts)
 	}
 }
+
+// The order's later events apply, in order, once the failing one is quarantined: a line
+// change that fails on every run is undone and dead-lettered, the cancel behind it releases
+// what the placement holds, and the redriven change then finds the order cancelled.
+func TestLaterEventsApplyAfterAQuarantine(t *testing.T) {
+	t.Parallel()
+	flaky := &flakyLedger{fail: ":3:"}
+	h := newHarnessWith(t, []ledger.SKU{
+		{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 10, "2027-01-01")}},
+		{SKU: "B", Lots: []ledger.Lot{onHand("B1", 1, 10, "2027-01-01")}},
+	}, harnessOptions{
+		ledger: func(l order.Ledger) order.Ledger { flaky.Ledger = l; return flaky },
+		turns:  func(c *lockhandoff.Config) { c.MaxAttempts = 2; c.HandlerRetries = 1; c.QuarantineMinAge = -1 },
+	})
+	place := placed("Q4", ledger.ModeShip, line("1", "A", 2))
+	h.submit(place)
+	h.collect(1)
+	flaky.on.Store(true)
+	change := ev("Q4", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "A", 5), line("3", "B", 1)}})
+	cancel := ev("Q4", event.OrderCancelled, nil)
+	h.submit(change)
+	h.submit(cancel)
+	dl := h.deadLetters(1)
+	h.collect(3) // the quarantine's result, then the cancel's
+	if r := h.result(cancel.EventID); r.Outcome != event.Applied || r.Order.Status != event.StatusCancelled {
+		t.Fatalf("cancel after the quarantine: %+v", r)
+	}
+	if r := h.result(change.EventID + "~q1"); r.Reason != order.ReasonQuarantined {
+		t.Fatalf("quarantine result: %+v", r)
+	}
+	if a := lotOf(t, h.led, "A"); a.Sellable != 10 || a.Allocated != 0 {
+		t.Fatalf("after the cancel: A %+v (the change's raise is undone, the cancel released the rest)", a)
+	}
+	flaky.on.Store(false)
+	h.redrive(dl[0].body)
+	h.collect(4)
+	if r := h.result(change.EventID); r.Outcome != event.Rejected || r.Reason != order.ReasonInvalidTransition {
+		t.Fatalf("redriven change: %+v", r)
+	}
+	if rep := h.reconcile(); len(rep.Drifts) != 0 {
+		t.Fatalf("drift: %v", rep.Drifts)
+	}
+}
