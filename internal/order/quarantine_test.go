@@ -122,7 +122,11 @@ func TestFailingEventIsQuarantinedThenRedrivenOnce(t *testing.T) {
 		{SKU: "B", Lots: []ledger.Lot{onHand("B1", 1, 10, "2027-01-01")}},
 	}, harnessOptions{
 		ledger: func(l order.Ledger) order.Ledger { flaky.Ledger = l; return flaky },
-		turns:  func(c *lockhandoff.Config) { c.MaxAttempts = maxAttempts; c.HandlerRetries = 1; c.QuarantineMinAge = -1 },
+		turns: func(c *lockhandoff.Config) {
+			c.MaxAttempts = maxAttempts
+			c.HandlerRetries = 1
+			c.QuarantineMinAge = -1
+		},
 	})
 	place := placed("Q1", ledger.ModeShip, line("1", "A", 3), line("2", "B", 2))
 	pay := ev("Q1", event.PaymentConfirmed, nil)
