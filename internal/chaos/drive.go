@@ -103,16 +103,17 @@ func (e *Env) Drive(ctx context.Context) error {
 			e.report.Kills, e.report.RedisRestarts, e.cfg.PGOutage)
 	}
 	q0 := time.Now()
-	e.report.Quiesced = e.quiesce(ctx)
+	var idle time.Time
+	e.report.Quiesced, idle = e.quiesce(ctx)
 	e.report.QuiesceS = round1(time.Since(q0).Seconds())
 	e.report.ElapsedS = round1(time.Since(e.start).Seconds())
-	if e.report.ElapsedS > 0 {
-		e.report.EventsPerS = round1(float64(e.report.Events) / e.report.ElapsedS)
+	if d := idle.Sub(e.start).Seconds(); !idle.IsZero() && d > 0 {
+		e.report.EventsPerS = round1(float64(e.report.Events) / d)
 	}
 	if e.report.Quiesced {
 		e.logf("quiescent after %.1fs: every event persisted, queues empty, no turn held", e.report.QuiesceS)
 	} else {
-		e.logf("NOT quiescent after %s", e.cfg.QuiesceTimeout)
+		e.logf("NOT quiescent after %.1fs", e.report.QuiesceS)
 	}
 	return ctx.Err()
 }
@@ -381,17 +382,20 @@ func (e *Env) progress(ctx context.Context, done <-chan struct{}) {
 // When events are missing while nothing is in flight anywhere (queues empty, no turn,
 // wait list, proc or outbox in Redis) for quiesceIdleGiveUp, it gives up early: those
 // events are gone (a failover lost their envelopes) and waiting cannot bring them back.
-func (e *Env) quiesce(ctx context.Context) bool {
+//
+// idle is when the fleet was last seen with nothing left to do (the first of the quiet
+// checks, or the start of the idle stretch it gave up after); zero when neither came.
+func (e *Env) quiesce(ctx context.Context) (ok bool, idle time.Time) {
 	deadline := time.Now().Add(e.cfg.QuiesceTimeout)
 	lastLog := time.Now()
-	var idleSince time.Time
+	var idleSince, quietSince time.Time
 	for quiet := 0; quiet < 3; {
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
+			return false, time.Time{}
 		}
 		select {
 		case <-ctx.Done():
-			return false
+			return false, time.Time{}
 		case <-time.After(500 * time.Millisecond):
 		}
 		why, missing := e.busy(ctx)
@@ -403,7 +407,7 @@ func (e *Env) quiesce(ctx context.Context) bool {
 				idleSince = time.Now()
 			} else if time.Since(idleSince) > quiesceIdleGiveUp {
 				e.logf("giving up on quiescence: %s, and nothing in flight for %s", why, quiesceIdleGiveUp)
-				return false
+				return false, idleSince
 			}
 			if time.Since(lastLog) > 10*time.Second {
 				e.logf("waiting for quiescence: %s", why)
@@ -411,10 +415,13 @@ func (e *Env) quiesce(ctx context.Context) bool {
 			}
 			continue
 		}
+		if quiet == 0 {
+			quietSince = time.Now()
+		}
 		idleSince = time.Time{}
 		quiet++
 	}
-	return true
+	return true, quietSince
 }
 
 // busy says what keeps the run from quiescence ("" for nothing); missing is true when
@@ -476,4 +483,7 @@ func (e *Env) anyKey(ctx context.Context, suffix string) (string, error) {
 func round1(f float64) float64 { return math.Round(f*10) / 10 }
 
 // Quiesce waits for quiescence again (after a test changed something on purpose).
-func (e *Env) Quiesce(ctx context.Context) bool { return e.quiesce(ctx) }
+func (e *Env) Quiesce(ctx context.Context) bool {
+	ok, _ := e.quiesce(ctx)
+	return ok
+}

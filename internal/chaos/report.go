@@ -46,8 +46,10 @@ type Report struct {
 	// MinRedisReplicasKnown whether their binary reads it at all.
 	MinRedisReplicas      int  `json:"min_redis_replicas"`
 	MinRedisReplicasKnown bool `json:"min_redis_replicas_known"`
-	// EventsPerS is events sent per second from the first send to quiescence: the send
-	// rate (Config.SendDuration) while the fleet keeps up, less when it falls behind.
+	// EventsPerS is events sent per second from the first send until the fleet had
+	// nothing left to do (quiescence, or the idle stretch a run with lost events gave
+	// up after): the send rate (Config.SendDuration) while the fleet keeps up, less
+	// when it falls behind.
 	EventsPerS float64 `json:"events_per_s"`
 	// Baseline is the same Redis Cluster scenario with JUNBAN_REDIS_MIN_REPLICAS=0,
 	// run before this one: reported, not asserted (see RunFailover).
@@ -169,7 +171,7 @@ func PrintSideBySide(out io.Writer, runs ...Report) {
 		return strconv.Itoa(r.MinRedisReplicas)
 	})
 	row("events sent", func(r Report) string { return strconv.Itoa(r.Events) })
-	row("events/s (send to quiescence)", func(r Report) string { return fmt.Sprintf("%.1f", r.EventsPerS) })
+	row("events/s (first send to idle)", func(r Report) string { return fmt.Sprintf("%.1f", r.EventsPerS) })
 	row("worker SIGKILLs", func(r Report) string { return strconv.Itoa(r.Kills) })
 	row("master SIGKILLs / failovers", func(r Report) string { return fmt.Sprintf("%d / %d", r.RedisMasterKills, r.RedisFailovers) })
 	row("replica lag before the kill", func(r Report) string { return fmt.Sprintf("%.1f s", r.ReplicaLagS) })
