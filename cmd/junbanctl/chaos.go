@@ -34,7 +34,7 @@ func runChaos(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.NodeTimeout, "node-timeout", chaos.NodeTimeoutDefault, "with --redis-cluster: the cluster's cluster-node-timeout (time to failover)")
 	jsonOut := fs.Bool("json", false, "print the report as JSON (--redis-cluster: the asserted run, the other as \"baseline\")")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: junbanctl chaos [--events N] [--pg-outage D] [--duration D] [--redis-cluster [--min-replicas N] [--master-kills N]] [--bin DIR] [--keep] [--json]")
+		fmt.Fprintln(fs.Output(), "usage: junbanctl chaos [--events N] [--pg-outage D] [--duration D] [--redis-cluster [--min-replicas N] [--master-kills N] [--replica-lag D]] [--bin DIR] [--keep] [--json]")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, false); err != nil {

@@ -241,6 +241,11 @@ func RunFailover(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.MinRedisReplicas == 0 {
 		cfg.MinRedisReplicas = MinRedisReplicasDefault
 	}
+	check := cfg
+	check.setDefaults()
+	if err := check.Validate(); err != nil {
+		return Report{}, err
+	}
 	progress := cmp.Or[io.Writer](cfg.Progress, io.Discard)
 	base := cfg
 	base.MinRedisReplicas = 0

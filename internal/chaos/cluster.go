@@ -94,9 +94,11 @@ func startCluster(ctx context.Context, dir string, nodeTimeout time.Duration) (*
 		return nil, err
 	}
 	c := &redisCluster{script: script, dir: filepath.Join(dir, "redis-cluster"), log: logPath(dir, "redis-cluster")}
-	out, err := c.run(ctx, "up", "--replicas", "1", "--aof", "everysec",
+	out, err := c.run(ctx, "up", "--replicas", strconv.Itoa(clusterReplicas), "--aof", "everysec",
 		"--node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10), c.dir)
 	if err != nil {
+		// The script stops what it started when it fails, not when it is cut short.
+		c.close(false)
 		return nil, err
 	}
 	for _, line := range strings.Split(string(out), "\n") {

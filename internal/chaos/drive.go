@@ -304,6 +304,8 @@ func (e *Env) masterFailover(ctx context.Context, i int) error {
 		e.fault(fmt.Sprintf("SIGSTOP Redis replica %s and cut its link for %s: its master %s acknowledges writes it does not have", replica.addr, lag, dead.addr))
 		select {
 		case <-ctx.Done():
+			e.cluster.resume(context.WithoutCancel(ctx), replica)
+			return ctx.Err()
 		case <-time.After(lag):
 		}
 	}
