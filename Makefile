@@ -35,9 +35,11 @@ test: stack vet
 demo: build stack
 	@scripts/demo.sh
 
-## chaos: fault injection under load (own Redis and PostgreSQL), then the invariants
+## chaos: fault injection under load (own Redis and PostgreSQL), then the invariants; then a
+## Redis Cluster failover under load, with JUNBAN_REDIS_MIN_REPLICAS=0 (reported) and 1 (asserted)
 chaos: build stack
 	$(BIN)/junbanctl chaos --events 10000 --bin $(BIN)
+	$(BIN)/junbanctl chaos --redis-cluster --events 10000 --bin $(BIN)
 
 ## benchmarks: each prints its figures and compares with its baseline in the same run
 bench: bench-lock bench-alloc bench-persist bench-e2e

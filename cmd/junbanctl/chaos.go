@@ -27,9 +27,14 @@ func runChaos(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.BinDir, "bin", "", "directory of order-worker and persist-worker (default: go build from the repository, else next to junbanctl)")
 	fs.StringVar(&cfg.WorkDir, "workdir", "", "where the temporary directory is made (default: the system's)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the temporary directory (worker logs, Redis and PostgreSQL data)")
-	jsonOut := fs.Bool("json", false, "print the report as JSON")
+	fs.BoolVar(&cfg.RedisCluster, "redis-cluster", false, "the failover scenario: the fleet on a local Redis Cluster (3 masters, a replica each), a master SIGKILLed mid-run; run with JUNBAN_REDIS_MIN_REPLICAS=0 (reported) and then --min-replicas (asserted); no PostgreSQL outage")
+	fs.IntVar(&cfg.MinRedisReplicas, "min-replicas", chaos.MinRedisReplicasDefault, "with --redis-cluster: the order-workers' JUNBAN_REDIS_MIN_REPLICAS in the asserted run (0: one run only)")
+	fs.IntVar(&cfg.MasterKills, "master-kills", chaos.MasterKillsDefault, "with --redis-cluster: SIGKILLs of a master, one after the other")
+	fs.DurationVar(&cfg.ReplicaLag, "replica-lag", chaos.ReplicaLagDefault, "with --redis-cluster: how long the victim's replica is stopped (SIGSTOP) before its master is killed, so that it lacks what the master acknowledged last (0: none)")
+	fs.DurationVar(&cfg.NodeTimeout, "node-timeout", chaos.NodeTimeoutDefault, "with --redis-cluster: the cluster's cluster-node-timeout (time to failover)")
+	jsonOut := fs.Bool("json", false, "print the report as JSON (--redis-cluster: the asserted run, the other as \"baseline\")")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: junbanctl chaos [--events N] [--pg-outage D] [--duration D] [--bin DIR] [--keep] [--json]")
+		fmt.Fprintln(fs.Output(), "usage: junbanctl chaos [--events N] [--pg-outage D] [--duration D] [--redis-cluster [--min-replicas N] [--master-kills N] [--replica-lag D]] [--bin DIR] [--keep] [--json]")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, false); err != nil {
@@ -37,6 +42,20 @@ func runChaos(ctx context.Context, args []string) error {
 	}
 	if cfg.Events < 1 || cfg.SendDuration <= 0 || cfg.PGOutage < 0 || cfg.OrderWorkerKills < 1 {
 		return fmt.Errorf("%w: --events, --duration and --kills must be positive, --pg-outage not negative", errUsage)
+	}
+	if cfg.ReplicaLag == 0 {
+		cfg.ReplicaLag = -1 // none; zero in Config takes the default
+	}
+	if cfg.MasterKills < 1 || cfg.NodeTimeout <= 0 || cfg.ReplicaLag < -1 || cfg.MinRedisReplicas < 0 || cfg.MinRedisReplicas > 1 {
+		return fmt.Errorf("%w: --master-kills and --node-timeout must be positive, --replica-lag not negative, --min-replicas 0 or 1 (one replica per master)", errUsage)
+	}
+	run := chaos.Run
+	if cfg.RedisCluster {
+		if cfg.MinRedisReplicas > 0 {
+			run = chaos.RunFailover
+		}
+	} else {
+		cfg.MinRedisReplicas = 0 // a single Redis has no replica to wait for
 	}
 	sqsCfg, err := config.Load[config.SQS]()
 	if err != nil {
@@ -49,7 +68,7 @@ func runChaos(ctx context.Context, args []string) error {
 		}
 	}
 	cfg.Progress = os.Stderr
-	rep, err := chaos.Run(ctx, cfg)
+	rep, err := run(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -7,14 +7,22 @@
 // SIGKILLs order-workers and the persist-worker (restarting them), SIGKILLs and
 // restarts Redis, and stops PostgreSQL for a while. Then the run waits for quiescence
 // and checks the invariants of docs/architecture.md (see check.go).
+//
+// The Redis Cluster scenario (Config.RedisCluster) runs the fleet on a cluster of three
+// masters with one replica each instead (the order-workers with REDIS_CLUSTER=true and
+// JUNBAN_REDIS_MIN_REPLICAS) and, besides the order-worker kills, SIGKILLs a master in
+// mid-run and waits for the cluster to promote its replica: asynchronous replication
+// may lose what the dead master acknowledged last, which the same checks then find.
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -51,6 +59,31 @@ const (
 	KeyPrefix = "junban"
 	// restartDelay is the pause between a kill and the restart, as an orchestrator's.
 	restartDelay = time.Second
+
+	// MasterKillsDefault is how many times the Redis Cluster scenario SIGKILLs a master.
+	MasterKillsDefault = 1
+	// NodeTimeoutDefault is the cluster's cluster-node-timeout: a master unreachable
+	// for that long is failed over to its replica.
+	NodeTimeoutDefault = 2 * time.Second
+	// ReplicaLagDefault is how long the Redis Cluster scenario holds the victim's
+	// replica back (SIGSTOP) before it kills the master: on one machine replication
+	// takes microseconds, so a master killed at a random instant almost never dies
+	// with an acknowledged write unreplicated; a replica a second behind (a slow
+	// replica, a network blip) is what makes asynchronous replication lose writes.
+	ReplicaLagDefault = time.Second
+	// MinRedisReplicasDefault is the JUNBAN_REDIS_MIN_REPLICAS the Redis Cluster
+	// scenario asserts with; each master has one replica.
+	MinRedisReplicasDefault = 1
+	// clusterReplicas is the number of replicas of each master in the scenario.
+	clusterReplicas = 1
+	// failoverTimeout bounds the wait for a promotion, rejoinTimeout the wait for the
+	// killed node to be a replica in sync again.
+	failoverTimeout = 60 * time.Second
+	rejoinTimeout   = 60 * time.Second
+	// quiesceIdleGiveUp ends the wait for quiescence early when nothing is left in
+	// flight anywhere (queues empty, no turn, wait list, proc or outbox in Redis) but
+	// events are still missing: nothing can bring them back.
+	quiesceIdleGiveUp = 15 * time.Second
 )
 
 // Config configures a chaos run. Zero fields take the defaults above.
@@ -78,6 +111,22 @@ type Config struct {
 	SQSWaitSeconds int
 	// MaxReceiveCount is the queues' redrive policy.
 	MaxReceiveCount int
+	// RedisCluster runs the Redis Cluster failover scenario: the fleet on a local
+	// cluster of three masters with a replica each, MasterKills SIGKILLs of a master
+	// (each restarted as a replica once its replica was promoted) and the order-worker
+	// kills; no PostgreSQL outage and no single-Redis restart.
+	RedisCluster bool
+	// MasterKills is how many masters the scenario kills, one after the other.
+	MasterKills int
+	// NodeTimeout is the cluster's cluster-node-timeout.
+	NodeTimeout time.Duration
+	// ReplicaLag is how long the victim's replica is stopped (SIGSTOP) right before its
+	// master is killed; it resumes just after the kill, before the failover. Negative:
+	// no lag.
+	ReplicaLag time.Duration
+	// MinRedisReplicas is passed to the order-workers as JUNBAN_REDIS_MIN_REPLICAS
+	// (Redis Cluster scenario only; 0 or 1).
+	MinRedisReplicas int
 	// BinDir holds order-worker and persist-worker; empty: see Binaries.
 	BinDir string
 	// WorkDir is where the temporary directory is made; empty: os.TempDir().
@@ -126,6 +175,15 @@ func (c *Config) setDefaults() {
 	if c.MaxReceiveCount <= 0 {
 		c.MaxReceiveCount = MaxReceiveCountDefault
 	}
+	if c.MasterKills <= 0 {
+		c.MasterKills = MasterKillsDefault
+	}
+	if c.NodeTimeout <= 0 {
+		c.NodeTimeout = NodeTimeoutDefault
+	}
+	if c.ReplicaLag == 0 {
+		c.ReplicaLag = ReplicaLagDefault
+	}
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}
@@ -139,6 +197,15 @@ func (c Config) Validate() error {
 	}
 	if c.PGOutage < 0 {
 		p = append(p, "PostgreSQL outage must not be negative")
+	}
+	if c.MinRedisReplicas < 0 || c.MinRedisReplicas > clusterReplicas {
+		p = append(p, fmt.Sprintf("min Redis replicas must be within 0..%d (the cluster's replicas per master)", clusterReplicas))
+	}
+	if c.RedisCluster && c.ReplicaLag >= c.NodeTimeout {
+		p = append(p, "the replica lag must be shorter than the cluster node timeout (or the replica is failed too)")
+	}
+	if c.MinRedisReplicas > 0 && !c.RedisCluster {
+		p = append(p, "min Redis replicas needs the Redis Cluster scenario (a single Redis has no replica)")
 	}
 	if c.SQS.Region == "" {
 		p = append(p, "AWS_REGION is required")
@@ -164,12 +231,42 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	return env.Check(ctx)
 }
 
+// RunFailover runs the Redis Cluster scenario of cfg twice, one after the other, each
+// on a cluster, a PostgreSQL and queues of its own: first with
+// JUNBAN_REDIS_MIN_REPLICAS=0, then with cfg.MinRedisReplicas (MinRedisReplicasDefault
+// when 0). It returns the second run's report with the first as its Baseline: what
+// asynchronous replication alone loses, side by side with what the setting keeps.
+func RunFailover(ctx context.Context, cfg Config) (Report, error) {
+	cfg.RedisCluster = true
+	if cfg.MinRedisReplicas == 0 {
+		cfg.MinRedisReplicas = MinRedisReplicasDefault
+	}
+	check := cfg
+	check.setDefaults()
+	if err := check.Validate(); err != nil {
+		return Report{}, err
+	}
+	progress := cmp.Or[io.Writer](cfg.Progress, io.Discard)
+	base := cfg
+	base.MinRedisReplicas = 0
+	fmt.Fprintln(progress, "chaos: run 1 of 2: JUNBAN_REDIS_MIN_REPLICAS=0 (reported, not asserted)")
+	b, err := Run(ctx, base)
+	if err != nil {
+		return b, err
+	}
+	fmt.Fprintf(progress, "chaos: run 2 of 2: JUNBAN_REDIS_MIN_REPLICAS=%d (asserted)\n", cfg.MinRedisReplicas)
+	r, err := Run(ctx, cfg)
+	r.Baseline = &b
+	return r, err
+}
+
 // Env is a running chaos environment: own Redis and PostgreSQL, queues, the fleet.
 type Env struct {
 	cfg     Config
 	dir     string
 	binDir  string
-	redis   *redisServer
+	redis   *redisServer  // the single Redis, or
+	cluster *redisCluster // the Redis Cluster of the failover scenario
 	pg      *postgresServer
 	rc      redis.UniversalClient
 	db      *gorm.DB
@@ -213,10 +310,25 @@ func Start(ctx context.Context, cfg Config) (env *Env, err error) {
 	}
 	e.binDir = bin
 	e.logf("binaries in %s (%s)", bin, how)
-	if e.redis, err = startRedis(ctx, dir); err != nil {
-		return e, err
+	e.report.RedisCluster = cfg.RedisCluster
+	if cfg.RedisCluster {
+		e.report.MinRedisReplicas = cfg.MinRedisReplicas
+		e.report.ReplicaLagS = round1(max(0, cfg.ReplicaLag).Seconds())
+		e.report.MinRedisReplicasKnown = knowsMinReplicas(ctx, filepath.Join(bin, "order-worker"))
+		if e.cluster, err = startCluster(ctx, dir, cfg.NodeTimeout); err != nil {
+			return e, err
+		}
+		e.logf("Redis Cluster of 3 masters with a replica each on %s (appendonly yes, everysec; cluster-node-timeout %s)",
+			strings.Join(e.cluster.nodes, " "), cfg.NodeTimeout)
+		if !e.report.MinRedisReplicasKnown && cfg.MinRedisReplicas > 0 {
+			e.logf("WARNING: order-worker does not read JUNBAN_REDIS_MIN_REPLICAS: this run acknowledges without waiting for a replica")
+		}
+	} else {
+		if e.redis, err = startRedis(ctx, dir); err != nil {
+			return e, err
+		}
+		e.logf("redis-server on port %d (appendonly yes, appendfsync always)", e.redis.port)
 	}
-	e.logf("redis-server on port %d (appendonly yes, appendfsync always)", e.redis.port)
 	if e.pg, err = startPostgres(ctx, dir); err != nil {
 		return e, err
 	}
@@ -231,7 +343,7 @@ func Start(ctx context.Context, cfg Config) (env *Env, err error) {
 	if _, err := migrations.Up(ctx, sqlDB); err != nil {
 		return e, err
 	}
-	if e.rc, err = (config.Redis{URL: e.redis.url()}).Client(); err != nil {
+	if e.rc, err = e.redisConfig().Client(); err != nil {
 		return e, err
 	}
 	if e.sqs, err = queue.NewClient(ctx, cfg.SQS); err != nil {
@@ -269,7 +381,8 @@ func (e *Env) childEnv(httpPort int) []string {
 		"JUNBAN_LOG_LEVEL=warn", "JUNBAN_LOG_FORMAT=json",
 		"JUNBAN_HTTP_ADDR=" + addr(httpPort),
 		"JUNBAN_SHUTDOWN_BUDGET=5s",
-		"REDIS_URL=" + e.redis.url(),
+		"REDIS_URL=" + e.redisConfig().URL,
+		"REDIS_CLUSTER=" + strconv.FormatBool(e.cluster != nil),
 		"JUNBAN_KEY_PREFIX=" + KeyPrefix,
 		"DATABASE_URL=" + e.pg.url("junban"),
 		"AWS_REGION=" + e.cfg.SQS.Region,
@@ -281,6 +394,22 @@ func (e *Env) childEnv(httpPort int) []string {
 		env = append(env, "AWS_ENDPOINT_URL_SQS="+e.cfg.SQS.Endpoint)
 	}
 	return append(env, e.cfg.ChildEnv...)
+}
+
+// redisConfig is how the workers and the checks reach Redis.
+func (e *Env) redisConfig() config.Redis {
+	if e.cluster != nil {
+		return config.Redis{URL: e.cluster.url(), Cluster: true, KeyPrefix: KeyPrefix}
+	}
+	return config.Redis{URL: e.redis.url(), KeyPrefix: KeyPrefix}
+}
+
+// knowsMinReplicas tells whether the order-worker reads JUNBAN_REDIS_MIN_REPLICAS (its
+// --env-vars lists it): a binary that does not acknowledges without waiting, whatever
+// the scenario passes.
+func knowsMinReplicas(ctx context.Context, orderWorker string) bool {
+	out, err := exec.CommandContext(ctx, orderWorker, "--env-vars").Output()
+	return err == nil && strings.Contains(string(out), "JUNBAN_REDIS_MIN_REPLICAS")
 }
 
 func (e *Env) startFleet(ctx context.Context) error {
@@ -299,6 +428,10 @@ func (e *Env) startFleet(ctx context.Context) error {
 				"JUNBAN_DRAIN_MAX_TIME=5s",
 			),
 		})
+		if e.cluster != nil {
+			w := e.workers[len(e.workers)-1]
+			w.env = append(w.env, "JUNBAN_REDIS_MIN_REPLICAS="+strconv.Itoa(e.cfg.MinRedisReplicas))
+		}
 	}
 	port, err := freePort()
 	if err != nil {
@@ -327,6 +460,9 @@ func (e *Env) startFleet(ctx context.Context) error {
 	}
 	e.logf("fleet ready: 2 order-workers (lock TTL %s, sweep %s, SQS wait %ds) and a persist-worker",
 		e.cfg.LockTTL, e.cfg.SweepInterval, e.cfg.SQSWaitSeconds)
+	if e.cluster != nil {
+		e.logf("order-workers with REDIS_CLUSTER=true JUNBAN_REDIS_MIN_REPLICAS=%d", e.cfg.MinRedisReplicas)
+	}
 	return nil
 }
 
@@ -355,6 +491,9 @@ func (e *Env) Close() {
 	}
 	if e.redis != nil {
 		e.redis.close()
+	}
+	if e.cluster != nil {
+		e.cluster.close(e.cfg.Keep)
 	}
 	if e.pg != nil {
 		if e.cfg.Keep {

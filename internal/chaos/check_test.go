@@ -107,3 +107,65 @@ func TestCheckBrokenVariants(t *testing.T) {
 		})
 	}
 }
+
+func TestParseClusterNodes(t *testing.T) {
+	// A failover seen from a surviving node: b (a replica of a) now master of a's slots,
+	// a failed, and one slot being migrated on c.
+	const s = `aaa 127.0.0.1:7000@17000 master,fail - 1 2 1 disconnected
+bbb 127.0.0.1:7003@17003 myself,master - 0 0 7 connected 0-5460
+ccc 127.0.0.1:7001@17001 master - 0 3 2 connected 5461-10922 16000 [10923->-ddd]
+ddd 127.0.0.1:7002@17002 slave ccc 0 4 2 connected
+`
+	nodes, err := parseClusterNodes(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 4 {
+		t.Fatalf("%d nodes, want 4", len(nodes))
+	}
+	a, b, c, d := nodes[0], nodes[1], nodes[2], nodes[3]
+	if !a.master || !a.failing || a.linked || len(a.slots) != 0 {
+		t.Errorf("a: %+v", a)
+	}
+	if !b.master || b.failing || !b.linked || b.slotsString() != "0-5460" || b.addr != "127.0.0.1:7003" || !b.owns(0) || b.owns(5461) {
+		t.Errorf("b: %+v", b)
+	}
+	if c.slotsString() != "5461-10922,16000" || !c.owns(16000) {
+		t.Errorf("c: %+v", c)
+	}
+	if d.master || d.masterID != "ccc" {
+		t.Errorf("d: %+v", d)
+	}
+	if _, err := parseClusterNodes("aaa 127.0.0.1:7000@17000 master - 0 0 1 connected x-y\n"); err == nil {
+		t.Error("bad slots accepted")
+	}
+}
+
+// The asserted run and its baseline, side by side: a column each, in order.
+func TestPrintSideBySide(t *testing.T) {
+	base := Report{RedisCluster: true, Events: 100, Lost: 3, DoubleApplied: 5, Drift: 2, RedisMasterKills: 1, RedisFailovers: 1, FailoverS: []float64{3.4}, Quiesced: false}
+	asserted := Report{RedisCluster: true, Events: 100, MinRedisReplicas: 1, MinRedisReplicasKnown: true, RedisMasterKills: 1, RedisFailovers: 1, Conserved: true, Quiesced: true}
+	asserted.Baseline = &base
+	var b strings.Builder
+	asserted.Print(&b)
+	out := b.String()
+	for _, want := range []string{
+		"run 1 of 2", "run 2 of 2",
+		"JUNBAN_REDIS_MIN_REPLICAS      0",
+		"events lost                    3", "events applied twice           5", "Redis-PostgreSQL drift         2",
+		"failover time                  3.4 s",
+		"verdict                        FAILED",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	if !asserted.OK() || base.OK() {
+		t.Errorf("OK: asserted %v, baseline %v", asserted.OK(), base.OK())
+	}
+	// A cluster run without its failover proves nothing.
+	asserted.RedisFailovers = 0
+	if asserted.OK() {
+		t.Error("a master kill without a failover passed")
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/junban/junban/internal/keyscan"
 	"github.com/junban/junban/internal/loadgen"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/queue"
@@ -94,16 +95,25 @@ func (e *Env) Drive(ctx context.Context) error {
 	if faultErr != nil {
 		return faultErr
 	}
-	e.logf("fault schedule done: %d worker kills, %d Redis restart(s), PostgreSQL down %s",
-		e.report.Kills, e.report.RedisRestarts, e.cfg.PGOutage)
+	if e.cluster != nil {
+		e.logf("fault schedule done: %d worker kills, %d Redis master kill(s), %d failover(s)",
+			e.report.Kills, e.report.RedisMasterKills, e.report.RedisFailovers)
+	} else {
+		e.logf("fault schedule done: %d worker kills, %d Redis restart(s), PostgreSQL down %s",
+			e.report.Kills, e.report.RedisRestarts, e.cfg.PGOutage)
+	}
 	q0 := time.Now()
-	e.report.Quiesced = e.quiesce(ctx)
+	var idle time.Time
+	e.report.Quiesced, idle = e.quiesce(ctx)
 	e.report.QuiesceS = round1(time.Since(q0).Seconds())
 	e.report.ElapsedS = round1(time.Since(e.start).Seconds())
+	if d := idle.Sub(e.start).Seconds(); !idle.IsZero() && d > 0 {
+		e.report.EventsPerS = round1(float64(e.report.Events) / d)
+	}
 	if e.report.Quiesced {
 		e.logf("quiescent after %.1fs: every event persisted, queues empty, no turn held", e.report.QuiesceS)
 	} else {
-		e.logf("NOT quiescent after %s", e.cfg.QuiesceTimeout)
+		e.logf("NOT quiescent after %.1fs", e.report.QuiesceS)
 	}
 	return ctx.Err()
 }
@@ -157,6 +167,10 @@ type fault struct {
 // 10% to 85% of T, the PostgreSQL outage from 15% of T (the persist-worker is killed
 // while it lasts, so it restarts into an outage), the Redis restart at 65% of T.
 // Faults that run into each other are fine: they do in production too.
+//
+// The Redis Cluster scenario keeps the order-worker kills and replaces the rest with
+// the master kills, spread from 30% to 70% of T (one: at 50%), one after the other:
+// each waits for the previous master to be back as a replica in sync.
 func (e *Env) schedule() []fault {
 	T := e.cfg.SendDuration
 	frac := func(f float64) time.Duration { return time.Duration(f * float64(T)) }
@@ -169,6 +183,29 @@ func (e *Env) schedule() []fault {
 		}
 		replica := e.workers[i%len(e.workers)]
 		fs = append(fs, fault{at: frac(f), do: func(ctx context.Context) error { return e.killAndRestart(ctx, replica) }})
+	}
+	if e.cluster != nil {
+		m := e.cfg.MasterKills
+		at := func(i int) time.Duration {
+			if m == 1 {
+				return frac(0.5)
+			}
+			return frac(0.3 + 0.4*float64(i)/float64(m-1))
+		}
+		fs = append(fs, fault{at: at(0), do: func(ctx context.Context) error {
+			for i := range m {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(time.Until(e.start.Add(at(i)))):
+				}
+				if err := e.masterFailover(ctx, i); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+		return fs
 	}
 	pgAt := frac(0.15)
 	if e.cfg.PGOutage > 0 {
@@ -240,6 +277,79 @@ func (e *Env) redisRestart(ctx context.Context) error {
 	return nil
 }
 
+// masterFailover SIGKILLs the i-th master (round robin over the masters with a replica
+// in sync), waits until the cluster promoted its replica and the dead master's slots
+// answer again (a failover), then starts the killed node again and waits until it is a
+// replica in sync. A promotion that does not come is a finding (failovers short of
+// master kills), not an error: the node is started again and the run goes on.
+func (e *Env) masterFailover(ctx context.Context, i int) error {
+	dead, replica, err := e.cluster.victim(ctx, i)
+	if err != nil {
+		return err
+	}
+	probe, err := e.cluster.probeKey(ctx, dead)
+	if err != nil {
+		return err
+	}
+	if lag := e.cfg.ReplicaLag; lag > 0 {
+		// Stopped, the replica cannot reconnect; the cut link makes sure that nothing
+		// written from now on waits in a socket buffer for it.
+		if err := e.cluster.pause(ctx, replica); err != nil {
+			return err
+		}
+		if err := e.cluster.cutReplicas(ctx, dead); err != nil {
+			e.cluster.resume(context.WithoutCancel(ctx), replica)
+			return err
+		}
+		e.fault(fmt.Sprintf("SIGSTOP Redis replica %s and cut its link for %s: its master %s acknowledges writes it does not have", replica.addr, lag, dead.addr))
+		select {
+		case <-ctx.Done():
+			e.cluster.resume(context.WithoutCancel(ctx), replica)
+			return ctx.Err()
+		case <-time.After(lag):
+		}
+	}
+	killErr := e.cluster.kill(context.WithoutCancel(ctx), dead)
+	if e.cfg.ReplicaLag > 0 {
+		// Resumed whatever happened: a replica left stopped would never be promoted.
+		if err := e.cluster.resume(context.WithoutCancel(ctx), replica); err != nil {
+			return err
+		}
+	}
+	if killErr != nil {
+		return killErr
+	}
+	t0 := time.Now()
+	e.mu.Lock()
+	e.report.RedisMasterKills++
+	e.mu.Unlock()
+	e.fault(fmt.Sprintf("SIGKILL Redis master %s (slots %s), SIGCONT its replica %s", dead.addr, dead.slotsString(), replica.addr))
+	if err := e.cluster.waitPromoted(ctx, e.rc, dead, replica, probe, failoverTimeout); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		e.fault("no failover: " + err.Error())
+	} else {
+		s := round1(time.Since(t0).Seconds())
+		e.mu.Lock()
+		e.report.RedisFailovers++
+		e.report.FailoverS = append(e.report.FailoverS, s)
+		e.mu.Unlock()
+		e.fault(fmt.Sprintf("failover: replica %s is master of slots %s, answering %.1fs after the kill", replica.addr, dead.slotsString(), s))
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(restartDelay):
+	}
+	role, err := e.cluster.restart(context.WithoutCancel(ctx), dead, rejoinTimeout)
+	if err != nil {
+		return err
+	}
+	e.fault(fmt.Sprintf("restarted %s: rejoined as a %s", dead.addr, role))
+	return nil
+}
+
 // progress logs the persisted count every 5 s until done.
 func (e *Env) progress(ctx context.Context, done <-chan struct{}) {
 	t := time.NewTicker(5 * time.Second)
@@ -270,78 +380,112 @@ func (e *Env) progress(ctx context.Context, done <-chan struct{}) {
 // an event in proc or an unpublished outbox, three times in a row half a second apart
 // (late duplicates are redelivered and republished in between). It reports whether
 // that happened within cfg.QuiesceTimeout.
-func (e *Env) quiesce(ctx context.Context) bool {
+//
+// When events are missing while nothing is in flight anywhere (queues empty, no turn,
+// wait list, proc or outbox in Redis) for quiesceIdleGiveUp, it gives up early: those
+// events are gone (a failover lost their envelopes) and waiting cannot bring them back.
+//
+// idle is when the fleet was last seen with nothing left to do (the first of the quiet
+// checks, or the start of the idle stretch it gave up after); zero when neither came.
+func (e *Env) quiesce(ctx context.Context) (ok bool, idle time.Time) {
 	deadline := time.Now().Add(e.cfg.QuiesceTimeout)
 	lastLog := time.Now()
+	var idleSince, quietSince time.Time
 	for quiet := 0; quiet < 3; {
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
+			return false, time.Time{}
 		}
 		select {
 		case <-ctx.Done():
-			return false
+			return false, time.Time{}
 		case <-time.After(500 * time.Millisecond):
 		}
-		busy, why := e.busy(ctx)
-		if busy {
+		why, missing := e.busy(ctx)
+		if why != "" {
 			quiet = 0
+			if !missing {
+				idleSince = time.Time{}
+			} else if idleSince.IsZero() {
+				idleSince = time.Now()
+			} else if time.Since(idleSince) > quiesceIdleGiveUp {
+				e.logf("giving up on quiescence: %s, and nothing in flight for %s", why, quiesceIdleGiveUp)
+				return false, idleSince
+			}
 			if time.Since(lastLog) > 10*time.Second {
 				e.logf("waiting for quiescence: %s", why)
 				lastLog = time.Now()
 			}
 			continue
 		}
+		if quiet == 0 {
+			quietSince = time.Now()
+		}
+		idleSince = time.Time{}
 		quiet++
 	}
-	return true
+	return true, quietSince
 }
 
-func (e *Env) busy(ctx context.Context) (bool, string) {
+// busy says what keeps the run from quiescence ("" for nothing); missing is true when
+// that is only events without an inbox row, with nothing in flight that could add one.
+func (e *Env) busy(ctx context.Context) (why string, missing bool) {
 	var n int64
 	if err := e.db.WithContext(ctx).Raw(`SELECT count(*) FROM inbox`).Scan(&n).Error; err != nil {
-		return true, "PostgreSQL: " + err.Error()
-	}
-	if int(n) < e.workload.Distinct {
-		return true, fmt.Sprintf("%d of %d events persisted", n, e.workload.Distinct)
+		return "PostgreSQL: " + err.Error(), false
 	}
 	for _, q := range []string{e.orders.URL, e.results.URL} {
 		d, err := e.queueDepth(ctx, q)
 		if err != nil {
-			return true, "SQS: " + err.Error()
+			return "SQS: " + err.Error(), false
 		}
 		if d > 0 {
-			return true, fmt.Sprintf("%d messages in %s", d, q)
+			return fmt.Sprintf("%d messages in %s", d, q), false
 		}
 	}
 	for _, suffix := range []string{"lock", "wait", "proc", "outbox"} {
 		k, err := e.anyKey(ctx, suffix)
 		if err != nil {
-			return true, "Redis: " + err.Error()
+			return "Redis: " + err.Error(), false
 		}
 		if k != "" {
-			return true, "Redis holds " + k
+			return "Redis holds " + k, false
 		}
 	}
-	return false, ""
+	if int(n) < e.workload.Distinct {
+		return fmt.Sprintf("%d of %d events persisted", n, e.workload.Distinct), true
+	}
+	return "", false
 }
 
+// errFound ends a key scan at the first key found.
+var errFound = errors.New("chaos: found")
+
 // anyKey returns one key of an entity with the given suffix (a non-empty list for the
-// list suffixes), or "".
+// list suffixes), or "". On a cluster it scans every master.
 func (e *Env) anyKey(ctx context.Context, suffix string) (string, error) {
-	iter := e.rc.Scan(ctx, 0, lockhandoff.Key(KeyPrefix, "*", suffix), 1000).Iterator()
-	for iter.Next(ctx) {
-		k := iter.Val()
-		if suffix == "lock" {
-			return k, nil
+	var mu sync.Mutex
+	found := ""
+	err := keyscan.Each(ctx, e.rc, lockhandoff.Key(KeyPrefix, "*", suffix), "", func(k string) error {
+		if suffix != "lock" {
+			if n, err := e.rc.LLen(ctx, k).Result(); err != nil || n == 0 {
+				return nil
+			}
 		}
-		if n, err := e.rc.LLen(ctx, k).Result(); err == nil && n > 0 {
-			return k, nil
-		}
+		mu.Lock()
+		found = k
+		mu.Unlock()
+		return errFound
+	})
+	if errors.Is(err, errFound) {
+		err = nil
 	}
-	return "", iter.Err()
+	return found, err
 }
 
 func round1(f float64) float64 { return math.Round(f*10) / 10 }
 
 // Quiesce waits for quiescence again (after a test changed something on purpose).
-func (e *Env) Quiesce(ctx context.Context) bool { return e.quiesce(ctx) }
+func (e *Env) Quiesce(ctx context.Context) bool {
+	ok, _ := e.quiesce(ctx)
+	return ok
+}

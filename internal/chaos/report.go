@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
 
-// Report is what a chaos run did and found. The first seven fields are the contract of
+// Report is what a chaos run did and found. The first eight fields are the contract of
 // `junbanctl chaos --json`; every count must be 0 and Conserved true (see OK).
 type Report struct {
 	// Events is the number of events sent, duplicates included.
@@ -28,6 +29,31 @@ type Report struct {
 	// Conserved is true when every lot, in both stores, sums to what was imported, has
 	// no negative bucket, and matches its imported quantity plus the moves ledger.
 	Conserved bool `json:"conserved"`
+	// RedisFailovers counts the promotions of a replica that the Redis Cluster
+	// scenario caused: a master SIGKILLed, its replica master of its slots in CLUSTER
+	// NODES and the slots answering again. It must equal RedisMasterKills.
+	RedisFailovers int `json:"redis_failovers"`
+
+	// RedisCluster is true for the Redis Cluster failover scenario.
+	RedisCluster bool `json:"redis_cluster"`
+	// RedisMasterKills counts the SIGKILLs of a cluster master.
+	RedisMasterKills int `json:"redis_master_kills"`
+	// ReplicaLagS is how long the victim's replica was stopped before each master kill.
+	ReplicaLagS float64 `json:"replica_lag_s"`
+	// FailoverS is, per failover, the seconds from the kill until the slots answered.
+	FailoverS []float64 `json:"failover_s,omitempty"`
+	// MinRedisReplicas is the JUNBAN_REDIS_MIN_REPLICAS the order-workers ran with, and
+	// MinRedisReplicasKnown whether their binary reads it at all.
+	MinRedisReplicas      int  `json:"min_redis_replicas"`
+	MinRedisReplicasKnown bool `json:"min_redis_replicas_known"`
+	// EventsPerS is events sent per second from the first send until the fleet had
+	// nothing left to do (quiescence, or the idle stretch a run with lost events gave
+	// up after): the send rate (Config.SendDuration) while the fleet keeps up, less
+	// when it falls behind.
+	EventsPerS float64 `json:"events_per_s"`
+	// Baseline is the same Redis Cluster scenario with JUNBAN_REDIS_MIN_REPLICAS=0,
+	// run before this one: reported, not asserted (see RunFailover).
+	Baseline *Report `json:"baseline,omitempty"`
 
 	Distinct          int            `json:"distinct_events"`
 	Orders            int            `json:"orders"`
@@ -70,14 +96,24 @@ type Details struct {
 	Drift       []string `json:"drift,omitempty"`
 }
 
-// OK tells whether every invariant held and the run reached quiescence.
+// OK tells whether every invariant held and the run reached quiescence, and, in the
+// Redis Cluster scenario, whether every master kill was failed over (a run without its
+// failover proves nothing). The Baseline is not part of it.
 func (r Report) OK() bool {
-	return r.Lost == 0 && r.DoubleApplied == 0 && r.Drift == 0 && r.Oversold == 0 && r.Conserved && r.Quiesced
+	return r.Lost == 0 && r.DoubleApplied == 0 && r.Drift == 0 && r.Oversold == 0 && r.Conserved && r.Quiesced &&
+		r.failedOver()
+}
+
+func (r Report) failedOver() bool {
+	return !r.RedisCluster || (r.RedisMasterKills > 0 && r.RedisFailovers == r.RedisMasterKills)
 }
 
 // Problems lists, in words, what failed.
 func (r Report) Problems() []string {
 	var p []string
+	if !r.failedOver() {
+		p = append(p, fmt.Sprintf("%d Redis master kills, %d failovers", r.RedisMasterKills, r.RedisFailovers))
+	}
 	if !r.Quiesced {
 		p = append(p, "the fleet did not reach quiescence")
 	}
@@ -99,19 +135,90 @@ func (r Report) Problems() []string {
 	return p
 }
 
-// Print writes the report for people.
+// Print writes the report for people; with a Baseline, that run's report first and
+// then both side by side.
 func (r Report) Print(out io.Writer) {
-	fmt.Fprintln(out, "junban chaos run")
+	if r.Baseline != nil {
+		r.Baseline.print(out, "junban chaos run 1 of 2: Redis Cluster failover, JUNBAN_REDIS_MIN_REPLICAS=0 (reported, not asserted)")
+		fmt.Fprintln(out)
+		r.print(out, fmt.Sprintf("junban chaos run 2 of 2: Redis Cluster failover, JUNBAN_REDIS_MIN_REPLICAS=%d (asserted)", r.MinRedisReplicas))
+		fmt.Fprintln(out)
+		PrintSideBySide(out, *r.Baseline, r)
+		return
+	}
+	title := "junban chaos run"
+	if r.RedisCluster {
+		title = fmt.Sprintf("junban chaos run: Redis Cluster failover, JUNBAN_REDIS_MIN_REPLICAS=%d", r.MinRedisReplicas)
+	}
+	r.print(out, title)
+}
+
+// PrintSideBySide writes what the checks found in each run, one column per run.
+func PrintSideBySide(out io.Writer, runs ...Report) {
+	fmt.Fprintln(out, "side by side:")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	row := func(name string, f func(Report) string) {
+		fmt.Fprintf(tw, "  %s", name)
+		for _, r := range runs {
+			fmt.Fprintf(tw, "\t%s", f(r))
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	row("JUNBAN_REDIS_MIN_REPLICAS", func(r Report) string {
+		if r.MinRedisReplicas > 0 && !r.MinRedisReplicasKnown {
+			return fmt.Sprintf("%d (ignored by this order-worker)", r.MinRedisReplicas)
+		}
+		return strconv.Itoa(r.MinRedisReplicas)
+	})
+	row("events sent", func(r Report) string { return strconv.Itoa(r.Events) })
+	row("events/s (first send to idle)", func(r Report) string { return fmt.Sprintf("%.1f", r.EventsPerS) })
+	row("worker SIGKILLs", func(r Report) string { return strconv.Itoa(r.Kills) })
+	row("master SIGKILLs / failovers", func(r Report) string { return fmt.Sprintf("%d / %d", r.RedisMasterKills, r.RedisFailovers) })
+	row("replica lag before the kill", func(r Report) string { return fmt.Sprintf("%.1f s", r.ReplicaLagS) })
+	row("failover time", func(r Report) string { return fmtSeconds(r.FailoverS) })
+	row("quiescence", func(r Report) string { return strconv.FormatBool(r.Quiesced) })
+	row("events lost", func(r Report) string { return strconv.Itoa(r.Lost) })
+	row("events applied twice", func(r Report) string { return strconv.Itoa(r.DoubleApplied) })
+	row("Redis-PostgreSQL drift", func(r Report) string { return strconv.Itoa(r.Drift) })
+	row("oversold SKUs", func(r Report) string { return strconv.Itoa(r.Oversold) })
+	row("lots conserved", func(r Report) string { return strconv.FormatBool(r.Conserved) })
+	row("verdict", func(r Report) string {
+		if r.OK() {
+			return "every invariant held"
+		}
+		return "FAILED"
+	})
+	tw.Flush()
+}
+
+func fmtSeconds(s []float64) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, v := range s {
+		parts = append(parts, fmt.Sprintf("%.1f s", v))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (r Report) print(out io.Writer, title string) {
+	fmt.Fprintln(out, title)
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "events sent\t%d (%d distinct, %d duplicate deliveries)\n", r.Events, r.Distinct, r.Events-r.Distinct)
 	fmt.Fprintf(tw, "orders / SKUs\t%d / %d\n", r.Orders, r.SKUs)
 	fmt.Fprintf(tw, "applied / rejected\t%d / %d %s\n", r.Applied, r.Rejected, fmtReasons(r.RejectedBy))
 	fmt.Fprintf(tw, "worker SIGKILLs\t%d\n", r.Kills)
-	fmt.Fprintf(tw, "Redis restarts (SIGKILL, AOF)\t%d\n", r.RedisRestarts)
-	fmt.Fprintf(tw, "PostgreSQL outage\t%.0f s\n", r.PGOutageS)
+	if r.RedisCluster {
+		fmt.Fprintf(tw, "Redis Cluster\t3 masters, a replica each; order-workers with JUNBAN_REDIS_MIN_REPLICAS=%d%s\n", r.MinRedisReplicas, ignored(r))
+		fmt.Fprintf(tw, "Redis master SIGKILLs / failovers\t%d / %d (replica stopped %.1f s before each kill; slots answering again after %s)\n", r.RedisMasterKills, r.RedisFailovers, r.ReplicaLagS, fmtSeconds(r.FailoverS))
+	} else {
+		fmt.Fprintf(tw, "Redis restarts (SIGKILL, AOF)\t%d\n", r.RedisRestarts)
+		fmt.Fprintf(tw, "PostgreSQL outage\t%.0f s\n", r.PGOutageS)
+	}
 	fmt.Fprintf(tw, "unexpected worker exits\t%d (restarted)\n", r.UnexpectedExits)
-	fmt.Fprintf(tw, "time\t%.1f s sending, %.1f s to quiescence, %.1f s in all\n", r.SendS, r.QuiesceS, r.ElapsedS)
+	fmt.Fprintf(tw, "time\t%.1f s sending, %.1f s to quiescence, %.1f s in all (%.1f events/s)\n", r.SendS, r.QuiesceS, r.ElapsedS, r.EventsPerS)
 	fmt.Fprintf(tw, "DLQ (orders / results)\t%d / %d\n", r.OrdersDLQ, r.ResultsDLQ)
 	ev := r.Evidence
 	fmt.Fprintf(tw, "workers' counters (at least)\t%d backlogs recovered by the sweeper, %d leases lost, %d fenced commits,\n", ev.BacklogsRecovered, ev.LeasesLost, ev.Fenced)
@@ -130,6 +237,9 @@ func (r Report) Print(out io.Writer) {
 			return "ok"
 		}
 		return "FAIL"
+	}
+	if r.RedisCluster {
+		fmt.Fprintf(tw, "  every master kill failed over\t%d/%d\t%s\n", r.RedisFailovers, r.RedisMasterKills, mark(r.failedOver()))
 	}
 	fmt.Fprintf(tw, "  quiescence\t%s\n", mark(r.Quiesced))
 	fmt.Fprintf(tw, "  events lost\t%d\t%s\n", r.Lost, mark(r.Lost == 0))
@@ -155,6 +265,13 @@ func (r Report) Print(out io.Writer) {
 	} else {
 		fmt.Fprintln(out, "result: FAILED: "+strings.Join(r.Problems(), "; "))
 	}
+}
+
+func ignored(r Report) string {
+	if r.MinRedisReplicas > 0 && !r.MinRedisReplicasKnown {
+		return " (this order-worker does not read it: acknowledged without waiting)"
+	}
+	return ""
 }
 
 func fmtReasons(m map[string]int) string {
