@@ -302,6 +302,9 @@ func checkResultBound(ctx context.Context, cfg Config, c *sqs.Client, resultsURL
 	if err := order.CheckResultBound(cfg.MaxLines, size); err != nil {
 		return 0, err
 	}
+	log.Info("results fit the results queue", zap.Int("max_lines", cfg.MaxLines),
+		zap.Int("worst_case_bytes", order.WorstCaseResultBytes(cfg.MaxLines, order.ResultLotsPerLine)),
+		zap.Int("max_message_bytes", size))
 	return size, nil
 }
 
