@@ -24,7 +24,9 @@ const ResultMarginDivisor = 8
 const ResultLotsPerLine = 2
 
 // modelDetailBytes is the refusal text the model puts in a result's detail: the ledger's
-// refusal of one operation (op id, SKU and lot ids at their maximum, the counts).
+// refusal of one operation (op id, SKU and lot ids at their maximum, the counts). A refused
+// undo adds its own text, but then leaves no moves and no SKU version, which the model
+// counts for every undo and which take more room than that text.
 const modelDetailBytes = 2048
 
 // WorstCaseResult builds the largest result an order event of at most lines lines can
@@ -60,6 +62,7 @@ func WorstCaseResult(lines, lotsPerLine int) event.Result {
 	}
 	r := event.Result{
 		EventID: id("e"), Entity: id("c"), LCID: id("c"), Seq: wideSeq, Arrival: wideSeq,
+		// The longest type, outcome and reason names, whichever event it is.
 		Type: event.OrderAllocateForShipment, Outcome: event.Rejected, Reason: ReasonUndoRefused,
 		Detail: strings.Repeat("d", modelDetailBytes), Order: snap, ProcessedAt: when,
 	}

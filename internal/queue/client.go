@@ -95,7 +95,7 @@ func EnsurePair(ctx context.Context, c *sqs.Client, name, dlqName string, maxRec
 
 // MaxMessageSize reads the queue's MaximumMessageSize attribute (body plus attributes, in
 // bytes). A server that does not report it (some emulators) gets MaxMessageSizeDefault,
-// SQS's own default, with reported false; a value outside SQS's 1024..1048576 is an error.
+// SQS's classic 256 KiB, with reported false; a value outside SQS's 1024..1048576 is an error.
 func MaxMessageSize(ctx context.Context, c *sqs.Client, queueURL string) (size int, reported bool, err error) {
 	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(queueURL),
