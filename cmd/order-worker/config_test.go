@@ -1,10 +1,12 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/order"
 )
 
 // The ledger must not remember an op longer than the order remembers its event: a
@@ -71,5 +73,23 @@ func TestPostgresConnectionsAreBounded(t *testing.T) {
 	defer sqlDB.Close()
 	if got := sqlDB.Stats().MaxOpenConnections; got != 3 {
 		t.Errorf("MaxOpenConnections = %d, want 3", got)
+	}
+}
+
+// JUNBAN_MAX_LINES defaults to order.MaxLinesDefault and is refused outside
+// 1..order.MaxLinesLimit (a turn decodes up to the limit, whatever the setting).
+func TestMaxLinesSetting(t *testing.T) {
+	cfg, err := config.Load[Config]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MaxLines != order.MaxLinesDefault {
+		t.Errorf("default %d, want order.MaxLinesDefault %d", cfg.MaxLines, order.MaxLinesDefault)
+	}
+	for _, v := range []string{"0", "-1", strconv.Itoa(order.MaxLinesLimit + 1)} {
+		t.Setenv("JUNBAN_MAX_LINES", v)
+		if _, err := config.Load[Config](); err == nil || !strings.Contains(err.Error(), "JUNBAN_MAX_LINES") {
+			t.Errorf("JUNBAN_MAX_LINES=%s: %v, want a refusal naming it", v, err)
+		}
 	}
 }

@@ -55,6 +55,11 @@ type Config struct {
 	LockTTL time.Duration `env:"JUNBAN_LOCK_TTL" envDefault:"10s"`
 	// HandlerDeadline abandons a handler that runs longer, so a hung worker cannot hold a turn.
 	HandlerDeadline time.Duration `env:"JUNBAN_HANDLER_DEADLINE" envDefault:"60s"`
+	// MaxLines bounds an order event's lines; beyond it the event goes to the orders DLQ
+	// with ERR_TOO_MANY_LINES. It bounds the size of the event's result, which must fit in
+	// the results queue's messages: the worker refuses to start when the largest result it
+	// allows would not (order.CheckResultBound).
+	MaxLines int `env:"JUNBAN_MAX_LINES" envDefault:"16"`
 	// MaxWait bounds an entity's wait list; beyond it messages stay in SQS.
 	MaxWait int `env:"JUNBAN_MAX_WAIT" envDefault:"10000"`
 	// MaxAttempts bounds the failed runs of one event, counted in Redis across turns and
@@ -114,6 +119,9 @@ func (c Config) Validate() []string {
 	}
 	if c.HandlerDeadline <= c.LockTTL {
 		p = append(p, "JUNBAN_HANDLER_DEADLINE: must be longer than JUNBAN_LOCK_TTL")
+	}
+	if c.MaxLines < 1 || c.MaxLines > order.MaxLinesLimit {
+		p = append(p, fmt.Sprintf("JUNBAN_MAX_LINES: must be 1..%d", order.MaxLinesLimit))
 	}
 	if c.MaxWait < 1 {
 		p = append(p, "JUNBAN_MAX_WAIT: must be at least 1")
@@ -189,6 +197,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	resultsMax, err := checkResultBound(ctx, cfg, sqsClient, urls.results, log)
+	if err != nil {
+		return err
+	}
 
 	reg := health.NewRegistry()
 	srv := health.New(reg, log)
@@ -205,7 +217,7 @@ func run() error {
 		return err
 	}
 
-	results, err := queue.NewPublisher(sqsClient, queue.PublisherConfig{QueueURL: urls.results, Linger: cfg.ResultsLinger, Registerer: reg, Logger: log})
+	results, err := queue.NewPublisher(sqsClient, queue.PublisherConfig{QueueURL: urls.results, MaxMessageSize: resultsMax, Linger: cfg.ResultsLinger, Registerer: reg, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -260,7 +272,7 @@ func run() error {
 		turns.StopContext(bound)
 	})
 
-	worker := &order.Worker{Turns: turns, Log: log}
+	worker := &order.Worker{Turns: turns, MaxLines: cfg.MaxLines, Log: log}
 	consumer, err := queue.NewConsumer(sqsClient, queue.ConsumerConfig{
 		QueueURL:        urls.orders,
 		DLQURL:          urls.ordersDLQ,
@@ -298,6 +310,27 @@ func quarantineMinAge(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// checkResultBound refuses to start when the largest result an accepted event can make
+// (JUNBAN_MAX_LINES) would not fit in the results queue's messages: such a result could
+// never be published, and its order would wait behind it. It returns the queue's maximum
+// message size, which the results publisher then keeps to.
+func checkResultBound(ctx context.Context, cfg Config, c *sqs.Client, resultsURL string, log *zap.Logger) (int, error) {
+	size, reported, err := queue.MaxMessageSize(ctx, c, resultsURL)
+	if err != nil {
+		return 0, err
+	}
+	if !reported {
+		log.Info("the results queue does not report MaximumMessageSize; assuming SQS's default", zap.Int("bytes", size))
+	}
+	if err := order.CheckResultBound(cfg.MaxLines, size); err != nil {
+		return 0, err
+	}
+	log.Info("results fit the results queue", zap.Int("max_lines", cfg.MaxLines),
+		zap.Int("worst_case_bytes", order.WorstCaseResultBytes(cfg.MaxLines, order.ResultLotsPerLine)),
+		zap.Int("max_message_bytes", size))
+	return size, nil
 }
 
 type queueURLs struct{ orders, ordersDLQ, results string }

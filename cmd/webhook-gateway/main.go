@@ -82,6 +82,7 @@ func run() error {
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		Tolerance:      cfg.Tolerance,
 		PublishTimeout: cfg.PublishTimeout,
+		MaxInFlight:    cfg.MaxInFlight,
 		Logger:         log,
 		Registerer:     reg,
 	})

@@ -4,7 +4,11 @@ package event
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/junban/junban/internal/ledger"
 )
@@ -14,6 +18,36 @@ import (
 // inventory event's entity is "sku:" and its SKU, so an entity may be 4 bytes longer.
 // PostgreSQL indexes these ids and refuses an index row over about 2.7 KB.
 const MaxIDLength = 255
+
+// ErrInvalidID: an id holds a character junban cannot carry. A brace would break the hash
+// tag of every Redis key the id names (an order's keys carry its lcid, a SKU's keys its
+// SKU); a control character or NUL would break the ledger's text records, logs and the
+// DLQ's attributes. Such an event can never apply, however often it is retried.
+var ErrInvalidID = errors.New("event: invalid id")
+
+// CheckID reports whether id may name anything in an event: no "{" or "}", no control
+// character (NUL included), valid UTF-8. It does not bound the length (each field has its
+// own bound); the errors wrap ErrInvalidID. The order-worker's Decode and the webhook
+// gateway both call it, so that an id the gateway forwards always decodes.
+func CheckID(id string) error {
+	for i, r := range id {
+		switch {
+		case r == '{' || r == '}':
+			return fmt.Errorf("%w: %.40q contains a brace at byte %d", ErrInvalidID, id, i)
+		case r == utf8.RuneError && !validRuneAt(id, i):
+			return fmt.Errorf("%w: %.40q is not valid UTF-8 at byte %d", ErrInvalidID, id, i)
+		case unicode.IsControl(r):
+			return fmt.Errorf("%w: %.40q contains the control character %U at byte %d", ErrInvalidID, id, r, i)
+		}
+	}
+	return nil
+}
+
+// validRuneAt tells a U+FFFD written in s from an invalid byte at i.
+func validRuneAt(s string, i int) bool {
+	_, size := utf8.DecodeRuneInString(s[i:])
+	return size > 1
+}
 
 // Type names an order event.
 type Type string

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/junban/junban/internal/event"
@@ -16,6 +15,29 @@ import (
 
 // MaxEventBytes is the default bound of an order event's body (SQS allows 256 KiB).
 const MaxEventBytes = 256 * 1024
+
+// Bounds of an order event's lines (JUNBAN_MAX_LINES). An event's result lists each line
+// with its lots, and each ledger operation with its moves and the lots it left, so the
+// lines bound its size; the order-worker refuses to start when the largest result they
+// allow would not fit in the results queue's messages (CheckResultBound).
+const (
+	// MaxLinesDefault fits SQS's classic 256 KiB messages: with every id at its maximum
+	// length and ResultLotsPerLine lots a line, 19 lines would.
+	MaxLinesDefault = 16
+	// MaxLinesLimit is the most JUNBAN_MAX_LINES may be, and the bound of an envelope
+	// decoded inside a turn: an event some worker accepted under its own setting must
+	// still decode in the turn that runs it, whichever worker holds it.
+	MaxLinesLimit = 1000
+)
+
+// Limits bound what Decode accepts. Zero fields stand for the defaults.
+type Limits struct {
+	// MaxBytes bounds the body. Default MaxEventBytes.
+	MaxBytes int
+	// MaxLines bounds the lines of order.placed and order.lines_changed. Default
+	// MaxLinesLimit (the order-worker sets MaxLinesDefault or its setting).
+	MaxLines int
+}
 
 // InvalidError says why a message can never be a valid order event. Reason is a
 // stable code for the DLQ attribute and for metrics.
@@ -38,6 +60,7 @@ const (
 	ReasonInvalidDate     = "ERR_INVALID_DATE"
 	ReasonIDTooLong       = "ERR_ID_TOO_LONG"
 	ReasonInvalidID       = "ERR_INVALID_ID"
+	ReasonTooManyLines    = "ERR_TOO_MANY_LINES"
 )
 
 func invalid(reason, format string, args ...any) error {
@@ -81,12 +104,17 @@ func (e Event) Entity() string {
 // SKUEntity is the entity of a SKU's inventory events.
 func SKUEntity(sku string) string { return "sku:" + sku }
 
-// Decode parses and validates an order event; an error is an *InvalidError: such a
-// message can never be applied.
+// Decode parses and validates an order event with the default Limits but maxBytes; an
+// error is an *InvalidError: such a message can never be applied.
 func Decode(body []byte, maxBytes int) (Event, error) {
-	if maxBytes <= 0 {
-		maxBytes = MaxEventBytes
-	}
+	return DecodeLimits(body, Limits{MaxBytes: maxBytes})
+}
+
+// DecodeLimits parses and validates an order event within lim; an error is an
+// *InvalidError: such a message can never be applied.
+func DecodeLimits(body []byte, lim Limits) (Event, error) {
+	maxBytes := cmp.Or(max(lim.MaxBytes, 0), MaxEventBytes)
+	maxLines := cmp.Or(max(lim.MaxLines, 0), MaxLinesLimit)
 	if len(body) > maxBytes {
 		return Event{}, invalid(ReasonTooLarge, "body is %d bytes, the limit is %d", len(body), maxBytes)
 	}
@@ -107,12 +135,10 @@ func Decode(body []byte, maxBytes int) (Event, error) {
 		// A drain names an entity: an lcid, or "sku:" and a SKU.
 		lcidLimit += len(SKUEntity(""))
 	}
+	// An order's keys carry its lcid as their hash tag (lockhandoff.CheckEntity): an
+	// lcid with a brace would be refused there at every attempt.
 	if err := cmp.Or(checkID("event_id", ev.EventID, event.MaxIDLength), checkID("lcid", ev.LCID, lcidLimit)); err != nil {
 		return Event{}, err
-	}
-	if strings.ContainsAny(ev.LCID, "{}") {
-		// An order's keys carry its lcid as their hash tag (lockhandoff.CheckEntity).
-		return Event{}, invalid(ReasonInvalidID, "lcid %.40q contains a brace", ev.LCID)
 	}
 	switch ev.Type {
 	case event.OrderPlaced, event.OrderLinesChanged:
@@ -123,7 +149,7 @@ func Decode(body []byte, maxBytes int) (Event, error) {
 		if err := strictData(ev.Data, &d); err != nil {
 			return Event{}, err
 		}
-		if err := validateLines(ev.Type, &d); err != nil {
+		if err := validateLines(ev.Type, &d, maxLines); err != nil {
 			return Event{}, err
 		}
 		ev.Lines = &d
@@ -200,16 +226,21 @@ func decodeIn(ctx context.Context, envelope []byte, maxBytes int) (Event, error)
 	return Decode(envelope, maxBytes)
 }
 
-// checkID refuses an id longer than limit bytes: PostgreSQL indexes every id of a result,
-// and one of a few KB would make it refuse the result's rows.
+// checkID refuses an id longer than limit bytes (PostgreSQL indexes every id of a result,
+// and one of a few KB would make it refuse the result's rows) and one event.CheckID
+// refuses (a brace, a control character, NUL).
 func checkID(field, id string, limit int) error {
 	if len(id) > limit {
 		return invalid(ReasonIDTooLong, "%s is %d bytes, longer than %d", field, len(id), limit)
 	}
+	if err := event.CheckID(id); err != nil {
+		return invalid(ReasonInvalidID, "%s: %v", field, err)
+	}
 	return nil
 }
 
-// checkSKUAndLot bounds SKU and lot ids as the ledger does.
+// checkSKUAndLot bounds SKU and lot ids as the ledger does. A SKU names its inventory
+// events' entity ("sku:" and the SKU) and the ledger's keys, both by hash tag.
 func checkSKUAndLot(sku, lotID string) error {
 	return cmp.Or(checkID("data.sku", sku, ledger.MaxIDLen), checkID("data.lot_id", lotID, ledger.MaxIDLen))
 }
@@ -231,7 +262,10 @@ func validDate(s string) bool {
 	return err == nil
 }
 
-func validateLines(t event.Type, d *event.OrderData) error {
+func validateLines(t event.Type, d *event.OrderData, maxLines int) error {
+	if len(d.Lines) > maxLines {
+		return invalid(ReasonTooManyLines, "data.lines has %d lines, the limit is %d", len(d.Lines), maxLines)
+	}
 	if t == event.OrderPlaced {
 		if d.Mode != ledger.ModeShip && d.Mode != ledger.ModeReserve {
 			return invalid(ReasonInvalidMode, "data.mode %q is neither %q nor %q", d.Mode, ledger.ModeShip, ledger.ModeReserve)
@@ -250,6 +284,9 @@ func validateLines(t event.Type, d *event.OrderData) error {
 		}
 		if len(l.LineID) > event.MaxIDLength || len(l.SKU) > ledger.MaxIDLen {
 			return invalid(ReasonIDTooLong, "data.lines[%d]: line_id (at most %d bytes) or sku (at most %d) too long", i, event.MaxIDLength, ledger.MaxIDLen)
+		}
+		if err := cmp.Or(event.CheckID(l.LineID), event.CheckID(l.SKU)); err != nil {
+			return invalid(ReasonInvalidID, "data.lines[%d]: %v", i, err)
 		}
 		if l.Qty <= 0 {
 			return invalid(ReasonInvalidQuantity, "data.lines[%d]: qty %d is not positive", i, l.Qty)

@@ -2,8 +2,11 @@ package order
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
@@ -179,5 +182,113 @@ func TestDecodeInTakesTheCallersEventOnlyForEqualBytes(t *testing.T) {
 	}
 	if got, err = decodeIn(context.Background(), mine, MaxEventBytes); err != nil || got.EventID != "e1" {
 		t.Fatalf("without a hand-over: %q, %v; want e1", got.EventID, err)
+	}
+}
+
+// manyLines is an order.placed of n lines on one SKU.
+func manyLines(eventID, lcid string, n int) []byte {
+	d := event.OrderData{Mode: ledger.ModeShip, TargetDate: "2026-12-01"}
+	for i := range n {
+		d.Lines = append(d.Lines, event.Line{LineID: fmt.Sprintf("line-%04d", i), SKU: "SKU-ONE", Qty: 1})
+	}
+	data, _ := json.Marshal(d)
+	body, _ := json.Marshal(event.Order{EventID: eventID, Type: event.OrderPlaced, LCID: lcid, OccurredAt: time.Now().UTC(), Data: data})
+	return body
+}
+
+// An order of more lines than the bound is refused with its own reason, whatever its body's
+// size: 2,500 lines on one SKU fit in 121 KB, and their result (1.2 MB) in no SQS message.
+func TestDecodeRefusesTooManyLines(t *testing.T) {
+	big := manyLines("e1", "LC-1", 2500)
+	if len(big) > MaxEventBytes {
+		t.Fatalf("the test's order is %d bytes: over the body limit, it would be refused for that", len(big))
+	}
+	for _, lim := range []Limits{{MaxLines: MaxLinesDefault}, {}} {
+		_, err := DecodeLimits(big, lim)
+		if got := InvalidReason(err); got != ReasonTooManyLines {
+			t.Errorf("limits %+v: reason %q (%v), want %s", lim, got, err, ReasonTooManyLines)
+		}
+	}
+	const bound = 7
+	if _, err := DecodeLimits(manyLines("e1", "LC-1", bound), Limits{MaxLines: bound}); err != nil {
+		t.Errorf("%d lines at the bound %d: %v", bound, bound, err)
+	}
+	if _, err := DecodeLimits(manyLines("e1", "LC-1", bound+1), Limits{MaxLines: bound}); InvalidReason(err) != ReasonTooManyLines {
+		t.Errorf("%d lines over the bound %d: %v", bound+1, bound, err)
+	}
+	changed, _ := json.Marshal(event.Order{EventID: "e2", Type: event.OrderLinesChanged, LCID: "LC-1",
+		Data: json.RawMessage(`{"lines":[{"line_id":"1","sku":"S","qty":1},{"line_id":"2","sku":"S","qty":1}]}`)})
+	if _, err := DecodeLimits(changed, Limits{MaxLines: 1}); InvalidReason(err) != ReasonTooManyLines {
+		t.Errorf("order.lines_changed over the bound: %v", err)
+	}
+}
+
+// The bound of a turn's decode is the highest a worker may be set to: an event one worker
+// accepted still decodes in the turn, whichever worker runs it.
+func TestDecodeInATurnAcceptsWhatAnyWorkerMay(t *testing.T) {
+	if _, err := Decode(manyLines("e1", "LC-1", MaxLinesLimit), 0); err != nil {
+		t.Fatalf("%d lines: %v", MaxLinesLimit, err)
+	}
+	if _, err := Decode(manyLines("e1", "LC-1", MaxLinesLimit+1), 0); InvalidReason(err) != ReasonTooManyLines {
+		t.Fatalf("%d lines: %v", MaxLinesLimit+1, err)
+	}
+}
+
+// badIDs are ids that no event may carry: each would be refused at every attempt further
+// on (a brace by lockhandoff.CheckEntity or the ledger's hash tags, a control character by
+// the ledger's text records), so Decode refuses them for good.
+var badIDs = map[string]string{
+	"open brace":  "A{1",
+	"close brace": "A}1",
+	"hash tag":    "{x}",
+	"NUL":         "A\x00B",
+	"newline":     "A\nB",
+	"tab":         "A\tB",
+	"escape":      "A\x1bB",
+	"DEL":         "A\x7fB",
+	"C1 control":  "A\u0085B",
+}
+
+// TestDecodeRefusesBadIDs: every id of every event type, with each bad character.
+func TestDecodeRefusesBadIDs(t *testing.T) {
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	placed := func(eventID, lcid, lineID, sku string) string {
+		return `{"event_id":` + q(eventID) + `,"type":"order.placed","lcid":` + q(lcid) + `,"data":{"mode":"ship","target_date":"2026-12-01","lines":[` +
+			`{"line_id":"1","sku":"S","qty":1},{"line_id":` + q(lineID) + `,"sku":` + q(sku) + `,"qty":1}]}}`
+	}
+	changed := func(lineID, sku string) string {
+		return `{"event_id":"e1","type":"order.lines_changed","lcid":"LC-1","data":{"lines":[{"line_id":` + q(lineID) + `,"sku":` + q(sku) + `,"qty":1}]}}`
+	}
+	adjusted := func(sku, lot string) string {
+		return `{"event_id":"e1","type":"inventory.adjusted","data":{"sku":` + q(sku) + `,"lot_id":` + q(lot) + `,"delta":-1,"reason":"count"}}`
+	}
+	received := func(sku, lot string) string {
+		return `{"event_id":"e1","type":"inventory.received","data":{"sku":` + q(sku) + `,"lot_id":` + q(lot) + `,"best_before":"2027-01-01"}}`
+	}
+	fields := map[string]func(id string) string{
+		"event_id":             func(id string) string { return placed(id, "LC-1", "2", "S") },
+		"lcid":                 func(id string) string { return placed("e1", id, "2", "S") },
+		"lcid of a payment":    func(id string) string { return `{"event_id":"e1","type":"payment.confirmed","lcid":` + q(id) + `}` },
+		"line_id":              func(id string) string { return placed("e1", "LC-1", id, "S") },
+		"line sku":             func(id string) string { return placed("e1", "LC-1", "2", id) },
+		"changed line_id":      func(id string) string { return changed(id, "S") },
+		"changed line sku":     func(id string) string { return changed("1", id) },
+		"adjusted sku":         func(id string) string { return adjusted(id, "L") },
+		"adjusted lot_id":      func(id string) string { return adjusted("S", id) },
+		"received sku":         func(id string) string { return received(id, "L") },
+		"received lot_id":      func(id string) string { return received("S", id) },
+		"drain entity":         func(id string) string { return `{"event_id":"e1","type":"junban.drain","lcid":` + q("sku:"+id) + `}` },
+		"event_id of a cancel": func(id string) string { return `{"event_id":` + q(id) + `,"type":"order.cancelled","lcid":"LC-1"}` },
+	}
+	for field, body := range fields {
+		if _, err := Decode([]byte(body("OK-1")), 0); err != nil {
+			t.Fatalf("%s: the good variant is refused: %v", field, err)
+		}
+		for name, id := range badIDs {
+			_, err := Decode([]byte(body(id)), 0)
+			if got := InvalidReason(err); got != ReasonInvalidID {
+				t.Errorf("%s with %s: reason %q (%v), want %s", field, name, got, err, ReasonInvalidID)
+			}
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package order
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,13 +32,16 @@ type Turns interface {
 type Worker struct {
 	Turns         Turns
 	MaxEventBytes int
-	FullBackoff   time.Duration
-	Log           *zap.Logger
+	// MaxLines bounds an order event's lines (Limits.MaxLines); beyond it the message
+	// goes to the DLQ with ReasonTooManyLines. Default MaxLinesDefault.
+	MaxLines    int
+	FullBackoff time.Duration
+	Log         *zap.Logger
 }
 
 // Handle is the queue.Handler of the orders queue.
 func (w *Worker) Handle(ctx context.Context, m queue.Message) queue.Outcome {
-	ev, err := Decode(m.Body, w.MaxEventBytes)
+	ev, err := DecodeLimits(m.Body, Limits{MaxBytes: w.MaxEventBytes, MaxLines: cmp.Or(w.MaxLines, MaxLinesDefault)})
 	if err != nil {
 		w.Log.Info("invalid order event", zap.String("message_id", m.ID), zap.Error(err))
 		return queue.Outcome{Verdict: queue.Poison, Reason: err.Error()}

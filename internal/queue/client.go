@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -90,4 +91,26 @@ func EnsurePair(ctx context.Context, c *sqs.Client, name, dlqName string, maxRec
 		return Pair{}, fmt.Errorf("queue: create %s: %w", name, err)
 	}
 	return Pair{URL: aws.ToString(q.QueueUrl), DLQURL: aws.ToString(dlq.QueueUrl)}, nil
+}
+
+// MaxMessageSize reads the queue's MaximumMessageSize attribute (body plus attributes, in
+// bytes). A server that does not report it (some emulators) gets MaxMessageSizeDefault,
+// SQS's classic 256 KiB, with reported false; a value outside SQS's 1024..1048576 is an error.
+func MaxMessageSize(ctx context.Context, c *sqs.Client, queueURL string) (size int, reported bool, err error) {
+	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(queueURL),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameMaximumMessageSize},
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("queue: attributes of %s: %w", queueURL, err)
+	}
+	v, ok := out.Attributes[string(types.QueueAttributeNameMaximumMessageSize)]
+	if !ok || v == "" {
+		return MaxMessageSizeDefault, false, nil
+	}
+	size, err = strconv.Atoi(v)
+	if err != nil || size < 1024 || size > 1024*1024 {
+		return 0, false, fmt.Errorf("queue: %s reports MaximumMessageSize %q, not a size in 1024..1048576", queueURL, v)
+	}
+	return size, true, nil
 }

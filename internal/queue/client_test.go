@@ -57,3 +57,35 @@ func TestClientKeepsConnections(t *testing.T) {
 		t.Fatalf("the second burst of %d calls dialled %d connections; want every one reused", calls, again)
 	}
 }
+
+// TestMaxMessageSize reads the limit a queue has, and the one it is given later. A server
+// that does not report it gets SQS's classic default.
+func TestMaxMessageSize(t *testing.T) {
+	c := testenv.SQS(t)
+	ctx := context.Background()
+	qs := testenv.NewQueues(t, c, 10)
+	size, reported, err := queue.MaxMessageSize(ctx, c, qs.Orders.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reported {
+		if size != queue.MaxMessageSizeDefault {
+			t.Fatalf("unreported size %d, want the default %d", size, queue.MaxMessageSizeDefault)
+		}
+		t.Skip("the server does not report MaximumMessageSize")
+	}
+	if size < 1024 || size > 1024*1024 {
+		t.Fatalf("size %d outside SQS's range", size)
+	}
+	if _, err := c.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
+		QueueUrl: aws.String(qs.Orders.URL), Attributes: map[string]string{"MaximumMessageSize": "65536"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if size, _, err = queue.MaxMessageSize(ctx, c, qs.Orders.URL); err != nil || size != 65536 {
+		t.Fatalf("after setting 65536: size %d, err %v", size, err)
+	}
+	if _, _, err := queue.MaxMessageSize(ctx, c, qs.Orders.URL+"-missing"); err == nil {
+		t.Fatal("no error for a queue that does not exist")
+	}
+}

@@ -34,6 +34,9 @@ const (
 	WriteTimeoutDefault = 30 * time.Second
 	// IdleTimeoutDefault closes keep-alive connections idle that long.
 	IdleTimeoutDefault = 120 * time.Second
+	// MaxInFlightDefault bounds the deliveries handled at once; with MaxBodyBytesDefault
+	// their bodies hold at most 64 MiB.
+	MaxInFlightDefault = 64
 )
 
 // Config is the webhook gateway's configuration, read from the environment with
@@ -67,6 +70,9 @@ type Config struct {
 	WriteTimeout time.Duration `env:"JUNBAN_WEBHOOK_WRITE_TIMEOUT" envDefault:"30s"`
 	// IdleTimeout closes keep-alive connections idle that long.
 	IdleTimeout time.Duration `env:"JUNBAN_WEBHOOK_IDLE_TIMEOUT" envDefault:"120s"`
+	// MaxInFlight bounds the deliveries handled at once (each may hold a body of up to
+	// MaxBodyBytes); beyond it a delivery gets 503 with Retry-After before its body is read.
+	MaxInFlight int `env:"JUNBAN_WEBHOOK_MAX_IN_FLIGHT" envDefault:"64"`
 	// AdminAddr, when set, serves /healthz, /readyz and /metrics, and HTTPAddr serves the
 	// webhooks alone, so the internet-facing listener shows no internals. Empty: all on HTTPAddr.
 	AdminAddr string `env:"JUNBAN_WEBHOOK_ADMIN_ADDR"`
@@ -84,6 +90,9 @@ func (c Config) Validate() []string {
 	}
 	if c.Tolerance <= 0 {
 		p = append(p, "JUNBAN_WEBHOOK_TOLERANCE: must be positive")
+	}
+	if c.MaxInFlight < 1 {
+		p = append(p, "JUNBAN_WEBHOOK_MAX_IN_FLIGHT: must be at least 1")
 	}
 	if c.Retention < time.Millisecond {
 		p = append(p, "JUNBAN_WEBHOOK_RETENTION: must be at least 1ms")

@@ -25,9 +25,9 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := []any{cfg.MaxBodyBytes, cfg.Tolerance, cfg.LockTTL, cfg.Retention, cfg.PublishTimeout,
-		cfg.ReadHeaderTimeout, cfg.ReadTimeout, cfg.WriteTimeout, cfg.IdleTimeout}
+		cfg.ReadHeaderTimeout, cfg.ReadTimeout, cfg.WriteTimeout, cfg.IdleTimeout, cfg.MaxInFlight}
 	want := []any{int64(MaxBodyBytesDefault), ToleranceDefault, LockTTLDefault, RetentionDefault, PublishTimeoutDefault,
-		ReadHeaderTimeoutDefault, ReadTimeoutDefault, WriteTimeoutDefault, IdleTimeoutDefault}
+		ReadHeaderTimeoutDefault, ReadTimeoutDefault, WriteTimeoutDefault, IdleTimeoutDefault, MaxInFlightDefault}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("defaults %v, want the named constants %v", got, want)
 	}

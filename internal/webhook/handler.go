@@ -20,6 +20,10 @@ import (
 // Pattern is the route of the webhook handler.
 const Pattern = "POST /webhooks/{provider}"
 
+// BusyRetryAfter is the Retry-After of a delivery refused because MaxInFlight deliveries
+// were in flight.
+const BusyRetryAfter = time.Second
+
 // HeaderReplayed is set to "true" on the answer of a completed duplicate: the body is
 // the first delivery's answer, byte for byte.
 const HeaderReplayed = "Idempotent-Replayed"
@@ -49,7 +53,7 @@ type Answer struct {
 // ErrorAnswer is the body of every other answer.
 type ErrorAnswer struct {
 	// Error is a stable code: unknown_provider, too_large, unreadable_body,
-	// bad_signature, invalid_payload, in_progress, payload_mismatch, unavailable.
+	// bad_signature, invalid_payload, in_progress, payload_mismatch, unavailable, busy.
 	Error  string `json:"error"`
 	Detail string `json:"detail,omitempty"`
 }
@@ -68,6 +72,9 @@ type HandlerConfig struct {
 	Tolerance time.Duration
 	// PublishTimeout bounds one send to SQS. Default PublishTimeoutDefault.
 	PublishTimeout time.Duration
+	// MaxInFlight bounds the deliveries handled at once; beyond it a delivery gets 503
+	// with Retry-After at once, before its body is read. Default MaxInFlightDefault.
+	MaxInFlight int
 	// Now is the clock signatures are checked against. Default time.Now.
 	Now func() time.Time
 	// Logger; default none.
@@ -81,8 +88,10 @@ type HandlerConfig struct {
 type Handler struct {
 	cfg       HandlerConfig
 	providers map[string]Provider
-	log       *zap.Logger
-	m         *metrics
+	// slots holds one token per delivery in flight (MaxInFlight in all).
+	slots chan struct{}
+	log   *zap.Logger
+	m     *metrics
 }
 
 // NewHandler checks cfg and returns a Handler.
@@ -97,7 +106,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if cfg.Publisher == nil {
 		errs = append(errs, errors.New("no publisher"))
 	}
-	if cfg.MaxBodyBytes < 0 || cfg.Tolerance < 0 || cfg.PublishTimeout < 0 {
+	if cfg.MaxBodyBytes < 0 || cfg.Tolerance < 0 || cfg.PublishTimeout < 0 || cfg.MaxInFlight < 0 {
 		errs = append(errs, errors.New("negative limit"))
 	}
 	// Defaults first: the lock TTL check below must see the publish timeout that will run.
@@ -113,7 +122,10 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	h := &Handler{cfg: cfg, providers: map[string]Provider{}}
+	if cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = MaxInFlightDefault
+	}
+	h := &Handler{cfg: cfg, providers: map[string]Provider{}, slots: make(chan struct{}, cfg.MaxInFlight)}
 	for _, p := range cfg.Providers {
 		if _, dup := h.providers[p.Name]; dup {
 			errs = append(errs, fmt.Errorf("provider %q twice", p.Name))
@@ -145,7 +157,7 @@ type reply struct {
 	code     int
 	body     []byte
 	replayed bool
-	// retryAfter is set on 409.
+	// retryAfter is set on 409 and on a 503 for too many deliveries in flight.
 	retryAfter time.Duration
 }
 
@@ -158,13 +170,31 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	name := r.PathValue("provider")
 	p, ok := h.providers[name]
-	var rep reply
-	if ok {
-		rep = h.handle(w, r, p)
-	} else {
+	if !ok {
 		// Any path value would do as a label; only configured names become one.
 		name = "unknown"
-		rep = errorReply(http.StatusNotFound, "unknown_provider", "")
+	}
+	var rep reply
+	select {
+	case h.slots <- struct{}{}:
+		h.m.inFlight.Inc()
+		defer func() {
+			<-h.slots
+			h.m.inFlight.Dec()
+		}()
+		if ok {
+			rep = h.handle(w, r, p)
+		} else {
+			rep = errorReply(http.StatusNotFound, "unknown_provider", "")
+		}
+	default:
+		// Refused before anything is read: a burst of large bodies, signed or not, holds
+		// at most MaxInFlight of them in memory. Closing the connection keeps net/http
+		// from reading what is left of the body (up to 256 KiB) before it answers.
+		h.m.busy.Inc()
+		rep = errorReply(http.StatusServiceUnavailable, "busy", "too many deliveries in flight")
+		rep.retryAfter = BusyRetryAfter
+		w.Header().Set("Connection", "close")
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if rep.replayed {
@@ -269,6 +299,8 @@ type metrics struct {
 	duration  *prometheus.HistogramVec
 	published *prometheus.CounterVec
 	replays   *prometheus.CounterVec
+	inFlight  prometheus.Gauge
+	busy      prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -290,9 +322,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "junban", Subsystem: "webhook", Name: "replays_total",
 			Help: "Completed duplicates answered with the first response, by provider.",
 		}, []string{"provider"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "junban", Subsystem: "webhook", Name: "in_flight",
+			Help: "Deliveries being handled now (at most JUNBAN_WEBHOOK_MAX_IN_FLIGHT).",
+		}),
+		busy: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "junban", Subsystem: "webhook", Name: "busy_refusals_total",
+			Help: "Deliveries refused with 503 and Retry-After, before their body was read, because JUNBAN_WEBHOOK_MAX_IN_FLIGHT were in flight.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.published, m.replays)
+		reg.MustRegister(m.requests, m.duration, m.published, m.replays, m.inFlight, m.busy)
 	}
 	return m
 }

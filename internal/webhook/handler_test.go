@@ -59,6 +59,7 @@ type options struct {
 	lockTTL        time.Duration
 	publishTimeout time.Duration
 	maxBody        int64
+	maxInFlight    int
 	rc             redis.UniversalClient // instead of the test Redis
 	publisher      webhook.Publisher     // instead of SQS
 	prefix         string                // share another gateway's keys
@@ -108,6 +109,7 @@ func newGateway(t *testing.T, o options) *gateway {
 		Publisher:      pub,
 		MaxBodyBytes:   o.maxBody,
 		PublishTimeout: o.publishTimeout,
+		MaxInFlight:    o.maxInFlight,
 		Now:            g.clock,
 		Logger:         zap.New(core),
 		Registerer:     g.reg,

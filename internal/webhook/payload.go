@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/idempotency"
 )
 
@@ -181,6 +182,16 @@ func validate(ev ProviderEvent, kind Kind, lcidField string) error {
 	}
 	if ev.LCID != "" && (len(ev.LCID) > MaxLCIDLength || !printable(ev.LCID)) {
 		return fmt.Errorf("%w: %s is longer than %d or not printable", ErrInvalidPayload, lcidField, MaxLCIDLength)
+	}
+	// The lcid travels in the order event, whose decode refuses what event.CheckID
+	// refuses (a brace would break the hash tag of the order's keys): such a delivery
+	// gets 400 here, before any 200, not a DLQ entry behind a 200. The provider's id is
+	// held to the same rule: it names the delivery's idempotency record.
+	if err := event.CheckID(ev.ID); err != nil {
+		return fmt.Errorf("%w: event id: %v", ErrInvalidPayload, err)
+	}
+	if err := event.CheckID(ev.LCID); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInvalidPayload, lcidField, err)
 	}
 	if r, ok := routeOf(kind, ev.Type); ok && r.Order != "" && ev.LCID == "" {
 		return missing(lcidField)

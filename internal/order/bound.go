@@ -1,0 +1,125 @@
+package order
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/ledger"
+)
+
+// ResultMarginDivisor sets the margin CheckResultBound keeps below the results queue's
+// maximum message size: the worst-case result may take at most (divisor-1)/divisor of it.
+// The rest is for the message's attributes and for what the model does not count (a
+// refusal's detail longer than modelDetailBytes, JSON escapes of "<", ">" and "&" in ids).
+const ResultMarginDivisor = 8
+
+// ResultLotsPerLine is the number of lots CheckResultBound assumes one order line holds
+// (and one ledger operation of a line moves). The ledger takes as many lots as the line's
+// quantity needs, in allocation order; nothing bounds that yet, so a line spread over more
+// lots than this makes results larger than the check computes, and the margin is all that
+// is left.
+const ResultLotsPerLine = 2
+
+// modelDetailBytes is the refusal text the model puts in a result's detail: the ledger's
+// refusal of one operation (op id, SKU and lot ids at their maximum, the counts). A refused
+// undo adds its own text, but then leaves no moves and no SKU version, which the model
+// counts for every undo and which take more room than that text.
+const modelDetailBytes = 2048
+
+// WorstCaseResult builds the largest result an order event of at most lines lines can
+// make when each line holds at most lotsPerLine lots, with every id at its maximum length
+// (event.MaxIDLength, ledger.MaxIDLen) and every number at its widest.
+//
+// The largest is an order.lines_changed that replaces each of an order's lines by a new
+// one and is refused at its last release: the processor's step (step.go) then allocated
+// every new line and released all but one old line (2*lines-1 operations), undid them all
+// (as many again), and the result lists each operation's moves and the SKU version it
+// left with the lots it touched, beside the order's snapshot (the old lines and their
+// lots). Every other event makes fewer operations: a placement at most 2*lines-1 (its
+// lines and their undos), a cancellation, confirmation or shipment the same.
+func WorstCaseResult(lines, lotsPerLine int) event.Result {
+	id := func(c string) string { return strings.Repeat(c, event.MaxIDLength) }
+	ledgerID := func(c string) string { return strings.Repeat(c, ledger.MaxIDLen) }
+	const (
+		wideSeq  = 1 << 53 // Lua numbers count versions and registration sequences
+		wideDate = "9999-12-31"
+	)
+	when := time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.FixedZone("", -(23*3600+59*60)))
+	snap := &event.OrderSnapshot{
+		LCID: id("c"), Status: event.StatusCancelled, Allocation: "allocated", Paid: true,
+		Mode: ledger.ModeReserve, TargetDate: wideDate,
+	}
+	lot := ledger.LotQty{LotID: ledgerID("l"), Qty: ledger.MaxQty}
+	for range lines {
+		ln := event.SnapshotLine{LineID: id("i"), SKU: ledgerID("s"), Qty: ledger.MaxQty}
+		for range lotsPerLine {
+			ln.Lots = append(ln.Lots, lot)
+		}
+		snap.Lines = append(snap.Lines, ln)
+	}
+	r := event.Result{
+		EventID: id("e"), Entity: id("c"), LCID: id("c"), Seq: wideSeq, Arrival: wideSeq,
+		// The longest type, outcome and reason names, whichever event it is.
+		Type: event.OrderAllocateForShipment, Outcome: event.Rejected, Reason: ReasonUndoRefused,
+		Detail: strings.Repeat("d", modelDetailBytes), Order: snap, ProcessedAt: when,
+	}
+	move := ledger.Move{
+		OpID: ledgerID("o"), Index: lotsPerLine, SKU: ledgerID("s"), LotID: ledgerID("l"),
+		From: ledger.Allocated, To: ledger.Allocated, Qty: ledger.MaxQty, Version: wideSeq,
+	}
+	full := ledger.Lot{
+		LotID: ledgerID("l"), Kind: "planned", Good: true, BestBefore: wideDate, RegSeq: wideSeq,
+		ArrivesAt: wideDate, ValidFrom: wideDate, ValidTo: wideDate, Sellable: ledger.MaxQty,
+		Reserved: ledger.MaxQty, Allocated: ledger.MaxQty, Hidden: ledger.MaxQty, Shipped: ledger.MaxQty,
+	}
+	for range 2 * (2*lines - 1) {
+		sku := ledger.SKU{SKU: ledgerID("s"), SafetyStock: ledger.MaxQty, Version: wideSeq}
+		for range lotsPerLine {
+			r.Moves = append(r.Moves, move)
+			sku.Lots = append(sku.Lots, full)
+		}
+		r.SKUs = append(r.SKUs, sku)
+	}
+	return r
+}
+
+// WorstCaseResultBytes is the size of WorstCaseResult's body.
+func WorstCaseResultBytes(lines, lotsPerLine int) int {
+	b, err := json.Marshal(WorstCaseResult(lines, lotsPerLine))
+	if err != nil {
+		panic(err) // plain structs of strings and numbers always marshal
+	}
+	return len(b)
+}
+
+// CheckResultBound reports, with an error that names the settings, whether the largest
+// result an accepted order event can make (maxLines lines, ResultLotsPerLine lots each)
+// fits in a message of maxMessageSize bytes with ResultMarginDivisor's margin: a result
+// that does not fit can never be published, and its order would wait for ever.
+func CheckResultBound(maxLines, maxMessageSize int) error {
+	worst := WorstCaseResultBytes(maxLines, ResultLotsPerLine)
+	room := maxMessageSize - maxMessageSize/ResultMarginDivisor
+	if worst > room {
+		return fmt.Errorf("order: JUNBAN_MAX_LINES=%d lets an event's result grow to %d bytes (%d lots per line, every id at its maximum length), more than %d of the results queue's %d-byte messages; lower JUNBAN_MAX_LINES (at most %d fits) or raise the queue's MaximumMessageSize",
+			maxLines, worst, ResultLotsPerLine, room, maxMessageSize, MaxLinesFitting(maxMessageSize))
+	}
+	return nil
+}
+
+// MaxLinesFitting is the largest lines bound that CheckResultBound accepts for a results
+// queue of maxMessageSize bytes (0 when not even one line fits).
+func MaxLinesFitting(maxMessageSize int) int {
+	lo, hi := 0, MaxLinesLimit
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if WorstCaseResultBytes(mid, ResultLotsPerLine) <= maxMessageSize-maxMessageSize/ResultMarginDivisor {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
