@@ -44,6 +44,9 @@ type Failure struct {
 	FirstAt, LastAt time.Time
 	// Skipped is true when an operator asked for the envelope's quarantine (Skip).
 	Skipped bool
+	// Immediate is true when the handler's error wrapped ErrQuarantineNow; LastError is
+	// that error's text.
+	Immediate bool
 }
 
 // Quarantine takes an envelope out of the turn after Config.MaxAttempts failed runs, or
@@ -52,6 +55,11 @@ type Failure struct {
 // and put the envelope where an operator finds it (a dead-letter queue). A nil error
 // moves the turn on to the next envelope; an error counts as another failed run.
 type Quarantine func(ctx context.Context, t Turn, envelope []byte, f Failure) error
+
+// ErrQuarantineNow, wrapped in a handler's error, says that no run of the envelope can
+// ever succeed (its result can never be published, say): the envelope goes to Quarantine
+// at once, without MaxAttempts or QuarantineMinAge, as Failure.Immediate.
+var ErrQuarantineNow = errors.New("lockhandoff: quarantine now")
 
 // ErrNothingToSkip is Skip's answer when the entity has no envelope in proc.
 var ErrNothingToSkip = errors.New("lockhandoff: no envelope in proc")

@@ -3,8 +3,10 @@ package lockhandoff
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -239,5 +241,27 @@ func TestQuarantineWaitsForTheMinimumAge(t *testing.T) {
 	<-hd.Idle()
 	if got := q.all(); len(got) != 1 || got[0].f.Attempts != 5 {
 		t.Fatalf("after the minimum age: %+v", got)
+	}
+}
+
+// A handler error that wraps ErrQuarantineNow quarantines the envelope at its first run,
+// whatever MaxAttempts and QuarantineMinAge say.
+func TestQuarantineNow(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	ctx := context.Background()
+	var runs atomic.Int64
+	handler := func(ctx context.Context, tn Turn, env []byte) error {
+		runs.Add(1)
+		return fmt.Errorf("ERR_RESULT_TOO_LARGE: too big: %w", ErrQuarantineNow)
+	}
+	q := &quarantineLog{}
+	hd, _ := newTestHandoff(t, rc, prefix, Config{MaxAttempts: 100, Quarantine: q.hook}, handler)
+	if _, err := hd.Submit(ctx, "E1", []byte("huge")); err != nil {
+		t.Fatal(err)
+	}
+	<-hd.Idle()
+	got := q.all()
+	if len(got) != 1 || !got[0].f.Immediate || !strings.HasPrefix(got[0].f.LastError, "ERR_RESULT_TOO_LARGE") || runs.Load() != 1 {
+		t.Fatalf("quarantined %+v after %d runs", got, runs.Load())
 	}
 }

@@ -314,7 +314,12 @@ func (h *Handoff) handle(l *lease, e entry) (handled, []Write) {
 		if errors.Is(cause, errDeadline) {
 			runErr = fmt.Errorf("%w (%v)", errDeadline, h.cfg.HandlerDeadline)
 		}
-		if f, ok := h.recordFailure(l, e, runErr); ok && h.due(f) {
+		f, ok := h.recordFailure(l, e, runErr)
+		if h.cfg.Quarantine != nil && errors.Is(err, ErrQuarantineNow) {
+			f.Immediate, f.LastError = true, errorText(err)
+			return h.quarantine(l, e, f)
+		}
+		if ok && h.due(f) {
 			return h.quarantine(l, e, f)
 		}
 		switch {
