@@ -25,7 +25,9 @@ const (
 	DoneRetentionDefault = 7 * 24 * time.Hour
 	ParkTimeoutDefault   = 24 * time.Hour
 	MaxParkedDefault     = 100
-	outboxBatch          = 10
+	// MaxResultBytesDefault is SQS's classic 256 KiB, less 8 KiB for attributes.
+	MaxResultBytesDefault = 248 * 1024
+	outboxBatch           = 10
 )
 
 // Config configures a Processor.
@@ -42,6 +44,10 @@ type Config struct {
 	MaxParked int
 	// MaxEventBytes bounds an event's body.
 	MaxEventBytes int
+	// MaxResultBytes bounds a result's body: the results queue's maximum message size,
+	// less room for its attributes. A step whose result would be larger is not committed:
+	// its event is quarantined at once with ERR_RESULT_TOO_LARGE (ResultTooLargeError).
+	MaxResultBytes int
 	// Loader restores an order that Redis lost from PostgreSQL; nil: none.
 	Loader Loader
 }
@@ -61,6 +67,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxEventBytes <= 0 {
 		c.MaxEventBytes = MaxEventBytes
+	}
+	if c.MaxResultBytes <= 0 {
+		c.MaxResultBytes = MaxResultBytesDefault
 	}
 }
 
@@ -256,6 +265,9 @@ func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev Event, st
 		body, err := json.Marshal(r)
 		if err != nil {
 			return nil, err
+		}
+		if len(body) > p.cfg.MaxResultBytes {
+			return nil, &ResultTooLargeError{EventID: r.EventID, Bytes: len(body), Limit: p.cfg.MaxResultBytes}
 		}
 		keys = append(keys, doneKey(p.cfg.Prefix, t.Entity, r.EventID))
 		args = append(args, body)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -27,6 +28,25 @@ const (
 	// ReasonQuarantined is the reason of the result that records a quarantine's undos.
 	ReasonQuarantined = "ERR_QUARANTINED"
 )
+
+// ReasonResultTooLarge dead-letters an event whose result would not fit in the results
+// queue's messages (more lots than the line bound allows for, say): it can never be
+// published, so the event is quarantined at its first run, its operations undone.
+const ReasonResultTooLarge = "ERR_RESULT_TOO_LARGE"
+
+// ResultTooLargeError is the processor's error for a step whose result would be larger
+// than Config.MaxResultBytes. It wraps lockhandoff.ErrQuarantineNow: nothing was
+// committed, and no run of the event can do better.
+type ResultTooLargeError struct {
+	EventID      string
+	Bytes, Limit int
+}
+
+func (e *ResultTooLargeError) Error() string {
+	return fmt.Sprintf("%s: the result of %s would be %d bytes; the results queue takes %d", ReasonResultTooLarge, e.EventID, e.Bytes, e.Limit)
+}
+
+func (e *ResultTooLargeError) Unwrap() error { return lockhandoff.ErrQuarantineNow }
 
 // Quarantine is lockhandoff's Quarantine hook: it takes an event that keeps failing (or
 // that an operator skipped) out of its turn so that the entity's later events go on, and
@@ -172,6 +192,13 @@ func quarantineID(eventID string, gen int) string {
 
 // quarantineReason is the DLQ reason of a quarantined event: its code and the last error.
 func quarantineReason(f lockhandoff.Failure) string {
+	if f.Immediate {
+		// The handler's own error, which starts with its reason code.
+		if i := strings.Index(f.LastError, ReasonResultTooLarge); i >= 0 {
+			return f.LastError[i:]
+		}
+		return f.LastError
+	}
 	if f.Skipped {
 		return fmt.Sprintf("%s: skipped by an operator after %d failed runs; last error: %s", ReasonSkipped, f.Attempts, f.LastError)
 	}
