@@ -57,6 +57,10 @@ type Config struct {
 	HandlerDeadline time.Duration `env:"JUNBAN_HANDLER_DEADLINE" envDefault:"60s"`
 	// MaxWait bounds an entity's wait list; beyond it messages stay in SQS.
 	MaxWait int `env:"JUNBAN_MAX_WAIT" envDefault:"10000"`
+	// MaxWaitBytes bounds the bytes an entity's wait list holds (lockhandoff.Config.
+	// MaxWaitBytes), so that a hot order of large events cannot fill Redis' memory first;
+	// beyond it messages stay in SQS, as beyond MaxWait.
+	MaxWaitBytes int `env:"JUNBAN_MAX_WAIT_BYTES" envDefault:"16777216"`
 	// DrainMaxEvents and DrainMaxTime bound one holder's drain before it hands the backlog on.
 	DrainMaxEvents int           `env:"JUNBAN_DRAIN_MAX_EVENTS" envDefault:"1000"`
 	DrainMaxTime   time.Duration `env:"JUNBAN_DRAIN_MAX_TIME" envDefault:"20s"`
@@ -110,6 +114,9 @@ func (c Config) Validate() []string {
 	}
 	if c.MaxWait < 1 {
 		p = append(p, "JUNBAN_MAX_WAIT: must be at least 1")
+	}
+	if c.MaxWaitBytes < order.MaxEventBytes {
+		p = append(p, fmt.Sprintf("JUNBAN_MAX_WAIT_BYTES: must be at least %d (the largest event)", order.MaxEventBytes))
 	}
 	if c.DrainMaxEvents < 1 {
 		p = append(p, "JUNBAN_DRAIN_MAX_EVENTS: must be at least 1")
@@ -219,6 +226,7 @@ func run() error {
 		LockTTL:         cfg.LockTTL,
 		HandlerDeadline: cfg.HandlerDeadline,
 		MaxWait:         cfg.MaxWait,
+		MaxWaitBytes:    cfg.MaxWaitBytes,
 		DrainMaxEvents:  cfg.DrainMaxEvents,
 		DrainMaxTime:    cfg.DrainMaxTime,
 		Detached:        cfg.DetachedTurns,

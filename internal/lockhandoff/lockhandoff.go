@@ -49,6 +49,7 @@ const (
 	LockTTLDefault          = 10 * time.Second
 	HandlerDeadlineDefault  = 60 * time.Second
 	MaxWaitDefault          = 10_000
+	MaxWaitBytesDefault     = 16 << 20
 	DrainMaxEventsDefault   = 1_000
 	DrainMaxTimeDefault     = 5 * time.Second
 	SweepIntervalDefault    = 15 * time.Second
@@ -73,6 +74,11 @@ type Config struct {
 	HandlerDeadline time.Duration
 	// MaxWait bounds an entity's wait list; a Submit beyond it gets ErrQueueFull.
 	MaxWait int
+	// MaxWaitBytes bounds the bytes of an entity's wait list (its entries: the envelopes
+	// and their timestamps), so that a hot entity of large envelopes cannot fill Redis'
+	// memory before MaxWait is reached; a Submit beyond it gets ErrQueueFull. A wait list
+	// that is empty always takes one envelope, whatever its size.
+	MaxWaitBytes int
 	// DrainMaxEvents is how many events one turn handles before it leaves (release + Nudge).
 	DrainMaxEvents int
 	// DrainMaxTime is how long one turn drains before it leaves (release + Nudge).
@@ -147,6 +153,9 @@ func (c *Config) setDefaults() {
 	if c.MaxWait == 0 {
 		c.MaxWait = MaxWaitDefault
 	}
+	if c.MaxWaitBytes == 0 {
+		c.MaxWaitBytes = MaxWaitBytesDefault
+	}
 	if c.DrainMaxEvents == 0 {
 		c.DrainMaxEvents = DrainMaxEventsDefault
 	}
@@ -193,7 +202,7 @@ func (c *Config) validate() error {
 	if c.LockTTL < 3*time.Millisecond {
 		errs = append(errs, fmt.Errorf("LockTTL %v is below 3ms", c.LockTTL))
 	}
-	for name, v := range map[string]int{"MaxWait": c.MaxWait, "DrainMaxEvents": c.DrainMaxEvents,
+	for name, v := range map[string]int{"MaxWait": c.MaxWait, "MaxWaitBytes": c.MaxWaitBytes, "DrainMaxEvents": c.DrainMaxEvents,
 		"SweepConcurrency": c.SweepConcurrency, "IndexShards": c.IndexShards,
 		"Pipelines": c.Pipelines, "PipelineMax": c.PipelineMax} {
 		if v < 1 {
@@ -216,8 +225,9 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// ErrQueueFull is Submit's answer when the entity's wait list is at Config.MaxWait:
-// nothing was written, the caller keeps its message and lets SQS redeliver it later.
+// ErrQueueFull is Submit's answer when the entity's wait list is at Config.MaxWait or
+// Config.MaxWaitBytes: nothing was written, the caller keeps its message and lets SQS
+// redeliver it later.
 var ErrQueueFull = errors.New("lockhandoff: wait list full")
 
 // ErrInvalidEntity is Submit's and Resume's answer for an entity that cannot name keys:

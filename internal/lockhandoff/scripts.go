@@ -85,11 +85,15 @@ type takeResult struct {
 	first  entry // on takeTurn
 }
 
+// waitBytes is the key of the byte count of the entity's wait list (see take.lua):
+// Key(prefix, entity, "waitbytes"), in the entity's slot.
+func (k keys) waitBytes() string { return k.wait + "bytes" }
+
 // takeAndIndex runs take.lua and, in the same round trip, refreshes the entity's backlog
 // index entry. The push counts as done only when both succeeded.
 func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token string, envelope []byte) (takeResult, error) {
-	ks := []string{k.lock, k.wait, k.proc, k.seq}
-	args := []any{token, h.cfg.LockTTL.Milliseconds(), h.cfg.MaxWait, envelope}
+	ks := []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}
+	args := []any{token, h.cfg.LockTTL.Milliseconds(), h.cfg.MaxWait, envelope, h.cfg.MaxWaitBytes}
 	z := redis.Z{Score: float64(h.cfg.Now().UnixMilli()), Member: entity}
 	shard := h.indexShard(entity)
 
@@ -166,7 +170,7 @@ const (
 // then nothing else changed. handoffStale says the step for seq ran already (a retried
 // round trip): nothing changed either.
 func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, seq int64, writes []Write) (st handoffStatus, next entry, replies any, err error) {
-	ks, args := writeArgs(writes, []string{k.lock, k.wait, k.proc, k.seq}, []any{token, h.cfg.LockTTL.Milliseconds(), seq})
+	ks, args := writeArgs(writes, []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}, []any{token, h.cfg.LockTTL.Milliseconds(), seq})
 	v, err := h.evalShared(ctx, handoffScript, ks, args...).Slice()
 	if err != nil {
 		return 0, entry{}, nil, err
@@ -197,7 +201,7 @@ func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, seq int6
 // nothing waits.
 func (h *Handoff) runResume(ctx context.Context, k keys, token string) (entry, bool, error) {
 	sent := time.Now()
-	v, err := resumeScript.Run(ctx, h.rc, []string{k.lock, k.wait, k.proc, k.seq}, token, h.cfg.LockTTL.Milliseconds()).Slice()
+	v, err := resumeScript.Run(ctx, h.rc, []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}, token, h.cfg.LockTTL.Milliseconds()).Slice()
 	if err != nil {
 		return entry{}, false, err
 	}
