@@ -29,6 +29,7 @@ import (
 type Config struct {
 	config.Common
 	config.Redis
+	config.RedisReplication
 	config.Postgres
 	config.SQS
 	// Concurrency is how many order events are handled at once. A handler mostly waits
@@ -94,6 +95,7 @@ type Config struct {
 // Validate checks what the parser cannot.
 func (c Config) Validate() []string {
 	p := append(c.Common.Validate(), c.Redis.Validate()...)
+	p = append(p, c.RedisReplication.Validate()...)
 	if c.Concurrency < 1 {
 		p = append(p, "JUNBAN_CONCURRENCY: must be at least 1")
 	}
@@ -192,7 +194,12 @@ func run() error {
 			return err
 		}
 	}
+	repl, err := cfg.RedisReplication.Waiter(ctx, rc, reg)
+	if err != nil {
+		return err
+	}
 	srv.AddCheck("redis", health.RedisCheck(rc))
+	srv.AddCheck("redis_replication", repl.Ready)
 	srv.AddCheck("postgres", health.PostgresCheck(db))
 	srv.AddCheck("sqs", health.SQSCheck(sqsClient, urls.orders))
 	if err := srv.Start(cfg.HTTPAddr); err != nil {
@@ -216,7 +223,7 @@ func run() error {
 	led := ledger.New(rc, cfg.KeyPrefix, ledger.PGLoader{DB: db}, ledger.Config{OpRetention: cfg.OpRetention})
 	proc, err := order.NewProcessor(rc, led, results, deadLetter, order.Config{
 		Prefix: cfg.KeyPrefix, DoneRetention: cfg.DoneRetention, ParkTimeout: cfg.ParkTimeout,
-		Loader: order.PGLoader{DB: db},
+		Loader: order.PGLoader{DB: db}, Replication: repl,
 	}, log, reg)
 	if err != nil {
 		return err
@@ -231,6 +238,7 @@ func run() error {
 		DrainMaxTime:    cfg.DrainMaxTime,
 		Detached:        cfg.DetachedTurns,
 		SweepInterval:   cfg.SweepInterval,
+		Replication:     repl,
 		Nudge:           order.Nudger(nudges),
 		Logger:          log,
 		Registerer:      reg,

@@ -28,6 +28,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/junban/junban/internal/replication"
 )
 
 // Key builds every key of an entity: prefix + ":{" + entity + "}:" + suffix, so all keys of
@@ -114,6 +116,11 @@ type Config struct {
 	// lease) ends it early; StopContext bounds how long Stop waits for them. When Detached
 	// turns run already, the call drains inline. 0 (the default): every turn drains inline.
 	Detached int
+	// Replication, when on, makes Submit's take count as done only once replicas
+	// acknowledged it (WAIT in the take's pipeline; see replication.Waiter): when too few
+	// did in time, Submit fails (the caller keeps its message) and a turn it took is left
+	// with the envelope in proc. Nil: off.
+	Replication *replication.Waiter
 	// Nudge is called after a turn was left with a backlog (drain budget reached, Stop,
 	// caller's context cancelled) so that another replica resumes it soon, e.g. by sending a
 	// drain message whose consumer calls Resume. Nil: the sweeper resumes it.
@@ -324,7 +331,7 @@ func New(rc redis.UniversalClient, cfg Config, h Handler) (*Handoff, error) {
 	}
 	hd := &Handoff{
 		rc: rc, cfg: cfg, handler: h, log: cfg.Logger, m: m,
-		batch:    newBatcher(rc, cfg.Pipelines, cfg.PipelineMax, max(cfg.LockTTL, 5*time.Second)),
+		batch:    newBatcher(rc, cfg.Pipelines, cfg.PipelineMax, max(cfg.LockTTL, 5*time.Second), cfg.Replication),
 		stopping: make(chan struct{}),
 	}
 	hd.aborted, hd.abort = context.WithCancelCause(context.Background())

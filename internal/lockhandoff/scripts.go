@@ -100,16 +100,15 @@ func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token
 	var tc *redis.Cmd
 	var zc *redis.IntCmd
 	sent := time.Now()
-	h.batch.do(ctx, func(ctx context.Context, p redis.Pipeliner) {
-		tc = takeScript.EvalSha(ctx, p, ks, args...)
-		zc = p.ZAdd(ctx, shard, z)
-	})
+	acked := h.batch.doDurable(ctx, k.lock,
+		func(ctx context.Context, p redis.Pipeliner) { tc = takeScript.EvalSha(ctx, p, ks, args...) },
+		func(ctx context.Context, p redis.Pipeliner) { zc = p.ZAdd(ctx, shard, z) })
 	if redis.HasErrorPrefix(tc.Err(), "NOSCRIPT") {
 		// The script did not run; the index entry written meanwhile only costs a look.
-		pipe := h.rc.Pipeline()
-		tc = takeScript.Eval(ctx, pipe, ks, args...)
-		zc = pipe.ZAdd(ctx, shard, z)
-		pipe.Exec(ctx)
+		acked = h.cfg.Replication.Pipelined(ctx, h.rc, k.lock, "take", func(p redis.Pipeliner) {
+			tc = takeScript.Eval(ctx, p, ks, args...)
+		})
+		zc = h.rc.ZAdd(ctx, shard, z)
 	}
 	v, err := tc.Slice()
 	if err != nil {
@@ -120,6 +119,14 @@ func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token
 		return takeResult{}, err
 	}
 	r.first.sent = sent
+	if acked != nil && r.status != takeFull {
+		if r.status == takeTurn {
+			// Not yet durable: the caller keeps its message, and its redelivery finds the
+			// envelope in proc (or in wait) and runs it from there.
+			h.leave(entity, k, token, false, false)
+		}
+		return takeResult{}, fmt.Errorf("take not replicated: %w", acked)
+	}
 	if err := zc.Err(); err != nil && r.status != takeFull {
 		if r.status == takeTurn {
 			// Without its index entry the backlog could be orphaned if we died now: give

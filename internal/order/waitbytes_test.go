@@ -40,13 +40,15 @@ func (o *outcomes) Submit(ctx context.Context, entity string, envelope []byte) (
 }
 
 // consume runs an orders-queue consumer whose handler is an order.Worker over turns until
-// the test ends.
-func (h *harness) consume(turns order.Turns) {
+// the test ends; a Retry comes back after a second. It returns the consumer's metrics.
+func (h *harness) consume(turns order.Turns) *prometheus.Registry {
 	h.t.Helper()
 	w := &order.Worker{Turns: turns, FullBackoff: time.Second, Log: zaptest.NewLogger(h.t)}
+	reg := prometheus.NewRegistry()
 	cons, err := queue.NewConsumer(h.sqs, queue.ConsumerConfig{
 		QueueURL: h.queues.Orders.URL, DLQURL: h.queues.Orders.DLQURL, WaitTimeSeconds: 1,
-		ShutdownBudget: 5 * time.Second, Registerer: prometheus.NewRegistry(), Logger: zaptest.NewLogger(h.t),
+		RetryBase: time.Second, RetryMax: time.Second,
+		ShutdownBudget: 5 * time.Second, Registerer: reg, Logger: zaptest.NewLogger(h.t),
 	}, w.Handle)
 	if err != nil {
 		h.t.Fatal(err)
@@ -55,6 +57,7 @@ func (h *harness) consume(turns order.Turns) {
 	done := make(chan struct{})
 	go func() { cons.Run(ctx); close(done) }()
 	h.t.Cleanup(func() { cancel(); <-done })
+	return reg
 }
 
 // send puts an event on the orders queue.
