@@ -173,6 +173,12 @@ func run() error {
 		return err
 	}
 	defer rc.Close()
+	reg := health.NewRegistry()
+	// Before anything is consumed: a WAITAOF the servers cannot serve is refused here.
+	repl, err := cfg.RedisReplication.Waiter(ctx, rc, reg)
+	if err != nil {
+		return err
+	}
 	db, err := openPostgres(cfg)
 	if err != nil {
 		return err
@@ -186,17 +192,12 @@ func run() error {
 		return err
 	}
 
-	reg := health.NewRegistry()
 	srv := health.New(reg, log)
 	if cfg.Pprof {
 		srv.EnablePprof()
 		if sqsClient, err = countCalls(sqsClient, rc, reg); err != nil {
 			return err
 		}
-	}
-	repl, err := cfg.RedisReplication.Waiter(ctx, rc, reg)
-	if err != nil {
-		return err
 	}
 	srv.AddCheck("redis", health.RedisCheck(rc))
 	srv.AddCheck("redis_replication", repl.Ready)
