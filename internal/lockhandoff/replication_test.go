@@ -17,7 +17,7 @@ import (
 
 func newWaiter(t *testing.T, replicas int) *replication.Waiter {
 	t.Helper()
-	w, err := replication.New(replication.Config{Replicas: replicas, Timeout: 200 * time.Millisecond})
+	w, err := replication.New(replication.Config{Replicas: replicas, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

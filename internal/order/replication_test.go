@@ -39,7 +39,7 @@ func replicatedHarness(t *testing.T, skus []ledger.SKU, replicas int, wrap func(
 	t.Cleanup(func() { pub.Close() })
 	h.pub = &recorder{inner: pub, sent: map[string]int{}}
 	reg := prometheus.NewRegistry()
-	w, err := replication.New(replication.Config{Replicas: replicas, Timeout: 200 * time.Millisecond, Registerer: reg})
+	w, err := replication.New(replication.Config{Replicas: replicas, Timeout: time.Second, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func TestShortWritesCountAndFailReadinessAfterAWhile(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{now: time.Unix(1_700_000_000, 0)}
 	reg := prometheus.NewRegistry()
-	w, err := replication.New(replication.Config{Replicas: 1, Timeout: 100 * time.Millisecond, ReadyAfter: 30 * time.Second, Registerer: reg, Now: clk.Now})
+	w, err := replication.New(replication.Config{Replicas: 1, Timeout: time.Second, ReadyAfter: 30 * time.Second, Registerer: reg, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestClusterWaitGoesToTheKeysPrimary(t *testing.T) {
 	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{cl.Seed}})
 	t.Cleanup(func() { rc.Close() })
 	ctx := context.Background()
-	w, err := replication.New(replication.Config{Replicas: 1, Timeout: 100 * time.Millisecond})
+	w, err := replication.New(replication.Config{Replicas: 1, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
