@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -182,6 +183,29 @@ func TestStoppedReplicaHoldsTheResultOfACommit(t *testing.T) {
 	eventually(t, "the message deleted", func() bool { return metric(t, consumer, "junban_queue_deleted_total") >= 1 })
 	h.settle("REPL-2")
 	h.appliedOnce("C", 3)
+}
+
+// With no replica required, an event goes through the take, the commit and the handoff
+// without a single WAIT reaching the server.
+//
+// Broken variant tried: the Waiter's Append and Pipelined, and the commit, taking a
+// Waiter of 0 replicas as on: four WAITs reached the server.
+func TestNoReplicaRequiredSendsNoWait(t *testing.T) {
+	t.Parallel()
+	h, _, _ := replicatedHarness(t, []ledger.SKU{{SKU: "O", Version: 1, Lots: []ledger.Lot{onHand("O1", 1, 10, "2027-01-01")}}}, 0, nil)
+	ctx := context.Background()
+	h.rc.ConfigResetStat(ctx)
+	h.submit(placed("OFF-1", ledger.ModeReserve, line("1", "O", 1)))
+	h.submit(ev("OFF-1", event.PaymentConfirmed, nil))
+	h.settle("OFF-1")
+	h.collect(2)
+	info := h.rc.Info(ctx, "commandstats").Val()
+	if strings.Contains(info, "cmdstat_wait:") || strings.Contains(info, "cmdstat_waitaof:") {
+		t.Errorf("WAIT sent with no replica required:\n%s", info)
+	}
+	if !strings.Contains(info, "cmdstat_evalsha:") {
+		t.Fatal("no script seen: the check looks at the wrong server")
+	}
 }
 
 // discard is a Publisher that only counts.
