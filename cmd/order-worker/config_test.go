@@ -43,6 +43,10 @@ func TestConfigRefusesWhatLockhandoffWould(t *testing.T) {
 		"JUNBAN_PG_MAX_CONNS":     "0",
 		"JUNBAN_LOG_LEVEL":        "loud",
 		"JUNBAN_KEY_PREFIX":       "shop{eu}",
+		// A wait list that could not take the largest event would refuse it for ever.
+		"JUNBAN_MAX_WAIT_BYTES":        "1000",
+		"JUNBAN_REDIS_MIN_REPLICAS":    "-1",
+		"JUNBAN_REDIS_REPLICA_TIMEOUT": "0s",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(name, value)

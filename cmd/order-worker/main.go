@@ -29,6 +29,7 @@ import (
 type Config struct {
 	config.Common
 	config.Redis
+	config.RedisReplication
 	config.Postgres
 	config.SQS
 	// Concurrency is how many order events are handled at once. A handler mostly waits
@@ -69,6 +70,10 @@ type Config struct {
 	// QuarantineMinAge is the least span of an event's failed runs before MaxAttempts
 	// quarantines it, so that a short outage (PostgreSQL restarting) does not.
 	QuarantineMinAge time.Duration `env:"JUNBAN_QUARANTINE_MIN_AGE" envDefault:"1m"`
+	// MaxWaitBytes bounds the bytes an entity's wait list holds (lockhandoff.Config.
+	// MaxWaitBytes), so that a hot order of large events cannot fill Redis' memory first;
+	// beyond it messages stay in SQS, as beyond MaxWait.
+	MaxWaitBytes int `env:"JUNBAN_MAX_WAIT_BYTES" envDefault:"16777216"`
 	// DrainMaxEvents and DrainMaxTime bound one holder's drain before it hands the backlog on.
 	DrainMaxEvents int           `env:"JUNBAN_DRAIN_MAX_EVENTS" envDefault:"1000"`
 	DrainMaxTime   time.Duration `env:"JUNBAN_DRAIN_MAX_TIME" envDefault:"20s"`
@@ -102,6 +107,7 @@ type Config struct {
 // Validate checks what the parser cannot.
 func (c Config) Validate() []string {
 	p := append(c.Common.Validate(), c.Redis.Validate()...)
+	p = append(p, c.RedisReplication.Validate()...)
 	if c.Concurrency < 1 {
 		p = append(p, "JUNBAN_CONCURRENCY: must be at least 1")
 	}
@@ -131,6 +137,9 @@ func (c Config) Validate() []string {
 	}
 	if c.QuarantineMinAge < 0 {
 		p = append(p, "JUNBAN_QUARANTINE_MIN_AGE: must not be negative")
+	}
+	if c.MaxWaitBytes < order.MaxEventBytes {
+		p = append(p, fmt.Sprintf("JUNBAN_MAX_WAIT_BYTES: must be at least %d (the largest event)", order.MaxEventBytes))
 	}
 	if c.DrainMaxEvents < 1 {
 		p = append(p, "JUNBAN_DRAIN_MAX_EVENTS: must be at least 1")
@@ -185,6 +194,12 @@ func run() error {
 		return err
 	}
 	defer rc.Close()
+	reg := health.NewRegistry()
+	// Before anything is consumed: a WAITAOF the servers cannot serve is refused here.
+	repl, err := cfg.RedisReplication.Waiter(ctx, rc, reg)
+	if err != nil {
+		return err
+	}
 	db, err := openPostgres(cfg)
 	if err != nil {
 		return err
@@ -202,7 +217,6 @@ func run() error {
 		return err
 	}
 
-	reg := health.NewRegistry()
 	srv := health.New(reg, log)
 	if cfg.Pprof {
 		srv.EnablePprof()
@@ -211,6 +225,7 @@ func run() error {
 		}
 	}
 	srv.AddCheck("redis", health.RedisCheck(rc))
+	srv.AddCheck("redis_replication", repl.Ready)
 	srv.AddCheck("postgres", health.PostgresCheck(db))
 	srv.AddCheck("sqs", health.SQSCheck(sqsClient, urls.orders))
 	if err := srv.Start(cfg.HTTPAddr); err != nil {
@@ -234,7 +249,7 @@ func run() error {
 	led := ledger.New(rc, cfg.KeyPrefix, ledger.PGLoader{DB: db}, ledger.Config{OpRetention: cfg.OpRetention})
 	proc, err := order.NewProcessor(rc, led, results, deadLetter, order.Config{
 		Prefix: cfg.KeyPrefix, DoneRetention: cfg.DoneRetention, ParkTimeout: cfg.ParkTimeout,
-		Loader: order.PGLoader{DB: db},
+		Loader: order.PGLoader{DB: db}, Replication: repl,
 	}, log, reg)
 	if err != nil {
 		return err
@@ -244,6 +259,7 @@ func run() error {
 		LockTTL:          cfg.LockTTL,
 		HandlerDeadline:  cfg.HandlerDeadline,
 		MaxWait:          cfg.MaxWait,
+		MaxWaitBytes:     cfg.MaxWaitBytes,
 		MaxAttempts:      cfg.MaxAttempts,
 		QuarantineMinAge: quarantineMinAge(cfg.QuarantineMinAge),
 		Quarantine:       proc.Quarantine,
@@ -251,6 +267,7 @@ func run() error {
 		DrainMaxTime:     cfg.DrainMaxTime,
 		Detached:         cfg.DetachedTurns,
 		SweepInterval:    cfg.SweepInterval,
+		Replication:      repl,
 		Nudge:            order.Nudger(nudges),
 		Logger:           log,
 		Registerer:       reg,

@@ -8,6 +8,7 @@ package config
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -16,11 +17,14 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap/zapcore"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	gormlogger "gorm.io/gorm/logger"
+
+	"github.com/junban/junban/internal/replication"
 )
 
 // StackEnvFile is the file the local stack writes its endpoints to, relative to the
@@ -180,6 +184,48 @@ func (r Redis) Client() (redis.UniversalClient, error) {
 		return nil, fmt.Errorf("config: REDIS_URL: %w", err)
 	}
 	return redis.NewClient(opt), nil
+}
+
+// RedisReplication says how many replicas a write needs before the worker lets go of what
+// it would lose with the primary (see internal/replication). Default: none, no WAIT sent.
+type RedisReplication struct {
+	// MinReplicas is how many replicas must acknowledge a take or a commit (WAIT) before
+	// the SQS message is deleted or the results published; 0 turns it off.
+	MinReplicas int `env:"JUNBAN_REDIS_MIN_REPLICAS" envDefault:"0"`
+	// ReplicaTimeout bounds each WAIT; past it the write counts as not yet durable.
+	ReplicaTimeout time.Duration `env:"JUNBAN_REDIS_REPLICA_TIMEOUT" envDefault:"500ms"`
+	// WaitAOF asks for the primary's own AOF fsync as well (WAITAOF, Redis 7.2+, with
+	// appendonly yes): checked at start-up.
+	WaitAOF bool `env:"JUNBAN_REDIS_WAIT_AOF" envDefault:"false"`
+}
+
+// MaxReplicaTimeout keeps a WAIT inside go-redis' default read timeout (3 s), which bounds
+// the replies of the pipeline it ends.
+const MaxReplicaTimeout = 2 * time.Second
+
+// Validate checks the bounds.
+func (r RedisReplication) Validate() []string {
+	var p []string
+	if r.MinReplicas < 0 {
+		p = append(p, "JUNBAN_REDIS_MIN_REPLICAS: must not be negative")
+	}
+	if r.ReplicaTimeout < time.Millisecond || r.ReplicaTimeout > MaxReplicaTimeout {
+		p = append(p, fmt.Sprintf("JUNBAN_REDIS_REPLICA_TIMEOUT: must be 1ms..%v (inside the Redis client's read timeout)", MaxReplicaTimeout))
+	}
+	return p
+}
+
+// Waiter returns the replication.Waiter of these settings, its metric in reg; with
+// WaitAOF it refuses servers that cannot serve WAITAOF (older than 7.2, appendonly off).
+func (r RedisReplication) Waiter(ctx context.Context, rc redis.UniversalClient, reg prometheus.Registerer) (*replication.Waiter, error) {
+	w, err := replication.New(replication.Config{Replicas: r.MinReplicas, Timeout: r.ReplicaTimeout, AOF: r.WaitAOF, Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Check(ctx, rc); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 // Postgres says how to reach PostgreSQL.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/junban/junban/internal/replication"
 )
 
 // batcher sends the scripts of concurrent turns (takes, handoffs, leaves) to Redis in shared
@@ -23,11 +25,19 @@ import (
 //
 // There is no goroutine of its own: the caller that finds a free slot leads, and hands the
 // lead on to the oldest waiting call when others are left after its round trip.
+//
+// A call that must be acknowledged by replicas (a take, with wait on) is covered by one
+// WAIT at the end of its pipeline: WAIT counts the writes made on its own connection, all
+// of the pipeline's. A cluster client splits a pipeline by node and sends a keyless
+// command to any node, so there such calls go out in a pipeline of their own per primary
+// (on the client ClusterClient.MasterForKey gives), each ending with its WAIT, beside
+// the cluster pipeline of the rest.
 type batcher struct {
 	rc      redis.UniversalClient
 	slots   int           // pipelines in flight at most
 	max     int           // calls per pipeline at most
 	timeout time.Duration // of one pipeline; it runs even when callers' contexts end
+	wait    *replication.Waiter
 
 	mu      sync.Mutex
 	busy    int // pipelines in flight or about to be
@@ -37,8 +47,16 @@ type batcher struct {
 // call is one caller's commands. It receives exactly one word on wake: callDone (another
 // leader sent it) or callLead (it was removed from pending and must send itself, leading).
 type pipeCall struct {
-	add  func(ctx context.Context, p redis.Pipeliner)
-	wake chan callWake
+	add func(ctx context.Context, p redis.Pipeliner)
+	// other adds the call's commands outside its entity's slot (the backlog index): they
+	// follow add's in the same pipeline, except on a cluster client with wait on.
+	other func(ctx context.Context, p redis.Pipeliner)
+	// durable is a key of the entity when add's writes must be acknowledged by replicas
+	// (with wait on); acked is then the WAIT's answer (replication.ErrShort, or why
+	// there was none).
+	durable string
+	acked   error
+	wake    chan callWake
 }
 
 type callWake bool
@@ -48,14 +66,29 @@ const (
 	callLead callWake = true
 )
 
-func newBatcher(rc redis.UniversalClient, slots, max int, timeout time.Duration) *batcher {
-	return &batcher{rc: rc, slots: slots, max: max, timeout: timeout}
+func newBatcher(rc redis.UniversalClient, slots, max int, timeout time.Duration, wait *replication.Waiter) *batcher {
+	return &batcher{rc: rc, slots: slots, max: max, timeout: timeout, wait: wait}
 }
 
 // do runs add's commands in a shared pipeline and returns when their replies are in the
 // commands add created (errors included: a failed round trip fails every command in it).
 func (b *batcher) do(ctx context.Context, add func(ctx context.Context, p redis.Pipeliner)) {
-	c := &pipeCall{add: add}
+	b.send(ctx, &pipeCall{add: add})
+}
+
+// doDurable is do for writes in key's slot (add) that count as done only once replicas
+// acknowledged them, and other commands beside them (other). It returns nil when they
+// were acknowledged or wait is off, else why not (the writes may have been made).
+func (b *batcher) doDurable(ctx context.Context, key string, add, other func(ctx context.Context, p redis.Pipeliner)) error {
+	c := &pipeCall{add: add, other: other}
+	if b.wait.On() {
+		c.durable = key
+	}
+	b.send(ctx, c)
+	return c.acked
+}
+
+func (b *batcher) send(ctx context.Context, c *pipeCall) {
 	b.mu.Lock()
 	if b.busy < b.slots {
 		b.busy++
@@ -83,11 +116,7 @@ func (b *batcher) lead(ctx context.Context, first *pipeCall) {
 	b.mu.Unlock()
 
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.timeout)
-	pipe := b.rc.Pipeline()
-	for _, c := range batch {
-		c.add(ectx, pipe)
-	}
-	pipe.Exec(ectx) // each command carries its own reply or error
+	b.exec(ectx, batch)
 	cancel()
 	for _, c := range batch[1:] {
 		c.wake <- callDone
@@ -104,4 +133,84 @@ func (b *batcher) lead(ctx context.Context, first *pipeCall) {
 	b.pending = b.pending[1:]
 	b.mu.Unlock()
 	next.wake <- callLead
+}
+
+// exec sends one batch: in one pipeline, with a WAIT at its end when a call asks for it,
+// or, on a cluster client, as execByNode does.
+func (b *batcher) exec(ctx context.Context, batch []*pipeCall) {
+	durable := false
+	for _, c := range batch {
+		durable = durable || c.durable != ""
+	}
+	if cc, ok := b.rc.(*redis.ClusterClient); ok && durable {
+		b.execByNode(ctx, cc, batch)
+		return
+	}
+	pipe := b.rc.Pipeline()
+	for _, c := range batch {
+		c.add(ctx, pipe)
+		if c.other != nil {
+			c.other(ctx, pipe)
+		}
+	}
+	var ack *replication.Ack
+	if durable {
+		ack = b.wait.Append(ctx, pipe, "take")
+	}
+	pipe.Exec(ctx) // each command carries its own reply or error
+	if ack != nil {
+		err := ack.Err()
+		for _, c := range batch {
+			if c.durable != "" {
+				c.acked = err
+			}
+		}
+	}
+}
+
+// execByNode sends the durable calls of a batch in one pipeline per primary, each ending
+// with its WAIT, and everything else in one cluster pipeline, all at once.
+func (b *batcher) execByNode(ctx context.Context, cc *redis.ClusterClient, batch []*pipeCall) {
+	groups := map[*redis.Client][]*pipeCall{}
+	rest := cc.Pipeline()
+	for _, c := range batch {
+		if c.durable != "" {
+			node, err := cc.MasterForKey(ctx, c.durable)
+			if err == nil {
+				groups[node] = append(groups[node], c)
+			} else {
+				// The writes still go out, through the cluster client; only the WAIT is lost.
+				c.add(ctx, rest)
+				c.acked = b.wait.Fail("take", err)
+			}
+		} else {
+			c.add(ctx, rest)
+		}
+		if c.other != nil {
+			c.other(ctx, rest)
+		}
+	}
+	var wg sync.WaitGroup
+	for node, calls := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pipe := node.Pipeline()
+			for _, c := range calls {
+				c.add(ctx, pipe)
+			}
+			ack := b.wait.Append(ctx, pipe, "take")
+			if _, err := pipe.Exec(ctx); err != nil {
+				// A slot that moved answers MOVED here, where the cluster client cannot
+				// follow it: let it learn the new layout.
+				cc.ReloadState(ctx)
+			}
+			err := ack.Err()
+			for _, c := range calls {
+				c.acked = err
+			}
+		}()
+	}
+	rest.Exec(ctx)
+	wg.Wait()
 }

@@ -39,7 +39,7 @@ func TestBatcherSharesPipelinesUnderLoad(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
 	var pc pipelineCounter
 	rc.AddHook(&pc)
-	b := newBatcher(rc, 1, 64, 5*time.Second)
+	b := newBatcher(rc, 1, 64, 5*time.Second, nil)
 	key := prefix + ":n"
 
 	const calls = 40
@@ -90,7 +90,7 @@ func TestBatcherSharesPipelinesUnderLoad(t *testing.T) {
 // the calls beyond the first pipeline (the test times out).
 func TestBatcherKeepsCallsWholeAndDrainsEveryone(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
-	b := newBatcher(rc, 2, 4, 5*time.Second)
+	b := newBatcher(rc, 2, 4, 5*time.Second, nil)
 	list := prefix + ":log"
 	const calls = 200
 	var wg sync.WaitGroup

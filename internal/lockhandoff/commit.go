@@ -125,7 +125,7 @@ func (p *pending) check(w Write) error {
 		if hashTag(k) != p.tag {
 			return fmt.Errorf("%w: %q (the entity's is {%s})", ErrOtherSlot, k, p.tag)
 		}
-		if k == p.k.lock || k == p.k.wait || k == p.k.proc || k == p.k.seq {
+		if k == p.k.lock || k == p.k.wait || k == p.k.proc || k == p.k.seq || k == p.k.waitBytes() {
 			return fmt.Errorf("%w: %s on the turn's own key %q", ErrBadWrite, w.Cmd, k)
 		}
 	}

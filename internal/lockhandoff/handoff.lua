@@ -1,8 +1,8 @@
 -- handoff: the holder finished the envelope in proc; commit the handler's writes, then give
 -- the turn to the next envelope under the same lock, or release the lock when nothing waits.
 --
--- KEYS[1] lock   KEYS[2] wait   KEYS[3] proc   KEYS[4] seq   (see take.lua)
--- KEYS[5..]      the keys of the handler's writes (see writes.lua)
+-- KEYS[1] lock   KEYS[2] wait   KEYS[3] proc   KEYS[4] seq   KEYS[5] waitbytes (see take.lua)
+-- KEYS[6..]      the keys of the handler's writes (see writes.lua)
 -- ARGV[1] token  the holder's token: nothing changes unless lock still holds it
 -- ARGV[2] ttl    lease TTL in milliseconds, renewed for the next envelope
 -- ARGV[3] seq    the seq of the envelope the holder finished: nothing changes unless it is
@@ -26,17 +26,21 @@ end
 if redis.call('GET', KEYS[4]) ~= ARGV[3] then
   return {-3}
 end
-local replies, failed = run_writes(5, 4)
+local replies, failed = run_writes(6, 4)
 if failed then
   return failed
 end
 redis.call('DEL', KEYS[3])
 local nxt = redis.call('LMOVE', KEYS[2], KEYS[3], 'LEFT', 'RIGHT')
 if not nxt then
-  redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[1], KEYS[5])
   return {0, replies}
+end
+local depth = redis.call('LLEN', KEYS[2])
+if depth == 0 or redis.call('DECRBY', KEYS[5], #nxt) <= 0 then
+  redis.call('DEL', KEYS[5])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 local t = redis.call('TIME')
 local now = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
-return {1, redis.call('INCR', KEYS[4]), nxt, tonumber(now), redis.call('LLEN', KEYS[2]), replies}
+return {1, redis.call('INCR', KEYS[4]), nxt, tonumber(now), depth, replies}

@@ -28,6 +28,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/junban/junban/internal/replication"
 )
 
 // Key builds every key of an entity: prefix + ":{" + entity + "}:" + suffix, so all keys of
@@ -49,6 +51,7 @@ const (
 	LockTTLDefault          = 10 * time.Second
 	HandlerDeadlineDefault  = 60 * time.Second
 	MaxWaitDefault          = 10_000
+	MaxWaitBytesDefault     = 16 << 20
 	DrainMaxEventsDefault   = 1_000
 	DrainMaxTimeDefault     = 5 * time.Second
 	SweepIntervalDefault    = 15 * time.Second
@@ -73,6 +76,11 @@ type Config struct {
 	HandlerDeadline time.Duration
 	// MaxWait bounds an entity's wait list; a Submit beyond it gets ErrQueueFull.
 	MaxWait int
+	// MaxWaitBytes bounds the bytes of an entity's wait list (its entries: the envelopes
+	// and their timestamps), so that a hot entity of large envelopes cannot fill Redis'
+	// memory before MaxWait is reached; a Submit beyond it gets ErrQueueFull. A wait list
+	// that is empty always takes one envelope, whatever its size.
+	MaxWaitBytes int
 	// DrainMaxEvents is how many events one turn handles before it leaves (release + Nudge).
 	DrainMaxEvents int
 	// DrainMaxTime is how long one turn drains before it leaves (release + Nudge).
@@ -119,6 +127,11 @@ type Config struct {
 	// lease) ends it early; StopContext bounds how long Stop waits for them. When Detached
 	// turns run already, the call drains inline. 0 (the default): every turn drains inline.
 	Detached int
+	// Replication, when on, makes Submit's take count as done only once replicas
+	// acknowledged it (WAIT in the take's pipeline; see replication.Waiter): when too few
+	// did in time, Submit fails (the caller keeps its message) and a turn it took is left
+	// with the envelope in proc. Nil: off.
+	Replication *replication.Waiter
 	// Nudge is called after a turn was left with a backlog (drain budget reached, Stop,
 	// caller's context cancelled) so that another replica resumes it soon, e.g. by sending a
 	// drain message whose consumer calls Resume. Nil: the sweeper resumes it.
@@ -157,6 +170,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxWait == 0 {
 		c.MaxWait = MaxWaitDefault
+	}
+	if c.MaxWaitBytes == 0 {
+		c.MaxWaitBytes = MaxWaitBytesDefault
 	}
 	if c.DrainMaxEvents == 0 {
 		c.DrainMaxEvents = DrainMaxEventsDefault
@@ -213,7 +229,7 @@ func (c *Config) validate() error {
 	if c.LockTTL < 3*time.Millisecond {
 		errs = append(errs, fmt.Errorf("LockTTL %v is below 3ms", c.LockTTL))
 	}
-	for name, v := range map[string]int{"MaxWait": c.MaxWait, "DrainMaxEvents": c.DrainMaxEvents,
+	for name, v := range map[string]int{"MaxWait": c.MaxWait, "MaxWaitBytes": c.MaxWaitBytes, "DrainMaxEvents": c.DrainMaxEvents,
 		"SweepConcurrency": c.SweepConcurrency, "IndexShards": c.IndexShards, "MaxAttempts": c.MaxAttempts,
 		"Pipelines": c.Pipelines, "PipelineMax": c.PipelineMax} {
 		if v < 1 {
@@ -236,8 +252,9 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// ErrQueueFull is Submit's answer when the entity's wait list is at Config.MaxWait:
-// nothing was written, the caller keeps its message and lets SQS redeliver it later.
+// ErrQueueFull is Submit's answer when the entity's wait list is at Config.MaxWait or
+// Config.MaxWaitBytes: nothing was written, the caller keeps its message and lets SQS
+// redeliver it later.
 var ErrQueueFull = errors.New("lockhandoff: wait list full")
 
 // ErrInvalidEntity is Submit's and Resume's answer for an entity that cannot name keys:
@@ -334,7 +351,7 @@ func New(rc redis.UniversalClient, cfg Config, h Handler) (*Handoff, error) {
 	}
 	hd := &Handoff{
 		rc: rc, cfg: cfg, handler: h, log: cfg.Logger, m: m,
-		batch:    newBatcher(rc, cfg.Pipelines, cfg.PipelineMax, max(cfg.LockTTL, 5*time.Second)),
+		batch:    newBatcher(rc, cfg.Pipelines, cfg.PipelineMax, max(cfg.LockTTL, 5*time.Second), cfg.Replication),
 		stopping: make(chan struct{}),
 	}
 	hd.aborted, hd.abort = context.WithCancelCause(context.Background())

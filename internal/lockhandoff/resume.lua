@@ -1,7 +1,7 @@
 -- resume: take a free turn to work off a backlog (sweeper, drain nudge). Unlike take it
 -- brings no envelope of its own, and it takes nothing when there is no backlog.
 --
--- KEYS[1] lock   KEYS[2] wait   KEYS[3] proc   KEYS[4] seq   (see take.lua)
+-- KEYS[1] lock   KEYS[2] wait   KEYS[3] proc   KEYS[4] seq   KEYS[5] waitbytes (see take.lua)
 -- ARGV[1] token  the caller's token
 -- ARGV[2] ttl    lease TTL in milliseconds
 --
@@ -27,14 +27,20 @@ if holder then
 end
 local rerun = 1
 local cur = redis.call('LINDEX', KEYS[3], 0)
+local depth = redis.call('LLEN', KEYS[2])
 if not cur then
   rerun = 0
   cur = redis.call('LMOVE', KEYS[2], KEYS[3], 'LEFT', 'RIGHT')
-end
-if not cur then
-  return {0}
+  if not cur then
+    redis.call('DEL', KEYS[5])
+    return {0}
+  end
+  depth = depth - 1
+  if depth == 0 or redis.call('DECRBY', KEYS[5], #cur) <= 0 then
+    redis.call('DEL', KEYS[5])
+  end
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 local t = redis.call('TIME')
 local now = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
-return {1, redis.call('INCR', KEYS[4]), cur, tonumber(now), redis.call('LLEN', KEYS[2]), rerun}
+return {1, redis.call('INCR', KEYS[4]), cur, tonumber(now), depth, rerun}

@@ -92,27 +92,30 @@ type takeResult struct {
 	first  entry // on takeTurn
 }
 
+// waitBytes is the key of the byte count of the entity's wait list (see take.lua):
+// Key(prefix, entity, "waitbytes"), in the entity's slot.
+func (k keys) waitBytes() string { return k.wait + "bytes" }
+
 // takeAndIndex runs take.lua and, in the same round trip, refreshes the entity's backlog
 // index entry. The push counts as done only when both succeeded.
 func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token string, envelope []byte) (takeResult, error) {
-	ks := []string{k.lock, k.wait, k.proc, k.seq}
-	args := []any{token, h.cfg.LockTTL.Milliseconds(), h.cfg.MaxWait, envelope}
+	ks := []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}
+	args := []any{token, h.cfg.LockTTL.Milliseconds(), h.cfg.MaxWait, envelope, h.cfg.MaxWaitBytes}
 	z := redis.Z{Score: float64(h.cfg.Now().UnixMilli()), Member: entity}
 	shard := h.indexShard(entity)
 
 	var tc *redis.Cmd
 	var zc *redis.IntCmd
 	sent := time.Now()
-	h.batch.do(ctx, func(ctx context.Context, p redis.Pipeliner) {
-		tc = takeScript.EvalSha(ctx, p, ks, args...)
-		zc = p.ZAdd(ctx, shard, z)
-	})
+	acked := h.batch.doDurable(ctx, k.lock,
+		func(ctx context.Context, p redis.Pipeliner) { tc = takeScript.EvalSha(ctx, p, ks, args...) },
+		func(ctx context.Context, p redis.Pipeliner) { zc = p.ZAdd(ctx, shard, z) })
 	if redis.HasErrorPrefix(tc.Err(), "NOSCRIPT") {
 		// The script did not run; the index entry written meanwhile only costs a look.
-		pipe := h.rc.Pipeline()
-		tc = takeScript.Eval(ctx, pipe, ks, args...)
-		zc = pipe.ZAdd(ctx, shard, z)
-		pipe.Exec(ctx)
+		acked = h.cfg.Replication.Pipelined(ctx, h.rc, k.lock, "take", func(p redis.Pipeliner) {
+			tc = takeScript.Eval(ctx, p, ks, args...)
+		})
+		zc = h.rc.ZAdd(ctx, shard, z)
 	}
 	v, err := tc.Slice()
 	if err != nil {
@@ -123,6 +126,14 @@ func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token
 		return takeResult{}, err
 	}
 	r.first.sent = sent
+	if acked != nil && r.status != takeFull {
+		if r.status == takeTurn {
+			// Not yet durable: the caller keeps its message, and its redelivery finds the
+			// envelope in proc (or in wait) and runs it from there.
+			h.leave(entity, k, token, false, false)
+		}
+		return takeResult{}, fmt.Errorf("take not replicated: %w", acked)
+	}
 	if err := zc.Err(); err != nil && r.status != takeFull {
 		if r.status == takeTurn {
 			// Without its index entry the backlog could be orphaned if we died now: give
@@ -173,7 +184,7 @@ const (
 // then nothing else changed. handoffStale says the step for seq ran already (a retried
 // round trip): nothing changed either.
 func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, seq int64, writes []Write) (st handoffStatus, next entry, replies any, err error) {
-	ks, args := writeArgs(writes, []string{k.lock, k.wait, k.proc, k.seq}, []any{token, h.cfg.LockTTL.Milliseconds(), seq})
+	ks, args := writeArgs(writes, []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}, []any{token, h.cfg.LockTTL.Milliseconds(), seq})
 	v, err := h.evalShared(ctx, handoffScript, ks, args...).Slice()
 	if err != nil {
 		return 0, entry{}, nil, err
@@ -204,7 +215,7 @@ func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, seq int6
 // nothing waits.
 func (h *Handoff) runResume(ctx context.Context, k keys, token string) (entry, bool, error) {
 	sent := time.Now()
-	v, err := resumeScript.Run(ctx, h.rc, []string{k.lock, k.wait, k.proc, k.seq}, token, h.cfg.LockTTL.Milliseconds()).Slice()
+	v, err := resumeScript.Run(ctx, h.rc, []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}, token, h.cfg.LockTTL.Milliseconds()).Slice()
 	if err != nil {
 		return entry{}, false, err
 	}

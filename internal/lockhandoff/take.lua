@@ -4,10 +4,17 @@
 -- KEYS[2] wait   list of envelopes waiting for the turn (never has a TTL)
 -- KEYS[3] proc   list of at most one envelope: the one being processed (never has a TTL)
 -- KEYS[4] seq    fencing counter, INCRed each time an envelope enters proc
+-- KEYS[5] waitbytes  the bytes of the entries in wait (never has a TTL): set on each push,
+--                DECRBYed by the scripts that move an entry out of wait (handoff, resume,
+--                this one), deleted when wait is empty. A drifted count is harmless: it is
+--                reset whenever wait is found empty, and never goes below zero.
 -- ARGV[1] token  the caller's token, written to lock if the turn is free
 -- ARGV[2] ttl    lease TTL in milliseconds
 -- ARGV[3] bound  LLEN wait at which the answer is FULL
 -- ARGV[4] envelope
+-- ARGV[5] max_bytes  the bytes of wait beyond which the answer is FULL. An empty wait
+--                always takes one entry: an envelope larger than the bound (SQS bounds it)
+--                would otherwise never be queued.
 --
 -- Entries in wait and proc are "<enqueued_at_ms>:<envelope>", the time taken from the
 -- server's clock so that the time waited is measured on one clock.
@@ -22,13 +29,30 @@
 --                                   oldest of it and the envelope was appended to wait; rerun
 --                                   is 1 when entry was left in proc by an earlier holder.
 --   {2, depth}                      QUEUED: the envelope was appended to wait; depth is LLEN wait
---   {3, depth}                      FULL: nothing was written
+--   {3, depth}                      FULL: nothing was written (LLEN wait at ARGV[3], or
+--                                   the entry would take wait's bytes past ARGV[5])
 local t = redis.call('TIME')
 local now = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
 local entry = now .. ':' .. ARGV[4]
 local bound = tonumber(ARGV[3])
 local depth = redis.call('LLEN', KEYS[2])
 local holder = redis.call('GET', KEYS[1])
+local bytes = 0
+if depth > 0 then
+  bytes = tonumber(redis.call('GET', KEYS[5]) or '0') or 0
+  if bytes < 0 then
+    bytes = 0
+  end
+end
+local full = depth >= bound or (depth > 0 and bytes + #entry > tonumber(ARGV[5]))
+
+-- push appends entry to wait and sets its byte count: SET, not INCRBY, so that a count
+-- that drifted while wait was empty starts again from this entry.
+local function push()
+  local n = redis.call('RPUSH', KEYS[2], entry)
+  redis.call('SET', KEYS[5], bytes + #entry)
+  return n
+end
 
 if holder == ARGV[1] then
   -- This very take ran already and took the turn (tokens are never reused): the client
@@ -40,10 +64,10 @@ if holder == ARGV[1] then
   end
 end
 if holder then
-  if depth >= bound then
+  if full then
     return {3, depth}
   end
-  return {2, redis.call('RPUSH', KEYS[2], entry)}
+  return {2, push()}
 end
 
 local cur = redis.call('LINDEX', KEYS[3], 0)
@@ -54,13 +78,16 @@ end
 if cur or depth > 0 then
   -- A holder left a backlog (it crashed, was abandoned, or left on a budget): earlier
   -- arrivals go first, so the envelope queues behind them and the turn starts from proc.
-  if depth >= bound then
+  if full then
     return {3, depth}
   end
-  depth = redis.call('RPUSH', KEYS[2], entry)
+  depth = push()
   if not cur then
     cur = redis.call('LMOVE', KEYS[2], KEYS[3], 'LEFT', 'RIGHT')
     depth = depth - 1
+    if depth == 0 or redis.call('DECRBY', KEYS[5], #cur) <= 0 then
+      redis.call('DEL', KEYS[5])
+    end
   end
 else
   redis.call('RPUSH', KEYS[3], entry)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/replication"
 )
 
 // Defaults of Config.
@@ -50,6 +51,10 @@ type Config struct {
 	MaxResultBytes int
 	// Loader restores an order that Redis lost from PostgreSQL; nil: none.
 	Loader Loader
+	// Replication, when on, publishes an event's results only once replicas acknowledged
+	// the commit that wrote them (WAIT in the commit's pipeline): when too few did in
+	// time the handler fails, the event stays in proc and its re-run publishes them. Nil: off.
+	Replication *replication.Waiter
 }
 
 func (c *Config) setDefaults() {
@@ -169,6 +174,9 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 		// A re-run of what an earlier holder left in proc: the same result again, then
 		// whatever of the outbox that holder did not publish.
 		p.metrics.replayed.WithLabelValues(replayRerun).Inc()
+		if err := p.replicated(ctx, t, ev); err != nil {
+			return err
+		}
 		if err := p.pub.PublishBatch(ctx, [][]byte{[]byte(stored)}); err != nil {
 			return fmt.Errorf("order: republish %s: %w", ev.EventID, err)
 		}
@@ -272,7 +280,19 @@ func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev Event, st
 		keys = append(keys, doneKey(p.cfg.Prefix, t.Entity, r.EventID))
 		args = append(args, body)
 	}
-	reply, err := commitScript.Run(ctx, p.rc, keys, args...).Slice()
+	var reply []any
+	var acked error
+	if p.cfg.Replication.On() {
+		// WAIT counts the writes of its own connection: it goes in the script's pipeline.
+		var c *redis.Cmd
+		acked = p.cfg.Replication.Pipelined(ctx, p.rc, keys[0], "commit", func(pp redis.Pipeliner) { c = commitScript.EvalSha(ctx, pp, keys, args...) })
+		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			acked = p.cfg.Replication.Pipelined(ctx, p.rc, keys[0], "commit", func(pp redis.Pipeliner) { c = commitScript.Eval(ctx, pp, keys, args...) })
+		}
+		reply, err = c.Slice()
+	} else {
+		reply, err = commitScript.Run(ctx, p.rc, keys, args...).Slice()
+	}
 	if err != nil {
 		if isFenced(err) {
 			p.metrics.fenced.Inc()
@@ -281,7 +301,14 @@ func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev Event, st
 		return nil, err
 	}
 	if len(reply) < 2 {
-		return nil, nil // done already: flush reads the outbox itself
+		// Done already: flush reads the outbox itself, once what the earlier run
+		// committed is on the replicas (this run's script wrote nothing to wait for).
+		return nil, p.replicated(ctx, t, ev)
+	}
+	if acked != nil {
+		// Committed, but not yet durable: the event stays in proc, and its re-run finds
+		// it done and publishes its results once the replicas have them.
+		return nil, fmt.Errorf("order: commit %s of %s: %w", ev.EventID, t.Entity, acked)
 	}
 	items, _ := reply[1].([]any)
 	pending := make([]string, 0, len(items))
@@ -291,6 +318,23 @@ func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev Event, st
 		}
 	}
 	return pending, nil
+}
+
+// replicated returns nil once replicas acknowledged what an earlier run of ev committed
+// (with Config.Replication on). WAIT covers the writes of its own connection only, so
+// it follows a write of its own: the done marker's retention, set again.
+func (p *Processor) replicated(ctx context.Context, t lockhandoff.Turn, ev Event) error {
+	if !p.cfg.Replication.On() {
+		return nil
+	}
+	done := doneKey(p.cfg.Prefix, t.Entity, ev.EventID)
+	err := p.cfg.Replication.Pipelined(ctx, p.rc, done, "commit", func(pp redis.Pipeliner) {
+		pp.PExpire(ctx, done, p.cfg.DoneRetention)
+	})
+	if err != nil {
+		return fmt.Errorf("order: results of %s: %w", ev.EventID, err)
+	}
+	return nil
 }
 
 func isFenced(err error) bool {
