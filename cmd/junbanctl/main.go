@@ -35,6 +35,7 @@ var commands = map[string]command{
 	"bench persist":    {"benchmark batched persistence against one result per transaction", runBenchPersist},
 	"chaos":            {"run a fault-injection load and check the invariants", runChaos},
 	"reconcile":        {"compare Redis with PostgreSQL; --repair rewrites PostgreSQL", runReconcile},
+	"queues create":    {"create the queues, their DLQs and redrive policies where missing (idempotent)", runQueuesCreate},
 	"webhook send":     {"send one signed webhook to a running gateway", runWebhookSend},
 	"webhook storm":    {"send N concurrent duplicate webhooks plus late retries", runWebhookStorm},
 }
