@@ -4,6 +4,8 @@
 #   scripts/stack.sh up      start what is missing (idempotent), write .junban/stack.env
 #   scripts/stack.sh down    stop only what `up` started, by PID
 #   scripts/stack.sh status  say what answers where
+#   scripts/stack.sh other-sqs   print "NAME URL" of the emulator AWS_ENDPOINT_URL_SQS does
+#                                not name (nothing when the SQS was given): `make test`
 #
 # REDIS_URL / DATABASE_URL / AWS_ENDPOINT_URL_SQS, when set and answering, are used as they are.
 # DATABASE_URL keeps its database name and parameters; the test database is <name>_test
@@ -432,5 +434,12 @@ status)
   done
   exit $rc
   ;;
-*) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+other-sqs)
+  [ -f "$envfile" ] || { echo "no stack (run: make stack)" >&2; exit 1; }
+  for name in fauxqs local-aws-sqs; do
+    var=$(emu_var "$name")
+    if [ -n "${!var:-}" ] && [ "${!var}" != "$AWS_ENDPOINT_URL_SQS" ]; then echo "$name ${!var}"; fi
+  done
+  ;;
+*) echo "usage: $0 up|down|status|other-sqs" >&2; exit 2 ;;
 esac
