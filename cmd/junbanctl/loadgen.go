@@ -149,7 +149,7 @@ func gatewayWebhook(base string, p webhook.Provider) loadgen.Webhook {
 	typ := map[webhook.Kind]string{webhook.KindStripe: "payment_intent.succeeded", webhook.KindStandard: "payment.succeeded"}[p.Kind]
 	return func(ctx context.Context, pid string, ev event.Order) (int, error) {
 		// A provider's retry carries the same payload: everything here derives from the event.
-		body, err := webhook.Encode(p.Kind, webhook.ProviderEvent{
+		body, err := encodeWebhook(p.Kind, webhook.ProviderEvent{
 			ID: pid, Type: typ, LCID: ev.LCID, OccurredAt: ev.OccurredAt.UTC().Truncate(time.Second),
 			PaymentID: "pay_" + pid, Amount: 1000, Currency: "jpy",
 		})
