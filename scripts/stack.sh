@@ -237,7 +237,7 @@ up_postgres() {
   pg_answers "$admin" || via=$url
   [ -n "$given_test_db" ] || want+=("${pg_name}_test")
   for db in "${want[@]}"; do
-    pg_answers "$pg_prefix/$db$pg_query" && continue
+    psql "$via" -Atqc "select 1 from pg_database where datname='$db'" | grep -q 1 && continue
     psql "$via" -qc "create database \"$db\"" >/dev/null ||
       { log "postgresql: could not create database $db at $(redact "$pg_prefix")"; exit 1; }
   done
