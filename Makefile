@@ -4,7 +4,7 @@ BIN       := bin
 BINARIES  := order-worker persist-worker webhook-gateway junbanctl
 TEST_FLAGS ?= -race -count=1 -timeout 14m
 
-.PHONY: all build stack stack-down stack-status migrate test vet demo chaos bench bench-lock bench-alloc bench-persist bench-e2e clean
+.PHONY: all build stack stack-down stack-status migrate test test-other-sqs vet demo chaos bench bench-lock bench-alloc bench-persist bench-e2e clean
 
 all: build
 
@@ -27,9 +27,26 @@ migrate: build stack
 vet:
 	$(GO) vet ./...
 
-## test: every test, against the real Redis, PostgreSQL and SQS emulator (started if absent)
+## test: every test, against the real Redis, PostgreSQL and SQS emulator (started if absent),
+## then the queue, end-to-end and DLQ tests again on the second emulator
 test: stack vet
 	$(GO) test $(TEST_FLAGS) ./...
+	@$(MAKE) --no-print-directory test-other-sqs
+
+# The tests that depend most on how the SQS server behaves: the queue package, the end
+# to end run, and every DLQ path (the consumer's Poison, SQS's redrive, junbanctl dlq).
+OTHER_SQS_PACKAGES := ./internal/queue/ ./e2e/
+OTHER_SQS_DLQ      := ./cmd/junbanctl/ ./cmd/order-worker/ ./internal/persist/
+OTHER_SQS_DLQ_RUN  := TestDLQ|TestPoison|TestConsumerPoison
+
+## test-other-sqs: the queue, e2e and DLQ tests on the emulator that AWS_ENDPOINT_URL_SQS
+## does not name (local-aws-sqs by default; none when AWS_ENDPOINT_URL_SQS was given)
+test-other-sqs: stack
+	@set -e; other=$$(scripts/stack.sh other-sqs); \
+	if [ -z "$$other" ]; then echo "test-other-sqs: no second SQS emulator (AWS_ENDPOINT_URL_SQS was given): skipped"; exit 0; fi; \
+	ep=$${other#* }; echo "== queue, e2e and DLQ tests on $${other% *} ($$ep) =="; \
+	AWS_ENDPOINT_URL_SQS=$$ep $(GO) test $(TEST_FLAGS) $(OTHER_SQS_PACKAGES); \
+	AWS_ENDPOINT_URL_SQS=$$ep $(GO) test $(TEST_FLAGS) -run '$(OTHER_SQS_DLQ_RUN)' $(OTHER_SQS_DLQ)
 
 ## demo: stack up, migrate, the binaries, a sample workload, a summary
 demo: build stack

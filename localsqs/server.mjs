@@ -1,26 +1,14 @@
-// Local SQS emulator for junban's stack: `node server.mjs PORT`.
-// Creates junban's queues (orders, results and their DLQs with a redrive policy,
-// maxReceiveCount 5) at start, so the stack is usable as soon as it listens.
+// local-aws-sqs (SQS emulator), the stack's second SQS backend: `node server.mjs PORT`.
+// Listens on 127.0.0.1 only, in memory. The queues are created by
+// `junbanctl queues create`, which scripts/stack.sh runs once this listens.
 import { createSqsServer } from "local-aws-sqs";
 
 const port = Number(process.argv[2] || process.env.PORT || 9324);
-const maxReceiveCount = process.env.JUNBAN_MAX_RECEIVE_COUNT || "5";
-const arn = (name) => `arn:aws:sqs:us-east-1:123456789012:${name}`;
-const redrive = (dlq) =>
-  JSON.stringify({ deadLetterTargetArn: arn(dlq), maxReceiveCount });
-
-const queues = [
-  { QueueName: "orders-dlq", Attributes: { MessageRetentionPeriod: "1209600" } },
-  { QueueName: "results-dlq", Attributes: { MessageRetentionPeriod: "1209600" } },
-  { QueueName: "orders", Attributes: { VisibilityTimeout: "60", RedrivePolicy: redrive("orders-dlq") } },
-  { QueueName: "results", Attributes: { VisibilityTimeout: "60", RedrivePolicy: redrive("results-dlq") } },
-];
 
 const server = await createSqsServer({
   port,
   hostname: "127.0.0.1",
   emulateQueueCreationLifecycle: false,
-  queues,
 });
 console.log(`local-aws-sqs listening on http://127.0.0.1:${port}`);
 

@@ -1,6 +1,8 @@
 #!/bin/bash
 # LocalStack ready hook (mounted at /etc/localstack/init/ready.d): junban's queues and
-# dead-letter queues, the same as the local emulator creates (maxReceiveCount 5).
+# dead-letter queues with their redrive policy, the same as `junbanctl queues create`
+# makes (DLQ retention 14 days, visibility timeout 60 s, maxReceiveCount 5). awslocal
+# runs inside the container, where junbanctl is not.
 set -euo pipefail
 region=${AWS_DEFAULT_REGION:-us-east-1}
 for q in orders results; do

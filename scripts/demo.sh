@@ -11,9 +11,11 @@ logs="$root/.junban/demo"
 mkdir -p "$logs"
 
 scripts/stack.sh up >/dev/null
-set -a
-. "$root/.junban/stack.env"
-set +a
+# KEY=VALUE lines, read rather than sourced: a DATABASE_URL's parameters hold '&'.
+while IFS='=' read -r k v; do
+  case "$k" in '' | \#*) continue ;; esac
+  [ -n "${!k:-}" ] || export "$k=$v"
+done <"$root/.junban/stack.env"
 
 # Demo settings, overridable from the environment.
 ORDERS=${DEMO_ORDERS:-3000}
@@ -77,5 +79,8 @@ What the numbers show:
     distinct events: no duplicate (SQS or webhook) had a second effect;
   - orders placed/shipped/cancelled with payments arriving before placements: each order's
     events were applied in turn, early ones parked until their precondition held;
+  - send -> commit, applied in turn: junban's own latency through both queues, the two
+    workers and PostgreSQL; parked on purpose: the events sent before their precondition
+    (a payment before its placement), which wait for the workload's next send;
   - reconcile: PostgreSQL matches Redis.
 EOF

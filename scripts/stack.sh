@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
-# junban's local stack without Docker: Redis (AOF on), PostgreSQL and the local SQS emulator.
+# junban's local stack without Docker: Redis (AOF on), PostgreSQL and two SQS emulators.
 #
 #   scripts/stack.sh up      start what is missing (idempotent), write .junban/stack.env
 #   scripts/stack.sh down    stop only what `up` started, by PID
 #   scripts/stack.sh status  say what answers where
+#   scripts/stack.sh other-sqs   print "NAME URL" of the emulator AWS_ENDPOINT_URL_SQS does
+#                                not name (nothing when the SQS was given): `make test`
 #
 # REDIS_URL / DATABASE_URL / AWS_ENDPOINT_URL_SQS, when set and answering, are used as they are.
+# DATABASE_URL keeps its database name and parameters; the test database is <name>_test
+# with the same parameters (JUNBAN_TEST_DATABASE_URL, when set, is kept instead).
 # PostgreSQL otherwise: the machine's cluster on 5432, started if it is down; when that does
 # not answer either (not installed, or its authentication is not trust, as after a plain
 # apt-get install), a private cluster with trust authentication on a free port.
+# SQS otherwise: fauxqs and local-aws-sqs (both pinned, in memory, on 127.0.0.1), each on a
+# free port; JUNBAN_LOCAL_SQS (fauxqs, the default, or local-aws-sqs) picks the one that
+# AWS_ENDPOINT_URL_SQS names, and JUNBAN_SQS_ENDPOINT_FAUXQS / _LOCAL_AWS_SQS name both
+# (`make test` runs the queue, e2e and DLQ tests on the second one too). On whatever SQS
+# it uses, `junbanctl queues create` makes junban's queues, DLQs and redrive policies.
 # A failed `up` stops what that run started, and nothing else.
 set -euo pipefail
 
@@ -26,6 +35,11 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.clos
 EOF
 }
 
+# What the caller set, before the previous run's file fills in the rest: a test database
+# or an SQS endpoint of the caller's own is kept, the file's are derived again.
+given_test_db=${JUNBAN_TEST_DATABASE_URL:-}
+given_sqs=${AWS_ENDPOINT_URL_SQS:-}
+
 # The previous run's endpoints, so `up` twice reuses what is already there.
 # Variables already set in the environment win over the file.
 if [ -f "$envfile" ]; then
@@ -34,6 +48,12 @@ if [ -f "$envfile" ]; then
     [ -n "${!k:-}" ] || export "$k=$v"
   done <"$envfile"
 fi
+# The file's choice stays until the caller names another.
+backend=${JUNBAN_LOCAL_SQS:-fauxqs}
+case "$backend" in
+fauxqs | local-aws-sqs) ;;
+*) log "JUNBAN_LOCAL_SQS=$backend: want fauxqs or local-aws-sqs"; exit 2 ;;
+esac
 
 # pid_alive PIDFILE WORD: the process the file names runs and its command line holds WORD
 # (a pidfile left from before a reboot may name someone else's process by now).
@@ -128,7 +148,7 @@ start_private_cluster() {
   as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 \
     -o "-p $port -k $dir -c listen_addresses=127.0.0.1" start >/dev/null ||
     { log "postgresql: the private cluster did not start, see $dir/log"; return 1; }
-  url="postgres://postgres@127.0.0.1:$port/junban?sslmode=disable"
+  url="postgres://postgres@127.0.0.1:$port/${pg_name:-junban}?sslmode=disable"
 }
 
 # private_running: the recorded private cluster's server runs (answering or not).
@@ -152,34 +172,77 @@ stop_private_cluster() {
   rm -f "$state/postgres.private"
 }
 
+# pg_split URL: sets pg_prefix (scheme://user@host:port), pg_name (the database, junban
+# when the URL names none) and pg_query ("?params" or empty) of a postgres:// URL.
+pg_split() {
+  local url=$1 base rest
+  case "$url" in
+  postgres://* | postgresql://*) ;;
+  *) log "postgresql: DATABASE_URL must be a postgres:// URL, got $(redact "${url%%\?*}")"; return 1 ;;
+  esac
+  base=${url%%\?*}
+  pg_query=${url#"$base"}
+  rest=${base#*://}
+  if [[ $rest == */* ]]; then
+    pg_name=${rest#*/} pg_prefix=${base%"/$pg_name"}
+  else
+    pg_name='' pg_prefix=$base
+  fi
+  [ -n "$pg_name" ] || pg_name=junban
+  # It becomes an SQL identifier (created below): keep to what needs no quoting rules.
+  if ! [[ $pg_name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
+    log "postgresql: database name '$pg_name' in DATABASE_URL: use letters, digits and _"
+    return 1
+  fi
+}
+
+# redact URL: the URL without its password, for the log.
+redact() { sed -E 's#(://[^:/@]*):[^@/]*@#\1:***@#' <<<"$1"; }
+
 up_postgres() {
   ensure_pkg psql postgresql-client
   local url="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/junban?sslmode=disable}"
-  local admin="${url%/*}/postgres?sslmode=disable"
-  if pg_answers "$admin"; then
-    log "postgresql: using ${admin%%\?*}"
+  local pg_prefix pg_name pg_query
+  pg_split "$url" || exit 1
+  local admin="$pg_prefix/postgres$pg_query"
+  if pg_answers "$admin" || pg_answers "$url"; then
+    log "postgresql: using $(redact "$pg_prefix")/$pg_name"
   elif private_running; then
     # Ours, running but not answering now (busy: all connections taken, or starting up):
     # wait for it, never replace it (that would drop its data under other runs' feet).
-    pg_wait "$admin" || { log "postgresql: the private cluster runs but does not answer at ${admin%%\?*}"; exit 1; }
-    log "postgresql: using ${admin%%\?*}"
+    pg_wait "$admin" || { log "postgresql: the private cluster runs but does not answer at $(redact "$pg_prefix")"; exit 1; }
+    log "postgresql: using $(redact "$pg_prefix")/$pg_name"
   else
     stop_private_cluster # one left from before that no longer runs: only its files are left
-    url="postgres://postgres@127.0.0.1:5432/junban?sslmode=disable"
-    admin="${url%/*}/postgres?sslmode=disable"
+    [ -z "${DATABASE_URL:-}" ] || log "postgresql: nothing answers at $(redact "$pg_prefix"); using a local cluster (database $pg_name, sslmode=disable)"
+    # A local cluster has no TLS: the caller's parameters (sslmode=require) would fail there.
+    pg_prefix=postgres://postgres@127.0.0.1:5432 pg_query='?sslmode=disable'
+    url="$pg_prefix/$pg_name$pg_query"
+    admin="$pg_prefix/postgres$pg_query"
     if ! { pg_answers "$admin" || { start_machine_cluster && pg_wait "$admin"; }; }; then
-      log "postgresql: nothing answers at ${admin%%\?*} with trust authentication"
+      log "postgresql: nothing answers at $pg_prefix with trust authentication"
       start_private_cluster || exit 1
-      admin="${url%/*}/postgres?sslmode=disable"
-      pg_wait "$admin" || { log "postgresql did not answer at $admin"; exit 1; }
+      pg_split "$url" || exit 1
+      admin="$pg_prefix/postgres$pg_query"
+      pg_wait "$admin" || { log "postgresql did not answer at $pg_prefix"; exit 1; }
     fi
   fi
-  for db in junban junban_test; do
-    psql "$admin" -Atqc "select 1 from pg_database where datname='$db'" | grep -q 1 ||
-      psql "$admin" -qc "create database $db" >/dev/null
+  local test_url="$pg_prefix/${pg_name}_test$pg_query"
+  if [ -n "$given_test_db" ]; then
+    test_url=$given_test_db
+  fi
+  # A managed server may refuse connections to its postgres database: create from the
+  # caller's own then.
+  local db via=$admin want=("$pg_name")
+  pg_answers "$admin" || via=$url
+  [ -n "$given_test_db" ] || want+=("${pg_name}_test")
+  for db in "${want[@]}"; do
+    psql "$via" -Atqc "select 1 from pg_database where datname='$db'" | grep -q 1 && continue
+    psql "$via" -qc "create database \"$db\"" >/dev/null ||
+      { log "postgresql: could not create database $db at $(redact "$pg_prefix")"; exit 1; }
   done
-  DATABASE_URL="${url%/*}/junban?sslmode=disable"
-  JUNBAN_TEST_DATABASE_URL="${url%/*}/junban_test?sslmode=disable"
+  DATABASE_URL="$pg_prefix/$pg_name$pg_query"
+  JUNBAN_TEST_DATABASE_URL=$test_url
 }
 
 sqs_answers() {
@@ -187,40 +250,119 @@ sqs_answers() {
     -H 'X-Amz-Target: AmazonSQS.ListQueues' -d '{}' "$1/" >/dev/null 2>&1
 }
 
-up_sqs() {
-  if [ -n "${AWS_ENDPOINT_URL_SQS:-}" ] && sqs_answers "$AWS_ENDPOINT_URL_SQS"; then
-    log "sqs: using $AWS_ENDPOINT_URL_SQS"; return
+# node22: a node binary of at least 22.5 (fauxqs needs node:sqlite): the machine's, or
+# Node 22 from the npm package node (pinned in fauxqs/node22) when the machine's is older.
+node22() {
+  if node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 5) ? 0 : 1)' 2>/dev/null; then
+    command -v node
+    return
   fi
+  local dir="$root/fauxqs/node22"
+  if [ ! -x "$dir/node_modules/.bin/node" ]; then
+    log "sqs: node $(node --version 2>/dev/null) is older than fauxqs needs (22.5): npm ci (node 22, pinned)"
+    (cd "$dir" && timeout 600 npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+      { log "sqs: npm ci in fauxqs/node22 failed"; return 1; }
+  fi
+  echo "$dir/node_modules/.bin/node"
+}
+
+# Each emulator: its folder (package.json, lock, server.mjs), its pidfile, the stack.env
+# variable of its endpoint, and the word its command line holds (for pid_alive).
+emu_dir() { case "$1" in fauxqs) echo "$root/fauxqs" ;; local-aws-sqs) echo "$root/localsqs" ;; esac; }
+emu_var() { case "$1" in fauxqs) echo JUNBAN_SQS_ENDPOINT_FAUXQS ;; local-aws-sqs) echo JUNBAN_SQS_ENDPOINT_LOCAL_AWS_SQS ;; esac; }
+emu_pid() { echo "$state/sqs-$1.pid"; }
+emu_word() { case "$1" in fauxqs) echo "$root/fauxqs/server.mjs" ;; local-aws-sqs) echo "$root/localsqs/server.mjs" ;; esac; }
+
+# up_emulator NAME: reuse the emulator this stack started when it answers, else start it
+# on a free port. Sets the variable that emu_var NAME names.
+up_emulator() {
+  local name=$1 dir var pidf word ep port nodebin
+  dir=$(emu_dir "$name") var=$(emu_var "$name") pidf=$(emu_pid "$name") word=$(emu_word "$name")
+  ep=${!var:-}
+  if [ -n "$ep" ] && pid_alive "$pidf" "$word" && sqs_answers "$ep"; then
+    log "sqs: $name on ${ep##*:} (running)"
+    return
+  fi
+  stop_pid "sqs $name" "$pidf" "$word" # ours, alive but not answering: never two
+  if [ ! -f "$dir/node_modules/.package-lock.json" ]; then
+    log "sqs: npm ci ($name, pinned)"
+    (cd "$dir" && timeout 600 npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+      { log "sqs: npm ci in $dir failed"; exit 1; }
+  fi
+  if [ "$name" = fauxqs ]; then nodebin=$(node22) || exit 1; else nodebin=$(command -v node); fi
+  port=$(free_port)
+  nohup "$nodebin" --no-warnings "$word" "$port" >"$state/sqs-$name.log" 2>&1 &
+  echo $! >"$pidf"
+  started+=("sqs-$name")
+  ep="http://127.0.0.1:$port"
+  for _ in $(seq 100); do sqs_answers "$ep" && break; sleep 0.1; done
+  sqs_answers "$ep" || { log "sqs: $name did not start, see $state/sqs-$name.log"; exit 1; }
+  printf -v "$var" '%s' "$ep"
+  log "sqs: started $name on $port"
+}
+
+# queues_create ENDPOINT: junban's queues there (idempotent), with this checkout's
+# junbanctl, built into .junban/bin once per run (go's build cache makes it quick).
+queues_create() {
+  if [ -z "${queues_built:-}" ]; then
+    command -v go >/dev/null 2>&1 || { log "sqs: go is needed to build junbanctl (queues create)"; exit 1; }
+    (cd "$root" && timeout 600 go build -o "$state/bin/junbanctl" ./cmd/junbanctl) ||
+      { log "sqs: go build ./cmd/junbanctl failed"; exit 1; }
+    queues_built=1
+  fi
+  AWS_ENDPOINT_URL_SQS=$1 AWS_REGION=${AWS_REGION:-us-east-1} \
+    AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-local} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-local} \
+    timeout 60 "$state/bin/junbanctl" queues create -quiet >&2 ||
+    { log "sqs: junbanctl queues create at $1 failed"; exit 1; }
+}
+
+up_sqs() {
+  ensure_pkg curl curl
+  if [ -n "$given_sqs" ] && sqs_answers "$given_sqs"; then
+    log "sqs: using $given_sqs"
+    AWS_ENDPOINT_URL_SQS=$given_sqs
+    JUNBAN_SQS_ENDPOINT_FAUXQS='' JUNBAN_SQS_ENDPOINT_LOCAL_AWS_SQS=''
+    queues_create "$AWS_ENDPOINT_URL_SQS"
+    return
+  fi
+  [ -z "$given_sqs" ] || log "sqs: nothing answers at $given_sqs; starting the local emulators"
   ensure_pkg node nodejs
   ensure_pkg npm npm
-  ensure_pkg curl curl
-  if [ ! -d "$root/localsqs/node_modules/local-aws-sqs" ]; then
-    log "sqs: npm ci (local-aws-sqs, pinned)"
-    (cd "$root/localsqs" && timeout 600 npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  fi
-  stop_pid sqs "$state/sqs.pid" server.mjs
-  local port; port=$(free_port)
-  nohup node "$root/localsqs/server.mjs" "$port" >"$state/sqs.log" 2>&1 &
-  echo $! >"$state/sqs.pid"
-  started+=(sqs)
-  AWS_ENDPOINT_URL_SQS="http://127.0.0.1:$port"
-  for _ in $(seq 100); do sqs_answers "$AWS_ENDPOINT_URL_SQS" && break; sleep 0.1; done
-  sqs_answers "$AWS_ENDPOINT_URL_SQS" || { log "sqs did not start, see $state/sqs.log"; exit 1; }
-  log "sqs: started local-aws-sqs on $port"
+  stop_pid sqs "$state/sqs.pid" server.mjs # an emulator of this script's older form
+  local name var
+  for name in fauxqs local-aws-sqs; do
+    up_emulator "$name"
+    var=$(emu_var "$name")
+    queues_create "${!var}"
+  done
+  var=$(emu_var "$backend")
+  AWS_ENDPOINT_URL_SQS=${!var}
+  log "sqs: AWS_ENDPOINT_URL_SQS is $backend (JUNBAN_LOCAL_SQS)"
 }
 
 write_env() {
+  local wait_note
+  case "${given_sqs:+given}:$backend" in
+  :local-aws-sqs) wait_note="# local-aws-sqs answers a long poll only when its wait ends, even when a message arrived
+# meanwhile (real SQS and fauxqs answer at once): short polls keep local latency low." ;;
+  :fauxqs) wait_note="# fauxqs answers a long poll as soon as a message arrives, but a poll whose caller went away
+# (a worker that stopped) still takes the messages that arrive during its wait, hidden then
+# for their visibility timeout: short polls keep that window at 1 s." ;;
+  *) wait_note="# Short polls, as for the local emulators (set JUNBAN_SQS_WAIT_SECONDS=20 for real SQS)." ;;
+  esac
   cat >"$envfile" <<EOF
 # Written by scripts/stack.sh; read by every junban binary for variables not set in the environment.
 REDIS_URL=$REDIS_URL
 DATABASE_URL=$DATABASE_URL
 JUNBAN_TEST_DATABASE_URL=$JUNBAN_TEST_DATABASE_URL
 AWS_ENDPOINT_URL_SQS=$AWS_ENDPOINT_URL_SQS
+JUNBAN_LOCAL_SQS=$backend
+JUNBAN_SQS_ENDPOINT_FAUXQS=${JUNBAN_SQS_ENDPOINT_FAUXQS:-}
+JUNBAN_SQS_ENDPOINT_LOCAL_AWS_SQS=${JUNBAN_SQS_ENDPOINT_LOCAL_AWS_SQS:-}
 AWS_REGION=${AWS_REGION:-us-east-1}
 AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-local}
 AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-local}
-# local-aws-sqs answers a long poll only when its wait ends, even when a message arrived
-# meanwhile (real SQS answers at once): short polls keep local latency low.
+$wait_note
 JUNBAN_SQS_WAIT_SECONDS=${JUNBAN_SQS_WAIT_SECONDS:-1}
 EOF
   log "wrote $envfile"
@@ -242,6 +384,8 @@ stop_pid() { # stop_pid NAME PIDFILE WORD: only a process whose command line hol
 
 down() {
   stop_pid sqs "$state/sqs.pid" server.mjs
+  stop_pid "sqs fauxqs" "$(emu_pid fauxqs)" "$(emu_word fauxqs)"
+  stop_pid "sqs local-aws-sqs" "$(emu_pid local-aws-sqs)" "$(emu_word local-aws-sqs)"
   stop_pid redis "$state/redis.pid" redis-server
   stop_private_cluster || true
   stop_machine_cluster
@@ -255,7 +399,7 @@ undo_up() {
   for what in "${started[@]}"; do
     case "$what" in
     redis) stop_pid redis "$state/redis.pid" redis-server ;;
-    sqs) stop_pid sqs "$state/sqs.pid" server.mjs ;;
+    sqs-*) stop_pid "sqs ${what#sqs-}" "$(emu_pid "${what#sqs-}")" "$(emu_word "${what#sqs-}")" ;;
     pg-private) stop_private_cluster || true ;;
     pg-machine) stop_machine_cluster ;;
     esac
@@ -282,8 +426,20 @@ status)
   rc=0
   if redis_answers "$REDIS_URL"; then echo "redis      up    $REDIS_URL"; else echo "redis      DOWN  $REDIS_URL"; rc=1; fi
   if pg_answers "$DATABASE_URL"; then echo "postgresql up    $DATABASE_URL"; else echo "postgresql DOWN  $DATABASE_URL"; rc=1; fi
-  if sqs_answers "$AWS_ENDPOINT_URL_SQS"; then echo "sqs        up    $AWS_ENDPOINT_URL_SQS"; else echo "sqs        DOWN  $AWS_ENDPOINT_URL_SQS"; rc=1; fi
+  if sqs_answers "$AWS_ENDPOINT_URL_SQS"; then echo "sqs        up    $AWS_ENDPOINT_URL_SQS (${JUNBAN_LOCAL_SQS:-given})"; else echo "sqs        DOWN  $AWS_ENDPOINT_URL_SQS"; rc=1; fi
+  for name in fauxqs local-aws-sqs; do
+    var=$(emu_var "$name")
+    [ -n "${!var:-}" ] && [ "${!var}" != "$AWS_ENDPOINT_URL_SQS" ] || continue
+    if sqs_answers "${!var}"; then echo "sqs        up    ${!var} ($name)"; else echo "sqs        DOWN  ${!var} ($name)"; rc=1; fi
+  done
   exit $rc
   ;;
-*) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+other-sqs)
+  [ -f "$envfile" ] || { echo "no stack (run: make stack)" >&2; exit 1; }
+  for name in fauxqs local-aws-sqs; do
+    var=$(emu_var "$name")
+    if [ -n "${!var:-}" ] && [ "${!var}" != "$AWS_ENDPOINT_URL_SQS" ]; then echo "$name ${!var}"; fi
+  done
+  ;;
+*) echo "usage: $0 up|down|status|other-sqs" >&2; exit 2 ;;
 esac

@@ -37,6 +37,7 @@ var commands = map[string]command{
 	"turn show":        {"show an order's turn: holder, the event in hand and its failed runs, waiting and parked events", runTurnShow},
 	"turn skip":        {"dead-letter the event in an order's turn (undoing what its runs did) so the turn moves on", runTurnSkip},
 	"reconcile":        {"compare Redis with PostgreSQL; --repair rewrites PostgreSQL", runReconcile},
+	"queues create":    {"create the queues, their DLQs and redrive policies where missing (idempotent)", runQueuesCreate},
 	"webhook send":     {"send one signed webhook to a running gateway", runWebhookSend},
 	"webhook storm":    {"send N concurrent duplicate webhooks plus late retries", runWebhookStorm},
 }

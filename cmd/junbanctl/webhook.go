@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,7 +80,7 @@ func (f *webhookFlags) build() (*webhookRequest, error) {
 		if typ == "" {
 			typ = map[webhook.Kind]string{webhook.KindStripe: "payment_intent.succeeded", webhook.KindStandard: "payment.succeeded"}[p.Kind]
 		}
-		body, err = webhook.Encode(p.Kind, webhook.ProviderEvent{
+		body, err = encodeWebhook(p.Kind, webhook.ProviderEvent{
 			ID: id, Type: typ, LCID: f.lcid, OccurredAt: time.Now().UTC().Truncate(time.Second),
 			PaymentID: "pay_" + id, Amount: f.amount, Currency: f.currency,
 		})
@@ -91,6 +92,45 @@ func (f *webhookFlags) build() (*webhookRequest, error) {
 		url: f.url + "/webhooks/" + p.Name, provider: p, id: id, body: body, skew: f.skew,
 		client: &http.Client{Timeout: f.timeout},
 	}, nil
+}
+
+// StripeAPIVersion is the api_version of the Stripe events junbanctl sends: the version
+// of the stripe-go release the test parses them with (stripe.APIVersion of v82), so that
+// webhook.ConstructEvent, which refuses an event of another release train, accepts them.
+const StripeAPIVersion = "2025-08-27.basil"
+
+// encodeWebhook is the body a provider of kind sends for ev. For Stripe it is a whole
+// event as Stripe sends it (object, api_version, livemode, pending_webhooks, request,
+// data.object with its own object type), so a consumer built on a Stripe SDK parses it
+// too; the gateway reads only the fields webhook.Encode writes.
+func encodeWebhook(kind webhook.Kind, ev webhook.ProviderEvent) ([]byte, error) {
+	body, err := webhook.Encode(kind, ev)
+	if err != nil || kind != webhook.KindStripe {
+		return body, err
+	}
+	var e map[string]any
+	if err := json.Unmarshal(body, &e); err != nil {
+		return nil, err
+	}
+	e["api_version"] = StripeAPIVersion
+	e["livemode"] = false
+	e["pending_webhooks"] = 1
+	e["request"] = map[string]any{"id": nil, "idempotency_key": nil}
+	if data, ok := e["data"].(map[string]any); ok {
+		if obj, ok := data["object"].(map[string]any); ok {
+			// The object's type is the event type's first part: payment_intent.succeeded
+			// carries a payment_intent, charge.refunded a charge.
+			typ, _, _ := strings.Cut(ev.Type, ".")
+			obj["object"] = typ
+			obj["created"] = ev.OccurredAt.Unix()
+			obj["livemode"] = false
+			if typ == "payment_intent" && strings.HasSuffix(ev.Type, ".succeeded") {
+				obj["status"] = "succeeded"
+				obj["amount_received"] = ev.Amount
+			}
+		}
+	}
+	return json.Marshal(e)
 }
 
 // providerFor finds the provider's kind and secret: the flags, else the gateway's own

@@ -8,10 +8,56 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/stripe/stripe-go/v82"
+	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/junban/junban/internal/fleet"
 	"github.com/junban/junban/internal/testenv"
+	"github.com/junban/junban/internal/webhook"
 )
+
+// What `webhook send` sends as a Stripe provider is an event that stripe-go's own
+// ConstructEvent accepts with the same secret (signature, tolerance, and an api_version
+// of its release train), and that the gateway still parses into the same facts. (Fails
+// with webhook.Encode's body alone: "Received event with API version , but stripe-go
+// 82.5.1 expects API version 2025-08-27.basil"; tried.)
+func TestWebhookSendStripeBodyIsAStripeEvent(t *testing.T) {
+	const secret = "whsec_c3RyaXBlLWNvbnN0cnVjdC1ldmVudC10ZXN0"
+	for _, typ := range []string{"payment_intent.succeeded", "charge.refunded"} {
+		f := webhookFlags{
+			url: "http://127.0.0.1:1", provider: "shop", kind: "stripe", secret: secret, typ: typ,
+			lcid: "LC-STRIPE-1", amount: 1234, currency: "jpy", timeout: time.Second,
+		}
+		w, err := f.build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := w.provider.Sign(w.id, time.Now(), w.body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := stripewebhook.ConstructEvent(w.body, h.Get(webhook.HeaderStripeSignature), secret)
+		if err != nil {
+			t.Fatalf("%s: stripe-go refuses the body: %v\n%s", typ, err, w.body)
+		}
+		if e.ID != w.id || string(e.Type) != typ || e.Object != "event" || e.APIVersion != stripe.APIVersion ||
+			e.Livemode || e.PendingWebhooks != 1 || e.Created <= 0 {
+			t.Fatalf("%s: stripe-go read %+v", typ, e)
+		}
+		obj := e.Data.Object
+		wantObject := map[string]string{"payment_intent.succeeded": "payment_intent", "charge.refunded": "charge"}[typ]
+		if obj["object"] != wantObject || obj["amount"] != 1234.0 || obj["metadata"].(map[string]any)["lcid"] != "LC-STRIPE-1" {
+			t.Fatalf("%s: data.object %v", typ, obj)
+		}
+		if _, err := stripewebhook.ConstructEvent(w.body, h.Get(webhook.HeaderStripeSignature), secret+"x"); err == nil {
+			t.Fatalf("%s: stripe-go accepted the body under another secret", typ)
+		}
+		pe, err := webhook.Parse(webhook.KindStripe, "", w.body)
+		if err != nil || pe.ID != w.id || pe.LCID != "LC-STRIPE-1" || pe.Amount != 1234 || pe.Type != typ {
+			t.Fatalf("%s: the gateway parses %+v, %v", typ, pe, err)
+		}
+	}
+}
 
 // The storm harness against a real gateway process: it fails unless exactly one order
 // event reached the queue and every answer was 200 or 409.
