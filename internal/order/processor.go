@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/replication"
 )
@@ -280,6 +281,9 @@ func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev Event, st
 		keys = append(keys, doneKey(p.cfg.Prefix, t.Entity, r.EventID))
 		args = append(args, body)
 	}
+	if err := p.ledgerReplicated(ctx, t.Entity, results); err != nil {
+		return nil, err
+	}
 	var reply []any
 	var acked error
 	if p.cfg.Replication.On() {
@@ -318,6 +322,50 @@ func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev Event, st
 		}
 	}
 	return pending, nil
+}
+
+// ledgerReplicated returns nil once replicas acknowledged the ledger operations behind
+// results, before the commit that records them (with Config.Replication on, on a Redis
+// Cluster). A SKU's operations ran on its own primary, which the commit's WAIT does not
+// cover: without this, a failover could keep an order's commit and lose the stock it
+// moved. WAIT covers its connection's writes, and the replication stream is ordered, so a
+// write of its own (a marker in the SKU's slot) makes it cover every earlier write of that
+// primary. On one primary the commit's WAIT covers the ledger already: nothing is sent.
+func (p *Processor) ledgerReplicated(ctx context.Context, entity string, results []event.Result) error {
+	if !p.cfg.Replication.On() {
+		return nil
+	}
+	cc, ok := p.rc.(*redis.ClusterClient)
+	if !ok {
+		return nil
+	}
+	own, err := cc.MasterForKey(ctx, p.key(entity, "lock"))
+	if err != nil {
+		return fmt.Errorf("order: primary of %s: %w", entity, err)
+	}
+	seen := map[string]bool{}
+	for _, r := range results {
+		for _, s := range r.SKUs {
+			key := ledger.Key(p.cfg.Prefix, s.SKU)
+			node, err := cc.MasterForKey(ctx, key)
+			if err != nil {
+				return fmt.Errorf("order: primary of sku %s: %w", s.SKU, err)
+			}
+			addr := node.Options().Addr
+			if seen[addr] || addr == own.Options().Addr {
+				continue // the commit's own WAIT covers its primary
+			}
+			seen[addr] = true
+			marker := key + ":replicated"
+			err = p.cfg.Replication.Pipelined(ctx, p.rc, key, "ledger", func(pp redis.Pipeliner) {
+				pp.Set(ctx, marker, 1, time.Minute)
+			})
+			if err != nil {
+				return fmt.Errorf("order: ledger operations on sku %s: %w", s.SKU, err)
+			}
+		}
+	}
+	return nil
 }
 
 // replicated returns nil once replicas acknowledged what an earlier run of ev committed
