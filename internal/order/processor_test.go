@@ -82,6 +82,8 @@ type harnessOptions struct {
 	ledger func(order.Ledger) order.Ledger
 	// turns changes the turn's configuration; the processor's Quarantine is set first.
 	turns func(*lockhandoff.Config)
+	// processor changes the processor's configuration.
+	processor func(*order.Config)
 }
 
 func newHarnessWith(t *testing.T, skus []ledger.SKU, opts harnessOptions) *harness {
@@ -105,7 +107,11 @@ func newHarnessWith(t *testing.T, skus []ledger.SKU, opts harnessOptions) *harne
 	if opts.ledger != nil {
 		l = opts.ledger(l)
 	}
-	h.proc, err = order.NewProcessor(rc, l, h.pub, dlq, order.Config{Prefix: prefix}, nil, prometheus.NewRegistry())
+	pc := order.Config{Prefix: prefix}
+	if opts.processor != nil {
+		opts.processor(&pc)
+	}
+	h.proc, err = order.NewProcessor(rc, l, h.pub, dlq, pc, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -152,21 +152,24 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 		next.Requeued[k] = v
 	}
 	next.Requeued[ev.EventID] = gen
-	next.Seq++
-	comp := event.Result{
-		EventID: quarantineID(ev.EventID, gen), Entity: ev.Entity(), LCID: ev.LCID,
-		Seq: next.Seq, Arrival: t.Seq, Type: ev.Type, Outcome: event.Rejected, Reason: ReasonQuarantined,
-		Detail: reason, Order: st.Order, Moves: undo.moves, ProcessedAt: now.UTC(),
-	}
+	skus := make([]ledger.SKU, 0, len(undo.skus))
 	for _, s := range undo.skus {
-		comp.SKUs = append(comp.SKUs, s)
+		skus = append(skus, s)
 	}
-	slices.SortFunc(comp.SKUs, compareSKUAt)
+	slices.SortFunc(skus, compareSKUAt)
+	comps, err := compensation(event.Result{
+		EventID: quarantineID(ev.EventID, gen), Entity: ev.Entity(), LCID: ev.LCID,
+		Arrival: t.Seq, Type: ev.Type, Outcome: event.Rejected, Reason: ReasonQuarantined,
+		Detail: reason, Order: st.Order, Moves: undo.moves, ProcessedAt: now.UTC(),
+	}, skus, &next, p.cfg.MaxResultBytes)
+	if err != nil {
+		return fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
+	}
 	// The compensation's own done marker guards the commit: after a crash, a second
 	// quarantine of the same run commits a second generation, never the same twice.
 	as := ev
-	as.EventID = comp.EventID
-	pending, err := p.commit(ctx, t, as, next, []event.Result{comp})
+	as.EventID = comps[0].EventID
+	pending, err := p.commit(ctx, t, as, next, comps)
 	if err != nil {
 		return err
 	}
@@ -178,11 +181,88 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 	return nil
 }
 
+// compensation returns the results that record a quarantine's undos: base with every
+// SKU version the undos left, each taking the next seq of st. A result must fit in limit
+// bytes (the event was often quarantined for a result too large), so when base does not,
+// the moves are left out (the undone operations and their undos move nothing in sum; the
+// lots' buckets and versions are what PostgreSQL needs) and the lots of each SKU version
+// are spread over as many results as they take, "<id>.1", "<id>.2", ...: PostgreSQL keeps
+// each lot row at its own version, so a version's lots may arrive in several results.
+func compensation(base event.Result, skus []ledger.SKU, st *State, limit int) ([]event.Result, error) {
+	size := func(r event.Result) (int, error) {
+		b, err := json.Marshal(r)
+		return len(b), err
+	}
+	one := base
+	one.SKUs = skus
+	one.Seq = st.Seq + 1
+	n, err := size(one)
+	if err != nil {
+		return nil, err
+	}
+	if n <= limit {
+		st.Seq++
+		return []event.Result{one}, nil
+	}
+	base.Moves = nil
+	var out []event.Result
+	cur := base
+	for _, s := range skus {
+		for _, lot := range s.Lots {
+			try := withLot(cur, s, lot)
+			if n, err = size(try); err != nil {
+				return nil, err
+			}
+			if n > limit && len(cur.SKUs) > 0 {
+				out = append(out, cur)
+				try = withLot(base, s, lot)
+				if n, err = size(try); err != nil {
+					return nil, err
+				}
+			}
+			if n > limit {
+				return nil, fmt.Errorf("a result with one lot is %d bytes, over the limit of %d", n, limit)
+			}
+			cur = try
+		}
+	}
+	out = append(out, cur)
+	for i := range out {
+		st.Seq++
+		out[i].Seq = st.Seq
+		if len(out) > 1 {
+			out[i].EventID = boundedResultID(base.EventID + "." + strconv.Itoa(i+1))
+		}
+	}
+	return out, nil
+}
+
+// withLot returns r with lot added to SKU s's entry at s's version (a new entry when r
+// has none), leaving r's own slices as they are.
+func withLot(r event.Result, s ledger.SKU, lot ledger.Lot) event.Result {
+	r.SKUs = slices.Clone(r.SKUs)
+	if n := len(r.SKUs); n > 0 && r.SKUs[n-1].SKU == s.SKU && r.SKUs[n-1].Version == s.Version {
+		last := r.SKUs[n-1]
+		last.Lots = append(slices.Clone(last.Lots), lot)
+		r.SKUs[n-1] = last
+		return r
+	}
+	e := s
+	e.Lots = []ledger.Lot{lot}
+	r.SKUs = append(r.SKUs, e)
+	return r
+}
+
 // quarantineID is the event id of the result of an event's gen-th quarantine:
 // "<event_id>~q<gen>", or "h:" and its SHA-256 when that is longer than a result's event
 // id may be (event.MaxIDLength).
 func quarantineID(eventID string, gen int) string {
-	id := eventID + "~q" + strconv.Itoa(gen)
+	return boundedResultID(eventID + "~q" + strconv.Itoa(gen))
+}
+
+// boundedResultID is id, or "h:" and its SHA-256 when id is longer than a result's
+// event id may be.
+func boundedResultID(id string) string {
 	if len(id) <= event.MaxIDLength {
 		return id
 	}

@@ -304,3 +304,30 @@ func TestLaterEventsApplyAfterAQuarantine(t *testing.T) {
 		t.Fatalf("drift: %v", rep.Drifts)
 	}
 }
+
+// A step whose result would not fit in the results queue's messages is not committed: the
+// event is quarantined at its first run with ERR_RESULT_TOO_LARGE and what it allocated is
+// undone, and the order's next event applies. Broken variant tried: without the size check,
+// the commit went through and the result waited in the outbox for ever.
+func TestResultTooLargeIsQuarantinedAtOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarnessWith(t, []ledger.SKU{{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 10, "2027-01-01"), onHand("A2", 2, 10, "2027-02-01")}}}, harnessOptions{
+		turns:     func(c *lockhandoff.Config) {},
+		processor: func(c *order.Config) { c.MaxResultBytes = 900 },
+	})
+	big := placed("Q5", ledger.ModeShip, line("1", "A", 15)) // two lots: a result over 900 bytes
+	h.submit(big)
+	dl := h.deadLetters(1)
+	if !strings.HasPrefix(dl[0].reason, order.ReasonResultTooLarge+": the result of "+big.EventID) {
+		t.Fatalf("dlq reason %q", dl[0].reason)
+	}
+	if a := lotOf(t, h.led, "A"); a.Allocated != 0 || a.Sellable != 10 {
+		t.Fatalf("A after the quarantine: %+v (nothing stays allocated)", a)
+	}
+	small := placed("Q6", ledger.ModeShip, line("1", "A", 1))
+	h.submit(small)
+	h.collect(2) // the quarantine's own (small) result, and Q6's
+	if r := h.result(small.EventID); r.Outcome != event.Applied {
+		t.Fatalf("next placement: %+v", r)
+	}
+}
