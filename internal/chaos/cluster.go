@@ -313,6 +313,10 @@ func (c *redisCluster) waitPromoted(ctx context.Context, rc redis.UniversalClien
 			if err == nil || errors.Is(err, redis.Nil) {
 				return nil
 			}
+			if cc, ok := rc.(*redis.ClusterClient); ok {
+				// The client may still route the slots to the dead node: ask again.
+				cc.ReloadState(ctx)
+			}
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("chaos: %s not promoted within %s (promoted in CLUSTER NODES: %v)", replica.addr, timeout, promoted)
