@@ -1,6 +1,7 @@
 package lockhandoff
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -55,8 +56,11 @@ type pipeCall struct {
 	// (with wait on); acked is then the WAIT's answer (replication.ErrShort, or why
 	// there was none).
 	durable string
-	acked   error
-	wake    chan callWake
+	// otherKey is a key of other's commands, when they must be acknowledged too (the
+	// backlog index entry of a take: lost in a failover, it could orphan the backlog).
+	otherKey string
+	acked    error
+	wake     chan callWake
 }
 
 type callWake bool
@@ -79,10 +83,10 @@ func (b *batcher) do(ctx context.Context, add func(ctx context.Context, p redis.
 // doDurable is do for writes in key's slot (add) that count as done only once replicas
 // acknowledged them, and other commands beside them (other). It returns nil when they
 // were acknowledged or wait is off, else why not (the writes may have been made).
-func (b *batcher) doDurable(ctx context.Context, key string, add, other func(ctx context.Context, p redis.Pipeliner)) error {
+func (b *batcher) doDurable(ctx context.Context, key, otherKey string, add, other func(ctx context.Context, p redis.Pipeliner)) error {
 	c := &pipeCall{add: add, other: other}
 	if b.wait.On() {
-		c.durable = key
+		c.durable, c.otherKey = key, otherKey
 	}
 	b.send(ctx, c)
 	return c.acked
@@ -169,35 +173,69 @@ func (b *batcher) exec(ctx context.Context, batch []*pipeCall) {
 }
 
 // execByNode sends the durable calls of a batch in one pipeline per primary, each ending
-// with its WAIT, and everything else in one cluster pipeline, all at once.
+// with its WAIT (their commands outside the entity's slot in the pipeline of their own
+// key's primary, also before its WAIT), and everything else in one cluster pipeline, all
+// at once. A call is acknowledged when every primary it wrote to was.
 func (b *batcher) execByNode(ctx context.Context, cc *redis.ClusterClient, batch []*pipeCall) {
-	groups := map[*redis.Client][]*pipeCall{}
+	type nodeBatch struct {
+		adds, others []*pipeCall
+		err          error
+	}
+	groups := map[*redis.Client]*nodeBatch{}
+	group := func(key string) (*nodeBatch, error) {
+		node, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		g := groups[node]
+		if g == nil {
+			g = &nodeBatch{}
+			groups[node] = g
+		}
+		return g, nil
+	}
+	written := map[*pipeCall][]*nodeBatch{}
 	rest := cc.Pipeline()
 	for _, c := range batch {
-		if c.durable != "" {
-			node, err := cc.MasterForKey(ctx, c.durable)
-			if err == nil {
-				groups[node] = append(groups[node], c)
-			} else {
-				// The writes still go out, through the cluster client; only the WAIT is lost.
-				c.add(ctx, rest)
-				c.acked = b.wait.Fail("take", err)
-			}
-		} else {
+		if c.durable == "" {
 			c.add(ctx, rest)
+			if c.other != nil {
+				c.other(ctx, rest)
+			}
+			continue
 		}
-		if c.other != nil {
+		if g, err := group(c.durable); err == nil {
+			g.adds = append(g.adds, c)
+			written[c] = append(written[c], g)
+		} else {
+			// The writes still go out, through the cluster client; only the WAIT is lost.
+			c.add(ctx, rest)
+			c.acked = b.wait.Fail("take", err)
+		}
+		if c.other == nil {
+			continue
+		}
+		if c.otherKey == "" {
 			c.other(ctx, rest)
+		} else if g, err := group(c.otherKey); err == nil {
+			g.others = append(g.others, c)
+			written[c] = append(written[c], g)
+		} else {
+			c.other(ctx, rest)
+			c.acked = cmp.Or(c.acked, b.wait.Fail("take", err))
 		}
 	}
 	var wg sync.WaitGroup
-	for node, calls := range groups {
+	for node, g := range groups {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			pipe := node.Pipeline()
-			for _, c := range calls {
+			for _, c := range g.adds {
 				c.add(ctx, pipe)
+			}
+			for _, c := range g.others {
+				c.other(ctx, pipe)
 			}
 			ack := b.wait.Append(ctx, pipe, "take")
 			if _, err := pipe.Exec(ctx); err != nil {
@@ -205,12 +243,14 @@ func (b *batcher) execByNode(ctx context.Context, cc *redis.ClusterClient, batch
 				// follow it: let it learn the new layout.
 				cc.ReloadState(ctx)
 			}
-			err := ack.Err()
-			for _, c := range calls {
-				c.acked = err
-			}
+			g.err = ack.Err()
 		}()
 	}
 	rest.Exec(ctx)
 	wg.Wait()
+	for c, gs := range written {
+		for _, g := range gs {
+			c.acked = cmp.Or(c.acked, g.err)
+		}
+	}
 }

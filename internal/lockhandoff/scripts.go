@@ -2,6 +2,7 @@ package lockhandoff
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"fmt"
@@ -107,7 +108,7 @@ func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token
 	var tc *redis.Cmd
 	var zc *redis.IntCmd
 	sent := time.Now()
-	acked := h.batch.doDurable(ctx, k.lock,
+	acked := h.batch.doDurable(ctx, k.lock, shard,
 		func(ctx context.Context, p redis.Pipeliner) { tc = takeScript.EvalSha(ctx, p, ks, args...) },
 		func(ctx context.Context, p redis.Pipeliner) { zc = p.ZAdd(ctx, shard, z) })
 	if redis.HasErrorPrefix(tc.Err(), "NOSCRIPT") {
@@ -115,7 +116,10 @@ func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token
 		acked = h.cfg.Replication.Pipelined(ctx, h.rc, k.lock, "take", func(p redis.Pipeliner) {
 			tc = takeScript.Eval(ctx, p, ks, args...)
 		})
-		zc = h.rc.ZAdd(ctx, shard, z)
+		shardAck := h.cfg.Replication.Pipelined(ctx, h.rc, shard, "take", func(p redis.Pipeliner) {
+			zc = p.ZAdd(ctx, shard, z)
+		})
+		acked = cmp.Or(acked, shardAck)
 	}
 	v, err := tc.Slice()
 	if err != nil {
