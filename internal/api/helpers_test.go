@@ -66,6 +66,7 @@ type env struct {
 	rc     redis.UniversalClient
 	prefix string
 	db     *gorm.DB
+	pgURL  string
 	sqs    *sqs.Client
 	q      testenv.Queues
 	srv    *httptest.Server
@@ -79,10 +80,20 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	openapiDoc(t)
 	e := &env{t: t}
 	e.rc, e.prefix = testenv.Redis(t)
-	e.db = testenv.Postgres(t)
+	e.pgURL = testenv.PostgresURL(t)
+	var err error
+	if e.db, err = (config.Postgres{URL: e.pgURL}).Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if sqlDB, err := e.db.DB(); err == nil {
+			sqlDB.Close()
+		}
+	})
 	e.sqs = testenv.SQS(t)
 	e.q = testenv.NewQueues(t, e.sqs, 5)
-	pub, err := queue.NewPublisher(e.sqs, queue.PublisherConfig{QueueURL: e.q.Orders.URL})
+	var pub *queue.Publisher
+	pub, err = queue.NewPublisher(e.sqs, queue.PublisherConfig{QueueURL: e.q.Orders.URL})
 	if err != nil {
 		t.Fatal(err)
 	}

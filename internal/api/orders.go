@@ -185,10 +185,11 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
 		db = db.Where("lcid > ?", cursor)
 	}
 	var raw []struct {
-		LCID, Status, Allocation, Mode, TargetDate, Lines, LastEventID string
-		Paid                                                           bool
-		Seq                                                            int64
-		UpdatedAt                                                      time.Time
+		LCID                                                     string `gorm:"column:lcid"`
+		Status, Allocation, Mode, TargetDate, Lines, LastEventID string
+		Paid                                                     bool
+		Seq                                                      int64
+		UpdatedAt                                                time.Time
 	}
 	if err := db.Order("lcid").Limit(limit + 1).Scan(&raw).Error; err != nil {
 		return err
