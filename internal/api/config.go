@@ -78,21 +78,19 @@ type Config struct {
 // Validate checks what the parser cannot, every problem at once.
 func (c Config) Validate() []string {
 	p := append(c.Common.Validate(), c.Redis.Validate()...)
-	if _, errs := ParseTokens(string(c.ReadTokens)); len(errs) > 0 {
-		for _, e := range errs {
-			p = append(p, "JUNBAN_API_READ_TOKENS: "+e)
-		}
+	read, errs := ParseTokens(string(c.ReadTokens))
+	for _, e := range errs {
+		p = append(p, "JUNBAN_API_READ_TOKENS: "+e)
 	}
-	if _, errs := ParseTokens(string(c.AdminTokens)); len(errs) > 0 {
-		for _, e := range errs {
-			p = append(p, "JUNBAN_API_ADMIN_TOKENS: "+e)
-		}
+	admin, errs := ParseTokens(string(c.AdminTokens))
+	for _, e := range errs {
+		p = append(p, "JUNBAN_API_ADMIN_TOKENS: "+e)
 	}
 	if host, _, err := net.SplitHostPort(c.Addr); err != nil {
 		p = append(p, fmt.Sprintf("JUNBAN_API_ADDR: %q is not host:port", c.Addr))
-	} else if !Loopback(host) && strings.TrimSpace(string(c.ReadTokens)) == "" && strings.TrimSpace(string(c.AdminTokens)) == "" {
+	} else if !Loopback(host) && len(read)+len(admin) == 0 {
 		// Stock, orders and the DLQ's bodies would be open to anyone who reaches it.
-		p = append(p, fmt.Sprintf("JUNBAN_API_ADDR: %q is not a loopback address: set JUNBAN_API_READ_TOKENS or JUNBAN_API_ADMIN_TOKENS", c.Addr))
+		p = append(p, fmt.Sprintf("JUNBAN_API_ADDR: %q is not a loopback address: set a valid token in JUNBAN_API_READ_TOKENS or JUNBAN_API_ADMIN_TOKENS", c.Addr))
 	}
 	if c.MaxBodyBytes <= 0 {
 		p = append(p, "JUNBAN_API_MAX_BODY_BYTES: must be positive")
