@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -59,15 +60,11 @@ const (
 )
 
 func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
-	lcid := r.PathValue("lcid")
 	if err := onlyParams(r.URL.Query(), "limit", "cursor"); err != nil {
 		return err
 	}
 	limit, cursor, err := pageParams(r, 200, 1000)
 	if err != nil {
-		return err
-	}
-	if err := lockhandoff.CheckEntity(lcid); err != nil {
 		return err
 	}
 	after := int64(0)
@@ -76,14 +73,29 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
 			return badRequest("cursor is not one this endpoint gave")
 		}
 	}
-	ctx := r.Context()
-	v := OrderView{LCID: lcid, Timeline: []TimelineEvent{}}
-	if v.Turn, err = order.InspectTurn(ctx, s.d.Redis, s.d.Prefix, lcid); err != nil {
-		return err
-	}
-	st, err := order.LoadState(ctx, s.d.Redis, s.d.Prefix, lcid)
+	v, err := s.d.ReadOrder(r.Context(), r.PathValue("lcid"), limit, after)
 	if err != nil {
 		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// ReadOrder returns an order's state in Redis, up to limit events of its timeline in
+// PostgreSQL after seq afterSeq, and its turn: what GET /v1/orders/{lcid} and junbanctl
+// order show. An order that neither holds has a not-found error.
+func (d Deps) ReadOrder(ctx context.Context, lcid string, limit int, afterSeq int64) (OrderView, error) {
+	if err := lockhandoff.CheckEntity(lcid); err != nil {
+		return OrderView{}, err
+	}
+	v := OrderView{LCID: lcid, Timeline: []TimelineEvent{}}
+	var err error
+	if v.Turn, err = order.InspectTurn(ctx, d.Redis, d.Prefix, lcid); err != nil {
+		return v, err
+	}
+	st, err := order.LoadState(ctx, d.Redis, d.Prefix, lcid)
+	if err != nil {
+		return v, err
 	}
 	v.State, v.StateSeq = st.Order, st.Seq
 	var dbRows []struct {
@@ -91,13 +103,13 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
 		Seq                            int64
 		ProcessedAt, CommittedAt       time.Time
 	}
-	if err := s.d.DB.WithContext(ctx).Raw(timelineQuery, lcid, after, limit+1).Scan(&dbRows).Error; err != nil {
-		return err
+	if err := d.DB.WithContext(ctx).Raw(timelineQuery, lcid, afterSeq, limit+1).Scan(&dbRows).Error; err != nil {
+		return v, err
 	}
 	rows := make([]TimelineEvent, len(dbRows))
-	for i, d := range dbRows {
-		rows[i] = TimelineEvent{EventID: d.EventID, Seq: d.Seq, Type: d.Type, Outcome: d.Outcome, Reason: d.Reason,
-			ProcessedAt: d.ProcessedAt.UTC(), CommittedAt: d.CommittedAt.UTC(), Moves: []Move{}}
+	for i, r := range dbRows {
+		rows[i] = TimelineEvent{EventID: r.EventID, Seq: r.Seq, Type: r.Type, Outcome: r.Outcome, Reason: r.Reason,
+			ProcessedAt: r.ProcessedAt.UTC(), CommittedAt: r.CommittedAt.UTC(), Moves: []Move{}}
 	}
 	if len(rows) > limit {
 		rows = rows[:limit]
@@ -114,8 +126,8 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
 			Idx                                             int
 			Qty, SKUVersion                                 int64
 		}
-		if err := s.d.DB.WithContext(ctx).Raw(movesQuery, ids).Scan(&ms).Error; err != nil {
-			return err
+		if err := d.DB.WithContext(ctx).Raw(movesQuery, ids).Scan(&ms).Error; err != nil {
+			return v, err
 		}
 		for _, m := range ms {
 			i := at[m.EventID]
@@ -125,11 +137,10 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
 		v.Timeline = rows
 	}
 	t := v.Turn
-	if v.State == nil && st.Seq == 0 && len(v.Timeline) == 0 && cursor == "" && t.Holder == "" && t.Proc == nil && t.WaitDepth == 0 && len(t.Parked) == 0 {
-		return notFound("", "no order %s in Redis or PostgreSQL", lcid)
+	if v.State == nil && st.Seq == 0 && len(v.Timeline) == 0 && afterSeq == 0 && t.Holder == "" && t.Proc == nil && t.WaitDepth == 0 && len(t.Parked) == 0 {
+		return v, notFound("", "no order %s in Redis or PostgreSQL", lcid)
 	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return v, nil
 }
 
 // OrderRow is an order as persisted (GET /v1/orders).

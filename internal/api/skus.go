@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -30,16 +31,7 @@ func (s *Server) getSKU(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := ledger.CheckSKU(sku); err != nil {
-		return err
-	}
-	v := SKUView{Source: "redis"}
-	v.SKU, err = s.d.Ledger.Snapshot(r.Context(), sku)
-	if errors.Is(err, ledger.ErrNotLoaded) {
-		v.Source = "postgres"
-		v.SKU, err = ledger.PGLoader{DB: s.d.DB}.LoadSKU(r.Context(), sku)
-		v.SKU.SKU = sku
-	}
+	v, err := s.d.ReadSKU(r.Context(), sku)
 	if err != nil {
 		return err
 	}
@@ -63,6 +55,24 @@ func (s *Server) getSKU(w http.ResponseWriter, r *http.Request) error {
 	v.Lots = lots
 	writeJSON(w, http.StatusOK, v)
 	return nil
+}
+
+// ReadSKU returns a SKU's settings, version and every lot from Redis, or from
+// PostgreSQL (Source "postgres") while it is not loaded: what GET /v1/skus/{sku} and
+// junbanctl stock show.
+func (d Deps) ReadSKU(ctx context.Context, sku string) (SKUView, error) {
+	if err := ledger.CheckSKU(sku); err != nil {
+		return SKUView{}, err
+	}
+	v := SKUView{Source: "redis"}
+	var err error
+	v.SKU, err = d.Ledger.Snapshot(ctx, sku)
+	if errors.Is(err, ledger.ErrNotLoaded) {
+		v.Source = "postgres"
+		v.SKU, err = ledger.PGLoader{DB: d.DB}.LoadSKU(ctx, sku)
+		v.SKU.SKU = sku
+	}
+	return v, err
 }
 
 func availabilityParams(date, mode string) (ledger.Mode, error) {
