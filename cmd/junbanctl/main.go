@@ -36,6 +36,8 @@ var commands = map[string]command{
 	"chaos":            {"run a fault-injection load and check the invariants", runChaos},
 	"turn show":        {"show an order's turn: holder, the event in hand and its failed runs, waiting and parked events", runTurnShow},
 	"turn skip":        {"dead-letter the event in an order's turn (undoing what its runs did) so the turn moves on", runTurnSkip},
+	"stock":            {"a SKU's lots and buckets; with --date what an allocation would get (availability)", runStock},
+	"order":            {"an order's state, timeline and turn", runOrder},
 	"reconcile":        {"compare Redis with PostgreSQL; --repair rewrites PostgreSQL", runReconcile},
 	"webhook send":     {"send one signed webhook to a running gateway", runWebhookSend},
 	"webhook storm":    {"send N concurrent duplicate webhooks plus late retries", runWebhookStorm},
