@@ -150,4 +150,3 @@ func dash(s string) string {
 	}
 	return s
 }
-
