@@ -31,6 +31,7 @@ var commands = map[string]command{
 	"inventory import": {"import SKUs and lots from a CSV or JSON-lines file", runInventoryImport},
 	"bench lock":       {"benchmark the per-order turn against redsync", runBenchLock},
 	"bench alloc":      {"benchmark the allocation script against a JSON document and PostgreSQL", runBenchAlloc},
+	"bench api":        {"benchmark availability reads through the API against a bare Redis GET, and a cart against single calls", runBenchAPI},
 	"bench e2e":        {"benchmark events/s from send to commit against the SQS ceiling", runBenchE2E},
 	"bench persist":    {"benchmark batched persistence against one result per transaction", runBenchPersist},
 	"chaos":            {"run a fault-injection load and check the invariants", runChaos},
