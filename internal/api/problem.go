@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+
+	gojson "github.com/goccy/go-json"
 )
 
 // Problem is an RFC 9457 problem details object: every error the API answers.
@@ -54,9 +56,18 @@ func writeProblem(w http.ResponseWriter, r *http.Request, status int, typ, detai
 	json.NewEncoder(w).Encode(p)
 }
 
+// writeJSON answers v. go-json encodes the documents (availability is the hot read) at
+// about half encoding/json's cost, with the same output for these types.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	b, err := gojson.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(Problem{Type: ProblemInternal, Title: problemTitles[ProblemInternal], Status: http.StatusInternalServerError})
+		status = http.StatusInternalServerError
+		w.Header().Set("Content-Type", "application/problem+json")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	w.Write(append(b, '\n'))
 }

@@ -90,11 +90,20 @@ func (a Availability) Err() error {
 // (candidates.lua) in a read-only script. It loads the SKU from the Loader when it is
 // not in Redis yet, as an allocation would.
 func (l *Ledger) Availability(ctx context.Context, r AvailabilityRequest) (Availability, error) {
-	out, err := l.AvailabilityMany(ctx, []AvailabilityRequest{r})
-	if err != nil {
+	if err := r.validate(); err != nil {
 		return Availability{}, err
 	}
-	return out[0].Availability, out[0].Err
+	// One call without a pipeline: the usual read of a storefront, kept cheap.
+	for attempt := 0; ; attempt++ {
+		a, err := parseAvailability(r, availableScript.RunRO(ctx, l.rc, []string{Key(l.prefix, r.SKU)}, r.TargetDate, string(r.Mode), r.Qty))
+		if errors.Is(err, ErrNotLoaded) && attempt == 0 {
+			if err := l.Load(ctx, r.SKU); err != nil {
+				return Availability{}, err
+			}
+			continue
+		}
+		return a, err
+	}
 }
 
 // AvailabilityAnswer is one answer of AvailabilityMany: Err is the request's own error

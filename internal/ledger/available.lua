@@ -23,9 +23,8 @@ if not head[1] then
 end
 local ss = tonumber(head[2])
 
-local cand, sell, sum = walkCandidates(key, head, date, math.huge, function(lot)
-  return tonumber(redis.call('HGET', key, 's:' .. lot))
-end)
+-- Every candidate is read, so in chunks of 1024 from the start.
+local cand, sell, sum = walkCandidates(key, head, date, math.huge, nil, 1024)
 
 local code, detail = '', ''
 local take = {}

@@ -11,14 +11,16 @@
 -- (math.huge: every candidate). The first candidate is read by first(lot), which returns
 -- its sellable (the allocation reads it whole: it is the one usually taken from, and the
 -- result needs its state); the next ones only for sellable, in chunks of 4, 16, 64, ...
--- so a hot SKU's usual cost does not grow with its number of lots.
--- Returns cand (cand[1] a lot id, the others the field names 's:<lot>': candidateLot
--- turns them into lot ids), sell (their sellable) and sum.
-local function walkCandidates(key, head, date, need, first)
+-- so a hot SKU's usual cost does not grow with its number of lots. A walk that reads
+-- every candidate anyway starts at chunk0 (up to 1024) instead of 1, and first is not
+-- called.
+-- Returns cand (the field names 's:<lot>': candidateLot turns them into lot ids), sell
+-- (their sellable) and sum.
+local function walkCandidates(key, head, date, need, first, chunk0)
   local cand, sell, sum = {}, {}, 0
   local ALWAYS = '0001-01-019999-12-31'
   local nchunks = tonumber(head[3])
-  local cur, ci, pos, n, chunk = head[4], 0, 1, #head[4], 1
+  local cur, ci, pos, n, chunk = head[4], 0, 1, #head[4], chunk0
   while sum < need do
     local f = {}
     while #f < chunk do
@@ -39,9 +41,8 @@ local function walkCandidates(key, head, date, need, first)
     end
     if #f == 0 then break end
     if chunk == 1 then
-      local lot = string.sub(f[1], 3)
-      local s = first(lot)
-      cand[1], sell[1], sum = lot, s, s
+      local s = first(string.sub(f[1], 3))
+      cand[1], sell[1], sum = f[1], s, s
     else
       local v = redis.call('HMGET', key, unpack(f))
       for i, fld in ipairs(f) do
@@ -57,10 +58,7 @@ local function walkCandidates(key, head, date, need, first)
 end
 
 -- candidateLot returns the lot id of cand[i].
-local function candidateLot(cand, i)
-  if i > 1 then return string.sub(cand[i], 3) end
-  return cand[i]
-end
+local function candidateLot(cand, i) return string.sub(cand[i], 3) end
 
 -- allocNeed is what the candidates must hold for an allocation of qty: ship keeps the
 -- safety stock ss on top.

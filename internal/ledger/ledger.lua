@@ -222,7 +222,7 @@ if op == 'alloc' then
   local cand, sell, sum = walkCandidates(key, head, date, need, function(lot)
     fetch({lot})
     return st[lot].s
-  end)
+  end, 1)
   local code, detail = refusal(qty, need, sum, ss)
   if code then return fail(code, detail) end
   local lots, take = takeLots(cand, sell, qty)
