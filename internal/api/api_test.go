@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/junban/junban/internal/ledger"
 )
@@ -205,5 +208,25 @@ func TestAccess(t *testing.T) {
 	})
 	if code, _ := e2.do("GET", "/v1/turns/stuck", "read-token-rotated-01", nil); code != 200 {
 		t.Errorf("the rotated read token: %d", code)
+	}
+}
+
+// Redis unreachable: 503 problems, the error logged and not shown; a request past the
+// timeout: 503 too.
+func TestBackingServiceDown(t *testing.T) {
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { dead.Close() })
+	e := newEnv(t, func(d *Deps, o *Options) {
+		d.Redis, d.Ledger = dead, ledger.New(dead, d.Prefix, nil, ledger.Config{})
+	})
+	for _, path := range []string{"/v1/skus/A", "/v1/skus/A/availability?date=2026-12-01", "/v1/orders/LC-1", "/v1/turns/stuck"} {
+		code, body := e.do("GET", path, readToken, nil)
+		if code != 503 || strings.Contains(string(body), "127.0.0.1:1") {
+			t.Errorf("GET %s with Redis down: %d %s", path, code, body)
+		}
+	}
+	slow := newEnv(t, func(d *Deps, o *Options) { o.RequestTimeout = time.Nanosecond })
+	if code, body := slow.do("GET", "/v1/skus/A/availability?date=2026-12-01", readToken, nil); code != 503 || !strings.Contains(string(body), "did not finish within") {
+		t.Errorf("past the timeout: %d %s", code, body)
 	}
 }

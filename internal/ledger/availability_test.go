@@ -1,11 +1,15 @@
 package ledger
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/junban/junban/internal/testenv"
 )
@@ -144,5 +148,46 @@ func TestAvailabilityMany(t *testing.T) {
 		if want := max(int64(i)+4-s.SafetyStock, 0); one.Available != want || got[i].Availability.Available != want || got[i].Availability.OK != (want >= 5) {
 			t.Fatalf("%s: cart %+v, single %+v, want available %d", s.SKU, got[i].Availability, one, want)
 		}
+	}
+}
+
+// tripCounter counts the round trips a client makes: each command outside a pipeline,
+// each pipeline.
+type tripCounter struct{ calls, pipelines atomic.Int64 }
+
+func (c *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { c.calls.Add(1); return next(ctx, cmd) }
+}
+func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { c.pipelines.Add(1); return next(ctx, cmds) }
+}
+
+// A cart of loaded SKUs is one round trip on a single Redis, however many SKUs it holds.
+func TestAvailabilityManyIsOneRoundTrip(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	var skus []SKU
+	var rs []AvailabilityRequest
+	for i := range 50 {
+		skus = append(skus, SKU{SKU: fmt.Sprint("R", i), Lots: []Lot{lot("L1", KindOnHand, 1, "", 5)}})
+		rs = append(rs, AvailabilityRequest{SKU: fmt.Sprint("R", i), TargetDate: "2026-12-01", Mode: ModeReserve, Qty: 1})
+	}
+	l := New(rc, prefix, newMemLoader(skus...), Config{})
+	if _, err := l.AvailabilityMany(ctx, rs); err != nil { // loads them, and the script
+		t.Fatal(err)
+	}
+	c := &tripCounter{}
+	rc.AddHook(c)
+	got, err := l.AvailabilityMany(ctx, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range got {
+		if a.Err != nil || !a.Availability.OK {
+			t.Fatalf("%d: %+v", i, a)
+		}
+	}
+	if c.pipelines.Load() != 1 || c.calls.Load() != 0 {
+		t.Fatalf("%d pipelines and %d single calls for a cart of 50, want 1 and 0", c.pipelines.Load(), c.calls.Load())
 	}
 }
