@@ -38,7 +38,10 @@ func (r AvailabilityRequest) validate() error {
 	return nil
 }
 
-// Candidate is a lot an allocation may take from, with its sellable quantity.
+// Candidate is a lot an allocation may take from, with its sellable quantity. Its
+// attributes are the ones the allocation order uses, read from the candidate index: a
+// planned lot has no BestBefore here (planned lots go newest first; a best-before counts
+// from its receipt on).
 type Candidate struct {
 	LotID      string `json:"lot_id"`
 	Kind       string `json:"kind"`
@@ -236,17 +239,23 @@ func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error
 	}
 	a.Reason, a.Detail = str(v[3]), str(v[4])
 	a.OK = r.Qty > 0 && a.Reason == ""
-	cands, _ := v[5].([]any)
-	for i := 0; i+2 < len(cands); i += 3 {
-		c := Candidate{LotID: str(cands[i])}
-		var l Lot
-		if err := decodeMeta(&l, str(cands[i+1])); err != nil {
+	cands := str(v[5])
+	a.Candidates = make([]Candidate, 0, strings.Count(cands, "\n")+1)
+	for cands != "" {
+		var line string
+		line, cands, _ = strings.Cut(cands, "\n")
+		if len(line) < 46 {
 			return bad()
 		}
-		c.Kind, c.BestBefore, c.RegSeq, c.ValidFrom, c.ValidTo = l.Kind, l.BestBefore, l.RegSeq, l.ValidFrom, l.ValidTo
-		if c.Sellable, err = num(cands[i+2]); err != nil {
+		c, ok := decodeRecordHead(line[:46])
+		sell, lot, cut := strings.Cut(line[46:], "\t")
+		if !ok || !cut {
 			return bad()
 		}
+		if c.Sellable, err = strconv.ParseInt(sell, 10, 64); err != nil {
+			return bad()
+		}
+		c.LotID = lot
 		a.Candidates = append(a.Candidates, c)
 	}
 	take, _ := v[6].([]any)
@@ -264,3 +273,30 @@ func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error
 	}
 	return a, nil
 }
+
+// decodeRecordHead reads a candidate's attributes from its index record without the
+// field name: sortKey (kind, best-before or the planned marker, registration number) and
+// the validity period (indexRecord writes them).
+func decodeRecordHead(h string) (Candidate, bool) {
+	if len(h) != 46 {
+		return Candidate{}, false
+	}
+	reg, err := strconv.ParseInt(h[11:26], 10, 64)
+	if err != nil {
+		return Candidate{}, false
+	}
+	c := Candidate{ValidFrom: h[26:36], ValidTo: h[36:46]}
+	switch h[0] {
+	case 'o':
+		c.Kind, c.RegSeq = KindOnHand, reg
+		if bb := h[1:11]; bb != noBestFirst {
+			c.BestBefore = bb
+		}
+	case 'p':
+		c.Kind, c.RegSeq = KindPlanned, maxRegSeq-reg
+	default:
+		return Candidate{}, false
+	}
+	return c, true
+}
+

@@ -40,6 +40,24 @@ func TestAvailabilityAgreesWithAllocation(t *testing.T) {
 				t.Fatalf("seq %d: availability %s %s %s: %v", seq, s.SKU, date, mode, err)
 			}
 			n := a.Available
+			snap, err := l.Snapshot(ctx, s.SKU)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byID := map[string]Lot{}
+			for _, lt := range snap.Lots {
+				byID[lt.LotID] = lt
+			}
+			for _, c := range a.Candidates {
+				lt := byID[c.LotID]
+				want := Candidate{LotID: lt.LotID, Kind: lt.Kind, BestBefore: lt.BestBefore, RegSeq: lt.RegSeq, ValidFrom: lt.ValidFrom, ValidTo: lt.ValidTo, Sellable: lt.Sellable}
+				if lt.Kind == KindPlanned {
+					want.BestBefore = "" // planned lots sort without one
+				}
+				if c != want || !lt.Good || lt.Sellable == 0 || date < lt.ValidFrom || date > lt.ValidTo {
+					t.Fatalf("seq %d: candidate %+v, the lot is %+v", seq, c, lt)
+				}
+			}
 			over, err := l.Availability(ctx, AvailabilityRequest{SKU: s.SKU, TargetDate: date, Mode: mode, Qty: n + 1})
 			if err != nil || over.OK || over.Reason == "" || over.Available != n || len(over.Take) != 0 {
 				t.Fatalf("seq %d: availability of n+1=%d: %+v %v", seq, n+1, over, err)

@@ -9,7 +9,9 @@
 --   sum         the sellable of every candidate valid on the date
 --   code        the reason an allocation of qty would get ('' when it would succeed or
 --               qty is 0), detail its detail text
---   candidates  flat {lot, meta, sellable, ...} in allocation order (meta as in layout.go)
+--   candidates  one text, a line "head sellable\tlot\n" per candidate in allocation order
+--               (head: the lot's index record without its field name, 46 characters,
+--               layout.go), so the reply is one string however many lots there are
 --   take        flat {lot, qty, ...}: what an allocation of qty would take, in order
 --               (empty when it would fail)
 -- Fails with the error reply "ERR_NOT_LOADED 0 " when the SKU is not in Redis.
@@ -24,7 +26,7 @@ end
 local ss = tonumber(head[2])
 
 -- Every candidate is read, so in chunks of 1024 from the start.
-local cand, sell, sum = walkCandidates(key, head, date, math.huge, nil, 1024)
+local cand, sell, sum, heads = walkCandidates(key, head, date, math.huge, nil, 1024, true)
 
 local code, detail = '', ''
 local take = {}
@@ -42,17 +44,9 @@ if qty > 0 then
   end
 end
 
--- The candidates' metadata, in slices: unpack is bounded by the Lua stack.
 local out = {}
-for i = 1, #cand, 1000 do
-  local f = {}
-  for j = i, math.min(i + 999, #cand) do f[#f + 1] = 'm:' .. candidateLot(cand, j) end
-  local m = redis.call('HMGET', key, unpack(f))
-  for j = i, math.min(i + 999, #cand) do
-    out[#out + 1] = candidateLot(cand, j)
-    out[#out + 1] = m[j - i + 1] or ''
-    out[#out + 1] = string.format('%d', sell[j])
-  end
+for i = 1, #cand do
+  out[i] = heads[i] .. string.format('%d', sell[i]) .. '\t' .. candidateLot(cand, i)
 end
 
-return {head[1], head[2], string.format('%d', sum), code, detail, out, take}
+return {head[1], head[2], string.format('%d', sum), code, detail, table.concat(out, '\n'), take}

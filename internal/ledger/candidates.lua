@@ -15,9 +15,11 @@
 -- every candidate anyway starts at chunk0 (up to 1024) instead of 1, and first is not
 -- called.
 -- Returns cand (the field names 's:<lot>': candidateLot turns them into lot ids), sell
--- (their sellable) and sum.
-local function walkCandidates(key, head, date, need, first, chunk0)
-  local cand, sell, sum = {}, {}, 0
+-- (their sellable) and sum; with keepHeads, also heads: each candidate's index record
+-- without its field name (sort key, valid_from, valid_to: layout.go), which says its kind,
+-- best-before, registration and validity without reading its meta.
+local function walkCandidates(key, head, date, need, first, chunk0, keepHeads)
+  local cand, sell, sum, heads = {}, {}, 0, {}
   local ALWAYS = '0001-01-019999-12-31'
   local nchunks = tonumber(head[3])
   local cur, ci, pos, n, chunk = head[4], 0, 1, #head[4], chunk0
@@ -35,6 +37,7 @@ local function walkCandidates(key, head, date, need, first, chunk0)
         local period = string.sub(cur, pos + 26, pos + 45)
         if period == ALWAYS or (string.sub(period, 1, 10) <= date and date <= string.sub(period, 11, 20)) then
           f[#f + 1] = string.sub(cur, pos + 46, nl - 1)
+          if keepHeads then heads[#heads + 1] = string.sub(cur, pos, pos + 45) end
         end
         pos = nl + 1
       end
@@ -54,7 +57,7 @@ local function walkCandidates(key, head, date, need, first, chunk0)
     end
     chunk = math.min(chunk * 4, 1024) -- unpack is bounded by the Lua stack
   end
-  return cand, sell, sum
+  return cand, sell, sum, heads
 end
 
 -- candidateLot returns the lot id of cand[i].

@@ -49,6 +49,15 @@ type Options struct {
 	Rounds int
 	// Prefix is the Redis key prefix of the run (removed afterwards).
 	Prefix string
+	// Ledger and SKUNames, when set, are the SKUs to read (already in PostgreSQL for
+	// Ledger's loader), instead of SKUs of its own; Date is the date the reads ask for.
+	Ledger   *ledger.Ledger
+	SKUNames []string
+	Date     string
+	// Writers, when set, replaces the in-process allocators: it runs from before the
+	// first round until the last one ends (junbanctl's fleet mode sends order events to
+	// an order-worker) and returns how many writes it made.
+	Writers func(ctx context.Context) (int64, error)
 }
 
 // Figure is one variant's rate and latency.
@@ -72,8 +81,14 @@ type Report struct {
 	// after the other, per operation.
 	Cart    Figure `json:"cart"`
 	Singles Figure `json:"singles"`
-	// Allocations counts the allocations (each with its release) made meanwhile.
-	Allocations int64 `json:"allocations"`
+	// Writes counts the allocations (each with its release) or, with Options.Writers,
+	// the order events sent, meanwhile.
+	Writes int64 `json:"writes"`
+	// Fleet is true when an order-worker made the writes.
+	Fleet bool `json:"fleet"`
+	// VersionsAdvanced is how far the SKUs' versions moved during the run, summed: the
+	// ledger operations on the SKUs read, whoever made them.
+	VersionsAdvanced int64 `json:"versions_advanced"`
 }
 
 type memLoader map[string]ledger.SKU
@@ -92,22 +107,45 @@ const token = "bench-api-token-0123456789"
 func Run(ctx context.Context, rc redis.UniversalClient, db *gorm.DB, opt Options, log io.Writer) (Report, error) {
 	rep := Report{SKUs: opt.SKUs, Lots: opt.Lots, Clients: opt.Clients, Allocators: opt.Allocators}
 	defer cleanup(context.WithoutCancel(ctx), rc, opt.Prefix)
-	skus := memLoader{}
-	names := make([]string, opt.SKUs)
-	for i := range opt.SKUs {
-		s := ledger.SKU{SKU: fmt.Sprintf("BA-%03d", i), SafetyStock: 5}
-		for j := range opt.Lots {
-			s.Lots = append(s.Lots, ledger.Lot{LotID: fmt.Sprintf("L%02d", j), Kind: ledger.KindOnHand, Good: true,
-				BestBefore: time.Date(2027, 1, 1+j, 0, 0, 0, 0, time.UTC).Format(time.DateOnly), RegSeq: int64(j),
-				ValidFrom: ledger.MinDate, ValidTo: ledger.MaxDate, Sellable: 1_000_000})
+	l, names, date := opt.Ledger, opt.SKUNames, opt.Date
+	if l == nil {
+		skus := memLoader{}
+		names = make([]string, opt.SKUs)
+		for i := range opt.SKUs {
+			s := ledger.SKU{SKU: fmt.Sprintf("BA-%03d", i), SafetyStock: 5}
+			for j := range opt.Lots {
+				s.Lots = append(s.Lots, ledger.Lot{LotID: fmt.Sprintf("L%02d", j), Kind: ledger.KindOnHand, Good: true,
+					BestBefore: time.Date(2027, 1, 1+j, 0, 0, 0, 0, time.UTC).Format(time.DateOnly), RegSeq: int64(j),
+					ValidFrom: ledger.MinDate, ValidTo: ledger.MaxDate, Sellable: 1_000_000})
+			}
+			skus[s.SKU], names[i] = s, s.SKU
 		}
-		skus[s.SKU], names[i] = s, s.SKU
+		l, date = ledger.New(rc, opt.Prefix, skus, ledger.Config{}), "2026-12-01"
 	}
-	l := ledger.New(rc, opt.Prefix, skus, ledger.Config{})
+	rep.SKUs = len(names)
 	for _, n := range names {
 		if err := l.Load(ctx, n); err != nil {
 			return rep, err
 		}
+	}
+	versions := func() (int64, error) {
+		var rs []ledger.AvailabilityRequest
+		for _, n := range names {
+			rs = append(rs, ledger.AvailabilityRequest{SKU: n, TargetDate: date, Mode: ledger.ModeShip})
+		}
+		as, err := l.AvailabilityMany(ctx, rs)
+		var sum int64
+		for _, a := range as {
+			if err == nil && a.Err != nil {
+				err = a.Err
+			}
+			sum += a.Availability.Version
+		}
+		return sum, err
+	}
+	v0, err := versions()
+	if err != nil {
+		return rep, err
 	}
 	srv, err := api.New(api.Deps{Redis: rc, Prefix: opt.Prefix, Ledger: l, DB: db},
 		api.Options{ReadTokens: []string{token}, MaxCartSKUs: max(opt.SKUs, 1)})
@@ -138,7 +176,7 @@ func Run(ctx context.Context, rc redis.UniversalClient, db *gorm.DB, opt Options
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: opt.Clients * 2, MaxConnsPerHost: opt.Clients * 2}, Timeout: 30 * time.Second}
 
 	availURL := func(rng *rand.Rand) string {
-		return base + "/v1/skus/" + names[rng.IntN(len(names))] + "/availability?date=2026-12-01&qty=3"
+		return base + "/v1/skus/" + names[rng.IntN(len(names))] + "/availability?date=" + date + "&qty=3"
 	}
 	sample, err := fetch(client, "GET", availURL(rand.New(rand.NewPCG(1, 1))), nil)
 	if err != nil {
@@ -148,7 +186,7 @@ func Run(ctx context.Context, rc redis.UniversalClient, db *gorm.DB, opt Options
 	if err := rc.Set(ctx, baseKey, sample, 0).Err(); err != nil {
 		return rep, err
 	}
-	cart := api.CartRequest{Date: "2026-12-01", Mode: "ship"}
+	cart := api.CartRequest{Date: date, Mode: "ship"}
 	for _, n := range names {
 		cart.Items = append(cart.Items, api.CartItem{SKU: n, Qty: 3})
 	}
@@ -167,7 +205,7 @@ func Run(ctx context.Context, rc redis.UniversalClient, db *gorm.DB, opt Options
 		}, new([]Figure)},
 		{"singles", func(rng *rand.Rand) error {
 			for _, n := range names {
-				if _, err := fetch(client, "GET", base+"/v1/skus/"+n+"/availability?date=2026-12-01&qty=3", nil); err != nil {
+				if _, err := fetch(client, "GET", base+"/v1/skus/"+n+"/availability?date="+date+"&qty=3", nil); err != nil {
 					return err
 				}
 			}
@@ -179,8 +217,21 @@ func Run(ctx context.Context, rc redis.UniversalClient, db *gorm.DB, opt Options
 	actx, stopAlloc := context.WithCancel(ctx)
 	var awg sync.WaitGroup
 	var allocs atomic.Int64
-	allocErr := make(chan error, opt.Allocators)
-	for a := range opt.Allocators {
+	allocErr := make(chan error, opt.Allocators+1)
+	var writes atomic.Int64
+	if opt.Writers != nil {
+		rep.Fleet = true
+		awg.Add(1)
+		go func() {
+			defer awg.Done()
+			n, err := opt.Writers(actx)
+			writes.Store(n)
+			if err != nil && actx.Err() == nil {
+				allocErr <- err
+			}
+		}()
+	}
+	for a := range opt.Allocators * btoi(opt.Writers == nil) {
 		awg.Add(1)
 		go func() {
 			defer awg.Done()
@@ -188,7 +239,7 @@ func Run(ctx context.Context, rc redis.UniversalClient, db *gorm.DB, opt Options
 			for i := 0; actx.Err() == nil; i++ {
 				sku := names[rng.IntN(len(names))]
 				op := fmt.Sprintf("a%d-%d", a, i)
-				r, err := l.Allocate(actx, ledger.AllocateRequest{OpID: op, SKU: sku, Qty: 2, TargetDate: "2026-12-01", Mode: ledger.ModeShip})
+				r, err := l.Allocate(actx, ledger.AllocateRequest{OpID: op, SKU: sku, Qty: 2, TargetDate: date, Mode: ledger.ModeShip})
 				if err == nil {
 					var lots []ledger.LotQty
 					for _, m := range r.Moves {
@@ -225,13 +276,25 @@ func Run(ctx context.Context, rc redis.UniversalClient, db *gorm.DB, opt Options
 	}
 	stopAlloc()
 	awg.Wait()
-	rep.Allocations = allocs.Load()
+	rep.Writes = allocs.Load() + writes.Load()
+	v1, err := versions()
+	if err != nil {
+		return rep, err
+	}
+	rep.VersionsAdvanced = v1 - v0
 	rep.Availability, rep.BareGet = median(*variants[0].out), median(*variants[1].out)
 	rep.Cart, rep.Singles = median(*variants[2].out), median(*variants[3].out)
 	if rep.BareGet.OpsPerSec > 0 {
 		rep.Ratio = rep.Availability.OpsPerSec / rep.BareGet.OpsPerSec
 	}
 	return rep, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func fetch(c *http.Client, method, url string, body []byte) ([]byte, error) {

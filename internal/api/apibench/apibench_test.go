@@ -21,8 +21,8 @@ func TestRunSmoke(t *testing.T) {
 	if rep.Availability.OpsPerSec <= 0 || rep.BareGet.OpsPerSec <= 0 || rep.Cart.OpsPerSec <= 0 || rep.Singles.OpsPerSec <= 0 || rep.Ratio <= 0 {
 		t.Fatalf("figures %+v", rep)
 	}
-	if rep.Allocations == 0 || rep.ResponseBytes < 500 {
-		t.Fatalf("allocations %d, answer %d bytes", rep.Allocations, rep.ResponseBytes)
+	if rep.Writes == 0 || rep.VersionsAdvanced < rep.Writes || rep.ResponseBytes < 500 {
+		t.Fatalf("allocations %d, answer %d bytes", rep.Writes, rep.ResponseBytes)
 	}
 	if n, _ := rc.Exists(context.Background(), prefix+":bench:value").Result(); n != 0 {
 		t.Fatal("the run left its keys")
