@@ -299,4 +299,3 @@ func decodeRecordHead(h string) (Candidate, bool) {
 	}
 	return c, true
 }
-
