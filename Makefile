@@ -1,7 +1,7 @@
 # junban: `make demo` runs the whole thing, `make test` runs every test.
 GO        ?= go
 BIN       := bin
-BINARIES  := order-worker persist-worker webhook-gateway junbanctl
+BINARIES  := order-worker persist-worker webhook-gateway junban-api junbanctl
 TEST_FLAGS ?= -race -count=1 -timeout 14m
 
 .PHONY: all build stack stack-down stack-status migrate test test-other-sqs vet demo chaos bench bench-lock bench-alloc bench-persist bench-e2e clean

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,6 +28,9 @@ const defaultShutdownBudget = 25 * time.Second
 
 // sdkVars are read by the AWS SDK or the Go runtime itself, not by junban's configuration.
 var sdkVars = map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "GOMEMLIMIT": true, "GOGC": true}
+
+// k8sBinaries are the binaries with a Deployment: the workers, the gateway and the API.
+var k8sBinaries = append(slices.Clone(binaries), "junban-api")
 
 // k8sDir is deploy/k8s.
 func k8sDir(t *testing.T) string { return filepath.Join(repoRoot(t), "deploy", "k8s") }
@@ -529,7 +533,7 @@ func TestK8sProbesAndSecurity(t *testing.T) {
 func TestK8sWiring(t *testing.T) {
 	all := loadManifests(t)
 	deps := deployments(t, all)
-	for _, bin := range binaries {
+	for _, bin := range k8sBinaries {
 		if _, ok := deps[bin]; !ok {
 			t.Errorf("no Deployment %s", bin)
 		}
@@ -627,18 +631,20 @@ func TestK8sWiring(t *testing.T) {
 			t.Errorf("%s is scaled on SQS queue %q, want %q", target, scaled[target], queue)
 		}
 	}
-	svc := find(all, "Service", "webhook-gateway")
-	if svc == nil {
-		t.Fatal("no Service webhook-gateway")
-	}
-	var spec struct {
-		Selector map[string]string `yaml:"selector"`
-	}
-	if err := svc.Spec.Decode(&spec); err != nil {
-		t.Fatal(err)
-	}
-	if !selects(spec.Selector, deps["webhook-gateway"].Template.Metadata.Labels) {
-		t.Errorf("Service webhook-gateway selects %v, not the gateway's pods", spec.Selector)
+	for _, name := range []string{"webhook-gateway", "junban-api"} {
+		svc := find(all, "Service", name)
+		if svc == nil {
+			t.Fatalf("no Service %s", name)
+		}
+		var spec struct {
+			Selector map[string]string `yaml:"selector"`
+		}
+		if err := svc.Spec.Decode(&spec); err != nil {
+			t.Fatal(err)
+		}
+		if !selects(spec.Selector, deps[name].Template.Metadata.Labels) {
+			t.Errorf("Service %s selects %v, not its pods", name, spec.Selector)
+		}
 	}
 }
 
@@ -660,7 +666,7 @@ func TestK8sEnvVarsAreRead(t *testing.T) {
 	all := loadManifests(t)
 	deps := deployments(t, all)
 	dir := t.TempDir()
-	for _, bin := range binaries {
+	for _, bin := range k8sBinaries {
 		t.Run(bin, func(t *testing.T) {
 			d, ok := deps[bin]
 			if !ok {

@@ -63,6 +63,20 @@ func TestCluster(t *testing.T) {
 	if err != nil || len(got) != len(skus) {
 		t.Fatalf("ScanSKUs found %d of %d SKUs (%v)", len(got), len(skus), err)
 	}
+	// A cart spans the masters: the pipeline reaches each, the script loaded on each.
+	var cart []AvailabilityRequest
+	for _, s := range skus {
+		cart = append(cart, AvailabilityRequest{SKU: s.SKU, TargetDate: "2026-12-01", Mode: ModeShip, Qty: 7})
+	}
+	answers, err := l.AvailabilityMany(ctx, cart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range answers {
+		if a.Err != nil || a.Availability.Available != 7 || !a.Availability.OK {
+			t.Fatalf("cart on the cluster, %s: %+v %v", cart[i].SKU, a.Availability, a.Err)
+		}
+	}
 	if len(masters) < 2 {
 		t.Fatalf("the SKUs did not spread over the masters: %v", masters)
 	}

@@ -15,9 +15,18 @@ import (
 )
 
 var (
+	// candidates.lua holds the candidate rules of an allocation; the allocation and the
+	// availability script both run with it prepended, so the two cannot disagree.
+	//go:embed candidates.lua
+	candidatesLua string
 	//go:embed ledger.lua
 	ledgerLua    string
-	ledgerScript = redis.NewScript(ledgerLua)
+	ledgerScript = redis.NewScript(candidatesLua + ledgerLua)
+	//go:embed available.lua
+	availableLua string
+	// The no-writes flag must open the script: Redis refuses every write call of it, and
+	// lets it run on a replica.
+	availableScript = redis.NewScript("#!lua flags=no-writes\n" + candidatesLua + availableLua)
 
 	//go:embed load.lua
 	loadLua    string

@@ -1,4 +1,5 @@
 -- ledger.lua: one inventory operation on one SKU, atomically (layout.go documents the keys).
+-- Runs with candidates.lua prepended (ledger.go): the allocation's candidate rules.
 --
 -- KEYS[1]  the SKU hash               <prefix>:inv:{<sku>}
 -- KEYS[2]  the operation's record     <prefix>:inv:{<sku>}:op:<op_id>
@@ -216,68 +217,15 @@ end
 
 if op == 'alloc' then
   local qty, date, mode = tonumber(ARGV[3]), ARGV[4], ARGV[5]
-  local need = qty
-  if mode == 'ship' then need = qty + tonumber(head[2]) end
-  -- Walk the index in allocation order and read sellable in growing chunks, stopping
-  -- as soon as the candidates seen cover what the checks need: a hot SKU's first lots
-  -- usually do, so the usual cost does not grow with the number of lots.
-  -- The first candidate is read whole (it is the one usually taken from, and the result
-  -- needs its state); the next ones only for sellable, in chunks of 4, 16, 64, ...
-  local cand, sell, sum = {}, {}, 0
-  local ALWAYS = '0001-01-019999-12-31'
-  local cur, ci, pos, n, chunk = head[4], 0, 1, #head[4], 1
-  while sum < need do
-    local f = {}
-    while #f < chunk do
-      if pos > n then
-        ci = ci + 1
-        if ci >= nchunks then break end
-        cur = redis.call('HGET', key, 'o:' .. ci)
-        pos, n = 1, #cur
-      else
-        local nl = string.find(cur, '\n', pos + 46, true)
-        local period = string.sub(cur, pos + 26, pos + 45)
-        if period == ALWAYS or (string.sub(period, 1, 10) <= date and date <= string.sub(period, 11, 20)) then
-          f[#f + 1] = string.sub(cur, pos + 46, nl - 1)
-        end
-        pos = nl + 1
-      end
-    end
-    if #f == 0 then break end
-    if chunk == 1 then
-      local lot = string.sub(f[1], 3)
-      fetch({lot})
-      local s = st[lot].s
-      cand[1], sell[1], sum = lot, s, s
-    else
-      local v = redis.call('HMGET', key, unpack(f))
-      for i, fld in ipairs(f) do
-        local s = tonumber(v[i])
-        cand[#cand + 1] = fld
-        sell[#sell + 1] = s
-        sum = sum + s
-      end
-    end
-    chunk = math.min(chunk * 4, 1024) -- unpack is bounded by the Lua stack
-  end
-  if sum < qty then
-    return fail('ERR_SHORTAGE', 'requested=' .. fmt(qty) .. ' available=' .. fmt(sum))
-  end
-  if sum < need then
-    return fail('ERR_SAFETY_STOCK', 'requested=' .. fmt(qty) .. ' available=' .. fmt(sum) .. ' safety_stock=' .. head[2])
-  end
-  local lots, take, rem = {}, {}, qty
-  for i = 1, #cand do
-    if rem == 0 then break end
-    if sell[i] > 0 then
-      local t = math.min(sell[i], rem)
-      local lot = cand[i]
-      if i > 1 then lot = string.sub(lot, 3) end -- later candidates are held by field name
-      lots[#lots + 1] = lot
-      take[#take + 1] = t
-      rem = rem - t
-    end
-  end
+  local ss = tonumber(head[2])
+  local need = allocNeed(qty, mode, ss)
+  local cand, sell, sum = walkCandidates(key, head, date, need, function(lot)
+    fetch({lot})
+    return st[lot].s
+  end, 1)
+  local code, detail = refusal(qty, need, sum, ss)
+  if code then return fail(code, detail) end
+  local lots, take = takeLots(cand, sell, qty)
   if #lots > 1 or not st[lots[1]] then fetch(lots) end
   local to = 'r'
   if mode == 'ship' then to = 'a' end

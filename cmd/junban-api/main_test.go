@@ -1,0 +1,114 @@
+package main_test
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/junban/junban/internal/testenv"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func apiEnv(t *testing.T, extra ...string) []string {
+	c := testenv.SQS(t)
+	q := testenv.NewQueues(t, c, 30)
+	_, prefix := testenv.Redis(t)
+	return append(append(testenv.Env(t),
+		"DATABASE_URL="+testenv.PostgresURL(t),
+		"JUNBAN_KEY_PREFIX="+prefix,
+		"JUNBAN_ORDERS_QUEUE="+q.OrdersName, "JUNBAN_ORDERS_DLQ="+q.OrdersDLQName,
+		"JUNBAN_RESULTS_QUEUE="+q.ResultsName, "JUNBAN_RESULTS_DLQ="+q.ResultsDLQName,
+		"JUNBAN_SHUTDOWN_BUDGET=5s"), extra...)
+}
+
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	return resp.StatusCode, b.String()
+}
+
+// The built binary: probes and metrics on JUNBAN_HTTP_ADDR, the API on JUNBAN_API_ADDR
+// behind its tokens, which never reach the log; SIGTERM stops it.
+func TestAPIBinary(t *testing.T) {
+	health, apiAddr := freeAddr(t), freeAddr(t)
+	const token = "binary-read-token-0123456789"
+	p := testenv.Start(t, "junban-api", testenv.Binary(t, "junban-api"), apiEnv(t,
+		"JUNBAN_HTTP_ADDR="+health, "JUNBAN_API_ADDR="+apiAddr, "JUNBAN_API_READ_TOKENS="+token))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if code, _ := get(t, "http://"+health+"/readyz", ""); code == 200 {
+			break
+		}
+		if time.Now().After(deadline) || p.Exited() {
+			t.Fatalf("junban-api did not get ready:\n%s", p.Output())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, b := get(t, "http://"+apiAddr+"/v1/turns/stuck", token); code != 200 || !strings.Contains(b, `"turns":[]`) {
+		t.Fatalf("stuck turns: %d %s", code, b)
+	}
+	if code, _ := get(t, "http://"+apiAddr+"/v1/turns/stuck", ""); code != 401 {
+		t.Fatalf("no token: %d", code)
+	}
+	if code, b := get(t, "http://"+apiAddr+"/openapi.json", ""); code != 200 || !strings.Contains(b, `"openapi": "3.1.0"`) {
+		t.Fatalf("openapi.json: %d %.200s", code, b)
+	}
+	if _, b := get(t, "http://"+health+"/metrics", ""); !strings.Contains(b, `junban_api_requests_total{code="401",route="/v1/turns/stuck"} 1`) {
+		t.Errorf("/metrics lacks the request counter:\n%.2000s", b)
+	}
+	if err, ok := p.Stop(10 * time.Second); !ok || err != nil {
+		t.Fatalf("SIGTERM: exited %v, %v\n%s", ok, err, p.Output())
+	}
+	if strings.Contains(p.Output(), token) {
+		t.Fatalf("the token was logged:\n%s", p.Output())
+	}
+	if !strings.Contains(p.Output(), "junban-api listening") {
+		t.Fatalf("no start line:\n%s", p.Output())
+	}
+}
+
+// A non-loopback address without a token: the binary refuses to start, naming the fix.
+func TestAPIBinaryRefusesAnOpenWideAddress(t *testing.T) {
+	p := testenv.Start(t, "junban-api", testenv.Binary(t, "junban-api"), apiEnv(t, "JUNBAN_API_ADDR=0.0.0.0:0"))
+	deadline := time.Now().Add(30 * time.Second)
+	for !p.Exited() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !p.Exited() {
+		t.Fatalf("still running:\n%s", p.Output())
+	}
+	if err, _ := p.Stop(time.Second); err == nil {
+		t.Fatalf("exit status 0:\n%s", p.Output())
+	}
+	if out := p.Output(); !strings.Contains(out, "JUNBAN_API_ADDR") || !strings.Contains(out, "JUNBAN_API_READ_TOKENS") {
+		t.Fatalf("output:\n%s", out)
+	}
+}

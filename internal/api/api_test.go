@@ -1,0 +1,232 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/junban/junban/internal/ledger"
+)
+
+// The document is valid OpenAPI 3.1 and is what /openapi.json serves, without a token.
+func TestOpenAPIDocument(t *testing.T) {
+	e := newEnv(t)
+	d, _ := openapiDoc(t)
+	if !d.IsOpenAPI31OrLater() {
+		t.Fatalf("openapi %q, want 3.1", d.OpenAPI)
+	}
+	code, body := e.do("GET", "/openapi.json", "", nil)
+	if code != 200 || string(body) != string(OpenAPI) {
+		t.Fatalf("/openapi.json: %d, %d bytes", code, len(body))
+	}
+	// Every route the server serves is in the document, and the other way round.
+	for path, item := range d.Paths.Map() {
+		for method := range item.Operations() {
+			p := strings.NewReplacer("{sku}", "S", "{lcid}", "LC-1", "{queue}", "nope").Replace(path)
+			code, _ := e.do(method, p, adminToken, nil)
+			if code == http.StatusMethodNotAllowed || (code == 404 && !strings.Contains(path, "{")) {
+				t.Errorf("%s %s: %d: documented but not served", method, path, code)
+			}
+		}
+	}
+}
+
+// SKU: from Redis once loaded, from PostgreSQL (and said so) before; lots paginated.
+func TestSKU(t *testing.T) {
+	e := newEnv(t)
+	s := ledger.SKU{SKU: "SKU-1", SafetyStock: 2, Version: 3, Lots: []ledger.Lot{
+		onhand("L1", 1, "2027-01-01", 5), onhand("L2", 2, "2026-12-20", 3), onhand("L3", 3, "", 7)}}
+	e.seedSKU(s)
+	code, body := e.do("GET", "/v1/skus/SKU-1", readToken, nil)
+	var v SKUView
+	decode(t, body, &v)
+	if code != 200 || v.Source != "postgres" || v.Version != 3 || len(v.Lots) != 3 || v.Lots[0].Sellable != 5 {
+		t.Fatalf("before load: %d %s", code, body)
+	}
+	if err := e.api.d.Ledger.Load(ctx, "SKU-1"); err != nil {
+		t.Fatal(err)
+	}
+	code, body = e.do("GET", "/v1/skus/SKU-1?limit=2", readToken, nil)
+	v = SKUView{}
+	decode(t, body, &v)
+	if code != 200 || v.Source != "redis" || len(v.Lots) != 2 || v.NextCursor == "" {
+		t.Fatalf("after load, page 1: %d %s", code, body)
+	}
+	code, body = e.do("GET", "/v1/skus/SKU-1?limit=2&cursor="+v.NextCursor, readToken, nil)
+	v = SKUView{}
+	decode(t, body, &v)
+	if code != 200 || len(v.Lots) != 1 || v.Lots[0].LotID != "L3" || v.NextCursor != "" {
+		t.Fatalf("page 2: %d %s", code, body)
+	}
+	for path, want := range map[string]int{
+		"/v1/skus/NOPE":                     404,
+		"/v1/skus/SKU-1?limit=0":            400,
+		"/v1/skus/SKU-1?limit=x":            400,
+		"/v1/skus/SKU-1?cursor=%21%21":      400,
+		"/v1/skus/SKU-1?colour=red":         400,
+		"/v1/skus/" + url.PathEscape("{x}"): 400,
+	} {
+		if code, body := e.do("GET", path, readToken, nil); code != want {
+			t.Errorf("GET %s: %d, want %d: %s", path, code, want, body)
+		}
+	}
+}
+
+func TestAvailabilityEndpoints(t *testing.T) {
+	e := newEnv(t)
+	e.seedSKU(ledger.SKU{SKU: "A", SafetyStock: 2, Lots: []ledger.Lot{
+		onhand("L1", 1, "2027-01-01", 5), onhand("L2", 2, "2026-12-20", 3),
+		{LotID: "P1", Kind: ledger.KindPlanned, Good: true, RegSeq: 3, ValidFrom: "2026-12-10", ValidTo: ledger.MaxDate, Sellable: 10}}})
+	code, body := e.do("GET", "/v1/skus/A/availability?date=2026-12-01&qty=6", readToken, nil)
+	var a ledger.Availability
+	decode(t, body, &a)
+	if code != 200 || a.Available != 6 || !a.OK || !slices.Equal(a.Take, []ledger.LotQty{{LotID: "L2", Qty: 3}, {LotID: "L1", Qty: 3}}) || len(a.Candidates) != 2 {
+		t.Fatalf("ship: %d %s", code, body)
+	}
+	code, body = e.do("GET", "/v1/skus/A/availability?date=2026-12-01&mode=ship&qty=7", readToken, nil)
+	a = ledger.Availability{}
+	decode(t, body, &a)
+	if code != 200 || a.OK || a.Reason != "ERR_SAFETY_STOCK" || len(a.Take) != 0 {
+		t.Fatalf("ship 7: %d %s", code, body)
+	}
+	code, body = e.do("GET", "/v1/skus/A/availability?date=2026-12-10&mode=reserve", readToken, nil)
+	a = ledger.Availability{}
+	decode(t, body, &a)
+	if code != 200 || a.Available != 18 || a.Qty != 0 || a.OK || len(a.Candidates) != 3 || a.Candidates[2].LotID != "P1" {
+		t.Fatalf("reserve on the 10th: %d %s", code, body)
+	}
+	for path, want := range map[string]int{
+		"/v1/skus/A/availability":                           400,
+		"/v1/skus/A/availability?date=2026-02-30":           400,
+		"/v1/skus/A/availability?date=2026-12-01&mode=both": 400,
+		"/v1/skus/A/availability?date=2026-12-01&qty=0":     400,
+		"/v1/skus/A/availability?date=2026-12-01&qty=-3":    400,
+		"/v1/skus/A/availability?date=2026-12-01&qty=1e3":   400,
+		"/v1/skus/A/availability?date=2026-12-01&qyt=3":     400,
+		"/v1/skus/NOPE/availability?date=2026-12-01":        404,
+	} {
+		if code, body := e.do("GET", path, readToken, nil); code != want {
+			t.Errorf("GET %s: %d, want %d: %s", path, code, want, body)
+		}
+	}
+
+	// A cart: one answer per item, the unknown SKU a problem of its own.
+	var items []CartItem
+	for i := range 5 {
+		sku := fmt.Sprint("C", i)
+		e.seedSKU(ledger.SKU{SKU: sku, Lots: []ledger.Lot{onhand("L", 1, "", int64(i))}})
+		items = append(items, CartItem{SKU: sku, Qty: 2})
+	}
+	items = append(items, CartItem{SKU: "NOPE", Qty: 1}, CartItem{SKU: "A"})
+	code, body = e.do("POST", "/v1/availability", readToken, CartRequest{Date: "2026-12-01", Mode: "reserve", Items: items})
+	var cart CartAnswer
+	decode(t, body, &cart)
+	if code != 200 || cart.OK || len(cart.Items) != 7 {
+		t.Fatalf("cart: %d %s", code, body)
+	}
+	for i := range 5 {
+		if av := cart.Items[i].Availability; av == nil || av.Available != int64(i) || av.OK != (i >= 2) {
+			t.Errorf("cart item %d: %+v", i, cart.Items[i])
+		}
+	}
+	if p := cart.Items[5].Problem; p == nil || p.Status != 404 || p.Reason != "ERR_UNKNOWN_SKU" {
+		t.Errorf("unknown SKU in the cart: %+v", cart.Items[5])
+	}
+	if av := cart.Items[6].Availability; av == nil || av.Available != 8 || av.Qty != 0 {
+		t.Errorf("qty 0 in the cart: %+v", cart.Items[6])
+	}
+	many := make([]CartItem, MaxCartSKUsDefault+1)
+	for i := range many {
+		many[i] = CartItem{SKU: "A", Qty: 1}
+	}
+	for name, c := range map[string]struct {
+		body any
+		want int
+	}{
+		"too many":      {CartRequest{Date: "2026-12-01", Items: many}, 400},
+		"no items":      {CartRequest{Date: "2026-12-01"}, 400},
+		"no date":       {CartRequest{Items: items[:1]}, 400},
+		"bad mode":      {CartRequest{Date: "2026-12-01", Mode: "x", Items: items[:1]}, 400},
+		"negative qty":  {CartRequest{Date: "2026-12-01", Items: []CartItem{{SKU: "A", Qty: -1}}}, 400},
+		"unknown field": {`{"date":"2026-12-01","items":[{"sku":"A"}],"colour":1}`, 400},
+		"not json":      {`{"date":`, 400},
+		"two values":    {`{"date":"2026-12-01","items":[{"sku":"A"}]} {}`, 400},
+		"empty":         {"", 400},
+		"too large":     {`{"date":"2026-12-01","items":[{"sku":"` + strings.Repeat("x", MaxBodyBytesDefault) + `"}]}`, 413},
+	} {
+		if code, body := e.do("POST", "/v1/availability", readToken, c.body); code != c.want {
+			t.Errorf("cart %s: %d, want %d: %.300s", name, code, c.want, body)
+		}
+	}
+}
+
+// No token: 401; an unknown one: 401; a read token on an admin endpoint: 403; unknown
+// paths and methods: problems.
+func TestAccess(t *testing.T) {
+	e := newEnv(t)
+	admin := []struct{ method, path string }{
+		{"GET", "/v1/dlq/" + e.q.OrdersDLQName},
+		{"POST", "/v1/dlq/" + e.q.OrdersDLQName + "/redrive"},
+		{"POST", "/v1/turns/LC-1/skip"},
+	}
+	for _, a := range admin {
+		for token, want := range map[string]int{"": 401, "wrong-token-0123456789": 401, readToken: 403} {
+			if code, body := e.do(a.method, a.path, token, nil); code != want {
+				t.Errorf("%s %s with %q: %d, want %d: %s", a.method, a.path, token, code, want, body)
+			}
+		}
+	}
+	for _, path := range []string{"/v1/skus/A", "/v1/orders", "/v1/turns/stuck", "/v1/orders/LC-1"} {
+		if code, _ := e.do("GET", path, "", nil); code != 401 {
+			t.Errorf("GET %s without a token: %d, want 401", path, code)
+		}
+		if code, _ := e.do("GET", path, "Basic "+readToken, nil); code != 401 {
+			t.Errorf("GET %s with a malformed header: %d, want 401", path, code)
+		}
+	}
+	if code, _ := e.do("GET", "/v1/turns/stuck", readToken, nil); code != 200 {
+		t.Errorf("stuck turns with a read token: %d", code)
+	}
+	if code, _ := e.do("GET", "/v1/turns/stuck", adminToken, nil); code != 200 {
+		t.Errorf("stuck turns with an admin token: %d", code)
+	}
+	if code, _ := e.do("GET", "/v1/nothing", readToken, nil); code != 404 {
+		t.Errorf("unknown path: %d", code)
+	}
+	if code, _ := e.do("DELETE", "/v1/skus/A", adminToken, nil); code != 405 {
+		t.Errorf("DELETE: %d", code)
+	}
+	// A second token of each scope works: rotation.
+	e2 := newEnv(t, func(d *Deps, o *Options) {
+		o.ReadTokens = append(o.ReadTokens, "read-token-rotated-01")
+	})
+	if code, _ := e2.do("GET", "/v1/turns/stuck", "read-token-rotated-01", nil); code != 200 {
+		t.Errorf("the rotated read token: %d", code)
+	}
+}
+
+// Redis unreachable: 503 problems, the error logged and not shown; a request past the
+// timeout: 503 too.
+func TestBackingServiceDown(t *testing.T) {
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { dead.Close() })
+	e := newEnv(t, func(d *Deps, o *Options) {
+		d.Redis, d.Ledger = dead, ledger.New(dead, d.Prefix, nil, ledger.Config{})
+	})
+	for _, path := range []string{"/v1/skus/A", "/v1/skus/A/availability?date=2026-12-01", "/v1/orders/LC-1", "/v1/turns/stuck"} {
+		code, body := e.do("GET", path, readToken, nil)
+		if code != 503 || strings.Contains(string(body), "127.0.0.1:1") {
+			t.Errorf("GET %s with Redis down: %d %s", path, code, body)
+		}
+	}
+	slow := newEnv(t, func(d *Deps, o *Options) { o.RequestTimeout = time.Nanosecond })
+	if code, body := slow.do("GET", "/v1/skus/A/availability?date=2026-12-01", readToken, nil); code != 503 || !strings.Contains(string(body), "did not finish within") {
+		t.Errorf("past the timeout: %d %s", code, body)
+	}
+}

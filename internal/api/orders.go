@@ -1,0 +1,223 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/order"
+)
+
+// OrderView is GET /v1/orders/{lcid}: the state in Redis, the timeline in PostgreSQL
+// and the turn.
+type OrderView struct {
+	LCID string `json:"lcid"`
+	// State is the order in Redis (nil: Redis holds none, e.g. not placed yet, or only
+	// in PostgreSQL); StateSeq is the seq of the newest result it reflects.
+	State    *event.OrderSnapshot `json:"state"`
+	StateSeq int64                `json:"state_seq"`
+	// Timeline are the order's events with a result in PostgreSQL, by seq.
+	Timeline []TimelineEvent `json:"timeline"`
+	// TimelineNextCursor continues the timeline; empty on its last page.
+	TimelineNextCursor string           `json:"timeline_next_cursor,omitempty"`
+	Turn               order.TurnReport `json:"turn"`
+}
+
+// TimelineEvent is one event of an order as persisted.
+type TimelineEvent struct {
+	EventID     string    `json:"event_id"`
+	Seq         int64     `json:"seq"`
+	Type        string    `json:"type"`
+	Outcome     string    `json:"outcome"`
+	Reason      string    `json:"reason,omitempty"`
+	ProcessedAt time.Time `json:"processed_at"`
+	CommittedAt time.Time `json:"committed_at"`
+	Moves       []Move    `json:"moves"`
+}
+
+// Move is one ledger move an event made.
+type Move struct {
+	OpID       string `json:"op_id"`
+	Index      int    `json:"index"`
+	SKU        string `json:"sku"`
+	LotID      string `json:"lot_id"`
+	From       string `json:"from"`
+	To         string `json:"to"`
+	Qty        int64  `json:"qty"`
+	SKUVersion int64  `json:"sku_version"`
+}
+
+const (
+	timelineQuery = `SELECT event_id, seq, type, outcome, reason, processed_at, committed_at
+  FROM inbox WHERE entity = ? AND seq > ? ORDER BY seq, event_id LIMIT ?`
+	movesQuery = `SELECT event_id, op_id, idx, sku, lot_id, from_bucket, to_bucket, qty, sku_version
+  FROM moves WHERE event_id IN ? ORDER BY op_id, idx`
+)
+
+func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
+	if err := onlyParams(r.URL.Query(), "limit", "cursor"); err != nil {
+		return err
+	}
+	limit, cursor, err := pageParams(r, 200, 1000)
+	if err != nil {
+		return err
+	}
+	after := int64(0)
+	if cursor != "" {
+		if after, err = strconv.ParseInt(cursor, 10, 64); err != nil {
+			return badRequest("cursor is not one this endpoint gave")
+		}
+	}
+	v, err := s.d.ReadOrder(r.Context(), r.PathValue("lcid"), limit, after)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// ReadOrder returns an order's state in Redis, up to limit events of its timeline in
+// PostgreSQL after seq afterSeq, and its turn: what GET /v1/orders/{lcid} and junbanctl
+// order show. An order that neither holds has a not-found error.
+func (d Deps) ReadOrder(ctx context.Context, lcid string, limit int, afterSeq int64) (OrderView, error) {
+	if err := lockhandoff.CheckEntity(lcid); err != nil {
+		return OrderView{}, err
+	}
+	v := OrderView{LCID: lcid, Timeline: []TimelineEvent{}}
+	var err error
+	if v.Turn, err = order.InspectTurn(ctx, d.Redis, d.Prefix, lcid); err != nil {
+		return v, err
+	}
+	st, err := order.LoadState(ctx, d.Redis, d.Prefix, lcid)
+	if err != nil {
+		return v, err
+	}
+	v.State, v.StateSeq = st.Order, st.Seq
+	var dbRows []struct {
+		EventID, Type, Outcome, Reason string
+		Seq                            int64
+		ProcessedAt, CommittedAt       time.Time
+	}
+	if err := d.DB.WithContext(ctx).Raw(timelineQuery, lcid, afterSeq, limit+1).Scan(&dbRows).Error; err != nil {
+		return v, err
+	}
+	rows := make([]TimelineEvent, len(dbRows))
+	for i, r := range dbRows {
+		rows[i] = TimelineEvent{EventID: r.EventID, Seq: r.Seq, Type: r.Type, Outcome: r.Outcome, Reason: r.Reason,
+			ProcessedAt: r.ProcessedAt.UTC(), CommittedAt: r.CommittedAt.UTC(), Moves: []Move{}}
+	}
+	if len(rows) > limit {
+		rows = rows[:limit]
+		v.TimelineNextCursor = encodeCursor(strconv.FormatInt(rows[len(rows)-1].Seq, 10))
+	}
+	if len(rows) > 0 {
+		ids := make([]string, len(rows))
+		at := map[string]int{}
+		for i := range rows {
+			ids[i], at[rows[i].EventID] = rows[i].EventID, i
+		}
+		var ms []struct {
+			EventID, OpID, SKU, LotID, FromBucket, ToBucket string
+			Idx                                             int
+			Qty, SKUVersion                                 int64
+		}
+		if err := d.DB.WithContext(ctx).Raw(movesQuery, ids).Scan(&ms).Error; err != nil {
+			return v, err
+		}
+		for _, m := range ms {
+			i := at[m.EventID]
+			rows[i].Moves = append(rows[i].Moves, Move{OpID: m.OpID, Index: m.Idx, SKU: m.SKU, LotID: m.LotID,
+				From: m.FromBucket, To: m.ToBucket, Qty: m.Qty, SKUVersion: m.SKUVersion})
+		}
+		v.Timeline = rows
+	}
+	t := v.Turn
+	if v.State == nil && st.Seq == 0 && len(v.Timeline) == 0 && afterSeq == 0 && t.Holder == "" && t.Proc == nil && t.WaitDepth == 0 && len(t.Parked) == 0 {
+		return v, notFound("", "no order %s in Redis or PostgreSQL", lcid)
+	}
+	return v, nil
+}
+
+// OrderRow is an order as persisted (GET /v1/orders).
+type OrderRow struct {
+	LCID        string               `json:"lcid"`
+	Status      string               `json:"status"`
+	Allocation  string               `json:"allocation,omitempty"`
+	Paid        bool                 `json:"paid"`
+	Mode        string               `json:"mode,omitempty"`
+	TargetDate  string               `json:"target_date,omitempty"`
+	Lines       []event.SnapshotLine `json:"lines"`
+	Seq         int64                `json:"seq"`
+	LastEventID string               `json:"last_event_id"`
+	UpdatedAt   time.Time            `json:"updated_at"`
+}
+
+// OrderList is GET /v1/orders.
+type OrderList struct {
+	Orders     []OrderRow `json:"orders"`
+	NextCursor string     `json:"next_cursor,omitempty"`
+}
+
+var orderStatuses = map[string]bool{
+	event.StatusPlaced: true, event.StatusCancelled: true, event.StatusShipped: true, event.StatusRejected: true,
+}
+
+func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	if err := onlyParams(q, "status", "sku", "limit", "cursor"); err != nil {
+		return err
+	}
+	limit, cursor, err := pageParams(r, 100, 1000)
+	if err != nil {
+		return err
+	}
+	db := s.d.DB.WithContext(r.Context()).Table("orders").
+		Select(`lcid, status, coalesce(allocation, '') AS allocation, paid, coalesce(mode, '') AS mode,
+  coalesce(to_char(target_date, 'YYYY-MM-DD'), '') AS target_date, lines::text AS lines, seq, last_event_id, updated_at`)
+	if st := q.Get("status"); st != "" {
+		if !orderStatuses[st] {
+			return badRequest("status %q is not placed, cancelled, shipped or rejected", st)
+		}
+		db = db.Where("status = ?", st)
+	}
+	if sku := q.Get("sku"); sku != "" {
+		if err := ledger.CheckSKU(sku); err != nil {
+			return err
+		}
+		js, _ := json.Marshal([]map[string]string{{"sku": sku}})
+		db = db.Where("lines @> ?::jsonb", string(js))
+	}
+	if cursor != "" {
+		db = db.Where("lcid > ?", cursor)
+	}
+	var raw []struct {
+		LCID                                                     string `gorm:"column:lcid"`
+		Status, Allocation, Mode, TargetDate, Lines, LastEventID string
+		Paid                                                     bool
+		Seq                                                      int64
+		UpdatedAt                                                time.Time
+	}
+	if err := db.Order("lcid").Limit(limit + 1).Scan(&raw).Error; err != nil {
+		return err
+	}
+	out := OrderList{Orders: []OrderRow{}}
+	for i, row := range raw {
+		if i == limit {
+			out.NextCursor = encodeCursor(raw[i-1].LCID)
+			break
+		}
+		o := OrderRow{LCID: row.LCID, Status: row.Status, Allocation: row.Allocation, Paid: row.Paid, Mode: row.Mode,
+			TargetDate: row.TargetDate, Seq: row.Seq, LastEventID: row.LastEventID, UpdatedAt: row.UpdatedAt.UTC()}
+		if err := json.Unmarshal([]byte(row.Lines), &o.Lines); err != nil || o.Lines == nil {
+			o.Lines = []event.SnapshotLine{}
+		}
+		out.Orders = append(out.Orders, o)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

@@ -1,0 +1,219 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/junban/junban/internal/ledger"
+)
+
+// SKUView is GET /v1/skus/{sku}.
+type SKUView struct {
+	ledger.SKU
+	// Source is "redis" (the live state) or "postgres" (not loaded into Redis yet: the
+	// state the first allocation will load).
+	Source string `json:"source"`
+	// NextCursor continues the lot list; empty on its last page.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+func (s *Server) getSKU(w http.ResponseWriter, r *http.Request) error {
+	sku := r.PathValue("sku")
+	if err := onlyParams(r.URL.Query(), "limit", "cursor"); err != nil {
+		return err
+	}
+	limit, cursor, err := pageParams(r, 1000, 1000)
+	if err != nil {
+		return err
+	}
+	v, err := s.d.ReadSKU(r.Context(), sku)
+	if err != nil {
+		return err
+	}
+	// Lots are in registration order; the cursor is the last lot's registration number.
+	lots := v.Lots
+	if cursor != "" {
+		after, err := strconv.ParseInt(cursor, 10, 64)
+		if err != nil {
+			return badRequest("cursor %q is not one this endpoint gave", cursor)
+		}
+		i := 0
+		for i < len(lots) && lots[i].RegSeq <= after {
+			i++
+		}
+		lots = lots[i:]
+	}
+	if len(lots) > limit {
+		lots = lots[:limit]
+		v.NextCursor = encodeCursor(strconv.FormatInt(lots[len(lots)-1].RegSeq, 10))
+	}
+	v.Lots = lots
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// ReadSKU returns a SKU's settings, version and every lot from Redis, or from
+// PostgreSQL (Source "postgres") while it is not loaded: what GET /v1/skus/{sku} and
+// junbanctl stock show.
+func (d Deps) ReadSKU(ctx context.Context, sku string) (SKUView, error) {
+	if err := ledger.CheckSKU(sku); err != nil {
+		return SKUView{}, err
+	}
+	v := SKUView{Source: "redis"}
+	var err error
+	v.SKU, err = d.Ledger.Snapshot(ctx, sku)
+	if errors.Is(err, ledger.ErrNotLoaded) {
+		v.Source = "postgres"
+		v.SKU, err = ledger.PGLoader{DB: d.DB}.LoadSKU(ctx, sku)
+		v.SKU.SKU = sku
+	}
+	return v, err
+}
+
+func availabilityParams(date, mode string) (ledger.Mode, error) {
+	if date == "" {
+		return "", badRequest("date is required (YYYY-MM-DD)")
+	}
+	if err := ledger.CheckDate("date", date); err != nil {
+		return "", err
+	}
+	switch mode {
+	case "", string(ledger.ModeShip):
+		return ledger.ModeShip, nil
+	case string(ledger.ModeReserve):
+		return ledger.ModeReserve, nil
+	}
+	return "", badRequest("mode %q is neither ship nor reserve", mode)
+}
+
+func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	if err := onlyParams(q, "date", "mode", "qty"); err != nil {
+		return err
+	}
+	mode, err := availabilityParams(q.Get("date"), q.Get("mode"))
+	if err != nil {
+		return err
+	}
+	var qty int64
+	if v := q.Get("qty"); v != "" {
+		if qty, err = strconv.ParseInt(v, 10, 64); err != nil || qty < 1 || qty > ledger.MaxQty {
+			return badRequest("qty %q is not an integer within 1..%d", v, ledger.MaxQty)
+		}
+	}
+	a, err := s.d.Ledger.Availability(r.Context(), ledger.AvailabilityRequest{SKU: r.PathValue("sku"), TargetDate: q.Get("date"), Mode: mode, Qty: qty})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+// CartRequest is the body of POST /v1/availability.
+type CartRequest struct {
+	Date  string     `json:"date"`
+	Mode  string     `json:"mode"`
+	Items []CartItem `json:"items"`
+}
+
+// CartItem is one SKU of a cart; Qty 0 asks only what is available.
+type CartItem struct {
+	SKU string `json:"sku"`
+	Qty int64  `json:"qty"`
+}
+
+// CartAnswer is the answer of POST /v1/availability: one item per requested SKU, in
+// order, each an availability or a problem of its own.
+type CartAnswer struct {
+	Date string      `json:"date"`
+	Mode ledger.Mode `json:"mode"`
+	// OK is true when every item asked a quantity and each would succeed.
+	OK    bool       `json:"ok"`
+	Items []CartLine `json:"items"`
+}
+
+// CartLine is one answer of a cart.
+type CartLine struct {
+	SKU          string               `json:"sku"`
+	Availability *ledger.Availability `json:"availability,omitempty"`
+	Problem      *Problem             `json:"problem,omitempty"`
+}
+
+func (s *Server) postAvailability(w http.ResponseWriter, r *http.Request) error {
+	var req CartRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	mode, err := availabilityParams(req.Date, req.Mode)
+	if err != nil {
+		return err
+	}
+	if len(req.Items) == 0 {
+		return badRequest("items is empty")
+	}
+	if len(req.Items) > s.o.MaxCartSKUs {
+		return badRequest("%d items: at most %d per call (JUNBAN_API_MAX_CART_SKUS)", len(req.Items), s.o.MaxCartSKUs)
+	}
+	rs := make([]ledger.AvailabilityRequest, len(req.Items))
+	for i, it := range req.Items {
+		if it.Qty < 0 || it.Qty > ledger.MaxQty {
+			return badRequest("items[%d].qty %d is not within 0..%d", i, it.Qty, ledger.MaxQty)
+		}
+		rs[i] = ledger.AvailabilityRequest{SKU: it.SKU, TargetDate: req.Date, Mode: mode, Qty: it.Qty}
+	}
+	answers, err := s.d.Ledger.AvailabilityMany(r.Context(), rs)
+	if err != nil {
+		return err
+	}
+	out := CartAnswer{Date: req.Date, Mode: mode, OK: true, Items: make([]CartLine, len(answers))}
+	for i, a := range answers {
+		line := CartLine{SKU: req.Items[i].SKU}
+		switch {
+		case a.Err == nil:
+			av := a.Availability
+			line.Availability = &av
+			out.OK = out.OK && av.OK
+		case errors.Is(a.Err, ledger.ErrUnknownSKU):
+			line.Problem = &Problem{Type: ProblemNotFound, Title: problemTitles[ProblemNotFound], Status: http.StatusNotFound, Detail: "no such SKU", Reason: "ERR_UNKNOWN_SKU"}
+			out.OK = false
+		case ledger.Reason(a.Err) != "ERR_INTERNAL":
+			line.Problem = &Problem{Type: ProblemInvalid, Title: problemTitles[ProblemInvalid], Status: http.StatusBadRequest, Detail: a.Err.Error(), Reason: ledger.Reason(a.Err)}
+			out.OK = false
+		default:
+			return a.Err
+		}
+		out.Items[i] = line
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+const emptyBodyDetail = "the body is empty"
+
+// decodeBody reads one JSON object into v, refusing unknown fields and trailing data.
+func decodeBody(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return &apiError{status: http.StatusUnsupportedMediaType, typ: ProblemInvalid, detail: "the body must be application/json"}
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		if errors.Is(err, io.EOF) {
+			return badRequest(emptyBodyDetail)
+		}
+		return badRequest("the body is not the JSON object this endpoint takes: %v", err)
+	}
+	if dec.More() {
+		return badRequest("the body holds more than one JSON value")
+	}
+	return nil
+}

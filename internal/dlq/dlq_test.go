@@ -1,0 +1,52 @@
+package dlq
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/testenv"
+)
+
+func TestServedQueue(t *testing.T) {
+	cfg := config.SQS{OrdersQueue: "o", OrdersDLQ: "o-dead", ResultsQueue: "r", ResultsDLQ: "r-dead"}
+	for dlq, want := range map[string]string{"o-dead": "o", "r-dead": "r", "x-dlq": "x", "other": ""} {
+		if got := ServedQueue(cfg, dlq); got != want {
+			t.Errorf("ServedQueue(%q) = %q, want %q", dlq, got, want)
+		}
+	}
+}
+
+// List returns each message once with its reason and source, says when it stopped at
+// the bound, and leaves every message in the queue, visible.
+func TestListLeavesTheMessages(t *testing.T) {
+	c := testenv.SQS(t)
+	q := testenv.NewQueues(t, c, 5)
+	ctx := context.Background()
+	for i := range 4 {
+		if err := queue.DeadLetter(ctx, c, q.Orders.DLQURL, []byte(fmt.Sprint("m", i)), "ERR_X boom", map[string]string{queue.AttrSourceQueue: q.OrdersName}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, more, err := List(ctx, c, q.Orders.DLQURL, 10)
+	if err != nil || len(all) != 4 || more {
+		t.Fatalf("list: %d messages, more %v, %v", len(all), more, err)
+	}
+	seen := map[string]bool{}
+	for _, m := range all {
+		if seen[m.ID] || m.Reason != "ERR_X boom" || m.Source != q.OrdersName || m.SentAt.IsZero() || m.Receives < 1 {
+			t.Fatalf("message %+v", m)
+		}
+		seen[m.ID] = true
+	}
+	some, more, err := List(ctx, c, q.Orders.DLQURL, 2)
+	if err != nil || len(some) != 2 || !more {
+		t.Fatalf("list of 2: %d messages, more %v, %v", len(some), more, err)
+	}
+	again, _, err := List(ctx, c, q.Orders.DLQURL, 10)
+	if err != nil || len(again) != 4 {
+		t.Fatalf("the listed messages are not visible again: %d %v", len(again), err)
+	}
+}

@@ -1,0 +1,301 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// AvailabilityRequest asks what an allocation of Mode on TargetDate would get now.
+type AvailabilityRequest struct {
+	SKU string `json:"sku"`
+	// TargetDate is the date the lots must be valid on (YYYY-MM-DD).
+	TargetDate string `json:"target_date"`
+	Mode       Mode   `json:"mode"`
+	// Qty, when positive, asks whether an allocation of Qty would succeed; 0 asks nothing.
+	Qty int64 `json:"qty"`
+}
+
+func (r AvailabilityRequest) validate() error {
+	if err := CheckSKU(r.SKU); err != nil {
+		return err
+	}
+	if r.Qty != 0 {
+		if err := checkQty("qty", r.Qty); err != nil {
+			return err
+		}
+	}
+	if err := CheckDate("target_date", r.TargetDate); err != nil {
+		return err
+	}
+	if r.Mode != ModeShip && r.Mode != ModeReserve {
+		return invalid("mode %q is neither %q nor %q", r.Mode, ModeShip, ModeReserve)
+	}
+	return nil
+}
+
+// Candidate is a lot an allocation may take from, with its sellable quantity. Its
+// attributes are the ones the allocation order uses, read from the candidate index: a
+// planned lot has no BestBefore here (planned lots go newest first; a best-before counts
+// from its receipt on).
+type Candidate struct {
+	LotID      string `json:"lot_id"`
+	Kind       string `json:"kind"`
+	BestBefore string `json:"best_before,omitempty"`
+	RegSeq     int64  `json:"reg_seq"`
+	ValidFrom  string `json:"valid_from"`
+	ValidTo    string `json:"valid_to"`
+	Sellable   int64  `json:"sellable"`
+}
+
+// Availability is what an allocation would get now: the answer of one atomic read with
+// the allocation script's own candidate rules.
+type Availability struct {
+	SKU        string `json:"sku"`
+	TargetDate string `json:"target_date"`
+	Mode       Mode   `json:"mode"`
+	// Version is the SKU's version the answer was read at.
+	Version     int64 `json:"version"`
+	SafetyStock int64 `json:"safety_stock"`
+	// Sellable is the candidates' sellable quantity.
+	Sellable int64 `json:"sellable"`
+	// Available is the most one allocation of Mode gets now: Sellable, less the safety
+	// stock for ModeShip (never below 0).
+	Available int64 `json:"available"`
+	// Candidates are the good lots valid on TargetDate with sellable stock, in the order
+	// an allocation takes from them (on-hand by best-before, then planned newest first).
+	Candidates []Candidate `json:"candidates"`
+	// Qty is the quantity asked about (0: none); OK tells whether an allocation of it
+	// would succeed, Take what it would take, in order, and Reason ("ERR_SHORTAGE",
+	// "ERR_SAFETY_STOCK") and Detail why it would fail.
+	Qty    int64    `json:"qty"`
+	OK     bool     `json:"ok"`
+	Take   []LotQty `json:"take"`
+	Reason string   `json:"reason,omitempty"`
+	Detail string   `json:"detail,omitempty"`
+}
+
+// Err returns the error an allocation of Qty would get (ErrShortage, ErrSafetyStock),
+// nil when it would succeed or nothing was asked.
+func (a Availability) Err() error {
+	if a.Reason == "" {
+		return nil
+	}
+	return opError("alloc", a.SKU, reasons[a.Reason], a.Detail)
+}
+
+// Availability tells what an allocation of r.Mode on r.TargetDate would get now, and
+// whether one of r.Qty would succeed, with the allocation's own candidate walk and rules
+// (candidates.lua) in a read-only script. It loads the SKU from the Loader when it is
+// not in Redis yet, as an allocation would.
+func (l *Ledger) Availability(ctx context.Context, r AvailabilityRequest) (Availability, error) {
+	if err := r.validate(); err != nil {
+		return Availability{}, err
+	}
+	// One call without a pipeline: the usual read of a storefront, kept cheap.
+	for attempt := 0; ; attempt++ {
+		a, err := parseAvailability(r, availableScript.RunRO(ctx, l.rc, []string{Key(l.prefix, r.SKU)}, r.TargetDate, string(r.Mode), r.Qty))
+		if errors.Is(err, ErrNotLoaded) && attempt == 0 {
+			if err := l.Load(ctx, r.SKU); err != nil {
+				return Availability{}, err
+			}
+			continue
+		}
+		return a, err
+	}
+}
+
+// AvailabilityAnswer is one answer of AvailabilityMany: Err is the request's own error
+// (invalid, unknown SKU), which does not fail the others.
+type AvailabilityAnswer struct {
+	Availability Availability
+	Err          error
+}
+
+// AvailabilityMany answers many requests in one pipeline: one round trip per Redis
+// node (a cluster client groups the pipeline by slot owner), and one more for the SKUs
+// that had to be loaded first. The error is returned only when Redis itself failed;
+// a request's own problem is in its answer.
+func (l *Ledger) AvailabilityMany(ctx context.Context, rs []AvailabilityRequest) ([]AvailabilityAnswer, error) {
+	out := make([]AvailabilityAnswer, len(rs))
+	todo := make([]int, 0, len(rs))
+	for i, r := range rs {
+		if err := r.validate(); err != nil {
+			out[i].Err = err
+			continue
+		}
+		todo = append(todo, i)
+	}
+	for attempt := 0; len(todo) > 0; attempt++ {
+		cmds, err := l.availabilityPipe(ctx, rs, todo)
+		if err != nil {
+			return nil, err
+		}
+		var again []int
+		for j, i := range todo {
+			a, err := parseAvailability(rs[i], cmds[j])
+			if errors.Is(err, ErrNotLoaded) && attempt == 0 {
+				if err := l.Load(ctx, rs[i].SKU); err != nil {
+					out[i].Err = err
+					continue
+				}
+				again = append(again, i)
+				continue
+			}
+			if err != nil && !isLedgerError(err) {
+				return nil, err
+			}
+			out[i] = AvailabilityAnswer{Availability: a, Err: err}
+		}
+		todo = again
+	}
+	return out, nil
+}
+
+func isLedgerError(err error) bool { return Reason(err) != "ERR_INTERNAL" }
+
+// availabilityPipe runs the script for rs[todo...] in one pipeline, loading the script
+// once if Redis does not know it.
+func (l *Ledger) availabilityPipe(ctx context.Context, rs []AvailabilityRequest, todo []int) ([]*redis.Cmd, error) {
+	for attempt := 0; ; attempt++ {
+		cmds := make([]*redis.Cmd, len(todo))
+		_, err := l.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for j, i := range todo {
+				r := rs[i]
+				cmds[j] = availableScript.EvalShaRO(ctx, p, []string{Key(l.prefix, r.SKU)}, r.TargetDate, string(r.Mode), r.Qty)
+			}
+			return nil
+		})
+		noScript := false
+		for _, c := range cmds {
+			if e := c.Err(); e != nil && redis.HasErrorPrefix(e, "NOSCRIPT") {
+				noScript = true
+			}
+		}
+		if noScript && attempt == 0 {
+			if err := l.loadAvailableScript(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			// A pipeline error that is not a script reply (connection, timeout) fails the lot.
+			var rerr redis.Error
+			if !errors.As(err, &rerr) {
+				return nil, fmt.Errorf("ledger: availability: %w", err)
+			}
+		}
+		return cmds, nil
+	}
+}
+
+// loadAvailableScript loads the script on every master (a cluster's pipeline reaches
+// several).
+func (l *Ledger) loadAvailableScript(ctx context.Context) error {
+	if cc, ok := l.rc.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			return availableScript.Load(ctx, c).Err()
+		})
+	}
+	return availableScript.Load(ctx, l.rc).Err()
+}
+
+func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error) {
+	a := Availability{SKU: r.SKU, TargetDate: r.TargetDate, Mode: r.Mode, Qty: r.Qty, Candidates: []Candidate{}, Take: []LotQty{}}
+	v, err := c.Slice()
+	if err != nil {
+		var rerr redis.Error
+		if errors.As(err, &rerr) {
+			if e, _, ok := scriptError("availability", r.SKU, err); ok {
+				return a, e
+			}
+		}
+		return a, fmt.Errorf("ledger: availability sku=%s: %w", r.SKU, err)
+	}
+	bad := func() (Availability, error) {
+		return a, fmt.Errorf("ledger: availability sku=%s: unexpected reply %v", r.SKU, v)
+	}
+	if len(v) != 7 {
+		return bad()
+	}
+	str := func(x any) string { s, _ := x.(string); return s }
+	num := func(x any) (int64, error) { return strconv.ParseInt(str(x), 10, 64) }
+	if a.Version, err = num(v[0]); err != nil {
+		return bad()
+	}
+	if a.SafetyStock, err = num(v[1]); err != nil {
+		return bad()
+	}
+	if a.Sellable, err = num(v[2]); err != nil {
+		return bad()
+	}
+	a.Available = a.Sellable
+	if r.Mode == ModeShip {
+		a.Available = max(a.Sellable-a.SafetyStock, 0)
+	}
+	a.Reason, a.Detail = str(v[3]), str(v[4])
+	a.OK = r.Qty > 0 && a.Reason == ""
+	cands := str(v[5])
+	a.Candidates = make([]Candidate, 0, strings.Count(cands, "\n")+1)
+	for cands != "" {
+		var line string
+		line, cands, _ = strings.Cut(cands, "\n")
+		if len(line) < 46 {
+			return bad()
+		}
+		c, ok := decodeRecordHead(line[:46])
+		sell, lot, cut := strings.Cut(line[46:], "\t")
+		if !ok || !cut {
+			return bad()
+		}
+		if c.Sellable, err = strconv.ParseInt(sell, 10, 64); err != nil {
+			return bad()
+		}
+		c.LotID = lot
+		a.Candidates = append(a.Candidates, c)
+	}
+	take, _ := v[6].([]any)
+	for i := 0; i+1 < len(take); i += 2 {
+		q, err := num(take[i+1])
+		if err != nil {
+			return bad()
+		}
+		a.Take = append(a.Take, LotQty{LotID: str(take[i]), Qty: q})
+	}
+	if a.Reason != "" {
+		if _, known := reasons[a.Reason]; !known || strings.Contains(a.Reason, " ") {
+			return bad()
+		}
+	}
+	return a, nil
+}
+
+// decodeRecordHead reads a candidate's attributes from its index record without the
+// field name: sortKey (kind, best-before or the planned marker, registration number) and
+// the validity period (indexRecord writes them).
+func decodeRecordHead(h string) (Candidate, bool) {
+	if len(h) != 46 {
+		return Candidate{}, false
+	}
+	reg, err := strconv.ParseInt(h[11:26], 10, 64)
+	if err != nil {
+		return Candidate{}, false
+	}
+	c := Candidate{ValidFrom: h[26:36], ValidTo: h[36:46]}
+	switch h[0] {
+	case 'o':
+		c.Kind, c.RegSeq = KindOnHand, reg
+		if bb := h[1:11]; bb != noBestFirst {
+			c.BestBefore = bb
+		}
+	case 'p':
+		c.Kind, c.RegSeq = KindPlanned, maxRegSeq-reg
+	default:
+		return Candidate{}, false
+	}
+	return c, true
+}

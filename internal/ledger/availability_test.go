@@ -1,0 +1,211 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/junban/junban/internal/testenv"
+)
+
+var flagAvailSeqs = 300
+
+// TestAvailabilityAgreesWithAllocation: for random SKUs, lots, dates and modes, after a
+// random history of operations, availability says n; an allocation of n+1 fails with
+// the reason availability gave for n+1, and one of n succeeds, taking from the lots
+// availability listed, in that order and quantities.
+func TestAvailabilityAgreesWithAllocation(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	checked, refused := 0, map[string]int{}
+	for seq := range flagAvailSeqs {
+		skus, steps := genSequence(rng, 1+rng.IntN(15))
+		l := New(rc, fmt.Sprintf("%s:%d", prefix, seq), newMemLoader(skus...), Config{})
+		for _, st := range steps {
+			st.run(l) // a history: its errors are the other property test's concern
+		}
+		for k := range 6 {
+			s := skus[rng.IntN(len(skus))]
+			date, mode := genDates[rng.IntN(len(genDates))], Mode([]string{"ship", "reserve"}[rng.IntN(2)])
+			a, err := l.Availability(ctx, AvailabilityRequest{SKU: s.SKU, TargetDate: date, Mode: mode})
+			if err != nil {
+				t.Fatalf("seq %d: availability %s %s %s: %v", seq, s.SKU, date, mode, err)
+			}
+			n := a.Available
+			snap, err := l.Snapshot(ctx, s.SKU)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byID := map[string]Lot{}
+			for _, lt := range snap.Lots {
+				byID[lt.LotID] = lt
+			}
+			for _, c := range a.Candidates {
+				lt := byID[c.LotID]
+				want := Candidate{LotID: lt.LotID, Kind: lt.Kind, BestBefore: lt.BestBefore, RegSeq: lt.RegSeq, ValidFrom: lt.ValidFrom, ValidTo: lt.ValidTo, Sellable: lt.Sellable}
+				if lt.Kind == KindPlanned {
+					want.BestBefore = "" // planned lots sort without one
+				}
+				if c != want || !lt.Good || lt.Sellable == 0 || date < lt.ValidFrom || date > lt.ValidTo {
+					t.Fatalf("seq %d: candidate %+v, the lot is %+v", seq, c, lt)
+				}
+			}
+			over, err := l.Availability(ctx, AvailabilityRequest{SKU: s.SKU, TargetDate: date, Mode: mode, Qty: n + 1})
+			if err != nil || over.OK || over.Reason == "" || over.Available != n || len(over.Take) != 0 {
+				t.Fatalf("seq %d: availability of n+1=%d: %+v %v", seq, n+1, over, err)
+			}
+			op := fmt.Sprintf("avail-%d", k)
+			_, err = l.Allocate(ctx, AllocateRequest{OpID: op + "-over", SKU: s.SKU, Qty: n + 1, TargetDate: date, Mode: mode})
+			if Reason(err) != over.Reason || err.Error() != over.Err().Error() {
+				t.Fatalf("seq %d: allocation of n+1=%d (%s %s): %v; availability said %s (%s)", seq, n+1, date, mode, err, over.Reason, over.Detail)
+			}
+			refused[over.Reason]++
+			if n == 0 {
+				continue
+			}
+			at, err := l.Availability(ctx, AvailabilityRequest{SKU: s.SKU, TargetDate: date, Mode: mode, Qty: n})
+			if err != nil || !at.OK || at.Reason != "" {
+				t.Fatalf("seq %d: availability of n=%d: %+v %v", seq, n, at, err)
+			}
+			r, err := l.Allocate(ctx, AllocateRequest{OpID: op, SKU: s.SKU, Qty: n, TargetDate: date, Mode: mode})
+			if err != nil {
+				t.Fatalf("seq %d: allocation of n=%d (%s %s): %v; availability %+v", seq, n, date, mode, err, at)
+			}
+			var took []LotQty
+			for _, m := range r.Moves {
+				took = append(took, LotQty{m.LotID, m.Qty})
+			}
+			if !slices.Equal(took, at.Take) {
+				t.Fatalf("seq %d: allocation of %d took %v, availability listed %v", seq, n, took, at.Take)
+			}
+			// The lots taken are the listed candidates' first ones, in their order.
+			for i, q := range at.Take {
+				if at.Candidates[i].LotID != q.LotID {
+					t.Fatalf("seq %d: take %v is not the head of the candidates %+v", seq, at.Take, at.Candidates)
+				}
+			}
+			checked++
+		}
+	}
+	if checked < flagAvailSeqs || refused["ERR_SHORTAGE"] == 0 || refused["ERR_SAFETY_STOCK"] == 0 {
+		t.Fatalf("too few cases: %d allocations checked, refusals %v", checked, refused)
+	}
+	t.Logf("%d allocations checked, refusals %v", checked, refused)
+}
+
+// TestAvailabilityIsReadOnly: the answer moves nothing and bumps no version, and the
+// script cannot write (its no-writes flag).
+func TestAvailabilityIsReadOnly(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	s := SKU{SKU: "A", SafetyStock: 2, Lots: []Lot{
+		lot("L1", KindOnHand, 1, "2027-01-01", 5), lot("L2", KindOnHand, 2, "2026-12-20", 3), lot("P1", KindPlanned, 3, "", 10)}}
+	l := New(rc, prefix, newMemLoader(s), Config{})
+	a, err := l.Availability(ctx, AvailabilityRequest{SKU: "A", TargetDate: "2026-12-01", Mode: ModeShip, Qty: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Sellable != 18 || a.Available != 16 || !a.OK || !slices.Equal(a.Take, []LotQty{{"L2", 3}, {"L1", 5}, {"P1", 1}}) {
+		t.Fatalf("availability %+v", a)
+	}
+	before, _ := l.Snapshot(ctx, "A")
+	for range 3 {
+		if _, err := l.Availability(ctx, AvailabilityRequest{SKU: "A", TargetDate: "2026-12-01", Mode: ModeReserve, Qty: 18}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, _ := l.Snapshot(ctx, "A")
+	if !slices.Equal(before.Lots, after.Lots) || before.Version != after.Version {
+		t.Fatalf("availability changed the SKU: %+v -> %+v", before, after)
+	}
+	err = rc.Eval(ctx, "#!lua flags=no-writes\nreturn redis.call('SET', KEYS[1], 'x')", []string{Key(prefix, "A") + ":probe"}).Err()
+	if err == nil {
+		t.Fatal("a no-writes script wrote")
+	}
+}
+
+// TestAvailabilityMany: a cart gets the same answers as single calls, a bad request or
+// an unknown SKU fails alone, and a SKU not loaded yet is loaded.
+func TestAvailabilityMany(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	var skus []SKU
+	for i := range 20 {
+		skus = append(skus, SKU{SKU: fmt.Sprint("C", i), SafetyStock: int64(i % 3), Lots: []Lot{
+			lot("L1", KindOnHand, 1, "2027-01-01", int64(i)), lot("P1", KindPlanned, 2, "", 4)}})
+	}
+	loader := newMemLoader(skus...)
+	l := New(rc, prefix, loader, Config{})
+	var rs []AvailabilityRequest
+	for _, s := range skus {
+		rs = append(rs, AvailabilityRequest{SKU: s.SKU, TargetDate: "2026-12-01", Mode: ModeShip, Qty: 5})
+	}
+	rs = append(rs, AvailabilityRequest{SKU: "nope", TargetDate: "2026-12-01", Mode: ModeShip},
+		AvailabilityRequest{SKU: "C1", TargetDate: "2026-13-01", Mode: ModeShip})
+	got, err := l.AvailabilityMany(ctx, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(got[20].Err, ErrUnknownSKU) || !errors.Is(got[21].Err, ErrInvalidRequest) {
+		t.Fatalf("bad requests: %v, %v", got[20].Err, got[21].Err)
+	}
+	if loader.calls != 21 {
+		t.Fatalf("loader called %d times, want 21 (20 SKUs and the unknown one)", loader.calls)
+	}
+	for i, s := range skus {
+		one, err := l.Availability(ctx, rs[i])
+		if err != nil || got[i].Err != nil {
+			t.Fatalf("%s: %v / %v", s.SKU, err, got[i].Err)
+		}
+		if want := max(int64(i)+4-s.SafetyStock, 0); one.Available != want || got[i].Availability.Available != want || got[i].Availability.OK != (want >= 5) {
+			t.Fatalf("%s: cart %+v, single %+v, want available %d", s.SKU, got[i].Availability, one, want)
+		}
+	}
+}
+
+// tripCounter counts the round trips a client makes: each command outside a pipeline,
+// each pipeline.
+type tripCounter struct{ calls, pipelines atomic.Int64 }
+
+func (c *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { c.calls.Add(1); return next(ctx, cmd) }
+}
+func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { c.pipelines.Add(1); return next(ctx, cmds) }
+}
+
+// A cart of loaded SKUs is one round trip on a single Redis, however many SKUs it holds.
+func TestAvailabilityManyIsOneRoundTrip(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	var skus []SKU
+	var rs []AvailabilityRequest
+	for i := range 50 {
+		skus = append(skus, SKU{SKU: fmt.Sprint("R", i), Lots: []Lot{lot("L1", KindOnHand, 1, "", 5)}})
+		rs = append(rs, AvailabilityRequest{SKU: fmt.Sprint("R", i), TargetDate: "2026-12-01", Mode: ModeReserve, Qty: 1})
+	}
+	l := New(rc, prefix, newMemLoader(skus...), Config{})
+	if _, err := l.AvailabilityMany(ctx, rs); err != nil { // loads them, and the script
+		t.Fatal(err)
+	}
+	c := &tripCounter{}
+	rc.AddHook(c)
+	got, err := l.AvailabilityMany(ctx, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range got {
+		if a.Err != nil || !a.Availability.OK {
+			t.Fatalf("%d: %+v", i, a)
+		}
+	}
+	if c.pipelines.Load() != 1 || c.calls.Load() != 0 {
+		t.Fatalf("%d pipelines and %d single calls for a cart of 50, want 1 and 0", c.pipelines.Load(), c.calls.Load())
+	}
+}

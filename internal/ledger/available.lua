@@ -1,0 +1,52 @@
+-- available.lua: what an allocation on one SKU would get now, read-only. Runs with
+-- candidates.lua prepended (ledger.go), the walk and rules of ledger.lua's 'alloc', and
+-- the no-writes flag, so it also runs on a replica and can never change stock.
+--
+-- KEYS[1]  the SKU hash               <prefix>:inv:{<sku>}
+-- ARGV[1]  target date (YYYY-MM-DD), ARGV[2] mode (ship | reserve), ARGV[3] qty (0: none)
+--
+-- Returns {version, safety_stock, sum, code, detail, candidates, take}:
+--   sum         the sellable of every candidate valid on the date
+--   code        the reason an allocation of qty would get ('' when it would succeed or
+--               qty is 0), detail its detail text
+--   candidates  one text, a line "head sellable\tlot\n" per candidate in allocation order
+--               (head: the lot's index record without its field name, 46 characters,
+--               layout.go), so the reply is one string however many lots there are
+--   take        flat {lot, qty, ...}: what an allocation of qty would take, in order
+--               (empty when it would fail)
+-- Fails with the error reply "ERR_NOT_LOADED 0 " when the SKU is not in Redis.
+
+local key = KEYS[1]
+local date, mode, qty = ARGV[1], ARGV[2], tonumber(ARGV[3])
+
+local head = redis.call('HMGET', key, 'v', 'ss', 'on', 'o:0')
+if not head[1] then
+  return redis.error_reply('ERR_NOT_LOADED 0 ')
+end
+local ss = tonumber(head[2])
+
+-- Every candidate is read, so in chunks of 1024 from the start.
+local cand, sell, sum, heads = walkCandidates(key, head, date, math.huge, nil, 1024, true)
+
+local code, detail = '', ''
+local take = {}
+if qty > 0 then
+  local need = allocNeed(qty, mode, ss)
+  local c, d = refusal(qty, need, sum, ss)
+  if c then
+    code, detail = c, d
+  else
+    local lots, q = takeLots(cand, sell, qty)
+    for i, lot in ipairs(lots) do
+      take[#take + 1] = lot
+      take[#take + 1] = string.format('%d', q[i])
+    end
+  end
+end
+
+local out = {}
+for i = 1, #cand do
+  out[i] = heads[i] .. string.format('%d', sell[i]) .. '\t' .. candidateLot(cand, i)
+end
+
+return {head[1], head[2], string.format('%d', sum), code, detail, table.concat(out, '\n'), take}
