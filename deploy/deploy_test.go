@@ -200,3 +200,49 @@ func checkEndpoint(t *testing.T, name, value string, ports map[string]string) {
 		t.Errorf("%s=%q does not point at service %s:%s", name, value, want, ports[want])
 	}
 }
+
+// The compose file starts each service only once what it needs can serve it: a dependency
+// waited for as healthy has a healthcheck, a one-shot step waited for as completed is not
+// restarted, every worker waits for the SQS emulator's queues and is restarted when it exits.
+func TestDockerComposeStartOrder(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cf struct {
+		Services map[string]struct {
+			Restart     string         `yaml:"restart"`
+			Healthcheck map[string]any `yaml:"healthcheck"`
+			DependsOn   map[string]struct {
+				Condition string `yaml:"condition"`
+			} `yaml:"depends_on"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(raw, &cf); err != nil {
+		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	for name, s := range cf.Services {
+		for dep, d := range s.DependsOn {
+			target, ok := cf.Services[dep]
+			switch {
+			case !ok:
+				t.Errorf("%s depends on %s, which is no service", name, dep)
+			case d.Condition == "service_healthy" && target.Healthcheck == nil:
+				t.Errorf("%s waits for %s to be healthy, which has no healthcheck", name, dep)
+			case d.Condition == "service_completed_successfully" && target.Restart != "" && target.Restart != "no":
+				t.Errorf("%s waits for %s to complete, which restarts (%s)", name, dep, target.Restart)
+			case d.Condition != "service_healthy" && d.Condition != "service_completed_successfully":
+				t.Errorf("%s waits for %s only to start (%q)", name, dep, d.Condition)
+			}
+		}
+	}
+	for _, bin := range binaries {
+		s := cf.Services[bin]
+		if s.Restart != "unless-stopped" && s.Restart != "always" && s.Restart != "on-failure" {
+			t.Errorf("%s has no restart policy (%q)", bin, s.Restart)
+		}
+		if s.DependsOn["localstack"].Condition != "service_healthy" {
+			t.Errorf("%s does not wait for localstack to be healthy", bin)
+		}
+	}
+}
