@@ -4,7 +4,7 @@ BIN       := bin
 BINARIES  := order-worker persist-worker webhook-gateway junban-api junbanctl
 TEST_FLAGS ?= -race -count=1 -timeout 14m
 
-.PHONY: all build stack stack-down stack-status migrate test test-other-sqs vet demo chaos bench bench-lock bench-alloc bench-persist bench-e2e clean
+.PHONY: all build stack stack-down stack-status migrate test test-other-sqs vet demo chaos bench bench-lock bench-alloc bench-persist bench-e2e bench-api clean
 
 all: build
 
@@ -59,7 +59,7 @@ chaos: build stack
 	$(BIN)/junbanctl chaos --redis-cluster --events 10000 --bin $(BIN)
 
 ## benchmarks: each prints its figures and compares with its baseline in the same run
-bench: bench-lock bench-alloc bench-persist bench-e2e
+bench: bench-lock bench-alloc bench-persist bench-e2e bench-api
 
 bench-lock: build stack
 	$(BIN)/junbanctl bench lock --duration 10s
@@ -72,6 +72,9 @@ bench-persist: build stack
 
 bench-e2e: build stack
 	$(BIN)/junbanctl bench e2e --duration 60s
+
+bench-api: build stack
+	$(BIN)/junbanctl bench api
 
 clean:
 	rm -rf $(BIN)
