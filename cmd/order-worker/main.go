@@ -242,8 +242,8 @@ func run() error {
 		return err
 	}
 	defer nudges.Close()
-	deadLetter := func(ctx context.Context, body []byte, reason string) error {
-		return queue.DeadLetter(ctx, sqsClient, urls.ordersDLQ, body, reason, nil)
+	deadLetter := func(ctx context.Context, body []byte, reason string, attrs map[string]string) error {
+		return queue.DeadLetter(ctx, sqsClient, urls.ordersDLQ, body, reason, attrs)
 	}
 
 	led := ledger.New(rc, cfg.KeyPrefix, ledger.PGLoader{DB: db}, ledger.Config{OpRetention: cfg.OpRetention})

@@ -122,7 +122,12 @@ type Message struct {
 	SentAt time.Time `json:"sent_at,omitzero"`
 	// FirstReceivedAt is when it was first received from the DLQ (by List or anyone).
 	FirstReceivedAt time.Time `json:"first_received_at,omitzero"`
-	Body            string    `json:"body"`
+	// Attempts, FirstFailure and LastFailure are set for an event the order-worker
+	// quarantined: its failed runs, and when the first and the last were counted.
+	Attempts     int       `json:"attempts,omitempty"`
+	FirstFailure time.Time `json:"first_failure,omitzero"`
+	LastFailure  time.Time `json:"last_failure,omitzero"`
+	Body         string    `json:"body"`
 }
 
 // RedrivePolicyReason is a listed message's Reason when it carries none.
@@ -172,6 +177,14 @@ func List(ctx context.Context, c *sqs.Client, url string, maxN int) (msgs []Mess
 			msg.Reason = cmp.Or(msg.Reason, RedrivePolicyReason)
 			if a, ok := m.MessageAttributes[queue.AttrSourceQueue]; ok {
 				msg.Source = aws.ToString(a.StringValue)
+			}
+			if a, ok := m.MessageAttributes[queue.AttrAttempts]; ok {
+				msg.Attempts, _ = strconv.Atoi(aws.ToString(a.StringValue))
+			}
+			for name, t := range map[string]*time.Time{queue.AttrFirstFailure: &msg.FirstFailure, queue.AttrLastFailure: &msg.LastFailure} {
+				if a, ok := m.MessageAttributes[name]; ok {
+					*t, _ = time.Parse(time.RFC3339Nano, aws.ToString(a.StringValue))
+				}
 			}
 			msgs = append(msgs, msg)
 		}

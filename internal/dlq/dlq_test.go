@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/queue"
@@ -48,5 +49,25 @@ func TestListLeavesTheMessages(t *testing.T) {
 	again, _, err := List(ctx, c, q.Orders.DLQURL, 10)
 	if err != nil || len(again) != 4 {
 		t.Fatalf("the listed messages are not visible again: %d %v", len(again), err)
+	}
+}
+
+// A quarantined event's failed runs and their times come back from List.
+func TestListShowsAQuarantinesFailures(t *testing.T) {
+	c := testenv.SQS(t)
+	q := testenv.NewQueues(t, c, 5)
+	ctx := context.Background()
+	first, last := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), time.Date(2026, 12, 1, 10, 5, 0, 123e6, time.UTC)
+	attrs := map[string]string{queue.AttrAttempts: "10", queue.AttrFirstFailure: first.Format(time.RFC3339Nano), queue.AttrLastFailure: last.Format(time.RFC3339Nano)}
+	if err := queue.DeadLetter(ctx, c, q.Orders.DLQURL, []byte(`{"event_id":"e1"}`), "ERR_MAX_ATTEMPTS: 10 failed runs", attrs); err != nil {
+		t.Fatal(err)
+	}
+	msgs, _, err := List(ctx, c, q.Orders.DLQURL, 10)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("list: %v %v", msgs, err)
+	}
+	m := msgs[0]
+	if m.Attempts != 10 || !m.FirstFailure.Equal(first) || !m.LastFailure.Equal(last) || m.Reason != "ERR_MAX_ATTEMPTS: 10 failed runs" {
+		t.Fatalf("listed %+v", m)
 	}
 }

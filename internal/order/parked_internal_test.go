@@ -101,8 +101,8 @@ func newParkedFixture(t *testing.T) (*Processor, *ledger.Ledger, redis.Universal
 		LotID: "P1", Kind: ledger.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1,
 		ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 10,
 	}}}, ledger.Config{})
-	dlq := func(ctx context.Context, body []byte, reason string) error {
-		return queue.DeadLetter(ctx, c, qs.Orders.DLQURL, body, reason, nil)
+	dlq := func(ctx context.Context, body []byte, reason string, attrs map[string]string) error {
+		return queue.DeadLetter(ctx, c, qs.Orders.DLQURL, body, reason, attrs)
 	}
 	p, err := NewProcessor(rc, led, pub, dlq, Config{Prefix: prefix, ParkTimeout: time.Hour}, nil, prometheus.NewRegistry())
 	if err != nil {

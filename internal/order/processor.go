@@ -85,7 +85,7 @@ type Publisher interface {
 }
 
 // DeadLetter sends an event that can never apply to the orders DLQ with its reason.
-type DeadLetter func(ctx context.Context, body []byte, reason string) error
+type DeadLetter func(ctx context.Context, body []byte, reason string, attrs map[string]string) error
 
 // ErrFenced means the turn was lost before the commit: nothing was written, and the
 // new holder re-runs the event.
@@ -143,7 +143,7 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 	if err != nil {
 		// Validated before it was submitted, so only a changed validation rule gets here.
 		p.log.Error("undecodable envelope in a turn", zap.String("entity", t.Entity), zap.Error(err))
-		if err := p.dlq(ctx, envelope, InvalidReason(err)); err != nil {
+		if err := p.dlq(ctx, envelope, InvalidReason(err), nil); err != nil {
 			return err
 		}
 		return nil
@@ -447,7 +447,7 @@ func (p *Processor) deadLetterUndecodable(ctx context.Context, st State) (State,
 			continue
 		}
 		reason := cmp.Or(InvalidReason(err), ReasonMalformedJSON)
-		if err := p.dlq(ctx, pk.Body, reason); err != nil {
+		if err := p.dlq(ctx, pk.Body, reason, nil); err != nil {
 			return st, fmt.Errorf("order: dead-letter parked event: %w", err)
 		}
 		p.metrics.outcomes.WithLabelValues("parked", "dead_lettered", reason).Inc()
@@ -474,7 +474,7 @@ func (p *Processor) expireParked(ctx context.Context, st State, now time.Time) (
 
 func (p *Processor) deadLetterParked(ctx context.Context, st State, n int, reason string) (State, error) {
 	for _, pk := range st.Parked[:n] {
-		if err := p.dlq(ctx, pk.Body, reason); err != nil {
+		if err := p.dlq(ctx, pk.Body, reason, nil); err != nil {
 			return st, fmt.Errorf("order: dead-letter parked event: %w", err)
 		}
 		p.metrics.outcomes.WithLabelValues("parked", "dead_lettered", reason).Inc()

@@ -100,8 +100,8 @@ func newHarnessWith(t *testing.T, skus []ledger.SKU, opts harnessOptions) *harne
 	t.Cleanup(func() { pub.Close() })
 	h.pub = &recorder{inner: pub, sent: map[string]int{}}
 	h.led = ledger.New(rc, prefix, ledger.PGLoader{DB: db}, ledger.Config{})
-	dlq := func(ctx context.Context, body []byte, reason string) error {
-		return queue.DeadLetter(ctx, c, h.queues.Orders.DLQURL, body, reason, nil)
+	dlq := func(ctx context.Context, body []byte, reason string, attrs map[string]string) error {
+		return queue.DeadLetter(ctx, c, h.queues.Orders.DLQURL, body, reason, attrs)
 	}
 	var l order.Ledger = h.led
 	if opts.ledger != nil {

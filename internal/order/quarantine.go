@@ -16,6 +16,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/queue"
 )
 
 // Reasons of a quarantine: the dead-letter reason of the envelope, and the reason of the
@@ -70,7 +71,7 @@ func (e *ResultTooLargeError) Unwrap() error { return lockhandoff.ErrQuarantineN
 func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope []byte, f lockhandoff.Failure) error {
 	ev, err := decodeIn(ctx, envelope, p.cfg.MaxEventBytes)
 	if err != nil {
-		return p.dlq(ctx, envelope, InvalidReason(err))
+		return p.dlq(ctx, envelope, InvalidReason(err), nil)
 	}
 	if ev.Type == event.Drain {
 		return nil
@@ -84,7 +85,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 		return fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
 	}
 	if _, done := vals[0].(string); done {
-		if err := p.dlq(ctx, envelope, reason+"; its effect was committed and stays"); err != nil {
+		if err := p.dlq(ctx, envelope, reason+"; its effect was committed and stays", failureAttrs(f)); err != nil {
 			return err
 		}
 		if err := p.flush(ctx, t, nil); err != nil {
@@ -111,7 +112,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 	if len(rec.fixed) > 0 && stepErr == nil && !parked {
 		// An inventory event's one operation applied: it cannot be undone, so the event
 		// is completed. (Receive and adjust are each an event's only operation.)
-		if err := p.dlq(ctx, envelope, reason+"; its stock operation had applied: completed"); err != nil {
+		if err := p.dlq(ctx, envelope, reason+"; its stock operation had applied: completed", failureAttrs(f)); err != nil {
 			return err
 		}
 		pending, err := p.commit(ctx, t, ev, replay, []event.Result{res})
@@ -142,7 +143,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 		return fmt.Errorf("order: quarantine %s: the ledger refused undos: %v", ev.EventID, undo.refusals)
 	}
 
-	if err := p.dlq(ctx, envelope, reason); err != nil {
+	if err := p.dlq(ctx, envelope, reason, failureAttrs(f)); err != nil {
 		return err
 	}
 	gen := st.Requeued[ev.EventID] + 1
@@ -268,6 +269,19 @@ func boundedResultID(id string) string {
 	}
 	sum := sha256.Sum256([]byte(id))
 	return "h:" + hex.EncodeToString(sum[:])
+}
+
+// failureAttrs are the dead-letter attributes of a quarantined event: its failed runs and
+// when the first and the last of them were counted (junban-api and the console show them).
+func failureAttrs(f lockhandoff.Failure) map[string]string {
+	a := map[string]string{queue.AttrAttempts: strconv.Itoa(f.Attempts)}
+	if !f.FirstAt.IsZero() {
+		a[queue.AttrFirstFailure] = f.FirstAt.UTC().Format(time.RFC3339Nano)
+	}
+	if !f.LastAt.IsZero() {
+		a[queue.AttrLastFailure] = f.LastAt.UTC().Format(time.RFC3339Nano)
+	}
+	return a
 }
 
 // quarantineReason is the DLQ reason of a quarantined event: its code and the last error.

@@ -53,10 +53,11 @@ func (h *harness) deadLetters(n int) []dead {
 			h.t.Fatal(err)
 		}
 		for _, m := range r.Messages {
-			d := dead{body: aws.ToString(m.Body)}
-			if a, ok := m.MessageAttributes[queue.AttrDLQReason]; ok {
-				d.reason = aws.ToString(a.StringValue)
+			d := dead{body: aws.ToString(m.Body), attrs: map[string]string{}}
+			for k, a := range m.MessageAttributes {
+				d.attrs[k] = aws.ToString(a.StringValue)
 			}
+			d.reason = d.attrs[queue.AttrDLQReason]
 			out = append(out, d)
 			h.sqs.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(h.queues.Orders.DLQURL), ReceiptHandle: m.ReceiptHandle})
 		}
@@ -67,7 +68,10 @@ func (h *harness) deadLetters(n int) []dead {
 	return out
 }
 
-type dead struct{ body, reason string }
+type dead struct {
+	body, reason string
+	attrs        map[string]string
+}
 
 // redrive submits a dead-lettered body again, as `junbanctl dlq redrive` sends it back.
 func (h *harness) redrive(body string) {
@@ -136,6 +140,12 @@ func TestFailingEventIsQuarantinedThenRedrivenOnce(t *testing.T) {
 	dl := h.deadLetters(1)
 	if !strings.HasPrefix(dl[0].reason, order.ReasonMaxAttempts+": 3 failed runs") || !strings.Contains(dl[0].reason, errInjected.Error()) {
 		t.Fatalf("dlq reason %q", dl[0].reason)
+	}
+	a := dl[0].attrs
+	firstAt, err1 := time.Parse(time.RFC3339Nano, a[queue.AttrFirstFailure])
+	lastAt, err2 := time.Parse(time.RFC3339Nano, a[queue.AttrLastFailure])
+	if a[queue.AttrAttempts] != "3" || err1 != nil || err2 != nil || lastAt.Before(firstAt) {
+		t.Fatalf("dlq attributes %v", a)
 	}
 	// Each run reached the failing allocation once, and so did the quarantine's replay.
 	if got := flaky.calls.Load(); got != maxAttempts+1 {

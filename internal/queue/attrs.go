@@ -17,6 +17,12 @@ const (
 	AttrDLQReason = "junban-dlq-reason"
 	// AttrSourceQueue names the queue a dead-lettered message came from.
 	AttrSourceQueue = "junban-source-queue"
+	// AttrAttempts, AttrFirstFailure and AttrLastFailure are set on an event the
+	// order-worker quarantined: its failed runs, and when the first and the last were
+	// counted (RFC 3339).
+	AttrAttempts     = "junban-attempts"
+	AttrFirstFailure = "junban-first-failure"
+	AttrLastFailure  = "junban-last-failure"
 )
 
 // MaxAttributes is SQS's limit of message attributes per message.
