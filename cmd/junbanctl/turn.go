@@ -9,9 +9,25 @@ import (
 	"os"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/order"
 )
+
+// redisFromEnv connects to the Redis of REDIS_URL (JUNBAN_KEY_PREFIX, REDIS_CLUSTER) and
+// returns the client with the key prefix.
+func redisFromEnv() (redis.UniversalClient, string, error) {
+	cfg, err := config.Load[config.Redis]()
+	if err != nil {
+		return nil, "", err
+	}
+	rc, err := cfg.Client()
+	if err != nil {
+		return nil, "", err
+	}
+	return rc, cfg.KeyPrefix, nil
+}
 
 // entityArg parses the one positional argument of the turn commands: an lcid, or
 // "sku:<sku>" for an inventory entity.
@@ -40,16 +56,12 @@ func turnShow(ctx context.Context, w io.Writer, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Load[config.Redis]()
-	if err != nil {
-		return err
-	}
-	rc, err := cfg.Client()
+	rc, prefix, err := redisFromEnv()
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	r, err := order.InspectTurn(ctx, rc, cfg.KeyPrefix, entity)
+	r, err := order.InspectTurn(ctx, rc, prefix, entity)
 	if err != nil {
 		return err
 	}
@@ -99,11 +111,7 @@ func runTurnSkip(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Load[config.Redis]()
-	if err != nil {
-		return err
-	}
-	rc, err := cfg.Client()
+	rc, prefix, err := redisFromEnv()
 	if err != nil {
 		return err
 	}
@@ -113,7 +121,7 @@ func runTurnSkip(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pub.Close()
-	env, err := order.SkipTurn(ctx, rc, cfg.KeyPrefix, entity, order.Nudger(pub))
+	env, err := order.SkipTurn(ctx, rc, prefix, entity, order.Nudger(pub))
 	if env != nil {
 		fmt.Printf("skip asked for %s: a worker dead-letters it with %s and moves the turn on\n", eventLabel(env), order.ReasonSkipped)
 	}
