@@ -180,9 +180,12 @@ func TestWaitAtItsByteBoundKeepsTheMessageInSQS(t *testing.T) {
 	}
 	g.release()
 	h.collect(3)
+	// The results queue can hand a result over before the publisher that sent it has
+	// returned and counted it: the count is awaited, then checked.
 	for _, e := range []event.Order{e0, e1, e2} {
-		if n := h.pub.count(e.EventID); n != 1 {
-			t.Errorf("%s: %d results, want 1", e.Type, n)
+		eventually(t, string(e.Type)+" counted", func() bool { return h.pub.count(e.EventID) >= 1 })
+		if n := h.pub.count(e.EventID); n != 1 || len(h.results[e.EventID]) != 1 {
+			t.Errorf("%s: %d results published, %d received, want 1", e.Type, n, len(h.results[e.EventID]))
 		}
 	}
 	eventually(t, "the orders queue empty", func() bool { return h.ordersHeld() == 0 })
