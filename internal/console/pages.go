@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/junban/junban/internal/api"
@@ -241,41 +242,60 @@ func (c *Console) dlqPage(w http.ResponseWriter, r *http.Request, s session) {
 		if name == "" || only != "" && only != name && only != path.Base(name) {
 			continue
 		}
-		q := dlqQueue{Role: role, Name: path.Base(name), Depth: -1}
-		if c.d.SQS != nil {
-			if u, err := c.queueURL(r.Context(), name); err == nil {
-				if _, n, err := dlq.QueueState(r.Context(), c.d.SQS, u); err == nil {
-					q.Depth = n
-				}
-			}
-		}
-		if s.Admin() {
-			var l api.DLQList
-			if _, p := c.callAPI(r, s, "GET", "/v1/dlq/"+url.PathEscape(q.Name)+"?limit=100", nil, &l); p != nil {
-				q.Error = p
-			} else {
-				q.Listed, q.More = true, l.More
-				byCode := map[string]int{}
-				for _, m := range l.Messages {
-					code := ReasonCode(m.Reason)
-					i, ok := byCode[code]
-					if !ok {
-						i = len(q.Groups)
-						byCode[code] = i
-						q.Groups = append(q.Groups, dlqGroup{Code: code})
-					}
-					q.Groups[i].Messages = append(q.Groups[i].Messages, m)
-				}
-				slices.SortFunc(q.Groups, func(a, b dlqGroup) int { return strings.Compare(a.Code, b.Code) })
-			}
-		}
-		qs = append(qs, q)
+		qs = append(qs, dlqQueue{Role: role, Name: path.Base(name), Depth: -1})
 	}
 	if only != "" && len(qs) == 0 {
 		c.message(w, r, http.StatusNotFound, "Not found", only+" is none of the configured dead-letter queues.")
 		return
 	}
+	// Each queue's read takes a receive's long poll or more: both at once.
+	var wg sync.WaitGroup
+	for i := range qs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.readDLQ(r, s, &qs[i])
+		}()
+	}
+	wg.Wait()
 	c.render(w, r, http.StatusOK, "dlq", view{Title: "Dead letters", Nav: "dlq", Session: s, Data: qs, Flash: r.URL.Query().Get("msg")})
+}
+
+// readDLQ fills q with its depth and, for an admin, its messages grouped by reason
+// code; a queue whose depth is 0 is not listed (a list costs a receive's wait).
+func (c *Console) readDLQ(r *http.Request, s session, q *dlqQueue) {
+	if c.d.SQS != nil {
+		if u, err := c.queueURL(r.Context(), c.queueName(q.Role)); err == nil {
+			if _, n, err := dlq.QueueState(r.Context(), c.d.SQS, u); err == nil {
+				q.Depth = n
+			}
+		}
+	}
+	if !s.Admin() {
+		return
+	}
+	if q.Depth == 0 {
+		q.Listed = true
+		return
+	}
+	var l api.DLQList
+	if _, p := c.callAPI(r, s, "GET", "/v1/dlq/"+url.PathEscape(q.Name)+"?limit=100", nil, &l); p != nil {
+		q.Error = p
+		return
+	}
+	q.Listed, q.More = true, l.More
+	byCode := map[string]int{}
+	for _, m := range l.Messages {
+		code := ReasonCode(m.Reason)
+		i, ok := byCode[code]
+		if !ok {
+			i = len(q.Groups)
+			byCode[code] = i
+			q.Groups = append(q.Groups, dlqGroup{Code: code})
+		}
+		q.Groups[i].Messages = append(q.Groups[i].Messages, m)
+	}
+	slices.SortFunc(q.Groups, func(a, b dlqGroup) int { return strings.Compare(a.Code, b.Code) })
 }
 
 // dlqName returns the configured DLQ that the path's {queue} names.

@@ -31,7 +31,7 @@ type PickOptions struct {
 	// DLQ is the dead-letter queue, name or URL.
 	DLQ string
 	// Match chooses the messages; nil chooses none.
-	Match func(Message) bool
+	Match  func(Message) bool
 	Action Action
 }
 
