@@ -4,7 +4,7 @@ BIN       := bin
 BINARIES  := order-worker persist-worker webhook-gateway junban-api junbanctl
 TEST_FLAGS ?= -race -count=1 -timeout 14m
 
-.PHONY: all build stack stack-down stack-status migrate test vet demo chaos bench bench-lock bench-alloc bench-persist bench-e2e clean
+.PHONY: all build stack stack-down stack-status migrate test vet demo console-screenshots chaos bench bench-lock bench-alloc bench-persist bench-e2e clean
 
 all: build
 
@@ -30,6 +30,13 @@ vet:
 ## test: every test, against the real Redis, PostgreSQL and SQS emulator (started if absent)
 test: stack vet
 	$(GO) test $(TEST_FLAGS) ./...
+
+## console-screenshots: the console's browser test (headless Chromium, installed by
+## scripts/chromium.sh when missing) writes its PNGs into docs/console/
+console-screenshots: stack
+	@scripts/chromium.sh >/dev/null
+	@mkdir -p docs/console
+	JUNBAN_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run TestConsoleInBrowser -v ./internal/console/ | grep -E '^(---|ok|FAIL|    browser_test.go)'
 
 ## demo: stack up, migrate, the binaries, a sample workload, a summary
 demo: build stack
