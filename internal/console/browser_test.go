@@ -225,9 +225,11 @@ func (b *browser) eval(js string) int {
 
 // shot saves a PNG of the whole page into JUNBAN_CONSOLE_SCREENSHOTS (make
 // console-screenshots: docs/console/), else into the test's temporary directory.
-func (b *browser) shot(name string) {
+func (b *browser) shot(name string) { b.shotOf(name, chromedp.FullScreenshot(100)) }
+
+func (b *browser) shotOf(name string, a chromedp.Action[[]byte]) {
 	b.t.Helper()
-	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(b.ctx, a)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -321,7 +323,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("SKU page of %s has no lots or no moves", sku)
 	}
 	b.text("#availability")
-	b.shot("sku")
+	b.shotOf("sku", chromedp.CaptureScreenshot()) // the viewport: the page has 200 moves
 
 	// A poison message: a placement dead-lettered as the order-worker dead-letters an
 	// event (queue.DeadLetter, with its reason and source queue).
