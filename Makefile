@@ -36,7 +36,7 @@ test: stack vet
 console-screenshots: stack
 	@scripts/chromium.sh >/dev/null
 	@mkdir -p docs/console
-	JUNBAN_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run TestConsoleInBrowser -v ./internal/console/ | grep -E '^(---|ok|FAIL|    browser_test.go)'
+	JUNBAN_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run "TestConsoleInBrowser|TestConsoleSkipsAStuckTurn" -v ./internal/console/ | grep -E '^(---|ok|FAIL|    browser_test.go)'
 
 ## demo: stack up, migrate, the binaries, a sample workload, a summary
 demo: build stack

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -25,6 +26,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/loadgen"
+	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
@@ -439,4 +441,94 @@ func TestConsoleInBrowser(t *testing.T) {
 		lines = append(lines, fmt.Sprintf("%s %.0f ms", name, ms))
 	}
 	t.Logf("render times (navigation start to DOMContentLoaded, %d orders, %d events): %s", f.spec.Orders, f.sum.Distinct, strings.Join(lines, ", "))
+}
+
+// A turn whose event keeps failing, in the console: listed under Stuck turns with a
+// link to its order, whose page shows the event in hand with its attempts and error and
+// a skip button for an admin; the skip, through its confirmation, marks the event, and
+// the worker's next run quarantines it as skipped. The turn is a lockhandoff of the test
+// whose handler always fails (no fleet: nothing else may take the turn).
+func TestConsoleSkipsAStuckTurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser; not under -short")
+	}
+	chromiumPath(t)
+	rc, prefix := testenv.Redis(t)
+	db := testenv.Postgres(t)
+	sqsc := testenv.SQS(t)
+	q := testenv.NewQueues(t, sqsc, 5)
+	pub, err := queue.NewPublisher(sqsc, queue.PublisherConfig{QueueURL: q.Orders.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pub.Close() })
+	cfg := config.SQS{OrdersQueue: q.OrdersName, OrdersDLQ: q.OrdersDLQName, ResultsQueue: q.ResultsName, ResultsDLQ: q.ResultsDLQName}
+	a, err := api.New(api.Deps{Redis: rc, Prefix: prefix, DB: db, Ledger: ledger.New(rc, prefix, ledger.PGLoader{DB: db}, ledger.Config{}),
+		SQS: sqsc, Queues: cfg, Nudge: order.Nudger(pub)}, api.Options{ReadTokens: []string{readToken}, AdminTokens: []string{adminToken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := New(Deps{API: a, Redis: rc, Prefix: prefix, DB: db, SQS: sqsc, Queues: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(Mount(a, cons))
+	t.Cleanup(srv.Close)
+
+	var mu sync.Mutex
+	var quarantined []lockhandoff.Failure
+	hd, err := lockhandoff.New(rc, lockhandoff.Config{
+		Prefix: prefix, MaxAttempts: 1000, HandlerRetries: 1,
+		Quarantine: func(ctx context.Context, tn lockhandoff.Turn, env []byte, f lockhandoff.Failure) error {
+			mu.Lock()
+			defer mu.Unlock()
+			quarantined = append(quarantined, f)
+			return nil
+		},
+	}, func(ctx context.Context, tn lockhandoff.Turn, env []byte) error {
+		return errors.New("stock service away")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hd.Stop()
+	lcid := "LC-STUCK-" + testenv.ID()
+	if _, err := hd.Submit(context.Background(), lcid, []byte(`{"event_id":"evt-stuck","type":"payment.confirmed","lcid":"`+lcid+`","occurred_at":"2026-12-01T10:00:00Z"}`)); err != nil {
+		t.Fatal(err)
+	}
+	<-hd.Idle()
+
+	b := newBrowser(t, srv.URL)
+	b.login(adminToken)
+	b.open("stuck-one", "/stuck")
+	if got := b.text(fmt.Sprintf(`#stuck a[href="/orders/%s"]`, lcid)); got != lcid {
+		t.Fatalf("stuck turns: link %q", got)
+	}
+	b.shot("stuck-one")
+	b.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`#stuck a[href="/orders/%s"]`, lcid))), chromedp.WaitVisible(chromedp.ID("turn")))
+	if got := b.text("#turn"); !strings.Contains(got, "evt-stuck") || !strings.Contains(got, "stock service away") {
+		t.Fatalf("the order page's turn does not show the event in hand: %q", got)
+	}
+	b.shot("order-stuck")
+	b.do(chromedp.Click(chromedp.ID("skip")), chromedp.WaitVisible(chromedp.ID("confirm")))
+	b.do(chromedp.Click(chromedp.ID("confirm")), chromedp.WaitVisible(chromedp.ID("flash")))
+	if got := b.text("#flash"); !strings.HasPrefix(got, "skip asked for evt-stuck") {
+		t.Fatalf("after the skip: %q", got)
+	}
+	if err := hd.Resume(context.Background(), lcid); err != nil {
+		t.Fatal(err)
+	}
+	<-hd.Idle()
+	mu.Lock()
+	if len(quarantined) != 1 || !quarantined[0].Skipped {
+		t.Fatalf("quarantined: %+v", quarantined)
+	}
+	mu.Unlock()
+	b.open("stuck-none", "/stuck")
+	b.text("#none-stuck")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.errors) > 0 {
+		t.Fatalf("the browser logged %d error(s)/warning(s):\n%s", len(b.errors), strings.Join(b.errors, "\n"))
+	}
 }
