@@ -71,6 +71,8 @@ type Console struct {
 	mu      sync.Mutex
 	history []Sample
 	urls    map[string]string // queue name -> URL
+	stuck   int
+	stuckAt time.Time
 }
 
 // New returns the console over d.

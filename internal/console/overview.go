@@ -157,11 +157,33 @@ FROM inbox WHERE committed_at > ? OR processed_at > ?`, since, since, since, sin
 			}
 		}
 	}
-	var stuck api.StuckList
-	if code, _ := c.callAPI(r, s, "GET", "/v1/turns/stuck?limit=500", nil, &stuck); code == http.StatusOK {
-		sm.Stuck = len(stuck.Turns)
-	}
+	sm.Stuck = c.stuckCount(r, s)
 	return sm
+}
+
+// stuckEvery is how often the overview asks the API for the stuck turns: the list
+// inspects every turn of the backlog index (up to 2000), too much for every sample.
+const stuckEvery = 10 * time.Second
+
+// stuckCount returns the number of stuck turns the API lists, read at most every
+// stuckEvery (-1: unreadable).
+func (c *Console) stuckCount(r *http.Request, s session) int {
+	c.mu.Lock()
+	if !c.stuckAt.IsZero() && c.d.Now().Sub(c.stuckAt) < stuckEvery {
+		n := c.stuck
+		c.mu.Unlock()
+		return n
+	}
+	c.mu.Unlock()
+	n := -1
+	var l api.StuckList
+	if code, _ := c.callAPI(r, s, "GET", "/v1/turns/stuck?limit=500", nil, &l); code == http.StatusOK {
+		n = len(l.Turns)
+	}
+	c.mu.Lock()
+	c.stuck, c.stuckAt = n, c.d.Now()
+	c.mu.Unlock()
+	return n
 }
 
 type overviewData struct {
