@@ -4,7 +4,7 @@ BIN       := bin
 BINARIES  := order-worker persist-worker webhook-gateway junban-api junbanctl
 TEST_FLAGS ?= -race -count=1 -timeout 14m
 
-.PHONY: all build stack stack-down stack-status migrate test test-other-sqs vet demo chaos bench bench-lock bench-alloc bench-persist bench-e2e bench-api clean
+.PHONY: all build stack stack-down stack-status migrate test test-other-sqs vet demo console-screenshots chaos bench bench-lock bench-alloc bench-persist bench-e2e bench-api clean
 
 all: build
 
@@ -47,6 +47,13 @@ test-other-sqs: stack
 	ep=$${other#* }; echo "== queue, e2e and DLQ tests on $${other% *} ($$ep) =="; \
 	AWS_ENDPOINT_URL_SQS=$$ep $(GO) test $(TEST_FLAGS) $(OTHER_SQS_PACKAGES); \
 	AWS_ENDPOINT_URL_SQS=$$ep $(GO) test $(TEST_FLAGS) -run '$(OTHER_SQS_DLQ_RUN)' $(OTHER_SQS_DLQ)
+
+## console-screenshots: the console's browser test (headless Chromium, installed by
+## scripts/chromium.sh when missing) writes its PNGs into docs/console/
+console-screenshots: stack
+	@scripts/chromium.sh >/dev/null
+	@mkdir -p docs/console
+	JUNBAN_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run "TestConsoleInBrowser|TestConsoleSkipsAStuckTurn" -v ./internal/console/ | grep -E '^(---|ok|FAIL|    browser_test.go)'
 
 ## demo: stack up, migrate, the binaries, a sample workload, a summary
 demo: build stack

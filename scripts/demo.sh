@@ -2,6 +2,9 @@
 # junban's main job, end to end: the stack, migrations, two order-workers, a
 # persist-worker and the webhook gateway, a minute of realistic load, reconcile, a summary.
 # Run it with `make demo` (which builds the binaries and starts the stack first).
+# junban-api serves the operator console during the load; afterwards the fleet keeps
+# running until Enter or Ctrl-C, so the console can be looked around in. DEMO_KEEP=0
+# stops at once (for scripts), and so does a stdin that is not a terminal (CI, pipes).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,6 +22,10 @@ done <"$root/.junban/stack.env"
 
 # Demo settings, overridable from the environment.
 ORDERS=${DEMO_ORDERS:-3000}
+API_PORT=${DEMO_API_PORT:-8090}
+if [ -z "${DEMO_KEEP:-}" ]; then
+  if [ -t 0 ]; then DEMO_KEEP=1; else DEMO_KEEP=0; fi
+fi
 RATE=${DEMO_RATE:-250}
 export JUNBAN_LOG_LEVEL=${JUNBAN_LOG_LEVEL:-warn}
 # A local-only signing secret for the demo's payment provider (Standard Webhooks).
@@ -35,7 +42,7 @@ stop_all() {
 }
 trap stop_all EXIT
 
-start() { # start NAME BINARY PORT
+start() { # start NAME BINARY PORT (the health port)
   JUNBAN_HTTP_ADDR="127.0.0.1:$3" "$bin/$2" >"$logs/$1.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do
@@ -57,7 +64,14 @@ ow2_port=$(free_port)
 start order-worker-2 order-worker "$ow2_port"
 start persist-worker persist-worker "$(free_port)"
 start webhook-gateway webhook-gateway "$gw_port"
-echo "started 2 order-workers, a persist-worker and the webhook gateway (logs in .junban/demo/)"
+if ! python3 -c 'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1])))' "$API_PORT" 2>/dev/null; then
+  API_PORT=$(free_port)
+fi
+# Loopback and no token: the API and its console are open to this machine only.
+JUNBAN_API_ADDR="127.0.0.1:$API_PORT" start junban-api junban-api "$(free_port)"
+echo "started 2 order-workers, a persist-worker, the webhook gateway and junban-api (logs in .junban/demo/)"
+echo
+echo "console: http://127.0.0.1:$API_PORT/   (the API under /v1, see docs/api.md and docs/console.md)"
 
 echo
 echo "== load: $ORDERS orders, ~$RATE events/s, 20% duplicate deliveries, payments partly by webhook =="
@@ -84,3 +98,9 @@ What the numbers show:
     (a payment before its placement), which wait for the workload's next send;
   - reconcile: PostgreSQL matches Redis.
 EOF
+
+if [ "$DEMO_KEEP" != 0 ]; then
+  echo
+  echo "The fleet keeps running: console at http://127.0.0.1:$API_PORT/ . Press Enter or Ctrl-C to stop it."
+  read -r _ || true
+fi

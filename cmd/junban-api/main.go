@@ -1,6 +1,7 @@
 // Command junban-api serves junban's read side over HTTP: stock and availability,
 // orders with their timeline and turn, stuck turns and the dead-letter queues
-// (internal/api, docs/api.md).
+// (internal/api, docs/api.md), and the operator console at / (internal/console,
+// docs/console.md).
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 
 	"github.com/junban/junban/internal/api"
 	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/console"
 	"github.com/junban/junban/internal/health"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/logging"
@@ -87,6 +89,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// The operator console at `/` (internal/console), over the API's handlers and tokens.
+	cons, err := console.New(console.Deps{API: h, Redis: rc, Prefix: cfg.KeyPrefix, DB: db, SQS: sqsc, Queues: cfg.SQS, Log: log})
+	if err != nil {
+		return err
+	}
 	hs := health.New(reg, log)
 	hs.AddCheck("redis", health.RedisCheck(rc))
 	hs.AddCheck("postgres", health.PostgresCheck(db))
@@ -94,7 +101,7 @@ func run() error {
 	if err := hs.Start(cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("listen on JUNBAN_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
-	srv := cfg.Server(h)
+	srv := cfg.Server(console.Mount(h, cons))
 	ln, err := net.Listen("tcp", srv.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on JUNBAN_API_ADDR %s: %w", srv.Addr, err)
