@@ -71,11 +71,14 @@ type Server struct {
 	auth *authenticator
 	mux  *http.ServeMux
 	m    *metrics
+	// avail keeps availability answers by SKU version (GET /v1/skus/{sku}/availability).
+	avail *availCache
 }
 
 type metrics struct {
-	requests *prometheus.CounterVec
-	seconds  *prometheus.HistogramVec
+	requests  *prometheus.CounterVec
+	seconds   *prometheus.HistogramVec
+	availHits prometheus.Counter
 }
 
 // New returns the API over d.
@@ -104,7 +107,7 @@ func New(d Deps, o Options) (*Server, error) {
 	if d.IndexShards <= 0 {
 		d.IndexShards = lockhandoff.IndexShardsDefault
 	}
-	s := &Server{d: d, o: o, auth: newAuthenticator(o.ReadTokens, o.AdminTokens), mux: http.NewServeMux()}
+	s := &Server{d: d, o: o, auth: newAuthenticator(o.ReadTokens, o.AdminTokens), mux: http.NewServeMux(), avail: newAvailCache()}
 	s.m = &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "junban_api_requests_total", Help: "API requests by route and status code.",
@@ -113,9 +116,13 @@ func New(d Deps, o Options) (*Server, error) {
 			Name: "junban_api_request_seconds", Help: "API request latency by route.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10},
 		}, []string{"route"}),
+		availHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "junban_api_availability_cached_total",
+			Help: "Availability answers served from the answer the script gave at the SKU's current version.",
+		}),
 	}
 	if d.Registerer != nil {
-		for _, c := range []prometheus.Collector{s.m.requests, s.m.seconds} {
+		for _, c := range []prometheus.Collector{s.m.requests, s.m.seconds, s.m.availHits} {
 			if err := d.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("api: metrics: %w", err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	gojson "github.com/goccy/go-json"
 	"io"
 	"net/http"
 	"strconv"
@@ -106,11 +107,28 @@ func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
 			return badRequest("qty %q is not an integer within 1..%d", v, ledger.MaxQty)
 		}
 	}
-	a, err := s.d.Ledger.Availability(r.Context(), ledger.AvailabilityRequest{SKU: r.PathValue("sku"), TargetDate: q.Get("date"), Mode: mode, Qty: qty})
+	sku := r.PathValue("sku")
+	key := availKey{sku: sku, date: q.Get("date"), mode: mode, qty: qty}
+	// The SKU's version first: an answer the script gave at this very version is the
+	// answer now (every ledger operation bumps it), and costs no walk.
+	if v, ok, err := s.d.Ledger.Version(r.Context(), sku); err == nil && ok {
+		if body, hit := s.avail.get(key, v); hit {
+			s.m.availHits.Inc()
+			writeEncoded(w, http.StatusOK, body)
+			return nil
+		}
+	}
+	a, err := s.d.Ledger.Availability(r.Context(), ledger.AvailabilityRequest{SKU: sku, TargetDate: q.Get("date"), Mode: mode, Qty: qty})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, a)
+	enc, err := gojson.Marshal(a)
+	if err != nil {
+		return err
+	}
+	body := append(enc, '\n')
+	s.avail.put(key, a.Version, body)
+	writeEncoded(w, http.StatusOK, body)
 	return nil
 }
 

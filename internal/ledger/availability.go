@@ -109,6 +109,20 @@ func (l *Ledger) Availability(ctx context.Context, r AvailabilityRequest) (Avail
 	}
 }
 
+// Version reads the SKU's version in Redis; ok is false when the SKU is not loaded. Every
+// ledger operation that changes the SKU bumps it, so an answer read at a version holds
+// for as long as the version does.
+func (l *Ledger) Version(ctx context.Context, sku string) (v int64, ok bool, err error) {
+	if err := CheckSKU(sku); err != nil {
+		return 0, false, err
+	}
+	v, err = l.rc.HGet(ctx, Key(l.prefix, sku), fieldVersion).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, false, nil
+	}
+	return v, err == nil, err
+}
+
 // AvailabilityAnswer is one answer of AvailabilityMany: Err is the request's own error
 // (invalid, unknown SKU), which does not fail the others.
 type AvailabilityAnswer struct {
