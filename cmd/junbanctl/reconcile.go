@@ -7,12 +7,11 @@ import (
 	"os"
 	"strings"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/persist"
+	"github.com/junban/junban/internal/progress"
 )
 
 // reconcileConfig is what reconcile reads from the environment.
@@ -55,7 +54,7 @@ func runReconcile(ctx context.Context, args []string) error {
 		defer sqlDB.Close()
 	}
 
-	var bar *progressbar.ProgressBar
+	var bar progress.Bar
 	rcfg := persist.ReconcileConfig{
 		DB: db,
 		// No loader: reconcile looks at what Redis holds and never loads a SKU into it.
@@ -66,15 +65,7 @@ func runReconcile(ctx context.Context, args []string) error {
 				return
 			}
 			if bar == nil {
-				bar = progressbar.NewOptions(total,
-					progressbar.OptionSetWriter(os.Stderr),
-					progressbar.OptionSetDescription("reconcile"),
-					progressbar.OptionShowCount(),
-					progressbar.OptionShowIts(),
-					progressbar.OptionSetItsString("entities"),
-					progressbar.OptionThrottle(100_000_000), // 100 ms
-					progressbar.OptionClearOnFinish(),
-				)
+				bar = progress.New(os.Stderr, total, "reconcile")
 			}
 			bar.Set(done)
 		},

@@ -12,10 +12,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/progress"
 )
 
 // Publisher puts order events on the orders queue.
@@ -249,13 +249,7 @@ func pct(sorted []time.Duration, p float64) float64 {
 	return float64(sorted[i].Microseconds()) / 1000
 }
 
-func newBar(w io.Writer, n int, what string) *progressbar.ProgressBar {
-	if w == nil {
-		w = io.Discard
-	}
-	return progressbar.NewOptions(n, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
-		progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
-}
+func newBar(w io.Writer, n int, what string) progress.Bar { return progress.New(w, n, what) }
 
 // commitOverlap is how far back each poll of the inbox looks before the newest commit
 // it saw: committed_at is its transaction's start, so a batch that committed later can
