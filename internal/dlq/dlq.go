@@ -167,25 +167,7 @@ func List(ctx context.Context, c *sqs.Client, url string, maxN int) (msgs []Mess
 			}
 			seen[id] = true
 			fresh++
-			msg := Message{ID: id, Body: aws.ToString(m.Body),
-				SentAt:          msTime(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)]),
-				FirstReceivedAt: msTime(m.Attributes[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)])}
-			msg.Receives, _ = strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
-			if a, ok := m.MessageAttributes[queue.AttrDLQReason]; ok {
-				msg.Reason = aws.ToString(a.StringValue)
-			}
-			msg.Reason = cmp.Or(msg.Reason, RedrivePolicyReason)
-			if a, ok := m.MessageAttributes[queue.AttrSourceQueue]; ok {
-				msg.Source = aws.ToString(a.StringValue)
-			}
-			if a, ok := m.MessageAttributes[queue.AttrAttempts]; ok {
-				msg.Attempts, _ = strconv.Atoi(aws.ToString(a.StringValue))
-			}
-			for name, t := range map[string]*time.Time{queue.AttrFirstFailure: &msg.FirstFailure, queue.AttrLastFailure: &msg.LastFailure} {
-				if a, ok := m.MessageAttributes[name]; ok {
-					*t, _ = time.Parse(time.RFC3339Nano, aws.ToString(a.StringValue))
-				}
-			}
+			msg := message(m)
 			msgs = append(msgs, msg)
 		}
 		if fresh == 0 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -142,6 +143,14 @@ func message(m types.Message) Message {
 	msg.Reason = cmp.Or(msg.Reason, RedrivePolicyReason)
 	if a, ok := m.MessageAttributes[queue.AttrSourceQueue]; ok {
 		msg.Source = aws.ToString(a.StringValue)
+	}
+	if a, ok := m.MessageAttributes[queue.AttrAttempts]; ok {
+		msg.Attempts, _ = strconv.Atoi(aws.ToString(a.StringValue))
+	}
+	for name, t := range map[string]*time.Time{queue.AttrFirstFailure: &msg.FirstFailure, queue.AttrLastFailure: &msg.LastFailure} {
+		if a, ok := m.MessageAttributes[name]; ok {
+			*t, _ = time.Parse(time.RFC3339Nano, aws.ToString(a.StringValue))
+		}
 	}
 	return msg
 }
