@@ -62,6 +62,15 @@ const (
 	OrderShipped             Type = "order.shipped"
 	InventoryReceived        Type = "inventory.received"
 	InventoryAdjusted        Type = "inventory.adjusted"
+	// The warehouse's side of the ledger (docs/events.md has an example body of each).
+	InventorySKURegistered      Type = "inventory.sku_registered"
+	InventoryLotRegistered      Type = "inventory.lot_registered"
+	InventorySafetyStockChanged Type = "inventory.safety_stock_changed"
+	InventoryHeld               Type = "inventory.held"
+	InventoryReleasedHold       Type = "inventory.released_hold"
+	InventoryDamaged            Type = "inventory.damaged"
+	InventoryLotRecalled        Type = "inventory.lot_recalled"
+	OrderReturned               Type = "order.returned"
 	// Drain is junban's own nudge: a holder that left an entity's turn with a backlog
 	// sends it so that another replica takes the turn and drains the wait list.
 	Drain Type = "junban.drain"
@@ -110,6 +119,65 @@ type InventoryAdjustedData struct {
 	Reason string `json:"reason"`
 }
 
+// SKURegisteredData is the data of inventory.sku_registered: a new SKU and its settings.
+type SKURegisteredData struct {
+	SKU         string `json:"sku"`
+	SafetyStock int64  `json:"safety_stock"`
+}
+
+// SafetyStockChangedData is the data of inventory.safety_stock_changed.
+type SafetyStockChangedData struct {
+	SKU         string `json:"sku"`
+	SafetyStock int64  `json:"safety_stock"`
+}
+
+// LotRegisteredData is the data of inventory.lot_registered: a new lot of a SKU, planned
+// (a purchase order's expected delivery) or on hand (an unplanned delivery). The names
+// are the import's columns; the registration order is the SKU's next, so a new planned
+// lot is the first that LIFO takes.
+type LotRegisteredData struct {
+	SKU   string `json:"sku"`
+	LotID string `json:"lot_id"`
+	Kind  string `json:"kind"`
+	// Good defaults to true.
+	Good       *bool  `json:"good,omitempty"`
+	BestBefore string `json:"best_before,omitempty"`
+	ArrivesAt  string `json:"arrives_at,omitempty"`
+	ValidFrom  string `json:"valid_from,omitempty"`
+	ValidTo    string `json:"valid_to,omitempty"`
+	// Sellable is the lot's quantity.
+	Sellable int64 `json:"sellable"`
+}
+
+// LotQtyData is the data of inventory.held, inventory.released_hold and
+// inventory.damaged: a quantity of one lot, and why.
+type LotQtyData struct {
+	SKU    string `json:"sku"`
+	LotID  string `json:"lot_id"`
+	Qty    int64  `json:"qty"`
+	Reason string `json:"reason"`
+}
+
+// LotRecalledData is the data of inventory.lot_recalled: the whole lot is defective.
+type LotRecalledData struct {
+	SKU    string `json:"sku"`
+	LotID  string `json:"lot_id"`
+	Reason string `json:"reason"`
+}
+
+// ReturnedData is the data of order.returned: units of a shipped order come back.
+type ReturnedData struct {
+	Lines []ReturnLine `json:"lines"`
+	// Defective sends the units to the lots' defective bucket instead of sellable.
+	Defective bool `json:"defective,omitempty"`
+}
+
+// ReturnLine is a quantity of one order line that came back.
+type ReturnLine struct {
+	LineID string `json:"line_id"`
+	Qty    int64  `json:"qty"`
+}
+
 // Outcome of an event.
 const (
 	Applied  = "applied"
@@ -136,7 +204,12 @@ type Result struct {
 	Order       *OrderSnapshot `json:"order,omitempty"`
 	Moves       []ledger.Move  `json:"moves,omitempty"`
 	SKUs        []ledger.SKU   `json:"skus,omitempty"`
-	ProcessedAt time.Time      `json:"processed_at"`
+	// Holders are, for inventory.lot_recalled, the orders that hold reserved or
+	// allocated units of the recalled lot (at most ledger.MaxResultHolders);
+	// HolderCount counts them all.
+	Holders     []ledger.Holder `json:"holders,omitempty"`
+	HolderCount int             `json:"holder_count,omitempty"`
+	ProcessedAt time.Time       `json:"processed_at"`
 }
 
 // OrderSnapshot is an order's state after an event.
@@ -157,6 +230,8 @@ type SnapshotLine struct {
 	Qty    int64  `json:"qty"`
 	// Lots hold the line's quantity, in allocation order.
 	Lots []ledger.LotQty `json:"lots,omitempty"`
+	// Returned is what came back of the line's shipped units (order.returned), per lot.
+	Returned []ledger.LotQty `json:"returned,omitempty"`
 }
 
 // Order statuses.

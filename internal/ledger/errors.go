@@ -29,6 +29,10 @@ var (
 	// ErrLotState: the lot is not in the state the operation needs (receiving a lot that
 	// is not planned).
 	ErrLotState = errors.New("ERR_LOT_STATE: lot is not in the required state")
+	// ErrSKUExists: RegisterSKU of a SKU that Redis or the Loader knows.
+	ErrSKUExists = errors.New("ERR_SKU_EXISTS: the SKU exists")
+	// ErrLotExists: RegisterLot of a lot id the SKU has.
+	ErrLotExists = errors.New("ERR_LOT_EXISTS: the lot exists")
 )
 
 // reasons maps reason codes to errors: the one place where script error replies become
@@ -43,6 +47,8 @@ var reasons = map[string]error{
 	"ERR_INVALID_REQUEST":  ErrInvalidRequest,
 	"ERR_INSUFFICIENT":     ErrInsufficient,
 	"ERR_LOT_STATE":        ErrLotState,
+	"ERR_SKU_EXISTS":       ErrSKUExists,
+	"ERR_LOT_EXISTS":       ErrLotExists,
 }
 
 // Reason returns the reason code of err ("ERR_SHORTAGE", ...), "ERR_INTERNAL" for an

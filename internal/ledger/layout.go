@@ -17,11 +17,15 @@ import (
 //	    o:<i>    candidate index chunk i: the good lots with sellable > 0, in allocation
 //	             order, one record per lot, indexChunk records per chunk (ledger.lua
 //	             keeps it current as lots empty and refill)
+//	    n        the next registration number (reg_seq) RegisterLot gives
 //	    m:<lot>  meta "kind\tgood\tbest_before\treg_seq\tarrives_at\tvalid_from\tvalid_to"
 //	    s:<lot>  sellable (read for every candidate an allocation looks at)
-//	    b:<lot>  the other buckets "reserved allocated hidden shipped" (read and
-//	             written together, only for the lots an operation touches)
+//	    b:<lot>  the other buckets "reserved allocated hidden shipped defective" (read
+//	             and written together, only for the lots an operation touches; a hash
+//	             written before the defective bucket existed has four)
 //	<prefix>:inv:{<sku>}:op:<op_id>    string, the op's result, expires after Config.OpRetention
+//	<prefix>:inv:{<sku>}:h:<lot>       hash lcid -> the reserved+allocated units the order
+//	                                   holds in the lot (operations that name a holder)
 //
 // Every key of a SKU carries the hash tag {<sku>}, so one script may touch them all,
 // also on a Redis Cluster.
@@ -36,13 +40,14 @@ const (
 	fieldVersion = "v"
 	fieldSafety  = "ss"
 	fieldChunks  = "on"
+	fieldNextReg = "n"
 	// indexChunk is the number of index records per hash field; ledger.lua's CHUNK.
 	indexChunk = 32
 )
 
 // bucketCodes are the bucket names in ledger.lua's arguments.
 var bucketCodes = map[string]string{
-	Sellable: "s", Reserved: "r", Allocated: "a", Hidden: "h", Shipped: "x",
+	Sellable: "s", Reserved: "r", Allocated: "a", Hidden: "h", Shipped: "x", Defective: "d",
 }
 
 // Candidate index records. Each is sortKey + valid_from + valid_to + "s:" + lot_id + "\n"
@@ -177,16 +182,21 @@ func CheckSKUState(s SKU) error {
 // loadFields returns the hash of a SKU as field/value pairs.
 func loadFields(s SKU) []any {
 	chunks := buildIndex(s.Lots)
-	out := make([]any, 0, 6+2*len(chunks)+6*len(s.Lots))
+	next := int64(0)
+	for _, l := range s.Lots {
+		next = max(next, l.RegSeq+1)
+	}
+	out := make([]any, 0, 8+2*len(chunks)+6*len(s.Lots))
 	out = append(out, fieldVersion, strconv.FormatInt(s.Version, 10),
-		fieldSafety, strconv.FormatInt(s.SafetyStock, 10), fieldChunks, strconv.Itoa(len(chunks)))
+		fieldSafety, strconv.FormatInt(s.SafetyStock, 10), fieldChunks, strconv.Itoa(len(chunks)),
+		fieldNextReg, strconv.FormatInt(next, 10))
 	for i, c := range chunks {
 		out = append(out, "o:"+strconv.Itoa(i), c)
 	}
 	for _, l := range s.Lots {
 		out = append(out, "m:"+l.LotID, encodeMeta(l),
 			"s:"+l.LotID, strconv.FormatInt(l.Sellable, 10),
-			"b:"+l.LotID, fmt.Sprintf("%d %d %d %d", l.Reserved, l.Allocated, l.Hidden, l.Shipped))
+			"b:"+l.LotID, fmt.Sprintf("%d %d %d %d %d", l.Reserved, l.Allocated, l.Hidden, l.Shipped, l.Defective))
 	}
 	return out
 }
@@ -235,9 +245,12 @@ func sortLots(lots []Lot) {
 //
 //	<version>
 //	m \t lot \t from \t to \t qty          one per move, in order
-//	l \t lot \t <meta, 7 fields> \t sellable \t "reserved allocated hidden shipped"
+//	l \t lot \t <meta, 7 fields> \t sellable \t "reserved allocated hidden shipped defective"
 //	                                       one per touched lot
-//	c \t reason                            adjustments only
+//	c \t reason                            operations with a reason
+//	s \t safety_stock                      RegisterSKU, SetSafetyStock
+//	n \t count                             Recall: the lot's holders
+//	k \t lcid \t qty                       Recall: one per holder listed
 func decodeResult(opID, sku, text string) (Result, error) {
 	r := Result{OpID: opID, SKU: sku, Moves: []Move{}, Lots: []Lot{}}
 	bad := func(line string) (Result, error) { return r, fmt.Errorf("ledger: bad script result line %q", line) }
@@ -268,6 +281,22 @@ func decodeResult(opID, sku, text string) (Result, error) {
 			r.Lots = append(r.Lots, l)
 		case "c":
 			r.Reason = f
+		case "s":
+			if r.SafetyStock, err = strconv.ParseInt(f, 10, 64); err != nil {
+				return bad(line)
+			}
+		case "n":
+			if r.HolderCount, err = strconv.Atoi(f); err != nil {
+				return bad(line)
+			}
+		case "k":
+			lcid, qty, _ := strings.Cut(f, "\t")
+			q, err := strconv.ParseInt(qty, 10, 64)
+			if err != nil || len(r.Lots) == 0 {
+				return bad(line)
+			}
+			// A recall touches its one lot; the lot line comes before the holders.
+			r.Holders = append(r.Holders, Holder{LCID: lcid, LotID: r.Lots[len(r.Lots)-1].LotID, Qty: q})
 		default:
 			return bad(line)
 		}
@@ -300,15 +329,24 @@ func decodeLotLine(f string) (Lot, error) {
 	return l, decodeBuckets(&l, fields[9])
 }
 
-// decodeBuckets parses the b:<lot> field "reserved allocated hidden shipped".
+// decodeBuckets parses the b:<lot> field "reserved allocated hidden shipped defective"
+// (four numbers in a hash written before the defective bucket: defective 0).
 func decodeBuckets(l *Lot, s string) error {
-	for _, q := range []*int64{&l.Reserved, &l.Allocated, &l.Hidden, &l.Shipped} {
+	all := s
+	l.Defective = 0
+	for i, q := range []*int64{&l.Reserved, &l.Allocated, &l.Hidden, &l.Shipped, &l.Defective} {
+		if i == 4 && s == "" {
+			return nil
+		}
 		v, rest, _ := strings.Cut(s, " ")
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return fmt.Errorf("ledger: bad buckets %q", s)
+			return fmt.Errorf("ledger: bad buckets %q", all)
 		}
 		*q, s = n, rest
+	}
+	if s != "" {
+		return fmt.Errorf("ledger: bad buckets %q", all)
 	}
 	return nil
 }

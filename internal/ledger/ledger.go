@@ -86,10 +86,15 @@ type Inventory interface {
 	Ship(ctx context.Context, r LotsRequest) (Result, error)
 	Undo(ctx context.Context, r UndoRequest) (Result, error)
 	Receive(ctx context.Context, r ReceiveRequest) (Result, error)
-	Hide(ctx context.Context, r LotRequest) (Result, error)
-	Unhide(ctx context.Context, r LotRequest) (Result, error)
-	MarkDefective(ctx context.Context, r LotRequest) (Result, error)
 	Adjust(ctx context.Context, r AdjustRequest) (Result, error)
+	Hold(ctx context.Context, r HoldRequest) (Result, error)
+	ReleaseHold(ctx context.Context, r HoldRequest) (Result, error)
+	Damage(ctx context.Context, r HoldRequest) (Result, error)
+	Recall(ctx context.Context, r RecallRequest) (Result, error)
+	Return(ctx context.Context, r ReturnRequest) (Result, error)
+	RegisterSKU(ctx context.Context, r RegisterSKURequest) (Result, error)
+	RegisterLot(ctx context.Context, r RegisterLotRequest) (Result, error)
+	SetSafetyStock(ctx context.Context, r SafetyStockRequest) (Result, error)
 	Snapshot(ctx context.Context, sku string) (SKU, error)
 }
 
@@ -167,11 +172,13 @@ func (l *Ledger) Allocate(ctx context.Context, r AllocateRequest) (Result, error
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "alloc", r.OpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode))
+	return l.run(ctx, "alloc", r.OpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode), r.Holder)
 }
 
-func (l *Ledger) moveLots(ctx context.Context, opID, sku, from, to string, lots []LotQty) (Result, error) {
-	args := []any{from, to}
+// moveLots runs ledger.lua's move: the quantities in lots from one bucket to another,
+// with the holder whose holdings change (or "") and the reason the result carries (or "").
+func (l *Ledger) moveLots(ctx context.Context, opID, sku, from, to, holder, reason string, lots []LotQty) (Result, error) {
+	args := []any{from, to, holder, reason}
 	for _, q := range lots {
 		args = append(args, q.LotID, q.Qty)
 	}
@@ -185,7 +192,7 @@ func (l *Ledger) Release(ctx context.Context, r ReleaseRequest) (Result, error) 
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, bucketCode(r.From), "s", r.Lots)
+	return l.moveLots(ctx, r.OpID, r.SKU, bucketCode(r.From), "s", r.Holder, "", r.Lots)
 }
 
 // Confirm moves reserved -> allocated in the given lots, without the safety check.
@@ -193,7 +200,7 @@ func (l *Ledger) Confirm(ctx context.Context, r LotsRequest) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, "r", "a", r.Lots)
+	return l.moveLots(ctx, r.OpID, r.SKU, "r", "a", r.Holder, "", r.Lots)
 }
 
 // Ship moves allocated -> shipped in the given lots.
@@ -201,7 +208,7 @@ func (l *Ledger) Ship(ctx context.Context, r LotsRequest) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, "a", "x", r.Lots)
+	return l.moveLots(ctx, r.OpID, r.SKU, "a", "x", r.Holder, "", r.Lots)
 }
 
 // Undo moves the given quantities back from r.To to r.From: it reverses an allocation, a
@@ -212,23 +219,7 @@ func (l *Ledger) Undo(ctx context.Context, r UndoRequest) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, bucketCode(r.To), bucketCode(r.From), r.Lots)
-}
-
-// Hide moves sellable -> hidden.
-func (l *Ledger) Hide(ctx context.Context, r LotRequest) (Result, error) {
-	if err := r.validate(true); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.moveLots(ctx, r.OpID, r.SKU, "s", "h", []LotQty{{r.LotID, r.Qty}})
-}
-
-// Unhide moves hidden -> sellable.
-func (l *Ledger) Unhide(ctx context.Context, r LotRequest) (Result, error) {
-	if err := r.validate(true); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.moveLots(ctx, r.OpID, r.SKU, "h", "s", []LotQty{{r.LotID, r.Qty}})
+	return l.moveLots(ctx, r.OpID, r.SKU, bucketCode(r.To), bucketCode(r.From), r.Holder, "", r.Lots)
 }
 
 // Receive turns a planned lot into an on-hand lot with its best-before; a counted
@@ -238,14 +229,6 @@ func (l *Ledger) Receive(ctx context.Context, r ReceiveRequest) (Result, error) 
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	return l.run(ctx, "receive", r.OpID, r.SKU, r.LotID, r.BestBefore, r.Qty)
-}
-
-// MarkDefective marks a lot defective: it is never a candidate again. No quantity moves.
-func (l *Ledger) MarkDefective(ctx context.Context, r LotRequest) (Result, error) {
-	if err := r.validate(false); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.run(ctx, "defect", r.OpID, r.SKU, r.LotID)
 }
 
 // Adjust corrects a lot's sellable quantity by Delta (to or from External); sellable

@@ -4,13 +4,21 @@
 -- KEYS[1]  the SKU hash               <prefix>:inv:{<sku>}
 -- KEYS[2]  the operation's record     <prefix>:inv:{<sku>}:op:<op_id>
 -- ARGV[1]  operation, ARGV[2] retention of the op record in seconds, then per operation:
---   alloc    qty target_date mode           mode: ship (sellable->allocated, safety check)
+--   alloc    qty target_date mode holder    mode: ship (sellable->allocated, safety check)
 --                                                 | reserve (sellable->reserved)
---   move     from to lot1 qty1 lot2 qty2 ...  bucket codes s r a h x (release, confirm,
---                                                 ship, hide, unhide)
+--   move     from to holder reason lot1 qty1 lot2 qty2 ...
+--                                           bucket codes s r a h x d (release, confirm,
+--                                           ship, undo, hold, release hold, damage, return)
 --   receive  lot best_before counted        counted 0 keeps the planned quantity
---   defect   lot
+--   recall   lot reason max_holders         good=0; sellable, hidden -> defective
 --   adjust   lot delta reason
+--   reglot   lot kind good best_before arrives_at valid_from valid_to qty
+--   ss       safety_stock
+--   regsku   safety_stock create            create 1: make the SKU when Redis lacks it
+--
+-- holder ("" for none) is the order whose holdings the moves change: a move into
+-- reserved/allocated adds to its entry in <key>:h:<lot> (hash lcid -> units), a move out
+-- of them takes from it; a recall lists the lot's entries.
 --
 -- Returns {replayed 0|1, result text} (decodeResult in layout.go parses the text).
 -- Fails with the error reply "<CODE> <replayed 0|1> <detail>". Every outcome but
@@ -28,11 +36,6 @@ if prev then
   return {1, prev}
 end
 
-local head = redis.call('HMGET', key, 'v', 'ss', 'on', 'o:0')
-if not head[1] then
-  return redis.error_reply('ERR_NOT_LOADED 0 ')
-end
-
 local function fmt(n) return string.format('%d', n) end
 
 local function fail(code, detail)
@@ -40,11 +43,30 @@ local function fail(code, detail)
   return redis.error_reply(code .. ' 0 ' .. detail)
 end
 
-local names = {s = 'sellable', r = 'reserved', a = 'allocated', h = 'hidden', x = 'shipped', e = 'external'}
+local head = redis.call('HMGET', key, 'v', 'ss', 'on', 'o:0')
 
--- State of the read lots: lot -> {m = meta, s, r, a, h, x = numbers}; touched lists the
--- lots the operation changed or names, in order of first touch.
+if op == 'regsku' then
+  if head[1] then return fail('ERR_SKU_EXISTS', '') end
+  if ARGV[4] ~= '1' then return redis.error_reply('ERR_NOT_LOADED 0 ') end
+  redis.call('HSET', key, 'v', '1', 'ss', ARGV[3], 'on', '1', 'o:0', '', 'n', '0')
+  local text = '1\ns\t' .. ARGV[3]
+  redis.call('SET', opkey, text, 'EX', ttl)
+  return {0, text}
+end
+
+if not head[1] then
+  return redis.error_reply('ERR_NOT_LOADED 0 ')
+end
+
+local names = {s = 'sellable', r = 'reserved', a = 'allocated', h = 'hidden', x = 'shipped', d = 'defective', e = 'external'}
+-- held marks the buckets whose units an order holds.
+local held = {r = 1, a = 1}
+
+-- State of the read lots: lot -> {m = meta, s, r, a, h, x, d = numbers}; touched lists
+-- the lots the operation changed or names, in order of first touch. holder is the order
+-- whose holdings the moves change (''), holds its change per lot.
 local st, touched, moves = {}, {}, {}
+local holder, holds = '', nil
 
 -- The candidate index is split into fields o:0 .. o:<on-1> of up to 32 records each, so
 -- an allocation reads only as far as it walks. Updates load it whole (indexOps), edit
@@ -70,9 +92,10 @@ local function fetch(lots)
   for i, lot in ipairs(want) do
     local b = (i - 1) * 3
     if not v[b + 1] then return lot end
-    local r, a, h, x = string.match(v[b + 3], '^(%d+) (%d+) (%d+) (%d+)$')
+    -- "r a h x d"; a hash written before the defective bucket has "r a h x".
+    local r, a, h, x, d = string.match(v[b + 3], '^(%d+) (%d+) (%d+) (%d+) ?(%d*)$')
     local sv = tonumber(v[b + 2])
-    st[lot] = {m = v[b + 1], m0 = v[b + 1], s = sv, s0 = sv, r = tonumber(r), a = tonumber(a), h = tonumber(h), x = tonumber(x)}
+    st[lot] = {m = v[b + 1], m0 = v[b + 1], s = sv, s0 = sv, r = tonumber(r), a = tonumber(a), h = tonumber(h), x = tonumber(x), d = tonumber(d) or 0}
   end
   return nil
 end
@@ -92,6 +115,14 @@ local function move(lot, from, to, qty)
   if from ~= 'e' then l[from] = l[from] - qty end
   if to ~= 'e' then l[to] = l[to] + qty end
   moves[#moves + 1] = string.format('m\t%s\t%s\t%s\t%d', lot, names[from], names[to], qty)
+  if holder ~= '' then
+    local dh = ((held[to] or 0) - (held[from] or 0)) * qty
+    if dh ~= 0 then
+      holds = holds or {}
+      holds[#holds + 1] = lot
+      holds[#holds + 1] = dh
+    end
+  end
 end
 
 -- Index helpers, created on first need: most operations never edit the index, and
@@ -178,7 +209,7 @@ local function commit(extra)
     end
     local n = #w
     if l.dirtyMeta then w[n + 1] = 'm:' .. lot; w[n + 2] = l.m; n = n + 2 end
-    local sv, bv = fmt(l.s), string.format('%d %d %d %d', l.r, l.a, l.h, l.x)
+    local sv, bv = fmt(l.s), string.format('%d %d %d %d %d', l.r, l.a, l.h, l.x, l.d)
     w[n + 1] = 's:' .. lot
     w[n + 2] = sv
     w[n + 3] = 'b:' .. lot
@@ -210,6 +241,13 @@ local function commit(extra)
   for i = 1, #w, 1000 do -- one call unless a huge index was rewritten
     redis.call('HSET', key, unpack(w, i, math.min(i + 999, #w)))
   end
+  if holds then
+    for i = 1, #holds, 2 do
+      local hk = key .. ':h:' .. holds[i]
+      -- A release of more than the holder holds (junban never sends one) clamps at 0.
+      if redis.call('HINCRBY', hk, holder, holds[i + 1]) <= 0 then redis.call('HDEL', hk, holder) end
+    end
+  end
   local text = table.concat(out, '\n')
   redis.call('SET', opkey, text, 'EX', ttl)
   return {0, text}
@@ -217,6 +255,7 @@ end
 
 if op == 'alloc' then
   local qty, date, mode = tonumber(ARGV[3]), ARGV[4], ARGV[5]
+  holder = ARGV[6] or ''
   local ss = tonumber(head[2])
   local need = allocNeed(qty, mode, ss)
   local cand, sell, sum = walkCandidates(key, head, date, need, function(lot)
@@ -234,18 +273,54 @@ if op == 'alloc' then
 end
 
 if op == 'move' then
-  local from, to = ARGV[3], ARGV[4]
+  local from, to, reason = ARGV[3], ARGV[4], ARGV[6]
+  holder = ARGV[5]
   local lots = {}
-  for i = 5, #ARGV, 2 do lots[#lots + 1] = ARGV[i] end
+  for i = 7, #ARGV, 2 do lots[#lots + 1] = ARGV[i] end
   local unknown = fetch(lots)
   if unknown then return fail('ERR_UNKNOWN_LOT', 'lot=' .. unknown) end
-  for i = 5, #ARGV, 2 do
+  for i = 7, #ARGV, 2 do
     local lot, qty = ARGV[i], tonumber(ARGV[i + 1])
     if st[lot][from] < qty then
       return fail('ERR_INSUFFICIENT', 'lot=' .. lot .. ' ' .. names[from] .. '=' .. fmt(st[lot][from]) .. ' requested=' .. fmt(qty))
     end
     move(lot, from, to, qty)
   end
+  if reason ~= '' then return commit('c\t' .. reason) end
+  return commit()
+end
+
+if op == 'ss' then
+  local v = fmt(tonumber(head[1]) + 1)
+  redis.call('HSET', key, 'v', v, 'ss', ARGV[3])
+  local text = v .. '\ns\t' .. ARGV[3]
+  redis.call('SET', opkey, text, 'EX', ttl)
+  return {0, text}
+end
+
+if op == 'reglot' then
+  local lot = ARGV[3]
+  if redis.call('HEXISTS', key, 'm:' .. lot) == 1 then return fail('ERR_LOT_EXISTS', 'lot=' .. lot) end
+  -- n is the next registration number; a hash loaded before it existed has none, so it
+  -- is found once from the lots' metas.
+  local reg = tonumber(redis.call('HGET', key, 'n'))
+  if not reg then
+    reg = 0
+    local all = redis.call('HGETALL', key)
+    for i = 1, #all, 2 do
+      if string.sub(all[i], 1, 2) == 'm:' then
+        local r = tonumber(string.match(all[i + 1], '^[^\t]*\t[^\t]*\t[^\t]*\t([^\t]*)\t'))
+        if r >= reg then reg = r + 1 end
+      end
+    end
+  end
+  if reg > 999999999999999 then -- the index's 15 digits (layout.go's maxRegSeq)
+    return fail('ERR_LOT_STATE', 'lot=' .. lot .. ' no registration number left after ' .. fmt(reg - 1))
+  end
+  local m = table.concat({ARGV[4], ARGV[5], ARGV[6], fmt(reg), ARGV[7], ARGV[8], ARGV[9]}, '\t')
+  st[lot] = {m = m, m0 = m, s = 0, s0 = 0, r = 0, a = 0, h = 0, x = 0, d = 0, dirtyMeta = true}
+  move(lot, 'e', 's', tonumber(ARGV[10]))
+  redis.call('HSET', key, 'n', fmt(reg + 1))
   return commit()
 end
 
@@ -288,13 +363,27 @@ if op == 'receive' then
   return commit()
 end
 
-if op == 'defect' then
+if op == 'recall' then
   local kind, good, bb, reg, arr, vf, vt = indexOps().parseMeta(l.m)
   if good == '1' then
     l.m = table.concat({kind, '0', bb, reg, arr, vf, vt}, '\t')
     l.dirtyMeta = true
   end
-  return commit()
+  if l.s > 0 then move(lot, 's', 'd', l.s) end
+  if l.h > 0 then move(lot, 'h', 'd', l.h) end
+  -- The orders holding the lot's reserved and allocated units, by lcid: the first
+  -- max_holders of them, and their count.
+  local hs = redis.call('HGETALL', key .. ':h:' .. lot)
+  local list = {}
+  for i = 1, #hs, 2 do list[#list + 1] = hs[i] end
+  table.sort(list)
+  local byID = {}
+  for i = 1, #hs, 2 do byID[hs[i]] = hs[i + 1] end
+  local out = {'c\t' .. ARGV[4], 'n\t' .. fmt(#list)}
+  for i = 1, math.min(#list, tonumber(ARGV[5])) do
+    out[#out + 1] = 'k\t' .. list[i] .. '\t' .. byID[list[i]]
+  end
+  return commit(table.concat(out, '\n'))
 end
 
 return redis.error_reply('ERR_INVALID_REQUEST 0 unknown operation ' .. tostring(op))

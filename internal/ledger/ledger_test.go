@@ -152,10 +152,10 @@ func TestDefectiveNeverAllocated(t *testing.T) {
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
 		_, err := inv.Allocate(ctx, alloc("o1", "A", 7, "2026-12-01", ModeReserve))
 		wantErr(t, err, ErrShortage)
-		r, err := inv.MarkDefective(ctx, LotRequest{OpID: "d1", SKU: "A", LotID: "ok"})
-		wantMoves(t, r, err)
+		r, err := inv.Recall(ctx, RecallRequest{OpID: "d1", SKU: "A", LotID: "ok", Reason: "supplier recall"})
+		wantMoves(t, r, err, mv{"ok", Sellable, Defective, 3})
 		if r.Lots[0].Good || r.Version != 1 {
-			t.Fatalf("after MarkDefective: %+v", r)
+			t.Fatalf("after Recall: %+v", r)
 		}
 		r, err = inv.Allocate(ctx, alloc("o2", "A", 2, "2026-12-01", ModeReserve))
 		wantMoves(t, r, err, mv{"p", Sellable, Reserved, 2})
@@ -244,13 +244,13 @@ func TestReplayReturnsFirstResultAndMovesNothing(t *testing.T) {
 func TestHiddenNeverCandidate(t *testing.T) {
 	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 5)}}
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Hide(ctx, LotRequest{OpID: "h", SKU: "A", LotID: "L", Qty: 4})
+		r, err := inv.Hold(ctx, HoldRequest{OpID: "h", SKU: "A", LotID: "L", Qty: 4, Reason: "count"})
 		wantMoves(t, r, err, mv{"L", Sellable, Hidden, 4})
 		_, err = inv.Allocate(ctx, alloc("o1", "A", 2, "2026-12-01", ModeReserve))
 		wantErr(t, err, ErrShortage)
-		_, err = inv.Unhide(ctx, LotRequest{OpID: "u", SKU: "A", LotID: "L", Qty: 5})
+		_, err = inv.ReleaseHold(ctx, HoldRequest{OpID: "u", SKU: "A", LotID: "L", Qty: 5, Reason: "count done"})
 		wantErr(t, err, ErrInsufficient)
-		r, err = inv.Unhide(ctx, LotRequest{OpID: "u2", SKU: "A", LotID: "L", Qty: 4})
+		r, err = inv.ReleaseHold(ctx, HoldRequest{OpID: "u2", SKU: "A", LotID: "L", Qty: 4, Reason: "count done"})
 		wantMoves(t, r, err, mv{"L", Hidden, Sellable, 4})
 	})
 }
@@ -371,7 +371,7 @@ func TestInvalidRequestsNeverReachTheScript(t *testing.T) {
 				_, err := inv.Ship(ctx, LotsRequest{OpID: "x", SKU: "A", Lots: []LotQty{{"L", 0}}})
 				return err
 			}, ErrInvalidQuantity},
-			{"hide zero", func() error { _, err := inv.Hide(ctx, LotRequest{OpID: "x", SKU: "A", LotID: "L"}); return err }, ErrInvalidQuantity},
+			{"hide zero", func() error { _, err := inv.Hold(ctx, HoldRequest{OpID: "x", SKU: "A", LotID: "L", Reason: "r"}); return err }, ErrInvalidQuantity},
 			{"adjust zero", func() error {
 				_, err := inv.Adjust(ctx, AdjustRequest{OpID: "x", SKU: "A", LotID: "L", Reason: "r"})
 				return err
@@ -389,7 +389,7 @@ func TestInvalidRequestsNeverReachTheScript(t *testing.T) {
 				return err
 			}, ErrInvalidRequest},
 			{"lot id with newline", func() error {
-				_, err := inv.MarkDefective(ctx, LotRequest{OpID: "x", SKU: "A", LotID: "L\n"})
+				_, err := inv.Recall(ctx, RecallRequest{OpID: "x", SKU: "A", LotID: "L\n", Reason: "r"})
 				return err
 			}, ErrInvalidRequest},
 		}

@@ -2,9 +2,11 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -17,6 +19,8 @@ type Model struct {
 	loader Loader
 	skus   map[string]*SKU
 	ops    map[[2]string]modelOutcome
+	// holders: sku -> lot -> lcid -> reserved+allocated units the order holds.
+	holders map[string]map[string]map[string]int64
 }
 
 type modelOutcome struct {
@@ -26,7 +30,8 @@ type modelOutcome struct {
 
 // NewModel returns an empty Model that loads SKUs from loader (nil: only Put loads).
 func NewModel(loader Loader) *Model {
-	return &Model{loader: loader, skus: map[string]*SKU{}, ops: map[[2]string]modelOutcome{}}
+	return &Model{loader: loader, skus: map[string]*SKU{}, ops: map[[2]string]modelOutcome{},
+		holders: map[string]map[string]map[string]int64{}}
 }
 
 // Put loads s unless its SKU is loaded already (like Load); it reports whether it did.
@@ -95,6 +100,14 @@ type modelOp struct {
 	touched map[string]int
 	moves   []Move
 	reason  string
+	// holder is the order whose holdings the moves change ("": none); held its change
+	// per lot, applied on success.
+	holder string
+	held   map[string]int64
+	// result fields of the operations that set them
+	safety      int64
+	holderList  []Holder
+	holderCount int
 }
 
 func (o *modelOp) lot(id string) *Lot {
@@ -123,6 +136,8 @@ func bucketOf(l *Lot, b string) *int64 {
 		return &l.Hidden
 	case Shipped:
 		return &l.Shipped
+	case Defective:
+		return &l.Defective
 	}
 	return nil
 }
@@ -135,10 +150,69 @@ func (o *modelOp) move(l *Lot, from, to string, q int64) {
 		*p += q
 	}
 	o.moves = append(o.moves, Move{Index: len(o.moves), LotID: l.LotID, From: from, To: to, Qty: q})
+	if o.holder != "" {
+		if d := heldBy(to)*q - heldBy(from)*q; d != 0 {
+			if o.held == nil {
+				o.held = map[string]int64{}
+			}
+			o.held[l.LotID] += d
+		}
+	}
+}
+
+// heldBy is 1 for the buckets whose units an order holds (reserved, allocated).
+func heldBy(bucket string) int64 {
+	if bucket == Reserved || bucket == Allocated {
+		return 1
+	}
+	return 0
+}
+
+// applyHeld adds an operation's holder changes; an entry that falls to zero or below
+// leaves (a release of more than the holder held, which junban never sends, clamps).
+func (m *Model) applyHeld(sku string, o *modelOp) {
+	for lot, d := range o.held {
+		byLot := m.holders[sku]
+		if byLot == nil {
+			byLot = map[string]map[string]int64{}
+			m.holders[sku] = byLot
+		}
+		h := byLot[lot]
+		if h == nil {
+			h = map[string]int64{}
+			byLot[lot] = h
+		}
+		if n := h[o.holder] + d; n > 0 {
+			h[o.holder] = n
+		} else {
+			delete(h, o.holder)
+		}
+	}
+}
+
+// Holders returns the orders holding reserved or allocated units of a lot, by lcid.
+func (m *Model) Holders(sku, lot string) []Holder {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.holdersOf(sku, lot)
+}
+
+func (m *Model) holdersOf(sku, lot string) []Holder {
+	var out []Holder
+	for lcid, q := range m.holders[sku][lot] {
+		out = append(out, Holder{LCID: lcid, LotID: lot, Qty: q})
+	}
+	slices.SortFunc(out, func(a, b Holder) int { return strings.Compare(a.LCID, b.LCID) })
+	return out
 }
 
 // apply runs fn as one operation: replay memory, auto-load, all-or-nothing.
 func (m *Model) apply(ctx context.Context, name, opID, sku string, valid error, fn func(o *modelOp) (error, string)) (Result, error) {
+	return m.applyAs(ctx, name, opID, sku, "", valid, fn)
+}
+
+// applyAs is apply for an operation whose moves change holder's holdings.
+func (m *Model) applyAs(ctx context.Context, name, opID, sku, holder string, valid error, fn func(o *modelOp) (error, string)) (Result, error) {
 	if valid != nil {
 		return Result{OpID: opID, SKU: sku}, valid
 	}
@@ -147,7 +221,7 @@ func (m *Model) apply(ctx context.Context, name, opID, sku string, valid error, 
 		if prev, ok := m.ops[[2]string{sku, opID}]; ok {
 			m.mu.Unlock()
 			r := prev.res
-			r.Moves, r.Lots = slices.Clone(r.Moves), slices.Clone(r.Lots)
+			r.Moves, r.Lots, r.Holders = slices.Clone(r.Moves), slices.Clone(r.Lots), slices.Clone(r.Holders)
 			r.Replayed = true
 			return r, prev.err
 		}
@@ -162,7 +236,7 @@ func (m *Model) apply(ctx context.Context, name, opID, sku string, valid error, 
 			}
 			continue
 		}
-		o := &modelOp{sku: s, touched: map[string]int{}}
+		o := &modelOp{sku: s, touched: map[string]int{}, holder: holder}
 		sentinel, detail := fn(o)
 		if sentinel != nil {
 			err := opError(name, sku, sentinel, detail)
@@ -177,8 +251,10 @@ func (m *Model) apply(ctx context.Context, name, opID, sku string, valid error, 
 				}
 			}
 		}
+		m.applyHeld(sku, o)
 		s.Version++
-		r := Result{OpID: opID, SKU: sku, Moves: o.moves, Version: s.Version, Lots: o.work, Reason: o.reason}
+		r := Result{OpID: opID, SKU: sku, Moves: o.moves, Version: s.Version, Lots: o.work, Reason: o.reason,
+			SafetyStock: o.safety, Holders: o.holderList, HolderCount: o.holderCount}
 		if r.Moves == nil {
 			r.Moves = []Move{}
 		}
@@ -187,7 +263,7 @@ func (m *Model) apply(ctx context.Context, name, opID, sku string, valid error, 
 		}
 		m.ops[[2]string{sku, opID}] = modelOutcome{res: r}
 		m.mu.Unlock()
-		r.Moves, r.Lots = slices.Clone(r.Moves), slices.Clone(r.Lots)
+		r.Moves, r.Lots, r.Holders = slices.Clone(r.Moves), slices.Clone(r.Lots), slices.Clone(r.Holders)
 		return r, nil
 	}
 }
@@ -223,7 +299,7 @@ func candidates(s *SKU, date string) []Lot {
 
 // Allocate implements Inventory.
 func (m *Model) Allocate(ctx context.Context, r AllocateRequest) (Result, error) {
-	return m.apply(ctx, "alloc", r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+	return m.applyAs(ctx, "alloc", r.OpID, r.SKU, r.Holder, r.validate(), func(o *modelOp) (error, string) {
 		cands := candidates(o.sku, r.TargetDate)
 		var sum int64
 		for _, c := range cands {
@@ -254,8 +330,8 @@ func (m *Model) Allocate(ctx context.Context, r AllocateRequest) (Result, error)
 	})
 }
 
-func (m *Model) moveLots(ctx context.Context, name, opID, sku string, valid error, from, to string, lots []LotQty) (Result, error) {
-	return m.apply(ctx, name, opID, sku, valid, func(o *modelOp) (error, string) {
+func (m *Model) moveLots(ctx context.Context, name, opID, sku, holder, reason string, valid error, from, to string, lots []LotQty) (Result, error) {
+	return m.applyAs(ctx, name, opID, sku, holder, valid, func(o *modelOp) (error, string) {
 		for _, q := range lots {
 			if o.lot(q.LotID) == nil {
 				return ErrUnknownLot, "lot=" + q.LotID
@@ -268,38 +344,29 @@ func (m *Model) moveLots(ctx context.Context, name, opID, sku string, valid erro
 			}
 			o.move(l, from, to, q.Qty)
 		}
+		o.reason = reason
 		return nil, ""
 	})
 }
 
 // Release implements Inventory.
 func (m *Model) Release(ctx context.Context, r ReleaseRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.validate(), r.From, Sellable, r.Lots)
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.Holder, "", r.validate(), r.From, Sellable, r.Lots)
 }
 
 // Confirm implements Inventory.
 func (m *Model) Confirm(ctx context.Context, r LotsRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.validate(), Reserved, Allocated, r.Lots)
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.Holder, "", r.validate(), Reserved, Allocated, r.Lots)
 }
 
 // Ship implements Inventory.
 func (m *Model) Ship(ctx context.Context, r LotsRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.validate(), Allocated, Shipped, r.Lots)
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.Holder, "", r.validate(), Allocated, Shipped, r.Lots)
 }
 
 // Undo implements Inventory.
 func (m *Model) Undo(ctx context.Context, r UndoRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.validate(), r.To, r.From, r.Lots)
-}
-
-// Hide implements Inventory.
-func (m *Model) Hide(ctx context.Context, r LotRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.validate(true), Sellable, Hidden, []LotQty{{r.LotID, r.Qty}})
-}
-
-// Unhide implements Inventory.
-func (m *Model) Unhide(ctx context.Context, r LotRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.validate(true), Hidden, Sellable, []LotQty{{r.LotID, r.Qty}})
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.Holder, "", r.validate(), r.To, r.From, r.Lots)
 }
 
 // Receive implements Inventory.
@@ -328,18 +395,6 @@ func (m *Model) Receive(ctx context.Context, r ReceiveRequest) (Result, error) {
 	})
 }
 
-// MarkDefective implements Inventory.
-func (m *Model) MarkDefective(ctx context.Context, r LotRequest) (Result, error) {
-	return m.apply(ctx, "defect", r.OpID, r.SKU, r.validate(false), func(o *modelOp) (error, string) {
-		l := o.lot(r.LotID)
-		if l == nil {
-			return ErrUnknownLot, "lot=" + r.LotID
-		}
-		l.Good = false
-		return nil, ""
-	})
-}
-
 // Adjust implements Inventory.
 func (m *Model) Adjust(ctx context.Context, r AdjustRequest) (Result, error) {
 	return m.apply(ctx, "adjust", r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
@@ -358,4 +413,122 @@ func (m *Model) Adjust(ctx context.Context, r AdjustRequest) (Result, error) {
 		o.reason = r.Reason
 		return nil, ""
 	})
+}
+
+// Hold implements Inventory.
+func (m *Model) Hold(ctx context.Context, r HoldRequest) (Result, error) {
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Sellable, Hidden, []LotQty{{r.LotID, r.Qty}})
+}
+
+// ReleaseHold implements Inventory.
+func (m *Model) ReleaseHold(ctx context.Context, r HoldRequest) (Result, error) {
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Hidden, Sellable, []LotQty{{r.LotID, r.Qty}})
+}
+
+// Damage implements Inventory.
+func (m *Model) Damage(ctx context.Context, r HoldRequest) (Result, error) {
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Sellable, Defective, []LotQty{{r.LotID, r.Qty}})
+}
+
+// Return implements Inventory.
+func (m *Model) Return(ctx context.Context, r ReturnRequest) (Result, error) {
+	to := Sellable
+	if r.Defective {
+		to = Defective
+	}
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", "", r.validate(), Shipped, to, r.Lots)
+}
+
+// Recall implements Inventory.
+func (m *Model) Recall(ctx context.Context, r RecallRequest) (Result, error) {
+	return m.apply(ctx, "recall", r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+		l := o.lot(r.LotID)
+		if l == nil {
+			return ErrUnknownLot, "lot=" + r.LotID
+		}
+		l.Good = false
+		if l.Sellable > 0 {
+			o.move(l, Sellable, Defective, l.Sellable)
+		}
+		if l.Hidden > 0 {
+			o.move(l, Hidden, Defective, l.Hidden)
+		}
+		all := m.holdersOf(r.SKU, r.LotID) // m.mu is held while fn runs
+		o.holderCount = len(all)
+		o.holderList = all[:min(len(all), MaxResultHolders)]
+		o.reason = r.Reason
+		return nil, ""
+	})
+}
+
+// SetSafetyStock implements Inventory.
+func (m *Model) SetSafetyStock(ctx context.Context, r SafetyStockRequest) (Result, error) {
+	return m.apply(ctx, "ss", r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+		o.sku.SafetyStock = r.SafetyStock
+		o.safety = r.SafetyStock
+		return nil, ""
+	})
+}
+
+// RegisterLot implements Inventory.
+func (m *Model) RegisterLot(ctx context.Context, r RegisterLotRequest) (Result, error) {
+	n := r.Lot.withDefaults()
+	return m.apply(ctx, "reglot", r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+		next := int64(0)
+		for _, l := range o.sku.Lots {
+			if l.LotID == n.LotID {
+				return ErrLotExists, "lot=" + n.LotID
+			}
+			next = max(next, l.RegSeq+1)
+		}
+		if next > maxRegSeq {
+			return ErrLotState, fmt.Sprintf("lot=%s no registration number left after %d", n.LotID, next-1)
+		}
+		o.sku.Lots = append(o.sku.Lots, Lot{LotID: n.LotID, Kind: n.Kind, Good: n.Good, BestBefore: n.BestBefore,
+			RegSeq: next, ArrivesAt: n.ArrivesAt, ValidFrom: n.ValidFrom, ValidTo: n.ValidTo})
+		o.move(o.lot(n.LotID), External, Sellable, n.Sellable)
+		return nil, ""
+	})
+}
+
+// RegisterSKU implements Inventory.
+func (m *Model) RegisterSKU(ctx context.Context, r RegisterSKURequest) (Result, error) {
+	fail := func(err error) (Result, error) { return Result{OpID: r.OpID, SKU: r.SKU}, err }
+	if err := r.validate(); err != nil {
+		return fail(err)
+	}
+	key := [2]string{r.SKU, r.OpID}
+	m.mu.Lock()
+	if prev, ok := m.ops[key]; ok {
+		m.mu.Unlock()
+		res := prev.res
+		res.Replayed = true
+		return res, prev.err
+	}
+	_, exists := m.skus[r.SKU]
+	m.mu.Unlock()
+	if !exists && m.loader != nil {
+		switch err := m.Load(ctx, r.SKU); {
+		case err == nil:
+			exists = true
+		case !errors.Is(err, ErrUnknownSKU):
+			return fail(err)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if prev, ok := m.ops[key]; ok { // a concurrent call with the same op id
+		res := prev.res
+		res.Replayed = true
+		return res, prev.err
+	}
+	if _, ok := m.skus[r.SKU]; exists || ok {
+		err := opError("regsku", r.SKU, ErrSKUExists, "")
+		m.ops[key] = modelOutcome{res: Result{OpID: r.OpID, SKU: r.SKU}, err: err}
+		return fail(err)
+	}
+	m.skus[r.SKU] = &SKU{SKU: r.SKU, SafetyStock: r.SafetyStock, Version: 1, Lots: []Lot{}}
+	res := Result{OpID: r.OpID, SKU: r.SKU, Moves: []Move{}, Version: 1, Lots: []Lot{}, SafetyStock: r.SafetyStock}
+	m.ops[key] = modelOutcome{res: res}
+	return res, nil
 }

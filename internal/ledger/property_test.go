@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,13 +28,19 @@ type genStep struct {
 	release  *ReleaseRequest
 	lots     *LotsRequest
 	receive  *ReceiveRequest
-	lot      *LotRequest
+	hold     *HoldRequest
+	recall   *RecallRequest
+	ret      *ReturnRequest
+	undo     *UndoRequest
+	regSKU   *RegisterSKURequest
+	regLot   *RegisterLotRequest
+	ss       *SafetyStockRequest
 	adjust   *AdjustRequest
 	snapshot bool
 }
 
 func (s genStep) String() string {
-	for _, v := range []any{s.alloc, s.release, s.lots, s.receive, s.lot, s.adjust} {
+	for _, v := range []any{s.alloc, s.release, s.lots, s.receive, s.hold, s.recall, s.ret, s.undo, s.regSKU, s.regLot, s.ss, s.adjust} {
 		if !reflect.ValueOf(v).IsNil() {
 			return fmt.Sprintf("%s %+v", s.name, reflect.ValueOf(v).Elem().Interface())
 		}
@@ -80,12 +87,18 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 		}
 		skus = append(skus, s)
 	}
+	// Lots registered by the sequence, per SKU, so later steps name them too; S9 is in
+	// no loader, S8 only after the sequence registers it.
+	added := map[string][]Lot{}
 	skuOf := func() (string, []Lot) {
-		if rng.IntN(30) == 0 {
+		switch rng.IntN(30) {
+		case 0:
 			return "S9", nil // not in the loader
+		case 1, 2:
+			return "S8", added["S8"]
 		}
 		s := skus[rng.IntN(len(skus))]
-		return s.SKU, s.Lots
+		return s.SKU, append(slices.Clone(s.Lots), added[s.SKU]...)
 	}
 	lotOf := func(lots []Lot) string {
 		if len(lots) == 0 || rng.IntN(25) == 0 {
@@ -93,6 +106,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 		}
 		return lots[rng.IntN(len(lots))].LotID
 	}
+	holderOf := func() string { return pick("", "o1", "o2", "o3") }
 	qty := func() int64 {
 		if rng.IntN(60) == 0 {
 			return int64(rng.IntN(2)) - 1 // 0 or -1: invalid
@@ -127,16 +141,16 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 			sku = st.sku
 		case k < 45:
 			st = genStep{name: "allocate", alloc: &AllocateRequest{OpID: op, SKU: sku, Qty: qty(),
-				TargetDate: pick(genDates...), Mode: Mode(pick("ship", "reserve"))}}
+				TargetDate: pick(genDates...), Mode: Mode(pick("ship", "reserve")), Holder: holderOf()}}
 			if rng.IntN(40) == 0 {
 				st.alloc.Mode = "both" // invalid
 			}
 		case k < 55:
-			st = genStep{name: "release", release: &ReleaseRequest{OpID: op, SKU: sku, From: pick(Reserved, Allocated), Lots: lotQtys(lots)}}
+			st = genStep{name: "release", release: &ReleaseRequest{OpID: op, SKU: sku, From: pick(Reserved, Allocated), Lots: lotQtys(lots), Holder: holderOf()}}
 		case k < 62:
-			st = genStep{name: "confirm", lots: &LotsRequest{OpID: op, SKU: sku, Lots: lotQtys(lots)}}
+			st = genStep{name: "confirm", lots: &LotsRequest{OpID: op, SKU: sku, Lots: lotQtys(lots), Holder: holderOf()}}
 		case k < 68:
-			st = genStep{name: "ship", lots: &LotsRequest{OpID: op, SKU: sku, Lots: lotQtys(lots)}}
+			st = genStep{name: "ship", lots: &LotsRequest{OpID: op, SKU: sku, Lots: lotQtys(lots), Holder: holderOf()}}
 		case k < 75:
 			q := int64(0)
 			if rng.IntN(2) == 0 {
@@ -144,12 +158,38 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 			}
 			st = genStep{name: "receive", receive: &ReceiveRequest{OpID: op, SKU: sku, LotID: lotOf(lots),
 				BestBefore: pick("", "2026-12-20", "2027-01-01", "2027-03-01"), Qty: q}}
+		case k < 78:
+			st = genStep{name: pick("hold", "release_hold", "damage"), hold: &HoldRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Qty: qty(), Reason: pick("count", "qa", "")}}
 		case k < 80:
-			st = genStep{name: "hide", lot: &LotRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Qty: qty()}}
+			st = genStep{name: "recall", recall: &RecallRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Reason: pick("supplier", "")}}
+		case k < 83:
+			st = genStep{name: "return", ret: &ReturnRequest{OpID: op, SKU: sku, Lots: lotQtys(lots), Defective: rng.IntN(3) == 0}}
 		case k < 85:
-			st = genStep{name: "unhide", lot: &LotRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Qty: qty()}}
+			from, to := pick(Sellable, Sellable, Reserved, Allocated, Shipped), pick(Reserved, Allocated, Sellable, Shipped)
+			st = genStep{name: "undo", undo: &UndoRequest{OpID: op, SKU: sku, From: from, To: to, Lots: lotQtys(lots), Holder: holderOf()}}
+		case k < 87:
+			n := NewLot{LotID: fmt.Sprintf("N%d", i), Kind: pick(KindOnHand, KindPlanned), Good: rng.IntN(6) != 0,
+				ArrivesAt: pick("", "2026-12-04"), ValidFrom: pick("", "", "2026-12-01"), ValidTo: pick("", "", "2026-12-10"), Sellable: qty()}
+			if n.Kind == KindOnHand {
+				n.BestBefore = pick("", "2026-12-20", "2027-01-01")
+			}
+			if rng.IntN(10) == 0 && len(lots) > 0 {
+				n.LotID = lotOf(lots) // exists
+			}
+			st = genStep{name: "register_lot", regLot: &RegisterLotRequest{OpID: op, SKU: sku, Lot: n}}
+			if sku != "S9" && n.Sellable > 0 {
+				l := Lot{LotID: n.LotID}
+				added[sku] = append(added[sku], l)
+			}
 		case k < 88:
-			st = genStep{name: "defect", lot: &LotRequest{OpID: op, SKU: sku, LotID: lotOf(lots)}}
+			ssku := sku
+			if rng.IntN(2) == 0 {
+				ssku = "S8"
+			}
+			st = genStep{name: "register_sku", regSKU: &RegisterSKURequest{OpID: op, SKU: ssku, SafetyStock: int64(rng.IntN(5)) - int64(rng.IntN(40)/39)}}
+			sku = ssku
+		case k < 89:
+			st = genStep{name: "safety_stock", ss: &SafetyStockRequest{OpID: op, SKU: sku, SafetyStock: int64(rng.IntN(8))}}
 		case k < 96:
 			d := qty()
 			if rng.IntN(2) == 0 {
@@ -180,12 +220,24 @@ func (s genStep) run(inv Inventory) (Result, error) {
 		return inv.Receive(ctx, *s.receive)
 	case s.adjust != nil:
 		return inv.Adjust(ctx, *s.adjust)
-	case s.lot != nil && name == "hide":
-		return inv.Hide(ctx, *s.lot)
-	case s.lot != nil && name == "unhide":
-		return inv.Unhide(ctx, *s.lot)
-	case s.lot != nil:
-		return inv.MarkDefective(ctx, *s.lot)
+	case s.hold != nil && name == "hold":
+		return inv.Hold(ctx, *s.hold)
+	case s.hold != nil && name == "release_hold":
+		return inv.ReleaseHold(ctx, *s.hold)
+	case s.hold != nil:
+		return inv.Damage(ctx, *s.hold)
+	case s.recall != nil:
+		return inv.Recall(ctx, *s.recall)
+	case s.ret != nil:
+		return inv.Return(ctx, *s.ret)
+	case s.undo != nil:
+		return inv.Undo(ctx, *s.undo)
+	case s.regSKU != nil:
+		return inv.RegisterSKU(ctx, *s.regSKU)
+	case s.regLot != nil:
+		return inv.RegisterLot(ctx, *s.regLot)
+	case s.ss != nil:
+		return inv.SetSafetyStock(ctx, *s.ss)
 	}
 	return Result{}, nil
 }
@@ -233,6 +285,27 @@ func checkSequence(l *Ledger, skus []SKU, steps []genStep) error {
 		if !reflect.DeepEqual(rs, ms) {
 			return fmt.Errorf("%s: states differ\nredis %+v\nmodel %+v", where, rs, ms)
 		}
+		// Who holds what: the script's holder hashes and the model's.
+		for _, lt := range rs.Lots {
+			hh, err := l.rc.HGetAll(ctx, Key(l.prefix, st.sku)+":h:"+lt.LotID).Result()
+			if err != nil {
+				return err
+			}
+			var have []Holder
+			for lcid, q := range hh {
+				n, _ := strconv.ParseInt(q, 10, 64)
+				have = append(have, Holder{LCID: lcid, LotID: lt.LotID, Qty: n})
+			}
+			slices.SortFunc(have, func(a, b Holder) int { return strings.Compare(a.LCID, b.LCID) })
+			if want := m.Holders(st.sku, lt.LotID); !reflect.DeepEqual(have, want) {
+				return fmt.Errorf("%s: holders of %s differ\nredis %+v\nmodel %+v", where, lt.LotID, have, want)
+			}
+			for _, h := range have {
+				if h.Qty <= 0 {
+					return fmt.Errorf("%s: holder entry %+v", where, h)
+				}
+			}
+		}
 		// The candidate index the script maintains is exactly the one a fresh load builds.
 		if err := checkIndex(h, rs.Lots); err != nil {
 			return fmt.Errorf("%s: %v", where, err)
@@ -253,15 +326,20 @@ func normal(r Result) Result {
 	if len(r.Lots) == 0 {
 		r.Lots = nil
 	}
+	if len(r.Holders) == 0 {
+		r.Holders = nil
+	}
 	return r
 }
 
 // invariants checks one step's effect: no bucket negative; the step's moves applied to
-// the state before give the state after; only receive and adjust change a lot's total;
+// the state before give the state after (so every unit is conserved); only receive,
+// adjust and lot registration change a lot's total; a registered lot comes after every
+// lot in registration order;
 // a successful op bumps the version by one, anything else changes nothing.
 func invariants(prev SKU, seen bool, now SKU, r Result, err error, st genStep) error {
 	for _, lt := range now.Lots {
-		for _, q := range []int64{lt.Sellable, lt.Reserved, lt.Allocated, lt.Hidden, lt.Shipped} {
+		for _, q := range []int64{lt.Sellable, lt.Reserved, lt.Allocated, lt.Hidden, lt.Shipped, lt.Defective} {
 			if q < 0 {
 				return fmt.Errorf("negative bucket in %+v", lt)
 			}
@@ -274,6 +352,25 @@ func invariants(prev SKU, seen bool, now SKU, r Result, err error, st genStep) e
 	want := cloneSKU(prev)
 	if applied {
 		want.Version++
+		if st.regLot != nil {
+			// The registered lot enters empty, with the SKU's next registration number;
+			// its quantity comes in by its move.
+			i := slices.IndexFunc(now.Lots, func(l Lot) bool { return l.LotID == st.regLot.Lot.LotID })
+			if i < 0 {
+				return fmt.Errorf("registered lot %s missing", st.regLot.Lot.LotID)
+			}
+			nl := now.Lots[i]
+			for _, l := range prev.Lots {
+				if l.RegSeq >= nl.RegSeq {
+					return fmt.Errorf("registered lot %s has reg_seq %d, not after %s's %d", nl.LotID, nl.RegSeq, l.LotID, l.RegSeq)
+				}
+			}
+			want.Lots = append(want.Lots, Lot{LotID: nl.LotID, Kind: nl.Kind, Good: nl.Good, BestBefore: nl.BestBefore,
+				RegSeq: nl.RegSeq, ArrivesAt: nl.ArrivesAt, ValidFrom: nl.ValidFrom, ValidTo: nl.ValidTo})
+		}
+		if st.ss != nil {
+			want.SafetyStock = st.ss.SafetyStock
+		}
 		idx := map[string]int{}
 		for i, lt := range want.Lots {
 			idx[lt.LotID] = i
@@ -287,7 +384,7 @@ func invariants(prev SKU, seen bool, now SKU, r Result, err error, st genStep) e
 			if mv.Qty <= 0 {
 				return fmt.Errorf("move of %d", mv.Qty)
 			}
-			if (mv.From == External || mv.To == External) && st.receive == nil && st.adjust == nil {
+			if (mv.From == External || mv.To == External) && st.receive == nil && st.adjust == nil && st.regLot == nil {
 				return fmt.Errorf("%s moved from/to external: %+v", st.name, mv)
 			}
 			if p := bucketOf(lt, mv.From); p != nil {

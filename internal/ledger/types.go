@@ -11,6 +11,9 @@ const (
 	Allocated = "allocated"
 	Hidden    = "hidden"
 	Shipped   = "shipped"
+	// Defective holds the units of a lot found damaged on a count, recalled, or returned
+	// broken: accounted for, never sellable (docs/ledger.md).
+	Defective = "defective"
 	External  = "external"
 )
 
@@ -62,6 +65,7 @@ type Lot struct {
 	Allocated int64  `json:"allocated"`
 	Hidden    int64  `json:"hidden"`
 	Shipped   int64  `json:"shipped"`
+	Defective int64  `json:"defective"`
 }
 
 // SKU is a SKU's settings, version and lots.
@@ -78,6 +82,18 @@ type LotQty struct {
 	Qty   int64  `json:"qty"`
 }
 
+// Holder is an order holding reserved or allocated units of a lot: what a recall
+// reports, so that a caller can cancel or re-allocate those orders.
+type Holder struct {
+	LCID  string `json:"lcid"`
+	LotID string `json:"lot_id"`
+	Qty   int64  `json:"qty"`
+}
+
+// MaxResultHolders bounds the holders a recall's Result lists (Result.HolderCount
+// counts them all), so that the result fits in one queue message.
+const MaxResultHolders = 100
+
 // AllocateRequest asks for Qty units of a SKU valid on TargetDate.
 type AllocateRequest struct {
 	// OpID identifies the operation; a replay with the same OpID returns the first result.
@@ -87,14 +103,19 @@ type AllocateRequest struct {
 	// TargetDate is the date the lots must be valid on (YYYY-MM-DD).
 	TargetDate string `json:"target_date"`
 	Mode       Mode   `json:"mode"`
+	// Holder is the order (lcid) the units are set aside for; empty: nobody is recorded.
+	// Release, Confirm, Ship and Undo name the same holder, so that the ledger knows who
+	// holds each lot's reserved and allocated units (Recall lists them).
+	Holder string `json:"holder,omitempty"`
 }
 
 // ReleaseRequest returns quantities held in From (Reserved or Allocated) to sellable.
 type ReleaseRequest struct {
-	OpID string   `json:"op_id"`
-	SKU  string   `json:"sku"`
-	From string   `json:"from"`
-	Lots []LotQty `json:"lots"`
+	OpID   string   `json:"op_id"`
+	SKU    string   `json:"sku"`
+	From   string   `json:"from"`
+	Lots   []LotQty `json:"lots"`
+	Holder string   `json:"holder,omitempty"`
 }
 
 // UndoRequest reverses an operation an order's event made: it moves the quantities in Lots
@@ -102,18 +123,20 @@ type ReleaseRequest struct {
 // allocation: Sellable to Reserved or Allocated; a release: Reserved or Allocated to
 // Sellable; a confirm: Reserved to Allocated; a shipment: Allocated to Shipped).
 type UndoRequest struct {
-	OpID string   `json:"op_id"`
-	SKU  string   `json:"sku"`
-	From string   `json:"from"`
-	To   string   `json:"to"`
-	Lots []LotQty `json:"lots"`
+	OpID   string   `json:"op_id"`
+	SKU    string   `json:"sku"`
+	From   string   `json:"from"`
+	To     string   `json:"to"`
+	Lots   []LotQty `json:"lots"`
+	Holder string   `json:"holder,omitempty"`
 }
 
 // LotsRequest names quantities in given lots (Confirm, Ship).
 type LotsRequest struct {
-	OpID string   `json:"op_id"`
-	SKU  string   `json:"sku"`
-	Lots []LotQty `json:"lots"`
+	OpID   string   `json:"op_id"`
+	SKU    string   `json:"sku"`
+	Lots   []LotQty `json:"lots"`
+	Holder string   `json:"holder,omitempty"`
 }
 
 // ReceiveRequest turns a planned lot into an on-hand lot.
@@ -129,12 +152,70 @@ type ReceiveRequest struct {
 	Qty int64 `json:"qty"`
 }
 
-// LotRequest names a quantity of one lot (Hide, Unhide) or just the lot (MarkDefective).
-type LotRequest struct {
-	OpID  string `json:"op_id"`
-	SKU   string `json:"sku"`
+// HoldRequest names a quantity of one lot with a reason: Hold (sellable -> hidden),
+// ReleaseHold (hidden -> sellable) and Damage (sellable -> defective).
+type HoldRequest struct {
+	OpID   string `json:"op_id"`
+	SKU    string `json:"sku"`
+	LotID  string `json:"lot_id"`
+	Qty    int64  `json:"qty"`
+	Reason string `json:"reason"`
+}
+
+// RecallRequest marks a whole lot defective (Recall).
+type RecallRequest struct {
+	OpID   string `json:"op_id"`
+	SKU    string `json:"sku"`
+	LotID  string `json:"lot_id"`
+	Reason string `json:"reason"`
+}
+
+// ReturnRequest brings shipped units back (Return): to sellable, or to defective when
+// Defective is set.
+type ReturnRequest struct {
+	OpID      string   `json:"op_id"`
+	SKU       string   `json:"sku"`
+	Lots      []LotQty `json:"lots"`
+	Defective bool     `json:"defective"`
+}
+
+// RegisterSKURequest creates a SKU that neither Redis nor the Loader knows (RegisterSKU).
+type RegisterSKURequest struct {
+	OpID        string `json:"op_id"`
+	SKU         string `json:"sku"`
+	SafetyStock int64  `json:"safety_stock"`
+}
+
+// SafetyStockRequest sets a SKU's safety stock (SetSafetyStock).
+type SafetyStockRequest struct {
+	OpID        string `json:"op_id"`
+	SKU         string `json:"sku"`
+	SafetyStock int64  `json:"safety_stock"`
+}
+
+// NewLot is a lot to register: its fields as in Lot, but for the registration order,
+// which the ledger gives (the SKU's next), and the buckets, all empty but Sellable.
+type NewLot struct {
 	LotID string `json:"lot_id"`
-	Qty   int64  `json:"qty"`
+	Kind  string `json:"kind"`
+	Good  bool   `json:"good"`
+	// BestBefore of an on-hand lot; empty: none (after every dated lot in FEFO order).
+	// A planned lot has none until it is received.
+	BestBefore string `json:"best_before,omitempty"`
+	// ArrivesAt is a planned lot's expected arrival; optional.
+	ArrivesAt string `json:"arrives_at,omitempty"`
+	// ValidFrom and ValidTo bound the dates the lot may serve; empty: MinDate, MaxDate.
+	ValidFrom string `json:"valid_from,omitempty"`
+	ValidTo   string `json:"valid_to,omitempty"`
+	// Sellable is the lot's quantity (1..MaxQty), moved in from External.
+	Sellable int64 `json:"sellable"`
+}
+
+// RegisterLotRequest adds a lot to a SKU (RegisterLot).
+type RegisterLotRequest struct {
+	OpID string `json:"op_id"`
+	SKU  string `json:"sku"`
+	Lot  NewLot `json:"lot"`
 }
 
 // AdjustRequest corrects a lot's sellable quantity after a stock count: Delta > 0 moves
@@ -158,8 +239,15 @@ type Result struct {
 	// Lots are the lots the operation named or moved, in order of first appearance,
 	// with their state right after the operation.
 	Lots []Lot `json:"lots"`
-	// Reason is an adjustment's reason.
+	// Reason is the reason an adjustment, a hold, a damage or a recall gave.
 	Reason string `json:"reason,omitempty"`
+	// SafetyStock is the SKU's safety stock after RegisterSKU and SetSafetyStock (the
+	// other operations leave it 0: they do not read it back).
+	SafetyStock int64 `json:"safety_stock,omitempty"`
+	// Holders are, after a Recall, the orders holding reserved or allocated units of the
+	// lot (at most MaxResultHolders, by lcid); HolderCount counts them all.
+	Holders     []Holder `json:"holders,omitempty"`
+	HolderCount int      `json:"holder_count,omitempty"`
 	// Replayed is true when the op id had been applied (or had failed) before: nothing moved now.
 	Replayed bool `json:"replayed"`
 }

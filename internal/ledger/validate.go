@@ -120,6 +120,7 @@ var undoable = map[[2]string]bool{
 	{Reserved, Sellable}: true, {Allocated, Sellable}: true, // releases
 	{Reserved, Allocated}: true, // confirms
 	{Allocated, Shipped}:  true, // shipments
+	{Shipped, Sellable}:   true, {Shipped, Defective}: true, // returns
 }
 
 func (r UndoRequest) validate() error {
@@ -157,20 +158,6 @@ func (r ReceiveRequest) validate() error {
 	return nil
 }
 
-// validate checks a Hide/Unhide request (withQty) or a MarkDefective one.
-func (r LotRequest) validate(withQty bool) error {
-	if err := checkHead(r.OpID, r.SKU); err != nil {
-		return err
-	}
-	if err := CheckLotID(r.LotID); err != nil {
-		return err
-	}
-	if withQty {
-		return checkQty("qty", r.Qty)
-	}
-	return nil
-}
-
 func (r AdjustRequest) validate() error {
 	if err := checkHead(r.OpID, r.SKU); err != nil {
 		return err
@@ -189,4 +176,109 @@ func (r AdjustRequest) validate() error {
 		return invalid("adjustment without a reason")
 	}
 	return checkID("reason", r.Reason)
+}
+
+func checkReason(reason string) error {
+	if reason == "" {
+		return invalid("no reason")
+	}
+	return checkID("reason", reason)
+}
+
+func (r HoldRequest) validate() error {
+	if err := checkHead(r.OpID, r.SKU); err != nil {
+		return err
+	}
+	if err := CheckLotID(r.LotID); err != nil {
+		return err
+	}
+	if err := checkQty("qty", r.Qty); err != nil {
+		return err
+	}
+	return checkReason(r.Reason)
+}
+
+func (r RecallRequest) validate() error {
+	if err := checkHead(r.OpID, r.SKU); err != nil {
+		return err
+	}
+	if err := CheckLotID(r.LotID); err != nil {
+		return err
+	}
+	return checkReason(r.Reason)
+}
+
+func (r ReturnRequest) validate() error {
+	if err := checkHead(r.OpID, r.SKU); err != nil {
+		return err
+	}
+	return checkLots(r.Lots)
+}
+
+func checkSafetyStock(ss int64) error {
+	if ss < 0 || ss > MaxQty {
+		return fmt.Errorf("ledger: %w: safety_stock=%d (want 0..%d)", ErrInvalidQuantity, ss, MaxQty)
+	}
+	return nil
+}
+
+func (r RegisterSKURequest) validate() error {
+	if err := checkHead(r.OpID, r.SKU); err != nil {
+		return err
+	}
+	return checkSafetyStock(r.SafetyStock)
+}
+
+func (r SafetyStockRequest) validate() error {
+	if err := checkHead(r.OpID, r.SKU); err != nil {
+		return err
+	}
+	return checkSafetyStock(r.SafetyStock)
+}
+
+// withDefaults fills an empty validity period with MinDate and MaxDate.
+func (n NewLot) withDefaults() NewLot {
+	if n.ValidFrom == "" {
+		n.ValidFrom = MinDate
+	}
+	if n.ValidTo == "" {
+		n.ValidTo = MaxDate
+	}
+	return n
+}
+
+func (r RegisterLotRequest) validate() error {
+	if err := checkHead(r.OpID, r.SKU); err != nil {
+		return err
+	}
+	n := r.Lot.withDefaults()
+	if err := CheckLotID(n.LotID); err != nil {
+		return err
+	}
+	switch n.Kind {
+	case KindOnHand:
+	case KindPlanned:
+		if n.BestBefore != "" {
+			return invalid("a planned lot has no best_before until it is received")
+		}
+	default:
+		return invalid("kind %q is neither %q nor %q", n.Kind, KindOnHand, KindPlanned)
+	}
+	for _, d := range []struct{ f, v string }{{"best_before", n.BestBefore}, {"arrives_at", n.ArrivesAt}} {
+		if d.v != "" {
+			if err := CheckDate(d.f, d.v); err != nil {
+				return err
+			}
+		}
+	}
+	if err := CheckDate("valid_from", n.ValidFrom); err != nil {
+		return err
+	}
+	if err := CheckDate("valid_to", n.ValidTo); err != nil {
+		return err
+	}
+	if n.ValidFrom > n.ValidTo {
+		return invalid("valid_from %s is after valid_to %s", n.ValidFrom, n.ValidTo)
+	}
+	return checkQty("sellable", n.Sellable)
 }

@@ -257,7 +257,7 @@ func TestEachLotAtItsOwnOperationsVersion(t *testing.T) {
 	}})
 	e := placed("U-versions", ledger.ModeReserve, line("1", "A", 2), line("2", "A", 3))
 	s.l.after[e.EventID+":1:alloc"] = func() {
-		if _, err := s.led.Hide(context.Background(), ledger.LotRequest{OpID: "other:hide", SKU: "A", LotID: "A1", Qty: 1}); err != nil {
+		if _, err := s.led.Hold(context.Background(), ledger.HoldRequest{OpID: "other:hide", SKU: "A", LotID: "A1", Qty: 1, Reason: "count"}); err != nil {
 			t.Error(err)
 		}
 	}
