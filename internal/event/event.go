@@ -200,10 +200,10 @@ type Result struct {
 	Reason  string `json:"reason,omitempty"`
 	// Detail is what the ledger said when it refused the event (and, with
 	// ERR_UNDO_REFUSED, each undo it refused); for operators, not for machines.
-	Detail      string         `json:"detail,omitempty"`
-	Order       *OrderSnapshot `json:"order,omitempty"`
-	Moves       []ledger.Move  `json:"moves,omitempty"`
-	SKUs        []ledger.SKU   `json:"skus,omitempty"`
+	Detail string         `json:"detail,omitempty"`
+	Order  *OrderSnapshot `json:"order,omitempty"`
+	Moves  []ledger.Move  `json:"moves,omitempty"`
+	SKUs   []ledger.SKU   `json:"skus,omitempty"`
 	// Holders are, for inventory.lot_recalled, the orders that hold reserved or
 	// allocated units of the recalled lot (at most ledger.MaxResultHolders);
 	// HolderCount counts them all.

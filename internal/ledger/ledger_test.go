@@ -371,7 +371,10 @@ func TestInvalidRequestsNeverReachTheScript(t *testing.T) {
 				_, err := inv.Ship(ctx, LotsRequest{OpID: "x", SKU: "A", Lots: []LotQty{{"L", 0}}})
 				return err
 			}, ErrInvalidQuantity},
-			{"hide zero", func() error { _, err := inv.Hold(ctx, HoldRequest{OpID: "x", SKU: "A", LotID: "L", Reason: "r"}); return err }, ErrInvalidQuantity},
+			{"hide zero", func() error {
+				_, err := inv.Hold(ctx, HoldRequest{OpID: "x", SKU: "A", LotID: "L", Reason: "r"})
+				return err
+			}, ErrInvalidQuantity},
 			{"adjust zero", func() error {
 				_, err := inv.Adjust(ctx, AdjustRequest{OpID: "x", SKU: "A", LotID: "L", Reason: "r"})
 				return err

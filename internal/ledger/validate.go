@@ -118,8 +118,8 @@ func (r ReleaseRequest) validate() error {
 var undoable = map[[2]string]bool{
 	{Sellable, Reserved}: true, {Sellable, Allocated}: true, // allocations
 	{Reserved, Sellable}: true, {Allocated, Sellable}: true, // releases
-	{Reserved, Allocated}: true, // confirms
-	{Allocated, Shipped}:  true, // shipments
+	{Reserved, Allocated}: true,                             // confirms
+	{Allocated, Shipped}:  true,                             // shipments
 	{Shipped, Sellable}:   true, {Shipped, Defective}: true, // returns
 }
 
