@@ -85,9 +85,9 @@ func InvalidReason(err error) string {
 type Event struct {
 	event.Order
 	// Exactly one of these is set, by Type.
-	Lines     *event.OrderData
-	Received  *event.InventoryReceivedData
-	Adjusted  *event.InventoryAdjustedData
+	Lines    *event.OrderData
+	Received *event.InventoryReceivedData
+	Adjusted *event.InventoryAdjustedData
 	// The warehouse's events.
 	SKURegistered *event.SKURegisteredData
 	SafetyStock   *event.SafetyStockChangedData
@@ -96,7 +96,7 @@ type Event struct {
 	Recalled      *event.LotRecalledData
 	Returned      *event.ReturnedData // order.returned
 	DrainOf       string              // junban.drain: the entity to drain
-	rawLength int
+	rawLength     int
 }
 
 // Entity is the key of the turn the event runs in: the lcid, or "sku:<sku>" for
