@@ -193,7 +193,6 @@ func (l *Ledger) availabilityPipe(ctx context.Context, rs []AvailabilityRequest,
 	return cmds, nil
 }
 
-
 func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error) {
 	a := Availability{SKU: r.SKU, TargetDate: r.TargetDate, Mode: r.Mode, Qty: r.Qty, Candidates: []Candidate{}, Take: []LotQty{}}
 	v, err := c.Slice()
