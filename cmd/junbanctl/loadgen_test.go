@@ -19,7 +19,7 @@ func TestLoadgenJSONFailsWhenResultsAreMissing(t *testing.T) {
 	t.Setenv("AWS_REGION", testenv.SQSConfig(t).Region)
 	t.Setenv("JUNBAN_ORDERS_QUEUE", q.OrdersName)
 	t.Setenv("JUNBAN_ORDERS_DLQ", q.OrdersDLQName)
-	err := runLoadgen(context.Background(), []string{"-run", testenv.ID(), "-orders", "2", "-skus", "2", "-wait", "1s", "-json"})
+	err := ctl(context.Background(), nil, "loadgen", []string{"-run", testenv.ID(), "-orders", "2", "-skus", "2", "-wait", "1s", "-json"})
 	if err == nil || !strings.Contains(err.Error(), "results missing") {
 		t.Fatalf("loadgen --json with nothing persisted: %v, want the missing results", err)
 	}

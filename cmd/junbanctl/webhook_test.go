@@ -88,7 +88,7 @@ func TestWebhookStormAgainstTheGateway(t *testing.T) {
 	t.Setenv("JUNBAN_WEBHOOK_PROVIDERS", providers)
 	t.Setenv("AWS_ENDPOINT_URL_SQS", testenv.SQSConfig(t).Endpoint)
 	t.Setenv("AWS_REGION", testenv.SQSConfig(t).Region)
-	err = runWebhookStorm(context.Background(), []string{
+	err = ctl(context.Background(), nil, "webhook storm", []string{
 		"-url", "http://" + addr, "-provider", "acme", "-n", "50", "-retries", "2",
 		"-retry-delay", "200ms", "-queue", q.Orders.URL, "-lcid", "LC-STORM",
 	})
