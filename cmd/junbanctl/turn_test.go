@@ -64,8 +64,10 @@ func TestTurnShowAndSkip(t *testing.T) {
 		t.Fatalf("turn show (text): %v\n%s", err, out.String())
 	}
 
-	if err := ctl(ctx, nil, "turn skip", []string{"LC-STUCK"}); err != nil {
-		t.Fatal(err)
+	var skip turnSkipReport
+	if err := decode(t, &skip, "turn skip", "LC-STUCK"); err != nil ||
+		skip != (turnSkipReport{Entity: "LC-STUCK", EventID: "evt-stuck", Type: "payment.confirmed", Reason: order.ReasonSkipped}) {
+		t.Fatalf("turn skip --json: %+v, %v", skip, err)
 	}
 	nudges := take(t, c, q.Orders.URL)
 	var drain *event.Order
