@@ -63,11 +63,11 @@ const latencyTargetP99 = 250 * time.Millisecond
 // send+receive+delete rate of the SQS endpoint; then the send -> commit latency at a
 // fixed rate below that capacity, events parked on purpose apart.
 func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
-	d, rate, latDur, workers, binDir, jsonOut, profDir := &o.Duration, &o.Rate, &o.LatencyDuration, &o.Workers, &o.BinDir, &o.JSON, &o.Profile
-	if *latDur == 0 {
-		*latDur = max(*d/2, 10*time.Second)
+	d, rate, latDur, workers, binDir, jsonOut, profDir := o.Duration, o.Rate, o.LatencyDuration, o.Workers, o.BinDir, o.JSON, o.Profile
+	if latDur == 0 {
+		latDur = max(d/2, 10*time.Second)
 	}
-	bins, err := fleet.BinDir(*binDir)
+	bins, err := fleet.BinDir(binDir)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 		return err
 	}
 	say := func(format string, a ...any) {
-		if !*jsonOut {
+		if !jsonOut {
 			fmt.Fprintf(os.Stderr, format+"\n", a...)
 		}
 	}
@@ -133,8 +133,8 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 		}
 	}()
 
-	say("bench e2e: measuring the SQS ceiling (%s)", *d/3)
-	ceiling, err := loadgen.SQSCeiling(ctx, c, aws.ToString(ceilingQ.QueueUrl), 8, *d/3)
+	say("bench e2e: measuring the SQS ceiling (%s)", d/3)
+	ceiling, err := loadgen.SQSCeiling(ctx, c, aws.ToString(ceilingQ.QueueUrl), 8, d/3)
 	if err != nil {
 		return fmt.Errorf("sqs ceiling: %w", err)
 	}
@@ -145,7 +145,7 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 		"JUNBAN_RESULTS_QUEUE=" + results.URL, "JUNBAN_RESULTS_DLQ=" + results.DLQURL,
 		"JUNBAN_SQS_WAIT_SECONDS=1", "JUNBAN_LOG_LEVEL=warn", "JUNBAN_LOG_FORMAT=json",
 	}
-	if *profDir != "" {
+	if profDir != "" {
 		env = append(env, "JUNBAN_PPROF=true")
 	}
 	var procs []*fleet.Proc
@@ -154,7 +154,7 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 			p.Stop(10 * time.Second)
 		}
 	}()
-	for i := range *workers {
+	for i := range workers {
 		p, err := fleet.Start(ctx, bins, "order-worker", fmt.Sprintf("order-worker-%d", i), logDir, env)
 		if err != nil {
 			return err
@@ -172,48 +172,48 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	spec := loadgen.DefaultSpec(run)
 	spec.Orders = max(100, int(0.4*ceiling/2*d.Seconds()/5))
 	spec.SKUs, spec.StockPerLot = 200, 1_000_000
-	say("bench e2e: ceiling %.0f msg/s; sending %d orders through %d order-workers and a persist-worker", ceiling, spec.Orders, *workers)
+	say("bench e2e: ceiling %.0f msg/s; sending %d orders through %d order-workers and a persist-worker", ceiling, spec.Orders, workers)
 	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: orders.URL})
 	if err != nil {
 		return err
 	}
 	defer pub.Close()
 	var progress *os.File
-	if !*jsonOut {
+	if !jsonOut {
 		progress = os.Stderr
 	}
 	var profiled chan struct{}
-	if *profDir != "" {
-		if err := os.MkdirAll(*profDir, 0o755); err != nil {
+	if profDir != "" {
+		if err := os.MkdirAll(profDir, 0o755); err != nil {
 			return err
 		}
-		saveCommandStats(ctx, rc, filepath.Join(*profDir, "commandstats.before"))
+		saveCommandStats(ctx, rc, filepath.Join(profDir, "commandstats.before"))
 		profiled = make(chan struct{})
 		go func() {
 			defer close(profiled)
 			// Two 8 s profiles from the middle of the load phase (the server's write timeout is 10 s).
-			time.Sleep(*d / 4)
+			time.Sleep(d / 4)
 			for i := range 2 {
-				fetch("http://"+procs[0].Addr+"/debug/pprof/profile?seconds=8", filepath.Join(*profDir, fmt.Sprintf("order-worker-0.cpu.%d.pprof", i)))
+				fetch("http://"+procs[0].Addr+"/debug/pprof/profile?seconds=8", filepath.Join(profDir, fmt.Sprintf("order-worker-0.cpu.%d.pprof", i)))
 			}
 		}()
 	}
-	workerAddrs := make([]string, *workers)
-	for i, p := range procs[:*workers] {
+	workerAddrs := make([]string, workers)
+	for i, p := range procs[:workers] {
 		workerAddrs[i] = p.Addr
 	}
 	foundDone := func(ctx context.Context) (int, error) {
 		n, err := fleet.MetricSum(ctx, loadgen.DuplicatesFoundSeries, workerAddrs...)
 		return int(n), err
 	}
-	s, err := loadgen.Run(ctx, db, pub, loadgen.RunConfig{Spec: spec, Senders: 4, Wait: 3 * *d, Progress: progress, DuplicatesFound: foundDone})
+	s, err := loadgen.Run(ctx, db, pub, loadgen.RunConfig{Spec: spec, Senders: 4, Wait: 3 * d, Progress: progress, DuplicatesFound: foundDone})
 	if err != nil {
 		return err
 	}
-	if *profDir != "" {
-		saveCommandStats(ctx, rc, filepath.Join(*profDir, "commandstats.after"))
+	if profDir != "" {
+		saveCommandStats(ctx, rc, filepath.Join(profDir, "commandstats.after"))
 		for _, p := range procs {
-			fetch("http://"+p.Addr+"/metrics", filepath.Join(*profDir, p.Name+".metrics"))
+			fetch("http://"+p.Addr+"/metrics", filepath.Join(profDir, p.Name+".metrics"))
 		}
 		<-profiled
 	}
@@ -222,16 +222,16 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	}
 
 	// The latency phase: a workload of its own (new ids and SKUs) at a fixed rate.
-	latRate := *rate
+	latRate := rate
 	if latRate == 0 {
 		latRate = s.EventsPerS / 2
 	}
 	lspec := loadgen.DefaultSpec(run + "l")
 	lspec.SKUs, lspec.StockPerLot = 200, 1_000_000
 	lspec.Orders = max(50, int(latRate*latDur.Seconds()/eventsPerOrder(lspec)))
-	say("bench e2e: latency at %.0f events/s for about %s (%d orders)", latRate, *latDur, lspec.Orders)
+	say("bench e2e: latency at %.0f events/s for about %s (%d orders)", latRate, latDur, lspec.Orders)
 	rec := sendlatency.NewRecorder(pub)
-	ls, err := loadgen.Run(ctx, db, rec, loadgen.RunConfig{Spec: lspec, Rate: latRate, Senders: 4, Wait: 3 * *latDur, Progress: progress})
+	ls, err := loadgen.Run(ctx, db, rec, loadgen.RunConfig{Spec: lspec, Rate: latRate, Senders: 4, Wait: 3 * latDur, Progress: progress})
 	if err != nil {
 		return err
 	}
@@ -265,7 +265,7 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 			"orders":            lspec.Orders,
 		},
 	}
-	if *jsonOut {
+	if jsonOut {
 		return json.NewEncoder(w).Encode(out)
 	}
 	fmt.Fprintf(w, "events (distinct)          %d (%d sent with duplicates)\n", s.Distinct, s.Sent)
@@ -275,7 +275,7 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	fmt.Fprintf(w, "target 0.4 x ceiling / 2   %.1f  -> %s\n", 0.4*ceiling/2, verdict(s.EventsPerS >= 0.4*ceiling/2))
 	fmt.Fprintf(w, "latency p50 / p99          %.0f / %.0f ms (at capacity: queueing included)\n", s.P50MS, s.P99MS)
 	fmt.Fprintf(w, "\nlatency at %.0f events/s (%s), send -> commit p50 / p95 / p99:\n", latRate,
-		map[bool]string{true: "-rate", false: "half of the capacity above"}[*rate > 0])
+		map[bool]string{true: "-rate", false: "half of the capacity above"}[rate > 0])
 	fmt.Fprintf(w, "  applied in turn          %s\n", inTurn)
 	fmt.Fprintf(w, "  parked on purpose        %s\n", parked)
 	fmt.Fprintf(w, "                           (sent before their precondition: they wait for the workload's next send)\n")

@@ -72,18 +72,18 @@ type Config struct {
 // (the same consumer with a handler that writes nothing).
 func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	duration, asJSON, batchMax, window, receivers, concurrency, appliers, backlog, latency, parts :=
-		&o.Duration, &o.JSON, &o.BatchMax, &o.Window, &o.Receivers, &o.Concurrency, &o.Appliers, &o.Backlog, &o.PGLatency, &o.Parts
+		o.Duration, o.JSON, o.BatchMax, o.Window, o.Receivers, o.Concurrency, o.Appliers, o.Backlog, o.PGLatency, o.Parts
 	// Both modes run the persist path in this process: with the persist-worker's GC target.
 	gc := config.TuneGC()
-	if !*asJSON {
+	if !asJSON {
 		fmt.Fprintf(os.Stderr, "bench persist: GC target %d (the persist-worker's; GOGC overrides)\n", gc)
 	}
 	// labelled runs fn with the profiler label mode (goroutines it starts inherit it).
 	labelled := func(mode string, fn func()) {
 		pprof.Do(ctx, pprof.Labels("mode", mode), func(context.Context) { fn() })
 	}
-	if *latency > 0 {
-		addr, stop, err := latencyProxy(cfg.Postgres.URL, *latency)
+	if latency > 0 {
+		addr, stop, err := latencyProxy(cfg.Postgres.URL, latency)
 		if err != nil {
 			return err
 		}
@@ -91,7 +91,7 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 		cfg.Postgres.URL = addr
 	}
 	say := func(format string, a ...any) {
-		if !*asJSON {
+		if !asJSON {
 			fmt.Fprintf(os.Stderr, format+"\n", a...)
 		}
 	}
@@ -113,7 +113,7 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	// --appliers connections: both modes get the same PostgreSQL.
 	var drops []func(context.Context)
 	schema := func(mode string) (*gorm.DB, error) {
-		db, drop, err := benchSchema(ctx, cfg.Postgres, name+"_"+mode, *appliers)
+		db, drop, err := benchSchema(ctx, cfg.Postgres, name+"_"+mode, appliers)
 		if err != nil {
 			return nil, err
 		}
@@ -149,21 +149,21 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 		h := handler(&applied)
 		consumer, err := queue.NewBatchConsumer(sqsClient, queue.ConsumerConfig{
 			QueueURL: pair.URL, DLQURL: pair.DLQURL,
-			Receivers: *receivers, Concurrency: *receivers * *concurrency,
-			WaitTimeSeconds: 1, BatchMax: *batchMax, BatchWindow: *window,
+			Receivers: receivers, Concurrency: receivers * concurrency,
+			WaitTimeSeconds: 1, BatchMax: batchMax, BatchWindow: window,
 			ShutdownBudget: 10 * time.Second,
 		}, h)
 		if err != nil {
 			return 0, 0, err
 		}
 
-		say("bench persist: %s: filling %s with %d results, then applying for %s", mode, qname, *backlog, d)
+		say("bench persist: %s: filling %s with %d results, then applying for %s", mode, qname, backlog, d)
 		prodCtx, stopProducer := context.WithCancel(ctx)
 		defer stopProducer()
-		p := &benchProducer{c: sqsClient, url: pair.URL, gen: resultgen.New(gen), applied: &applied, backlog: int64(*backlog)}
+		p := &benchProducer{c: sqsClient, url: pair.URL, gen: resultgen.New(gen), applied: &applied, backlog: int64(backlog)}
 		prodErr := make(chan error, 1)
 		go func() { prodErr <- p.run(prodCtx) }()
-		for p.sent.Load() < int64(*backlog) && ctx.Err() == nil {
+		for p.sent.Load() < int64(backlog) && ctx.Err() == nil {
 			time.Sleep(10 * time.Millisecond)
 		}
 
@@ -211,8 +211,8 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 		var eps float64
 		var done int64
 		labelled(m, func() {
-			eps, done, err = throughQueue(m, *duration, func(applied *atomic.Int64) queue.BatchHandler {
-				return benchHandler(m == "batched", db, *appliers, applied)
+			eps, done, err = throughQueue(m, duration, func(applied *atomic.Int64) queue.BatchHandler {
+				return benchHandler(m == "batched", db, appliers, applied)
 			}, func() (int64, error) {
 				var n int64
 				err := db.WithContext(ctx).Raw("SELECT count(*) FROM inbox").Scan(&n).Error
@@ -226,7 +226,7 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	}
 	out := Result{SingleEPS: round1(rows[0].eps), BatchedEPS: round1(rows[1].eps)}
 
-	if *parts > 0 {
+	if parts > 0 {
 		// PostgreSQL alone: the same stream, no SQS, the same connections.
 		var apply Pair
 		for _, m := range []string{"single", "batched"} {
@@ -236,12 +236,12 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 			}
 			n := 1
 			if m == "batched" {
-				n = *batchMax
+				n = batchMax
 			}
-			say("bench persist: PostgreSQL alone, %s: applying for %s", m, *parts)
+			say("bench persist: PostgreSQL alone, %s: applying for %s", m, parts)
 			var eps float64
 			var done int64
-			labelled("pg-only "+m, func() { eps, done, err = applyOnly(ctx, db, resultgen.New(gen), n, *appliers, *parts) })
+			labelled("pg-only "+m, func() { eps, done, err = applyOnly(ctx, db, resultgen.New(gen), n, appliers, parts) })
 			if err != nil {
 				return err
 			}
@@ -257,7 +257,7 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 		var eps float64
 		var done int64
 		labelled("sqs-only", func() {
-			eps, done, err = throughQueue("sqs_only", *parts, func(applied *atomic.Int64) queue.BatchHandler {
+			eps, done, err = throughQueue("sqs_only", parts, func(applied *atomic.Int64) queue.BatchHandler {
 				return func(_ context.Context, ms []queue.Message) []queue.Outcome {
 					applied.Add(int64(len(ms)))
 					return make([]queue.Outcome, len(ms))
@@ -272,13 +272,13 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	}
 	out.Load1 = [2]float64{loadStart, loadAverage()}
 
-	if *asJSON {
+	if asJSON {
 		return json.NewEncoder(w).Encode(out)
 	}
 	fmt.Fprintf(w, "bench persist: %d receive(s) in flight x %d batch(es) each, %d PostgreSQL transaction(s) at once, up to %d results per batch (window %s), backlog %d, each mode %s",
-		*receivers, *concurrency, *appliers, *batchMax, *window, *backlog, *duration)
-	if *latency > 0 {
-		fmt.Fprintf(w, ", %s added PostgreSQL round trip", *latency)
+		receivers, concurrency, appliers, batchMax, window, backlog, duration)
+	if latency > 0 {
+		fmt.Fprintf(w, ", %s added PostgreSQL round trip", latency)
 	}
 	fmt.Fprintf(w, "; load average %.2f at start, %.2f at end\n", out.Load1[0], out.Load1[1])
 	fmt.Fprintf(w, "%-16s %9s %10s\n", "mode", "results", "results/s")
