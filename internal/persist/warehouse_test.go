@@ -278,6 +278,10 @@ func TestApplySafetyStockHasItsOwnVersion(t *testing.T) {
 		ProcessedAt: time.Now(), SKUs: []ledger.SKU{{SKU: "S", Version: 6, Lots: []ledger.Lot{
 			{LotID: "L1", Kind: ledger.KindOnHand, Good: true, ValidFrom: ledger.MinDate, ValidTo: ledger.MaxDate, Sellable: 9, Allocated: 1},
 		}}}}
+	// Any other result's safety stock means nothing, even where it is not 0.
+	stray := alloc
+	stray.SKUs = []ledger.SKU{alloc.SKUs[0]}
+	stray.SKUs[0].SafetyStock = 99
 	// A rejected setting's safety stock is not the SKU's, whatever else its SKU entry says.
 	rejected := ss("rej9", 9, 50)
 	rejected.Outcome, rejected.Reason = event.Rejected, "ERR_INVALID_REQUEST"
@@ -300,6 +304,8 @@ func TestApplySafetyStockHasItsOwnVersion(t *testing.T) {
 			[][]event.Result{{ss("ss5", 5, 4), alloc, ss("ss7", 7, 1)}}, "ss=1 settings_version=7 version=7"},
 		"one batch, the newest setting at an older version than the allocation": {
 			[][]event.Result{{alloc, ss("ss5", 5, 4)}}, "ss=4 settings_version=5 version=6"},
+		"an allocation carrying a stray safety stock": {
+			[][]event.Result{{stray}}, "ss=0 settings_version=0 version=6"},
 		"a rejected setting": {
 			[][]event.Result{{ss("ss5", 5, 4)}, {rejected}, {alloc}}, "ss=4 settings_version=5 version=9"},
 	} {
