@@ -158,9 +158,9 @@ func (r ReconcileReport) Remaining() int {
 const RepairedOrder = "junbanctl-reconcile"
 
 // Reconcile compares every SKU (safety stock and the version it was set at, version,
-// every lot's fields, buckets and row version) and every order (state, lines and seq) in Redis with PostgreSQL and, with
-// Repair, rewrites PostgreSQL from Redis where Redis is newer. Entities only in
-// PostgreSQL are not drift: Redis loads SKUs lazily.
+// every lot's fields, buckets and row version) and every order (state, lines and seq) in
+// Redis with PostgreSQL and, with Repair, rewrites PostgreSQL from Redis where Redis is
+// newer. Entities only in PostgreSQL are not drift: Redis loads SKUs lazily.
 func Reconcile(ctx context.Context, cfg ReconcileConfig) (ReconcileReport, error) {
 	rep := ReconcileReport{OrdersCompared: cfg.Orders != nil}
 	if cfg.DB == nil || cfg.SKUs == nil {

@@ -12,8 +12,8 @@ import (
 // WriteSKUs writes whole SKUs (settings and every lot) in one transaction, each row only
 // where the given version is newer than the stored one (the safety stock where the
 // stored settings version is older than the given version), and returns how many SKU
-// rows it wrote. Reconcile's repair uses it to rewrite PostgreSQL from Redis; tests and the
-// benchmark use it to load a catalog.
+// rows it wrote. Reconcile's repair uses it to rewrite PostgreSQL from Redis; tests and
+// the benchmark use it to load a catalog.
 func WriteSKUs(ctx context.Context, db *gorm.DB, skus []ledger.SKU) (int, error) {
 	var p prepared
 	for _, s := range skus {
