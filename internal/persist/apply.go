@@ -49,7 +49,8 @@ type Skips struct {
 	Duplicates int
 	// OlderOrders are order snapshots whose seq was not newer than the stored one.
 	OlderOrders int
-	// OlderSKUs are SKU rows whose version was not newer than the stored one.
+	// OlderSKUs are SKU rows whose version was not newer than the stored one, nor their
+	// settings version (results that set the safety stock).
 	OlderSKUs int
 	// OlderLots are lot rows whose SKU version was not newer than the stored one.
 	OlderLots int
