@@ -29,6 +29,7 @@ func runBenchAlloc(ctx context.Context, args []string) error {
 	sweep := fs.Bool("sweep", true, "also measure junban at 1, 10, 100 and 1000 lots (usual and worst case)")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
 	pgConns := fs.Int("pg-conns", 0, "PostgreSQL connections of the row-lock variant (default: --clients)")
+	registration := fs.Bool("registration", true, "also time RegisterLot beside an allocation on SKUs of 100 and 1,000 lots")
 	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func runBenchAlloc(ctx context.Context, args []string) error {
 	}
 	var log io.Writer = os.Stderr
 	opt := allocbench.Options{Lots: *lots, Duration: *dur, Clients: *clients, Sweep: *sweep, Rounds: *rounds, PGConns: *pgConns,
-		Prefix: rcfg.KeyPrefix + ":benchalloc:" + randomID()}
+		Registration: *registration, Prefix: rcfg.KeyPrefix + ":benchalloc:" + randomID()}
 	rep, err := allocbench.Run(ctx, rc, db, opt, log)
 	if err != nil {
 		return err
@@ -83,7 +84,9 @@ func runBenchAlloc(ctx context.Context, args []string) error {
 		return enc.Encode(rep)
 	}
 	fmt.Printf("bench alloc: %d lots, %d clients, %s per variant in %d rounds (medians)\n", rep.Lots, rep.Clients, *dur, *rounds)
-	fmt.Printf("  junban            %10.0f ops/s\n", rep.Junban)
+	fmt.Printf("  junban            %10.0f ops/s  (%.2fx of the ceiling, %.2fx of junban_before)\n", rep.Junban, rep.Ratios.JunbanOfCeiling, rep.Ratios.JunbanOfBefore)
+	fmt.Printf("  junban_holder     %10.0f ops/s  (%.2fx of the ceiling, %.2fx of junban_before)\n", rep.JunbanHolder, rep.Ratios.HolderOfCeiling, rep.Ratios.HolderOfBefore)
+	fmt.Printf("  junban_before     %10.0f ops/s  (%.2fx of the ceiling; the script of 5f6d35e)\n", rep.JunbanBefore, rep.Ratios.BeforeOfCeiling)
 	fmt.Printf("  jsondoc           %10.0f ops/s  (junban %.1fx)\n", rep.JSONDoc, rep.Junban/rep.JSONDoc)
 	fmt.Printf("  pg_rowlock        %10.0f ops/s  (junban %.1fx)\n", rep.PGRowLock, rep.Junban/rep.PGRowLock)
 	fmt.Printf("  evalsha_ceiling   %10.0f ops/s  (junban %.2fx of it)\n", rep.EvalshaCeiling, rep.Junban/rep.EvalshaCeiling)
@@ -91,6 +94,10 @@ func runBenchAlloc(ctx context.Context, args []string) error {
 		if r, ok := rep.JunbanByLots[n]; ok {
 			fmt.Printf("  junban %4s lots   %10.0f ops/s  worst case (every lot read) %10.0f ops/s\n", n, r, rep.JunbanWorstByLots[n])
 		}
+	}
+	for _, r := range rep.Registration {
+		fmt.Printf("  %4d lots (up to %d)  RegisterLot %8.0f ops/s %7.1f usec/call   Allocate+holder %8.0f ops/s %7.1f usec/call\n",
+			r.Lots, r.MaxLotsDuringRun, r.RegisterOps, r.RegisterUsecPerCall, r.AllocateOps, r.AllocateUsecPerCall)
 	}
 	names := make([]string, 0, len(rep.Profile))
 	for name := range rep.Profile {
