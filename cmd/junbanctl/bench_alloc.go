@@ -18,8 +18,9 @@ import (
 	"github.com/junban/junban/internal/ledger/allocbench"
 )
 
-// runBenchAlloc measures junban's allocation script against a JSON-document script,
-// PostgreSQL with SELECT ... FOR UPDATE and a trivial EVALSHA, on one hot SKU.
+// runBenchAlloc measures junban's allocation script against the script before the
+// warehouse operations, a JSON-document script, PostgreSQL with SELECT ... FOR UPDATE and
+// a trivial EVALSHA, on one hot SKU, and times RegisterLot beside an allocation.
 func runBenchAlloc(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench alloc", flag.ContinueOnError)
 	lots := fs.Int("lots", allocbench.LotsDefault, "lots of the hot SKU")

@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -51,5 +55,65 @@ func TestRunSmoke(t *testing.T) {
 	}
 	if keys, _ := rc.Keys(ctx, prefix+":*").Result(); len(keys) != 0 {
 		t.Fatalf("left %d keys behind, e.g. %s", len(keys), keys[0])
+	}
+}
+
+// TestGrowthGateBoundsTheSKU registers lots from concurrent callers through the gate of
+// the registration rounds: the SKU never holds more than its lots plus the budget, which
+// the callers, all at once, would overrun without the gate. Each restore counts the lots
+// while no registration is in flight.
+func TestGrowthGateBoundsTheSKU(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	ctx := context.Background()
+	const lots, budget, callers, calls = 20, 2, 8, 25
+	sku := "REG-GATE"
+	l := ledger.New(rc, prefix, loader{sku: hotSKU(sku, lots, false)}, ledger.Config{OpRetention: retention})
+	if err := l.Load(ctx, sku); err != nil {
+		t.Fatal(err)
+	}
+	key := ledger.Key(prefix, sku)
+	snap := &skuSnapshot{rc: rc, key: key}
+	if err := snap.take(ctx); err != nil {
+		t.Fatal(err)
+	}
+	countLots := func() int {
+		fields, err := rc.HKeys(ctx, key).Result()
+		if err != nil {
+			t.Error(err)
+		}
+		n := 0
+		for _, f := range fields {
+			if strings.HasPrefix(f, "m:") {
+				n++
+			}
+		}
+		return n
+	}
+	var most, restores int
+	g := &growthGate{budget: budget, restore: func(ctx context.Context) error {
+		most = max(most, countLots())
+		restores++
+		return snap.restore(ctx)
+	}}
+	op := registerOp(l, sku, lots, g)
+	var seq atomic.Int64
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			for range calls {
+				if err := op(ctx, seq.Add(1)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	most = max(most, countLots())
+	if most > lots+budget {
+		t.Fatalf("the SKU held %d lots, more than %d + %d", most, lots, budget)
+	}
+	if want := callers * calls / budget; restores < want-1 {
+		t.Fatalf("%d restores for %d registrations of budget %d", restores, callers*calls, budget)
 	}
 }
