@@ -3,6 +3,9 @@ GO        ?= go
 BIN       := bin
 BINARIES  := order-worker persist-worker webhook-gateway junban-api junbanctl
 TEST_FLAGS ?= -race -count=1 -timeout 14m
+# The binaries, junbanctl and the tests read the stack's endpoints only from the file this
+# names: nothing finds .junban/stack.env by itself.
+export JUNBAN_STACK_ENV ?= $(CURDIR)/.junban/stack.env
 
 .PHONY: all build stack stack-down stack-status migrate test test-other-sqs vet demo console-screenshots chaos bench bench-lock bench-alloc bench-persist bench-e2e bench-api clean
 
