@@ -15,6 +15,7 @@ import (
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/loadgen"
 	"github.com/junban/junban/internal/order"
@@ -185,7 +186,7 @@ func TestEndToEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := ledger.PGLoader{DB: f.db}.LoadSKU(context.Background(), inv.SKU)
+			got, err := inventorydb.PGLoader{DB: f.db}.LoadSKU(context.Background(), inv.SKU)
 			if err != nil {
 				t.Fatal(err)
 			}

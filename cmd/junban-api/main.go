@@ -21,6 +21,7 @@ import (
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/console"
 	"github.com/junban/junban/internal/health"
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/logging"
 	"github.com/junban/junban/internal/order"
@@ -82,7 +83,7 @@ func run() error {
 	reg := health.NewRegistry()
 	h, err := api.New(api.Deps{
 		Redis: rc, Prefix: cfg.KeyPrefix, DB: db,
-		Ledger: ledger.New(rc, cfg.KeyPrefix, ledger.PGLoader{DB: db}, ledger.Config{}),
+		Ledger: ledger.New(rc, cfg.KeyPrefix, inventorydb.PGLoader{DB: db}, ledger.Config{}),
 		SQS:    sqsc, Queues: cfg.SQS, Nudge: order.Nudger(pub),
 		Log: log, Registerer: reg,
 	}, api.OptionsOf(cfg))

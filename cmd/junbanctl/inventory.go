@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 )
 
@@ -46,7 +47,7 @@ Defaults: good=true, valid_from=%s, valid_to=%s, buckets 0, reg_seq next free.
 Every problem is reported with its line and field; nothing is written unless all lines are valid.
 SKUs that are live (loaded into Redis under JUNBAN_KEY_PREFIX, or with operations persisted)
 are refused with nothing written: Redis is their source of truth, and their stock changes
-through inventory.received and inventory.adjusted events.`, ledger.ImportColumns, ledger.MinDate, ledger.MaxDate),
+through inventory.received and inventory.adjusted events.`, inventorydb.ImportColumns, ledger.MinDate, ledger.MaxDate),
 		Args: oneArg("FILE"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runInventoryImport(c.Context(), c.OutOrStdout(), args[0], dryRun, asJSON)
@@ -65,7 +66,7 @@ func runInventoryImport(ctx context.Context, w io.Writer, file string, dryRun, a
 		return err
 	}
 	defer f.Close()
-	skus, err := ledger.ParseImport(f)
+	skus, err := inventorydb.ParseImport(f)
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
@@ -92,22 +93,22 @@ func runInventoryImport(ctx context.Context, w io.Writer, file string, dryRun, a
 }
 
 // writeImport writes skus to the PostgreSQL of the environment, refusing SKUs loaded in its Redis.
-func writeImport(ctx context.Context, skus []ledger.ImportSKU) (ledger.ImportStats, error) {
+func writeImport(ctx context.Context, skus []inventorydb.ImportSKU) (inventorydb.ImportStats, error) {
 	cfg, err := config.Load[inventoryConfig]()
 	if err != nil {
-		return ledger.ImportStats{}, err
+		return inventorydb.ImportStats{}, err
 	}
 	rc, err := cfg.Redis.Client()
 	if err != nil {
-		return ledger.ImportStats{}, err
+		return inventorydb.ImportStats{}, err
 	}
 	defer rc.Close()
 	db, err := cfg.Postgres.Open()
 	if err != nil {
-		return ledger.ImportStats{}, err
+		return inventorydb.ImportStats{}, err
 	}
 	if sqlDB, err := db.DB(); err == nil {
 		defer sqlDB.Close()
 	}
-	return ledger.WriteImport(ctx, db, skus, ledger.Loaded(rc, cfg.KeyPrefix))
+	return inventorydb.WriteImport(ctx, db, skus, inventorydb.Loaded(rc, cfg.KeyPrefix))
 }

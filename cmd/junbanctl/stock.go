@@ -10,6 +10,7 @@ import (
 
 	"github.com/junban/junban/internal/api"
 	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 )
 
@@ -34,7 +35,7 @@ func readerDeps() (api.Deps, func(), error) {
 		return api.Deps{}, nil, err
 	}
 	d := api.Deps{Redis: rc, Prefix: rcfg.KeyPrefix, DB: db,
-		Ledger: ledger.New(rc, rcfg.KeyPrefix, ledger.PGLoader{DB: db}, ledger.Config{})}
+		Ledger: ledger.New(rc, rcfg.KeyPrefix, inventorydb.PGLoader{DB: db}, ledger.Config{})}
 	return d, func() {
 		rc.Close()
 		if sqlDB, err := db.DB(); err == nil {

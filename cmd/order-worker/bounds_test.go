@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/loadgen"
 	"github.com/junban/junban/internal/order"
@@ -105,7 +106,7 @@ func TestTooManyLinesGoToTheDLQAndTheOrderGoesOn(t *testing.T) {
 		t.Fatal("the refused order has a result")
 	}
 	// Only the small placement holds stock: the refused one allocated nothing.
-	led := ledger.New(f.rc, f.prefix, ledger.PGLoader{DB: f.db}, ledger.Config{})
+	led := ledger.New(f.rc, f.prefix, inventorydb.PGLoader{DB: f.db}, ledger.Config{})
 	s, err := led.Snapshot(context.Background(), sku)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/health"
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/logging"
@@ -280,7 +281,7 @@ func run() error {
 		return queue.DeadLetter(ctx, sqsClient, urls.ordersDLQ, body, reason, attrs)
 	}
 
-	led := ledger.New(rc, cfg.KeyPrefix, ledger.PGLoader{DB: db}, ledger.Config{OpRetention: cfg.OpRetention})
+	led := ledger.New(rc, cfg.KeyPrefix, inventorydb.PGLoader{DB: db}, ledger.Config{OpRetention: cfg.OpRetention})
 	proc, err := order.NewProcessor(rc, led, results, deadLetter, order.Config{
 		Prefix: cfg.KeyPrefix, DoneRetention: cfg.DoneRetention, ParkTimeout: cfg.ParkTimeout,
 		Loader: order.PGLoader{DB: db}, Replication: repl,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/loadgen"
 	"github.com/junban/junban/internal/order"
@@ -251,7 +252,7 @@ func (f *fleet) verify(w loadgen.Workload) {
 			f.t.Errorf("%s: %d parked in redis, %d in the model", lcid, len(st.Parked), len(states[lcid].Parked))
 		}
 	}
-	led := ledger.New(f.rc, f.prefix, ledger.PGLoader{DB: f.db}, ledger.Config{})
+	led := ledger.New(f.rc, f.prefix, inventorydb.PGLoader{DB: f.db}, ledger.Config{})
 	for _, inv := range w.Inventory {
 		got, err := led.Snapshot(ctx, inv.SKU)
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
@@ -100,7 +101,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	t.Cleanup(func() { pub.Close() })
 	d := Deps{
 		Redis: e.rc, Prefix: e.prefix, DB: e.db,
-		Ledger: ledger.New(e.rc, e.prefix, ledger.PGLoader{DB: e.db}, ledger.Config{}),
+		Ledger: ledger.New(e.rc, e.prefix, inventorydb.PGLoader{DB: e.db}, ledger.Config{}),
 		SQS:    e.sqs,
 		Queues: config.SQS{OrdersQueue: e.q.OrdersName, OrdersDLQ: e.q.OrdersDLQName,
 			ResultsQueue: e.q.ResultsName, ResultsDLQ: e.q.ResultsDLQName},

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 )
 
@@ -70,7 +71,7 @@ func (d Deps) ReadSKU(ctx context.Context, sku string) (SKUView, error) {
 	v.SKU, err = d.Ledger.Snapshot(ctx, sku)
 	if errors.Is(err, ledger.ErrNotLoaded) {
 		v.Source = "postgres"
-		v.SKU, err = ledger.PGLoader{DB: d.DB}.LoadSKU(ctx, sku)
+		v.SKU, err = inventorydb.PGLoader{DB: d.DB}.LoadSKU(ctx, sku)
 		v.SKU.SKU = sku
 	}
 	return v, err

@@ -24,6 +24,7 @@ import (
 	"github.com/junban/junban/internal/api"
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/loadgen"
 	"github.com/junban/junban/internal/lockhandoff"
@@ -111,7 +112,7 @@ func startFleet(t *testing.T) *fleet {
 		ResultsQueue: f.q.ResultsName, ResultsDLQ: f.q.ResultsDLQName}
 	f.api, err = api.New(api.Deps{
 		Redis: rc, Prefix: prefix, DB: db,
-		Ledger: ledger.New(rc, prefix, ledger.PGLoader{DB: db}, ledger.Config{}),
+		Ledger: ledger.New(rc, prefix, inventorydb.PGLoader{DB: db}, ledger.Config{}),
 		SQS:    sqsc, Queues: f.sqsCfg, Nudge: order.Nudger(f.pub), Registerer: prometheus.NewRegistry(),
 	}, api.Options{ReadTokens: []string{readToken}, AdminTokens: []string{adminToken}})
 	if err != nil {
@@ -463,7 +464,7 @@ func TestConsoleSkipsAStuckTurn(t *testing.T) {
 	}
 	t.Cleanup(func() { pub.Close() })
 	cfg := config.SQS{OrdersQueue: q.OrdersName, OrdersDLQ: q.OrdersDLQName, ResultsQueue: q.ResultsName, ResultsDLQ: q.ResultsDLQName}
-	a, err := api.New(api.Deps{Redis: rc, Prefix: prefix, DB: db, Ledger: ledger.New(rc, prefix, ledger.PGLoader{DB: db}, ledger.Config{}),
+	a, err := api.New(api.Deps{Redis: rc, Prefix: prefix, DB: db, Ledger: ledger.New(rc, prefix, inventorydb.PGLoader{DB: db}, ledger.Config{}),
 		SQS: sqsc, Queues: cfg, Nudge: order.Nudger(pub)}, api.Options{ReadTokens: []string{readToken}, AdminTokens: []string{adminToken}})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/junban/junban/internal/api/apibench"
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/fleet"
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/loadgen"
 	"github.com/junban/junban/internal/queue"
@@ -109,7 +110,7 @@ func RunAPI(ctx context.Context, cfg Config, rc redis.UniversalClient, opt apibe
 		names[i] = s.SKU
 	}
 	opt.SKUNames, opt.Date = names, spec.TargetDate
-	opt.Ledger = ledger.New(rc, run, ledger.PGLoader{DB: db}, ledger.Config{})
+	opt.Ledger = ledger.New(rc, run, inventorydb.PGLoader{DB: db}, ledger.Config{})
 	opt.Writers = func(ctx context.Context) (int64, error) {
 		tick := time.NewTicker(time.Duration(float64(time.Second) / rate * 10))
 		defer tick.Stop()

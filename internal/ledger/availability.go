@@ -282,7 +282,7 @@ func decodeRecordHead(h string) (Candidate, bool) {
 			c.BestBefore = bb
 		}
 	case 'p':
-		c.Kind, c.RegSeq = KindPlanned, maxRegSeq-reg
+		c.Kind, c.RegSeq = KindPlanned, MaxRegSeq-reg
 	default:
 		return Candidate{}, false
 	}

@@ -59,14 +59,15 @@ var bucketCodes = map[string]string{
 // planned lots by descending registration order (LIFO). ledger.lua parses the same
 // fixed offsets.
 const (
-	maxRegSeq   = 999_999_999_999_999 // 15 digits, below 2^53 for Lua
-	noBestFirst = "9999-99-99"        // on-hand lot without best-before: after every date
+	// MaxRegSeq is the largest registration number (reg_seq): 15 digits, below 2^53 for Lua.
+	MaxRegSeq   = 999_999_999_999_999
+	noBestFirst = "9999-99-99" // on-hand lot without best-before: after every date
 	plannedBB   = "0000-00-00"
 )
 
 func sortKey(l Lot) string {
 	if l.Kind == KindPlanned {
-		return fmt.Sprintf("p%s%015d", plannedBB, maxRegSeq-l.RegSeq)
+		return fmt.Sprintf("p%s%015d", plannedBB, MaxRegSeq-l.RegSeq)
 	}
 	bb := l.BestBefore
 	if bb == "" {
@@ -150,7 +151,7 @@ func CheckSKUState(s SKU) error {
 			return invalid("sku %s: lots %s and %s share reg_seq %d", s.SKU, other, l.LotID, l.RegSeq)
 		}
 		regs[l.RegSeq] = l.LotID
-		if l.RegSeq < 0 || l.RegSeq > maxRegSeq {
+		if l.RegSeq < 0 || l.RegSeq > MaxRegSeq {
 			return invalid("sku %s lot %s: reg_seq %d out of range", s.SKU, l.LotID, l.RegSeq)
 		}
 		if l.Kind != KindOnHand && l.Kind != KindPlanned {

@@ -346,7 +346,7 @@ if op == 'reglot' then
       end
     end
   end
-  if reg > 999999999999999 then -- the index's 15 digits (layout.go's maxRegSeq)
+  if reg > 999999999999999 then -- the index's 15 digits (layout.go's MaxRegSeq)
     return fail('ERR_LOT_STATE', 'lot=' .. lot .. ' no registration number left after ' .. fmt(reg - 1))
   end
   local m = table.concat({ARGV[4], ARGV[5], ARGV[6], fmt(reg), ARGV[7], ARGV[8], ARGV[9]}, '\t')

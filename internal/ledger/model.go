@@ -481,7 +481,7 @@ func (m *Model) RegisterLot(ctx context.Context, r RegisterLotRequest) (Result, 
 			}
 			next = max(next, l.RegSeq+1)
 		}
-		if next > maxRegSeq {
+		if next > MaxRegSeq {
 			return ErrLotState, fmt.Sprintf("lot=%s no registration number left after %d", n.LotID, next-1)
 		}
 		o.sku.Lots = append(o.sku.Lots, Lot{LotID: n.LotID, Kind: n.Kind, Good: n.Good, BestBefore: n.BestBefore,

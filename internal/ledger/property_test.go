@@ -78,7 +78,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 				Hidden: int64(rng.IntN(3)), Shipped: int64(rng.IntN(3)),
 			}
 			if rng.IntN(20) == 0 {
-				l.RegSeq = maxRegSeq - int64(j)
+				l.RegSeq = MaxRegSeq - int64(j)
 			}
 			if l.ValidFrom > l.ValidTo {
 				l.ValidFrom, l.ValidTo = l.ValidTo, l.ValidFrom

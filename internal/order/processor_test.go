@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
@@ -99,7 +100,7 @@ func newHarnessWith(t *testing.T, skus []ledger.SKU, opts harnessOptions) *harne
 	}
 	t.Cleanup(func() { pub.Close() })
 	h.pub = &recorder{inner: pub, sent: map[string]int{}}
-	h.led = ledger.New(rc, prefix, ledger.PGLoader{DB: db}, ledger.Config{})
+	h.led = ledger.New(rc, prefix, inventorydb.PGLoader{DB: db}, ledger.Config{})
 	dlq := func(ctx context.Context, body []byte, reason string, attrs map[string]string) error {
 		return queue.DeadLetter(ctx, c, h.queues.Orders.DLQURL, body, reason, attrs)
 	}
@@ -366,7 +367,7 @@ func TestOrderLostFromRedisIsRestoredFromPostgres(t *testing.T) {
 		VALUES ('LOST-1', 'placed', 'reserved', false, 'reserve', '2026-12-01', ?::jsonb, 3, 'x')`, lines).Error; err != nil {
 		t.Fatal(err)
 	}
-	led := ledger.New(rc, prefix, ledger.PGLoader{DB: db}, ledger.Config{})
+	led := ledger.New(rc, prefix, inventorydb.PGLoader{DB: db}, ledger.Config{})
 	proc, err := order.NewProcessor(rc, led, pub, nil, order.Config{Prefix: prefix, Loader: order.PGLoader{DB: db}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
@@ -44,7 +45,7 @@ func replicatedHarness(t *testing.T, skus []ledger.SKU, replicas int, wrap func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.led = ledger.New(rc, h.prefix, ledger.PGLoader{DB: db}, ledger.Config{})
+	h.led = ledger.New(rc, h.prefix, inventorydb.PGLoader{DB: db}, ledger.Config{})
 	h.proc, err = order.NewProcessor(rc, h.led, h.pub, nil, order.Config{Prefix: h.prefix, Replication: w}, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +243,7 @@ func TestReplicationCost(t *testing.T) {
 			t.Fatal(err)
 		}
 		pub := &discard{}
-		proc, err := order.NewProcessor(rc, ledger.New(rc, prefix, ledger.PGLoader{DB: db}, ledger.Config{}), pub, nil, order.Config{Prefix: prefix, Replication: w}, nil, nil)
+		proc, err := order.NewProcessor(rc, ledger.New(rc, prefix, inventorydb.PGLoader{DB: db}, ledger.Config{}), pub, nil, order.Config{Prefix: prefix, Replication: w}, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

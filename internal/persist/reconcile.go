@@ -17,6 +17,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 )
 
@@ -338,11 +339,11 @@ type pgLot struct {
 	Version int64
 }
 
-// reconcileQuerySKU is ledger.LoadQuerySKU with the settings version;
-// reconcileQueryLots is ledger.LoadQueryLots with each row's version.
+// reconcileQuerySKU is inventorydb.LoadQuerySKU with the settings version;
+// reconcileQueryLots is inventorydb.LoadQueryLots with each row's version.
 const (
 	reconcileQuerySKU  = `SELECT safety_stock, settings_version, version FROM skus WHERE sku = ?`
-	reconcileQueryLots = `SELECT ` + ledger.LotColumns + `, version
+	reconcileQueryLots = `SELECT ` + inventorydb.LotColumns + `, version
   FROM lots WHERE sku = ? ORDER BY reg_seq, lot_id`
 )
 

@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
@@ -189,7 +190,7 @@ func loadedCatalog(t *testing.T, skus, lots int) (*gorm.DB, *ledger.Ledger, []le
 	if _, err := persist.WriteSKUs(ctx, db, catalog); err != nil {
 		t.Fatal(err)
 	}
-	led := ledger.New(rc, prefix, ledger.PGLoader{DB: db}, ledger.Config{})
+	led := ledger.New(rc, prefix, inventorydb.PGLoader{DB: db}, ledger.Config{})
 	for _, s := range catalog {
 		if err := led.Load(ctx, s.SKU); err != nil {
 			t.Fatal(err)

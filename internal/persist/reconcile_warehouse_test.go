@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/persist"
 )
@@ -102,7 +103,7 @@ func TestReconcileWarehouseDrift(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := ledger.PGLoader{DB: db}.LoadSKU(ctx, sku)
+		p, err := inventorydb.PGLoader{DB: db}.LoadSKU(ctx, sku)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/testenv"
@@ -211,7 +212,7 @@ func TestApplyWarehouseResultsInEveryOrder(t *testing.T) {
 		if sku.SafetyStock != final.SafetyStock || sku.SafetyStock != 3 || sku.SettingsVersion != 4 || sku.Version != 8 {
 			t.Errorf("skus row %+v, want safety stock 3 (Redis %d) at settings version 4, version 8", sku, final.SafetyStock)
 		}
-		got, err := ledger.PGLoader{DB: db}.LoadSKU(ctx, "P0000")
+		got, err := inventorydb.PGLoader{DB: db}.LoadSKU(ctx, "P0000")
 		if err != nil {
 			t.Fatal(err)
 		}

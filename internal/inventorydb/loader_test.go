@@ -1,4 +1,4 @@
-package ledger
+package inventorydb
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/junban/junban/internal/testenv"
+
+	"github.com/junban/junban/internal/ledger"
 )
 
 func TestPGLoader(t *testing.T) {
@@ -25,10 +27,10 @@ func TestPGLoader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := SKU{SKU: "A", SafetyStock: 3, Version: 7, Lots: []Lot{
-		{LotID: "L1", Kind: KindOnHand, Good: false, BestBefore: "2027-01-31", RegSeq: 1, ValidFrom: MinDate, ValidTo: MaxDate,
+	want := ledger.SKU{SKU: "A", SafetyStock: 3, Version: 7, Lots: []ledger.Lot{
+		{LotID: "L1", Kind: ledger.KindOnHand, Good: false, BestBefore: "2027-01-31", RegSeq: 1, ValidFrom: ledger.MinDate, ValidTo: ledger.MaxDate,
 			Sellable: 5, Allocated: 2, Hidden: 1, Shipped: 4, Defective: 6},
-		{LotID: "L2", Kind: KindPlanned, Good: true, RegSeq: 2, ArrivesAt: "2026-12-24", ValidFrom: "2026-12-01", ValidTo: "2027-06-30",
+		{LotID: "L2", Kind: ledger.KindPlanned, Good: true, RegSeq: 2, ArrivesAt: "2026-12-24", ValidFrom: "2026-12-01", ValidTo: "2027-06-30",
 			Sellable: 10, Reserved: 1},
 	}}
 	if !reflect.DeepEqual(got, want) {
@@ -37,15 +39,17 @@ func TestPGLoader(t *testing.T) {
 	if s, err := (PGLoader{DB: db}).LoadSKU(ctx, "EMPTY"); err != nil || len(s.Lots) != 0 {
 		t.Fatalf("empty sku: %+v %v", s, err)
 	}
-	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "B"); !errors.Is(err, ErrUnknownSKU) {
+	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "B"); !errors.Is(err, ledger.ErrUnknownSKU) {
 		t.Fatalf("unknown sku: %v", err)
 	}
 
 	// The ledger loads through it on first touch, and Redis then holds what PostgreSQL had.
 	rc, prefix := testenv.Redis(t)
-	l := New(rc, prefix, PGLoader{DB: db}, Config{})
-	r, err := l.Allocate(ctx, alloc("o1", "A", 2, "2026-12-01", ModeReserve))
-	wantMoves(t, r, err, mv{"L2", Sellable, Reserved, 2})
+	l := ledger.New(rc, prefix, PGLoader{DB: db}, ledger.Config{})
+	r, err := l.Allocate(ctx, alloc("o1", "A", 2, "2026-12-01", ledger.ModeReserve))
+	if err != nil || len(r.Moves) != 1 || r.Moves[0].LotID != "L2" || r.Moves[0].From != ledger.Sellable || r.Moves[0].To != ledger.Reserved || r.Moves[0].Qty != 2 {
+		t.Fatalf("allocation through the loader: %+v %v", r.Moves, err)
+	}
 	snap, err := l.Snapshot(ctx, "A")
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +58,8 @@ func TestPGLoader(t *testing.T) {
 	if !reflect.DeepEqual(snap, want) {
 		t.Fatalf("snapshot\n%+v\nwant\n%+v", snap, want)
 	}
-	_, err = l.Allocate(ctx, alloc("o2", "B", 1, "2026-12-01", ModeReserve))
-	wantErr(t, err, ErrUnknownSKU)
+	_, err = l.Allocate(ctx, alloc("o2", "B", 1, "2026-12-01", ledger.ModeReserve))
+	if !errors.Is(err, ledger.ErrUnknownSKU) {
+		t.Fatalf("unknown SKU: %v", err)
+	}
 }

@@ -1,4 +1,4 @@
-package ledger
+package inventorydb
 
 import (
 	"bufio"
@@ -16,6 +16,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
+
+	"github.com/junban/junban/internal/ledger"
 )
 
 // ImportColumns are the columns of an import file (CSV header names, JSON-lines keys).
@@ -67,7 +69,7 @@ type ImportSKU struct {
 // gives a new lot the next free one, in file order.
 type ImportLot struct {
 	Line   int
-	Lot    Lot
+	Lot    ledger.Lot
 	RegSeq *int64
 }
 
@@ -233,7 +235,7 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 				}
 				return def
 			}
-			if CheckDate(field, v) != nil {
+			if ledger.CheckDate(field, v) != nil {
 				bad(field, "%q is not a date (YYYY-MM-DD)", v)
 			}
 			return v
@@ -243,7 +245,7 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 			bad("sku", "required")
 			continue
 		}
-		if err := CheckSKU(sku); err != nil {
+		if err := ledger.CheckSKU(sku); err != nil {
 			bad("sku", "%s", cleanMsg(err))
 			continue
 		}
@@ -261,18 +263,18 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 				}
 			}
 			if first, dup := skuLine[sku]; dup {
-				bad("sku", "SKU row for %s repeats line %d", sku, first)
+				bad("sku", "ledger.SKU row for %s repeats line %d", sku, first)
 				continue
 			}
 			skuLine[sku] = n
-			ss, _ := num("safety_stock", MaxQty)
+			ss, _ := num("safety_stock", ledger.MaxQty)
 			s.SafetyStock = &ss
 			continue
 		}
 		if row["safety_stock"] != "" {
-			bad("safety_stock", "belongs on the SKU row (a row without lot_id)")
+			bad("safety_stock", "belongs on the ledger.SKU row (a row without lot_id)")
 		}
-		if err := CheckLotID(lotID); err != nil {
+		if err := ledger.CheckLotID(lotID); err != nil {
 			bad("lot_id", "%s", cleanMsg(err))
 			continue
 		}
@@ -281,9 +283,9 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 			continue
 		}
 		lotLine[[2]string{sku, lotID}] = n
-		l := Lot{LotID: lotID, Kind: row["kind"], Good: true}
-		if l.Kind != KindOnHand && l.Kind != KindPlanned {
-			bad("kind", "%q is neither %q nor %q", l.Kind, KindOnHand, KindPlanned)
+		l := ledger.Lot{LotID: lotID, Kind: row["kind"], Good: true}
+		if l.Kind != ledger.KindOnHand && l.Kind != ledger.KindPlanned {
+			bad("kind", "%q is neither %q nor %q", l.Kind, ledger.KindOnHand, ledger.KindPlanned)
 		}
 		if g := row["good"]; g != "" {
 			b, err := strconv.ParseBool(g)
@@ -294,24 +296,24 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 		}
 		l.BestBefore = date("best_before", false, "")
 		l.ArrivesAt = date("arrives_at", false, "")
-		l.ValidFrom = date("valid_from", false, MinDate)
-		l.ValidTo = date("valid_to", false, MaxDate)
+		l.ValidFrom = date("valid_from", false, ledger.MinDate)
+		l.ValidTo = date("valid_to", false, ledger.MaxDate)
 		if l.ValidFrom > l.ValidTo {
 			bad("valid_to", "%s is before valid_from %s", l.ValidTo, l.ValidFrom)
 		}
-		l.Sellable, _ = num("sellable", MaxQty)
-		l.Reserved, _ = num("reserved", MaxQty)
-		l.Allocated, _ = num("allocated", MaxQty)
-		l.Hidden, _ = num("hidden", MaxQty)
-		l.Shipped, _ = num("shipped", MaxQty)
-		l.Defective, _ = num("defective", MaxQty)
+		l.Sellable, _ = num("sellable", ledger.MaxQty)
+		l.Reserved, _ = num("reserved", ledger.MaxQty)
+		l.Allocated, _ = num("allocated", ledger.MaxQty)
+		l.Hidden, _ = num("hidden", ledger.MaxQty)
+		l.Shipped, _ = num("shipped", ledger.MaxQty)
+		l.Defective, _ = num("defective", ledger.MaxQty)
 		il := ImportLot{Line: n, Lot: l}
-		if reg, ok := num("reg_seq", maxRegSeq); ok {
+		if reg, ok := num("reg_seq", ledger.MaxRegSeq); ok {
 			if regLine[sku] == nil {
 				regLine[sku] = map[int64]int{}
 			}
 			if first, dup := regLine[sku][reg]; dup {
-				bad("reg_seq", "%d is taken by line %d of the same SKU", reg, first)
+				bad("reg_seq", "%d is taken by line %d of the same ledger.SKU", reg, first)
 			}
 			regLine[sku][reg] = n
 			il.RegSeq = &reg
@@ -366,13 +368,13 @@ func liveError(skus []string) error {
 	if len(skus) > shown {
 		list += fmt.Sprintf(" and %d more", len(skus)-shown)
 	}
-	return fmt.Errorf("%w: %d SKU(s) of the file are live (loaded into Redis, or with operations persisted), and Redis is their source of truth: %s; "+
+	return fmt.Errorf("%w: %d ledger.SKU(s) of the file are live (loaded into Redis, or with operations persisted), and Redis is their source of truth: %s; "+
 		"change their stock with inventory.received / inventory.adjusted events, or leave them out of the file (nothing was written)",
 		ErrLiveSKU, len(skus), list)
 }
 
 func cleanMsg(err error) string {
-	return strings.TrimPrefix(err.Error(), "ledger: "+ErrInvalidRequest.Error()+": ")
+	return strings.TrimPrefix(err.Error(), "ledger: "+ledger.ErrInvalidRequest.Error()+": ")
 }
 
 // ImportStats counts what WriteImport wrote.
@@ -383,7 +385,7 @@ type ImportStats struct{ SKUs, Lots int }
 // Redis is their source of truth: an import would overwrite PostgreSQL's copy with the
 // file's buckets, losing the reserved and allocated stock that Redis and the persisted
 // moves account for, and a lot added that way would never reach Redis.
-var ErrLiveSKU = errors.New("ledger: SKU is live")
+var ErrLiveSKU = errors.New("ledger: ledger.SKU is live")
 
 // LiveCheck answers which of the SKUs are loaded into the ledger's Redis.
 type LiveCheck func(ctx context.Context, skus []string) ([]string, error)
@@ -396,7 +398,7 @@ func Loaded(rc redis.UniversalClient, prefix string) LiveCheck {
 			cmds := make([]*redis.IntCmd, len(chunk))
 			_, err := rc.Pipelined(ctx, func(p redis.Pipeliner) error {
 				for i, sku := range chunk {
-					cmds[i] = p.Exists(ctx, Key(prefix, sku))
+					cmds[i] = p.Exists(ctx, ledger.Key(prefix, sku))
 				}
 				return nil
 			})
@@ -501,10 +503,10 @@ func WriteImport(ctx context.Context, db *gorm.DB, skus []ImportSKU, loaded Live
 						l.RegSeq = next
 						next++
 					}
-					if l.RegSeq > maxRegSeq {
+					if l.RegSeq > ledger.MaxRegSeq {
 						// A later load would refuse the SKU, and every operation on it with it.
 						return fmt.Errorf("%w: sku %s lot %s: no registration sequence left after reg_seq %d; give the lot a reg_seq",
-							ErrInvalidRequest, s.SKU, l.LotID, maxRegSeq)
+							ledger.ErrInvalidRequest, s.SKU, l.LotID, ledger.MaxRegSeq)
 					}
 				}
 				err := tx.Exec(`INSERT INTO lots (sku, lot_id, kind, good, best_before, reg_seq, arrives_at,

@@ -1,4 +1,4 @@
-package ledger
+package inventorydb
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/junban/junban/internal/testenv"
+
+	"github.com/junban/junban/internal/ledger"
 )
 
 func TestImportCSVAndJSONLines(t *testing.T) {
@@ -43,10 +45,10 @@ B,,L9,onhand,false,,7,,,1
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := SKU{SKU: "A", SafetyStock: 4, Lots: []Lot{
-		{LotID: "L1", Kind: KindOnHand, Good: true, BestBefore: "2027-01-15", RegSeq: 0, ValidFrom: MinDate, ValidTo: MaxDate, Sellable: 12},
-		{LotID: "L2", Kind: KindPlanned, Good: true, RegSeq: 1, ValidFrom: "2026-12-01", ValidTo: "2027-06-30", Sellable: 5},
-		{LotID: "L3", Kind: KindPlanned, Good: true, RegSeq: 2, ValidFrom: MinDate, ValidTo: MaxDate, Sellable: 20},
+	want := ledger.SKU{SKU: "A", SafetyStock: 4, Lots: []ledger.Lot{
+		{LotID: "L1", Kind: ledger.KindOnHand, Good: true, BestBefore: "2027-01-15", RegSeq: 0, ValidFrom: ledger.MinDate, ValidTo: ledger.MaxDate, Sellable: 12},
+		{LotID: "L2", Kind: ledger.KindPlanned, Good: true, RegSeq: 1, ValidFrom: "2026-12-01", ValidTo: "2027-06-30", Sellable: 5},
+		{LotID: "L3", Kind: ledger.KindPlanned, Good: true, RegSeq: 2, ValidFrom: ledger.MinDate, ValidTo: ledger.MaxDate, Sellable: 20},
 	}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("loaded\n%+v\nwant\n%+v", got, want)
@@ -141,7 +143,7 @@ func TestImportIsAllOrNothing(t *testing.T) {
 	var n int64
 	db.Raw(`SELECT count(*) FROM skus WHERE sku = 'B'`).Scan(&n)
 	if n != 0 {
-		t.Fatal("SKU B was written by a failed import")
+		t.Fatal("ledger.SKU B was written by a failed import")
 	}
 }
 
@@ -156,11 +158,11 @@ func TestImportRefusesAnAutomaticRegSeqPastTheLargest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WriteImport(ctx, db, skus, nil); !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), "lot R2") {
-		t.Fatalf("import: %v, want ErrInvalidRequest naming lot R2", err)
+	if _, err := WriteImport(ctx, db, skus, nil); !errors.Is(err, ledger.ErrInvalidRequest) || !strings.Contains(err.Error(), "lot R2") {
+		t.Fatalf("import: %v, want ledger.ErrInvalidRequest naming lot R2", err)
 	}
-	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "R"); !errors.Is(err, ErrUnknownSKU) {
-		t.Fatalf("after the refused import: %v, want no SKU R (all or nothing)", err)
+	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "R"); !errors.Is(err, ledger.ErrUnknownSKU) {
+		t.Fatalf("after the refused import: %v, want no ledger.SKU R (all or nothing)", err)
 	}
 }
 
@@ -185,8 +187,8 @@ func TestImportRefusesLiveSKUs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A is loaded and reserved from: live in Redis, version 0 still in PostgreSQL.
-	l := New(rc, prefix, PGLoader{DB: db}, Config{})
-	if _, err := l.Allocate(ctx, alloc("o1", "A", 3, "2026-12-01", ModeReserve)); err != nil {
+	l := ledger.New(rc, prefix, PGLoader{DB: db}, ledger.Config{})
+	if _, err := l.Allocate(ctx, alloc("o1", "A", 3, "2026-12-01", ledger.ModeReserve)); err != nil {
 		t.Fatal(err)
 	}
 	// B has operations persisted (version 4 in PostgreSQL), but is not in this Redis.
@@ -199,7 +201,7 @@ func TestImportRefusesLiveSKUs(t *testing.T) {
 	}
 
 	_, err = WriteImport(ctx, db, parse(file+"D,L4,onhand,2027-01-31,1\n"), loaded)
-	if !errors.Is(err, ErrLiveSKU) || !strings.Contains(err.Error(), "2 SKU(s)") || !strings.Contains(err.Error(), ": A, B;") {
+	if !errors.Is(err, ErrLiveSKU) || !strings.Contains(err.Error(), "2 ledger.SKU(s)") || !strings.Contains(err.Error(), ": A, B;") {
 		t.Fatalf("import of live SKUs: %v, want ErrLiveSKU naming A and B", err)
 	}
 	after, err := PGLoader{DB: db}.LoadSKU(ctx, "A")
@@ -209,7 +211,7 @@ func TestImportRefusesLiveSKUs(t *testing.T) {
 	if !reflect.DeepEqual(after, before) {
 		t.Errorf("a refused import changed A:\n%+v\nwant\n%+v", after, before)
 	}
-	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "D"); !errors.Is(err, ErrUnknownSKU) {
+	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "D"); !errors.Is(err, ledger.ErrUnknownSKU) {
 		t.Errorf("a refused import wrote D: %v", err)
 	}
 	// Without a Redis check, PostgreSQL's version alone still refuses B.
@@ -239,9 +241,9 @@ func TestImportRefusesASKULoadedMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := WriteImport(ctx, db, skus, loadedSecondTime); !errors.Is(err, ErrLiveSKU) {
-		t.Fatalf("import of a SKU loaded meanwhile: %v, want ErrLiveSKU", err)
+		t.Fatalf("import of a ledger.SKU loaded meanwhile: %v, want ErrLiveSKU", err)
 	}
-	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "A"); !errors.Is(err, ErrUnknownSKU) {
+	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "A"); !errors.Is(err, ledger.ErrUnknownSKU) {
 		t.Errorf("a refused import wrote A: %v", err)
 	}
 }
@@ -273,7 +275,7 @@ func TestImportDefectiveColumn(t *testing.T) {
 		t.Fatalf("A: %+v, want L1 defective 3 (shipped 1) and L2 defective 0", a.Lots)
 	}
 	rc, prefix := testenv.Redis(t)
-	l := New(rc, prefix, PGLoader{DB: db}, Config{})
+	l := ledger.New(rc, prefix, PGLoader{DB: db}, ledger.Config{})
 	if err := l.Load(ctx, "B"); err != nil {
 		t.Fatal(err)
 	}
