@@ -140,7 +140,7 @@ func TestJSONOfTheBenchmarks(t *testing.T) {
 		t.Fatalf("bench lock: %+v, %v", lock, err)
 	}
 	var persist persistbench.Result
-	if err := decode(t, &persist, "bench persist", "--duration", "500ms", "--parts", "0", "--backlog", "20", "--receivers", "2"); err != nil || persist.BatchedEPS <= 0 || persist.SingleEPS <= 0 {
+	if err := decode(t, &persist, "bench persist", "--duration", "2s", "--parts", "0", "--backlog", "20", "--receivers", "2"); err != nil || persist.BatchedEPS <= 0 || persist.SingleEPS <= 0 {
 		t.Fatalf("bench persist: %+v, %v", persist, err)
 	}
 }
