@@ -42,6 +42,8 @@ func runLoadgen(ctx context.Context, args []string) error {
 	fs.Float64Var(&spec.CancelShare, "cancel", spec.CancelShare, "share of orders cancelled")
 	fs.Float64Var(&spec.ChangeShare, "change", spec.ChangeShare, "share of orders whose lines change")
 	fs.Float64Var(&spec.ReserveShare, "reserve", spec.ReserveShare, "share of orders placed in reserve mode")
+	fs.Float64Var(&spec.WarehouseShare, "warehouse", spec.WarehouseShare, "share of the events that are the warehouse's: lots registered and received, holds, damage, recalls, safety stock, new SKUs, returns (0: none)")
+	fs.IntVar(&spec.Window, "window", spec.Window, "orders under way at once (0: all from the start)")
 	rate := fs.Float64("rate", 0, "events per second (0: as fast as the queue takes them)")
 	wait := fs.Duration("wait", 5*time.Minute, "how long to wait for every result to be persisted")
 	gateway := fs.String("gateway", "", "webhook gateway base URL; with it, payments go through the gateway")
@@ -58,6 +60,9 @@ func runLoadgen(ctx context.Context, args []string) error {
 	}
 	if spec.Orders < 1 || spec.SKUs < 1 || spec.LotsPerSKU < 1 || spec.StockPerLot < 1 {
 		return fmt.Errorf("%w: -orders, -skus, -lots and -stock must be positive", errUsage)
+	}
+	if spec.WarehouseShare < 0 || spec.WarehouseShare > 0.5 || spec.Window < 0 {
+		return fmt.Errorf("%w: -warehouse must be within [0, 0.5] and -window not negative", errUsage)
 	}
 	pg, err := config.Load[config.Postgres]()
 	if err != nil {
