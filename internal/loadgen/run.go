@@ -102,7 +102,8 @@ type Outcomes struct {
 	RejectedBy map[string]int `json:"rejected_by_reason,omitempty"`
 }
 
-func (o *Outcomes) add(outcome, reason string, n int) {
+// Add counts n results of one outcome (and, when rejected, reason).
+func (o *Outcomes) Add(outcome, reason string, n int) {
 	if outcome == event.Applied {
 		o.Applied += n
 		return
@@ -420,7 +421,7 @@ func (s *Summary) countOutcomes(ctx context.Context, db *gorm.DB, run string, id
 				o = &Outcomes{}
 				s.ByType[event.Type(r.Type)] = o
 			}
-			o.add(r.Outcome, r.Reason, r.N)
+			o.Add(r.Outcome, r.Reason, r.N)
 		}
 	}
 	var st []struct {
@@ -554,9 +555,9 @@ func (s Summary) Print(out io.Writer) {
 			whTypes = append(whTypes, string(t))
 		}
 		for r, n := range o.RejectedBy {
-			side.add(event.Rejected, r, n)
+			side.Add(event.Rejected, r, n)
 		}
-		side.add(event.Applied, "", o.Applied)
+		side.Add(event.Applied, "", o.Applied)
 	}
 	fmt.Fprintf(tw, "  order events\t%d / %d\n", orders.Applied, orders.Rejected)
 	for _, r := range sortedKeys(orders.RejectedBy) {
