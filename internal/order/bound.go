@@ -57,6 +57,8 @@ func WorstCaseResult(lines, lotsPerLine int) event.Result {
 		ln := event.SnapshotLine{LineID: id("i"), SKU: ledgerID("s"), Qty: ledger.MaxQty}
 		for range lotsPerLine {
 			ln.Lots = append(ln.Lots, lot)
+			// A shipped order's line also records what came back (order.returned).
+			ln.Returned = append(ln.Returned, lot)
 		}
 		snap.Lines = append(snap.Lines, ln)
 	}
@@ -74,6 +76,7 @@ func WorstCaseResult(lines, lotsPerLine int) event.Result {
 		LotID: ledgerID("l"), Kind: "planned", Good: true, BestBefore: wideDate, RegSeq: wideSeq,
 		ArrivesAt: wideDate, ValidFrom: wideDate, ValidTo: wideDate, Sellable: ledger.MaxQty,
 		Reserved: ledger.MaxQty, Allocated: ledger.MaxQty, Hidden: ledger.MaxQty, Shipped: ledger.MaxQty,
+		Defective: ledger.MaxQty,
 	}
 	for range 2 * (2*lines - 1) {
 		sku := ledger.SKU{SKU: ledgerID("s"), SafetyStock: ledger.MaxQty, Version: wideSeq}

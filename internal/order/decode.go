@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
@@ -61,6 +64,8 @@ const (
 	ReasonIDTooLong       = "ERR_ID_TOO_LONG"
 	ReasonInvalidID       = "ERR_INVALID_ID"
 	ReasonTooManyLines    = "ERR_TOO_MANY_LINES"
+	ReasonInvalidKind     = "ERR_INVALID_KIND"
+	ReasonInvalidReason   = "ERR_INVALID_REASON"
 )
 
 func invalid(reason, format string, args ...any) error {
@@ -80,25 +85,52 @@ func InvalidReason(err error) string {
 type Event struct {
 	event.Order
 	// Exactly one of these is set, by Type.
-	Lines     *event.OrderData
-	Received  *event.InventoryReceivedData
-	Adjusted  *event.InventoryAdjustedData
-	DrainOf   string // junban.drain: the entity to drain
-	rawLength int
+	Lines    *event.OrderData
+	Received *event.InventoryReceivedData
+	Adjusted *event.InventoryAdjustedData
+	// The warehouse's events.
+	SKURegistered *event.SKURegisteredData
+	SafetyStock   *event.SafetyStockChangedData
+	LotRegistered *event.LotRegisteredData
+	LotQty        *event.LotQtyData // inventory.held, inventory.released_hold, inventory.damaged
+	Recalled      *event.LotRecalledData
+	Returned      *event.ReturnedData // order.returned
+	DrainOf       string              // junban.drain: the entity to drain
+	rawLength     int
 }
 
 // Entity is the key of the turn the event runs in: the lcid, or "sku:<sku>" for
 // inventory events.
 func (e Event) Entity() string {
-	switch {
-	case e.Received != nil:
-		return SKUEntity(e.Received.SKU)
-	case e.Adjusted != nil:
-		return SKUEntity(e.Adjusted.SKU)
-	case e.Type == event.Drain:
+	if sku, ok := e.InventorySKU(); ok {
+		return SKUEntity(sku)
+	}
+	if e.Type == event.Drain {
 		return e.DrainOf
 	}
 	return e.LCID
+}
+
+// InventorySKU returns the SKU of an inventory event, with ok; ok is false for the
+// events of an order.
+func (e Event) InventorySKU() (string, bool) {
+	switch {
+	case e.Received != nil:
+		return e.Received.SKU, true
+	case e.Adjusted != nil:
+		return e.Adjusted.SKU, true
+	case e.SKURegistered != nil:
+		return e.SKURegistered.SKU, true
+	case e.SafetyStock != nil:
+		return e.SafetyStock.SKU, true
+	case e.LotRegistered != nil:
+		return e.LotRegistered.SKU, true
+	case e.LotQty != nil:
+		return e.LotQty.SKU, true
+	case e.Recalled != nil:
+		return e.Recalled.SKU, true
+	}
+	return "", false
 }
 
 // SKUEntity is the entity of a SKU's inventory events.
@@ -190,6 +222,73 @@ func DecodeLimits(body []byte, lim Limits) (Event, error) {
 			return Event{}, invalid(ReasonInvalidQuantity, "data.delta is zero")
 		}
 		ev.Adjusted = &d
+	case event.InventorySKURegistered, event.InventorySafetyStockChanged:
+		var d event.SKURegisteredData
+		if err := strictData(ev.Data, &d); err != nil {
+			return Event{}, err
+		}
+		if d.SKU == "" {
+			return Event{}, invalid(ReasonMissingField, "data.sku is required")
+		}
+		if err := checkID("data.sku", d.SKU, ledger.MaxIDLen); err != nil {
+			return Event{}, err
+		}
+		if d.SafetyStock < 0 || d.SafetyStock > ledger.MaxQty {
+			return Event{}, invalid(ReasonInvalidQuantity, "data.safety_stock %d is not in 0..%d", d.SafetyStock, int64(ledger.MaxQty))
+		}
+		if ev.Type == event.InventorySKURegistered {
+			ev.SKURegistered = &d
+		} else {
+			ev.SafetyStock = (*event.SafetyStockChangedData)(&d)
+		}
+	case event.InventoryLotRegistered:
+		var d event.LotRegisteredData
+		if err := strictData(ev.Data, &d); err != nil {
+			return Event{}, err
+		}
+		if err := validateLot(&d); err != nil {
+			return Event{}, err
+		}
+		ev.LotRegistered = &d
+	case event.InventoryHeld, event.InventoryReleasedHold, event.InventoryDamaged:
+		var d event.LotQtyData
+		if err := strictData(ev.Data, &d); err != nil {
+			return Event{}, err
+		}
+		if d.SKU == "" || d.LotID == "" || d.Reason == "" {
+			return Event{}, invalid(ReasonMissingField, "data.sku, data.lot_id and data.reason are required")
+		}
+		if err := cmp.Or(checkSKUAndLot(d.SKU, d.LotID), checkReason(d.Reason)); err != nil {
+			return Event{}, err
+		}
+		if d.Qty <= 0 || d.Qty > ledger.MaxQty {
+			return Event{}, invalid(ReasonInvalidQuantity, "data.qty %d is not in 1..%d", d.Qty, int64(ledger.MaxQty))
+		}
+		ev.LotQty = &d
+	case event.InventoryLotRecalled:
+		var d event.LotRecalledData
+		if err := strictData(ev.Data, &d); err != nil {
+			return Event{}, err
+		}
+		if d.SKU == "" || d.LotID == "" || d.Reason == "" {
+			return Event{}, invalid(ReasonMissingField, "data.sku, data.lot_id and data.reason are required")
+		}
+		if err := cmp.Or(checkSKUAndLot(d.SKU, d.LotID), checkReason(d.Reason)); err != nil {
+			return Event{}, err
+		}
+		ev.Recalled = &d
+	case event.OrderReturned:
+		if ev.LCID == "" {
+			return Event{}, invalid(ReasonMissingField, "lcid is missing")
+		}
+		var d event.ReturnedData
+		if err := strictData(ev.Data, &d); err != nil {
+			return Event{}, err
+		}
+		if err := validateReturn(&d, maxLines); err != nil {
+			return Event{}, err
+		}
+		ev.Returned = &d
 	case event.Drain:
 		if ev.LCID == "" {
 			return Event{}, invalid(ReasonMissingField, "lcid (the entity to drain) is missing")
@@ -290,6 +389,78 @@ func validateLines(t event.Type, d *event.OrderData, maxLines int) error {
 		}
 		if l.Qty <= 0 {
 			return invalid(ReasonInvalidQuantity, "data.lines[%d]: qty %d is not positive", i, l.Qty)
+		}
+		if seen[l.LineID] {
+			return invalid(ReasonDuplicateLine, "data.lines[%d]: line_id %q appears twice", i, l.LineID)
+		}
+		seen[l.LineID] = true
+	}
+	return nil
+}
+
+// checkReason bounds a warehouse event's reason as the ledger does: free text of 1..
+// ledger.MaxIDLen bytes without control characters (the ledger's records are lines of
+// tab-separated fields).
+func checkReason(reason string) error {
+	if len(reason) > ledger.MaxIDLen {
+		return invalid(ReasonInvalidReason, "data.reason is %d bytes, longer than %d", len(reason), ledger.MaxIDLen)
+	}
+	if !utf8.ValidString(reason) || strings.IndexFunc(reason, unicode.IsControl) >= 0 {
+		return invalid(ReasonInvalidReason, "data.reason %.40q contains a control character or invalid UTF-8", reason)
+	}
+	return nil
+}
+
+// validateLot checks an inventory.lot_registered's lot as ledger.RegisterLot will, so a
+// lot that can never be registered is refused here with its reason.
+func validateLot(d *event.LotRegisteredData) error {
+	if d.SKU == "" || d.LotID == "" || d.Kind == "" {
+		return invalid(ReasonMissingField, "data.sku, data.lot_id and data.kind are required")
+	}
+	if err := checkSKUAndLot(d.SKU, d.LotID); err != nil {
+		return err
+	}
+	if d.Kind != ledger.KindOnHand && d.Kind != ledger.KindPlanned {
+		return invalid(ReasonInvalidKind, "data.kind %q is neither %q nor %q", d.Kind, ledger.KindOnHand, ledger.KindPlanned)
+	}
+	if d.Kind == ledger.KindPlanned && d.BestBefore != "" {
+		return invalid(ReasonInvalidDate, "data.best_before is set on a planned lot (it comes with inventory.received)")
+	}
+	for _, f := range []struct{ name, v string }{
+		{"best_before", d.BestBefore}, {"arrives_at", d.ArrivesAt}, {"valid_from", d.ValidFrom}, {"valid_to", d.ValidTo},
+	} {
+		if f.v != "" && !validDate(f.v) {
+			return invalid(ReasonInvalidDate, "data.%s %q is not a date (YYYY-MM-DD)", f.name, f.v)
+		}
+	}
+	if d.ValidFrom != "" && d.ValidTo != "" && d.ValidFrom > d.ValidTo {
+		return invalid(ReasonInvalidDate, "data.valid_from %s is after data.valid_to %s", d.ValidFrom, d.ValidTo)
+	}
+	if d.Sellable <= 0 || d.Sellable > ledger.MaxQty {
+		return invalid(ReasonInvalidQuantity, "data.sellable %d is not in 1..%d", d.Sellable, int64(ledger.MaxQty))
+	}
+	return nil
+}
+
+// validateReturn checks an order.returned's lines: at least one, at most maxLines, each
+// with a line id once and a positive quantity.
+func validateReturn(d *event.ReturnedData, maxLines int) error {
+	if len(d.Lines) == 0 {
+		return invalid(ReasonMissingField, "data.lines is empty")
+	}
+	if len(d.Lines) > maxLines {
+		return invalid(ReasonTooManyLines, "data.lines has %d lines, the limit is %d", len(d.Lines), maxLines)
+	}
+	seen := make(map[string]bool, len(d.Lines))
+	for i, l := range d.Lines {
+		if l.LineID == "" {
+			return invalid(ReasonMissingField, "data.lines[%d]: line_id is required", i)
+		}
+		if err := checkID(fmt.Sprintf("data.lines[%d].line_id", i), l.LineID, event.MaxIDLength); err != nil {
+			return err
+		}
+		if l.Qty <= 0 || l.Qty > ledger.MaxQty {
+			return invalid(ReasonInvalidQuantity, "data.lines[%d]: qty %d is not in 1..%d", i, l.Qty, int64(ledger.MaxQty))
 		}
 		if seen[l.LineID] {
 			return invalid(ReasonDuplicateLine, "data.lines[%d]: line_id %q appears twice", i, l.LineID)

@@ -111,7 +111,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 	}
 	if len(rec.fixed) > 0 && stepErr == nil && !parked {
 		// An inventory event's one operation applied: it cannot be undone, so the event
-		// is completed. (Receive and adjust are each an event's only operation.)
+		// is completed. (Every inventory event has one operation only.)
 		if err := p.dlq(ctx, envelope, reason+"; its stock operation had applied: completed", failureAttrs(f)); err != nil {
 			return err
 		}
@@ -362,6 +362,41 @@ func (r *recorder) Receive(ctx context.Context, q ledger.ReceiveRequest) (ledger
 
 func (r *recorder) Adjust(ctx context.Context, q ledger.AdjustRequest) (ledger.Result, error) {
 	return r.fixedOp(r.Ledger.Adjust(ctx, q))
+}
+
+// Return is undoable like an order's other operations.
+func (r *recorder) Return(ctx context.Context, q ledger.ReturnRequest) (ledger.Result, error) {
+	return r.keep(r.Ledger.Return(ctx, q))
+}
+
+// The warehouse's operations are each their event's only one, and are not undone.
+
+func (r *recorder) Hold(ctx context.Context, q ledger.HoldRequest) (ledger.Result, error) {
+	return r.fixedOp(r.Ledger.Hold(ctx, q))
+}
+
+func (r *recorder) ReleaseHold(ctx context.Context, q ledger.HoldRequest) (ledger.Result, error) {
+	return r.fixedOp(r.Ledger.ReleaseHold(ctx, q))
+}
+
+func (r *recorder) Damage(ctx context.Context, q ledger.HoldRequest) (ledger.Result, error) {
+	return r.fixedOp(r.Ledger.Damage(ctx, q))
+}
+
+func (r *recorder) Recall(ctx context.Context, q ledger.RecallRequest) (ledger.Result, error) {
+	return r.fixedOp(r.Ledger.Recall(ctx, q))
+}
+
+func (r *recorder) RegisterSKU(ctx context.Context, q ledger.RegisterSKURequest) (ledger.Result, error) {
+	return r.fixedOp(r.Ledger.RegisterSKU(ctx, q))
+}
+
+func (r *recorder) RegisterLot(ctx context.Context, q ledger.RegisterLotRequest) (ledger.Result, error) {
+	return r.fixedOp(r.Ledger.RegisterLot(ctx, q))
+}
+
+func (r *recorder) SetSafetyStock(ctx context.Context, q ledger.SafetyStockRequest) (ledger.Result, error) {
+	return r.fixedOp(r.Ledger.SetSafetyStock(ctx, q))
 }
 
 func (r *recorder) fixedOp(res ledger.Result, err error) (ledger.Result, error) {

@@ -27,6 +27,14 @@ type Ledger interface {
 	Undo(ctx context.Context, r ledger.UndoRequest) (ledger.Result, error)
 	Receive(ctx context.Context, r ledger.ReceiveRequest) (ledger.Result, error)
 	Adjust(ctx context.Context, r ledger.AdjustRequest) (ledger.Result, error)
+	Hold(ctx context.Context, r ledger.HoldRequest) (ledger.Result, error)
+	ReleaseHold(ctx context.Context, r ledger.HoldRequest) (ledger.Result, error)
+	Damage(ctx context.Context, r ledger.HoldRequest) (ledger.Result, error)
+	Recall(ctx context.Context, r ledger.RecallRequest) (ledger.Result, error)
+	Return(ctx context.Context, r ledger.ReturnRequest) (ledger.Result, error)
+	RegisterSKU(ctx context.Context, r ledger.RegisterSKURequest) (ledger.Result, error)
+	RegisterLot(ctx context.Context, r ledger.RegisterLotRequest) (ledger.Result, error)
+	SetSafetyStock(ctx context.Context, r ledger.SafetyStockRequest) (ledger.Result, error)
 }
 
 // Reasons of rejected events, beside the ledger's (ledger.Reason).
@@ -39,6 +47,11 @@ const (
 	// no longer held what the event had moved into it. The moves that stay are in the
 	// result (an operation without its "-undo" twin); they need an operator.
 	ReasonUndoRefused = "ERR_UNDO_REFUSED"
+	// ReasonUnknownLine rejects an order.returned that names a line the order lacks.
+	ReasonUnknownLine = "ERR_UNKNOWN_LINE"
+	// ReasonReturnExceedsShipped rejects an order.returned of more units of a line than
+	// were shipped and not returned yet.
+	ReasonReturnExceedsShipped = "ERR_RETURN_EXCEEDS_SHIPPED"
 )
 
 // State is everything junban keeps of one entity in its turn: the order (nil before
@@ -149,6 +162,11 @@ func apply(ctx context.Context, l Ledger, st *State, ev Event, arrival int64, no
 		reason, err = t.received()
 	case event.InventoryAdjusted:
 		reason, err = t.adjusted()
+	case event.InventorySKURegistered, event.InventorySafetyStockChanged, event.InventoryLotRegistered,
+		event.InventoryHeld, event.InventoryReleasedHold, event.InventoryDamaged, event.InventoryLotRecalled:
+		reason, err = t.warehouse()
+	case event.OrderReturned:
+		next, reason, park, err = t.returned(st.Order)
 	default:
 		reason = ReasonInvalidTransition
 	}
@@ -185,6 +203,8 @@ func apply(ctx context.Context, l Ledger, st *State, ev Event, arrival int64, no
 		Reason:      reason,
 		Order:       st.Order,
 		Moves:       t.moves,
+		Holders:     t.holders,
+		HolderCount: t.holderCount,
 		ProcessedAt: now.UTC(),
 	}
 	if reason != "" {
@@ -221,6 +241,18 @@ type txn struct {
 	done []ledger.Result
 	// refusals are what the ledger said when it refused an operation (and an undo).
 	refusals []string
+	// holders are the orders a recall found holding the lot.
+	holders     []ledger.Holder
+	holderCount int
+}
+
+// holder is who the event's ledger operations hold stock for: the order, for an order's
+// events (the ledger records it per lot, and a recall lists it); nobody for a SKU's.
+func (t *txn) holder() string {
+	if _, inventory := t.ev.InventorySKU(); inventory {
+		return ""
+	}
+	return t.ev.LCID
 }
 
 type skuAt struct {
@@ -258,7 +290,8 @@ func (t *txn) record(r ledger.Result) {
 	t.moves = append(t.moves, r.Moves...)
 	k := skuAt{r.SKU, r.Version}
 	s := t.skus[k]
-	s.SKU, s.Version = r.SKU, r.Version
+	// SafetyStock is the SKU's only for the operations that set it (0 for the others).
+	s.SKU, s.Version, s.SafetyStock = r.SKU, r.Version, r.SafetyStock
 	for _, lot := range r.Lots {
 		if i := slices.IndexFunc(s.Lots, func(l ledger.Lot) bool { return l.LotID == lot.LotID }); i >= 0 {
 			s.Lots[i] = lot
@@ -292,7 +325,7 @@ func (t *txn) rollback(reason string) (string, error) {
 				return "", fmt.Errorf("order: undo %s: moves between several buckets", op.OpID)
 			}
 		}
-		r, err := t.l.Undo(t.ctx, ledger.UndoRequest{OpID: undoOpID(op.OpID), SKU: op.SKU, From: from, To: to, Lots: lotsOf(op.Moves)})
+		r, err := t.l.Undo(t.ctx, ledger.UndoRequest{OpID: undoOpID(op.OpID), SKU: op.SKU, From: from, To: to, Lots: lotsOf(op.Moves), Holder: t.holder()})
 		if err != nil {
 			if _, ok := rejectable(err); !ok {
 				return "", fmt.Errorf("order: undo %s: %w", op.OpID, err)
@@ -346,7 +379,7 @@ func (t *txn) allocateLines(lines []event.Line, date string, mode ledger.Mode, s
 	held := make([][]ledger.LotQty, len(lines))
 	for i, ln := range lines {
 		r, err := t.l.Allocate(t.ctx, ledger.AllocateRequest{
-			OpID: t.opID(ln.LineID, step), SKU: ln.SKU, Qty: ln.Qty, TargetDate: date, Mode: mode,
+			OpID: t.opID(ln.LineID, step), SKU: ln.SKU, Qty: ln.Qty, TargetDate: date, Mode: mode, Holder: t.holder(),
 		})
 		if reason, err := t.keep(r, err); err != nil || reason != "" {
 			return nil, reason, err
@@ -427,7 +460,7 @@ func (t *txn) allocateForShipment(cur *event.OrderSnapshot) (*event.OrderSnapsho
 		return nil, "", false, nil
 	}
 	for _, ln := range cur.Lines {
-		if reason, err := t.keep(t.l.Confirm(t.ctx, ledger.LotsRequest{OpID: t.opID(ln.LineID, "confirm"), SKU: ln.SKU, Lots: ln.Lots})); err != nil || reason != "" {
+		if reason, err := t.keep(t.l.Confirm(t.ctx, ledger.LotsRequest{OpID: t.opID(ln.LineID, "confirm"), SKU: ln.SKU, Lots: ln.Lots, Holder: t.holder()})); err != nil || reason != "" {
 			return nil, reason, false, err
 		}
 	}
@@ -484,7 +517,7 @@ func (t *txn) linesChanged(cur *event.OrderSnapshot) (*event.OrderSnapshot, stri
 			continue
 		}
 		keep, give := splitLots(ol.Lots, want)
-		if reason, err := t.keep(t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ol.LineID, "shrink"), SKU: ol.SKU, From: from, Lots: give})); err != nil || reason != "" {
+		if reason, err := t.keep(t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ol.LineID, "shrink"), SKU: ol.SKU, From: from, Lots: give, Holder: t.holder()})); err != nil || reason != "" {
 			return nil, reason, false, err
 		}
 		old[ol.LineID] = event.SnapshotLine{LineID: ol.LineID, SKU: ol.SKU, Qty: want, Lots: keep}
@@ -547,7 +580,7 @@ func (t *txn) cancelled(cur *event.OrderSnapshot) (*event.OrderSnapshot, string,
 		}
 		lots := slices.Clone(ln.Lots)
 		slices.Reverse(lots)
-		if reason, err := t.keep(t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ln.LineID, "cancel"), SKU: ln.SKU, From: from, Lots: lots})); err != nil || reason != "" {
+		if reason, err := t.keep(t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ln.LineID, "cancel"), SKU: ln.SKU, From: from, Lots: lots, Holder: t.holder()})); err != nil || reason != "" {
 			return nil, reason, false, err
 		}
 	}
@@ -570,7 +603,7 @@ func (t *txn) shipped(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, b
 		return nil, "", true, nil
 	}
 	for _, ln := range cur.Lines {
-		if reason, err := t.keep(t.l.Ship(t.ctx, ledger.LotsRequest{OpID: t.opID(ln.LineID, "ship"), SKU: ln.SKU, Lots: ln.Lots})); err != nil || reason != "" {
+		if reason, err := t.keep(t.l.Ship(t.ctx, ledger.LotsRequest{OpID: t.opID(ln.LineID, "ship"), SKU: ln.SKU, Lots: ln.Lots, Holder: t.holder()})); err != nil || reason != "" {
 			return nil, reason, false, err
 		}
 	}
@@ -589,11 +622,123 @@ func (t *txn) adjusted() (string, error) {
 	return t.keep(t.l.Adjust(t.ctx, ledger.AdjustRequest{OpID: t.opID(d.LotID, "adjust"), SKU: d.SKU, LotID: d.LotID, Delta: d.Delta, Reason: d.Reason}))
 }
 
+// warehouse runs a SKU's warehouse event: its one ledger operation, named after the
+// entity it acts on (the SKU or the lot).
+func (t *txn) warehouse() (string, error) {
+	ev, ctx, l := t.ev, t.ctx, t.l
+	var (
+		r   ledger.Result
+		err error
+	)
+	switch {
+	case ev.SKURegistered != nil:
+		d := ev.SKURegistered
+		r, err = l.RegisterSKU(ctx, ledger.RegisterSKURequest{OpID: t.opID(d.SKU, "register"), SKU: d.SKU, SafetyStock: d.SafetyStock})
+	case ev.SafetyStock != nil:
+		d := ev.SafetyStock
+		r, err = l.SetSafetyStock(ctx, ledger.SafetyStockRequest{OpID: t.opID(d.SKU, "safety_stock"), SKU: d.SKU, SafetyStock: d.SafetyStock})
+	case ev.LotRegistered != nil:
+		d := ev.LotRegistered
+		good := d.Good == nil || *d.Good
+		r, err = l.RegisterLot(ctx, ledger.RegisterLotRequest{OpID: t.opID(d.LotID, "register"), SKU: d.SKU, Lot: ledger.NewLot{
+			LotID: d.LotID, Kind: d.Kind, Good: good, BestBefore: d.BestBefore, ArrivesAt: d.ArrivesAt,
+			ValidFrom: d.ValidFrom, ValidTo: d.ValidTo, Sellable: d.Sellable,
+		}})
+	case ev.LotQty != nil:
+		d := ev.LotQty
+		q := ledger.HoldRequest{SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason}
+		switch ev.Type {
+		case event.InventoryHeld:
+			q.OpID = t.opID(d.LotID, "hold")
+			r, err = l.Hold(ctx, q)
+		case event.InventoryReleasedHold:
+			q.OpID = t.opID(d.LotID, "release_hold")
+			r, err = l.ReleaseHold(ctx, q)
+		default:
+			q.OpID = t.opID(d.LotID, "damage")
+			r, err = l.Damage(ctx, q)
+		}
+	case ev.Recalled != nil:
+		d := ev.Recalled
+		r, err = l.Recall(ctx, ledger.RecallRequest{OpID: t.opID(d.LotID, "recall"), SKU: d.SKU, LotID: d.LotID, Reason: d.Reason})
+		t.holders, t.holderCount = r.Holders, r.HolderCount
+	default:
+		return "", fmt.Errorf("order: %s event without its data", ev.Type)
+	}
+	return t.keep(r, err)
+}
+
+// returned brings back units of a shipped order's lines: per line, from the lots it
+// shipped from, last allocated first, never more than a lot shipped and has not had
+// back. A return before the shipment waits (parked) for it.
+func (t *txn) returned(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, bool, error) {
+	if cur == nil || cur.Status == event.StatusPlaced {
+		return nil, "", true, nil
+	}
+	if cur.Status != event.StatusShipped {
+		return nil, ReasonInvalidTransition, false, nil
+	}
+	d := t.ev.Returned
+	o := clone(cur)
+	for _, rl := range d.Lines {
+		i := slices.IndexFunc(o.Lines, func(l event.SnapshotLine) bool { return l.LineID == rl.LineID })
+		if i < 0 {
+			t.refusals = append(t.refusals, fmt.Sprintf("line %s is not a line of the order", rl.LineID))
+			return nil, ReasonUnknownLine, false, nil
+		}
+		ln := &o.Lines[i]
+		back := returnable(ln.Lots, ln.Returned, rl.Qty)
+		if back == nil {
+			t.refusals = append(t.refusals, fmt.Sprintf("line %s: %d returned of %d shipped, %d more asked", rl.LineID, sumLots(ln.Returned), sumLots(ln.Lots), rl.Qty))
+			return nil, ReasonReturnExceedsShipped, false, nil
+		}
+		r, err := t.l.Return(t.ctx, ledger.ReturnRequest{OpID: t.opID(rl.LineID, "return"), SKU: ln.SKU, Lots: back, Defective: d.Defective})
+		if reason, err := t.keep(r, err); err != nil || reason != "" {
+			return nil, reason, false, err
+		}
+		ln.Returned = mergeLots(ln.Returned, back)
+	}
+	return o, "", false, nil
+}
+
+// returnable picks qty units to return from a line's shipped lots, the last allocated
+// first, leaving what each lot had back already; nil when fewer than qty are left.
+func returnable(shipped, returned []ledger.LotQty, qty int64) []ledger.LotQty {
+	had := map[string]int64{}
+	for _, r := range returned {
+		had[r.LotID] += r.Qty
+	}
+	var out []ledger.LotQty
+	for i := len(shipped) - 1; i >= 0 && qty > 0; i-- {
+		lq := shipped[i]
+		left := lq.Qty - had[lq.LotID] // a line holds each lot once (mergeLots)
+		if left <= 0 {
+			continue
+		}
+		take := min(left, qty)
+		out = append(out, ledger.LotQty{LotID: lq.LotID, Qty: take})
+		qty -= take
+	}
+	if qty > 0 {
+		return nil
+	}
+	return out
+}
+
+func sumLots(lots []ledger.LotQty) int64 {
+	var n int64
+	for _, l := range lots {
+		n += l.Qty
+	}
+	return n
+}
+
 func clone(o *event.OrderSnapshot) *event.OrderSnapshot {
 	c := *o
 	c.Lines = make([]event.SnapshotLine, len(o.Lines))
 	for i, ln := range o.Lines {
 		ln.Lots = slices.Clone(ln.Lots)
+		ln.Returned = slices.Clone(ln.Returned)
 		c.Lines[i] = ln
 	}
 	return &c
