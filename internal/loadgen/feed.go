@@ -308,7 +308,11 @@ func (f *feed) introduce(w *Workload, j int) {
 
 // draw makes one event of a kind drawn by weight, unless the kind finds nothing to act on.
 func (f *feed) draw(w *Workload) {
-	x := f.rng.Float64()
+	total := 0.0
+	for _, k := range feedKinds {
+		total += k.weight
+	}
+	x := f.rng.Float64() * total
 	kind := feedKinds[len(feedKinds)-1].kind
 	for _, k := range feedKinds {
 		if x < k.weight {
