@@ -301,7 +301,10 @@ func (f *fleet) verify(w loadgen.Workload) {
 // orders those by its gates (sendWorkload: the registration, then the lots, then the
 // orders), and the replay by putting the SKUs' entities first. Each entity's own events
 // keep the order they reached its turn in, so what is compared (outcome, reason, seq,
-// order, moves, final states and lots) is as strict as before.
+// order, moves, final states and lots) is as strict as before. Broken variants tried:
+// the orders' entities replayed first (the model refuses the orders on the new SKU with
+// ERR_UNKNOWN_SKU), and the feed without FeedCommutes (a recall of a SKU's first lot
+// sends the model's orders to another lot).
 func inArrivalOrder(results []event.Result, sent map[string]event.Order) ([]order.Event, error) {
 	events, err := order.InArrivalOrder(results, sent)
 	if err != nil {

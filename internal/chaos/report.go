@@ -214,8 +214,8 @@ func (r Report) print(out io.Writer, title string) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "events sent\t%d (%d distinct, %d duplicate deliveries)\n", r.Events, r.Distinct, r.Events-r.Distinct)
 	fmt.Fprintf(tw, "orders / SKUs\t%d / %d (+%d registered during the run)\n", r.Orders, r.SKUs, r.NewSKUs)
-	fmt.Fprintf(tw, "applied / rejected\t%d / %d %s\n", r.Applied, r.Rejected, fmtReasons(r.RejectedBy))
-	fmt.Fprintf(tw, "  of which the warehouse's\t%d / %d %s\n", r.Warehouse.Applied, r.Warehouse.Rejected, fmtReasons(r.Warehouse.RejectedBy))
+	fmt.Fprintf(tw, "applied / rejected\t%d / %d%s\n", r.Applied, r.Rejected, fmtReasons(r.RejectedBy))
+	fmt.Fprintf(tw, "  of which the warehouse's\t%d / %d%s\n", r.Warehouse.Applied, r.Warehouse.Rejected, fmtReasons(r.Warehouse.RejectedBy))
 	fmt.Fprintf(tw, "worker SIGKILLs\t%d\n", r.Kills)
 	if r.RedisCluster {
 		fmt.Fprintf(tw, "Redis Cluster\t3 masters, a replica each; order-workers with JUNBAN_REDIS_MIN_REPLICAS=%d%s\n", r.MinRedisReplicas, ignored(r))
@@ -294,5 +294,5 @@ func fmtReasons(m map[string]int) string {
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
-	return "(" + strings.Join(parts, ", ") + ")"
+	return " (" + strings.Join(parts, ", ") + ")"
 }
