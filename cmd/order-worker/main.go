@@ -164,15 +164,15 @@ func (c Config) Validate() []string {
 	return p
 }
 
+// binary is what --help says about order-worker.
+var binary = config.Binary{Name: "order-worker", Summary: "order-worker consumes order events from SQS, applies each in its order's turn with atomic\ninventory moves, and publishes one result per event to the results queue."}
+
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "order-worker:", err)
-		os.Exit(1)
-	}
+	config.Exit(binary.Name, run())
 }
 
 func run() error {
-	if handled, err := config.Preflight[Config](os.Args[1:]); handled {
+	if handled, err := config.Preflight[Config](binary, os.Args[1:]); handled {
 		return err
 	}
 	cfg, err := config.Load[Config]()

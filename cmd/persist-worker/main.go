@@ -105,15 +105,15 @@ func (c Config) Validate() []string {
 	return p
 }
 
+// binary is what --help says about persist-worker.
+var binary = config.Binary{Name: "persist-worker", Summary: "persist-worker consumes result events from the results queue and writes them to PostgreSQL\nin batches, one transaction per batch, idempotently and in any order."}
+
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "persist-worker:", err)
-		os.Exit(1)
-	}
+	config.Exit(binary.Name, run())
 }
 
 func run() error {
-	if handled, err := config.Preflight[Config](os.Args[1:]); handled {
+	if handled, err := config.Preflight[Config](binary, os.Args[1:]); handled {
 		return err
 	}
 	cfg, err := config.Load[Config]()

@@ -10,7 +10,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -301,33 +303,93 @@ func Vars[T any]() ([]Var, error) {
 	return out, nil
 }
 
-// Preflight answers the flags every binary has: --env-vars prints the variables the
-// binary reads (name, required or default), --check-config loads and validates the
-// configuration and says so. handled is true when one of them ran.
-func Preflight[T any](args []string) (handled bool, err error) {
-	for _, a := range args {
-		switch a {
-		case "--env-vars", "-env-vars":
-			vars, err := Vars[T]()
-			if err != nil {
-				return true, err
-			}
-			for _, v := range vars {
-				switch {
-				case v.Required:
-					fmt.Printf("%s\trequired\n", v.Name)
-				default:
-					fmt.Printf("%s\tdefault=%s\n", v.Name, v.Default)
-				}
-			}
-			return true, nil
-		case "--check-config", "-check-config":
-			if _, err := Load[T](); err != nil {
-				return true, err
-			}
-			fmt.Println("configuration ok")
-			return true, nil
+// ErrUsage marks a mistake in a binary's command line: it exits 2.
+var ErrUsage = errors.New("usage")
+
+// UsageError is a mistake in a binary's command line, with the usage to print after it.
+type UsageError struct {
+	Err   error
+	Usage string
+}
+
+func (e *UsageError) Error() string   { return "usage: " + e.Err.Error() }
+func (e *UsageError) Unwrap() []error { return []error{ErrUsage, e.Err} }
+
+// Binary describes a service binary for its --help.
+type Binary struct {
+	// Name is the binary's name, as it is invoked.
+	Name string
+	// Summary says in a sentence or two what the binary does.
+	Summary string
+}
+
+// Preflight parses the flags every service binary has: --help (-h) prints the usage,
+// --env-vars prints the variables the binary reads (name, required or default),
+// --check-config loads and validates the configuration and says so. handled is true
+// when one of them ran (or the command line was wrong): the binary then exits, 0 when
+// err is nil, 2 when err is ErrUsage (an unknown flag or an argument; the usage is on
+// standard error), 1 otherwise. The binaries take their configuration from the
+// environment only, so any other flag or argument is a mistake.
+func Preflight[T any](b Binary, args []string) (handled bool, err error) {
+	fs := flag.NewFlagSet(b.Name, flag.ContinueOnError)
+	envVars := fs.Bool("env-vars", false, "print the environment variables "+b.Name+" reads (name, then required or its default) and exit")
+	checkConfig := fs.Bool("check-config", false, "load and validate the configuration from the environment, say so and exit")
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	var usage strings.Builder
+	fmt.Fprintf(&usage, "usage: %s [--env-vars | --check-config]\n\n%s\n\n", b.Name, b.Summary)
+	fmt.Fprintf(&usage, "%s takes its configuration from environment variables only: --env-vars lists them\n"+
+		"with their defaults; README.md (Configuration) and docs/operations.md describe them.\n\nflags:\n", b.Name)
+	fs.VisitAll(func(f *flag.Flag) { fmt.Fprintf(&usage, "  --%-14s %s\n", f.Name, f.Usage) })
+	fmt.Fprintf(&usage, "  -h, --help       print this help and exit\n")
+	err = fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Print(usage.String())
+		return true, nil
+	case err == nil && fs.NArg() > 0:
+		err = fmt.Errorf("takes no arguments, got %q", fs.Args())
+	}
+	if err != nil {
+		return true, &UsageError{Err: err, Usage: usage.String()}
+	}
+	switch {
+	case *envVars:
+		vars, err := Vars[T]()
+		if err != nil {
+			return true, err
 		}
+		for _, v := range vars {
+			switch {
+			case v.Required:
+				fmt.Printf("%s\trequired\n", v.Name)
+			default:
+				fmt.Printf("%s\tdefault=%s\n", v.Name, v.Default)
+			}
+		}
+		return true, nil
+	case *checkConfig:
+		if _, err := Load[T](); err != nil {
+			return true, err
+		}
+		fmt.Println("configuration ok")
+		return true, nil
 	}
 	return false, nil
+}
+
+// Exit ends a service binary whose run returned err: status 0 when err is nil, 2 for a
+// usage error, 1 otherwise, the error on standard error prefixed with the binary's name.
+func Exit(name string, err error) {
+	if err == nil {
+		os.Exit(0)
+	}
+	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+	if u, ok := errors.AsType[*UsageError](err); ok {
+		fmt.Fprint(os.Stderr, "\n"+u.Usage)
+	}
+	if errors.Is(err, ErrUsage) {
+		os.Exit(2)
+	}
+	os.Exit(1)
 }

@@ -145,8 +145,8 @@ local function indexOps()
     return string.match(m, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$')
   end
 
-  -- Candidate index records: kind(1) sort(25) valid_from(10) valid_to(10) "s:" lot_id "\n"
-  -- (the lot's sellable field name, so the walk cuts one string per record).
+  -- Candidate index records (candidates.lua's SORT_LEN, FIELD_AT): sort key, period,
+  -- "s:" lot_id "\n" (the lot's sellable field name, so the walk cuts one string per record).
   function ix.record(kind, bb, reg, vf, vt, lot)
     local sk
     if kind == 'planned' then
@@ -164,8 +164,8 @@ local function indexOps()
     local fld = 's:' .. lot
     local pos, n = 1, #index
     while pos <= n do
-      local nl = string.find(index, '\n', pos + 46, true)
-      if string.sub(index, pos + 46, nl - 1) == fld then
+      local nl = string.find(index, '\n', pos + FIELD_AT, true)
+      if string.sub(index, pos + FIELD_AT, nl - 1) == fld then
         index = string.sub(index, 1, pos - 1) .. string.sub(index, nl + 1)
         indexDirty = true
         return
@@ -177,11 +177,11 @@ local function indexOps()
   -- addRecord inserts rec before the first record with a larger sort key.
   function ix.addRecord(rec)
     loadIndex()
-    local k = string.sub(rec, 1, 26)
+    local k = string.sub(rec, 1, SORT_LEN)
     local pos, n = 1, #index
     while pos <= n do
-      if string.sub(index, pos, pos + 25) > k then break end
-      pos = string.find(index, '\n', pos + 46, true) + 1
+      if string.sub(index, pos, pos + SORT_LEN - 1) > k then break end
+      pos = string.find(index, '\n', pos + FIELD_AT, true) + 1
     end
     index = string.sub(index, 1, pos - 1) .. rec .. string.sub(index, pos)
     indexDirty = true
@@ -220,7 +220,7 @@ local function commit(extra)
   if indexDirty then
     local n, pos, count, start, ci = #index, 1, 0, 1, 0
     while pos <= n do
-      pos = string.find(index, '\n', pos + 46, true) + 1
+      pos = string.find(index, '\n', pos + FIELD_AT, true) + 1
       count = count + 1
       if count == CHUNK then
         w[#w + 1] = 'o:' .. ci; w[#w + 1] = string.sub(index, start, pos - 1)

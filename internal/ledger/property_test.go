@@ -119,7 +119,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 	lotQtys := func(lots []Lot) []LotQty {
 		out := []LotQty{}
 		for range 1 + rng.IntN(3) {
-			out = append(out, LotQty{lotOf(lots), qty()})
+			out = append(out, LotQty{LotID: lotOf(lots), Qty: qty()})
 		}
 		return out
 	}

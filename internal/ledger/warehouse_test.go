@@ -78,9 +78,9 @@ func TestRecallListsTheHolders(t *testing.T) {
 		a.Holder = "o2"
 		_, err = inv.Allocate(ctx, a)
 		wantErr(t, err, nil)
-		_, err = inv.Release(ctx, ReleaseRequest{OpID: "rel", SKU: "A", From: Reserved, Lots: []LotQty{{"L", 2}}, Holder: "o1"})
+		_, err = inv.Release(ctx, ReleaseRequest{OpID: "rel", SKU: "A", From: Reserved, Lots: []LotQty{{LotID: "L", Qty: 2}}, Holder: "o1"})
 		wantErr(t, err, nil)
-		_, err = inv.Ship(ctx, LotsRequest{OpID: "shp", SKU: "A", Lots: []LotQty{{"L", 3}}, Holder: "o2"})
+		_, err = inv.Ship(ctx, LotsRequest{OpID: "shp", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 3}}, Holder: "o2"})
 		wantErr(t, err, nil)
 		for i := range MaxResultHolders + 1 {
 			a := alloc(fmt.Sprint("b", i), "A", 1, "2026-12-01", ModeReserve)
@@ -113,11 +113,11 @@ func TestReturnsDamageAndHolds(t *testing.T) {
 	l := lot("L", KindOnHand, 0, "2027-01-01", 10)
 	l.Shipped = 4
 	each(t, []SKU{{SKU: "A", Lots: []Lot{l}}}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Return(ctx, ReturnRequest{OpID: "r1", SKU: "A", Lots: []LotQty{{"L", 1}}})
+		r, err := inv.Return(ctx, ReturnRequest{OpID: "r1", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 1}}})
 		wantMoves(t, r, err, mv{"L", Shipped, Sellable, 1})
-		r, err = inv.Return(ctx, ReturnRequest{OpID: "r2", SKU: "A", Lots: []LotQty{{"L", 2}}, Defective: true})
+		r, err = inv.Return(ctx, ReturnRequest{OpID: "r2", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 2}}, Defective: true})
 		wantMoves(t, r, err, mv{"L", Shipped, Defective, 2})
-		_, err = inv.Return(ctx, ReturnRequest{OpID: "r3", SKU: "A", Lots: []LotQty{{"L", 2}}})
+		_, err = inv.Return(ctx, ReturnRequest{OpID: "r3", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 2}}})
 		wantErr(t, err, ErrInsufficient)
 		r, err = inv.Damage(ctx, HoldRequest{OpID: "d1", SKU: "A", LotID: "L", Qty: 3, Reason: "crushed"})
 		wantMoves(t, r, err, mv{"L", Sellable, Defective, 3})
@@ -126,7 +126,7 @@ func TestReturnsDamageAndHolds(t *testing.T) {
 		}
 		_, err = inv.Damage(ctx, HoldRequest{OpID: "d2", SKU: "A", LotID: "L", Qty: 3})
 		wantErr(t, err, ErrInvalidRequest) // no reason
-		_, err = inv.Undo(ctx, UndoRequest{OpID: "r1-undo", SKU: "A", From: Shipped, To: Sellable, Lots: []LotQty{{"L", 1}}})
+		_, err = inv.Undo(ctx, UndoRequest{OpID: "r1-undo", SKU: "A", From: Shipped, To: Sellable, Lots: []LotQty{{LotID: "L", Qty: 1}}})
 		wantErr(t, err, nil)
 	})
 }
