@@ -29,9 +29,10 @@ func benchAllocCmd() *cobra.Command {
 	var o benchAllocOptions
 	c := &cobra.Command{
 		Use:   "alloc",
-		Short: "benchmark the allocation script against a JSON document and PostgreSQL",
-		Long: "alloc measures junban's allocation script against a JSON-document script, PostgreSQL with\n" +
-			"SELECT ... FOR UPDATE and a trivial EVALSHA, on one hot SKU: see docs/benchmarks.md.",
+		Short: "benchmark the allocation script against its previous version, a JSON document and PostgreSQL",
+		Long: "alloc measures junban's allocation script against the script before the warehouse operations,\n" +
+			"a JSON-document script, PostgreSQL with SELECT ... FOR UPDATE and a trivial EVALSHA, on one\n" +
+			"hot SKU, and times RegisterLot beside an allocation: see docs/benchmarks.md.",
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runBenchAlloc(c.Context(), c.OutOrStdout(), o) },
 	}
@@ -43,6 +44,7 @@ func benchAllocCmd() *cobra.Command {
 	fs.BoolVar(&o.Sweep, "sweep", true, "also measure junban at 1, 10, 100 and 1000 lots (usual and worst case)")
 	fs.BoolVar(&o.asJSON, "json", false, "print the figures as JSON")
 	fs.IntVar(&o.PGConns, "pg-conns", 0, "PostgreSQL connections of the row-lock variant (default: --clients)")
+	fs.BoolVar(&o.Registration, "registration", true, "also time RegisterLot beside an allocation on SKUs of 100 and 1,000 lots")
 	return c
 }
 
@@ -108,7 +110,9 @@ func redisPool(cfg config.Redis, size int) (redis.UniversalClient, error) {
 
 func printBenchAlloc(w io.Writer, rep allocbench.Report, opt allocbench.Options) {
 	fmt.Fprintf(w, "bench alloc: %d lots, %d clients, %s per variant in %d rounds (medians)\n", rep.Lots, rep.Clients, opt.Duration, opt.Rounds)
-	fmt.Fprintf(w, "  junban            %10.0f ops/s\n", rep.Junban)
+	fmt.Fprintf(w, "  junban            %10.0f ops/s  (%.2fx of the ceiling, %.2fx of junban_before)\n", rep.Junban, rep.Ratios.JunbanOfCeiling, rep.Ratios.JunbanOfBefore)
+	fmt.Fprintf(w, "  junban_holder     %10.0f ops/s  (%.2fx of the ceiling, %.2fx of junban_before)\n", rep.JunbanHolder, rep.Ratios.HolderOfCeiling, rep.Ratios.HolderOfBefore)
+	fmt.Fprintf(w, "  junban_before     %10.0f ops/s  (%.2fx of the ceiling; the script of 5f6d35e)\n", rep.JunbanBefore, rep.Ratios.BeforeOfCeiling)
 	fmt.Fprintf(w, "  jsondoc           %10.0f ops/s  (junban %.1fx)\n", rep.JSONDoc, rep.Junban/rep.JSONDoc)
 	fmt.Fprintf(w, "  pg_rowlock        %10.0f ops/s  (junban %.1fx)\n", rep.PGRowLock, rep.Junban/rep.PGRowLock)
 	fmt.Fprintf(w, "  evalsha_ceiling   %10.0f ops/s  (junban %.2fx of it)\n", rep.EvalshaCeiling, rep.Junban/rep.EvalshaCeiling)
@@ -116,6 +120,10 @@ func printBenchAlloc(w io.Writer, rep allocbench.Report, opt allocbench.Options)
 		if r, ok := rep.JunbanByLots[n]; ok {
 			fmt.Fprintf(w, "  junban %4s lots   %10.0f ops/s  worst case (every lot read) %10.0f ops/s\n", n, r, rep.JunbanWorstByLots[n])
 		}
+	}
+	for _, r := range rep.Registration {
+		fmt.Fprintf(w, "  %4d lots (up to %d)  RegisterLot %8.0f ops/s %7.1f usec/call   Allocate+holder %8.0f ops/s %7.1f usec/call\n",
+			r.Lots, r.MaxLotsDuringRun, r.RegisterOps, r.RegisterUsecPerCall, r.AllocateOps, r.AllocateUsecPerCall)
 	}
 	fmt.Fprintln(w, "  Redis's own account per call (INFO commandstats): time inside EVALSHA; commands the script ran")
 	for _, name := range slices.Sorted(maps.Keys(rep.Profile)) {
