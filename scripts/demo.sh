@@ -78,9 +78,9 @@ echo "console: http://127.0.0.1:$API_PORT/   (the API under /v1, see docs/api.md
 echo
 echo "== load: $ORDERS orders, ~$RATE events/s, 20% duplicate deliveries, payments partly by webhook, the warehouse's feed beside =="
 # A shop, not a shortage: 40 SKUs whose popularity falls off gently (-skew 0.6), stocked
-# for the run's demand, so that most orders succeed and the two or three hottest SKUs
+# for the run's demand, so that most orders succeed and the hottest one or two SKUs
 # sell out towards the end.
-"$bin/junbanctl" loadgen -orders "$ORDERS" -rate "$RATE" -skus 40 -lots 4 -stock 250 -safety-stock 10 -skew 0.6 \
+"$bin/junbanctl" loadgen -orders "$ORDERS" -rate "$RATE" -skus 40 -lots 4 -stock 180 -safety-stock 10 -skew 0.6 \
   -warehouse "$WAREHOUSE" -duplicates 0.2 -out-of-order 0.2 -shuffle 0.1 \
   -gateway "http://127.0.0.1:$gw_port" -provider demo -webhook-share 0.3 \
   -worker-metrics "127.0.0.1:$ow1_port,127.0.0.1:$ow2_port" | tee "$logs/summary.txt"
