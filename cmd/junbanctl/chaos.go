@@ -28,6 +28,7 @@ func chaosCmd() *cobra.Command {
 	fs := c.Flags()
 	fs.IntVar(&cfg.Events, "events", chaos.EventsDefault, "least number of events sent, duplicates included (the orders follow)")
 	fs.Float64Var(&cfg.DuplicateShare, "duplicates", chaos.DuplicateShareDefault, "share of events delivered twice")
+	fs.Float64Var(&cfg.WarehouseShare, "warehouse", chaos.WarehouseShareDefault, "share of the events that are the warehouse's (loadgen's feed; 0: none)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed of the workload")
 	fs.DurationVar(&cfg.SendDuration, "duration", chaos.SendDurationDefault, "time the workload (and the faults) are spread over")
 	fs.DurationVar(&cfg.PGOutage, "pg-outage", chaos.PGOutageDefault, "how long PostgreSQL stays stopped")
@@ -53,6 +54,9 @@ func runChaos(ctx context.Context, w io.Writer, cfg chaos.Config, jsonOut bool) 
 	}
 	if cfg.ReplicaLag == 0 {
 		cfg.ReplicaLag = -1 // none; zero in Config takes the default
+	}
+	if cfg.WarehouseShare == 0 {
+		cfg.WarehouseShare = -1 // none; zero in Config takes the default
 	}
 	if cfg.MasterKills < 1 || cfg.NodeTimeout <= 0 || cfg.ReplicaLag < -1 || cfg.MinRedisReplicas < 0 || cfg.MinRedisReplicas > 1 {
 		return usagef("--master-kills and --node-timeout must be positive, --replica-lag not negative, --min-replicas 0 or 1 (one replica per master)")

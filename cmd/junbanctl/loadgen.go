@@ -55,13 +55,15 @@ func loadgenCmd() *cobra.Command {
 	fs.IntVar(&spec.LotsPerSKU, "lots", spec.LotsPerSKU, "lots per SKU (the last one planned)")
 	fs.Int64Var(&spec.StockPerLot, "stock", spec.StockPerLot, "sellable units per on-hand lot")
 	fs.Int64Var(&spec.SafetyStock, "safety-stock", spec.SafetyStock, "safety stock of every SKU")
-	fs.Float64Var(&spec.SKUSkew, "skew", spec.SKUSkew, "Zipf exponent of SKU popularity (>1 skewed, 0 uniform)")
+	fs.Float64Var(&spec.SKUSkew, "skew", spec.SKUSkew, "popularity exponent: the i-th SKU is ordered in proportion to 1/i^skew (0 uniform)")
 	fs.Float64Var(&spec.DuplicateShare, "duplicates", spec.DuplicateShare, "share of events delivered twice")
 	fs.Float64Var(&spec.OutOfOrderShare, "out-of-order", spec.OutOfOrderShare, "share of orders paid before they are placed")
 	fs.Float64Var(&spec.ShuffleShare, "shuffle", spec.ShuffleShare, "share of orders whose events arrive in random order")
 	fs.Float64Var(&spec.CancelShare, "cancel", spec.CancelShare, "share of orders cancelled")
 	fs.Float64Var(&spec.ChangeShare, "change", spec.ChangeShare, "share of orders whose lines change")
 	fs.Float64Var(&spec.ReserveShare, "reserve", spec.ReserveShare, "share of orders placed in reserve mode")
+	fs.Float64Var(&spec.WarehouseShare, "warehouse", spec.WarehouseShare, "share of the events that are the warehouse's: lots registered and received, holds, damage, recalls, safety stock, new SKUs, returns (0: none)")
+	fs.IntVar(&spec.Window, "window", spec.Window, "orders under way at once (0: all from the start)")
 	fs.Float64Var(&o.rate, "rate", 0, "events per second (0: as fast as the queue takes them)")
 	fs.DurationVar(&o.wait, "wait", 5*time.Minute, "how long to wait for every result to be persisted")
 	fs.StringVar(&o.gateway, "gateway", "", "webhook gateway base URL; with it, payments go through the gateway")
@@ -81,6 +83,9 @@ func runLoadgen(ctx context.Context, w io.Writer, o loadgenOptions) error {
 	}
 	if spec.Orders < 1 || spec.SKUs < 1 || spec.LotsPerSKU < 1 || spec.StockPerLot < 1 {
 		return usagef("-orders, -skus, -lots and -stock must be positive")
+	}
+	if spec.WarehouseShare < 0 || spec.WarehouseShare > 0.5 || spec.Window < 0 {
+		return usagef("-warehouse must be within [0, 0.5] and -window not negative")
 	}
 	pg, err := config.Load[config.Postgres]()
 	if err != nil {

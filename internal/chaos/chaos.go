@@ -45,6 +45,7 @@ import (
 const (
 	EventsDefault           = 10_000
 	DuplicateShareDefault   = 0.2
+	WarehouseShareDefault   = loadgen.WarehouseShareDefault
 	SendDurationDefault     = 60 * time.Second
 	PGOutageDefault         = 20 * time.Second
 	OrderWorkerKillsDefault = 3
@@ -93,6 +94,9 @@ type Config struct {
 	Events int
 	// DuplicateShare of the events are delivered a second time.
 	DuplicateShare float64
+	// WarehouseShare is the warehouse feed's share of the distinct events
+	// (loadgen.Spec.WarehouseShare); negative: no feed.
+	WarehouseShare float64
 	// Seed makes the workload reproducible.
 	Seed uint64
 	// SendDuration is the time the workload is spread over; the faults are spread over
@@ -148,6 +152,9 @@ func (c *Config) setDefaults() {
 	if c.DuplicateShare == 0 {
 		c.DuplicateShare = DuplicateShareDefault
 	}
+	if c.WarehouseShare == 0 {
+		c.WarehouseShare = WarehouseShareDefault
+	}
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
@@ -194,6 +201,9 @@ func (c Config) Validate() error {
 	var p []string
 	if c.DuplicateShare < 0 || c.DuplicateShare > 1 {
 		p = append(p, "duplicate share must be within 0..1")
+	}
+	if c.WarehouseShare > 0.5 {
+		p = append(p, "warehouse share must be at most 0.5")
 	}
 	if c.PGOutage < 0 {
 		p = append(p, "PostgreSQL outage must not be negative")

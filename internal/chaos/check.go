@@ -10,6 +10,7 @@ import (
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/loadgen"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/persist"
 )
@@ -37,22 +38,26 @@ import (
 //     (order rows against lot rows).
 //
 // Conservation is checked per lot, in both stores: the buckets sum to what was imported
-// (a load has no receive or adjust events), none is negative, and each bucket equals
-// its imported quantity plus the moves into it minus the moves out of it, as recorded
-// in PostgreSQL's moves table. The last one catches a result lost on the way to
-// PostgreSQL and a ledger move made twice under the same op id.
+// plus what the warehouse's moves brought in from outside, less what they sent out (the
+// moves from and to "external": a lot's registration, a receipt's count, an adjustment;
+// a lot registered during the run was imported with nothing), none is negative, and
+// each bucket equals its imported quantity plus the moves into it minus the moves out
+// of it, as recorded in PostgreSQL's moves table. The last one catches a result lost on
+// the way to PostgreSQL and a ledger move made twice under the same op id. Damaged,
+// recalled and broken returned units stay in the lot, in its defective bucket.
 
-// buckets of one lot, in the order sellable, reserved, allocated, hidden, shipped.
-type buckets [5]int64
+// buckets of one lot, in the order sellable, reserved, allocated, hidden, shipped,
+// defective.
+type buckets [6]int64
 
-var bucketNames = [5]string{ledger.Sellable, ledger.Reserved, ledger.Allocated, ledger.Hidden, ledger.Shipped}
+var bucketNames = [6]string{ledger.Sellable, ledger.Reserved, ledger.Allocated, ledger.Hidden, ledger.Shipped, ledger.Defective}
 
 func bucketIndex(name string) int { return slices.Index(bucketNames[:], name) }
 
-func (b buckets) total() int64 { return b[0] + b[1] + b[2] + b[3] + b[4] }
+func (b buckets) total() int64 { return b[0] + b[1] + b[2] + b[3] + b[4] + b[5] }
 
 func bucketsOf(l ledger.Lot) buckets {
-	return buckets{l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped}
+	return buckets{l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped, l.Defective}
 }
 
 type lotKey struct{ SKU, Lot string }
@@ -72,9 +77,12 @@ type snapshot struct {
 	// redisLots and pgLots are the lots now; a SKU that Redis never loaded is absent
 	// from redisLots.
 	redisLots, pgLots map[lotKey]buckets
-	// moved is, per lot, the net of PostgreSQL's moves per bucket (in minus out).
-	moved map[lotKey]buckets
-	// redisOrders and pgOrders by lcid.
+	// moved is, per lot, the net of PostgreSQL's moves per bucket (in minus out);
+	// external the net of its moves from outside (from external minus to external).
+	moved    map[lotKey]buckets
+	external map[lotKey]int64
+	// redisOrders and pgOrders by lcid; redisOrders also has the seq of each SKU's
+	// entity (the warehouse's events, "sku:<sku>"), with no order.
 	redisOrders, pgOrders map[string]orderState
 	// inbox is the seqs of the inbox rows per entity.
 	inbox map[string][]int64
@@ -135,10 +143,18 @@ func check(s snapshot) findings {
 		held := holdings(store.orders)
 		skuTotal, skuHeld := map[string]int64{}, map[string]int64{}
 		negative := map[string]bool{}
-		for k, imp := range s.imported {
+		// Every lot: imported, or registered during the run (in a store or in the moves).
+		lots := map[lotKey]bool{}
+		for _, m := range []map[lotKey]buckets{s.imported, store.lots, s.moved} {
+			for k := range m {
+				lots[k] = true
+			}
+		}
+		for k := range lots {
+			imp := s.imported[k]
 			cur, loaded := store.lots[k]
 			if !loaded {
-				cur = imp // never loaded into Redis: as imported
+				cur = imp // never loaded into Redis (or its registration never applied): as imported
 			}
 			want := held[k]
 			for _, i := range []int{1, 2, 4} { // reserved, allocated, shipped
@@ -146,8 +162,8 @@ func check(s snapshot) findings {
 					f.HoldingMismatch = append(f.HoldingMismatch, fmt.Sprintf("%s %s: %s %d, orders hold %d", store.name, k, bucketNames[i], cur[i], want[i]))
 				}
 			}
-			if cur.total() != imp.total() {
-				f.Unconserved = append(f.Unconserved, fmt.Sprintf("%s %s: buckets sum to %d, imported %d", store.name, k, cur.total(), imp.total()))
+			if cur.total() != imp.total()+s.external[k] {
+				f.Unconserved = append(f.Unconserved, fmt.Sprintf("%s %s: buckets sum to %d, imported %d, from outside %+d", store.name, k, cur.total(), imp.total(), s.external[k]))
 			}
 			mv := s.moved[k]
 			for i := range cur {
@@ -159,7 +175,7 @@ func check(s snapshot) findings {
 					f.Unconserved = append(f.Unconserved, fmt.Sprintf("%s %s: %s is %d, imported %d + moves %+d", store.name, k, bucketNames[i], cur[i], imp[i], mv[i]))
 				}
 			}
-			skuTotal[k.SKU] += imp.total()
+			skuTotal[k.SKU] += imp.total() + s.external[k]
 			skuHeld[k.SKU] += cur[1] + cur[2] + cur[4]
 		}
 		for sku, h := range skuHeld {
@@ -202,6 +218,13 @@ func holdings(orders map[string]orderState) map[lotKey]buckets {
 				b[i] += lq.Qty
 				out[k] = b
 			}
+			// What came back of a shipment (order.returned) left the shipped bucket.
+			for _, lq := range ln.Returned {
+				k := lotKey{ln.SKU, lq.LotID}
+				b := out[k]
+				b[i] -= lq.Qty
+				out[k] = b
+			}
 		}
 	}
 	return out
@@ -218,7 +241,8 @@ func abbreviate(seqs []int64) string {
 func (e *Env) gather(ctx context.Context) (snapshot, error) {
 	s := snapshot{
 		imported: map[lotKey]buckets{}, redisLots: map[lotKey]buckets{}, pgLots: map[lotKey]buckets{},
-		moved: map[lotKey]buckets{}, redisOrders: map[string]orderState{}, pgOrders: map[string]orderState{},
+		moved: map[lotKey]buckets{}, external: map[lotKey]int64{},
+		redisOrders: map[string]orderState{}, pgOrders: map[string]orderState{},
 		inbox: map[string][]int64{}, persisted: map[string]bool{},
 	}
 	e.mu.Lock()
@@ -229,26 +253,28 @@ func (e *Env) gather(ctx context.Context) (snapshot, error) {
 		for _, l := range sku.Lots {
 			s.imported[lotKey{sku.SKU, l.LotID}] = bucketsOf(l)
 		}
-		r, err := led.Snapshot(ctx, sku.SKU)
+	}
+	for _, sku := range e.workload.SKUs() {
+		r, err := led.Snapshot(ctx, sku)
 		if errors.Is(err, ledger.ErrNotLoaded) {
-			continue
+			continue // never loaded, or a new SKU whose registration was refused
 		}
 		if err != nil {
 			return s, err
 		}
 		for _, l := range r.Lots {
-			s.redisLots[lotKey{sku.SKU, l.LotID}] = bucketsOf(l)
+			s.redisLots[lotKey{sku, l.LotID}] = bucketsOf(l)
 		}
 	}
 	var lots []struct {
-		SKU, LotID                                     string
-		Sellable, Reserved, Allocated, Hidden, Shipped int64
+		SKU, LotID                                                string
+		Sellable, Reserved, Allocated, Hidden, Shipped, Defective int64
 	}
-	if err := e.db.WithContext(ctx).Raw(`SELECT sku, lot_id, sellable, reserved, allocated, hidden, shipped FROM lots`).Scan(&lots).Error; err != nil {
+	if err := e.db.WithContext(ctx).Raw(`SELECT sku, lot_id, sellable, reserved, allocated, hidden, shipped, defective FROM lots`).Scan(&lots).Error; err != nil {
 		return s, err
 	}
 	for _, l := range lots {
-		s.pgLots[lotKey{l.SKU, l.LotID}] = buckets{l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped}
+		s.pgLots[lotKey{l.SKU, l.LotID}] = buckets{l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped, l.Defective}
 	}
 	var moves []struct {
 		SKU, LotID, FromBucket, ToBucket string
@@ -267,6 +293,12 @@ func (e *Env) gather(ctx context.Context) (snapshot, error) {
 			b[i] += m.Qty
 		}
 		s.moved[k] = b
+		switch ledger.External {
+		case m.FromBucket:
+			s.external[k] += m.Qty
+		case m.ToBucket:
+			s.external[k] -= m.Qty
+		}
 	}
 	for _, lcid := range e.workload.Orders {
 		st, err := order.LoadState(ctx, e.rc, KeyPrefix, lcid)
@@ -277,6 +309,16 @@ func (e *Env) gather(ctx context.Context) (snapshot, error) {
 			continue
 		}
 		s.redisOrders[lcid] = orderState{Seq: st.Seq, Order: st.Order}
+	}
+	for _, sku := range e.workload.SKUs() {
+		entity := order.SKUEntity(sku)
+		st, err := order.LoadState(ctx, e.rc, KeyPrefix, entity)
+		if err != nil {
+			return s, err
+		}
+		if st.Seq > 0 {
+			s.redisOrders[entity] = orderState{Seq: st.Seq}
+		}
 	}
 	var orders []struct {
 		LCID       string `gorm:"column:lcid"`
@@ -369,19 +411,23 @@ func (e *Env) Check(ctx context.Context) (Report, error) {
 		return r, err
 	}
 	var outcomes []struct {
-		Outcome, Reason string
-		N               int
+		Type, Outcome, Reason string
+		N                     int
 	}
-	if err := e.db.WithContext(ctx).Raw(`SELECT outcome, reason, count(*) AS n FROM inbox GROUP BY 1, 2`).Scan(&outcomes).Error; err != nil {
+	if err := e.db.WithContext(ctx).Raw(`SELECT type, outcome, reason, count(*) AS n FROM inbox GROUP BY 1, 2, 3`).Scan(&outcomes).Error; err != nil {
 		return r, err
 	}
 	r.RejectedBy = map[string]int{}
+	r.Warehouse = loadgen.Outcomes{}
 	for _, o := range outcomes {
 		if o.Outcome == event.Applied {
 			r.Applied += o.N
 		} else {
 			r.Rejected += o.N
 			r.RejectedBy[o.Reason] += o.N
+		}
+		if loadgen.IsWarehouse(event.Type(o.Type)) {
+			r.Warehouse.Add(o.Outcome, o.Reason, o.N)
 		}
 	}
 	for _, p := range e.all() {

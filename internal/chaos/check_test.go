@@ -30,6 +30,7 @@ func consistent() snapshot {
 
 func clone(s snapshot) snapshot {
 	s.imported, s.redisLots, s.pgLots, s.moved = maps.Clone(s.imported), maps.Clone(s.redisLots), maps.Clone(s.pgLots), maps.Clone(s.moved)
+	s.external = maps.Clone(s.external)
 	s.redisOrders, s.pgOrders, s.persisted = maps.Clone(s.redisOrders), maps.Clone(s.pgOrders), maps.Clone(s.persisted)
 	s.inbox = maps.Clone(s.inbox)
 	return s
@@ -39,6 +40,58 @@ func TestCheckConsistent(t *testing.T) {
 	f := check(consistent())
 	if n := len(f.Lost) + f.doubleApplied() + len(f.Unconserved) + len(f.Oversold); n != 0 {
 		t.Fatalf("findings on a consistent state: %+v", f)
+	}
+}
+
+// warehouse is consistent() after the warehouse's events and a return, each applied
+// once: lot L2 registered with 5 units (external -> sellable), 1 unit of L1 found
+// damaged (sellable -> defective), and LC-2, which shipped 2 units of L1, had 1 back
+// broken (shipped -> defective).
+func warehouse() snapshot {
+	s := clone(consistent())
+	k1, k2 := lotKey{"SKU-A", "L1"}, lotKey{"SKU-A", "L2"}
+	s.imported[k1] = buckets{12, 0, 0, 0, 0, 0}
+	for _, lots := range []map[lotKey]buckets{s.redisLots, s.pgLots} {
+		lots[k1] = buckets{6, 3, 0, 0, 1, 2}
+		lots[k2] = buckets{5, 0, 0, 0, 0, 0}
+	}
+	s.moved[k1] = buckets{-6, 3, 0, 0, 1, 2}
+	s.moved[k2] = buckets{5, 0, 0, 0, 0, 0}
+	s.external = map[lotKey]int64{k2: 5}
+	o := &event.OrderSnapshot{LCID: "LC-2", Status: event.StatusShipped, Allocation: "allocated", Paid: true,
+		Lines: []event.SnapshotLine{{LineID: "1", SKU: "SKU-A", Qty: 2, Lots: []ledger.LotQty{{LotID: "L1", Qty: 2}},
+			Returned: []ledger.LotQty{{LotID: "L1", Qty: 1}}}}}
+	s.redisOrders["LC-2"] = orderState{Seq: 4, Order: o}
+	s.pgOrders["LC-2"] = orderState{Seq: 4, Order: o}
+	s.inbox["LC-2"] = []int64{1, 2, 3, 4}
+	return s
+}
+
+func TestCheckConsistentWithTheWarehouse(t *testing.T) {
+	f := check(warehouse())
+	if n := len(f.Lost) + f.doubleApplied() + len(f.Unconserved) + len(f.Oversold); n != 0 {
+		t.Fatalf("findings on a consistent state: %+v", f)
+	}
+	// The registered lot without its move from outside: stock from nowhere.
+	s := warehouse()
+	delete(s.external, lotKey{"SKU-A", "L2"})
+	if f := check(s); len(f.Unconserved) != 2 { // one per store
+		t.Errorf("a lot that grew from nowhere went unnoticed: %+v", f)
+	}
+	// A defective unit that vanished from one store.
+	s = warehouse()
+	s.pgLots[lotKey{"SKU-A", "L1"}] = buckets{6, 3, 0, 0, 1, 1}
+	if f := check(s); len(f.Unconserved) == 0 || !strings.HasPrefix(f.Unconserved[0], "postgres ") {
+		t.Errorf("a lost defective unit went unnoticed: %+v", f)
+	}
+	// A return applied twice: one more unit left shipped than the order records.
+	s = warehouse()
+	for _, lots := range []map[lotKey]buckets{s.redisLots, s.pgLots} {
+		lots[lotKey{"SKU-A", "L1"}] = buckets{6, 3, 0, 0, 0, 3}
+	}
+	s.moved[lotKey{"SKU-A", "L1"}] = buckets{-6, 3, 0, 0, 0, 3}
+	if f := check(s); len(f.HoldingMismatch) != 2 {
+		t.Errorf("a return applied twice went unnoticed: %+v", f)
 	}
 }
 

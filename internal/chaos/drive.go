@@ -23,7 +23,10 @@ const eventsPerOrder = 4.4
 
 // Workload makes the loadgen workload of at least cfg.Events events (duplicates
 // included): the default loadgen spec, more SKUs as orders grow so that some SKUs run
-// short (oversell attempts) and others do not.
+// short (oversell attempts) and others do not, and the warehouse feed beside the orders
+// (cfg.WarehouseShare). Drive sends it at an even rate without holding at the workload's
+// gates: an order that reaches a SKU registered during the run before the registration
+// is refused (ERR_UNKNOWN_SKU), as it would be in a shop that listed the SKU too early.
 func Workload(cfg Config) loadgen.Workload {
 	cfg.setDefaults()
 	orders := int(math.Ceil(float64(cfg.Events) / eventsPerOrder))
@@ -34,6 +37,7 @@ func Workload(cfg Config) loadgen.Workload {
 		s.SKUs = max(20, orders/40)
 		s.StockPerLot = 100
 		s.DuplicateShare = cfg.DuplicateShare
+		s.WarehouseShare = max(cfg.WarehouseShare, 0)
 		w := loadgen.Generate(s)
 		if len(w.Events) >= cfg.Events {
 			return w
@@ -51,6 +55,7 @@ func (e *Env) Drive(ctx context.Context) error {
 	e.report.Distinct = w.Distinct
 	e.report.Orders = len(w.Orders)
 	e.report.SKUs = len(w.Inventory)
+	e.report.NewSKUs = len(w.NewSKUs)
 	if err := loadgen.Import(ctx, e.db, w.Inventory); err != nil {
 		return fmt.Errorf("chaos: import inventory: %w", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/junban/junban/internal/loadgen"
 )
 
 // Report is what a chaos run did and found. The first eight fields are the contract of
@@ -76,6 +78,10 @@ type Report struct {
 	ElapsedS          float64        `json:"elapsed_s"`
 	Faults            []Fault        `json:"faults"`
 	Evidence          Evidence       `json:"evidence"`
+	// Warehouse counts the outcomes of the warehouse feed's events (loadgen.IsWarehouse),
+	// which Applied and Rejected include; NewSKUs the SKUs it registered.
+	Warehouse loadgen.Outcomes `json:"warehouse"`
+	NewSKUs   int              `json:"skus_registered"`
 	// Details are the first findings of each kind, for people.
 	Details Details `json:"details"`
 }
@@ -207,8 +213,9 @@ func (r Report) print(out io.Writer, title string) {
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "events sent\t%d (%d distinct, %d duplicate deliveries)\n", r.Events, r.Distinct, r.Events-r.Distinct)
-	fmt.Fprintf(tw, "orders / SKUs\t%d / %d\n", r.Orders, r.SKUs)
-	fmt.Fprintf(tw, "applied / rejected\t%d / %d %s\n", r.Applied, r.Rejected, fmtReasons(r.RejectedBy))
+	fmt.Fprintf(tw, "orders / SKUs\t%d / %d (+%d registered during the run)\n", r.Orders, r.SKUs, r.NewSKUs)
+	fmt.Fprintf(tw, "applied / rejected\t%d / %d%s\n", r.Applied, r.Rejected, fmtReasons(r.RejectedBy))
+	fmt.Fprintf(tw, "  of which the warehouse's\t%d / %d%s\n", r.Warehouse.Applied, r.Warehouse.Rejected, fmtReasons(r.Warehouse.RejectedBy))
 	fmt.Fprintf(tw, "worker SIGKILLs\t%d\n", r.Kills)
 	if r.RedisCluster {
 		fmt.Fprintf(tw, "Redis Cluster\t3 masters, a replica each; order-workers with JUNBAN_REDIS_MIN_REPLICAS=%d%s\n", r.MinRedisReplicas, ignored(r))
@@ -287,5 +294,5 @@ func fmtReasons(m map[string]int) string {
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
-	return "(" + strings.Join(parts, ", ") + ")"
+	return " (" + strings.Join(parts, ", ") + ")"
 }

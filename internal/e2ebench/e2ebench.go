@@ -172,6 +172,8 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	spec := loadgen.DefaultSpec(run)
 	spec.Orders = max(100, int(0.4*ceiling/2*d.Seconds()/5))
 	spec.SKUs, spec.StockPerLot = 200, 1_000_000
+	// The orders alone, all under way from the start, as in the figures of docs/benchmarks.md.
+	spec.WarehouseShare, spec.Window = 0, 0
 	say("bench e2e: ceiling %.0f msg/s; sending %d orders through %d order-workers and a persist-worker", ceiling, spec.Orders, workers)
 	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: orders.URL})
 	if err != nil {
@@ -228,6 +230,7 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	}
 	lspec := loadgen.DefaultSpec(run + "l")
 	lspec.SKUs, lspec.StockPerLot = 200, 1_000_000
+	lspec.WarehouseShare, lspec.Window = 0, 0
 	lspec.Orders = max(50, int(latRate*latDur.Seconds()/eventsPerOrder(lspec)))
 	say("bench e2e: latency at %.0f events/s for about %s (%d orders)", latRate, latDur, lspec.Orders)
 	rec := sendlatency.NewRecorder(pub)

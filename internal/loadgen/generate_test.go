@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/junban/junban/internal/event"
@@ -53,5 +54,100 @@ func TestGenerateIsReproducibleAndShapedAsAsked(t *testing.T) {
 		if types[ty] == 0 {
 			t.Errorf("no %s in the workload", ty)
 		}
+	}
+}
+
+func TestWarehouseFeed(t *testing.T) {
+	spec := DefaultSpec("W")
+	spec.Orders = 2000
+	w := Generate(spec)
+	pos := map[string]int{}
+	distinct := map[event.Type]int{}
+	feed := 0
+	for i, e := range w.Events {
+		if _, ok := pos[e.EventID]; ok {
+			continue
+		}
+		pos[e.EventID] = i
+		distinct[e.Type]++
+		if IsWarehouse(e.Type) {
+			feed++
+		}
+		body, _ := json.Marshal(e)
+		if _, err := order.Decode(body, 0); err != nil {
+			t.Fatalf("generated an invalid event: %v\n%s", err, body)
+		}
+	}
+	if share := float64(feed) / float64(w.Distinct); share < spec.WarehouseShare/2 || share > spec.WarehouseShare*2 {
+		t.Errorf("warehouse share %.3f, asked %.3f", share, spec.WarehouseShare)
+	}
+	for _, ty := range []event.Type{event.InventorySKURegistered, event.InventoryLotRegistered, event.InventoryReceived,
+		event.InventorySafetyStockChanged, event.InventoryHeld, event.InventoryReleasedHold, event.InventoryDamaged,
+		event.InventoryLotRecalled, event.OrderReturned} {
+		if distinct[ty] == 0 {
+			t.Errorf("no %s in the workload", ty)
+		}
+	}
+	if len(w.NewSKUs) == 0 {
+		t.Fatal("no SKU registered during the run")
+	}
+	// A gate waits for events sent before it, and every order naming a new SKU is sent
+	// after the gate that waits for the SKU's lots.
+	lotsIn := map[string]int{} // new SKU -> At of the gate after its lots
+	for _, g := range w.Gates {
+		for _, id := range g.After {
+			if pos[id] >= g.At {
+				t.Errorf("gate at %d waits for %s, sent at %d", g.At, id, pos[id])
+			}
+			var d struct{ SKU string }
+			json.Unmarshal(w.Events[pos[id]].Data, &d)
+			if w.Events[pos[id]].Type == event.InventoryLotRegistered {
+				lotsIn[d.SKU] = g.At
+			}
+		}
+	}
+	ordered := map[string]bool{}
+	for i, e := range w.Events {
+		if e.Type != event.OrderPlaced && e.Type != event.OrderLinesChanged {
+			continue
+		}
+		var d event.OrderData
+		json.Unmarshal(e.Data, &d)
+		for _, l := range d.Lines {
+			at, isNew := lotsIn[l.SKU]
+			if slices.Contains(w.NewSKUs, l.SKU) {
+				ordered[l.SKU] = true
+				if !isNew || i < at {
+					t.Fatalf("%s names %s at %d, before the gate after its lots (%d)", e.EventID, l.SKU, i, at)
+				}
+			}
+		}
+	}
+	if len(ordered) == 0 {
+		t.Error("no order names a SKU registered during the run")
+	}
+}
+
+// With FeedCommutes, no recall takes the lot that orders take first: the lowest
+// best-before of the SKU's lots (imported, or registered with the SKU).
+func TestCommutingFeedSparesTheFirstLot(t *testing.T) {
+	spec := DefaultSpec("C")
+	spec.Orders, spec.StockPerLot, spec.FeedCommutes = 3000, 1_000_000, true
+	spec.WarehouseShare = 0.1
+	w := Generate(spec)
+	recalls := 0
+	for _, e := range w.Events {
+		if e.Type != event.InventoryLotRecalled {
+			continue
+		}
+		recalls++
+		var d event.LotRecalledData
+		json.Unmarshal(e.Data, &d)
+		if d.LotID == "L00" {
+			t.Errorf("%s recalls %s/%s, the SKU's first lot in FEFO order", e.EventID, d.SKU, d.LotID)
+		}
+	}
+	if recalls == 0 {
+		t.Fatal("no recall to look at")
 	}
 }

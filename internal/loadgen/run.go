@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/progress"
 )
 
@@ -61,6 +62,7 @@ type Summary struct {
 	Run                  string         `json:"run"`
 	Orders               int            `json:"orders"`
 	SKUs                 int            `json:"skus"`
+	NewSKUs              int            `json:"skus_registered"`
 	Sent                 int            `json:"events_sent"`
 	Distinct             int            `json:"events_distinct"`
 	WebhooksSent         int            `json:"webhooks_sent"`
@@ -82,6 +84,9 @@ type Summary struct {
 	ElapsedS             float64        `json:"elapsed_s"`
 	EventsPerS           float64        `json:"events_per_s"`
 
+	// ByType splits the outcomes by event type: the orders' and the warehouse's
+	// (IsWarehouse) side by side.
+	ByType map[event.Type]*Outcomes `json:"by_type"`
 	// DuplicatesSent is what the workload sent twice: sent minus distinct.
 	DuplicatesSent int `json:"duplicates_sent"`
 	// DuplicatesFoundDone is the order-workers' own count of deliveries that found their
@@ -90,11 +95,37 @@ type Summary struct {
 	DuplicatesFoundDone *int `json:"duplicates_found_done,omitempty"`
 }
 
+// Outcomes counts the results of one kind of event.
+type Outcomes struct {
+	Applied    int            `json:"applied"`
+	Rejected   int            `json:"rejected"`
+	RejectedBy map[string]int `json:"rejected_by_reason,omitempty"`
+}
+
+// Add counts n results of one outcome (and, when rejected, reason).
+func (o *Outcomes) Add(outcome, reason string, n int) {
+	if outcome == event.Applied {
+		o.Applied += n
+		return
+	}
+	o.Rejected += n
+	if o.RejectedBy == nil {
+		o.RejectedBy = map[string]int{}
+	}
+	o.RejectedBy[reason] += n
+}
+
+// IsWarehouse tells the warehouse feed's event types (the SKUs' inventory events, and
+// returns) from the orders' own.
+func IsWarehouse(t event.Type) bool {
+	return strings.HasPrefix(string(t), "inventory.") || t == event.OrderReturned
+}
+
 // Run imports the inventory, sends the workload, waits until every event's result is
 // in PostgreSQL (or cfg.Wait passed), and summarizes.
 func Run(ctx context.Context, db *gorm.DB, pub Publisher, cfg RunConfig) (Summary, error) {
 	w := Generate(cfg.Spec)
-	s := Summary{Run: cfg.Spec.Run, Orders: len(w.Orders), SKUs: len(w.Inventory), WebhookStatus: map[int]int{}}
+	s := Summary{Run: cfg.Spec.Run, Orders: len(w.Orders), SKUs: len(w.Inventory), NewSKUs: len(w.NewSKUs), WebhookStatus: map[int]int{}}
 	if err := Import(ctx, db, w.Inventory); err != nil {
 		return s, err
 	}
@@ -146,7 +177,24 @@ func Run(ctx context.Context, db *gorm.DB, pub Publisher, cfg RunConfig) (Summar
 			}
 		})
 	}
-	for i := 0; i < len(w.Events); i += batch {
+	gates := w.Gates
+	for i := 0; i < len(w.Events); {
+		end := min(i+batch, len(w.Events))
+		if len(gates) > 0 && gates[0].At <= end {
+			if gates[0].At <= i {
+				// Everything before the gate is on the queue; its results come next.
+				sends.Wait()
+				if sendErr != nil {
+					return s, sendErr
+				}
+				if err := awaitResults(ctx, db, gates[0].After, cfg.Wait); err != nil {
+					return s, err
+				}
+				gates = gates[1:]
+				continue
+			}
+			end = gates[0].At
+		}
 		select {
 		case <-failed:
 			sends.Wait()
@@ -162,7 +210,7 @@ func Run(ctx context.Context, db *gorm.DB, pub Publisher, cfg RunConfig) (Summar
 		}
 		var bodies [][]byte
 		now := time.Now()
-		for _, e := range w.Events[i:min(i+batch, len(w.Events))] {
+		for _, e := range w.Events[i:end] {
 			sentMu.Lock()
 			if _, ok := sent[e.EventID]; !ok {
 				sent[e.EventID] = now
@@ -186,8 +234,9 @@ func Run(ctx context.Context, db *gorm.DB, pub Publisher, cfg RunConfig) (Summar
 		if len(bodies) > 0 {
 			send(bodies)
 		}
-		s.Sent += min(batch, len(w.Events)-i)
-		bar.Add(min(batch, len(w.Events)-i))
+		s.Sent += end - i
+		bar.Add(end - i)
+		i = end
 	}
 	sends.Wait()
 	if sendErr != nil {
@@ -321,15 +370,41 @@ func waitPersisted(ctx context.Context, db *gorm.DB, ids []string, cfg RunConfig
 	return got, nil
 }
 
+// awaitResults waits until every id has its result in the inbox (a Gate).
+func awaitResults(ctx context.Context, db *gorm.DB, ids []string, wait time.Duration) error {
+	if wait <= 0 {
+		wait = 5 * time.Minute
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		var n int64
+		if err := db.WithContext(ctx).Raw(`SELECT count(*) FROM inbox WHERE event_id IN ?`, ids).Scan(&n).Error; err != nil {
+			return fmt.Errorf("loadgen: inbox: %w", err)
+		}
+		if int(n) == len(ids) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("loadgen: the results of %v, which the rest of the workload waits for, are not in PostgreSQL after %s", ids, wait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 func (s *Summary) countOutcomes(ctx context.Context, db *gorm.DB, run string, ids []string) error {
 	s.RejectedBy = map[string]int{}
+	s.ByType = map[event.Type]*Outcomes{}
 	// In chunks: PostgreSQL takes at most 65535 parameters in one statement.
 	for i := 0; i < len(ids); i += 10000 {
 		var rows []struct {
-			Outcome, Reason string
-			N               int
+			Type, Outcome, Reason string
+			N                     int
 		}
-		err := db.WithContext(ctx).Raw(`SELECT outcome, reason, count(*) AS n FROM inbox WHERE event_id IN ? GROUP BY 1, 2`,
+		err := db.WithContext(ctx).Raw(`SELECT type, outcome, reason, count(*) AS n FROM inbox WHERE event_id IN ? GROUP BY 1, 2, 3`,
 			ids[i:min(i+10000, len(ids))]).Scan(&rows).Error
 		if err != nil {
 			return err
@@ -341,6 +416,12 @@ func (s *Summary) countOutcomes(ctx context.Context, db *gorm.DB, run string, id
 				s.Rejected += r.N
 				s.RejectedBy[r.Reason] += r.N
 			}
+			o := s.ByType[event.Type(r.Type)]
+			if o == nil {
+				o = &Outcomes{}
+				s.ByType[event.Type(r.Type)] = o
+			}
+			o.Add(r.Outcome, r.Reason, r.N)
 		}
 	}
 	var st []struct {
@@ -377,29 +458,63 @@ func (s *Summary) countEarlyPayments(ctx context.Context, db *gorm.DB, w Workloa
 	return err
 }
 
-// checkStock counts SKUs that hold more than they had (oversold) and lots whose total
-// changed (no receive or adjust events run in a load, so every total must be as imported).
+// checkStock counts SKUs that hold more than they had (oversold) and lots not conserved.
+// A lot's stock changes between its buckets, and from or to the outside world only by
+// the warehouse's moves (a registration, a receipt's count, an adjustment: from or to
+// "external"); so each bucket of each lot in PostgreSQL must be what was imported (zero
+// for a lot registered during the run) plus the moves into it, less the moves out of
+// it, as the moves table records them, and no bucket may be negative.
 func (s *Summary) checkStock(ctx context.Context, db *gorm.DB, w Workload) error {
+	prefix := w.Inventory[0].SKU[:strings.LastIndex(w.Inventory[0].SKU, "-SKU-")] + "-SKU-%"
 	var rows []struct {
-		SKU, LotID                                     string
-		Sellable, Reserved, Allocated, Hidden, Shipped int64
+		SKU, LotID                                                string
+		Sellable, Reserved, Allocated, Hidden, Shipped, Defective int64
 	}
-	if err := db.WithContext(ctx).Raw(`SELECT sku, lot_id, sellable, reserved, allocated, hidden, shipped FROM lots WHERE sku LIKE ?`, w.Inventory[0].SKU[:strings.LastIndex(w.Inventory[0].SKU, "-SKU-")]+"-SKU-%").Scan(&rows).Error; err != nil {
+	if err := db.WithContext(ctx).Raw(`SELECT sku, lot_id, sellable, reserved, allocated, hidden, shipped, defective FROM lots WHERE sku LIKE ?`, prefix).Scan(&rows).Error; err != nil {
 		return err
 	}
-	initial := map[string]int64{}
+	var moves []struct {
+		SKU, LotID, FromBucket, ToBucket string
+		Qty                              int64
+	}
+	if err := db.WithContext(ctx).Raw(`SELECT sku, lot_id, from_bucket, to_bucket, sum(qty) AS qty FROM moves WHERE sku LIKE ? GROUP BY 1, 2, 3, 4`, prefix).Scan(&moves).Error; err != nil {
+		return err
+	}
+	type key struct{ sku, lot string }
+	want := map[key]map[string]int64{}
 	skuTotal := map[string]int64{}
+	at := func(k key) map[string]int64 {
+		if want[k] == nil {
+			want[k] = map[string]int64{}
+		}
+		return want[k]
+	}
 	for _, sku := range w.Inventory {
 		for _, l := range sku.Lots {
-			initial[sku.SKU+"/"+l.LotID] = l.Sellable
-			skuTotal[sku.SKU] += l.Sellable
+			b := at(key{sku.SKU, l.LotID})
+			b[ledger.Sellable], b[ledger.Reserved], b[ledger.Allocated] = l.Sellable, l.Reserved, l.Allocated
+			b[ledger.Hidden], b[ledger.Shipped], b[ledger.Defective] = l.Hidden, l.Shipped, l.Defective
+			skuTotal[sku.SKU] += l.Sellable + l.Reserved + l.Allocated + l.Hidden + l.Shipped + l.Defective
 		}
+	}
+	for _, m := range moves {
+		b := at(key{m.SKU, m.LotID})
+		b[m.FromBucket] -= m.Qty
+		b[m.ToBucket] += m.Qty
+	}
+	for k, b := range want {
+		skuTotal[k.sku] -= b[ledger.External] // what came in from outside, less what left
 	}
 	held := map[string]int64{}
 	for _, r := range rows {
-		total := r.Sellable + r.Reserved + r.Allocated + r.Hidden + r.Shipped
-		if total != initial[r.SKU+"/"+r.LotID] || r.Sellable < 0 {
-			s.Unconserved++
+		b := want[key{r.SKU, r.LotID}]
+		got := map[string]int64{ledger.Sellable: r.Sellable, ledger.Reserved: r.Reserved, ledger.Allocated: r.Allocated,
+			ledger.Hidden: r.Hidden, ledger.Shipped: r.Shipped, ledger.Defective: r.Defective}
+		for bucket, q := range got {
+			if q != b[bucket] || q < 0 {
+				s.Unconserved++
+				break
+			}
 		}
 		held[r.SKU] += r.Reserved + r.Allocated + r.Shipped
 	}
@@ -415,7 +530,11 @@ func (s *Summary) checkStock(ctx context.Context, db *gorm.DB, w Workload) error
 func (s Summary) Print(out io.Writer) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s\n", s.Run)
-	fmt.Fprintf(tw, "orders / SKUs\t%d / %d\n", s.Orders, s.SKUs)
+	if s.NewSKUs > 0 {
+		fmt.Fprintf(tw, "orders / SKUs\t%d / %d (+%d registered during the run)\n", s.Orders, s.SKUs, s.NewSKUs)
+	} else {
+		fmt.Fprintf(tw, "orders / SKUs\t%d / %d\n", s.Orders, s.SKUs)
+	}
 	fmt.Fprintf(tw, "events sent (with duplicates)\t%d\n", s.Sent)
 	fmt.Fprintf(tw, "distinct events\t%d\n", s.Distinct)
 	if s.WebhooksSent > 0 {
@@ -426,15 +545,37 @@ func (s Summary) Print(out io.Writer) {
 		fmt.Fprintf(tw, "deliveries found done (order-workers)\t%d (no effect, nothing published again)\n", *s.DuplicatesFoundDone)
 	}
 	fmt.Fprintf(tw, "results persisted\t%d (missing %d)\n", s.Persisted, s.Missing)
-	fmt.Fprintf(tw, "applied\t%d\n", s.Applied)
-	fmt.Fprintf(tw, "rejected\t%d\n", s.Rejected)
-	reasons := make([]string, 0, len(s.RejectedBy))
-	for r := range s.RejectedBy {
-		reasons = append(reasons, r)
+	fmt.Fprintf(tw, "applied / rejected\t%d / %d\n", s.Applied, s.Rejected)
+	var orders, warehouse Outcomes
+	var whTypes []string
+	for t, o := range s.ByType {
+		side := &orders
+		if IsWarehouse(t) {
+			side = &warehouse
+			whTypes = append(whTypes, string(t))
+		}
+		for r, n := range o.RejectedBy {
+			side.Add(event.Rejected, r, n)
+		}
+		side.Add(event.Applied, "", o.Applied)
 	}
-	sort.Strings(reasons)
-	for _, r := range reasons {
-		fmt.Fprintf(tw, "  %s\t%d\n", r, s.RejectedBy[r])
+	fmt.Fprintf(tw, "  order events\t%d / %d\n", orders.Applied, orders.Rejected)
+	for _, r := range sortedKeys(orders.RejectedBy) {
+		fmt.Fprintf(tw, "    %s\t%d\n", r, orders.RejectedBy[r])
+	}
+	fmt.Fprintf(tw, "  warehouse events\t%d / %d\n", warehouse.Applied, warehouse.Rejected)
+	sort.Strings(whTypes)
+	for _, t := range whTypes {
+		o := s.ByType[event.Type(t)]
+		var why []string
+		for _, r := range sortedKeys(o.RejectedBy) {
+			why = append(why, fmt.Sprintf("%s %d", r, o.RejectedBy[r]))
+		}
+		line := fmt.Sprintf("    %s\t%d / %d", t, o.Applied, o.Rejected)
+		if len(why) > 0 {
+			line += " (" + strings.Join(why, ", ") + ")"
+		}
+		fmt.Fprintln(tw, line)
 	}
 	statuses := make([]string, 0, len(s.OrdersByStatus))
 	for st := range s.OrdersByStatus {
@@ -453,6 +594,15 @@ func (s Summary) Print(out io.Writer) {
 	fmt.Fprintf(tw, "send -> commit p50 / p95 / p99\t%.0f / %.0f / %.0f ms\n", s.P50MS, s.P95MS, s.P99MS)
 	fmt.Fprintf(tw, "elapsed\t%.1f s (%.0f events/s persisted)\n", s.ElapsedS, s.EventsPerS)
 	tw.Flush()
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func fmtStatus(m map[int]int) string {
