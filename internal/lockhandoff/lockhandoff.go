@@ -152,8 +152,6 @@ type Config struct {
 
 // Hooks let tests wait for background work instead of sleeping.
 type Hooks struct {
-	// AfterSweep is called after each pass of the background sweeper.
-	AfterSweep func(SweepStats, error)
 	// AfterRenew is called after each lease renewal attempt: ok is false when the lease
 	// was found lost.
 	AfterRenew func(entity string, ok bool, err error)

@@ -93,9 +93,6 @@ func (h *Handoff) sweepLoop(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			h.log.Warn("lockhandoff: sweep failed", zap.Error(err))
 		}
-		if hook := h.cfg.Hooks.AfterSweep; hook != nil {
-			hook(st, err)
-		}
 		if st.Recovered > 0 {
 			h.log.Info("lockhandoff: sweeper recovered backlogs", zap.Int("recovered", st.Recovered))
 		}
