@@ -184,9 +184,12 @@ type handoffStatus int
 
 const (
 	handoffStale handoffStatus = -3
-	handoffLost  handoffStatus = -1
-	handoffDone  handoffStatus = 0
-	handoffNext  handoffStatus = 1
+	// statusWriteFailed is every step script's answer {-2, i, message} when a committed
+	// write failed (writes.lua): then nothing else changed.
+	statusWriteFailed               = -2
+	handoffLost       handoffStatus = -1
+	handoffDone       handoffStatus = 0
+	handoffNext       handoffStatus = 1
 )
 
 // runHandoff runs handoff.lua for the envelope of seq, committing writes first (see
@@ -215,7 +218,7 @@ func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, seq int6
 		next, err = parseEntry(v[1], v[2], v[3], v[4])
 		return handoffNext, next, v[5], err
 	}
-	if s == -2 {
+	if s == statusWriteFailed {
 		return 0, entry{}, nil, parseWriteFailure(v)
 	}
 	return 0, entry{}, nil, fmt.Errorf("handoff: unexpected reply %v", v)
@@ -262,7 +265,7 @@ func (h *Handoff) runLeave(ctx context.Context, k keys, token string, done bool,
 	}
 	left, _ = v[0].(int64)
 	switch {
-	case left == -2:
+	case left == statusWriteFailed:
 		return 0, nil, parseWriteFailure(v)
 	case left >= 0 && len(v) >= 2:
 		replies = v[1]

@@ -386,9 +386,12 @@ func (p *Processor) replicated(ctx context.Context, t lockhandoff.Turn, ev Event
 	return nil
 }
 
+// replyFenced opens commit.lua's error reply when the turn is no longer this holder's.
+const replyFenced = "FENCED"
+
 func isFenced(err error) bool {
 	var re redis.Error
-	return errors.As(err, &re) && len(re.Error()) >= 6 && re.Error()[:6] == "FENCED"
+	return errors.As(err, &re) && redis.HasErrorPrefix(re, replyFenced)
 }
 
 // flush publishes the outbox, oldest first, before the turn moves on. first, when not
