@@ -263,7 +263,7 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 				}
 			}
 			if first, dup := skuLine[sku]; dup {
-				bad("sku", "ledger.SKU row for %s repeats line %d", sku, first)
+				bad("sku", "SKU row for %s repeats line %d", sku, first)
 				continue
 			}
 			skuLine[sku] = n
@@ -272,7 +272,7 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 			continue
 		}
 		if row["safety_stock"] != "" {
-			bad("safety_stock", "belongs on the ledger.SKU row (a row without lot_id)")
+			bad("safety_stock", "belongs on the SKU row (a row without lot_id)")
 		}
 		if err := ledger.CheckLotID(lotID); err != nil {
 			bad("lot_id", "%s", cleanMsg(err))
@@ -313,7 +313,7 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 				regLine[sku] = map[int64]int{}
 			}
 			if first, dup := regLine[sku][reg]; dup {
-				bad("reg_seq", "%d is taken by line %d of the same ledger.SKU", reg, first)
+				bad("reg_seq", "%d is taken by line %d of the same SKU", reg, first)
 			}
 			regLine[sku][reg] = n
 			il.RegSeq = &reg
@@ -368,7 +368,7 @@ func liveError(skus []string) error {
 	if len(skus) > shown {
 		list += fmt.Sprintf(" and %d more", len(skus)-shown)
 	}
-	return fmt.Errorf("%w: %d ledger.SKU(s) of the file are live (loaded into Redis, or with operations persisted), and Redis is their source of truth: %s; "+
+	return fmt.Errorf("%w: %d SKU(s) of the file are live (loaded into Redis, or with operations persisted), and Redis is their source of truth: %s; "+
 		"change their stock with inventory.received / inventory.adjusted events, or leave them out of the file (nothing was written)",
 		ErrLiveSKU, len(skus), list)
 }
@@ -385,7 +385,7 @@ type ImportStats struct{ SKUs, Lots int }
 // Redis is their source of truth: an import would overwrite PostgreSQL's copy with the
 // file's buckets, losing the reserved and allocated stock that Redis and the persisted
 // moves account for, and a lot added that way would never reach Redis.
-var ErrLiveSKU = errors.New("ledger: ledger.SKU is live")
+var ErrLiveSKU = errors.New("ledger: SKU is live")
 
 // LiveCheck answers which of the SKUs are loaded into the ledger's Redis.
 type LiveCheck func(ctx context.Context, skus []string) ([]string, error)

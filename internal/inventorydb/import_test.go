@@ -143,7 +143,7 @@ func TestImportIsAllOrNothing(t *testing.T) {
 	var n int64
 	db.Raw(`SELECT count(*) FROM skus WHERE sku = 'B'`).Scan(&n)
 	if n != 0 {
-		t.Fatal("ledger.SKU B was written by a failed import")
+		t.Fatal("SKU B was written by a failed import")
 	}
 }
 
@@ -159,10 +159,10 @@ func TestImportRefusesAnAutomaticRegSeqPastTheLargest(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := WriteImport(ctx, db, skus, nil); !errors.Is(err, ledger.ErrInvalidRequest) || !strings.Contains(err.Error(), "lot R2") {
-		t.Fatalf("import: %v, want ledger.ErrInvalidRequest naming lot R2", err)
+		t.Fatalf("import: %v, want ErrInvalidRequest naming lot R2", err)
 	}
 	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "R"); !errors.Is(err, ledger.ErrUnknownSKU) {
-		t.Fatalf("after the refused import: %v, want no ledger.SKU R (all or nothing)", err)
+		t.Fatalf("after the refused import: %v, want no SKU R (all or nothing)", err)
 	}
 }
 
@@ -201,7 +201,7 @@ func TestImportRefusesLiveSKUs(t *testing.T) {
 	}
 
 	_, err = WriteImport(ctx, db, parse(file+"D,L4,onhand,2027-01-31,1\n"), loaded)
-	if !errors.Is(err, ErrLiveSKU) || !strings.Contains(err.Error(), "2 ledger.SKU(s)") || !strings.Contains(err.Error(), ": A, B;") {
+	if !errors.Is(err, ErrLiveSKU) || !strings.Contains(err.Error(), "2 SKU(s)") || !strings.Contains(err.Error(), ": A, B;") {
 		t.Fatalf("import of live SKUs: %v, want ErrLiveSKU naming A and B", err)
 	}
 	after, err := PGLoader{DB: db}.LoadSKU(ctx, "A")
@@ -241,7 +241,7 @@ func TestImportRefusesASKULoadedMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := WriteImport(ctx, db, skus, loadedSecondTime); !errors.Is(err, ErrLiveSKU) {
-		t.Fatalf("import of a ledger.SKU loaded meanwhile: %v, want ErrLiveSKU", err)
+		t.Fatalf("import of a SKU loaded meanwhile: %v, want ErrLiveSKU", err)
 	}
 	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "A"); !errors.Is(err, ledger.ErrUnknownSKU) {
 		t.Errorf("a refused import wrote A: %v", err)
