@@ -37,6 +37,9 @@ var (
 // binary builds the webhook-gateway once per test run.
 func binary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a built webhook-gateway; not in -short")
+	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "webhook-gateway-test")
 		if err != nil {
