@@ -72,7 +72,7 @@ func runToExit(t *testing.T, env []string) (string, int) {
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee, ok := err.(*exec.ExitError); ok { //nolint:errorlint // cmd.Run returns it unwrapped
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
