@@ -7,6 +7,9 @@ TEST_FLAGS ?= -race -count=1 -timeout 14m
 # The pinned golangci-lint: `go run` builds it once into the Go build cache.
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+# The binaries, junbanctl and the tests read the stack's endpoints only from the file this
+# names: nothing finds .junban/stack.env by itself.
+export JUNBAN_STACK_ENV ?= $(CURDIR)/.junban/stack.env
 
 .PHONY: all build stack stack-down stack-status migrate test test-unit test-other-sqs vet lint demo console-screenshots chaos bench bench-lock bench-alloc bench-persist bench-e2e bench-api clean
 

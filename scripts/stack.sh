@@ -351,7 +351,7 @@ write_env() {
   *) wait_note="# Short polls, as for the local emulators (set JUNBAN_SQS_WAIT_SECONDS=20 for real SQS)." ;;
   esac
   cat >"$envfile" <<EOF
-# Written by scripts/stack.sh; read by every junban binary for variables not set in the environment.
+# Written by scripts/stack.sh; junban binaries, junbanctl and tests read it, for variables not set in the environment, when JUNBAN_STACK_ENV names it (the Makefile sets it).
 REDIS_URL=$REDIS_URL
 DATABASE_URL=$DATABASE_URL
 JUNBAN_TEST_DATABASE_URL=$JUNBAN_TEST_DATABASE_URL

@@ -30,15 +30,15 @@ import (
 // startTimeout bounds resolving the orders queue at start-up.
 const startTimeout = 15 * time.Second
 
+// binary is what --help says about junban-api.
+var binary = config.Binary{Name: "junban-api", Summary: "junban-api serves junban's read side over HTTP (docs/api.md) and the operator console at /\n(docs/console.md)."}
+
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "junban-api:", err)
-		os.Exit(1)
-	}
+	config.Exit(binary.Name, run())
 }
 
 func run() error {
-	if handled, err := config.Preflight[api.Config](os.Args[1:]); handled {
+	if handled, err := config.Preflight[api.Config](binary, os.Args[1:]); handled {
 		return err
 	}
 	cfg, err := config.Load[api.Config]()

@@ -2,47 +2,58 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
+	"io"
 	"os"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/api/apibench"
 	"github.com/junban/junban/internal/config"
-	"github.com/junban/junban/internal/fleet"
-	"github.com/junban/junban/internal/ledger"
-	"github.com/junban/junban/internal/loadgen"
-	"github.com/junban/junban/internal/queue"
-	"github.com/junban/junban/migrations"
+	"github.com/junban/junban/internal/e2ebench"
 )
+
+// benchAPIOptions are the flags of bench api.
+type benchAPIOptions struct {
+	apibench.Options
+	asJSON, fleet bool
+	rate          float64
+	binDir        string
+}
+
+func benchAPICmd() *cobra.Command {
+	var o benchAPIOptions
+	c := &cobra.Command{
+		Use:   "api",
+		Short: "benchmark availability reads through the API against a bare Redis GET, and a cart against single calls",
+		Long: "api measures availability reads through junban-api's handler against a bare Redis GET of an\n" +
+			"answer-sized value through the same HTTP server, while allocators work on the same SKUs, and a\n" +
+			"cart of every SKU against as many single calls.",
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runBenchAPI(c.Context(), c.OutOrStdout(), o) },
+	}
+	fs := c.Flags()
+	fs.IntVar(&o.SKUs, "skus", apibench.SKUsDefault, "SKUs read, and the cart's size")
+	fs.IntVar(&o.Lots, "lots", apibench.LotsDefault, "lots per SKU")
+	fs.DurationVar(&o.Duration, "duration", apibench.DurationDefault, "measured time of each variant per round")
+	fs.IntVar(&o.Clients, "clients", apibench.ClientsDefault, "concurrent HTTP clients")
+	fs.IntVar(&o.Allocators, "allocators", apibench.AllocatorsDefault, "concurrent allocate+release loops on the same SKUs (0: none)")
+	fs.IntVar(&o.Rounds, "rounds", apibench.RoundsDefault, "rounds; the variants alternate, figures are medians")
+	fs.BoolVar(&o.asJSON, "json", false, "print the figures as JSON")
+	fs.BoolVar(&o.fleet, "fleet", true, "the writes are an order-worker's allocations of order events (false: --allocators in-process ledger loops)")
+	fs.Float64Var(&o.rate, "rate", 200, "with --fleet: order events sent per second")
+	fs.StringVar(&o.binDir, "bin", "", "with --fleet: directory of the binaries (default: beside junbanctl)")
+	return c
+}
 
 // runBenchAPI measures availability reads through junban-api's handler against a bare
 // Redis GET of an answer-sized value through the same HTTP server, while allocators work
 // on the same SKUs, and a cart of every SKU against as many single calls.
-func runBenchAPI(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("bench api", flag.ContinueOnError)
-	skus := fs.Int("skus", apibench.SKUsDefault, "SKUs read, and the cart's size")
-	lots := fs.Int("lots", apibench.LotsDefault, "lots per SKU")
-	dur := fs.Duration("duration", apibench.DurationDefault, "measured time of each variant per round")
-	clients := fs.Int("clients", apibench.ClientsDefault, "concurrent HTTP clients")
-	allocators := fs.Int("allocators", apibench.AllocatorsDefault, "concurrent allocate+release loops on the same SKUs (0: none)")
-	rounds := fs.Int("rounds", apibench.RoundsDefault, "rounds; the variants alternate, figures are medians")
-	asJSON := fs.Bool("json", false, "print the figures as JSON")
-	useFleet := fs.Bool("fleet", true, "the writes are an order-worker's allocations of order events (false: --allocators in-process ledger loops)")
-	rate := fs.Float64("rate", 200, "with --fleet: order events sent per second")
-	binDir := fs.String("bin", "", "with --fleet: directory of the binaries (default: beside junbanctl)")
-	if err := parseFlags(fs, args, false); err != nil {
-		return err
+func runBenchAPI(ctx context.Context, w io.Writer, o benchAPIOptions) error {
+	if o.SKUs < 1 || o.SKUs > 1000 || o.Lots < 1 || o.Lots > 10_000 || o.Duration <= 0 || o.Clients < 1 || o.Allocators < 0 || o.Rounds < 1 || o.rate <= 0 {
+		return usagef("--skus 1..1000, --lots 1..10000, --duration > 0, --clients >= 1, --allocators >= 0, --rounds >= 1, --rate > 0")
 	}
-	if *skus < 1 || *skus > 1000 || *lots < 1 || *lots > 10_000 || *dur <= 0 || *clients < 1 || *allocators < 0 || *rounds < 1 || *rate <= 0 {
-		return fmt.Errorf("%w: --skus 1..1000, --lots 1..10000, --duration > 0, --clients >= 1, --allocators >= 0, --rounds >= 1, --rate > 0", errUsage)
-	}
-	cfg, err := config.Load[benchE2EConfig]()
+	cfg, err := config.Load[e2ebench.Config]()
 	if err != nil {
 		return err
 	}
@@ -51,11 +62,11 @@ func runBenchAPI(ctx context.Context, args []string) error {
 		return err
 	}
 	defer rc.Close()
-	opt := apibench.Options{SKUs: *skus, Lots: *lots, Duration: *dur, Clients: *clients,
-		Allocators: *allocators, Rounds: *rounds, Prefix: cfg.KeyPrefix + ":benchapi:" + randomID()}
+	opt := o.Options
+	opt.Prefix = cfg.KeyPrefix + ":benchapi:" + randomID()
 	var rep apibench.Report
-	if *useFleet {
-		rep, err = benchAPIFleet(ctx, cfg, rc, opt, *rate, *binDir)
+	if o.fleet {
+		rep, err = e2ebench.RunAPI(ctx, cfg, rc, opt, o.rate, o.binDir)
 	} else {
 		db, oerr := cfg.Postgres.OpenPool(2)
 		if oerr != nil {
@@ -69,144 +80,24 @@ func runBenchAPI(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+	if o.asJSON {
+		return writeJSON(w, rep)
 	}
+	printBenchAPI(w, rep, opt)
+	return nil
+}
+
+func printBenchAPI(w io.Writer, rep apibench.Report, opt apibench.Options) {
 	writes := fmt.Sprintf("%d in-process allocators (%d allocations meanwhile)", rep.Allocators, rep.Writes)
 	if rep.Fleet {
 		writes = fmt.Sprintf("an order-worker allocating (%d order events sent meanwhile)", rep.Writes)
 	}
-	fmt.Printf("bench api: %d SKUs of %d lots, %d clients, %s, %s per variant in %d rounds (medians)\n",
-		rep.SKUs, rep.Lots, rep.Clients, writes, *dur, *rounds)
-	fmt.Printf("  ledger operations on the SKUs read, meanwhile: %d\n", rep.VersionsAdvanced)
-	fmt.Printf("  availability (API)       %9.0f reads/s  p50 %6.2f ms  p99 %6.2f ms\n", rep.Availability.OpsPerSec, rep.Availability.P50Ms, rep.Availability.P99Ms)
-	fmt.Printf("  bare GET, %5d bytes    %9.0f reads/s  p50 %6.2f ms  p99 %6.2f ms\n", rep.ResponseBytes, rep.BareGet.OpsPerSec, rep.BareGet.P50Ms, rep.BareGet.P99Ms)
-	fmt.Printf("  availability / bare GET  %9.2fx (target 0.5x)\n", rep.Ratio)
-	fmt.Printf("  cart of %d SKUs          %9.0f carts/s  p50 %6.2f ms  p99 %6.2f ms\n", rep.SKUs, rep.Cart.OpsPerSec, rep.Cart.P50Ms, rep.Cart.P99Ms)
-	fmt.Printf("  %d single calls          %9.0f sets/s   p50 %6.2f ms  p99 %6.2f ms  (cart %.1fx faster)\n", rep.SKUs, rep.Singles.OpsPerSec, rep.Singles.P50Ms, rep.Singles.P99Ms, rep.Cart.OpsPerSec/rep.Singles.OpsPerSec)
-	return nil
-}
-
-// benchAPIFleet runs the benchmark on a workload's SKUs while an order-worker (its own
-// queues, PostgreSQL schema and key prefix, all removed afterwards) applies the
-// workload's order events, sent at rate per second: the reads meet the allocations,
-// releases and shipments of real orders on the same SKUs.
-func benchAPIFleet(ctx context.Context, cfg benchE2EConfig, rc redis.UniversalClient, opt apibench.Options, rate float64, binDir string) (apibench.Report, error) {
-	bins, err := fleet.BinDir(binDir)
-	if err != nil {
-		return apibench.Report{}, err
-	}
-	run := "ba" + randomID()
-	opt.Prefix = run
-	logDir, err := os.MkdirTemp("", "junban-bench-api-")
-	if err != nil {
-		return apibench.Report{}, err
-	}
-	c, err := queue.NewClient(ctx, cfg.SQS)
-	if err != nil {
-		return apibench.Report{}, err
-	}
-	orders, err := queue.EnsurePair(ctx, c, run+"-orders", run+"-orders-dlq", 5, 30)
-	if err != nil {
-		return apibench.Report{}, err
-	}
-	results, err := queue.EnsurePair(ctx, c, run+"-results", run+"-results-dlq", 5, 30)
-	if err != nil {
-		return apibench.Report{}, err
-	}
-	defer func() {
-		for _, u := range []string{orders.URL, orders.DLQURL, results.URL, results.DLQURL} {
-			c.DeleteQueue(context.WithoutCancel(ctx), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
-		}
-	}()
-	admin, err := cfg.Postgres.Open()
-	if err != nil {
-		return apibench.Report{}, err
-	}
-	if err := admin.Exec("CREATE SCHEMA " + run).Error; err != nil {
-		return apibench.Report{}, err
-	}
-	defer admin.Exec("DROP SCHEMA " + run + " CASCADE")
-	pgURL := withSearchPath(cfg.Postgres.URL, run)
-	db, err := config.Postgres{URL: pgURL}.OpenPool(4)
-	if err != nil {
-		return apibench.Report{}, err
-	}
-	sqlDB, _ := db.DB()
-	defer sqlDB.Close()
-	if _, err := migrations.Up(ctx, sqlDB); err != nil {
-		return apibench.Report{}, err
-	}
-	defer func() {
-		bg := context.WithoutCancel(ctx)
-		iter := rc.Scan(bg, 0, run+"*", 1000).Iterator()
-		for iter.Next(bg) {
-			rc.Del(bg, iter.Val())
-		}
-	}()
-
-	// Enough orders (about 5 events each) for every round at the rate.
-	total := time.Duration(opt.Rounds*4)*opt.Duration + 30*time.Second
-	spec := loadgen.DefaultSpec(run)
-	spec.SKUs, spec.LotsPerSKU, spec.StockPerLot = opt.SKUs, opt.Lots, 1_000_000
-	spec.Orders = max(100, int(rate*total.Seconds()/5))
-	w := loadgen.Generate(spec)
-	if err := loadgen.Import(ctx, db, w.Inventory); err != nil {
-		return apibench.Report{}, err
-	}
-	env := []string{
-		"JUNBAN_KEY_PREFIX=" + run, "DATABASE_URL=" + pgURL,
-		"JUNBAN_ORDERS_QUEUE=" + orders.URL, "JUNBAN_ORDERS_DLQ=" + orders.DLQURL,
-		"JUNBAN_RESULTS_QUEUE=" + results.URL, "JUNBAN_RESULTS_DLQ=" + results.DLQURL,
-		"JUNBAN_SQS_WAIT_SECONDS=1", "JUNBAN_LOG_LEVEL=warn", "JUNBAN_LOG_FORMAT=json",
-	}
-	worker, err := fleet.Start(ctx, bins, "order-worker", "order-worker", logDir, env)
-	if err != nil {
-		return apibench.Report{}, err
-	}
-	defer worker.Stop(10 * time.Second)
-	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: orders.URL})
-	if err != nil {
-		return apibench.Report{}, err
-	}
-	defer pub.Close()
-
-	names := make([]string, len(w.Inventory))
-	for i, s := range w.Inventory {
-		names[i] = s.SKU
-	}
-	opt.SKUNames, opt.Date = names, spec.TargetDate
-	opt.Ledger = ledger.New(rc, run, ledger.PGLoader{DB: db}, ledger.Config{})
-	opt.Writers = func(ctx context.Context) (int64, error) {
-		tick := time.NewTicker(time.Duration(float64(time.Second) / rate * 10))
-		defer tick.Stop()
-		var sent int64
-		for i := 0; i < len(w.Events); i += 10 {
-			select {
-			case <-ctx.Done():
-				return sent, nil
-			case <-tick.C:
-			}
-			var bodies [][]byte
-			for _, e := range w.Events[i:min(i+10, len(w.Events))] {
-				b, err := json.Marshal(e)
-				if err != nil {
-					return sent, err
-				}
-				bodies = append(bodies, b)
-			}
-			if err := pub.PublishBatch(ctx, bodies); err != nil {
-				if ctx.Err() != nil {
-					return sent, nil
-				}
-				return sent, err
-			}
-			sent += int64(len(bodies))
-		}
-		return sent, nil
-	}
-	fmt.Fprintf(os.Stderr, "bench api: an order-worker (log in %s) applies %d events of %d orders at %.0f/s meanwhile\n", logDir, len(w.Events), spec.Orders, rate)
-	return apibench.Run(ctx, rc, db, opt, os.Stderr)
+	fmt.Fprintf(w, "bench api: %d SKUs of %d lots, %d clients, %s, %s per variant in %d rounds (medians)\n",
+		rep.SKUs, rep.Lots, rep.Clients, writes, opt.Duration, opt.Rounds)
+	fmt.Fprintf(w, "  ledger operations on the SKUs read, meanwhile: %d\n", rep.VersionsAdvanced)
+	fmt.Fprintf(w, "  availability (API)       %9.0f reads/s  p50 %6.2f ms  p99 %6.2f ms\n", rep.Availability.OpsPerSec, rep.Availability.P50Ms, rep.Availability.P99Ms)
+	fmt.Fprintf(w, "  bare GET, %5d bytes    %9.0f reads/s  p50 %6.2f ms  p99 %6.2f ms\n", rep.ResponseBytes, rep.BareGet.OpsPerSec, rep.BareGet.P50Ms, rep.BareGet.P99Ms)
+	fmt.Fprintf(w, "  availability / bare GET  %9.2fx (target 0.5x)\n", rep.Ratio)
+	fmt.Fprintf(w, "  cart of %d SKUs          %9.0f carts/s  p50 %6.2f ms  p99 %6.2f ms\n", rep.SKUs, rep.Cart.OpsPerSec, rep.Cart.P50Ms, rep.Cart.P99Ms)
+	fmt.Fprintf(w, "  %d single calls          %9.0f sets/s   p50 %6.2f ms  p99 %6.2f ms  (cart %.1fx faster)\n", rep.SKUs, rep.Singles.OpsPerSec, rep.Singles.P50Ms, rep.Singles.P99Ms, rep.Cart.OpsPerSec/rep.Singles.OpsPerSec)
 }

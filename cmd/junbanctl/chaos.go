@@ -3,20 +3,29 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/chaos"
 	"github.com/junban/junban/internal/config"
 )
 
-// runChaos runs the fleet under faults with its own Redis and PostgreSQL and checks
-// the invariants (internal/chaos); it fails when one of them broke.
-func runChaos(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+func chaosCmd() *cobra.Command {
 	var cfg chaos.Config
+	var jsonOut bool
+	c := &cobra.Command{
+		Use:   "chaos",
+		Short: "run a fault-injection load and check the invariants",
+		Long: "chaos runs the fleet under faults with its own Redis and PostgreSQL and checks the\n" +
+			"invariants (docs/chaos.md); it fails (exit 1) when one of them broke.",
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runChaos(c.Context(), c.OutOrStdout(), cfg, jsonOut) },
+	}
+	fs := c.Flags()
 	fs.IntVar(&cfg.Events, "events", chaos.EventsDefault, "least number of events sent, duplicates included (the orders follow)")
 	fs.Float64Var(&cfg.DuplicateShare, "duplicates", chaos.DuplicateShareDefault, "share of events delivered twice")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed of the workload")
@@ -32,22 +41,21 @@ func runChaos(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.MasterKills, "master-kills", chaos.MasterKillsDefault, "with --redis-cluster: SIGKILLs of a master, one after the other")
 	fs.DurationVar(&cfg.ReplicaLag, "replica-lag", chaos.ReplicaLagDefault, "with --redis-cluster: how long the victim's replica is stopped (SIGSTOP) before its master is killed, so that it lacks what the master acknowledged last (0: none)")
 	fs.DurationVar(&cfg.NodeTimeout, "node-timeout", chaos.NodeTimeoutDefault, "with --redis-cluster: the cluster's cluster-node-timeout (time to failover)")
-	jsonOut := fs.Bool("json", false, "print the report as JSON (--redis-cluster: the asserted run, the other as \"baseline\")")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: junbanctl chaos [--events N] [--pg-outage D] [--duration D] [--redis-cluster [--min-replicas N] [--master-kills N] [--replica-lag D]] [--bin DIR] [--keep] [--json]")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args, false); err != nil {
-		return err
-	}
+	fs.BoolVar(&jsonOut, "json", false, "print the report as JSON (--redis-cluster: the asserted run, the other as \"baseline\")")
+	return c
+}
+
+// runChaos runs the fleet under faults with its own Redis and PostgreSQL and checks
+// the invariants (internal/chaos); it fails when one of them broke.
+func runChaos(ctx context.Context, w io.Writer, cfg chaos.Config, jsonOut bool) error {
 	if cfg.Events < 1 || cfg.SendDuration <= 0 || cfg.PGOutage < 0 || cfg.OrderWorkerKills < 1 {
-		return fmt.Errorf("%w: --events, --duration and --kills must be positive, --pg-outage not negative", errUsage)
+		return usagef("--events, --duration and --kills must be positive, --pg-outage not negative")
 	}
 	if cfg.ReplicaLag == 0 {
 		cfg.ReplicaLag = -1 // none; zero in Config takes the default
 	}
 	if cfg.MasterKills < 1 || cfg.NodeTimeout <= 0 || cfg.ReplicaLag < -1 || cfg.MinRedisReplicas < 0 || cfg.MinRedisReplicas > 1 {
-		return fmt.Errorf("%w: --master-kills and --node-timeout must be positive, --replica-lag not negative, --min-replicas 0 or 1 (one replica per master)", errUsage)
+		return usagef("--master-kills and --node-timeout must be positive, --replica-lag not negative, --min-replicas 0 or 1 (one replica per master)")
 	}
 	run := chaos.Run
 	if cfg.RedisCluster {
@@ -72,12 +80,12 @@ func runChaos(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *jsonOut {
-		if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
+	if jsonOut {
+		if err := json.NewEncoder(w).Encode(rep); err != nil {
 			return err
 		}
 	} else {
-		rep.Print(os.Stdout)
+		rep.Print(w)
 	}
 	if !rep.OK() {
 		return fmt.Errorf("chaos: %s", strings.Join(rep.Problems(), "; "))

@@ -4,16 +4,15 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/dlq"
@@ -28,51 +27,74 @@ func release(ctx context.Context, c *sqs.Client, url string, handles []string) {
 	dlq.Release(ctx, c, url, handles)
 }
 
-func runDLQList(ctx context.Context, args []string) error {
-	return dlqList(ctx, os.Stdout, args)
+// dlqListOptions are the flags of dlq list.
+type dlqListOptions struct {
+	queue      string
+	max, width int
+	asJSON     bool
 }
 
-// dlqList prints the messages of a dead-letter queue with their reasons to w. It leaves
-// them where they are (they are hidden for a few seconds while it reads).
-func dlqList(ctx context.Context, w io.Writer, args []string) error {
-	fs := flag.NewFlagSet("dlq list", flag.ContinueOnError)
-	name := fs.String("queue", "", "dead-letter queue, name or URL (default JUNBAN_ORDERS_DLQ)")
-	maxN := fs.Int("max", 100, "list at most this many messages")
-	width := fs.Int("width", 120, "truncate bodies to this many characters (0: whole)")
-	if err := parseFlags(fs, args, false); err != nil {
-		return err
+// dlqListReport is what dlq list prints with --json.
+type dlqListReport struct {
+	// DLQ is the dead-letter queue listed, as given (or JUNBAN_ORDERS_DLQ).
+	DLQ      string        `json:"dlq"`
+	Messages []dlq.Message `json:"messages"`
+}
+
+func dlqListCmd() *cobra.Command {
+	var o dlqListOptions
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "list a dead-letter queue's messages with their reasons",
+		Long: "list prints the messages of a dead-letter queue with their reasons. It leaves them where\n" +
+			"they are (they are hidden for a few seconds while it reads).",
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return dlqList(c.Context(), c.OutOrStdout(), o) },
 	}
-	if *maxN < 1 {
-		return fmt.Errorf("%w: dlq list: --max %d is below 1", errUsage, *maxN)
+	fs := c.Flags()
+	fs.StringVar(&o.queue, "queue", "", "dead-letter queue, name or URL (default JUNBAN_ORDERS_DLQ)")
+	fs.IntVar(&o.max, "max", 100, "list at most this many messages")
+	fs.IntVar(&o.width, "width", 120, "truncate bodies to this many characters (0: whole; --json: always whole)")
+	fs.BoolVar(&o.asJSON, "json", false, "print the messages as JSON")
+	return c
+}
+
+// dlqList prints the messages of a dead-letter queue with their reasons to w.
+func dlqList(ctx context.Context, w io.Writer, o dlqListOptions) error {
+	if o.max < 1 {
+		return usagef("dlq list: --max %d is below 1", o.max)
 	}
 	cfg, err := config.Load[config.SQS]()
 	if err != nil {
 		return err
 	}
-	*name = cmp.Or(*name, cfg.OrdersDLQ)
+	name := cmp.Or(o.queue, cfg.OrdersDLQ)
 	c, err := queue.NewClient(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	url, err := queue.ResolveURL(ctx, c, *name)
+	url, err := queue.ResolveURL(ctx, c, name)
 	if err != nil {
 		return err
 	}
-	msgs, _, err := dlq.List(ctx, c, url, *maxN)
+	msgs, _, err := dlq.List(ctx, c, url, o.max)
 	if err != nil {
 		return err
+	}
+	if o.asJSON {
+		return writeJSON(w, dlqListReport{DLQ: name, Messages: append([]dlq.Message{}, msgs...)})
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "MESSAGE ID\tRECEIVES\tREASON\tBODY")
 	for _, m := range msgs {
 		body := m.Body
-		if *width > 0 && len(body) > *width {
-			body = body[:*width] + "..."
+		if o.width > 0 && len(body) > o.width {
+			body = body[:o.width] + "..."
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", m.ID, m.Receives, m.Reason, body)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "%d message(s) in %s\n", len(msgs), *name)
+	fmt.Fprintf(w, "%d message(s) in %s\n", len(msgs), name)
 	return nil
 }
 
@@ -102,32 +124,50 @@ func (r redriveReport) print(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
-func runDLQRedrive(ctx context.Context, args []string) error {
-	rep, err := dlqRedrive(ctx, args)
-	if rep.DLQ != "" {
-		rep.print(os.Stdout)
-	}
-	return err
+// dlqRedriveOptions are the flags of dlq redrive.
+type dlqRedriveOptions struct {
+	queue, to string
+	max       int
+	asJSON    bool
 }
 
-// dlqRedrive parses the flags of dlq redrive and runs dlq.Redrive (which says what a run
-// moves and why it cannot loop). A target it cannot use is a usage error.
-func dlqRedrive(ctx context.Context, args []string) (redriveReport, error) {
-	fs := flag.NewFlagSet("dlq redrive", flag.ContinueOnError)
-	name := fs.String("queue", "", "dead-letter queue, name or URL (default JUNBAN_ORDERS_DLQ)")
-	to := fs.String("to", "", "queue for the messages without a junban-source-queue attribute (default: the queue the DLQ serves: JUNBAN_ORDERS_QUEUE, JUNBAN_RESULTS_QUEUE, or X for X-dlq)")
-	maxN := fs.Int("max", 0, "move at most this many messages (0: no limit beyond the DLQ's depth at the start)")
-	if err := parseFlags(fs, args, false); err != nil {
-		return redriveReport{}, err
+func dlqRedriveCmd() *cobra.Command {
+	var o dlqRedriveOptions
+	c := &cobra.Command{
+		Use:   "redrive",
+		Short: "move a dead-letter queue's messages back to their queue",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			rep, err := dlqRedrive(c.Context(), o)
+			if rep.DLQ == "" {
+				return err
+			}
+			if o.asJSON {
+				return errors.Join(err, writeJSON(c.OutOrStdout(), rep.Report))
+			}
+			rep.print(c.OutOrStdout())
+			return err
+		},
 	}
-	if *maxN < 0 {
-		return redriveReport{}, fmt.Errorf("%w: dlq redrive: --max %d is negative", errUsage, *maxN)
+	fs := c.Flags()
+	fs.StringVar(&o.queue, "queue", "", "dead-letter queue, name or URL (default JUNBAN_ORDERS_DLQ)")
+	fs.StringVar(&o.to, "to", "", "queue for the messages without a junban-source-queue attribute (default: the queue the DLQ serves: JUNBAN_ORDERS_QUEUE, JUNBAN_RESULTS_QUEUE, or X for X-dlq)")
+	fs.IntVar(&o.max, "max", 0, "move at most this many messages (0: no limit beyond the DLQ's depth at the start)")
+	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
+	return c
+}
+
+// dlqRedrive runs dlq.Redrive (which says what a run moves and why it cannot loop). A
+// target it cannot use is a usage error.
+func dlqRedrive(ctx context.Context, o dlqRedriveOptions) (redriveReport, error) {
+	if o.max < 0 {
+		return redriveReport{}, usagef("dlq redrive: --max %d is negative", o.max)
 	}
 	cfg, err := config.Load[config.SQS]()
 	if err != nil {
 		return redriveReport{}, err
 	}
-	opt := dlq.RedriveOptions{DLQ: cmp.Or(*name, cfg.OrdersDLQ), To: *to, Max: *maxN}
+	opt := dlq.RedriveOptions{DLQ: cmp.Or(o.queue, cfg.OrdersDLQ), To: o.to, Max: o.max}
 	if opt.To == "" && dlq.ServedQueue(cfg, opt.DLQ) == "" {
 		// Checked before connecting, so that the mistake is reported without SQS.
 		_, err := dlq.Redrive(ctx, nil, cfg, opt)

@@ -97,13 +97,13 @@ func TestDLQListAndRedrive(t *testing.T) {
 		deadLetter(t, c, q.Orders.DLQURL, body, nil)
 	}
 	var out bytes.Buffer
-	if err := dlqList(ctx, &out, []string{"-queue", q.OrdersDLQName}); err != nil {
+	if err := ctl(ctx, &out, "dlq list", []string{"-queue", q.OrdersDLQName}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "ERR_TEST") || !strings.Contains(out.String(), "3 message(s)") {
 		t.Fatalf("list printed:\n%s", out.String())
 	}
-	if err := runDLQRedrive(ctx, []string{"-queue", q.OrdersDLQName, "-max", "2"}); err != nil {
+	if err := ctl(ctx, nil, "dlq redrive", []string{"-queue", q.OrdersDLQName, "-max", "2"}); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]bool{}
@@ -158,7 +158,7 @@ func TestDLQRedriveRefusesTheDLQAsTarget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			rep, err := dlqRedrive(rctx, tc.args)
+			rep, err := ctlRedrive(rctx, tc.args)
 			if !errors.Is(err, errUsage) {
 				t.Fatalf("redrive %q: %v (report %+v), want a usage error", tc.args, err, rep)
 			}
@@ -176,7 +176,7 @@ func TestDLQRedriveRefusesTheDLQAsTarget(t *testing.T) {
 		deadLetter(t, c, q.Orders.DLQURL, "self", map[string]string{queue.AttrSourceQueue: q.OrdersDLQName})
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		rep, err := dlqRedrive(rctx, []string{"-queue", q.OrdersDLQName})
+		rep, err := ctlRedrive(rctx, []string{"-queue", q.OrdersDLQName})
 		if !errors.Is(err, errRedriveIntoDLQ) || rep.Total() != 0 {
 			t.Fatalf("redrive: %v, moved %d; want errRedriveIntoDLQ and none moved", err, rep.Total())
 		}
@@ -289,7 +289,7 @@ func TestDLQRedriveEndsWhenMessagesComeBack(t *testing.T) {
 			rctx, cancel := context.WithTimeout(ctx, bound)
 			defer cancel()
 			start := time.Now()
-			rep, err := dlqRedrive(rctx, []string{"-queue", q.OrdersDLQName})
+			rep, err := ctlRedrive(rctx, []string{"-queue", q.OrdersDLQName})
 			if err != nil {
 				t.Fatalf("redrive did not end by itself: %v after %v; the worker saw %v", err, time.Since(start).Round(time.Millisecond), w.deliveries())
 			}
@@ -345,7 +345,7 @@ func TestDLQRedriveFollowsTheSourceQueueAttribute(t *testing.T) {
 	deadLetter(t, c, q.Orders.DLQURL, "results-by-name", map[string]string{queue.AttrSourceQueue: q.ResultsName, "x-keep": "v"})
 	deadLetter(t, c, q.Orders.DLQURL, "results-by-url", map[string]string{queue.AttrSourceQueue: q.Results.URL})
 	deadLetter(t, c, q.Orders.DLQURL, "orders-by-pairing", nil)
-	rep, err := dlqRedrive(ctx, []string{"-queue", q.OrdersDLQName})
+	rep, err := ctlRedrive(ctx, []string{"-queue", q.OrdersDLQName})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ func TestDLQRedriveFollowsTheSourceQueueAttribute(t *testing.T) {
 		oddURL := aws.ToString(odd.QueueUrl)
 		deadLetter(t, c, oddURL, "attr", map[string]string{queue.AttrSourceQueue: q.ResultsName})
 		deadLetter(t, c, oddURL, "plain", nil)
-		rep, err := dlqRedrive(ctx, []string{"-queue", oddURL, "-to", q.OrdersName})
+		rep, err := ctlRedrive(ctx, []string{"-queue", oddURL, "-to", q.OrdersName})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -401,8 +401,8 @@ func TestDLQFlagsAreChecked(t *testing.T) {
 	ctx := context.Background()
 	deadLetter(t, c, q.Orders.DLQURL, "stays", nil)
 	dlq := q.OrdersDLQName
-	list := func(args []string) error { return dlqList(ctx, io.Discard, args) }
-	redrive := func(args []string) error { _, err := dlqRedrive(ctx, args); return err }
+	list := func(args []string) error { return ctl(ctx, io.Discard, "dlq list", args) }
+	redrive := func(args []string) error { _, err := ctlRedrive(ctx, args); return err }
 	cases := []struct {
 		name string
 		run  func([]string) error
@@ -436,13 +436,13 @@ func TestDLQDefaultsToTheConfiguredDLQ(t *testing.T) {
 	ctx := context.Background()
 	deadLetter(t, c, q.Orders.DLQURL, "configured-"+testenv.ID(), nil)
 	var out bytes.Buffer
-	if err := dlqList(ctx, &out, nil); err != nil {
+	if err := ctl(ctx, &out, "dlq list", nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "configured-") {
 		t.Fatalf("list without --queue printed:\n%s", out.String())
 	}
-	rep, err := dlqRedrive(ctx, nil)
+	rep, err := ctlRedrive(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,7 +464,7 @@ func TestDLQRedriveGoesPastRepeats(t *testing.T) {
 		deadLetter(t, c, q.Orders.DLQURL, "same", nil)
 	}
 	deadLetter(t, c, q.Orders.DLQURL, "good", nil)
-	rep, err := dlqRedrive(ctx, []string{"-queue", q.OrdersDLQName})
+	rep, err := ctlRedrive(ctx, []string{"-queue", q.OrdersDLQName})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +475,7 @@ func TestDLQRedriveGoesPastRepeats(t *testing.T) {
 
 	t.Setenv("AWS_REGION", "")
 	t.Setenv("JUNBAN_STACK_ENV", "/nonexistent/stack.env")
-	if err := dlqList(ctx, io.Discard, []string{"--bogus"}); !errors.Is(err, errUsage) {
+	if err := ctl(ctx, io.Discard, "dlq list", []string{"--bogus"}); !errors.Is(err, errUsage) {
 		t.Errorf("dlq list --bogus without AWS_REGION: %v, want a usage error", err)
 	}
 }
@@ -491,7 +491,7 @@ func TestDLQRedriveLeavesAMessageItCannotRoute(t *testing.T) {
 	for _, b := range []string{"a", "b", "c"} {
 		deadLetter(t, c, q.Orders.DLQURL, b, nil)
 	}
-	rep, err := dlqRedrive(ctx, []string{"-queue", q.OrdersDLQName})
+	rep, err := ctlRedrive(ctx, []string{"-queue", q.OrdersDLQName})
 	if err == nil || !strings.Contains(err.Error(), "-gone") || rep.BadSource != 1 || rep.Total() != 3 {
 		t.Fatalf("redrive: %v, moved %d, bad source %d; want an error naming the queue, 3 moved, 1 left", err, rep.Total(), rep.BadSource)
 	}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"io"
 	"os"
+
+	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/ledger"
@@ -17,13 +19,25 @@ type inventoryConfig struct {
 	config.Postgres
 }
 
-// runInventoryImport reads SKUs and lots from a CSV (with a header) or JSON-lines file,
-// validates every line and upserts them into PostgreSQL in one transaction.
-func runInventoryImport(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("inventory import", flag.ContinueOnError)
-	dryRun := fs.Bool("dry-run", false, "validate the file only")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: junbanctl inventory import [--dry-run] FILE
+// inventoryReport is what inventory import prints with --json.
+type inventoryReport struct {
+	// File is the file read.
+	File string `json:"file"`
+	// DryRun is true when the file was only validated.
+	DryRun bool `json:"dry_run"`
+	// SKUs and Lots count the SKU rows and lot rows: valid ones with --dry-run, written ones
+	// without.
+	SKUs int `json:"skus"`
+	Lots int `json:"lots"`
+}
+
+func inventoryImportCmd() *cobra.Command {
+	var dryRun, asJSON bool
+	c := &cobra.Command{
+		Use:   "import FILE",
+		Short: "import SKUs and lots from a CSV or JSON-lines file",
+		Long: fmt.Sprintf(`import reads SKUs and lots from a CSV (with a header) or JSON-lines file, validates every
+line and upserts them into PostgreSQL in one transaction.
 
 FILE is CSV with a header, or JSON lines (one object per line). Columns / keys:
   %v
@@ -32,53 +46,68 @@ Defaults: good=true, valid_from=%s, valid_to=%s, buckets 0, reg_seq next free.
 Every problem is reported with its line and field; nothing is written unless all lines are valid.
 SKUs that are live (loaded into Redis under JUNBAN_KEY_PREFIX, or with operations persisted)
 are refused with nothing written: Redis is their source of truth, and their stock changes
-through inventory.received and inventory.adjusted events.
-`, ledger.ImportColumns, ledger.MinDate, ledger.MaxDate)
+through inventory.received and inventory.adjusted events.`, ledger.ImportColumns, ledger.MinDate, ledger.MaxDate),
+		Args: oneArg("FILE"),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runInventoryImport(c.Context(), c.OutOrStdout(), args[0], dryRun, asJSON)
+		},
 	}
-	if err := parseFlags(fs, args, true); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return fmt.Errorf("%w: junbanctl inventory import FILE", errUsage)
-	}
-	f, err := os.Open(fs.Arg(0))
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "validate the file only")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return c
+}
+
+// runInventoryImport validates every line of file and, unless dryRun, upserts its SKUs and
+// lots into PostgreSQL in one transaction.
+func runInventoryImport(ctx context.Context, w io.Writer, file string, dryRun, asJSON bool) error {
+	f, err := os.Open(file)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	skus, err := ledger.ParseImport(f)
 	if err != nil {
-		return fmt.Errorf("%s: %w", fs.Arg(0), err)
+		return fmt.Errorf("%s: %w", file, err)
 	}
-	lots := 0
+	rep := inventoryReport{File: file, DryRun: dryRun, SKUs: len(skus)}
 	for _, s := range skus {
-		lots += len(s.Lots)
+		rep.Lots += len(s.Lots)
 	}
-	if *dryRun {
-		fmt.Printf("inventory import: %s is valid: %d SKU(s), %d lot(s)\n", fs.Arg(0), len(skus), lots)
-		return nil
+	if !dryRun {
+		st, err := writeImport(ctx, skus)
+		if err != nil {
+			return err
+		}
+		rep.SKUs, rep.Lots = st.SKUs, st.Lots
 	}
+	switch {
+	case asJSON:
+		return writeJSON(w, rep)
+	case dryRun:
+		fmt.Fprintf(w, "inventory import: %s is valid: %d SKU(s), %d lot(s)\n", file, rep.SKUs, rep.Lots)
+	default:
+		fmt.Fprintf(w, "inventory import: %d SKU(s), %d lot(s) written\n", rep.SKUs, rep.Lots)
+	}
+	return nil
+}
+
+// writeImport writes skus to the PostgreSQL of the environment, refusing SKUs loaded in its Redis.
+func writeImport(ctx context.Context, skus []ledger.ImportSKU) (ledger.ImportStats, error) {
 	cfg, err := config.Load[inventoryConfig]()
 	if err != nil {
-		return err
+		return ledger.ImportStats{}, err
 	}
 	rc, err := cfg.Redis.Client()
 	if err != nil {
-		return err
+		return ledger.ImportStats{}, err
 	}
 	defer rc.Close()
 	db, err := cfg.Postgres.Open()
 	if err != nil {
-		return err
+		return ledger.ImportStats{}, err
 	}
 	if sqlDB, err := db.DB(); err == nil {
 		defer sqlDB.Close()
 	}
-	st, err := ledger.WriteImport(ctx, db, skus, ledger.Loaded(rc, cfg.KeyPrefix))
-	if err != nil {
-		return err
-	}
-	fmt.Printf("inventory import: %d SKU(s), %d lot(s) written\n", st.SKUs, st.Lots)
-	return nil
+	return ledger.WriteImport(ctx, db, skus, ledger.Loaded(rc, cfg.KeyPrefix))
 }

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -14,22 +14,42 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/spf13/cobra"
+	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/fleet"
 	"github.com/junban/junban/internal/loadgen"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/sendlatency"
 	"github.com/junban/junban/internal/webhook"
 )
 
-// runLoadgen imports an inventory, sends a realistic workload (optionally part of it
-// through the webhook gateway), waits until every result is persisted and prints a summary.
-func runLoadgen(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
-	spec := loadgen.DefaultSpec("")
+// loadgenOptions are the flags of loadgen beyond the workload's spec.
+type loadgenOptions struct {
+	spec               loadgen.Spec
+	rate, webhookShare float64
+	wait               time.Duration
+	gateway, provider  string
+	workerMetrics      string
+	jsonOut            bool
+}
+
+func loadgenCmd() *cobra.Command {
+	o := loadgenOptions{spec: loadgen.DefaultSpec("")}
+	c := &cobra.Command{
+		Use:   "loadgen",
+		Short: "send a realistic workload, wait for it to persist, print a summary",
+		Long: "loadgen imports an inventory, sends a realistic workload (optionally part of it through the\n" +
+			"webhook gateway), waits until every result is persisted and prints a summary. It fails (exit 1)\n" +
+			"when results are missing, a SKU is oversold or a lot not conserved, with --json too.",
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runLoadgen(c.Context(), c.OutOrStdout(), o) },
+	}
+	fs, spec := c.Flags(), &o.spec
 	fs.StringVar(&spec.Run, "run", "", "run name, the prefix of every id (default: lg<unix time>)")
-	seed := fs.Uint64("seed", 1, "random seed (same seed, same workload)")
+	fs.Uint64Var(&spec.Seed, "seed", 1, "random seed (same seed, same workload)")
 	fs.IntVar(&spec.Orders, "orders", spec.Orders, "number of orders")
 	fs.IntVar(&spec.SKUs, "skus", spec.SKUs, "number of SKUs")
 	fs.IntVar(&spec.LotsPerSKU, "lots", spec.LotsPerSKU, "lots per SKU (the last one planned)")
@@ -42,22 +62,25 @@ func runLoadgen(ctx context.Context, args []string) error {
 	fs.Float64Var(&spec.CancelShare, "cancel", spec.CancelShare, "share of orders cancelled")
 	fs.Float64Var(&spec.ChangeShare, "change", spec.ChangeShare, "share of orders whose lines change")
 	fs.Float64Var(&spec.ReserveShare, "reserve", spec.ReserveShare, "share of orders placed in reserve mode")
-	rate := fs.Float64("rate", 0, "events per second (0: as fast as the queue takes them)")
-	wait := fs.Duration("wait", 5*time.Minute, "how long to wait for every result to be persisted")
-	gateway := fs.String("gateway", "", "webhook gateway base URL; with it, payments go through the gateway")
-	provider := fs.String("provider", "", "webhook provider name in JUNBAN_WEBHOOK_PROVIDERS")
-	webhookShare := fs.Float64("webhook-share", 0.3, "share of payments sent as webhooks (with -gateway)")
-	jsonOut := fs.Bool("json", false, "print the summary as JSON")
-	workerMetrics := fs.String("worker-metrics", "", "comma-separated host:port of the order-workers' health listeners; with it, the summary adds the deliveries they found done")
-	if err := parseFlags(fs, args, false); err != nil {
-		return err
-	}
-	spec.Seed = *seed
+	fs.Float64Var(&o.rate, "rate", 0, "events per second (0: as fast as the queue takes them)")
+	fs.DurationVar(&o.wait, "wait", 5*time.Minute, "how long to wait for every result to be persisted")
+	fs.StringVar(&o.gateway, "gateway", "", "webhook gateway base URL; with it, payments go through the gateway")
+	fs.StringVar(&o.provider, "provider", "", "webhook provider name in JUNBAN_WEBHOOK_PROVIDERS")
+	fs.Float64Var(&o.webhookShare, "webhook-share", 0.3, "share of payments sent as webhooks (with -gateway)")
+	fs.BoolVar(&o.jsonOut, "json", false, "print the summary as JSON")
+	fs.StringVar(&o.workerMetrics, "worker-metrics", "", "comma-separated host:port of the order-workers' health listeners; with it, the summary adds the deliveries they found done")
+	return c
+}
+
+// runLoadgen imports an inventory, sends a realistic workload (optionally part of it
+// through the webhook gateway), waits until every result is persisted and prints a summary.
+func runLoadgen(ctx context.Context, w io.Writer, o loadgenOptions) error {
+	spec := o.spec
 	if spec.Run == "" {
 		spec.Run = "lg" + strconv.FormatInt(time.Now().Unix(), 36)
 	}
 	if spec.Orders < 1 || spec.SKUs < 1 || spec.LotsPerSKU < 1 || spec.StockPerLot < 1 {
-		return fmt.Errorf("%w: -orders, -skus, -lots and -stock must be positive", errUsage)
+		return usagef("-orders, -skus, -lots and -stock must be positive")
 	}
 	pg, err := config.Load[config.Postgres]()
 	if err != nil {
@@ -88,11 +111,31 @@ func runLoadgen(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pub.Close()
-	rec := newSendRecorder(pub)
-	cfg := loadgen.RunConfig{Spec: spec, Rate: *rate, Wait: *wait, Progress: os.Stderr,
+	rec := sendlatency.NewRecorder(pub)
+	cfg := loadgen.RunConfig{Spec: spec, Rate: o.rate, Wait: o.wait, Progress: os.Stderr,
 		DLQDepth: func(ctx context.Context) (int, error) { return queueDepth(ctx, c, dlqURL) }}
-	if *workerMetrics != "" {
-		addrs := strings.Split(*workerMetrics, ",")
+	if err := o.wire(&cfg, rec); err != nil {
+		return err
+	}
+	s, err := loadgen.Run(ctx, db, rec, cfg)
+	if err != nil {
+		return err
+	}
+	if err := printLoadgen(ctx, w, db, rec, s, o.jsonOut); err != nil {
+		return err
+	}
+	// The exit status is the check's, with --json too: scripts test it.
+	if s.Missing > 0 || s.Oversold > 0 || s.Unconserved > 0 {
+		return fmt.Errorf("loadgen: %d results missing, %d SKUs oversold, %d lots not conserved", s.Missing, s.Oversold, s.Unconserved)
+	}
+	return nil
+}
+
+// wire adds to cfg what the options ask for beyond the spec: the workers' metrics and
+// the webhook gateway.
+func (o loadgenOptions) wire(cfg *loadgen.RunConfig, rec *sendlatency.Recorder) error {
+	if o.workerMetrics != "" {
+		addrs := strings.Split(o.workerMetrics, ",")
 		for i := range addrs {
 			addrs[i] = strings.TrimSpace(addrs[i])
 		}
@@ -101,45 +144,39 @@ func runLoadgen(ctx context.Context, args []string) error {
 			return int(n), err
 		}
 	}
-	if *gateway != "" {
-		f := webhookFlags{provider: *provider}
+	if o.gateway != "" {
+		f := webhookFlags{provider: o.provider}
 		p, err := f.providerFor()
 		if err != nil {
 			return err
 		}
-		cfg.Webhook = rec.webhook(gatewayWebhook(*gateway, p))
-		cfg.WebhookShare = *webhookShare
+		cfg.Webhook = rec.Webhook(gatewayWebhook(o.gateway, p))
+		cfg.WebhookShare = o.webhookShare
 		cfg.WebhookEventID = func(pid string) string { return webhook.OrderEventID(p.Name, pid) }
 	}
-	s, err := loadgen.Run(ctx, db, rec, cfg)
-	if err != nil {
-		return err
-	}
+	return nil
+}
+
+// printLoadgen prints the summary, with the send -> commit latency split.
+func printLoadgen(ctx context.Context, w io.Writer, db *gorm.DB, rec *sendlatency.Recorder, s loadgen.Summary, jsonOut bool) error {
 	// The summary's percentiles mix the events parked on purpose (sent before their
 	// precondition: they wait for the workload's next send) with the rest; apart, the
 	// rest is junban's own latency.
-	inTurn, parked, _, err := latencySplit(ctx, db, rec)
+	inTurn, parked, _, err := sendlatency.Split(ctx, db, rec)
 	if err != nil {
 		return err
 	}
-	if *jsonOut {
+	if jsonOut {
 		out := struct {
 			loadgen.Summary
-			InTurn latencyStats `json:"latency_in_turn"`
-			Parked latencyStats `json:"latency_parked_on_purpose"`
+			InTurn sendlatency.Stats `json:"latency_in_turn"`
+			Parked sendlatency.Stats `json:"latency_parked_on_purpose"`
 		}{s, inTurn, parked}
-		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
-			return err
-		}
-	} else {
-		s.Print(os.Stdout)
-		fmt.Printf("send -> commit, applied in turn      %s\n", inTurn)
-		fmt.Printf("send -> commit, parked on purpose    %s\n", parked)
+		return json.NewEncoder(w).Encode(out)
 	}
-	// The exit status is the check's, with --json too: scripts test it.
-	if s.Missing > 0 || s.Oversold > 0 || s.Unconserved > 0 {
-		return fmt.Errorf("loadgen: %d results missing, %d SKUs oversold, %d lots not conserved", s.Missing, s.Oversold, s.Unconserved)
-	}
+	s.Print(w)
+	fmt.Fprintf(w, "send -> commit, applied in turn      %s\n", inTurn)
+	fmt.Fprintf(w, "send -> commit, parked on purpose    %s\n", parked)
 	return nil
 }
 

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -19,8 +21,16 @@ func TestLoadgenJSONFailsWhenResultsAreMissing(t *testing.T) {
 	t.Setenv("AWS_REGION", testenv.SQSConfig(t).Region)
 	t.Setenv("JUNBAN_ORDERS_QUEUE", q.OrdersName)
 	t.Setenv("JUNBAN_ORDERS_DLQ", q.OrdersDLQName)
-	err := runLoadgen(context.Background(), []string{"-run", testenv.ID(), "-orders", "2", "-skus", "2", "-wait", "1s", "-json"})
+	var out bytes.Buffer
+	err := ctl(context.Background(), &out, "loadgen", []string{"-run", testenv.ID(), "-orders", "2", "-skus", "2", "-wait", "1s", "-json"})
 	if err == nil || !strings.Contains(err.Error(), "results missing") {
 		t.Fatalf("loadgen --json with nothing persisted: %v, want the missing results", err)
+	}
+	var s struct {
+		Missing int             `json:"missing"`
+		InTurn  json.RawMessage `json:"latency_in_turn"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil || s.Missing == 0 || s.InTurn == nil {
+		t.Fatalf("loadgen --json: %v\n%s", err, out.String())
 	}
 }

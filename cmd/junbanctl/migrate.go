@@ -2,21 +2,39 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/migrations"
 )
 
-func runMigrate(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	if err := parseFlags(fs, args, false); err != nil {
-		return err
+// migrateReport is what migrate prints with --json.
+type migrateReport struct {
+	// Applied is the number of migrations this run applied (0: the schema was current).
+	Applied int `json:"applied"`
+}
+
+func migrateCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "migrate",
+		Short: "apply the database migrations",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runMigrate(c.Context(), c.OutOrStdout(), asJSON)
+		},
 	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return c
+}
+
+func runMigrate(ctx context.Context, w io.Writer, asJSON bool) error {
 	cfg, err := config.Load[config.Postgres]()
 	if err != nil {
 		return err
@@ -34,20 +52,36 @@ func runMigrate(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("migrate: %d migration(s) applied\n", n)
+	if asJSON {
+		return writeJSON(w, migrateReport{Applied: n})
+	}
+	fmt.Fprintf(w, "migrate: %d migration(s) applied\n", n)
 	return nil
 }
 
-// runStack runs scripts/stack.sh, found from the working directory upwards.
-func runStack(ctx context.Context, args []string) error {
-	if len(args) != 1 {
-		return fmt.Errorf("%w: junbanctl stack up|down|status", errUsage)
+func stackCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:       "stack up|down|status",
+		Short:     "local stack: up | down | status",
+		Long:      "stack runs scripts/stack.sh (found from the working directory upwards) with its one argument.",
+		ValidArgs: []string{"up", "down", "status"},
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("junbanctl stack up|down|status")
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error { return runStack(c.Context(), args[0]) },
 	}
+}
+
+// runStack runs scripts/stack.sh, found from the working directory upwards.
+func runStack(ctx context.Context, arg string) error {
 	dir, _ := os.Getwd()
 	for {
 		script := filepath.Join(dir, "scripts", "stack.sh")
 		if _, err := os.Stat(script); err == nil {
-			cmd := exec.CommandContext(ctx, "bash", script, args[0])
+			cmd := exec.CommandContext(ctx, "bash", script, arg)
 			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 			return cmd.Run()
 		}

@@ -2,49 +2,54 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/junban/junban/internal/api"
 )
 
-// runOrder prints an order's state, timeline and turn: the document of GET /v1/orders/{lcid}.
-func runOrder(ctx context.Context, args []string) error { return orderInfo(ctx, os.Stdout, args) }
+func orderCmd() *cobra.Command {
+	var asJSON bool
+	var limit int
+	c := &cobra.Command{
+		Use:   "order LCID",
+		Short: "an order's state, timeline and turn",
+		Long:  "order prints an order's state, timeline and turn: the document of GET /v1/orders/{lcid}.",
+		Args:  oneArg("LCID"),
+		RunE: func(c *cobra.Command, args []string) error {
+			return orderInfo(c.Context(), c.OutOrStdout(), args[0], limit, asJSON)
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the document as JSON")
+	c.Flags().IntVar(&limit, "events", 1000, "show at most this many timeline events")
+	return c
+}
 
-func orderInfo(ctx context.Context, w io.Writer, args []string) error {
-	fs := flag.NewFlagSet("order", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print the document as JSON")
-	limit := fs.Int("events", 1000, "show at most this many timeline events")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: junbanctl order [--json] [--events N] LCID")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args, true); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 || fs.Arg(0) == "" {
-		return fmt.Errorf("%w: order takes one LCID, got %q", errUsage, fs.Args())
-	}
-	if *limit < 1 {
-		return fmt.Errorf("%w: order: --events %d is below 1", errUsage, *limit)
+func orderInfo(ctx context.Context, w io.Writer, lcid string, limit int, asJSON bool) error {
+	if limit < 1 {
+		return usagef("order: --events %d is below 1", limit)
 	}
 	d, closeDeps, err := readerDeps()
 	if err != nil {
 		return err
 	}
 	defer closeDeps()
-	v, err := d.ReadOrder(ctx, fs.Arg(0), *limit, 0)
+	v, err := d.ReadOrder(ctx, lcid, limit, 0)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+	if asJSON {
+		return writeJSON(w, v)
 	}
+	printOrder(w, v, limit)
+	return nil
+}
+
+func printOrder(w io.Writer, v api.OrderView, limit int) {
 	fmt.Fprintf(w, "order:    %s\n", v.LCID)
 	if o := v.State; o != nil {
 		fmt.Fprintf(w, "status:   %s\nalloc:    %s\npaid:     %v\nmode:     %s\ndate:     %s\nseq:      %d\n",
@@ -74,9 +79,8 @@ func orderInfo(ctx context.Context, w io.Writer, args []string) error {
 	}
 	tw.Flush()
 	if v.TimelineNextCursor != "" {
-		fmt.Fprintf(w, "(more events: --events above %d)\n", *limit)
+		fmt.Fprintf(w, "(more events: --events above %d)\n", limit)
 	}
 	fmt.Fprintln(w, "\nturn:")
 	printTurn(w, v.Turn)
-	return nil
 }

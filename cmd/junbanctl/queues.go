@@ -2,74 +2,123 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/queue"
 )
 
-// runQueuesCreate creates junban's queues where they are missing: orders and results,
-// each with its dead-letter queue and the redrive policy to it, named by
-// JUNBAN_ORDERS_QUEUE, JUNBAN_ORDERS_DLQ, JUNBAN_RESULTS_QUEUE and JUNBAN_RESULTS_DLQ.
-// It is idempotent: what exists is left as it is and reported.
-func runQueuesCreate(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("queues create", flag.ContinueOnError)
-	maxReceive := fs.Int("max-receive-count", queue.MaxReceiveCountDefault, "receives before SQS moves a message to the DLQ (redrive policy), 1..1000")
-	visibility := fs.Int("visibility", queue.VisibilityTimeoutDefault, "visibility timeout in seconds of a work queue it creates, 1..43200")
-	retention := fs.Int("dlq-retention", queue.DLQRetentionDefault, "message retention in seconds of a DLQ it creates, 60..1209600")
-	replace := fs.Bool("replace-redrive", false, "set the redrive policy of an existing queue whose policy differs (without it: an error)")
-	quiet := fs.Bool("quiet", false, "print nothing when every queue is in place")
-	if err := parseFlags(fs, args, false); err != nil {
-		return err
+// queuesOptions are the flags of queues create.
+type queuesOptions struct {
+	maxReceive, visibility, retention int
+	replace, quiet, asJSON            bool
+}
+
+// queuesReport is what queues create prints with --json: every queue, in place or not.
+type queuesReport struct {
+	Queues []queueState `json:"queues"`
+}
+
+// queueState is one queue queues create looked at.
+type queueState struct {
+	// Name and URL of the queue.
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	// DLQ is the dead-letter queue a work queue redrives to ("" for a DLQ).
+	DLQ string `json:"dlq,omitempty"`
+	// State is created, updated (its redrive policy set now) or exists.
+	State string `json:"state"`
+}
+
+func queuesCreateCmd() *cobra.Command {
+	var o queuesOptions
+	c := &cobra.Command{
+		Use:   "create",
+		Short: "create the queues, their DLQs and redrive policies where missing (idempotent)",
+		Long: "create makes junban's queues where they are missing: orders and results, each with its\n" +
+			"dead-letter queue and the redrive policy to it, named by JUNBAN_ORDERS_QUEUE, JUNBAN_ORDERS_DLQ,\n" +
+			"JUNBAN_RESULTS_QUEUE and JUNBAN_RESULTS_DLQ. What exists is left as it is and reported.",
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runQueuesCreate(c.Context(), c.OutOrStdout(), o) },
 	}
+	fs := c.Flags()
+	fs.IntVar(&o.maxReceive, "max-receive-count", queue.MaxReceiveCountDefault, "receives before SQS moves a message to the DLQ (redrive policy), 1..1000")
+	fs.IntVar(&o.visibility, "visibility", queue.VisibilityTimeoutDefault, "visibility timeout in seconds of a work queue it creates, 1..43200")
+	fs.IntVar(&o.retention, "dlq-retention", queue.DLQRetentionDefault, "message retention in seconds of a DLQ it creates, 60..1209600")
+	fs.BoolVar(&o.replace, "replace-redrive", false, "set the redrive policy of an existing queue whose policy differs (without it: an error)")
+	fs.BoolVar(&o.quiet, "quiet", false, "print nothing when every queue is in place")
+	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON (every queue, --quiet or not)")
+	return c
+}
+
+// runQueuesCreate creates junban's queues where they are missing. It is idempotent.
+func runQueuesCreate(ctx context.Context, w io.Writer, o queuesOptions) error {
 	switch {
-	case *maxReceive < 1 || *maxReceive > 1000:
-		return fmt.Errorf("%w: -max-receive-count %d: want 1..1000", errUsage, *maxReceive)
-	case *visibility < 1 || *visibility > 43200:
-		return fmt.Errorf("%w: -visibility %d: want 1..43200 seconds", errUsage, *visibility)
-	case *retention < 60 || *retention > 1209600:
-		return fmt.Errorf("%w: -dlq-retention %d: want 60..1209600 seconds", errUsage, *retention)
+	case o.maxReceive < 1 || o.maxReceive > 1000:
+		return usagef("-max-receive-count %d: want 1..1000", o.maxReceive)
+	case o.visibility < 1 || o.visibility > 43200:
+		return usagef("-visibility %d: want 1..43200 seconds", o.visibility)
+	case o.retention < 60 || o.retention > 1209600:
+		return usagef("-dlq-retention %d: want 60..1209600 seconds", o.retention)
 	}
 	cfg, err := config.Load[config.SQS]()
 	if err != nil {
 		return err
 	}
-	pairs := [][2]string{{cfg.OrdersQueue, cfg.OrdersDLQ}, {cfg.ResultsQueue, cfg.ResultsDLQ}}
-	specs := make([]queue.PairSpec, 0, len(pairs))
-	for _, p := range pairs {
-		name, err := queueName(p[0])
-		if err != nil {
-			return err
-		}
-		dlq, err := queueName(p[1])
-		if err != nil {
-			return err
-		}
-		specs = append(specs, queue.PairSpec{
-			Name: name, DLQName: dlq, MaxReceiveCount: *maxReceive,
-			VisibilityTimeout: *visibility, DLQRetention: *retention, ReplaceRedrive: *replace,
-		})
+	specs, err := queueSpecs(cfg, o)
+	if err != nil {
+		return err
 	}
 	c, err := queue.NewClient(ctx, cfg)
 	if err != nil {
 		return err
 	}
+	var rep queuesReport
 	for _, s := range specs {
 		p, err := queue.ProvisionPair(ctx, c, s)
 		if err != nil {
 			return err
 		}
-		if *quiet && !p.DLQCreated && !p.Created && !p.RedriveSet {
+		rep.Queues = append(rep.Queues,
+			queueState{Name: s.DLQName, URL: p.DLQURL, State: state(p.DLQCreated, false)},
+			queueState{Name: s.Name, URL: p.URL, DLQ: s.DLQName, State: state(p.Created, p.RedriveSet)})
+		if o.asJSON || o.quiet && !p.DLQCreated && !p.Created && !p.RedriveSet {
 			continue
 		}
-		fmt.Printf("%-8s %s\n", state(p.DLQCreated, false), p.DLQURL)
-		fmt.Printf("%-8s %s (redrive to %s after %d receives%s)\n", state(p.Created, p.RedriveSet), p.URL, s.DLQName, *maxReceive,
+		fmt.Fprintf(w, "%-8s %s\n", state(p.DLQCreated, false), p.DLQURL)
+		fmt.Fprintf(w, "%-8s %s (redrive to %s after %d receives%s)\n", state(p.Created, p.RedriveSet), p.URL, s.DLQName, o.maxReceive,
 			map[bool]string{true: ", policy set now"}[p.RedriveSet])
 	}
+	if o.asJSON {
+		return writeJSON(w, rep)
+	}
 	return nil
+}
+
+// queueSpecs are the queue pairs of cfg with the options of o.
+func queueSpecs(cfg config.SQS, o queuesOptions) ([]queue.PairSpec, error) {
+	pairs := [][2]string{{cfg.OrdersQueue, cfg.OrdersDLQ}, {cfg.ResultsQueue, cfg.ResultsDLQ}}
+	specs := make([]queue.PairSpec, 0, len(pairs))
+	for _, p := range pairs {
+		name, err := queueName(p[0])
+		if err != nil {
+			return nil, err
+		}
+		dlq, err := queueName(p[1])
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, queue.PairSpec{
+			Name: name, DLQName: dlq, MaxReceiveCount: o.maxReceive,
+			VisibilityTimeout: o.visibility, DLQRetention: o.retention, ReplaceRedrive: o.replace,
+		})
+	}
+	return specs, nil
 }
 
 func state(created, changed bool) string {

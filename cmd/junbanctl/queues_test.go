@@ -35,7 +35,7 @@ func TestQueuesCreateMakesTheConfiguredQueues(t *testing.T) {
 	t.Setenv("JUNBAN_RESULTS_QUEUE", names[2])
 	t.Setenv("JUNBAN_RESULTS_DLQ", names[3])
 	for run := range 2 {
-		if err := runQueuesCreate(ctx, []string{"-max-receive-count", "3"}); err != nil {
+		if err := ctl(ctx, nil, "queues create", []string{"-max-receive-count", "3"}); err != nil {
 			t.Fatalf("run %d: %v", run+1, err)
 		}
 	}
@@ -64,7 +64,7 @@ func TestQueuesCreateFlagsAreChecked(t *testing.T) {
 		{"-visibility", "43201"}, {"-dlq-retention", "59"}, {"-dlq-retention", "1209601"},
 		{"orders"}, {"-nope"},
 	} {
-		if err := runQueuesCreate(context.Background(), args); !errors.Is(err, errUsage) {
+		if err := ctl(context.Background(), nil, "queues create", args); !errors.Is(err, errUsage) {
 			t.Errorf("queues create %q: %v, want a usage error", args, err)
 		}
 	}

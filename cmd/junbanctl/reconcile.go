@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/ledger"
@@ -20,23 +22,36 @@ type reconcileConfig struct {
 	config.Postgres
 }
 
+// reconcileOptions are the flags of reconcile.
+type reconcileOptions struct {
+	repair, skusOnly, verbose, asJSON bool
+	progressMin, maxDrifts            int
+}
+
+func reconcileCmd() *cobra.Command {
+	var o reconcileOptions
+	c := &cobra.Command{
+		Use:   "reconcile",
+		Short: "compare Redis with PostgreSQL; --repair rewrites PostgreSQL",
+		Long: "reconcile compares every SKU and order in Redis with PostgreSQL, prints the drift and, with\n" +
+			"--repair, rewrites PostgreSQL from Redis where Redis is newer. It fails (exit 1) when drift remains.",
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runReconcile(c.Context(), c.OutOrStdout(), o) },
+	}
+	fs := c.Flags()
+	fs.BoolVar(&o.repair, "repair", false, "rewrite PostgreSQL from Redis for SKUs and orders that PostgreSQL holds an older version of (or none)")
+	fs.BoolVar(&o.skusOnly, "skus-only", false, "compare SKUs only, not orders")
+	fs.IntVar(&o.progressMin, "progress-min", 1000, "show a progress bar (on stderr) from this many SKUs and orders on")
+	fs.BoolVarP(&o.verbose, "v", "v", false, "print every differing field, however long")
+	fs.IntVar(&o.maxDrifts, "max-drifts", 1000, "print the first N drifts (0: all); the counts and the exit status cover every drift")
+	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON (every drift, whole)")
+	return c
+}
+
 // runReconcile compares every SKU and order in Redis with PostgreSQL, prints the drift
 // and, with --repair, rewrites PostgreSQL from Redis where Redis is newer. It fails when
 // drift remains.
-func runReconcile(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
-	repair := fs.Bool("repair", false, "rewrite PostgreSQL from Redis for SKUs and orders that PostgreSQL holds an older version of (or none)")
-	noOrders := fs.Bool("skus-only", false, "compare SKUs only, not orders")
-	progressMin := fs.Int("progress-min", 1000, "show a progress bar (on stderr) from this many SKUs and orders on")
-	verbose := fs.Bool("v", false, "print every differing field, however long")
-	maxDrifts := fs.Int("max-drifts", 1000, "print the first N drifts (0: all); the counts and the exit status cover every drift")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: junbanctl reconcile [--repair] [--skus-only] [--progress-min N] [--max-drifts N] [-v]")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args, false); err != nil {
-		return err
-	}
+func runReconcile(ctx context.Context, w io.Writer, o reconcileOptions) error {
 	cfg, err := config.Load[reconcileConfig]()
 	if err != nil {
 		return err
@@ -53,71 +68,149 @@ func runReconcile(ctx context.Context, args []string) error {
 	if sqlDB, err := db.DB(); err == nil {
 		defer sqlDB.Close()
 	}
-
-	var bar progress.Bar
 	rcfg := persist.ReconcileConfig{
 		DB: db,
 		// No loader: reconcile looks at what Redis holds and never loads a SKU into it.
 		SKUs:   ledger.New(rc, cfg.KeyPrefix, nil, ledger.Config{}),
-		Repair: *repair,
-		Progress: func(done, total int) {
-			if total < *progressMin {
-				return
-			}
-			if bar == nil {
-				bar = progress.New(os.Stderr, total, "reconcile")
-			}
-			bar.Set(done)
-		},
+		Repair: o.repair,
 	}
-	if !*noOrders {
+	if !o.skusOnly {
 		rcfg.Orders = order.NewStore(rc, cfg.KeyPrefix)
 	}
+	bar := lazyBar{min: o.progressMin, what: "reconcile"}
+	rcfg.Progress = bar.set
 	rep, err := persist.Reconcile(ctx, rcfg)
-	if bar != nil {
-		bar.Finish()
-	}
+	bar.finish()
 	if err != nil {
 		return err
 	}
+	if o.asJSON {
+		if err := writeJSON(w, newReconcileJSON(cfg.KeyPrefix, o.repair, rep)); err != nil {
+			return err
+		}
+	} else {
+		printReconcile(w, cfg.KeyPrefix, o, rep)
+	}
+	if n := rep.Remaining(); n > 0 {
+		return fmt.Errorf("%d drift(s) remain", n)
+	}
+	return nil
+}
 
+func printReconcile(w io.Writer, prefix string, o reconcileOptions, rep persist.ReconcileReport) {
 	orders := fmt.Sprintf("%d orders", rep.Orders)
 	if !rep.OrdersCompared {
 		orders = "no orders (--skus-only)"
 	}
-	fmt.Printf("reconcile: compared %d SKUs and %s in Redis (prefix %q) with PostgreSQL\n", rep.SKUs, orders, cfg.KeyPrefix)
+	fmt.Fprintf(w, "reconcile: compared %d SKUs and %s in Redis (prefix %q) with PostgreSQL\n", rep.SKUs, orders, prefix)
 	if len(rep.Drifts) == 0 {
-		fmt.Println("no drift")
-		return nil
+		fmt.Fprintln(w, "no drift")
+		return
 	}
-	fmt.Printf("\ndrift (%d):\n", len(rep.Drifts))
-	repaired := 0
+	fmt.Fprintf(w, "\ndrift (%d):\n", len(rep.Drifts))
 	for i, d := range rep.Drifts {
-		if d.Repaired {
-			repaired++
-		}
-		if *maxDrifts > 0 && i >= *maxDrifts {
-			continue
+		if o.maxDrifts > 0 && i >= o.maxDrifts {
+			break
 		}
 		line := d.String()
-		if !*verbose && len(line) > 300 {
+		if !o.verbose && len(line) > 300 {
 			line = line[:300] + " ... (-v for all)"
 		}
-		fmt.Println("  " + line)
+		fmt.Fprintln(w, "  "+line)
 	}
-	if n := len(rep.Drifts) - *maxDrifts; *maxDrifts > 0 && n > 0 {
-		fmt.Printf("  ... and %d more (--max-drifts 0 prints all)\n", n)
+	if n := len(rep.Drifts) - o.maxDrifts; o.maxDrifts > 0 && n > 0 {
+		fmt.Fprintf(w, "  ... and %d more (--max-drifts 0 prints all)\n", n)
 	}
-	fmt.Println()
-	if *repair {
-		fmt.Printf("repaired %d: rewrote the SKU and lot rows (orders: the order row) from Redis where PostgreSQL was behind or missing\n", repaired)
+	fmt.Fprintln(w)
+	if o.repair {
+		fmt.Fprintf(w, "repaired %d: rewrote the SKU and lot rows (orders: the order row) from Redis where PostgreSQL was behind or missing\n", repairedCount(rep))
 	}
-	if n := rep.Remaining(); n > 0 {
-		fmt.Println(strings.Join(hints(rep), "\n"))
-		return fmt.Errorf("%d drift(s) remain", n)
+	if rep.Remaining() > 0 {
+		fmt.Fprintln(w, strings.Join(hints(rep), "\n"))
+		return
 	}
-	fmt.Println("no drift remains")
-	return nil
+	fmt.Fprintln(w, "no drift remains")
+}
+
+func repairedCount(rep persist.ReconcileReport) int {
+	n := 0
+	for _, d := range rep.Drifts {
+		if d.Repaired {
+			n++
+		}
+	}
+	return n
+}
+
+// reconcileJSON is reconcile's report with --json; its field names are stable.
+type reconcileJSON struct {
+	KeyPrefix      string      `json:"key_prefix"`
+	SKUs           int         `json:"skus"`
+	Orders         int         `json:"orders"`
+	OrdersCompared bool        `json:"orders_compared"`
+	Repair         bool        `json:"repair"`
+	Repaired       int         `json:"repaired"`
+	Remaining      int         `json:"remaining"`
+	Drifts         []driftJSON `json:"drifts"`
+	Hints          []string    `json:"hints"`
+}
+
+// driftJSON is one persist.Drift.
+type driftJSON struct {
+	Entity   string     `json:"entity"`
+	Key      string     `json:"key"`
+	Kind     string     `json:"kind"`
+	Redis    int64      `json:"redis"`
+	Postgres int64      `json:"postgres"`
+	Details  []string   `json:"details"`
+	Repaired bool       `json:"repaired"`
+	MovedOn  bool       `json:"moved_on,omitempty"`
+	Left     *driftJSON `json:"left,omitempty"`
+}
+
+func newDriftJSON(d persist.Drift) driftJSON {
+	j := driftJSON{Entity: d.Entity, Key: d.Key, Kind: string(d.Kind), Redis: d.Redis, Postgres: d.Postgres,
+		Details: append([]string{}, d.Details...), Repaired: d.Repaired, MovedOn: d.MovedOn()}
+	if d.Left != nil {
+		l := newDriftJSON(*d.Left)
+		j.Left = &l
+	}
+	return j
+}
+
+func newReconcileJSON(prefix string, repair bool, rep persist.ReconcileReport) reconcileJSON {
+	j := reconcileJSON{KeyPrefix: prefix, SKUs: rep.SKUs, Orders: rep.Orders, OrdersCompared: rep.OrdersCompared,
+		Repair: repair, Repaired: repairedCount(rep), Remaining: rep.Remaining(), Drifts: []driftJSON{}, Hints: []string{}}
+	for _, d := range rep.Drifts {
+		j.Drifts = append(j.Drifts, newDriftJSON(d))
+	}
+	if j.Remaining > 0 {
+		j.Hints = append(j.Hints, hints(rep)...)
+	}
+	return j
+}
+
+// lazyBar is a progress bar on standard error that appears once the total reaches min.
+type lazyBar struct {
+	min  int
+	what string
+	bar  progress.Bar
+}
+
+func (b *lazyBar) set(done, total int) {
+	if total < b.min {
+		return
+	}
+	if b.bar == nil {
+		b.bar = progress.New(os.Stderr, total, b.what)
+	}
+	b.bar.Set(done)
+}
+
+func (b *lazyBar) finish() {
+	if b.bar != nil {
+		b.bar.Finish()
+	}
 }
 
 // hints says, for the drifts that remain, what they likely mean and what to do.

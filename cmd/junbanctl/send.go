@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/event"
@@ -20,52 +20,42 @@ import (
 	"github.com/junban/junban/internal/queue"
 )
 
+// sendOptions are the flags of send.
+type sendOptions struct {
+	file, typ, lcid, data, id string
+	asJSON                    bool
+}
+
+// sendReport is what send prints with --json.
+type sendReport struct {
+	// Sent is the number of events put on the orders queue.
+	Sent int `json:"sent"`
+}
+
+func sendCmd() *cobra.Command {
+	var o sendOptions
+	c := &cobra.Command{
+		Use:   "send --file FILE | --type TYPE --lcid LCID [--data JSON] [--event-id ID]",
+		Short: "put order events on the orders queue (JSON lines or flags)",
+		Args:  noArgs,
+		RunE:  func(c *cobra.Command, _ []string) error { return runSend(c.Context(), c.OutOrStdout(), o) },
+	}
+	fs := c.Flags()
+	fs.StringVar(&o.file, "file", "", "JSON-lines file of order events (- for standard input)")
+	fs.StringVar(&o.typ, "type", "", "event type, e.g. order.placed (without --file)")
+	fs.StringVar(&o.lcid, "lcid", "", "order id (without --file)")
+	fs.StringVar(&o.data, "data", "", "the event's data as JSON (without --file)")
+	fs.StringVar(&o.id, "event-id", "", "event id (default: a new UUID)")
+	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
+	return c
+}
+
 // runSend puts order events on the orders queue: every line of a JSON-lines file (or
 // standard input with -), or one event built from flags.
-func runSend(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("send", flag.ContinueOnError)
-	file := fs.String("file", "", "JSON-lines file of order events (- for standard input)")
-	typ := fs.String("type", "", "event type, e.g. order.placed (without --file)")
-	lcid := fs.String("lcid", "", "order id (without --file)")
-	data := fs.String("data", "", "the event's data as JSON (without --file)")
-	id := fs.String("event-id", "", "event id (default: a new UUID)")
-	if err := parseFlags(fs, args, false); err != nil {
+func runSend(ctx context.Context, w io.Writer, o sendOptions) error {
+	bodies, err := sendBodies(o)
+	if err != nil {
 		return err
-	}
-	var bodies [][]byte
-	switch {
-	case *file != "":
-		var r io.Reader = os.Stdin
-		if *file != "-" {
-			f, err := os.Open(*file)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			r = f
-		}
-		var err error
-		if bodies, err = readEvents(r); err != nil {
-			return err
-		}
-	case *typ != "":
-		ev := event.Order{EventID: *id, Type: event.Type(*typ), LCID: *lcid, OccurredAt: time.Now().UTC()}
-		if ev.EventID == "" {
-			ev.EventID = "evt_" + uuid.NewString()
-		}
-		if *data != "" {
-			ev.Data = json.RawMessage(*data)
-		}
-		body, err := json.Marshal(ev)
-		if err != nil {
-			return err
-		}
-		if _, err := order.Decode(body, 0); err != nil {
-			return fmt.Errorf("invalid event: %w", err)
-		}
-		bodies = append(bodies, body)
-	default:
-		return fmt.Errorf("%w: junbanctl send --file FILE | --type TYPE --lcid LCID [--data JSON] [--event-id ID]", errUsage)
 	}
 	pub, err := ordersPublisher(ctx)
 	if err != nil {
@@ -77,8 +67,45 @@ func runSend(ctx context.Context, args []string) error {
 			return fmt.Errorf("sent %d of %d: %w", i, len(bodies), err)
 		}
 	}
-	fmt.Printf("send: %d event(s) on the orders queue\n", len(bodies))
+	if o.asJSON {
+		return writeJSON(w, sendReport{Sent: len(bodies)})
+	}
+	fmt.Fprintf(w, "send: %d event(s) on the orders queue\n", len(bodies))
 	return nil
+}
+
+// sendBodies are the events send puts on the queue, every one of them valid.
+func sendBodies(o sendOptions) ([][]byte, error) {
+	switch {
+	case o.file != "":
+		var r io.Reader = os.Stdin
+		if o.file != "-" {
+			f, err := os.Open(o.file)
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			r = f
+		}
+		return readEvents(r)
+	case o.typ != "":
+		ev := event.Order{EventID: o.id, Type: event.Type(o.typ), LCID: o.lcid, OccurredAt: time.Now().UTC()}
+		if ev.EventID == "" {
+			ev.EventID = "evt_" + uuid.NewString()
+		}
+		if o.data != "" {
+			ev.Data = json.RawMessage(o.data)
+		}
+		body, err := json.Marshal(ev)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := order.Decode(body, 0); err != nil {
+			return nil, fmt.Errorf("invalid event: %w", err)
+		}
+		return [][]byte{body}, nil
+	}
+	return nil, usagef("junbanctl send --file FILE | --type TYPE --lcid LCID [--data JSON] [--event-id ID]")
 }
 
 // readEvents reads and validates every line first, so a bad file sends nothing.

@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/api"
 	"github.com/junban/junban/internal/config"
@@ -44,33 +43,38 @@ func readerDeps() (api.Deps, func(), error) {
 	}, nil
 }
 
-// runStock prints a SKU's lots and buckets and, with --date, its availability: the same
-// documents as GET /v1/skus/{sku} and /v1/skus/{sku}/availability.
-func runStock(ctx context.Context, args []string) error { return stock(ctx, os.Stdout, args) }
+// stockOptions are the flags of stock.
+type stockOptions struct {
+	date, mode string
+	qty        int64
+	asJSON     bool
+}
 
-func stock(ctx context.Context, w io.Writer, args []string) error {
-	fs := flag.NewFlagSet("stock", flag.ContinueOnError)
-	date := fs.String("date", "", "target date (YYYY-MM-DD): also show what an allocation on it would get")
-	mode := fs.String("mode", string(ledger.ModeShip), "allocation mode with --date: ship or reserve")
-	qty := fs.Int64("qty", 0, "with --date: whether an allocation of this quantity would succeed")
-	asJSON := fs.Bool("json", false, "print the documents as JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: junbanctl stock [--date YYYY-MM-DD [--mode ship|reserve] [--qty N]] [--json] SKU")
-		fs.PrintDefaults()
+func stockCmd() *cobra.Command {
+	var o stockOptions
+	c := &cobra.Command{
+		Use:   "stock [--date YYYY-MM-DD [--mode ship|reserve] [--qty N]] [--json] SKU",
+		Short: "a SKU's lots and buckets; with --date what an allocation would get (availability)",
+		Long: "stock prints a SKU's lots and buckets and, with --date, its availability: the same\n" +
+			"documents as GET /v1/skus/{sku} and /v1/skus/{sku}/availability.",
+		Args: oneArg("SKU"),
+		RunE: func(c *cobra.Command, args []string) error { return stock(c.Context(), c.OutOrStdout(), args[0], o) },
 	}
-	if err := parseFlags(fs, args, true); err != nil {
-		return err
+	fs := c.Flags()
+	fs.StringVar(&o.date, "date", "", "target date (YYYY-MM-DD): also show what an allocation on it would get")
+	fs.StringVar(&o.mode, "mode", string(ledger.ModeShip), "allocation mode with --date: ship or reserve")
+	fs.Int64Var(&o.qty, "qty", 0, "with --date: whether an allocation of this quantity would succeed")
+	fs.BoolVar(&o.asJSON, "json", false, "print the documents as JSON")
+	return c
+}
+
+func stock(ctx context.Context, w io.Writer, sku string, o stockOptions) error {
+	if o.date == "" && (o.qty != 0 || o.mode != string(ledger.ModeShip)) {
+		return usagef("stock: --mode and --qty need --date")
 	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: stock takes one SKU, got %q", errUsage, fs.Args())
+	if o.qty < 0 {
+		return usagef("stock: --qty %d is negative", o.qty)
 	}
-	if *date == "" && (*qty != 0 || *mode != string(ledger.ModeShip)) {
-		return fmt.Errorf("%w: stock: --mode and --qty need --date", errUsage)
-	}
-	if *qty < 0 {
-		return fmt.Errorf("%w: stock: --qty %d is negative", errUsage, *qty)
-	}
-	sku := fs.Arg(0)
 	d, closeDeps, err := readerDeps()
 	if err != nil {
 		return err
@@ -81,17 +85,15 @@ func stock(ctx context.Context, w io.Writer, args []string) error {
 		return err
 	}
 	var av *ledger.Availability
-	if *date != "" {
-		a, err := d.Ledger.Availability(ctx, ledger.AvailabilityRequest{SKU: sku, TargetDate: *date, Mode: ledger.Mode(*mode), Qty: *qty})
+	if o.date != "" {
+		a, err := d.Ledger.Availability(ctx, ledger.AvailabilityRequest{SKU: sku, TargetDate: o.date, Mode: ledger.Mode(o.mode), Qty: o.qty})
 		if err != nil {
 			return err
 		}
 		av = &a
 	}
-	if *asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+	if o.asJSON {
+		return writeJSON(w, struct {
 			SKU          api.SKUView          `json:"sku"`
 			Availability *ledger.Availability `json:"availability,omitempty"`
 		}{v, av})

@@ -48,17 +48,17 @@ func TestStock(t *testing.T) {
   ('ST-1', 'L1', 'onhand', '2027-01-01', 1, '0001-01-01', '9999-12-31', 5),
   ('ST-1', 'L2', 'onhand', '2026-12-20', 2, '0001-01-01', '9999-12-31', 3)`).Error)
 	var out bytes.Buffer
-	must(stock(ctx, &out, []string{"ST-1"}))
+	must(ctl(ctx, &out, "stock", []string{"ST-1"}))
 	if s := out.String(); !strings.Contains(s, "from postgres") || !strings.Contains(s, "L2") {
 		t.Fatalf("stock before load:\n%s", s)
 	}
 	out.Reset()
-	must(stock(ctx, &out, []string{"--date", "2026-12-01", "--qty", "7", "ST-1"}))
+	must(ctl(ctx, &out, "stock", []string{"--date", "2026-12-01", "--qty", "7", "ST-1"}))
 	if s := out.String(); !strings.Contains(s, "availability on 2026-12-01, ship: 6") || !strings.Contains(s, "would fail: ERR_SAFETY_STOCK") {
 		t.Fatalf("stock --qty 7:\n%s", s)
 	}
 	out.Reset()
-	must(stock(ctx, &out, []string{"--date", "2026-12-01", "--mode", "reserve", "--qty", "4", "--json", "ST-1"}))
+	must(ctl(ctx, &out, "stock", []string{"--date", "2026-12-01", "--mode", "reserve", "--qty", "4", "--json", "ST-1"}))
 	var doc struct {
 		SKU          api.SKUView          `json:"sku"`
 		Availability *ledger.Availability `json:"availability"`
@@ -70,11 +70,11 @@ func TestStock(t *testing.T) {
 		t.Fatalf("stock --json: %+v, want %+v", doc.Availability, want)
 	}
 	for _, args := range [][]string{{}, {"a", "b"}, {"--qty", "3", "ST-1"}, {"--date", "2026-12-01", "--qty", "-1", "ST-1"}} {
-		if err := stock(ctx, &out, args); err == nil {
+		if err := ctl(ctx, &out, "stock", args); err == nil {
 			t.Errorf("stock %q: no error", args)
 		}
 	}
-	if err := stock(ctx, &out, []string{"NOPE"}); err == nil {
+	if err := ctl(ctx, &out, "stock", []string{"NOPE"}); err == nil {
 		t.Error("stock of an unknown SKU: no error")
 	}
 }
@@ -96,14 +96,14 @@ func TestOrderInfo(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	if err := orderInfo(ctx, &out, []string{"LC-9"}); err != nil {
+	if err := ctl(ctx, &out, "order", []string{"LC-9"}); err != nil {
 		t.Fatal(err)
 	}
 	if s := out.String(); !strings.Contains(s, "status:   placed") || !strings.Contains(s, "payment.confirmed") || !strings.Contains(s, "L x2") {
 		t.Fatalf("order:\n%s", s)
 	}
 	out.Reset()
-	if err := orderInfo(ctx, &out, []string{"--json", "LC-9"}); err != nil {
+	if err := ctl(ctx, &out, "order", []string{"--json", "LC-9"}); err != nil {
 		t.Fatal(err)
 	}
 	var got api.OrderView
@@ -119,7 +119,7 @@ func TestOrderInfo(t *testing.T) {
 	if string(gotJSON) != string(wantJSON) || len(got.Timeline) != 2 {
 		t.Fatalf("order --json:\n%s\nwant\n%s", gotJSON, wantJSON)
 	}
-	if err := orderInfo(ctx, &out, []string{"LC-NONE"}); err == nil || !strings.Contains(err.Error(), "no order LC-NONE") {
+	if err := ctl(ctx, &out, "order", []string{"LC-NONE"}); err == nil || !strings.Contains(err.Error(), "no order LC-NONE") {
 		t.Fatalf("unknown order: %v", err)
 	}
 }

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/order"
@@ -29,33 +29,27 @@ func redisFromEnv() (redis.UniversalClient, string, error) {
 	return rc, cfg.KeyPrefix, nil
 }
 
-// entityArg parses the one positional argument of the turn commands: an lcid, or
+// entityArgs wants the one positional argument of the turn commands: an lcid, or
 // "sku:<sku>" for an inventory entity.
-func entityArg(fs *flag.FlagSet, args []string) (string, error) {
-	if err := parseFlags(fs, args, true); err != nil {
-		return "", err
+var entityArgs = oneArg("LCID (or sku:SKU)")
+
+func turnShowCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "show LCID|sku:SKU",
+		Short: "show an order's turn: holder, the event in hand and its failed runs, waiting and parked events",
+		Args:  entityArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return turnShow(c.Context(), c.OutOrStdout(), args[0], asJSON)
+		},
 	}
-	if fs.NArg() != 1 || fs.Arg(0) == "" {
-		return "", fmt.Errorf("%w: %s takes one LCID (or sku:SKU), got %q", errUsage, fs.Name(), fs.Args())
-	}
-	return fs.Arg(0), nil
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return c
 }
 
-// runTurnShow prints an entity's turn: holder, seq, the event in proc with its failed
+// turnShow prints an entity's turn: holder, seq, the event in proc with its failed
 // runs, the wait list's depth, the outbox and the parked events.
-func runTurnShow(ctx context.Context, args []string) error { return turnShow(ctx, os.Stdout, args) }
-
-func turnShow(ctx context.Context, w io.Writer, args []string) error {
-	fs := flag.NewFlagSet("turn show", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: junbanctl turn show [--json] LCID|sku:SKU")
-		fs.PrintDefaults()
-	}
-	entity, err := entityArg(fs, args)
-	if err != nil {
-		return err
-	}
+func turnShow(ctx context.Context, w io.Writer, entity string, asJSON bool) error {
 	rc, prefix, err := redisFromEnv()
 	if err != nil {
 		return err
@@ -65,10 +59,8 @@ func turnShow(ctx context.Context, w io.Writer, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+	if asJSON {
+		return writeJSON(w, r)
 	}
 	printTurn(w, r)
 	return nil
@@ -99,18 +91,34 @@ func printTurn(w io.Writer, r order.TurnReport) {
 	}
 }
 
+// turnSkipReport is what turn skip prints with --json.
+type turnSkipReport struct {
+	// Entity is the lcid or sku:SKU given.
+	Entity string `json:"entity"`
+	// EventID and Type are those of the event in proc, asked to be skipped.
+	EventID string `json:"event_id"`
+	Type    string `json:"type"`
+	// Reason is the reason code the worker dead-letters the event with.
+	Reason string `json:"reason"`
+}
+
+func turnSkipCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "skip LCID|sku:SKU",
+		Short: "dead-letter the event in an order's turn (undoing what its runs did) so the turn moves on",
+		Args:  entityArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runTurnSkip(c.Context(), c.OutOrStdout(), args[0], asJSON)
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return c
+}
+
 // runTurnSkip quarantines the event in an entity's proc: a worker dead-letters it
 // (ERR_SKIPPED), undoing what its runs did, and the turn moves on.
-func runTurnSkip(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("turn skip", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: junbanctl turn skip LCID|sku:SKU")
-		fs.PrintDefaults()
-	}
-	entity, err := entityArg(fs, args)
-	if err != nil {
-		return err
-	}
+func runTurnSkip(ctx context.Context, w io.Writer, entity string, asJSON bool) error {
 	rc, prefix, err := redisFromEnv()
 	if err != nil {
 		return err
@@ -122,19 +130,31 @@ func runTurnSkip(ctx context.Context, args []string) error {
 	}
 	defer pub.Close()
 	env, err := order.SkipTurn(ctx, rc, prefix, entity, order.Nudger(pub))
-	if env != nil {
-		fmt.Printf("skip asked for %s: a worker dead-letters it with %s and moves the turn on\n", eventLabel(env), order.ReasonSkipped)
+	if env == nil {
+		return err
 	}
+	if asJSON {
+		id, typ := eventHeader(env)
+		return errors.Join(err, writeJSON(w, turnSkipReport{Entity: entity, EventID: id, Type: typ, Reason: string(order.ReasonSkipped)}))
+	}
+	fmt.Fprintf(w, "skip asked for %s: a worker dead-letters it with %s and moves the turn on\n", eventLabel(env), order.ReasonSkipped)
 	return err
 }
 
-func eventLabel(env []byte) string {
+// eventHeader is the event id and type of an envelope ("" when it has none).
+func eventHeader(env []byte) (id, typ string) {
 	var h struct {
 		EventID string `json:"event_id"`
 		Type    string `json:"type"`
 	}
-	if json.Unmarshal(env, &h) != nil || h.EventID == "" {
+	json.Unmarshal(env, &h)
+	return h.EventID, h.Type
+}
+
+func eventLabel(env []byte) string {
+	id, typ := eventHeader(env)
+	if id == "" {
 		return fmt.Sprintf("the envelope in proc (%d bytes)", len(env))
 	}
-	return h.EventID + " (" + h.Type + ")"
+	return id + " (" + typ + ")"
 }

@@ -49,7 +49,7 @@ func TestTurnShowAndSkip(t *testing.T) {
 	<-hd.Idle()
 
 	var out bytes.Buffer
-	if err := turnShow(ctx, &out, []string{"--json", "LC-STUCK"}); err != nil {
+	if err := ctl(ctx, &out, "turn show", []string{"--json", "LC-STUCK"}); err != nil {
 		t.Fatal(err)
 	}
 	var r order.TurnReport
@@ -60,12 +60,14 @@ func TestTurnShowAndSkip(t *testing.T) {
 		t.Fatalf("turn show: %s", out.String())
 	}
 	out.Reset()
-	if err := turnShow(ctx, &out, []string{"LC-STUCK"}); err != nil || !strings.Contains(out.String(), "attempts: 2 failed") {
+	if err := ctl(ctx, &out, "turn show", []string{"LC-STUCK"}); err != nil || !strings.Contains(out.String(), "attempts: 2 failed") {
 		t.Fatalf("turn show (text): %v\n%s", err, out.String())
 	}
 
-	if err := runTurnSkip(ctx, []string{"LC-STUCK"}); err != nil {
-		t.Fatal(err)
+	var skip turnSkipReport
+	if err := decode(t, &skip, "turn skip", "LC-STUCK"); err != nil ||
+		skip != (turnSkipReport{Entity: "LC-STUCK", EventID: "evt-stuck", Type: "payment.confirmed", Reason: order.ReasonSkipped}) {
+		t.Fatalf("turn skip --json: %+v, %v", skip, err)
 	}
 	nudges := take(t, c, q.Orders.URL)
 	var drain *event.Order
@@ -94,11 +96,11 @@ func TestTurnShowAndSkip(t *testing.T) {
 	if r, _ := order.InspectTurn(ctx, rc, prefix, "LC-STUCK"); r.Proc != nil || r.Holder != "" {
 		t.Fatalf("turn after the skip: %+v", r)
 	}
-	if err := runTurnSkip(ctx, []string{"LC-STUCK"}); !errors.Is(err, lockhandoff.ErrNothingToSkip) {
+	if err := ctl(ctx, nil, "turn skip", []string{"LC-STUCK"}); !errors.Is(err, lockhandoff.ErrNothingToSkip) {
 		t.Fatalf("second skip: %v", err)
 	}
 	for _, args := range [][]string{{}, {"a", "b"}, {"LC{1}"}} {
-		if err := runTurnSkip(ctx, args); err == nil {
+		if err := ctl(ctx, nil, "turn skip", args); err == nil {
 			t.Errorf("turn skip %q: no error", args)
 		}
 	}

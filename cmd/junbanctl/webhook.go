@@ -7,12 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/event"
@@ -34,7 +36,7 @@ type webhookFlags struct {
 	skew, timeout                                                  time.Duration
 }
 
-func (f *webhookFlags) register(fs *flag.FlagSet) {
+func (f *webhookFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.url, "url", "http://127.0.0.1:8080", "the gateway's base URL")
 	fs.StringVar(&f.provider, "provider", "stripe", "provider name: the path /webhooks/NAME")
 	fs.StringVar(&f.kind, "kind", "", "stripe or standard (default: the provider's kind in JUNBAN_WEBHOOK_PROVIDERS)")
@@ -200,15 +202,36 @@ func (w *webhookRequest) providerEventID() (string, error) {
 	return ev.ID, nil
 }
 
+// webhookSendReport is what webhook send prints with --json.
+type webhookSendReport struct {
+	// Status is the gateway's HTTP status.
+	Status int `json:"status"`
+	// Replayed is true when the gateway answered with the response of an earlier delivery.
+	Replayed bool `json:"replayed"`
+	// Body is the gateway's answer.
+	Body string `json:"body"`
+}
+
+func webhookSendCmd() *cobra.Command {
+	var f webhookFlags
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "send",
+		Short: "send one signed webhook to a running gateway",
+		Long:  "send sends one correctly signed webhook and prints the answer; a non-2xx answer is a failure (exit 1).",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runWebhookSend(c.Context(), c.OutOrStdout(), &f, asJSON)
+		},
+	}
+	f.register(c.Flags())
+	c.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
+	return c
+}
+
 // runWebhookSend sends one correctly signed webhook and prints the answer; a non-2xx
 // answer is an error (exit 1).
-func runWebhookSend(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("webhook send", flag.ContinueOnError)
-	var f webhookFlags
-	f.register(fs)
-	if err := parseFlags(fs, args, false); err != nil {
-		return err
-	}
+func runWebhookSend(ctx context.Context, out io.Writer, f *webhookFlags, asJSON bool) error {
 	w, err := f.build()
 	if err != nil {
 		return err
@@ -217,45 +240,88 @@ func runWebhookSend(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	replayed := ""
-	if a.replayed {
-		replayed = " (replayed)"
+	if asJSON {
+		err = writeJSON(out, webhookSendReport{Status: a.code, Replayed: a.replayed, Body: string(a.body)})
+	} else {
+		replayed := ""
+		if a.replayed {
+			replayed = " (replayed)"
+		}
+		fmt.Fprintf(out, "HTTP %d%s\n%s", a.code, replayed, a.body)
 	}
-	fmt.Printf("HTTP %d%s\n%s", a.code, replayed, a.body)
 	if a.code/100 != 2 {
-		return fmt.Errorf("webhook send: the gateway answered %d", a.code)
+		return errors.Join(err, fmt.Errorf("webhook send: the gateway answered %d", a.code))
 	}
-	return nil
+	return err
 }
 
-// runWebhookStorm delivers one event N times at once, then a few late retries, prints
-// how the gateway answered, and counts the order events of that delivery on the orders
-// queue: exactly one must be there.
-//
-// The count reads the queue without deleting: each message is received once with a
-// visibility timeout that hides it while counting, and made visible again at the end.
-// A worker consuming the same queue may take the event first, so run the storm against
-// a queue nobody consumes (start the gateway with JUNBAN_ORDERS_QUEUE=<name> and pass
-// -queue <name>), or pass -count=false.
-func runWebhookStorm(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("webhook storm", flag.ContinueOnError)
+// stormOptions are the flags of webhook storm beyond the request's.
+type stormOptions struct {
+	n, retries int
+	retryDelay time.Duration
+	count      bool
+	queue      string
+	wait       time.Duration
+	asJSON     bool
+}
+
+// stormReport is what webhook storm found; printed as JSON with --json.
+type stormReport struct {
+	Provider        string `json:"provider"`
+	ProviderEventID string `json:"provider_event_id"`
+	OrderEventID    string `json:"order_event_id"`
+	Deliveries      int    `json:"deliveries"`
+	Retries         int    `json:"retries"`
+	StormMs         int64  `json:"storm_ms"`
+	// Answers counts the answers by phase and status: "storm 200", "retry 200 (replayed)", ...
+	Answers   map[string]int `json:"answers"`
+	OK        int            `json:"ok_200"`
+	Conflicts int            `json:"conflict_409"`
+	Others    int            `json:"others"`
+	// OrderEvents is the number of order events of the delivery found on the orders queue
+	// (nil with --count=false); CountComplete is false when the count stopped early.
+	OrderEvents   *int     `json:"order_events,omitempty"`
+	CountComplete bool     `json:"count_complete,omitempty"`
+	Problems      []string `json:"problems"`
+}
+
+func webhookStormCmd() *cobra.Command {
 	var f webhookFlags
+	var o stormOptions
+	c := &cobra.Command{
+		Use:   "storm",
+		Short: "send N concurrent duplicate webhooks plus late retries",
+		Long: `storm delivers one event N times at once, then a few late retries, prints how the gateway
+answered, and counts the order events of that delivery on the orders queue: exactly one must be there.
+
+The count reads the queue without deleting: each message is received once with a visibility timeout
+that hides it while counting, and made visible again at the end. A worker consuming the same queue
+may take the event first, so run the storm against a queue nobody consumes (start the gateway with
+JUNBAN_ORDERS_QUEUE=<name> and pass --queue <name>), or pass --count=false.`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runWebhookStorm(c.Context(), c.OutOrStdout(), &f, o) },
+	}
+	fs := c.Flags()
 	f.register(fs)
-	n := fs.Int("n", 50, "concurrent deliveries of the same event")
-	retries := fs.Int("retries", 3, "late retries after the storm, one after the other")
-	retryDelay := fs.Duration("retry-delay", time.Second, "pause before the late retries")
-	count := fs.Bool("count", true, "count the order events on the orders queue")
-	queueFlag := fs.String("queue", "", "orders queue name or URL (default JUNBAN_ORDERS_QUEUE)")
-	wait := fs.Duration("wait", 5*time.Second, "how long to keep reading the queue")
-	if err := parseFlags(fs, args, false); err != nil {
-		return err
+	fs.IntVarP(&o.n, "n", "n", 50, "concurrent deliveries of the same event")
+	fs.IntVar(&o.retries, "retries", 3, "late retries after the storm, one after the other")
+	fs.DurationVar(&o.retryDelay, "retry-delay", time.Second, "pause before the late retries")
+	fs.BoolVar(&o.count, "count", true, "count the order events on the orders queue")
+	fs.StringVar(&o.queue, "queue", "", "orders queue name or URL (default JUNBAN_ORDERS_QUEUE)")
+	fs.DurationVar(&o.wait, "wait", 5*time.Second, "how long to keep reading the queue")
+	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
+	return c
+}
+
+// runWebhookStorm runs the storm, reports it and fails unless every answer was 200 or
+// 409, the late retries were replayed, and exactly one order event reached the queue.
+func runWebhookStorm(ctx context.Context, out io.Writer, f *webhookFlags, o stormOptions) error {
+	if o.n < 1 || o.retries < 0 {
+		return usagef("-n must be positive and -retries not negative")
 	}
-	if *n < 1 || *retries < 0 {
-		return fmt.Errorf("%w: -n must be positive and -retries not negative", errUsage)
-	}
-	if *wait <= 0 || *wait > maxCountWait {
+	if o.wait <= 0 || o.wait > maxCountWait {
 		// The messages read are hidden for the wait and 30 s more: SQS allows at most 12 h.
-		return fmt.Errorf("%w: -wait must be positive and at most %s", errUsage, maxCountWait)
+		return usagef("-wait must be positive and at most %s", maxCountWait)
 	}
 	w, err := f.build()
 	if err != nil {
@@ -265,94 +331,115 @@ func runWebhookStorm(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("webhook storm: the body is not a valid %s event: %w", w.provider.Kind, err)
 	}
-	eventID := webhook.OrderEventID(w.provider.Name, pid)
+	rep := stormReport{Provider: w.provider.Name, ProviderEventID: pid, OrderEventID: webhook.OrderEventID(w.provider.Name, pid),
+		Deliveries: o.n, Retries: o.retries}
+	if err := storm(ctx, w, o, &rep); err != nil {
+		return err
+	}
+	if o.count {
+		found, complete, err := countOrderEvents(ctx, o.queue, rep.OrderEventID, o.wait)
+		if err != nil {
+			return err
+		}
+		rep.OrderEvents, rep.CountComplete = &found, complete
+	}
+	rep.check()
+	if o.asJSON {
+		err = writeJSON(out, rep)
+	} else {
+		rep.print(out)
+	}
+	if len(rep.Problems) > 0 {
+		return errors.Join(err, errors.New("webhook storm: "+joinLines(rep.Problems)))
+	}
+	return err
+}
 
-	codes := map[string]int{}
+// storm delivers w o.n times at once, then o.retries times one after the other, and
+// counts the answers in rep.
+func storm(ctx context.Context, w *webhookRequest, o stormOptions, rep *stormReport) error {
+	rep.Answers = map[string]int{}
 	var mu sync.Mutex
 	record := func(phase string, a webhookAnswer, err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
 		case err != nil:
-			codes[phase+" error"]++
+			rep.Answers[phase+" error"]++
 		case a.code == http.StatusOK && a.replayed:
-			codes[phase+" 200 (replayed)"]++
+			rep.Answers[phase+" 200 (replayed)"]++
 		default:
-			codes[fmt.Sprintf("%s %d", phase, a.code)]++
+			rep.Answers[fmt.Sprintf("%s %d", phase, a.code)]++
 		}
 	}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
-	for range *n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range o.n {
+		wg.Go(func() {
 			<-start
 			a, err := w.send(ctx)
 			record("storm", a, err)
-		}()
+		})
 	}
 	began := time.Now()
 	close(start)
 	wg.Wait()
-	stormTook := time.Since(began)
-	if *retries > 0 {
+	rep.StormMs = time.Since(began).Milliseconds()
+	if o.retries > 0 {
 		select {
-		case <-time.After(*retryDelay):
+		case <-time.After(o.retryDelay):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	for range *retries {
+	for range o.retries {
 		a, err := w.send(ctx)
 		record("retry", a, err)
 	}
+	return nil
+}
 
-	fmt.Printf("provider %s, provider event %s, order event %s\n", w.provider.Name, pid, eventID)
-	fmt.Printf("%d concurrent deliveries in %v, then %d late retries:\n", *n, stormTook.Round(time.Millisecond), *retries)
-	keys := make([]string, 0, len(codes))
-	for k := range codes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	ok200, conflicts, others := 0, 0, 0
-	for _, k := range keys {
-		fmt.Printf("  %-24s %d\n", k, codes[k])
+// check sums the answers and lists the problems.
+func (r *stormReport) check() {
+	for k, n := range r.Answers {
 		switch k {
 		case "storm 200", "storm 200 (replayed)", "retry 200", "retry 200 (replayed)":
-			ok200 += codes[k]
+			r.OK += n
 		case "storm 409", "retry 409":
-			conflicts += codes[k]
+			r.Conflicts += n
 		default:
-			others += codes[k]
+			r.Others += n
 		}
 	}
-	fmt.Printf("200: %d  409: %d  others: %d\n", ok200, conflicts, others)
+	r.Problems = []string{}
+	if r.Others > 0 {
+		r.Problems = append(r.Problems, fmt.Sprintf("%d answers were neither 200 nor 409", r.Others))
+	}
+	if r.Retries > 0 && r.Answers["retry 200 (replayed)"] != r.Retries {
+		r.Problems = append(r.Problems, fmt.Sprintf("%d of %d late retries were answered with the first response", r.Answers["retry 200 (replayed)"], r.Retries))
+	}
+	switch {
+	case r.OrderEvents == nil:
+	case !r.CountComplete:
+		r.Problems = append(r.Problems, fmt.Sprintf("the queue still had messages when counting stopped (%s after -wait, or %d messages read): the count may be low; count on a queue of the test's own (-queue)", countGrace, countMaxMessages))
+	case *r.OrderEvents != 1:
+		r.Problems = append(r.Problems, fmt.Sprintf("%d order events reached the queue, want exactly 1 (a worker consuming the queue takes them first: see -queue)", *r.OrderEvents))
+	}
+}
 
-	var problems []string
-	if others > 0 {
-		problems = append(problems, fmt.Sprintf("%d answers were neither 200 nor 409", others))
+func (r *stormReport) print(w io.Writer) {
+	fmt.Fprintf(w, "provider %s, provider event %s, order event %s\n", r.Provider, r.ProviderEventID, r.OrderEventID)
+	fmt.Fprintf(w, "%d concurrent deliveries in %v, then %d late retries:\n", r.Deliveries, time.Duration(r.StormMs)*time.Millisecond, r.Retries)
+	for _, k := range slices.Sorted(maps.Keys(r.Answers)) {
+		fmt.Fprintf(w, "  %-24s %d\n", k, r.Answers[k])
 	}
-	if *retries > 0 && codes["retry 200 (replayed)"] != *retries {
-		problems = append(problems, fmt.Sprintf("%d of %d late retries were answered with the first response", codes["retry 200 (replayed)"], *retries))
+	fmt.Fprintf(w, "200: %d  409: %d  others: %d\n", r.OK, r.Conflicts, r.Others)
+	if r.OrderEvents != nil {
+		fmt.Fprintf(w, "order events on the queue for %s: %d\n", r.OrderEventID, *r.OrderEvents)
 	}
-	if *count {
-		found, complete, err := countOrderEvents(ctx, *queueFlag, eventID, *wait)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("order events on the queue for %s: %d\n", eventID, found)
-		if !complete {
-			problems = append(problems, fmt.Sprintf("the queue still had messages when counting stopped (%s after -wait, or %d messages read): the count may be low; count on a queue of the test's own (-queue)", countGrace, countMaxMessages))
-		} else if found != 1 {
-			problems = append(problems, fmt.Sprintf("%d order events reached the queue, want exactly 1 (a worker consuming the queue takes them first: see -queue)", found))
-		}
+	if len(r.Problems) == 0 {
+		fmt.Fprintln(w, "ok")
 	}
-	if len(problems) > 0 {
-		return errors.New("webhook storm: " + joinLines(problems))
-	}
-	fmt.Println("ok")
-	return nil
 }
 
 func joinLines(s []string) string {

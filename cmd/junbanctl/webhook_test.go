@@ -88,12 +88,23 @@ func TestWebhookStormAgainstTheGateway(t *testing.T) {
 	t.Setenv("JUNBAN_WEBHOOK_PROVIDERS", providers)
 	t.Setenv("AWS_ENDPOINT_URL_SQS", testenv.SQSConfig(t).Endpoint)
 	t.Setenv("AWS_REGION", testenv.SQSConfig(t).Region)
-	err = runWebhookStorm(context.Background(), []string{
-		"-url", "http://" + addr, "-provider", "acme", "-n", "50", "-retries", "2",
-		"-retry-delay", "200ms", "-queue", q.Orders.URL, "-lcid", "LC-STORM",
-	})
+	var rep stormReport
+	err = decode(t, &rep, "webhook storm",
+		"-url", "http://"+addr, "-provider", "acme", "-n", "50", "-retries", "2",
+		"-retry-delay", "200ms", "-queue", q.Orders.URL, "-lcid", "LC-STORM")
 	if err != nil {
-		t.Fatalf("storm: %v", err)
+		t.Fatalf("storm: %v (%+v)", err, rep)
+	}
+	if rep.Deliveries != 50 || rep.OK+rep.Conflicts != 52 || rep.Others != 0 || rep.Answers["retry 200 (replayed)"] != 2 ||
+		rep.OrderEvents == nil || *rep.OrderEvents != 1 || !rep.CountComplete || len(rep.Problems) != 0 || rep.Provider != "acme" {
+		t.Fatalf("storm --json: %+v", rep)
+	}
+
+	// Another event, once.
+	var sent webhookSendReport
+	err = decode(t, &sent, "webhook send", "--url", "http://"+addr, "--provider", "acme", "--lcid", "LC-STORM-2")
+	if err != nil || sent.Status != http.StatusOK || sent.Replayed || sent.Body == "" {
+		t.Fatalf("webhook send --json: %+v, %v", sent, err)
 	}
 }
 

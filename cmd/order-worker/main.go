@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/cenkalti/backoff/v5"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
@@ -28,6 +29,7 @@ import (
 // Config is the order-worker's environment.
 type Config struct {
 	config.Common
+	config.Startup
 	config.Redis
 	config.RedisReplication
 	config.Postgres
@@ -36,77 +38,103 @@ type Config struct {
 	// (about six Redis round trips, the results' send and the message's delete, each
 	// with its batching linger), so many are needed to keep two cores busy: 16 capped a
 	// worker at about 16 / 40 ms = 400 events/s (docs/benchmarks.md, "bench e2e").
-	Concurrency int `env:"JUNBAN_CONCURRENCY" envDefault:"128"`
+	Concurrency int `env:"JUNBAN_CONCURRENCY"`
 	// Receivers is how many SQS receives the consumer keeps in flight (each up to 10
 	// messages): one at a time caps a worker at ten messages per round trip.
-	Receivers int `env:"JUNBAN_SQS_RECEIVERS" envDefault:"4"`
+	Receivers int `env:"JUNBAN_SQS_RECEIVERS"`
 	// ReceiveFill is how long a receive waits for more free handlers when all but a few
 	// are busy, so that it asks for ten messages instead of one or two: each SQS call
 	// costs the endpoint and the worker about as much whatever its size. Nothing waits
 	// while handlers are free. 0 turns it off.
-	ReceiveFill time.Duration `env:"JUNBAN_SQS_RECEIVE_FILL" envDefault:"20ms"`
+	ReceiveFill time.Duration `env:"JUNBAN_SQS_RECEIVE_FILL"`
 	// ResultsLinger is how long a batch of results waits for more (up to ten per
 	// SendMessageBatch) before it is sent. Each SQS call costs the endpoint about as much
 	// whatever its size: fuller batches leave it more for the rest.
-	ResultsLinger time.Duration `env:"JUNBAN_RESULTS_LINGER" envDefault:"8ms"`
+	ResultsLinger time.Duration `env:"JUNBAN_RESULTS_LINGER"`
 	// DeleteLinger is how long a delete of the orders queue waits for others to share
 	// its DeleteMessageBatch.
-	DeleteLinger time.Duration `env:"JUNBAN_SQS_DELETE_LINGER" envDefault:"10ms"`
+	DeleteLinger time.Duration `env:"JUNBAN_SQS_DELETE_LINGER"`
 	// LockTTL is the lease of an entity's turn; it is renewed every third of it.
-	LockTTL time.Duration `env:"JUNBAN_LOCK_TTL" envDefault:"10s"`
+	LockTTL time.Duration `env:"JUNBAN_LOCK_TTL"`
 	// HandlerDeadline abandons a handler that runs longer, so a hung worker cannot hold a turn.
-	HandlerDeadline time.Duration `env:"JUNBAN_HANDLER_DEADLINE" envDefault:"60s"`
+	HandlerDeadline time.Duration `env:"JUNBAN_HANDLER_DEADLINE"`
 	// MaxLines bounds an order event's lines; beyond it the event goes to the orders DLQ
 	// with ERR_TOO_MANY_LINES. It bounds the size of the event's result, which must fit in
 	// the results queue's messages: the worker refuses to start when the largest result it
 	// allows would not (order.CheckResultBound).
-	MaxLines int `env:"JUNBAN_MAX_LINES" envDefault:"16"`
+	MaxLines int `env:"JUNBAN_MAX_LINES"`
 	// MaxWait bounds an entity's wait list; beyond it messages stay in SQS.
-	MaxWait int `env:"JUNBAN_MAX_WAIT" envDefault:"10000"`
+	MaxWait int `env:"JUNBAN_MAX_WAIT"`
 	// MaxAttempts bounds the failed runs of one event, counted in Redis across turns and
 	// workers: the run that reaches it dead-letters the event (ERR_MAX_ATTEMPTS), undoing
 	// or completing what its runs did, and the order's later events go on.
-	MaxAttempts int `env:"JUNBAN_MAX_ATTEMPTS" envDefault:"10"`
+	MaxAttempts int `env:"JUNBAN_MAX_ATTEMPTS"`
 	// QuarantineMinAge is the least span of an event's failed runs before MaxAttempts
 	// quarantines it, so that a short outage (PostgreSQL restarting) does not.
-	QuarantineMinAge time.Duration `env:"JUNBAN_QUARANTINE_MIN_AGE" envDefault:"1m"`
+	QuarantineMinAge time.Duration `env:"JUNBAN_QUARANTINE_MIN_AGE"`
 	// MaxWaitBytes bounds the bytes an entity's wait list holds (lockhandoff.Config.
 	// MaxWaitBytes), so that a hot order of large events cannot fill Redis' memory first;
 	// beyond it messages stay in SQS, as beyond MaxWait.
-	MaxWaitBytes int `env:"JUNBAN_MAX_WAIT_BYTES" envDefault:"16777216"`
+	MaxWaitBytes int `env:"JUNBAN_MAX_WAIT_BYTES"`
 	// DrainMaxEvents and DrainMaxTime bound one holder's drain before it hands the backlog on.
-	DrainMaxEvents int           `env:"JUNBAN_DRAIN_MAX_EVENTS" envDefault:"1000"`
-	DrainMaxTime   time.Duration `env:"JUNBAN_DRAIN_MAX_TIME" envDefault:"20s"`
+	DrainMaxEvents int           `env:"JUNBAN_DRAIN_MAX_EVENTS"`
+	DrainMaxTime   time.Duration `env:"JUNBAN_DRAIN_MAX_TIME"`
 	// DetachedTurns is how many turns may go on in the background after the message that
 	// took them was handled (lockhandoff.Config.Detached): the consumer's handler is then
 	// free once the turn's first event was applied, a Redis round trip (the release)
 	// sooner, and a hot order's drain no longer holds one of Concurrency's handlers.
 	// Beyond it, turns drain inline. 0 turns it off.
-	DetachedTurns int `env:"JUNBAN_DETACHED_TURNS" envDefault:"128"`
+	DetachedTurns int `env:"JUNBAN_DETACHED_TURNS"`
 	// SweepInterval is how often the sweeper looks for orphaned backlogs.
-	SweepInterval time.Duration `env:"JUNBAN_SWEEP_INTERVAL" envDefault:"5s"`
+	SweepInterval time.Duration `env:"JUNBAN_SWEEP_INTERVAL"`
 	// DoneRetention keeps done markers and results for redeliveries.
-	DoneRetention time.Duration `env:"JUNBAN_DONE_RETENTION" envDefault:"168h"`
+	DoneRetention time.Duration `env:"JUNBAN_DONE_RETENTION"`
 	// ParkTimeout dead-letters events whose precondition never came.
-	ParkTimeout time.Duration `env:"JUNBAN_PARK_TIMEOUT" envDefault:"24h"`
+	ParkTimeout time.Duration `env:"JUNBAN_PARK_TIMEOUT"`
 	// OpRetention keeps the ledger's applied op ids. It must not outlive DoneRetention:
 	// a redelivered event whose done marker expired is applied again, and its ledger
 	// operations must then be applied again too, not answered from memory while the
 	// order records them a second time.
-	OpRetention time.Duration `env:"JUNBAN_OP_RETENTION" envDefault:"168h"`
+	OpRetention time.Duration `env:"JUNBAN_OP_RETENTION"`
 	// Pprof serves /debug/pprof and counts SQS calls and Redis round trips (benchmarks).
 	Pprof bool `env:"JUNBAN_PPROF" envDefault:"false"`
 	// WaitTimeSeconds is the SQS long poll.
-	WaitTimeSeconds int `env:"JUNBAN_SQS_WAIT_SECONDS" envDefault:"20"`
+	WaitTimeSeconds int `env:"JUNBAN_SQS_WAIT_SECONDS"`
 	// PGMaxConns bounds the worker's PostgreSQL connections (SKU and order loads, on a
 	// cold Redis or after a data loss). Unbounded, a cold start could open one per
 	// handler, and a few replicas would exhaust max_connections; beyond it loads wait.
-	PGMaxConns int `env:"JUNBAN_PG_MAX_CONNS" envDefault:"8"`
+	PGMaxConns int `env:"JUNBAN_PG_MAX_CONNS"`
+}
+
+// SetDefaults takes every default from the package that owns the setting.
+func (c *Config) SetDefaults() {
+	c.Concurrency = order.ConcurrencyDefault
+	c.Receivers = order.ReceiversDefault
+	c.ReceiveFill = order.ReceiveFillDefault
+	c.ResultsLinger = order.ResultsLingerDefault
+	c.DeleteLinger = queue.DeleteLingerDefault
+	c.LockTTL = lockhandoff.LockTTLDefault
+	c.HandlerDeadline = lockhandoff.HandlerDeadlineDefault
+	c.MaxLines = order.MaxLinesDefault
+	c.MaxWait = lockhandoff.MaxWaitDefault
+	c.MaxAttempts = lockhandoff.MaxAttemptsDefault
+	c.QuarantineMinAge = lockhandoff.QuarantineMinAgeDefault
+	c.MaxWaitBytes = lockhandoff.MaxWaitBytesDefault
+	c.DrainMaxEvents = lockhandoff.DrainMaxEventsDefault
+	c.DrainMaxTime = lockhandoff.DrainMaxTimeDefault
+	c.DetachedTurns = order.DetachedTurnsDefault
+	c.SweepInterval = lockhandoff.SweepIntervalDefault
+	c.DoneRetention = order.DoneRetentionDefault
+	c.ParkTimeout = order.ParkTimeoutDefault
+	c.OpRetention = ledger.OpRetentionDefault
+	c.WaitTimeSeconds = queue.WaitTimeSecondsDefault
+	c.PGMaxConns = order.PGMaxConnsDefault
 }
 
 // Validate checks what the parser cannot.
 func (c Config) Validate() []string {
 	p := append(c.Common.Validate(), c.Redis.Validate()...)
+	p = append(p, c.Startup.Validate()...)
 	p = append(p, c.RedisReplication.Validate()...)
 	if c.Concurrency < 1 {
 		p = append(p, "JUNBAN_CONCURRENCY: must be at least 1")
@@ -120,8 +148,8 @@ func (c Config) Validate() []string {
 	if c.ReceiveFill < 0 {
 		p = append(p, "JUNBAN_SQS_RECEIVE_FILL: must not be negative")
 	}
-	if c.LockTTL < 300*time.Millisecond {
-		p = append(p, "JUNBAN_LOCK_TTL: must be at least 300ms")
+	if c.LockTTL < lockhandoff.LockTTLMin {
+		p = append(p, fmt.Sprintf("JUNBAN_LOCK_TTL: must be at least %v", lockhandoff.LockTTLMin))
 	}
 	if c.HandlerDeadline <= c.LockTTL {
 		p = append(p, "JUNBAN_HANDLER_DEADLINE: must be longer than JUNBAN_LOCK_TTL")
@@ -164,15 +192,15 @@ func (c Config) Validate() []string {
 	return p
 }
 
+// binary is what --help says about order-worker.
+var binary = config.Binary{Name: "order-worker", Summary: "order-worker consumes order events from SQS, applies each in its order's turn with atomic\ninventory moves, and publishes one result per event to the results queue."}
+
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "order-worker:", err)
-		os.Exit(1)
-	}
+	config.Exit(binary.Name, run())
 }
 
 func run() error {
-	if handled, err := config.Preflight[Config](os.Args[1:]); handled {
+	if handled, err := config.Preflight[Config](binary, os.Args[1:]); handled {
 		return err
 	}
 	cfg, err := config.Load[Config]()
@@ -208,11 +236,17 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	urls, err := resolve(ctx, cfg.SQS, sqsClient)
-	if err != nil {
+	// The queues may not answer yet (docker-compose starts the emulator beside us): their
+	// lookups are retried for JUNBAN_STARTUP_TIMEOUT.
+	var urls queueURLs
+	var resultsMax int
+	err = cfg.Startup.Retry(ctx, log, "look up the queues", func(ctx context.Context) (err error) {
+		if urls, err = resolve(ctx, cfg.SQS, sqsClient); err != nil {
+			return err
+		}
+		resultsMax, err = checkResultBound(ctx, cfg, sqsClient, urls.results, log)
 		return err
-	}
-	resultsMax, err := checkResultBound(ctx, cfg, sqsClient, urls.results, log)
+	})
 	if err != nil {
 		return err
 	}
@@ -342,7 +376,7 @@ func checkResultBound(ctx context.Context, cfg Config, c *sqs.Client, resultsURL
 		log.Info("the results queue does not report MaximumMessageSize; assuming SQS's default", zap.Int("bytes", size))
 	}
 	if err := order.CheckResultBound(cfg.MaxLines, size); err != nil {
-		return 0, err
+		return 0, backoff.Permanent(err) // a setting to change: no retry mends it
 	}
 	log.Info("results fit the results queue", zap.Int("max_lines", cfg.MaxLines),
 		zap.Int("worst_case_bytes", order.WorstCaseResultBytes(cfg.MaxLines, order.ResultLotsPerLine)),

@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -26,46 +25,62 @@ import (
 // Config is the persist-worker's environment.
 type Config struct {
 	config.Common
+	config.Startup
 	config.Postgres
 	config.SQS
 	// Migrate applies the database migrations at start.
 	Migrate bool `env:"JUNBAN_MIGRATE" envDefault:"true"`
 	// BatchMax is the most results applied in one transaction.
-	BatchMax int `env:"JUNBAN_PERSIST_BATCH_MAX" envDefault:"100"`
+	BatchMax int `env:"JUNBAN_PERSIST_BATCH_MAX"`
 	// BatchWindow is how long a batch keeps collecting receives after its first message.
-	BatchWindow time.Duration `env:"JUNBAN_PERSIST_BATCH_WINDOW" envDefault:"100ms"`
+	BatchWindow time.Duration `env:"JUNBAN_PERSIST_BATCH_WINDOW"`
 	// Receivers is how many receives from the results queue stay in flight: one receive
 	// loop alone is bound by the latency of ReceiveMessage (ten messages a call), so the
 	// receive rate grows with the receivers, not with the PostgreSQL connections. They
 	// fill one batch at a time between them, so batches stay as large as the flow allows.
-	Receivers int `env:"JUNBAN_PERSIST_RECEIVERS" envDefault:"16"`
+	Receivers int `env:"JUNBAN_PERSIST_RECEIVERS"`
 	// Concurrency is how many batches, per receiver, may be handed to the appliers (or
 	// wait for one) at once: Receivers x Concurrency in all.
-	Concurrency int `env:"JUNBAN_PERSIST_CONCURRENCY" envDefault:"1"`
+	Concurrency int `env:"JUNBAN_PERSIST_CONCURRENCY"`
 	// Appliers is how many batches are applied at once over all consumers: the
 	// PostgreSQL connections in use (one more for readiness checks). A batch of up to
 	// BatchMax results is one transaction, so a few connections take what many
 	// receivers bring.
-	Appliers int `env:"JUNBAN_PERSIST_APPLIERS" envDefault:"4"`
+	Appliers int `env:"JUNBAN_PERSIST_APPLIERS"`
 	// Visibility is the visibility timeout asked for on every receive; the consumer
 	// extends it every third while a batch is being applied (or held). 0: the queue's own.
-	Visibility time.Duration `env:"JUNBAN_PERSIST_VISIBILITY" envDefault:"30s"`
+	Visibility time.Duration `env:"JUNBAN_PERSIST_VISIBILITY"`
 	// WaitTimeSeconds is the SQS long poll.
-	WaitTimeSeconds int `env:"JUNBAN_SQS_WAIT_SECONDS" envDefault:"20"`
+	WaitTimeSeconds int `env:"JUNBAN_SQS_WAIT_SECONDS"`
 	// RetryBase is the pause after a batch's first failed apply; it doubles per attempt, with jitter.
-	RetryBase time.Duration `env:"JUNBAN_PERSIST_RETRY_BASE" envDefault:"500ms"`
+	RetryBase time.Duration `env:"JUNBAN_PERSIST_RETRY_BASE"`
 	// RetryMax caps the pause between attempts.
-	RetryMax time.Duration `env:"JUNBAN_PERSIST_RETRY_MAX" envDefault:"15s"`
+	RetryMax time.Duration `env:"JUNBAN_PERSIST_RETRY_MAX"`
 	// HoldMax is how long a batch that PostgreSQL cannot take is held and retried before
 	// its messages go back to SQS (each hand-back spends one of maxReceiveCount).
-	HoldMax time.Duration `env:"JUNBAN_PERSIST_HOLD_MAX" envDefault:"10m"`
+	HoldMax time.Duration `env:"JUNBAN_PERSIST_HOLD_MAX"`
 	// AttemptTimeout bounds one batch apply.
-	AttemptTimeout time.Duration `env:"JUNBAN_PERSIST_ATTEMPT_TIMEOUT" envDefault:"30s"`
+	AttemptTimeout time.Duration `env:"JUNBAN_PERSIST_ATTEMPT_TIMEOUT"`
+}
+
+// SetDefaults takes every default from the package that owns the setting.
+func (c *Config) SetDefaults() {
+	c.BatchMax = persist.BatchMaxDefault
+	c.BatchWindow = persist.BatchWindowDefault
+	c.Receivers = persist.ReceiversDefault
+	c.Concurrency = persist.ConcurrencyDefault
+	c.Appliers = persist.AppliersDefault
+	c.Visibility = persist.VisibilityDefault
+	c.WaitTimeSeconds = queue.WaitTimeSecondsDefault
+	c.RetryBase = persist.RetryBaseDefault
+	c.RetryMax = persist.RetryMaxDefault
+	c.HoldMax = persist.HoldMaxDefault
+	c.AttemptTimeout = persist.AttemptTimeoutDefault
 }
 
 // Validate checks what the parser cannot.
 func (c Config) Validate() []string {
-	p := c.Common.Validate()
+	p := append(c.Common.Validate(), c.Startup.Validate()...)
 	if c.BatchMax < 1 {
 		p = append(p, "JUNBAN_PERSIST_BATCH_MAX: must be at least 1")
 	}
@@ -105,15 +120,15 @@ func (c Config) Validate() []string {
 	return p
 }
 
+// binary is what --help says about persist-worker.
+var binary = config.Binary{Name: "persist-worker", Summary: "persist-worker consumes result events from the results queue and writes them to PostgreSQL\nin batches, one transaction per batch, idempotently and in any order."}
+
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "persist-worker:", err)
-		os.Exit(1)
-	}
+	config.Exit(binary.Name, run())
 }
 
 func run() error {
-	if handled, err := config.Preflight[Config](os.Args[1:]); handled {
+	if handled, err := config.Preflight[Config](binary, os.Args[1:]); handled {
 		return err
 	}
 	cfg, err := config.Load[Config]()
@@ -135,7 +150,7 @@ func run() error {
 		return err
 	}
 	var results, dlq string
-	err = untilDone(ctx, log, "resolve the results queues", func(ctx context.Context) error {
+	err = cfg.Startup.Retry(ctx, log, "resolve the results queues", func(ctx context.Context) error {
 		if results, err = queue.ResolveURL(ctx, sqsClient, cfg.ResultsQueue); err != nil {
 			return err
 		}
@@ -146,7 +161,7 @@ func run() error {
 		return err
 	}
 	var db *gorm.DB
-	err = untilDone(ctx, log, "connect to PostgreSQL", func(context.Context) error {
+	err = cfg.Startup.Retry(ctx, log, "connect to PostgreSQL", func(context.Context) error {
 		// One connection per applier (batches applied at once), one for readiness checks.
 		db, err = cfg.Postgres.OpenPool(cfg.Appliers + 1)
 		return err
@@ -160,7 +175,7 @@ func run() error {
 	}
 	defer sqlDB.Close()
 	if cfg.Migrate {
-		err = untilDone(ctx, log, "apply migrations", func(ctx context.Context) error {
+		err = cfg.Startup.Retry(ctx, log, "apply migrations", func(ctx context.Context) error {
 			n, err := migrations.Up(ctx, sqlDB)
 			if err == nil && n > 0 {
 				log.Info("migrations applied", zap.Int("count", n))
@@ -233,31 +248,4 @@ func run() error {
 		return runErr
 	}
 	return nil
-}
-
-// untilDone runs fn until it succeeds or ctx ends, pausing between attempts: a worker
-// started before PostgreSQL or SQS answers waits for them instead of crash-looping.
-func untilDone(ctx context.Context, log *zap.Logger, what string, fn func(context.Context) error) error {
-	pause := 500 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := fn(actx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		log.Warn("start-up step failed; retrying", zap.String("step", what), zap.Int("attempt", attempt),
-			zap.Duration("pause", pause), zap.Error(err))
-		t := time.NewTimer(pause)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		pause = min(2*pause, 15*time.Second)
-	}
 }

@@ -26,15 +26,15 @@ import (
 // startTimeout bounds resolving the orders queue at start-up.
 const startTimeout = 15 * time.Second
 
+// binary is what --help says about webhook-gateway.
+var binary = config.Binary{Name: "webhook-gateway", Summary: "webhook-gateway turns payment providers' signed webhooks into junban order events, exactly\none per provider event (docs/webhooks.md)."}
+
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "webhook-gateway:", err)
-		os.Exit(1)
-	}
+	config.Exit(binary.Name, run())
 }
 
 func run() error {
-	if handled, err := config.Preflight[webhook.Config](os.Args[1:]); handled {
+	if handled, err := config.Preflight[webhook.Config](binary, os.Args[1:]); handled {
 		return err
 	}
 	cfg, err := config.Load[webhook.Config]()

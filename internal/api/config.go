@@ -10,8 +10,8 @@ import (
 	"github.com/junban/junban/internal/config"
 )
 
-// Defaults of the API's settings; the envDefault tags of Config repeat them
-// (TestConfigDefaults keeps the two in step).
+// Defaults of the API's settings; Config.SetDefaults gives them to the
+// binary's variables (and --env-vars prints them).
 const (
 	// AddrDefault serves the API on loopback only: a wider address needs tokens.
 	AddrDefault = "127.0.0.1:8090"
@@ -48,31 +48,45 @@ type Config struct {
 
 	// Addr serves the API (/v1, /openapi.json); JUNBAN_HTTP_ADDR serves /healthz, /readyz
 	// and /metrics. A non-loopback Addr needs at least one token.
-	Addr string `env:"JUNBAN_API_ADDR" envDefault:"127.0.0.1:8090"`
+	Addr string `env:"JUNBAN_API_ADDR"`
 	// ReadTokens are the bearer tokens of the read scope, comma separated (several during
 	// a rotation). Secrets: never logged.
 	ReadTokens Tokens `env:"JUNBAN_API_READ_TOKENS"`
 	// AdminTokens are the bearer tokens of the admin scope (redrive, skip; reads too).
 	AdminTokens Tokens `env:"JUNBAN_API_ADMIN_TOKENS"`
 	// MaxBodyBytes bounds a request body; larger ones get 413.
-	MaxBodyBytes int64 `env:"JUNBAN_API_MAX_BODY_BYTES" envDefault:"1048576"`
+	MaxBodyBytes int64 `env:"JUNBAN_API_MAX_BODY_BYTES"`
 	// RequestTimeout bounds the work of one request; a request past it gets 503.
-	RequestTimeout time.Duration `env:"JUNBAN_API_REQUEST_TIMEOUT" envDefault:"10s"`
+	RequestTimeout time.Duration `env:"JUNBAN_API_REQUEST_TIMEOUT"`
 	// ReadHeaderTimeout bounds reading a request's headers.
-	ReadHeaderTimeout time.Duration `env:"JUNBAN_API_READ_HEADER_TIMEOUT" envDefault:"5s"`
+	ReadHeaderTimeout time.Duration `env:"JUNBAN_API_READ_HEADER_TIMEOUT"`
 	// ReadTimeout bounds reading a whole request, body included.
-	ReadTimeout time.Duration `env:"JUNBAN_API_READ_TIMEOUT" envDefault:"15s"`
+	ReadTimeout time.Duration `env:"JUNBAN_API_READ_TIMEOUT"`
 	// WriteTimeout bounds a request from the end of its headers to the end of the answer.
-	WriteTimeout time.Duration `env:"JUNBAN_API_WRITE_TIMEOUT" envDefault:"30s"`
+	WriteTimeout time.Duration `env:"JUNBAN_API_WRITE_TIMEOUT"`
 	// IdleTimeout closes keep-alive connections idle that long.
-	IdleTimeout time.Duration `env:"JUNBAN_API_IDLE_TIMEOUT" envDefault:"120s"`
+	IdleTimeout time.Duration `env:"JUNBAN_API_IDLE_TIMEOUT"`
 	// MaxCartSKUs bounds the items of one POST /v1/availability.
-	MaxCartSKUs int `env:"JUNBAN_API_MAX_CART_SKUS" envDefault:"100"`
+	MaxCartSKUs int `env:"JUNBAN_API_MAX_CART_SKUS"`
 	// StuckAge: GET /v1/turns/stuck lists a turn whose event in hand (or oldest backlog
 	// entry) is older, besides every turn whose event has failed runs.
-	StuckAge time.Duration `env:"JUNBAN_API_STUCK_AGE" envDefault:"5m"`
+	StuckAge time.Duration `env:"JUNBAN_API_STUCK_AGE"`
 	// PGMaxConns bounds the PostgreSQL connections.
-	PGMaxConns int `env:"JUNBAN_API_PG_MAX_CONNS" envDefault:"4"`
+	PGMaxConns int `env:"JUNBAN_API_PG_MAX_CONNS"`
+}
+
+// SetDefaults gives the settings their named defaults (config.Load calls it).
+func (c *Config) SetDefaults() {
+	c.Addr = AddrDefault
+	c.MaxBodyBytes = MaxBodyBytesDefault
+	c.RequestTimeout = RequestTimeoutDefault
+	c.ReadHeaderTimeout = ReadHeaderTimeoutDefault
+	c.ReadTimeout = ReadTimeoutDefault
+	c.WriteTimeout = WriteTimeoutDefault
+	c.IdleTimeout = IdleTimeoutDefault
+	c.MaxCartSKUs = MaxCartSKUsDefault
+	c.StuckAge = StuckAgeDefault
+	c.PGMaxConns = PGMaxConnsDefault
 }
 
 // Validate checks what the parser cannot, every problem at once.

@@ -2,23 +2,27 @@
 //
 // Every binary parses one struct with caarlos0/env, which reports every missing or
 // invalid variable in one error, so a user fixing a deployment sees all that is wrong at
-// once. Variables not set in the environment are taken from .junban/stack.env, which
-// the local stack (scripts/stack.sh) writes.
+// once. Variables not set in the environment are taken from the file JUNBAN_STACK_ENV
+// names, when it names one (the local stack, scripts/stack.sh, writes .junban/stack.env).
 package config
 
 import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
+	"github.com/cenkalti/backoff/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -27,20 +31,22 @@ import (
 	"github.com/junban/junban/internal/replication"
 )
 
-// StackEnvFile is the file the local stack writes its endpoints to, relative to the
-// repository root. JUNBAN_STACK_ENV names another file.
+// StackEnvFile is where the local stack (scripts/stack.sh) writes its endpoints,
+// relative to the repository root. Nothing reads it unless JUNBAN_STACK_ENV names it.
 const StackEnvFile = ".junban/stack.env"
 
-// LoadStackEnv sets the variables of the stack file that the environment does not set
-// already. The file is looked up from the working directory upwards; a missing file is
-// not an error (production sets the environment itself).
+// StackEnvVar names the file of defaults that LoadStackEnv reads. Unset, no file is read:
+// a .junban/stack.env that happens to lie in a production pod's working directory (or any
+// directory above it) changes nothing.
+const StackEnvVar = "JUNBAN_STACK_ENV"
+
+// LoadStackEnv sets the variables of the file named by JUNBAN_STACK_ENV that the
+// environment does not set already. With JUNBAN_STACK_ENV unset it reads nothing; a named
+// file that does not exist is not an error (tests name one on purpose to read none).
 func LoadStackEnv() error {
-	path := os.Getenv("JUNBAN_STACK_ENV")
+	path := os.Getenv(StackEnvVar)
 	if path == "" {
-		path = findUp(StackEnvFile)
-		if path == "" {
-			return nil
-		}
+		return nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -67,38 +73,51 @@ func LoadStackEnv() error {
 	return sc.Err()
 }
 
-func findUp(rel string) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
+// Defaulter is a configuration whose defaults are the named constants of the packages
+// that own the settings. Load calls SetDefaults on the zero value before it parses the
+// environment, so a variable left unset keeps the constant, and --env-vars prints the
+// same values: a default is written once, in its package. A field with an envDefault tag
+// (the settings config itself owns) takes the tag instead. SetDefaults of a struct that
+// embeds others calls theirs.
+type Defaulter interface{ SetDefaults() }
+
+// defaults returns T's zero value with the SetDefaults of every struct in it applied,
+// nested ones first, so that an embedded Defaulter is never lost to method promotion (two
+// embedded ones would hide each other's).
+func defaults[T any]() T {
+	var cfg T
+	setDefaults(reflect.ValueOf(&cfg).Elem())
+	return cfg
+}
+
+func setDefaults(v reflect.Value) {
+	for i := range v.NumField() {
+		if f := v.Type().Field(i); f.IsExported() && f.Type.Kind() == reflect.Struct && f.Tag.Get("env") == "" {
+			setDefaults(v.Field(i))
+		}
 	}
-	for {
-		p := filepath.Join(dir, rel)
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
+	if d, ok := v.Addr().Interface().(Defaulter); ok {
+		d.SetDefaults()
 	}
 }
 
-// Load reads the stack file, then parses the environment into a T and validates it.
-// The error lists every problem, one per line.
+// Load reads the stack file (when JUNBAN_STACK_ENV names one), then parses the
+// environment into a T on top of its defaults and validates it. The error lists every
+// problem, one per line.
 func Load[T any]() (T, error) {
-	var cfg T
 	if err := LoadStackEnv(); err != nil {
-		return cfg, err
+		var zero T
+		return zero, err
 	}
-	cfg, err := env.ParseAs[T]()
+	cfg := defaults[T]()
+	err := env.Parse(&cfg)
 	var problems []string
 	if err != nil {
 		var agg env.AggregateError
 		if errors.As(err, &agg) {
+			keys := fieldKeys(reflect.TypeOf(cfg), map[string][]string{})
 			for _, e := range agg.Errors {
-				problems = append(problems, e.Error())
+				problems = append(problems, describe(e, keys))
 			}
 		} else {
 			problems = append(problems, err.Error())
@@ -111,6 +130,33 @@ func Load[T any]() (T, error) {
 		return cfg, &Error{Problems: problems}
 	}
 	return cfg, nil
+}
+
+// describe words a parse error with the variable's name: the parser names the struct
+// field, and the value it refused stays in the field's default, which Validate accepts.
+func describe(err error, keys map[string][]string) string {
+	var pe env.ParseError
+	if errors.As(err, &pe) && len(keys[pe.Name]) > 0 {
+		return strings.Join(keys[pe.Name], " or ") + ": " + pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// fieldKeys maps each field name of the struct type t (nested structs included) to the
+// env keys of the fields of that name.
+func fieldKeys(t reflect.Type, out map[string][]string) map[string][]string {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if key, _, _ := strings.Cut(f.Tag.Get("env"), ","); key != "" {
+			out[f.Name] = append(out[f.Name], key)
+		} else if f.Type.Kind() == reflect.Struct {
+			fieldKeys(f.Type, out)
+		}
+	}
+	return out
 }
 
 // Error lists every configuration problem found at start-up.
@@ -129,8 +175,16 @@ type Common struct {
 	// HTTPAddr serves /healthz, /readyz and /metrics.
 	HTTPAddr string `env:"JUNBAN_HTTP_ADDR" envDefault:"127.0.0.1:0"`
 	// ShutdownBudget bounds graceful shutdown, under the 30 s that ECS and Kubernetes give.
-	ShutdownBudget time.Duration `env:"JUNBAN_SHUTDOWN_BUDGET" envDefault:"25s"`
+	ShutdownBudget time.Duration `env:"JUNBAN_SHUTDOWN_BUDGET"`
 }
+
+// ShutdownBudgetDefault is JUNBAN_SHUTDOWN_BUDGET's default (and queue's, for consumers
+// built without a budget): under the 30 s that ECS and Kubernetes give between SIGTERM
+// and SIGKILL.
+const ShutdownBudgetDefault = 25 * time.Second
+
+// SetDefaults sets the defaults that are named constants.
+func (c *Common) SetDefaults() { c.ShutdownBudget = ShutdownBudgetDefault }
 
 // Validate checks the values that the parser cannot.
 func (c Common) Validate() []string {
@@ -193,11 +247,14 @@ type RedisReplication struct {
 	// the SQS message is deleted or the results published; 0 turns it off.
 	MinReplicas int `env:"JUNBAN_REDIS_MIN_REPLICAS" envDefault:"0"`
 	// ReplicaTimeout bounds each WAIT; past it the write counts as not yet durable.
-	ReplicaTimeout time.Duration `env:"JUNBAN_REDIS_REPLICA_TIMEOUT" envDefault:"500ms"`
+	ReplicaTimeout time.Duration `env:"JUNBAN_REDIS_REPLICA_TIMEOUT"`
 	// WaitAOF asks for the primary's own AOF fsync as well (WAITAOF, Redis 7.2+, with
 	// appendonly yes): checked at start-up.
 	WaitAOF bool `env:"JUNBAN_REDIS_WAIT_AOF" envDefault:"false"`
 }
+
+// SetDefaults takes the timeout's default from replication.
+func (r *RedisReplication) SetDefaults() { r.ReplicaTimeout = replication.TimeoutDefault }
 
 // MaxReplicaTimeout keeps a WAIT inside go-redis' default read timeout (3 s), which bounds
 // the replies of the pipeline it ends.
@@ -287,47 +344,214 @@ type Var struct {
 	Required bool
 }
 
-// Vars lists the variables T reads, in field order.
+// Vars lists the variables T reads, in field order, each with its default: the
+// envDefault tag, or else the value SetDefaults gives the field (empty for a zero value).
 func Vars[T any]() ([]Var, error) {
-	var zero T
-	params, err := env.GetFieldParams(&zero)
+	d := defaults[T]()
+	params, err := env.GetFieldParams(&d)
 	if err != nil {
 		return nil, err
 	}
+	values := map[string]string{}
+	collect(reflect.ValueOf(d), values)
 	out := make([]Var, 0, len(params))
 	for _, p := range params {
-		out = append(out, Var{Name: p.Key, Default: p.DefaultValue, Required: p.Required})
+		v := Var{Name: p.Key, Default: p.DefaultValue, Required: p.Required}
+		if !p.HasDefaultValue {
+			v.Default = values[p.Key]
+		}
+		out = append(out, v)
 	}
 	return out, nil
 }
 
-// Preflight answers the flags every binary has: --env-vars prints the variables the
-// binary reads (name, required or default), --check-config loads and validates the
-// configuration and says so. handled is true when one of them ran.
-func Preflight[T any](args []string) (handled bool, err error) {
-	for _, a := range args {
-		switch a {
-		case "--env-vars", "-env-vars":
-			vars, err := Vars[T]()
-			if err != nil {
-				return true, err
+// collect maps each env key of the struct v (nested structs included) to its field's
+// value as FormatDefault writes it; zero values are left out.
+func collect(v reflect.Value, out map[string]string) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f, fv := t.Field(i), v.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		key, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+		switch {
+		case key != "":
+			if !fv.IsZero() {
+				out[key] = FormatDefault(fv.Interface())
 			}
-			for _, v := range vars {
-				switch {
-				case v.Required:
-					fmt.Printf("%s\trequired\n", v.Name)
-				default:
-					fmt.Printf("%s\tdefault=%s\n", v.Name, v.Default)
-				}
-			}
-			return true, nil
-		case "--check-config", "-check-config":
-			if _, err := Load[T](); err != nil {
-				return true, err
-			}
-			fmt.Println("configuration ok")
-			return true, nil
+		case fv.Kind() == reflect.Struct:
+			collect(fv, out)
 		}
 	}
+}
+
+// FormatDefault writes a default as an operator would set it: durations without their
+// zero tails ("168h", "1m", "20s", not "168h0m0s"), everything else with fmt.
+func FormatDefault(v any) string {
+	d, ok := v.(time.Duration)
+	if !ok {
+		return fmt.Sprint(v)
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// ErrUsage marks a mistake in a binary's command line: it exits 2.
+var ErrUsage = errors.New("usage")
+
+// UsageError is a mistake in a binary's command line, with the usage to print after it.
+type UsageError struct {
+	Err   error
+	Usage string
+}
+
+func (e *UsageError) Error() string   { return "usage: " + e.Err.Error() }
+func (e *UsageError) Unwrap() []error { return []error{ErrUsage, e.Err} }
+
+// Binary describes a service binary for its --help.
+type Binary struct {
+	// Name is the binary's name, as it is invoked.
+	Name string
+	// Summary says in a sentence or two what the binary does.
+	Summary string
+}
+
+// Preflight parses the flags every service binary has: --help (-h) prints the usage,
+// --env-vars prints the variables the binary reads (name, required or default),
+// --check-config loads and validates the configuration and says so. handled is true
+// when one of them ran (or the command line was wrong): the binary then exits, 0 when
+// err is nil, 2 when err is ErrUsage (an unknown flag or an argument; the usage is on
+// standard error), 1 otherwise. The binaries take their configuration from the
+// environment only, so any other flag or argument is a mistake.
+func Preflight[T any](b Binary, args []string) (handled bool, err error) {
+	fs := flag.NewFlagSet(b.Name, flag.ContinueOnError)
+	envVars := fs.Bool("env-vars", false, "print the environment variables "+b.Name+" reads (name, then required or its default) and exit")
+	checkConfig := fs.Bool("check-config", false, "load and validate the configuration from the environment, say so and exit")
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	var usage strings.Builder
+	fmt.Fprintf(&usage, "usage: %s [--env-vars | --check-config]\n\n%s\n\n", b.Name, b.Summary)
+	fmt.Fprintf(&usage, "%s takes its configuration from environment variables only: --env-vars lists them\n"+
+		"with their defaults; README.md (Configuration) and docs/operations.md describe them.\n\nflags:\n", b.Name)
+	fs.VisitAll(func(f *flag.Flag) { fmt.Fprintf(&usage, "  --%-14s %s\n", f.Name, f.Usage) })
+	fmt.Fprintf(&usage, "  -h, --help       print this help and exit\n")
+	err = fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Print(usage.String())
+		return true, nil
+	case err == nil && fs.NArg() > 0:
+		err = fmt.Errorf("takes no arguments, got %q", fs.Args())
+	}
+	if err != nil {
+		return true, &UsageError{Err: err, Usage: usage.String()}
+	}
+	switch {
+	case *envVars:
+		vars, err := Vars[T]()
+		if err != nil {
+			return true, err
+		}
+		for _, v := range vars {
+			switch {
+			case v.Required:
+				fmt.Printf("%s\trequired\n", v.Name)
+			default:
+				fmt.Printf("%s\tdefault=%s\n", v.Name, v.Default)
+			}
+		}
+		return true, nil
+	case *checkConfig:
+		if _, err := Load[T](); err != nil {
+			return true, err
+		}
+		fmt.Println("configuration ok")
+		return true, nil
+	}
 	return false, nil
+}
+
+// Exit ends a service binary whose run returned err: status 0 when err is nil, 2 for a
+// usage error, 1 otherwise, the error on standard error prefixed with the binary's name.
+func Exit(name string, err error) {
+	if err == nil {
+		os.Exit(0)
+	}
+	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+	if u, ok := errors.AsType[*UsageError](err); ok {
+		fmt.Fprint(os.Stderr, "\n"+u.Usage)
+	}
+	if errors.Is(err, ErrUsage) {
+		os.Exit(2)
+	}
+	os.Exit(1)
+}
+
+// StartupTimeoutDefault is JUNBAN_STARTUP_TIMEOUT's default: long enough for the SQS
+// emulator, LocalStack or PostgreSQL that docker-compose starts beside a worker to come
+// up, short enough that a worker that can never reach them exits and is seen to fail.
+const StartupTimeoutDefault = 60 * time.Second
+
+// Startup bounds a worker's start-up steps (the queue lookups, PostgreSQL, migrations).
+type Startup struct {
+	// Timeout is how long each start-up step is retried, with backoff, before the worker
+	// exits; 0 retries until the worker is stopped.
+	Timeout time.Duration `env:"JUNBAN_STARTUP_TIMEOUT"`
+}
+
+// SetDefaults sets Timeout's default.
+func (s *Startup) SetDefaults() { s.Timeout = StartupTimeoutDefault }
+
+// Validate checks the bound.
+func (s Startup) Validate() []string {
+	if s.Timeout < 0 {
+		return []string{"JUNBAN_STARTUP_TIMEOUT: must not be negative"}
+	}
+	return nil
+}
+
+// Start-up backoff: the pause after a step's first failure, doubling up to the cap, and
+// the bound of one attempt.
+const (
+	startupPauseFirst = 500 * time.Millisecond
+	startupPauseMax   = 15 * time.Second
+	startupAttemptMax = 30 * time.Second
+)
+
+// Retry runs fn until it succeeds, ctx ends or s.Timeout has passed, logging each failure
+// with the pause before the next attempt: a worker started before SQS or PostgreSQL
+// answers waits for them instead of exiting on the first error. Each attempt gets at most
+// 30 s. An error wrapped with backoff.Permanent ends the retries at once. The error names
+// the step and wraps fn's last error.
+func (s Startup) Retry(ctx context.Context, log *zap.Logger, step string, fn func(context.Context) error) error {
+	attempt := 0
+	var last error
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		attempt++
+		actx, cancel := context.WithTimeout(ctx, startupAttemptMax)
+		defer cancel()
+		last = fn(actx)
+		return struct{}{}, last
+	},
+		backoff.WithBackOff(&backoff.ExponentialBackOff{InitialInterval: startupPauseFirst, Multiplier: 2, MaxInterval: startupPauseMax}),
+		backoff.WithMaxElapsedTime(s.Timeout),
+		backoff.WithNotify(func(err error, pause time.Duration) {
+			log.Warn("start-up step failed; retrying", zap.String("step", step), zap.Int("attempt", attempt),
+				zap.Duration("pause", pause), zap.Error(err))
+		}))
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil && last != nil {
+		// Stopped while retrying: say what the step last failed with, too.
+		return fmt.Errorf("%s: %w (last error: %v)", step, err, last)
+	}
+	return fmt.Errorf("%s: %w", step, err)
 }

@@ -9,8 +9,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/junban/junban/internal/ledger"
 )
 
 // MaxIDLength bounds, in bytes, every id an event or a result carries: event_id, lcid,
@@ -94,9 +92,9 @@ type Line struct {
 
 // OrderData is the data of order.placed and order.lines_changed.
 type OrderData struct {
-	Mode       ledger.Mode `json:"mode,omitempty"`
-	TargetDate string      `json:"target_date,omitempty"`
-	Lines      []Line      `json:"lines"`
+	Mode       Mode   `json:"mode,omitempty"`
+	TargetDate string `json:"target_date,omitempty"`
+	Lines      []Line `json:"lines"`
 }
 
 // InventoryReceivedData is the data of inventory.received: a planned lot arrived and
@@ -202,14 +200,14 @@ type Result struct {
 	// ERR_UNDO_REFUSED, each undo it refused); for operators, not for machines.
 	Detail string         `json:"detail,omitempty"`
 	Order  *OrderSnapshot `json:"order,omitempty"`
-	Moves  []ledger.Move  `json:"moves,omitempty"`
-	SKUs   []ledger.SKU   `json:"skus,omitempty"`
+	Moves  []Move         `json:"moves,omitempty"`
+	SKUs   []SKU          `json:"skus,omitempty"`
 	// Holders are, for inventory.lot_recalled, the orders that hold reserved or
-	// allocated units of the recalled lot (at most ledger.MaxResultHolders);
+	// allocated units of the recalled lot (at most the ledger's MaxResultHolders, 100);
 	// HolderCount counts them all.
-	Holders     []ledger.Holder `json:"holders,omitempty"`
-	HolderCount int             `json:"holder_count,omitempty"`
-	ProcessedAt time.Time       `json:"processed_at"`
+	Holders     []Holder  `json:"holders,omitempty"`
+	HolderCount int       `json:"holder_count,omitempty"`
+	ProcessedAt time.Time `json:"processed_at"`
 }
 
 // OrderSnapshot is an order's state after an event.
@@ -218,7 +216,7 @@ type OrderSnapshot struct {
 	Status     string         `json:"status"`
 	Allocation string         `json:"allocation,omitempty"`
 	Paid       bool           `json:"paid"`
-	Mode       ledger.Mode    `json:"mode,omitempty"`
+	Mode       Mode           `json:"mode,omitempty"`
 	TargetDate string         `json:"target_date,omitempty"`
 	Lines      []SnapshotLine `json:"lines"`
 }
@@ -229,9 +227,9 @@ type SnapshotLine struct {
 	SKU    string `json:"sku"`
 	Qty    int64  `json:"qty"`
 	// Lots hold the line's quantity, in allocation order.
-	Lots []ledger.LotQty `json:"lots,omitempty"`
+	Lots []LotQty `json:"lots,omitempty"`
 	// Returned is what came back of the line's shipped units (order.returned), per lot.
-	Returned []ledger.LotQty `json:"returned,omitempty"`
+	Returned []LotQty `json:"returned,omitempty"`
 }
 
 // Order statuses.

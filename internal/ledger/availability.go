@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/junban/junban/internal/redisscript"
 )
 
 // AvailabilityRequest asks what an allocation of Mode on TargetDate would get now.
@@ -172,50 +174,23 @@ func (l *Ledger) AvailabilityMany(ctx context.Context, rs []AvailabilityRequest)
 
 func isLedgerError(err error) bool { return Reason(err) != "ERR_INTERNAL" }
 
-// availabilityPipe runs the script for rs[todo...] in one pipeline, loading the script
-// once if Redis does not know it.
+// availabilityPipe runs the script for rs[todo...] in one pipeline (by EVAL_RO for the
+// calls Redis did not know the script for).
 func (l *Ledger) availabilityPipe(ctx context.Context, rs []AvailabilityRequest, todo []int) ([]*redis.Cmd, error) {
-	for attempt := 0; ; attempt++ {
-		cmds := make([]*redis.Cmd, len(todo))
-		_, err := l.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for j, i := range todo {
-				r := rs[i]
-				cmds[j] = availableScript.EvalShaRO(ctx, p, []string{Key(l.prefix, r.SKU)}, r.TargetDate, string(r.Mode), r.Qty)
-			}
-			return nil
-		})
-		noScript := false
-		for _, c := range cmds {
-			if e := c.Err(); e != nil && redis.HasErrorPrefix(e, "NOSCRIPT") {
-				noScript = true
-			}
-		}
-		if noScript && attempt == 0 {
-			if err := l.loadAvailableScript(ctx); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err != nil {
-			// A pipeline error that is not a script reply (connection, timeout) fails the lot.
-			var rerr redis.Error
-			if !errors.As(err, &rerr) {
-				return nil, fmt.Errorf("ledger: availability: %w", err)
-			}
-		}
-		return cmds, nil
+	calls := make([]redisscript.Call, len(todo))
+	for j, i := range todo {
+		r := rs[i]
+		calls[j] = redisscript.Call{Keys: []string{Key(l.prefix, r.SKU)}, Args: []any{r.TargetDate, string(r.Mode), r.Qty}}
 	}
-}
-
-// loadAvailableScript loads the script on every master (a cluster's pipeline reaches
-// several).
-func (l *Ledger) loadAvailableScript(ctx context.Context) error {
-	if cc, ok := l.rc.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-			return availableScript.Load(ctx, c).Err()
-		})
+	cmds := redisscript.PipelinedRO(ctx, l.rc, availableScript, calls)
+	for _, c := range cmds {
+		// An error that is not a script's reply (connection, timeout) fails the lot.
+		var rerr redis.Error
+		if err := c.Err(); err != nil && !errors.As(err, &rerr) {
+			return nil, fmt.Errorf("ledger: availability: %w", err)
+		}
 	}
-	return availableScript.Load(ctx, l.rc).Err()
+	return cmds, nil
 }
 
 func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error) {

@@ -81,7 +81,7 @@ func TestAvailabilityAgreesWithAllocation(t *testing.T) {
 			}
 			var took []LotQty
 			for _, m := range r.Moves {
-				took = append(took, LotQty{m.LotID, m.Qty})
+				took = append(took, LotQty{LotID: m.LotID, Qty: m.Qty})
 			}
 			if !slices.Equal(took, at.Take) {
 				t.Fatalf("seq %d: allocation of %d took %v, availability listed %v", seq, n, took, at.Take)
@@ -112,7 +112,7 @@ func TestAvailabilityIsReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Sellable != 18 || a.Available != 16 || !a.OK || !slices.Equal(a.Take, []LotQty{{"L2", 3}, {"L1", 5}, {"P1", 1}}) {
+	if a.Sellable != 18 || a.Available != 16 || !a.OK || !slices.Equal(a.Take, []LotQty{{LotID: "L2", Qty: 3}, {LotID: "L1", Qty: 5}, {LotID: "P1", Qty: 1}}) {
 		t.Fatalf("availability %+v", a)
 	}
 	before, _ := l.Snapshot(ctx, "A")

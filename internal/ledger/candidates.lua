@@ -3,7 +3,15 @@
 -- an availability read cannot disagree on which lots are candidates, in which order,
 -- what they take from each, or why a request fails.
 --
--- Defines local functions only; reads nothing on its own.
+-- Defines local functions and the record layout only; reads nothing on its own.
+
+-- A candidate index record (layout.go's indexRecord): the sort key, SORT_LEN bytes (kind 1,
+-- best-before or the planned marker 10, registration 15), valid_from and valid_to
+-- (PERIOD_LEN, 10 each), then the lot's sellable field name "s:<lot_id>" and "\n". Offsets
+-- below are from a record's first byte.
+local SORT_LEN, PERIOD_LEN = 26, 20
+local PERIOD_AT = SORT_LEN                -- valid_from starts after the sort key
+local FIELD_AT = SORT_LEN + PERIOD_LEN    -- the field name starts after the period
 
 -- walkCandidates walks the candidate index of the SKU hash key (head: its HMGET of
 -- 'v', 'ss', 'on', 'o:0') in allocation order, keeping the lots valid on date, and reads
@@ -32,12 +40,11 @@ local function walkCandidates(key, head, date, need, first, chunk0, keepHeads)
         cur = redis.call('HGET', key, 'o:' .. ci)
         pos, n = 1, #cur
       else
-        -- Record: sort key(26) valid_from(10) valid_to(10) "s:" lot_id "\n" (layout.go).
-        local nl = string.find(cur, '\n', pos + 46, true)
-        local period = string.sub(cur, pos + 26, pos + 45)
+        local nl = string.find(cur, '\n', pos + FIELD_AT, true)
+        local period = string.sub(cur, pos + PERIOD_AT, pos + FIELD_AT - 1)
         if period == ALWAYS or (string.sub(period, 1, 10) <= date and date <= string.sub(period, 11, 20)) then
-          f[#f + 1] = string.sub(cur, pos + 46, nl - 1)
-          if keepHeads then heads[#heads + 1] = string.sub(cur, pos, pos + 45) end
+          f[#f + 1] = string.sub(cur, pos + FIELD_AT, nl - 1)
+          if keepHeads then heads[#heads + 1] = string.sub(cur, pos, pos + FIELD_AT - 1) end
         end
         pos = nl + 1
       end

@@ -22,7 +22,7 @@ import (
 // A row without lot_id is a SKU row and carries safety_stock; a row with lot_id is a
 // lot row and carries the lot's fields.
 var ImportColumns = []string{"sku", "safety_stock", "lot_id", "kind", "good", "best_before", "reg_seq",
-	"arrives_at", "valid_from", "valid_to", "sellable", "reserved", "allocated", "hidden", "shipped"}
+	"arrives_at", "valid_from", "valid_to", "sellable", "reserved", "allocated", "hidden", "shipped", "defective"}
 
 // LineError is one problem of an import file.
 type LineError struct {
@@ -304,6 +304,7 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 		l.Allocated, _ = num("allocated", MaxQty)
 		l.Hidden, _ = num("hidden", MaxQty)
 		l.Shipped, _ = num("shipped", MaxQty)
+		l.Defective, _ = num("defective", MaxQty)
 		il := ImportLot{Line: n, Lot: l}
 		if reg, ok := num("reg_seq", maxRegSeq); ok {
 			if regLine[sku] == nil {
@@ -507,15 +508,15 @@ func WriteImport(ctx context.Context, db *gorm.DB, skus []ImportSKU, loaded Live
 					}
 				}
 				err := tx.Exec(`INSERT INTO lots (sku, lot_id, kind, good, best_before, reg_seq, arrives_at,
-						valid_from, valid_to, sellable, reserved, allocated, hidden, shipped)
-					VALUES (?, ?, ?, ?, NULLIF(?, '')::date, ?, NULLIF(?, '')::date, ?::date, ?::date, ?, ?, ?, ?, ?)
+						valid_from, valid_to, sellable, reserved, allocated, hidden, shipped, defective)
+					VALUES (?, ?, ?, ?, NULLIF(?, '')::date, ?, NULLIF(?, '')::date, ?::date, ?::date, ?, ?, ?, ?, ?, ?)
 					ON CONFLICT (sku, lot_id) DO UPDATE SET kind = EXCLUDED.kind, good = EXCLUDED.good,
 						best_before = EXCLUDED.best_before, reg_seq = EXCLUDED.reg_seq, arrives_at = EXCLUDED.arrives_at,
 						valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to, sellable = EXCLUDED.sellable,
 						reserved = EXCLUDED.reserved, allocated = EXCLUDED.allocated, hidden = EXCLUDED.hidden,
-						shipped = EXCLUDED.shipped, updated_at = now()`,
+						shipped = EXCLUDED.shipped, defective = EXCLUDED.defective, updated_at = now()`,
 					s.SKU, l.LotID, l.Kind, l.Good, l.BestBefore, l.RegSeq, l.ArrivesAt, l.ValidFrom, l.ValidTo,
-					l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped).Error
+					l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped, l.Defective).Error
 				if err != nil {
 					return fmt.Errorf("line %d: lot %s of %s: %w", il.Line, l.LotID, s.SKU, err)
 				}

@@ -245,3 +245,47 @@ func TestImportRefusesASKULoadedMeanwhile(t *testing.T) {
 		t.Errorf("a refused import wrote A: %v", err)
 	}
 }
+
+// The defective bucket imports like the others (0 when the column is absent or empty),
+// is bounded like them, belongs on lot rows, and loads into Redis with the lot.
+func TestImportDefectiveColumn(t *testing.T) {
+	db := testenv.Postgres(t)
+	file := "sku,lot_id,kind,sellable,shipped,defective\nA,L1,onhand,5,1,3\nA,L2,onhand,4,,\n"
+	skus, err := ParseImport(strings.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteImport(ctx, db, skus, nil); err != nil {
+		t.Fatal(err)
+	}
+	jsonl := `{"sku":"B","lot_id":"L1","kind":"onhand","sellable":2,"defective":7}` + "\n"
+	if skus, err = ParseImport(strings.NewReader(jsonl)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteImport(ctx, db, skus, nil); err != nil {
+		t.Fatal(err)
+	}
+	a, err := PGLoader{DB: db}.LoadSKU(ctx, "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Lots) != 2 || a.Lots[0].Defective != 3 || a.Lots[0].Shipped != 1 || a.Lots[1].Defective != 0 {
+		t.Fatalf("A: %+v, want L1 defective 3 (shipped 1) and L2 defective 0", a.Lots)
+	}
+	rc, prefix := testenv.Redis(t)
+	l := New(rc, prefix, PGLoader{DB: db}, Config{})
+	if err := l.Load(ctx, "B"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Snapshot(ctx, "B")
+	if err != nil || len(b.Lots) != 1 || b.Lots[0].Defective != 7 || b.Lots[0].Sellable != 2 {
+		t.Fatalf("B in Redis: %+v %v, want L1 sellable 2 defective 7", b, err)
+	}
+
+	_, err = ParseImport(strings.NewReader("sku,safety_stock,lot_id,kind,defective\nA,1,,,2\nA,,L1,onhand,-1\n"))
+	var ie ImportErrors
+	if !errors.As(err, &ie) || len(ie) != 2 || ie[0].Field != "defective" || ie[0].Line != 2 ||
+		ie[1].Field != "defective" || !strings.Contains(ie[1].Msg, "not an integer") {
+		t.Fatalf("bad defective cells: %v", err)
+	}
+}

@@ -15,8 +15,9 @@ import (
 //	    ss       safety stock
 //	    on       number of candidate index chunks
 //	    o:<i>    candidate index chunk i: the good lots with sellable > 0, in allocation
-//	             order, one record per lot, indexChunk records per chunk (ledger.lua
-//	             keeps it current as lots empty and refill)
+//	             order, one record per lot; a load writes indexChunk records per chunk,
+//	             ledger.lua keeps it current as lots empty, refill and register by editing
+//	             one chunk (1..2*indexChunk records; a lone o:0 may be empty)
 //	    n        the next registration number (reg_seq) RegisterLot gives
 //	    m:<lot>  meta "kind\tgood\tbest_before\treg_seq\tarrives_at\tvalid_from\tvalid_to"
 //	    s:<lot>  sellable (read for every candidate an allocation looks at)
@@ -41,7 +42,8 @@ const (
 	fieldSafety  = "ss"
 	fieldChunks  = "on"
 	fieldNextReg = "n"
-	// indexChunk is the number of index records per hash field; ledger.lua's CHUNK.
+	// indexChunk is the number of index records per hash field a load writes; ledger.lua's
+	// CHUNK (an edit splits a chunk past twice as many).
 	indexChunk = 32
 )
 

@@ -68,12 +68,13 @@ local held = {r = 1, a = 1}
 local st, touched, moves = {}, {}, {}
 local holder, holds = '', nil
 
--- The candidate index is split into fields o:0 .. o:<on-1> of up to 32 records each, so
--- an allocation reads only as far as it walks. Updates load it whole (indexOps), edit
--- it and write it back re-split (commit).
+-- The candidate index is split into fields o:0 .. o:<on-1> ("chunks"), so an allocation
+-- reads only as far as it walks. A load writes chunks of CHUNK records; an edit changes
+-- only the chunk its record belongs in, splits a chunk that grew past 2*CHUNK records and
+-- drops one that emptied (renaming the chunks after it), so an operation's cost does not
+-- grow with the SKU's lots.
 local CHUNK = 32
 local nchunks = tonumber(head[3])
-local index, indexDirty = nil, false
 
 -- fetch reads the fields of the lots not read yet; returns the first unknown lot.
 local function fetch(lots)
@@ -128,25 +129,43 @@ end
 -- Index helpers, created on first need: most operations never edit the index, and
 -- defining closures costs on every call.
 local ix
+-- ch holds the chunks once read (ch[1] is o:0); dirty the ones an edit changed, and
+-- shiftFrom the first whose position changed (a split or a drop renames every later one).
+local ch, dirty, shiftFrom = nil, {}, nil
 local function indexOps()
   if ix then return ix end
   ix = {}
-  local function loadIndex()
-    if index then return end
-    index = head[4]
+  local function loadChunks()
+    if ch then return end
+    ch = {head[4]}
     if nchunks > 1 then
       local f = {}
       for i = 1, nchunks - 1 do f[i] = 'o:' .. i end
-      index = index .. table.concat(redis.call('HMGET', key, unpack(f)))
+      local v = redis.call('HMGET', key, unpack(f))
+      for i = 1, nchunks - 1 do ch[i + 1] = v[i] end
     end
+  end
+
+  -- chunkOf returns the chunk a record with sort key k is or belongs in: the last one
+  -- whose first record does not sort after k (sort keys are unique in a SKU; chunks other
+  -- than a lone o:0 are never empty).
+  local function chunkOf(k)
+    loadChunks()
+    local i = 1
+    while i < #ch and string.sub(ch[i + 1], 1, SORT_LEN) <= k do i = i + 1 end
+    return i
+  end
+
+  local function shifted(i)
+    if not shiftFrom or i < shiftFrom then shiftFrom = i end
   end
 
   function ix.parseMeta(m)
     return string.match(m, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$')
   end
 
-  -- Candidate index records: kind(1) sort(25) valid_from(10) valid_to(10) "s:" lot_id "\n"
-  -- (the lot's sellable field name, so the walk cuts one string per record).
+  -- Candidate index records (candidates.lua's SORT_LEN, FIELD_AT): sort key, period,
+  -- "s:" lot_id "\n" (the lot's sellable field name, so the walk cuts one string per record).
   function ix.record(kind, bb, reg, vf, vt, lot)
     local sk
     if kind == 'planned' then
@@ -158,33 +177,49 @@ local function indexOps()
     return sk .. vf .. vt .. 's:' .. lot .. '\n'
   end
 
-  -- dropRecord removes the lot's record from the index.
-  function ix.dropRecord(lot)
-    loadIndex()
-    local fld = 's:' .. lot
-    local pos, n = 1, #index
-    while pos <= n do
-      local nl = string.find(index, '\n', pos + 46, true)
-      if string.sub(index, pos + 46, nl - 1) == fld then
-        index = string.sub(index, 1, pos - 1) .. string.sub(index, nl + 1)
-        indexDirty = true
+  -- dropRecord removes rec, a record as the index holds it, from its chunk.
+  function ix.dropRecord(rec)
+    local i = chunkOf(string.sub(rec, 1, SORT_LEN))
+    local c, from = ch[i], 1
+    while true do
+      local p = string.find(c, rec, from, true)
+      if not p then return end
+      if p == 1 or string.byte(c, p - 1) == 10 then -- at a record's start
+        c = string.sub(c, 1, p - 1) .. string.sub(c, p + #rec)
+        if c == '' and #ch > 1 then
+          table.remove(ch, i)
+          shifted(i)
+        else
+          ch[i], dirty[i] = c, true
+        end
         return
       end
-      pos = nl + 1
+      from = p + 1
     end
   end
 
-  -- addRecord inserts rec before the first record with a larger sort key.
+  -- addRecord inserts rec into its chunk, before the first record with a larger sort key.
   function ix.addRecord(rec)
-    loadIndex()
-    local k = string.sub(rec, 1, 26)
-    local pos, n = 1, #index
+    local k = string.sub(rec, 1, SORT_LEN)
+    local i = chunkOf(k)
+    local c = ch[i]
+    local pos, n = 1, #c
     while pos <= n do
-      if string.sub(index, pos, pos + 25) > k then break end
-      pos = string.find(index, '\n', pos + 46, true) + 1
+      if string.sub(c, pos, pos + SORT_LEN - 1) > k then break end
+      pos = string.find(c, '\n', pos + FIELD_AT, true) + 1
     end
-    index = string.sub(index, 1, pos - 1) .. rec .. string.sub(index, pos)
-    indexDirty = true
+    c = string.sub(c, 1, pos - 1) .. rec .. string.sub(c, pos)
+    local _, count = string.gsub(c, '\n', '\n')
+    if count <= 2 * CHUNK then
+      ch[i], dirty[i] = c, true
+      return
+    end
+    -- Split after CHUNK records.
+    pos = 1
+    for _ = 1, CHUNK do pos = string.find(c, '\n', pos + FIELD_AT, true) + 1 end
+    ch[i] = string.sub(c, 1, pos - 1)
+    table.insert(ch, i + 1, string.sub(c, pos))
+    shifted(i)
   end
   return ix
 end
@@ -204,7 +239,10 @@ local function commit(extra)
       local was = l.s0 > 0 and string.find(l.m0, '^[^\t]*\t1\t') ~= nil
       local kind, good, bb, reg, _, vf, vt = I.parseMeta(l.m)
       local now = l.s > 0 and good == '1'
-      if was and (not now or l.dirtyMeta) then I.dropRecord(lot) end
+      if was and (not now or l.dirtyMeta) then
+        local k0, _, bb0, reg0, _, vf0, vt0 = I.parseMeta(l.m0) -- the record as indexed
+        I.dropRecord(I.record(k0, bb0, reg0, vf0, vt0, lot))
+      end
       if now and (not was or l.dirtyMeta) then I.addRecord(I.record(kind, bb, reg, vf, vt, lot)) end
     end
     local n = #w
@@ -217,28 +255,22 @@ local function commit(extra)
     out[#out + 1] = 'l\t' .. lot .. '\t' .. l.m .. '\t' .. sv .. '\t' .. bv
   end
   if extra then out[#out + 1] = extra end
-  if indexDirty then
-    local n, pos, count, start, ci = #index, 1, 0, 1, 0
-    while pos <= n do
-      pos = string.find(index, '\n', pos + 46, true) + 1
-      count = count + 1
-      if count == CHUNK then
-        w[#w + 1] = 'o:' .. ci; w[#w + 1] = string.sub(index, start, pos - 1)
-        ci, start, count = ci + 1, pos, 0
+  if ch then
+    for i = 1, #ch do
+      if dirty[i] or (shiftFrom and i >= shiftFrom) then
+        w[#w + 1] = 'o:' .. (i - 1); w[#w + 1] = ch[i]
       end
     end
-    if count > 0 or ci == 0 then
-      w[#w + 1] = 'o:' .. ci; w[#w + 1] = string.sub(index, start)
-      ci = ci + 1
-    end
-    w[#w + 1] = 'on'; w[#w + 1] = fmt(ci)
-    if ci < nchunks then
-      local d = {}
-      for i = ci, nchunks - 1 do d[#d + 1] = 'o:' .. i end
-      redis.call('HDEL', key, unpack(d))
+    if shiftFrom then
+      w[#w + 1] = 'on'; w[#w + 1] = fmt(#ch)
+      if #ch < nchunks then
+        local d = {}
+        for i = #ch, nchunks - 1 do d[#d + 1] = 'o:' .. i end
+        redis.call('HDEL', key, unpack(d))
+      end
     end
   end
-  for i = 1, #w, 1000 do -- one call unless a huge index was rewritten
+  for i = 1, #w, 1000 do -- one call unless many chunks were renamed
     redis.call('HSET', key, unpack(w, i, math.min(i + 999, #w)))
   end
   if holds then

@@ -174,7 +174,7 @@ func TestSafetyStockOnlyForShip(t *testing.T) {
 		_, err = inv.Allocate(ctx, alloc("s1", "A", 1, "2026-12-01", ModeShip))
 		wantErr(t, err, ErrSafetyStock)
 		// Confirm has no safety check: the stock is already set aside.
-		r, err = inv.Confirm(ctx, LotsRequest{OpID: "c", SKU: "A", Lots: []LotQty{{"L", 6}}})
+		r, err = inv.Confirm(ctx, LotsRequest{OpID: "c", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 6}}})
 		wantMoves(t, r, err, mv{"L", Reserved, Allocated, 6})
 		_, err = inv.Allocate(ctx, alloc("r4", "A", 4, "2026-12-01", ModeReserve)) // reserve may dip into safety stock
 		if err != nil {
@@ -261,20 +261,20 @@ func TestLifecycleReleaseConfirmShip(t *testing.T) {
 		r, err := inv.Allocate(ctx, alloc("a", "A", 4, "2026-12-01", ModeReserve))
 		wantMoves(t, r, err, mv{"L1", Sellable, Reserved, 2}, mv{"L2", Sellable, Reserved, 2})
 		// Partial release: the caller takes from the line's lots in reverse allocation order.
-		r, err = inv.Release(ctx, ReleaseRequest{OpID: "rel", SKU: "A", From: Reserved, Lots: []LotQty{{"L2", 1}}})
+		r, err = inv.Release(ctx, ReleaseRequest{OpID: "rel", SKU: "A", From: Reserved, Lots: []LotQty{{LotID: "L2", Qty: 1}}})
 		wantMoves(t, r, err, mv{"L2", Reserved, Sellable, 1})
-		_, err = inv.Confirm(ctx, LotsRequest{OpID: "c0", SKU: "A", Lots: []LotQty{{"L1", 2}, {"L2", 2}}})
+		_, err = inv.Confirm(ctx, LotsRequest{OpID: "c0", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 2}, {LotID: "L2", Qty: 2}}})
 		wantErr(t, err, ErrInsufficient) // all or nothing: L1 must not have moved
-		_, err = inv.Confirm(ctx, LotsRequest{OpID: "c1", SKU: "A", Lots: []LotQty{{"L1", 2}, {"nope", 1}}})
+		_, err = inv.Confirm(ctx, LotsRequest{OpID: "c1", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 2}, {LotID: "nope", Qty: 1}}})
 		wantErr(t, err, ErrUnknownLot)
-		r, err = inv.Confirm(ctx, LotsRequest{OpID: "c2", SKU: "A", Lots: []LotQty{{"L1", 1}, {"L2", 1}, {"L1", 1}}})
+		r, err = inv.Confirm(ctx, LotsRequest{OpID: "c2", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 1}, {LotID: "L2", Qty: 1}, {LotID: "L1", Qty: 1}}})
 		wantMoves(t, r, err, mv{"L1", Reserved, Allocated, 1}, mv{"L2", Reserved, Allocated, 1}, mv{"L1", Reserved, Allocated, 1})
 		if len(r.Lots) != 2 || r.Lots[0].Allocated != 2 || r.Lots[0].Reserved != 0 {
 			t.Fatalf("lots %+v", r.Lots)
 		}
-		r, err = inv.Ship(ctx, LotsRequest{OpID: "s", SKU: "A", Lots: []LotQty{{"L1", 2}}})
+		r, err = inv.Ship(ctx, LotsRequest{OpID: "s", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 2}}})
 		wantMoves(t, r, err, mv{"L1", Allocated, Shipped, 2})
-		r, err = inv.Release(ctx, ReleaseRequest{OpID: "rel2", SKU: "A", From: Allocated, Lots: []LotQty{{"L2", 1}}})
+		r, err = inv.Release(ctx, ReleaseRequest{OpID: "rel2", SKU: "A", From: Allocated, Lots: []LotQty{{LotID: "L2", Qty: 1}}})
 		wantMoves(t, r, err, mv{"L2", Allocated, Sellable, 1})
 		snap, _ := inv.Snapshot(ctx, "A")
 		want := []Lot{s.Lots[0], s.Lots[1]}
@@ -360,7 +360,7 @@ func TestInvalidRequestsNeverReachTheScript(t *testing.T) {
 			{"no op id", func() error { _, err := inv.Allocate(ctx, alloc("", "A", 1, "2026-12-01", ModeShip)); return err }, ErrInvalidRequest},
 			{"brace in sku", func() error { _, err := inv.Allocate(ctx, alloc("x", "A}", 1, "2026-12-01", ModeShip)); return err }, ErrInvalidRequest},
 			{"release from sellable", func() error {
-				_, err := inv.Release(ctx, ReleaseRequest{OpID: "x", SKU: "A", From: Sellable, Lots: []LotQty{{"L", 1}}})
+				_, err := inv.Release(ctx, ReleaseRequest{OpID: "x", SKU: "A", From: Sellable, Lots: []LotQty{{LotID: "L", Qty: 1}}})
 				return err
 			}, ErrInvalidRequest},
 			{"release no lots", func() error {
@@ -368,7 +368,7 @@ func TestInvalidRequestsNeverReachTheScript(t *testing.T) {
 				return err
 			}, ErrInvalidRequest},
 			{"ship zero", func() error {
-				_, err := inv.Ship(ctx, LotsRequest{OpID: "x", SKU: "A", Lots: []LotQty{{"L", 0}}})
+				_, err := inv.Ship(ctx, LotsRequest{OpID: "x", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 0}}})
 				return err
 			}, ErrInvalidQuantity},
 			{"hide zero", func() error {
@@ -573,20 +573,20 @@ func TestUndo(t *testing.T) {
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
 		r, err := inv.Allocate(ctx, alloc("a", "A", 3, "2026-12-01", ModeReserve))
 		wantMoves(t, r, err, mv{"L1", Sellable, Reserved, 3})
-		r, err = inv.Confirm(ctx, LotsRequest{OpID: "c", SKU: "A", Lots: []LotQty{{"L1", 3}}})
+		r, err = inv.Confirm(ctx, LotsRequest{OpID: "c", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 3}}})
 		wantMoves(t, r, err, mv{"L1", Reserved, Allocated, 3})
-		r, err = inv.Undo(ctx, UndoRequest{OpID: "c-undo", SKU: "A", From: Reserved, To: Allocated, Lots: []LotQty{{"L1", 3}}})
+		r, err = inv.Undo(ctx, UndoRequest{OpID: "c-undo", SKU: "A", From: Reserved, To: Allocated, Lots: []LotQty{{LotID: "L1", Qty: 3}}})
 		wantMoves(t, r, err, mv{"L1", Allocated, Reserved, 3})
 		if r.Moves[0].Version != r.Version || r.Version != 3 {
 			t.Fatalf("undo at version %d, its move at %d; want 3", r.Version, r.Moves[0].Version)
 		}
 		// The bucket no longer holds what the undo would take back.
-		_, err = inv.Undo(ctx, UndoRequest{OpID: "c-undo-2", SKU: "A", From: Reserved, To: Allocated, Lots: []LotQty{{"L1", 1}}})
+		_, err = inv.Undo(ctx, UndoRequest{OpID: "c-undo-2", SKU: "A", From: Reserved, To: Allocated, Lots: []LotQty{{LotID: "L1", Qty: 1}}})
 		wantErr(t, err, ErrInsufficient)
 		// Not an operation an order makes: hidden stock is never an order's.
-		_, err = inv.Undo(ctx, UndoRequest{OpID: "h-undo", SKU: "A", From: Sellable, To: Hidden, Lots: []LotQty{{"L1", 1}}})
+		_, err = inv.Undo(ctx, UndoRequest{OpID: "h-undo", SKU: "A", From: Sellable, To: Hidden, Lots: []LotQty{{LotID: "L1", Qty: 1}}})
 		wantErr(t, err, ErrInvalidRequest)
-		r, err = inv.Undo(ctx, UndoRequest{OpID: "a-undo", SKU: "A", From: Sellable, To: Reserved, Lots: []LotQty{{"L1", 3}}})
+		r, err = inv.Undo(ctx, UndoRequest{OpID: "a-undo", SKU: "A", From: Sellable, To: Reserved, Lots: []LotQty{{LotID: "L1", Qty: 3}}})
 		wantMoves(t, r, err, mv{"L1", Reserved, Sellable, 3})
 		snap, _ := inv.Snapshot(ctx, "A")
 		if l := snap.Lots[0]; l.Sellable != 5 || l.Reserved != 0 || l.Allocated != 0 {

@@ -1,8 +1,8 @@
 -- load.lua: create a SKU's hash if it does not exist yet (create-if-absent, like SET NX).
 --
 -- KEYS[1]  the SKU hash <prefix>:inv:{<sku>}
--- ARGV     field value field value ... (loadFields in layout.go): v, ss, o, and three
---          fields per lot
+-- ARGV     field value field value ... (loadFields in layout.go): v, ss, on, n, the
+--          index chunks o:<i>, and m:, s:, b: per lot
 --
 -- Returns 1 when it created the hash, 0 when the hash existed (it is left untouched:
 -- Redis is the source of truth once loaded, so concurrent first touches create it once).

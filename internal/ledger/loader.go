@@ -14,7 +14,8 @@ type Loader interface {
 	LoadSKU(ctx context.Context, sku string) (SKU, error)
 }
 
-// PGLoader loads SKUs from PostgreSQL (tables skus and lots, migrations/00001_init.sql).
+// PGLoader loads SKUs from PostgreSQL (tables skus and lots, migrations/00001_init.sql and
+// 00003, which added the defective bucket).
 type PGLoader struct{ DB *gorm.DB }
 
 // LoadQuerySKU and LoadQueryLots are the queries PGLoader runs, in one repeatable-read
@@ -28,7 +29,7 @@ const (
        coalesce(to_char(arrives_at, 'YYYY-MM-DD'), '') AS arrives_at,
        to_char(valid_from, 'YYYY-MM-DD') AS valid_from,
        to_char(valid_to, 'YYYY-MM-DD') AS valid_to,
-       sellable, reserved, allocated, hidden, shipped`
+       sellable, reserved, allocated, hidden, shipped, defective`
 	LoadQueryLots = `SELECT ` + LotColumns + `
   FROM lots WHERE sku = ? ORDER BY reg_seq, lot_id`
 )

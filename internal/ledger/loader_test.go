@@ -13,9 +13,9 @@ func TestPGLoader(t *testing.T) {
 	for _, q := range []string{
 		`INSERT INTO skus (sku, safety_stock, version) VALUES ('A', 3, 7), ('EMPTY', 0, 0)`,
 		`INSERT INTO lots (sku, lot_id, kind, good, best_before, reg_seq, arrives_at, valid_from, valid_to,
-		                   sellable, reserved, allocated, hidden, shipped) VALUES
-		 ('A', 'L2', 'planned', true, NULL, 2, '2026-12-24', '2026-12-01', '2027-06-30', 10, 1, 0, 0, 0),
-		 ('A', 'L1', 'onhand', false, '2027-01-31', 1, NULL, '0001-01-01', '9999-12-31', 5, 0, 2, 1, 4)`,
+		                   sellable, reserved, allocated, hidden, shipped, defective) VALUES
+		 ('A', 'L2', 'planned', true, NULL, 2, '2026-12-24', '2026-12-01', '2027-06-30', 10, 1, 0, 0, 0, 0),
+		 ('A', 'L1', 'onhand', false, '2027-01-31', 1, NULL, '0001-01-01', '9999-12-31', 5, 0, 2, 1, 4, 6)`,
 	} {
 		if err := db.Exec(q).Error; err != nil {
 			t.Fatal(err)
@@ -27,7 +27,7 @@ func TestPGLoader(t *testing.T) {
 	}
 	want := SKU{SKU: "A", SafetyStock: 3, Version: 7, Lots: []Lot{
 		{LotID: "L1", Kind: KindOnHand, Good: false, BestBefore: "2027-01-31", RegSeq: 1, ValidFrom: MinDate, ValidTo: MaxDate,
-			Sellable: 5, Allocated: 2, Hidden: 1, Shipped: 4},
+			Sellable: 5, Allocated: 2, Hidden: 1, Shipped: 4, Defective: 6},
 		{LotID: "L2", Kind: KindPlanned, Good: true, RegSeq: 2, ArrivesAt: "2026-12-24", ValidFrom: "2026-12-01", ValidTo: "2027-06-30",
 			Sellable: 10, Reserved: 1},
 	}}

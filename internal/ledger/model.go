@@ -417,17 +417,17 @@ func (m *Model) Adjust(ctx context.Context, r AdjustRequest) (Result, error) {
 
 // Hold implements Inventory.
 func (m *Model) Hold(ctx context.Context, r HoldRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Sellable, Hidden, []LotQty{{r.LotID, r.Qty}})
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Sellable, Hidden, []LotQty{{LotID: r.LotID, Qty: r.Qty}})
 }
 
 // ReleaseHold implements Inventory.
 func (m *Model) ReleaseHold(ctx context.Context, r HoldRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Hidden, Sellable, []LotQty{{r.LotID, r.Qty}})
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Hidden, Sellable, []LotQty{{LotID: r.LotID, Qty: r.Qty}})
 }
 
 // Damage implements Inventory.
 func (m *Model) Damage(ctx context.Context, r HoldRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Sellable, Defective, []LotQty{{r.LotID, r.Qty}})
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Sellable, Defective, []LotQty{{LotID: r.LotID, Qty: r.Qty}})
 }
 
 // Return implements Inventory.

@@ -2,7 +2,10 @@ package ledger
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
+
+	"github.com/junban/junban/internal/testenv"
 )
 
 // A lot registered on a live SKU is its newest: a planned one is the first LIFO takes, an
@@ -78,9 +81,9 @@ func TestRecallListsTheHolders(t *testing.T) {
 		a.Holder = "o2"
 		_, err = inv.Allocate(ctx, a)
 		wantErr(t, err, nil)
-		_, err = inv.Release(ctx, ReleaseRequest{OpID: "rel", SKU: "A", From: Reserved, Lots: []LotQty{{"L", 2}}, Holder: "o1"})
+		_, err = inv.Release(ctx, ReleaseRequest{OpID: "rel", SKU: "A", From: Reserved, Lots: []LotQty{{LotID: "L", Qty: 2}}, Holder: "o1"})
 		wantErr(t, err, nil)
-		_, err = inv.Ship(ctx, LotsRequest{OpID: "shp", SKU: "A", Lots: []LotQty{{"L", 3}}, Holder: "o2"})
+		_, err = inv.Ship(ctx, LotsRequest{OpID: "shp", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 3}}, Holder: "o2"})
 		wantErr(t, err, nil)
 		for i := range MaxResultHolders + 1 {
 			a := alloc(fmt.Sprint("b", i), "A", 1, "2026-12-01", ModeReserve)
@@ -113,11 +116,11 @@ func TestReturnsDamageAndHolds(t *testing.T) {
 	l := lot("L", KindOnHand, 0, "2027-01-01", 10)
 	l.Shipped = 4
 	each(t, []SKU{{SKU: "A", Lots: []Lot{l}}}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Return(ctx, ReturnRequest{OpID: "r1", SKU: "A", Lots: []LotQty{{"L", 1}}})
+		r, err := inv.Return(ctx, ReturnRequest{OpID: "r1", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 1}}})
 		wantMoves(t, r, err, mv{"L", Shipped, Sellable, 1})
-		r, err = inv.Return(ctx, ReturnRequest{OpID: "r2", SKU: "A", Lots: []LotQty{{"L", 2}}, Defective: true})
+		r, err = inv.Return(ctx, ReturnRequest{OpID: "r2", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 2}}, Defective: true})
 		wantMoves(t, r, err, mv{"L", Shipped, Defective, 2})
-		_, err = inv.Return(ctx, ReturnRequest{OpID: "r3", SKU: "A", Lots: []LotQty{{"L", 2}}})
+		_, err = inv.Return(ctx, ReturnRequest{OpID: "r3", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 2}}})
 		wantErr(t, err, ErrInsufficient)
 		r, err = inv.Damage(ctx, HoldRequest{OpID: "d1", SKU: "A", LotID: "L", Qty: 3, Reason: "crushed"})
 		wantMoves(t, r, err, mv{"L", Sellable, Defective, 3})
@@ -126,7 +129,69 @@ func TestReturnsDamageAndHolds(t *testing.T) {
 		}
 		_, err = inv.Damage(ctx, HoldRequest{OpID: "d2", SKU: "A", LotID: "L", Qty: 3})
 		wantErr(t, err, ErrInvalidRequest) // no reason
-		_, err = inv.Undo(ctx, UndoRequest{OpID: "r1-undo", SKU: "A", From: Shipped, To: Sellable, Lots: []LotQty{{"L", 1}}})
+		_, err = inv.Undo(ctx, UndoRequest{OpID: "r1-undo", SKU: "A", From: Shipped, To: Sellable, Lots: []LotQty{{LotID: "L", Qty: 1}}})
 		wantErr(t, err, nil)
 	})
+}
+
+// The candidate index stays exact while registrations grow one chunk past twice the
+// load's size (it splits) and allocations drain every lot of a chunk (it goes, and the
+// chunks after it are renamed), against the model after every step.
+func TestIndexChunksSplitAndDrop(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	s := SKU{SKU: "A", Lots: []Lot{}}
+	for i := range 40 { // chunks of 32 and 8
+		s.Lots = append(s.Lots, lot(fmt.Sprintf("L%02d", i), KindOnHand, int64(i), "2027-06-01", 1))
+	}
+	l := New(rc, prefix, newMemLoader(s), Config{})
+	m := NewModel(newMemLoader(s))
+	step := func(name string, run func(inv Inventory) (Result, error)) {
+		t.Helper()
+		rr, rerr := run(l)
+		mr, merr := run(m)
+		if Reason(rerr) != Reason(merr) || !reflect.DeepEqual(normal(rr), normal(mr)) {
+			t.Fatalf("%s: redis %+v %v, model %+v %v", name, rr, rerr, mr, merr)
+		}
+		h, err := rc.HGetAll(ctx, Key(prefix, "A")).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := decodeHash("A", h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkIndex(h, snap.Lots); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	chunks := func() int {
+		n, _ := rc.HGet(ctx, Key(prefix, "A"), fieldChunks).Int()
+		return n
+	}
+	// 40 on-hand lots that sort before every loaded one: the first chunk takes them all
+	// and splits when it passes 64 records.
+	for i := range 40 {
+		step(fmt.Sprint("register ", i), func(inv Inventory) (Result, error) {
+			return inv.RegisterLot(ctx, RegisterLotRequest{OpID: fmt.Sprint("r", i), SKU: "A",
+				Lot: NewLot{LotID: fmt.Sprintf("E%02d", i), Kind: KindOnHand, Good: true, BestBefore: "2027-01-01", Sellable: 1}})
+		})
+	}
+	if n := chunks(); n != 3 {
+		t.Fatalf("%d chunks after the registrations, want 3 (a split)", n)
+	}
+	// Drain them in FEFO order: the first chunk empties and goes.
+	for i := range 40 {
+		step(fmt.Sprint("allocate ", i), func(inv Inventory) (Result, error) {
+			return inv.Allocate(ctx, AllocateRequest{OpID: fmt.Sprint("a", i), SKU: "A", Qty: 1, TargetDate: "2026-12-01", Mode: ModeReserve})
+		})
+	}
+	if n := chunks(); n != 2 {
+		t.Fatalf("%d chunks after draining the first, want 2", n)
+	}
+	step("drain all", func(inv Inventory) (Result, error) {
+		return inv.Allocate(ctx, AllocateRequest{OpID: "all", SKU: "A", Qty: 40, TargetDate: "2026-12-01", Mode: ModeReserve})
+	})
+	if n := chunks(); n != 1 {
+		t.Fatalf("%d chunks with nothing sellable, want 1 (empty)", n)
+	}
 }

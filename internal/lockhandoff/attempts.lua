@@ -26,8 +26,7 @@ local cur = redis.call('LINDEX', KEYS[2], 0)
 if not cur or redis.sha1hex(cur) ~= ARGV[2] then
   return {-2}
 end
-local t = redis.call('TIME')
-local now = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
+local now = nowMillis()
 if redis.call('HGET', KEYS[3], 'entry') ~= ARGV[2] then
   redis.call('DEL', KEYS[3])
   redis.call('HSET', KEYS[3], 'entry', ARGV[2], 'first_at', now)

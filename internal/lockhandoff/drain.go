@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"go.uber.org/zap"
 )
 
@@ -277,7 +279,8 @@ func (h *Handoff) handle(l *lease, e entry) (handled, []Write) {
 			return h.quarantine(l, e, f)
 		}
 	}
-	backoff := h.cfg.RetryBackoff
+	// RetryBackoff, doubling, without jitter or cap: HandlerRetries is a few re-runs.
+	pauses := &backoff.ExponentialBackOff{InitialInterval: h.cfg.RetryBackoff, Multiplier: 2, MaxInterval: math.MaxInt64}
 	for attempt := 0; ; attempt++ {
 		deadline := time.Now().Add(h.cfg.HandlerDeadline)
 		l.setDeadline(deadline)
@@ -334,7 +337,7 @@ func (h *Handoff) handle(l *lease, e entry) (handled, []Write) {
 				zap.String("lcid", l.entity), zap.Int64("seq", e.seq), zap.Int("attempts", attempt+1), zap.Error(err))
 			return handledFailed, nil
 		}
-		timer := time.NewTimer(backoff)
+		timer := time.NewTimer(pauses.NextBackOff())
 		select {
 		case <-timer.C:
 		case <-l.ctx.Done():
@@ -353,7 +356,6 @@ func (h *Handoff) handle(l *lease, e entry) (handled, []Write) {
 				zap.String("lcid", l.entity), zap.Int64("seq", e.seq), zap.Int("attempts", attempt+1), zap.Error(err))
 			return handledFailed, nil
 		}
-		backoff *= 2
 	}
 }
 

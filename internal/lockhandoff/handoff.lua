@@ -41,6 +41,5 @@ if depth == 0 or redis.call('DECRBY', KEYS[5], #nxt) <= 0 then
   redis.call('DEL', KEYS[5])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-local t = redis.call('TIME')
-local now = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
+local now = nowMillis()
 return {1, redis.call('INCR', KEYS[4]), nxt, tonumber(now), depth, replies}

@@ -46,21 +46,25 @@ func indexKey(prefix string, shard int) string {
 	return Key(prefix, "lockhandoff-index-"+strconv.Itoa(shard), "backlog")
 }
 
-// Defaults of Config.
+// Defaults of Config: the order-worker's JUNBAN_* defaults too.
 const (
 	LockTTLDefault          = 10 * time.Second
 	HandlerDeadlineDefault  = 60 * time.Second
 	MaxWaitDefault          = 10_000
 	MaxWaitBytesDefault     = 16 << 20
 	DrainMaxEventsDefault   = 1_000
-	DrainMaxTimeDefault     = 5 * time.Second
-	SweepIntervalDefault    = 15 * time.Second
+	DrainMaxTimeDefault     = 20 * time.Second
+	SweepIntervalDefault    = 5 * time.Second
 	SweepConcurrencyDefault = 4
 	IndexShardsDefault      = 16
 	HandlerRetriesDefault   = 2
 	RetryBackoffDefault     = 100 * time.Millisecond
 	PipelinesDefault        = 2
 	PipelineMaxDefault      = 64
+
+	// LockTTLMin is the shortest LockTTL New takes: the holder renews every LockTTL/3, and
+	// a GC pause or a slow round trip longer than that must not cost it the turn.
+	LockTTLMin = 300 * time.Millisecond
 )
 
 // Config configures a Handoff. Zero fields take the defaults above.
@@ -226,8 +230,8 @@ func (c *Config) validate() error {
 	if c.Prefix == "" {
 		errs = append(errs, errors.New("Prefix is empty"))
 	}
-	if c.LockTTL < 3*time.Millisecond {
-		errs = append(errs, fmt.Errorf("LockTTL %v is below 3ms", c.LockTTL))
+	if c.LockTTL < LockTTLMin {
+		errs = append(errs, fmt.Errorf("LockTTL %v is below %v", c.LockTTL, LockTTLMin))
 	}
 	for name, v := range map[string]int{"MaxWait": c.MaxWait, "MaxWaitBytes": c.MaxWaitBytes, "DrainMaxEvents": c.DrainMaxEvents,
 		"SweepConcurrency": c.SweepConcurrency, "IndexShards": c.IndexShards, "MaxAttempts": c.MaxAttempts,

@@ -17,8 +17,7 @@ if holder == ARGV[1] then
   -- TURN again, the envelope in proc counted as a re-run.
   local cur = redis.call('LINDEX', KEYS[3], 0)
   if cur then
-    local t = redis.call('TIME')
-    local now = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
+    local now = nowMillis()
     return {1, tonumber(redis.call('GET', KEYS[4])), cur, tonumber(now), redis.call('LLEN', KEYS[2]), 1}
   end
 end
@@ -41,6 +40,5 @@ if not cur then
   end
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-local t = redis.call('TIME')
-local now = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
+local now = nowMillis()
 return {1, redis.call('INCR', KEYS[4]), cur, tonumber(now), depth, rerun}

@@ -10,17 +10,23 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/junban/junban/internal/redisscript"
 )
 
 var (
+	// clock.lua defines nowMillis, the server's time; the scripts that read the time run
+	// with it prepended.
+	//go:embed clock.lua
+	clockSrc string
 	//go:embed take.lua
 	takeSrc    string
-	takeScript = redis.NewScript(takeSrc)
+	takeScript = redis.NewScript(clockSrc + takeSrc)
 	//go:embed writes.lua
 	writesSrc string
 	//go:embed handoff.lua
 	handoffSrc    string
-	handoffScript = redis.NewScript(writesSrc + handoffSrc)
+	handoffScript = redis.NewScript(clockSrc + writesSrc + handoffSrc)
 	//go:embed leave.lua
 	leaveSrc    string
 	leaveScript = redis.NewScript(writesSrc + leaveSrc)
@@ -29,16 +35,16 @@ var (
 	renewScript = redis.NewScript(renewSrc)
 	//go:embed resume.lua
 	resumeSrc    string
-	resumeScript = redis.NewScript(resumeSrc)
+	resumeScript = redis.NewScript(clockSrc + resumeSrc)
 	//go:embed state.lua
 	stateSrc    string
 	stateScript = redis.NewScript(stateSrc)
 	//go:embed attempts.lua
 	attemptsSrc    string
-	attemptsScript = redis.NewScript(attemptsSrc)
+	attemptsScript = redis.NewScript(clockSrc + attemptsSrc)
 	//go:embed skip.lua
 	skipSrc    string
-	skipScript = redis.NewScript(skipSrc)
+	skipScript = redis.NewScript(clockSrc + skipSrc)
 	//go:embed forget.lua
 	forgetSrc    string
 	forgetScript = redis.NewScript(forgetSrc)
@@ -111,7 +117,7 @@ func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token
 	acked := h.batch.doDurable(ctx, k.lock, shard,
 		func(ctx context.Context, p redis.Pipeliner) { tc = takeScript.EvalSha(ctx, p, ks, args...) },
 		func(ctx context.Context, p redis.Pipeliner) { zc = p.ZAdd(ctx, shard, z) })
-	if redis.HasErrorPrefix(tc.Err(), "NOSCRIPT") {
+	if redisscript.NoScript(tc) {
 		// The script did not run; the index entry written meanwhile only costs a look.
 		acked = h.cfg.Replication.Pipelined(ctx, h.rc, k.lock, "take", func(p redis.Pipeliner) {
 			tc = takeScript.Eval(ctx, p, ks, args...)
@@ -271,7 +277,7 @@ func (h *Handoff) evalShared(ctx context.Context, s *redis.Script, keys []string
 	h.batch.do(ctx, func(ctx context.Context, p redis.Pipeliner) {
 		c = s.EvalSha(ctx, p, keys, args...)
 	})
-	if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+	if redisscript.NoScript(c) {
 		c = s.Run(ctx, h.rc, keys, args...)
 	}
 	return c

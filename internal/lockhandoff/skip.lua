@@ -16,8 +16,7 @@ if not cur then
 end
 local d = redis.sha1hex(cur)
 if redis.call('HGET', KEYS[2], 'entry') ~= d then
-  local t = redis.call('TIME')
-  local now = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
+  local now = nowMillis()
   redis.call('DEL', KEYS[2])
   redis.call('HSET', KEYS[2], 'entry', d, 'n', 0, 'first_at', now)
 end

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/junban/junban/internal/redisscript"
 	"go.uber.org/zap"
 )
 
@@ -211,21 +211,14 @@ func (h *Handoff) states(ctx context.Context, ents []string) []entityState {
 	if len(ents) == 0 {
 		return nil
 	}
-	ks := func(e string) []string {
-		k := h.keys(e)
-		return []string{k.lock, k.wait, k.proc}
-	}
-	pipe := h.rc.Pipeline()
-	cmds := make([]*redis.Cmd, len(ents))
+	calls := make([]redisscript.Call, len(ents))
 	for i, e := range ents {
-		cmds[i] = stateScript.EvalSha(ctx, pipe, ks(e))
+		k := h.keys(e)
+		calls[i] = redisscript.Call{Keys: []string{k.lock, k.wait, k.proc}}
 	}
-	pipe.Exec(ctx)
+	cmds := redisscript.Pipelined(ctx, h.rc, stateScript, calls)
 	out := make([]entityState, len(ents))
 	for i, c := range cmds {
-		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-			c = stateScript.Run(ctx, h.rc, ks(ents[i]))
-		}
 		v, err := c.Int64Slice()
 		if err != nil || len(v) != 3 {
 			out[i].err = fmt.Errorf("state of %q: %v %w", ents[i], v, err)
@@ -248,18 +241,13 @@ func (h *Handoff) forget(ctx context.Context, shard string, idle []forgettable) 
 	if len(idle) == 0 {
 		return 0, nil
 	}
-	pipe := h.rc.Pipeline()
-	cmds := make([]*redis.Cmd, len(idle))
+	calls := make([]redisscript.Call, len(idle))
 	for i, f := range idle {
-		cmds[i] = forgetScript.EvalSha(ctx, pipe, []string{shard}, f.entity, f.score)
+		calls[i] = redisscript.Call{Keys: []string{shard}, Args: []any{f.entity, f.score}}
 	}
-	pipe.Exec(ctx)
 	n := 0
 	var errs []error
-	for i, c := range cmds {
-		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-			c = forgetScript.Run(ctx, h.rc, []string{shard}, idle[i].entity, idle[i].score)
-		}
+	for i, c := range redisscript.Pipelined(ctx, h.rc, forgetScript, calls) {
 		switch r, err := c.Int64(); {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("forget %s: %w", idle[i].entity, err))

@@ -31,8 +31,7 @@
 --   {2, depth}                      QUEUED: the envelope was appended to wait; depth is LLEN wait
 --   {3, depth}                      FULL: nothing was written (LLEN wait at ARGV[3], or
 --                                   the entry would take wait's bytes past ARGV[5])
-local t = redis.call('TIME')
-local now = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
+local now = nowMillis()
 local entry = now .. ':' .. ARGV[4]
 local bound = tonumber(ARGV[3])
 local depth = redis.call('LLEN', KEYS[2])

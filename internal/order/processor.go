@@ -19,6 +19,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/redisscript"
 	"github.com/junban/junban/internal/replication"
 )
 
@@ -290,7 +291,7 @@ func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev Event, st
 		// WAIT counts the writes of its own connection: it goes in the script's pipeline.
 		var c *redis.Cmd
 		acked = p.cfg.Replication.Pipelined(ctx, p.rc, keys[0], "commit", func(pp redis.Pipeliner) { c = commitScript.EvalSha(ctx, pp, keys, args...) })
-		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+		if redisscript.NoScript(c) {
 			acked = p.cfg.Replication.Pipelined(ctx, p.rc, keys[0], "commit", func(pp redis.Pipeliner) { c = commitScript.Eval(ctx, pp, keys, args...) })
 		}
 		reply, err = c.Slice()

@@ -20,6 +20,32 @@ import (
 // entity's wait list is full.
 const FullBackoffDefault = 5 * time.Second
 
+// Defaults of the order-worker's consumer, results publisher and turns (the binary's
+// JUNBAN_* variables take them; its README table quotes them). The other defaults the
+// order-worker passes on are those of the packages it passes them to (lockhandoff,
+// queue, ledger, this package's Config).
+const (
+	// ConcurrencyDefault is how many order events are handled at once. A handler mostly
+	// waits (about six Redis round trips, the results' send and the message's delete), so
+	// many are needed to keep two cores busy: 16 capped a worker at about 400 events/s
+	// (docs/benchmarks.md, "bench e2e").
+	ConcurrencyDefault = 128
+	// ReceiversDefault is how many SQS receives the consumer keeps in flight.
+	ReceiversDefault = 4
+	// ReceiveFillDefault is how long a receive waits for more free handlers when all but a
+	// few are busy, so that it asks for ten messages rather than one or two.
+	ReceiveFillDefault = 20 * time.Millisecond
+	// ResultsLingerDefault is how long a batch of results waits for more before it is
+	// sent: fuller SendMessageBatch calls (docs/benchmarks.md, "bench e2e").
+	ResultsLingerDefault = 8 * time.Millisecond
+	// DetachedTurnsDefault is how many turns may go on in the background after the message
+	// that took them was handled (lockhandoff.Config.Detached, whose zero is off).
+	DetachedTurnsDefault = 128
+	// PGMaxConnsDefault bounds the order-worker's PostgreSQL connections (SKU and order
+	// loads on a cold Redis).
+	PGMaxConnsDefault = 8
+)
+
 // Turns is what the worker needs of lockhandoff.
 type Turns interface {
 	Submit(ctx context.Context, entity string, envelope []byte) (lockhandoff.Outcome, error)

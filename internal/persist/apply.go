@@ -49,7 +49,8 @@ type Skips struct {
 	Duplicates int
 	// OlderOrders are order snapshots whose seq was not newer than the stored one.
 	OlderOrders int
-	// OlderSKUs are SKU rows whose version was not newer than the stored one.
+	// OlderSKUs are SKU rows whose version was not newer than the stored one, nor their
+	// settings version (results that set the safety stock).
 	OlderSKUs int
 	// OlderLots are lot rows whose SKU version was not newer than the stored one.
 	OlderLots int
@@ -87,8 +88,9 @@ func (r Report) Count(s Status) int {
 }
 
 // Apply writes a batch of results to PostgreSQL in one transaction: the inbox rows, the
-// order rows whose seq is newer, the SKU and lot rows whose version is newer, and the
-// moves not recorded yet. A result already in the inbox is skipped entirely.
+// order rows whose seq is newer, the SKU and lot rows whose version is newer, the safety
+// stock of the results that set it where its settings version is newer, and the moves
+// not recorded yet. A result already in the inbox is skipped entirely.
 //
 // A result that can never be applied does not sink the batch: Apply first writes the
 // whole batch with one statement per table; if PostgreSQL refuses data (SQLSTATE class
@@ -270,6 +272,7 @@ func prepare(index int, r event.Result) (prepared, error) {
 	// as of then. Each lot row keeps its entry's version; writeSKUs sends only the newest
 	// row per SKU and per lot, so the SKU row takes the highest.
 	versions := make(map[string]int64, len(r.SKUs))
+	settings := setsSettings(r)
 	for _, s := range r.SKUs {
 		if s.SKU == "" {
 			return p, invalid(r, "sku without name")
@@ -278,7 +281,11 @@ func prepare(index int, r event.Result) (prepared, error) {
 			return p, invalid(r, "%v", err)
 		}
 		versions[s.SKU] = max(versions[s.SKU], s.Version)
-		p.skus = append(p.skus, SKURow{SKU: s.SKU, SafetyStock: s.SafetyStock, Version: s.Version})
+		row := SKURow{SKU: s.SKU, Version: s.Version}
+		if settings {
+			row.SafetyStock, row.SettingsVersion = s.SafetyStock, s.Version
+		}
+		p.skus = append(p.skus, row)
 		for _, l := range s.Lots {
 			if err := tooLong("lot_id", l.LotID, event.MaxIDLength); err != nil {
 				return p, invalid(r, "sku %s: %v", s.SKU, err)
@@ -311,6 +318,13 @@ func prepare(index int, r event.Result) (prepared, error) {
 	return p, nil
 }
 
+// setsSettings tells a result whose SKUs carry the safety stock they set: in every other
+// result a SKU's SafetyStock is 0 and means nothing (the operation did not read it back).
+func setsSettings(r event.Result) bool {
+	return r.Outcome == event.Applied &&
+		(r.Type == event.InventorySKURegistered || r.Type == event.InventorySafetyStockChanged)
+}
+
 func lotRow(sku string, version int64, l ledger.Lot) (LotRow, error) {
 	if l.LotID == "" {
 		return LotRow{}, errors.New("no lot_id")
@@ -335,7 +349,7 @@ func lotRow(sku string, version int64, l ledger.Lot) (LotRow, error) {
 		SKU: sku, LotID: l.LotID, Kind: l.Kind, Good: l.Good, BestBefore: bb, RegSeq: l.RegSeq,
 		ArrivesAt: arr, ValidFrom: from, ValidTo: to,
 		Sellable: l.Sellable, Reserved: l.Reserved, Allocated: l.Allocated, Hidden: l.Hidden, Shipped: l.Shipped,
-		Version: version,
+		Defective: l.Defective, Version: version,
 	}, nil
 }
 
@@ -426,9 +440,9 @@ func write(tx *gorm.DB, batch []prepared) (written, error) {
 		moves = append(moves, p.moves...)
 	}
 
-	// A result's SKUs carry the version and the touched lots, not the SKU's settings
-	// (a ledger operation does not return its safety stock): leave those as they are.
-	nSKUs, nLots, err := writeSKUs(tx, skus, lots, false)
+	// A result's SKUs carry the version and the touched lots; only the results that set the
+	// safety stock carry it (prepare gives their rows a settings version).
+	nSKUs, nLots, err := writeSKUs(tx, skus, lots)
 	if err != nil {
 		return w, err
 	}
@@ -454,16 +468,23 @@ func write(tx *gorm.DB, batch []prepared) (written, error) {
 }
 
 // writeSKUs upserts SKU rows, then lot rows, each where its version is newer than the
-// stored one, and returns how many of each it wrote. Of several rows for one key only
-// the newest is sent: one statement cannot update a row twice. settings says whether
-// the SKU rows carry the SKU's settings (safety stock) to write; without it an existing
-// row keeps its own.
-func writeSKUs(tx *gorm.DB, skus []SKURow, lots []LotRow, settings bool) (nSKUs, nLots int, err error) {
+// stored one (a SKU row's settings where its settings version is), and returns how many
+// of each it wrote. Of several rows for one key only one is sent, since one statement
+// cannot update a row twice: a lot's newest, and per SKU the highest version with the
+// settings of the highest settings version (which may be an older row's).
+func writeSKUs(tx *gorm.DB, skus []SKURow, lots []LotRow) (nSKUs, nLots int, err error) {
 	newestSKU := make(map[string]SKURow, len(skus))
 	for _, s := range skus {
-		if cur, ok := newestSKU[s.SKU]; !ok || s.Version > cur.Version {
+		cur, ok := newestSKU[s.SKU]
+		if !ok {
 			newestSKU[s.SKU] = s
+			continue
 		}
+		cur.Version = max(cur.Version, s.Version)
+		if s.SettingsVersion > cur.SettingsVersion {
+			cur.SafetyStock, cur.SettingsVersion = s.SafetyStock, s.SettingsVersion
+		}
+		newestSKU[s.SKU] = cur
 	}
 	type lotKey struct{ sku, lot string }
 	newestLot := make(map[lotKey]LotRow, len(lots))
@@ -474,7 +495,7 @@ func writeSKUs(tx *gorm.DB, skus []SKURow, lots []LotRow, settings bool) (nSKUs,
 		}
 	}
 	skuRows := sortedValues(newestSKU, func(a, b SKURow) int { return cmp.Compare(a.SKU, b.SKU) })
-	nSKUs, err = upsertSKUs(tx, skuRows, settings)
+	nSKUs, err = upsertSKUs(tx, skuRows)
 	if err != nil {
 		return 0, 0, fmt.Errorf("skus: %w", err)
 	}

@@ -25,9 +25,9 @@ import (
 func dump(t *testing.T, db *gorm.DB) string {
 	t.Helper()
 	queries := []string{
-		`SELECT sku, safety_stock, version FROM skus ORDER BY sku`,
+		`SELECT sku, safety_stock, settings_version, version FROM skus ORDER BY sku`,
 		`SELECT sku, lot_id, kind, good, best_before, reg_seq, arrives_at, valid_from, valid_to,
-			sellable, reserved, allocated, hidden, shipped, version FROM lots ORDER BY sku, lot_id`,
+			sellable, reserved, allocated, hidden, shipped, defective, version FROM lots ORDER BY sku, lot_id`,
 		`SELECT lcid, status, allocation, paid, mode, target_date, lines, seq, last_event_id FROM orders ORDER BY lcid`,
 		`SELECT event_id, entity, seq, type, outcome, reason, processed_at FROM inbox ORDER BY event_id`,
 		`SELECT op_id, idx, event_id, sku, lot_id, from_bucket, to_bucket, qty, sku_version FROM moves ORDER BY op_id, idx`,

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
@@ -27,6 +27,24 @@ const (
 	// AttemptTimeoutDefault bounds one Apply, so a PostgreSQL that stopped answering
 	// (rather than refusing) is noticed.
 	AttemptTimeoutDefault = 30 * time.Second
+)
+
+// Defaults of the persist-worker's consumer (the binary's JUNBAN_PERSIST_* variables take
+// them, with the Handler defaults above).
+const (
+	// BatchMaxDefault is the most results applied in one transaction.
+	BatchMaxDefault = 100
+	// BatchWindowDefault is how long a batch keeps collecting after its first message.
+	BatchWindowDefault = 100 * time.Millisecond
+	// ReceiversDefault is how many receives from the results queue stay in flight: the
+	// receive rate grows with the receivers, not with the PostgreSQL connections.
+	ReceiversDefault = 16
+	// ConcurrencyDefault is how many batches per receiver may be handed over at once.
+	ConcurrencyDefault = 1
+	// AppliersDefault is how many batches are applied at once (PostgreSQL connections).
+	AppliersDefault = 4
+	// VisibilityDefault is the visibility timeout asked for on every receive.
+	VisibilityDefault = 30 * time.Second
 )
 
 // HandlerConfig configures a Handler. Zero values stand for the defaults.
@@ -161,6 +179,7 @@ func (h *Handler) HandleBatch(ctx context.Context, ms []queue.Message) []queue.O
 	}
 
 	held := time.Now()
+	pauses := h.backoff()
 	for attempt := 1; ; attempt++ {
 		rep, took, err := h.apply(ctx, results)
 		if err == nil {
@@ -178,7 +197,7 @@ func (h *Handler) HandleBatch(ctx context.Context, ms []queue.Message) []queue.O
 		}
 
 		n := h.failed(err)
-		pause := h.backoff(attempt)
+		pause := pauses.NextBackOff()
 		giveUp := time.Since(held)+pause > h.cfg.HoldMax
 		h.log.Warn("apply failed; batch held for a retry", zap.Int("results", len(results)),
 			zap.Int("attempt", attempt), zap.Int("failures_in_a_row", n),
@@ -200,15 +219,11 @@ func (h *Handler) HandleBatch(ctx context.Context, ms []queue.Message) []queue.O
 	}
 }
 
-// backoff is the pause after a batch's attempt-th failure: exponential, capped, with
-// jitter in [50%, 150%) so that replicas do not retry in step.
-func (h *Handler) backoff(attempt int) time.Duration {
-	d := h.cfg.RetryBase
-	for i := 1; i < attempt && d < h.cfg.RetryMax; i++ {
-		d *= 2
-	}
-	d = min(d, h.cfg.RetryMax)
-	return time.Duration(float64(d) * (0.5 + rand.Float64()))
+// backoff gives the pauses after a batch's failures: RetryBase, doubling, capped at
+// RetryMax, with jitter in [50%, 150%] so that replicas do not retry in step.
+func (h *Handler) backoff() *backoff.ExponentialBackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: min(h.cfg.RetryBase, h.cfg.RetryMax), RandomizationFactor: 0.5,
+		Multiplier: 2, MaxInterval: h.cfg.RetryMax}
 }
 
 func (h *Handler) failed(err error) int {

@@ -4,7 +4,8 @@
 // Apply is idempotent and order-insensitive: an inbox keyed by event_id skips a result
 // seen before, an order row changes only for a newer seq, SKU and lot rows only for a
 // newer SKU version, and moves are an append-only ledger keyed by (op_id, idx). So the
-// same results applied twice, or in any order, leave the same rows.
+// same results applied twice, or in any order, leave the same rows. A SKU's safety stock
+// has a version of its own (settings_version), raised only by the results that set it.
 package persist
 
 import (
@@ -16,8 +17,12 @@ import (
 type SKURow struct {
 	SKU         string `gorm:"column:sku;primaryKey"`
 	SafetyStock int64
-	Version     int64
-	UpdatedAt   time.Time
+	// SettingsVersion is the SKU version SafetyStock was written at: a row carrying
+	// settings writes them only over older ones, whatever Version says. 0 in a row that
+	// carries no settings (a result of an operation that does not read them back).
+	SettingsVersion int64
+	Version         int64
+	UpdatedAt       time.Time
 }
 
 // TableName is the table of SKURow.
@@ -39,6 +44,7 @@ type LotRow struct {
 	Allocated  int64
 	Hidden     int64
 	Shipped    int64
+	Defective  int64
 	// Version is the SKU version this row was written at.
 	Version   int64
 	UpdatedAt time.Time

@@ -47,17 +47,19 @@ type DriftKind string
 const (
 	// Missing: PostgreSQL has no row for the entity.
 	Missing DriftKind = "missing"
-	// Behind: PostgreSQL holds an older version (seq) than Redis: the skus row, or a lot
-	// row that differs from Redis and was written at an older version than Redis's SKU
-	// version, or a lot PostgreSQL has no row for. Results still in the results queue
-	// (or its DLQ) cause it; a repair rewrites PostgreSQL from Redis.
+	// Behind: PostgreSQL holds an older version (seq) than Redis: the skus row, a safety
+	// stock that differs from Redis and was set at an older version than Redis's SKU
+	// version, a lot row that differs from Redis and was written at an older version, or
+	// a lot PostgreSQL has no row for (a registered lot whose result is not persisted).
+	// Results still in the results queue (or its DLQ) cause it; a repair rewrites
+	// PostgreSQL from Redis.
 	Behind DriftKind = "behind"
 	// Ahead: PostgreSQL holds a newer version (seq) than Redis, as after a Redis data
 	// loss; never repaired from Redis.
 	Ahead DriftKind = "ahead"
-	// Diverged: a row written at Redis's version (seq) with different content, or a lot
-	// row that Redis does not hold (the ledger never removes a lot); no queued result
-	// explains it, and it is never repaired automatically.
+	// Diverged: a row (or a safety stock) written at Redis's version (seq) with different
+	// content, or a lot row that Redis does not hold (the ledger never removes a lot); no
+	// queued result explains it, and it is never repaired automatically.
 	Diverged DriftKind = "diverged"
 )
 
@@ -155,10 +157,10 @@ func (r ReconcileReport) Remaining() int {
 // wrote it.
 const RepairedOrder = "junbanctl-reconcile"
 
-// Reconcile compares every SKU (settings, version, every lot's fields, buckets and row
-// version) and every order (state, lines and seq) in Redis with PostgreSQL and, with
-// Repair, rewrites PostgreSQL from Redis where Redis is newer. Entities only in
-// PostgreSQL are not drift: Redis loads SKUs lazily.
+// Reconcile compares every SKU (safety stock and the version it was set at, version,
+// every lot's fields, buckets and row version) and every order (state, lines and seq) in
+// Redis with PostgreSQL and, with Repair, rewrites PostgreSQL from Redis where Redis is
+// newer. Entities only in PostgreSQL are not drift: Redis loads SKUs lazily.
 func Reconcile(ctx context.Context, cfg ReconcileConfig) (ReconcileReport, error) {
 	rep := ReconcileReport{OrdersCompared: cfg.Orders != nil}
 	if cfg.DB == nil || cfg.SKUs == nil {
@@ -325,7 +327,9 @@ func readSKU(ctx context.Context, cfg ReconcileConfig, sku string) (*pgSKU, ledg
 // version it was written at.
 type pgSKU struct {
 	SafetyStock, Version int64
-	Lots                 []pgLot
+	// SettingsVersion is the SKU version the safety stock was written at.
+	SettingsVersion int64
+	Lots            []pgLot
 }
 
 type pgLot struct {
@@ -334,23 +338,27 @@ type pgLot struct {
 	Version int64
 }
 
+// reconcileQuerySKU is ledger.LoadQuerySKU with the settings version;
 // reconcileQueryLots is ledger.LoadQueryLots with each row's version.
-const reconcileQueryLots = `SELECT ` + ledger.LotColumns + `, version
+const (
+	reconcileQuerySKU  = `SELECT safety_stock, settings_version, version FROM skus WHERE sku = ?`
+	reconcileQueryLots = `SELECT ` + ledger.LotColumns + `, version
   FROM lots WHERE sku = ? ORDER BY reg_seq, lot_id`
+)
 
 // loadPGSKU reads a SKU's rows in one repeatable-read transaction, so the skus row and
 // its lots come from one snapshot; nil when there is no skus row.
 func loadPGSKU(ctx context.Context, db *gorm.DB, sku string) (*pgSKU, error) {
 	var p *pgSKU
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var head []struct{ SafetyStock, Version int64 }
-		if err := tx.Raw(ledger.LoadQuerySKU, sku).Scan(&head).Error; err != nil {
+		var head []struct{ SafetyStock, SettingsVersion, Version int64 }
+		if err := tx.Raw(reconcileQuerySKU, sku).Scan(&head).Error; err != nil {
 			return err
 		}
 		if len(head) == 0 {
 			return nil
 		}
-		p = &pgSKU{SafetyStock: head[0].SafetyStock, Version: head[0].Version}
+		p = &pgSKU{SafetyStock: head[0].SafetyStock, SettingsVersion: head[0].SettingsVersion, Version: head[0].Version}
 		return tx.Raw(reconcileQueryLots, sku).Scan(&p.Lots).Error
 	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	return p, err
@@ -379,11 +387,23 @@ func skuDrift(r ledger.SKU, p *pgSKU) *Drift {
 	case p.Version > r.Version:
 		worse(Ahead)
 	}
+	// The safety stock is judged by the version it was written at, which only the results
+	// that set it raise: with such a result queued and a later operation's persisted, the
+	// skus row is at Redis's version and its safety stock older (lag, so behind). 0: no
+	// setting was persisted (an import, or a row from before settings versions).
 	if r.SafetyStock != p.SafetyStock {
-		d.Details = append(d.Details, fmt.Sprintf("safety_stock: redis=%d postgres=%d", r.SafetyStock, p.SafetyStock))
-		if p.Version == r.Version {
-			worse(Diverged)
+		var k DriftKind
+		switch {
+		case p.SettingsVersion < r.Version:
+			k = Behind
+		case p.SettingsVersion > r.Version:
+			k = Ahead
+		default:
+			k = Diverged
 		}
+		worse(k)
+		d.Details = append(d.Details, fmt.Sprintf("safety_stock %s (postgres set at v%d): redis=%d postgres=%d",
+			k, p.SettingsVersion, r.SafetyStock, p.SafetyStock))
 	}
 	pl := make(map[string]pgLot, len(p.Lots))
 	for _, l := range p.Lots {
@@ -547,6 +567,9 @@ func sameLines(a, b []event.SnapshotLine) bool {
 		for i := range out {
 			if len(out[i].Lots) == 0 {
 				out[i].Lots = nil
+			}
+			if len(out[i].Returned) == 0 {
+				out[i].Returned = nil
 			}
 		}
 		slices.SortFunc(out, func(x, y event.SnapshotLine) int { return cmp.Compare(x.LineID, y.LineID) })

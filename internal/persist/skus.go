@@ -10,16 +10,18 @@ import (
 )
 
 // WriteSKUs writes whole SKUs (settings and every lot) in one transaction, each row only
-// where the given version is newer than the stored one, and returns how many SKU rows
-// it wrote. Reconcile's repair uses it to rewrite PostgreSQL from Redis; tests and the
-// benchmark use it to load a catalog.
+// where the given version is newer than the stored one (the safety stock where the
+// stored settings version is older than the given version), and returns how many SKU
+// rows it wrote. Reconcile's repair uses it to rewrite PostgreSQL from Redis; tests and
+// the benchmark use it to load a catalog.
 func WriteSKUs(ctx context.Context, db *gorm.DB, skus []ledger.SKU) (int, error) {
 	var p prepared
 	for _, s := range skus {
 		if s.SKU == "" {
 			return 0, fmt.Errorf("%w: sku without name", ErrInvalid)
 		}
-		p.skus = append(p.skus, SKURow{SKU: s.SKU, SafetyStock: s.SafetyStock, Version: s.Version})
+		// A whole SKU's safety stock is as of its version.
+		p.skus = append(p.skus, SKURow{SKU: s.SKU, SafetyStock: s.SafetyStock, SettingsVersion: s.Version, Version: s.Version})
 		for _, l := range s.Lots {
 			row, err := lotRow(s.SKU, s.Version, l)
 			if err != nil {
@@ -31,7 +33,7 @@ func WriteSKUs(ctx context.Context, db *gorm.DB, skus []ledger.SKU) (int, error)
 	var n int
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
-		n, _, err = writeSKUs(tx, p.skus, p.lots, true)
+		n, _, err = writeSKUs(tx, p.skus, p.lots)
 		return err
 	})
 	if err != nil {

@@ -30,35 +30,36 @@ ON CONFLICT (lcid) DO UPDATE SET status = excluded.status, allocation = excluded
 	seq = excluded.seq, last_event_id = excluded.last_event_id, updated_at = excluded.updated_at
 WHERE orders.seq < excluded.seq`
 
-// A SKU row is only ever replaced by a newer version; without settings an existing
-// row keeps its safety stock.
-const (
-	upsertSKUsSQL = `INSERT INTO skus (sku, safety_stock, version, updated_at)
-SELECT u.sku, u.safety_stock, u.version, now()
-FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u (sku, safety_stock, version)
-ON CONFLICT (sku) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at
-WHERE skus.version < excluded.version`
-	upsertSKUSettingsSQL = `INSERT INTO skus (sku, safety_stock, version, updated_at)
-SELECT u.sku, u.safety_stock, u.version, now()
-FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u (sku, safety_stock, version)
-ON CONFLICT (sku) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at,
-	safety_stock = excluded.safety_stock
-WHERE skus.version < excluded.version`
-)
+// A SKU row's version only moves forward, and so, on its own, does its safety stock: a
+// row carries settings with a settings_version above 0 (a result that set them, or a
+// whole SKU), and they replace the stored ones only where those were written at an older
+// version. Every other row leaves the safety stock as it is. The two guards are apart so
+// that either arrival order of a settings result and a later operation's result writes
+// both (an allocation at v6 persisted first must not hide the safety stock set at v5).
+const upsertSKUsSQL = `INSERT INTO skus (sku, safety_stock, settings_version, version, updated_at)
+SELECT u.sku, u.safety_stock, u.settings_version, u.version, now()
+FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[]) AS u (sku, safety_stock, settings_version, version)
+ON CONFLICT (sku) DO UPDATE SET version = greatest(skus.version, excluded.version),
+	safety_stock = CASE WHEN skus.settings_version < excluded.settings_version
+		THEN excluded.safety_stock ELSE skus.safety_stock END,
+	settings_version = greatest(skus.settings_version, excluded.settings_version),
+	updated_at = excluded.updated_at
+WHERE skus.version < excluded.version OR skus.settings_version < excluded.settings_version`
 
 // A lot row is only ever replaced by one written at a newer SKU version.
 const upsertLotsSQL = `INSERT INTO lots (sku, lot_id, kind, good, best_before, reg_seq, arrives_at, valid_from, valid_to,
-	sellable, reserved, allocated, hidden, shipped, version, updated_at)
+	sellable, reserved, allocated, hidden, shipped, defective, version, updated_at)
 SELECT u.*, now()
 FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::date[], $6::bigint[], $7::date[], $8::date[], $9::date[],
-	$10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[])
+	$10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[])
 	AS u (sku, lot_id, kind, good, best_before, reg_seq, arrives_at, valid_from, valid_to,
-		sellable, reserved, allocated, hidden, shipped, version)
+		sellable, reserved, allocated, hidden, shipped, defective, version)
 ON CONFLICT (sku, lot_id) DO UPDATE SET kind = excluded.kind, good = excluded.good,
 	best_before = excluded.best_before, reg_seq = excluded.reg_seq, arrives_at = excluded.arrives_at,
 	valid_from = excluded.valid_from, valid_to = excluded.valid_to, sellable = excluded.sellable,
 	reserved = excluded.reserved, allocated = excluded.allocated, hidden = excluded.hidden,
-	shipped = excluded.shipped, version = excluded.version, updated_at = excluded.updated_at
+	shipped = excluded.shipped, defective = excluded.defective, version = excluded.version,
+	updated_at = excluded.updated_at
 WHERE lots.version < excluded.version`
 
 // Moves are an append-only ledger: a move recorded once is never written again.
@@ -118,21 +119,17 @@ func upsertOrders(tx *gorm.DB, rows []OrderRow) (int, error) {
 	return exec(tx, upsertOrdersSQL, lcids, statuses, allocations, paid, modes, targets, lines, seqs, lastIDs)
 }
 
-// upsertSKUs writes SKU rows where their version is newer and returns how many it wrote;
-// settings says whether an existing row takes the safety stock too.
-func upsertSKUs(tx *gorm.DB, rows []SKURow, settings bool) (int, error) {
+// upsertSKUs writes SKU rows where their version or their settings version is newer and
+// returns how many it wrote.
+func upsertSKUs(tx *gorm.DB, rows []SKURow) (int, error) {
 	if len(rows) == 0 {
 		return 0, nil
 	}
-	skus, safety, versions := col[string](rows), col[int64](rows), col[int64](rows)
+	skus, safety, settings, versions := col[string](rows), col[int64](rows), col[int64](rows), col[int64](rows)
 	for i, r := range rows {
-		skus[i], safety[i], versions[i] = r.SKU, r.SafetyStock, r.Version
+		skus[i], safety[i], settings[i], versions[i] = r.SKU, r.SafetyStock, r.SettingsVersion, r.Version
 	}
-	q := upsertSKUsSQL
-	if settings {
-		q = upsertSKUSettingsSQL
-	}
-	return exec(tx, q, skus, safety, versions)
+	return exec(tx, upsertSKUsSQL, skus, safety, settings, versions)
 }
 
 // upsertLots writes lot rows where their version is newer and returns how many it wrote.
@@ -141,19 +138,21 @@ func upsertLots(tx *gorm.DB, rows []LotRow) (int, error) {
 		return 0, nil
 	}
 	var (
-		skus, lotIDs, kinds                                          = col[string](rows), col[string](rows), col[string](rows)
-		good                                                         = col[bool](rows)
-		bestBefore, arrives                                          = col[*time.Time](rows), col[*time.Time](rows)
-		from, to                                                     = col[time.Time](rows), col[time.Time](rows)
-		regSeqs, sellable, reserved, allocated, hidden, shipped, ver = col[int64](rows), col[int64](rows), col[int64](rows), col[int64](rows), col[int64](rows), col[int64](rows), col[int64](rows)
+		skus, lotIDs, kinds                                       = col[string](rows), col[string](rows), col[string](rows)
+		good                                                      = col[bool](rows)
+		bestBefore, arrives                                       = col[*time.Time](rows), col[*time.Time](rows)
+		from, to                                                  = col[time.Time](rows), col[time.Time](rows)
+		regSeqs, ver                                              = col[int64](rows), col[int64](rows)
+		sellable, reserved, allocated, hidden, shipped, defective = col[int64](rows), col[int64](rows), col[int64](rows), col[int64](rows), col[int64](rows), col[int64](rows)
 	)
 	for i, r := range rows {
 		skus[i], lotIDs[i], kinds[i], good[i], bestBefore[i], regSeqs[i] = r.SKU, r.LotID, r.Kind, r.Good, r.BestBefore, r.RegSeq
 		arrives[i], from[i], to[i] = r.ArrivesAt, r.ValidFrom, r.ValidTo
-		sellable[i], reserved[i], allocated[i], hidden[i], shipped[i], ver[i] = r.Sellable, r.Reserved, r.Allocated, r.Hidden, r.Shipped, r.Version
+		sellable[i], reserved[i], allocated[i], hidden[i], shipped[i], defective[i], ver[i] =
+			r.Sellable, r.Reserved, r.Allocated, r.Hidden, r.Shipped, r.Defective, r.Version
 	}
 	return exec(tx, upsertLotsSQL, skus, lotIDs, kinds, good, bestBefore, regSeqs, arrives, from, to,
-		sellable, reserved, allocated, hidden, shipped, ver)
+		sellable, reserved, allocated, hidden, shipped, defective, ver)
 }
 
 // insertMoves records the moves not recorded yet and returns how many it recorded.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/junban/junban/internal/config"
 )
 
 // Consumer defaults.
@@ -19,15 +21,17 @@ const (
 	MaxMessagesDefault = 10
 	// WaitTimeSecondsDefault is the long poll of one ReceiveMessage (SQS allows 20 at most).
 	WaitTimeSecondsDefault = 20
-	// ShutdownBudgetDefault is the time in-flight handlers get after Run's context ends;
-	// under the 30 s that ECS and Kubernetes give between SIGTERM and SIGKILL.
-	ShutdownBudgetDefault = 25 * time.Second
+	// ShutdownBudgetDefault is the time in-flight handlers get after Run's context ends:
+	// the binaries' JUNBAN_SHUTDOWN_BUDGET default.
+	ShutdownBudgetDefault = config.ShutdownBudgetDefault
 	// RetryBaseDefault is the first Retry's backoff (before jitter).
 	RetryBaseDefault = 2 * time.Second
 	// RetryMaxDefault caps the Retry backoff: SQS's maximum visibility timeout, 12 h.
 	RetryMaxDefault = 12 * time.Hour
-	// DeleteLingerDefault is how long a delete waits for others to share its DeleteMessageBatch.
-	DeleteLingerDefault = 5 * time.Millisecond
+	// DeleteLingerDefault is how long a delete waits for others to share its
+	// DeleteMessageBatch (JUNBAN_SQS_DELETE_LINGER's default): 10 ms fills the order-worker's
+	// batches at its rates (docs/benchmarks.md, "bench e2e").
+	DeleteLingerDefault = 10 * time.Millisecond
 	// BatchMaxDefault is the most messages a batch consumer hands to one BatchHandler call.
 	BatchMaxDefault = 50
 	// BatchWindowDefault is how long a batch consumer keeps collecting after a batch's first message.

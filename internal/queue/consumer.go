@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/cenkalti/backoff/v5"
 	"go.uber.org/zap"
 )
 
@@ -195,22 +195,23 @@ func (c *Consumer) queueVisibility(ctx context.Context) (time.Duration, error) {
 // RetryDelay is the default backoff of a Retry for a message received receiveCount times:
 // base * 2^(receiveCount-1), capped at maxDelay, with "equal jitter" (a uniformly random
 // point in the upper half), so the n-th retry waits between half and all of its step.
-// The result never exceeds maxDelay nor SQS's 12 h.
+// The result never exceeds maxDelay nor SQS's 12 h. The step is the receiveCount-th
+// interval of a backoff.ExponentialBackOff; the jitter is its randomization by a third
+// around three quarters of the step.
 func RetryDelay(receiveCount int, base, maxDelay time.Duration) time.Duration {
 	maxDelay = min(maxDelay, maxVisibility)
-	if receiveCount < 1 {
-		receiveCount = 1
-	}
-	d := base
-	for i := 1; i < receiveCount && d < maxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, maxDelay)
-	if d <= 0 {
+	if base <= 0 || maxDelay <= 0 {
 		return 0
 	}
-	half := d / 2
-	return half + rand.N(d-half+1)
+	steps := &backoff.ExponentialBackOff{InitialInterval: base, Multiplier: 2, MaxInterval: maxDelay}
+	step := steps.NextBackOff()
+	for i := 1; i < receiveCount && step < maxDelay; i++ {
+		step = steps.NextBackOff()
+	}
+	step = min(step, maxDelay)
+	jitter := &backoff.ExponentialBackOff{InitialInterval: step - step/4, RandomizationFactor: 1.0 / 3, Multiplier: 1, MaxInterval: step}
+	// The clamp absorbs the float rounding of the randomization at the interval's ends.
+	return min(max(jitter.NextBackOff(), step/2), step)
 }
 
 // tracked is one received message from receive until it is settled.
@@ -340,7 +341,7 @@ func (r *run) receiveLoop(ctx context.Context) {
 // the next receive may ask for (0 once ctx ended), give gets back the room a receive did
 // not use, and deliver gets each message received.
 func (r *run) receiveInto(ctx context.Context, take func(context.Context) int, give func(int), deliver func(*tracked, Message)) {
-	var fails int
+	pauses := receiveBackoff()
 	for {
 		n := take(ctx)
 		if n == 0 {
@@ -352,11 +353,10 @@ func (r *run) receiveInto(ctx context.Context, take func(context.Context) int, g
 			if ctx.Err() != nil {
 				return
 			}
-			fails++
-			r.receiveFailed(ctx, err, fails)
+			r.receiveFailed(ctx, err, pauses.NextBackOff())
 			continue
 		}
-		fails = 0
+		pauses.Reset()
 		used := 0
 		var surplus []*tracked
 		for _, sm := range msgs {
@@ -425,9 +425,14 @@ more:
 	return n
 }
 
-func (r *run) receiveFailed(ctx context.Context, err error, fails int) {
+// receiveBackoff is the pause after failed receives in a row: 1 s, doubling, at most 30 s,
+// without jitter (one consumer's receivers failing together do not load SQS much).
+func receiveBackoff() *backoff.ExponentialBackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: time.Second, Multiplier: 2, MaxInterval: 30 * time.Second}
+}
+
+func (r *run) receiveFailed(ctx context.Context, err error, wait time.Duration) {
 	r.m.receiveErrors.Inc()
-	wait := min(time.Duration(1<<min(fails-1, 5))*time.Second, 30*time.Second)
 	r.log.Warn("receive failed", zap.Error(err), zap.Duration("retry_in", wait))
 	t := time.NewTimer(wait)
 	defer t.Stop()

@@ -2,10 +2,12 @@ package testenv
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -130,4 +132,21 @@ func (p *Proc) Exited() bool {
 	default:
 		return false
 	}
+}
+
+// Exec runs the binary at path with args and only the environment env (plus PATH), waits
+// for it and returns its exit status and output.
+func Exec(t testing.TB, path string, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(path, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
+	var o, e strings.Builder
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if exit, ok := errors.AsType[*exec.ExitError](err); ok {
+		return exit.ExitCode(), o.String(), e.String()
+	} else if err != nil {
+		t.Fatalf("testenv: run %s: %v", path, err)
+	}
+	return 0, o.String(), e.String()
 }

@@ -1,6 +1,7 @@
 // Package testenv gives tests their own corner of the real services: a Redis key
 // prefix, a PostgreSQL schema with the migrations applied, and SQS queues with unique
-// names. The services come from the environment or .junban/stack.env (`make stack`);
+// names. The services come from the environment, or from the file JUNBAN_STACK_ENV names
+// (`make test` sets it to the stack's .junban/stack.env; nothing is looked up implicitly);
 // a test that cannot reach them fails and says how to start them.
 //
 // Under -short (`make test-unit`) every helper that hands out a service, a built binary
@@ -54,7 +55,8 @@ func need(t testing.TB, name string) string {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
-		t.Fatalf("testenv: %s is not set; start the stack with `make stack` (or set it)", name)
+		t.Fatalf("testenv: %s is not set; start the stack with `make stack` and export "+
+			"JUNBAN_STACK_ENV=<repository>/.junban/stack.env (make test does), or set %s", name, name)
 	}
 	return v
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/junban/junban/internal/idempotency"
 )
 
-// Defaults of the gateway's settings; the envDefault tags of Config repeat them
-// (TestConfigDefaults keeps the two in step).
+// Defaults of the gateway's settings; Config.SetDefaults gives them to the
+// binary's variables (and --env-vars prints them).
 const (
 	// MaxBodyBytesDefault bounds a webhook's body; larger ones get 413.
 	MaxBodyBytesDefault = 1 << 20
@@ -51,31 +51,45 @@ type Config struct {
 	// rotation). It holds the signing secrets: never log it.
 	Providers Secret `env:"JUNBAN_WEBHOOK_PROVIDERS,required,notEmpty"`
 	// MaxBodyBytes bounds a webhook's body; larger ones get 413.
-	MaxBodyBytes int64 `env:"JUNBAN_WEBHOOK_MAX_BODY_BYTES" envDefault:"1048576"`
+	MaxBodyBytes int64 `env:"JUNBAN_WEBHOOK_MAX_BODY_BYTES"`
 	// Tolerance is how far a signature's timestamp may be from the clock, either way.
-	Tolerance time.Duration `env:"JUNBAN_WEBHOOK_TOLERANCE" envDefault:"5m"`
+	Tolerance time.Duration `env:"JUNBAN_WEBHOOK_TOLERANCE"`
 	// LockTTL is the in-progress lock's lifetime: how long a concurrent duplicate gets 409
 	// and how long a crashed gateway blocks a provider event before another takes over.
-	LockTTL time.Duration `env:"JUNBAN_WEBHOOK_LOCK_TTL" envDefault:"30s"`
+	LockTTL time.Duration `env:"JUNBAN_WEBHOOK_LOCK_TTL"`
 	// Retention keeps completed records (a late retry gets the first answer); it must
 	// exceed twice Tolerance, or a replay outlives its record.
-	Retention time.Duration `env:"JUNBAN_WEBHOOK_RETENTION" envDefault:"72h"`
+	Retention time.Duration `env:"JUNBAN_WEBHOOK_RETENTION"`
 	// PublishTimeout bounds sending one order event to SQS; it must stay under LockTTL.
-	PublishTimeout time.Duration `env:"JUNBAN_WEBHOOK_PUBLISH_TIMEOUT" envDefault:"10s"`
+	PublishTimeout time.Duration `env:"JUNBAN_WEBHOOK_PUBLISH_TIMEOUT"`
 	// ReadHeaderTimeout bounds reading a request's headers.
-	ReadHeaderTimeout time.Duration `env:"JUNBAN_WEBHOOK_READ_HEADER_TIMEOUT" envDefault:"5s"`
+	ReadHeaderTimeout time.Duration `env:"JUNBAN_WEBHOOK_READ_HEADER_TIMEOUT"`
 	// ReadTimeout bounds reading a whole request, body included.
-	ReadTimeout time.Duration `env:"JUNBAN_WEBHOOK_READ_TIMEOUT" envDefault:"15s"`
+	ReadTimeout time.Duration `env:"JUNBAN_WEBHOOK_READ_TIMEOUT"`
 	// WriteTimeout bounds a request from the end of its headers to the end of the answer.
-	WriteTimeout time.Duration `env:"JUNBAN_WEBHOOK_WRITE_TIMEOUT" envDefault:"30s"`
+	WriteTimeout time.Duration `env:"JUNBAN_WEBHOOK_WRITE_TIMEOUT"`
 	// IdleTimeout closes keep-alive connections idle that long.
-	IdleTimeout time.Duration `env:"JUNBAN_WEBHOOK_IDLE_TIMEOUT" envDefault:"120s"`
+	IdleTimeout time.Duration `env:"JUNBAN_WEBHOOK_IDLE_TIMEOUT"`
 	// MaxInFlight bounds the deliveries handled at once (each may hold a body of up to
 	// MaxBodyBytes); beyond it a delivery gets 503 with Retry-After before its body is read.
-	MaxInFlight int `env:"JUNBAN_WEBHOOK_MAX_IN_FLIGHT" envDefault:"64"`
+	MaxInFlight int `env:"JUNBAN_WEBHOOK_MAX_IN_FLIGHT"`
 	// AdminAddr, when set, serves /healthz, /readyz and /metrics, and HTTPAddr serves the
 	// webhooks alone, so the internet-facing listener shows no internals. Empty: all on HTTPAddr.
 	AdminAddr string `env:"JUNBAN_WEBHOOK_ADMIN_ADDR"`
+}
+
+// SetDefaults gives the settings their named defaults (config.Load calls it).
+func (c *Config) SetDefaults() {
+	c.MaxBodyBytes = MaxBodyBytesDefault
+	c.Tolerance = ToleranceDefault
+	c.LockTTL = LockTTLDefault
+	c.Retention = RetentionDefault
+	c.PublishTimeout = PublishTimeoutDefault
+	c.ReadHeaderTimeout = ReadHeaderTimeoutDefault
+	c.ReadTimeout = ReadTimeoutDefault
+	c.WriteTimeout = WriteTimeoutDefault
+	c.IdleTimeout = IdleTimeoutDefault
+	c.MaxInFlight = MaxInFlightDefault
 }
 
 // Validate checks what the parser cannot, every problem at once.

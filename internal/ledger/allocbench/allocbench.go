@@ -1,6 +1,7 @@
-// Package allocbench measures ledger.Allocate on one hot SKU against a JSON-document
-// script, a PostgreSQL row-lock transaction and a trivial EVALSHA, with the same client
-// concurrency in the same run (junbanctl bench alloc).
+// Package allocbench measures ledger.Allocate on one hot SKU against the allocation script
+// before the warehouse operations, a JSON-document script, a PostgreSQL row-lock
+// transaction and a trivial EVALSHA, with the same client concurrency in the same run, and
+// times ledger.RegisterLot beside an allocation (junbanctl bench alloc).
 package allocbench
 
 import (
@@ -51,7 +52,13 @@ type Options struct {
 	// PGConns is the PostgreSQL connection pool of the row-lock variant (0: Clients).
 	// The Clients goroutines share it; a hot row serializes them anyway.
 	PGConns int
+	// Registration also times ledger.RegisterLot on SKUs of RegistrationLots lots, and an
+	// allocation on the same SKUs, in rounds of their own.
+	Registration bool
 }
+
+// RegistrationLots are the SKU sizes Options.Registration measures.
+var RegistrationLots = []int{100, 1000}
 
 // Report holds the rates in operations per second.
 type Report struct {
@@ -66,6 +73,36 @@ type Report struct {
 	JunbanWorstByLots map[string]float64 `json:"junban_worst_ops_by_lots,omitempty"`
 	// Profile is what Redis reported (INFO commandstats) per operation of each Redis variant.
 	Profile map[string]Profile `json:"profile"`
+	// JunbanBefore is the allocation script of commit 5f6d35e, before the warehouse
+	// operations, on a hash in its layout; JunbanHolder is today's with a holder, as the
+	// order-worker calls it (Junban is today's without one).
+	JunbanBefore float64 `json:"junban_before_ops"`
+	JunbanHolder float64 `json:"junban_holder_ops"`
+	Ratios       Ratios  `json:"ratios"`
+	// Registration has one entry per RegistrationLots size when Options.Registration is set.
+	Registration []Registration `json:"registration,omitempty"`
+}
+
+// Ratios compare the three junban figures with the EVALSHA ceiling and with junban_before.
+type Ratios struct {
+	BeforeOfCeiling float64 `json:"junban_before_of_ceiling"`
+	JunbanOfCeiling float64 `json:"junban_of_ceiling"`
+	HolderOfCeiling float64 `json:"junban_holder_of_ceiling"`
+	JunbanOfBefore  float64 `json:"junban_of_before"`
+	HolderOfBefore  float64 `json:"junban_holder_of_before"`
+}
+
+// Registration is ledger.RegisterLot (a fresh lot id each call) and an allocation with a
+// holder on the same SKU of Lots lots: rates and Redis's time inside EVALSHA per call.
+// Registrations grow the SKU; it is restored to Lots lots before every turn and whenever
+// registrations grew it by a tenth (RegistrationGrowth), the restores not timed.
+type Registration struct {
+	Lots                int     `json:"lots"`
+	RegisterOps         float64 `json:"register_ops"`
+	RegisterUsecPerCall float64 `json:"register_script_usec_per_call"`
+	AllocateOps         float64 `json:"alloc_ops"`
+	AllocateUsecPerCall float64 `json:"alloc_script_usec_per_call"`
+	MaxLotsDuringRun    int     `json:"max_lots"`
 }
 
 // Profile is Redis's own account of one variant: time inside EVALSHA per call and the
@@ -79,9 +116,18 @@ type Profile struct {
 //go:embed jsondoc.lua
 var jsondocLua string
 
+// The allocation as it was at commit 5f6d35e, run as ledger.go ran it (candidates first).
 var (
-	jsondocScript = redis.NewScript(jsondocLua)
-	ceilingScript = redis.NewScript("return 1")
+	//go:embed candidates_5f6d35e.lua
+	candidatesBeforeLua string
+	//go:embed ledger_5f6d35e.lua
+	ledgerBeforeLua string
+)
+
+var (
+	jsondocScript      = redis.NewScript(jsondocLua)
+	ceilingScript      = redis.NewScript("return 1")
+	ledgerBeforeScript = redis.NewScript(candidatesBeforeLua + ledgerBeforeLua)
 )
 
 const (
@@ -128,10 +174,20 @@ type variant struct {
 	setup func() (opFunc, func(), error)
 	// sql marks the PostgreSQL variant: Redis's counters say nothing about it.
 	sql bool
+	// reset, when set, runs before each of the variant's turns, outside the measurement.
+	reset func(ctx context.Context) error
+	// paused, when set, is the time so far the variant's operations spent stopped for
+	// work that is not measured; a turn's rate leaves it out.
+	paused func() time.Duration
 }
 
-// drive runs op from clients goroutines for d and returns the rate of successful ops.
-func drive(ctx context.Context, clients int, d time.Duration, seq *atomic.Int64, op opFunc) (float64, error) {
+// drive runs op from clients goroutines for d and returns the rate of successful ops
+// over the time not paused (paused may be nil).
+func drive(ctx context.Context, clients int, d time.Duration, seq *atomic.Int64, op opFunc, paused func() time.Duration) (float64, error) {
+	var paused0 time.Duration
+	if paused != nil {
+		paused0 = paused()
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var done atomic.Int64
@@ -157,7 +213,11 @@ func drive(ctx context.Context, clients int, d time.Duration, seq *atomic.Int64,
 	if firstErr != nil {
 		return 0, firstErr
 	}
-	return float64(done.Load()) / time.Since(start).Seconds(), nil
+	elapsed := time.Since(start)
+	if paused != nil {
+		elapsed -= paused() - paused0
+	}
+	return float64(done.Load()) / elapsed.Seconds(), nil
 }
 
 // Run measures every variant. The variants take turns in opt.Rounds rounds of
@@ -172,20 +232,40 @@ func Run(ctx context.Context, rc redis.UniversalClient, db *gorm.DB, opt Options
 		opt.Rounds = 1
 	}
 	main := []variant{
-		{"evalsha_ceiling", func() (opFunc, func(), error) { return setupCeiling(rc, opt) }, false},
-		{fmt.Sprintf("junban_%d_lots", opt.Lots), func() (opFunc, func(), error) { return setupJunban(ctx, rc, opt, opt.Lots, false) }, false},
-		{fmt.Sprintf("jsondoc_%d_lots", opt.Lots), func() (opFunc, func(), error) { return setupJSONDoc(ctx, rc, opt) }, false},
+		{name: "evalsha_ceiling", setup: func() (opFunc, func(), error) { return setupCeiling(rc, opt) }},
+		{name: fmt.Sprintf("junban_%d_lots", opt.Lots), setup: func() (opFunc, func(), error) { return setupJunban(ctx, rc, opt, opt.Lots, false, false) }},
+		{name: fmt.Sprintf("junban_before_%d_lots", opt.Lots), setup: func() (opFunc, func(), error) { return setupJunbanBefore(ctx, rc, opt) }},
+		{name: fmt.Sprintf("junban_holder_%d_lots", opt.Lots), setup: func() (opFunc, func(), error) { return setupJunban(ctx, rc, opt, opt.Lots, false, true) }},
+		{name: fmt.Sprintf("jsondoc_%d_lots", opt.Lots), setup: func() (opFunc, func(), error) { return setupJSONDoc(ctx, rc, opt) }},
 	}
 	if db != nil {
-		main = append(main, variant{fmt.Sprintf("pg_rowlock_%d_lots", opt.Lots), func() (opFunc, func(), error) { return setupPG(ctx, db, opt) }, true})
+		main = append(main, variant{name: fmt.Sprintf("pg_rowlock_%d_lots", opt.Lots), setup: func() (opFunc, func(), error) { return setupPG(ctx, db, opt) }, sql: true})
 	}
 	rates, err := runRounds(ctx, rc, opt, main, rep.Profile, log)
 	if err != nil {
 		return rep, err
 	}
-	rep.EvalshaCeiling, rep.Junban, rep.JSONDoc = rates[0], rates[1], rates[2]
+	rep.EvalshaCeiling, rep.Junban, rep.JunbanBefore, rep.JunbanHolder, rep.JSONDoc = rates[0], rates[1], rates[2], rates[3], rates[4]
 	if db != nil {
-		rep.PGRowLock = rates[3]
+		rep.PGRowLock = rates[5]
+	}
+	ratio := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	rep.Ratios = Ratios{
+		BeforeOfCeiling: ratio(rep.JunbanBefore, rep.EvalshaCeiling),
+		JunbanOfCeiling: ratio(rep.Junban, rep.EvalshaCeiling),
+		HolderOfCeiling: ratio(rep.JunbanHolder, rep.EvalshaCeiling),
+		JunbanOfBefore:  ratio(rep.Junban, rep.JunbanBefore),
+		HolderOfBefore:  ratio(rep.JunbanHolder, rep.JunbanBefore),
+	}
+	if opt.Registration {
+		if err := runRegistration(ctx, rc, opt, &rep, log); err != nil {
+			return rep, err
+		}
 	}
 	if opt.Sweep {
 		rep.JunbanByLots, rep.JunbanWorstByLots = map[string]float64{}, map[string]float64{}
@@ -197,7 +277,7 @@ func Run(ctx context.Context, rc redis.UniversalClient, db *gorm.DB, opt Options
 				if worst {
 					name = fmt.Sprintf("junban_worst_%d_lots", n)
 				}
-				sweep = append(sweep, variant{name, func() (opFunc, func(), error) { return setupJunban(ctx, rc, opt, n, worst) }, false})
+				sweep = append(sweep, variant{name: name, setup: func() (opFunc, func(), error) { return setupJunban(ctx, rc, opt, n, worst, false) }})
 			}
 		}
 		rates, err := runRounds(ctx, rc, opt, sweep, rep.Profile, log)
@@ -230,8 +310,13 @@ func runRounds(ctx context.Context, rc redis.UniversalClient, opt Options, vs []
 	stats := make([][]acc, len(vs))
 	for r := range opt.Rounds {
 		for i, v := range vs {
+			if v.reset != nil {
+				if err := v.reset(ctx); err != nil {
+					return nil, fmt.Errorf("%s: %w", v.name, err)
+				}
+			}
 			before, _ := commandStats(ctx, rc)
-			rate, err := drive(ctx, opt.Clients, opt.Duration/time.Duration(opt.Rounds), &seqs[i], ops[i])
+			rate, err := drive(ctx, opt.Clients, opt.Duration/time.Duration(opt.Rounds), &seqs[i], ops[i], v.paused)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", v.name, err)
 			}
@@ -274,18 +359,186 @@ func setupCeiling(rc redis.UniversalClient, opt Options) (opFunc, func(), error)
 	}, func() {}, nil
 }
 
-func setupJunban(ctx context.Context, rc redis.UniversalClient, opt Options, lots int, worst bool) (opFunc, func(), error) {
-	sku := fmt.Sprintf("HOT-%d-%v", lots, worst)
+// setupJunban allocates with ledger.Allocate; with holder, each allocation names an order
+// of its own, as the order-worker does, so the SKU's holder hash gains an entry per call.
+func setupJunban(ctx context.Context, rc redis.UniversalClient, opt Options, lots int, worst, holder bool) (opFunc, func(), error) {
+	sku := fmt.Sprintf("HOT-%d-%v-%v", lots, worst, holder)
 	l := ledger.New(rc, opt.Prefix, loader{sku: hotSKU(sku, lots, worst)}, ledger.Config{OpRetention: retention})
 	if err := l.Load(ctx, sku); err != nil {
 		return nil, nil, err
 	}
+	return allocOp(l, sku, holder), func() {}, nil
+}
+
+func allocOp(l *ledger.Ledger, sku string, holder bool) opFunc {
 	return func(ctx context.Context, n int64) error {
-		_, err := l.Allocate(ctx, ledger.AllocateRequest{OpID: "op-" + strconv.FormatInt(n, 10), SKU: sku,
-			Qty: 1, TargetDate: targetDate, Mode: ledger.ModeShip})
+		id := strconv.FormatInt(n, 10)
+		r := ledger.AllocateRequest{OpID: "op-" + id, SKU: sku, Qty: 1, TargetDate: targetDate, Mode: ledger.ModeShip}
+		if holder {
+			r.Holder = "lc-" + id
+		}
+		_, err := l.Allocate(ctx, r)
 		return err
+	}
+}
+
+// setupJunbanBefore runs the allocation script of commit 5f6d35e on a hash in its layout:
+// the hash today's Load writes, less the next-registration field and with four bucket
+// numbers per lot. The old script fails on a five-number bucket field, so a layout this
+// missed stops the run instead of measuring something else.
+func setupJunbanBefore(ctx context.Context, rc redis.UniversalClient, opt Options) (opFunc, func(), error) {
+	sku := fmt.Sprintf("HOT-BEFORE-%d", opt.Lots)
+	s := hotSKU(sku, opt.Lots, false)
+	if err := ledger.New(rc, opt.Prefix, loader{sku: s}, ledger.Config{}).Load(ctx, sku); err != nil {
+		return nil, nil, err
+	}
+	key := ledger.Key(opt.Prefix, sku)
+	old := make([]any, 0, 2*len(s.Lots))
+	for _, l := range s.Lots {
+		old = append(old, "b:"+l.LotID, "0 0 0 0")
+	}
+	if err := rc.HSet(ctx, key, old...).Err(); err != nil {
+		return nil, nil, err
+	}
+	if err := rc.HDel(ctx, key, "n").Err(); err != nil {
+		return nil, nil, err
+	}
+	ttl := strconv.Itoa(int(retention.Seconds()))
+	return func(ctx context.Context, n int64) error {
+		return ledgerBeforeScript.Run(ctx, rc, []string{key, key + ":op:op-" + strconv.FormatInt(n, 10)},
+			"alloc", ttl, 1, targetDate, "ship").Err()
 	}, func() {}, nil
 }
+
+// RegistrationGrowth bounds how far registrations grow a SKU of the registration rounds:
+// by at most a tenth of its lots before it is restored.
+const RegistrationGrowth = 10
+
+// runRegistration times RegisterLot and an allocation with a holder on SKUs of each of
+// RegistrationLots sizes, in turns, and adds the figures to rep.
+func runRegistration(ctx context.Context, rc redis.UniversalClient, opt Options, rep *Report, log io.Writer) error {
+	var vs []variant
+	for _, n := range RegistrationLots {
+		sku := fmt.Sprintf("REG-%d", n)
+		l := ledger.New(rc, opt.Prefix, loader{sku: hotSKU(sku, n, false)}, ledger.Config{OpRetention: retention})
+		snap := &skuSnapshot{rc: rc, key: ledger.Key(opt.Prefix, sku)}
+		setup := func() error {
+			if snap.dump != "" {
+				return nil
+			}
+			if err := l.Load(ctx, sku); err != nil {
+				return err
+			}
+			return snap.take(ctx)
+		}
+		g := &growthGate{budget: int64(max(1, n/RegistrationGrowth)), restore: snap.restore}
+		vs = append(vs,
+			variant{name: fmt.Sprintf("register_lot_%d_lots", n), reset: g.reset, paused: g.pausedTime,
+				setup: func() (opFunc, func(), error) {
+					if err := setup(); err != nil {
+						return nil, nil, err
+					}
+					return registerOp(l, sku, n, g), func() {}, nil
+				}},
+			variant{name: fmt.Sprintf("alloc_beside_register_%d_lots", n), reset: g.reset,
+				setup: func() (opFunc, func(), error) {
+					if err := setup(); err != nil {
+						return nil, nil, err
+					}
+					return allocOp(l, sku, true), func() {}, nil
+				}})
+	}
+	rates, err := runRounds(ctx, rc, opt, vs, rep.Profile, log)
+	if err != nil {
+		return err
+	}
+	for i, n := range RegistrationLots {
+		reg, alloc := vs[2*i].name, vs[2*i+1].name
+		rep.Registration = append(rep.Registration, Registration{Lots: n,
+			RegisterOps: rates[2*i], RegisterUsecPerCall: rep.Profile[reg].ScriptUsecPerCall,
+			AllocateOps: rates[2*i+1], AllocateUsecPerCall: rep.Profile[alloc].ScriptUsecPerCall,
+			MaxLotsDuringRun: n + max(1, n/RegistrationGrowth)})
+	}
+	return nil
+}
+
+// registerOp registers a fresh on-hand lot per call, best-before after every lot of the
+// SKU (a new receipt is the freshest), through g.
+func registerOp(l *ledger.Ledger, sku string, lots int, g *growthGate) opFunc {
+	bb := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, lots+1).Format("2006-01-02")
+	return func(ctx context.Context, n int64) error {
+		id := strconv.FormatInt(n, 10)
+		return g.do(ctx, func() error {
+			_, err := l.RegisterLot(ctx, ledger.RegisterLotRequest{OpID: "reg-" + id, SKU: sku,
+				Lot: ledger.NewLot{LotID: "NEW-" + id, Kind: ledger.KindOnHand, Good: true, BestBefore: bb, Sellable: lotStock}})
+			return err
+		})
+	}
+}
+
+// skuSnapshot restores a SKU hash as it was loaded (DUMP once, RESTORE ... REPLACE), in
+// one command that is not an EVALSHA, so Redis's script counters stay the operations'.
+type skuSnapshot struct {
+	rc   redis.UniversalClient
+	key  string
+	dump string
+}
+
+func (s *skuSnapshot) take(ctx context.Context) error {
+	d, err := s.rc.Dump(ctx, s.key).Result()
+	s.dump = d
+	return err
+}
+
+func (s *skuSnapshot) restore(ctx context.Context) error {
+	return s.rc.RestoreReplace(ctx, s.key, 0, s.dump).Err()
+}
+
+// growthGate lets at most budget operations through between two restores: the operation
+// that finds the budget spent waits for the ones in flight, restores, and goes on. The
+// time spent restoring is paused time.
+type growthGate struct {
+	mu      sync.RWMutex
+	budget  int64
+	used    atomic.Int64
+	paused  atomic.Int64 // nanoseconds
+	restore func(ctx context.Context) error
+}
+
+func (g *growthGate) do(ctx context.Context, op func() error) error {
+	for {
+		g.mu.RLock()
+		if g.used.Add(1) <= g.budget {
+			err := op()
+			g.mu.RUnlock()
+			return err
+		}
+		g.mu.RUnlock()
+		g.mu.Lock()
+		// Of the callers that found the budget spent, the first restores; the others find
+		// it restored.
+		if g.used.Load() > g.budget {
+			start := time.Now()
+			if err := g.restore(ctx); err != nil {
+				g.mu.Unlock()
+				return err
+			}
+			g.used.Store(0)
+			g.paused.Add(int64(time.Since(start)))
+		}
+		g.mu.Unlock()
+	}
+}
+
+// reset restores the SKU before a turn, so every turn starts from the loaded lots.
+func (g *growthGate) reset(ctx context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.used.Store(0)
+	return g.restore(ctx)
+}
+
+func (g *growthGate) pausedTime() time.Duration { return time.Duration(g.paused.Load()) }
 
 type docLot struct {
 	ID   string `json:"id"`

@@ -1,4 +1,4 @@
-package main
+package sendlatency
 
 import (
 	"encoding/json"
@@ -43,7 +43,7 @@ func TestParkedOnPurposeFollowsTheOrderPreconditions(t *testing.T) {
 		ev("f1", event.OrderLinesChanged, "F"), ev("f2", event.OrderAllocateForShipment, "F"), ev("f3", event.OrderCancelled, "F"),
 		placed("f4", "F", ledger.ModeReserve),
 	}
-	got := slices.Sorted(maps.Keys(parkedOnPurpose(sent)))
+	got := slices.Sorted(maps.Keys(ParkedOnPurpose(sent)))
 	want := []string{"b1", "b2", "c3", "d2", "f1", "f2", "f3"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("parked on purpose %v, want %v", got, want)
@@ -55,11 +55,11 @@ func TestLatencyStatsPercentiles(t *testing.T) {
 	for i := 100; i >= 1; i-- {
 		lat = append(lat, time.Duration(i)*time.Millisecond)
 	}
-	s := statsOf(lat)
+	s := StatsOf(lat)
 	if s.Events != 100 || s.P50MS != 50 || s.P95MS != 95 || s.P99MS != 99 || s.MaxMS != 100 {
 		t.Fatalf("stats of 1..100 ms: %+v", s)
 	}
-	if z := statsOf(nil); z.Events != 0 || z.P99MS != 0 {
+	if z := StatsOf(nil); z.Events != 0 || z.P99MS != 0 {
 		t.Fatalf("stats of nothing: %+v", z)
 	}
 }

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/junban/junban/internal/api/apibench"
+	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/allocbench"
+	"github.com/junban/junban/internal/lockhandoff/bench"
+	"github.com/junban/junban/internal/persist/persistbench"
+)
+
+// decode runs the command with args and --json and decodes its standard output, which
+// must be one JSON document, into v (unknown fields are an error: the names are the
+// documented ones). It returns the command's error.
+func decode(t *testing.T, v any, words string, args ...string) error {
+	t.Helper()
+	var out bytes.Buffer
+	err := ctl(context.Background(), &out, words, append(args, "--json"))
+	dec := json.NewDecoder(&out)
+	dec.DisallowUnknownFields()
+	if jerr := dec.Decode(v); jerr != nil {
+		t.Fatalf("junbanctl %s %q --json: %v (command: %v)\n%s", words, args, jerr, err, out.String())
+	}
+	if dec.More() {
+		t.Fatalf("junbanctl %s %q --json printed more than one document", words, args)
+	}
+	return err
+}
+
+// send, dlq list, dlq redrive and queues create print one JSON document each with --json.
+func TestJSONOfTheQueueCommands(t *testing.T) {
+	c, q := dlqTestEnv(t)
+	var sent sendReport
+	if err := decode(t, &sent, "send", "--type", "order.cancelled", "--lcid", "LC-JSON"); err != nil || sent.Sent != 1 {
+		t.Fatalf("send: %+v, %v", sent, err)
+	}
+	take(t, c, q.Orders.URL)
+
+	deadLetter(t, c, q.Orders.DLQURL, `{"event_id":"dead-1"}`, nil)
+	var list dlqListReport
+	if err := decode(t, &list, "dlq list", "--queue", q.OrdersDLQName); err != nil {
+		t.Fatal(err)
+	}
+	if list.DLQ != q.OrdersDLQName || len(list.Messages) != 1 || list.Messages[0].Body != `{"event_id":"dead-1"}` ||
+		list.Messages[0].Reason == "" || list.Messages[0].ID == "" {
+		t.Fatalf("dlq list: %+v", list)
+	}
+
+	var empty dlqListReport
+	if err := decode(t, &empty, "dlq list", "--queue", q.ResultsDLQName); err != nil || empty.Messages == nil || len(empty.Messages) != 0 {
+		t.Fatalf("dlq list of an empty DLQ: %+v, %v (want messages: [])", empty, err)
+	}
+
+	var moved redriveReport
+	if err := decode(t, &moved.Report, "dlq redrive", "--queue", q.OrdersDLQName); err != nil || moved.Moved[q.OrdersName] != 1 || moved.DLQ != q.OrdersDLQName {
+		t.Fatalf("dlq redrive: %+v, %v", moved, err)
+	}
+
+	var qs queuesReport
+	if err := decode(t, &qs, "queues create", "--max-receive-count", "5", "--quiet"); err != nil {
+		t.Fatal(err)
+	}
+	if len(qs.Queues) != 4 {
+		t.Fatalf("queues create: %+v", qs)
+	}
+	for _, s := range qs.Queues {
+		if s.State != "exists" || s.URL == "" {
+			t.Errorf("queues create: %+v, want every queue in place", s)
+		}
+	}
+}
+
+// migrate, inventory import and reconcile print one JSON document each with --json;
+// reconcile's drift carries its kind and key, and the exit status is still the check's.
+func TestJSONOfTheDatabaseCommands(t *testing.T) {
+	d := readerEnv(t)
+	var m migrateReport
+	if err := decode(t, &m, "migrate"); err != nil || m.Applied != 0 {
+		t.Fatalf("migrate on a migrated schema: %+v, %v", m, err)
+	}
+
+	file := filepath.Join(t.TempDir(), "inv.csv")
+	csv := "sku,safety_stock,lot_id,kind,sellable\nJS-1,1,,,\nJS-1,,L1,onhand,5\nJS-1,,L2,onhand,3\n"
+	if err := os.WriteFile(file, []byte(csv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var dry inventoryReport
+	if err := decode(t, &dry, "inventory import", "--dry-run", file); err != nil || dry != (inventoryReport{File: file, DryRun: true, SKUs: 1, Lots: 2}) {
+		t.Fatalf("inventory import --dry-run: %+v, %v", dry, err)
+	}
+	var wrote inventoryReport
+	if err := decode(t, &wrote, "inventory import", file); err != nil || wrote != (inventoryReport{File: file, SKUs: 1, Lots: 2}) {
+		t.Fatalf("inventory import: %+v, %v", wrote, err)
+	}
+
+	var clean reconcileJSON
+	if err := decode(t, &clean, "reconcile", "--skus-only"); err != nil || clean.Remaining != 0 || len(clean.Drifts) != 0 || clean.OrdersCompared {
+		t.Fatalf("reconcile with nothing in Redis: %+v, %v", clean, err)
+	}
+	// A SKU that PostgreSQL holds at a version Redis has not got: ahead.
+	ctx := context.Background()
+	if _, err := d.Ledger.Availability(ctx, ledger.AvailabilityRequest{SKU: "JS-1", TargetDate: "2026-12-01", Mode: ledger.ModeShip}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DB.Exec(`UPDATE skus SET version = version + 5 WHERE sku = 'JS-1'`).Error; err != nil {
+		t.Fatal(err)
+	}
+	var drift reconcileJSON
+	err := decode(t, &drift, "reconcile")
+	if err == nil || drift.Remaining != 1 || len(drift.Drifts) != 1 || drift.Drifts[0].Key != "JS-1" ||
+		drift.Drifts[0].Entity != "sku" || drift.Drifts[0].Kind == "" || len(drift.Hints) == 0 || !drift.OrdersCompared {
+		t.Fatalf("reconcile with a drift: %+v, %v (want an error: the exit status is the check's)", drift, err)
+	}
+}
+
+// The benchmarks' --json, at sizes that only show the document is whole: the figures
+// are not looked at, only that the run measured something.
+func TestJSONOfTheBenchmarks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs four short benchmarks")
+	}
+	readerEnv(t)
+	dlqTestEnv(t)
+	var alloc allocbench.Report
+	if err := decode(t, &alloc, "bench alloc", "--duration", "300ms", "--rounds", "1", "--sweep=false", "--clients", "2", "--lots", "3"); err != nil || alloc.Junban <= 0 || alloc.Lots != 3 {
+		t.Fatalf("bench alloc: %+v, %v", alloc, err)
+	}
+	var api apibench.Report
+	if err := decode(t, &api, "bench api", "--fleet=false", "--duration", "200ms", "--rounds", "1", "--clients", "2", "--allocators", "1", "--skus", "2", "--lots", "2"); err != nil || api.Availability.OpsPerSec <= 0 || api.SKUs != 2 {
+		t.Fatalf("bench api: %+v, %v", api, err)
+	}
+	var lock bench.Result
+	if err := decode(t, &lock, "bench lock", "--duration", "200ms"); err != nil || lock.Hot.HandoffEPS <= 0 {
+		t.Fatalf("bench lock: %+v, %v", lock, err)
+	}
+	var persist persistbench.Result
+	if err := decode(t, &persist, "bench persist", "--duration", "500ms", "--parts", "0", "--backlog", "20", "--receivers", "2"); err != nil || persist.BatchedEPS <= 0 || persist.SingleEPS <= 0 {
+		t.Fatalf("bench persist: %+v, %v", persist, err)
+	}
+}

@@ -1,0 +1,92 @@
+package event
+
+// The ledger's values as the wire carries them: internal/ledger uses these types (as
+// aliases), so their JSON form is defined here, with the rest of the contract.
+
+// Bucket names where a lot's quantity sits. External is the outside world: stock
+// adjustments and receipts move quantity in from it or out to it, and no other
+// operation touches it, so a lot's total changes only through those.
+const (
+	Sellable  = "sellable"
+	Reserved  = "reserved"
+	Allocated = "allocated"
+	Hidden    = "hidden"
+	Shipped   = "shipped"
+	// Defective holds the units of a lot found damaged on a count, recalled, or returned
+	// broken: accounted for, never sellable (docs/ledger.md).
+	Defective = "defective"
+	External  = "external"
+)
+
+// Lot kinds.
+const (
+	KindOnHand  = "onhand"
+	KindPlanned = "planned"
+)
+
+// Mode of an allocation.
+type Mode string
+
+const (
+	// ModeShip allocates for shipment (出荷引当): sellable -> allocated, with the safety-stock check.
+	ModeShip Mode = "ship"
+	// ModeReserve reserves (予約・仮引当): sellable -> reserved, without the safety-stock check.
+	ModeReserve Mode = "reserve"
+)
+
+// Move is one quantity moved between two buckets of one lot by one operation.
+type Move struct {
+	OpID  string `json:"op_id"`
+	Index int    `json:"index"`
+	SKU   string `json:"sku"`
+	LotID string `json:"lot_id"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+	Qty   int64  `json:"qty"`
+	// Version is the SKU's version after the operation that made the move. An event can
+	// touch one SKU in several operations, with other orders' operations in between, so a
+	// move's version is its own operation's, not the newest the event saw. 0 in results
+	// published before the field existed.
+	Version int64 `json:"version,omitempty"`
+}
+
+// Lot is a lot of one SKU with its buckets. Dates are ISO dates (YYYY-MM-DD).
+type Lot struct {
+	LotID      string `json:"lot_id"`
+	Kind       string `json:"kind"`
+	Good       bool   `json:"good"`
+	BestBefore string `json:"best_before,omitempty"`
+	// RegSeq is the registration order within the SKU: FEFO tie-break and LIFO key of planned lots.
+	RegSeq    int64  `json:"reg_seq"`
+	ArrivesAt string `json:"arrives_at,omitempty"`
+	ValidFrom string `json:"valid_from"`
+	ValidTo   string `json:"valid_to"`
+	Sellable  int64  `json:"sellable"`
+	Reserved  int64  `json:"reserved"`
+	Allocated int64  `json:"allocated"`
+	Hidden    int64  `json:"hidden"`
+	Shipped   int64  `json:"shipped"`
+	Defective int64  `json:"defective"`
+}
+
+// SKU is a SKU's settings, version and lots.
+type SKU struct {
+	SKU         string `json:"sku"`
+	SafetyStock int64  `json:"safety_stock"`
+	Version     int64  `json:"version"`
+	Lots        []Lot  `json:"lots"`
+}
+
+// LotQty is a quantity held in one lot.
+type LotQty struct {
+	LotID string `json:"lot_id"`
+	Qty   int64  `json:"qty"`
+}
+
+// Holder is an order holding reserved or allocated units of a lot: what a recall
+// reports, so that a caller can cancel or re-allocate those orders.
+type Holder struct {
+	LCID  string `json:"lcid"`
+	LotID string `json:"lot_id"`
+	Qty   int64  `json:"qty"`
+}

@@ -1,0 +1,106 @@
+-- Benchmark-only copy of internal/ledger/candidates.lua at commit 5f6d35e, prepended to
+-- ledger_5f6d35e.lua as ledger.go prepends the live one. It exists only so that
+-- `junbanctl bench alloc` can run the allocation as it was before the warehouse operations
+-- (contender junban_before) beside the live script; nothing else runs it.
+--
+-- candidates.lua: the candidate rules of an allocation, shared by ledger.lua (op alloc)
+-- and available.lua, which ledger.go runs with this file prepended, so an allocation and
+-- an availability read cannot disagree on which lots are candidates, in which order,
+-- what they take from each, or why a request fails.
+--
+-- Defines local functions only; reads nothing on its own.
+
+-- walkCandidates walks the candidate index of the SKU hash key (head: its HMGET of
+-- 'v', 'ss', 'on', 'o:0') in allocation order, keeping the lots valid on date, and reads
+-- their sellable in growing chunks until the candidates seen sum to need or more
+-- (math.huge: every candidate). The first candidate is read by first(lot), which returns
+-- its sellable (the allocation reads it whole: it is the one usually taken from, and the
+-- result needs its state); the next ones only for sellable, in chunks of 4, 16, 64, ...
+-- so a hot SKU's usual cost does not grow with its number of lots. A walk that reads
+-- every candidate anyway starts at chunk0 (up to 1024) instead of 1, and first is not
+-- called.
+-- Returns cand (the field names 's:<lot>': candidateLot turns them into lot ids), sell
+-- (their sellable) and sum; with keepHeads, also heads: each candidate's index record
+-- without its field name (sort key, valid_from, valid_to: layout.go), which says its kind,
+-- best-before, registration and validity without reading its meta.
+local function walkCandidates(key, head, date, need, first, chunk0, keepHeads)
+  local cand, sell, sum, heads = {}, {}, 0, {}
+  local ALWAYS = '0001-01-019999-12-31'
+  local nchunks = tonumber(head[3])
+  local cur, ci, pos, n, chunk = head[4], 0, 1, #head[4], chunk0
+  while sum < need do
+    local f = {}
+    while #f < chunk do
+      if pos > n then
+        ci = ci + 1
+        if ci >= nchunks then break end
+        cur = redis.call('HGET', key, 'o:' .. ci)
+        pos, n = 1, #cur
+      else
+        -- Record: sort key(26) valid_from(10) valid_to(10) "s:" lot_id "\n" (layout.go).
+        local nl = string.find(cur, '\n', pos + 46, true)
+        local period = string.sub(cur, pos + 26, pos + 45)
+        if period == ALWAYS or (string.sub(period, 1, 10) <= date and date <= string.sub(period, 11, 20)) then
+          f[#f + 1] = string.sub(cur, pos + 46, nl - 1)
+          if keepHeads then heads[#heads + 1] = string.sub(cur, pos, pos + 45) end
+        end
+        pos = nl + 1
+      end
+    end
+    if #f == 0 then break end
+    if chunk == 1 then
+      local s = first(string.sub(f[1], 3))
+      cand[1], sell[1], sum = f[1], s, s
+    else
+      local v = redis.call('HMGET', key, unpack(f))
+      for i, fld in ipairs(f) do
+        local s = tonumber(v[i])
+        cand[#cand + 1] = fld
+        sell[#sell + 1] = s
+        sum = sum + s
+      end
+    end
+    chunk = math.min(chunk * 4, 1024) -- unpack is bounded by the Lua stack
+  end
+  return cand, sell, sum, heads
+end
+
+-- candidateLot returns the lot id of cand[i].
+local function candidateLot(cand, i) return string.sub(cand[i], 3) end
+
+-- allocNeed is what the candidates must hold for an allocation of qty: ship keeps the
+-- safety stock ss on top.
+local function allocNeed(qty, mode, ss)
+  if mode == 'ship' then return qty + ss end
+  return qty
+end
+
+-- refusal returns the reason code and detail of an allocation of qty whose candidates
+-- sum to sum, or nil when it succeeds.
+local function refusal(qty, need, sum, ss)
+  local function fmtn(x) return string.format('%d', x) end
+  if sum < qty then
+    return 'ERR_SHORTAGE', 'requested=' .. fmtn(qty) .. ' available=' .. fmtn(sum)
+  end
+  if sum < need then
+    return 'ERR_SAFETY_STOCK', 'requested=' .. fmtn(qty) .. ' available=' .. fmtn(sum) .. ' safety_stock=' .. fmtn(ss)
+  end
+  return nil
+end
+
+-- takeLots returns the lots an allocation of qty takes from, in order, and how much from
+-- each: candidates in allocation order, each emptied before the next.
+local function takeLots(cand, sell, qty)
+  local lots, take, rem = {}, {}, qty
+  for i = 1, #cand do
+    if rem == 0 then break end
+    if sell[i] > 0 then
+      local t = math.min(sell[i], rem)
+      lots[#lots + 1] = candidateLot(cand, i)
+      take[#take + 1] = t
+      rem = rem - t
+    end
+  end
+  return lots, take
+end
+
