@@ -378,7 +378,7 @@ func TestDashboardCheckFailsOnUnknownMetric(t *testing.T) {
 		t.Fatalf("a correct dashboard is refused: %v", problems)
 	}
 	for _, bad := range []string{
-		strings.Replace(good, "junban_queue_received_total", "junban_queue_recieved_total", 1),
+		strings.Replace(good, "junban_queue_received_total", "junban_queue_recieved_total", 1), //nolint:misspell // a metric name misspelt on purpose
 		strings.Replace(good, "junban_persist_lag_seconds_bucket", "junban_persist_lag_bucket", 1),
 		strings.Replace(good, "junban_queue_received_total[5m]", "junban_queue_received_total_bucket[5m]", 1), // a counter has no buckets
 		strings.Replace(good, `"id":2`, `"id":1`, 1),

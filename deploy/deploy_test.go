@@ -31,6 +31,9 @@ func repoRoot(t *testing.T) string {
 // build compiles the three binaries once per test run.
 func build(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the built binaries; not in -short")
+	}
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "junban-bin-")
 		if buildErr != nil {

@@ -651,6 +651,9 @@ func TestK8sWiring(t *testing.T) {
 // buildBinary compiles ./cmd/<bin> into dir.
 func buildBinary(t *testing.T, bin, dir string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a built " + bin + "; not in -short")
+	}
 	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/"+bin)
 	cmd.Dir = repoRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -125,7 +125,7 @@ func run() error {
 	sctx, cancel = context.WithTimeout(context.Background(), cfg.ShutdownBudget)
 	defer cancel()
 	err = srv.Shutdown(sctx)
-	hs.Stop(sctx)
+	_ = hs.Stop(sctx)
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
 	}

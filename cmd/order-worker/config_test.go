@@ -9,6 +9,14 @@ import (
 	"github.com/junban/junban/internal/order"
 )
 
+// requiredEnv sets what config.Load requires, so that a test of the settings needs no stack
+// (nothing here connects).
+func requiredEnv(t *testing.T) {
+	t.Setenv("REDIS_URL", "redis://127.0.0.1:6379/0")
+	t.Setenv("DATABASE_URL", "postgres://127.0.0.1:5432/junban?sslmode=disable")
+	t.Setenv("AWS_REGION", "us-east-1")
+}
+
 // The ledger must not remember an op longer than the order remembers its event: a
 // redelivery after the done marker expired would find its operations answered from
 // memory, moving nothing, while the order counted them again.
@@ -61,6 +69,7 @@ func TestConfigRefusesWhatLockhandoffWould(t *testing.T) {
 // A cold start must not open a PostgreSQL connection per handler. (Fails without
 // SetMaxOpenConns in openPostgres; tried.)
 func TestPostgresConnectionsAreBounded(t *testing.T) {
+	requiredEnv(t)
 	t.Setenv("JUNBAN_PG_MAX_CONNS", "3")
 	cfg, err := config.Load[Config]()
 	if err != nil {
@@ -83,6 +92,7 @@ func TestPostgresConnectionsAreBounded(t *testing.T) {
 // JUNBAN_MAX_LINES defaults to order.MaxLinesDefault and is refused outside
 // 1..order.MaxLinesLimit (a turn decodes up to the limit, whatever the setting).
 func TestMaxLinesSetting(t *testing.T) {
+	requiredEnv(t)
 	cfg, err := config.Load[Config]()
 	if err != nil {
 		t.Fatal(err)

@@ -347,7 +347,7 @@ func run() error {
 	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	turns.Stop()
-	srv.Stop(stopCtx)
+	_ = srv.Stop(stopCtx)
 	log.Info("order-worker stopped")
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		return runErr

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,7 +36,6 @@ type fleet struct {
 	sqs     *sqs.Client
 	queues  testenv.Queues
 	procs   []*testenv.Proc
-	mu      sync.Mutex
 	results map[string][]event.Result
 }
 

@@ -242,7 +242,7 @@ func run() error {
 
 	stopCtx, cancel := context.WithTimeout(context.Background(), max(cfg.ShutdownBudget-time.Since(start), time.Second))
 	defer cancel()
-	srv.Stop(stopCtx)
+	_ = srv.Stop(stopCtx)
 	log.Info("persist-worker stopped")
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		return runErr

@@ -37,6 +37,9 @@ var (
 // binary builds the webhook-gateway once per test run.
 func binary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a built webhook-gateway; not in -short")
+	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "webhook-gateway-test")
 		if err != nil {
@@ -69,7 +72,7 @@ func runToExit(t *testing.T, env []string) (string, int) {
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee, ok := err.(*exec.ExitError); ok { //nolint:errorlint // cmd.Run returns it unwrapped
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)

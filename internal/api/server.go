@@ -215,10 +215,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 
 // apiError is an error with the answer it deserves.
 type apiError struct {
-	status       int
-	typ, reason  string
-	detail       string
-	logAsFailure bool
+	status      int
+	typ, reason string
+	detail      string
 }
 
 func (e *apiError) Error() string { return e.detail }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	gojson "github.com/goccy/go-json"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+
+	gojson "github.com/goccy/go-json"
 
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"

@@ -132,7 +132,7 @@ func (s *Server) skipTurn(w http.ResponseWriter, r *http.Request) error {
 		EventID string `json:"event_id"`
 		Type    string `json:"type"`
 	}
-	json.Unmarshal(env, &h)
+	_ = json.Unmarshal(env, &h) // for the log line and the answer only
 	ans.EventID, ans.Type = h.EventID, h.Type
 	s.d.Log.Info("api: turn skip asked", zap.String("lcid", lcid), zap.String("event_id", h.EventID), zap.Bool("nudged", ans.Nudged), zap.NamedError("nudge_error", err))
 	writeJSON(w, http.StatusAccepted, ans)

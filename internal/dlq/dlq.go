@@ -102,7 +102,7 @@ func receive(ctx context.Context, c *sqs.Client, url string, maxN, visibility in
 func Release(ctx context.Context, c *sqs.Client, url string, handles []string) {
 	ctx = context.WithoutCancel(ctx)
 	for _, h := range handles {
-		c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		_, _ = c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 			QueueUrl: aws.String(url), ReceiptHandle: aws.String(h), VisibilityTimeout: 0})
 	}
 }

@@ -412,9 +412,6 @@ func invariants(prev SKU, seen bool, now SKU, r Result, err error, st genStep) e
 func TestScriptMatchesModel(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
 	seqs := *flagSeqs
-	if testing.Short() {
-		seqs = 200
-	}
 	const workers = 4
 	var wg sync.WaitGroup
 	var once sync.Once

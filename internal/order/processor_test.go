@@ -37,7 +37,6 @@ type harness struct {
 	pub     *recorder
 	rc      redis.UniversalClient
 	db      *gorm.DB
-	mu      sync.Mutex
 	results map[string][]event.Result
 }
 

@@ -131,7 +131,7 @@ func parkedID(p Parked) string {
 	var h struct {
 		EventID string `json:"event_id"`
 	}
-	json.Unmarshal(p.Body, &h)
+	_ = json.Unmarshal(p.Body, &h) // a body without one has no id to show
 	return h.EventID
 }
 

@@ -95,7 +95,7 @@ func InspectTurn(ctx context.Context, rc redis.UniversalClient, prefix, entity s
 		var h struct {
 			Type string `json:"type"`
 		}
-		json.Unmarshal(pk.Body, &h)
+		_ = json.Unmarshal(pk.Body, &h) // a report: an unreadable body shows no type
 		r.Parked = append(r.Parked, ParkedReport{EventID: parkedID(pk), Type: h.Type, ParkedAt: pk.ParkedAt})
 	}
 	return r, nil

@@ -19,6 +19,7 @@ import (
 // (scripts/stack.sh up installs it), and fails it under CI.
 func RedisCluster(t testing.TB) string {
 	t.Helper()
+	skipShort(t, "a Redis Cluster")
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("testenv: redis-server not installed (scripts/stack.sh up installs it)")

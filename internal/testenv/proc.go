@@ -29,6 +29,7 @@ func RepoRoot() string {
 // Binary builds cmd/<name> once per test process and returns its path.
 func Binary(t testing.TB, name string) string {
 	t.Helper()
+	skipShort(t, "a built "+name)
 	binMu.Lock()
 	defer binMu.Unlock()
 	if binDir == "" {

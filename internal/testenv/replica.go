@@ -41,6 +41,7 @@ func (s *RedisServer) Resume(t testing.TB) {
 // needRedisServer skips the test when redis-server is not installed and CI is not set.
 func needRedisServer(t testing.TB) {
 	t.Helper()
+	skipShort(t, "redis-server processes")
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("testenv: redis-server not installed (scripts/stack.sh up installs it)")

@@ -3,6 +3,10 @@
 // names. The services come from the environment, or from the file JUNBAN_STACK_ENV names
 // (`make test` sets it to the stack's .junban/stack.env; nothing is looked up implicitly);
 // a test that cannot reach them fails and says how to start them.
+//
+// Under -short (`make test-unit`) every helper that hands out a service, a built binary
+// or a server process of its own skips the test instead, so the unit tier needs nothing
+// but the Go toolchain.
 package testenv
 
 import (
@@ -29,8 +33,17 @@ import (
 
 var loadOnce sync.Once
 
-func load(t testing.TB) {
+// skipShort skips the test under -short: it needs what (a service, a build, a process).
+func skipShort(t testing.TB, what string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("needs %s; not in -short", what)
+	}
+}
+
+func load(t testing.TB, what string) {
+	t.Helper()
+	skipShort(t, what)
 	loadOnce.Do(func() {
 		if err := config.LoadStackEnv(); err != nil {
 			t.Fatalf("testenv: %v", err)
@@ -72,7 +85,8 @@ func Name(t testing.TB) string {
 
 // RedisURL returns the URL of the test Redis.
 func RedisURL(t testing.TB) string {
-	load(t)
+	t.Helper()
+	load(t, "Redis")
 	return need(t, "REDIS_URL")
 }
 
@@ -105,7 +119,7 @@ func Redis(t testing.TB) (redis.UniversalClient, string) {
 // with junban's migrations applied; the schema is dropped when the test ends.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
-	load(t)
+	load(t, "PostgreSQL")
 	base := need(t, "JUNBAN_TEST_DATABASE_URL")
 	admin, err := config.Postgres{URL: base}.Open()
 	if err != nil {
@@ -155,7 +169,8 @@ func Postgres(t testing.TB) *gorm.DB {
 
 // SQSConfig returns the SQS settings of the test stack.
 func SQSConfig(t testing.TB) config.SQS {
-	load(t)
+	t.Helper()
+	load(t, "the SQS emulator")
 	region := os.Getenv("AWS_REGION")
 	if region == "" {
 		region = "us-east-1"
@@ -204,7 +219,8 @@ func NewQueues(t testing.TB, c *sqs.Client, visibility int) Queues {
 // Env returns the environment a subprocess (a junban binary) needs to use the same
 // services as the test, as KEY=VALUE pairs.
 func Env(t testing.TB) []string {
-	load(t)
+	t.Helper()
+	load(t, "the stack's services")
 	var out []string
 	for _, k := range []string{"REDIS_URL", "AWS_ENDPOINT_URL_SQS", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
 		if v := os.Getenv(k); v != "" {

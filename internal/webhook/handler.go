@@ -267,7 +267,7 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, p Provider) rep
 	if order != nil {
 		msg, err := json.Marshal(order)
 		if err != nil {
-			claim.Release(ctx)
+			_ = claim.Release(ctx) // the claim expires by itself; the 500 is the answer
 			return errorReply(http.StatusInternalServerError, "internal", "")
 		}
 		pctx, cancel := context.WithTimeout(ctx, h.cfg.PublishTimeout)
