@@ -147,7 +147,7 @@ func eventHeader(env []byte) (id, typ string) {
 		EventID string `json:"event_id"`
 		Type    string `json:"type"`
 	}
-	json.Unmarshal(env, &h)
+	_ = json.Unmarshal(env, &h) // an envelope that does not decode shows no id and type
 	return h.EventID, h.Type
 }
 

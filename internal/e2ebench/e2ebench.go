@@ -302,14 +302,18 @@ func fetch(url, path string) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	os.WriteFile(path, b, 0o644)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "bench e2e: profile:", err)
+	}
 }
 
 // saveCommandStats saves Redis's INFO commandstats (diff two snapshots; never reset the
 // counters of a shared server).
 func saveCommandStats(ctx context.Context, rc redis.UniversalClient, path string) {
 	if info, err := rc.Info(ctx, "commandstats").Result(); err == nil {
-		os.WriteFile(path, []byte(info), 0o644)
+		if err := os.WriteFile(path, []byte(info), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "bench e2e: commandstats:", err)
+		}
 	}
 }
 

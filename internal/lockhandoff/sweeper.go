@@ -9,8 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/junban/junban/internal/redisscript"
 	"go.uber.org/zap"
+
+	"github.com/junban/junban/internal/redisscript"
 )
 
 // SweepStats says what one sweep did.

@@ -86,7 +86,7 @@ func ParkedOnPurpose(sent []event.Order) map[string]bool {
 		case event.OrderPlaced:
 			if !st.placed {
 				var d event.OrderData
-				json.Unmarshal(ev.Data, &d)
+				_ = json.Unmarshal(ev.Data, &d) // a placement without data counts as allocated
 				st.placed, st.allocated = true, d.Mode != ledger.ModeReserve
 			}
 		case event.PaymentConfirmed, event.OrderLinesChanged, event.OrderAllocateForShipment, event.OrderCancelled:
