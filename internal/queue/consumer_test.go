@@ -238,7 +238,7 @@ func TestConsumerBackPressure(t *testing.T) {
 func TestConsumerHeartbeat(t *testing.T) {
 	t.Parallel()
 	c := testenv.SQS(t)
-	q := testenv.NewQueues(t, c, 2).Orders
+	q := testenv.NewQueues(t, c, 3).Orders
 	sendBodies(t, c, q.URL, "slow")
 
 	started := make(chan struct{})
@@ -259,7 +259,8 @@ func TestConsumerHeartbeat(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("message never handled")
 	}
-	// A second consumer polls while the handler runs (well past the 2 s timeout).
+	// A second consumer polls while the handler runs (past the 3 s timeout: without the
+	// heartbeats the message would be visible again within the 4 s it polls).
 	other := receiveAll(t, c, q.URL, 1, 4*time.Second)
 	if len(other) != 0 {
 		t.Fatalf("the slow message was delivered again while its handler ran")
