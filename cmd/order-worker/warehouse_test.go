@@ -281,6 +281,7 @@ func TestInvalidWarehouseEventsGoToTheDLQ(t *testing.T) {
 		`{"event_id":"w6","type":"order.returned","lcid":"o1","data":{"lines":[{"line_id":"l1","qty":-1}]}}`:                                           order.ReasonInvalidQuantity,
 		`{"event_id":"w7","type":"inventory.lot_recalled","data":{"sku":"A","lot_id":"L1"}}`:                                                           order.ReasonMissingField,
 		`{"event_id":"w8","type":"inventory.held","data":{"sku":"A","lot_id":"L1","qty":1,"reason":"x","extra":1}}`:                                    order.ReasonMalformedJSON,
+		`{"event_id":"w10","type":"inventory.damaged","data":{"sku":"A","lot_id":"L1","qty":1,"reason":"crushed\u0007"}}`:                              order.ReasonInvalidReason,
 		`{"event_id":"w9","type":"inventory.lot_registered","data":{"sku":"A","lot_id":"N","kind":"planned","best_before":"2027-01-01","sellable":1}}`: order.ReasonInvalidDate,
 	}
 	var list []string

@@ -1,44 +1,10 @@
 package main_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/junban/junban/internal/testenv"
 )
 
-// The command line of webhook-gateway: --help and -h print the usage, with its flags and where its
-// settings are, and exit 0; --env-vars lists the variables; an unknown flag or an
-// argument exits 2 with the usage on standard error (before, both were ignored and the
-// binary started); --check-config without settings fails, exit 1.
-func TestCommandLine(t *testing.T) {
-	bin := testenv.Binary(t, "webhook-gateway")
-	env := []string{"HOME=" + t.TempDir(), "JUNBAN_STACK_ENV=/nonexistent/stack.env"}
-	cases := []struct {
-		args           []string
-		code           int
-		stdout, stderr []string
-	}{
-		{[]string{"--help"}, 0, []string{"usage: webhook-gateway", "--env-vars", "--check-config", "environment variables", "docs/operations.md"}, nil},
-		{[]string{"-h"}, 0, []string{"usage: webhook-gateway", "--env-vars"}, nil},
-		{[]string{"-help"}, 0, []string{"usage: webhook-gateway"}, nil},
-		{[]string{"--env-vars"}, 0, []string{"JUNBAN_LOG_LEVEL\tdefault=info"}, nil},
-		{[]string{"--bogus"}, 2, nil, []string{"flag provided but not defined: -bogus", "usage: webhook-gateway", "--env-vars"}},
-		{[]string{"serve"}, 2, nil, []string{"takes no arguments", "usage: webhook-gateway"}},
-		{[]string{"--check-config"}, 1, nil, []string{"invalid configuration"}},
-	}
-	for _, tc := range cases {
-		code, stdout, stderr := testenv.Exec(t, bin, env, tc.args...)
-		ok := code == tc.code
-		for _, s := range tc.stdout {
-			ok = ok && strings.Contains(stdout, s)
-		}
-		for _, s := range tc.stderr {
-			ok = ok && strings.Contains(stderr, s)
-		}
-		if !ok {
-			t.Errorf("webhook-gateway %q: exit %d, want %d with %q on stdout, %q on stderr\nstdout:\n%s\nstderr:\n%s",
-				tc.args, code, tc.code, tc.stdout, tc.stderr, stdout, stderr)
-		}
-	}
-}
+// The command line of webhook-gateway: testenv.CheckServiceCommandLine has the cases.
+func TestCommandLine(t *testing.T) { testenv.CheckServiceCommandLine(t, "webhook-gateway") }
