@@ -133,64 +133,64 @@ func (c *Config) SetDefaults() {
 }
 
 // Validate checks what the parser cannot.
-func (c Config) Validate() []string {
-	p := append(c.Common.Validate(), c.Redis.Validate()...)
-	p = append(p, c.Startup.Validate()...)
-	p = append(p, c.RedisReplication.Validate()...)
+func (c Config) Validate() error {
+	p := []error{c.Common.Validate(), c.Redis.Validate()}
+	p = append(p, c.Startup.Validate())
+	p = append(p, c.RedisReplication.Validate())
 	if c.Concurrency < 1 {
-		p = append(p, "JUNBAN_CONCURRENCY: must be at least 1")
+		p = append(p, errors.New("JUNBAN_CONCURRENCY: must be at least 1"))
 	}
 	if c.ResultsLinger <= 0 || c.DeleteLinger <= 0 {
-		p = append(p, "JUNBAN_RESULTS_LINGER, JUNBAN_SQS_DELETE_LINGER: must be positive")
+		p = append(p, errors.New("JUNBAN_RESULTS_LINGER, JUNBAN_SQS_DELETE_LINGER: must be positive"))
 	}
 	if c.Receivers < 1 {
-		p = append(p, "JUNBAN_SQS_RECEIVERS: must be at least 1")
+		p = append(p, errors.New("JUNBAN_SQS_RECEIVERS: must be at least 1"))
 	}
 	if c.ReceiveFill < 0 {
-		p = append(p, "JUNBAN_SQS_RECEIVE_FILL: must not be negative")
+		p = append(p, errors.New("JUNBAN_SQS_RECEIVE_FILL: must not be negative"))
 	}
 	if c.LockTTL < lockhandoff.LockTTLMin {
-		p = append(p, fmt.Sprintf("JUNBAN_LOCK_TTL: must be at least %v", lockhandoff.LockTTLMin))
+		p = append(p, fmt.Errorf("JUNBAN_LOCK_TTL: must be at least %v", lockhandoff.LockTTLMin))
 	}
 	if c.HandlerDeadline <= c.LockTTL {
-		p = append(p, "JUNBAN_HANDLER_DEADLINE: must be longer than JUNBAN_LOCK_TTL")
+		p = append(p, errors.New("JUNBAN_HANDLER_DEADLINE: must be longer than JUNBAN_LOCK_TTL"))
 	}
 	if c.MaxLines < 1 || c.MaxLines > order.MaxLinesLimit {
-		p = append(p, fmt.Sprintf("JUNBAN_MAX_LINES: must be 1..%d", order.MaxLinesLimit))
+		p = append(p, fmt.Errorf("JUNBAN_MAX_LINES: must be 1..%d", order.MaxLinesLimit))
 	}
 	if c.MaxWait < 1 {
-		p = append(p, "JUNBAN_MAX_WAIT: must be at least 1")
+		p = append(p, errors.New("JUNBAN_MAX_WAIT: must be at least 1"))
 	}
 	if c.MaxAttempts < 1 {
-		p = append(p, "JUNBAN_MAX_ATTEMPTS: must be at least 1")
+		p = append(p, errors.New("JUNBAN_MAX_ATTEMPTS: must be at least 1"))
 	}
 	if c.QuarantineMinAge < 0 {
-		p = append(p, "JUNBAN_QUARANTINE_MIN_AGE: must not be negative")
+		p = append(p, errors.New("JUNBAN_QUARANTINE_MIN_AGE: must not be negative"))
 	}
 	if c.MaxWaitBytes < order.MaxEventBytes {
-		p = append(p, fmt.Sprintf("JUNBAN_MAX_WAIT_BYTES: must be at least %d (the largest event)", order.MaxEventBytes))
+		p = append(p, fmt.Errorf("JUNBAN_MAX_WAIT_BYTES: must be at least %d (the largest event)", order.MaxEventBytes))
 	}
 	if c.DrainMaxEvents < 1 {
-		p = append(p, "JUNBAN_DRAIN_MAX_EVENTS: must be at least 1")
+		p = append(p, errors.New("JUNBAN_DRAIN_MAX_EVENTS: must be at least 1"))
 	}
 	if c.DrainMaxTime <= 0 || c.SweepInterval <= 0 {
-		p = append(p, "JUNBAN_DRAIN_MAX_TIME, JUNBAN_SWEEP_INTERVAL: must be positive")
+		p = append(p, errors.New("JUNBAN_DRAIN_MAX_TIME, JUNBAN_SWEEP_INTERVAL: must be positive"))
 	}
 	if c.PGMaxConns < 1 {
-		p = append(p, "JUNBAN_PG_MAX_CONNS: must be at least 1")
+		p = append(p, errors.New("JUNBAN_PG_MAX_CONNS: must be at least 1"))
 	}
 	if c.DetachedTurns < 0 {
-		p = append(p, "JUNBAN_DETACHED_TURNS: must not be negative")
+		p = append(p, errors.New("JUNBAN_DETACHED_TURNS: must not be negative"))
 	}
 	if c.WaitTimeSeconds < 1 || c.WaitTimeSeconds > 20 {
-		p = append(p, "JUNBAN_SQS_WAIT_SECONDS: must be 1..20")
+		p = append(p, errors.New("JUNBAN_SQS_WAIT_SECONDS: must be 1..20"))
 	}
 	if c.DoneRetention <= 0 || c.OpRetention <= 0 {
-		p = append(p, "JUNBAN_DONE_RETENTION, JUNBAN_OP_RETENTION: must be positive")
+		p = append(p, errors.New("JUNBAN_DONE_RETENTION, JUNBAN_OP_RETENTION: must be positive"))
 	} else if c.OpRetention > c.DoneRetention {
-		p = append(p, "JUNBAN_OP_RETENTION: must not be longer than JUNBAN_DONE_RETENTION (a redelivery after the done marker expired would find its ledger operations remembered and move nothing, while the order counts them again)")
+		p = append(p, errors.New("JUNBAN_OP_RETENTION: must not be longer than JUNBAN_DONE_RETENTION (a redelivery after the done marker expired would find its ledger operations remembered and move nothing, while the order counts them again)"))
 	}
-	return p
+	return errors.Join(p...)
 }
 
 // binary is what --help says about order-worker.

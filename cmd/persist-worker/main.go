@@ -79,45 +79,45 @@ func (c *Config) SetDefaults() {
 }
 
 // Validate checks what the parser cannot.
-func (c Config) Validate() []string {
-	p := append(c.Common.Validate(), c.Startup.Validate()...)
+func (c Config) Validate() error {
+	p := []error{c.Common.Validate(), c.Startup.Validate()}
 	if c.BatchMax < 1 {
-		p = append(p, "JUNBAN_PERSIST_BATCH_MAX: must be at least 1")
+		p = append(p, errors.New("JUNBAN_PERSIST_BATCH_MAX: must be at least 1"))
 	}
 	if c.BatchWindow < 0 {
-		p = append(p, "JUNBAN_PERSIST_BATCH_WINDOW: must not be negative")
+		p = append(p, errors.New("JUNBAN_PERSIST_BATCH_WINDOW: must not be negative"))
 	}
 	if c.Receivers < 1 {
-		p = append(p, "JUNBAN_PERSIST_RECEIVERS: must be at least 1")
+		p = append(p, errors.New("JUNBAN_PERSIST_RECEIVERS: must be at least 1"))
 	}
 	if c.Concurrency < 1 {
-		p = append(p, "JUNBAN_PERSIST_CONCURRENCY: must be at least 1")
+		p = append(p, errors.New("JUNBAN_PERSIST_CONCURRENCY: must be at least 1"))
 	}
 	if c.Appliers < 1 {
-		p = append(p, "JUNBAN_PERSIST_APPLIERS: must be at least 1")
+		p = append(p, errors.New("JUNBAN_PERSIST_APPLIERS: must be at least 1"))
 	}
 	if c.Visibility < 0 || c.Visibility%time.Second != 0 || c.Visibility > 12*time.Hour {
-		p = append(p, "JUNBAN_PERSIST_VISIBILITY: must be whole seconds within 0..12h")
+		p = append(p, errors.New("JUNBAN_PERSIST_VISIBILITY: must be whole seconds within 0..12h"))
 	}
 	if c.Visibility > 0 && c.Visibility < 3*time.Second {
-		p = append(p, "JUNBAN_PERSIST_VISIBILITY: must be at least 3s (heartbeats run every third)")
+		p = append(p, errors.New("JUNBAN_PERSIST_VISIBILITY: must be at least 3s (heartbeats run every third)"))
 	}
 	if c.WaitTimeSeconds < 1 || c.WaitTimeSeconds > 20 {
-		p = append(p, "JUNBAN_SQS_WAIT_SECONDS: must be 1..20")
+		p = append(p, errors.New("JUNBAN_SQS_WAIT_SECONDS: must be 1..20"))
 	}
 	if c.RetryBase <= 0 {
-		p = append(p, "JUNBAN_PERSIST_RETRY_BASE: must be positive")
+		p = append(p, errors.New("JUNBAN_PERSIST_RETRY_BASE: must be positive"))
 	}
 	if c.RetryMax < c.RetryBase {
-		p = append(p, "JUNBAN_PERSIST_RETRY_MAX: must be at least JUNBAN_PERSIST_RETRY_BASE")
+		p = append(p, errors.New("JUNBAN_PERSIST_RETRY_MAX: must be at least JUNBAN_PERSIST_RETRY_BASE"))
 	}
 	if c.HoldMax <= 0 {
-		p = append(p, "JUNBAN_PERSIST_HOLD_MAX: must be positive")
+		p = append(p, errors.New("JUNBAN_PERSIST_HOLD_MAX: must be positive"))
 	}
 	if c.AttemptTimeout <= 0 {
-		p = append(p, "JUNBAN_PERSIST_ATTEMPT_TIMEOUT: must be positive")
+		p = append(p, errors.New("JUNBAN_PERSIST_ATTEMPT_TIMEOUT: must be positive"))
 	}
-	return p
+	return errors.Join(p...)
 }
 
 // binary is what --help says about persist-worker.

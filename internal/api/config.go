@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -90,29 +91,29 @@ func (c *Config) SetDefaults() {
 }
 
 // Validate checks what the parser cannot, every problem at once.
-func (c Config) Validate() []string {
-	p := append(c.Common.Validate(), c.Redis.Validate()...)
+func (c Config) Validate() error {
+	p := []error{c.Common.Validate(), c.Redis.Validate()}
 	read, errs := ParseTokens(string(c.ReadTokens))
 	for _, e := range errs {
-		p = append(p, "JUNBAN_API_READ_TOKENS: "+e)
+		p = append(p, errors.New("JUNBAN_API_READ_TOKENS: "+e))
 	}
 	admin, errs := ParseTokens(string(c.AdminTokens))
 	for _, e := range errs {
-		p = append(p, "JUNBAN_API_ADMIN_TOKENS: "+e)
+		p = append(p, errors.New("JUNBAN_API_ADMIN_TOKENS: "+e))
 	}
 	if host, _, err := net.SplitHostPort(c.Addr); err != nil {
-		p = append(p, fmt.Sprintf("JUNBAN_API_ADDR: %q is not host:port", c.Addr))
+		p = append(p, fmt.Errorf("JUNBAN_API_ADDR: %q is not host:port", c.Addr))
 	} else if !Loopback(host) && len(read)+len(admin) == 0 {
 		// Stock, orders and the DLQ's bodies would be open to anyone who reaches it.
-		p = append(p, fmt.Sprintf("JUNBAN_API_ADDR: %q is not a loopback address: set a valid token in JUNBAN_API_READ_TOKENS or JUNBAN_API_ADMIN_TOKENS", c.Addr))
+		p = append(p, fmt.Errorf("JUNBAN_API_ADDR: %q is not a loopback address: set a valid token in JUNBAN_API_READ_TOKENS or JUNBAN_API_ADMIN_TOKENS", c.Addr))
 	}
 	if c.MaxBodyBytes <= 0 {
-		p = append(p, "JUNBAN_API_MAX_BODY_BYTES: must be positive")
+		p = append(p, errors.New("JUNBAN_API_MAX_BODY_BYTES: must be positive"))
 	}
 	if c.RequestTimeout <= 0 {
-		p = append(p, "JUNBAN_API_REQUEST_TIMEOUT: must be positive")
+		p = append(p, errors.New("JUNBAN_API_REQUEST_TIMEOUT: must be positive"))
 	} else if c.WriteTimeout <= c.RequestTimeout {
-		p = append(p, fmt.Sprintf("JUNBAN_API_WRITE_TIMEOUT: %v must exceed JUNBAN_API_REQUEST_TIMEOUT (%v)", c.WriteTimeout, c.RequestTimeout))
+		p = append(p, fmt.Errorf("JUNBAN_API_WRITE_TIMEOUT: %v must exceed JUNBAN_API_REQUEST_TIMEOUT (%v)", c.WriteTimeout, c.RequestTimeout))
 	}
 	for name, d := range map[string]time.Duration{
 		"JUNBAN_API_READ_HEADER_TIMEOUT": c.ReadHeaderTimeout,
@@ -121,16 +122,16 @@ func (c Config) Validate() []string {
 		"JUNBAN_API_STUCK_AGE":           c.StuckAge,
 	} {
 		if d <= 0 {
-			p = append(p, name+": must be positive")
+			p = append(p, errors.New(name+": must be positive"))
 		}
 	}
 	if c.MaxCartSKUs < 1 || c.MaxCartSKUs > MaxCartSKUsLimit {
-		p = append(p, fmt.Sprintf("JUNBAN_API_MAX_CART_SKUS: %d is not within 1..%d", c.MaxCartSKUs, MaxCartSKUsLimit))
+		p = append(p, fmt.Errorf("JUNBAN_API_MAX_CART_SKUS: %d is not within 1..%d", c.MaxCartSKUs, MaxCartSKUsLimit))
 	}
 	if c.PGMaxConns < 1 {
-		p = append(p, "JUNBAN_API_PG_MAX_CONNS: must be at least 1")
+		p = append(p, errors.New("JUNBAN_API_PG_MAX_CONNS: must be at least 1"))
 	}
-	return p
+	return errors.Join(p...)
 }
 
 // Loopback reports whether host (of host:port) only reaches this machine.

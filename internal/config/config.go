@@ -123,8 +123,8 @@ func Load[T any]() (T, error) {
 			problems = append(problems, err.Error())
 		}
 	}
-	if v, ok := any(&cfg).(interface{ Validate() []string }); ok {
-		problems = append(problems, v.Validate()...)
+	if v, ok := any(&cfg).(interface{ Validate() error }); ok {
+		problems = append(problems, Problems(v.Validate())...)
 	}
 	if len(problems) > 0 {
 		return cfg, &Error{Problems: problems}
@@ -159,6 +159,23 @@ func fieldKeys(t reflect.Type, out map[string][]string) map[string][]string {
 	return out
 }
 
+// Problems lists the problems in err, one per entry: the errors joined with errors.Join
+// (nested joins included) each make one entry, any other error one.
+func Problems(err error) []string {
+	if err == nil {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []string{err.Error()}
+	}
+	var p []string
+	for _, e := range j.Unwrap() {
+		p = append(p, Problems(e)...)
+	}
+	return p
+}
+
 // Error lists every configuration problem found at start-up.
 type Error struct{ Problems []string }
 
@@ -187,18 +204,18 @@ const ShutdownBudgetDefault = 25 * time.Second
 func (c *Common) SetDefaults() { c.ShutdownBudget = ShutdownBudgetDefault }
 
 // Validate checks the values that the parser cannot.
-func (c Common) Validate() []string {
-	var p []string
+func (c Common) Validate() error {
+	var p []error
 	if c.LogFormat != "json" && c.LogFormat != "console" {
-		p = append(p, fmt.Sprintf(`JUNBAN_LOG_FORMAT: %q is neither "json" nor "console"`, c.LogFormat))
+		p = append(p, fmt.Errorf(`JUNBAN_LOG_FORMAT: %q is neither "json" nor "console"`, c.LogFormat))
 	}
 	if _, err := zapcore.ParseLevel(c.LogLevel); err != nil {
-		p = append(p, fmt.Sprintf("JUNBAN_LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
+		p = append(p, fmt.Errorf("JUNBAN_LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
 	}
 	if c.ShutdownBudget <= 0 {
-		p = append(p, "JUNBAN_SHUTDOWN_BUDGET: must be positive")
+		p = append(p, errors.New("JUNBAN_SHUTDOWN_BUDGET: must be positive"))
 	}
-	return p
+	return errors.Join(p...)
 }
 
 // Redis says how to reach Redis/Valkey.
@@ -213,15 +230,15 @@ type Redis struct {
 
 // Validate checks the key prefix: every junban key puts its entity in a Redis Cluster hash
 // tag ({lcid}), which a brace in the prefix would replace, putting every key in one slot.
-func (r Redis) Validate() []string {
-	var p []string
+func (r Redis) Validate() error {
+	var p []error
 	if r.KeyPrefix == "" {
-		p = append(p, "JUNBAN_KEY_PREFIX: must not be empty")
+		p = append(p, errors.New("JUNBAN_KEY_PREFIX: must not be empty"))
 	}
 	if strings.ContainsAny(r.KeyPrefix, "{}") {
-		p = append(p, "JUNBAN_KEY_PREFIX: must not contain '{' or '}' (Redis Cluster hash tags)")
+		p = append(p, errors.New("JUNBAN_KEY_PREFIX: must not contain '{' or '}' (Redis Cluster hash tags)"))
 	}
-	return p
+	return errors.Join(p...)
 }
 
 // Client opens a client for the URL: a cluster client when Cluster is set.
@@ -261,15 +278,15 @@ func (r *RedisReplication) SetDefaults() { r.ReplicaTimeout = replication.Timeou
 const MaxReplicaTimeout = 2 * time.Second
 
 // Validate checks the bounds.
-func (r RedisReplication) Validate() []string {
-	var p []string
+func (r RedisReplication) Validate() error {
+	var p []error
 	if r.MinReplicas < 0 {
-		p = append(p, "JUNBAN_REDIS_MIN_REPLICAS: must not be negative")
+		p = append(p, errors.New("JUNBAN_REDIS_MIN_REPLICAS: must not be negative"))
 	}
 	if r.ReplicaTimeout < time.Millisecond || r.ReplicaTimeout > MaxReplicaTimeout {
-		p = append(p, fmt.Sprintf("JUNBAN_REDIS_REPLICA_TIMEOUT: must be 1ms..%v (inside the Redis client's read timeout)", MaxReplicaTimeout))
+		p = append(p, fmt.Errorf("JUNBAN_REDIS_REPLICA_TIMEOUT: must be 1ms..%v (inside the Redis client's read timeout)", MaxReplicaTimeout))
 	}
-	return p
+	return errors.Join(p...)
 }
 
 // Waiter returns the replication.Waiter of these settings, its metric in reg; with
@@ -510,9 +527,9 @@ type Startup struct {
 func (s *Startup) SetDefaults() { s.Timeout = StartupTimeoutDefault }
 
 // Validate checks the bound.
-func (s Startup) Validate() []string {
+func (s Startup) Validate() error {
 	if s.Timeout < 0 {
-		return []string{"JUNBAN_STARTUP_TIMEOUT: must not be negative"}
+		return errors.New("JUNBAN_STARTUP_TIMEOUT: must not be negative")
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,12 +15,12 @@ type testConfig struct {
 	Workers int `env:"JUNBAN_TEST_WORKERS" envDefault:"4"`
 }
 
-func (c testConfig) Validate() []string {
-	p := append(c.Common.Validate(), c.Redis.Validate()...)
+func (c testConfig) Validate() error {
+	p := []error{c.Common.Validate(), c.Redis.Validate()}
 	if c.Workers < 1 {
-		p = append(p, "JUNBAN_TEST_WORKERS: must be at least 1")
+		p = append(p, errors.New("JUNBAN_TEST_WORKERS: must be at least 1"))
 	}
-	return p
+	return errors.Join(p...)
 }
 
 func TestLoadReportsEveryProblemAtOnce(t *testing.T) {

@@ -46,10 +46,10 @@ type Config struct {
 	OpRetention time.Duration
 }
 
-// Validate reports the problems of a Config, one per entry.
-func (c Config) Validate() []string {
+// Validate reports the problems of a Config, joined with errors.Join.
+func (c Config) Validate() error {
 	if c.OpRetention < 0 {
-		return []string{"ledger: OpRetention must not be negative"}
+		return errors.New("ledger: OpRetention must not be negative")
 	}
 	return nil
 }

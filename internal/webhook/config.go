@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"regexp"
@@ -93,38 +94,40 @@ func (c *Config) SetDefaults() {
 }
 
 // Validate checks what the parser cannot, every problem at once.
-func (c Config) Validate() []string {
-	p := append(c.Common.Validate(), c.Redis.Validate()...)
+func (c Config) Validate() error {
+	p := []error{c.Common.Validate(), c.Redis.Validate()}
 	if c.Providers != "" {
 		_, errs := parseProviders(string(c.Providers))
-		p = append(p, errs...)
+		for _, e := range errs {
+			p = append(p, errors.New(e))
+		}
 	}
 	if c.MaxBodyBytes <= 0 {
-		p = append(p, "JUNBAN_WEBHOOK_MAX_BODY_BYTES: must be positive")
+		p = append(p, errors.New("JUNBAN_WEBHOOK_MAX_BODY_BYTES: must be positive"))
 	}
 	if c.Tolerance <= 0 {
-		p = append(p, "JUNBAN_WEBHOOK_TOLERANCE: must be positive")
+		p = append(p, errors.New("JUNBAN_WEBHOOK_TOLERANCE: must be positive"))
 	}
 	if c.MaxInFlight < 1 {
-		p = append(p, "JUNBAN_WEBHOOK_MAX_IN_FLIGHT: must be at least 1")
+		p = append(p, errors.New("JUNBAN_WEBHOOK_MAX_IN_FLIGHT: must be at least 1"))
 	}
 	if c.Retention < time.Millisecond {
-		p = append(p, "JUNBAN_WEBHOOK_RETENTION: must be at least 1ms")
+		p = append(p, errors.New("JUNBAN_WEBHOOK_RETENTION: must be at least 1ms"))
 	} else if c.Tolerance > 0 && c.Retention-c.Tolerance <= c.Tolerance {
 		// A signed delivery verifies for up to twice the tolerance (the timestamp may be
 		// ahead of the clock or behind it); a record that expires sooner lets a captured
 		// delivery be replayed and published again.
-		p = append(p, fmt.Sprintf("JUNBAN_WEBHOOK_RETENTION: %v must exceed twice JUNBAN_WEBHOOK_TOLERANCE (%v)", c.Retention, c.Tolerance))
+		p = append(p, fmt.Errorf("JUNBAN_WEBHOOK_RETENTION: %v must exceed twice JUNBAN_WEBHOOK_TOLERANCE (%v)", c.Retention, c.Tolerance))
 	}
 	if c.PublishTimeout <= 0 {
-		p = append(p, "JUNBAN_WEBHOOK_PUBLISH_TIMEOUT: must be positive")
+		p = append(p, errors.New("JUNBAN_WEBHOOK_PUBLISH_TIMEOUT: must be positive"))
 	}
 	if c.LockTTL <= c.PublishTimeout {
 		// A holder still sending when its lock expires would let a duplicate send again.
-		p = append(p, fmt.Sprintf("JUNBAN_WEBHOOK_LOCK_TTL: %v must exceed JUNBAN_WEBHOOK_PUBLISH_TIMEOUT (%v)", c.LockTTL, c.PublishTimeout))
+		p = append(p, fmt.Errorf("JUNBAN_WEBHOOK_LOCK_TTL: %v must exceed JUNBAN_WEBHOOK_PUBLISH_TIMEOUT (%v)", c.LockTTL, c.PublishTimeout))
 	}
 	if c.WriteTimeout <= c.PublishTimeout {
-		p = append(p, fmt.Sprintf("JUNBAN_WEBHOOK_WRITE_TIMEOUT: %v must exceed JUNBAN_WEBHOOK_PUBLISH_TIMEOUT (%v)", c.WriteTimeout, c.PublishTimeout))
+		p = append(p, fmt.Errorf("JUNBAN_WEBHOOK_WRITE_TIMEOUT: %v must exceed JUNBAN_WEBHOOK_PUBLISH_TIMEOUT (%v)", c.WriteTimeout, c.PublishTimeout))
 	}
 	for name, d := range map[string]time.Duration{
 		"JUNBAN_WEBHOOK_READ_HEADER_TIMEOUT": c.ReadHeaderTimeout,
@@ -132,15 +135,15 @@ func (c Config) Validate() []string {
 		"JUNBAN_WEBHOOK_IDLE_TIMEOUT":        c.IdleTimeout,
 	} {
 		if d <= 0 {
-			p = append(p, name+": must be positive")
+			p = append(p, errors.New(name+": must be positive"))
 		}
 	}
 	if c.AdminAddr != "" {
 		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
-			p = append(p, fmt.Sprintf("JUNBAN_WEBHOOK_ADMIN_ADDR: %q is not host:port", c.AdminAddr))
+			p = append(p, fmt.Errorf("JUNBAN_WEBHOOK_ADMIN_ADDR: %q is not host:port", c.AdminAddr))
 		}
 	}
-	return p
+	return errors.Join(p...)
 }
 
 // ProviderList returns the parsed providers; call it after Load succeeded.

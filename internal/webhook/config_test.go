@@ -82,7 +82,7 @@ func TestConfigRetentionExceedsTolerance(t *testing.T) {
 		{72 * time.Hour, 5 * time.Minute, false},
 	} {
 		cfg.Retention, cfg.Tolerance = tc.retention, tc.tolerance
-		p := strings.Join(cfg.Validate(), "\n")
+		p := strings.Join(config.Problems(cfg.Validate()), "\n")
 		if got := strings.Contains(p, "JUNBAN_WEBHOOK_RETENTION"); got != tc.bad {
 			t.Errorf("retention %v, tolerance %v: problems %q, want a retention problem: %v", tc.retention, tc.tolerance, p, tc.bad)
 		}
