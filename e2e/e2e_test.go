@@ -54,10 +54,10 @@ func startFleet(t *testing.T) *fleet {
 		testenv.Start(t, fmt.Sprintf("order-worker-%d", i), testenv.Binary(t, "order-worker"), env)
 	}
 	testenv.Start(t, "persist-worker", testenv.Binary(t, "persist-worker"), env)
-	if f.pub, err = queue.NewPublisher(c, queue.PublisherConfig{QueueURL: q.Orders.URL}); err != nil {
+	if f.pub, err = queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: q.Orders.URL}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.pub.Close() })
+	t.Cleanup(func() { f.pub.Stop(context.Background()) })
 	return f
 }
 
@@ -289,9 +289,13 @@ func (f *fleet) ordersHoldWhatTheLotsSay(t *testing.T, run string) {
 
 func (f *fleet) reconcile(t *testing.T) {
 	t.Helper()
+	led, err := ledger.New(ledger.Config{Redis: f.rc, Prefix: f.prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rep, err := persist.Reconcile(context.Background(), persist.ReconcileConfig{
 		DB:     f.db,
-		SKUs:   ledger.New(f.rc, f.prefix, nil, ledger.Config{}),
+		SKUs:   led,
 		Orders: order.NewStore(f.rc, f.prefix),
 	})
 	if err != nil {

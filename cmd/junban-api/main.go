@@ -74,16 +74,20 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	pub, err := queue.NewPublisher(sqsc, queue.PublisherConfig{QueueURL: ordersURL})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: sqsc, QueueURL: ordersURL})
 	if err != nil {
 		return err
 	}
-	defer pub.Close()
+	defer pub.Stop(context.Background())
 
 	reg := health.NewRegistry()
+	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: cfg.KeyPrefix, Loader: inventorydb.PGLoader{DB: db}})
+	if err != nil {
+		return err
+	}
 	h, err := api.New(api.Deps{
 		Redis: rc, Prefix: cfg.KeyPrefix, DB: db,
-		Ledger: ledger.New(rc, cfg.KeyPrefix, inventorydb.PGLoader{DB: db}, ledger.Config{}),
+		Ledger: led,
 		SQS:    sqsc, Queues: cfg.SQS, Nudge: order.Nudger(pub),
 		Log: log, Registerer: reg,
 	}, api.OptionsOf(cfg))

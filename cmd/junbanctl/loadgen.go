@@ -111,11 +111,11 @@ func runLoadgen(ctx context.Context, w io.Writer, o loadgenOptions) error {
 	if err != nil {
 		return err
 	}
-	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: ordersURL})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: ordersURL})
 	if err != nil {
 		return err
 	}
-	defer pub.Close()
+	defer pub.Stop(context.Background())
 	rec := sendlatency.NewRecorder(pub)
 	cfg := loadgen.RunConfig{Spec: spec, Rate: o.rate, Wait: o.wait, Progress: os.Stderr,
 		DLQDepth: func(ctx context.Context) (int, error) { return queueDepth(ctx, c, dlqURL) }}

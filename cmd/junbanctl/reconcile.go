@@ -68,12 +68,12 @@ func runReconcile(ctx context.Context, w io.Writer, o reconcileOptions) error {
 	if sqlDB, err := db.DB(); err == nil {
 		defer sqlDB.Close()
 	}
-	rcfg := persist.ReconcileConfig{
-		DB: db,
-		// No loader: reconcile looks at what Redis holds and never loads a SKU into it.
-		SKUs:   ledger.New(rc, cfg.KeyPrefix, nil, ledger.Config{}),
-		Repair: o.repair,
+	// No loader: reconcile looks at what Redis holds and never loads a SKU into it.
+	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: cfg.KeyPrefix})
+	if err != nil {
+		return err
 	}
+	rcfg := persist.ReconcileConfig{DB: db, SKUs: led, Repair: o.repair}
 	if !o.skusOnly {
 		rcfg.Orders = order.NewStore(rc, cfg.KeyPrefix)
 	}

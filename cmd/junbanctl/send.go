@@ -61,7 +61,7 @@ func runSend(ctx context.Context, w io.Writer, o sendOptions) error {
 	if err != nil {
 		return err
 	}
-	defer pub.Close()
+	defer pub.Stop(context.Background())
 	for i := 0; i < len(bodies); i += 10 {
 		if err := pub.PublishBatch(ctx, bodies[i:min(i+10, len(bodies))]); err != nil {
 			return fmt.Errorf("sent %d of %d: %w", i, len(bodies), err)
@@ -151,5 +151,5 @@ func ordersPublisher(ctx context.Context) (*queue.Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return queue.NewPublisher(c, queue.PublisherConfig{QueueURL: url})
+	return queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: url})
 }

@@ -34,14 +34,18 @@ func readerDeps() (api.Deps, func(), error) {
 		rc.Close()
 		return api.Deps{}, nil, err
 	}
-	d := api.Deps{Redis: rc, Prefix: rcfg.KeyPrefix, DB: db,
-		Ledger: ledger.New(rc, rcfg.KeyPrefix, inventorydb.PGLoader{DB: db}, ledger.Config{})}
-	return d, func() {
+	closeDeps := func() {
 		rc.Close()
 		if sqlDB, err := db.DB(); err == nil {
 			sqlDB.Close()
 		}
-	}, nil
+	}
+	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: rcfg.KeyPrefix, Loader: inventorydb.PGLoader{DB: db}})
+	if err != nil {
+		closeDeps()
+		return api.Deps{}, nil, err
+	}
+	return api.Deps{Redis: rc, Prefix: rcfg.KeyPrefix, DB: db, Ledger: led}, closeDeps, nil
 }
 
 // stockOptions are the flags of stock.

@@ -128,7 +128,7 @@ func runTurnSkip(ctx context.Context, w io.Writer, entity string, asJSON bool) e
 	if err != nil {
 		return err
 	}
-	defer pub.Close()
+	defer pub.Stop(context.Background())
 	env, err := order.SkipTurn(ctx, rc, prefix, entity, order.Nudger(pub))
 	if env == nil {
 		return err

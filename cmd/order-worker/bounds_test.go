@@ -106,7 +106,10 @@ func TestTooManyLinesGoToTheDLQAndTheOrderGoesOn(t *testing.T) {
 		t.Fatal("the refused order has a result")
 	}
 	// Only the small placement holds stock: the refused one allocated nothing.
-	led := ledger.New(f.rc, f.prefix, inventorydb.PGLoader{DB: f.db}, ledger.Config{})
+	led, err := ledger.New(ledger.Config{Redis: f.rc, Prefix: f.prefix, Loader: inventorydb.PGLoader{DB: f.db}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	s, err := led.Snapshot(context.Background(), sku)
 	if err != nil {
 		t.Fatal(err)

@@ -267,25 +267,29 @@ func run() error {
 		return err
 	}
 
-	results, err := queue.NewPublisher(sqsClient, queue.PublisherConfig{QueueURL: urls.results, MaxMessageSize: resultsMax, Linger: cfg.ResultsLinger, Registerer: reg, Logger: log})
+	results, err := queue.NewPublisher(queue.PublisherConfig{Client: sqsClient, QueueURL: urls.results, MaxMessageSize: resultsMax, Linger: cfg.ResultsLinger, Registerer: reg, Logger: log})
 	if err != nil {
 		return err
 	}
-	defer results.Close()
-	nudges, err := queue.NewPublisher(sqsClient, queue.PublisherConfig{QueueURL: urls.orders, Name: "orders-nudge", Registerer: reg, Logger: log})
+	defer results.Stop(context.Background())
+	nudges, err := queue.NewPublisher(queue.PublisherConfig{Client: sqsClient, QueueURL: urls.orders, Name: "orders-nudge", Registerer: reg, Logger: log})
 	if err != nil {
 		return err
 	}
-	defer nudges.Close()
+	defer nudges.Stop(context.Background())
 	deadLetter := func(ctx context.Context, body []byte, reason string, attrs map[string]string) error {
 		return queue.DeadLetter(ctx, sqsClient, urls.ordersDLQ, body, reason, attrs)
 	}
 
-	led := ledger.New(rc, cfg.KeyPrefix, inventorydb.PGLoader{DB: db}, ledger.Config{OpRetention: cfg.OpRetention})
-	proc, err := order.NewProcessor(rc, led, results, deadLetter, order.Config{
+	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: cfg.KeyPrefix, Loader: inventorydb.PGLoader{DB: db}, OpRetention: cfg.OpRetention})
+	if err != nil {
+		return err
+	}
+	proc, err := order.New(order.Config{
+		Redis: rc, Ledger: led, Publisher: results, DeadLetter: deadLetter, Logger: log, Registerer: reg,
 		Prefix: cfg.KeyPrefix, DoneRetention: cfg.DoneRetention, ParkTimeout: cfg.ParkTimeout,
 		Loader: order.PGLoader{DB: db}, Replication: repl,
-	}, log, reg)
+	})
 	if err != nil {
 		return err
 	}
@@ -325,7 +329,8 @@ func run() error {
 	})
 
 	worker := &order.Worker{Turns: turns, MaxLines: cfg.MaxLines, Log: log}
-	consumer, err := queue.NewConsumer(sqsClient, queue.ConsumerConfig{
+	consumer, err := queue.NewConsumer(queue.ConsumerConfig{
+		Client:          sqsClient,
 		QueueURL:        urls.orders,
 		DLQURL:          urls.ordersDLQ,
 		Concurrency:     cfg.Concurrency,
@@ -336,7 +341,8 @@ func run() error {
 		ShutdownBudget:  cfg.ShutdownBudget,
 		Registerer:      reg,
 		Logger:          log,
-	}, worker.Handle)
+		Handler:         worker.Handle,
+	})
 	if err != nil {
 		return err
 	}

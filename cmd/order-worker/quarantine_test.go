@@ -72,7 +72,10 @@ func TestStuckOrderIsQuarantinedAndRedrivenOnce(t *testing.T) {
 	if r := f.results["q-place~q1"][0]; r.Reason != order.ReasonQuarantined {
 		t.Fatalf("quarantine result %+v", r)
 	}
-	led := ledger.New(f.rc, f.prefix, nil, ledger.Config{})
+	led, err := ledger.New(ledger.Config{Redis: f.rc, Prefix: f.prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
 	qa := func() ledger.Lot {
 		s, err := led.Snapshot(ctx, "QA")
 		if err != nil {

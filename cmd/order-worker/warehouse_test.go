@@ -39,7 +39,11 @@ func (f *fleet) do(events ...event.Order) map[string]event.Result {
 
 func (f *fleet) snapshot(sku string) ledger.SKU {
 	f.t.Helper()
-	s, err := ledger.New(f.rc, f.prefix, nil, ledger.Config{}).Snapshot(context.Background(), sku)
+	led, err := ledger.New(ledger.Config{Redis: f.rc, Prefix: f.prefix})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	s, err := led.Snapshot(context.Background(), sku)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -301,7 +305,11 @@ func TestInvalidWarehouseEventsGoToTheDLQ(t *testing.T) {
 }
 
 func (f *fleet) snapshotIfLoaded(sku string) *ledger.SKU {
-	s, err := ledger.New(f.rc, f.prefix, nil, ledger.Config{}).Snapshot(context.Background(), sku)
+	led, err := ledger.New(ledger.Config{Redis: f.rc, Prefix: f.prefix})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	s, err := led.Snapshot(context.Background(), sku)
 	if err != nil {
 		return nil
 	}

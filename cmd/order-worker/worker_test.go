@@ -84,11 +84,11 @@ func (f *fleet) seed(w loadgen.Workload) {
 
 func (f *fleet) send(events []event.Order) {
 	f.t.Helper()
-	pub, err := queue.NewPublisher(f.sqs, queue.PublisherConfig{QueueURL: f.queues.Orders.URL})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: f.sqs, QueueURL: f.queues.Orders.URL})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	defer pub.Close()
+	defer pub.Stop(context.Background())
 	var bodies [][]byte
 	for _, e := range events {
 		b, err := json.Marshal(e)
@@ -270,7 +270,10 @@ func (f *fleet) verify(w loadgen.Workload) {
 			f.t.Errorf("%s: %d parked in redis, %d in the model", lcid, len(st.Parked), len(states[lcid].Parked))
 		}
 	}
-	led := ledger.New(f.rc, f.prefix, inventorydb.PGLoader{DB: f.db}, ledger.Config{})
+	led, err := ledger.New(ledger.Config{Redis: f.rc, Prefix: f.prefix, Loader: inventorydb.PGLoader{DB: f.db}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	for _, sku := range w.SKUs() {
 		got, err := led.Snapshot(ctx, sku)
 		if err != nil {

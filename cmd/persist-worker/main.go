@@ -213,7 +213,8 @@ func run() error {
 
 	// The HTTP server's shutdown gets what the consumer leaves of the budget, at least a second.
 	consumerBudget := max(cfg.ShutdownBudget-time.Second, cfg.ShutdownBudget*4/5)
-	consumer, err := queue.NewBatchConsumer(sqsClient, queue.ConsumerConfig{
+	consumer, err := queue.NewBatchConsumer(queue.ConsumerConfig{
+		Client:            sqsClient,
 		QueueURL:          results,
 		DLQURL:            dlq,
 		Receivers:         cfg.Receivers,
@@ -225,7 +226,8 @@ func run() error {
 		ShutdownBudget:    consumerBudget,
 		Registerer:        reg,
 		Logger:            log,
-	}, h.HandleBatch)
+		BatchHandler:      h.HandleBatch,
+	})
 	if err != nil {
 		return err
 	}

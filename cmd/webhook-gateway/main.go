@@ -70,7 +70,7 @@ func run() error {
 		return err
 	}
 
-	guard, err := idempotency.New(rc, idempotency.Config{Prefix: cfg.KeyPrefix, LockTTL: cfg.LockTTL, Retention: cfg.Retention})
+	guard, err := idempotency.New(idempotency.Config{Redis: rc, Prefix: cfg.KeyPrefix, LockTTL: cfg.LockTTL, Retention: cfg.Retention})
 	if err != nil {
 		return err
 	}

@@ -217,7 +217,11 @@ func TestBackingServiceDown(t *testing.T) {
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { dead.Close() })
 	e := newEnv(t, func(d *Deps, o *Options) {
-		d.Redis, d.Ledger = dead, ledger.New(dead, d.Prefix, nil, ledger.Config{})
+		led, err := ledger.New(ledger.Config{Redis: dead, Prefix: d.Prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Redis, d.Ledger = dead, led
 	})
 	for _, path := range []string{"/v1/skus/A", "/v1/skus/A/availability?date=2026-12-01", "/v1/orders/LC-1", "/v1/turns/stuck"} {
 		code, body := e.do("GET", path, readToken, nil)

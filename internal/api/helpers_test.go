@@ -94,14 +94,18 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	e.sqs = testenv.SQS(t)
 	e.q = testenv.NewQueues(t, e.sqs, 5)
 	var pub *queue.Publisher
-	pub, err = queue.NewPublisher(e.sqs, queue.PublisherConfig{QueueURL: e.q.Orders.URL})
+	pub, err = queue.NewPublisher(queue.PublisherConfig{Client: e.sqs, QueueURL: e.q.Orders.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { pub.Close() })
+	t.Cleanup(func() { pub.Stop(context.Background()) })
+	led, err := ledger.New(ledger.Config{Redis: e.rc, Prefix: e.prefix, Loader: inventorydb.PGLoader{DB: e.db}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	d := Deps{
 		Redis: e.rc, Prefix: e.prefix, DB: e.db,
-		Ledger: ledger.New(e.rc, e.prefix, inventorydb.PGLoader{DB: e.db}, ledger.Config{}),
+		Ledger: led,
 		SQS:    e.sqs,
 		Queues: config.SQS{OrdersQueue: e.q.OrdersName, OrdersDLQ: e.q.OrdersDLQName,
 			ResultsQueue: e.q.ResultsName, ResultsDLQ: e.q.ResultsDLQName},

@@ -32,11 +32,11 @@ func (e *env) startFleet() *queue.Publisher {
 		testenv.Start(t, fmt.Sprintf("order-worker-%d", i), testenv.Binary(t, "order-worker"), envv)
 	}
 	testenv.Start(t, "persist-worker", testenv.Binary(t, "persist-worker"), envv)
-	pub, err := queue.NewPublisher(e.sqs, queue.PublisherConfig{QueueURL: e.q.Orders.URL})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: e.sqs, QueueURL: e.q.Orders.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { pub.Close() })
+	t.Cleanup(func() { pub.Stop(context.Background()) })
 	return pub
 }
 

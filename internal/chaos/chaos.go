@@ -541,11 +541,11 @@ func (e *Env) Workload() loadgen.Workload { return e.workload }
 
 // Publish puts bodies on the orders queue (for tests that break something on purpose).
 func (e *Env) Publish(ctx context.Context, bodies [][]byte) error {
-	pub, err := queue.NewPublisher(e.sqs, queue.PublisherConfig{QueueURL: e.orders.URL})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: e.sqs, QueueURL: e.orders.URL})
 	if err != nil {
 		return err
 	}
-	defer pub.Close()
+	defer pub.Stop(context.Background())
 	return pub.PublishBatch(ctx, bodies)
 }
 

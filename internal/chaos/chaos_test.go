@@ -117,7 +117,10 @@ func TestChaos(t *testing.T) {
 	// Broken variant 1: a zombie allocates again under a fresh op id (one unit of the
 	// first SKU any order holds). The ledger moved stock that no order records.
 	w := env.Workload()
-	led := ledger.New(env.Redis(), chaos.KeyPrefix, nil, ledger.Config{})
+	led, err := ledger.New(ledger.Config{Redis: env.Redis(), Prefix: chaos.KeyPrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
 	target := ""
 	for _, sku := range w.Inventory {
 		s, err := led.Snapshot(ctx, sku.SKU)

@@ -248,7 +248,10 @@ func (e *Env) gather(ctx context.Context) (snapshot, error) {
 	e.mu.Lock()
 	s.sent = slices.Clone(e.sent)
 	e.mu.Unlock()
-	led := ledger.New(e.rc, KeyPrefix, nil, ledger.Config{})
+	led, err := ledger.New(ledger.Config{Redis: e.rc, Prefix: KeyPrefix})
+	if err != nil {
+		return s, err
+	}
 	for _, sku := range e.workload.Inventory {
 		for _, l := range sku.Lots {
 			s.imported[lotKey{sku.SKU, l.LotID}] = bucketsOf(l)
@@ -374,9 +377,13 @@ func (e *Env) Check(ctx context.Context) (Report, error) {
 		return r, fmt.Errorf("chaos: gather: %w", err)
 	}
 	f := check(s)
+	led, err := ledger.New(ledger.Config{Redis: e.rc, Prefix: KeyPrefix})
+	if err != nil {
+		return r, err
+	}
 	rep, err := persist.Reconcile(ctx, persist.ReconcileConfig{
 		DB:     e.db,
-		SKUs:   ledger.New(e.rc, KeyPrefix, nil, ledger.Config{}),
+		SKUs:   led,
 		Orders: workloadOrders{e},
 	})
 	if err != nil {

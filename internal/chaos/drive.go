@@ -125,11 +125,11 @@ func (e *Env) Drive(ctx context.Context) error {
 
 // send publishes the events at an even rate over cfg.SendDuration, ten per batch.
 func (e *Env) send(ctx context.Context) error {
-	pub, err := queue.NewPublisher(e.sqs, queue.PublisherConfig{QueueURL: e.orders.URL})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: e.sqs, QueueURL: e.orders.URL})
 	if err != nil {
 		return err
 	}
-	defer pub.Close()
+	defer pub.Stop(context.Background())
 	evs := e.workload.Events
 	batches := (len(evs) + 9) / 10
 	per := e.cfg.SendDuration / time.Duration(batches)

@@ -104,15 +104,19 @@ func startFleet(t *testing.T) *fleet {
 		testenv.Start(t, fmt.Sprintf("order-worker-%d", i), testenv.Binary(t, "order-worker"), envv)
 	}
 	testenv.Start(t, "persist-worker", testenv.Binary(t, "persist-worker"), envv)
-	if f.pub, err = queue.NewPublisher(sqsc, queue.PublisherConfig{QueueURL: f.q.Orders.URL}); err != nil {
+	if f.pub, err = queue.NewPublisher(queue.PublisherConfig{Client: sqsc, QueueURL: f.q.Orders.URL}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.pub.Close() })
+	t.Cleanup(func() { f.pub.Stop(context.Background()) })
 	f.sqsCfg = config.SQS{OrdersQueue: f.q.OrdersName, OrdersDLQ: f.q.OrdersDLQName,
 		ResultsQueue: f.q.ResultsName, ResultsDLQ: f.q.ResultsDLQName}
+	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: inventorydb.PGLoader{DB: db}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.api, err = api.New(api.Deps{
 		Redis: rc, Prefix: prefix, DB: db,
-		Ledger: ledger.New(rc, prefix, inventorydb.PGLoader{DB: db}, ledger.Config{}),
+		Ledger: led,
 		SQS:    sqsc, Queues: f.sqsCfg, Nudge: order.Nudger(f.pub), Registerer: prometheus.NewRegistry(),
 	}, api.Options{ReadTokens: []string{readToken}, AdminTokens: []string{adminToken}})
 	if err != nil {
@@ -458,13 +462,17 @@ func TestConsoleSkipsAStuckTurn(t *testing.T) {
 	db := testenv.Postgres(t)
 	sqsc := testenv.SQS(t)
 	q := testenv.NewQueues(t, sqsc, 5)
-	pub, err := queue.NewPublisher(sqsc, queue.PublisherConfig{QueueURL: q.Orders.URL})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: sqsc, QueueURL: q.Orders.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { pub.Close() })
+	t.Cleanup(func() { pub.Stop(context.Background()) })
 	cfg := config.SQS{OrdersQueue: q.OrdersName, OrdersDLQ: q.OrdersDLQName, ResultsQueue: q.ResultsName, ResultsDLQ: q.ResultsDLQName}
-	a, err := api.New(api.Deps{Redis: rc, Prefix: prefix, DB: db, Ledger: ledger.New(rc, prefix, inventorydb.PGLoader{DB: db}, ledger.Config{}),
+	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: inventorydb.PGLoader{DB: db}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := api.New(api.Deps{Redis: rc, Prefix: prefix, DB: db, Ledger: led,
 		SQS: sqsc, Queues: cfg, Nudge: order.Nudger(pub)}, api.Options{ReadTokens: []string{readToken}, AdminTokens: []string{adminToken}})
 	if err != nil {
 		t.Fatal(err)

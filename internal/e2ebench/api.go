@@ -99,18 +99,20 @@ func RunAPI(ctx context.Context, cfg Config, rc redis.UniversalClient, opt apibe
 		return apibench.Report{}, err
 	}
 	defer worker.Stop(10 * time.Second)
-	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: orders.URL})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: orders.URL})
 	if err != nil {
 		return apibench.Report{}, err
 	}
-	defer pub.Close()
+	defer pub.Stop(context.Background())
 
 	names := make([]string, len(w.Inventory))
 	for i, s := range w.Inventory {
 		names[i] = s.SKU
 	}
 	opt.SKUNames, opt.Date = names, spec.TargetDate
-	opt.Ledger = ledger.New(rc, run, inventorydb.PGLoader{DB: db}, ledger.Config{})
+	if opt.Ledger, err = ledger.New(ledger.Config{Redis: rc, Prefix: run, Loader: inventorydb.PGLoader{DB: db}}); err != nil {
+		return apibench.Report{}, err
+	}
 	opt.Writers = func(ctx context.Context) (int64, error) {
 		tick := time.NewTicker(time.Duration(float64(time.Second) / rate * 10))
 		defer tick.Stop()

@@ -175,11 +175,11 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	// The orders alone, all under way from the start, as in the figures of docs/benchmarks.md.
 	spec.WarehouseShare, spec.Window = 0, 0
 	say("bench e2e: ceiling %.0f msg/s; sending %d orders through %d order-workers and a persist-worker", ceiling, spec.Orders, workers)
-	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: orders.URL})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: orders.URL})
 	if err != nil {
 		return err
 	}
-	defer pub.Close()
+	defer pub.Stop(context.Background())
 	var progress *os.File
 	if !jsonOut {
 		progress = os.Stderr

@@ -12,7 +12,7 @@ import (
 // provider delivers it.
 func ExampleGuard_Do() {
 	rc, _ := config.Redis{URL: "redis://127.0.0.1:6379/0"}.Client()
-	g, _ := idempotency.New(rc, idempotency.Config{Prefix: "junban"})
+	g, _ := idempotency.New(idempotency.Config{Redis: rc, Prefix: "junban"})
 	body := []byte(`{"id":"evt_1","type":"payment_intent.succeeded"}`)
 	res, err := g.Do(context.Background(), "stripe:evt_1", idempotency.Hash(body), func(ctx context.Context) ([]byte, error) {
 		// publish the order event here; the record is written only if this succeeds

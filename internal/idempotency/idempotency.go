@@ -58,6 +58,8 @@ var (
 
 // Config configures a Guard. Zero values stand for the defaults.
 type Config struct {
+	// Redis holds the locks and the completed records (required).
+	Redis redis.UniversalClient
 	// Prefix starts every key (config.Redis.KeyPrefix); it must not contain '{' or '}'.
 	Prefix string
 	// LockTTL is the in-progress lock's lifetime. Default LockTTLDefault.
@@ -75,6 +77,9 @@ type Config struct {
 // Validate reports every invalid setting at once.
 func (c Config) Validate() error {
 	var errs []error
+	if c.Redis == nil {
+		errs = append(errs, errors.New("Redis is required"))
+	}
 	if strings.ContainsAny(c.Prefix, "{}") {
 		errs = append(errs, fmt.Errorf("prefix %q contains a hash tag brace", c.Prefix))
 	}
@@ -94,7 +99,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func (c *Config) setDefaults() {
+// SetDefaults sets the zero fields that have a default.
+func (c *Config) SetDefaults() {
 	if c.Prefix == "" {
 		c.Prefix = PrefixDefault
 	}
@@ -166,13 +172,13 @@ type Guard struct {
 	cfg Config
 }
 
-// New returns a Guard over rc.
-func New(rc redis.UniversalClient, cfg Config) (*Guard, error) {
+// New returns a Guard over cfg.Redis, or an error naming what cfg lacks.
+func New(cfg Config) (*Guard, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.setDefaults()
-	return &Guard{rc: rc, cfg: cfg}, nil
+	cfg.SetDefaults()
+	return &Guard{rc: cfg.Redis, cfg: cfg}, nil
 }
 
 // LockTTL is the guard's in-progress lock lifetime.

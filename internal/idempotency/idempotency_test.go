@@ -19,8 +19,8 @@ import (
 func newGuard(t *testing.T, cfg idempotency.Config) (*idempotency.Guard, redis.UniversalClient, string) {
 	t.Helper()
 	rc, prefix := testenv.Redis(t)
-	cfg.Prefix = prefix
-	g, err := idempotency.New(rc, cfg)
+	cfg.Redis, cfg.Prefix = rc, prefix
+	g, err := idempotency.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,11 +134,11 @@ func TestReleaseNeverDeletesAnotherHoldersLock(t *testing.T) {
 	ctx := context.Background()
 	rc, prefix := testenv.Redis(t)
 	// a's holder has a short lock and stalls past it; b takes over with a long one.
-	ga, err := idempotency.New(rc, idempotency.Config{Prefix: prefix, LockTTL: 100 * time.Millisecond})
+	ga, err := idempotency.New(idempotency.Config{Redis: rc, Prefix: prefix, LockTTL: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gb, err := idempotency.New(rc, idempotency.Config{Prefix: prefix})
+	gb, err := idempotency.New(idempotency.Config{Redis: rc, Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestRedisUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rc.Close()
-	g, err := idempotency.New(rc, idempotency.Config{})
+	g, err := idempotency.New(idempotency.Config{Redis: rc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func fixedToken(tok string) func() (string, error) {
 func TestResentBeginIsNew(t *testing.T) {
 	ctx := context.Background()
 	g, rc, prefix := newGuard(t, idempotency.Config{Token: fixedToken("t1")})
-	other, err := idempotency.New(rc, idempotency.Config{Prefix: prefix, Token: fixedToken("t2")})
+	other, err := idempotency.New(idempotency.Config{Redis: rc, Prefix: prefix, Token: fixedToken("t2")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +365,7 @@ func TestResentCompleteSucceeds(t *testing.T) {
 
 	// A zombie with another token: its lock expires (deleted here, no sleep), t1 takes
 	// over and completes; the zombie's Complete still finds the work done by another.
-	zg, err := idempotency.New(rc, idempotency.Config{Prefix: prefix, Token: fixedToken("zombie")})
+	zg, err := idempotency.New(idempotency.Config{Redis: rc, Prefix: prefix, Token: fixedToken("zombie")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -187,7 +187,10 @@ func TestImportRefusesLiveSKUs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A is loaded and reserved from: live in Redis, version 0 still in PostgreSQL.
-	l := ledger.New(rc, prefix, PGLoader{DB: db}, ledger.Config{})
+	l, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: PGLoader{DB: db}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := l.Allocate(ctx, alloc("o1", "A", 3, "2026-12-01", ledger.ModeReserve)); err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +278,10 @@ func TestImportDefectiveColumn(t *testing.T) {
 		t.Fatalf("A: %+v, want L1 defective 3 (shipped 1) and L2 defective 0", a.Lots)
 	}
 	rc, prefix := testenv.Redis(t)
-	l := ledger.New(rc, prefix, PGLoader{DB: db}, ledger.Config{})
+	l, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: PGLoader{DB: db}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Load(ctx, "B"); err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,10 @@ func TestPGLoader(t *testing.T) {
 
 	// The ledger loads through it on first touch, and Redis then holds what PostgreSQL had.
 	rc, prefix := testenv.Redis(t)
-	l := ledger.New(rc, prefix, PGLoader{DB: db}, ledger.Config{})
+	l, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: PGLoader{DB: db}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, err := l.Allocate(ctx, alloc("o1", "A", 2, "2026-12-01", ledger.ModeReserve))
 	if err != nil || len(r.Moves) != 1 || r.Moves[0].LotID != "L2" || r.Moves[0].From != ledger.Sellable || r.Moves[0].To != ledger.Reserved || r.Moves[0].Qty != 2 {
 		t.Fatalf("allocation through the loader: %+v %v", r.Moves, err)

@@ -28,7 +28,10 @@ func TestAvailabilityAgreesWithAllocation(t *testing.T) {
 	checked, refused := 0, map[string]int{}
 	for seq := range flagAvailSeqs {
 		skus, steps := genSequence(rng, 1+rng.IntN(15))
-		l := New(rc, fmt.Sprintf("%s:%d", prefix, seq), newMemLoader(skus...), Config{})
+		l, err := New(Config{Redis: rc, Prefix: fmt.Sprintf("%s:%d", prefix, seq), Loader: newMemLoader(skus...)})
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, st := range steps {
 			st.run(l) // a history: its errors are the other property test's concern
 		}
@@ -107,7 +110,10 @@ func TestAvailabilityIsReadOnly(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
 	s := SKU{SKU: "A", SafetyStock: 2, Lots: []Lot{
 		lot("L1", KindOnHand, 1, "2027-01-01", 5), lot("L2", KindOnHand, 2, "2026-12-20", 3), lot("P1", KindPlanned, 3, "", 10)}}
-	l := New(rc, prefix, newMemLoader(s), Config{})
+	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(s)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	a, err := l.Availability(ctx, AvailabilityRequest{SKU: "A", TargetDate: "2026-12-01", Mode: ModeShip, Qty: 9})
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +147,10 @@ func TestAvailabilityMany(t *testing.T) {
 			lot("L1", KindOnHand, 1, "2027-01-01", int64(i)), lot("P1", KindPlanned, 2, "", 4)}})
 	}
 	loader := newMemLoader(skus...)
-	l := New(rc, prefix, loader, Config{})
+	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: loader})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var rs []AvailabilityRequest
 	for _, s := range skus {
 		rs = append(rs, AvailabilityRequest{SKU: s.SKU, TargetDate: "2026-12-01", Mode: ModeShip, Qty: 5})
@@ -190,7 +199,10 @@ func TestAvailabilityManyIsOneRoundTrip(t *testing.T) {
 		skus = append(skus, SKU{SKU: fmt.Sprint("R", i), Lots: []Lot{lot("L1", KindOnHand, 1, "", 5)}})
 		rs = append(rs, AvailabilityRequest{SKU: fmt.Sprint("R", i), TargetDate: "2026-12-01", Mode: ModeReserve, Qty: 1})
 	}
-	l := New(rc, prefix, newMemLoader(skus...), Config{})
+	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(skus...)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := l.AvailabilityMany(ctx, rs); err != nil { // loads them, and the script
 		t.Fatal(err)
 	}

@@ -43,7 +43,10 @@ func BenchmarkAllocate(b *testing.B) {
 					}
 					s.Lots = append(s.Lots, l)
 				}
-				l := New(rc, prefix, newMemLoader(s), Config{OpRetention: 600e9})
+				l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(s), OpRetention: 600e9})
+				if err != nil {
+					b.Fatal(err)
+				}
 				if err := l.Load(ctx, "HOT"); err != nil {
 					b.Fatal(err)
 				}

@@ -41,7 +41,10 @@ func TestCluster(t *testing.T) {
 	for i := range 30 {
 		skus = append(skus, SKU{SKU: fmt.Sprint("SKU-", i), Lots: []Lot{lot("L", KindOnHand, 1, "", 10)}})
 	}
-	l := New(cc, prefix, newMemLoader(skus...), Config{})
+	l, err := New(Config{Redis: cc, Prefix: prefix, Loader: newMemLoader(skus...)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	masters := map[string]bool{}
 	for _, s := range skus {
 		r, err := l.Allocate(ctx, alloc("op", s.SKU, 3, "2026-12-01", ModeShip))

@@ -39,27 +39,45 @@ var (
 // within a working week and the sweeper re-running a crashed worker's backlog.
 const OpRetentionDefault = 7 * 24 * time.Hour
 
-// Config tunes a Ledger.
+// Config configures a Ledger.
 type Config struct {
+	// Redis holds the ledger (required).
+	Redis redis.UniversalClient
+	// Prefix starts every key (config.Redis.KeyPrefix; required, no '{' or '}').
+	Prefix string
+	// Loader supplies SKUs that are not in Redis yet; nil: such a SKU is ErrNotLoaded.
+	Loader Loader
 	// OpRetention is how long an op id and its result are remembered (rounded up to a
 	// second); a replay after that is applied anew. Zero means OpRetentionDefault.
 	OpRetention time.Duration
 }
 
+// SetDefaults sets the zero fields that have a default.
+func (c *Config) SetDefaults() {
+	if c.OpRetention == 0 {
+		c.OpRetention = OpRetentionDefault
+	}
+}
+
 // Validate reports the problems of a Config, joined with errors.Join.
 func (c Config) Validate() error {
-	if c.OpRetention < 0 {
-		return errors.New("ledger: OpRetention must not be negative")
+	var p []error
+	if c.Redis == nil {
+		p = append(p, errors.New("ledger: Redis is required"))
 	}
-	return nil
+	if c.Prefix == "" {
+		p = append(p, errors.New("ledger: Prefix is required"))
+	} else if strings.ContainsAny(c.Prefix, "{}") {
+		p = append(p, fmt.Errorf("ledger: Prefix %q contains a hash tag brace", c.Prefix))
+	}
+	if c.OpRetention < 0 {
+		p = append(p, errors.New("ledger: OpRetention must not be negative"))
+	}
+	return errors.Join(p...)
 }
 
 func (c Config) retentionSeconds() string {
-	d := c.OpRetention
-	if d <= 0 { // negative is reported by Validate; never let it reach SET EX
-		d = OpRetentionDefault
-	}
-	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
+	return strconv.FormatInt(int64((c.OpRetention+time.Second-1)/time.Second), 10)
 }
 
 // Ledger runs inventory operations on Redis. It is safe for concurrent use: every
@@ -71,10 +89,13 @@ type Ledger struct {
 	ttl    string
 }
 
-// New returns a Ledger on rc whose keys start with prefix; loader supplies SKUs that
-// are not in Redis yet.
-func New(rc redis.UniversalClient, prefix string, loader Loader, cfg Config) *Ledger {
-	return &Ledger{rc: rc, prefix: prefix, loader: loader, ttl: cfg.retentionSeconds()}
+// New returns a Ledger over cfg.Redis, or an error naming what cfg lacks.
+func New(cfg Config) (*Ledger, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Ledger{rc: cfg.Redis, prefix: cfg.Prefix, loader: cfg.Loader, ttl: cfg.retentionSeconds()}, nil
 }
 
 // Inventory is what both Ledger and Model do, so callers and tests can use either.

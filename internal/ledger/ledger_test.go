@@ -41,8 +41,12 @@ func (m *memLoader) LoadSKU(_ context.Context, sku string) (SKU, error) {
 // checked on both.
 func impls(t *testing.T, skus ...SKU) map[string]Inventory {
 	rc, prefix := testenv.Redis(t)
+	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(skus...)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return map[string]Inventory{
-		"redis": New(rc, prefix, newMemLoader(skus...), Config{}),
+		"redis": l,
 		"model": NewModel(newMemLoader(skus...)),
 	}
 }
@@ -445,7 +449,10 @@ func TestConcurrentFirstTouchLoadsOnce(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
 	const n = 32
 	loader := newMemLoader(SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 1000)}})
-	l := New(rc, prefix, loader, Config{})
+	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: loader})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	created := 0
@@ -483,7 +490,10 @@ func TestScanSKUs(t *testing.T) {
 	for _, id := range []string{"A", "B", "C:1", "with space"} {
 		skus = append(skus, SKU{SKU: id, Lots: []Lot{lot("L", KindOnHand, 1, "", 1)}})
 	}
-	l := New(rc, prefix, newMemLoader(skus...), Config{})
+	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(skus...)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range skus {
 		if _, err := l.Allocate(ctx, alloc("op", s.SKU, 1, "2026-12-01", ModeShip)); err != nil {
 			t.Fatal(err)
@@ -500,7 +510,10 @@ func TestScanSKUs(t *testing.T) {
 
 func TestOpRecordExpires(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
-	l := New(rc, prefix, newMemLoader(SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "", 5)}}), Config{OpRetention: 90 * 60e9})
+	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "", 5)}}), OpRetention: 90 * 60e9})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := l.Allocate(ctx, alloc("op", "A", 1, "2026-12-01", ModeShip)); err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +537,10 @@ func TestLoadManyLots(t *testing.T) {
 		s.Lots = append(s.Lots, l)
 	}
 	rc, prefix := testenv.Redis(t)
-	l := New(rc, prefix, newMemLoader(s), Config{})
+	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(s)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Load(ctx, "BIG"); err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,10 @@ func TestProfileScript(t *testing.T) {
 	for i := range lots {
 		s.Lots = append(s.Lots, lot(fmt.Sprintf("LOT-%04d", i), KindOnHand, int64(i), fmt.Sprintf("2027-01-%02d", 1+i%28), 1_000_000_000))
 	}
-	l := New(rc, prefix, newMemLoader(s), Config{OpRetention: 600e9})
+	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(s), OpRetention: 600e9})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Load(ctx, "HOT"); err != nil {
 		t.Fatal(err)
 	}

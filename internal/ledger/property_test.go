@@ -422,7 +422,11 @@ func TestScriptMatchesModel(t *testing.T) {
 			for i := w; i < seqs; i += workers {
 				seed := uint64(i)
 				skus, steps := genSequence(rand.New(rand.NewPCG(seed, 0x1ed9e5)), *flagOps)
-				l := New(rc, fmt.Sprintf("%s:%d", prefix, i), newMemLoader(skus...), Config{})
+				l, err := New(Config{Redis: rc, Prefix: fmt.Sprintf("%s:%d", prefix, i), Loader: newMemLoader(skus...)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
 				if err := checkSequence(l, skus, steps); err != nil {
 					once.Do(func() { t.Errorf("seed %d: %v", seed, err) })
 					return
@@ -448,7 +452,11 @@ func FuzzScriptMatchesModel(f *testing.F) {
 		p := fmt.Sprintf("%s:f%d", prefix, n)
 		mu.Unlock()
 		skus, steps := genSequence(rand.New(rand.NewPCG(seed, 0x1ed9e5)), int(ops%64))
-		if err := checkSequence(New(rc, p, newMemLoader(skus...), Config{}), skus, steps); err != nil {
+		l, err := New(Config{Redis: rc, Prefix: p, Loader: newMemLoader(skus...)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkSequence(l, skus, steps); err != nil {
 			t.Fatal(err)
 		}
 		rc.Del(ctx, Key(p, "S0"), Key(p, "S1"), Key(p, "S2"))
@@ -464,7 +472,10 @@ func TestHotSKUNeverOversold(t *testing.T) {
 	for i := range 6 {
 		s.Lots = append(s.Lots, lot(fmt.Sprint("L", i), KindOnHand, int64(i), fmt.Sprintf("2027-0%d-01", 1+i%3), stock/6))
 	}
-	l := New(rc, prefix, newMemLoader(s), Config{})
+	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(s)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var mu sync.Mutex
 	var reserved, allocated int64
 	var wg sync.WaitGroup

@@ -143,7 +143,10 @@ func TestIndexChunksSplitAndDrop(t *testing.T) {
 	for i := range 40 { // chunks of 32 and 8
 		s.Lots = append(s.Lots, lot(fmt.Sprintf("L%02d", i), KindOnHand, int64(i), "2027-06-01", 1))
 	}
-	l := New(rc, prefix, newMemLoader(s), Config{})
+	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(s)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	m := NewModel(newMemLoader(s))
 	step := func(name string, run func(inv Inventory) (Result, error)) {
 		t.Helper()

@@ -92,19 +92,22 @@ func newParkedFixture(t *testing.T) (*Processor, *ledger.Ledger, redis.Universal
 	rc, prefix := testenv.Redis(t)
 	c := testenv.SQS(t)
 	qs := testenv.NewQueues(t, c, 30)
-	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: qs.Results.URL})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: qs.Results.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { pub.Close() })
-	led := ledger.New(rc, prefix, oneSKU{SKU: "P", Version: 1, Lots: []ledger.Lot{{
+	t.Cleanup(func() { pub.Stop(context.Background()) })
+	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: oneSKU{SKU: "P", Version: 1, Lots: []ledger.Lot{{
 		LotID: "P1", Kind: ledger.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1,
 		ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 10,
-	}}}, ledger.Config{})
+	}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	dlq := func(ctx context.Context, body []byte, reason string, attrs map[string]string) error {
 		return queue.DeadLetter(ctx, c, qs.Orders.DLQURL, body, reason, attrs)
 	}
-	p, err := NewProcessor(rc, led, pub, dlq, Config{Prefix: prefix, ParkTimeout: time.Hour}, nil, prometheus.NewRegistry())
+	p, err := New(Config{Redis: rc, Ledger: led, Publisher: pub, DeadLetter: dlq, Registerer: prometheus.NewRegistry(), Prefix: prefix, ParkTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

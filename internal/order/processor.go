@@ -1,6 +1,10 @@
 // Package order applies order events inside an entity's turn: it keeps each order's
 // state and parked events in Redis, moves stock through internal/ledger, and commits
 // the state, the event's done marker and its result together in one fenced script.
+//
+// The Processor is the package's service, so its constructor is New(Config) (as
+// lockhandoff.New returns a Handoff): Config configures nothing else, and the small
+// values beside it keep their own constructors (NewStore).
 package order
 
 import (
@@ -10,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,8 +38,22 @@ const (
 	outboxBatch           = 10
 )
 
-// Config configures a Processor.
+// Config configures a Processor: its dependencies, then its bounds. Zero bounds take
+// the defaults above.
 type Config struct {
+	// Redis holds the orders' state, done markers and outbox (required).
+	Redis redis.UniversalClient
+	// Ledger moves the stock (required).
+	Ledger Ledger
+	// Publisher takes results to the results queue (required).
+	Publisher Publisher
+	// DeadLetter sends an event that can never apply to the orders DLQ; nil: such an
+	// event fails with ErrNoDeadLetter and stays where it is.
+	DeadLetter DeadLetter
+	// Logger logs the processor's decisions; nil logs nothing.
+	Logger *zap.Logger
+	// Registerer receives the processor's metrics; nil registers none.
+	Registerer prometheus.Registerer
 	// Prefix starts every key (the same as lockhandoff's and ledger's).
 	Prefix string
 	// DoneRetention keeps each event's done marker and result; it must outlive SQS
@@ -59,7 +78,14 @@ type Config struct {
 	Replication *replication.Waiter
 }
 
-func (c *Config) setDefaults() {
+// SetDefaults sets the zero fields that have a default.
+func (c *Config) SetDefaults() {
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.DeadLetter == nil {
+		c.DeadLetter = func(context.Context, []byte, string, map[string]string) error { return ErrNoDeadLetter }
+	}
 	if c.Prefix == "" {
 		c.Prefix = "junban"
 	}
@@ -80,6 +106,24 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// Validate reports what is missing or wrong, every problem at once.
+func (c Config) Validate() error {
+	var p []error
+	if c.Redis == nil {
+		p = append(p, errors.New("order: Redis is required"))
+	}
+	if c.Ledger == nil {
+		p = append(p, errors.New("order: Ledger is required"))
+	}
+	if c.Publisher == nil {
+		p = append(p, errors.New("order: Publisher is required"))
+	}
+	if strings.ContainsAny(c.Prefix, "{}") {
+		p = append(p, fmt.Errorf("order: Prefix %q contains a hash tag brace", c.Prefix))
+	}
+	return errors.Join(p...)
+}
+
 // Publisher takes results to the results queue; nil error means SQS accepted them all.
 type Publisher interface {
 	PublishBatch(ctx context.Context, bodies [][]byte) error
@@ -87,6 +131,9 @@ type Publisher interface {
 
 // DeadLetter sends an event that can never apply to the orders DLQ with its reason.
 type DeadLetter func(ctx context.Context, body []byte, reason string, attrs map[string]string) error
+
+// ErrNoDeadLetter: an event had to be dead-lettered and the Processor has no DeadLetter.
+var ErrNoDeadLetter = errors.New("order: no dead-letter queue configured")
 
 // ErrFenced means the turn was lost before the commit: nothing was written, and the
 // new holder re-runs the event.
@@ -113,17 +160,18 @@ type Processor struct {
 	metrics *metrics
 }
 
-// NewProcessor returns a processor; reg and log may be nil.
-func NewProcessor(rc redis.UniversalClient, l Ledger, pub Publisher, dlq DeadLetter, cfg Config, log *zap.Logger, reg prometheus.Registerer) (*Processor, error) {
-	cfg.setDefaults()
-	if log == nil {
-		log = zap.NewNop()
+// New returns a Processor, or an error naming what cfg lacks.
+func New(cfg Config) (*Processor, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	m, err := newMetrics(reg)
+	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Processor{rc: rc, ledger: l, pub: pub, dlq: dlq, cfg: cfg, now: time.Now, log: log, metrics: m}, nil
+	return &Processor{rc: cfg.Redis, ledger: cfg.Ledger, pub: cfg.Publisher, dlq: cfg.DeadLetter, cfg: cfg,
+		now: time.Now, log: cfg.Logger, metrics: m}, nil
 }
 
 func (p *Processor) key(entity, suffix string) string {

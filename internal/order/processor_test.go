@@ -93,13 +93,16 @@ func newHarnessWith(t *testing.T, skus []ledger.SKU, opts harnessOptions) *harne
 	seed(t, db, skus)
 	c := testenv.SQS(t)
 	h := &harness{t: t, prefix: prefix, rc: rc, db: db, sqs: c, queues: testenv.NewQueues(t, c, 30), results: map[string][]event.Result{}}
-	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: h.queues.Results.URL})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: h.queues.Results.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { pub.Close() })
+	t.Cleanup(func() { pub.Stop(context.Background()) })
 	h.pub = &recorder{inner: pub, sent: map[string]int{}}
-	h.led = ledger.New(rc, prefix, inventorydb.PGLoader{DB: db}, ledger.Config{})
+	h.led, err = ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: inventorydb.PGLoader{DB: db}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	dlq := func(ctx context.Context, body []byte, reason string, attrs map[string]string) error {
 		return queue.DeadLetter(ctx, c, h.queues.Orders.DLQURL, body, reason, attrs)
 	}
@@ -107,11 +110,11 @@ func newHarnessWith(t *testing.T, skus []ledger.SKU, opts harnessOptions) *harne
 	if opts.ledger != nil {
 		l = opts.ledger(l)
 	}
-	pc := order.Config{Prefix: prefix}
+	pc := order.Config{Redis: rc, Ledger: l, Publisher: h.pub, DeadLetter: dlq, Registerer: prometheus.NewRegistry(), Prefix: prefix}
 	if opts.processor != nil {
 		opts.processor(&pc)
 	}
-	h.proc, err = order.NewProcessor(rc, l, h.pub, dlq, pc, nil, prometheus.NewRegistry())
+	h.proc, err = order.New(pc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,19 +358,22 @@ func TestOrderLostFromRedisIsRestoredFromPostgres(t *testing.T) {
 	seed(t, db, []ledger.SKU{{SKU: "R", Lots: []ledger.Lot{onHand("R1", 1, 10, "2027-01-01")}}})
 	c := testenv.SQS(t)
 	q := testenv.NewQueues(t, c, 30)
-	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: q.Results.URL})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: q.Results.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pub.Close()
+	defer pub.Stop(context.Background())
 	// What PostgreSQL holds of an order whose Redis state is gone: placed, reserved, seq 3.
 	lines := `[{"line_id":"1","sku":"R","qty":2,"lots":[{"lot_id":"R1","qty":2}]}]`
 	if err := db.Exec(`INSERT INTO orders (lcid, status, allocation, paid, mode, target_date, lines, seq, last_event_id)
 		VALUES ('LOST-1', 'placed', 'reserved', false, 'reserve', '2026-12-01', ?::jsonb, 3, 'x')`, lines).Error; err != nil {
 		t.Fatal(err)
 	}
-	led := ledger.New(rc, prefix, inventorydb.PGLoader{DB: db}, ledger.Config{})
-	proc, err := order.NewProcessor(rc, led, pub, nil, order.Config{Prefix: prefix, Loader: order.PGLoader{DB: db}}, nil, nil)
+	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: inventorydb.PGLoader{DB: db}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, err := order.New(order.Config{Redis: rc, Ledger: led, Publisher: pub, Prefix: prefix, Loader: order.PGLoader{DB: db}})
 	if err != nil {
 		t.Fatal(err)
 	}

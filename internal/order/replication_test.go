@@ -34,19 +34,22 @@ func replicatedHarness(t *testing.T, skus []ledger.SKU, replicas int, wrap func(
 	seed(t, db, skus)
 	c := testenv.SQS(t)
 	h := &harness{t: t, prefix: testenv.Name(t), rc: rc, sqs: c, queues: testenv.NewQueues(t, c, 30), results: map[string][]event.Result{}}
-	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: h.queues.Results.URL})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: h.queues.Results.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { pub.Close() })
+	t.Cleanup(func() { pub.Stop(context.Background()) })
 	h.pub = &recorder{inner: pub, sent: map[string]int{}}
 	reg := prometheus.NewRegistry()
 	w, err := replication.New(replication.Config{Replicas: replicas, Timeout: time.Second, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.led = ledger.New(rc, h.prefix, inventorydb.PGLoader{DB: db}, ledger.Config{})
-	h.proc, err = order.NewProcessor(rc, h.led, h.pub, nil, order.Config{Prefix: h.prefix, Replication: w}, nil, prometheus.NewRegistry())
+	h.led, err = ledger.New(ledger.Config{Redis: rc, Prefix: h.prefix, Loader: inventorydb.PGLoader{DB: db}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.proc, err = order.New(order.Config{Redis: rc, Ledger: h.led, Publisher: h.pub, Registerer: prometheus.NewRegistry(), Prefix: h.prefix, Replication: w})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +246,11 @@ func TestReplicationCost(t *testing.T) {
 			t.Fatal(err)
 		}
 		pub := &discard{}
-		proc, err := order.NewProcessor(rc, ledger.New(rc, prefix, inventorydb.PGLoader{DB: db}, ledger.Config{}), pub, nil, order.Config{Prefix: prefix, Replication: w}, nil, nil)
+		led, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: inventorydb.PGLoader{DB: db}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		proc, err := order.New(order.Config{Redis: rc, Ledger: led, Publisher: pub, Prefix: prefix, Replication: w})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,7 +27,11 @@ func TestTransientLedgerErrorIsNoRejection(t *testing.T) {
 	prefix := h.prefix + "-broken"
 	away := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { away.Close() })
-	broken, err := order.NewProcessor(h.rc, ledger.New(away, prefix, nil, ledger.Config{}), h.pub, nil, order.Config{Prefix: prefix}, nil, prometheus.NewRegistry())
+	awayLedger, err := ledger.New(ledger.Config{Redis: away, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken, err := order.New(order.Config{Redis: h.rc, Ledger: awayLedger, Publisher: h.pub, Registerer: prometheus.NewRegistry(), Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +56,7 @@ func TestTransientLedgerErrorIsNoRejection(t *testing.T) {
 	}
 
 	// The ledger is back: the sweeper's re-run applies the event.
-	fixed, err := order.NewProcessor(h.rc, h.led, h.pub, nil, order.Config{Prefix: prefix}, nil, prometheus.NewRegistry())
+	fixed, err := order.New(order.Config{Redis: h.rc, Ledger: h.led, Publisher: h.pub, Registerer: prometheus.NewRegistry(), Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}

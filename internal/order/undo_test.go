@@ -65,7 +65,10 @@ func newStepper(t *testing.T, skus ...ledger.SKU) *stepper {
 	for _, s := range skus {
 		c[s.SKU] = s
 	}
-	led := ledger.New(rc, prefix, c, ledger.Config{})
+	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: c})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &stepper{t: t, led: led, l: meddling{Ledger: led, after: map[string]func(){}}}
 }
 

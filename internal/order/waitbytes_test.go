@@ -45,11 +45,13 @@ func (h *harness) consume(turns order.Turns) *prometheus.Registry {
 	h.t.Helper()
 	w := &order.Worker{Turns: turns, FullBackoff: time.Second, Log: zaptest.NewLogger(h.t)}
 	reg := prometheus.NewRegistry()
-	cons, err := queue.NewConsumer(h.sqs, queue.ConsumerConfig{
+	cons, err := queue.NewConsumer(queue.ConsumerConfig{
+		Client:   h.sqs,
 		QueueURL: h.queues.Orders.URL, DLQURL: h.queues.Orders.DLQURL, WaitTimeSeconds: 1,
 		RetryBase: time.Second, RetryMax: time.Second,
 		ShutdownBudget: 5 * time.Second, Registerer: reg, Logger: zaptest.NewLogger(h.t),
-	}, w.Handle)
+		Handler: w.Handle,
+	})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -144,7 +146,7 @@ func TestWaitAtItsByteBoundKeepsTheMessageInSQS(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, []ledger.SKU{{SKU: "WB", Version: 1, Lots: []ledger.Lot{onHand("WB1", 1, 100, "2027-01-01")}}})
 	prefix := h.prefix + "-bytes"
-	proc, err := order.NewProcessor(h.rc, h.led, h.pub, nil, order.Config{Prefix: prefix}, nil, prometheus.NewRegistry())
+	proc, err := order.New(order.Config{Redis: h.rc, Ledger: h.led, Publisher: h.pub, Registerer: prometheus.NewRegistry(), Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,22 +75,24 @@ func TestConsumerPoisonToDLQ(t *testing.T) {
 	var batches [][]queue.Outcome
 	var handled int
 	done := make(chan struct{})
-	consumer, err := queue.NewBatchConsumer(c, queue.ConsumerConfig{
+	consumer, err := queue.NewBatchConsumer(queue.ConsumerConfig{
+		Client:   c,
 		QueueURL: qs.Results.URL, DLQURL: qs.Results.DLQURL, WaitTimeSeconds: 1,
 		BatchMax: 50, BatchWindow: time.Second, ShutdownBudget: 5 * time.Second,
-	}, func(ctx context.Context, ms []queue.Message) []queue.Outcome {
-		outs := h.HandleBatch(ctx, ms)
-		mu.Lock()
-		defer mu.Unlock()
-		batches = append(batches, outs)
-		if handled += len(ms); handled >= len(msgs) {
-			select {
-			case <-done:
-			default:
-				close(done)
+		BatchHandler: func(ctx context.Context, ms []queue.Message) []queue.Outcome {
+			outs := h.HandleBatch(ctx, ms)
+			mu.Lock()
+			defer mu.Unlock()
+			batches = append(batches, outs)
+			if handled += len(ms); handled >= len(msgs) {
+				select {
+				case <-done:
+				default:
+					close(done)
+				}
 			}
-		}
-		return outs
+			return outs
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -45,9 +45,11 @@ func ExampleHandler() {
 	if err != nil {
 		return
 	}
-	consumer, err := queue.NewBatchConsumer(c, queue.ConsumerConfig{
+	consumer, err := queue.NewBatchConsumer(queue.ConsumerConfig{
+		Client:   c,
 		QueueURL: "https://sqs.../results", DLQURL: "https://sqs.../results-dlq", BatchMax: 100,
-	}, h.HandleBatch)
+		BatchHandler: h.HandleBatch,
+	})
 	if err != nil {
 		return
 	}

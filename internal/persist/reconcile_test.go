@@ -190,7 +190,10 @@ func loadedCatalog(t *testing.T, skus, lots int) (*gorm.DB, *ledger.Ledger, []le
 	if _, err := persist.WriteSKUs(ctx, db, catalog); err != nil {
 		t.Fatal(err)
 	}
-	led := ledger.New(rc, prefix, inventorydb.PGLoader{DB: db}, ledger.Config{})
+	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: inventorydb.PGLoader{DB: db}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range catalog {
 		if err := led.Load(ctx, s.SKU); err != nil {
 			t.Fatal(err)
@@ -502,8 +505,12 @@ func TestReconcileIgnoresDoneKeysLikeStateKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rep := reconcile(t, persist.ReconcileConfig{
-		DB: db, SKUs: ledger.New(rc, prefix, nil, ledger.Config{}), Orders: order.NewStore(rc, prefix), Repair: true,
+		DB: db, SKUs: led, Orders: order.NewStore(rc, prefix), Repair: true,
 	})
 	if rep.Orders != 1 || len(rep.Drifts) != 0 {
 		t.Errorf("compared %d orders with drifts %q, want 1 order (LC-1) and none", rep.Orders, drifts(rep))

@@ -50,7 +50,10 @@ func warehouseResults(t *testing.T) ([]event.Result, ledger.SKU) {
 	t.Helper()
 	ctx := context.Background()
 	rc, prefix := testenv.Redis(t)
-	led := ledger.New(rc, prefix, nil, ledger.Config{})
+	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
 	lcid := "LC-" + tpl
 	must := func(res ledger.Result, err error) ledger.Result {
 		t.Helper()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -46,6 +47,12 @@ const (
 
 // ConsumerConfig configures a Consumer. Zero values stand for the defaults.
 type ConsumerConfig struct {
+	// Client reaches SQS (required).
+	Client *sqs.Client
+	// Handler settles each message (NewConsumer's; required there).
+	Handler Handler
+	// BatchHandler settles a batch of messages (NewBatchConsumer's; required there).
+	BatchHandler BatchHandler
 	// QueueURL is the queue to consume (required).
 	QueueURL string
 	// DLQURL is the dead-letter queue that Poison messages are sent to (required).

@@ -40,12 +40,17 @@ type Consumer struct {
 	running atomic.Bool
 }
 
-// NewConsumer returns a Consumer that hands every message to h, up to cfg.Concurrency at once.
-func NewConsumer(c *sqs.Client, cfg ConsumerConfig, h Handler) (*Consumer, error) {
-	if h == nil {
-		return nil, errors.New("queue: consumer: nil handler")
+// NewConsumer returns a Consumer that hands every message to cfg.Handler, up to
+// cfg.Concurrency at once, or an error naming what cfg lacks.
+func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
+	var p []error
+	if cfg.Handler == nil {
+		p = append(p, errors.New("queue: consumer: Handler is required"))
 	}
-	return newConsumer(c, cfg, h, nil)
+	if cfg.BatchHandler != nil {
+		p = append(p, errors.New("queue: consumer: BatchHandler is NewBatchConsumer's"))
+	}
+	return newConsumer(cfg, p)
 }
 
 // NewBatchConsumer returns a Consumer that collects up to cfg.BatchMax messages (from one
@@ -53,26 +58,33 @@ func NewConsumer(c *sqs.Client, cfg ConsumerConfig, h Handler) (*Consumer, error
 // up to cfg.Concurrency calls at once. cfg.Receivers receives stay in flight and fill one
 // batch at a time between them, so that batches stay large whatever the number of
 // receivers.
-func NewBatchConsumer(c *sqs.Client, cfg ConsumerConfig, bh BatchHandler) (*Consumer, error) {
-	if bh == nil {
-		return nil, errors.New("queue: consumer: nil batch handler")
+func NewBatchConsumer(cfg ConsumerConfig) (*Consumer, error) {
+	var p []error
+	if cfg.BatchHandler == nil {
+		p = append(p, errors.New("queue: consumer: BatchHandler is required"))
 	}
-	return newConsumer(c, cfg, nil, bh)
+	if cfg.Handler != nil {
+		p = append(p, errors.New("queue: consumer: Handler is NewConsumer's"))
+	}
+	return newConsumer(cfg, p)
 }
 
-func newConsumer(c *sqs.Client, cfg ConsumerConfig, h Handler, bh BatchHandler) (*Consumer, error) {
-	if c == nil {
-		return nil, errors.New("queue: consumer: nil sqs client")
+// newConsumer checks the dependencies and then the settings (ConsumerConfig.Validate,
+// which a configuration without them can be checked with), reporting every problem.
+func newConsumer(cfg ConsumerConfig, problems []error) (*Consumer, error) {
+	if cfg.Client == nil {
+		problems = append(problems, errors.New("queue: consumer: Client is required"))
 	}
+	bh := cfg.BatchHandler
 	cfg.setDefaults(bh != nil)
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(append(problems, cfg.Validate())...); err != nil {
 		return nil, err
 	}
 	m, err := newConsumerMetrics(cfg.Registerer, cfg.Name)
 	if err != nil {
 		return nil, fmt.Errorf("queue: consumer metrics: %w", err)
 	}
-	return &Consumer{c: c, cfg: cfg, h: h, bh: bh, m: m, log: cfg.Logger.With(zap.String("queue", cfg.Name))}, nil
+	return &Consumer{c: cfg.Client, cfg: cfg, h: cfg.Handler, bh: bh, m: m, log: cfg.Logger.With(zap.String("queue", cfg.Name))}, nil
 }
 
 // HandlerBudget is how long after a shutdown began handlers may still run, within a

@@ -49,13 +49,15 @@ func TestConsumerDoneDeletes(t *testing.T) {
 	cfg := consumerConfig(t, q)
 	reg := prometheus.NewRegistry()
 	cfg.Registerer = reg
-	cons, err := queue.NewConsumer(c, cfg, func(ctx context.Context, m queue.Message) queue.Outcome {
+	cfg.Client = c
+	cfg.Handler = func(ctx context.Context, m queue.Message) queue.Outcome {
 		rec.add(m)
 		if queue.TraceParent(ctx) != "" {
 			traced.Add(1)
 		}
 		return queue.Outcome{Verdict: queue.Done}
-	})
+	}
+	cons, err := queue.NewConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,12 +106,15 @@ func TestConsumerRetryComesBack(t *testing.T) {
 	sendBodies(t, c, q.URL, "again")
 
 	rec := newRecorder()
-	cons, err := queue.NewConsumer(c, consumerConfig(t, q), func(ctx context.Context, m queue.Message) queue.Outcome {
+	cfg := consumerConfig(t, q)
+	cfg.Client = c
+	cfg.Handler = func(ctx context.Context, m queue.Message) queue.Outcome {
 		if rec.add(m) == 1 {
 			return queue.Outcome{Verdict: queue.Retry, Reason: "not yet", After: time.Second}
 		}
 		return queue.Outcome{Verdict: queue.Done}
-	})
+	}
+	cons, err := queue.NewConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,11 +137,11 @@ func TestConsumerPoisonGoesToDLQ(t *testing.T) {
 	t.Parallel()
 	c := testenv.SQS(t)
 	q := testenv.NewQueues(t, c, 10).Orders
-	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: q.URL})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: q.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pub.Close()
+	defer pub.Stop(context.Background())
 	ctx := queue.WithTraceParent(context.Background(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 	if err := pub.Publish(ctx, []byte("bad"), map[string]string{"origin": "test"}); err != nil {
 		t.Fatal(err)
@@ -147,14 +152,17 @@ func TestConsumerPoisonGoesToDLQ(t *testing.T) {
 
 	rec := newRecorder()
 	var sawTrace atomic.Bool
-	cons, err := queue.NewConsumer(c, consumerConfig(t, q), func(ctx context.Context, m queue.Message) queue.Outcome {
+	cfg := consumerConfig(t, q)
+	cfg.Client = c
+	cfg.Handler = func(ctx context.Context, m queue.Message) queue.Outcome {
 		rec.add(m)
 		if string(m.Body) == "bad" {
 			sawTrace.Store(queue.TraceParent(ctx) != "")
 			return queue.Outcome{Verdict: queue.Poison, Reason: "ERR_MALFORMED: not json"}
 		}
 		return queue.Outcome{Verdict: queue.Done}
-	})
+	}
+	cons, err := queue.NewConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +215,8 @@ func TestConsumerBackPressure(t *testing.T) {
 	rec := newRecorder()
 	cfg := consumerConfig(t, q)
 	cfg.Concurrency = 3
-	cons, err := queue.NewConsumer(c, cfg, func(ctx context.Context, m queue.Message) queue.Outcome {
+	cfg.Client = c
+	cfg.Handler = func(ctx context.Context, m queue.Message) queue.Outcome {
 		n := running.Add(1)
 		for {
 			p := peak.Load()
@@ -219,7 +228,8 @@ func TestConsumerBackPressure(t *testing.T) {
 		running.Add(-1)
 		rec.add(m)
 		return queue.Outcome{Verdict: queue.Done}
-	})
+	}
+	cons, err := queue.NewConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,13 +253,16 @@ func TestConsumerHeartbeat(t *testing.T) {
 
 	started := make(chan struct{})
 	var calls atomic.Int32
-	cons, err := queue.NewConsumer(c, consumerConfig(t, q), func(ctx context.Context, m queue.Message) queue.Outcome {
+	cfg := consumerConfig(t, q)
+	cfg.Client = c
+	cfg.Handler = func(ctx context.Context, m queue.Message) queue.Outcome {
 		if calls.Add(1) == 1 {
 			close(started)
 		}
 		time.Sleep(5 * time.Second)
 		return queue.Outcome{Verdict: queue.Done}
-	})
+	}
+	cons, err := queue.NewConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +305,8 @@ func TestConsumerGracefulShutdown(t *testing.T) {
 	var patientCancelled atomic.Bool
 	cfg := consumerConfig(t, q)
 	cfg.ShutdownBudget = 3 * time.Second
-	cons, err := queue.NewConsumer(c, cfg, func(ctx context.Context, m queue.Message) queue.Outcome {
+	cfg.Client = c
+	cfg.Handler = func(ctx context.Context, m queue.Message) queue.Outcome {
 		startedWG.Done()
 		<-shutdown
 		switch string(m.Body) {
@@ -307,7 +321,8 @@ func TestConsumerGracefulShutdown(t *testing.T) {
 			<-release // ignores its context
 			return queue.Outcome{Verdict: queue.Retry}
 		}
-	})
+	}
+	cons, err := queue.NewConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +374,8 @@ func TestBatchConsumerGroups(t *testing.T) {
 	cfg.BatchMax = 10
 	cfg.BatchWindow = time.Second
 	cfg.Concurrency = 1
-	cons, err := queue.NewBatchConsumer(c, cfg, func(ctx context.Context, ms []queue.Message) []queue.Outcome {
+	cfg.Client = c
+	cfg.BatchHandler = func(ctx context.Context, ms []queue.Message) []queue.Outcome {
 		mu.Lock()
 		sizes = append(sizes, len(ms))
 		mu.Unlock()
@@ -376,7 +392,8 @@ func TestBatchConsumerGroups(t *testing.T) {
 			}
 		}
 		return outs
-	})
+	}
+	cons, err := queue.NewBatchConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +435,7 @@ func TestConsumerConfigValidate(t *testing.T) {
 	if err := (queue.ConsumerConfig{QueueURL: "http://x/q", DLQURL: "http://x/d"}).Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := queue.NewConsumer(nil, queue.ConsumerConfig{}, nil); err == nil {
+	if _, err := queue.NewConsumer(queue.ConsumerConfig{}); err == nil {
 		t.Fatal("NewConsumer accepted a nil handler")
 	}
 }
@@ -451,10 +468,12 @@ func TestConsumerPoisonKeptWhenDLQFails(t *testing.T) {
 	rec := newRecorder()
 	cfg := consumerConfig(t, q)
 	cfg.DLQURL = q.DLQURL + "-missing"
-	cons, err := queue.NewConsumer(c, cfg, func(ctx context.Context, m queue.Message) queue.Outcome {
+	cfg.Client = c
+	cfg.Handler = func(ctx context.Context, m queue.Message) queue.Outcome {
 		rec.add(m)
 		return queue.Outcome{Verdict: queue.Poison, Reason: "never valid"}
-	})
+	}
+	cons, err := queue.NewConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,12 +506,14 @@ func TestConsumerReceiveFill(t *testing.T) {
 	cfg := consumerConfig(t, q)
 	cfg.Concurrency, cfg.Receivers, cfg.ReceiveFill = 10, 2, 2*time.Second
 	var n atomic.Int32
-	cons, err := queue.NewConsumer(c, cfg, func(ctx context.Context, m queue.Message) queue.Outcome {
+	cfg.Client = c
+	cfg.Handler = func(ctx context.Context, m queue.Message) queue.Outcome {
 		// Handlers end at different times: 10-37 ms.
 		time.Sleep(time.Duration(10+n.Add(1)%10*3) * time.Millisecond)
 		rec.add(m)
 		return queue.Outcome{Verdict: queue.Done}
-	})
+	}
+	cons, err := queue.NewConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,11 +556,13 @@ func TestBatchConsumerSharedReceivers(t *testing.T) {
 	rec := newRecorder()
 	cfg := consumerConfig(t, q)
 	cfg.BatchMax, cfg.BatchWindow, cfg.Receivers, cfg.Concurrency = 100, 3*time.Second, 4, 2
-	cons, err := queue.NewBatchConsumer(c, cfg, recordDone(rec, func(ms []queue.Message) {
+	cfg.Client = c
+	cfg.BatchHandler = recordDone(rec, func(ms []queue.Message) {
 		mu.Lock()
 		sizes = append(sizes, len(ms))
 		mu.Unlock()
-	}))
+	})
+	cons, err := queue.NewBatchConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -576,7 +599,9 @@ func TestBatchConsumerSharedBackPressure(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	cfg.Registerer = reg
 	cfg.BatchMax, cfg.BatchWindow, cfg.Receivers, cfg.Concurrency = 10, 100*time.Millisecond, 3, 1
-	cons, err := queue.NewBatchConsumer(c, cfg, recordDone(rec, func([]queue.Message) { <-release }))
+	cfg.Client = c
+	cfg.BatchHandler = recordDone(rec, func([]queue.Message) { <-release })
+	cons, err := queue.NewBatchConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,7 +632,9 @@ func TestBatchConsumerSharedShutdown(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	cfg.Registerer = reg
 	cfg.BatchMax, cfg.BatchWindow, cfg.Receivers = 100, time.Minute, 2
-	cons, err := queue.NewBatchConsumer(c, cfg, recordDone(rec, nil))
+	cfg.Client = c
+	cfg.BatchHandler = recordDone(rec, nil)
+	cons, err := queue.NewBatchConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

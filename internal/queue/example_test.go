@@ -16,21 +16,23 @@ import (
 // A worker consumes a queue until SIGTERM, then shuts down within the budget.
 func ExampleConsumer() {
 	var c *sqs.Client // queue.NewClient(ctx, cfg.SQS)
-	cons, err := queue.NewConsumer(c, queue.ConsumerConfig{
+	cons, err := queue.NewConsumer(queue.ConsumerConfig{
+		Client:      c,
 		QueueURL:    "http://127.0.0.1:4566/000000000000/orders",
 		DLQURL:      "http://127.0.0.1:4566/000000000000/orders-dlq",
 		Concurrency: 16,
 		Registerer:  prometheus.DefaultRegisterer,
 		Logger:      zap.NewExample(),
-	}, func(ctx context.Context, m queue.Message) queue.Outcome {
-		var ev struct {
-			EventID string `json:"event_id"`
-		}
-		if err := json.Unmarshal(m.Body, &ev); err != nil || ev.EventID == "" {
-			return queue.Outcome{Verdict: queue.Poison, Reason: "malformed event"}
-		}
-		// ... move the event's custody on (idempotently), then:
-		return queue.Outcome{Verdict: queue.Done}
+		Handler: func(ctx context.Context, m queue.Message) queue.Outcome {
+			var ev struct {
+				EventID string `json:"event_id"`
+			}
+			if err := json.Unmarshal(m.Body, &ev); err != nil || ev.EventID == "" {
+				return queue.Outcome{Verdict: queue.Poison, Reason: "malformed event"}
+			}
+			// ... move the event's custody on (idempotently), then:
+			return queue.Outcome{Verdict: queue.Done}
+		},
 	})
 	if err != nil {
 		panic(err)
@@ -43,17 +45,19 @@ func ExampleConsumer() {
 // A persist-worker writes many results in one transaction.
 func ExampleNewBatchConsumer() {
 	var c *sqs.Client
-	cons, err := queue.NewBatchConsumer(c, queue.ConsumerConfig{
+	cons, err := queue.NewBatchConsumer(queue.ConsumerConfig{
+		Client:   c,
 		QueueURL: "http://127.0.0.1:4566/000000000000/results",
 		DLQURL:   "http://127.0.0.1:4566/000000000000/results-dlq",
 		BatchMax: 100,
-	}, func(ctx context.Context, ms []queue.Message) []queue.Outcome {
-		outs := make([]queue.Outcome, len(ms))
-		// ... one transaction for all of ms; on failure every outcome is Retry.
-		for i := range outs {
-			outs[i] = queue.Outcome{Verdict: queue.Done}
-		}
-		return outs
+		BatchHandler: func(ctx context.Context, ms []queue.Message) []queue.Outcome {
+			outs := make([]queue.Outcome, len(ms))
+			// ... one transaction for all of ms; on failure every outcome is Retry.
+			for i := range outs {
+				outs[i] = queue.Outcome{Verdict: queue.Done}
+			}
+			return outs
+		},
 	})
 	if err != nil {
 		panic(err)
@@ -64,11 +68,11 @@ func ExampleNewBatchConsumer() {
 // Publish returns once SQS accepted the message; concurrent calls share batches.
 func ExamplePublisher() {
 	var c *sqs.Client
-	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: "http://127.0.0.1:4566/000000000000/results"})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: "http://127.0.0.1:4566/000000000000/results"})
 	if err != nil {
 		panic(err)
 	}
-	defer pub.Close()
+	defer pub.Stop(context.Background())
 	ctx := queue.WithTraceParent(context.Background(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 	if err := pub.Publish(ctx, []byte(`{"event_id":"evt_1"}`), map[string]string{"type": "order.placed"}); err != nil {
 		// errors.Is(err, queue.ErrTooLarge): refused before sending, never truncated.

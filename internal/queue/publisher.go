@@ -40,12 +40,14 @@ var (
 	ErrEmptyBody = errors.New("queue: empty message body")
 	// ErrTooManyAttributes: a message carries more than SQS's ten attributes.
 	ErrTooManyAttributes = errors.New("queue: too many message attributes")
-	// ErrClosed: Publish after Close.
-	ErrClosed = errors.New("queue: publisher closed")
+	// ErrStopped: Publish after Stop.
+	ErrStopped = errors.New("queue: publisher stopped")
 )
 
 // PublisherConfig configures a Publisher.
 type PublisherConfig struct {
+	// Client reaches SQS (required).
+	Client *sqs.Client
 	// QueueURL is the queue messages are sent to (required).
 	QueueURL string
 	// Name labels metrics and logs; default: the last path segment of QueueURL.
@@ -97,6 +99,9 @@ func (cfg *PublisherConfig) setDefaults() {
 func (cfg PublisherConfig) Validate() error {
 	cfg.setDefaults()
 	var errs []error
+	if cfg.Client == nil {
+		errs = append(errs, errors.New("Client is required"))
+	}
 	if cfg.QueueURL == "" {
 		errs = append(errs, errors.New("QueueURL is required"))
 	}
@@ -146,11 +151,9 @@ type pubEntry struct {
 	res   chan error // buffered: the sender never blocks on a caller that gave up
 }
 
-// NewPublisher returns a Publisher for cfg.QueueURL; Close it to flush.
-func NewPublisher(c *sqs.Client, cfg PublisherConfig) (*Publisher, error) {
-	if c == nil {
-		return nil, errors.New("queue: publisher: nil sqs client")
-	}
+// NewPublisher returns a Publisher for cfg.QueueURL, its batcher running in the
+// background, or an error naming what cfg lacks; Stop it to flush.
+func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -160,7 +163,7 @@ func NewPublisher(c *sqs.Client, cfg PublisherConfig) (*Publisher, error) {
 		return nil, fmt.Errorf("queue: publisher metrics: %w", err)
 	}
 	p := &Publisher{
-		c: c, cfg: cfg, m: m,
+		c: cfg.Client, cfg: cfg, m: m,
 		log:  cfg.Logger.With(zap.String("queue", cfg.Name)),
 		reqs: make(chan *pubEntry),
 		loop: make(chan struct{}),
@@ -229,18 +232,29 @@ func (p *Publisher) PublishBatch(ctx context.Context, bodies [][]byte) error {
 	return errors.Join(errs...)
 }
 
-// Close sends what is pending, waits for every batch in flight and refuses later
-// Publish calls with ErrClosed. It is safe to call more than once.
-func (p *Publisher) Close() error {
+// Stop refuses later Publish calls with ErrStopped, sends what is pending and waits for
+// every batch in flight, or until ctx ends: then it returns ctx's error and the batches
+// still in flight finish in the background (each within SendTimeout). It is safe to call
+// more than once.
+func (p *Publisher) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	if !p.closed {
 		p.closed = true
 		close(p.reqs)
 	}
 	p.mu.Unlock()
-	<-p.loop
-	p.sends.Wait()
-	return nil
+	flushed := make(chan struct{})
+	go func() {
+		<-p.loop
+		p.sends.Wait()
+		close(flushed)
+	}()
+	select {
+	case <-flushed:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("queue: publisher %s: stop: %w", p.cfg.Name, ctx.Err())
+	}
 }
 
 func (p *Publisher) prepare(ctx context.Context, body []byte, attrs map[string]string) (*pubEntry, error) {
@@ -268,7 +282,7 @@ func (p *Publisher) enqueue(ctx context.Context, e *pubEntry) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		return ErrClosed
+		return ErrStopped
 	}
 	select {
 	case p.reqs <- e:

@@ -23,7 +23,7 @@ func TestPublisherBatches(t *testing.T) {
 	c, calls := countingClient(t)
 	q := testenv.NewQueues(t, c, 30).Orders
 	reg := prometheus.NewRegistry()
-	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: q.URL, Linger: 20 * time.Millisecond, Registerer: reg})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: q.URL, Linger: 20 * time.Millisecond, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestPublisherBatches(t *testing.T) {
 			t.Fatalf("publish %d: %v", i, err)
 		}
 	}
-	if err := pub.Close(); err != nil {
+	if err := pub.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	batches := calls.count("SendMessageBatch")
@@ -73,8 +73,8 @@ func TestPublisherBatches(t *testing.T) {
 		}
 	}
 
-	if err := pub.Publish(context.Background(), []byte("late"), nil); !errors.Is(err, queue.ErrClosed) {
-		t.Fatalf("Publish after Close: %v, want ErrClosed", err)
+	if err := pub.Publish(context.Background(), []byte("late"), nil); !errors.Is(err, queue.ErrStopped) {
+		t.Fatalf("Publish after Stop: %v, want ErrStopped", err)
 	}
 }
 
@@ -82,11 +82,11 @@ func TestPublisherSizeLimit(t *testing.T) {
 	t.Parallel()
 	c, calls := countingClient(t)
 	q := testenv.NewQueues(t, c, 30).Orders
-	pub, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: q.URL})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: q.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pub.Close()
+	defer pub.Stop(context.Background())
 	ctx := context.Background()
 
 	max := bytes.Repeat([]byte("x"), queue.MaxMessageSizeDefault)
@@ -118,11 +118,11 @@ func TestPublisherSizeLimit(t *testing.T) {
 		t.Fatalf("the accepted large message did not arrive whole")
 	}
 
-	small, err := queue.NewPublisher(c, queue.PublisherConfig{QueueURL: q.URL, MaxMessageSize: 1024})
+	small, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: q.URL, MaxMessageSize: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer small.Close()
+	defer small.Stop(context.Background())
 	if err := small.Publish(ctx, make([]byte, 1025), nil); !errors.Is(err, queue.ErrTooLarge) {
 		t.Fatalf("configured limit: %v, want ErrTooLarge", err)
 	}

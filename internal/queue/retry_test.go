@@ -62,7 +62,8 @@ func TestBatchConsumerRetryBatched(t *testing.T) {
 	cfg.BatchMax, cfg.BatchWindow = n, 10*time.Second
 	// No heartbeat within the test: every visibility call is the hand-back's.
 	cfg.VisibilityTimeout, cfg.HeartbeatInterval = time.Minute, 50*time.Second
-	cons, err := queue.NewBatchConsumer(counted, cfg, func(ctx context.Context, ms []queue.Message) []queue.Outcome {
+	cfg.Client = counted
+	cfg.BatchHandler = func(ctx context.Context, ms []queue.Message) []queue.Outcome {
 		mu.Lock()
 		defer mu.Unlock()
 		outs := make([]queue.Outcome, len(ms))
@@ -85,7 +86,8 @@ func TestBatchConsumerRetryBatched(t *testing.T) {
 			batches = append(batches, len(ms))
 		}
 		return outs
-	})
+	}
+	cons, err := queue.NewBatchConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

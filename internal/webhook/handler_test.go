@@ -84,7 +84,7 @@ func newGateway(t *testing.T, o options) *gateway {
 		g.queueURL = testenv.NewQueues(t, g.sqs, 60).Orders.URL
 	}
 	var err error
-	g.guard, err = idempotency.New(rc, idempotency.Config{Prefix: g.prefix, LockTTL: o.lockTTL})
+	g.guard, err = idempotency.New(idempotency.Config{Redis: rc, Prefix: g.prefix, LockTTL: o.lockTTL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,7 +496,7 @@ func TestRedisUnavailable(t *testing.T) {
 func TestNewHandlerPublishTimeoutUnderLockTTL(t *testing.T) {
 	t.Parallel()
 	rc, prefix := testenv.Redis(t)
-	guard, err := idempotency.New(rc, idempotency.Config{Prefix: prefix, LockTTL: 5 * time.Second})
+	guard, err := idempotency.New(idempotency.Config{Redis: rc, Prefix: prefix, LockTTL: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

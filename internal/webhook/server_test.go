@@ -36,7 +36,7 @@ func newServerParts(t *testing.T, sqsCheck health.Check) serverParts {
 	rc, prefix := testenv.Redis(t)
 	c := testenv.SQS(t)
 	queueURL := testenv.NewQueues(t, c, 60).Orders.URL
-	guard, err := idempotency.New(rc, idempotency.Config{Prefix: prefix})
+	guard, err := idempotency.New(idempotency.Config{Redis: rc, Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,11 @@ func Run(ctx context.Context, rc redis.UniversalClient, db *gorm.DB, opt Options
 			}
 			skus[s.SKU], names[i] = s, s.SKU
 		}
-		l, date = ledger.New(rc, opt.Prefix, skus, ledger.Config{}), "2026-12-01"
+		var err error
+		if l, err = ledger.New(ledger.Config{Redis: rc, Prefix: opt.Prefix, Loader: skus}); err != nil {
+			return rep, err
+		}
+		date = "2026-12-01"
 	}
 	rep.SKUs = len(names)
 	for _, n := range names {

@@ -363,7 +363,10 @@ func setupCeiling(rc redis.UniversalClient, opt Options) (opFunc, func(), error)
 // of its own, as the order-worker does, so the SKU's holder hash gains an entry per call.
 func setupJunban(ctx context.Context, rc redis.UniversalClient, opt Options, lots int, worst, holder bool) (opFunc, func(), error) {
 	sku := fmt.Sprintf("HOT-%d-%v-%v", lots, worst, holder)
-	l := ledger.New(rc, opt.Prefix, loader{sku: hotSKU(sku, lots, worst)}, ledger.Config{OpRetention: retention})
+	l, err := ledger.New(ledger.Config{Redis: rc, Prefix: opt.Prefix, Loader: loader{sku: hotSKU(sku, lots, worst)}, OpRetention: retention})
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := l.Load(ctx, sku); err != nil {
 		return nil, nil, err
 	}
@@ -389,7 +392,11 @@ func allocOp(l *ledger.Ledger, sku string, holder bool) opFunc {
 func setupJunbanBefore(ctx context.Context, rc redis.UniversalClient, opt Options) (opFunc, func(), error) {
 	sku := fmt.Sprintf("HOT-BEFORE-%d", opt.Lots)
 	s := hotSKU(sku, opt.Lots, false)
-	if err := ledger.New(rc, opt.Prefix, loader{sku: s}, ledger.Config{}).Load(ctx, sku); err != nil {
+	l, err := ledger.New(ledger.Config{Redis: rc, Prefix: opt.Prefix, Loader: loader{sku: s}})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := l.Load(ctx, sku); err != nil {
 		return nil, nil, err
 	}
 	key := ledger.Key(opt.Prefix, sku)
@@ -420,7 +427,10 @@ func runRegistration(ctx context.Context, rc redis.UniversalClient, opt Options,
 	var vs []variant
 	for _, n := range RegistrationLots {
 		sku := fmt.Sprintf("REG-%d", n)
-		l := ledger.New(rc, opt.Prefix, loader{sku: hotSKU(sku, n, false)}, ledger.Config{OpRetention: retention})
+		l, err := ledger.New(ledger.Config{Redis: rc, Prefix: opt.Prefix, Loader: loader{sku: hotSKU(sku, n, false)}, OpRetention: retention})
+		if err != nil {
+			return err
+		}
 		snap := &skuSnapshot{rc: rc, key: ledger.Key(opt.Prefix, sku)}
 		setup := func() error {
 			if snap.dump != "" {

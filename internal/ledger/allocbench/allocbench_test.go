@@ -67,7 +67,10 @@ func TestGrowthGateBoundsTheSKU(t *testing.T) {
 	ctx := context.Background()
 	const lots, budget, callers, calls = 20, 2, 8, 25
 	sku := "REG-GATE"
-	l := ledger.New(rc, prefix, loader{sku: hotSKU(sku, lots, false)}, ledger.Config{OpRetention: retention})
+	l, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: loader{sku: hotSKU(sku, lots, false)}, OpRetention: retention})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Load(ctx, sku); err != nil {
 		t.Fatal(err)
 	}

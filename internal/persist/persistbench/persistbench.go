@@ -147,12 +147,14 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 		}()
 		var applied atomic.Int64
 		h := handler(&applied)
-		consumer, err := queue.NewBatchConsumer(sqsClient, queue.ConsumerConfig{
+		consumer, err := queue.NewBatchConsumer(queue.ConsumerConfig{
+			Client:   sqsClient,
 			QueueURL: pair.URL, DLQURL: pair.DLQURL,
 			Receivers: receivers, Concurrency: receivers * concurrency,
 			WaitTimeSeconds: 1, BatchMax: batchMax, BatchWindow: window,
 			ShutdownBudget: 10 * time.Second,
-		}, h)
+			BatchHandler:   h,
+		})
 		if err != nil {
 			return 0, 0, err
 		}
