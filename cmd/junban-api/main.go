@@ -15,7 +15,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/api"
 	"github.com/junban/junban/internal/config"
@@ -55,58 +59,21 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	rc, err := cfg.Redis.Client()
+	d, err := openDeps(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer rc.Close()
-	db, err := cfg.Postgres.OpenPool(cfg.PGMaxConns)
-	if err != nil {
-		return err
-	}
-	sqsc, err := queue.NewClient(ctx, cfg.SQS)
-	if err != nil {
-		return err
-	}
-	sctx, cancel := context.WithTimeout(ctx, startTimeout)
-	ordersURL, err := queue.ResolveURL(sctx, sqsc, cfg.OrdersQueue)
-	cancel()
-	if err != nil {
-		return err
-	}
-	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: sqsc, QueueURL: ordersURL})
-	if err != nil {
-		return err
-	}
-	defer pub.Stop(context.Background())
-
+	defer d.close()
 	reg := health.NewRegistry()
-	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: cfg.KeyPrefix, Loader: inventorydb.PGLoader{DB: db}})
+	handler, err := buildHandler(cfg, d, log, reg)
 	if err != nil {
 		return err
 	}
-	h, err := api.New(api.Deps{
-		Redis: rc, Prefix: cfg.KeyPrefix, DB: db,
-		Ledger: led,
-		SQS:    sqsc, Queues: cfg.SQS, Nudge: order.Nudger(pub),
-		Log: log, Registerer: reg,
-	}, api.OptionsOf(cfg))
+	hs, err := startAdmin(ctx, cfg, d, log, reg)
 	if err != nil {
 		return err
 	}
-	// The operator console at `/` (internal/console), over the API's handlers and tokens.
-	cons, err := console.New(console.Deps{API: h, Redis: rc, Prefix: cfg.KeyPrefix, DB: db, SQS: sqsc, Queues: cfg.SQS, Log: log})
-	if err != nil {
-		return err
-	}
-	hs := health.New(reg, log)
-	hs.AddCheck("redis", health.RedisCheck(rc))
-	hs.AddCheck("postgres", health.PostgresCheck(db))
-	hs.AddCheck("sqs", health.SQSCheck(sqsc, ordersURL))
-	if err := hs.Start(cfg.HTTPAddr); err != nil {
-		return fmt.Errorf("listen on JUNBAN_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
-	}
-	srv := cfg.Server(console.Mount(h, cons))
+	srv := cfg.Server(handler)
 	ln, err := net.Listen("tcp", srv.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on JUNBAN_API_ADDR %s: %w", srv.Addr, err)
@@ -125,11 +92,98 @@ func run() error {
 	case <-ctx.Done():
 	}
 	stop() // a second signal kills the process at once
-	log.Info("junban-api shutting down", zap.Duration("budget", cfg.ShutdownBudget))
-	sctx, cancel = context.WithTimeout(context.Background(), cfg.ShutdownBudget)
+	return shutdown(cfg, log, srv, hs, d)
+}
+
+// deps are what junban-api reads from and acts on.
+type deps struct {
+	rc        redis.UniversalClient
+	db        *gorm.DB
+	sqs       *sqs.Client
+	ordersURL string
+	// pub nudges the order-workers after a skip.
+	pub *queue.Publisher
+}
+
+// openDeps opens Redis, PostgreSQL and SQS, and the publisher to the orders queue.
+func openDeps(ctx context.Context, cfg api.Config) (*deps, error) {
+	rc, err := cfg.Redis.Client()
+	if err != nil {
+		return nil, err
+	}
+	d := &deps{rc: rc}
+	if err := d.open(ctx, cfg); err != nil {
+		d.close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *deps) open(ctx context.Context, cfg api.Config) error {
+	var err error
+	if d.db, err = cfg.Postgres.OpenPool(cfg.PGMaxConns); err != nil {
+		return err
+	}
+	if d.sqs, err = queue.NewClient(ctx, cfg.SQS); err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	err = srv.Shutdown(sctx)
+	if d.ordersURL, err = queue.ResolveURL(sctx, d.sqs, cfg.OrdersQueue); err != nil {
+		return err
+	}
+	d.pub, err = queue.NewPublisher(queue.PublisherConfig{Client: d.sqs, QueueURL: d.ordersURL})
+	return err
+}
+
+// close closes Redis; the publisher stops in shutdown, within the budget.
+func (d *deps) close() { d.rc.Close() }
+
+// buildHandler is the API with the operator console at `/` (internal/console), over the
+// API's handlers and tokens.
+func buildHandler(cfg api.Config, d *deps, log *zap.Logger, reg *prometheus.Registry) (http.Handler, error) {
+	led, err := ledger.New(ledger.Config{Redis: d.rc, Prefix: cfg.KeyPrefix, Loader: inventorydb.PGLoader{DB: d.db}})
+	if err != nil {
+		return nil, err
+	}
+	h, err := api.New(api.ServerConfig{
+		Deps: api.Deps{Redis: d.rc, Prefix: cfg.KeyPrefix, DB: d.db, Ledger: led,
+			SQS: d.sqs, Queues: cfg.SQS, Nudge: order.Nudger(d.pub)},
+		Options: api.OptionsOf(cfg), Logger: log, Registerer: reg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	cons, err := console.New(console.Config{API: h, Redis: d.rc, Prefix: cfg.KeyPrefix, DB: d.db, SQS: d.sqs, Queues: cfg.SQS, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return console.Mount(h, cons), nil
+}
+
+// startAdmin starts /healthz, /readyz and /metrics on JUNBAN_HTTP_ADDR.
+func startAdmin(ctx context.Context, cfg api.Config, d *deps, log *zap.Logger, reg *prometheus.Registry) (*health.Server, error) {
+	hs, err := health.New(health.Config{Addr: cfg.HTTPAddr, Registry: reg, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	hs.AddCheck("redis", health.RedisCheck(d.rc))
+	hs.AddCheck("postgres", health.PostgresCheck(d.db))
+	hs.AddCheck("sqs", health.SQSCheck(d.sqs, d.ordersURL))
+	if err := hs.Start(ctx); err != nil {
+		return nil, fmt.Errorf("listen on JUNBAN_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+	}
+	return hs, nil
+}
+
+// shutdown stops the API, the admin server and the publisher within the budget.
+func shutdown(cfg api.Config, log *zap.Logger, srv *http.Server, hs *health.Server, d *deps) error {
+	log.Info("junban-api shutting down", zap.Duration("budget", cfg.ShutdownBudget))
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownBudget)
+	defer cancel()
+	err := srv.Shutdown(sctx)
 	_ = hs.Stop(sctx)
+	_ = d.pub.Stop(sctx)
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
 	}

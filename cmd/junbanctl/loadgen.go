@@ -115,7 +115,7 @@ func runLoadgen(ctx context.Context, w io.Writer, o loadgenOptions) error {
 	if err != nil {
 		return err
 	}
-	defer pub.Stop(context.Background())
+	defer pub.Stop(context.Background()) //nolint:errcheck // the run counts each message by its Publish's own answer
 	rec := sendlatency.NewRecorder(pub)
 	cfg := loadgen.RunConfig{Spec: spec, Rate: o.rate, Wait: o.wait, Progress: os.Stderr,
 		DLQDepth: func(ctx context.Context) (int, error) { return queueDepth(ctx, c, dlqURL) }}

@@ -61,7 +61,7 @@ func runSend(ctx context.Context, w io.Writer, o sendOptions) error {
 	if err != nil {
 		return err
 	}
-	defer pub.Stop(context.Background())
+	defer pub.Stop(context.Background()) //nolint:errcheck // every Publish waited for its answer: nothing is left to flush
 	for i := 0; i < len(bodies); i += 10 {
 		if err := pub.PublishBatch(ctx, bodies[i:min(i+10, len(bodies))]); err != nil {
 			return fmt.Errorf("sent %d of %d: %w", i, len(bodies), err)

@@ -128,7 +128,7 @@ func runTurnSkip(ctx context.Context, w io.Writer, entity string, asJSON bool) e
 	if err != nil {
 		return err
 	}
-	defer pub.Stop(context.Background())
+	defer pub.Stop(context.Background()) //nolint:errcheck // every Publish waited for its answer: nothing is left to flush
 	env, err := order.SkipTurn(ctx, rc, prefix, entity, order.Nudger(pub))
 	if env == nil {
 		return err

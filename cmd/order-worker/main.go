@@ -14,6 +14,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/cenkalti/backoff/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
@@ -25,6 +27,7 @@ import (
 	"github.com/junban/junban/internal/logging"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/replication"
 )
 
 // Config is the order-worker's environment.
@@ -223,76 +226,151 @@ func run() error {
 		return err
 	}
 	defer rc.Close()
-	reg := health.NewRegistry()
+	d, err := openDeps(ctx, cfg, log, rc)
+	if err != nil {
+		return err
+	}
+	srv, err := startAdmin(ctx, cfg, log, d)
+	if err != nil {
+		return err
+	}
+	pubs, err := newPublishers(cfg, log, d)
+	if err != nil {
+		return err
+	}
+	defer pubs.stop(cfg.ShutdownBudget)
+	turns, err := startTurns(ctx, cfg, log, d, pubs)
+	if err != nil {
+		return err
+	}
+	consumer, err := newConsumer(cfg, log, d, turns)
+	if err != nil {
+		return err
+	}
+	log.Info("order-worker started", zap.String("orders", d.urls.orders), zap.String("results", d.urls.results))
+	runErr := consumer.Run(ctx)
+
+	// The consumer has finished or handed back its messages; leave the turns we hold.
+	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	turns.Stop()
+	_ = srv.Stop(stopCtx)
+	log.Info("order-worker stopped")
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return runErr
+	}
+	return nil
+}
+
+// deps are what the order-worker reads from and writes to.
+type deps struct {
+	rc   redis.UniversalClient
+	reg  *prometheus.Registry
+	repl *replication.Waiter
+	db   *gorm.DB
+	sqs  *sqs.Client
+	urls queueURLs
+	// resultsMax is the results queue's maximum message size.
+	resultsMax int
+}
+
+// openDeps checks Redis' replication, opens PostgreSQL and SQS and looks the queues up.
+func openDeps(ctx context.Context, cfg Config, log *zap.Logger, rc redis.UniversalClient) (*deps, error) {
+	d := &deps{rc: rc, reg: health.NewRegistry()}
+	var err error
 	// Before anything is consumed: a WAITAOF the servers cannot serve is refused here.
-	repl, err := cfg.RedisReplication.Waiter(ctx, rc, reg)
-	if err != nil {
-		return err
+	if d.repl, err = cfg.RedisReplication.Waiter(ctx, rc, d.reg); err != nil {
+		return nil, err
 	}
-	db, err := openPostgres(cfg)
-	if err != nil {
-		return err
+	if d.db, err = openPostgres(cfg); err != nil {
+		return nil, err
 	}
-	sqsClient, err := queue.NewClient(ctx, cfg.SQS)
-	if err != nil {
-		return err
+	if d.sqs, err = queue.NewClient(ctx, cfg.SQS); err != nil {
+		return nil, err
 	}
 	// The queues may not answer yet (docker-compose starts the emulator beside us): their
 	// lookups are retried for JUNBAN_STARTUP_TIMEOUT.
-	var urls queueURLs
-	var resultsMax int
 	err = cfg.Startup.Retry(ctx, log, "look up the queues", func(ctx context.Context) (err error) {
-		if urls, err = resolve(ctx, cfg.SQS, sqsClient); err != nil {
+		if d.urls, err = resolve(ctx, cfg.SQS, d.sqs); err != nil {
 			return err
 		}
-		resultsMax, err = checkResultBound(ctx, cfg, sqsClient, urls.results, log)
+		d.resultsMax, err = checkResultBound(ctx, cfg, d.sqs, d.urls.results, log)
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return d, nil
+}
 
-	srv := health.New(reg, log)
+// startAdmin starts /healthz, /readyz and /metrics (and with JUNBAN_PPROF the profiles and
+// the SQS call counts) on JUNBAN_HTTP_ADDR.
+func startAdmin(ctx context.Context, cfg Config, log *zap.Logger, d *deps) (*health.Server, error) {
+	srv, err := health.New(health.Config{Addr: cfg.HTTPAddr, Registry: d.reg, Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Pprof {
 		srv.EnablePprof()
-		if sqsClient, err = countCalls(sqsClient, rc, reg); err != nil {
-			return err
+		if d.sqs, err = countCalls(d.sqs, d.rc, d.reg); err != nil {
+			return nil, err
 		}
 	}
-	srv.AddCheck("redis", health.RedisCheck(rc))
-	srv.AddCheck("redis_replication", repl.Ready)
-	srv.AddCheck("postgres", health.PostgresCheck(db))
-	srv.AddCheck("sqs", health.SQSCheck(sqsClient, urls.orders))
-	if err := srv.Start(cfg.HTTPAddr); err != nil {
-		return err
-	}
+	srv.AddCheck("redis", health.RedisCheck(d.rc))
+	srv.AddCheck("redis_replication", d.repl.Ready)
+	srv.AddCheck("postgres", health.PostgresCheck(d.db))
+	srv.AddCheck("sqs", health.SQSCheck(d.sqs, d.urls.orders))
+	return srv, srv.Start(ctx)
+}
 
-	results, err := queue.NewPublisher(queue.PublisherConfig{Client: sqsClient, QueueURL: urls.results, MaxMessageSize: resultsMax, Linger: cfg.ResultsLinger, Registerer: reg, Logger: log})
+// publishers send the results, and the nudges that wake a worker for a turn's backlog.
+type publishers struct{ results, nudges *queue.Publisher }
+
+func newPublishers(cfg Config, log *zap.Logger, d *deps) (*publishers, error) {
+	results, err := queue.NewPublisher(queue.PublisherConfig{Client: d.sqs, QueueURL: d.urls.results, MaxMessageSize: d.resultsMax, Linger: cfg.ResultsLinger, Registerer: d.reg, Logger: log})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer results.Stop(context.Background())
-	nudges, err := queue.NewPublisher(queue.PublisherConfig{Client: sqsClient, QueueURL: urls.orders, Name: "orders-nudge", Registerer: reg, Logger: log})
+	nudges, err := queue.NewPublisher(queue.PublisherConfig{Client: d.sqs, QueueURL: d.urls.orders, Name: "orders-nudge", Registerer: d.reg, Logger: log})
 	if err != nil {
-		return err
+		_ = results.Stop(context.Background())
+		return nil, err
 	}
-	defer nudges.Stop(context.Background())
+	return &publishers{results: results, nudges: nudges}, nil
+}
+
+// stop flushes what the publishers still hold, within budget.
+func (p *publishers) stop(budget time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	_ = p.nudges.Stop(ctx)
+	_ = p.results.Stop(ctx)
+}
+
+// newProcessor is the handler of every turn: it applies an event with the ledger's moves
+// and publishes its results.
+func newProcessor(cfg Config, log *zap.Logger, d *deps, results *queue.Publisher) (*order.Processor, error) {
+	led, err := ledger.New(ledger.Config{Redis: d.rc, Prefix: cfg.KeyPrefix, Loader: inventorydb.PGLoader{DB: d.db}, OpRetention: cfg.OpRetention})
+	if err != nil {
+		return nil, err
+	}
 	deadLetter := func(ctx context.Context, body []byte, reason string, attrs map[string]string) error {
-		return queue.DeadLetter(ctx, sqsClient, urls.ordersDLQ, body, reason, attrs)
+		return queue.DeadLetter(ctx, d.sqs, d.urls.ordersDLQ, body, reason, attrs)
 	}
-
-	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: cfg.KeyPrefix, Loader: inventorydb.PGLoader{DB: db}, OpRetention: cfg.OpRetention})
-	if err != nil {
-		return err
-	}
-	proc, err := order.New(order.Config{
-		Redis: rc, Ledger: led, Publisher: results, DeadLetter: deadLetter, Logger: log, Registerer: reg,
+	return order.New(order.Config{
+		Redis: d.rc, Ledger: led, Publisher: results, DeadLetter: deadLetter, Logger: log, Registerer: d.reg,
 		Prefix: cfg.KeyPrefix, DoneRetention: cfg.DoneRetention, ParkTimeout: cfg.ParkTimeout,
-		Loader: order.PGLoader{DB: db}, Replication: repl,
+		Loader: order.PGLoader{DB: d.db}, Replication: d.repl,
 	})
+}
+
+// startTurns starts the entities' turns (lockhandoff), each running the processor.
+func startTurns(ctx context.Context, cfg Config, log *zap.Logger, d *deps, pubs *publishers) (*lockhandoff.Handoff, error) {
+	proc, err := newProcessor(cfg, log, d, pubs.results)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	rc, repl, reg, nudges := d.rc, d.repl, d.reg, pubs.nudges
 	turns, err := lockhandoff.New(rc, lockhandoff.Config{
 		Prefix:           cfg.KeyPrefix,
 		LockTTL:          cfg.LockTTL,
@@ -312,10 +390,10 @@ func run() error {
 		Registerer:       reg,
 	}, proc.Handle)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := turns.Start(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	// On shutdown, every turn leaves after the envelope it runs, with a nudge for its
 	// backlog: those of the consumer's handlers, and the detached ones, which no handler
@@ -327,38 +405,26 @@ func run() error {
 		defer cancel()
 		turns.StopContext(bound)
 	})
+	return turns, nil
+}
 
+// newConsumer is the consumer of the orders queue, which hands each event to its turn.
+func newConsumer(cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handoff) (*queue.Consumer, error) {
 	worker := &order.Worker{Turns: turns, MaxLines: cfg.MaxLines, Log: log}
-	consumer, err := queue.NewConsumer(queue.ConsumerConfig{
-		Client:          sqsClient,
-		QueueURL:        urls.orders,
-		DLQURL:          urls.ordersDLQ,
+	return queue.NewConsumer(queue.ConsumerConfig{
+		Client:          d.sqs,
+		Handler:         worker.Handle,
+		QueueURL:        d.urls.orders,
+		DLQURL:          d.urls.ordersDLQ,
 		Concurrency:     cfg.Concurrency,
 		Receivers:       cfg.Receivers,
 		ReceiveFill:     cfg.ReceiveFill,
 		DeleteLinger:    cfg.DeleteLinger,
 		WaitTimeSeconds: cfg.WaitTimeSeconds,
 		ShutdownBudget:  cfg.ShutdownBudget,
-		Registerer:      reg,
+		Registerer:      d.reg,
 		Logger:          log,
-		Handler:         worker.Handle,
 	})
-	if err != nil {
-		return err
-	}
-	log.Info("order-worker started", zap.String("orders", urls.orders), zap.String("results", urls.results))
-	runErr := consumer.Run(ctx)
-
-	// The consumer has finished or handed back its messages; leave the turns we hold.
-	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	turns.Stop()
-	_ = srv.Stop(stopCtx)
-	log.Info("order-worker stopped")
-	if runErr != nil && !errors.Is(runErr, context.Canceled) {
-		return runErr
-	}
-	return nil
 }
 
 // quarantineMinAge maps the environment's 0 (no minimum) to lockhandoff's negative: its

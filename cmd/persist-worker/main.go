@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
@@ -145,97 +147,33 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	sqsClient, err := queue.NewClient(ctx, cfg.SQS)
+	sqsClient, results, dlq, err := openQueues(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	var results, dlq string
-	err = cfg.Startup.Retry(ctx, log, "resolve the results queues", func(ctx context.Context) error {
-		if results, err = queue.ResolveURL(ctx, sqsClient, cfg.ResultsQueue); err != nil {
-			return err
-		}
-		dlq, err = queue.ResolveURL(ctx, sqsClient, cfg.ResultsDLQ)
-		return err
-	})
+	db, err := openPostgres(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	var db *gorm.DB
-	err = cfg.Startup.Retry(ctx, log, "connect to PostgreSQL", func(context.Context) error {
-		// One connection per applier (batches applied at once), one for readiness checks.
-		db, err = cfg.Postgres.OpenPool(cfg.Appliers + 1)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	sqlDB, err := db.DB()
-	if err != nil {
-		return err
-	}
-	defer sqlDB.Close()
-	if cfg.Migrate {
-		err = cfg.Startup.Retry(ctx, log, "apply migrations", func(ctx context.Context) error {
-			n, err := migrations.Up(ctx, sqlDB)
-			if err == nil && n > 0 {
-				log.Info("migrations applied", zap.Int("count", n))
-			}
-			return err
-		})
-		if err != nil {
-			return err
-		}
+	if sqlDB, err := db.DB(); err == nil {
+		defer sqlDB.Close()
 	}
 
 	reg := health.NewRegistry()
-	quit := make(chan struct{})
-	h, err := persist.NewHandler(persist.HandlerConfig{
-		DB:             db,
-		Metrics:        persist.NewMetrics(reg),
-		Logger:         log,
-		RetryBase:      cfg.RetryBase,
-		RetryMax:       cfg.RetryMax,
-		HoldMax:        cfg.HoldMax,
-		AttemptTimeout: cfg.AttemptTimeout,
-		Quit:           quit,
-		Appliers:       cfg.Appliers,
+	h, err := newHandler(ctx, cfg, log, reg, db)
+	if err != nil {
+		return err
+	}
+	srv, err := startAdmin(ctx, cfg, log, reg, map[string]health.Check{
+		"postgres": health.PostgresCheck(db), "sqs": health.SQSCheck(sqsClient, results), "apply": h.Ready,
 	})
 	if err != nil {
 		return err
 	}
-	srv := health.New(reg, log)
-	srv.AddCheck("postgres", health.PostgresCheck(db))
-	srv.AddCheck("sqs", health.SQSCheck(sqsClient, results))
-	srv.AddCheck("apply", h.Ready)
-	if err := srv.Start(cfg.HTTPAddr); err != nil {
-		return err
-	}
-
-	// The HTTP server's shutdown gets what the consumer leaves of the budget, at least a second.
-	consumerBudget := max(cfg.ShutdownBudget-time.Second, cfg.ShutdownBudget*4/5)
-	consumer, err := queue.NewBatchConsumer(queue.ConsumerConfig{
-		Client:            sqsClient,
-		QueueURL:          results,
-		DLQURL:            dlq,
-		Receivers:         cfg.Receivers,
-		Concurrency:       cfg.Receivers * cfg.Concurrency,
-		WaitTimeSeconds:   cfg.WaitTimeSeconds,
-		VisibilityTimeout: cfg.Visibility,
-		BatchMax:          cfg.BatchMax,
-		BatchWindow:       cfg.BatchWindow,
-		ShutdownBudget:    consumerBudget,
-		Registerer:        reg,
-		Logger:            log,
-		BatchHandler:      h.HandleBatch,
-	})
+	consumer, err := newConsumer(cfg, log, reg, sqsClient, results, dlq, h)
 	if err != nil {
 		return err
 	}
-	go func() {
-		// A batch held while PostgreSQL is away goes back to SQS at once on shutdown.
-		<-ctx.Done()
-		close(quit)
-	}()
 	log.Info("persist-worker started", zap.String("results", results), zap.String("dlq", dlq),
 		zap.Int("receivers", cfg.Receivers), zap.Int("concurrency", cfg.Concurrency), zap.Int("appliers", cfg.Appliers),
 		zap.Int("batch_max", cfg.BatchMax))
@@ -250,4 +188,105 @@ func run() error {
 		return runErr
 	}
 	return nil
+}
+
+// newHandler applies the batches to PostgreSQL. A batch held while PostgreSQL is away goes
+// back to SQS at once when ctx ends (shutdown).
+func newHandler(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer, db *gorm.DB) (*persist.Handler, error) {
+	quit := make(chan struct{})
+	context.AfterFunc(ctx, func() { close(quit) })
+	return persist.NewHandler(persist.HandlerConfig{
+		DB:             db,
+		Metrics:        persist.NewMetrics(reg),
+		Logger:         log,
+		RetryBase:      cfg.RetryBase,
+		RetryMax:       cfg.RetryMax,
+		HoldMax:        cfg.HoldMax,
+		AttemptTimeout: cfg.AttemptTimeout,
+		Quit:           quit,
+		Appliers:       cfg.Appliers,
+	})
+}
+
+// openQueues opens SQS and finds the results queue and its DLQ, retrying while SQS does
+// not answer.
+func openQueues(ctx context.Context, cfg Config, log *zap.Logger) (c *sqs.Client, results, dlq string, err error) {
+	if c, err = queue.NewClient(ctx, cfg.SQS); err != nil {
+		return nil, "", "", err
+	}
+	err = cfg.Startup.Retry(ctx, log, "resolve the results queues", func(ctx context.Context) error {
+		if results, err = queue.ResolveURL(ctx, c, cfg.ResultsQueue); err != nil {
+			return err
+		}
+		dlq, err = queue.ResolveURL(ctx, c, cfg.ResultsDLQ)
+		return err
+	})
+	return c, results, dlq, err
+}
+
+// openPostgres connects to PostgreSQL and, with JUNBAN_MIGRATE, applies the migrations,
+// each step retried while PostgreSQL does not answer.
+func openPostgres(ctx context.Context, cfg Config, log *zap.Logger) (*gorm.DB, error) {
+	var db *gorm.DB
+	err := cfg.Startup.Retry(ctx, log, "connect to PostgreSQL", func(context.Context) error {
+		var err error
+		// One connection per applier (batches applied at once), one for readiness checks.
+		db, err = cfg.Postgres.OpenPool(cfg.Appliers + 1)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.Migrate {
+		return db, nil
+	}
+	err = cfg.Startup.Retry(ctx, log, "apply migrations", func(ctx context.Context) error {
+		n, err := migrations.Up(ctx, sqlDB)
+		if err == nil && n > 0 {
+			log.Info("migrations applied", zap.Int("count", n))
+		}
+		return err
+	})
+	if err != nil {
+		sqlDB.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// startAdmin starts /healthz, /readyz (with checks) and /metrics on JUNBAN_HTTP_ADDR.
+func startAdmin(ctx context.Context, cfg Config, log *zap.Logger, reg *prometheus.Registry, checks map[string]health.Check) (*health.Server, error) {
+	srv, err := health.New(health.Config{Addr: cfg.HTTPAddr, Registry: reg, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	for name, c := range checks {
+		srv.AddCheck(name, c)
+	}
+	return srv, srv.Start(ctx)
+}
+
+// newConsumer is the batch consumer of the results queue, which hands each batch to h.
+func newConsumer(cfg Config, log *zap.Logger, reg prometheus.Registerer, sqsClient *sqs.Client, results, dlq string, h *persist.Handler) (*queue.Consumer, error) {
+	// The HTTP server's shutdown gets what the consumer leaves of the budget, at least a second.
+	consumerBudget := max(cfg.ShutdownBudget-time.Second, cfg.ShutdownBudget*4/5)
+	return queue.NewBatchConsumer(queue.ConsumerConfig{
+		Client:            sqsClient,
+		BatchHandler:      h.HandleBatch,
+		QueueURL:          results,
+		DLQURL:            dlq,
+		Receivers:         cfg.Receivers,
+		Concurrency:       cfg.Receivers * cfg.Concurrency,
+		WaitTimeSeconds:   cfg.WaitTimeSeconds,
+		VisibilityTimeout: cfg.Visibility,
+		BatchMax:          cfg.BatchMax,
+		BatchWindow:       cfg.BatchWindow,
+		ShutdownBudget:    consumerBudget,
+		Registerer:        reg,
+		Logger:            log,
+	})
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/junban/junban/internal/config"
@@ -69,23 +71,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-
-	guard, err := idempotency.New(idempotency.Config{Redis: rc, Prefix: cfg.KeyPrefix, LockTTL: cfg.LockTTL, Retention: cfg.Retention})
-	if err != nil {
-		return err
-	}
 	reg := health.NewRegistry()
-	h, err := webhook.NewHandler(webhook.HandlerConfig{
-		Providers:      providers,
-		Guard:          guard,
-		Publisher:      webhook.SQSPublisher{Client: sqsc, QueueURL: ordersURL},
-		MaxBodyBytes:   cfg.MaxBodyBytes,
-		Tolerance:      cfg.Tolerance,
-		PublishTimeout: cfg.PublishTimeout,
-		MaxInFlight:    cfg.MaxInFlight,
-		Logger:         log,
-		Registerer:     reg,
-	})
+	h, err := buildHandler(cfg, providers, rc, webhook.SQSPublisher{Client: sqsc, QueueURL: ordersURL}, log, reg)
 	if err != nil {
 		return err
 	}
@@ -93,13 +80,44 @@ func run() error {
 		"redis": health.RedisCheck(rc),
 		"sqs":   health.SQSCheck(sqsc, ordersURL),
 	}
-	// The public listener is what the providers reach; with an admin address the probes and
-	// metrics move off it.
-	type listener struct {
-		setting string // the variable that names the address
-		srv     *http.Server
-		ln      net.Listener
+	ls, err := listen(cfg, h, reg, checks, log)
+	if err != nil {
+		return err
 	}
+	logListening(log, ls, providers, ordersURL)
+	return serve(ctx, stop, cfg, log, ls)
+}
+
+// buildHandler is the webhook handler: each provider event guarded by its idempotency key,
+// then published to the orders queue.
+func buildHandler(cfg webhook.Config, providers []webhook.Provider, rc redis.UniversalClient, pub webhook.Publisher, log *zap.Logger, reg prometheus.Registerer) (*webhook.Handler, error) {
+	guard, err := idempotency.New(idempotency.Config{Redis: rc, Prefix: cfg.KeyPrefix, LockTTL: cfg.LockTTL, Retention: cfg.Retention})
+	if err != nil {
+		return nil, err
+	}
+	return webhook.NewHandler(webhook.HandlerConfig{
+		Providers:      providers,
+		Guard:          guard,
+		Publisher:      pub,
+		MaxBodyBytes:   cfg.MaxBodyBytes,
+		Tolerance:      cfg.Tolerance,
+		PublishTimeout: cfg.PublishTimeout,
+		MaxInFlight:    cfg.MaxInFlight,
+		Logger:         log,
+		Registerer:     reg,
+	})
+}
+
+// listener is one of the gateway's HTTP servers and its bound socket.
+type listener struct {
+	setting string // the variable that names the address
+	srv     *http.Server
+	ln      net.Listener
+}
+
+// listen binds the public listener, which the providers reach, and with an admin address
+// the admin one, which the probes and metrics move to.
+func listen(cfg webhook.Config, h *webhook.Handler, reg *prometheus.Registry, checks map[string]health.Check, log *zap.Logger) ([]*listener, error) {
 	ls := []*listener{{setting: "JUNBAN_HTTP_ADDR", srv: cfg.Server(webhook.NewMux(h, reg, checks))}}
 	if cfg.AdminAddr != "" {
 		ls = []*listener{
@@ -108,13 +126,18 @@ func run() error {
 		}
 	}
 	for i, l := range ls {
+		var err error
 		if l.ln, err = net.Listen("tcp", l.srv.Addr); err != nil {
 			for _, prev := range ls[:i] {
 				prev.ln.Close()
 			}
-			return fmt.Errorf("listen on %s %s: %w", l.setting, l.srv.Addr, err)
+			return nil, fmt.Errorf("listen on %s %s: %w", l.setting, l.srv.Addr, err)
 		}
 	}
+	return ls, nil
+}
+
+func logListening(log *zap.Logger, ls []*listener, providers []webhook.Provider, ordersURL string) {
 	names := make([]string, len(providers))
 	for i, p := range providers {
 		names[i] = p.Name + ":" + string(p.Kind)
@@ -128,7 +151,10 @@ func run() error {
 		fields = append(fields, zap.String("admin_addr", ls[1].ln.Addr().String()))
 	}
 	log.Info("webhook-gateway listening", fields...)
+}
 
+// serve runs the listeners until ctx ends (or one fails), then shuts them down.
+func serve(ctx context.Context, stop context.CancelFunc, cfg webhook.Config, log *zap.Logger, ls []*listener) error {
 	served := make(chan error, len(ls))
 	for _, l := range ls {
 		go func() { served <- l.srv.Serve(l.ln) }()
@@ -140,7 +166,7 @@ func run() error {
 	}
 	stop() // a second signal kills the process at once
 	log.Info("webhook-gateway shutting down", zap.Duration("budget", cfg.ShutdownBudget))
-	sctx, cancel = context.WithTimeout(context.Background(), cfg.ShutdownBudget)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownBudget)
 	defer cancel()
 	// Both listeners stop together, within one budget. Shutdown waits for in-flight
 	// deliveries, whose guarded sections finish or release.

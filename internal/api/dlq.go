@@ -79,7 +79,7 @@ func (s *Server) redriveDLQ(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rep, err := dlq.Redrive(r.Context(), s.d.SQS, s.d.Queues, dlq.RedriveOptions{DLQ: name, To: req.To, Max: req.Max})
-	s.d.Log.Info("api: dlq redrive", zap.String("dlq", name), zap.Int("moved", rep.Total()), zap.Int("repeats", rep.Repeats), zap.Int("bad_source", rep.BadSource), zap.Error(err))
+	s.log.Info("api: dlq redrive", zap.String("dlq", name), zap.Int("moved", rep.Total()), zap.Int("repeats", rep.Repeats), zap.Int("bad_source", rep.BadSource), zap.Error(err))
 	if errors.Is(err, dlq.ErrBadTarget) {
 		return badRequest("%v", err)
 	}

@@ -109,14 +109,13 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 		SQS:    e.sqs,
 		Queues: config.SQS{OrdersQueue: e.q.OrdersName, OrdersDLQ: e.q.OrdersDLQName,
 			ResultsQueue: e.q.ResultsName, ResultsDLQ: e.q.ResultsDLQName},
-		Nudge:      order.Nudger(pub),
-		Registerer: prometheus.NewRegistry(),
+		Nudge: order.Nudger(pub),
 	}
 	o := Options{ReadTokens: []string{readToken}, AdminTokens: []string{adminToken}}
 	for _, f := range opts {
 		f(&d, &o)
 	}
-	if e.api, err = New(d, o); err != nil {
+	if e.api, err = New(ServerConfig{Deps: d, Options: o, Registerer: prometheus.NewRegistry()}); err != nil {
 		t.Fatal(err)
 	}
 	e.srv = httptest.NewServer(e.api)

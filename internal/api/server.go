@@ -40,9 +40,6 @@ type Deps struct {
 	Nudge func(ctx context.Context, entity string) error
 	// IndexShards is the order-workers' backlog index shard count (0: the default).
 	IndexShards int
-	Log         *zap.Logger
-	// Registerer gets the API's metrics; nil registers none.
-	Registerer prometheus.Registerer
 	// Now is the clock of the stuck-turn ages; nil: time.Now.
 	Now func() time.Time
 }
@@ -64,10 +61,63 @@ func OptionsOf(c Config) Options {
 		RequestTimeout: c.RequestTimeout, MaxCartSKUs: c.MaxCartSKUs, StuckAge: c.StuckAge}
 }
 
+// ServerConfig configures a Server: what it reads from (Deps), its bounds and tokens
+// (Options), its Logger and Registerer. It is not Config, which is junban-api's
+// environment: OptionsOf turns that into Options.
+type ServerConfig struct {
+	Deps
+	Options
+	// Logger logs failed requests and the admin actions; nil logs nothing.
+	Logger *zap.Logger
+	// Registerer receives the API's metrics; nil registers none.
+	Registerer prometheus.Registerer
+}
+
+// SetDefaults sets the zero fields that have a default.
+func (c *ServerConfig) SetDefaults() {
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = MaxBodyBytesDefault
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = RequestTimeoutDefault
+	}
+	if c.MaxCartSKUs <= 0 {
+		c.MaxCartSKUs = MaxCartSKUsDefault
+	}
+	if c.StuckAge <= 0 {
+		c.StuckAge = StuckAgeDefault
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.IndexShards <= 0 {
+		c.IndexShards = lockhandoff.IndexShardsDefault
+	}
+}
+
+// Validate reports the dependencies that are missing, all at once.
+func (c ServerConfig) Validate() error {
+	var p []error
+	if c.Redis == nil {
+		p = append(p, errors.New("api: Redis is required"))
+	}
+	if c.Ledger == nil {
+		p = append(p, errors.New("api: Ledger is required"))
+	}
+	if c.DB == nil {
+		p = append(p, errors.New("api: DB is required"))
+	}
+	return errors.Join(p...)
+}
+
 // Server is the API's http.Handler.
 type Server struct {
 	d    Deps
 	o    Options
+	log  *zap.Logger
 	auth *authenticator
 	mux  *http.ServeMux
 	m    *metrics
@@ -81,33 +131,14 @@ type metrics struct {
 	availHits prometheus.Counter
 }
 
-// New returns the API over d.
-func New(d Deps, o Options) (*Server, error) {
-	if d.Redis == nil || d.Ledger == nil || d.DB == nil {
-		return nil, errors.New("api: Redis, Ledger and DB are required")
+// New returns the API, or an error naming what cfg lacks.
+func New(cfg ServerConfig) (*Server, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = MaxBodyBytesDefault
-	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = RequestTimeoutDefault
-	}
-	if o.MaxCartSKUs <= 0 {
-		o.MaxCartSKUs = MaxCartSKUsDefault
-	}
-	if o.StuckAge <= 0 {
-		o.StuckAge = StuckAgeDefault
-	}
-	if d.Log == nil {
-		d.Log = zap.NewNop()
-	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.IndexShards <= 0 {
-		d.IndexShards = lockhandoff.IndexShardsDefault
-	}
-	s := &Server{d: d, o: o, auth: newAuthenticator(o.ReadTokens, o.AdminTokens), mux: http.NewServeMux(), avail: newAvailCache()}
+	d, o := cfg.Deps, cfg.Options
+	s := &Server{d: d, o: o, log: cfg.Logger, auth: newAuthenticator(o.ReadTokens, o.AdminTokens), mux: http.NewServeMux(), avail: newAvailCache()}
 	s.m = &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "junban_api_requests_total", Help: "API requests by route and status code.",
@@ -121,9 +152,9 @@ func New(d Deps, o Options) (*Server, error) {
 			Help: "Availability answers served from the answer the script gave at the SKU's current version.",
 		}),
 	}
-	if d.Registerer != nil {
+	if cfg.Registerer != nil {
 		for _, c := range []prometheus.Collector{s.m.requests, s.m.seconds, s.m.availHits} {
-			if err := d.Registerer.Register(c); err != nil {
+			if err := cfg.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("api: metrics: %w", err)
 			}
 		}
@@ -248,7 +279,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		writeProblem(w, r, http.StatusServiceUnavailable, ProblemUnavailable, fmt.Sprintf("the request did not finish within %v", s.o.RequestTimeout), "")
 	default:
-		s.d.Log.Warn("api: request failed", zap.String("path", r.URL.Path), zap.Error(err))
+		s.log.Warn("api: request failed", zap.String("path", r.URL.Path), zap.Error(err))
 		writeProblem(w, r, http.StatusServiceUnavailable, ProblemUnavailable, "Redis, PostgreSQL or SQS failed; the log has the error", "")
 	}
 }

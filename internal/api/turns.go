@@ -134,7 +134,7 @@ func (s *Server) skipTurn(w http.ResponseWriter, r *http.Request) error {
 	}
 	_ = json.Unmarshal(env, &h) // for the log line and the answer only
 	ans.EventID, ans.Type = h.EventID, h.Type
-	s.d.Log.Info("api: turn skip asked", zap.String("lcid", lcid), zap.String("event_id", h.EventID), zap.Bool("nudged", ans.Nudged), zap.NamedError("nudge_error", err))
+	s.log.Info("api: turn skip asked", zap.String("lcid", lcid), zap.String("event_id", h.EventID), zap.Bool("nudged", ans.Nudged), zap.NamedError("nudge_error", err))
 	writeJSON(w, http.StatusAccepted, ans)
 	return nil
 }

@@ -114,15 +114,19 @@ func startFleet(t *testing.T) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.api, err = api.New(api.Deps{
-		Redis: rc, Prefix: prefix, DB: db,
-		Ledger: led,
-		SQS:    sqsc, Queues: f.sqsCfg, Nudge: order.Nudger(f.pub), Registerer: prometheus.NewRegistry(),
-	}, api.Options{ReadTokens: []string{readToken}, AdminTokens: []string{adminToken}})
+	f.api, err = api.New(api.ServerConfig{
+		Deps: api.Deps{
+			Redis: rc, Prefix: prefix, DB: db,
+			Ledger: led,
+			SQS:    sqsc, Queues: f.sqsCfg, Nudge: order.Nudger(f.pub),
+		},
+		Options:    api.Options{ReadTokens: []string{readToken}, AdminTokens: []string{adminToken}},
+		Registerer: prometheus.NewRegistry(),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := New(Deps{API: f.api, Redis: rc, Prefix: prefix, DB: db, SQS: sqsc, Queues: f.sqsCfg})
+	cons, err := New(Config{API: f.api, Redis: rc, Prefix: prefix, DB: db, SQS: sqsc, Queues: f.sqsCfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,12 +476,15 @@ func TestConsoleSkipsAStuckTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := api.New(api.Deps{Redis: rc, Prefix: prefix, DB: db, Ledger: led,
-		SQS: sqsc, Queues: cfg, Nudge: order.Nudger(pub)}, api.Options{ReadTokens: []string{readToken}, AdminTokens: []string{adminToken}})
+	a, err := api.New(api.ServerConfig{
+		Deps: api.Deps{Redis: rc, Prefix: prefix, DB: db, Ledger: led,
+			SQS: sqsc, Queues: cfg, Nudge: order.Nudger(pub)},
+		Options: api.Options{ReadTokens: []string{readToken}, AdminTokens: []string{adminToken}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := New(Deps{API: a, Redis: rc, Prefix: prefix, DB: db, SQS: sqsc, Queues: cfg})
+	cons, err := New(Config{API: a, Redis: rc, Prefix: prefix, DB: db, SQS: sqsc, Queues: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,8 +44,9 @@ const (
 	SampleEveryDefault = 2 * time.Second
 )
 
-// Deps are what the console reads, besides the API.
-type Deps struct {
+// Config configures a Console: what it reads, besides the API, and its Logger. The
+// console registers no metrics of its own (the API's count its requests).
+type Config struct {
 	// API answers the pages' reads and the buttons that have an endpoint (redrive all,
 	// skip); its tokens are the console's.
 	API *api.Server
@@ -57,14 +58,40 @@ type Deps struct {
 	Queues config.SQS
 	// IndexShards is the order-workers' backlog index shard count (0: the default).
 	IndexShards int
-	Log         *zap.Logger
+	// Logger logs failed renders and reads; nil logs nothing.
+	Logger *zap.Logger
 	// Now is the clock of the pages; nil: time.Now.
 	Now func() time.Time
 }
 
+// SetDefaults sets the zero fields that have a default.
+func (c *Config) SetDefaults() {
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Validate reports the dependencies that are missing, all at once.
+func (c Config) Validate() error {
+	var p []error
+	if c.API == nil {
+		p = append(p, errors.New("console: API is required"))
+	}
+	if c.Redis == nil {
+		p = append(p, errors.New("console: Redis is required"))
+	}
+	if c.DB == nil {
+		p = append(p, errors.New("console: DB is required"))
+	}
+	return errors.Join(p...)
+}
+
 // Console is the console's http.Handler.
 type Console struct {
-	d     Deps
+	d     Config
 	pages map[string]*template.Template
 	mux   *http.ServeMux
 
@@ -75,18 +102,13 @@ type Console struct {
 	stuckAt time.Time
 }
 
-// New returns the console over d.
-func New(d Deps) (*Console, error) {
-	if d.API == nil || d.Redis == nil || d.DB == nil {
-		return nil, errors.New("console: API, Redis and DB are required")
+// New returns the console, or an error naming what cfg lacks.
+func New(cfg Config) (*Console, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if d.Log == nil {
-		d.Log = zap.NewNop()
-	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	c := &Console{d: d, pages: map[string]*template.Template{}, mux: http.NewServeMux(), urls: map[string]string{}}
+	c := &Console{d: cfg, pages: map[string]*template.Template{}, mux: http.NewServeMux(), urls: map[string]string{}}
 	for _, p := range []string{"overview", "order", "sku", "dlq", "stuck", "login", "confirm", "message"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+p+".html")
 		if err != nil {
@@ -289,7 +311,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 	v.Now = c.d.Now()
 	var buf bytes.Buffer
 	if err := c.pages[page].Execute(&buf, v); err != nil {
-		c.d.Log.Warn("console: render", zap.String("page", page), zap.Error(err))
+		c.d.Logger.Warn("console: render", zap.String("page", page), zap.Error(err))
 		http.Error(w, "the page could not be rendered; the log has the error", http.StatusInternalServerError)
 		return
 	}

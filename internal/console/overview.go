@@ -110,7 +110,7 @@ func (c *Console) read(r *http.Request, s session) Sample {
 		}
 		if err != nil {
 			sm.Depths[role] = -1
-			c.d.Log.Debug("console: queue depth", zap.String("queue", name), zap.Error(err))
+			c.d.Logger.Debug("console: queue depth", zap.String("queue", name), zap.Error(err))
 		}
 	}
 	var rates struct {
@@ -124,7 +124,7 @@ func (c *Console) read(r *http.Request, s session) Sample {
   COALESCE(EXTRACT(EPOCH FROM max(committed_at - processed_at) FILTER (WHERE committed_at > ?)), 0) AS lag
 FROM inbox WHERE committed_at > ? OR processed_at > ?`, since, since, since, since, since).Scan(&rates).Error
 	if err != nil {
-		c.d.Log.Debug("console: rates", zap.Error(err))
+		c.d.Logger.Debug("console: rates", zap.Error(err))
 	}
 	sm.ProcessedPerSec = float64(rates.Processed) / rateWindow.Seconds()
 	sm.PersistedPerSec = float64(rates.Persisted) / rateWindow.Seconds()

@@ -162,7 +162,7 @@ func (c *Console) skuPage(w http.ResponseWriter, r *http.Request, s session) {
 		if err := c.skuMoves(r, &d); err != nil {
 			p = &api.Problem{Status: http.StatusServiceUnavailable, Title: "moves unreadable", Detail: "PostgreSQL failed; the log has the error"}
 			code = http.StatusServiceUnavailable
-			c.d.Log.Warn("console: moves", zap.String("sku", sku), zap.Error(err))
+			c.d.Logger.Warn("console: moves", zap.String("sku", sku), zap.Error(err))
 		}
 	}
 	c.render(w, r, code, "sku", view{Title: "SKU " + sku, Nav: "sku", Session: s, Error: p, Data: d})
@@ -365,7 +365,7 @@ func (c *Console) dlqAction(w http.ResponseWriter, r *http.Request, s session, a
 		msg = fmt.Sprintf("redrove %d of %s (%d left)", rep.Total(), short, rep.Left)
 	} else {
 		rep, err := dlq.Pick(r.Context(), c.d.SQS, c.d.Queues, dlq.PickOptions{DLQ: name, Match: match, Action: act})
-		c.d.Log.Info("console: dlq "+verb, zap.String("dlq", name), zap.String("what", what), zap.String("id", id),
+		c.d.Logger.Info("console: dlq "+verb, zap.String("dlq", name), zap.String("what", what), zap.String("id", id),
 			zap.String("reason", reason), zap.Int("done", rep.Done), zap.Int("looked", rep.Looked), zap.Error(err))
 		switch {
 		case errors.Is(err, dlq.ErrNoMatch):

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -29,12 +30,41 @@ const CheckTimeout = 2 * time.Second
 // Check reports whether a dependency can be reached.
 type Check func(ctx context.Context) error
 
+// Config configures a Server.
+type Config struct {
+	// Addr is the host:port to listen on (config.Common.HTTPAddr; port 0 picks one).
+	Addr string
+	// Registry is what /metrics serves (NewRegistry; required).
+	Registry *prometheus.Registry
+	// Logger logs the listening address and a failed server; nil logs nothing.
+	Logger *zap.Logger
+}
+
+// SetDefaults sets the zero fields that have a default.
+func (c *Config) SetDefaults() {
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+}
+
+// Validate reports what is missing, all at once.
+func (c Config) Validate() error {
+	var p []error
+	if c.Addr == "" {
+		p = append(p, errors.New("health: Addr is required"))
+	}
+	if c.Registry == nil {
+		p = append(p, errors.New("health: Registry is required"))
+	}
+	return errors.Join(p...)
+}
+
 // Server serves /healthz (the process is alive), /readyz (every check passes) and
 // /metrics (the registry).
 type Server struct {
 	mu     sync.Mutex
 	checks map[string]Check
-	reg    *prometheus.Registry
+	addr   string
 	log    *zap.Logger
 	srv    *http.Server
 	ln     net.Listener
@@ -47,9 +77,15 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-// New returns a server for reg; add checks with AddCheck, then Start.
-func New(reg *prometheus.Registry, log *zap.Logger) *Server {
-	s := &Server{checks: map[string]Check{}, reg: reg, log: log}
+// New returns a server, or an error naming what cfg lacks; add checks with AddCheck,
+// then Start.
+func New(cfg Config) (*Server, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	reg := cfg.Registry
+	s := &Server{checks: map[string]Check{}, addr: cfg.Addr, log: cfg.Logger}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
@@ -62,7 +98,7 @@ func New(reg *prometheus.Registry, log *zap.Logger) *Server {
 		WriteTimeout:      10 * time.Second,
 		IdleTimeout:       60 * time.Second,
 	}
-	return s
+	return s, nil
 }
 
 // Handle adds another route (the gateway's webhooks share the listener).
@@ -116,11 +152,13 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(status)
 }
 
-// Start listens on addr and serves in the background; Addr tells the bound address.
-func (s *Server) Start(addr string) error {
-	ln, err := net.Listen("tcp", addr)
+// Start listens on the Config's Addr and serves in the background until Stop; Addr
+// tells the bound address.
+func (s *Server) Start(ctx context.Context) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("health: %w", err)
 	}
 	s.ln = ln
 	s.log.Info("http listening", zap.String("addr", ln.Addr().String()))

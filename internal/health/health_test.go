@@ -20,7 +20,10 @@ func TestReadyzFailsWhileADependencyIsDown(t *testing.T) {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "junban_test_total", Help: "test"})
 	reg.MustRegister(c)
 	c.Inc()
-	s := New(reg, zap.NewNop())
+	s, err := New(Config{Addr: "127.0.0.1:0", Registry: reg, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rc, _ := testenv.Redis(t)
 	s.AddCheck("redis", RedisCheck(rc))
 	down := errors.New("connection refused")
@@ -36,7 +39,7 @@ func TestReadyzFailsWhileADependencyIsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Start("127.0.0.1:0"); err != nil {
+	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Stop(context.Background())

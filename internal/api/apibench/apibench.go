@@ -151,8 +151,10 @@ func Run(ctx context.Context, rc redis.UniversalClient, db *gorm.DB, opt Options
 	if err != nil {
 		return rep, err
 	}
-	srv, err := api.New(api.Deps{Redis: rc, Prefix: opt.Prefix, Ledger: l, DB: db},
-		api.Options{ReadTokens: []string{token}, MaxCartSKUs: max(opt.SKUs, 1)})
+	srv, err := api.New(api.ServerConfig{
+		Deps:    api.Deps{Redis: rc, Prefix: opt.Prefix, Ledger: l, DB: db},
+		Options: api.Options{ReadTokens: []string{token}, MaxCartSKUs: max(opt.SKUs, 1)},
+	})
 	if err != nil {
 		return rep, err
 	}
