@@ -136,8 +136,14 @@ func (d *deps) open(ctx context.Context, cfg api.Config) error {
 	return err
 }
 
-// close closes Redis; the publisher stops in shutdown, within the budget.
-func (d *deps) close() { d.rc.Close() }
+// close stops the publisher (shutdown has stopped it already, within the budget, unless
+// the API server failed) and closes Redis.
+func (d *deps) close() {
+	if d.pub != nil {
+		_ = d.pub.Stop(context.Background())
+	}
+	d.rc.Close()
+}
 
 // buildHandler is the API with the operator console at `/` (internal/console), over the
 // API's handlers and tokens.
