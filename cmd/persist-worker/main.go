@@ -197,8 +197,8 @@ func newHandler(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus
 	context.AfterFunc(ctx, func() { close(quit) })
 	return persist.NewHandler(persist.HandlerConfig{
 		DB:             db,
-		Metrics:        persist.NewMetrics(reg),
 		Logger:         log,
+		Registerer:     reg,
 		RetryBase:      cfg.RetryBase,
 		RetryMax:       cfg.RetryMax,
 		HoldMax:        cfg.HoldMax,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
@@ -51,10 +52,11 @@ const (
 type HandlerConfig struct {
 	// DB is where results go (required).
 	DB *gorm.DB
-	// Metrics records batch sizes, durations, lag and skips; nil records nothing.
-	Metrics *Metrics
 	// Logger logs failures, recoveries and poison results; nil logs nothing.
 	Logger *zap.Logger
+	// Registerer receives the batch sizes, durations, lag and skips (Metrics); nil
+	// registers none.
+	Registerer prometheus.Registerer
 	// RetryBase is the pause after a batch's first failed attempt; it doubles with
 	// every attempt, with jitter. Default RetryBaseDefault.
 	RetryBase time.Duration
@@ -83,6 +85,7 @@ type HandlerConfig struct {
 type Handler struct {
 	cfg HandlerConfig
 	log *zap.Logger
+	m   *Metrics
 
 	slots chan struct{} // one token per Apply in flight; nil: no bound
 
@@ -91,10 +94,10 @@ type Handler struct {
 	lastErr  error // of the last failed attempt
 }
 
-// NewHandler returns a Handler for cfg.
-func NewHandler(cfg HandlerConfig) (*Handler, error) {
-	if cfg.DB == nil {
-		return nil, errors.New("persist: handler: no DB")
+// SetDefaults sets the zero fields that have a default.
+func (cfg *HandlerConfig) SetDefaults() {
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
 	}
 	if cfg.RetryBase <= 0 {
 		cfg.RetryBase = RetryBaseDefault
@@ -108,17 +111,31 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if cfg.AttemptTimeout <= 0 {
 		cfg.AttemptTimeout = AttemptTimeoutDefault
 	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = NewMetrics(nil)
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = zap.NewNop()
+}
+
+// Validate reports what is missing or wrong, every problem at once.
+func (cfg HandlerConfig) Validate() error {
+	var p []error
+	if cfg.DB == nil {
+		p = append(p, errors.New("persist: handler: DB is required"))
 	}
 	if cfg.Appliers < 0 {
-		return nil, errors.New("persist: handler: negative Appliers")
+		p = append(p, errors.New("persist: handler: negative Appliers"))
 	}
-	h := &Handler{cfg: cfg, log: log}
+	return errors.Join(p...)
+}
+
+// NewHandler returns a Handler for cfg, or an error naming what cfg lacks.
+func NewHandler(cfg HandlerConfig) (*Handler, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{cfg: cfg, log: cfg.Logger, m: m}
 	if cfg.Appliers > 0 {
 		h.slots = make(chan struct{}, cfg.Appliers)
 	}
@@ -167,7 +184,7 @@ func (h *Handler) HandleBatch(ctx context.Context, ms []queue.Message) []queue.O
 		var r event.Result
 		if err := DecodeResult(m.Body, &r); err != nil {
 			out[i] = queue.Outcome{Verdict: queue.Poison, Reason: fmt.Sprintf("persist: not a result event: %v", err)}
-			h.cfg.Metrics.Results.WithLabelValues("poison").Inc()
+			h.m.Results.WithLabelValues("poison").Inc()
 			h.log.Warn("poison message", zap.String("message_id", m.ID), zap.Error(err))
 			continue
 		}
@@ -227,7 +244,7 @@ func (h *Handler) backoff() *backoff.ExponentialBackOff {
 }
 
 func (h *Handler) failed(err error) int {
-	h.cfg.Metrics.Failures.Inc()
+	h.m.Failures.Inc()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.failures++
@@ -244,7 +261,7 @@ func (h *Handler) committed(results []event.Result, rep Report, took time.Durati
 	h.failures, h.lastErr = 0, nil
 	h.mu.Unlock()
 
-	m := h.cfg.Metrics
+	m := h.m
 	m.BatchSize.Observe(float64(len(results)))
 	m.ApplyDuration.Observe(took.Seconds())
 	m.skipped(rep.Skips)

@@ -1,6 +1,8 @@
 package persist
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -21,8 +23,8 @@ type Metrics struct {
 	Failures prometheus.Counter
 }
 
-// NewMetrics creates the metrics and registers them with reg (when not nil).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// newMetrics creates the metrics and registers them with reg (when not nil).
+func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	const ns, sub = "junban", "persist"
 	m := &Metrics{
 		BatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -60,9 +62,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.Results.WithLabelValues(s)
 	}
 	if reg != nil {
-		reg.MustRegister(m.BatchSize, m.ApplyDuration, m.Lag, m.Skipped, m.Results, m.Failures)
+		for _, c := range []prometheus.Collector{m.BatchSize, m.ApplyDuration, m.Lag, m.Skipped, m.Results, m.Failures} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("persist: metrics: %w", err)
+			}
+		}
 	}
-	return m
+	return m, nil
 }
 
 func (m *Metrics) skipped(s Skips) {
