@@ -363,17 +363,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("after the redrive: %q", got)
 	}
 	// Its result on the order page, once the fleet applied it.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.WaitFor(t, 30*time.Second, "the redriven "+placed.EventID+"'s result on the order page", func() bool {
 		b.open("order-poison", "/orders/"+url.PathEscape(poison))
-		if b.eval(fmt.Sprintf(`document.querySelectorAll('#timeline tr[data-event=%q]').length`, placed.EventID)) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the redriven %s has no result on the order page after 30 s", placed.EventID)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return b.eval(fmt.Sprintf(`document.querySelectorAll('#timeline tr[data-event=%q]').length`, placed.EventID)) == 1
+	})
 
 	b.open("stuck", "/stuck")
 	b.text("#stuck")

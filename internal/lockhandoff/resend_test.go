@@ -121,6 +121,7 @@ func TestStaleHandoffNudges(t *testing.T) {
 		turn    Turn
 		hd      *Handoff
 		resent  atomic.Bool
+		running = make(chan struct{}, 1) // e0's handler runs: e0 is in proc
 		release = make(chan struct{})
 	)
 	hd, _ = newTestHandoff(t, rc, prefix, Config{
@@ -136,14 +137,20 @@ func TestStaleHandoffNudges(t *testing.T) {
 	}, func(_ context.Context, tn Turn, env []byte) error {
 		if string(env) == "e0" {
 			turn = tn
+			select {
+			case running <- struct{}{}:
+			default:
+			}
 			<-release
 		}
 		return nil
 	})
 	done := make(chan struct{})
 	go func() { hd.Submit(ctx, entity, []byte("e0")); close(done) }()
-	for rc.LLen(ctx, Key(prefix, entity, "proc")).Val() == 0 {
-		time.Sleep(time.Millisecond)
+	select {
+	case <-running:
+	case <-time.After(30 * time.Second): // hang guard
+		t.Fatal("e0's handler never ran")
 	}
 	if out, err := hd.Submit(ctx, entity, []byte("e1")); err != nil || out != OutcomeQueued {
 		t.Fatalf("e1: %v %v", out, err)

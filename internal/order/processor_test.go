@@ -329,7 +329,7 @@ func TestSameEventFiveTimesHasOneEffect(t *testing.T) {
 	}
 	h.collect(1)
 	// Wait for every republished copy, then compare them.
-	time.Sleep(500 * time.Millisecond)
+	h.settle(e.LCID)
 	h.collect(1)
 	rs := h.results[e.EventID]
 	for _, r := range rs[1:] {

@@ -114,7 +114,7 @@ func TestStoppedReplicaHoldsTheMessageAndTheResult(t *testing.T) {
 	e := placed("REPL-1", ledger.ModeReserve, line("1", "R", 2))
 	h.send(e)
 	// The first take, and the redelivery's, were short; so was a commit of a re-run.
-	eventually(t, "two short takes and a short commit", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "two short takes and a short commit", func() bool {
 		return metric(t, reg, "junban_redis_replication_short_total", "write", "take") >= 2 &&
 			metric(t, reg, "junban_redis_replication_short_total", "write", "commit") >= 1
 	})
@@ -129,7 +129,7 @@ func TestStoppedReplicaHoldsTheMessageAndTheResult(t *testing.T) {
 	if r := h.result(e.EventID); r.Outcome != event.Applied {
 		t.Errorf("after the replica came back: %s %s, want applied", r.Outcome, r.Reason)
 	}
-	eventually(t, "the message deleted", func() bool { return metric(t, consumer, "junban_queue_deleted_total") >= 1 })
+	testenv.WaitFor(t, 30*time.Second, "the message deleted", func() bool { return metric(t, consumer, "junban_queue_deleted_total") >= 1 })
 	h.settle("REPL-1")
 	h.appliedOnce("R", 2)
 }
@@ -170,7 +170,7 @@ func TestStoppedReplicaHoldsTheResultOfACommit(t *testing.T) {
 	<-g.held
 	replica.Pause(t)
 	g.release()
-	eventually(t, "short commits", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "short commits", func() bool {
 		return metric(t, reg, "junban_redis_replication_short_total", "write", "commit") >= 3
 	})
 	if n := h.pub.count(e.EventID); n != 0 {
@@ -181,7 +181,7 @@ func TestStoppedReplicaHoldsTheResultOfACommit(t *testing.T) {
 	if r := h.result(e.EventID); r.Outcome != event.Applied {
 		t.Errorf("after the replica came back: %s %s, want applied", r.Outcome, r.Reason)
 	}
-	eventually(t, "the message deleted", func() bool { return metric(t, consumer, "junban_queue_deleted_total") >= 1 })
+	testenv.WaitFor(t, 30*time.Second, "the message deleted", func() bool { return metric(t, consumer, "junban_queue_deleted_total") >= 1 })
 	h.settle("REPL-2")
 	h.appliedOnce("C", 3)
 }
