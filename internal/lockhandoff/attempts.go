@@ -143,7 +143,7 @@ func (h *Handoff) due(f Failure) bool {
 // quarantine hands e to Config.Quarantine. handledOK moves the turn on (the envelope
 // leaves proc with the step that follows); handledFailed leaves it in proc, to be
 // quarantined by its next run.
-func (h *Handoff) quarantine(l *lease, e entry, f Failure) (handled, []Write) {
+func (h *Handoff) quarantine(l *lease, e entry, f Failure) (handled, []trim) {
 	deadline := time.Now().Add(h.cfg.HandlerDeadline)
 	l.setDeadline(deadline)
 	qctx, cancel := context.WithDeadlineCause(l.ctx, deadline, errDeadline)
@@ -152,14 +152,14 @@ func (h *Handoff) quarantine(l *lease, e entry, f Failure) (handled, []Write) {
 	t := Turn{Entity: l.entity, Seq: e.seq, Token: l.token, Rerun: true}
 	err := callQuarantine(h.cfg.Quarantine, qctx, t, e.envelope, f)
 	cancel()
-	writes := p.take()
+	trims := p.take()
 	l.setDeadline(time.Time{})
 	switch {
 	case l.isLost():
-		h.settle(writes, nil, errLeaseLost)
+		h.settle(trims, errLeaseLost)
 		return handledLost, nil
 	case err != nil:
-		h.settle(writes, nil, errDropped)
+		h.settle(trims, errDropped)
 		h.m.failed.Inc()
 		h.log.Warn("lockhandoff: quarantine failed; envelope left in proc",
 			zap.String("lcid", l.entity), zap.Int64("seq", e.seq), zap.Int("attempts", f.Attempts), zap.Error(err))
@@ -169,7 +169,7 @@ func (h *Handoff) quarantine(l *lease, e entry, f Failure) (handled, []Write) {
 	h.log.Warn("lockhandoff: envelope quarantined; the turn moves on",
 		zap.String("lcid", l.entity), zap.Int64("seq", e.seq), zap.Int("attempts", f.Attempts),
 		zap.Bool("skipped", f.Skipped), zap.String("last_error", f.LastError))
-	return handledOK, writes
+	return handledOK, trims
 }
 
 func callQuarantine(q Quarantine, ctx context.Context, t Turn, envelope []byte, f Failure) (err error) {

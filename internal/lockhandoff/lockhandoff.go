@@ -125,7 +125,7 @@ type Config struct {
 	// Detached is how many turns may go on in the background after the Submit or Resume
 	// that took them returned. Such a call returns as soon as the turn's first envelope
 	// was handled, instead of after the whole drain: the step after it (the handoff or the
-	// release, with the writes the handler committed) and the envelopes handed off after
+	// release, with the trims the handler committed) and the envelopes handed off after
 	// it run on a goroutine of the turn's own, which Stop waits for. Until it returns, the
 	// turn follows the caller's context as an inline one does; after, only Stop (or a lost
 	// lease) ends it early; StopContext bounds how long Stop waits for them. When Detached

@@ -18,10 +18,10 @@ func TestHandoffSentAgainChangesNothing(t *testing.T) {
 
 // A handoff sent again, as the client does when a round trip's reply is lost (go-redis
 // retries after EOF or a read timeout), must not finish the next envelope before it ran,
-// nor commit the writes twice: the script checks the seq of the envelope it finishes.
+// nor commit the trims twice: the script checks the seq of the envelope it finishes.
 //
 // Broken variant tried: handoff.lua without the seq check: the second send deleted e1 from
-// proc unrun, moved e2 there, and INCRed the counter twice.
+// proc unrun, moved e2 there, and trimmed the list twice.
 func testHandoffSentAgain(t *testing.T, b backend) {
 	rc, prefix := b.client(t)
 	ctx := context.Background()
@@ -35,22 +35,25 @@ func testHandoffSentAgain(t *testing.T, b backend) {
 	k := hd.keys(entity)
 	token := rc.Get(ctx, k.lock).Val()
 	seq, _ := rc.Get(ctx, k.seq).Int64()
-	count := Key(prefix, entity, "n")
-	w := []Write{{Cmd: "INCR", Keys: []string{count}}}
-	st, next, _, err := hd.runHandoff(ctx, k, token, seq, w)
+	list := Key(prefix, entity, "list")
+	if err := rc.RPush(ctx, list, "a", "b", "c").Err(); err != nil {
+		t.Fatal(err)
+	}
+	w := []trim{{key: list, n: 1}}
+	st, next, err := hd.runHandoff(ctx, k, token, seq, w)
 	if err != nil || st != handoffNext || string(next.envelope) != "e1" {
 		t.Fatalf("first handoff: %v %q %v", st, next.envelope, err)
 	}
 	before := snapshotKeys(t, rc, prefix, entity)
-	st, _, _, err = hd.runHandoff(ctx, k, token, seq, w)
+	st, _, err = hd.runHandoff(ctx, k, token, seq, w)
 	if err != nil || st != handoffStale {
 		t.Errorf("the same handoff sent again: %v %v, want stale", st, err)
 	}
 	if after := snapshotKeys(t, rc, prefix, entity); after != before {
 		t.Errorf("the handoff sent again changed the entity:\n before %s\n after  %s", before, after)
 	}
-	if got := rc.Get(ctx, count).Val(); got != "1" {
-		t.Errorf("the committed write ran %s times", got)
+	if got := rc.LLen(ctx, list).Val(); got != 2 {
+		t.Errorf("the committed trim ran %d times", 3-got)
 	}
 	if err := release(); err != nil { // e0's own handoff finds the seq moved on: stale, the turn is left
 		t.Fatal(err)
@@ -88,7 +91,7 @@ func TestTakeSentAgainAnswersTurn(t *testing.T) {
 	}
 
 	// Resume: leave the turn with e0 in proc, resume twice with one token.
-	if n, _, err := hd.runLeave(ctx, k, token, false, nil); err != nil || n != 1 {
+	if n, err := hd.runLeave(ctx, k, token, false, nil); err != nil || n != 1 {
 		t.Fatalf("leave: %d %v", n, err)
 	}
 	token2 := newToken()
@@ -128,7 +131,7 @@ func TestStaleHandoffNudges(t *testing.T) {
 		Hooks: Hooks{BeforeStep: func(string) {
 			if resent.CompareAndSwap(false, true) {
 				// The first send of this step ran; only its reply was lost.
-				if st, _, _, err := hd.runHandoff(ctx, hd.keys(entity), turn.Token, turn.Seq, nil); err != nil || st != handoffNext {
+				if st, _, err := hd.runHandoff(ctx, hd.keys(entity), turn.Token, turn.Seq, nil); err != nil || st != handoffNext {
 					t.Errorf("first send of the handoff: %v %v", st, err)
 				}
 			}

@@ -22,14 +22,14 @@ var (
 	//go:embed take.lua
 	takeSrc    string
 	takeScript = redis.NewScript(clockSrc + takeSrc)
-	//go:embed writes.lua
-	writesSrc string
+	//go:embed trims.lua
+	trimsSrc string
 	//go:embed handoff.lua
 	handoffSrc    string
-	handoffScript = redis.NewScript(clockSrc + writesSrc + handoffSrc)
+	handoffScript = redis.NewScript(clockSrc + trimsSrc + handoffSrc)
 	//go:embed leave.lua
 	leaveSrc    string
-	leaveScript = redis.NewScript(writesSrc + leaveSrc)
+	leaveScript = redis.NewScript(trimsSrc + leaveSrc)
 	//go:embed renew.lua
 	renewSrc    string
 	renewScript = redis.NewScript(renewSrc)
@@ -184,44 +184,39 @@ type handoffStatus int
 
 const (
 	handoffStale handoffStatus = -3
-	// statusWriteFailed is every step script's answer {-2, i, message} when a committed
-	// write failed (writes.lua): then nothing else changed.
-	statusWriteFailed               = -2
-	handoffLost       handoffStatus = -1
-	handoffDone       handoffStatus = 0
-	handoffNext       handoffStatus = 1
+	// statusTrimFailed is every step script's answer {-2, i, message} when a committed
+	// trim failed (trims.lua): then nothing else changed.
+	statusTrimFailed               = -2
+	handoffLost      handoffStatus = -1
+	handoffDone      handoffStatus = 0
+	handoffNext      handoffStatus = 1
 )
 
-// runHandoff runs handoff.lua for the envelope of seq, committing writes first (see
-// Commit). replies holds the writes' replies; a failed write is a *writeFailure error, and
-// then nothing else changed. handoffStale says the step for seq ran already (a retried
-// round trip): nothing changed either.
-func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, seq int64, writes []Write) (st handoffStatus, next entry, replies any, err error) {
-	ks, args := writeArgs(writes, []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}, []any{token, h.cfg.LockTTL.Milliseconds(), seq})
+// runHandoff runs handoff.lua for the envelope of seq, committing trims first (see
+// TrimWithStep). A failed trim is a *trimFailure error, and then nothing else changed.
+// handoffStale says the step for seq ran already (a retried round trip): nothing changed
+// either.
+func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, seq int64, trims []trim) (st handoffStatus, next entry, err error) {
+	ks, args := trimArgs(trims, []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}, []any{token, h.cfg.LockTTL.Milliseconds(), seq})
 	v, err := h.evalShared(ctx, handoffScript, ks, args...).Slice()
 	if err != nil {
-		return 0, entry{}, nil, err
+		return 0, entry{}, err
 	}
 	s, _ := v[0].(int64)
 	switch handoffStatus(s) {
-	case handoffLost, handoffStale:
-		return handoffStatus(s), entry{}, nil, nil
-	case handoffDone:
-		if len(v) >= 2 {
-			replies = v[1]
-		}
-		return handoffDone, entry{}, replies, nil
+	case handoffLost, handoffStale, handoffDone:
+		return handoffStatus(s), entry{}, nil
 	case handoffNext:
-		if len(v) < 6 {
-			return 0, entry{}, nil, fmt.Errorf("handoff: unexpected reply %v", v)
+		if len(v) < 5 {
+			return 0, entry{}, fmt.Errorf("handoff: unexpected reply %v", v)
 		}
 		next, err = parseEntry(v[1], v[2], v[3], v[4])
-		return handoffNext, next, v[5], err
+		return handoffNext, next, err
 	}
-	if s == statusWriteFailed {
-		return 0, entry{}, nil, parseWriteFailure(v)
+	if s == statusTrimFailed {
+		return 0, entry{}, parseTrimFailure(v)
 	}
-	return 0, entry{}, nil, fmt.Errorf("handoff: unexpected reply %v", v)
+	return 0, entry{}, fmt.Errorf("handoff: unexpected reply %v", v)
 }
 
 // runResume takes a free turn with a backlog; ok is false when the turn is held or
@@ -249,28 +244,24 @@ func (h *Handoff) runResume(ctx context.Context, k keys, token string) (entry, b
 	return e, true, nil
 }
 
-// runLeave releases the turn token-checked, committing writes first (see Commit); done
-// removes the envelope in proc. It returns the backlog left, or -1 when the lock was not
-// ours, and the writes' replies; a failed write is a *writeFailure error, and then nothing
-// else changed.
-func (h *Handoff) runLeave(ctx context.Context, k keys, token string, done bool, writes []Write) (left int64, replies any, err error) {
+// runLeave releases the turn token-checked, committing trims first (see TrimWithStep);
+// done removes the envelope in proc. It returns the backlog left, or -1 when the lock was
+// not ours; a failed trim is a *trimFailure error, and then nothing else changed.
+func (h *Handoff) runLeave(ctx context.Context, k keys, token string, done bool, trims []trim) (left int64, err error) {
 	d := "0"
 	if done {
 		d = "1"
 	}
-	ks, args := writeArgs(writes, []string{k.lock, k.wait, k.proc}, []any{token, d})
+	ks, args := trimArgs(trims, []string{k.lock, k.wait, k.proc}, []any{token, d})
 	v, err := h.evalShared(ctx, leaveScript, ks, args...).Slice()
 	if err != nil {
-		return 0, nil, err
+		return 0, err
 	}
 	left, _ = v[0].(int64)
-	switch {
-	case left == statusWriteFailed:
-		return 0, nil, parseWriteFailure(v)
-	case left >= 0 && len(v) >= 2:
-		replies = v[1]
+	if left == statusTrimFailed {
+		return 0, parseTrimFailure(v)
 	}
-	return left, replies, nil
+	return left, nil
 }
 
 // evalShared runs s in a shared pipeline (see batcher). When the server did not know the

@@ -63,13 +63,13 @@ func TestWaitBytesFollowEveryScript(t *testing.T) {
 		waitBytesAgree(t, rc, k, "after a queued take")
 	}
 	// The holder finishes e0: e1 moves to proc.
-	st, next, _, err := hd.runHandoff(ctx, k, "tok-a", first.first.seq, nil)
+	st, next, err := hd.runHandoff(ctx, k, "tok-a", first.first.seq, nil)
 	if err != nil || st != handoffNext {
 		t.Fatalf("handoff: %v %v", st, err)
 	}
 	waitBytesAgree(t, rc, k, "after a handoff")
 	// The holder leaves with e1 done and the rest waiting; a resume moves the next one.
-	if _, _, err := hd.runLeave(ctx, k, "tok-a", true, nil); err != nil {
+	if _, err := hd.runLeave(ctx, k, "tok-a", true, nil); err != nil {
 		t.Fatal(err)
 	}
 	res, ok, err := hd.runResume(ctx, k, "tok-c")
@@ -79,7 +79,7 @@ func TestWaitBytesFollowEveryScript(t *testing.T) {
 	waitBytesAgree(t, rc, k, "after a resume")
 	// The resumer leaves with its envelope done: a take finds the turn free and a backlog,
 	// queues behind it and moves the oldest to proc.
-	if _, _, err := hd.runLeave(ctx, k, "tok-c", true, nil); err != nil {
+	if _, err := hd.runLeave(ctx, k, "tok-c", true, nil); err != nil {
 		t.Fatal(err)
 	}
 	r, err := hd.takeAndIndex(ctx, entity, k, "tok-d", []byte("e4"))
@@ -89,7 +89,7 @@ func TestWaitBytesFollowEveryScript(t *testing.T) {
 	waitBytesAgree(t, rc, k, "after a take over a backlog")
 	seq := r.first.seq
 	for {
-		st, next, _, err = hd.runHandoff(ctx, k, "tok-d", seq, nil)
+		st, next, err = hd.runHandoff(ctx, k, "tok-d", seq, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -423,7 +423,7 @@ func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []strin
 		// event leaves proc in the same script that trims its results. A trim that fails
 		// there leaves the event in proc: its re-run finds it done and publishes these
 		// results again (at least once).
-		if len(items) < outboxBatch && lockhandoff.Commit(ctx, lockhandoff.Write{Cmd: "LTRIM", Keys: []string{outbox}, Args: []any{len(items), -1}}) == nil {
+		if len(items) < outboxBatch && lockhandoff.TrimWithStep(ctx, outbox, len(items), nil) == nil {
 			return nil
 		}
 		ok, err := ackScript.Run(ctx, p.rc, []string{p.key(t.Entity, "lock"), outbox}, t.Token, len(items)).Int()
