@@ -59,12 +59,20 @@ const (
 	IndexShardsDefault      = 16
 	HandlerRetriesDefault   = 2
 	RetryBackoffDefault     = 100 * time.Millisecond
-	PipelinesDefault        = 2
-	PipelineMaxDefault      = 64
 
 	// LockTTLMin is the shortest LockTTL New takes: the holder renews every LockTTL/3, and
 	// a GC pause or a slow round trip longer than that must not cost it the turn.
 	LockTTLMin = 300 * time.Millisecond
+)
+
+// The shared pipelines of the package's own scripts (take, handoff, leave; see batcher):
+// at most sharedPipelines round trips in flight at once; calls beyond them wait and then
+// share one pipeline, of at most sharedPipelineMax calls, which saves Redis and this
+// process a system call pair per call under load. Handlers' own commands are not affected.
+// Measured in docs/benchmarks.md (bench lock, spread); not a setting.
+const (
+	sharedPipelines   = 2
+	sharedPipelineMax = 64
 )
 
 // Config configures a Handoff. Zero fields take the defaults above.
@@ -115,13 +123,6 @@ type Config struct {
 	// Quarantine takes an envelope out of the turn after MaxAttempts failed runs, or when an
 	// operator asked for it (Skip). Nil: a failing envelope is re-run for ever.
 	Quarantine Quarantine
-	// Pipelines is how many round trips of the package's own scripts (take, handoff,
-	// leave) may be in flight at once; calls beyond it wait and then share one pipeline
-	// (up to PipelineMax calls), which saves Redis and this process a system call pair per
-	// call under load. Handlers' own commands are not affected.
-	Pipelines int
-	// PipelineMax bounds the calls of one shared pipeline.
-	PipelineMax int
 	// Detached is how many turns may go on in the background after the Submit or Resume
 	// that took them returned. Such a call returns as soon as the turn's first envelope
 	// was handled, instead of after the whole drain: the step after it (the handoff or the
@@ -209,12 +210,6 @@ func (c *Config) setDefaults() {
 	case c.QuarantineMinAge < 0:
 		c.QuarantineMinAge = 0
 	}
-	if c.Pipelines == 0 {
-		c.Pipelines = PipelinesDefault
-	}
-	if c.PipelineMax == 0 {
-		c.PipelineMax = PipelineMaxDefault
-	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -232,8 +227,7 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("LockTTL %v is below %v", c.LockTTL, LockTTLMin))
 	}
 	for name, v := range map[string]int{"MaxWait": c.MaxWait, "MaxWaitBytes": c.MaxWaitBytes, "DrainMaxEvents": c.DrainMaxEvents,
-		"SweepConcurrency": c.SweepConcurrency, "IndexShards": c.IndexShards, "MaxAttempts": c.MaxAttempts,
-		"Pipelines": c.Pipelines, "PipelineMax": c.PipelineMax} {
+		"SweepConcurrency": c.SweepConcurrency, "IndexShards": c.IndexShards, "MaxAttempts": c.MaxAttempts} {
 		if v < 1 {
 			errs = append(errs, fmt.Errorf("%s %d is below 1", name, v))
 		}
@@ -353,7 +347,7 @@ func New(rc redis.UniversalClient, cfg Config, h Handler) (*Handoff, error) {
 	}
 	hd := &Handoff{
 		rc: rc, cfg: cfg, handler: h, log: cfg.Logger, m: m,
-		batch:    newBatcher(rc, cfg.Pipelines, cfg.PipelineMax, max(cfg.LockTTL, 5*time.Second), cfg.Replication),
+		batch:    newBatcher(rc, sharedPipelines, sharedPipelineMax, max(cfg.LockTTL, 5*time.Second), cfg.Replication),
 		stopping: make(chan struct{}),
 	}
 	hd.aborted, hd.abort = context.WithCancelCause(context.Background())

@@ -42,8 +42,6 @@ type Options struct {
 	Producers int
 	// Keys is the number of entities of the spread measurements.
 	Keys int
-	// Pipelines is lockhandoff.Config.Pipelines of the handoff measurements; 0 is its default.
-	Pipelines int
 	// Detached is lockhandoff.Config.Detached of the handoff measurements (the spread one
 	// also measures 0 beside it).
 	Detached int
@@ -314,7 +312,7 @@ func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options, commit
 	var bg background
 	var h *lockhandoff.Handoff
 	h, err := lockhandoff.New(rc, lockhandoff.Config{
-		Prefix: o.Prefix + ":handoff", Pipelines: o.Pipelines, Detached: o.Detached, Nudge: bg.nudge(ctx, &h),
+		Prefix: o.Prefix + ":handoff", Detached: o.Detached, Nudge: bg.nudge(ctx, &h),
 	}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
 		p := binary.BigEndian.Uint32(env)
 		sent := time.Duration(binary.BigEndian.Uint64(env[4:]))
@@ -436,7 +434,7 @@ func hotDrain(ctx context.Context, rc redis.UniversalClient, o Options) (Measure
 	)
 	holding, gate, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	h, err := lockhandoff.New(rc, lockhandoff.Config{
-		Prefix: o.Prefix + ":drain", Pipelines: o.Pipelines, Detached: o.Detached, MaxWait: n, Nudge: bg.nudge(ctx, &h),
+		Prefix: o.Prefix + ":drain", Detached: o.Detached, MaxWait: n, Nudge: bg.nudge(ctx, &h),
 	}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
 		if len(env) == 1 { // the first event: hold the turn until the list is full
 			close(holding)
@@ -626,7 +624,7 @@ func spreadRun(ctx context.Context, rc redis.UniversalClient, o Options) (detach
 	newHandoff := func(c *contender, prefix string, detached int) (*lockhandoff.Handoff, error) {
 		var h *lockhandoff.Handoff
 		h, err := lockhandoff.New(rc, lockhandoff.Config{
-			Prefix: prefix, Pipelines: o.Pipelines, Detached: detached, Nudge: bg.nudge(ctx, &h),
+			Prefix: prefix, Detached: detached, Nudge: bg.nudge(ctx, &h),
 		}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
 			err := spreadScript.Run(hctx, rc, []string{lockhandoff.Key(prefix, t.Entity, "doc")}).Err()
 			if err == nil {
