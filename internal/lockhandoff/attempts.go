@@ -79,10 +79,17 @@ func (h *Handoff) recordFailure(l *lease, e entry, cause error) (f Failure, ok b
 	text := errorText(cause)
 	v, err := attemptsScript.Run(ctx, h.rc, []string{l.k.lock, l.k.proc, attemptsKey(h.cfg.Prefix, l.entity)},
 		l.token, digest(e.raw), text, attemptsRetention.Milliseconds()).Int64Slice()
-	if err != nil || len(v) < 1 || v[0] < 0 {
-		if err != nil {
-			h.log.Warn("lockhandoff: failure not counted", zap.String("lcid", l.entity), zap.Error(err))
-		}
+	if err == nil && len(v) < 1 {
+		err = errors.New("empty reply")
+	}
+	if err == nil {
+		err = statusError(status(v[0]), nil) // a count, or a negative status
+	}
+	switch {
+	case errors.Is(err, errLeaseLost), errors.Is(err, errGone):
+		return Failure{}, false // the turn or the envelope moved on
+	case err != nil:
+		h.log.Warn("lockhandoff: failure not counted", zap.String("lcid", l.entity), zap.Error(err))
 		return Failure{}, false
 	}
 	f = Failure{Attempts: int(v[0]), LastError: text, Skipped: len(v) > 1 && v[1] == 1}
@@ -255,8 +262,12 @@ func Skip(ctx context.Context, rc redis.UniversalClient, prefix, entity string) 
 	if err != nil {
 		return nil, fmt.Errorf("lockhandoff: skip %s: %w", entity, err)
 	}
-	if st, _ := v[0].(int64); st != 1 || len(v) < 2 {
-		return nil, fmt.Errorf("lockhandoff: skip %s: %w", entity, ErrNothingToSkip)
+	st, err := replyStatus(v)
+	if err == nil && (st != statusMarked || len(v) < 2) {
+		err = fmt.Errorf("unexpected reply %v", v)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lockhandoff: skip %s: %w", entity, err) // ErrNothingToSkip: proc is empty
 	}
 	e, err := parseEntry(nil, v[1], nil, nil)
 	if err != nil {

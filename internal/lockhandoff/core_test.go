@@ -329,12 +329,12 @@ func testWrongToken(t *testing.T, b backend) {
 	}
 	before := snapshotKeys(t, rc, prefix, entity)
 	w := []trim{{key: fenced, n: 1}}
-	if st, _, err := hd.runHandoff(ctx, k, "not-the-token", 1, w); err != nil || st != handoffLost {
-		t.Errorf("handoff with a wrong token: %v %v", st, err)
+	if _, more, err := hd.runHandoff(ctx, k, "not-the-token", 1, w); !errors.Is(err, errLeaseLost) || more {
+		t.Errorf("handoff with a wrong token: %v %v, want errLeaseLost", more, err)
 	}
 	for _, done := range []bool{false, true} {
-		if n, err := hd.runLeave(ctx, k, "not-the-token", done, w); err != nil || n != -1 {
-			t.Errorf("leave(done=%v) with a wrong token: %v %v", done, n, err)
+		if n, err := hd.runLeave(ctx, k, "not-the-token", done, w); !errors.Is(err, errLeaseLost) {
+			t.Errorf("leave(done=%v) with a wrong token: %v %v, want errLeaseLost", done, n, err)
 		}
 	}
 	if n := rc.LLen(ctx, fenced).Val(); n != 2 {

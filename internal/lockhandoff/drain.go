@@ -14,10 +14,8 @@ import (
 )
 
 var (
-	errLeaseLost = errors.New("lockhandoff: lease lost")
-	errDeadline  = errors.New("lockhandoff: handler deadline passed")
-	errDropped   = errors.New("lockhandoff: trims dropped: their handler did not succeed")
-	errStaleStep = errors.New("lockhandoff: the step ran already, its reply lost; trims' outcome unknown")
+	errDeadline = errors.New("lockhandoff: handler deadline passed")
+	errDropped  = errors.New("lockhandoff: trims dropped: their handler did not succeed")
 )
 
 // runTurn runs the turn the caller just took. With Config.Detached and a free slot, the
@@ -151,17 +149,12 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 		// The caller's ctx is still live here (checked above); if it ends during the call,
 		// the error path below gives the turn back with a context of its own. The
 		// handler's committed trims run in the handoff's script, before the handoff.
-		st, next, err := h.runHandoff(ctx, k, token, cur.seq, trims)
-		switch st {
-		case handoffLost:
-			h.settle(trims, errLeaseLost)
-		case handoffStale:
-			err = errStaleStep
-			h.settle(trims, err)
-		default:
-			h.settle(trims, err)
-		}
+		next, more, err := h.runHandoff(ctx, k, token, cur.seq, trims)
+		h.settle(trims, err)
 		switch {
+		case errors.Is(err, errLeaseLost):
+			l.lose(errLeaseLost)
+			return
 		case errors.Is(err, ErrTrimFailed):
 			h.trimFailed(entity, k, token, cur, err)
 			return
@@ -174,12 +167,9 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 			// proc under a lock we now release, so another replica is nudged to take it
 			// rather than leaving it to the sweeper.
 			h.log.Warn("lockhandoff: handoff failed", zap.String("lcid", entity), zap.Error(err))
-			h.leave(entity, k, token, false, ctx.Err() != nil || st == handoffStale)
+			h.leave(entity, k, token, false, ctx.Err() != nil || errors.Is(err, errStaleStep))
 			return
-		case st == handoffLost:
-			l.lose(errLeaseLost)
-			return
-		case st == handoffDone:
+		case !more:
 			return
 		}
 		h.m.handedOff.Inc()
@@ -194,11 +184,7 @@ func (h *Handoff) leaveDone(entity string, k keys, token string, cur entry, trim
 	ctx, cancel := h.bookkeepingCtx(context.Background())
 	defer cancel()
 	left, err := h.runLeave(ctx, k, token, true, trims)
-	if err == nil && left < 0 {
-		h.settle(trims, errLeaseLost)
-	} else {
-		h.settle(trims, err)
-	}
+	h.settle(trims, err)
 	h.afterLeave(ctx, entity, left, err, true)
 	if errors.Is(err, ErrTrimFailed) {
 		h.trimFailed(entity, k, token, cur, err)
@@ -231,11 +217,11 @@ func (h *Handoff) afterLeave(ctx context.Context, entity string, left int64, err
 	switch {
 	case errors.Is(err, ErrTrimFailed):
 		return // the caller leaves again, without the trims
+	case errors.Is(err, errLeaseLost):
+		h.m.leasesLost.Inc()
+		return
 	case err != nil:
 		h.log.Warn("lockhandoff: leave failed; the lease expires instead", zap.String("lcid", entity), zap.Error(err))
-		return
-	case left < 0:
-		h.m.leasesLost.Inc()
 		return
 	case left == 0 || !nudge:
 		return

@@ -11,20 +11,20 @@
 -- ARGV[4..]      the handler's trims (see trims.lua)
 --
 -- Returns
---   {1, seq, entry, now_ms, depth}  NEXT: entry moved from wait to proc, lock renewed
---   {0}                             DONE: wait was empty, proc cleared, lock deleted
---   {-1}                            LOST: lock is not ours; nothing changed
---   {-2, i, message}                FAILED: trim i failed; the step did not happen
---   {-3}                            STALE: seq moved on (this step ran already); nothing
---                                   changed
+--   {STATUS_NEXT, seq, entry, now_ms, depth}  entry moved from wait to proc, lock renewed
+--   {STATUS_DONE}                             wait was empty, proc cleared, lock deleted
+--   {STATUS_LOST}                             lock is not ours; nothing changed
+--   {STATUS_TRIM_FAILED, i, message}          trim i failed; the step did not happen
+--   {STATUS_STALE}                            seq moved on (this step ran already);
+--                                             nothing changed
 --
 -- Take and handoff are atomic on the same keys: no envelope can be pushed after the holder
 -- saw an empty wait and before it released, so there is no lost wake-up.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return {-1}
+  return {STATUS_LOST}
 end
 if redis.call('GET', KEYS[4]) ~= ARGV[3] then
-  return {-3}
+  return {STATUS_STALE}
 end
 local failed = run_trims(6, 4)
 if failed then
@@ -34,7 +34,7 @@ redis.call('DEL', KEYS[3])
 local nxt = redis.call('LMOVE', KEYS[2], KEYS[3], 'LEFT', 'RIGHT')
 if not nxt then
   redis.call('DEL', KEYS[1], KEYS[5])
-  return {0}
+  return {STATUS_DONE}
 end
 local depth = redis.call('LLEN', KEYS[2])
 if depth == 0 or redis.call('DECRBY', KEYS[5], #nxt) <= 0 then
@@ -42,4 +42,4 @@ if depth == 0 or redis.call('DECRBY', KEYS[5], #nxt) <= 0 then
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 local now = nowMillis()
-return {1, redis.call('INCR', KEYS[4]), nxt, tonumber(now), depth}
+return {STATUS_NEXT, redis.call('INCR', KEYS[4]), nxt, tonumber(now), depth}

@@ -9,11 +9,13 @@
 --                there are none unless done is "1"
 --
 -- Returns
---   {left}            released; left is the backlog left (LLEN proc + LLEN wait)
---   {-1}              the lock was not ours; nothing changed
---   {-2, i, message}  trim i failed; nothing else changed (the caller leaves with done "0")
+--   {left}                            released; left (never negative) is the backlog left
+--                                     (LLEN proc + LLEN wait)
+--   {STATUS_LOST}                     the lock was not ours; nothing changed
+--   {STATUS_TRIM_FAILED, i, message}  trim i failed; nothing else changed (the caller
+--                                     leaves again with done "0")
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return {-1}
+  return {STATUS_LOST}
 end
 local failed = run_trims(4, 3)
 if failed then

@@ -408,10 +408,10 @@ func (h *Handoff) Submit(ctx context.Context, entity string, envelope []byte) (O
 		return OutcomeNone, fmt.Errorf("lockhandoff: submit %s: %w", entity, err)
 	}
 	switch take.status {
-	case takeFull:
+	case statusFull:
 		h.m.full.Inc()
-		return OutcomeFull, fmt.Errorf("lockhandoff: submit %s: %w", entity, ErrQueueFull)
-	case takeQueued:
+		return OutcomeFull, fmt.Errorf("lockhandoff: submit %s: %w", entity, statusError(statusFull, nil))
+	case statusQueued:
 		h.m.depth.Observe(float64(take.depth))
 		return OutcomeQueued, nil
 	}

@@ -2,6 +2,7 @@ package lockhandoff
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -40,14 +41,14 @@ func testHandoffSentAgain(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	w := []trim{{key: list, n: 1}}
-	st, next, err := hd.runHandoff(ctx, k, token, seq, w)
-	if err != nil || st != handoffNext || string(next.envelope) != "e1" {
-		t.Fatalf("first handoff: %v %q %v", st, next.envelope, err)
+	next, more, err := hd.runHandoff(ctx, k, token, seq, w)
+	if err != nil || !more || string(next.envelope) != "e1" {
+		t.Fatalf("first handoff: %v %q %v", more, next.envelope, err)
 	}
 	before := snapshotKeys(t, rc, prefix, entity)
-	st, _, err = hd.runHandoff(ctx, k, token, seq, w)
-	if err != nil || st != handoffStale {
-		t.Errorf("the same handoff sent again: %v %v, want stale", st, err)
+	_, more, err = hd.runHandoff(ctx, k, token, seq, w)
+	if !errors.Is(err, errStaleStep) || more {
+		t.Errorf("the same handoff sent again: %v %v, want stale", more, err)
 	}
 	if after := snapshotKeys(t, rc, prefix, entity); after != before {
 		t.Errorf("the handoff sent again changed the entity:\n before %s\n after  %s", before, after)
@@ -78,12 +79,12 @@ func TestTakeSentAgainAnswersTurn(t *testing.T) {
 	k := hd.keys(entity)
 	token := newToken()
 	first, err := hd.takeAndIndex(ctx, entity, k, token, []byte("e0"))
-	if err != nil || first.status != takeTurn {
+	if err != nil || first.status != statusTurn {
 		t.Fatalf("first take: %+v %v", first, err)
 	}
 	before := snapshotKeys(t, rc, prefix, entity)
 	again, err := hd.takeAndIndex(ctx, entity, k, token, []byte("e0"))
-	if err != nil || again.status != takeTurn || string(again.first.envelope) != "e0" || again.first.seq != first.first.seq || !again.first.rerun {
+	if err != nil || again.status != statusTurn || string(again.first.envelope) != "e0" || again.first.seq != first.first.seq || !again.first.rerun {
 		t.Errorf("take sent again: %+v %v, want TURN on e0, seq %d, rerun", again, err, first.first.seq)
 	}
 	if after := snapshotKeys(t, rc, prefix, entity); after != before {
@@ -131,8 +132,8 @@ func TestStaleHandoffNudges(t *testing.T) {
 		Hooks: Hooks{BeforeStep: func(string) {
 			if resent.CompareAndSwap(false, true) {
 				// The first send of this step ran; only its reply was lost.
-				if st, _, err := hd.runHandoff(ctx, hd.keys(entity), turn.Token, turn.Seq, nil); err != nil || st != handoffNext {
-					t.Errorf("first send of the handoff: %v %v", st, err)
+				if _, more, err := hd.runHandoff(ctx, hd.keys(entity), turn.Token, turn.Seq, nil); err != nil || !more {
+					t.Errorf("first send of the handoff: %v %v", more, err)
 				}
 			}
 		}},

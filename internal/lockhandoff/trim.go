@@ -134,27 +134,6 @@ func trimArgs(trims []trim, keys []string, args []any) ([]string, []any) {
 	return keys, args
 }
 
-// trimFailure is a step's answer {-2, i, message}.
-type trimFailure struct {
-	index int64
-	msg   string
-}
-
-func (f *trimFailure) Error() string {
-	return fmt.Sprintf("%v: trim %d: %s", ErrTrimFailed, f.index, f.msg)
-}
-
-func (f *trimFailure) Unwrap() error { return ErrTrimFailed }
-
-func parseTrimFailure(v []any) error {
-	f := &trimFailure{}
-	if len(v) >= 3 {
-		f.index, _ = v[1].(int64)
-		f.msg, _ = v[2].(string)
-	}
-	return f
-}
-
 // settle calls each trim's done with err. A done that panics is logged, as a handler that
 // panics is recovered: the caller still holds the turn.
 func (h *Handoff) settle(trims []trim, err error) {

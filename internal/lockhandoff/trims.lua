@@ -6,7 +6,7 @@
 -- ARGV[a]           the number of trims; then, for each, how many elements it drops from
 --                   the head of its list (LTRIM key n -1)
 --
--- Returns nil; or {-2, i, message} when trim i failed. The step must then change nothing:
+-- Returns nil; or {STATUS_TRIM_FAILED, i, message} when trim i failed. The step must then change nothing:
 -- the envelope stays in proc, to be re-run. The trims before i stay done, as the writes of
 -- a handler that failed half-way do.
 local function run_trims(first_key, a)
@@ -14,7 +14,7 @@ local function run_trims(first_key, a)
   for i = 1, n do
     local r = redis.pcall('LTRIM', KEYS[first_key + i - 1], ARGV[a + i], -1)
     if type(r) == 'table' and r.err then
-      return {-2, i, r.err}
+      return {STATUS_TRIM_FAILED, i, r.err}
     end
   end
   return nil
