@@ -227,7 +227,9 @@ func testCrashRecovery(t *testing.T, b backend) {
 			t.Errorf("seq not increasing: %+v after %+v", calls[i].turn, calls[i-1].turn)
 		}
 	}
-	hd.Stop()
+	if err := hd.Stop(context.Background()); err != nil {
+		t.Error(err)
+	}
 	if got := counter(t, reg, "backlogs_recovered_total"); got < 1 {
 		t.Errorf("backlogs_recovered_total = %v", got)
 	}
@@ -252,10 +254,10 @@ func TestHelperProcess(t *testing.T) {
 		}
 		rc = redis.NewClient(opt)
 	}
-	hd, err := New(rc, Config{Prefix: os.Getenv(helperPrefix), LockTTL: 500 * time.Millisecond}, func(ctx context.Context, turn Turn, env []byte) error {
+	hd, err := New(Config{Client: rc, Prefix: os.Getenv(helperPrefix), LockTTL: 500 * time.Millisecond, Handler: func(ctx context.Context, turn Turn, env []byte) error {
 		fmt.Printf("HOLDING %d\n", turn.Seq)
 		select {}
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ var (
 // turn runs on a goroutine of its own, and runTurn returns once its first envelope was
 // handled (or the turn ended before that). Until then the turn's context follows ctx, so
 // a caller that goes away while the first handler runs ends the turn as an inline one
-// would; after, only Stop, StopContext's bound or a lost lease end it early. Otherwise it
+// would; after, only Stop, Stop's bound or a lost lease end it early. Otherwise it
 // drains inline.
 func (h *Handoff) runTurn(ctx context.Context, entity string, k keys, token string, first entry, detachable bool) {
 	// Entered before any goroutine starts, so that a Stop from now on waits for the turn.

@@ -311,27 +311,29 @@ func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options, commit
 	}
 	var bg background
 	var h *lockhandoff.Handoff
-	h, err := lockhandoff.New(rc, lockhandoff.Config{
+	h, err := lockhandoff.New(lockhandoff.Config{
+		Client: rc,
 		Prefix: o.Prefix + ":handoff", Detached: o.Detached, Nudge: bg.nudge(ctx, &h),
-	}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
-		p := binary.BigEndian.Uint32(env)
-		sent := time.Duration(binary.BigEndian.Uint64(env[4:]))
-		ps[p].add(time.Since(base) - sent)
-		if commit {
-			err := lockhandoff.TrimWithStep(hctx, listKey, 1, func(err error) {
+		Handler: func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
+			p := binary.BigEndian.Uint32(env)
+			sent := time.Duration(binary.BigEndian.Uint64(env[4:]))
+			ps[p].add(time.Since(base) - sent)
+			if commit {
+				err := lockhandoff.TrimWithStep(hctx, listKey, 1, func(err error) {
+					if err != nil {
+						bg.fail(fmt.Errorf("committed trim: %w", err))
+					}
+					done[p] <- struct{}{}
+				})
 				if err != nil {
-					bg.fail(fmt.Errorf("committed trim: %w", err))
+					done[p] <- struct{}{}
 				}
-				done[p] <- struct{}{}
-			})
-			if err != nil {
-				done[p] <- struct{}{}
+				return err
 			}
+			err := rc.LTrim(hctx, listKey, 1, -1).Err()
+			done[p] <- struct{}{}
 			return err
-		}
-		err := rc.LTrim(hctx, listKey, 1, -1).Err()
-		done[p] <- struct{}{}
-		return err
+		},
 	})
 	if err != nil {
 		return Measurement{}, err
@@ -359,7 +361,7 @@ func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options, commit
 	wg.Wait()
 	elapsed := time.Since(end.Add(-o.Duration))
 	err = bg.wait()
-	h.Stop()
+	_ = h.Stop(context.Background()) // no bound: nil
 	if err != nil {
 		return Measurement{}, fmt.Errorf("bench: hot handoff (commit %v): %w", commit, err)
 	}
@@ -433,30 +435,32 @@ func hotDrain(ctx context.Context, rc redis.UniversalClient, o Options) (Measure
 		handled atomic.Int64
 	)
 	holding, gate, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	h, err := lockhandoff.New(rc, lockhandoff.Config{
+	h, err := lockhandoff.New(lockhandoff.Config{
+		Client: rc,
 		Prefix: o.Prefix + ":drain", Detached: o.Detached, MaxWait: n, Nudge: bg.nudge(ctx, &h),
-	}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
-		if len(env) == 1 { // the first event: hold the turn until the list is full
-			close(holding)
-			select {
-			case <-gate:
-			case <-hctx.Done():
+		Handler: func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
+			if len(env) == 1 { // the first event: hold the turn until the list is full
+				close(holding)
+				select {
+				case <-gate:
+				case <-hctx.Done():
+				}
+				return nil
 			}
-			return nil
-		}
-		return lockhandoff.TrimWithStep(hctx, listKey, 1, func(err error) {
-			if err != nil {
-				bg.fail(fmt.Errorf("committed trim: %w", err))
-			}
-			if handled.Add(1) == int64(n) {
-				close(finished)
-			}
-		})
+			return lockhandoff.TrimWithStep(hctx, listKey, 1, func(err error) {
+				if err != nil {
+					bg.fail(fmt.Errorf("committed trim: %w", err))
+				}
+				if handled.Add(1) == int64(n) {
+					close(finished)
+				}
+			})
+		},
 	})
 	if err != nil {
 		return Measurement{}, err
 	}
-	defer h.Stop()
+	defer func() { _ = h.Stop(context.Background()) }()
 	firstErr := make(chan error, 1)
 	bg.run(func() error {
 		_, err := h.Submit(context.WithoutCancel(ctx), entity, []byte{0})
@@ -623,14 +627,16 @@ func spreadRun(ctx context.Context, rc redis.UniversalClient, o Options) (detach
 	var bg background
 	newHandoff := func(c *contender, prefix string, detached int) (*lockhandoff.Handoff, error) {
 		var h *lockhandoff.Handoff
-		h, err := lockhandoff.New(rc, lockhandoff.Config{
+		h, err := lockhandoff.New(lockhandoff.Config{
+			Client: rc,
 			Prefix: prefix, Detached: detached, Nudge: bg.nudge(ctx, &h),
-		}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
-			err := spreadScript.Run(hctx, rc, []string{lockhandoff.Key(prefix, t.Entity, "doc")}).Err()
-			if err == nil {
-				c.handled.Add(1)
-			}
-			return err
+			Handler: func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
+				err := spreadScript.Run(hctx, rc, []string{lockhandoff.Key(prefix, t.Entity, "doc")}).Err()
+				if err == nil {
+					c.handled.Add(1)
+				}
+				return err
+			},
 		})
 		if err != nil {
 			return nil, err
@@ -648,7 +654,7 @@ func spreadRun(ctx context.Context, rc redis.UniversalClient, o Options) (detach
 		if err != nil {
 			return Measurement{}, Measurement{}, Measurement{}, err
 		}
-		defer h.Stop()
+		defer func() { _ = h.Stop(context.Background()) }()
 	}
 	uPrefix := o.Prefix + ":spread-unlocked"
 	cs[2].submit = func(entity string) error {
