@@ -69,8 +69,8 @@ func (h *Handoff) Start(ctx context.Context) error {
 // handler is cancelled at once. The order-worker bounds it with its shutdown budget; a ctx
 // that never ends (context.Background) lets every handler finish.
 //
-// Stop returns ctx's error when ctx ended before every turn had left (the handlers cut
-// short left their envelopes in proc, to be re-run), nil otherwise. It may be called again
+// Stop returns ctx's error when ctx ended before Stop was done waiting (the handlers it
+// cut short, if any, left their envelopes in proc, to be re-run), nil otherwise. It may be called again
 // (the order-worker calls it once with its bound and once after its consumer returned):
 // each call waits for the turns in flight.
 func (h *Handoff) Stop(ctx context.Context) error {
