@@ -289,7 +289,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	turns, err := lockhandoff.New(rc, lockhandoff.Config{
+	turns, err := lockhandoff.New(lockhandoff.Config{
+		Client:           rc,
 		Prefix:           cfg.KeyPrefix,
 		LockTTL:          cfg.LockTTL,
 		HandlerDeadline:  cfg.HandlerDeadline,
@@ -306,7 +307,8 @@ func run() error {
 		Nudge:            order.Nudger(nudges),
 		Logger:           log,
 		Registerer:       reg,
-	}, proc.Handle)
+		Handler:          proc.Handle,
+	})
 	if err != nil {
 		return err
 	}
@@ -316,12 +318,12 @@ func run() error {
 	// On shutdown, every turn leaves after the envelope it runs, with a nudge for its
 	// backlog: those of the consumer's handlers, and the detached ones, which no handler
 	// waits for. A detached turn whose handler still runs when the consumer's handlers are
-	// cut short is cut short too (StopContext). The Stop after the consumer has returned
+	// cut short is cut short too (Stop's bound). The Stop after the consumer has returned
 	// waits for them all.
 	context.AfterFunc(ctx, func() {
 		bound, cancel := context.WithTimeout(context.Background(), queue.HandlerBudget(cfg.ShutdownBudget))
 		defer cancel()
-		turns.StopContext(bound)
+		_ = turns.Stop(bound) // past the bound, the turns cut short left their envelopes in proc
 	})
 
 	worker := &order.Worker{Turns: turns, MaxLines: cfg.MaxLines, Log: log}
@@ -346,7 +348,7 @@ func run() error {
 	// The consumer has finished or handed back its messages; leave the turns we hold.
 	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	turns.Stop()
+	_ = turns.Stop(context.Background()) // no bound: nil
 	_ = srv.Stop(stopCtx)
 	log.Info("order-worker stopped")
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {

@@ -471,7 +471,8 @@ func TestConsoleSkipsAStuckTurn(t *testing.T) {
 
 	var mu sync.Mutex
 	var quarantined []lockhandoff.Failure
-	hd, err := lockhandoff.New(rc, lockhandoff.Config{
+	hd, err := lockhandoff.New(lockhandoff.Config{
+		Client: rc,
 		Prefix: prefix, MaxAttempts: 1000, HandlerRetries: 1,
 		Quarantine: func(ctx context.Context, tn lockhandoff.Turn, env []byte, f lockhandoff.Failure) error {
 			mu.Lock()
@@ -479,13 +480,14 @@ func TestConsoleSkipsAStuckTurn(t *testing.T) {
 			quarantined = append(quarantined, f)
 			return nil
 		},
-	}, func(ctx context.Context, tn lockhandoff.Turn, env []byte) error {
-		return errors.New("stock service away")
+		Handler: func(ctx context.Context, tn lockhandoff.Turn, env []byte) error {
+			return errors.New("stock service away")
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hd.Stop()
+	defer func() { _ = hd.Stop(context.Background()) }()
 	lcid := "LC-STUCK-" + testenv.ID()
 	if _, err := hd.Submit(context.Background(), lcid, []byte(`{"event_id":"evt-stuck","type":"payment.confirmed","lcid":"`+lcid+`","occurred_at":"2026-12-01T10:00:00Z"}`)); err != nil {
 		t.Fatal(err)

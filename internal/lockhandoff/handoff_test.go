@@ -207,7 +207,7 @@ func TestStopLeavesTurnAndNudges(t *testing.T) {
 	<-holding
 	hd.Submit(ctx, entity, []byte("e1"))
 	stopped := make(chan struct{})
-	go func() { hd.Stop(); close(stopped) }()
+	go func() { _ = hd.Stop(context.Background()); close(stopped) }()
 	select {
 	case <-hd.stopping: // Stop closes it first thing
 	case <-time.After(30 * time.Second): // hang guard

@@ -120,7 +120,8 @@ func newHarnessWith(t *testing.T, skus []ledger.SKU, opts harnessOptions) *harne
 		tc.Quarantine = h.proc.Quarantine
 		opts.turns(&tc)
 	}
-	h.turns, err = lockhandoff.New(rc, tc, h.proc.Handle)
+	tc.Client, tc.Handler = rc, h.proc.Handle
+	h.turns, err = lockhandoff.New(tc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func newHarnessWith(t *testing.T, skus []ledger.SKU, opts harnessOptions) *harne
 	if err := h.turns.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.turns.Stop(); cancel() })
+	t.Cleanup(func() { _ = h.turns.Stop(context.Background()); cancel() })
 	return h
 }
 
@@ -371,7 +372,7 @@ func TestOrderLostFromRedisIsRestoredFromPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns, err := lockhandoff.New(rc, lockhandoff.Config{Prefix: prefix}, proc.Handle)
+	turns, err := lockhandoff.New(lockhandoff.Config{Client: rc, Prefix: prefix, Handler: proc.Handle})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,8 +54,11 @@ func replicatedHarness(t *testing.T, skus []ledger.SKU, replicas int, wrap func(
 	if wrap != nil {
 		handler = wrap(handler)
 	}
-	h.turns, err = lockhandoff.New(rc, lockhandoff.Config{Prefix: h.prefix, LockTTL: 2 * time.Second, SweepInterval: 200 * time.Millisecond,
-		RetryBackoff: 10 * time.Millisecond, Replication: w}, handler)
+	h.turns, err = lockhandoff.New(lockhandoff.Config{
+		Client: rc, Prefix: h.prefix, LockTTL: 2 * time.Second, SweepInterval: 200 * time.Millisecond,
+		RetryBackoff: 10 * time.Millisecond, Replication: w,
+		Handler: handler,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +66,7 @@ func replicatedHarness(t *testing.T, skus []ledger.SKU, replicas int, wrap func(
 	if err := h.turns.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.turns.Stop(); cancel() })
+	t.Cleanup(func() { _ = h.turns.Stop(context.Background()); cancel() })
 	return h, replica, reg
 }
 
@@ -247,11 +250,11 @@ func TestReplicationCost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		turns, err := lockhandoff.New(rc, lockhandoff.Config{Prefix: prefix, Detached: 128, Replication: w}, proc.Handle)
+		turns, err := lockhandoff.New(lockhandoff.Config{Client: rc, Prefix: prefix, Detached: 128, Replication: w, Handler: proc.Handle})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer turns.Stop()
+		defer func() { _ = turns.Stop(context.Background()) }()
 		bodies := make([][]byte, orders)
 		for i := range bodies {
 			bodies[i] = mustJSON(t, placed(fmt.Sprintf("M-%d", i), ledger.ModeReserve, line("1", "M", 1)))
