@@ -86,6 +86,7 @@ func (f *fleet) settle(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(2 * time.Minute)
+	// Deliberate pauses: the fleet is settled once three looks 300 ms apart find it quiet.
 	for quiet := 0; quiet < 3; time.Sleep(300 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the fleet did not settle")

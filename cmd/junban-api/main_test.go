@@ -62,16 +62,13 @@ func TestAPIBinary(t *testing.T) {
 	const token = "binary-read-token-0123456789"
 	p := testenv.Start(t, "junban-api", testenv.Binary(t, "junban-api"), apiEnv(t,
 		"JUNBAN_HTTP_ADDR="+health, "JUNBAN_API_ADDR="+apiAddr, "JUNBAN_API_READ_TOKENS="+token))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if code, _ := get(t, "http://"+health+"/readyz", ""); code == 200 {
-			break
+	testenv.WaitFor(t, 30*time.Second, "junban-api to be ready", func() bool {
+		if p.Exited() {
+			t.Fatalf("junban-api exited before it was ready:\n%s", p.Output())
 		}
-		if time.Now().After(deadline) || p.Exited() {
-			t.Fatalf("junban-api did not get ready:\n%s", p.Output())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		code, _ := get(t, "http://"+health+"/readyz", "")
+		return code == 200
+	})
 	if code, b := get(t, "http://"+apiAddr+"/v1/turns/stuck", token); code != 200 || !strings.Contains(b, `"turns":[]`) {
 		t.Fatalf("stuck turns: %d %s", code, b)
 	}
@@ -98,13 +95,7 @@ func TestAPIBinary(t *testing.T) {
 // A non-loopback address without a token: the binary refuses to start, naming the fix.
 func TestAPIBinaryRefusesAnOpenWideAddress(t *testing.T) {
 	p := testenv.Start(t, "junban-api", testenv.Binary(t, "junban-api"), apiEnv(t, "JUNBAN_API_ADDR=0.0.0.0:0"))
-	deadline := time.Now().Add(30 * time.Second)
-	for !p.Exited() && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if !p.Exited() {
-		t.Fatalf("still running:\n%s", p.Output())
-	}
+	testenv.WaitFor(t, 30*time.Second, "junban-api to refuse to start and exit", p.Exited)
 	if err, _ := p.Stop(time.Second); err == nil {
 		t.Fatalf("exit status 0:\n%s", p.Output())
 	}

@@ -12,16 +12,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/config"
-	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/lockhandoff/bench"
 )
 
 // benchLockOptions are the flags of bench lock.
 type benchLockOptions struct {
-	duration            time.Duration
-	asJSON              bool
-	pipelines, detached int
-	cpuProfile          string
+	duration   time.Duration
+	asJSON     bool
+	detached   int
+	cpuProfile string
 }
 
 func benchLockCmd() *cobra.Command {
@@ -36,7 +35,6 @@ func benchLockCmd() *cobra.Command {
 	fs := c.Flags()
 	fs.DurationVar(&o.duration, "duration", bench.DurationDefault, "length of each of the measurements (the drain-alone one queues duration x 4,000 events)")
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object instead of a table")
-	fs.IntVar(&o.pipelines, "pipelines", lockhandoff.PipelinesDefault, "round trips of lockhandoff's own scripts in flight at once (lockhandoff.Config.Pipelines)")
 	fs.IntVar(&o.detached, "detached", 128, "turns that may go on in the background after their Submit returned (lockhandoff.Config.Detached; 128 is the order-worker's JUNBAN_DETACHED_TURNS default)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the bench process's CPU profile to this file, each sample labelled with its measurement (go tool pprof -tagfocus measurement=hot)")
 	return c
@@ -56,9 +54,6 @@ func runBenchLock(ctx context.Context, w io.Writer, o benchLockOptions) error {
 	if err := rc.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redis at %s: %w", cfg.URL, err)
 	}
-	if o.pipelines < 1 {
-		return usagef("--pipelines %d is below 1", o.pipelines)
-	}
 	if o.detached < 0 {
 		return usagef("--detached %d is negative", o.detached)
 	}
@@ -73,7 +68,7 @@ func runBenchLock(ctx context.Context, w io.Writer, o benchLockOptions) error {
 		return err
 	}
 	defer stopProfile()
-	bo := bench.Options{Duration: o.duration, Pipelines: o.pipelines, Detached: o.detached, Prefix: cfg.KeyPrefix + ":bench-lock-" + rand.Text()[:10]}
+	bo := bench.Options{Duration: o.duration, Detached: o.detached, Prefix: cfg.KeyPrefix + ":bench-lock-" + rand.Text()[:10]}
 	if !o.asJSON {
 		bo.Progress = w
 		fmt.Fprintf(w, "bench lock: %d producers, %v per measurement, redis %s\n", bench.ProducersDefault, o.duration, cfg.URL)
@@ -94,7 +89,7 @@ func printBenchLock(w io.Writer, res bench.Result) {
 	fmt.Fprintf(w, "\nhot:    handoff/redsync-1ms eps %.2fx (target >= 2), p99 %.3f of redsync-1ms (target <= 0.2),\n"+
 		"        fairness %.3f (target >= 0.95), max %.3f of redsync-default (target <= 0.1)\n",
 		h.HandoffEPS/h.RedsyncTunedEPS, h.HandoffP99Ms/h.RedsyncTunedP99Ms, h.HandoffFairness, h.HandoffMaxMs/h.RedsyncDefaultMaxMs)
-	fmt.Fprintf(w, "        the handler making its write itself, a round trip before the handoff's (not Commit): eps %.2fx, p99 %.3f\n",
+	fmt.Fprintf(w, "        the handler making its write itself, a round trip before the handoff's (not TrimWithStep): eps %.2fx, p99 %.3f\n",
 		h.HandoffOwnWriteEPS/h.RedsyncTunedEPS, h.HandoffOwnWriteP99Ms/h.RedsyncTunedP99Ms)
 	fmt.Fprintf(w, "        the drain loop alone (a wait list filled in advance, no producers; about the ceiling of handoff here): %.2fx\n",
 		h.HandoffDrainEPS/h.RedsyncTunedEPS)

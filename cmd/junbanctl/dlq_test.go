@@ -303,17 +303,13 @@ func TestDLQRedriveEndsWhenMessagesComeBack(t *testing.T) {
 				t.Fatalf("report %+v: depth at the start below 5 or more repeats than moves", rep)
 			}
 			// The worker fails each moved message once more; then it has seen them all.
-			deadline := time.Now().Add(10 * time.Second)
-			for n := 0; n < rep.Total(); {
-				if time.Now().After(deadline) {
-					t.Fatalf("the worker saw %v, want the %d moved messages", w.deliveries(), rep.Total())
-				}
-				n = 0
+			testenv.WaitFor(t, 10*time.Second, "the worker to see the moved messages", func() bool {
+				n := 0
 				for _, v := range w.deliveries() {
 					n += v
 				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return n >= rep.Total()
+			})
 			w.stop()
 			<-w.done
 			for _, b := range poison {

@@ -57,7 +57,7 @@ func TestCommandLineExitCodes(t *testing.T) {
 		{[]string{"help"}, 0, "Available Commands:", ""},
 		{[]string{"help", "dlq", "list"}, 0, "--queue", ""},
 		{[]string{"reconcile", "--help"}, 0, "--repair", ""},
-		{[]string{"bench", "lock", "-h"}, 0, "--pipelines", ""},
+		{[]string{"bench", "lock", "-h"}, 0, "--detached", ""},
 		{[]string{"inventory", "import", "-help"}, 0, "lot_id", ""},
 		{[]string{"completion", "bash"}, 0, "junbanctl", ""},
 		{[]string{"completion", "zsh"}, 0, "compdef", ""},

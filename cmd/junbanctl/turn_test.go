@@ -27,7 +27,8 @@ func TestTurnShowAndSkip(t *testing.T) {
 
 	var mu sync.Mutex
 	var skipped []lockhandoff.Failure
-	hd, err := lockhandoff.New(rc, lockhandoff.Config{
+	hd, err := lockhandoff.New(lockhandoff.Config{
+		Client: rc,
 		Prefix: prefix, MaxAttempts: 1000, HandlerRetries: 1,
 		Quarantine: func(ctx context.Context, tn lockhandoff.Turn, env []byte, f lockhandoff.Failure) error {
 			mu.Lock()
@@ -35,13 +36,14 @@ func TestTurnShowAndSkip(t *testing.T) {
 			skipped = append(skipped, f)
 			return nil
 		},
-	}, func(ctx context.Context, tn lockhandoff.Turn, env []byte) error {
-		return errors.New("stock service away")
+		Handler: func(ctx context.Context, tn lockhandoff.Turn, env []byte) error {
+			return errors.New("stock service away")
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hd.Stop()
+	defer func() { _ = hd.Stop(context.Background()) }()
 	body := `{"event_id":"evt-stuck","type":"payment.confirmed","lcid":"LC-STUCK","occurred_at":"2026-12-01T10:00:00Z"}`
 	if _, err := hd.Submit(ctx, "LC-STUCK", []byte(body)); err != nil {
 		t.Fatal(err)

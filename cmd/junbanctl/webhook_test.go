@@ -73,18 +73,17 @@ func TestWebhookStormAgainstTheGateway(t *testing.T) {
 	gw := testenv.Start(t, "webhook-gateway", testenv.Binary(t, "webhook-gateway"), append(testenv.Env(t),
 		"JUNBAN_KEY_PREFIX="+prefix, "JUNBAN_HTTP_ADDR="+addr, "JUNBAN_WEBHOOK_PROVIDERS="+providers,
 		"JUNBAN_ORDERS_QUEUE="+q.Orders.URL, "JUNBAN_LOG_LEVEL=warn"))
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.WaitFor(t, 20*time.Second, "the gateway to be ready", func() bool {
+		if gw.Exited() {
+			t.Fatalf("gateway exited before it was ready:\n%s", gw.Output())
+		}
 		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil && resp.StatusCode == http.StatusOK {
-			resp.Body.Close()
-			break
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) || gw.Exited() {
-			t.Fatalf("gateway not ready: %v\n%s", err, gw.Output())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 	t.Setenv("JUNBAN_WEBHOOK_PROVIDERS", providers)
 	t.Setenv("AWS_ENDPOINT_URL_SQS", testenv.SQSConfig(t).Endpoint)
 	t.Setenv("AWS_REGION", testenv.SQSConfig(t).Region)
@@ -123,7 +122,7 @@ func TestStormCountEndsOnABusyQueue(t *testing.T) {
 	go func() {
 		for ctx.Err() == nil {
 			c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.Orders.URL), MessageBody: aws.String(`{"event_id":"other"}`)})
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // deliberate: a sender every 50 ms keeps the queue busy
 		}
 	}()
 	found, complete, err := countOrderEvents(ctx, q.OrdersName, "wanted", time.Second)

@@ -194,9 +194,7 @@ func TestWorkerRefusesALinesBoundWhoseResultCannotFit(t *testing.T) {
 		env := append(f.env, fmt.Sprintf("JUNBAN_MAX_LINES=%d", c.lines), "JUNBAN_LOG_LEVEL=info")
 		p := testenv.Start(t, fmt.Sprintf("order-worker-%d-lines", c.lines), f.bin, env)
 		started := func() bool { return strings.Contains(p.Output(), "order-worker started") }
-		for deadline := time.Now().Add(30 * time.Second); !started() && !p.Exited() && time.Now().Before(deadline); {
-			time.Sleep(50 * time.Millisecond)
-		}
+		testenv.WaitFor(t, 30*time.Second, "the worker to start or exit", func() bool { return started() || p.Exited() })
 		switch {
 		case c.starts && !started():
 			t.Errorf("%d lines (the most that fit) on a 64 KiB results queue: not started: %s", c.lines, p.Output())

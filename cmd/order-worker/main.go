@@ -253,7 +253,7 @@ func run() error {
 	// The consumer has finished or handed back its messages; leave the turns we hold.
 	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	turns.Stop()
+	_ = turns.Stop(context.Background()) // no bound: nil
 	_ = srv.Stop(stopCtx)
 	log.Info("order-worker stopped")
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
@@ -371,7 +371,8 @@ func startTurns(ctx context.Context, cfg Config, log *zap.Logger, d *deps, pubs 
 		return nil, err
 	}
 	rc, repl, reg, nudges := d.rc, d.repl, d.reg, pubs.nudges
-	turns, err := lockhandoff.New(rc, lockhandoff.Config{
+	turns, err := lockhandoff.New(lockhandoff.Config{
+		Client:           rc,
 		Prefix:           cfg.KeyPrefix,
 		LockTTL:          cfg.LockTTL,
 		HandlerDeadline:  cfg.HandlerDeadline,
@@ -388,7 +389,8 @@ func startTurns(ctx context.Context, cfg Config, log *zap.Logger, d *deps, pubs 
 		Nudge:            order.Nudger(nudges),
 		Logger:           log,
 		Registerer:       reg,
-	}, proc.Handle)
+		Handler:          proc.Handle,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -398,12 +400,12 @@ func startTurns(ctx context.Context, cfg Config, log *zap.Logger, d *deps, pubs 
 	// On shutdown, every turn leaves after the envelope it runs, with a nudge for its
 	// backlog: those of the consumer's handlers, and the detached ones, which no handler
 	// waits for. A detached turn whose handler still runs when the consumer's handlers are
-	// cut short is cut short too (StopContext). The Stop after the consumer has returned
+	// cut short is cut short too (Stop's bound). The Stop after the consumer has returned
 	// waits for them all.
 	context.AfterFunc(ctx, func() {
 		bound, cancel := context.WithTimeout(context.Background(), queue.HandlerBudget(cfg.ShutdownBudget))
 		defer cancel()
-		turns.StopContext(bound)
+		_ = turns.Stop(bound) // past the bound, the turns cut short left their envelopes in proc
 	})
 	return turns, nil
 }

@@ -36,13 +36,12 @@ func TestWorkerWaitsForItsQueues(t *testing.T) {
 	f.seed(w)
 	f.start(1)
 	p := f.procs[0]
-	deadline := time.Now().Add(time.Minute)
-	for strings.Count(p.Output(), "start-up step failed; retrying") < 2 {
-		if p.Exited() || time.Now().After(deadline) {
-			t.Fatalf("no retried queue lookup (exited: %v):\n%s", p.Exited(), p.Output())
+	testenv.WaitFor(t, time.Minute, "a retried queue lookup", func() bool {
+		if p.Exited() {
+			t.Fatalf("the worker exited before it retried the queue lookup:\n%s", p.Output())
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return strings.Count(p.Output(), "start-up step failed; retrying") >= 2
+	})
 	if !strings.Contains(p.Output(), "look up the queues") {
 		t.Fatalf("the failures logged do not name the step:\n%s", p.Output())
 	}

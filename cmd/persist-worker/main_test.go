@@ -182,18 +182,6 @@ func (w *worker) get(path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// waitFor polls cond every 100 ms until it holds or timeout passes.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func send(t *testing.T, c *sqs.Client, queueURL string, rs []event.Result) {
 	t.Helper()
 	for lo := 0; lo < len(rs); lo += 10 {
@@ -295,30 +283,30 @@ func TestWorkerSurvivesPostgresOutage(t *testing.T) {
 		"JUNBAN_PERSIST_VISIBILITY=6s", "JUNBAN_SQS_WAIT_SECONDS=1",
 		"JUNBAN_PERSIST_BATCH_MAX=40", "JUNBAN_PERSIST_RETRY_BASE=200ms", "JUNBAN_PERSIST_RETRY_MAX=2s",
 	)
-	waitFor(t, "the worker to be ready", 30*time.Second, func() bool { code, _ := w.get("/readyz"); return code == 200 })
+	testenv.WaitFor(t, 30*time.Second, "the worker to be ready", func() bool { code, _ := w.get("/readyz"); return code == 200 })
 
 	send(t, c, qs.Results.URL, stream[:150])
-	waitFor(t, "the first results to be applied", 30*time.Second, func() bool { return count(t, db, "inbox") >= 100 })
+	testenv.WaitFor(t, 30*time.Second, "the first results to be applied", func() bool { return count(t, db, "inbox") >= 100 })
 
 	px.Down()
 	down := time.Now()
 	for lo := 150; lo < len(stream); lo += 30 {
 		send(t, c, qs.Results.URL, stream[lo:min(lo+30, len(stream))])
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // deliberate: results keep coming during the outage
 	}
-	waitFor(t, "/readyz to fail", 15*time.Second, func() bool {
+	testenv.WaitFor(t, 15*time.Second, "/readyz to fail", func() bool {
 		code, body := w.get("/readyz")
 		return code == http.StatusServiceUnavailable && strings.Contains(body, "postgres")
 	})
 	during := count(t, db, "inbox")
-	time.Sleep(20*time.Second - time.Since(down))
+	time.Sleep(20*time.Second - time.Since(down)) // deliberate: the outage lasts 20 s, and nothing may be applied meanwhile
 	if n := count(t, db, "inbox"); n != during {
 		t.Fatalf("results were applied while PostgreSQL was out of reach: %d -> %d", during, n)
 	}
 	px.Up()
 
-	waitFor(t, "every result to be applied", 90*time.Second, func() bool { return count(t, db, "inbox") == int64(len(stream)) })
-	waitFor(t, "/readyz to pass again", 15*time.Second, func() bool { code, _ := w.get("/readyz"); return code == 200 })
+	testenv.WaitFor(t, 90*time.Second, "every result to be applied", func() bool { return count(t, db, "inbox") == int64(len(stream)) })
+	testenv.WaitFor(t, 15*time.Second, "/readyz to pass again", func() bool { code, _ := w.get("/readyz"); return code == 200 })
 	if got := dump(t, db); got != want {
 		t.Errorf("rows after the outage differ from an in-order application")
 	}
@@ -387,11 +375,11 @@ func TestWorkerShutdownDuringOutage(t *testing.T) {
 		"JUNBAN_RESULTS_QUEUE="+qs.ResultsName, "JUNBAN_RESULTS_DLQ="+qs.ResultsDLQName,
 		"JUNBAN_PERSIST_VISIBILITY=6s", "JUNBAN_SQS_WAIT_SECONDS=1",
 	)
-	waitFor(t, "the worker to be ready", 30*time.Second, func() bool { code, _ := w.get("/readyz"); return code == 200 })
+	testenv.WaitFor(t, 30*time.Second, "the worker to be ready", func() bool { code, _ := w.get("/readyz"); return code == 200 })
 	px.Down()
 	stream := resultgen.New(resultgen.Config{Seed: 5, Prefix: "shut-"}).Results(20)
 	send(t, c, qs.Results.URL, stream)
-	waitFor(t, "a failed apply", 30*time.Second, func() bool { return strings.Contains(w.out.String(), "apply failed") })
+	testenv.WaitFor(t, 30*time.Second, "a failed apply", func() bool { return strings.Contains(w.out.String(), "apply failed") })
 
 	w.cmd.Process.Signal(syscall.SIGTERM)
 	select {

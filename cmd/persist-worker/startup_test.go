@@ -39,7 +39,7 @@ func TestWorkerWaitsForItsQueues(t *testing.T) {
 
 	w := startWorker(t, "DATABASE_URL="+dbURL, "JUNBAN_RESULTS_QUEUE="+results, "JUNBAN_RESULTS_DLQ="+dlq,
 		"JUNBAN_SQS_WAIT_SECONDS=1", "JUNBAN_STARTUP_TIMEOUT=10m")
-	waitFor(t, "a failed queue lookup to be logged", 30*time.Second, func() bool {
+	testenv.WaitFor(t, 30*time.Second, "a failed queue lookup to be logged", func() bool {
 		return strings.Count(w.out.String(), "start-up step failed; retrying") >= 2
 	})
 	if !strings.Contains(w.out.String(), "resolve the results queues") {
@@ -52,7 +52,7 @@ func TestWorkerWaitsForItsQueues(t *testing.T) {
 		t.Fatal(err)
 	}
 	send(t, c, q.URL, stream)
-	waitFor(t, "the results to be applied", 60*time.Second, func() bool { return count(t, db, "inbox") == int64(len(stream)) })
+	testenv.WaitFor(t, 60*time.Second, "the results to be applied", func() bool { return count(t, db, "inbox") == int64(len(stream)) })
 	select {
 	case err := <-w.exited:
 		t.Fatalf("worker exited: %v", err)

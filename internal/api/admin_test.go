@@ -25,7 +25,8 @@ func TestStuckTurnsAndSkip(t *testing.T) {
 	e := newEnv(t, func(d *Deps, o *Options) { d.Now = func() time.Time { return now } })
 	var mu sync.Mutex
 	var skipped []lockhandoff.Failure
-	hd, err := lockhandoff.New(e.rc, lockhandoff.Config{
+	hd, err := lockhandoff.New(lockhandoff.Config{
+		Client: e.rc,
 		Prefix: e.prefix, MaxAttempts: 1000, HandlerRetries: 1,
 		Quarantine: func(ctx context.Context, tn lockhandoff.Turn, env []byte, f lockhandoff.Failure) error {
 			mu.Lock()
@@ -33,16 +34,17 @@ func TestStuckTurnsAndSkip(t *testing.T) {
 			skipped = append(skipped, f)
 			return nil
 		},
-	}, func(ctx context.Context, tn lockhandoff.Turn, env []byte) error {
-		if tn.Entity == "LC-OK" {
-			return nil
-		}
-		return errors.New("stock service away")
+		Handler: func(ctx context.Context, tn lockhandoff.Turn, env []byte) error {
+			if tn.Entity == "LC-OK" {
+				return nil
+			}
+			return errors.New("stock service away")
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hd.Stop()
+	defer func() { _ = hd.Stop(context.Background()) }()
 	for _, lcid := range []string{"LC-STUCK", "LC-OK", "LC-STUCK2"} {
 		body := fmt.Sprintf(`{"event_id":"evt-%s","type":"payment.confirmed","lcid":"%s","occurred_at":"2026-12-01T10:00:00Z"}`, lcid, lcid)
 		if _, err := hd.Submit(ctx, lcid, []byte(body)); err != nil {

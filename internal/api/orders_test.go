@@ -232,6 +232,7 @@ func orEmpty(l []event.SnapshotLine) []event.SnapshotLine {
 func (e *env) settle() {
 	t := e.t
 	deadline := time.Now().Add(2 * time.Minute)
+	// Deliberate pauses: the fleet is settled once three looks 300 ms apart find it quiet.
 	for quiet := 0; quiet < 3; time.Sleep(300 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the fleet did not settle")

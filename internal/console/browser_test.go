@@ -371,17 +371,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("after the redrive: %q", got)
 	}
 	// Its result on the order page, once the fleet applied it.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.WaitFor(t, 30*time.Second, "the redriven "+placed.EventID+"'s result on the order page", func() bool {
 		b.open("order-poison", "/orders/"+url.PathEscape(poison))
-		if b.eval(fmt.Sprintf(`document.querySelectorAll('#timeline tr[data-event=%q]').length`, placed.EventID)) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the redriven %s has no result on the order page after 30 s", placed.EventID)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return b.eval(fmt.Sprintf(`document.querySelectorAll('#timeline tr[data-event=%q]').length`, placed.EventID)) == 1
+	})
 
 	b.open("stuck", "/stuck")
 	b.text("#stuck")
@@ -493,7 +486,8 @@ func TestConsoleSkipsAStuckTurn(t *testing.T) {
 
 	var mu sync.Mutex
 	var quarantined []lockhandoff.Failure
-	hd, err := lockhandoff.New(rc, lockhandoff.Config{
+	hd, err := lockhandoff.New(lockhandoff.Config{
+		Client: rc,
 		Prefix: prefix, MaxAttempts: 1000, HandlerRetries: 1,
 		Quarantine: func(ctx context.Context, tn lockhandoff.Turn, env []byte, f lockhandoff.Failure) error {
 			mu.Lock()
@@ -501,13 +495,14 @@ func TestConsoleSkipsAStuckTurn(t *testing.T) {
 			quarantined = append(quarantined, f)
 			return nil
 		},
-	}, func(ctx context.Context, tn lockhandoff.Turn, env []byte) error {
-		return errors.New("stock service away")
+		Handler: func(ctx context.Context, tn lockhandoff.Turn, env []byte) error {
+			return errors.New("stock service away")
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hd.Stop()
+	defer func() { _ = hd.Stop(context.Background()) }()
 	lcid := "LC-STUCK-" + testenv.ID()
 	if _, err := hd.Submit(context.Background(), lcid, []byte(`{"event_id":"evt-stuck","type":"payment.confirmed","lcid":"`+lcid+`","occurred_at":"2026-12-01T10:00:00Z"}`)); err != nil {
 		t.Fatal(err)

@@ -27,18 +27,6 @@ func newGuard(t *testing.T, cfg idempotency.Config) (*idempotency.Guard, redis.U
 	return g, rc, prefix
 }
 
-// waitFor polls cond until it holds; tests wait on a condition, never on a fixed sleep.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestNewCompleteReplay(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
@@ -148,7 +136,7 @@ func TestReleaseNeverDeletesAnotherHoldersLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b *idempotency.Claim
-	waitFor(t, "takeover", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "takeover", func() bool {
 		c, err := gb.Begin(ctx, "k", h)
 		if err == nil && c.State == idempotency.StateNew {
 			b = c
@@ -182,7 +170,7 @@ func TestDeadHolderTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	var runs atomic.Int32
-	waitFor(t, "takeover", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "takeover", func() bool {
 		res, err := g.Do(ctx, "k", h, func(context.Context) ([]byte, error) {
 			runs.Add(1)
 			return []byte("second holder"), nil
@@ -209,7 +197,7 @@ func TestLateCompletionWithoutTakeover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "lock expiry", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "lock expiry", func() bool {
 		n, _ := rc.Keys(ctx, prefix+":idem:{slow}:lock").Result()
 		return len(n) == 0
 	})

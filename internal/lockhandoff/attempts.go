@@ -79,10 +79,17 @@ func (h *Handoff) recordFailure(l *lease, e entry, cause error) (f Failure, ok b
 	text := errorText(cause)
 	v, err := attemptsScript.Run(ctx, h.rc, []string{l.k.lock, l.k.proc, attemptsKey(h.cfg.Prefix, l.entity)},
 		l.token, digest(e.raw), text, attemptsRetention.Milliseconds()).Int64Slice()
-	if err != nil || len(v) < 1 || v[0] < 0 {
-		if err != nil {
-			h.log.Warn("lockhandoff: failure not counted", zap.String("lcid", l.entity), zap.Error(err))
-		}
+	if err == nil && len(v) < 1 {
+		err = errors.New("empty reply")
+	}
+	if err == nil {
+		err = statusError(status(v[0]), nil) // a count, or a negative status
+	}
+	switch {
+	case errors.Is(err, errLeaseLost), errors.Is(err, errGone):
+		return Failure{}, false // the turn or the envelope moved on
+	case err != nil:
+		h.log.Warn("lockhandoff: failure not counted", zap.String("lcid", l.entity), zap.Error(err))
 		return Failure{}, false
 	}
 	f = Failure{Attempts: int(v[0]), LastError: text, Skipped: len(v) > 1 && v[1] == 1}
@@ -143,7 +150,7 @@ func (h *Handoff) due(f Failure) bool {
 // quarantine hands e to Config.Quarantine. handledOK moves the turn on (the envelope
 // leaves proc with the step that follows); handledFailed leaves it in proc, to be
 // quarantined by its next run.
-func (h *Handoff) quarantine(l *lease, e entry, f Failure) (handled, []Write) {
+func (h *Handoff) quarantine(l *lease, e entry, f Failure) (handled, []trim) {
 	deadline := time.Now().Add(h.cfg.HandlerDeadline)
 	l.setDeadline(deadline)
 	qctx, cancel := context.WithDeadlineCause(l.ctx, deadline, errDeadline)
@@ -152,14 +159,14 @@ func (h *Handoff) quarantine(l *lease, e entry, f Failure) (handled, []Write) {
 	t := Turn{Entity: l.entity, Seq: e.seq, Token: l.token, Rerun: true}
 	err := callQuarantine(h.cfg.Quarantine, qctx, t, e.envelope, f)
 	cancel()
-	writes := p.take()
+	trims := p.take()
 	l.setDeadline(time.Time{})
 	switch {
 	case l.isLost():
-		h.settle(writes, nil, errLeaseLost)
+		h.settle(trims, errLeaseLost)
 		return handledLost, nil
 	case err != nil:
-		h.settle(writes, nil, errDropped)
+		h.settle(trims, errDropped)
 		h.m.failed.Inc()
 		h.log.Warn("lockhandoff: quarantine failed; envelope left in proc",
 			zap.String("lcid", l.entity), zap.Int64("seq", e.seq), zap.Int("attempts", f.Attempts), zap.Error(err))
@@ -169,7 +176,7 @@ func (h *Handoff) quarantine(l *lease, e entry, f Failure) (handled, []Write) {
 	h.log.Warn("lockhandoff: envelope quarantined; the turn moves on",
 		zap.String("lcid", l.entity), zap.Int64("seq", e.seq), zap.Int("attempts", f.Attempts),
 		zap.Bool("skipped", f.Skipped), zap.String("last_error", f.LastError))
-	return handledOK, writes
+	return handledOK, trims
 }
 
 func callQuarantine(q Quarantine, ctx context.Context, t Turn, envelope []byte, f Failure) (err error) {
@@ -255,8 +262,12 @@ func Skip(ctx context.Context, rc redis.UniversalClient, prefix, entity string) 
 	if err != nil {
 		return nil, fmt.Errorf("lockhandoff: skip %s: %w", entity, err)
 	}
-	if st, _ := v[0].(int64); st != 1 || len(v) < 2 {
-		return nil, fmt.Errorf("lockhandoff: skip %s: %w", entity, ErrNothingToSkip)
+	st, err := replyStatus(v)
+	if err == nil && (st != statusMarked || len(v) < 2) {
+		err = fmt.Errorf("unexpected reply %v", v)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lockhandoff: skip %s: %w", entity, err) // ErrNothingToSkip: proc is empty
 	}
 	e, err := parseEntry(nil, v[1], nil, nil)
 	if err != nil {

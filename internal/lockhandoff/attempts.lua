@@ -14,17 +14,17 @@
 --
 -- Returns
 --   {n, skip, first_at, now}
---               the envelope's failed runs so far, this one counted; skip is 1 when an
---               operator asked to quarantine it (see skip.lua); first_at is when its first
---               failure was counted, now this one (server clock, milliseconds)
---   {-1}        the lock is not ours; nothing changed
---   {-2}        proc no longer holds that entry; nothing changed
+--                  the envelope's failed runs so far (at least 1), this one counted; skip
+--                  is 1 when an operator asked to quarantine it (see skip.lua); first_at
+--                  is when its first failure was counted, now this one (server clock, ms)
+--   {STATUS_LOST}  the lock is not ours; nothing changed
+--   {STATUS_GONE}  proc no longer holds that entry; nothing changed
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return {-1}
+  return {STATUS_LOST}
 end
 local cur = redis.call('LINDEX', KEYS[2], 0)
 if not cur or redis.sha1hex(cur) ~= ARGV[2] then
-  return {-2}
+  return {STATUS_GONE}
 end
 local now = nowMillis()
 if redis.call('HGET', KEYS[3], 'entry') ~= ARGV[2] then

@@ -56,7 +56,7 @@ func TestBatcherSharesPipelinesUnderLoad(t *testing.T) {
 		})
 		replies[0] = c.Val()
 	}()
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.busy == 1 })
+	testenv.WaitFor(t, 10*time.Second, "the first pipeline in flight", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.busy == 1 })
 	for i := 1; i < calls; i++ {
 		wg.Add(1)
 		go func() {
@@ -69,7 +69,7 @@ func TestBatcherSharesPipelinesUnderLoad(t *testing.T) {
 			replies[i] = c.Val()
 		}()
 	}
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.pending) == calls-1 })
+	testenv.WaitFor(t, 10*time.Second, "the other calls queued", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.pending) == calls-1 })
 	close(release)
 	wg.Wait()
 
@@ -135,16 +135,5 @@ func TestBatcherKeepsCallsWholeAndDrainsEveryone(t *testing.T) {
 	defer b.mu.Unlock()
 	if b.busy != 0 || len(b.pending) != 0 {
 		t.Errorf("busy %d pending %d after every call returned", b.busy, len(b.pending))
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

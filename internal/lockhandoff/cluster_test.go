@@ -29,8 +29,8 @@ func TestCluster(t *testing.T) {
 	t.Run("CrashRecovery", func(t *testing.T) { t.Parallel(); testCrashRecovery(t, cluster) })
 	t.Run("Full", func(t *testing.T) { t.Parallel(); testFull(t, cluster) })
 	t.Run("WrongToken", func(t *testing.T) { t.Parallel(); testWrongToken(t, cluster) })
-	t.Run("CommitRunsWithTheStep", func(t *testing.T) { t.Parallel(); testCommitRunsWithTheStep(t, cluster) })
-	t.Run("CommitFailedWrite", func(t *testing.T) { t.Parallel(); testCommitFailedWrite(t, cluster) })
+	t.Run("TrimRunsWithTheStep", func(t *testing.T) { t.Parallel(); testTrimRunsWithTheStep(t, cluster) })
+	t.Run("TrimFailedLeavesTheEnvelope", func(t *testing.T) { t.Parallel(); testTrimFailed(t, cluster) })
 	t.Run("HandoffSentAgain", func(t *testing.T) { t.Parallel(); testHandoffSentAgain(t, cluster) })
 	t.Run("IndexShardsSpreadOverNodes", func(t *testing.T) {
 		t.Parallel()

@@ -227,7 +227,9 @@ func testCrashRecovery(t *testing.T, b backend) {
 			t.Errorf("seq not increasing: %+v after %+v", calls[i].turn, calls[i-1].turn)
 		}
 	}
-	hd.Stop()
+	if err := hd.Stop(context.Background()); err != nil {
+		t.Error(err)
+	}
 	if got := counter(t, reg, "backlogs_recovered_total"); got < 1 {
 		t.Errorf("backlogs_recovered_total = %v", got)
 	}
@@ -252,10 +254,10 @@ func TestHelperProcess(t *testing.T) {
 		}
 		rc = redis.NewClient(opt)
 	}
-	hd, err := New(rc, Config{Prefix: os.Getenv(helperPrefix), LockTTL: 500 * time.Millisecond}, func(ctx context.Context, turn Turn, env []byte) error {
+	hd, err := New(Config{Client: rc, Prefix: os.Getenv(helperPrefix), LockTTL: 500 * time.Millisecond, Handler: func(ctx context.Context, turn Turn, env []byte) error {
 		fmt.Printf("HOLDING %d\n", turn.Seq)
 		select {}
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,8 +313,8 @@ func testFull(t *testing.T, b backend) {
 // nothing, and say so.
 //
 // Broken variants tried: handoff.lua without its GET lock == token check: the wrong-token
-// handoff cleared proc and moved e1 into it, and the snapshot comparison failed; writes.lua
-// run before that check: the fenced key was written.
+// handoff cleared proc and moved e1 into it, and the snapshot comparison failed; trims.lua
+// run before that check: the fenced list was trimmed.
 func testWrongToken(t *testing.T, b backend) {
 	rc, prefix := b.client(t)
 	const entity = "LC-token"
@@ -322,20 +324,23 @@ func testWrongToken(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	k := hd.keys(entity)
-	before := snapshotKeys(t, rc, prefix, entity)
-	// A committed write (see Commit) is fenced by the same check.
+	// A committed trim (see TrimWithStep) is fenced by the same check.
 	fenced := Key(prefix, entity, "fenced")
-	w := []Write{{Cmd: "SET", Keys: []string{fenced}, Args: []any{"zombie"}}}
-	if st, _, _, err := hd.runHandoff(ctx, k, "not-the-token", 1, w); err != nil || st != handoffLost {
-		t.Errorf("handoff with a wrong token: %v %v", st, err)
+	if err := rc.RPush(ctx, fenced, "a", "b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshotKeys(t, rc, prefix, entity)
+	w := []trim{{key: fenced, n: 1}}
+	if _, more, err := hd.runHandoff(ctx, k, "not-the-token", 1, w); !errors.Is(err, errLeaseLost) || more {
+		t.Errorf("handoff with a wrong token: %v %v, want errLeaseLost", more, err)
 	}
 	for _, done := range []bool{false, true} {
-		if n, _, err := hd.runLeave(ctx, k, "not-the-token", done, w); err != nil || n != -1 {
-			t.Errorf("leave(done=%v) with a wrong token: %v %v", done, n, err)
+		if n, err := hd.runLeave(ctx, k, "not-the-token", done, w); !errors.Is(err, errLeaseLost) {
+			t.Errorf("leave(done=%v) with a wrong token: %v %v, want errLeaseLost", done, n, err)
 		}
 	}
-	if n := rc.Exists(ctx, fenced).Val(); n != 0 {
-		t.Error("a write committed with a wrong token's step ran")
+	if n := rc.LLen(ctx, fenced).Val(); n != 2 {
+		t.Errorf("a trim committed with a wrong token's step ran: %d elements left, want 2", n)
 	}
 	if ok, err := hd.runRenew(ctx, k, "not-the-token"); err != nil || ok {
 		t.Errorf("renew with a wrong token: %v %v", ok, err)

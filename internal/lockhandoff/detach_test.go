@@ -3,6 +3,7 @@ package lockhandoff
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -161,10 +162,12 @@ func TestStopWaitsForDetachedTurn(t *testing.T) {
 	returns(t, first, "e0's Submit, with e1's handler held")
 
 	stopped := make(chan error, 1)
-	go func() { hd.Stop(); stopped <- nil }()
+	go func() { stopped <- hd.Stop(context.Background()) }()
 	staysBlocked(t, stopped, "Stop")
 	g.gates["e1"]()
-	<-stopped
+	if err := <-stopped; err != nil {
+		t.Errorf("Stop without a bound: %v", err)
+	}
 	if got := strings.Join(g.rec.envelopes(), ","); got != "e0,e1" {
 		t.Errorf("ran %s before stopping", got)
 	}
@@ -296,14 +299,14 @@ func TestDetachedSubmitReturnsBeforeTheStep(t *testing.T) {
 	}
 }
 
-// StopContext bounds the wait for detached turns: when its context ends, the handlers
-// still running are cancelled, and their turns leave with the envelope in proc and a
-// nudge, as the order-worker needs within its shutdown budget.
+// Stop's context bounds the wait for detached turns: when it ends, the handlers still
+// running are cancelled, and their turns leave with the envelope in proc and a nudge, as
+// the order-worker needs within its shutdown budget; Stop then says the bound ended.
 //
-// Broken variants tried: StopContext as plain Stop (the bound ignored): it waited for e1's
+// Broken variants tried: Stop ignoring its context (the bound ignored): it waited for e1's
 // held handler, and the test failed on its hang guard; the cut counted as a handler
 // failure (handler_failures_total 1, which pages operations at every shutdown).
-func TestStopContextCutsDetachedHandlersShort(t *testing.T) {
+func TestStopBoundCutsDetachedHandlersShort(t *testing.T) {
 	t.Parallel()
 	const entity = "LC-detach-bound"
 	g := newGated(t, "e0", "e1")
@@ -318,17 +321,25 @@ func TestStopContextCutsDetachedHandlersShort(t *testing.T) {
 
 	bound, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
-	go func() { hd.StopContext(bound); stopped <- nil }()
-	staysBlocked(t, stopped, "StopContext before its bound")
+	go func() {
+		err := hd.Stop(bound)
+		if errors.Is(err, context.Canceled) {
+			err = nil
+		} else {
+			err = fmt.Errorf("Stop past its bound answered %v, want context.Canceled", err)
+		}
+		stopped <- err
+	}()
+	staysBlocked(t, stopped, "Stop before its bound")
 	cancel()
-	returns(t, stopped, "StopContext after its bound")
+	returns(t, stopped, "Stop after its bound")
 	select {
 	case <-nudged:
 	default:
 		t.Error("no nudge for the backlog")
 	}
 	if s := snapshotKeys(t, rc, prefix, entity); !strings.Contains(s, `lock="" wait=[]`) || !strings.Contains(s, `e1`) {
-		t.Errorf("after StopContext: %s", s)
+		t.Errorf("after Stop past its bound: %s", s)
 	}
 	if got := counter(t, reg, "handler_failures_total"); got != 0 {
 		t.Errorf("handler_failures_total = %v: a shutdown counted as a failure", got)

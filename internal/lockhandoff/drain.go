@@ -14,17 +14,15 @@ import (
 )
 
 var (
-	errLeaseLost = errors.New("lockhandoff: lease lost")
-	errDeadline  = errors.New("lockhandoff: handler deadline passed")
-	errDropped   = errors.New("lockhandoff: writes dropped: their handler did not succeed")
-	errStaleStep = errors.New("lockhandoff: the step ran already, its reply lost; writes' outcome unknown")
+	errDeadline = errors.New("lockhandoff: handler deadline passed")
+	errDropped  = errors.New("lockhandoff: trims dropped: their handler did not succeed")
 )
 
 // runTurn runs the turn the caller just took. With Config.Detached and a free slot, the
 // turn runs on a goroutine of its own, and runTurn returns once its first envelope was
 // handled (or the turn ended before that). Until then the turn's context follows ctx, so
 // a caller that goes away while the first handler runs ends the turn as an inline one
-// would; after, only Stop, StopContext's bound or a lost lease end it early. Otherwise it
+// would; after, only Stop, Stop's bound or a lost lease end it early. Otherwise it
 // drains inline.
 func (h *Handoff) runTurn(ctx context.Context, entity string, k keys, token string, first entry, detachable bool) {
 	// Entered before any goroutine starts, so that a Stop from now on waits for the turn.
@@ -123,7 +121,7 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 	cur := first
 	for n := 1; ; n++ {
 		h.m.waited.Observe(float64(max(cur.nowMs-cur.enqMs, 0)) / 1000)
-		res, writes := h.handle(l, cur)
+		res, trims := h.handle(l, cur)
 		if res == handledOK {
 			if detach != nil {
 				detach()
@@ -145,25 +143,20 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 		}
 		stopping := h.isStopping() || ctx.Err() != nil
 		if stopping || n >= h.cfg.DrainMaxEvents || h.cfg.Now().Sub(start) >= h.cfg.DrainMaxTime {
-			h.leaveDone(entity, k, token, cur, writes)
+			h.leaveDone(entity, k, token, cur, trims)
 			return
 		}
 		// The caller's ctx is still live here (checked above); if it ends during the call,
 		// the error path below gives the turn back with a context of its own. The
-		// handler's committed writes run in the handoff's script, before the handoff.
-		st, next, replies, err := h.runHandoff(ctx, k, token, cur.seq, writes)
-		switch st {
-		case handoffLost:
-			h.settle(writes, nil, errLeaseLost)
-		case handoffStale:
-			err = errStaleStep
-			h.settle(writes, nil, err)
-		default:
-			h.settle(writes, replies, err)
-		}
+		// handler's committed trims run in the handoff's script, before the handoff.
+		next, more, err := h.runHandoff(ctx, k, token, cur.seq, trims)
+		h.settle(trims, err)
 		switch {
-		case errors.Is(err, ErrWriteFailed):
-			h.writeFailed(entity, k, token, cur, err)
+		case errors.Is(err, errLeaseLost):
+			l.lose(errLeaseLost)
+			return
+		case errors.Is(err, ErrTrimFailed):
+			h.trimFailed(entity, k, token, cur, err)
 			return
 		case err != nil:
 			// Unknown whether the handoff ran (or, stale, known that an earlier send of it
@@ -174,12 +167,9 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 			// proc under a lock we now release, so another replica is nudged to take it
 			// rather than leaving it to the sweeper.
 			h.log.Warn("lockhandoff: handoff failed", zap.String("lcid", entity), zap.Error(err))
-			h.leave(entity, k, token, false, ctx.Err() != nil || st == handoffStale)
+			h.leave(entity, k, token, false, ctx.Err() != nil || errors.Is(err, errStaleStep))
 			return
-		case st == handoffLost:
-			l.lose(errLeaseLost)
-			return
-		case st == handoffDone:
+		case !more:
 			return
 		}
 		h.m.handedOff.Inc()
@@ -188,28 +178,24 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 	}
 }
 
-// leaveDone leaves the turn after the envelope cur was handled, committing its writes,
+// leaveDone leaves the turn after the envelope cur was handled, committing its trims,
 // and nudges another replica to take over the backlog.
-func (h *Handoff) leaveDone(entity string, k keys, token string, cur entry, writes []Write) {
+func (h *Handoff) leaveDone(entity string, k keys, token string, cur entry, trims []trim) {
 	ctx, cancel := h.bookkeepingCtx(context.Background())
 	defer cancel()
-	left, replies, err := h.runLeave(ctx, k, token, true, writes)
-	if err == nil && left < 0 {
-		h.settle(writes, nil, errLeaseLost)
-	} else {
-		h.settle(writes, replies, err)
-	}
+	left, err := h.runLeave(ctx, k, token, true, trims)
+	h.settle(trims, err)
 	h.afterLeave(ctx, entity, left, err, true)
-	if errors.Is(err, ErrWriteFailed) {
-		h.writeFailed(entity, k, token, cur, err)
+	if errors.Is(err, ErrTrimFailed) {
+		h.trimFailed(entity, k, token, cur, err)
 	}
 }
 
-// writeFailed leaves the turn after a write committed with the step failed: the envelope
+// trimFailed leaves the turn after a trim committed with the step failed: the envelope
 // stays in proc, as after a handler that failed, and the sweeper re-runs it.
-func (h *Handoff) writeFailed(entity string, k keys, token string, cur entry, err error) {
+func (h *Handoff) trimFailed(entity string, k keys, token string, cur entry, err error) {
 	h.m.failed.Inc()
-	h.log.Warn("lockhandoff: a write committed with the step failed; envelope left in proc for the sweeper",
+	h.log.Warn("lockhandoff: a trim committed with the step failed; envelope left in proc for the sweeper",
 		zap.String("lcid", entity), zap.Int64("seq", cur.seq), zap.Error(err))
 	h.leave(entity, k, token, false, false)
 }
@@ -221,7 +207,7 @@ func (h *Handoff) writeFailed(entity string, k keys, token string, cur entry, er
 func (h *Handoff) leave(entity string, k keys, token string, done, nudge bool) {
 	ctx, cancel := h.bookkeepingCtx(context.Background())
 	defer cancel()
-	left, _, err := h.runLeave(ctx, k, token, done, nil)
+	left, err := h.runLeave(ctx, k, token, done, nil)
 	h.afterLeave(ctx, entity, left, err, nudge)
 }
 
@@ -229,13 +215,13 @@ func (h *Handoff) leave(entity string, k keys, token string, done, nudge bool) {
 // nudge is set and a backlog is left.
 func (h *Handoff) afterLeave(ctx context.Context, entity string, left int64, err error, nudge bool) {
 	switch {
-	case errors.Is(err, ErrWriteFailed):
-		return // the caller leaves again, without the writes
+	case errors.Is(err, ErrTrimFailed):
+		return // the caller leaves again, without the trims
+	case errors.Is(err, errLeaseLost):
+		h.m.leasesLost.Inc()
+		return
 	case err != nil:
 		h.log.Warn("lockhandoff: leave failed; the lease expires instead", zap.String("lcid", entity), zap.Error(err))
-		return
-	case left < 0:
-		h.m.leasesLost.Inc()
 		return
 	case left == 0 || !nudge:
 		return
@@ -264,8 +250,8 @@ const (
 )
 
 // handle runs the handler for one envelope, retrying a failure a bounded number of times
-// inside the turn. With handledOK it returns the writes the handler committed.
-func (h *Handoff) handle(l *lease, e entry) (handled, []Write) {
+// inside the turn. With handledOK it returns the trims the handler committed.
+func (h *Handoff) handle(l *lease, e entry) (handled, []trim) {
 	if e.rerun && h.cfg.Quarantine != nil {
 		// An envelope left in proc may have failed its last allowed run just before its
 		// holder went away, or an operator asked for its skip: only a re-run can be due,
@@ -291,15 +277,15 @@ func (h *Handoff) handle(l *lease, e entry) (handled, []Write) {
 		err := callHandler(h.handler, hctx, t, e.envelope)
 		cause := context.Cause(hctx)
 		cancel()
-		writes := p.take()
+		trims := p.take()
 		l.setDeadline(time.Time{})
 		if err == nil && !l.isLost() && !errors.Is(cause, errDeadline) {
-			return handledOK, writes
+			return handledOK, trims
 		}
 		if l.isLost() {
-			h.settle(writes, nil, errLeaseLost)
+			h.settle(trims, errLeaseLost)
 		} else {
-			h.settle(writes, nil, errDropped)
+			h.settle(trims, errDropped)
 		}
 		switch {
 		case l.isLost():

@@ -23,14 +23,16 @@ func Example() {
 	defer cleanup()
 
 	var h *lockhandoff.Handoff
-	h, err = lockhandoff.New(rc, lockhandoff.Config{
+	h, err = lockhandoff.New(lockhandoff.Config{
+		Client: rc,
 		Prefix: prefix,
 		// The order-worker sends a drain message here; its consumer calls h.Resume.
 		Nudge: func(ctx context.Context, lcid string) error { return h.Resume(ctx, lcid) },
-	}, func(ctx context.Context, t lockhandoff.Turn, envelope []byte) error {
-		// Apply the event, fencing writes with t.Token (GET lock == token) in the script.
-		fmt.Printf("%s seq %d: %s\n", t.Entity, t.Seq, envelope)
-		return nil
+		Handler: func(ctx context.Context, t lockhandoff.Turn, envelope []byte) error {
+			// Apply the event, fencing writes with t.Token (GET lock == token) in the script.
+			fmt.Printf("%s seq %d: %s\n", t.Entity, t.Seq, envelope)
+			return nil
+		},
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -41,7 +43,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	defer h.Stop()
+	defer func() { _ = h.Stop(context.Background()) }()
 
 	for _, body := range []string{"order.placed", "payment.confirmed"} {
 		out, err := h.Submit(ctx, "LC-000123", []byte(body))
@@ -58,10 +60,11 @@ func Example() {
 	// turn
 }
 
-// A handler commits its last write with the turn's next step: the write runs in the
-// handoff's (or release's) script, only while the turn is still this holder's, and the
-// envelope leaves proc in the same script. Done hears of it once the step is back.
-func ExampleCommit() {
+// A handler publishes the entity's outbox and drops what it published with the turn's
+// next step: the trim runs in the handoff's (or release's) script, only while the turn is
+// still this holder's, and the envelope leaves proc in the same script. done hears of it
+// once the step is back.
+func ExampleTrimWithStep() {
 	rc, prefix, cleanup, err := exampleRedis()
 	if err != nil {
 		fmt.Println(err)
@@ -69,26 +72,35 @@ func ExampleCommit() {
 	}
 	defer cleanup()
 
-	h, err := lockhandoff.New(rc, lockhandoff.Config{Prefix: prefix}, func(ctx context.Context, t lockhandoff.Turn, envelope []byte) error {
-		status := lockhandoff.Key(prefix, t.Entity, "status") // the entity's hash tag
-		return lockhandoff.Commit(ctx, lockhandoff.Write{
-			Cmd: "SET", Keys: []string{status}, Args: []any{string(envelope)},
-			Done: func(reply any, err error) { fmt.Println("committed:", reply, err) },
-		})
+	ctx := context.Background()
+	outbox := lockhandoff.Key(prefix, "LC-000124", "outbox") // the entity's hash tag
+	rc.RPush(ctx, outbox, "order.accepted", "order.shipped")
+	h, err := lockhandoff.New(lockhandoff.Config{
+		Client: rc,
+		Prefix: prefix,
+		Handler: func(ctx context.Context, t lockhandoff.Turn, envelope []byte) error {
+			items, err := rc.LRange(ctx, outbox, 0, -1).Result()
+			if err != nil {
+				return err
+			}
+			fmt.Println("published:", items) // to SQS, say
+			return lockhandoff.TrimWithStep(ctx, outbox, len(items), func(err error) { fmt.Println("trimmed:", err) })
+		},
 	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer h.Stop()
-	if _, err := h.Submit(context.Background(), "LC-000124", []byte("shipped")); err != nil {
+	defer func() { _ = h.Stop(context.Background()) }()
+	if _, err := h.Submit(ctx, "LC-000124", []byte("shipped")); err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(rc.Get(context.Background(), lockhandoff.Key(prefix, "LC-000124", "status")).Val())
+	fmt.Println("left:", rc.LLen(ctx, outbox).Val())
 	// Output:
-	// committed: OK <nil>
-	// shipped
+	// published: [order.accepted order.shipped]
+	// trimmed: <nil>
+	// left: 0
 }
 
 // exampleRedis connects to the stack's Redis (scripts/stack.sh) and gives the example a

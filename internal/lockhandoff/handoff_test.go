@@ -207,9 +207,11 @@ func TestStopLeavesTurnAndNudges(t *testing.T) {
 	<-holding
 	hd.Submit(ctx, entity, []byte("e1"))
 	stopped := make(chan struct{})
-	go func() { hd.Stop(); close(stopped) }()
-	for !hd.isStopping() {
-		time.Sleep(time.Millisecond) // Stop closes the channel first thing
+	go func() { _ = hd.Stop(context.Background()); close(stopped) }()
+	select {
+	case <-hd.stopping: // Stop closes it first thing
+	case <-time.After(30 * time.Second): // hang guard
+		t.Fatal("Stop did not begin")
 	}
 	openRelease()
 	<-stopped

@@ -53,11 +53,12 @@ func newTestHandoff(t *testing.T, rc redis.UniversalClient, prefix string, cfg C
 	if cfg.RetryBackoff == 0 {
 		cfg.RetryBackoff = time.Millisecond
 	}
-	hd, err := New(rc, cfg, h)
+	cfg.Client, cfg.Handler = rc, h
+	hd, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(hd.Stop)
+	t.Cleanup(func() { _ = hd.Stop(context.Background()) })
 	return hd, reg
 }
 

@@ -231,7 +231,7 @@ func TestRenewalResumesAfterAHandlerReturnedPastItsDeadline(t *testing.T) {
 	l := hd.newLease(context.Background(), "LC-deadline", k, "tok", time.Time{})
 	defer l.stop()
 	l.setDeadline(time.Now().Add(-time.Second)) // the handler is past its deadline
-	time.Sleep(150 * time.Millisecond)          // the first renewal is skipped
+	time.Sleep(150 * time.Millisecond)          // deliberate: the first renewal comes due (at 100 ms) and is skipped
 	l.setDeadline(time.Time{})                  // it returned: the next envelope runs
 	select {
 	case ok := <-renewed:

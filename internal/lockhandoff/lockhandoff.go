@@ -59,16 +59,29 @@ const (
 	IndexShardsDefault      = 16
 	HandlerRetriesDefault   = 2
 	RetryBackoffDefault     = 100 * time.Millisecond
-	PipelinesDefault        = 2
-	PipelineMaxDefault      = 64
 
 	// LockTTLMin is the shortest LockTTL New takes: the holder renews every LockTTL/3, and
 	// a GC pause or a slow round trip longer than that must not cost it the turn.
 	LockTTLMin = 300 * time.Millisecond
 )
 
-// Config configures a Handoff. Zero fields take the defaults above.
+// The shared pipelines of the package's own scripts (take, handoff, leave; see batcher):
+// at most sharedPipelines round trips in flight at once; calls beyond them wait and then
+// share one pipeline, of at most sharedPipelineMax calls, which saves Redis and this
+// process a system call pair per call under load. Handlers' own commands are not affected.
+// Measured in docs/benchmarks.md (bench lock, spread); not a setting.
+const (
+	sharedPipelines   = 2
+	sharedPipelineMax = 64
+)
+
+// Config configures a Handoff. Zero fields take the defaults above; Client and Handler are
+// required.
 type Config struct {
+	// Client runs every script of the turns, the sweeper and the backlog index.
+	Client redis.UniversalClient
+	// Handler applies each envelope (see Handler).
+	Handler Handler
 	// Prefix starts every key, e.g. "junban" (tests pass testenv's prefix).
 	Prefix string
 	// LockTTL is the lease of a turn; the holder renews it every LockTTL/3 while a handler
@@ -115,20 +128,13 @@ type Config struct {
 	// Quarantine takes an envelope out of the turn after MaxAttempts failed runs, or when an
 	// operator asked for it (Skip). Nil: a failing envelope is re-run for ever.
 	Quarantine Quarantine
-	// Pipelines is how many round trips of the package's own scripts (take, handoff,
-	// leave) may be in flight at once; calls beyond it wait and then share one pipeline
-	// (up to PipelineMax calls), which saves Redis and this process a system call pair per
-	// call under load. Handlers' own commands are not affected.
-	Pipelines int
-	// PipelineMax bounds the calls of one shared pipeline.
-	PipelineMax int
 	// Detached is how many turns may go on in the background after the Submit or Resume
 	// that took them returned. Such a call returns as soon as the turn's first envelope
 	// was handled, instead of after the whole drain: the step after it (the handoff or the
-	// release, with the writes the handler committed) and the envelopes handed off after
+	// release, with the trims the handler committed) and the envelopes handed off after
 	// it run on a goroutine of the turn's own, which Stop waits for. Until it returns, the
 	// turn follows the caller's context as an inline one does; after, only Stop (or a lost
-	// lease) ends it early; StopContext bounds how long Stop waits for them. When Detached
+	// lease) ends it early; Stop's context bounds how long Stop waits for them. When Detached
 	// turns run already, the call drains inline. 0 (the default): every turn drains inline.
 	Detached int
 	// Replication, when on, makes Submit's take count as done only once replicas
@@ -209,12 +215,6 @@ func (c *Config) setDefaults() {
 	case c.QuarantineMinAge < 0:
 		c.QuarantineMinAge = 0
 	}
-	if c.Pipelines == 0 {
-		c.Pipelines = PipelinesDefault
-	}
-	if c.PipelineMax == 0 {
-		c.PipelineMax = PipelineMaxDefault
-	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -223,29 +223,43 @@ func (c *Config) setDefaults() {
 	}
 }
 
-func (c *Config) validate() error {
+// Validate reports every problem of c at once (joined with errors.Join), as New does: zero
+// fields count as their defaults.
+func (c Config) Validate() error {
+	c.setDefaults()
 	var errs []error
+	if c.Client == nil {
+		errs = append(errs, errors.New("Client is nil"))
+	}
+	if c.Handler == nil {
+		errs = append(errs, errors.New("Handler is nil"))
+	}
 	if c.Prefix == "" {
 		errs = append(errs, errors.New("Prefix is empty"))
 	}
 	if c.LockTTL < LockTTLMin {
 		errs = append(errs, fmt.Errorf("LockTTL %v is below %v", c.LockTTL, LockTTLMin))
 	}
-	for name, v := range map[string]int{"MaxWait": c.MaxWait, "MaxWaitBytes": c.MaxWaitBytes, "DrainMaxEvents": c.DrainMaxEvents,
-		"SweepConcurrency": c.SweepConcurrency, "IndexShards": c.IndexShards, "MaxAttempts": c.MaxAttempts,
-		"Pipelines": c.Pipelines, "PipelineMax": c.PipelineMax} {
-		if v < 1 {
-			errs = append(errs, fmt.Errorf("%s %d is below 1", name, v))
+	// Slices, not maps: the problems come in the same order every time.
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"MaxWait", c.MaxWait}, {"MaxWaitBytes", c.MaxWaitBytes}, {"DrainMaxEvents", c.DrainMaxEvents},
+		{"SweepConcurrency", c.SweepConcurrency}, {"IndexShards", c.IndexShards}, {"MaxAttempts", c.MaxAttempts}} {
+		if f.v < 1 {
+			errs = append(errs, fmt.Errorf("%s %d is below 1", f.name, f.v))
 		}
 	}
 	if c.Detached < 0 {
 		errs = append(errs, fmt.Errorf("Detached %d is negative", c.Detached))
 	}
-	for name, v := range map[string]time.Duration{"HandlerDeadline": c.HandlerDeadline,
-		"DrainMaxTime": c.DrainMaxTime, "SweepInterval": c.SweepInterval,
-		"IndexGrace": c.IndexGrace, "RetryBackoff": c.RetryBackoff} {
-		if v <= 0 {
-			errs = append(errs, fmt.Errorf("%s %v is not positive", name, v))
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"HandlerDeadline", c.HandlerDeadline}, {"DrainMaxTime", c.DrainMaxTime}, {"SweepInterval", c.SweepInterval},
+		{"IndexGrace", c.IndexGrace}, {"RetryBackoff", c.RetryBackoff}} {
+		if f.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s %v is not positive", f.name, f.v))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -333,27 +347,26 @@ type Handoff struct {
 	drains   drainSet
 	slots    atomic.Int64 // turns on a goroutine of their own (Config.Detached bounds them)
 	stopping chan struct{}
-	aborted  context.Context // cancelled when StopContext's bound ends: detached turns' handlers end
+	aborted  context.Context // cancelled when Stop's bound ends: detached turns' handlers end
 	abort    context.CancelCauseFunc
 	svc      service
 }
 
-// New checks cfg and returns a Handoff whose turns run h. Start starts its sweeper.
-func New(rc redis.UniversalClient, cfg Config, h Handler) (*Handoff, error) {
-	if rc == nil || h == nil {
-		return nil, errors.New("lockhandoff: New needs a client and a handler")
-	}
-	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
+// New checks cfg (Config.Validate) and returns a Handoff whose turns run cfg.Handler.
+// Start starts its sweeper; Stop ends its turns.
+func New(cfg Config) (*Handoff, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.setDefaults()
+	rc, h := cfg.Client, cfg.Handler
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	hd := &Handoff{
 		rc: rc, cfg: cfg, handler: h, log: cfg.Logger, m: m,
-		batch:    newBatcher(rc, cfg.Pipelines, cfg.PipelineMax, max(cfg.LockTTL, 5*time.Second), cfg.Replication),
+		batch:    newBatcher(rc, sharedPipelines, sharedPipelineMax, max(cfg.LockTTL, 5*time.Second), cfg.Replication),
 		stopping: make(chan struct{}),
 	}
 	hd.aborted, hd.abort = context.WithCancelCause(context.Background())
@@ -414,10 +427,10 @@ func (h *Handoff) Submit(ctx context.Context, entity string, envelope []byte) (O
 		return OutcomeNone, fmt.Errorf("lockhandoff: submit %s: %w", entity, err)
 	}
 	switch take.status {
-	case takeFull:
+	case statusFull:
 		h.m.full.Inc()
-		return OutcomeFull, fmt.Errorf("lockhandoff: submit %s: %w", entity, ErrQueueFull)
-	case takeQueued:
+		return OutcomeFull, fmt.Errorf("lockhandoff: submit %s: %w", entity, statusError(statusFull, nil))
+	case statusQueued:
 		h.m.depth.Observe(float64(take.depth))
 		return OutcomeQueued, nil
 	}

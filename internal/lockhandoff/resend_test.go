@@ -2,6 +2,7 @@ package lockhandoff
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -18,10 +19,10 @@ func TestHandoffSentAgainChangesNothing(t *testing.T) {
 
 // A handoff sent again, as the client does when a round trip's reply is lost (go-redis
 // retries after EOF or a read timeout), must not finish the next envelope before it ran,
-// nor commit the writes twice: the script checks the seq of the envelope it finishes.
+// nor commit the trims twice: the script checks the seq of the envelope it finishes.
 //
 // Broken variant tried: handoff.lua without the seq check: the second send deleted e1 from
-// proc unrun, moved e2 there, and INCRed the counter twice.
+// proc unrun, moved e2 there, and trimmed the list twice.
 func testHandoffSentAgain(t *testing.T, b backend) {
 	rc, prefix := b.client(t)
 	ctx := context.Background()
@@ -35,22 +36,25 @@ func testHandoffSentAgain(t *testing.T, b backend) {
 	k := hd.keys(entity)
 	token := rc.Get(ctx, k.lock).Val()
 	seq, _ := rc.Get(ctx, k.seq).Int64()
-	count := Key(prefix, entity, "n")
-	w := []Write{{Cmd: "INCR", Keys: []string{count}}}
-	st, next, _, err := hd.runHandoff(ctx, k, token, seq, w)
-	if err != nil || st != handoffNext || string(next.envelope) != "e1" {
-		t.Fatalf("first handoff: %v %q %v", st, next.envelope, err)
+	list := Key(prefix, entity, "list")
+	if err := rc.RPush(ctx, list, "a", "b", "c").Err(); err != nil {
+		t.Fatal(err)
+	}
+	w := []trim{{key: list, n: 1}}
+	next, more, err := hd.runHandoff(ctx, k, token, seq, w)
+	if err != nil || !more || string(next.envelope) != "e1" {
+		t.Fatalf("first handoff: %v %q %v", more, next.envelope, err)
 	}
 	before := snapshotKeys(t, rc, prefix, entity)
-	st, _, _, err = hd.runHandoff(ctx, k, token, seq, w)
-	if err != nil || st != handoffStale {
-		t.Errorf("the same handoff sent again: %v %v, want stale", st, err)
+	_, more, err = hd.runHandoff(ctx, k, token, seq, w)
+	if !errors.Is(err, errStaleStep) || more {
+		t.Errorf("the same handoff sent again: %v %v, want stale", more, err)
 	}
 	if after := snapshotKeys(t, rc, prefix, entity); after != before {
 		t.Errorf("the handoff sent again changed the entity:\n before %s\n after  %s", before, after)
 	}
-	if got := rc.Get(ctx, count).Val(); got != "1" {
-		t.Errorf("the committed write ran %s times", got)
+	if got := rc.LLen(ctx, list).Val(); got != 2 {
+		t.Errorf("the committed trim ran %d times", 3-got)
 	}
 	if err := release(); err != nil { // e0's own handoff finds the seq moved on: stale, the turn is left
 		t.Fatal(err)
@@ -75,12 +79,12 @@ func TestTakeSentAgainAnswersTurn(t *testing.T) {
 	k := hd.keys(entity)
 	token := newToken()
 	first, err := hd.takeAndIndex(ctx, entity, k, token, []byte("e0"))
-	if err != nil || first.status != takeTurn {
+	if err != nil || first.status != statusTurn {
 		t.Fatalf("first take: %+v %v", first, err)
 	}
 	before := snapshotKeys(t, rc, prefix, entity)
 	again, err := hd.takeAndIndex(ctx, entity, k, token, []byte("e0"))
-	if err != nil || again.status != takeTurn || string(again.first.envelope) != "e0" || again.first.seq != first.first.seq || !again.first.rerun {
+	if err != nil || again.status != statusTurn || string(again.first.envelope) != "e0" || again.first.seq != first.first.seq || !again.first.rerun {
 		t.Errorf("take sent again: %+v %v, want TURN on e0, seq %d, rerun", again, err, first.first.seq)
 	}
 	if after := snapshotKeys(t, rc, prefix, entity); after != before {
@@ -88,7 +92,7 @@ func TestTakeSentAgainAnswersTurn(t *testing.T) {
 	}
 
 	// Resume: leave the turn with e0 in proc, resume twice with one token.
-	if n, _, err := hd.runLeave(ctx, k, token, false, nil); err != nil || n != 1 {
+	if n, err := hd.runLeave(ctx, k, token, false, nil); err != nil || n != 1 {
 		t.Fatalf("leave: %d %v", n, err)
 	}
 	token2 := newToken()
@@ -121,6 +125,7 @@ func TestStaleHandoffNudges(t *testing.T) {
 		turn    Turn
 		hd      *Handoff
 		resent  atomic.Bool
+		running = make(chan struct{}, 1) // e0's handler runs: e0 is in proc
 		release = make(chan struct{})
 	)
 	hd, _ = newTestHandoff(t, rc, prefix, Config{
@@ -128,22 +133,28 @@ func TestStaleHandoffNudges(t *testing.T) {
 		Hooks: Hooks{BeforeStep: func(string) {
 			if resent.CompareAndSwap(false, true) {
 				// The first send of this step ran; only its reply was lost.
-				if st, _, _, err := hd.runHandoff(ctx, hd.keys(entity), turn.Token, turn.Seq, nil); err != nil || st != handoffNext {
-					t.Errorf("first send of the handoff: %v %v", st, err)
+				if _, more, err := hd.runHandoff(ctx, hd.keys(entity), turn.Token, turn.Seq, nil); err != nil || !more {
+					t.Errorf("first send of the handoff: %v %v", more, err)
 				}
 			}
 		}},
 	}, func(_ context.Context, tn Turn, env []byte) error {
 		if string(env) == "e0" {
 			turn = tn
+			select {
+			case running <- struct{}{}:
+			default:
+			}
 			<-release
 		}
 		return nil
 	})
 	done := make(chan struct{})
 	go func() { hd.Submit(ctx, entity, []byte("e0")); close(done) }()
-	for rc.LLen(ctx, Key(prefix, entity, "proc")).Val() == 0 {
-		time.Sleep(time.Millisecond)
+	select {
+	case <-running:
+	case <-time.After(30 * time.Second): // hang guard
+		t.Fatal("e0's handler never ran")
 	}
 	if out, err := hd.Submit(ctx, entity, []byte("e1")); err != nil || out != OutcomeQueued {
 		t.Fatalf("e1: %v %v", out, err)

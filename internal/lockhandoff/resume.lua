@@ -6,11 +6,11 @@
 -- ARGV[2] ttl    lease TTL in milliseconds
 --
 -- Returns
---   {1, seq, entry, now_ms, depth, rerun}  TURN: lock is ours; rerun is 1 when entry is the
---                                          envelope a previous holder left in proc (it goes
---                                          first), 0 when it was moved from wait
---   {0}                                    EMPTY: no backlog, nothing written
---   {-1}                                   BUSY: someone holds the turn
+--   {STATUS_TURN, seq, entry, now_ms, depth, rerun}
+--                  lock is ours; rerun is 1 when entry is the envelope a previous holder
+--                  left in proc (it goes first), 0 when it was moved from wait
+--   {STATUS_EMPTY} no backlog, nothing written
+--   {STATUS_BUSY}  someone holds the turn
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then
   -- This very resume ran already (tokens are never reused) and its reply was lost: answer
@@ -18,11 +18,11 @@ if holder == ARGV[1] then
   local cur = redis.call('LINDEX', KEYS[3], 0)
   if cur then
     local now = nowMillis()
-    return {1, tonumber(redis.call('GET', KEYS[4])), cur, tonumber(now), redis.call('LLEN', KEYS[2]), 1}
+    return {STATUS_TURN, tonumber(redis.call('GET', KEYS[4])), cur, tonumber(now), redis.call('LLEN', KEYS[2]), 1}
   end
 end
 if holder then
-  return {-1}
+  return {STATUS_BUSY}
 end
 local rerun = 1
 local cur = redis.call('LINDEX', KEYS[3], 0)
@@ -32,7 +32,7 @@ if not cur then
   cur = redis.call('LMOVE', KEYS[2], KEYS[3], 'LEFT', 'RIGHT')
   if not cur then
     redis.call('DEL', KEYS[5])
-    return {0}
+    return {STATUS_EMPTY}
   end
   depth = depth - 1
   if depth == 0 or redis.call('DECRBY', KEYS[5], #cur) <= 0 then
@@ -41,4 +41,4 @@ if not cur then
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 local now = nowMillis()
-return {1, redis.call('INCR', KEYS[4]), cur, tonumber(now), depth, rerun}
+return {STATUS_TURN, redis.call('INCR', KEYS[4]), cur, tonumber(now), depth, rerun}

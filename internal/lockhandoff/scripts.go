@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -15,36 +16,39 @@ import (
 )
 
 var (
-	// clock.lua defines nowMillis, the server's time; the scripts that read the time run
-	// with it prepended.
+	// status.lua names the statuses (see status.go), and clock.lua defines nowMillis, the
+	// server's time; the scripts that answer a status or read the time run with them
+	// prepended.
+	//go:embed status.lua
+	statusSrc string
 	//go:embed clock.lua
 	clockSrc string
 	//go:embed take.lua
 	takeSrc    string
-	takeScript = redis.NewScript(clockSrc + takeSrc)
-	//go:embed writes.lua
-	writesSrc string
+	takeScript = redis.NewScript(statusSrc + clockSrc + takeSrc)
+	//go:embed trims.lua
+	trimsSrc string
 	//go:embed handoff.lua
 	handoffSrc    string
-	handoffScript = redis.NewScript(clockSrc + writesSrc + handoffSrc)
+	handoffScript = redis.NewScript(statusSrc + clockSrc + trimsSrc + handoffSrc)
 	//go:embed leave.lua
 	leaveSrc    string
-	leaveScript = redis.NewScript(writesSrc + leaveSrc)
+	leaveScript = redis.NewScript(statusSrc + trimsSrc + leaveSrc)
 	//go:embed renew.lua
 	renewSrc    string
 	renewScript = redis.NewScript(renewSrc)
 	//go:embed resume.lua
 	resumeSrc    string
-	resumeScript = redis.NewScript(clockSrc + resumeSrc)
+	resumeScript = redis.NewScript(statusSrc + clockSrc + resumeSrc)
 	//go:embed state.lua
 	stateSrc    string
 	stateScript = redis.NewScript(stateSrc)
 	//go:embed attempts.lua
 	attemptsSrc    string
-	attemptsScript = redis.NewScript(clockSrc + attemptsSrc)
+	attemptsScript = redis.NewScript(statusSrc + clockSrc + attemptsSrc)
 	//go:embed skip.lua
 	skipSrc    string
-	skipScript = redis.NewScript(clockSrc + skipSrc)
+	skipScript = redis.NewScript(statusSrc + clockSrc + skipSrc)
 	//go:embed forget.lua
 	forgetSrc    string
 	forgetScript = redis.NewScript(forgetSrc)
@@ -85,16 +89,8 @@ func parseEntry(seq any, raw any, now any, depth any) (entry, error) {
 	return e, nil
 }
 
-type takeStatus int
-
-const (
-	takeTurn   takeStatus = 1
-	takeQueued takeStatus = 2
-	takeFull   takeStatus = 3
-)
-
 type takeResult struct {
-	status takeStatus
+	status status // statusTurn, statusQueued or statusFull
 	depth  int64
 	first  entry // on takeTurn
 }
@@ -136,16 +132,16 @@ func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token
 		return takeResult{}, err
 	}
 	r.first.sent = sent
-	if acked != nil && r.status != takeFull {
-		if r.status == takeTurn {
+	if acked != nil && r.status != statusFull {
+		if r.status == statusTurn {
 			// Not yet durable: the caller keeps its message, and its redelivery finds the
 			// envelope in proc (or in wait) and runs it from there.
 			h.leave(entity, k, token, false, false)
 		}
 		return takeResult{}, fmt.Errorf("take not replicated: %w", acked)
 	}
-	if err := zc.Err(); err != nil && r.status != takeFull {
-		if r.status == takeTurn {
+	if err := zc.Err(); err != nil && r.status != statusFull {
+		if r.status == statusTurn {
 			// Without its index entry the backlog could be orphaned if we died now: give
 			// the turn back (the envelope stays in Redis) and let the redelivery of the
 			// caller's message queue it again, with its entry.
@@ -156,16 +152,18 @@ func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token
 	return r, nil
 }
 
+// parseTake reads take.lua's reply. FULL is a result, not an error here: Submit answers
+// its error (statusErrors), and the take's other checks do not apply to it.
 func parseTake(v []any) (takeResult, error) {
 	if len(v) < 2 {
 		return takeResult{}, fmt.Errorf("take: unexpected reply %v", v)
 	}
-	st, _ := v[0].(int64)
-	switch takeStatus(st) {
-	case takeQueued, takeFull:
+	st, _ := replyStatus(v)
+	switch st {
+	case statusQueued, statusFull:
 		d, _ := v[1].(int64)
-		return takeResult{status: takeStatus(st), depth: d}, nil
-	case takeTurn:
+		return takeResult{status: st, depth: d}, nil
+	case statusTurn:
 		if len(v) < 6 {
 			return takeResult{}, fmt.Errorf("take: unexpected reply %v", v)
 		}
@@ -175,53 +173,32 @@ func parseTake(v []any) (takeResult, error) {
 		}
 		rerun, _ := v[5].(int64)
 		e.rerun = rerun == 1
-		return takeResult{status: takeTurn, depth: e.depth, first: e}, nil
+		return takeResult{status: statusTurn, depth: e.depth, first: e}, nil
 	}
 	return takeResult{}, fmt.Errorf("take: unexpected status %v", v[0])
 }
 
-type handoffStatus int
-
-const (
-	handoffStale handoffStatus = -3
-	// statusWriteFailed is every step script's answer {-2, i, message} when a committed
-	// write failed (writes.lua): then nothing else changed.
-	statusWriteFailed               = -2
-	handoffLost       handoffStatus = -1
-	handoffDone       handoffStatus = 0
-	handoffNext       handoffStatus = 1
-)
-
-// runHandoff runs handoff.lua for the envelope of seq, committing writes first (see
-// Commit). replies holds the writes' replies; a failed write is a *writeFailure error, and
-// then nothing else changed. handoffStale says the step for seq ran already (a retried
-// round trip): nothing changed either.
-func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, seq int64, writes []Write) (st handoffStatus, next entry, replies any, err error) {
-	ks, args := writeArgs(writes, []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}, []any{token, h.cfg.LockTTL.Milliseconds(), seq})
+// runHandoff runs handoff.lua for the envelope of seq, committing trims first (see
+// TrimWithStep). more says the turn moved on to next; without it, the turn was released.
+// An error from statusErrors means nothing changed: ErrTrimFailed (a trim failed),
+// errLeaseLost, or errStaleStep (the step for seq ran already: a retried round trip).
+func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, seq int64, trims []trim) (next entry, more bool, err error) {
+	ks, args := trimArgs(trims, []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}, []any{token, h.cfg.LockTTL.Milliseconds(), seq})
 	v, err := h.evalShared(ctx, handoffScript, ks, args...).Slice()
 	if err != nil {
-		return 0, entry{}, nil, err
+		return entry{}, false, err
 	}
-	s, _ := v[0].(int64)
-	switch handoffStatus(s) {
-	case handoffLost, handoffStale:
-		return handoffStatus(s), entry{}, nil, nil
-	case handoffDone:
-		if len(v) >= 2 {
-			replies = v[1]
-		}
-		return handoffDone, entry{}, replies, nil
-	case handoffNext:
-		if len(v) < 6 {
-			return 0, entry{}, nil, fmt.Errorf("handoff: unexpected reply %v", v)
-		}
+	st, err := replyStatus(v)
+	switch {
+	case err != nil:
+		return entry{}, false, err
+	case st == statusDone:
+		return entry{}, false, nil
+	case st == statusNext && len(v) >= 5:
 		next, err = parseEntry(v[1], v[2], v[3], v[4])
-		return handoffNext, next, v[5], err
+		return next, err == nil, err
 	}
-	if s == statusWriteFailed {
-		return 0, entry{}, nil, parseWriteFailure(v)
-	}
-	return 0, entry{}, nil, fmt.Errorf("handoff: unexpected reply %v", v)
+	return entry{}, false, fmt.Errorf("handoff: unexpected reply %v", v)
 }
 
 // runResume takes a free turn with a backlog; ok is false when the turn is held or
@@ -232,11 +209,13 @@ func (h *Handoff) runResume(ctx context.Context, k keys, token string) (entry, b
 	if err != nil {
 		return entry{}, false, err
 	}
-	st, _ := v[0].(int64)
-	if st != 1 {
+	st, err := replyStatus(v)
+	switch {
+	case errors.Is(err, errBusy), err == nil && st == statusEmpty:
 		return entry{}, false, nil
-	}
-	if len(v) < 6 {
+	case err != nil:
+		return entry{}, false, err
+	case st != statusTurn || len(v) < 6:
 		return entry{}, false, fmt.Errorf("resume: unexpected reply %v", v)
 	}
 	e, err := parseEntry(v[1], v[2], v[3], v[4])
@@ -249,28 +228,25 @@ func (h *Handoff) runResume(ctx context.Context, k keys, token string) (entry, b
 	return e, true, nil
 }
 
-// runLeave releases the turn token-checked, committing writes first (see Commit); done
-// removes the envelope in proc. It returns the backlog left, or -1 when the lock was not
-// ours, and the writes' replies; a failed write is a *writeFailure error, and then nothing
-// else changed.
-func (h *Handoff) runLeave(ctx context.Context, k keys, token string, done bool, writes []Write) (left int64, replies any, err error) {
+// runLeave releases the turn token-checked, committing trims first (see TrimWithStep);
+// done removes the envelope in proc. It returns the backlog left. An error from
+// statusErrors means nothing changed: errLeaseLost (the lock was not ours) or
+// ErrTrimFailed.
+func (h *Handoff) runLeave(ctx context.Context, k keys, token string, done bool, trims []trim) (left int64, err error) {
 	d := "0"
 	if done {
 		d = "1"
 	}
-	ks, args := writeArgs(writes, []string{k.lock, k.wait, k.proc}, []any{token, d})
+	ks, args := trimArgs(trims, []string{k.lock, k.wait, k.proc}, []any{token, d})
 	v, err := h.evalShared(ctx, leaveScript, ks, args...).Slice()
 	if err != nil {
-		return 0, nil, err
+		return 0, err
 	}
-	left, _ = v[0].(int64)
-	switch {
-	case left == statusWriteFailed:
-		return 0, nil, parseWriteFailure(v)
-	case left >= 0 && len(v) >= 2:
-		replies = v[1]
+	st, err := replyStatus(v)
+	if err != nil {
+		return 0, err
 	}
-	return left, replies, nil
+	return int64(st), nil // not a status: the backlog left
 }
 
 // evalShared runs s in a shared pipeline (see batcher). When the server did not know the

@@ -8,11 +8,11 @@
 -- dead-letters the envelope instead of running it (again) and moves the turn on.
 --
 -- Returns
---   {1, entry}  marked; entry is the proc entry "<enqueued_at_ms>:<envelope>"
---   {0}         proc is empty: nothing to skip
+--   {STATUS_MARKED, entry}  marked; entry is the proc entry "<enqueued_at_ms>:<envelope>"
+--   {STATUS_NO_ENVELOPE}    proc is empty: nothing to skip
 local cur = redis.call('LINDEX', KEYS[1], 0)
 if not cur then
-  return {0}
+  return {STATUS_NO_ENVELOPE}
 end
 local d = redis.sha1hex(cur)
 if redis.call('HGET', KEYS[2], 'entry') ~= d then
@@ -22,4 +22,4 @@ if redis.call('HGET', KEYS[2], 'entry') ~= d then
 end
 redis.call('HSET', KEYS[2], 'skip', '1')
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
-return {1, cur}
+return {STATUS_MARKED, cur}

@@ -59,9 +59,22 @@ func (h *Handoff) Start(ctx context.Context) error {
 // Stop stops the sweeper and waits until every drain in flight (of Submit, Resume or the
 // sweeper) has left its turn: each finishes the envelope its handler runs, then releases
 // the turn and calls Nudge when a backlog remains. Submits after Stop still queue; one that
-// takes the turn handles one envelope and leaves (after StopContext's bound has ended, a
-// detached one's handler is cancelled at once, and the envelope stays in proc).
-func (h *Handoff) Stop() {
+// takes the turn handles one envelope and leaves.
+//
+// ctx bounds the handlers of detached turns: when it ends before every turn has left,
+// those still running are cancelled, and their turns leave with the envelope in proc and
+// a Nudge for the backlog (no caller's context reaches a detached turn; an inline one ends
+// with its caller's). Stop still waits for those leaves, and for inline and sweeper turns,
+// so it returns only once no turn of this Handoff is held; from then on, a detached turn's
+// handler is cancelled at once. The order-worker bounds it with its shutdown budget; a ctx
+// that never ends (context.Background) lets every handler finish.
+//
+// Stop returns ctx's error when ctx ended before Stop was done waiting (the handlers it
+// cut short, if any, left their envelopes in proc, to be re-run), nil otherwise. It may be called again
+// (the order-worker calls it once with its bound and once after its consumer returned):
+// each call waits for the turns in flight.
+func (h *Handoff) Stop(ctx context.Context) error {
+	bound := context.AfterFunc(ctx, func() { h.abort(errStopBound) })
 	h.svc.stopOnce.Do(func() { close(h.stopping) })
 	h.svc.mu.Lock()
 	cancel, done := h.svc.cancel, h.svc.done
@@ -71,22 +84,14 @@ func (h *Handoff) Stop() {
 		cancel()
 	}
 	<-h.drains.wait()
+	if !bound() {
+		return fmt.Errorf("lockhandoff: stop: %w", context.Cause(ctx))
+	}
+	return nil
 }
 
-// errStopBound is the cause a detached turn's handler sees when StopContext's bound ends.
+// errStopBound is the cause a detached turn's handler sees when Stop's bound ends.
 var errStopBound = errors.New("lockhandoff: stop: its bound ended before the turn left")
-
-// StopContext is Stop with a bound on the handlers of detached turns: when ctx ends before
-// every turn has left, those still running are cancelled, and their turns leave with the
-// envelope in proc and a Nudge for the backlog (no caller's context reaches a detached
-// turn; an inline one ends with its caller's). It still waits for those leaves, and for
-// inline and sweeper turns, as Stop does. The order-worker bounds it with its shutdown
-// budget.
-func (h *Handoff) StopContext(ctx context.Context) {
-	stop := context.AfterFunc(ctx, func() { h.abort(errStopBound) })
-	defer stop()
-	h.Stop()
-}
 
 func (h *Handoff) sweepLoop(ctx context.Context) {
 	for {

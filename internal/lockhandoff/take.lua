@@ -23,14 +23,14 @@
 -- again and writes nothing.
 --
 -- Returns
---   {1, seq, entry, now_ms, depth, rerun}
---                                   TURN: lock is ours; entry (now in proc) is to be processed
+--   {STATUS_TURN, seq, entry, now_ms, depth, rerun}
+--                                   lock is ours; entry (now in proc) is to be processed
 --                                   first. When proc or wait held a backlog, entry is the
 --                                   oldest of it and the envelope was appended to wait; rerun
 --                                   is 1 when entry was left in proc by an earlier holder.
---   {2, depth}                      QUEUED: the envelope was appended to wait; depth is LLEN wait
---   {3, depth}                      FULL: nothing was written (LLEN wait at ARGV[3], or
---                                   the entry would take wait's bytes past ARGV[5])
+--   {STATUS_QUEUED, depth}          the envelope was appended to wait; depth is LLEN wait
+--   {STATUS_FULL, depth}            nothing was written (LLEN wait at ARGV[3], or the
+--                                   entry would take wait's bytes past ARGV[5])
 local now = nowMillis()
 local entry = now .. ':' .. ARGV[4]
 local bound = tonumber(ARGV[3])
@@ -59,14 +59,14 @@ if holder == ARGV[1] then
   -- first answer's rerun is unknown here, so the envelope in proc counts as a re-run.
   local cur = redis.call('LINDEX', KEYS[3], 0)
   if cur then
-    return {1, tonumber(redis.call('GET', KEYS[4])), cur, tonumber(now), depth, 1}
+    return {STATUS_TURN, tonumber(redis.call('GET', KEYS[4])), cur, tonumber(now), depth, 1}
   end
 end
 if holder then
   if full then
-    return {3, depth}
+    return {STATUS_FULL, depth}
   end
-  return {2, push()}
+  return {STATUS_QUEUED, push()}
 end
 
 local cur = redis.call('LINDEX', KEYS[3], 0)
@@ -78,7 +78,7 @@ if cur or depth > 0 then
   -- A holder left a backlog (it crashed, was abandoned, or left on a budget): earlier
   -- arrivals go first, so the envelope queues behind them and the turn starts from proc.
   if full then
-    return {3, depth}
+    return {STATUS_FULL, depth}
   end
   depth = push()
   if not cur then
@@ -93,4 +93,4 @@ else
   cur = entry
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return {1, redis.call('INCR', KEYS[4]), cur, tonumber(now), depth, rerun}
+return {STATUS_TURN, redis.call('INCR', KEYS[4]), cur, tonumber(now), depth, rerun}

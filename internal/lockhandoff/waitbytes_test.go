@@ -53,23 +53,23 @@ func TestWaitBytesFollowEveryScript(t *testing.T) {
 	k := hd.keys(entity)
 
 	first, err := hd.takeAndIndex(ctx, entity, k, "tok-a", []byte("e0"))
-	if err != nil || first.status != takeTurn {
+	if err != nil || first.status != statusTurn {
 		t.Fatalf("take e0: %+v %v", first, err)
 	}
 	for _, e := range []string{"e1", strings.Repeat("x", 300), "e3"} {
-		if r, err := hd.takeAndIndex(ctx, entity, k, "tok-b", []byte(e)); err != nil || r.status != takeQueued {
+		if r, err := hd.takeAndIndex(ctx, entity, k, "tok-b", []byte(e)); err != nil || r.status != statusQueued {
 			t.Fatalf("take %.5s: %+v %v", e, r, err)
 		}
 		waitBytesAgree(t, rc, k, "after a queued take")
 	}
 	// The holder finishes e0: e1 moves to proc.
-	st, next, _, err := hd.runHandoff(ctx, k, "tok-a", first.first.seq, nil)
-	if err != nil || st != handoffNext {
-		t.Fatalf("handoff: %v %v", st, err)
+	next, more, err := hd.runHandoff(ctx, k, "tok-a", first.first.seq, nil)
+	if err != nil || !more {
+		t.Fatalf("handoff: %v %v", more, err)
 	}
 	waitBytesAgree(t, rc, k, "after a handoff")
 	// The holder leaves with e1 done and the rest waiting; a resume moves the next one.
-	if _, _, err := hd.runLeave(ctx, k, "tok-a", true, nil); err != nil {
+	if _, err := hd.runLeave(ctx, k, "tok-a", true, nil); err != nil {
 		t.Fatal(err)
 	}
 	res, ok, err := hd.runResume(ctx, k, "tok-c")
@@ -79,22 +79,22 @@ func TestWaitBytesFollowEveryScript(t *testing.T) {
 	waitBytesAgree(t, rc, k, "after a resume")
 	// The resumer leaves with its envelope done: a take finds the turn free and a backlog,
 	// queues behind it and moves the oldest to proc.
-	if _, _, err := hd.runLeave(ctx, k, "tok-c", true, nil); err != nil {
+	if _, err := hd.runLeave(ctx, k, "tok-c", true, nil); err != nil {
 		t.Fatal(err)
 	}
 	r, err := hd.takeAndIndex(ctx, entity, k, "tok-d", []byte("e4"))
-	if err != nil || r.status != takeTurn {
+	if err != nil || r.status != statusTurn {
 		t.Fatalf("take over a backlog: %+v %v", r, err)
 	}
 	waitBytesAgree(t, rc, k, "after a take over a backlog")
 	seq := r.first.seq
 	for {
-		st, next, _, err = hd.runHandoff(ctx, k, "tok-d", seq, nil)
+		next, more, err = hd.runHandoff(ctx, k, "tok-d", seq, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		waitBytesAgree(t, rc, k, "while draining")
-		if st != handoffNext {
+		if !more {
 			break
 		}
 		seq = next.seq

@@ -12,6 +12,7 @@ import (
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/testenv"
 )
 
 // recorder counts, per event id, the results that reached the results queue, and can
@@ -64,8 +65,7 @@ func (r *recorder) count(eventID string) int {
 func (h *harness) settle(entity string) {
 	h.t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.WaitFor(h.t, 30*time.Second, entity+"'s turn free with proc, wait and outbox empty", func() bool {
 		lock, err := h.rc.Exists(ctx, lockhandoff.Key(h.prefix, entity, "lock")).Result()
 		if err != nil {
 			h.t.Fatal(err)
@@ -78,14 +78,8 @@ func (h *harness) settle(entity string) {
 			}
 			n += l
 		}
-		if lock == 0 && n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("%s did not settle: lock %d, %d entries in proc, wait and outbox", entity, lock, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return lock == 0 && n == 0
+	})
 }
 
 // A duplicate delivery of a done event publishes nothing: its result went out with the

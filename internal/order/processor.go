@@ -347,7 +347,8 @@ func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev Event, st
 		reply, err = commitScript.Run(ctx, p.rc, keys, args...).Slice()
 	}
 	if err != nil {
-		if isFenced(err) {
+		err = commitError(err)
+		if errors.Is(err, errFenced) {
 			p.metrics.fenced.Inc()
 			return nil, fmt.Errorf("%w: %s", ErrFenced, t.Entity)
 		}
@@ -437,9 +438,17 @@ func (p *Processor) replicated(ctx context.Context, t lockhandoff.Turn, ev Event
 // replyFenced opens commit.lua's error reply when the turn is no longer this holder's.
 const replyFenced = "FENCED"
 
-func isFenced(err error) bool {
+// errFenced is commit.lua's FENCED reply as a value; the caller reports ErrFenced.
+var errFenced = errors.New("order: commit.lua: " + replyFenced)
+
+// commitError maps commit.lua's error replies to errors, matched with errors.Is: the one
+// place where they become Go values. Other errors pass unchanged.
+func commitError(err error) error {
 	var re redis.Error
-	return errors.As(err, &re) && redis.HasErrorPrefix(re, replyFenced)
+	if errors.As(err, &re) && redis.HasErrorPrefix(re, replyFenced) {
+		return fmt.Errorf("%w: %w", errFenced, err)
+	}
+	return err
 }
 
 // flush publishes the outbox, oldest first, before the turn moves on. first, when not
@@ -471,7 +480,7 @@ func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []strin
 		// event leaves proc in the same script that trims its results. A trim that fails
 		// there leaves the event in proc: its re-run finds it done and publishes these
 		// results again (at least once).
-		if len(items) < outboxBatch && lockhandoff.Commit(ctx, lockhandoff.Write{Cmd: "LTRIM", Keys: []string{outbox}, Args: []any{len(items), -1}}) == nil {
+		if len(items) < outboxBatch && lockhandoff.TrimWithStep(ctx, outbox, len(items), nil) == nil {
 			return nil
 		}
 		ok, err := ackScript.Run(ctx, p.rc, []string{p.key(t.Entity, "lock"), outbox}, t.Token, len(items)).Int()

@@ -123,7 +123,8 @@ func newHarnessWith(t *testing.T, skus []ledger.SKU, opts harnessOptions) *harne
 		tc.Quarantine = h.proc.Quarantine
 		opts.turns(&tc)
 	}
-	h.turns, err = lockhandoff.New(rc, tc, h.proc.Handle)
+	tc.Client, tc.Handler = rc, h.proc.Handle
+	h.turns, err = lockhandoff.New(tc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func newHarnessWith(t *testing.T, skus []ledger.SKU, opts harnessOptions) *harne
 	if err := h.turns.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.turns.Stop(); cancel() })
+	t.Cleanup(func() { _ = h.turns.Stop(context.Background()); cancel() })
 	return h
 }
 
@@ -332,7 +333,7 @@ func TestSameEventFiveTimesHasOneEffect(t *testing.T) {
 	}
 	h.collect(1)
 	// Wait for every republished copy, then compare them.
-	time.Sleep(500 * time.Millisecond)
+	h.settle(e.LCID)
 	h.collect(1)
 	rs := h.results[e.EventID]
 	for _, r := range rs[1:] {
@@ -377,7 +378,7 @@ func TestOrderLostFromRedisIsRestoredFromPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns, err := lockhandoff.New(rc, lockhandoff.Config{Prefix: prefix}, proc.Handle)
+	turns, err := lockhandoff.New(lockhandoff.Config{Client: rc, Prefix: prefix, Handler: proc.Handle})
 	if err != nil {
 		t.Fatal(err)
 	}

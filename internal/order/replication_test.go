@@ -57,8 +57,11 @@ func replicatedHarness(t *testing.T, skus []ledger.SKU, replicas int, wrap func(
 	if wrap != nil {
 		handler = wrap(handler)
 	}
-	h.turns, err = lockhandoff.New(rc, lockhandoff.Config{Prefix: h.prefix, LockTTL: 2 * time.Second, SweepInterval: 200 * time.Millisecond,
-		RetryBackoff: 10 * time.Millisecond, Replication: w}, handler)
+	h.turns, err = lockhandoff.New(lockhandoff.Config{
+		Client: rc, Prefix: h.prefix, LockTTL: 2 * time.Second, SweepInterval: 200 * time.Millisecond,
+		RetryBackoff: 10 * time.Millisecond, Replication: w,
+		Handler: handler,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +69,7 @@ func replicatedHarness(t *testing.T, skus []ledger.SKU, replicas int, wrap func(
 	if err := h.turns.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.turns.Stop(); cancel() })
+	t.Cleanup(func() { _ = h.turns.Stop(context.Background()); cancel() })
 	return h, replica, reg
 }
 
@@ -117,7 +120,7 @@ func TestStoppedReplicaHoldsTheMessageAndTheResult(t *testing.T) {
 	e := placed("REPL-1", ledger.ModeReserve, line("1", "R", 2))
 	h.send(e)
 	// The first take, and the redelivery's, were short; so was a commit of a re-run.
-	eventually(t, "two short takes and a short commit", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "two short takes and a short commit", func() bool {
 		return metric(t, reg, "junban_redis_replication_short_total", "write", "take") >= 2 &&
 			metric(t, reg, "junban_redis_replication_short_total", "write", "commit") >= 1
 	})
@@ -132,7 +135,7 @@ func TestStoppedReplicaHoldsTheMessageAndTheResult(t *testing.T) {
 	if r := h.result(e.EventID); r.Outcome != event.Applied {
 		t.Errorf("after the replica came back: %s %s, want applied", r.Outcome, r.Reason)
 	}
-	eventually(t, "the message deleted", func() bool { return metric(t, consumer, "junban_queue_deleted_total") >= 1 })
+	testenv.WaitFor(t, 30*time.Second, "the message deleted", func() bool { return metric(t, consumer, "junban_queue_deleted_total") >= 1 })
 	h.settle("REPL-1")
 	h.appliedOnce("R", 2)
 }
@@ -173,7 +176,7 @@ func TestStoppedReplicaHoldsTheResultOfACommit(t *testing.T) {
 	<-g.held
 	replica.Pause(t)
 	g.release()
-	eventually(t, "short commits", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "short commits", func() bool {
 		return metric(t, reg, "junban_redis_replication_short_total", "write", "commit") >= 3
 	})
 	if n := h.pub.count(e.EventID); n != 0 {
@@ -184,7 +187,7 @@ func TestStoppedReplicaHoldsTheResultOfACommit(t *testing.T) {
 	if r := h.result(e.EventID); r.Outcome != event.Applied {
 		t.Errorf("after the replica came back: %s %s, want applied", r.Outcome, r.Reason)
 	}
-	eventually(t, "the message deleted", func() bool { return metric(t, consumer, "junban_queue_deleted_total") >= 1 })
+	testenv.WaitFor(t, 30*time.Second, "the message deleted", func() bool { return metric(t, consumer, "junban_queue_deleted_total") >= 1 })
 	h.settle("REPL-2")
 	h.appliedOnce("C", 3)
 }
@@ -254,11 +257,11 @@ func TestReplicationCost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		turns, err := lockhandoff.New(rc, lockhandoff.Config{Prefix: prefix, Detached: 128, Replication: w}, proc.Handle)
+		turns, err := lockhandoff.New(lockhandoff.Config{Client: rc, Prefix: prefix, Detached: 128, Replication: w, Handler: proc.Handle})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer turns.Stop()
+		defer func() { _ = turns.Stop(context.Background()) }()
 		bodies := make([][]byte, orders)
 		for i := range bodies {
 			bodies[i] = mustJSON(t, placed(fmt.Sprintf("M-%d", i), ledger.ModeReserve, line("1", "M", 1)))

@@ -35,11 +35,11 @@ func TestTransientLedgerErrorIsNoRejection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns, err := lockhandoff.New(h.rc, lockhandoff.Config{Prefix: prefix, HandlerRetries: 1, RetryBackoff: time.Millisecond}, broken.Handle)
+	turns, err := lockhandoff.New(lockhandoff.Config{Client: h.rc, Prefix: prefix, HandlerRetries: 1, RetryBackoff: time.Millisecond, Handler: broken.Handle})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(turns.Stop)
+	t.Cleanup(func() { _ = turns.Stop(context.Background()) })
 	e := placed("T1", ledger.ModeReserve, line("1", "A", 2))
 	body, _ := json.Marshal(e)
 	if _, err := turns.Submit(context.Background(), "T1", body); err != nil {
@@ -60,11 +60,11 @@ func TestTransientLedgerErrorIsNoRejection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns2, err := lockhandoff.New(h.rc, lockhandoff.Config{Prefix: prefix}, fixed.Handle)
+	turns2, err := lockhandoff.New(lockhandoff.Config{Client: h.rc, Prefix: prefix, Handler: fixed.Handle})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(turns2.Stop)
+	t.Cleanup(func() { _ = turns2.Stop(context.Background()) })
 	if _, err := turns2.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}

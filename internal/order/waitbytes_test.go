@@ -20,6 +20,7 @@ import (
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/testenv"
 )
 
 // outcomes counts what Submit answered, for a test that waits for one.
@@ -94,18 +95,6 @@ func (h *harness) ordersHeld() int {
 	return n
 }
 
-// eventually waits for cond; the guard only bounds a hang.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 30s for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // gate holds the handler of one event until opened: its turn stays taken, and what
 // arrives meanwhile queues behind it.
 type gate struct {
@@ -156,11 +145,11 @@ func TestWaitAtItsByteBoundKeepsTheMessageInSQS(t *testing.T) {
 	b1, _ := json.Marshal(e1)
 	g := newGate(e0.EventID)
 	// Room for e1's entry ("<13-digit ms>:" and its body) and not for a second one.
-	turns, err := lockhandoff.New(h.rc, lockhandoff.Config{Prefix: prefix, MaxWaitBytes: 14 + len(b1) + 10}, g.wrap(proc.Handle))
+	turns, err := lockhandoff.New(lockhandoff.Config{Client: h.rc, Prefix: prefix, MaxWaitBytes: 14 + len(b1) + 10, Handler: g.wrap(proc.Handle)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(turns.Stop)
+	t.Cleanup(func() { _ = turns.Stop(context.Background()) })
 	seen := &outcomes{Turns: turns}
 	h.consume(seen)
 	t.Cleanup(g.release)
@@ -168,11 +157,11 @@ func TestWaitAtItsByteBoundKeepsTheMessageInSQS(t *testing.T) {
 	h.send(e0)
 	<-g.held
 	h.send(e1)
-	eventually(t, "e1 queued", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "e1 queued", func() bool {
 		return h.rc.LLen(context.Background(), lockhandoff.Key(prefix, "WB-1", "wait")).Val() == 1
 	})
 	h.send(e2)
-	eventually(t, "a FULL answer", func() bool { return seen.full.Load() > 0 })
+	testenv.WaitFor(t, 30*time.Second, "a FULL answer", func() bool { return seen.full.Load() > 0 })
 	// e2 is nowhere but in SQS: not in Redis, no result.
 	if n := h.rc.LLen(context.Background(), lockhandoff.Key(prefix, "WB-1", "wait")).Val(); n != 1 {
 		t.Fatalf("wait holds %d entries after FULL, want e1 alone", n)
@@ -185,12 +174,12 @@ func TestWaitAtItsByteBoundKeepsTheMessageInSQS(t *testing.T) {
 	// The results queue can hand a result over before the publisher that sent it has
 	// returned and counted it: the count is awaited, then checked.
 	for _, e := range []event.Order{e0, e1, e2} {
-		eventually(t, string(e.Type)+" counted", func() bool { return h.pub.count(e.EventID) >= 1 })
+		testenv.WaitFor(t, 30*time.Second, string(e.Type)+" counted", func() bool { return h.pub.count(e.EventID) >= 1 })
 		if n := h.pub.count(e.EventID); n != 1 || len(h.results[e.EventID]) != 1 {
 			t.Errorf("%s: %d results published, %d received, want 1", e.Type, n, len(h.results[e.EventID]))
 		}
 	}
-	eventually(t, "the orders queue empty", func() bool { return h.ordersHeld() == 0 })
+	testenv.WaitFor(t, 30*time.Second, "the orders queue empty", func() bool { return h.ordersHeld() == 0 })
 	if n := h.rc.Exists(context.Background(), lockhandoff.Key(prefix, "WB-1", "waitbytes")).Val(); n != 0 {
 		t.Error("the byte count outlived the wait list")
 	}

@@ -62,9 +62,7 @@ func TestConsumerDoneDeletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := start(t, cons)
-	if !waitFor(30*time.Second, func() bool { return rec.distinct() == 25 }) {
-		t.Fatalf("handled %d of 25 messages", rec.distinct())
-	}
+	testenv.WaitFor(t, 30*time.Second, "25 messages handled", func() bool { return rec.distinct() == 25 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -120,9 +118,7 @@ func TestConsumerRetryComesBack(t *testing.T) {
 	}
 	stop := start(t, cons)
 	// The queue's visibility timeout is 10 s: seeing it again sooner proves the Retry's After.
-	if !waitFor(8*time.Second, func() bool { return len(rec.get("again")) >= 2 }) {
-		t.Fatalf("retried message came back %d times, want 2", len(rec.get("again")))
-	}
+	testenv.WaitFor(t, 8*time.Second, "the retried message to come back", func() bool { return len(rec.get("again")) >= 2 })
 	stop()
 	calls := rec.get("again")
 	if calls[1].ReceiveCount <= calls[0].ReceiveCount {
@@ -167,9 +163,7 @@ func TestConsumerPoisonGoesToDLQ(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := start(t, cons)
-	if !waitFor(30*time.Second, func() bool { return rec.distinct() == 4 }) {
-		t.Fatalf("handled %d of 4 messages", rec.distinct())
-	}
+	testenv.WaitFor(t, 30*time.Second, "4 messages handled", func() bool { return rec.distinct() == 4 })
 	stop()
 	if !sawTrace.Load() {
 		t.Error("handler context lacks the message's traceparent")
@@ -224,7 +218,7 @@ func TestConsumerBackPressure(t *testing.T) {
 				break
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // deliberate: each handler runs a while, so they overlap
 		running.Add(-1)
 		rec.add(m)
 		return queue.Outcome{Verdict: queue.Done}
@@ -234,9 +228,7 @@ func TestConsumerBackPressure(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := start(t, cons)
-	if !waitFor(60*time.Second, func() bool { return rec.distinct() == 30 }) {
-		t.Fatalf("handled %d of 30 messages", rec.distinct())
-	}
+	testenv.WaitFor(t, 60*time.Second, "30 messages handled", func() bool { return rec.distinct() == 30 })
 	stop()
 	if p := peak.Load(); p > 3 {
 		t.Fatalf("%d handlers ran at once, Concurrency is 3", p)
@@ -259,7 +251,7 @@ func TestConsumerHeartbeat(t *testing.T) {
 		if calls.Add(1) == 1 {
 			close(started)
 		}
-		time.Sleep(5 * time.Second)
+		time.Sleep(5 * time.Second) // deliberate: the handler outlasts the visibility timeout
 		return queue.Outcome{Verdict: queue.Done}
 	}
 	cons, err := queue.NewConsumer(cfg)
@@ -278,9 +270,7 @@ func TestConsumerHeartbeat(t *testing.T) {
 	if len(other) != 0 {
 		t.Fatalf("the slow message was delivered again while its handler ran")
 	}
-	if !waitFor(20*time.Second, func() bool { return queueDepth(t, c, q.URL) == 0 }) {
-		t.Fatal("slow message not deleted")
-	}
+	testenv.WaitFor(t, 20*time.Second, "the slow message to be deleted", func() bool { return queueDepth(t, c, q.URL) == 0 })
 	stop()
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("handler ran %d times", n)
@@ -311,7 +301,7 @@ func TestConsumerGracefulShutdown(t *testing.T) {
 		<-shutdown
 		switch string(m.Body) {
 		case "quick":
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(300 * time.Millisecond) // deliberate: it finishes after the cancel, within the budget
 			return queue.Outcome{Verdict: queue.Done}
 		case "patient":
 			<-ctx.Done()
@@ -398,9 +388,7 @@ func TestBatchConsumerGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := start(t, cons)
-	if !waitFor(30*time.Second, func() bool { return rec.distinct() == 26 && len(rec.get("retry")) == 2 }) {
-		t.Fatalf("handled %d of 26 messages, retry seen %d times", rec.distinct(), len(rec.get("retry")))
-	}
+	testenv.WaitFor(t, 30*time.Second, "26 messages handled, the retried one twice", func() bool { return rec.distinct() == 26 && len(rec.get("retry")) == 2 })
 	stop()
 	mu.Lock()
 	defer mu.Unlock()
@@ -478,9 +466,7 @@ func TestConsumerPoisonKeptWhenDLQFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := start(t, cons)
-	if !waitFor(20*time.Second, func() bool { return len(rec.get("cursed")) >= 2 }) {
-		t.Fatalf("poison message seen %d times, want it redelivered", len(rec.get("cursed")))
-	}
+	testenv.WaitFor(t, 20*time.Second, "the poison message to be redelivered", func() bool { return len(rec.get("cursed")) >= 2 })
 	stop()
 }
 
@@ -606,14 +592,15 @@ func TestBatchConsumerSharedBackPressure(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := start(t, cons)
-	time.Sleep(2 * time.Second)
+	testenv.WaitFor(t, 30*time.Second, "the first batch to be received", func() bool {
+		return metricValue(t, reg, "junban_queue_received_total") >= 10
+	})
+	time.Sleep(2 * time.Second) // deliberate: time for the receivers to take more than they may
 	if got := metricValue(t, reg, "junban_queue_received_total"); got > 20 || got < 10 {
 		t.Errorf("received %v messages while the handler was stuck, want 10-20", got)
 	}
 	close(release)
-	if !waitFor(30*time.Second, func() bool { return rec.distinct() == 60 }) {
-		t.Fatalf("handled %d of 60 messages", rec.distinct())
-	}
+	testenv.WaitFor(t, 30*time.Second, "60 messages handled", func() bool { return rec.distinct() == 60 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -639,9 +626,7 @@ func TestBatchConsumerSharedShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := start(t, cons)
-	if !waitFor(30*time.Second, func() bool { return metricValue(t, reg, "junban_queue_received_total") == 5 }) {
-		t.Fatal("the 5 messages were not received")
-	}
+	testenv.WaitFor(t, 30*time.Second, "the 5 messages to be received", func() bool { return metricValue(t, reg, "junban_queue_received_total") == 5 })
 	if rec.distinct() != 0 {
 		t.Fatal("a batch went out before its window or BatchMax")
 	}

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -68,9 +69,7 @@ func recordDone(rec *recorder, first func(ms []queue.Message)) queue.BatchHandle
 func runUntilHandled(t *testing.T, cons *queue.Consumer, rec *recorder, want int, timeout time.Duration) {
 	t.Helper()
 	stop := start(t, cons)
-	if !waitFor(timeout, func() bool { return rec.distinct() == want }) {
-		t.Fatalf("handled %d of %d messages", rec.distinct(), want)
-	}
+	testenv.WaitFor(t, timeout, fmt.Sprintf("%d messages handled", want), func() bool { return rec.distinct() == want })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -194,18 +193,6 @@ func start(t *testing.T, c *queue.Consumer) (stop func() error) {
 	}
 	t.Cleanup(func() { stop() })
 	return stop
-}
-
-// waitFor waits until cond holds or the timeout passes; it reports whether cond held.
-func waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return cond()
 }
 
 // recorder remembers what handlers saw, safely across goroutines.

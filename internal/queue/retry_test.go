@@ -92,11 +92,8 @@ func TestBatchConsumerRetryBatched(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := start(t, cons)
-	if !waitFor(30*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(cameBack) == n }) {
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("%d of %d retried messages came back within 30 s (visibility 60 s)", len(cameBack), n)
-	}
+	testenv.WaitFor(t, 30*time.Second, "the 25 retried messages to come back, sooner than the 60 s visibility",
+		func() bool { mu.Lock(); defer mu.Unlock(); return len(cameBack) == n })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,8 @@
 // prefix, a PostgreSQL schema with the migrations applied, and SQS queues with unique
 // names. The services come from the environment, or from the file JUNBAN_STACK_ENV names
 // (`make test` sets it to the stack's .junban/stack.env; nothing is looked up implicitly);
-// a test that cannot reach them fails and says how to start them.
+// a test that cannot reach them fails and says how to start them. WaitFor waits for a
+// condition with a deadline, for tests that wait for something to happen.
 //
 // Under -short (`make test-unit`) every helper that hands out a service, a built binary
 // or a server process of its own skips the test instead, so the unit tier needs nothing

@@ -14,6 +14,7 @@ import (
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/internal/webhook"
 )
 
@@ -125,12 +126,9 @@ func TestInFlightBound(t *testing.T) {
 		})
 	}
 	// Each held delivery is inside the handler, waiting for the rest of its body.
-	for deadline := time.Now().Add(10 * time.Second); gaugeValue(t, g.reg, "junban_webhook_in_flight") < bound; {
-		if time.Now().After(deadline) {
-			t.Fatalf("in flight %v, want %d", gaugeValue(t, g.reg, "junban_webhook_in_flight"), bound)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 10*time.Second, "the held deliveries in flight", func() bool {
+		return gaugeValue(t, g.reg, "junban_webhook_in_flight") >= bound
+	})
 
 	// A gateway that waits for this body gets its end after 20 s (the transport keeps
 	// writing it, so only its end frees the call), and answers something else than 503.

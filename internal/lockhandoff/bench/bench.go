@@ -42,8 +42,6 @@ type Options struct {
 	Producers int
 	// Keys is the number of entities of the spread measurements.
 	Keys int
-	// Pipelines is lockhandoff.Config.Pipelines of the handoff measurements; 0 is its default.
-	Pipelines int
 	// Detached is lockhandoff.Config.Detached of the handoff measurements (the spread one
 	// also measures 0 beside it).
 	Detached int
@@ -72,12 +70,13 @@ type Hot struct {
 	HandoffFairness        float64 `json:"handoff_fairness"`
 	RedsyncDefaultFairness float64 `json:"redsync_default_fairness"`
 	// HandoffOwnWriteEPS and HandoffOwnWriteP99Ms are handoff with the handler making its
-	// write itself, in a round trip of its own before the handoff's, instead of committing
-	// it with the step (lockhandoff.Commit). Not targets: they show what Commit saves.
+	// write (the trim) itself, in a round trip of its own before the handoff's, instead of
+	// committing it with the step (lockhandoff.TrimWithStep). Not targets: they show what
+	// TrimWithStep saves.
 	HandoffOwnWriteEPS   float64 `json:"handoff_own_write_eps"`
 	HandoffOwnWriteP99Ms float64 `json:"handoff_own_write_p99_ms"`
 	// HandoffDrainEPS is the drain loop alone: one turn works through a wait list filled
-	// in advance, the handler committing the same write, with no producer running. Producers
+	// in advance, the handler committing the same trim, with no producer running. Producers
 	// only add work to Redis and the cores, so it is about the ceiling of HandoffEPS on
 	// this machine in this run (within the noise of a short run). Not a target.
 	HandoffDrainEPS float64 `json:"handoff_drain_eps"`
@@ -288,16 +287,22 @@ func (b *background) nudge(ctx context.Context, h **lockhandoff.Handoff) func(co
 // ran, its write included, before it submits the next. Submit runs in a goroutine of its
 // own, as in a consumer pool, so that the producer whose Submit took the turn (and drains
 // the others' events) is not held up by that drain. (A pool of long-lived slots fed by a
-// channel was tried: 5-15 % slower, one more goroutine wake-up per event.) With commit the handler commits its
-// write with the turn's next step (lockhandoff.Commit), and its producer hears of the event
-// when the write is committed; without, the handler makes the write itself, a round trip
-// before the handoff's.
+// channel was tried: 5-15 % slower, one more goroutine wake-up per event.) The handler's
+// write drops one element of the entity's list (filled before the run, as the order
+// processor's outbox is before its trim). With commit the handler commits the trim with the
+// turn's next step (lockhandoff.TrimWithStep), and its producer hears of the event when the
+// trim is committed; without, the handler trims itself, a round trip before the
+// handoff's.
 func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options, commit bool) (Measurement, error) {
 	entity := "hot"
 	if !commit {
 		entity = "hot-own-write"
 	}
-	counterKey := lockhandoff.Key(o.Prefix, entity, "n")
+	listKey := lockhandoff.Key(o.Prefix, entity, "list")
+	filled := hotListLen(o)
+	if err := fillList(ctx, rc, listKey, filled); err != nil {
+		return Measurement{}, fmt.Errorf("bench: hot handoff: %w", err)
+	}
 	base := time.Now()
 	ps := make([]*producerStats, o.Producers)
 	done := make([]chan struct{}, o.Producers)
@@ -306,27 +311,29 @@ func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options, commit
 	}
 	var bg background
 	var h *lockhandoff.Handoff
-	h, err := lockhandoff.New(rc, lockhandoff.Config{
-		Prefix: o.Prefix + ":handoff", Pipelines: o.Pipelines, Detached: o.Detached, Nudge: bg.nudge(ctx, &h),
-	}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
-		p := binary.BigEndian.Uint32(env)
-		sent := time.Duration(binary.BigEndian.Uint64(env[4:]))
-		ps[p].add(time.Since(base) - sent)
-		if commit {
-			err := lockhandoff.Commit(hctx, lockhandoff.Write{Cmd: "INCR", Keys: []string{counterKey}, Done: func(_ any, err error) {
+	h, err := lockhandoff.New(lockhandoff.Config{
+		Client: rc,
+		Prefix: o.Prefix + ":handoff", Detached: o.Detached, Nudge: bg.nudge(ctx, &h),
+		Handler: func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
+			p := binary.BigEndian.Uint32(env)
+			sent := time.Duration(binary.BigEndian.Uint64(env[4:]))
+			ps[p].add(time.Since(base) - sent)
+			if commit {
+				err := lockhandoff.TrimWithStep(hctx, listKey, 1, func(err error) {
+					if err != nil {
+						bg.fail(fmt.Errorf("committed trim: %w", err))
+					}
+					done[p] <- struct{}{}
+				})
 				if err != nil {
-					bg.fail(fmt.Errorf("committed write: %w", err))
+					done[p] <- struct{}{}
 				}
-				done[p] <- struct{}{}
-			}})
-			if err != nil {
-				done[p] <- struct{}{}
+				return err
 			}
+			err := rc.LTrim(hctx, listKey, 1, -1).Err()
+			done[p] <- struct{}{}
 			return err
-		}
-		err := rc.Incr(hctx, counterKey).Err()
-		done[p] <- struct{}{}
-		return err
+		},
 	})
 	if err != nil {
 		return Measurement{}, err
@@ -354,7 +361,7 @@ func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options, commit
 	wg.Wait()
 	elapsed := time.Since(end.Add(-o.Duration))
 	err = bg.wait()
-	h.Stop()
+	_ = h.Stop(context.Background()) // no bound: nil
 	if err != nil {
 		return Measurement{}, fmt.Errorf("bench: hot handoff (commit %v): %w", commit, err)
 	}
@@ -363,63 +370,97 @@ func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options, commit
 		name = "hot handoff, own write"
 	}
 	m := summarize(name, ps, elapsed)
-	if err := checkCount(ctx, rc, counterKey, m.Events); err != nil {
+	if err := checkTrimmed(ctx, rc, listKey, filled, m.Events); err != nil {
 		return Measurement{}, fmt.Errorf("bench: %s: %w", name, err)
 	}
 	return m, nil
 }
 
-// checkCount checks that the handlers' writes all landed: the counter they INCR holds n.
-func checkCount(ctx context.Context, rc redis.UniversalClient, key string, n int) error {
-	got, err := rc.Get(ctx, key).Int()
+// hotListPerSecond bounds the rate of a hot measurement (about 10 times this machine's):
+// its list is filled with that many elements a second of o.Duration, one for each event.
+const hotListPerSecond = 100_000
+
+func hotListLen(o Options) int { return max(10_000, int(o.Duration.Seconds()*hotListPerSecond)) }
+
+// fillList pushes n one-byte elements to the list key, in pipelined chunks.
+func fillList(ctx context.Context, rc redis.UniversalClient, key string, n int) error {
+	const chunk = 10_000
+	_, err := rc.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := 0; i < n; i += chunk {
+			vs := make([]any, min(chunk, n-i))
+			for j := range vs {
+				vs[j] = "x"
+			}
+			p.RPush(ctx, key, vs...)
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("reading the handlers' counter: %w", err)
+		return fmt.Errorf("filling the handlers' list: %w", err)
 	}
-	if got != n {
-		return fmt.Errorf("the handlers' counter is %d after %d events", got, n)
+	return nil
+}
+
+// checkTrimmed checks that the handlers' trims all landed: the list filled with filled
+// elements lost one for each of the n events.
+func checkTrimmed(ctx context.Context, rc redis.UniversalClient, key string, filled, n int) error {
+	if n >= filled {
+		return fmt.Errorf("%d events ran past the handlers' list of %d (raise hotListPerSecond)", n, filled)
+	}
+	left, err := rc.LLen(ctx, key).Result()
+	if err != nil {
+		return fmt.Errorf("reading the handlers' list: %w", err)
+	}
+	if got := filled - int(left); got != n {
+		return fmt.Errorf("the handlers trimmed %d elements after %d events", got, n)
 	}
 	return nil
 }
 
 // hotDrain measures the drain loop alone: the first event holds the turn while o.Duration
 // x 4,000 events are queued behind it (by o.Producers goroutines), then the turn works
-// through them, the handler committing hotHandoff's write; the measured time runs from the
+// through them, the handler committing hotHandoff's trim; the measured time runs from the
 // first event's release to the last event's write. The turn leaves and is resumed every
 // DrainMaxEvents events, as in hotHandoff.
 func hotDrain(ctx context.Context, rc redis.UniversalClient, o Options) (Measurement, error) {
 	const entity = "drain"
-	counterKey := lockhandoff.Key(o.Prefix, entity, "n")
+	listKey := lockhandoff.Key(o.Prefix, entity, "list")
 	n := max(1000, int(o.Duration.Seconds()*4000))
+	if err := fillList(ctx, rc, listKey, n+1); err != nil {
+		return Measurement{}, fmt.Errorf("bench: hot drain: %w", err)
+	}
 	var (
 		bg      background
 		h       *lockhandoff.Handoff
 		handled atomic.Int64
 	)
 	holding, gate, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	h, err := lockhandoff.New(rc, lockhandoff.Config{
-		Prefix: o.Prefix + ":drain", Pipelines: o.Pipelines, Detached: o.Detached, MaxWait: n, Nudge: bg.nudge(ctx, &h),
-	}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
-		if len(env) == 1 { // the first event: hold the turn until the list is full
-			close(holding)
-			select {
-			case <-gate:
-			case <-hctx.Done():
+	h, err := lockhandoff.New(lockhandoff.Config{
+		Client: rc,
+		Prefix: o.Prefix + ":drain", Detached: o.Detached, MaxWait: n, Nudge: bg.nudge(ctx, &h),
+		Handler: func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
+			if len(env) == 1 { // the first event: hold the turn until the list is full
+				close(holding)
+				select {
+				case <-gate:
+				case <-hctx.Done():
+				}
+				return nil
 			}
-			return nil
-		}
-		return lockhandoff.Commit(hctx, lockhandoff.Write{Cmd: "INCR", Keys: []string{counterKey}, Done: func(_ any, err error) {
-			if err != nil {
-				bg.fail(fmt.Errorf("committed write: %w", err))
-			}
-			if handled.Add(1) == int64(n) {
-				close(finished)
-			}
-		}})
+			return lockhandoff.TrimWithStep(hctx, listKey, 1, func(err error) {
+				if err != nil {
+					bg.fail(fmt.Errorf("committed trim: %w", err))
+				}
+				if handled.Add(1) == int64(n) {
+					close(finished)
+				}
+			})
+		},
 	})
 	if err != nil {
 		return Measurement{}, err
 	}
-	defer h.Stop()
+	defer func() { _ = h.Stop(context.Background()) }()
 	firstErr := make(chan error, 1)
 	bg.run(func() error {
 		_, err := h.Submit(context.WithoutCancel(ctx), entity, []byte{0})
@@ -467,7 +508,7 @@ func hotDrain(ctx context.Context, rc redis.UniversalClient, o Options) (Measure
 	if err := bg.wait(); err != nil {
 		return Measurement{}, fmt.Errorf("bench: hot drain: %w", err)
 	}
-	if err := checkCount(ctx, rc, counterKey, n); err != nil {
+	if err := checkTrimmed(ctx, rc, listKey, n+1, n); err != nil {
 		return Measurement{}, fmt.Errorf("bench: hot drain: %w", err)
 	}
 	return Measurement{Name: "hot drain (no load)", Events: n, EPS: float64(n) / elapsed.Seconds()}, nil
@@ -586,14 +627,16 @@ func spreadRun(ctx context.Context, rc redis.UniversalClient, o Options) (detach
 	var bg background
 	newHandoff := func(c *contender, prefix string, detached int) (*lockhandoff.Handoff, error) {
 		var h *lockhandoff.Handoff
-		h, err := lockhandoff.New(rc, lockhandoff.Config{
-			Prefix: prefix, Pipelines: o.Pipelines, Detached: detached, Nudge: bg.nudge(ctx, &h),
-		}, func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
-			err := spreadScript.Run(hctx, rc, []string{lockhandoff.Key(prefix, t.Entity, "doc")}).Err()
-			if err == nil {
-				c.handled.Add(1)
-			}
-			return err
+		h, err := lockhandoff.New(lockhandoff.Config{
+			Client: rc,
+			Prefix: prefix, Detached: detached, Nudge: bg.nudge(ctx, &h),
+			Handler: func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
+				err := spreadScript.Run(hctx, rc, []string{lockhandoff.Key(prefix, t.Entity, "doc")}).Err()
+				if err == nil {
+					c.handled.Add(1)
+				}
+				return err
+			},
 		})
 		if err != nil {
 			return nil, err
@@ -611,7 +654,7 @@ func spreadRun(ctx context.Context, rc redis.UniversalClient, o Options) (detach
 		if err != nil {
 			return Measurement{}, Measurement{}, Measurement{}, err
 		}
-		defer h.Stop()
+		defer func() { _ = h.Stop(context.Background()) }()
 	}
 	uPrefix := o.Prefix + ":spread-unlocked"
 	cs[2].submit = func(entity string) error {

@@ -3,34 +3,37 @@ package lockhandoff
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
-func TestCommitRunsWithTheStep(t *testing.T) { t.Parallel(); testCommitRunsWithTheStep(t, single) }
-func TestCommitFailedWriteLeavesTheEnvelope(t *testing.T) {
+func TestTrimRunsWithTheStep(t *testing.T) { t.Parallel(); testTrimRunsWithTheStep(t, single) }
+func TestTrimFailedLeavesTheEnvelope(t *testing.T) {
 	t.Parallel()
-	testCommitFailedWrite(t, single)
+	testTrimFailed(t, single)
 }
 
-// doneLog records the calls of Write.Done.
+// doneLog records the calls of a trim's done.
 type doneLog struct {
 	mu    sync.Mutex
 	calls []string
 }
 
-func (d *doneLog) done(name string) func(any, error) {
-	return func(reply any, err error) {
+func (d *doneLog) done(name string) func(error) {
+	return func(err error) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		switch {
-		case errors.Is(err, ErrWriteFailed):
+		case errors.Is(err, ErrTrimFailed):
 			d.calls = append(d.calls, name+":failed")
 		case err != nil:
 			d.calls = append(d.calls, name+":"+err.Error())
 		default:
-			d.calls = append(d.calls, name+":"+fmtReply(reply))
+			d.calls = append(d.calls, name+":OK")
 		}
 	}
 }
@@ -41,31 +44,32 @@ func (d *doneLog) get() []string {
 	return slices.Clone(d.calls)
 }
 
-func fmtReply(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case int64:
-		return "int"
-	case nil:
-		return "nil"
+// fillList pushes n elements to the list key.
+func fillList(t *testing.T, rc redis.UniversalClient, key string, n int) {
+	t.Helper()
+	vs := make([]any, n)
+	for i := range vs {
+		vs[i] = fmt.Sprint(i)
 	}
-	return "?"
+	if err := rc.RPush(context.Background(), key, vs...).Err(); err != nil {
+		t.Fatal(err)
+	}
 }
 
-// A handler's committed writes run in its step's script: after it returned and before the
+// A handler's committed trims run in its step's script: after it returned and before the
 // next envelope's handler starts (with the handoff), or with the release (the turn's last
-// envelope, or a drain budget reached). Their replies reach Write.Done; a failed handler's
-// writes are dropped; Commit refuses a context that is not a running handler's, and keys of
-// another hash tag.
+// envelope, or a drain budget reached). Their outcomes reach done; a failed handler's
+// trims are dropped; TrimWithStep refuses a context that is not a running handler's, keys
+// of another hash tag, the turn's own keys and a negative count.
 //
-// Broken variant tried: handoff.lua ignoring ARGV[3..] (the writes never ran): the second
-// handler saw no mark, and Done got no reply.
-func testCommitRunsWithTheStep(t *testing.T, b backend) {
+// Broken variant tried: handoff.lua ignoring ARGV[3..] (the trims never ran): the second
+// handler saw the list whole, and done was called with a nil error all the same.
+func testTrimRunsWithTheStep(t *testing.T, b backend) {
 	rc, prefix := b.client(t)
 	ctx := context.Background()
 	const entity = "LC-commit"
 	mark := Key(prefix, entity, "mark")
+	fillList(t, rc, mark, 5)
 	var (
 		mu    sync.Mutex
 		seen  []string
@@ -74,9 +78,9 @@ func testCommitRunsWithTheStep(t *testing.T, b backend) {
 	)
 	var hd *Handoff
 	hd, _ = newTestHandoff(t, rc, prefix, Config{HandlerRetries: -1}, func(hctx context.Context, tr Turn, env []byte) error {
-		v, _ := rc.Get(hctx, mark).Result()
+		n, _ := rc.LLen(hctx, mark).Result()
 		mu.Lock()
-		seen = append(seen, string(env)+"@"+v)
+		seen = append(seen, fmt.Sprintf("%s@%d", env, n))
 		if saved == nil {
 			saved = hctx
 		}
@@ -90,24 +94,20 @@ func testCommitRunsWithTheStep(t *testing.T, b backend) {
 				}
 			}
 		}
-		if err := Commit(hctx, Write{Cmd: "SET", Keys: []string{Key(prefix, "LC-other", "x")}, Args: []any{1}}); !errors.Is(err, ErrOtherSlot) {
-			t.Errorf("Commit of another entity's key: %v, want ErrOtherSlot", err)
+		if err := TrimWithStep(hctx, Key(prefix, "LC-other", "x"), 1, nil); !errors.Is(err, ErrOtherSlot) {
+			t.Errorf("TrimWithStep of another entity's key: %v, want ErrOtherSlot", err)
 		}
-		// Writes Commit cannot send: an argument go-redis cannot encode (it would fail
-		// the whole shared pipeline), the turn's own lock, too many arguments for unpack.
-		for _, bad := range []Write{
-			{Cmd: "RPUSH", Keys: []string{mark}, Args: []any{[]string{"a", "b"}}},
-			{Cmd: "DEL", Keys: []string{Key(prefix, entity, "lock")}},
-			{Cmd: "RPUSH", Keys: []string{mark}, Args: make([]any, MaxWriteArgs)},
-			{Keys: []string{mark}},
-		} {
-			if err := Commit(hctx, bad); !errors.Is(err, ErrBadWrite) {
-				t.Errorf("Commit(%s %v): %v, want ErrBadWrite", bad.Cmd, bad.Keys, err)
+		// Trims TrimWithStep cannot send: the turn's own lists, a negative count.
+		for _, bad := range []struct {
+			key string
+			n   int
+		}{{Key(prefix, entity, "lock"), 1}, {Key(prefix, entity, "wait"), 1}, {Key(prefix, entity, "proc"), 1}, {mark, -1}} {
+			if err := TrimWithStep(hctx, bad.key, bad.n, nil); !errors.Is(err, ErrBadTrim) {
+				t.Errorf("TrimWithStep(%s, %d): %v, want ErrBadTrim", bad.key, bad.n, err)
 			}
 		}
-		w := Write{Cmd: "SET", Keys: []string{mark}, Args: []any{"after-" + string(env)}, Done: log.done(string(env))}
-		if err := Commit(hctx, w); err != nil {
-			t.Errorf("Commit in a handler: %v", err)
+		if err := TrimWithStep(hctx, mark, 1, log.done(string(env))); err != nil {
+			t.Errorf("TrimWithStep in a handler: %v", err)
 		}
 		if string(env) == "fails" {
 			return errors.New("boom")
@@ -118,28 +118,29 @@ func testCommitRunsWithTheStep(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	mu.Lock()
-	if want := []string{"e0@", "e1@after-e0", "fails@after-e1"}; !slices.Equal(seen, want) {
+	if want := []string{"e0@5", "e1@4", "fails@3"}; !slices.Equal(seen, want) {
 		t.Errorf("handlers saw %q, want %q", seen, want)
 	}
 	s := saved
 	mu.Unlock()
-	// "fails" failed: its write was dropped and it stays in proc, e3 behind it.
-	if got := rc.Get(ctx, mark).Val(); got != "after-e1" {
-		t.Errorf("mark = %q, want after-e1 (a failed handler's write must be dropped)", got)
+	// "fails" failed: its trim was dropped and it stays in proc, e3 behind it.
+	if got := rc.LRange(ctx, mark, 0, -1).Val(); !slices.Equal(got, []string{"2", "3", "4"}) {
+		t.Errorf("mark = %q, want [2 3 4] (a failed handler's trim must be dropped)", got)
 	}
 	if want := []string{"e0:OK", "e1:OK", "fails:" + errDropped.Error()}; !slices.Equal(log.get(), want) {
-		t.Errorf("Done calls %q, want %q", log.get(), want)
+		t.Errorf("done calls %q, want %q", log.get(), want)
 	}
-	if err := Commit(s, Write{Cmd: "SET", Keys: []string{mark}, Args: []any{"late"}}); !errors.Is(err, ErrNotInTurn) {
-		t.Errorf("Commit after the handler returned: %v, want ErrNotInTurn", err)
+	if err := TrimWithStep(s, mark, 1, nil); !errors.Is(err, ErrNotInTurn) {
+		t.Errorf("TrimWithStep after the handler returned: %v, want ErrNotInTurn", err)
 	}
-	if err := Commit(ctx, Write{Cmd: "SET", Keys: []string{mark}, Args: []any{"x"}}); !errors.Is(err, ErrNotInTurn) {
-		t.Errorf("Commit outside a handler: %v, want ErrNotInTurn", err)
+	if err := TrimWithStep(ctx, mark, 1, nil); !errors.Is(err, ErrNotInTurn) {
+		t.Errorf("TrimWithStep outside a handler: %v, want ErrNotInTurn", err)
 	}
 
 	// With the release: a budget of one envelope leaves the turn after e0, committing its
-	// write in leave.lua; e1 stays in wait.
+	// trim in leave.lua; e1 stays in wait.
 	mark2 := Key(prefix, entity+"-2", "mark")
+	fillList(t, rc, mark2, 3)
 	var log2 doneLog
 	var hd2 *Handoff
 	hd2, _ = newTestHandoff(t, rc, prefix+"-2", Config{DrainMaxEvents: 1}, func(hctx context.Context, tr Turn, env []byte) error {
@@ -148,17 +149,17 @@ func testCommitRunsWithTheStep(t *testing.T, b backend) {
 				t.Errorf("e1: %v %v", out, err)
 			}
 		}
-		return Commit(hctx, Write{Cmd: "INCR", Keys: []string{mark2}, Done: log2.done(string(env))})
+		return TrimWithStep(hctx, mark2, 1, log2.done(string(env)))
 	})
 	if _, err := hd2.Submit(ctx, entity+"-2", []byte("e0")); err != nil {
 		t.Fatal(err)
 	}
 	k := hd2.keys(entity + "-2")
-	if got := rc.Get(ctx, mark2).Val(); got != "1" {
-		t.Errorf("after a leave on the budget, counter = %q, want 1", got)
+	if got := rc.LLen(ctx, mark2).Val(); got != 2 {
+		t.Errorf("after a leave on the budget, the list holds %d, want 2", got)
 	}
-	if want := []string{"e0:int"}; !slices.Equal(log2.get(), want) {
-		t.Errorf("Done calls %q, want %q", log2.get(), want)
+	if want := []string{"e0:OK"}; !slices.Equal(log2.get(), want) {
+		t.Errorf("done calls %q, want %q", log2.get(), want)
 	}
 	if proc := rc.LLen(ctx, k.proc).Val(); proc != 0 {
 		t.Errorf("proc holds %d after a leave with e0 done", proc)
@@ -168,20 +169,21 @@ func testCommitRunsWithTheStep(t *testing.T, b backend) {
 	}
 }
 
-// A committed write that fails in Redis fails its envelope: the step does not happen, the
+// A committed trim that fails in Redis fails its envelope: the step does not happen, the
 // envelope stays in proc with the rest of the list behind it, the turn is left, and the
 // sweeper re-runs it before the rest.
 //
-// Broken variant tried: writes.lua not checking the pcall's error: the handoff went on, e1
+// Broken variant tried: trims.lua not checking the pcall's error: the handoff went on, e1
 // ran, and the envelope was not in proc.
-func testCommitFailedWrite(t *testing.T, b backend) {
+func testTrimFailed(t *testing.T, b backend) {
 	rc, prefix := b.client(t)
 	ctx := context.Background()
 	const entity = "LC-commit-fail"
-	list, count := Key(prefix, entity, "list"), Key(prefix, entity, "n")
-	if err := rc.RPush(ctx, list, "x").Err(); err != nil {
+	str, list := Key(prefix, entity, "str"), Key(prefix, entity, "list")
+	if err := rc.Set(ctx, str, "x", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	fillList(t, rc, list, 5)
 	rec := newRecorder()
 	var log doneLog
 	var hd *Handoff
@@ -191,23 +193,23 @@ func testCommitFailedWrite(t *testing.T, b backend) {
 			if out, err := hd.Submit(ctx, entity, []byte("e1")); err != nil || out != OutcomeQueued {
 				t.Errorf("e1: %v %v", out, err)
 			}
-			// INCR on a list: WRONGTYPE, in the step's script.
-			return Commit(hctx, Write{Cmd: "INCR", Keys: []string{list}, Done: log.done("e0")})
+			// LTRIM on a string: WRONGTYPE, in the step's script.
+			return TrimWithStep(hctx, str, 1, log.done("e0"))
 		}
-		return Commit(hctx, Write{Cmd: "INCR", Keys: []string{count}, Done: log.done(string(env))})
+		return TrimWithStep(hctx, list, 1, log.done(string(env)))
 	})
 	if _, err := hd.Submit(ctx, entity, []byte("e0")); err != nil {
 		t.Fatal(err)
 	}
 	k := hd.keys(entity)
 	if got := payloads(rc.LRange(ctx, k.proc, 0, -1).Val()); !slices.Equal(got, []string{"e0"}) {
-		t.Fatalf("proc = %q after a failed write, want [e0]", got)
+		t.Fatalf("proc = %q after a failed trim, want [e0]", got)
 	}
 	if got := payloads(rc.LRange(ctx, k.wait, 0, -1).Val()); !slices.Equal(got, []string{"e1"}) {
-		t.Fatalf("wait = %q after a failed write, want [e1]", got)
+		t.Fatalf("wait = %q after a failed trim, want [e1]", got)
 	}
 	if n := rc.Exists(ctx, k.lock).Val(); n != 0 {
-		t.Fatal("the turn was not left after a failed write")
+		t.Fatal("the turn was not left after a failed trim")
 	}
 	if got := rec.envelopes(); !slices.Equal(got, []string{"e0"}) {
 		t.Fatalf("handlers ran %q, want [e0]", got)
@@ -218,17 +220,17 @@ func testCommitFailedWrite(t *testing.T, b backend) {
 	if got := rec.envelopes(); !slices.Equal(got, []string{"e0", "e0", "e1"}) {
 		t.Fatalf("after the sweep handlers ran %q, want [e0 e0 e1]", got)
 	}
-	if got := rc.Get(ctx, count).Val(); got != "2" {
-		t.Errorf("counter = %q, want 2", got)
+	if got := rc.LLen(ctx, list).Val(); got != 3 {
+		t.Errorf("the list holds %d, want 3 (two trims)", got)
 	}
-	if want := []string{"e0:failed", "e0:int", "e1:int"}; !slices.Equal(log.get(), want) {
-		t.Errorf("Done calls %q, want %q", log.get(), want)
+	if want := []string{"e0:failed", "e0:OK", "e1:OK"}; !slices.Equal(log.get(), want) {
+		t.Errorf("done calls %q, want %q", log.get(), want)
 	}
 
 	// The same when the step is the release on a drain budget: the turn is left at once
 	// (not held until the lease expires), with the envelope in proc.
 	//
-	// Broken variant tried: leaveDone without its writeFailed call: the lock stayed held.
+	// Broken variant tried: leaveDone without its trimFailed call: the lock stayed held.
 	var hd2 *Handoff
 	hd2, _ = newTestHandoff(t, rc, prefix+"-2", Config{DrainMaxEvents: 1}, func(hctx context.Context, tr Turn, env []byte) error {
 		if string(env) == "e0" {
@@ -236,30 +238,31 @@ func testCommitFailedWrite(t *testing.T, b backend) {
 				t.Errorf("e1: %v %v", out, err)
 			}
 		}
-		return Commit(hctx, Write{Cmd: "INCR", Keys: []string{list}}) // WRONGTYPE
+		return TrimWithStep(hctx, str, 1, nil) // WRONGTYPE
 	})
 	if _, err := hd2.Submit(ctx, entity, []byte("e0")); err != nil {
 		t.Fatal(err)
 	}
 	k2 := hd2.keys(entity)
 	if got := payloads(rc.LRange(ctx, k2.proc, 0, -1).Val()); !slices.Equal(got, []string{"e0"}) {
-		t.Errorf("budget leave: proc = %q after a failed write, want [e0]", got)
+		t.Errorf("budget leave: proc = %q after a failed trim, want [e0]", got)
 	}
 	if n := rc.Exists(ctx, k2.lock).Val(); n != 0 {
-		t.Error("budget leave: the turn was not left after a failed write")
+		t.Error("budget leave: the turn was not left after a failed trim")
 	}
 }
 
-// A Write.Done that panics does not take the worker down while it holds the turn: the
+// A trim's done that panics does not take the worker down while it holds the turn: the
 // panic is logged, and the turn goes on to the next envelope.
 //
-// Broken variant tried: settle calling Done without its recover: the test binary crashed.
-func TestCommitDonePanicIsContained(t *testing.T) {
+// Broken variant tried: settle calling done without its recover: the test binary crashed.
+func TestTrimDonePanicIsContained(t *testing.T) {
 	t.Parallel()
 	rc, prefix := single.client(t)
 	ctx := context.Background()
 	const entity = "LC-done-panic"
-	count := Key(prefix, entity, "n")
+	list := Key(prefix, entity, "list")
+	fillList(t, rc, list, 5)
 	var hd *Handoff
 	hd, _ = newTestHandoff(t, rc, prefix, Config{}, func(hctx context.Context, tr Turn, env []byte) error {
 		if string(env) == "e0" {
@@ -267,12 +270,12 @@ func TestCommitDonePanicIsContained(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		return Commit(hctx, Write{Cmd: "INCR", Keys: []string{count}, Done: func(any, error) { panic("boom") }})
+		return TrimWithStep(hctx, list, 1, func(error) { panic("boom") })
 	})
 	if _, err := hd.Submit(ctx, entity, []byte("e0")); err != nil {
 		t.Fatal(err)
 	}
-	if got := rc.Get(ctx, count).Val(); got != "2" {
-		t.Errorf("counter = %q after two envelopes, want 2", got)
+	if got := rc.LLen(ctx, list).Val(); got != 3 {
+		t.Errorf("the list holds %d after two envelopes, want 3", got)
 	}
 }
