@@ -28,7 +28,7 @@ func TestTurnShowAndSkip(t *testing.T) {
 	var mu sync.Mutex
 	var skipped []lockhandoff.Failure
 	hd, err := lockhandoff.New(lockhandoff.Config{
-		Client: rc,
+		Redis:  rc,
 		Prefix: prefix, MaxAttempts: 1000, HandlerRetries: 1,
 		Quarantine: func(ctx context.Context, tn lockhandoff.Turn, env []byte, f lockhandoff.Failure) error {
 			mu.Lock()

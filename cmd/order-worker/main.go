@@ -372,7 +372,7 @@ func startTurns(ctx context.Context, cfg Config, log *zap.Logger, d *deps, pubs 
 	}
 	rc, repl, reg, nudges := d.rc, d.repl, d.reg, pubs.nudges
 	turns, err := lockhandoff.New(lockhandoff.Config{
-		Client:           rc,
+		Redis:            rc,
 		Prefix:           cfg.KeyPrefix,
 		LockTTL:          cfg.LockTTL,
 		HandlerDeadline:  cfg.HandlerDeadline,

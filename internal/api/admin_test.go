@@ -26,7 +26,7 @@ func TestStuckTurnsAndSkip(t *testing.T) {
 	var mu sync.Mutex
 	var skipped []lockhandoff.Failure
 	hd, err := lockhandoff.New(lockhandoff.Config{
-		Client: e.rc,
+		Redis:  e.rc,
 		Prefix: e.prefix, MaxAttempts: 1000, HandlerRetries: 1,
 		Quarantine: func(ctx context.Context, tn lockhandoff.Turn, env []byte, f lockhandoff.Failure) error {
 			mu.Lock()

@@ -487,7 +487,7 @@ func TestConsoleSkipsAStuckTurn(t *testing.T) {
 	var mu sync.Mutex
 	var quarantined []lockhandoff.Failure
 	hd, err := lockhandoff.New(lockhandoff.Config{
-		Client: rc,
+		Redis:  rc,
 		Prefix: prefix, MaxAttempts: 1000, HandlerRetries: 1,
 		Quarantine: func(ctx context.Context, tn lockhandoff.Turn, env []byte, f lockhandoff.Failure) error {
 			mu.Lock()

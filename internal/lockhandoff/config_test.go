@@ -18,7 +18,7 @@ func TestConfigValidate(t *testing.T) {
 	if err == nil {
 		t.Fatal("an empty Config validated")
 	}
-	for _, want := range []string{"Client is nil", "Handler is nil", "Prefix is empty", "Detached -1 is negative"} {
+	for _, want := range []string{"Redis is nil", "Handler is nil", "Prefix is empty", "Detached -1 is negative"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate: %v, want it to say %q", err, want)
 		}
@@ -28,7 +28,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	defer rc.Close()
-	ok := Config{Client: rc, Prefix: "p", Handler: func(context.Context, Turn, []byte) error { return nil }}
+	ok := Config{Redis: rc, Prefix: "p", Handler: func(context.Context, Turn, []byte) error { return nil }}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("a Config with defaults: %v", err)
 	}

@@ -254,7 +254,7 @@ func TestHelperProcess(t *testing.T) {
 		}
 		rc = redis.NewClient(opt)
 	}
-	hd, err := New(Config{Client: rc, Prefix: os.Getenv(helperPrefix), LockTTL: 500 * time.Millisecond, Handler: func(ctx context.Context, turn Turn, env []byte) error {
+	hd, err := New(Config{Redis: rc, Prefix: os.Getenv(helperPrefix), LockTTL: 500 * time.Millisecond, Handler: func(ctx context.Context, turn Turn, env []byte) error {
 		fmt.Printf("HOLDING %d\n", turn.Seq)
 		select {}
 	}})

@@ -24,7 +24,7 @@ func Example() {
 
 	var h *lockhandoff.Handoff
 	h, err = lockhandoff.New(lockhandoff.Config{
-		Client: rc,
+		Redis:  rc,
 		Prefix: prefix,
 		// The order-worker sends a drain message here; its consumer calls h.Resume.
 		Nudge: func(ctx context.Context, lcid string) error { return h.Resume(ctx, lcid) },
@@ -76,7 +76,7 @@ func ExampleTrimWithStep() {
 	outbox := lockhandoff.Key(prefix, "LC-000124", "outbox") // the entity's hash tag
 	rc.RPush(ctx, outbox, "order.accepted", "order.shipped")
 	h, err := lockhandoff.New(lockhandoff.Config{
-		Client: rc,
+		Redis:  rc,
 		Prefix: prefix,
 		Handler: func(ctx context.Context, t lockhandoff.Turn, envelope []byte) error {
 			items, err := rc.LRange(ctx, outbox, 0, -1).Result()

@@ -53,7 +53,7 @@ func newTestHandoff(t *testing.T, rc redis.UniversalClient, prefix string, cfg C
 	if cfg.RetryBackoff == 0 {
 		cfg.RetryBackoff = time.Millisecond
 	}
-	cfg.Client, cfg.Handler = rc, h
+	cfg.Redis, cfg.Handler = rc, h
 	hd, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

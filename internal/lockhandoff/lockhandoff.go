@@ -75,11 +75,11 @@ const (
 	sharedPipelineMax = 64
 )
 
-// Config configures a Handoff. Zero fields take the defaults above; Client and Handler are
+// Config configures a Handoff. Zero fields take the defaults above; Redis and Handler are
 // required.
 type Config struct {
-	// Client runs every script of the turns, the sweeper and the backlog index.
-	Client redis.UniversalClient
+	// Redis runs every script of the turns, the sweeper and the backlog index.
+	Redis redis.UniversalClient
 	// Handler applies each envelope (see Handler).
 	Handler Handler
 	// Prefix starts every key, e.g. "junban" (tests pass testenv's prefix).
@@ -228,8 +228,8 @@ func (c *Config) setDefaults() {
 func (c Config) Validate() error {
 	c.setDefaults()
 	var errs []error
-	if c.Client == nil {
-		errs = append(errs, errors.New("Client is nil"))
+	if c.Redis == nil {
+		errs = append(errs, errors.New("Redis is nil"))
 	}
 	if c.Handler == nil {
 		errs = append(errs, errors.New("Handler is nil"))
@@ -359,7 +359,7 @@ func New(cfg Config) (*Handoff, error) {
 		return nil, err
 	}
 	cfg.setDefaults()
-	rc, h := cfg.Client, cfg.Handler
+	rc, h := cfg.Redis, cfg.Handler
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err

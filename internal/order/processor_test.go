@@ -123,7 +123,7 @@ func newHarnessWith(t *testing.T, skus []ledger.SKU, opts harnessOptions) *harne
 		tc.Quarantine = h.proc.Quarantine
 		opts.turns(&tc)
 	}
-	tc.Client, tc.Handler = rc, h.proc.Handle
+	tc.Redis, tc.Handler = rc, h.proc.Handle
 	h.turns, err = lockhandoff.New(tc)
 	if err != nil {
 		t.Fatal(err)
@@ -378,7 +378,7 @@ func TestOrderLostFromRedisIsRestoredFromPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns, err := lockhandoff.New(lockhandoff.Config{Client: rc, Prefix: prefix, Handler: proc.Handle})
+	turns, err := lockhandoff.New(lockhandoff.Config{Redis: rc, Prefix: prefix, Handler: proc.Handle})
 	if err != nil {
 		t.Fatal(err)
 	}

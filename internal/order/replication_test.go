@@ -58,7 +58,7 @@ func replicatedHarness(t *testing.T, skus []ledger.SKU, replicas int, wrap func(
 		handler = wrap(handler)
 	}
 	h.turns, err = lockhandoff.New(lockhandoff.Config{
-		Client: rc, Prefix: h.prefix, LockTTL: 2 * time.Second, SweepInterval: 200 * time.Millisecond,
+		Redis: rc, Prefix: h.prefix, LockTTL: 2 * time.Second, SweepInterval: 200 * time.Millisecond,
 		RetryBackoff: 10 * time.Millisecond, Replication: w,
 		Handler: handler,
 	})
@@ -257,7 +257,7 @@ func TestReplicationCost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		turns, err := lockhandoff.New(lockhandoff.Config{Client: rc, Prefix: prefix, Detached: 128, Replication: w, Handler: proc.Handle})
+		turns, err := lockhandoff.New(lockhandoff.Config{Redis: rc, Prefix: prefix, Detached: 128, Replication: w, Handler: proc.Handle})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -145,7 +145,7 @@ func TestWaitAtItsByteBoundKeepsTheMessageInSQS(t *testing.T) {
 	b1, _ := json.Marshal(e1)
 	g := newGate(e0.EventID)
 	// Room for e1's entry ("<13-digit ms>:" and its body) and not for a second one.
-	turns, err := lockhandoff.New(lockhandoff.Config{Client: h.rc, Prefix: prefix, MaxWaitBytes: 14 + len(b1) + 10, Handler: g.wrap(proc.Handle)})
+	turns, err := lockhandoff.New(lockhandoff.Config{Redis: h.rc, Prefix: prefix, MaxWaitBytes: 14 + len(b1) + 10, Handler: g.wrap(proc.Handle)})
 	if err != nil {
 		t.Fatal(err)
 	}

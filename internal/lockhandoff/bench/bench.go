@@ -312,7 +312,7 @@ func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options, commit
 	var bg background
 	var h *lockhandoff.Handoff
 	h, err := lockhandoff.New(lockhandoff.Config{
-		Client: rc,
+		Redis:  rc,
 		Prefix: o.Prefix + ":handoff", Detached: o.Detached, Nudge: bg.nudge(ctx, &h),
 		Handler: func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
 			p := binary.BigEndian.Uint32(env)
@@ -436,7 +436,7 @@ func hotDrain(ctx context.Context, rc redis.UniversalClient, o Options) (Measure
 	)
 	holding, gate, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	h, err := lockhandoff.New(lockhandoff.Config{
-		Client: rc,
+		Redis:  rc,
 		Prefix: o.Prefix + ":drain", Detached: o.Detached, MaxWait: n, Nudge: bg.nudge(ctx, &h),
 		Handler: func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
 			if len(env) == 1 { // the first event: hold the turn until the list is full
@@ -628,7 +628,7 @@ func spreadRun(ctx context.Context, rc redis.UniversalClient, o Options) (detach
 	newHandoff := func(c *contender, prefix string, detached int) (*lockhandoff.Handoff, error) {
 		var h *lockhandoff.Handoff
 		h, err := lockhandoff.New(lockhandoff.Config{
-			Client: rc,
+			Redis:  rc,
 			Prefix: prefix, Detached: detached, Nudge: bg.nudge(ctx, &h),
 			Handler: func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
 				err := spreadScript.Run(hctx, rc, []string{lockhandoff.Key(prefix, t.Entity, "doc")}).Err()
