@@ -135,12 +135,5 @@ func TestPublisherSizeLimit(t *testing.T) {
 
 func TestPublisherConfigValidate(t *testing.T) {
 	err := queue.PublisherConfig{MaxMessageSize: 10, Linger: -1}.Validate()
-	if err == nil {
-		t.Fatal("invalid config passed")
-	}
-	for _, want := range []string{"QueueURL", "MaxMessageSize", "Linger"} {
-		if !bytes.Contains([]byte(err.Error()), []byte(want)) {
-			t.Errorf("error %q does not name %s", err, want)
-		}
-	}
+	testenv.ErrorNames(t, err, "QueueURL", "MaxMessageSize", "Linger")
 }
