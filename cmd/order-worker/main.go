@@ -238,7 +238,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer pubs.stop(cfg.ShutdownBudget)
+	defer pubs.stop(cfg.ShutdownBudget, log)
 	turns, err := startTurns(ctx, cfg, log, d, pubs)
 	if err != nil {
 		return err
@@ -340,11 +340,14 @@ func newPublishers(cfg Config, log *zap.Logger, d *deps) (*publishers, error) {
 }
 
 // stop flushes what the publishers still hold, within budget.
-func (p *publishers) stop(budget time.Duration) {
+// stop flushes both publishers within budget. A result not sent by then is not lost: its
+// event's outbox keeps it, and the event's next run publishes it again.
+func (p *publishers) stop(budget time.Duration, log *zap.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
-	_ = p.nudges.Stop(ctx)
-	_ = p.results.Stop(ctx)
+	if err := errors.Join(p.nudges.Stop(ctx), p.results.Stop(ctx)); err != nil {
+		log.Warn("publishers stopped before their last batch was sent", zap.Error(err))
+	}
 }
 
 // newProcessor is the handler of every turn: it applies an event with the ledger's moves
