@@ -260,6 +260,27 @@ func (b *browser) login(token string) {
 		chromedp.WaitVisible(chromedp.CSS("header nav")))
 }
 
+// httpSignIn signs in with token through the sign-in form, as a browser on the console's
+// page sends it, and returns the session cookie.
+func httpSignIn(t *testing.T, base, token string) *http.Cookie {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, ck := range resp.Cookies() {
+		if ck.Name == CookieName && ck.Value != "" {
+			return ck
+		}
+	}
+	t.Fatalf("sign-in over HTTP: %d, no session cookie", resp.StatusCode)
+	return nil
+}
+
 func (b *browser) scheme(dark bool) {
 	b.t.Helper()
 	v := "light"
@@ -404,11 +425,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("dead letters with a read token do not say why they show no message")
 	}
 	b.shot("dlq-read-token")
+	readCookie, adminCookie := httpSignIn(t, f.srv.URL, readToken), httpSignIn(t, f.srv.URL, adminToken)
 	for _, target := range []string{"/dlq/" + f.q.OrdersDLQName + "/redrive", "/dlq/" + f.q.OrdersDLQName + "/delete", "/orders/" + url.PathEscape(lcid) + "/skip"} {
 		form := url.Values{"what": {"all"}, "confirm": {"yes"}}
 		req, _ := http.NewRequest("POST", f.srv.URL+target, strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.AddCookie(&http.Cookie{Name: CookieName, Value: readToken})
+		req.Header.Set("Origin", f.srv.URL)
+		req.AddCookie(readCookie)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -427,7 +450,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	req, _ = http.NewRequest("POST", f.srv.URL+"/dlq/"+f.q.OrdersDLQName+"/redrive", strings.NewReader("what=all&confirm=yes"))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", "https://elsewhere.example")
-	req.AddCookie(&http.Cookie{Name: CookieName, Value: adminToken})
+	req.AddCookie(adminCookie)
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("cross-site POST with an admin token: %v %v", resp.StatusCode, err)
 	}

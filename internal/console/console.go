@@ -7,6 +7,8 @@ package console
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -15,6 +17,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -33,9 +36,6 @@ var templateFS embed.FS
 
 //go:embed static
 var staticFS embed.FS
-
-// CookieName holds the console's bearer token in the browser (HttpOnly, SameSite=Strict).
-const CookieName = "junban_console_token"
 
 // HistoryDefault is how many overview samples the chart keeps (at one per
 // SampleEveryDefault: the last five minutes).
@@ -62,6 +62,17 @@ type Config struct {
 	Logger *zap.Logger
 	// Now is the clock of the pages; nil: time.Now.
 	Now func() time.Time
+	// SecureCookie marks the session cookie Secure and names it with the __Host- prefix:
+	// browsers then send it only over HTTPS (Settings.Secure decides it for junban-api).
+	SecureCookie bool
+	// SessionLifetime ends a session that long after its sign-in; 0: the default.
+	SessionLifetime time.Duration
+	// SessionIdle ends a session unused that long; 0: the default.
+	SessionIdle time.Duration
+	// SignInFailures failed sign-ins from one client address within SignInWindow hold
+	// its sign-ins off (429) until the window ends; 0: the defaults.
+	SignInFailures int
+	SignInWindow   time.Duration
 }
 
 // SetDefaults sets the zero fields that have a default.
@@ -71,6 +82,18 @@ func (c *Config) SetDefaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.SessionLifetime <= 0 {
+		c.SessionLifetime = SessionLifetimeDefault
+	}
+	if c.SessionIdle <= 0 {
+		c.SessionIdle = SessionIdleDefault
+	}
+	if c.SignInFailures <= 0 {
+		c.SignInFailures = SignInFailuresDefault
+	}
+	if c.SignInWindow <= 0 {
+		c.SignInWindow = SignInWindowDefault
 	}
 }
 
@@ -85,6 +108,9 @@ func (c Config) Validate() error {
 	}
 	if c.DB == nil {
 		p = append(p, errors.New("console: DB is required"))
+	}
+	if c.SignInWindow > 0 && c.SignInWindow < time.Second {
+		p = append(p, errors.New("console: SignInWindow is under a second"))
 	}
 	return errors.Join(p...)
 }
@@ -133,9 +159,9 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("POST /dlq/{queue}/redrive", c.gate(api.ScopeAdmin, c.redrive))
 	c.mux.HandleFunc("POST /dlq/{queue}/delete", c.gate(api.ScopeAdmin, c.deleteMessage))
 	c.mux.HandleFunc("GET /stuck", c.gate(api.ScopeRead, c.stuckPage))
-	c.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	c.mux.HandleFunc("/", c.gate(api.ScopeRead, func(w http.ResponseWriter, r *http.Request, s session) {
 		c.message(w, r, http.StatusNotFound, "Not found", "No console page at "+r.URL.Path+".")
-	})
+	}))
 	return c, nil
 }
 
@@ -156,6 +182,15 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Referrer-Policy", "same-origin")
 	// Everything the pages load is the console's own: no inline script, no other origin.
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
+	if err := checkOrigin(r); err != nil {
+		c.d.Logger.Warn("console: cross-origin request refused", zap.String("method", r.Method), zap.String("path", r.URL.Path),
+			zap.String("remote", r.RemoteAddr), zap.String("origin", r.Header.Get("Origin")), zap.String("sec_fetch_site", r.Header.Get("Sec-Fetch-Site")))
+		c.message(w, r, http.StatusForbidden, "Forbidden", "A console form may only be sent from the console itself.")
+		return
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	}
 	c.mux.ServeHTTP(w, r)
 }
 
@@ -166,24 +201,46 @@ func cacheFor(h http.Handler) http.Handler {
 	})
 }
 
-// session is one request's identity.
+// session is one request's identity: a console session's, a bearer header's, or none
+// (admin when the API has no token).
 type session struct {
 	Token string
 	Scope api.Scope
+	// ID is the console session's id; "" for a bearer header or no identity.
+	ID string
+	// TokenFP is the token's fingerprint, for the logs.
+	TokenFP string
 }
 
 func (s session) Admin() bool { return s.Scope >= api.ScopeAdmin }
 
-// tokenOf returns the bearer token of r: its Authorization header (curl, scripts), else
-// the console's cookie.
-func tokenOf(r *http.Request) string {
-	if scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
-		return tok
+// SignedIn reports whether the request came with a console session (it can sign out).
+func (s session) SignedIn() bool { return s.ID != "" }
+
+type sessionKeyType struct{}
+
+// bearer returns the token of r's Authorization header (curl, scripts).
+func bearer(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
 	}
-	if ck, err := r.Cookie(CookieName); err == nil {
-		return ck.Value
+	return tok, true
+}
+
+// identify returns r's identity: its Authorization header's token, else its cookie's
+// session, else none.
+func (c *Console) identify(r *http.Request) (session, error) {
+	if tok, ok := bearer(r); ok {
+		return session{Token: tok, Scope: c.scopeOf(tok), TokenFP: fingerprint(tok)}, nil
 	}
-	return ""
+	if ck, err := r.Cookie(c.cookieName()); err == nil {
+		s, err := c.loadSession(r.Context(), ck.Value)
+		if err == nil || !errors.Is(err, errNoSession) {
+			return s, err
+		}
+	}
+	return session{Scope: c.scopeOf("")}, nil
 }
 
 // scopeOf asks the API what token may do.
@@ -198,18 +255,18 @@ func (c *Console) scopeOf(token string) api.Scope {
 
 type pageFunc func(w http.ResponseWriter, r *http.Request, s session)
 
-// gate serves fn to requests whose token has at least scope: a page without a token
-// sends the browser to the login page, a POST below the scope gets 403. A POST from
-// another site is refused whatever its token (the cookie is SameSite=Strict already;
-// this covers browsers that send it anyway).
+// gate serves fn to requests whose identity has at least scope: a page without one
+// sends the browser to the sign-in page, a POST below the scope gets 403. (ServeHTTP has
+// refused cross-origin POSTs already.)
 func (c *Console) gate(scope api.Scope, fn pageFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && crossSite(r) {
-			c.message(w, r, http.StatusForbidden, "Forbidden", "A console form may only be sent from the console itself.")
+		s, err := c.identify(r)
+		if err != nil {
+			c.d.Logger.Warn("console: sessions unreadable", zap.Error(err))
+			c.message(w, r, http.StatusServiceUnavailable, "Unavailable", "The console's sessions are kept in Redis, which did not answer; the log has the error.")
 			return
 		}
-		tok := tokenOf(r)
-		s := session{Token: tok, Scope: c.scopeOf(tok)}
+		r = r.WithContext(context.WithValue(r.Context(), sessionKeyType{}, s))
 		switch {
 		case s.Scope == api.ScopeNone && r.Method == http.MethodGet && !strings.HasSuffix(r.URL.Path, ".json"):
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
@@ -221,19 +278,48 @@ func (c *Console) gate(scope api.Scope, fn pageFunc) http.HandlerFunc {
 			c.message(w, r, http.StatusForbidden, "Forbidden", "This needs an admin token.")
 			return
 		}
+		if r.Method == http.MethodPost {
+			if err := r.ParseForm(); err != nil {
+				c.message(w, r, http.StatusBadRequest, "Bad request", "The form could not be read (at most 64 KiB).")
+				return
+			}
+		}
 		fn(w, r, s)
 	}
 }
 
-func crossSite(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return true
+// crossOrigin is net/http's check of unsafe requests: a browser's Sec-Fetch-Site, else
+// its Origin against the request's Host.
+var crossOrigin = http.NewCrossOriginProtection()
+
+// Reasons checkOrigin refuses a request beyond crossOrigin's.
+var (
+	errNullOrigin = errors.New("console: a request from an opaque origin (Origin: null)")
+	errNoOrigin   = errors.New("console: an unsafe request without Origin or Sec-Fetch-Site, and no bearer token")
+)
+
+// checkOrigin refuses an unsafe request (anything but GET, HEAD, OPTIONS) that another
+// site may have made a browser send. CrossOriginProtection lets a request with neither
+// Sec-Fetch-Site nor Origin through as a non-browser's; the console's cookie is a
+// browser's credential, so such a request passes only with its token in an
+// Authorization header, which no other site can make a browser send. Every browser the
+// console supports sends Origin with a POST.
+func checkOrigin(r *http.Request) error {
+	if err := crossOrigin.Check(r); err != nil {
+		return err
 	}
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
-		u, err := url.Parse(o)
-		return err != nil || u.Host != r.Host
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return nil
 	}
-	return false
+	origin := r.Header.Get("Origin")
+	if origin == "null" {
+		return errNullOrigin
+	}
+	if _, ok := bearer(r); !ok && origin == "" && r.Header.Get("Sec-Fetch-Site") == "" {
+		return errNoOrigin
+	}
+	return nil
 }
 
 // callAPI runs one API request in process with the session's token and decodes a 2xx
@@ -321,41 +407,93 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 	w.Write(buf.Bytes())
 }
 
+// message renders a page of text; its menu is the gated request's session's (none for
+// a request refused before its gate).
 func (c *Console) message(w http.ResponseWriter, r *http.Request, status int, title, text string) {
-	tok := tokenOf(r)
-	c.render(w, r, status, "message", view{Title: title, Session: session{Token: tok, Scope: c.scopeOf(tok)}, Data: text})
+	s, _ := r.Context().Value(sessionKeyType{}).(session)
+	c.render(w, r, status, "message", view{Title: title, Session: s, Data: text})
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "login", view{Title: "Sign in", Data: safeNext(r.URL.Query().Get("next"))})
 }
 
-// safeNext keeps a redirect target on this site.
-func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
-		return "/"
-	}
-	return next
-}
-
+// login signs in with a token of the API's: a session of it is stored and its id set in
+// the cookie. Failed sign-ins count per client address (signInFailed); past
+// SignInFailures within SignInWindow the address gets 429 until the window ends.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
-	if crossSite(r) {
-		c.message(w, r, http.StatusForbidden, "Forbidden", "Sign in from the console itself.")
+	ctx := r.Context()
+	held, err := c.signInHeld(ctx, r.RemoteAddr)
+	if err != nil {
+		c.unavailable(w, r, err)
 		return
 	}
-	tok := strings.TrimSpace(r.PostFormValue("token"))
-	next := safeNext(r.PostFormValue("next"))
-	if c.scopeOf(tok) == api.ScopeNone {
-		c.render(w, r, http.StatusUnauthorized, "login", view{Title: "Sign in", Data: next,
-			Error: &api.Problem{Title: "unknown token", Detail: "That is neither a read nor an admin token of this junban-api."}})
+	if held > 0 {
+		secs := int((held + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		c.d.Logger.Warn("console: sign-in held off", zap.String("remote", r.RemoteAddr), zap.Int("retry_after_sec", secs))
+		c.render(w, r, http.StatusTooManyRequests, "login", view{Title: "Sign in", Data: "/",
+			Error: &api.Problem{Title: "too many failed sign-ins", Detail: fmt.Sprintf("Too many failed sign-ins from this address: try again in %d s.", secs)}})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: tok, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	var f signInForm
+	if err = r.ParseForm(); err == nil {
+		f, err = parseSignIn(r.PostForm)
+	}
+	scope := api.ScopeNone
+	if err == nil {
+		if scope = c.scopeOf(f.Token); scope == api.ScopeNone {
+			err = errUnknownToken
+		}
+	}
+	if err != nil {
+		n, cerr := c.signInFailed(ctx, r.RemoteAddr)
+		// The reason never quotes the token.
+		c.d.Logger.Warn("console: sign-in failed", zap.String("remote", r.RemoteAddr), zap.String("reason", err.Error()),
+			zap.Int64("failures", n), zap.NamedError("count_error", cerr))
+		c.render(w, r, http.StatusUnauthorized, "login", view{Title: "Sign in", Data: cmp.Or(f.Next, "/"),
+			Error: &api.Problem{Title: "sign-in failed", Detail: strings.ToUpper(err.Error()[:1]) + err.Error()[1:] + "."}})
+		return
+	}
+	id, err := c.newSession(ctx, f.Token, scope)
+	if err != nil {
+		c.unavailable(w, r, err)
+		return
+	}
+	c.d.Logger.Info("console: signed in", zap.String("remote", r.RemoteAddr), zap.String("token_fp", fingerprint(f.Token)),
+		zap.String("session_fp", fingerprint(id)), zap.Bool("admin", scope >= api.ScopeAdmin))
+	c.setCookie(w, id)
+	http.Redirect(w, r, f.Next, http.StatusSeeOther)
 }
 
+// logout deletes the session where it is kept, so its cookie signs nobody in again,
+// and clears the cookie.
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	if ck, err := r.Cookie(c.cookieName()); err == nil {
+		if err := c.deleteSession(r.Context(), ck.Value); err != nil {
+			c.unavailable(w, r, err)
+			return
+		}
+		c.d.Logger.Info("console: signed out", zap.String("remote", r.RemoteAddr), zap.String("session_fp", fingerprint(ck.Value)))
+	}
+	clearCookie(w, c.cookieName(), c.d.SecureCookie)
+	clearCookie(w, legacyCookieName, false)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+func (c *Console) unavailable(w http.ResponseWriter, r *http.Request, err error) {
+	c.d.Logger.Warn("console: sessions unreadable", zap.String("path", r.URL.Path), zap.Error(err))
+	c.message(w, r, http.StatusServiceUnavailable, "Unavailable", "The console's sessions are kept in Redis, which did not answer; the log has the error.")
+}
+
+// audit logs an admin's action at info: who (the token's and the session's
+// fingerprints, never either), from where, what on what, and how it ended.
+func (c *Console) audit(r *http.Request, s session, action, target, outcome string, err error, fields ...zap.Field) {
+	sessionFP := ""
+	if s.ID != "" {
+		sessionFP = fingerprint(s.ID)
+	}
+	c.d.Logger.Info("console: admin action", append([]zap.Field{zap.String("action", action), zap.String("target", target),
+		zap.String("remote", r.RemoteAddr), zap.String("token_fp", s.TokenFP), zap.String("session_fp", sessionFP),
+		zap.String("outcome", outcome), zap.Error(err)}, fields...)...)
 }

@@ -78,21 +78,28 @@ func (c *Console) orderPage(w http.ResponseWriter, r *http.Request, s session) {
 }
 
 func (c *Console) skip(w http.ResponseWriter, r *http.Request, s session) {
-	lcid := r.PathValue("lcid")
-	if r.PostFormValue("confirm") != "yes" {
-		c.confirm(w, r, s, "Skip the event in hand of "+lcid+"?",
+	f, err := parseSkip(r.PathValue("lcid"), r.PostForm)
+	if err != nil {
+		c.message(w, r, http.StatusBadRequest, "Bad request", err.Error())
+		return
+	}
+	back := "/orders/" + url.PathEscape(f.LCID)
+	if !f.Confirmed {
+		c.confirm(w, r, s, "Skip the event in hand of "+f.LCID+"?",
 			"The worker dead-letters it with ERR_SKIPPED, undoing what its runs did, and the turn moves on.",
-			"/orders/"+url.PathEscape(lcid)+"/skip", nil, "/orders/"+url.PathEscape(lcid))
+			back+"/skip", nil, back)
 		return
 	}
 	var ans api.SkipAnswer
-	code, p := c.callAPI(r, s, "POST", "/v1/turns/"+url.PathEscape(lcid)+"/skip", nil, &ans)
+	code, p := c.callAPI(r, s, "POST", "/v1/turns/"+url.PathEscape(f.LCID)+"/skip", nil, &ans)
 	if p != nil {
+		c.audit(r, s, "turn.skip", f.LCID, "failed", nil, zap.Int("status", code), zap.String("problem", p.Title+": "+p.Detail))
 		c.message(w, r, code, "Skip failed", p.Detail)
 		return
 	}
 	msg := fmt.Sprintf("skip asked for %s (%s); nudged: %v", ans.EventID, ans.Type, ans.Nudged)
-	http.Redirect(w, r, "/orders/"+url.PathEscape(lcid)+"?msg="+url.QueryEscape(msg), http.StatusSeeOther)
+	c.audit(r, s, "turn.skip", f.LCID, msg, nil, zap.String("event_id", ans.EventID))
+	http.Redirect(w, r, back+"?msg="+url.QueryEscape(msg), http.StatusSeeOther)
 }
 
 func (c *Console) skuSearch(w http.ResponseWriter, r *http.Request, s session) {
@@ -328,49 +335,43 @@ func (c *Console) dlqAction(w http.ResponseWriter, r *http.Request, s session, a
 		c.message(w, r, http.StatusNotFound, "Not found", r.PathValue("queue")+" is none of the configured dead-letter queues.")
 		return
 	}
-	short := path.Base(name)
-	what, id, reason := r.PostFormValue("what"), r.PostFormValue("id"), r.PostFormValue("reason")
-	verb := map[dlq.Action]string{dlq.Move: "redrive", dlq.Delete: "delete"}[act]
-	var match func(dlq.Message) bool
-	var subject string
-	switch {
-	case what == "one" && id != "":
-		match, subject = func(m dlq.Message) bool { return m.ID == id }, "message "+id
-	case what == "reason" && reason != "":
-		match, subject = func(m dlq.Message) bool { return ReasonCode(m.Reason) == reason }, "every message with reason "+reason
-	case what == "all" && act == dlq.Move:
-		subject = "every message"
-	default:
-		c.message(w, r, http.StatusBadRequest, "Bad request", "Say what: one (with id), reason (with reason) or all (redrive only).")
+	f, err := parseDLQForm(r.PostForm, act)
+	if err != nil {
+		c.message(w, r, http.StatusBadRequest, "Bad request", strings.ToUpper(err.Error()[:1])+err.Error()[1:]+".")
 		return
 	}
+	short := path.Base(name)
+	verb := map[dlq.Action]string{dlq.Move: "redrive", dlq.Delete: "delete"}[act]
 	back := "/dlq/" + url.PathEscape(short)
-	if r.PostFormValue("confirm") != "yes" {
+	if !f.Confirmed {
 		detail := "They go back to the queue each came from, once each."
 		if act == dlq.Delete {
 			detail = "Deleted messages are gone for good."
 		}
-		c.confirm(w, r, s, fmt.Sprintf("%s %s of %s?", strings.ToUpper(verb[:1])+verb[1:], subject, short), detail,
-			"/dlq/"+url.PathEscape(short)+"/"+verb, map[string]string{"what": what, "id": id, "reason": reason}, back)
+		c.confirm(w, r, s, fmt.Sprintf("%s %s of %s?", strings.ToUpper(verb[:1])+verb[1:], f.subject(), short), detail,
+			back+"/"+verb, f.fields(), back)
 		return
 	}
+	action := "dlq." + verb
+	what := []zap.Field{zap.String("what", f.What), zap.String("id", f.ID), zap.String("reason", f.Reason)}
 	var msg string
-	if match == nil {
+	if match := f.match(); match == nil {
 		var rep dlq.Report
 		code, p := c.callAPI(r, s, "POST", "/v1/dlq/"+url.PathEscape(short)+"/redrive", struct{}{}, &rep)
 		if p != nil {
+			c.audit(r, s, action, short, "failed", nil, append(what, zap.Int("status", code), zap.String("problem", p.Title+": "+p.Detail))...)
 			c.message(w, r, code, "Redrive failed", p.Detail)
 			return
 		}
 		msg = fmt.Sprintf("redrove %d of %s (%d left)", rep.Total(), short, rep.Left)
 	} else {
 		rep, err := dlq.Pick(r.Context(), c.d.SQS, c.d.Queues, dlq.PickOptions{DLQ: name, Match: match, Action: act})
-		c.d.Logger.Info("console: dlq "+verb, zap.String("dlq", name), zap.String("what", what), zap.String("id", id),
-			zap.String("reason", reason), zap.Int("done", rep.Done), zap.Int("looked", rep.Looked), zap.Error(err))
+		what = append(what, zap.Int("done", rep.Done), zap.Int("looked", rep.Looked))
 		switch {
 		case errors.Is(err, dlq.ErrNoMatch):
 			msg = fmt.Sprintf("no message matched (looked at %d); it may have been moved already", rep.Looked)
 		case err != nil:
+			c.audit(r, s, action, short, "stopped", err, what...)
 			c.message(w, r, http.StatusBadGateway, verb+" stopped", fmt.Sprintf("%d done, then: %v", rep.Done, err))
 			return
 		case act == dlq.Move:
@@ -379,6 +380,7 @@ func (c *Console) dlqAction(w http.ResponseWriter, r *http.Request, s session, a
 			msg = fmt.Sprintf("deleted %d of %s", rep.Done, short)
 		}
 	}
+	c.audit(r, s, action, short, msg, nil, what...)
 	http.Redirect(w, r, back+"?msg="+url.QueryEscape(msg), http.StatusSeeOther)
 }
 
