@@ -38,18 +38,29 @@ const startTimeout = 15 * time.Second
 // binary is what --help says about junban-api.
 var binary = config.Binary{Name: "junban-api", Summary: "junban-api serves junban's read side over HTTP (docs/api.md) and the operator console at /\n(docs/console.md)."}
 
+// Config is junban-api's configuration: the API's, and the console's beside it.
+type Config struct {
+	api.Config
+	// Console are the console's sessions (JUNBAN_CONSOLE_*).
+	Console console.Settings
+}
+
+// Validate checks both, every problem at once.
+func (c Config) Validate() error { return errors.Join(c.Config.Validate(), c.Console.Validate()) }
+
 func main() {
 	config.Exit(binary.Name, run())
 }
 
 func run() error {
-	if handled, err := config.Preflight[api.Config](binary, os.Args[1:]); handled {
+	if handled, err := config.Preflight[Config](binary, os.Args[1:]); handled {
 		return err
 	}
-	cfg, err := config.Load[api.Config]()
+	all, err := config.Load[Config]()
 	if err != nil {
 		return err
 	}
+	cfg := all.Config
 	log, err := logging.New("junban-api", cfg.LogFormat, cfg.LogLevel)
 	if err != nil {
 		return err
@@ -65,7 +76,7 @@ func run() error {
 	}
 	defer d.close()
 	reg := health.NewRegistry()
-	handler, err := buildHandler(cfg, d, log, reg)
+	handler, err := buildHandler(cfg, all.Console, d, log, reg)
 	if err != nil {
 		return err
 	}
@@ -147,7 +158,7 @@ func (d *deps) close() {
 
 // buildHandler is the API with the operator console at `/` (internal/console), over the
 // API's handlers and tokens.
-func buildHandler(cfg api.Config, d *deps, log *zap.Logger, reg *prometheus.Registry) (http.Handler, error) {
+func buildHandler(cfg api.Config, cs console.Settings, d *deps, log *zap.Logger, reg *prometheus.Registry) (http.Handler, error) {
 	led, err := ledger.New(ledger.Config{Redis: d.rc, Prefix: cfg.KeyPrefix, Loader: inventorydb.PGLoader{DB: d.db}})
 	if err != nil {
 		return nil, err
@@ -160,7 +171,8 @@ func buildHandler(cfg api.Config, d *deps, log *zap.Logger, reg *prometheus.Regi
 	if err != nil {
 		return nil, err
 	}
-	cons, err := console.New(console.Config{API: h, Redis: d.rc, Prefix: cfg.KeyPrefix, DB: d.db, SQS: d.sqs, Queues: cfg.SQS, Logger: log})
+	cons, err := console.New(console.Config{API: h, Redis: d.rc, Prefix: cfg.KeyPrefix, DB: d.db, SQS: d.sqs, Queues: cfg.SQS, Logger: log,
+		SecureCookie: cs.Secure(cfg.Addr), SessionLifetime: cs.SessionLifetime, SessionIdle: cs.SessionIdle})
 	if err != nil {
 		return nil, err
 	}
