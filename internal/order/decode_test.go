@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/queue"
 )
 
 func TestDecodeRejectsBadInputWithAReason(t *testing.T) {
@@ -524,4 +527,18 @@ func skuOf(t *testing.T, typ event.Type) (string, bool) {
 		t.Fatalf("sample of %s: %v", typ, err)
 	}
 	return ev.InventorySKU()
+}
+
+// The order-worker sends an order event whose lcid is in a SKU's namespace to the DLQ with
+// its reason, before any turn: the Worker has no Turns, and one it reached would panic.
+// Failed against the decode that checked the lcid with event.CheckID alone: the worker
+// submitted the event to the turn "sku:SKU-B" (here, a nil Turns: a panic).
+func TestWorkerSendsAnLCIDInASKUsNamespaceToTheDLQ(t *testing.T) {
+	w := &Worker{Log: zap.NewNop()}
+	for _, typ := range orderTypes {
+		out := w.Handle(context.Background(), queue.Message{ID: "m-" + string(typ), Body: []byte(sampleBodies("sku:SKU-B")[typ])})
+		if out.Verdict != queue.Poison || !strings.HasPrefix(out.Reason, ReasonInvalidID+": lcid") || !strings.Contains(out.Reason, `"sku:SKU-B"`) {
+			t.Errorf("%s with lcid sku:SKU-B: %+v, want Poison with %s naming the lcid", typ, out, ReasonInvalidID)
+		}
+	}
 }
