@@ -42,10 +42,11 @@ func CheckID(id string) error {
 	return nil
 }
 
-// SKUEntityPrefix begins the entity of a SKU's inventory events: "sku:" and the SKU. It is
-// the one entity namespace that is not an order's (a drain names an entity of either kind,
-// lockhandoff's backlog index is no entity: its key's suffix is no entity's), so CheckLCID
-// reserves it: an order's events and a SKU's never share a turn, a state or a key.
+// SKUEntityPrefix begins the entity of a SKU's inventory events: "sku:" and the SKU. Every
+// other entity is an order's lcid (a drain names one of either kind; the hash tag of
+// lockhandoff's backlog index names no entity, and its key's suffix is no entity's), so
+// CheckLCID reserves this prefix alone: an order's events and a SKU's never share a turn,
+// a state or a key.
 const SKUEntityPrefix = "sku:"
 
 var (
