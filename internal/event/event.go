@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -37,6 +38,43 @@ func CheckID(id string) error {
 		case unicode.IsControl(r):
 			return fmt.Errorf("%w: %.40q contains the control character %U at byte %d", ErrInvalidID, id, r, i)
 		}
+	}
+	return nil
+}
+
+// SKUEntityPrefix begins the entity of a SKU's inventory events: "sku:" and the SKU. Every
+// other entity is an order's lcid (a drain names one of either kind; the hash tag of
+// lockhandoff's backlog index names no entity, and its key's suffix is no entity's), so
+// CheckLCID reserves this prefix alone: an order's events and a SKU's never share a turn,
+// a state or a key.
+const SKUEntityPrefix = "sku:"
+
+var (
+	// ErrIDTooLong: an id is longer than its bound (MaxIDLength for an lcid). It wraps
+	// ErrInvalidID.
+	ErrIDTooLong = fmt.Errorf("%w: too long", ErrInvalidID)
+	// ErrReservedLCID: an lcid names an entity that is not an order's (it begins with
+	// SKUEntityPrefix): its events would run in a SKU's turn, among the warehouse's
+	// events, and write the order's state under the SKU's keys. It wraps ErrInvalidID.
+	ErrReservedLCID = fmt.Errorf("%w: reserved lcid", ErrInvalidID)
+)
+
+// CheckLCID reports whether lcid may name an order: at most MaxIDLength bytes, nothing
+// CheckID refuses, and not in another entity's namespace (SKUEntityPrefix). "" passes:
+// whether an event needs an lcid is its type's rule. The errors wrap ErrInvalidID, and
+// ErrIDTooLong or ErrReservedLCID where they say so. The order-worker's Decode holds every
+// event's lcid to it but a drain's (a drain names an entity, which may be a SKU's), and
+// the webhook gateway every payload's, so that an lcid the gateway forwards always
+// decodes into the order's own turn.
+func CheckLCID(lcid string) error {
+	if len(lcid) > MaxIDLength {
+		return fmt.Errorf("%w: %.40q... is %d bytes, longer than %d", ErrIDTooLong, lcid, len(lcid), MaxIDLength)
+	}
+	if err := CheckID(lcid); err != nil {
+		return err
+	}
+	if strings.HasPrefix(lcid, SKUEntityPrefix) {
+		return fmt.Errorf("%w: %.40q begins with %q, which names a SKU's entity", ErrReservedLCID, lcid, SKUEntityPrefix)
 	}
 	return nil
 }

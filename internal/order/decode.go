@@ -133,8 +133,9 @@ func (e Event) InventorySKU() (string, bool) {
 	return "", false
 }
 
-// SKUEntity is the entity of a SKU's inventory events.
-func SKUEntity(sku string) string { return "sku:" + sku }
+// SKUEntity is the entity of a SKU's inventory events. No lcid begins with its prefix
+// (event.CheckLCID), so no order's events run in a SKU's turn.
+func SKUEntity(sku string) string { return event.SKUEntityPrefix + sku }
 
 // Decode parses and validates an order event with the default Limits but maxBytes; an
 // error is an *InvalidError: such a message can never be applied.
@@ -162,14 +163,7 @@ func DecodeLimits(body []byte, lim Limits) (Event, error) {
 	if ev.EventID == "" {
 		return Event{}, invalid(ReasonMissingField, "event_id is missing")
 	}
-	lcidLimit := event.MaxIDLength
-	if ev.Type == event.Drain {
-		// A drain names an entity: an lcid, or "sku:" and a SKU.
-		lcidLimit += len(SKUEntity(""))
-	}
-	// An order's keys carry its lcid as their hash tag (lockhandoff.CheckEntity): an
-	// lcid with a brace would be refused there at every attempt.
-	if err := cmp.Or(checkID("event_id", ev.EventID, event.MaxIDLength), checkID("lcid", ev.LCID, lcidLimit)); err != nil {
+	if err := cmp.Or(checkID("event_id", ev.EventID, event.MaxIDLength), checkLCID(ev.Type, ev.LCID)); err != nil {
 		return Event{}, err
 	}
 	switch ev.Type {
@@ -336,6 +330,25 @@ func checkID(field, id string, limit int) error {
 		return invalid(ReasonInvalidID, "%s: %v", field, err)
 	}
 	return nil
+}
+
+// checkLCID checks an event's lcid: a drain's names an entity to drain, an lcid or a
+// SKU's entity, held to CheckID and a bound that fits either; every other event's is an
+// order's, held to event.CheckLCID. An order's keys carry its lcid as their hash tag
+// (lockhandoff.CheckEntity), and its turn is the lcid's: an lcid with a brace would be
+// refused there at every attempt, one in a SKU's namespace would run in the SKU's turn.
+func checkLCID(typ event.Type, lcid string) error {
+	if typ == event.Drain {
+		return checkID("lcid", lcid, event.MaxIDLength+len(event.SKUEntityPrefix))
+	}
+	err := event.CheckLCID(lcid)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, event.ErrIDTooLong):
+		return invalid(ReasonIDTooLong, "lcid: %v", err)
+	}
+	return invalid(ReasonInvalidID, "lcid: %v", err)
 }
 
 // checkSKUAndLot bounds SKU and lot ids as the ledger does. A SKU names its inventory

@@ -4,12 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/queue"
 )
 
 func TestDecodeRejectsBadInputWithAReason(t *testing.T) {
@@ -132,10 +140,23 @@ func TestDecodeEntity(t *testing.T) {
 	}
 }
 
+// FuzzDecode: Decode never panics; it refuses with a reason, or returns an event that
+// has an entity, whose ids CheckID accepts, whose lcid (but a drain's entity) CheckLCID
+// accepts, so that an order's entity is never a SKU's and a SKU's always is, and which
+// encodes and decodes again to the same event.
 func FuzzDecode(f *testing.F) {
-	f.Add([]byte(`{"event_id":"e1","type":"order.placed","lcid":"LC-1","data":{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"S","qty":2}]}}`))
-	f.Add([]byte(`{"event_id":"e1","type":"inventory.adjusted","data":{"sku":"S","lot_id":"L","delta":-1,"reason":"x"}}`))
-	f.Add([]byte(`{`))
+	for _, lcid := range []string{"LC-1", "sku:SKU-B", "SKU:B", "注文-1", ""} {
+		for _, body := range sampleBodies(lcid) {
+			f.Add([]byte(body))
+		}
+	}
+	for _, s := range []string{`{`, `[1]`, `null`, `{"event_id":"e1","type":"payment.confirmed","lcid":"L"} {}`,
+		`{"event_id":"e1","TYPE":"payment.confirmed","LCID":"sku:X"}`,
+		`{"event_id":"e1","type":"payment.confirmed","lcid":"L","data":{"x":[1,2]},"extra":1}`,
+		`{"event_id":"e1","type":"inventory.held","lcid":"LC-1","data":{"sku":"S","lot_id":"L","qty":1,"reason":"r"}}`,
+		`{"event_id":"e1","type":"junban.drain","lcid":"sku:{x}"}`} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		ev, err := Decode(body, 0)
 		if err != nil {
@@ -144,17 +165,101 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		if ev.EventID == "" || ev.Entity() == "" {
-			t.Fatalf("accepted an event without id or entity: %s", body)
+		checkDecoded(t, ev)
+		again, err := json.Marshal(ev.Order)
+		if err != nil {
+			t.Fatalf("accepted %s, which does not encode: %v", body, err)
 		}
-		if ev.Lines != nil {
-			for _, l := range ev.Lines.Lines {
-				if l.Qty <= 0 {
-					t.Fatalf("accepted qty %d", l.Qty)
-				}
-			}
+		back, err := DecodeLimits(again, Limits{MaxBytes: max(len(again), MaxEventBytes)})
+		if err != nil {
+			t.Fatalf("accepted %s, refused its encoding %s: %v", body, again, err)
+		}
+		if !sameEvent(ev, back) {
+			t.Fatalf("%s decodes to %+v,\nits encoding %s to %+v", body, ev, again, back)
 		}
 	})
+}
+
+// checkDecoded asserts what every decoded event holds.
+func checkDecoded(t *testing.T, ev Event) {
+	t.Helper()
+	entity := ev.Entity()
+	if ev.EventID == "" || entity == "" {
+		t.Fatalf("event without id or entity: %+v", ev)
+	}
+	sku, inventory := ev.InventorySKU()
+	switch {
+	case inventory:
+		if entity != SKUEntity(sku) {
+			t.Fatalf("inventory event of %q in the turn %q", sku, entity)
+		}
+	case ev.Type == event.Drain:
+		if entity != ev.LCID {
+			t.Fatalf("drain of %q in the turn %q", ev.LCID, entity)
+		}
+	default:
+		if entity != ev.LCID || strings.HasPrefix(entity, event.SKUEntityPrefix) {
+			t.Fatalf("%s of lcid %q in the turn %q", ev.Type, ev.LCID, entity)
+		}
+	}
+	if ev.Type != event.Drain {
+		if err := event.CheckLCID(ev.LCID); err != nil {
+			t.Fatalf("accepted lcid %q: %v", ev.LCID, err)
+		}
+	}
+	ids := []string{ev.EventID, ev.LCID, sku}
+	if ev.Lines != nil {
+		for _, l := range ev.Lines.Lines {
+			if l.Qty <= 0 {
+				t.Fatalf("accepted qty %d", l.Qty)
+			}
+			ids = append(ids, l.LineID, l.SKU)
+		}
+	}
+	if ev.Returned != nil {
+		for _, l := range ev.Returned.Lines {
+			ids = append(ids, l.LineID)
+		}
+	}
+	ids = append(ids, lotOf(ev))
+	for i, id := range ids {
+		limit := event.MaxIDLength
+		if i == 1 && ev.Type == event.Drain {
+			limit += len(event.SKUEntityPrefix) // a drain's entity may be a SKU's
+		}
+		if err := event.CheckID(id); err != nil || len(id) > limit {
+			t.Fatalf("accepted id %q (%d bytes): %v", id, len(id), err)
+		}
+	}
+}
+
+// lotOf returns the lot an inventory event names, or "".
+func lotOf(ev Event) string {
+	switch {
+	case ev.Received != nil:
+		return ev.Received.LotID
+	case ev.Adjusted != nil:
+		return ev.Adjusted.LotID
+	case ev.LotRegistered != nil:
+		return ev.LotRegistered.LotID
+	case ev.LotQty != nil:
+		return ev.LotQty.LotID
+	case ev.Recalled != nil:
+		return ev.Recalled.LotID
+	}
+	return ""
+}
+
+// sameEvent compares two decoded events by what they say: the time as an instant, data
+// by its decoded payload (an encoding compacts and escapes the raw bytes).
+func sameEvent(a, b Event) bool {
+	if !a.OccurredAt.Equal(b.OccurredAt) {
+		return false
+	}
+	a.OccurredAt, b.OccurredAt = time.Time{}, time.Time{}
+	a.Data, b.Data = nil, nil
+	a.rawLength, b.rawLength = 0, 0
+	return reflect.DeepEqual(a, b)
 }
 
 // The turn takes the caller's decoded event only for the caller's own envelope: it starts
@@ -289,6 +394,151 @@ func TestDecodeRefusesBadIDs(t *testing.T) {
 			if got := InvalidReason(err); got != ReasonInvalidID {
 				t.Errorf("%s with %s: reason %q (%v), want %s", field, name, got, err, ReasonInvalidID)
 			}
+		}
+	}
+}
+
+// sampleBodies holds a valid body of every event type, an order's with the lcid given
+// (a drain's names it as the entity to drain): the decode tests' and FuzzDecode's seeds.
+// TestSampleBodiesCoverEveryType fails when a type has none.
+func sampleBodies(lcid string) map[event.Type]string {
+	q, _ := json.Marshal(lcid)
+	order := func(typ event.Type, data string) string {
+		b := `{"event_id":"e-` + string(typ) + `","type":"` + string(typ) + `","lcid":` + string(q) + `,"occurred_at":"2026-12-01T09:30:00Z"`
+		if data != "" {
+			b += `,"data":` + data
+		}
+		return b + `}`
+	}
+	sku := func(typ event.Type, data string) string {
+		return `{"event_id":"e-` + string(typ) + `","type":"` + string(typ) + `","occurred_at":"2026-12-01T08:00:00+09:00","data":` + data + `}`
+	}
+	return map[event.Type]string{
+		event.OrderPlaced:                 order(event.OrderPlaced, `{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"SKU-A","qty":2},{"line_id":"2","sku":"SKU-B","qty":1}]}`),
+		event.OrderLinesChanged:           order(event.OrderLinesChanged, `{"lines":[{"line_id":"1","sku":"SKU-A","qty":3}]}`),
+		event.PaymentConfirmed:            order(event.PaymentConfirmed, ""),
+		event.OrderAllocateForShipment:    order(event.OrderAllocateForShipment, ""),
+		event.OrderCancelled:              order(event.OrderCancelled, ""),
+		event.OrderShipped:                order(event.OrderShipped, ""),
+		event.OrderReturned:               order(event.OrderReturned, `{"lines":[{"line_id":"1","qty":1}],"defective":true}`),
+		event.InventoryReceived:           sku(event.InventoryReceived, `{"sku":"SKU-B","lot_id":"L1","best_before":"2027-01-01","qty":5}`),
+		event.InventoryAdjusted:           sku(event.InventoryAdjusted, `{"sku":"SKU-B","lot_id":"L1","delta":-2,"reason":"count"}`),
+		event.InventorySKURegistered:      sku(event.InventorySKURegistered, `{"sku":"SKU-B","safety_stock":3}`),
+		event.InventorySafetyStockChanged: sku(event.InventorySafetyStockChanged, `{"sku":"SKU-B","safety_stock":0}`),
+		event.InventoryLotRegistered:      sku(event.InventoryLotRegistered, `{"sku":"SKU-B","lot_id":"L2","kind":"planned","arrives_at":"2026-12-10","valid_from":"2026-12-10","valid_to":"2027-06-30","sellable":40}`),
+		event.InventoryHeld:               sku(event.InventoryHeld, `{"sku":"SKU-B","lot_id":"L1","qty":2,"reason":"inspection"}`),
+		event.InventoryReleasedHold:       sku(event.InventoryReleasedHold, `{"sku":"SKU-B","lot_id":"L1","qty":2,"reason":"inspection passed"}`),
+		event.InventoryDamaged:            sku(event.InventoryDamaged, `{"sku":"SKU-B","lot_id":"L1","qty":1,"reason":"dropped"}`),
+		event.InventoryLotRecalled:        sku(event.InventoryLotRecalled, `{"sku":"SKU-B","lot_id":"L1","reason":"supplier recall"}`),
+		event.Drain:                       order(event.Drain, ""),
+	}
+}
+
+// orderTypes are the types whose entity is their lcid.
+var orderTypes = []event.Type{event.OrderPlaced, event.OrderLinesChanged, event.PaymentConfirmed,
+	event.OrderAllocateForShipment, event.OrderCancelled, event.OrderShipped, event.OrderReturned}
+
+// Every Type constant of internal/event has a sample body, and each decodes.
+func TestSampleBodiesCoverEveryType(t *testing.T) {
+	file, err := parser.ParseFile(token.NewFileSet(), "../event/event.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := sampleBodies("LC-1")
+	var n int
+	for _, d := range file.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, s := range g.Specs {
+			v := s.(*ast.ValueSpec)
+			if id, ok := v.Type.(*ast.Ident); !ok || id.Name != "Type" {
+				continue
+			}
+			for _, val := range v.Values {
+				lit := val.(*ast.BasicLit)
+				typ, _ := strconv.Unquote(lit.Value)
+				n++
+				if _, ok := samples[event.Type(typ)]; !ok {
+					t.Errorf("no sample body of %s", typ)
+				}
+			}
+		}
+	}
+	if n != len(samples) {
+		t.Errorf("%d event types in event.go, %d sample bodies", n, len(samples))
+	}
+	for typ, body := range samples {
+		if ev, err := Decode([]byte(body), 0); err != nil || ev.Type != typ {
+			t.Errorf("sample of %s: %v", typ, err)
+		}
+	}
+}
+
+// An lcid in a SKU's namespace would put an order's events in that SKU's turn, among the
+// warehouse's events, and its state under the SKU's keys: every event that carries an
+// lcid refuses one, for good (ERR_INVALID_ID). A drain names an entity, which may be a
+// SKU's, and still decodes. Failed against the decode that checked the lcid with
+// event.CheckID alone: every one was accepted, with the entity "sku:SKU-B".
+func TestDecodeRefusesAnLCIDInASKUsNamespace(t *testing.T) {
+	for _, lcid := range []string{"sku:SKU-B", "sku:", "sku:LC-1"} {
+		for typ, body := range sampleBodies(lcid) {
+			if typ == event.Drain {
+				continue
+			}
+			if _, inventory := skuOf(t, typ); inventory {
+				// An inventory event's lcid names no entity; it is held to the same rule,
+				// since its result carries it as an order's.
+				var m map[string]any
+				_ = json.Unmarshal([]byte(body), &m)
+				m["lcid"] = lcid
+				b, _ := json.Marshal(m)
+				body = string(b)
+			}
+			ev, err := Decode([]byte(body), 0)
+			if got := InvalidReason(err); got != ReasonInvalidID {
+				t.Errorf("%s with lcid %q: entity %q, reason %q (%v), want %s", typ, lcid, ev.Entity(), got, err, ReasonInvalidID)
+			} else if !strings.Contains(err.Error(), "sku:") {
+				t.Errorf("%s with lcid %q: the reason does not say what is wrong: %v", typ, lcid, err)
+			}
+		}
+	}
+	// Only the prefix is reserved: these are orders' lcids.
+	for _, lcid := range []string{"SKU:SKU-B", "sku", "skus:1", "LC-sku:1", " sku:1", "ｓｋｕ:1"} {
+		for _, typ := range orderTypes {
+			ev, err := Decode([]byte(sampleBodies(lcid)[typ]), 0)
+			if err != nil || ev.Entity() != lcid {
+				t.Errorf("%s with lcid %q: entity %q, %v", typ, lcid, ev.Entity(), err)
+			}
+		}
+	}
+	ev, err := Decode([]byte(sampleBodies("sku:SKU-B")[event.Drain]), 0)
+	if err != nil || ev.Entity() != "sku:SKU-B" || ev.DrainOf != "sku:SKU-B" {
+		t.Fatalf("drain of sku:SKU-B: entity %q, %v", ev.Entity(), err)
+	}
+}
+
+// skuOf reports whether typ is an inventory event's (its sample decodes to one with a SKU).
+func skuOf(t *testing.T, typ event.Type) (string, bool) {
+	t.Helper()
+	ev, err := Decode([]byte(sampleBodies("LC-1")[typ]), 0)
+	if err != nil {
+		t.Fatalf("sample of %s: %v", typ, err)
+	}
+	return ev.InventorySKU()
+}
+
+// The order-worker sends an order event whose lcid is in a SKU's namespace to the DLQ with
+// its reason, before any turn: the Worker has no Turns, and one it reached would panic.
+// Failed against the decode that checked the lcid with event.CheckID alone: the worker
+// submitted the event to the turn "sku:SKU-B" (here, a nil Turns: a panic).
+func TestWorkerSendsAnLCIDInASKUsNamespaceToTheDLQ(t *testing.T) {
+	w := &Worker{Log: zap.NewNop()}
+	for _, typ := range orderTypes {
+		out := w.Handle(context.Background(), queue.Message{ID: "m-" + string(typ), Body: []byte(sampleBodies("sku:SKU-B")[typ])})
+		if out.Verdict != queue.Poison || !strings.HasPrefix(out.Reason, ReasonInvalidID+": lcid") || !strings.Contains(out.Reason, `"sku:SKU-B"`) {
+			t.Errorf("%s with lcid sku:SKU-B: %+v, want Poison with %s naming the lcid", typ, out, ReasonInvalidID)
 		}
 	}
 }

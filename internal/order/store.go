@@ -33,7 +33,7 @@ func (s *Store) ScanOrders(ctx context.Context, fn func(lcid string) error) erro
 	pattern := keyscan.Escape(head) + "*" + keyscan.Escape(tail)
 	return keyscan.Each(ctx, s.rc, pattern, "", func(key string) error {
 		entity, ok := stateKeyEntity(key, head, tail)
-		if !ok || strings.HasPrefix(entity, "sku:") {
+		if !ok || strings.HasPrefix(entity, event.SKUEntityPrefix) {
 			return nil
 		}
 		return fn(entity)

@@ -183,14 +183,15 @@ func validate(ev ProviderEvent, kind Kind, lcidField string) error {
 	if ev.LCID != "" && (len(ev.LCID) > MaxLCIDLength || !printable(ev.LCID)) {
 		return fmt.Errorf("%w: %s is longer than %d or not printable", ErrInvalidPayload, lcidField, MaxLCIDLength)
 	}
-	// The lcid travels in the order event, whose decode refuses what event.CheckID
-	// refuses (a brace would break the hash tag of the order's keys): such a delivery
-	// gets 400 here, before any 200, not a DLQ entry behind a 200. The provider's id is
-	// held to the same rule: it names the delivery's idempotency record.
+	// The lcid travels in the order event, whose decode refuses what event.CheckLCID
+	// refuses (a brace would break the hash tag of the order's keys, "sku:" would put the
+	// order in a SKU's turn): such a delivery gets 400 here, before any 200, not a DLQ
+	// entry behind a 200. The provider's id is held to CheckID: it names the delivery's
+	// idempotency record.
 	if err := event.CheckID(ev.ID); err != nil {
 		return fmt.Errorf("%w: event id: %v", ErrInvalidPayload, err)
 	}
-	if err := event.CheckID(ev.LCID); err != nil {
+	if err := event.CheckLCID(ev.LCID); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrInvalidPayload, lcidField, err)
 	}
 	if r, ok := routeOf(kind, ev.Type); ok && r.Order != "" && ev.LCID == "" {
