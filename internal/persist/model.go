@@ -91,6 +91,7 @@ func (InboxRow) TableName() string { return "inbox" }
 type MoveRow struct {
 	OpID       string `gorm:"primaryKey"`
 	Idx        int    `gorm:"primaryKey;autoIncrement:false"`
+	Entity     string
 	EventID    string
 	SKU        string `gorm:"column:sku"`
 	LotID      string
