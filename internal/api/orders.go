@@ -56,7 +56,7 @@ const (
 	timelineQuery = `SELECT event_id, seq, type, outcome, reason, processed_at, committed_at
   FROM inbox WHERE entity = ? AND seq > ? ORDER BY seq, event_id LIMIT ?`
 	movesQuery = `SELECT event_id, op_id, idx, sku, lot_id, from_bucket, to_bucket, qty, sku_version
-  FROM moves WHERE event_id IN ? ORDER BY op_id, idx`
+  FROM moves WHERE entity = ? AND event_id IN ? ORDER BY op_id, idx`
 )
 
 func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
@@ -126,7 +126,7 @@ func (d Deps) ReadOrder(ctx context.Context, lcid string, limit int, afterSeq in
 			Idx                                             int
 			Qty, SKUVersion                                 int64
 		}
-		if err := d.DB.WithContext(ctx).Raw(movesQuery, ids).Scan(&ms).Error; err != nil {
+		if err := d.DB.WithContext(ctx).Raw(movesQuery, lcid, ids).Scan(&ms).Error; err != nil {
 			return v, err
 		}
 		for _, m := range ms {

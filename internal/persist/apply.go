@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -34,7 +35,71 @@ const (
 	Duplicate
 	// Poison: the result can never be applied (ErrInvalid); the rest of its batch committed.
 	Poison
+	// Conflict: the inbox holds another result under the same entity and event id
+	// (ErrConflict); nothing of this one was written.
+	Conflict
 )
+
+// ErrConflict marks a result whose entity and event id the inbox holds with another
+// body: not a redelivery, and nothing of it is written.
+var ErrConflict = errors.New("persist: conflict: the inbox holds another result of this entity and event id")
+
+// MoveConflict is a move of an applied result that was not recorded: moves holds a move
+// under its key (SKU, op id, index) for another result (entity, event id), or with other
+// content. Two entities' results sharing a ledger operation means the ledger answered the
+// second with the first one's operation: the second entity holds nothing by it.
+type MoveConflict struct {
+	// Move is the move not recorded, Stored the one moves holds (or the one recorded
+	// first in the same batch).
+	Move, Stored MoveRow
+}
+
+func (c MoveConflict) Error() string {
+	m, s := c.Move, c.Stored
+	return fmt.Sprintf("persist: move sku %.*q op %.*q index %d of entity %.*q event %.*q not recorded: moves holds it for entity %.*q event %.*q%s",
+		event.MaxIDLength, m.SKU, event.MaxIDLength, m.OpID, m.Idx, maxEntityLength, m.Entity, event.MaxIDLength, m.EventID,
+		maxEntityLength, s.Entity, event.MaxIDLength, s.EventID, moveDiff(s, m))
+}
+
+// moveDiff says how m differs from stored in what it moved ("" when it does not).
+func moveDiff(stored, m MoveRow) string {
+	what := func(r MoveRow) string {
+		return fmt.Sprintf("%.*s %s->%s %d at v%d", event.MaxIDLength, r.LotID, r.FromBucket, r.ToBucket, r.Qty, r.SKUVersion)
+	}
+	if a, b := what(stored), what(m); a != b {
+		return fmt.Sprintf(" (stored: %s; this one: %s)", a, b)
+	}
+	return ""
+}
+
+// sameMove is true when m is stored again: the same result's move.
+func sameMove(stored, m MoveRow) bool {
+	return stored.Entity == m.Entity && stored.EventID == m.EventID && moveDiff(stored, m) == ""
+}
+
+// inboxDiff says how r differs from the stored inbox row of its entity and event id (""
+// when it does not: a redelivery).
+func inboxDiff(stored, r InboxRow) string {
+	var d []string
+	if stored.Seq != r.Seq {
+		d = append(d, fmt.Sprintf("seq %d, this one %d", stored.Seq, r.Seq))
+	}
+	if stored.Type != r.Type {
+		d = append(d, fmt.Sprintf("type %.64q, this one %.64q", stored.Type, r.Type))
+	}
+	if stored.Outcome != r.Outcome {
+		d = append(d, fmt.Sprintf("outcome %.64q, this one %.64q", stored.Outcome, r.Outcome))
+	}
+	if stored.Reason != r.Reason {
+		d = append(d, fmt.Sprintf("reason %.64q, this one %.64q", stored.Reason, r.Reason))
+	}
+	return strings.Join(d, "; ")
+}
+
+func conflictError(r InboxRow, diff string) error {
+	return fmt.Errorf("%w: entity %.*q event %.*q: the persisted result has %s", ErrConflict,
+		maxEntityLength, r.Entity, event.MaxIDLength, r.EventID, diff)
+}
 
 // ResultReport is what Apply did with one result.
 type ResultReport struct {
@@ -74,6 +139,8 @@ type Report struct {
 	// Isolated is true when a poison result made Apply redo the batch one result per
 	// savepoint.
 	Isolated bool
+	// MoveConflicts are moves of applied results that were not recorded.
+	MoveConflicts []MoveConflict
 }
 
 // Count returns how many results have status s.
@@ -159,13 +226,15 @@ func Apply(ctx context.Context, db *gorm.DB, results []event.Result) (Report, er
 		if rep.Results[p.index].Status == Poison {
 			continue
 		}
-		if w.fresh[p.index] {
+		if err := w.conflicts[p.index]; err != nil {
+			rep.Results[p.index] = ResultReport{Status: Conflict, Err: err}
+		} else if w.fresh[p.index] {
 			rep.Results[p.index] = ResultReport{Status: Applied}
 		} else {
 			rep.Results[p.index] = ResultReport{Status: Duplicate}
 		}
 	}
-	rep.Skips = w.skips
+	rep.Skips, rep.MoveConflicts = w.skips, w.moveConflicts
 	return rep, nil
 }
 
@@ -311,7 +380,7 @@ func prepare(index int, r event.Result) (prepared, error) {
 		// A move carries the version of the operation that made it; one published before
 		// that field existed takes the result's version of its SKU (then one per SKU).
 		p.moves = append(p.moves, MoveRow{
-			OpID: m.OpID, Idx: m.Index, EventID: r.EventID, SKU: m.SKU, LotID: m.LotID,
+			OpID: m.OpID, Idx: m.Index, Entity: r.Entity, EventID: r.EventID, SKU: m.SKU, LotID: m.LotID,
 			FromBucket: m.From, ToBucket: m.To, Qty: m.Qty, SKUVersion: cmp.Or(m.Version, versions[m.SKU]),
 		})
 	}
@@ -379,16 +448,26 @@ func optString(s string) *string {
 type written struct {
 	// fresh holds the indexes of the results newly inserted into the inbox.
 	fresh map[int]bool
-	skips Skips
+	// conflicts holds, by index, the results refused as conflicts (ErrConflict).
+	conflicts     map[int]error
+	moveConflicts []MoveConflict
+	skips         Skips
 }
 
 func (w *written) add(o written) {
 	if w.fresh == nil {
 		w.fresh = map[int]bool{}
 	}
+	if w.conflicts == nil {
+		w.conflicts = map[int]error{}
+	}
 	for i := range o.fresh {
 		w.fresh[i] = true
 	}
+	for i, err := range o.conflicts {
+		w.conflicts[i] = err
+	}
+	w.moveConflicts = append(w.moveConflicts, o.moveConflicts...)
 	w.skips.add(o.skips)
 }
 
@@ -396,30 +475,42 @@ func (w *written) add(o written) {
 // in every statement, so two workers writing overlapping batches lock rows in the same
 // order and cannot deadlock each other.
 func write(tx *gorm.DB, batch []prepared) (written, error) {
-	w := written{fresh: make(map[int]bool, len(batch))}
+	w := written{fresh: make(map[int]bool, len(batch)), conflicts: map[int]error{}}
 
-	// Inbox first: only the results it did not hold yet go on.
-	byID := make(map[string]int, len(batch))
+	// Inbox first: only the results it did not hold yet go on. Of two copies of a result
+	// in the batch the first goes; the second is a duplicate, or a conflict if it differs.
+	byKey := make(map[resultKey]int, len(batch))
 	inbox := make([]InboxRow, 0, len(batch))
 	for i, p := range batch {
-		if _, dup := byID[p.inbox.EventID]; dup {
-			w.skips.Duplicates++
+		k := resultKey{p.inbox.Entity, p.inbox.EventID}
+		if j, dup := byKey[k]; dup {
+			if d := inboxDiff(batch[j].inbox, p.inbox); d != "" {
+				w.conflicts[p.index] = conflictError(p.inbox, d)
+			} else {
+				w.skips.Duplicates++
+			}
 			continue
 		}
-		byID[p.inbox.EventID] = i
+		byKey[k] = i
 		inbox = append(inbox, p.inbox)
 	}
-	slices.SortFunc(inbox, func(a, b InboxRow) int { return cmp.Compare(a.EventID, b.EventID) })
-	ids, err := insertInbox(tx, inbox)
+	slices.SortFunc(inbox, func(a, b InboxRow) int {
+		return cmp.Or(cmp.Compare(a.Entity, b.Entity), cmp.Compare(a.EventID, b.EventID))
+	})
+	inserted, err := insertInbox(tx, inbox)
 	if err != nil {
 		return w, fmt.Errorf("inbox: %w", err)
 	}
-	w.skips.Duplicates += len(inbox) - len(ids)
-	fresh := make([]prepared, 0, len(ids))
-	for _, id := range ids {
-		p := batch[byID[id]]
-		w.fresh[p.index] = true
-		fresh = append(fresh, p)
+	if err := w.sortOut(tx, batch, byKey, inbox, inserted); err != nil {
+		return w, fmt.Errorf("inbox: %w", err)
+	}
+	fresh := make([]prepared, 0, len(inserted))
+	for _, r := range inbox {
+		if k := (resultKey{r.Entity, r.EventID}); inserted[k] {
+			p := batch[byKey[k]]
+			w.fresh[p.index] = true
+			fresh = append(fresh, p)
+		}
 	}
 
 	// Of several snapshots of one order only the newest can win.
@@ -456,15 +547,93 @@ func write(tx *gorm.DB, batch []prepared) (written, error) {
 	}
 	w.skips.OlderOrders = nOrders - n
 
-	slices.SortFunc(moves, func(a, b MoveRow) int {
-		return cmp.Or(cmp.Compare(a.OpID, b.OpID), cmp.Compare(a.Idx, b.Idx))
-	})
-	n, err = insertMoves(tx, moves)
-	if err != nil {
+	if err := w.recordMoves(tx, moves); err != nil {
 		return w, fmt.Errorf("moves: %w", err)
 	}
-	w.skips.DuplicateMoves = len(moves) - n
 	return w, nil
+}
+
+// sortOut tells, of the inbox rows not inserted, the redeliveries (duplicates) from the
+// conflicts: results whose entity and event id the inbox holds with another body. Only a
+// batch with such rows reads the inbox again, in one statement.
+func (w *written) sortOut(tx *gorm.DB, batch []prepared, byKey map[resultKey]int, inbox []InboxRow, inserted map[resultKey]bool) error {
+	var held []resultKey
+	for _, r := range inbox {
+		if k := (resultKey{r.Entity, r.EventID}); !inserted[k] {
+			held = append(held, k)
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	stored, err := storedInbox(tx, held)
+	if err != nil {
+		return err
+	}
+	for _, k := range held {
+		p := batch[byKey[k]]
+		if s, ok := stored[k]; ok {
+			if d := inboxDiff(s, p.inbox); d != "" {
+				w.conflicts[p.index] = conflictError(p.inbox, d)
+				continue
+			}
+		}
+		w.skips.Duplicates++
+	}
+	return nil
+}
+
+// recordMoves records the moves of the fresh results. A move moves holds already is a
+// duplicate when it is the same result's and moved the same, and a MoveConflict
+// otherwise; so is a second move under one key in the batch.
+func (w *written) recordMoves(tx *gorm.DB, moves []MoveRow) error {
+	first := make(map[moveKey]MoveRow, len(moves))
+	rows := moves[:0:0]
+	for _, m := range moves {
+		k := m.key()
+		if f, dup := first[k]; dup {
+			w.countMove(f, m)
+			continue
+		}
+		first[k] = m
+		rows = append(rows, m)
+	}
+	slices.SortFunc(rows, func(a, b MoveRow) int {
+		return cmp.Or(cmp.Compare(a.SKU, b.SKU), cmp.Compare(a.OpID, b.OpID), cmp.Compare(a.Idx, b.Idx))
+	})
+	recorded, err := insertMoves(tx, rows)
+	if err != nil {
+		return err
+	}
+	var held []moveKey
+	for _, m := range rows {
+		if !recorded[m.key()] {
+			held = append(held, m.key())
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	stored, err := storedMoves(tx, held)
+	if err != nil {
+		return err
+	}
+	for _, k := range held {
+		s, ok := stored[k]
+		if !ok {
+			s = first[k]
+		}
+		w.countMove(s, first[k])
+	}
+	return nil
+}
+
+func (w *written) countMove(stored, m MoveRow) {
+	if sameMove(stored, m) {
+		w.skips.DuplicateMoves++
+		return
+	}
+	w.moveConflicts = append(w.moveConflicts, MoveConflict{Move: m, Stored: stored})
 }
 
 // writeSKUs upserts SKU rows, then lot rows, each where its version is newer than the

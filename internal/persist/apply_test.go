@@ -29,8 +29,8 @@ func dump(t *testing.T, db *gorm.DB) string {
 		`SELECT sku, lot_id, kind, good, best_before, reg_seq, arrives_at, valid_from, valid_to,
 			sellable, reserved, allocated, hidden, shipped, defective, version FROM lots ORDER BY sku, lot_id`,
 		`SELECT lcid, status, allocation, paid, mode, target_date, lines, seq, last_event_id FROM orders ORDER BY lcid`,
-		`SELECT event_id, entity, seq, type, outcome, reason, processed_at FROM inbox ORDER BY event_id`,
-		`SELECT op_id, idx, event_id, sku, lot_id, from_bucket, to_bucket, qty, sku_version FROM moves ORDER BY op_id, idx`,
+		`SELECT event_id, entity, seq, type, outcome, reason, processed_at FROM inbox ORDER BY entity, event_id`,
+		`SELECT sku, op_id, idx, entity, event_id, lot_id, from_bucket, to_bucket, qty, sku_version FROM moves ORDER BY sku, op_id, idx`,
 	}
 	var b strings.Builder
 	for _, q := range queries {

@@ -172,8 +172,10 @@ func (h *Handler) Ready(context.Context) error {
 }
 
 // HandleBatch decodes the messages and applies their results in one transaction. A
-// message that is not a result, or a result that can never be applied, is Poison; the
-// others are Done once committed. When PostgreSQL fails, the batch is held and retried
+// message that is not a result, a result that can never be applied, and a result whose
+// entity and event id PostgreSQL holds with another body (Conflict, logged at error) are
+// Poison; the others are Done once committed. A move not recorded because moves holds it
+// for another result is logged at error; its result is Done. When PostgreSQL fails, the batch is held and retried
 // with backoff and jitter; after HoldMax, or on Quit or ctx's end, every message of the
 // batch is Retry (nothing was committed, nothing is deleted).
 func (h *Handler) HandleBatch(ctx context.Context, ms []queue.Message) []queue.Outcome {
@@ -202,13 +204,26 @@ func (h *Handler) HandleBatch(ctx context.Context, ms []queue.Message) []queue.O
 		if err == nil {
 			h.committed(results, rep, took)
 			for k, rr := range rep.Results {
-				if rr.Status == Poison {
+				switch rr.Status {
+				case Poison:
 					out[at[k]] = queue.Outcome{Verdict: queue.Poison, Reason: rr.Err.Error()}
 					h.log.Warn("poison result", zap.String("event_id", results[k].EventID),
 						zap.String("entity", results[k].Entity), zap.Error(rr.Err))
-				} else {
+				case Conflict:
+					// Not a redelivery: kept in the DLQ for an operator, never deleted unread.
+					out[at[k]] = queue.Outcome{Verdict: queue.Poison, Reason: rr.Err.Error()}
+					h.log.Error("result conflicts with the persisted result of its entity and event id; dead-lettered",
+						zap.String("event_id", results[k].EventID), zap.String("entity", results[k].Entity), zap.Error(rr.Err))
+				default:
 					out[at[k]] = queue.Outcome{Verdict: queue.Done}
 				}
+			}
+			for _, c := range rep.MoveConflicts {
+				h.log.Error("move not recorded: moves holds it for another result",
+					zap.String("event_id", c.Move.EventID), zap.String("entity", c.Move.Entity),
+					zap.String("sku", c.Move.SKU), zap.String("op_id", c.Move.OpID), zap.Int("idx", c.Move.Idx),
+					zap.String("stored_event_id", c.Stored.EventID), zap.String("stored_entity", c.Stored.Entity),
+					zap.Error(c))
 			}
 			return out
 		}
@@ -276,6 +291,10 @@ func (h *Handler) committed(results []event.Result, rep Report, took time.Durati
 			m.Results.WithLabelValues("duplicate").Inc()
 		case Poison:
 			m.Results.WithLabelValues("poison").Inc()
+		case Conflict:
+			m.Results.WithLabelValues("conflict").Inc()
+			m.IdentityConflicts.WithLabelValues("inbox").Inc()
 		}
 	}
+	m.IdentityConflicts.WithLabelValues("moves").Add(float64(len(rep.MoveConflicts)))
 }

@@ -3,9 +3,16 @@ package persist_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/persist/resultgen"
 	"github.com/junban/junban/internal/queue"
@@ -49,4 +56,100 @@ func TestHandlerAppliersShareConnections(t *testing.T) {
 	}
 	wg.Wait()
 	diff(t, "rows after concurrent batches through 2 appliers", dump(t, want), dump(t, got))
+}
+
+// counter reads a counter of reg by name and labels (0 when it has no such series).
+func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if labels[lp.GetName()] != lp.GetValue() {
+					continue metrics
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// Through the handler: two orders sharing an event id are both Done and persisted; a
+// redelivery is Done; a result that the inbox holds under its entity and event id with
+// another body goes to the DLQ (Poison) with a reason that names both, is logged at error
+// with event_id and entity and counted; a move recorded for another entity is logged at
+// error and counted, its result Done. Against the old code the shared event id lost
+// LC-P2 without a log line, and the other body was Done (deleted) without one.
+func TestHandlerCollisionsAreLoud(t *testing.T) {
+	db := testenv.Postgres(t)
+	reg := prometheus.NewRegistry()
+	core, logs := observer.New(zapcore.InfoLevel)
+	h, err := persist.NewHandler(persist.HandlerConfig{DB: db, Registerer: reg, Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1 := allocation("LC-P1", "dup-1", 1, "1", "P", "dup-1:1:alloc", 2, 1)
+	p2 := allocation("LC-P2", "dup-1", 1, "1", "Q", "dup-1:1:alloc", 2, 1)
+	other := allocation("LC-P1", "dup-1", 2, "1", "P", "dup-1~again:1:alloc", 3, 2)
+	p3 := allocation("LC-P3", "dup-1", 1, "1", "P", "dup-1:1:alloc", 2, 1) // p1's operation answered again
+
+	handle := func(rs ...event.Result) []queue.Outcome {
+		var ms []queue.Message
+		for i, b := range bodies(t, rs) {
+			ms = append(ms, queue.Message{ID: strconv.Itoa(i), Body: []byte(b)})
+		}
+		return h.HandleBatch(context.Background(), ms)
+	}
+	for i, o := range handle(p1, p2) {
+		if o.Verdict != queue.Done {
+			t.Errorf("first batch, message %d: %+v, want Done", i, o)
+		}
+	}
+	outs := handle(p1, other, p3)
+	if outs[0].Verdict != queue.Done || outs[2].Verdict != queue.Done {
+		t.Errorf("redelivery and LC-P3: %+v, %+v, want Done", outs[0], outs[2])
+	}
+	if o := outs[1]; o.Verdict != queue.Poison || !strings.Contains(o.Reason, "LC-P1") || !strings.Contains(o.Reason, "dup-1") {
+		t.Errorf("other body: %+v, want Poison naming LC-P1 and dup-1", o)
+	}
+
+	inbox, orders, moves := identityRows(t, db)
+	sameRows(t, "inbox", inbox, []string{"LC-P1 dup-1 1", "LC-P2 dup-1 1", "LC-P3 dup-1 1"})
+	sameRows(t, "orders", orders, []string{"LC-P1 dup-1", "LC-P2 dup-1", "LC-P3 dup-1"})
+	sameRows(t, "moves", moves, []string{"LC-P1 dup-1 P dup-1:1:alloc", "LC-P2 dup-1 Q dup-1:1:alloc"})
+
+	loud := map[string]string{} // entity -> message of its error line
+	for _, e := range logs.FilterLevelExact(zapcore.ErrorLevel).All() {
+		f := e.ContextMap()
+		if f["event_id"] != "dup-1" {
+			t.Errorf("error line %q without event_id dup-1: %v", e.Message, f)
+		}
+		loud[f["entity"].(string)] = e.Message
+	}
+	if len(loud) != 2 || loud["LC-P1"] == "" || loud["LC-P3"] == "" {
+		t.Errorf("error lines by entity %v, want one for LC-P1's other body and one for LC-P3's move", loud)
+	}
+	for _, c := range []struct {
+		name, label, value string
+		want               float64
+	}{
+		{"junban_persist_results_total", "status", "conflict", 1},
+		{"junban_persist_results_total", "status", "applied", 3},
+		{"junban_persist_results_total", "status", "duplicate", 1},
+		{"junban_persist_identity_conflicts_total", "table", "inbox", 1},
+		{"junban_persist_identity_conflicts_total", "table", "moves", 1},
+		{"junban_persist_conflicts_skipped_total", "kind", "duplicate", 1},
+	} {
+		if got := counter(t, reg, c.name, map[string]string{c.label: c.value}); got != c.want {
+			t.Errorf("%s{%s=%q} = %v, want %v", c.name, c.label, c.value, got, c.want)
+		}
+	}
 }

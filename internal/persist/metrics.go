@@ -17,8 +17,13 @@ type Metrics struct {
 	// Skipped counts what PostgreSQL already held or held newer, by kind: duplicate
 	// (inbox), order_seq, sku_version, lot_version, move.
 	Skipped *prometheus.CounterVec
-	// Results counts results by status: applied, duplicate, poison.
+	// Results counts results by status: applied, duplicate, poison, conflict.
 	Results *prometheus.CounterVec
+	// IdentityConflicts counts rows refused because their table holds another under the
+	// same key, by table: inbox (a result of the same entity and event id with another
+	// body; dead-lettered) and moves (a move of another result under the same SKU, op id
+	// and index; logged, its result applied).
+	IdentityConflicts *prometheus.CounterVec
 	// Failures counts Apply attempts that failed for a reason a retry can cure.
 	Failures prometheus.Counter
 }
@@ -48,8 +53,12 @@ func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"kind"}),
 		Results: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "results_total",
-			Help: "Results handled, by status (applied, duplicate, poison).",
+			Help: "Results handled, by status (applied, duplicate, poison, conflict).",
 		}, []string{"status"}),
+		IdentityConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "identity_conflicts_total",
+			Help: "Rows refused because their table holds another under the same key with other content, by table (inbox, moves).",
+		}, []string{"table"}),
 		Failures: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "apply_failures_total",
 			Help: "Batch applies that failed for a reason a retry can cure (PostgreSQL unreachable, deadlock).",
@@ -58,11 +67,14 @@ func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, k := range []string{"duplicate", "order_seq", "sku_version", "lot_version", "move"} {
 		m.Skipped.WithLabelValues(k)
 	}
-	for _, s := range []string{"applied", "duplicate", "poison"} {
+	for _, s := range []string{"applied", "duplicate", "poison", "conflict"} {
 		m.Results.WithLabelValues(s)
 	}
+	for _, t := range []string{"inbox", "moves"} {
+		m.IdentityConflicts.WithLabelValues(t)
+	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.BatchSize, m.ApplyDuration, m.Lag, m.Skipped, m.Results, m.Failures} {
+		for _, c := range []prometheus.Collector{m.BatchSize, m.ApplyDuration, m.Lag, m.Skipped, m.Results, m.IdentityConflicts, m.Failures} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("persist: metrics: %w", err)
 			}

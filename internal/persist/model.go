@@ -1,10 +1,12 @@
 // Package persist writes result events to PostgreSQL, the durable copy of every order
 // and every stock movement, and compares that copy with Redis (reconcile).
 //
-// Apply is idempotent and order-insensitive: an inbox keyed by event_id skips a result
-// seen before, an order row changes only for a newer seq, SKU and lot rows only for a
-// newer SKU version, and moves are an append-only ledger keyed by (op_id, idx). So the
-// same results applied twice, or in any order, leave the same rows. A SKU's safety stock
+// Apply is idempotent and order-insensitive: an inbox keyed by (entity, event_id), as the
+// order-worker identifies a result, skips a result seen before (and refuses, loudly, one
+// that differs from it), an order row changes only for a newer seq, SKU and lot rows only
+// for a newer SKU version, and moves are an append-only ledger keyed by (sku, op_id, idx),
+// as the ledger keys its operations. So the same results applied twice, or in any order,
+// leave the same rows. A SKU's safety stock
 // has a version of its own (settings_version), raised only by the results that set it.
 package persist
 
@@ -73,8 +75,10 @@ func (OrderRow) TableName() string { return "orders" }
 
 // InboxRow is a row of inbox: one result event that was persisted, applied or rejected.
 type InboxRow struct {
-	EventID     string `gorm:"primaryKey"`
-	Entity      string
+	EventID string `gorm:"primaryKey"`
+	// Entity is the turn the result's event ran in (an lcid, or "sku:" and a SKU); with
+	// EventID it identifies the result.
+	Entity      string `gorm:"primaryKey"`
 	Seq         int64
 	Type        string
 	Outcome     string
@@ -89,10 +93,12 @@ func (InboxRow) TableName() string { return "inbox" }
 
 // MoveRow is a row of moves: one quantity moved between two buckets of a lot.
 type MoveRow struct {
-	OpID       string `gorm:"primaryKey"`
-	Idx        int    `gorm:"primaryKey;autoIncrement:false"`
+	OpID string `gorm:"primaryKey"`
+	Idx  int    `gorm:"primaryKey;autoIncrement:false"`
+	// Entity and EventID identify the result that recorded the move.
+	Entity     string
 	EventID    string
-	SKU        string `gorm:"column:sku"`
+	SKU        string `gorm:"column:sku;primaryKey"`
 	LotID      string
 	FromBucket string
 	ToBucket   string

@@ -15,10 +15,17 @@ import (
 // table. unnest yields the rows in array order and INSERT ... SELECT writes them in that
 // order: the callers' sorting still decides the order in which rows are locked.
 
+// A result is identified by its entity and event id, as the order-worker identifies it.
 const insertInboxSQL = `INSERT INTO inbox (event_id, entity, seq, type, outcome, reason, processed_at)
 SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
-ON CONFLICT (event_id) DO NOTHING
-RETURNING event_id`
+ON CONFLICT (entity, event_id) DO NOTHING
+RETURNING entity, event_id`
+
+// storedInboxSQL reads the inbox rows of results that insertInboxSQL did not insert. As
+// a statement of its own it sees the rows that a concurrent transaction committed while
+// the insert waited for it.
+const storedInboxSQL = `SELECT entity, event_id, seq, type, outcome, reason FROM inbox
+WHERE (entity, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
 
 // An order row is only ever replaced by a newer seq of its entity.
 const upsertOrdersSQL = `INSERT INTO orders (lcid, status, allocation, paid, mode, target_date, lines, seq, last_event_id, updated_at)
@@ -62,13 +69,22 @@ ON CONFLICT (sku, lot_id) DO UPDATE SET kind = excluded.kind, good = excluded.go
 	updated_at = excluded.updated_at
 WHERE lots.version < excluded.version`
 
-// Moves are an append-only ledger: a move recorded once is never written again.
-const insertMovesSQL = `INSERT INTO moves (op_id, idx, event_id, sku, lot_id, from_bucket, to_bucket, qty, sku_version)
-SELECT * FROM unnest($1::text[], $2::integer[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[])
-ON CONFLICT DO NOTHING`
+// Moves are an append-only ledger: a move recorded once is never written again. A move is
+// keyed as the ledger keys its operation, by SKU and op id, and its index.
+const insertMovesSQL = `INSERT INTO moves (sku, op_id, idx, entity, event_id, lot_id, from_bucket, to_bucket, qty, sku_version)
+SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::bigint[])
+ON CONFLICT (sku, op_id, idx) DO NOTHING
+RETURNING sku, op_id, idx`
 
-// insertInbox inserts the inbox rows not there yet and returns their event ids.
-func insertInbox(tx *gorm.DB, rows []InboxRow) ([]string, error) {
+// storedMovesSQL reads the moves that insertMovesSQL did not insert (see storedInboxSQL).
+const storedMovesSQL = `SELECT sku, op_id, idx, entity, event_id, lot_id, from_bucket, to_bucket, qty, sku_version FROM moves
+WHERE (sku, op_id, idx) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::integer[]))`
+
+// resultKey identifies a result: its entity and its event id.
+type resultKey struct{ entity, eventID string }
+
+// insertInbox inserts the inbox rows not there yet and returns their keys.
+func insertInbox(tx *gorm.DB, rows []InboxRow) (map[resultKey]bool, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
@@ -80,21 +96,34 @@ func insertInbox(tx *gorm.DB, rows []InboxRow) ([]string, error) {
 	for i, r := range rows {
 		ids[i], entities[i], seqs[i], types[i], outcomes[i], reasons[i], processed[i] = r.EventID, r.Entity, r.Seq, r.Type, r.Outcome, r.Reason, r.ProcessedAt
 	}
-	ctx, pool := conn(tx)
-	res, err := pool.QueryContext(ctx, insertInboxSQL, ids, entities, seqs, types, outcomes, reasons, processed)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Close()
-	fresh := make([]string, 0, len(rows))
-	for res.Next() {
-		var id string
-		if err := res.Scan(&id); err != nil {
-			return nil, err
+	fresh := make(map[resultKey]bool, len(rows))
+	err := query(tx, func(scan func(...any) error) error {
+		var k resultKey
+		if err := scan(&k.entity, &k.eventID); err != nil {
+			return err
 		}
-		fresh = append(fresh, id)
+		fresh[k] = true
+		return nil
+	}, insertInboxSQL, ids, entities, seqs, types, outcomes, reasons, processed)
+	return fresh, err
+}
+
+// storedInbox reads the inbox rows of keys.
+func storedInbox(tx *gorm.DB, keys []resultKey) (map[resultKey]InboxRow, error) {
+	entities, ids := col[string](keys), col[string](keys)
+	for i, k := range keys {
+		entities[i], ids[i] = k.entity, k.eventID
 	}
-	return fresh, res.Err()
+	stored := make(map[resultKey]InboxRow, len(keys))
+	err := query(tx, func(scan func(...any) error) error {
+		var r InboxRow
+		if err := scan(&r.Entity, &r.EventID, &r.Seq, &r.Type, &r.Outcome, &r.Reason); err != nil {
+			return err
+		}
+		stored[resultKey{r.Entity, r.EventID}] = r
+		return nil
+	}, storedInboxSQL, entities, ids)
+	return stored, err
 }
 
 // upsertOrders writes order rows where their seq is newer and returns how many it wrote.
@@ -155,20 +184,56 @@ func upsertLots(tx *gorm.DB, rows []LotRow) (int, error) {
 		sellable, reserved, allocated, hidden, shipped, defective, ver)
 }
 
-// insertMoves records the moves not recorded yet and returns how many it recorded.
-func insertMoves(tx *gorm.DB, rows []MoveRow) (int, error) {
+// moveKey identifies a move: the ledger operation's SKU and op id, and the index.
+type moveKey struct {
+	sku, opID string
+	idx       int
+}
+
+func (m MoveRow) key() moveKey { return moveKey{m.SKU, m.OpID, m.Idx} }
+
+// insertMoves records the moves not recorded yet and returns their keys.
+func insertMoves(tx *gorm.DB, rows []MoveRow) (map[moveKey]bool, error) {
 	if len(rows) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	var (
-		opIDs, events, skus, lotIDs, froms, tos = col[string](rows), col[string](rows), col[string](rows), col[string](rows), col[string](rows), col[string](rows)
-		idxs, qtys, versions                    = col[int64](rows), col[int64](rows), col[int64](rows)
+		skus, opIDs, entities, events = col[string](rows), col[string](rows), col[string](rows), col[string](rows)
+		lotIDs, froms, tos            = col[string](rows), col[string](rows), col[string](rows)
+		idxs, qtys, versions          = col[int64](rows), col[int64](rows), col[int64](rows)
 	)
 	for i, r := range rows {
-		opIDs[i], idxs[i], events[i], skus[i], lotIDs[i] = r.OpID, int64(r.Idx), r.EventID, r.SKU, r.LotID
-		froms[i], tos[i], qtys[i], versions[i] = r.FromBucket, r.ToBucket, r.Qty, r.SKUVersion
+		skus[i], opIDs[i], idxs[i], entities[i], events[i] = r.SKU, r.OpID, int64(r.Idx), r.Entity, r.EventID
+		lotIDs[i], froms[i], tos[i], qtys[i], versions[i] = r.LotID, r.FromBucket, r.ToBucket, r.Qty, r.SKUVersion
 	}
-	return exec(tx, insertMovesSQL, opIDs, idxs, events, skus, lotIDs, froms, tos, qtys, versions)
+	recorded := make(map[moveKey]bool, len(rows))
+	err := query(tx, func(scan func(...any) error) error {
+		var k moveKey
+		if err := scan(&k.sku, &k.opID, &k.idx); err != nil {
+			return err
+		}
+		recorded[k] = true
+		return nil
+	}, insertMovesSQL, skus, opIDs, idxs, entities, events, lotIDs, froms, tos, qtys, versions)
+	return recorded, err
+}
+
+// storedMoves reads the moves of keys.
+func storedMoves(tx *gorm.DB, keys []moveKey) (map[moveKey]MoveRow, error) {
+	skus, opIDs, idxs := col[string](keys), col[string](keys), col[int64](keys)
+	for i, k := range keys {
+		skus[i], opIDs[i], idxs[i] = k.sku, k.opID, int64(k.idx)
+	}
+	stored := make(map[moveKey]MoveRow, len(keys))
+	err := query(tx, func(scan func(...any) error) error {
+		var m MoveRow
+		if err := scan(&m.SKU, &m.OpID, &m.Idx, &m.Entity, &m.EventID, &m.LotID, &m.FromBucket, &m.ToBucket, &m.Qty, &m.SKUVersion); err != nil {
+			return err
+		}
+		stored[m.key()] = m
+		return nil
+	}, storedMovesSQL, skus, opIDs, idxs)
+	return stored, err
 }
 
 // col makes one column's array for rows.
@@ -182,6 +247,22 @@ func conn(tx *gorm.DB) (context.Context, gorm.ConnPool) {
 		ctx = context.Background()
 	}
 	return ctx, tx.Statement.ConnPool
+}
+
+// query runs q on tx's connection and calls row for each row it returns.
+func query(tx *gorm.DB, row func(scan func(...any) error) error, q string, args ...any) error {
+	ctx, pool := conn(tx)
+	res, err := pool.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	for res.Next() {
+		if err := row(res.Scan); err != nil {
+			return err
+		}
+	}
+	return res.Err()
 }
 
 func exec(tx *gorm.DB, q string, args ...any) (int, error) {
