@@ -19,9 +19,6 @@ import (
 	"github.com/junban/junban/internal/queue"
 )
 
-// errRedriveIntoDLQ: a redrive target is the dead-letter queue itself (internal/dlq).
-var errRedriveIntoDLQ = dlq.ErrRedriveIntoDLQ
-
 // release makes received messages visible again.
 func release(ctx context.Context, c *sqs.Client, url string, handles []string) {
 	dlq.Release(ctx, c, url, handles)
@@ -114,9 +111,6 @@ func (r redriveReport) print(w io.Writer) {
 	if r.Repeats > 0 {
 		fmt.Fprintf(w, "redrive: left %d message(s) whose body was already moved in this run: they failed again and came back, or are duplicates (dlq list shows the reasons)\n", r.Repeats)
 	}
-	if r.BadSource > 0 {
-		fmt.Fprintf(w, "redrive: left %d message(s) whose %s cannot be used\n", r.BadSource, queue.AttrSourceQueue)
-	}
 	fmt.Fprintf(w, "redrive: %s held about %d message(s) at the start (the most one run moves, at least 10)", r.DLQ, r.Depth)
 	if r.Left >= 0 {
 		fmt.Fprintf(w, ", about %d now", r.Left)
@@ -135,8 +129,11 @@ func dlqRedriveCmd() *cobra.Command {
 	var o dlqRedriveOptions
 	c := &cobra.Command{
 		Use:   "redrive",
-		Short: "move a dead-letter queue's messages back to their queue",
-		Args:  noArgs,
+		Short: "move a dead-letter queue's messages back to the queue it serves",
+		Long: "redrive moves the messages of JUNBAN_ORDERS_DLQ to JUNBAN_ORDERS_QUEUE, or of JUNBAN_RESULTS_DLQ to\n" +
+			"JUNBAN_RESULTS_QUEUE, whatever a message's junban-source-queue attribute says. Any other queue is\n" +
+			"refused.",
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			rep, err := dlqRedrive(c.Context(), o)
 			if rep.DLQ == "" {
@@ -150,15 +147,15 @@ func dlqRedriveCmd() *cobra.Command {
 		},
 	}
 	fs := c.Flags()
-	fs.StringVar(&o.queue, "queue", "", "dead-letter queue, name or URL (default JUNBAN_ORDERS_DLQ)")
-	fs.StringVar(&o.to, "to", "", "queue for the messages without a junban-source-queue attribute (default: the queue the DLQ serves: JUNBAN_ORDERS_QUEUE, JUNBAN_RESULTS_QUEUE, or X for X-dlq)")
+	fs.StringVar(&o.queue, "queue", "", "dead-letter queue: JUNBAN_ORDERS_DLQ or JUNBAN_RESULTS_DLQ, name or URL (default JUNBAN_ORDERS_DLQ)")
+	fs.StringVar(&o.to, "to", "", "must name the queue the DLQ serves (JUNBAN_ORDERS_QUEUE or JUNBAN_RESULTS_QUEUE), which is where the messages go anyway; any other queue is refused")
 	fs.IntVar(&o.max, "max", 0, "move at most this many messages (0: no limit beyond the DLQ's depth at the start)")
 	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
 	return c
 }
 
-// dlqRedrive runs dlq.Redrive (which says what a run moves and why it cannot loop). A
-// target it cannot use is a usage error.
+// dlqRedrive runs dlq.Redrive (which says where a run moves the messages, what it
+// refuses and why it cannot loop). A queue it refuses is a usage error.
 func dlqRedrive(ctx context.Context, o dlqRedriveOptions) (redriveReport, error) {
 	if o.max < 0 {
 		return redriveReport{}, usagef("dlq redrive: --max %d is negative", o.max)
@@ -167,17 +164,11 @@ func dlqRedrive(ctx context.Context, o dlqRedriveOptions) (redriveReport, error)
 	if err != nil {
 		return redriveReport{}, err
 	}
-	opt := dlq.RedriveOptions{DLQ: cmp.Or(o.queue, cfg.OrdersDLQ), To: o.to, Max: o.max}
-	if opt.To == "" && dlq.ServedQueue(cfg, opt.DLQ) == "" {
-		// Checked before connecting, so that the mistake is reported without SQS.
-		_, err := dlq.Redrive(ctx, nil, cfg, opt)
-		return redriveReport{}, fmt.Errorf("%w: dlq redrive: %w", errUsage, err)
-	}
 	c, err := queue.NewClient(ctx, cfg)
 	if err != nil {
 		return redriveReport{}, err
 	}
-	rep, err := dlq.Redrive(ctx, c, cfg, opt)
+	rep, err := dlq.Redrive(ctx, c, cfg, dlq.RedriveOptions{DLQ: cmp.Or(o.queue, cfg.OrdersDLQ), To: o.to, Max: o.max})
 	if errors.Is(err, dlq.ErrBadTarget) {
 		err = fmt.Errorf("%w: dlq redrive: %w", errUsage, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -127,21 +128,32 @@ func TestDLQListAndRedrive(t *testing.T) {
 	}
 }
 
-// A target that is the DLQ itself is refused before anything moves, whether the name
-// gives no source queue, --to names the DLQ (here by its URL), or a message's
-// junban-source-queue attribute does. Against the code before the fix (target
-// TrimSuffix(name, "-dlq"), attribute ignored) the first and third cases re-sent the
-// message into its own DLQ until the context ended, the second reported "moved 3" and
-// the fourth moved the message to the orders queue.
+// A redrive takes only from junban's own dead-letter queues and never sends into one:
+// a queue that is neither JUNBAN_ORDERS_DLQ nor JUNBAN_RESULTS_DLQ (named otherwise, or
+// X-dlq beside a queue X) and a --to that names the DLQ (here by its URL) are usage errors
+// before anything moves; a message whose junban-source-queue names the DLQ itself goes to
+// the queue the DLQ serves like any other. Broken variants: the code before the first
+// fix (target TrimSuffix(name, "-dlq"), attribute ignored) re-sent the odd queue's message
+// into its own DLQ until the context ended and reported "moved 3" for --to the DLQ; the
+// code that followed the attribute moved the X-dlq queue's message to X and left the
+// self-sourced message in the DLQ as unroutable.
 func TestDLQRedriveRefusesTheDLQAsTarget(t *testing.T) {
 	c, q := dlqTestEnv(t)
 	ctx := context.Background()
-	odd, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(testenv.Name(t) + "-deadletter")})
-	if err != nil {
-		t.Fatal(err)
+	newQueue := func(name string) string {
+		out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := aws.ToString(out.QueueUrl)
+		t.Cleanup(func() { c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}) })
+		return url
 	}
-	oddURL := aws.ToString(odd.QueueUrl)
+	oddURL := newQueue(testenv.Name(t) + "-deadletter")
+	extra := testenv.Name(t) + "-extra"
+	extraURL, extraDLQURL := newQueue(extra), newQueue(extra+"-dlq")
 	deadLetter(t, c, oddURL, "odd", nil)
+	deadLetter(t, c, extraDLQURL, "extra", nil)
 	deadLetter(t, c, q.Orders.DLQURL, "plain", nil)
 
 	cases := []struct {
@@ -153,6 +165,8 @@ func TestDLQRedriveRefusesTheDLQAsTarget(t *testing.T) {
 		{"name gives no source queue", []string{"-queue", oddURL}, oddURL, true},
 		{"name gives no source queue, with --max", []string{"-queue", oddURL, "-max", "3"}, oddURL, true},
 		{"--to is the DLQ", []string{"-queue", q.OrdersDLQName, "-to", q.Orders.DLQURL}, q.Orders.DLQURL, true},
+		{"X-dlq that is not junban's", []string{"-queue", extra + "-dlq"}, extraDLQURL, true},
+		{"X-dlq that is not junban's, with --to", []string{"-queue", extraDLQURL, "-to", extra}, extraDLQURL, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,21 +185,24 @@ func TestDLQRedriveRefusesTheDLQAsTarget(t *testing.T) {
 		})
 	}
 
+	if got := peek(t, c, extraURL); len(got) != 0 {
+		t.Fatalf("the queue beside the X-dlq got %q", got)
+	}
+
 	t.Run("source-queue attribute is the DLQ", func(t *testing.T) {
 		take(t, c, q.Orders.DLQURL)
 		deadLetter(t, c, q.Orders.DLQURL, "self", map[string]string{queue.AttrSourceQueue: q.OrdersDLQName})
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		rep, err := ctlRedrive(rctx, []string{"-queue", q.OrdersDLQName})
-		if !errors.Is(err, errRedriveIntoDLQ) || rep.Total() != 0 {
-			t.Fatalf("redrive: %v, moved %d; want errRedriveIntoDLQ and none moved", err, rep.Total())
+		if err != nil || rep.Moved[q.OrdersName] != 1 {
+			t.Fatalf("redrive: %v, moved %v; want the message moved to %s", err, rep.Moved, q.OrdersName)
 		}
-		// Handed back at once, not hidden for the receive's visibility timeout.
-		if got := peek(t, c, q.Orders.DLQURL); !slices.Equal(got, []string{"self"}) {
-			t.Fatalf("the DLQ holds %q, want [self] visible", got)
+		if got := peek(t, c, q.Orders.DLQURL); len(got) != 0 {
+			t.Fatalf("the DLQ holds %q", got)
 		}
-		if got := peek(t, c, q.Orders.URL); len(got) != 0 {
-			t.Fatalf("the orders queue got %q", got)
+		if got := peek(t, c, q.Orders.URL); !slices.Equal(got, []string{"self"}) {
+			t.Fatalf("the orders queue holds %q, want [self]", got)
 		}
 	})
 }
@@ -331,60 +348,74 @@ func TestDLQRedriveEndsWhenMessagesComeBack(t *testing.T) {
 	}
 }
 
-// Each message goes to the queue its junban-source-queue attribute names (by name or
-// URL), before --to; one without the attribute goes to --to, else to the queue the DLQ
-// serves. The attribute itself and the reason stay behind; other attributes travel.
-// Against the code before the fix every message went to the orders queue.
-func TestDLQRedriveFollowsTheSourceQueueAttribute(t *testing.T) {
+// Every message goes to the queue the DLQ serves, whatever its junban-source-queue
+// attribute names (the results queue by name or URL, a queue that does not exist); the
+// attribute and the reason stay behind, other attributes travel. Broken variant: the code
+// before sent results-by-name and results-by-url to the results queue, where the
+// persist-worker writes what it reads, and left "nowhere" in the DLQ.
+func TestDLQRedriveIgnoresTheSourceQueueAttribute(t *testing.T) {
 	c, q := dlqTestEnv(t)
 	ctx := context.Background()
 	deadLetter(t, c, q.Orders.DLQURL, "results-by-name", map[string]string{queue.AttrSourceQueue: q.ResultsName, "x-keep": "v"})
 	deadLetter(t, c, q.Orders.DLQURL, "results-by-url", map[string]string{queue.AttrSourceQueue: q.Results.URL})
-	deadLetter(t, c, q.Orders.DLQURL, "orders-by-pairing", nil)
+	deadLetter(t, c, q.Orders.DLQURL, "nowhere", map[string]string{queue.AttrSourceQueue: testenv.Name(t) + "-gone"})
+	deadLetter(t, c, q.Orders.DLQURL, "plain", nil)
 	rep, err := ctlRedrive(ctx, []string{"-queue", q.OrdersDLQName})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]int{q.ResultsName: 2, q.OrdersName: 1}; !maps.Equal(rep.Moved, want) {
+	if want := map[string]int{q.OrdersName: 4}; !maps.Equal(rep.Moved, want) {
 		t.Fatalf("moved %v, want %v", rep.Moved, want)
 	}
-	results := take(t, c, q.Results.URL)
-	if len(results) != 2 {
-		t.Fatalf("results queue got %d messages, want results-by-name and results-by-url", len(results))
+	if got := take(t, c, q.Results.URL); len(got) != 0 {
+		t.Fatalf("the results queue got %v", slices.Sorted(maps.Keys(got)))
 	}
-	m, ok := results["results-by-name"]
-	if !ok {
-		t.Fatalf("results-by-name did not reach the results queue")
+	orders := take(t, c, q.Orders.URL)
+	if got := slices.Sorted(maps.Keys(orders)); !slices.Equal(got, []string{"nowhere", "plain", "results-by-name", "results-by-url"}) {
+		t.Fatalf("the orders queue got %v", got)
 	}
-	if a := m.MessageAttributes; aws.ToString(a["x-keep"].StringValue) != "v" || a[queue.AttrSourceQueue].StringValue != nil || a[queue.AttrDLQReason].StringValue != nil {
+	if a := orders["results-by-name"].MessageAttributes; aws.ToString(a["x-keep"].StringValue) != "v" || a[queue.AttrSourceQueue].StringValue != nil || a[queue.AttrDLQReason].StringValue != nil {
 		t.Errorf("attributes after the redrive: %v, want x-keep only", slices.Sorted(maps.Keys(a)))
 	}
-	if orders := take(t, c, q.Orders.URL); len(orders) != 1 || orders["orders-by-pairing"].Body == nil {
-		t.Fatalf("orders queue got %v, want orders-by-pairing only", slices.Sorted(maps.Keys(orders)))
+	if got := peek(t, c, q.Orders.DLQURL); len(got) != 0 {
+		t.Fatalf("left in the DLQ: %q", got)
 	}
+}
 
-	t.Run("before --to", func(t *testing.T) {
-		odd, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(testenv.Name(t) + "-deadletter")})
-		if err != nil {
-			t.Fatal(err)
+// --to names only the queue the DLQ serves: the other main queue (by name or URL), a queue
+// that is not junban's and a foreign URL ending in the served queue's name are usage
+// errors naming the queue allowed, and nothing moves; the served queue is accepted.
+// Broken variant: the code before moved the message to the results queue for
+// --to results.
+func TestDLQRedriveRefusesATargetItDoesNotServe(t *testing.T) {
+	c, q := dlqTestEnv(t)
+	ctx := context.Background()
+	odd, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(testenv.Name(t) + "-extra")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oddURL := aws.ToString(odd.QueueUrl)
+	t.Cleanup(func() { c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(oddURL)}) })
+	deadLetter(t, c, q.Orders.DLQURL, "plain", nil)
+	for _, to := range []string{q.ResultsName, q.Results.URL, oddURL, "https://sqs.attacker.example/999999999999/" + q.OrdersName} {
+		rep, err := ctlRedrive(ctx, []string{"-queue", q.OrdersDLQName, "-to", to})
+		if !errors.Is(err, errUsage) || rep.Total() != 0 {
+			t.Errorf("--to %s: moved %d, %v; want a usage error", to, rep.Total(), err)
+			continue
 		}
-		oddURL := aws.ToString(odd.QueueUrl)
-		deadLetter(t, c, oddURL, "attr", map[string]string{queue.AttrSourceQueue: q.ResultsName})
-		deadLetter(t, c, oddURL, "plain", nil)
-		rep, err := ctlRedrive(ctx, []string{"-queue", oddURL, "-to", q.OrdersName})
-		if err != nil {
-			t.Fatal(err)
+		if !strings.Contains(err.Error(), fmt.Sprintf("%q", q.OrdersName)) {
+			t.Errorf("--to %s: %q does not name %q", to, err, q.OrdersName)
 		}
-		if want := map[string]int{q.ResultsName: 1, q.OrdersName: 1}; !maps.Equal(rep.Moved, want) {
-			t.Fatalf("moved %v, want %v", rep.Moved, want)
+	}
+	for _, url := range []string{q.Results.URL, q.Orders.URL, oddURL} {
+		if got := peek(t, c, url); len(got) != 0 {
+			t.Fatalf("%s got %q", url, got)
 		}
-		if got := take(t, c, q.Results.URL); len(got) != 1 || got["attr"].Body == nil {
-			t.Fatalf("results queue got %v, want attr", slices.Sorted(maps.Keys(got)))
-		}
-		if got := take(t, c, q.Orders.URL); len(got) != 1 || got["plain"].Body == nil {
-			t.Fatalf("orders queue got %v, want plain", slices.Sorted(maps.Keys(got)))
-		}
-	})
+	}
+	rep, err := ctlRedrive(ctx, []string{"-queue", q.OrdersDLQName, "-to", q.OrdersName})
+	if err != nil || rep.Moved[q.OrdersName] != 1 {
+		t.Fatalf("--to %s: moved %v, %v", q.OrdersName, rep.Moved, err)
+	}
 }
 
 // Flags are checked before any message moves: a positional argument (a queue given
@@ -473,25 +504,5 @@ func TestDLQRedriveGoesPastRepeats(t *testing.T) {
 	t.Setenv("JUNBAN_STACK_ENV", "/nonexistent/stack.env")
 	if err := ctl(ctx, io.Discard, "dlq list", []string{"--bogus"}); !errors.Is(err, errUsage) {
 		t.Errorf("dlq list --bogus without AWS_REGION: %v, want a usage error", err)
-	}
-}
-
-// A message whose junban-source-queue names a queue that does not exist is left in the
-// DLQ and counted; the others still move, and the run fails naming it. (The first rewrite
-// stopped the run at that message, leaving the ones behind it unmoved; it has no
-// BadSource count, so this test does not compile against it.)
-func TestDLQRedriveLeavesAMessageItCannotRoute(t *testing.T) {
-	c, q := dlqTestEnv(t)
-	ctx := context.Background()
-	deadLetter(t, c, q.Orders.DLQURL, "nowhere", map[string]string{queue.AttrSourceQueue: testenv.Name(t) + "-gone"})
-	for _, b := range []string{"a", "b", "c"} {
-		deadLetter(t, c, q.Orders.DLQURL, b, nil)
-	}
-	rep, err := ctlRedrive(ctx, []string{"-queue", q.OrdersDLQName})
-	if err == nil || !strings.Contains(err.Error(), "-gone") || rep.BadSource != 1 || rep.Total() != 3 {
-		t.Fatalf("redrive: %v, moved %d, bad source %d; want an error naming the queue, 3 moved, 1 left", err, rep.Total(), rep.BadSource)
-	}
-	if got := peek(t, c, q.Orders.DLQURL); !slices.Equal(got, []string{"nowhere"}) {
-		t.Fatalf("the DLQ holds %q, want [nowhere]", got)
 	}
 }

@@ -57,7 +57,9 @@ func (s *Server) listDLQ(w http.ResponseWriter, r *http.Request) error {
 
 // RedriveRequest is the optional body of POST /v1/dlq/{queue}/redrive.
 type RedriveRequest struct {
-	// To is the queue for messages without a source queue; empty: the one the DLQ serves.
+	// To, when given, must name the queue the DLQ serves (JUNBAN_ORDERS_QUEUE for
+	// JUNBAN_ORDERS_DLQ, JUNBAN_RESULTS_QUEUE for JUNBAN_RESULTS_DLQ), by its name or URL;
+	// any other queue is a 400. The messages go to that queue whether it is given or not.
 	To string `json:"to"`
 	// Max bounds the messages moved; 0: the DLQ's depth at the start.
 	Max int `json:"max"`
@@ -79,7 +81,7 @@ func (s *Server) redriveDLQ(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rep, err := dlq.Redrive(r.Context(), s.d.SQS, s.d.Queues, dlq.RedriveOptions{DLQ: name, To: req.To, Max: req.Max})
-	s.log.Info("api: dlq redrive", zap.String("dlq", name), zap.Int("moved", rep.Total()), zap.Int("repeats", rep.Repeats), zap.Int("bad_source", rep.BadSource), zap.Error(err))
+	s.log.Info("api: dlq redrive", zap.String("dlq", name), zap.Int("moved", rep.Total()), zap.Int("repeats", rep.Repeats), zap.Error(err))
 	if errors.Is(err, dlq.ErrBadTarget) {
 		return badRequest("%v", err)
 	}
@@ -87,7 +89,7 @@ func (s *Server) redriveDLQ(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err != nil {
-		// Some moved: the report says what, the problem why the run stopped or left some.
+		// Some may have moved: the log says how many, the problem why the run stopped.
 		return &apiError{status: http.StatusBadGateway, typ: ProblemConflict, detail: err.Error()}
 	}
 	if rep.Moved == nil {

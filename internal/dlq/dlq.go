@@ -8,9 +8,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"path"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,12 +20,13 @@ import (
 )
 
 var (
-	// ErrRedriveIntoDLQ: a redrive target is the dead-letter queue itself. Moving a message
-	// there re-sends it into the queue it is being taken from, forever.
+	// ErrRedriveIntoDLQ: the queue a DLQ serves is, as configured, the dead-letter queue
+	// itself. Moving a message there re-sends it into the queue it is being taken from,
+	// forever.
 	ErrRedriveIntoDLQ = errors.New("redrive target is the dead-letter queue itself")
-	// ErrBadTarget: the run has no usable queue for the messages without a source queue
-	// (the DLQ serves no known queue, or the one given is the DLQ itself). Nothing moved;
-	// the caller must name the target.
+	// ErrBadTarget: the run has no usable target: the queue given is not one of junban's
+	// dead-letter queues, a target asked for (RedriveOptions.To) is not the queue the DLQ
+	// serves, or that queue is the DLQ itself. Nothing moved.
 	ErrBadTarget = errors.New("no usable redrive target")
 )
 
@@ -42,20 +41,6 @@ const RedriveVisibility = 300
 // ListVisibility is how long, in seconds, List hides the messages it reads; it makes
 // them visible again when it ends.
 const ListVisibility = 30
-
-// ServedQueue returns the queue the dead-letter queue dlq serves, as far as the
-// configuration or its name ("X-dlq" serves "X") tells; "" when neither does.
-func ServedQueue(cfg config.SQS, dlq string) string {
-	switch {
-	case dlq == cfg.OrdersDLQ:
-		return cfg.OrdersQueue
-	case dlq == cfg.ResultsDLQ:
-		return cfg.ResultsQueue
-	case strings.HasSuffix(dlq, "-dlq"):
-		return strings.TrimSuffix(dlq, "-dlq")
-	}
-	return ""
-}
 
 // QueueState returns a queue's ARN and its depth: its visible, in-flight and delayed messages.
 func QueueState(ctx context.Context, c *sqs.Client, url string) (string, int, error) {
@@ -115,7 +100,8 @@ type Message struct {
 	// Reason is the junban-dlq-reason attribute: the reason code and the last error;
 	// "(redrive policy: maxReceiveCount)" for a message SQS moved after its receive limit.
 	Reason string `json:"reason"`
-	// Source is the junban-source-queue attribute: the queue it failed in ("" unknown).
+	// Source is the junban-source-queue attribute: the queue it failed in, as whoever sent
+	// it to the DLQ says ("" unknown). Shown for information; a redrive never follows it.
 	Source string `json:"source_queue,omitempty"`
 	// SentAt is when the message was sent to the DLQ by junban, which is when its last
 	// failure was; for a message SQS moved by its redrive policy, when it was first sent.
@@ -190,9 +176,6 @@ type Report struct {
 	// Repeats counts the messages left in the DLQ because their body was moved earlier in
 	// the run: messages that failed again and came back, or duplicates.
 	Repeats int `json:"repeats"`
-	// BadSource counts the messages left because their junban-source-queue names the DLQ
-	// itself or a queue that cannot be resolved.
-	BadSource int `json:"bad_source"`
 	// Left is the DLQ's depth at the end, -1 if it could not be read.
 	Left int `json:"left"`
 }
@@ -206,85 +189,41 @@ func (r Report) Total() int {
 	return n
 }
 
-// redriver resolves where the messages of one dead-letter queue go.
-type redriver struct {
-	c      *sqs.Client
-	dlqARN string
-	urls   map[string]string
-}
-
-// target returns the URL of the queue given by name or URL, and ErrRedriveIntoDLQ when
-// that is the DLQ itself. The queues are compared by ARN, so that a name and a URL of one
-// queue, or two spellings of its URL, are found equal.
-func (r *redriver) target(ctx context.Context, nameOrURL string) (string, error) {
-	if u, ok := r.urls[nameOrURL]; ok {
-		return u, nil
-	}
-	u, err := queue.ResolveURL(ctx, r.c, nameOrURL)
-	if err != nil {
-		return "", err
-	}
-	arn, _, err := QueueState(ctx, r.c, u)
-	if err != nil {
-		return "", err
-	}
-	if arn == r.dlqARN {
-		return "", fmt.Errorf("%w: %s", ErrRedriveIntoDLQ, nameOrURL)
-	}
-	r.urls[nameOrURL] = u
-	return u, nil
-}
-
 // RedriveOptions says what one redrive run moves.
 type RedriveOptions struct {
-	// DLQ is the dead-letter queue, name or URL.
+	// DLQ is the dead-letter queue: JUNBAN_ORDERS_DLQ or JUNBAN_RESULTS_DLQ, by the name or
+	// URL configured, its queue name or its URL; empty: JUNBAN_ORDERS_DLQ.
 	DLQ string
-	// To is the queue for the messages without a junban-source-queue attribute; empty:
-	// the queue the DLQ serves (ServedQueue).
+	// To, when set, must name the queue the DLQ serves (as DLQ names the DLQ); anything
+	// else is ErrBadTarget. It chooses nothing: the messages always go to that queue.
 	To string
 	// Max bounds the messages moved; 0: no bound beyond the DLQ's depth at the start.
 	Max int
 }
 
-// Redrive moves messages from a dead-letter queue back to the queue each came from:
-// the one its attribute "junban-source-queue" names, else o.To, else the queue the DLQ
-// serves. It deletes each from the DLQ only after the target accepted it.
+// Redrive moves messages from one of junban's dead-letter queues back to the queue it
+// serves: JUNBAN_ORDERS_DLQ's to JUNBAN_ORDERS_QUEUE, JUNBAN_RESULTS_DLQ's to
+// JUNBAN_RESULTS_QUEUE, whatever a message's junban-source-queue attribute says (it is
+// dropped on the way). It deletes each from the DLQ only after the target accepted it.
+// Before anything moves it refuses (ErrBadTarget) a DLQ that is not junban's, an o.To
+// that is not the queue the DLQ serves, and a served queue that is the DLQ itself.
 //
 // One run cannot loop, even when the messages fail again at once and come back while it
 // runs: it moves at most the DLQ's depth at its start (at least one receive's worth, as
 // SQS's depth is approximate; o.Max lowers it), moves a body at most once (a message whose
 // body it already moved is left in the DLQ, hidden while the run goes on and visible again
 // when it ends), and ends at the first receive that brings no message it has not seen, or
-// after reading twice the limit. It refuses a target that is the DLQ itself (ErrBadTarget
-// before anything moves); a message whose junban-source-queue cannot be used is left in
-// the DLQ, counted, and makes the run fail once the others are moved.
+// after reading twice the limit.
 func Redrive(ctx context.Context, c *sqs.Client, cfg config.SQS, o RedriveOptions) (Report, error) {
 	if o.Max < 0 {
 		return Report{}, fmt.Errorf("%w: max %d is negative", ErrBadTarget, o.Max)
 	}
 	name := cmp.Or(o.DLQ, cfg.OrdersDLQ)
-	fallback := o.To
-	if fallback == "" {
-		if fallback = ServedQueue(cfg, name); fallback == "" {
-			return Report{}, fmt.Errorf("%w: %s is neither JUNBAN_ORDERS_DLQ nor JUNBAN_RESULTS_DLQ nor named X-dlq, so the queue it serves is unknown: give the target queue (--to)", ErrBadTarget, name)
-		}
-	}
-	dlqURL, err := queue.ResolveURL(ctx, c, name)
+	r, depth, err := openRoute(ctx, c, cfg, name, o.To)
 	if err != nil {
-		return Report{}, err
+		return Report{}, fmt.Errorf("redrive %s: %w", name, err)
 	}
-	dlqARN, depth, err := QueueState(ctx, c, dlqURL)
-	if err != nil {
-		return Report{}, err
-	}
-	r := &redriver{c: c, dlqARN: dlqARN, urls: map[string]string{}}
-	fallbackURL, err := r.target(ctx, fallback)
-	if errors.Is(err, ErrRedriveIntoDLQ) {
-		return Report{}, fmt.Errorf("%w: redrive %s: %w; give the queue it serves (--to)", ErrBadTarget, name, err)
-	}
-	if err != nil {
-		return Report{}, err
-	}
+	dlqURL, target := r.dlqURL, r.servedURL
 
 	rep := Report{DLQ: name, Depth: depth, Limit: max(depth, 10), Moved: map[string]int{}, Left: -1}
 	if o.Max > 0 {
@@ -295,7 +234,6 @@ func Redrive(ctx context.Context, c *sqs.Client, cfg config.SQS, o RedriveOption
 	// dead-letters a parked event without them), and its reason may differ the second time.
 	movedBodies := map[[sha256.Size]byte]bool{}
 	seen := map[string]bool{} // every message id received
-	var badSource error       // the first junban-source-queue that could not be used
 	var handBack []string
 	defer func() { Release(ctx, c, dlqURL, handBack) }()
 	for rep.Total() < rep.Limit && len(seen) < 2*rep.Limit {
@@ -319,37 +257,14 @@ func Redrive(ctx context.Context, c *sqs.Client, cfg config.SQS, o RedriveOption
 				handBack = append(handBack, handle)
 				continue
 			}
-			target := fallbackURL
-			if src := aws.ToString(m.MessageAttributes[queue.AttrSourceQueue].StringValue); src != "" {
-				if target, err = r.target(ctx, src); err != nil {
-					var gone *types.QueueDoesNotExist
-					if !errors.Is(err, ErrRedriveIntoDLQ) && !errors.As(err, &gone) {
-						// Throttling, the network: not the message's fault; stop here.
-						for _, rest := range ms[i:] {
-							handBack = append(handBack, aws.ToString(rest.ReceiptHandle))
-						}
-						return rep, fmt.Errorf("redrive: moved %d, then message %s (%s %q): %w", rep.Total(), id, queue.AttrSourceQueue, src, err)
-					}
-					rep.BadSource++
-					badSource = cmp.Or(badSource, fmt.Errorf("message %s (%s %q): %w", id, queue.AttrSourceQueue, src, err))
-					handBack = append(handBack, handle)
-					continue
-				}
-			}
-			attrs := map[string]types.MessageAttributeValue{}
-			for k, v := range m.MessageAttributes {
-				if k != queue.AttrDLQReason && k != queue.AttrSourceQueue {
-					attrs[k] = v
-				}
-			}
-			if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target), MessageBody: m.Body, MessageAttributes: attrs}); err != nil {
+			if err := send(ctx, c, target, m); err != nil {
 				for _, rest := range ms[i:] {
 					handBack = append(handBack, aws.ToString(rest.ReceiptHandle))
 				}
 				return rep, fmt.Errorf("redrive: moved %d, then: %w", rep.Total(), err)
 			}
 			movedBodies[sum] = true
-			rep.Moved[path.Base(target)]++
+			rep.Moved[queueName(target)]++
 			// Sent: the delete must happen even if the run is interrupted now.
 			if _, err := c.DeleteMessage(context.WithoutCancel(ctx), &sqs.DeleteMessageInput{QueueUrl: aws.String(dlqURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
 				for _, rest := range ms[i+1:] {
@@ -369,8 +284,18 @@ func Redrive(ctx context.Context, c *sqs.Client, cfg config.SQS, o RedriveOption
 	if _, n, err := QueueState(ctx, c, dlqURL); err == nil {
 		rep.Left = n
 	}
-	if badSource != nil {
-		return rep, fmt.Errorf("redrive: left %d message(s) whose %s cannot be used (give them a queue by hand), the first: %w", rep.BadSource, queue.AttrSourceQueue, badSource)
-	}
 	return rep, nil
+}
+
+// send sends the dead-lettered message m to the queue at url with its attributes but
+// the DLQ reason and the source queue, which describe its stay in the DLQ.
+func send(ctx context.Context, c *sqs.Client, url string, m types.Message) error {
+	attrs := map[string]types.MessageAttributeValue{}
+	for k, v := range m.MessageAttributes {
+		if k != queue.AttrDLQReason && k != queue.AttrSourceQueue {
+			attrs[k] = v
+		}
+	}
+	_, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: m.Body, MessageAttributes: attrs})
+	return err
 }

@@ -6,19 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
 )
-
-func TestServedQueue(t *testing.T) {
-	cfg := config.SQS{OrdersQueue: "o", OrdersDLQ: "o-dead", ResultsQueue: "r", ResultsDLQ: "r-dead"}
-	for dlq, want := range map[string]string{"o-dead": "o", "r-dead": "r", "x-dlq": "x", "other": ""} {
-		if got := ServedQueue(cfg, dlq); got != want {
-			t.Errorf("ServedQueue(%q) = %q, want %q", dlq, got, want)
-		}
-	}
-}
 
 // List returns each message once with its reason and source, says when it stopped at
 // the bound, and leaves every message in the queue, visible.

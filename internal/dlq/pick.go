@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strconv"
 	"time"
 
@@ -21,7 +20,8 @@ import (
 type Action int
 
 const (
-	// Move sends a chosen message back to its queue, as Redrive does, then deletes it.
+	// Move sends a chosen message to the queue the DLQ serves, as Redrive does, then
+	// deletes it.
 	Move Action = iota
 	// Delete deletes a chosen message for good.
 	Delete
@@ -29,7 +29,8 @@ const (
 
 // PickOptions says which messages of a dead-letter queue Pick acts on.
 type PickOptions struct {
-	// DLQ is the dead-letter queue, name or URL.
+	// DLQ is the dead-letter queue: JUNBAN_ORDERS_DLQ or JUNBAN_RESULTS_DLQ, as
+	// RedriveOptions.DLQ names it.
 	DLQ string
 	// Match chooses the messages; nil chooses none.
 	Match  func(Message) bool
@@ -55,22 +56,18 @@ var ErrNoMatch = errors.New("no message of the dead-letter queue matched")
 // depth at the start and stops at the first receive that brings nothing new, so
 // messages that fail again and come back while it runs are not taken twice; a message is
 // deleted from the DLQ only after its target accepted it. A moved message goes to the
-// queue its junban-source-queue names, else to the queue the DLQ serves.
+// queue the DLQ serves, whatever its junban-source-queue says; a DLQ that is not one of
+// junban's is ErrBadTarget before anything moves or is deleted.
 func Pick(ctx context.Context, c *sqs.Client, cfg config.SQS, o PickOptions) (PickReport, error) {
 	rep := PickReport{DLQ: o.DLQ, Moved: map[string]int{}}
 	if o.Match == nil {
 		return rep, ErrNoMatch
 	}
-	dlqURL, err := queue.ResolveURL(ctx, c, o.DLQ)
+	r, depth, err := openRoute(ctx, c, cfg, o.DLQ, "")
 	if err != nil {
-		return rep, err
+		return rep, fmt.Errorf("dlq: pick %s: %w", o.DLQ, err)
 	}
-	dlqARN, depth, err := QueueState(ctx, c, dlqURL)
-	if err != nil {
-		return rep, err
-	}
-	r := &redriver{c: c, dlqARN: dlqARN, urls: map[string]string{}}
-	served := ServedQueue(cfg, o.DLQ)
+	dlqURL := r.dlqURL
 	limit := 2 * max(depth, 10)
 	seen := map[string]bool{}
 	var handBack []string
@@ -93,27 +90,11 @@ func Pick(ctx context.Context, c *sqs.Client, cfg config.SQS, o PickOptions) (Pi
 				continue
 			}
 			if o.Action == Move {
-				target := cmp.Or(aws.ToString(m.MessageAttributes[queue.AttrSourceQueue].StringValue), served)
-				if target == "" {
-					handBack = append(handBack, handle)
-					return rep, fmt.Errorf("%w: message %s has no %s and %s serves no known queue", ErrBadTarget, id, queue.AttrSourceQueue, o.DLQ)
-				}
-				url, err := r.target(ctx, target)
-				if err != nil {
-					handBack = append(handBack, handle)
-					return rep, fmt.Errorf("dlq: pick: message %s to %q: %w", id, target, err)
-				}
-				attrs := map[string]types.MessageAttributeValue{}
-				for k, v := range m.MessageAttributes {
-					if k != queue.AttrDLQReason && k != queue.AttrSourceQueue {
-						attrs[k] = v
-					}
-				}
-				if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: m.Body, MessageAttributes: attrs}); err != nil {
+				if err := send(ctx, c, r.servedURL, m); err != nil {
 					handBack = append(handBack, handle)
 					return rep, fmt.Errorf("dlq: pick: done %d, then: %w", rep.Done, err)
 				}
-				rep.Moved[path.Base(url)]++
+				rep.Moved[queueName(r.servedURL)]++
 			}
 			// Sent (or to be deleted): the delete must happen even if the caller gives up now.
 			if _, err := c.DeleteMessage(context.WithoutCancel(ctx), &sqs.DeleteMessageInput{QueueUrl: aws.String(dlqURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
