@@ -93,7 +93,8 @@ func run() error {
 	admin, _ := api.ParseTokens(string(cfg.AdminTokens))
 	// The token counts, never the tokens.
 	log.Info("junban-api listening", zap.String("addr", ln.Addr().String()), zap.String("admin_addr", hs.Addr()),
-		zap.Int("read_tokens", len(read)), zap.Int("admin_tokens", len(admin)), zap.Bool("open", len(read)+len(admin) == 0))
+		zap.Int("read_tokens", len(read)), zap.Int("admin_tokens", len(admin)), zap.Bool("open", len(read)+len(admin) == 0),
+		zap.Stringer("allowed_hosts", cfg.Hosts()))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -157,7 +158,7 @@ func (d *deps) close() {
 }
 
 // buildHandler is the API with the operator console at `/` (internal/console), over the
-// API's handlers and tokens.
+// API's handlers and tokens, answering only the names of JUNBAN_API_ALLOWED_HOSTS.
 func buildHandler(cfg api.Config, cs console.Settings, d *deps, log *zap.Logger, reg *prometheus.Registry) (http.Handler, error) {
 	led, err := ledger.New(ledger.Config{Redis: d.rc, Prefix: cfg.KeyPrefix, Loader: inventorydb.PGLoader{DB: d.db}})
 	if err != nil {
@@ -176,7 +177,8 @@ func buildHandler(cfg api.Config, cs console.Settings, d *deps, log *zap.Logger,
 	if err != nil {
 		return nil, err
 	}
-	return console.Mount(h, cons), nil
+	// The Host check covers the console's pages too: a rebinding page reaches neither.
+	return api.OnlyHosts(cfg.Hosts(), console.Mount(h, cons)), nil
 }
 
 // startAdmin starts /healthz, /readyz and /metrics on JUNBAN_HTTP_ADDR.

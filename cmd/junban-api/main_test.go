@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -101,5 +102,89 @@ func TestAPIBinaryRefusesAnOpenWideAddress(t *testing.T) {
 	}
 	if out := p.Output(); !strings.Contains(out, "JUNBAN_API_ADDR") || !strings.Contains(out, "JUNBAN_API_READ_TOKENS") {
 		t.Fatalf("output:\n%s", out)
+	}
+}
+
+// send sends method url with Host host (and a form body for a POST) and answers the
+// status and body.
+func send(t *testing.T, method, url, host, form string) (int, string) {
+	t.Helper()
+	var body io.Reader
+	if form != "" {
+		body = strings.NewReader(form)
+	}
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	if form != "" {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, string(b)
+}
+
+// Without tokens (as make demo runs it) the binary answers only its own names: a page
+// that rebinds evil.example to 127.0.0.1 gets 421 from the API and the console alike,
+// before any handler reads a DLQ or redrives it. JUNBAN_API_ALLOWED_HOSTS adds names.
+// Broken variant tried: the binary before the Host check answered evil.example's DLQ list
+// 200 (with the bodies), its API redrive 200 and the console's redrive 303.
+func TestAPIBinaryAnswersOnlyItsOwnHostNames(t *testing.T) {
+	env := apiEnv(t)
+	dlqName := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "JUNBAN_ORDERS_DLQ="); ok {
+			dlqName = v
+		}
+	}
+	start := func(extra ...string) string {
+		health, apiAddr := freeAddr(t), freeAddr(t)
+		p := testenv.Start(t, "junban-api", testenv.Binary(t, "junban-api"), append(append([]string{}, env...),
+			append([]string{"JUNBAN_HTTP_ADDR=" + health, "JUNBAN_API_ADDR=" + apiAddr}, extra...)...))
+		testenv.WaitFor(t, 30*time.Second, "junban-api to be ready", func() bool {
+			if p.Exited() {
+				t.Fatalf("junban-api exited before it was ready:\n%s", p.Output())
+			}
+			code, _ := get(t, "http://"+health+"/readyz", "")
+			return code == 200
+		})
+		return apiAddr
+	}
+	addr := start()
+	_, port, _ := net.SplitHostPort(addr)
+	base := "http://" + addr
+	for _, c := range []struct{ method, path, form string }{
+		{"GET", "/v1/dlq/" + dlqName, ""},
+		{"POST", "/v1/dlq/" + dlqName + "/redrive", ""},
+		{"GET", "/", ""},
+		{"POST", "/dlq/" + dlqName + "/redrive", "what=all&confirm=yes"},
+	} {
+		for _, host := range []string{"evil.example", "evil.example:" + port, "127.0.0.1.evil.example:" + port} {
+			if code, body := send(t, c.method, base+c.path, host, c.form); code != http.StatusMisdirectedRequest || !strings.Contains(body, "urn:junban:problem:misdirected") {
+				t.Errorf("%s %s with Host %s: %d, want 421 with a problem: %.300s", c.method, c.path, host, code, body)
+			}
+		}
+	}
+	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST", "127.0.0.1"} {
+		if code, body := send(t, "GET", base+"/v1/dlq/"+dlqName, host, ""); code != 200 || !strings.Contains(body, `"messages":[]`) {
+			t.Errorf("GET /v1/dlq with Host %s: %d %.300s", host, code, body)
+		}
+	}
+	if code, _ := send(t, "GET", base+"/", "localhost:"+port, ""); code != 200 {
+		t.Errorf("the console with Host localhost: %d", code)
+	}
+
+	addr = start("JUNBAN_API_ALLOWED_HOSTS=junban.internal, ops.example")
+	for host, want := range map[string]int{"junban.internal": 200, "ops.example:8090": 200, "localhost": 421, "evil.example": 421} {
+		if code, body := send(t, "GET", "http://"+addr+"/v1/dlq/"+dlqName, host, ""); code != want {
+			t.Errorf("configured names: GET /v1/dlq with Host %s: %d, want %d: %.300s", host, code, want, body)
+		}
 	}
 }

@@ -55,6 +55,11 @@ type Config struct {
 	ReadTokens Tokens `env:"JUNBAN_API_READ_TOKENS"`
 	// AdminTokens are the bearer tokens of the admin scope (redrive, skip; reads too).
 	AdminTokens Tokens `env:"JUNBAN_API_ADMIN_TOKENS"`
+	// AllowedHosts are the names a request's Host may give, comma separated, without
+	// ports ("*": any, behind a proxy that checks Host); others get 421. Empty: on a
+	// loopback Addr, localhost, 127.0.0.1, ::1 and Addr's own address; on a wider Addr,
+	// any (tokens are required there).
+	AllowedHosts string `env:"JUNBAN_API_ALLOWED_HOSTS"`
 	// MaxBodyBytes bounds a request body; larger ones get 413.
 	MaxBodyBytes int64 `env:"JUNBAN_API_MAX_BODY_BYTES"`
 	// RequestTimeout bounds the work of one request; a request past it gets 503.
@@ -101,6 +106,12 @@ func (c Config) Validate() error {
 	for _, e := range errs {
 		p = append(p, errors.New("JUNBAN_API_ADMIN_TOKENS: "+e))
 	}
+	if strings.TrimSpace(c.AllowedHosts) != "" {
+		_, errs := parseHosts(c.AllowedHosts)
+		for _, e := range errs {
+			p = append(p, errors.New("JUNBAN_API_ALLOWED_HOSTS: "+e))
+		}
+	}
 	if host, _, err := net.SplitHostPort(c.Addr); err != nil {
 		p = append(p, fmt.Errorf("JUNBAN_API_ADDR: %q is not host:port", c.Addr))
 	} else if !Loopback(host) && len(read)+len(admin) == 0 {
@@ -132,6 +143,20 @@ func (c Config) Validate() error {
 		p = append(p, errors.New("JUNBAN_API_PG_MAX_CONNS: must be at least 1"))
 	}
 	return errors.Join(p...)
+}
+
+// Hosts returns the names the API answers (JUNBAN_API_ALLOWED_HOSTS, or its default for
+// Addr); call it on a validated Config.
+func (c Config) Hosts() Hosts {
+	if strings.TrimSpace(c.AllowedHosts) != "" {
+		h, _ := ParseHosts(c.AllowedHosts)
+		return h
+	}
+	if host, _, err := net.SplitHostPort(c.Addr); err == nil && Loopback(host) {
+		return LoopbackHosts(host)
+	}
+	// A wider address has tokens (Validate), which a rebinding page cannot send.
+	return AnyHost()
 }
 
 // Loopback reports whether host (of host:port) only reaches this machine.

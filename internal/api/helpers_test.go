@@ -18,6 +18,8 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/config"
@@ -72,6 +74,8 @@ type env struct {
 	q      testenv.Queues
 	srv    *httptest.Server
 	api    *Server
+	// logs are the API's warnings and errors.
+	logs *observer.ObservedLogs
 }
 
 type envOpt func(*Deps, *Options)
@@ -115,7 +119,9 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	for _, f := range opts {
 		f(&d, &o)
 	}
-	if e.api, err = New(ServerConfig{Deps: d, Options: o, Registerer: prometheus.NewRegistry()}); err != nil {
+	core, logs := observer.New(zap.WarnLevel)
+	e.logs = logs
+	if e.api, err = New(ServerConfig{Deps: d, Options: o, Logger: zap.New(core), Registerer: prometheus.NewRegistry()}); err != nil {
 		t.Fatal(err)
 	}
 	e.srv = httptest.NewServer(e.api)
@@ -127,6 +133,12 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 // one the operation documents, its content type and body match the schema. A request
 // that no operation serves (unknown path, other method) must get a problem.
 func (e *env) do(method, path, token string, body any) (int, []byte) {
+	e.t.Helper()
+	return e.send(e.srv.URL, "", method, path, token, body)
+}
+
+// send is do to the server at base with Host host (empty: base's).
+func (e *env) send(base, host, method, path, token string, body any) (int, []byte) {
 	e.t.Helper()
 	var rd io.Reader
 	var raw []byte
@@ -140,9 +152,12 @@ func (e *env) do(method, path, token string, body any) (int, []byte) {
 	if raw != nil {
 		rd = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	req, err := http.NewRequest(method, base+path, rd)
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
 	}
 	if raw != nil {
 		req.Header.Set("Content-Type", "application/json")

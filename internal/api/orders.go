@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -59,19 +60,28 @@ const (
   FROM moves WHERE entity = ? AND event_id IN ? ORDER BY op_id, idx`
 )
 
-func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
-	if err := onlyParams(r.URL.Query(), "limit", "cursor"); err != nil {
-		return err
+// seqPageQuery reads the query of a list whose cursor is a number (an order's timeline:
+// a seq; a SKU's lots: a registration number): limit (1..max, default def), the number
+// after which the page starts, and whether a cursor gave it (none: from the start).
+func seqPageQuery(q url.Values, def, max int) (int, int64, bool, error) {
+	if err := onlyParams(q, "limit", "cursor"); err != nil {
+		return 0, 0, false, err
 	}
-	limit, cursor, err := pageParams(r, 200, 1000)
+	limit, cursor, err := pageQuery(q, def, max)
+	if err != nil || cursor == "" {
+		return limit, 0, false, err
+	}
+	after, err := strconv.ParseInt(cursor, 10, 64)
+	if err != nil || after < 0 {
+		return 0, 0, false, badRequest("cursor %s is not one this endpoint gave", quoteID(q.Get("cursor")))
+	}
+	return limit, after, true, nil
+}
+
+func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
+	limit, after, _, err := seqPageQuery(r.URL.Query(), 200, 1000)
 	if err != nil {
 		return err
-	}
-	after := int64(0)
-	if cursor != "" {
-		if after, err = strconv.ParseInt(cursor, 10, 64); err != nil {
-			return badRequest("cursor is not one this endpoint gave")
-		}
 	}
 	v, err := s.d.ReadOrder(r.Context(), r.PathValue("lcid"), limit, after)
 	if err != nil {
@@ -85,6 +95,9 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
 // PostgreSQL after seq afterSeq, and its turn: what GET /v1/orders/{lcid} and junbanctl
 // order show. An order that neither holds has a not-found error.
 func (d Deps) ReadOrder(ctx context.Context, lcid string, limit int, afterSeq int64) (OrderView, error) {
+	if err := checkID("lcid", lcid, event.MaxIDLength); err != nil {
+		return OrderView{}, err
+	}
 	if err := lockhandoff.CheckEntity(lcid); err != nil {
 		return OrderView{}, err
 	}
@@ -167,33 +180,57 @@ var orderStatuses = map[string]bool{
 	event.StatusPlaced: true, event.StatusCancelled: true, event.StatusShipped: true, event.StatusRejected: true,
 }
 
-func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+// orderFilter is a GET /v1/orders query: its filters (empty: any) and page.
+type orderFilter struct {
+	status, sku, cursor string
+	limit               int
+}
+
+// orderListQuery reads and checks a GET /v1/orders query; the cursor is an lcid.
+func orderListQuery(q url.Values) (orderFilter, error) {
+	var f orderFilter
 	if err := onlyParams(q, "status", "sku", "limit", "cursor"); err != nil {
-		return err
+		return f, err
 	}
-	limit, cursor, err := pageParams(r, 100, 1000)
+	var err error
+	if f.limit, f.cursor, err = pageQuery(q, 100, 1000); err != nil {
+		return f, err
+	}
+	if f.cursor != "" && len(f.cursor) > event.MaxIDLength {
+		return f, badRequest("cursor is not one this endpoint gave")
+	}
+	if f.status = q.Get("status"); f.status != "" && !orderStatuses[f.status] {
+		return f, badRequest("status %s is not placed, cancelled, shipped or rejected", quoteID(f.status))
+	}
+	if f.sku = q.Get("sku"); f.sku != "" {
+		if err := checkID("sku", f.sku, event.MaxIDLength); err != nil {
+			return f, err
+		}
+		if err := ledger.CheckSKU(f.sku); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
+	f, err := orderListQuery(r.URL.Query())
 	if err != nil {
 		return err
 	}
+	limit := f.limit
 	db := s.d.DB.WithContext(r.Context()).Table("orders").
 		Select(`lcid, status, coalesce(allocation, '') AS allocation, paid, coalesce(mode, '') AS mode,
   coalesce(to_char(target_date, 'YYYY-MM-DD'), '') AS target_date, lines::text AS lines, seq, last_event_id, updated_at`)
-	if st := q.Get("status"); st != "" {
-		if !orderStatuses[st] {
-			return badRequest("status %q is not placed, cancelled, shipped or rejected", st)
-		}
-		db = db.Where("status = ?", st)
+	if f.status != "" {
+		db = db.Where("status = ?", f.status)
 	}
-	if sku := q.Get("sku"); sku != "" {
-		if err := ledger.CheckSKU(sku); err != nil {
-			return err
-		}
-		js, _ := json.Marshal([]map[string]string{{"sku": sku}})
+	if f.sku != "" {
+		js, _ := json.Marshal([]map[string]string{{"sku": f.sku}})
 		db = db.Where("lines @> ?::jsonb", string(js))
 	}
-	if cursor != "" {
-		db = db.Where("lcid > ?", cursor)
+	if f.cursor != "" {
+		db = db.Where("lcid > ?", f.cursor)
 	}
 	var raw []struct {
 		LCID                                                     string `gorm:"column:lcid"`

@@ -12,22 +12,34 @@ import (
 // encodeCursor makes a cursor opaque: clients pass it back, never build one.
 func encodeCursor(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 
-// pageParams reads limit (1..max, default def) and cursor (decoded) of a list.
+// maxCursorLen bounds a cursor as sent: every cursor is an entity (an lcid, a turn's
+// entity) or a number, encoded.
+var maxCursorLen = base64.RawURLEncoding.EncodedLen(MaxEntityLength)
+
+// pageParams reads limit (1..max, default def) and cursor (decoded) of a list's query.
 func pageParams(r *http.Request, def, max int) (int, string, error) {
-	q := r.URL.Query()
+	return pageQuery(r.URL.Query(), def, max)
+}
+
+// pageQuery is pageParams on a parsed query. A cursor that decodes to what checkID
+// refuses is refused too: it reaches the lookups as an id.
+func pageQuery(q url.Values, def, max int) (int, string, error) {
 	limit := def
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > max {
-			return 0, "", badRequest("limit %q is not an integer within 1..%d", v, max)
+			return 0, "", badRequest("limit %s is not an integer within 1..%d", quoteID(v), max)
 		}
 		limit = n
 	}
 	var cursor string
 	if v := q.Get("cursor"); v != "" {
+		if len(v) > maxCursorLen {
+			return 0, "", badRequest("cursor %s is not one this API gave", quoteID(v))
+		}
 		b, err := base64.RawURLEncoding.DecodeString(v)
-		if err != nil || len(b) == 0 {
-			return 0, "", badRequest("cursor %q is not one this API gave", v)
+		if err != nil || checkID("cursor", string(b), MaxEntityLength) != nil {
+			return 0, "", badRequest("cursor %s is not one this API gave", quoteID(v))
 		}
 		cursor = string(b)
 	}
@@ -39,7 +51,7 @@ func pageParams(r *http.Request, def, max int) (int, string, error) {
 func onlyParams(q url.Values, names ...string) error {
 	for k := range q {
 		if !slices.Contains(names, k) {
-			return badRequest("unknown query parameter %q (takes %s)", k, strings.Join(names, ", "))
+			return badRequest("unknown query parameter %s (takes %s)", quoteID(k), strings.Join(names, ", "))
 		}
 	}
 	return nil

@@ -31,6 +31,7 @@ const (
 	ProblemUnavailable  = "urn:junban:problem:unavailable"
 	ProblemInternal     = "urn:junban:problem:internal"
 	ProblemMethod       = "urn:junban:problem:method-not-allowed"
+	ProblemMisdirected  = "urn:junban:problem:misdirected"
 )
 
 var problemTitles = map[string]string{
@@ -43,10 +44,14 @@ var problemTitles = map[string]string{
 	ProblemUnavailable:  "a backing service did not answer in time",
 	ProblemInternal:     "internal error",
 	ProblemMethod:       "method not allowed",
+	ProblemMisdirected:  "the Host is none of this server's names",
 }
 
+// maxInstance bounds the path a problem repeats: a request may send 64 KB of it.
+const maxInstance = 256
+
 func writeProblem(w http.ResponseWriter, r *http.Request, status int, typ, detail, reason string) {
-	p := Problem{Type: typ, Title: problemTitles[typ], Status: status, Detail: detail, Instance: r.URL.Path, Reason: reason}
+	p := Problem{Type: typ, Title: problemTitles[typ], Status: status, Detail: detail, Instance: clip(r.URL.Path, maxInstance), Reason: reason}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
 	if status == http.StatusUnauthorized {

@@ -210,6 +210,12 @@ func (s *Server) route(pattern string, methods map[string]handler) {
 				return
 			}
 		}
+		// Every path id before any lookup: a NUL or invalid UTF-8 would reach PostgreSQL
+		// as an error (503 and a warning), and a 60 KB one every lookup.
+		if err := checkPathIDs(pattern, r.PathValue); err != nil {
+			s.fail(rw, r, err)
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
 		defer cancel()
 		r = r.WithContext(ctx)

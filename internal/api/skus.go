@@ -6,11 +6,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
 	gojson "github.com/goccy/go-json"
 
+	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 )
@@ -27,10 +29,7 @@ type SKUView struct {
 
 func (s *Server) getSKU(w http.ResponseWriter, r *http.Request) error {
 	sku := r.PathValue("sku")
-	if err := onlyParams(r.URL.Query(), "limit", "cursor"); err != nil {
-		return err
-	}
-	limit, cursor, err := pageParams(r, 1000, 1000)
+	limit, after, paged, err := seqPageQuery(r.URL.Query(), 1000, 1000)
 	if err != nil {
 		return err
 	}
@@ -40,11 +39,7 @@ func (s *Server) getSKU(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Lots are in registration order; the cursor is the last lot's registration number.
 	lots := v.Lots
-	if cursor != "" {
-		after, err := strconv.ParseInt(cursor, 10, 64)
-		if err != nil {
-			return badRequest("cursor %q is not one this endpoint gave", cursor)
-		}
+	if paged {
 		i := 0
 		for i < len(lots) && lots[i].RegSeq <= after {
 			i++
@@ -64,6 +59,9 @@ func (s *Server) getSKU(w http.ResponseWriter, r *http.Request) error {
 // PostgreSQL (Source "postgres") while it is not loaded: what GET /v1/skus/{sku} and
 // junbanctl stock show.
 func (d Deps) ReadSKU(ctx context.Context, sku string) (SKUView, error) {
+	if err := checkID("sku", sku, event.MaxIDLength); err != nil {
+		return SKUView{}, err
+	}
 	if err := ledger.CheckSKU(sku); err != nil {
 		return SKUView{}, err
 	}
@@ -82,6 +80,9 @@ func availabilityParams(date, mode string) (ledger.Mode, error) {
 	if date == "" {
 		return "", badRequest("date is required (YYYY-MM-DD)")
 	}
+	if len(date) != len(ledger.MinDate) {
+		return "", badRequest("date %s is not a date (YYYY-MM-DD)", quoteID(date))
+	}
 	if err := ledger.CheckDate("date", date); err != nil {
 		return "", err
 	}
@@ -91,26 +92,36 @@ func availabilityParams(date, mode string) (ledger.Mode, error) {
 	case string(ledger.ModeReserve):
 		return ledger.ModeReserve, nil
 	}
-	return "", badRequest("mode %q is neither ship nor reserve", mode)
+	return "", badRequest("mode %s is neither ship nor reserve", quoteID(mode))
 }
 
-func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+// availabilityQuery reads the query of GET /v1/skus/{sku}/availability: date, mode
+// and qty (SKU left empty).
+func availabilityQuery(q url.Values) (ledger.AvailabilityRequest, error) {
 	if err := onlyParams(q, "date", "mode", "qty"); err != nil {
-		return err
+		return ledger.AvailabilityRequest{}, err
 	}
 	mode, err := availabilityParams(q.Get("date"), q.Get("mode"))
 	if err != nil {
-		return err
+		return ledger.AvailabilityRequest{}, err
 	}
 	var qty int64
 	if v := q.Get("qty"); v != "" {
 		if qty, err = strconv.ParseInt(v, 10, 64); err != nil || qty < 1 || qty > ledger.MaxQty {
-			return badRequest("qty %q is not an integer within 1..%d", v, ledger.MaxQty)
+			return ledger.AvailabilityRequest{}, badRequest("qty %s is not an integer within 1..%d", quoteID(v), ledger.MaxQty)
 		}
 	}
+	return ledger.AvailabilityRequest{TargetDate: q.Get("date"), Mode: mode, Qty: qty}, nil
+}
+
+func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
+	req, err := availabilityQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
 	sku := r.PathValue("sku")
-	key := availKey{sku: sku, date: q.Get("date"), mode: mode, qty: qty}
+	req.SKU = sku
+	key := availKey{sku: sku, date: req.TargetDate, mode: req.Mode, qty: req.Qty}
 	// The SKU's version first: an answer the script gave at this very version is the
 	// answer now (every ledger operation bumps it), and costs no walk.
 	if v, ok, err := s.d.Ledger.Version(r.Context(), sku); err == nil && ok {
@@ -120,7 +131,7 @@ func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
-	a, err := s.d.Ledger.Availability(r.Context(), ledger.AvailabilityRequest{SKU: sku, TargetDate: q.Get("date"), Mode: mode, Qty: qty})
+	a, err := s.d.Ledger.Availability(r.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -164,28 +175,40 @@ type CartLine struct {
 	Problem      *Problem             `json:"problem,omitempty"`
 }
 
-func (s *Server) postAvailability(w http.ResponseWriter, r *http.Request) error {
+// cartRequests reads a POST /v1/availability body into one request per item, at most
+// maxItems of them. An item's SKU is the ledger's to check: a bad one is that item's
+// problem in the answer.
+func cartRequests(r *http.Request, maxItems int) (CartRequest, []ledger.AvailabilityRequest, error) {
 	var req CartRequest
 	if err := decodeBody(r, &req); err != nil {
-		return err
+		return req, nil, err
 	}
 	mode, err := availabilityParams(req.Date, req.Mode)
 	if err != nil {
-		return err
+		return req, nil, err
 	}
 	if len(req.Items) == 0 {
-		return badRequest("items is empty")
+		return req, nil, badRequest("items is empty")
 	}
-	if len(req.Items) > s.o.MaxCartSKUs {
-		return badRequest("%d items: at most %d per call (JUNBAN_API_MAX_CART_SKUS)", len(req.Items), s.o.MaxCartSKUs)
+	if len(req.Items) > maxItems {
+		return req, nil, badRequest("%d items: at most %d per call (JUNBAN_API_MAX_CART_SKUS)", len(req.Items), maxItems)
 	}
 	rs := make([]ledger.AvailabilityRequest, len(req.Items))
 	for i, it := range req.Items {
 		if it.Qty < 0 || it.Qty > ledger.MaxQty {
-			return badRequest("items[%d].qty %d is not within 0..%d", i, it.Qty, ledger.MaxQty)
+			return req, nil, badRequest("items[%d].qty %d is not within 0..%d", i, it.Qty, ledger.MaxQty)
 		}
 		rs[i] = ledger.AvailabilityRequest{SKU: it.SKU, TargetDate: req.Date, Mode: mode, Qty: it.Qty}
 	}
+	return req, rs, nil
+}
+
+func (s *Server) postAvailability(w http.ResponseWriter, r *http.Request) error {
+	req, rs, err := cartRequests(r, s.o.MaxCartSKUs)
+	if err != nil {
+		return err
+	}
+	mode := rs[0].Mode
 	answers, err := s.d.Ledger.AvailabilityMany(r.Context(), rs)
 	if err != nil {
 		return err
@@ -230,7 +253,8 @@ func decodeBody(r *http.Request, v any) error {
 		if errors.Is(err, io.EOF) {
 			return badRequest(emptyBodyDetail)
 		}
-		return badRequest("the body is not the JSON object this endpoint takes: %v", err)
+		// A JSON error may quote the body (an unknown field's name): cut.
+		return badRequest("the body is not the JSON object this endpoint takes: %s", clip(err.Error(), 200))
 	}
 	if dec.More() {
 		return badRequest("the body holds more than one JSON value")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -35,20 +36,29 @@ type StuckList struct {
 // number of Redis round trips even when few of them are stuck.
 const stuckScanBound = 2000
 
-func (s *Server) stuckTurns(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+// stuckQuery reads a GET /v1/turns/stuck query: the age bound (def when not given), the
+// page's limit and its cursor (an entity).
+func stuckQuery(q url.Values, def time.Duration) (time.Duration, int, string, error) {
 	if err := onlyParams(q, "older_than", "limit", "cursor"); err != nil {
-		return err
+		return 0, 0, "", err
 	}
-	limit, cursor, err := pageParams(r, 50, 500)
+	limit, cursor, err := pageQuery(q, 50, 500)
 	if err != nil {
-		return err
+		return 0, 0, "", err
 	}
-	age := s.o.StuckAge
+	age := def
 	if v := q.Get("older_than"); v != "" {
 		if age, err = time.ParseDuration(v); err != nil || age <= 0 {
-			return badRequest("older_than %q is not a positive duration (30s, 5m, 1h)", v)
+			return 0, 0, "", badRequest("older_than %s is not a positive duration (30s, 5m, 1h)", quoteID(v))
 		}
+	}
+	return age, limit, cursor, nil
+}
+
+func (s *Server) stuckTurns(w http.ResponseWriter, r *http.Request) error {
+	age, limit, cursor, err := stuckQuery(r.URL.Query(), s.o.StuckAge)
+	if err != nil {
+		return err
 	}
 	ctx := r.Context()
 	entries, err := lockhandoff.BacklogIndex(ctx, s.d.Redis, s.d.Prefix, s.d.IndexShards)
