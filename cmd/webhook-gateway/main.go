@@ -96,15 +96,16 @@ func buildHandler(cfg webhook.Config, providers []webhook.Provider, rc redis.Uni
 		return nil, err
 	}
 	return webhook.NewHandler(webhook.HandlerConfig{
-		Providers:      providers,
-		Guard:          guard,
-		Publisher:      pub,
-		MaxBodyBytes:   cfg.MaxBodyBytes,
-		Tolerance:      cfg.Tolerance,
-		PublishTimeout: cfg.PublishTimeout,
-		MaxInFlight:    cfg.MaxInFlight,
-		Logger:         log,
-		Registerer:     reg,
+		Providers:       providers,
+		Guard:           guard,
+		Publisher:       pub,
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		Tolerance:       cfg.Tolerance,
+		PublishTimeout:  cfg.PublishTimeout,
+		MaxInFlight:     cfg.MaxInFlight,
+		BodyReadTimeout: cfg.BodyReadTimeout,
+		Logger:          log,
+		Registerer:      reg,
 	})
 }
 

@@ -30,13 +30,15 @@ const (
 	ReadHeaderTimeoutDefault = 5 * time.Second
 	// ReadTimeoutDefault bounds reading a whole request, body included.
 	ReadTimeoutDefault = 15 * time.Second
+	// BodyReadTimeoutDefault bounds reading a webhook's body once its headers are in:
+	// providers send a few KB from data centres, and a slow client is cut off here.
+	BodyReadTimeoutDefault = 5 * time.Second
 	// WriteTimeoutDefault bounds a request from the end of its headers to the end of the
 	// answer; it covers the Redis round trips and the SQS send.
 	WriteTimeoutDefault = 30 * time.Second
 	// IdleTimeoutDefault closes keep-alive connections idle that long.
 	IdleTimeoutDefault = 120 * time.Second
-	// MaxInFlightDefault bounds the deliveries handled at once; with MaxBodyBytesDefault
-	// their bodies hold at most 64 MiB.
+	// MaxInFlightDefault bounds the signed deliveries in their Redis and SQS work at once.
 	MaxInFlightDefault = 64
 )
 
@@ -67,12 +69,15 @@ type Config struct {
 	ReadHeaderTimeout time.Duration `env:"JUNBAN_WEBHOOK_READ_HEADER_TIMEOUT"`
 	// ReadTimeout bounds reading a whole request, body included.
 	ReadTimeout time.Duration `env:"JUNBAN_WEBHOOK_READ_TIMEOUT"`
+	// BodyReadTimeout bounds reading a webhook's body once its headers are in; a body not
+	// in by then gets 408. At most ReadTimeout.
+	BodyReadTimeout time.Duration `env:"JUNBAN_WEBHOOK_BODY_READ_TIMEOUT"`
 	// WriteTimeout bounds a request from the end of its headers to the end of the answer.
 	WriteTimeout time.Duration `env:"JUNBAN_WEBHOOK_WRITE_TIMEOUT"`
 	// IdleTimeout closes keep-alive connections idle that long.
 	IdleTimeout time.Duration `env:"JUNBAN_WEBHOOK_IDLE_TIMEOUT"`
-	// MaxInFlight bounds the deliveries handled at once (each may hold a body of up to
-	// MaxBodyBytes); beyond it a delivery gets 503 with Retry-After before its body is read.
+	// MaxInFlight bounds the signed, valid deliveries in their Redis and SQS work at once;
+	// beyond it a delivery gets 503 with Retry-After. Bodies are read before, outside it.
 	MaxInFlight int `env:"JUNBAN_WEBHOOK_MAX_IN_FLIGHT"`
 	// AdminAddr, when set, serves /healthz, /readyz and /metrics, and HTTPAddr serves the
 	// webhooks alone, so the internet-facing listener shows no internals. Empty: all on HTTPAddr.
@@ -88,6 +93,7 @@ func (c *Config) SetDefaults() {
 	c.PublishTimeout = PublishTimeoutDefault
 	c.ReadHeaderTimeout = ReadHeaderTimeoutDefault
 	c.ReadTimeout = ReadTimeoutDefault
+	c.BodyReadTimeout = BodyReadTimeoutDefault
 	c.WriteTimeout = WriteTimeoutDefault
 	c.IdleTimeout = IdleTimeoutDefault
 	c.MaxInFlight = MaxInFlightDefault
@@ -128,6 +134,9 @@ func (c Config) Validate() error {
 	}
 	if c.WriteTimeout <= c.PublishTimeout {
 		p = append(p, fmt.Errorf("JUNBAN_WEBHOOK_WRITE_TIMEOUT: %v must exceed JUNBAN_WEBHOOK_PUBLISH_TIMEOUT (%v)", c.WriteTimeout, c.PublishTimeout))
+	}
+	if c.BodyReadTimeout <= 0 || (c.ReadTimeout > 0 && c.BodyReadTimeout > c.ReadTimeout) {
+		p = append(p, fmt.Errorf("JUNBAN_WEBHOOK_BODY_READ_TIMEOUT: %v must be positive and at most JUNBAN_WEBHOOK_READ_TIMEOUT (%v)", c.BodyReadTimeout, c.ReadTimeout))
 	}
 	for name, d := range map[string]time.Duration{
 		"JUNBAN_WEBHOOK_READ_HEADER_TIMEOUT": c.ReadHeaderTimeout,

@@ -60,11 +60,13 @@ type options struct {
 	publishTimeout time.Duration
 	maxBody        int64
 	maxInFlight    int
-	rc             redis.UniversalClient // instead of the test Redis
-	publisher      webhook.Publisher     // instead of SQS
-	prefix         string                // share another gateway's keys
-	queueURL       string                // share another gateway's queue
-	readySQS       *sqs.Client           // the client /readyz asks instead of the test's
+	bodyTimeout    time.Duration
+	rc             redis.UniversalClient           // instead of the test Redis
+	publisher      webhook.Publisher               // instead of SQS
+	prefix         string                          // share another gateway's keys
+	queueURL       string                          // share another gateway's queue
+	readySQS       *sqs.Client                     // the client /readyz asks instead of the test's
+	wrap           func(http.Handler) http.Handler // wraps the public mux (a test's probe)
 }
 
 func newGateway(t *testing.T, o options) *gateway {
@@ -104,15 +106,16 @@ func newGateway(t *testing.T, o options) *gateway {
 	g.logs = logs
 	g.reg = prometheus.NewRegistry()
 	h, err := webhook.NewHandler(webhook.HandlerConfig{
-		Providers:      []webhook.Provider{g.stripe, g.acme},
-		Guard:          g.guard,
-		Publisher:      pub,
-		MaxBodyBytes:   o.maxBody,
-		PublishTimeout: o.publishTimeout,
-		MaxInFlight:    o.maxInFlight,
-		Now:            g.clock,
-		Logger:         zap.New(core),
-		Registerer:     g.reg,
+		Providers:       []webhook.Provider{g.stripe, g.acme},
+		Guard:           g.guard,
+		Publisher:       pub,
+		MaxBodyBytes:    o.maxBody,
+		PublishTimeout:  o.publishTimeout,
+		MaxInFlight:     o.maxInFlight,
+		BodyReadTimeout: o.bodyTimeout,
+		Now:             g.clock,
+		Logger:          zap.New(core),
+		Registerer:      g.reg,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +124,11 @@ func newGateway(t *testing.T, o options) *gateway {
 	if o.readySQS != nil {
 		readySQS = o.readySQS
 	}
-	srv := httptest.NewServer(webhook.NewMux(h, g.reg, map[string]health.Check{"redis": health.RedisCheck(rc), "sqs": health.SQSCheck(readySQS, g.queueURL)}))
+	var mux http.Handler = webhook.NewMux(h, g.reg, map[string]health.Check{"redis": health.RedisCheck(rc), "sqs": health.SQSCheck(readySQS, g.queueURL)})
+	if o.wrap != nil {
+		mux = o.wrap(mux)
+	}
+	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	g.url = srv.URL
 	return g
