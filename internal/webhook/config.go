@@ -40,6 +40,9 @@ const (
 	IdleTimeoutDefault = 120 * time.Second
 	// MaxInFlightDefault bounds the signed deliveries in their Redis and SQS work at once.
 	MaxInFlightDefault = 64
+	// AdminAddrDefault keeps /readyz and /metrics on the loopback interface, on a free
+	// port (logged as admin_addr), until a deployment names one its probes can reach.
+	AdminAddrDefault = "127.0.0.1:0"
 )
 
 // Config is the webhook gateway's configuration, read from the environment with
@@ -79,8 +82,9 @@ type Config struct {
 	// MaxInFlight bounds the signed, valid deliveries in their Redis and SQS work at once;
 	// beyond it a delivery gets 503 with Retry-After. Bodies are read before, outside it.
 	MaxInFlight int `env:"JUNBAN_WEBHOOK_MAX_IN_FLIGHT"`
-	// AdminAddr, when set, serves /healthz, /readyz and /metrics, and HTTPAddr serves the
-	// webhooks alone, so the internet-facing listener shows no internals. Empty: all on HTTPAddr.
+	// AdminAddr serves /healthz, /readyz and /metrics; HTTPAddr serves the webhooks and a
+	// /healthz alone, so the internet-facing listener shows no internals and cannot make
+	// the gateway call Redis or SQS without a signed delivery.
 	AdminAddr string `env:"JUNBAN_WEBHOOK_ADMIN_ADDR"`
 }
 
@@ -97,6 +101,7 @@ func (c *Config) SetDefaults() {
 	c.WriteTimeout = WriteTimeoutDefault
 	c.IdleTimeout = IdleTimeoutDefault
 	c.MaxInFlight = MaxInFlightDefault
+	c.AdminAddr = AdminAddrDefault
 }
 
 // Validate checks what the parser cannot, every problem at once.
@@ -147,10 +152,8 @@ func (c Config) Validate() error {
 			p = append(p, errors.New(name+": must be positive"))
 		}
 	}
-	if c.AdminAddr != "" {
-		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
-			p = append(p, fmt.Errorf("JUNBAN_WEBHOOK_ADMIN_ADDR: %q is not host:port", c.AdminAddr))
-		}
+	if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
+		p = append(p, fmt.Errorf("JUNBAN_WEBHOOK_ADMIN_ADDR: %q is not host:port", c.AdminAddr))
 	}
 	return errors.Join(p...)
 }
