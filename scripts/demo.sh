@@ -44,11 +44,11 @@ stop_all() {
 }
 trap stop_all EXIT
 
-start() { # start NAME BINARY PORT (the health port)
+start() { # start NAME BINARY PORT [READY_PORT] (the health port; /readyz on READY_PORT if given)
   JUNBAN_HTTP_ADDR="127.0.0.1:$3" "$bin/$2" >"$logs/$1.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do
-    if curl -fsS -m 1 "http://127.0.0.1:$3/readyz" >/dev/null 2>&1; then return 0; fi
+    if curl -fsS -m 1 "http://127.0.0.1:${4:-$3}/readyz" >/dev/null 2>&1; then return 0; fi
     if ! kill -0 "${pids[-1]}" 2>/dev/null; then
       echo "demo: $1 exited; its log:" >&2; cat "$logs/$1.log" >&2; exit 1
     fi
@@ -65,7 +65,9 @@ start order-worker-1 order-worker "$ow1_port"
 ow2_port=$(free_port)
 start order-worker-2 order-worker "$ow2_port"
 start persist-worker persist-worker "$(free_port)"
-start webhook-gateway webhook-gateway "$gw_port"
+# The gateway's public port serves the webhooks only; its probes are on the admin port.
+gw_admin_port=$(free_port)
+JUNBAN_WEBHOOK_ADMIN_ADDR="127.0.0.1:$gw_admin_port" start webhook-gateway webhook-gateway "$gw_port" "$gw_admin_port"
 if ! python3 -c 'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1])))' "$API_PORT" 2>/dev/null; then
   API_PORT=$(free_port)
 fi

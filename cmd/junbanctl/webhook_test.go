@@ -77,7 +77,7 @@ func TestWebhookStormAgainstTheGateway(t *testing.T) {
 		if gw.Exited() {
 			t.Fatalf("gateway exited before it was ready:\n%s", gw.Output())
 		}
-		resp, err := http.Get("http://" + addr + "/readyz")
+		resp, err := http.Get("http://" + addr + "/healthz") // the public listener's; /readyz is on the admin one
 		if err != nil {
 			return false
 		}

@@ -96,15 +96,16 @@ func buildHandler(cfg webhook.Config, providers []webhook.Provider, rc redis.Uni
 		return nil, err
 	}
 	return webhook.NewHandler(webhook.HandlerConfig{
-		Providers:      providers,
-		Guard:          guard,
-		Publisher:      pub,
-		MaxBodyBytes:   cfg.MaxBodyBytes,
-		Tolerance:      cfg.Tolerance,
-		PublishTimeout: cfg.PublishTimeout,
-		MaxInFlight:    cfg.MaxInFlight,
-		Logger:         log,
-		Registerer:     reg,
+		Providers:       providers,
+		Guard:           guard,
+		Publisher:       pub,
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		Tolerance:       cfg.Tolerance,
+		PublishTimeout:  cfg.PublishTimeout,
+		MaxInFlight:     cfg.MaxInFlight,
+		BodyReadTimeout: cfg.BodyReadTimeout,
+		Logger:          log,
+		Registerer:      reg,
 	})
 }
 
@@ -115,15 +116,12 @@ type listener struct {
 	ln      net.Listener
 }
 
-// listen binds the public listener, which the providers reach, and with an admin address
-// the admin one, which the probes and metrics move to.
+// listen binds the public listener, which the providers reach, and the admin one, which
+// the probes and the metrics scrape reach.
 func listen(cfg webhook.Config, h *webhook.Handler, reg *prometheus.Registry, checks map[string]health.Check, log *zap.Logger) ([]*listener, error) {
-	ls := []*listener{{setting: "JUNBAN_HTTP_ADDR", srv: cfg.Server(webhook.NewMux(h, reg, checks))}}
-	if cfg.AdminAddr != "" {
-		ls = []*listener{
-			{setting: "JUNBAN_HTTP_ADDR", srv: cfg.Server(webhook.NewPublicMux(h))},
-			{setting: "JUNBAN_WEBHOOK_ADMIN_ADDR", srv: cfg.AdminServer(webhook.NewAdminMux(reg, checks, log))},
-		}
+	ls := []*listener{
+		{setting: "JUNBAN_HTTP_ADDR", srv: cfg.Server(webhook.NewPublicMux(h))},
+		{setting: "JUNBAN_WEBHOOK_ADMIN_ADDR", srv: cfg.AdminServer(webhook.NewAdminMux(webhook.Admin{Gatherer: reg, Checks: checks, Logger: log}))},
 	}
 	for i, l := range ls {
 		var err error
@@ -142,15 +140,11 @@ func logListening(log *zap.Logger, ls []*listener, providers []webhook.Provider,
 	for i, p := range providers {
 		names[i] = p.Name + ":" + string(p.Kind)
 	}
-	fields := []zap.Field{
+	log.Info("webhook-gateway listening",
 		zap.String("addr", ls[0].ln.Addr().String()),
+		zap.String("admin_addr", ls[1].ln.Addr().String()),
 		zap.Strings("providers", names),
-		zap.String("orders_queue", ordersURL),
-	}
-	if len(ls) > 1 {
-		fields = append(fields, zap.String("admin_addr", ls[1].ln.Addr().String()))
-	}
-	log.Info("webhook-gateway listening", fields...)
+		zap.String("orders_queue", ordersURL))
 }
 
 // serve runs the listeners until ctx ends (or one fails), then shuts them down.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -247,37 +248,53 @@ func (g *gatewayProc) stop(t *testing.T) {
 	}
 }
 
-// The built binary against the real stack, JUNBAN_WEBHOOK_ADMIN_ADDR unset: probes, one
-// signed webhook and metrics on the one listener, SIGTERM.
+// The built binary against the real stack, JUNBAN_WEBHOOK_ADMIN_ADDR unset: the public
+// listener serves the webhooks and a /healthz that touches nothing, never /readyz (each
+// of which calls Redis and SQS) nor /metrics; those are on an admin listener that
+// defaults to a free port on the loopback interface. Then SIGTERM.
+//
+// Failed against the code before the change: with the variable unset there was no admin
+// listener, and the public one answered GET /readyz and /metrics with 200.
 func TestGatewayBinary(t *testing.T) {
 	g := startGateway(t)
-	base := "http://" + g.addr
-	if g.adminAddr != "" {
-		t.Errorf("admin listener %s without JUNBAN_WEBHOOK_ADMIN_ADDR", g.adminAddr)
+	public := "http://" + g.addr
+	if code, b := testenv.Get(t, public+"/healthz"); code != 200 {
+		t.Errorf("public listener: GET /healthz: %d %s, want 200", code, short(b))
 	}
-	for _, path := range []string{"/healthz", "/readyz"} {
-		if code, b := testenv.Get(t, base+path); code != 200 {
-			t.Fatalf("GET %s: %d %s", path, code, b)
+	for _, path := range []string{"/readyz", "/metrics"} {
+		if code, b := testenv.Get(t, public+path); code != http.StatusNotFound {
+			t.Errorf("public listener: GET %s: %d %s, want 404", path, code, short(b))
 		}
 	}
-	if code, b := g.deliver(t, base, "evt_bin"); code != 200 || !strings.Contains(b, webhook.OrderEventID("stripe", "evt_bin")) {
+	host, _, err := net.SplitHostPort(g.adminAddr)
+	if err != nil || !net.ParseIP(host).IsLoopback() || g.adminAddr == g.addr {
+		t.Fatalf("admin listener %q (public %q), want its own port on the loopback interface:\n%s", g.adminAddr, g.addr, g.log())
+	}
+	admin := "http://" + g.adminAddr
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, b := testenv.Get(t, admin+path); code != 200 {
+			t.Fatalf("admin listener: GET %s: %d %s", path, code, b)
+		}
+	}
+	if code, b := g.deliver(t, public, "evt_bin"); code != 200 || !strings.Contains(b, webhook.OrderEventID("stripe", "evt_bin")) {
 		t.Fatalf("webhook: %d %s", code, b)
 	}
-	if _, b := testenv.Get(t, base+"/metrics"); !strings.Contains(b, `junban_webhook_requests_total{code="200",provider="stripe"} 1`) {
+	if _, b := testenv.Get(t, admin+"/metrics"); !strings.Contains(b, `junban_webhook_requests_total{code="200",provider="stripe"} 1`) {
 		t.Errorf("/metrics lacks the request counter:\n%s", b)
 	}
 	g.stop(t)
 }
 
-// With JUNBAN_WEBHOOK_ADMIN_ADDR set, the public listener serves the webhooks alone (404
-// for the probes and metrics), the admin listener serves those alone, and SIGTERM stops both.
+// With JUNBAN_WEBHOOK_ADMIN_ADDR set, the public listener serves the webhooks and /healthz
+// alone (404 for /readyz and /metrics), the admin listener serves the probes and metrics
+// alone, and SIGTERM stops both.
 //
 // Failed against the code before the change: the binary ignored the variable, and the
 // public listener answered GET /healthz with 200 instead of 404.
 func TestGatewayBinaryAdminListener(t *testing.T) {
 	g := startGateway(t, "JUNBAN_WEBHOOK_ADMIN_ADDR=127.0.0.1:0")
 	public := "http://" + g.addr
-	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+	for _, path := range []string{"/readyz", "/metrics"} {
 		if code, b := testenv.Get(t, public+path); code != http.StatusNotFound {
 			t.Errorf("public listener: GET %s: %d %s, want 404", path, code, short(b))
 		}

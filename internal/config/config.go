@@ -238,21 +238,35 @@ func (r Redis) Validate() error {
 	if strings.ContainsAny(r.KeyPrefix, "{}") {
 		p = append(p, errors.New("JUNBAN_KEY_PREFIX: must not contain '{' or '}' (Redis Cluster hash tags)"))
 	}
+	if r.URL != "" && r.parse(r.URL) != nil {
+		p = append(p, urlError("REDIS_URL", r.URL, r.parse))
+	}
 	return errors.Join(p...)
 }
 
-// Client opens a client for the URL: a cluster client when Cluster is set.
+// parse parses s as Client parses the URL.
+func (r Redis) parse(s string) error {
+	if r.Cluster {
+		_, err := redis.ParseClusterURL(s)
+		return err
+	}
+	_, err := redis.ParseURL(s)
+	return err
+}
+
+// Client opens a client for the URL: a cluster client when Cluster is set. The error never
+// shows the URL's password.
 func (r Redis) Client() (redis.UniversalClient, error) {
 	if r.Cluster {
 		opt, err := redis.ParseClusterURL(r.URL)
 		if err != nil {
-			return nil, fmt.Errorf("config: REDIS_URL: %w", err)
+			return nil, fmt.Errorf("config: %w", urlError("REDIS_URL", r.URL, r.parse))
 		}
 		return redis.NewClusterClient(opt), nil
 	}
 	opt, err := redis.ParseURL(r.URL)
 	if err != nil {
-		return nil, fmt.Errorf("config: REDIS_URL: %w", err)
+		return nil, fmt.Errorf("config: %w", urlError("REDIS_URL", r.URL, r.parse))
 	}
 	return redis.NewClient(opt), nil
 }
@@ -324,8 +338,8 @@ type SQS struct {
 	ResultsDLQ string `env:"JUNBAN_RESULTS_DLQ" envDefault:"results-dlq"`
 }
 
-// Open connects gorm to PostgreSQL with pgx, logging nothing per statement. It does not
-// ping: a worker starts while PostgreSQL is down, and /readyz says so until it is back.
+// Open connects gorm to PostgreSQL with pgx, logging nothing per statement; the error never
+// shows the URL's password. It does not ping: a worker starts while PostgreSQL is down, and /readyz says so until it is back.
 func (p Postgres) Open() (*gorm.DB, error) {
 	db, err := gorm.Open(postgres.Open(p.URL), &gorm.Config{
 		Logger:                 gormlogger.Discard,
@@ -333,7 +347,9 @@ func (p Postgres) Open() (*gorm.DB, error) {
 		DisableAutomaticPing:   true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("config: DATABASE_URL: %w", err)
+		// gorm's error is pgx's, which quotes the connection string: built again from the
+		// redacted one.
+		return nil, fmt.Errorf("config: %w", urlError("DATABASE_URL", p.URL, parsePostgres))
 	}
 	return db, nil
 }

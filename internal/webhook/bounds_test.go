@@ -2,8 +2,8 @@ package webhook_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -76,87 +76,71 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return 0
 }
 
-// With MaxInFlight deliveries inside the handler (each still sending its body), the next
-// one gets 503 with Retry-After at once, without a byte of its body read (its body never
-// comes: reading it would hang the test), and the refusal is counted. Once the held
-// deliveries finish, a delivery goes through. (Without the bound the extra delivery
-// waits on its body, and the test fails on its deadline; tried.)
+// heldPublisher sends to the real queue, but only once release is closed: the deliveries
+// that reach it hold their in-flight slots until then.
+type heldPublisher struct {
+	next    webhook.Publisher
+	release chan struct{}
+}
+
+func (p heldPublisher) Publish(ctx context.Context, msg []byte) error {
+	select {
+	case <-p.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return p.next.Publish(ctx, msg)
+}
+
+// With MaxInFlight signed deliveries in their Redis and SQS work (their sends held), the
+// next signed one gets 503 with Retry-After at once, before any Redis or SQS work, and the
+// refusal is counted; a delivery nobody signed still gets its 401 (it never takes a slot).
+// Once the held deliveries finish, a delivery goes through. Broken variant tried: with no
+// bound the extra delivery waited in its held send and got 503 unavailable at its publish
+// timeout, not busy.
 func TestInFlightBound(t *testing.T) {
 	t.Parallel()
 	const bound = 3
-	g := newGateway(t, options{maxInFlight: bound})
-	type held struct {
-		w    *io.PipeWriter
-		body []byte
-		code chan int
-	}
-	client := &http.Client{}
-	send := func(body io.Reader, h http.Header) (*http.Response, error) {
-		req, err := http.NewRequest(http.MethodPost, g.url+"/webhooks/stripe", body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header, req.ContentLength = h, -1
-		return client.Do(req)
-	}
-	var hs []held
-	var wg sync.WaitGroup
-	// On a failure the held deliveries end too, or the test server would wait for them.
+	release := make(chan struct{})
+	sqsc := testenv.SQS(t)
+	queueURL := testenv.NewQueues(t, sqsc, 60).Orders.URL
+	g := newGateway(t, options{maxInFlight: bound, queueURL: queueURL, publishTimeout: 20 * time.Second, lockTTL: 30 * time.Second,
+		publisher: heldPublisher{next: webhook.SQSPublisher{Client: sqsc, QueueURL: queueURL}, release: release}})
+	released := false
 	defer func() {
-		for _, x := range hs {
-			x.w.CloseWithError(io.ErrUnexpectedEOF)
+		if !released {
+			close(release)
 		}
-		wg.Wait()
 	}()
+	codes := make(chan int, bound)
+	var wg sync.WaitGroup
 	for i := range bound {
 		body := stripeBody(t, "evt_held_"+string(rune('a'+i)), "payment_intent.succeeded", "LC-1", 100)
-		h, _ := g.stripe.Sign("", g.now, body)
-		r, w := io.Pipe()
-		x := held{w: w, body: body, code: make(chan int, 1)}
-		hs = append(hs, x)
-		wg.Go(func() {
-			resp, err := send(r, h)
-			if err != nil {
-				t.Error(err)
-				x.code <- 0
-				return
-			}
-			resp.Body.Close()
-			x.code <- resp.StatusCode
-		})
+		wg.Go(func() { codes <- g.post(delivery{provider: g.stripe, body: body}).code })
 	}
-	// Each held delivery is inside the handler, waiting for the rest of its body.
-	testenv.WaitFor(t, 10*time.Second, "the held deliveries in flight", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the held deliveries in flight", func() bool {
 		return gaugeValue(t, g.reg, "junban_webhook_in_flight") >= bound
 	})
 
-	// A gateway that waits for this body gets its end after 20 s (the transport keeps
-	// writing it, so only its end frees the call), and answers something else than 503.
-	never, neverW := io.Pipe()
-	defer neverW.Close()
-	time.AfterFunc(20*time.Second, func() { neverW.Close() })
-	h, _ := g.stripe.Sign("", g.now, []byte("{}"))
-	resp, err := send(never, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !bytes.Contains(b, []byte(`"busy"`)) {
-		t.Fatalf("delivery %d: %d Retry-After %q %s, want 503 busy with Retry-After", bound+1, resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	a := g.post(delivery{provider: g.stripe, body: stripeBody(t, "evt_extra", "payment_intent.succeeded", "LC-1", 100)})
+	if a.code != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" || !bytes.Contains(a.body, []byte(`"busy"`)) {
+		t.Fatalf("delivery %d: %d Retry-After %q %s, want 503 busy with Retry-After", bound+1, a.code, a.header.Get("Retry-After"), a.body)
 	}
 	if n := counterValue(t, g.reg, "junban_webhook_busy_refusals_total"); n != 1 {
 		t.Errorf("busy_refusals_total = %v, want 1", n)
 	}
-
-	for _, x := range hs {
-		x.w.Write(x.body)
-		x.w.Close()
+	h, _ := g.stripe.Sign("", g.now, []byte("{}"))
+	if a := g.post(delivery{provider: g.stripe, header: h, body: []byte(`{"id":"x"}`)}); a.code != http.StatusUnauthorized {
+		t.Errorf("unsigned delivery while the slots are taken: %d %s, want 401", a.code, a.body)
 	}
+
+	close(release)
+	released = true
 	wg.Wait()
-	for i, x := range hs {
-		if c := <-x.code; c != http.StatusOK {
-			t.Errorf("held delivery %d: %d, want 200", i, c)
+	close(codes)
+	for c := range codes {
+		if c != http.StatusOK {
+			t.Errorf("held delivery: %d, want 200", c)
 		}
 	}
 	if a := g.post(delivery{provider: g.stripe, body: stripeBody(t, "evt_after", "payment_intent.succeeded", "LC-2", 100)}); a.code != http.StatusOK {

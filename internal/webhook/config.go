@@ -30,14 +30,19 @@ const (
 	ReadHeaderTimeoutDefault = 5 * time.Second
 	// ReadTimeoutDefault bounds reading a whole request, body included.
 	ReadTimeoutDefault = 15 * time.Second
+	// BodyReadTimeoutDefault bounds reading a webhook's body once its headers are in:
+	// providers send a few KB from data centres, and a slow client is cut off here.
+	BodyReadTimeoutDefault = 5 * time.Second
 	// WriteTimeoutDefault bounds a request from the end of its headers to the end of the
 	// answer; it covers the Redis round trips and the SQS send.
 	WriteTimeoutDefault = 30 * time.Second
 	// IdleTimeoutDefault closes keep-alive connections idle that long.
 	IdleTimeoutDefault = 120 * time.Second
-	// MaxInFlightDefault bounds the deliveries handled at once; with MaxBodyBytesDefault
-	// their bodies hold at most 64 MiB.
+	// MaxInFlightDefault bounds the signed deliveries in their Redis and SQS work at once.
 	MaxInFlightDefault = 64
+	// AdminAddrDefault keeps /readyz and /metrics on the loopback interface, on a free
+	// port (logged as admin_addr), until a deployment names one its probes can reach.
+	AdminAddrDefault = "127.0.0.1:0"
 )
 
 // Config is the webhook gateway's configuration, read from the environment with
@@ -67,15 +72,19 @@ type Config struct {
 	ReadHeaderTimeout time.Duration `env:"JUNBAN_WEBHOOK_READ_HEADER_TIMEOUT"`
 	// ReadTimeout bounds reading a whole request, body included.
 	ReadTimeout time.Duration `env:"JUNBAN_WEBHOOK_READ_TIMEOUT"`
+	// BodyReadTimeout bounds reading a webhook's body once its headers are in; a body not
+	// in by then gets 408. At most ReadTimeout.
+	BodyReadTimeout time.Duration `env:"JUNBAN_WEBHOOK_BODY_READ_TIMEOUT"`
 	// WriteTimeout bounds a request from the end of its headers to the end of the answer.
 	WriteTimeout time.Duration `env:"JUNBAN_WEBHOOK_WRITE_TIMEOUT"`
 	// IdleTimeout closes keep-alive connections idle that long.
 	IdleTimeout time.Duration `env:"JUNBAN_WEBHOOK_IDLE_TIMEOUT"`
-	// MaxInFlight bounds the deliveries handled at once (each may hold a body of up to
-	// MaxBodyBytes); beyond it a delivery gets 503 with Retry-After before its body is read.
+	// MaxInFlight bounds the signed, valid deliveries in their Redis and SQS work at once;
+	// beyond it a delivery gets 503 with Retry-After. Bodies are read before, outside it.
 	MaxInFlight int `env:"JUNBAN_WEBHOOK_MAX_IN_FLIGHT"`
-	// AdminAddr, when set, serves /healthz, /readyz and /metrics, and HTTPAddr serves the
-	// webhooks alone, so the internet-facing listener shows no internals. Empty: all on HTTPAddr.
+	// AdminAddr serves /healthz, /readyz and /metrics; HTTPAddr serves the webhooks and a
+	// /healthz alone, so the internet-facing listener shows no internals and cannot make
+	// the gateway call Redis or SQS without a signed delivery.
 	AdminAddr string `env:"JUNBAN_WEBHOOK_ADMIN_ADDR"`
 }
 
@@ -88,9 +97,11 @@ func (c *Config) SetDefaults() {
 	c.PublishTimeout = PublishTimeoutDefault
 	c.ReadHeaderTimeout = ReadHeaderTimeoutDefault
 	c.ReadTimeout = ReadTimeoutDefault
+	c.BodyReadTimeout = BodyReadTimeoutDefault
 	c.WriteTimeout = WriteTimeoutDefault
 	c.IdleTimeout = IdleTimeoutDefault
 	c.MaxInFlight = MaxInFlightDefault
+	c.AdminAddr = AdminAddrDefault
 }
 
 // Validate checks what the parser cannot, every problem at once.
@@ -129,6 +140,9 @@ func (c Config) Validate() error {
 	if c.WriteTimeout <= c.PublishTimeout {
 		p = append(p, fmt.Errorf("JUNBAN_WEBHOOK_WRITE_TIMEOUT: %v must exceed JUNBAN_WEBHOOK_PUBLISH_TIMEOUT (%v)", c.WriteTimeout, c.PublishTimeout))
 	}
+	if c.BodyReadTimeout <= 0 || (c.ReadTimeout > 0 && c.BodyReadTimeout > c.ReadTimeout) {
+		p = append(p, fmt.Errorf("JUNBAN_WEBHOOK_BODY_READ_TIMEOUT: %v must be positive and at most JUNBAN_WEBHOOK_READ_TIMEOUT (%v)", c.BodyReadTimeout, c.ReadTimeout))
+	}
 	for name, d := range map[string]time.Duration{
 		"JUNBAN_WEBHOOK_READ_HEADER_TIMEOUT": c.ReadHeaderTimeout,
 		"JUNBAN_WEBHOOK_READ_TIMEOUT":        c.ReadTimeout,
@@ -138,10 +152,8 @@ func (c Config) Validate() error {
 			p = append(p, errors.New(name+": must be positive"))
 		}
 	}
-	if c.AdminAddr != "" {
-		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
-			p = append(p, fmt.Errorf("JUNBAN_WEBHOOK_ADMIN_ADDR: %q is not host:port", c.AdminAddr))
-		}
+	if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
+		p = append(p, fmt.Errorf("JUNBAN_WEBHOOK_ADMIN_ADDR: %q is not host:port", c.AdminAddr))
 	}
 	return errors.Join(p...)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -52,8 +53,8 @@ type Answer struct {
 
 // ErrorAnswer is the body of every other answer.
 type ErrorAnswer struct {
-	// Error is a stable code: unknown_provider, too_large, unreadable_body,
-	// bad_signature, invalid_payload, in_progress, payload_mismatch, unavailable, busy.
+	// Error is a stable code: unknown_provider, too_large, body_timeout, unreadable_body,
+	// bad_signature, invalid_payload, busy, in_progress, payload_mismatch, unavailable.
 	Error  string `json:"error"`
 	Detail string `json:"detail,omitempty"`
 }
@@ -72,8 +73,11 @@ type HandlerConfig struct {
 	Tolerance time.Duration
 	// PublishTimeout bounds one send to SQS. Default PublishTimeoutDefault.
 	PublishTimeout time.Duration
-	// MaxInFlight bounds the deliveries handled at once; beyond it a delivery gets 503
-	// with Retry-After at once, before its body is read. Default MaxInFlightDefault.
+	// BodyReadTimeout bounds reading a body, from the handler's start; a body not in by
+	// then gets 408. Default BodyReadTimeoutDefault.
+	BodyReadTimeout time.Duration
+	// MaxInFlight bounds the signed, valid deliveries in their Redis and SQS work at once;
+	// beyond it a delivery gets 503 with Retry-After at once. Default MaxInFlightDefault.
 	MaxInFlight int
 	// Now is the clock signatures are checked against. Default time.Now.
 	Now func() time.Time
@@ -83,12 +87,13 @@ type HandlerConfig struct {
 	Registerer prometheus.Registerer
 }
 
-// Handler serves POST /webhooks/{provider}: size limit, signature, payload, dedup,
-// publish, answer. It is safe for concurrent use.
+// Handler serves POST /webhooks/{provider}: size limit, body read deadline, signature,
+// payload, in-flight bound, dedup, publish, answer. It is safe for concurrent use.
 type Handler struct {
 	cfg       HandlerConfig
 	providers map[string]Provider
-	// slots holds one token per delivery in flight (MaxInFlight in all).
+	// slots holds one token per signed delivery in its Redis and SQS work (MaxInFlight
+	// in all).
 	slots chan struct{}
 	log   *zap.Logger
 	m     *metrics
@@ -106,7 +111,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if cfg.Publisher == nil {
 		errs = append(errs, errors.New("no publisher"))
 	}
-	if cfg.MaxBodyBytes < 0 || cfg.Tolerance < 0 || cfg.PublishTimeout < 0 || cfg.MaxInFlight < 0 {
+	if cfg.MaxBodyBytes < 0 || cfg.Tolerance < 0 || cfg.PublishTimeout < 0 || cfg.MaxInFlight < 0 || cfg.BodyReadTimeout < 0 {
 		errs = append(errs, errors.New("negative limit"))
 	}
 	// Defaults first: the lock TTL check below must see the publish timeout that will run.
@@ -124,6 +129,9 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	}
 	if cfg.MaxInFlight == 0 {
 		cfg.MaxInFlight = MaxInFlightDefault
+	}
+	if cfg.BodyReadTimeout == 0 {
+		cfg.BodyReadTimeout = BodyReadTimeoutDefault
 	}
 	h := &Handler{cfg: cfg, providers: map[string]Provider{}, slots: make(chan struct{}, cfg.MaxInFlight)}
 	for _, p := range cfg.Providers {
@@ -159,6 +167,8 @@ type reply struct {
 	replayed bool
 	// retryAfter is set on 409 and on a 503 for too many deliveries in flight.
 	retryAfter time.Duration
+	// closeConn ends the connection after the answer: the body was not read to its end.
+	closeConn bool
 }
 
 func errorReply(code int, errCode, detail string) reply {
@@ -170,31 +180,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	name := r.PathValue("provider")
 	p, ok := h.providers[name]
-	if !ok {
+	var rep reply
+	if ok {
+		rep = h.handle(w, r, p)
+	} else {
 		// Any path value would do as a label; only configured names become one.
 		name = "unknown"
-	}
-	var rep reply
-	select {
-	case h.slots <- struct{}{}:
-		h.m.inFlight.Inc()
-		defer func() {
-			<-h.slots
-			h.m.inFlight.Dec()
-		}()
-		if ok {
-			rep = h.handle(w, r, p)
-		} else {
-			rep = errorReply(http.StatusNotFound, "unknown_provider", "")
-		}
-	default:
-		// Refused before anything is read: a burst of large bodies, signed or not, holds
-		// at most MaxInFlight of them in memory. Closing the connection keeps net/http
-		// from reading what is left of the body (up to 256 KiB) before it answers.
-		h.m.busy.Inc()
-		rep = errorReply(http.StatusServiceUnavailable, "busy", "too many deliveries in flight")
-		rep.retryAfter = BusyRetryAfter
-		w.Header().Set("Connection", "close")
+		rep = errorReply(http.StatusNotFound, "unknown_provider", "")
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if rep.replayed {
@@ -202,6 +194,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if rep.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(rep.retryAfter.Seconds()))))
+	}
+	if rep.closeConn {
+		w.Header().Set("Connection", "close")
 	}
 	w.WriteHeader(rep.code)
 	w.Write(rep.body)
@@ -212,20 +207,68 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// readBody reads the body within MaxBodyBytes and BodyReadTimeout. The deadline is the
+// connection's, so a client that sends slowly is cut off there whatever its pace; the
+// read holds no in-flight slot, so slow clients cannot keep signed deliveries out.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *reply) {
+	tooLarge := errorReply(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the limit is %d bytes", h.cfg.MaxBodyBytes))
+	if r.ContentLength > h.cfg.MaxBodyBytes {
+		// Nothing of it is read: the connection goes, or net/http would read the rest.
+		tooLarge.closeConn = true
+		return nil, &tooLarge
+	}
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(h.cfg.BodyReadTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		h.log.Debug("webhook: body read deadline not set", zap.Error(err))
+	}
+	h.m.reading.Inc()
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	h.m.reading.Dec()
+	if err == nil {
+		// The body is in: the guarded section that follows is bounded by its own
+		// timeouts (and the server's WriteTimeout), not by the body's deadline.
+		_ = rc.SetReadDeadline(time.Time{})
+		return body, nil
+	}
+	var maxBytes *http.MaxBytesError
+	switch {
+	case errors.As(err, &maxBytes):
+		tooLarge.closeConn = true
+		return nil, &tooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		h.m.bodyTimeouts.Inc()
+		rep := errorReply(http.StatusRequestTimeout, "body_timeout", fmt.Sprintf("the body must arrive within %v", h.cfg.BodyReadTimeout))
+		rep.closeConn = true
+		return nil, &rep
+	}
+	rep := errorReply(http.StatusBadRequest, "unreadable_body", "")
+	rep.closeConn = true
+	return nil, &rep
+}
+
+// acquire takes an in-flight slot, or answers 503 busy at once.
+func (h *Handler) acquire() (release func(), busy *reply) {
+	select {
+	case h.slots <- struct{}{}:
+		h.m.inFlight.Inc()
+		return func() {
+			<-h.slots
+			h.m.inFlight.Dec()
+		}, nil
+	default:
+		h.m.busy.Inc()
+		rep := errorReply(http.StatusServiceUnavailable, "busy", "too many deliveries in flight")
+		rep.retryAfter = BusyRetryAfter
+		return nil, &rep
+	}
+}
+
 func (h *Handler) handle(w http.ResponseWriter, r *http.Request, p Provider) reply {
 	log := h.log.With(zap.String("provider", p.Name))
-	if r.ContentLength > h.cfg.MaxBodyBytes {
-		return errorReply(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the limit is %d bytes", h.cfg.MaxBodyBytes))
+	body, bad := h.readBody(w, r)
+	if bad != nil {
+		return *bad
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return errorReply(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the limit is %d bytes", h.cfg.MaxBodyBytes))
-		}
-		return errorReply(http.StatusBadRequest, "unreadable_body", "")
-	}
-
 	signed, err := p.Verify(r.Header, body, h.cfg.Now(), h.cfg.Tolerance)
 	if err != nil {
 		// The reason stays in the log and out of the answer: a forger learns nothing.
@@ -237,6 +280,19 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, p Provider) rep
 		log.Debug("webhook payload rejected", zap.Error(err))
 		return errorReply(http.StatusBadRequest, "invalid_payload", err.Error())
 	}
+	// Only a signed, valid delivery takes a slot: the slots bound the work on Redis and
+	// SQS, not the time clients take to send or the deliveries nobody signed.
+	release, busy := h.acquire()
+	if busy != nil {
+		return *busy
+	}
+	defer release()
+	return h.guarded(r, log, p, ev)
+}
+
+// guarded runs a verified delivery's section under its idempotency key: begin, publish,
+// complete.
+func (h *Handler) guarded(r *http.Request, log *zap.Logger, p Provider, ev ProviderEvent) reply {
 	log = log.With(zap.String("provider_event_id", ev.ID))
 	order, ignore := Map(p.Name, p.Kind, ev)
 	ans := Answer{Provider: p.Name, ProviderEventID: ev.ID, ProviderType: ev.Type}
@@ -295,12 +351,14 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, p Provider) rep
 }
 
 type metrics struct {
-	requests  *prometheus.CounterVec
-	duration  *prometheus.HistogramVec
-	published *prometheus.CounterVec
-	replays   *prometheus.CounterVec
-	inFlight  prometheus.Gauge
-	busy      prometheus.Counter
+	requests     *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	published    *prometheus.CounterVec
+	replays      *prometheus.CounterVec
+	inFlight     prometheus.Gauge
+	busy         prometheus.Counter
+	reading      prometheus.Gauge
+	bodyTimeouts prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -324,15 +382,23 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"provider"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "junban", Subsystem: "webhook", Name: "in_flight",
-			Help: "Deliveries being handled now (at most JUNBAN_WEBHOOK_MAX_IN_FLIGHT).",
+			Help: "Signed deliveries in their Redis and SQS work now (at most JUNBAN_WEBHOOK_MAX_IN_FLIGHT).",
+		}),
+		reading: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "junban", Subsystem: "webhook", Name: "bodies_reading",
+			Help: "Request bodies being received now (each for at most JUNBAN_WEBHOOK_BODY_READ_TIMEOUT).",
+		}),
+		bodyTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "junban", Subsystem: "webhook", Name: "body_timeouts_total",
+			Help: "Requests answered 408 because their body did not arrive within JUNBAN_WEBHOOK_BODY_READ_TIMEOUT.",
 		}),
 		busy: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "junban", Subsystem: "webhook", Name: "busy_refusals_total",
-			Help: "Deliveries refused with 503 and Retry-After, before their body was read, because JUNBAN_WEBHOOK_MAX_IN_FLIGHT were in flight.",
+			Help: "Signed deliveries refused with 503 and Retry-After, before any Redis or SQS work, because JUNBAN_WEBHOOK_MAX_IN_FLIGHT were in flight.",
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.published, m.replays, m.inFlight, m.busy)
+		reg.MustRegister(m.requests, m.duration, m.published, m.replays, m.inFlight, m.busy, m.reading, m.bodyTimeouts)
 	}
 	return m
 }

@@ -41,7 +41,8 @@ const (
 // gateway is one test's gateway over real HTTP, Redis and the SQS emulator.
 type gateway struct {
 	t        *testing.T
-	url      string
+	url      string // the public listener
+	adminURL string // the admin listener
 	sqs      *sqs.Client
 	queueURL string
 	rc       redis.UniversalClient
@@ -60,11 +61,13 @@ type options struct {
 	publishTimeout time.Duration
 	maxBody        int64
 	maxInFlight    int
-	rc             redis.UniversalClient // instead of the test Redis
-	publisher      webhook.Publisher     // instead of SQS
-	prefix         string                // share another gateway's keys
-	queueURL       string                // share another gateway's queue
-	readySQS       *sqs.Client           // the client /readyz asks instead of the test's
+	bodyTimeout    time.Duration
+	rc             redis.UniversalClient           // instead of the test Redis
+	publisher      webhook.Publisher               // instead of SQS
+	prefix         string                          // share another gateway's keys
+	queueURL       string                          // share another gateway's queue
+	readySQS       *sqs.Client                     // the client /readyz asks instead of the test's
+	wrap           func(http.Handler) http.Handler // wraps the public mux (a test's probe)
 }
 
 func newGateway(t *testing.T, o options) *gateway {
@@ -104,15 +107,16 @@ func newGateway(t *testing.T, o options) *gateway {
 	g.logs = logs
 	g.reg = prometheus.NewRegistry()
 	h, err := webhook.NewHandler(webhook.HandlerConfig{
-		Providers:      []webhook.Provider{g.stripe, g.acme},
-		Guard:          g.guard,
-		Publisher:      pub,
-		MaxBodyBytes:   o.maxBody,
-		PublishTimeout: o.publishTimeout,
-		MaxInFlight:    o.maxInFlight,
-		Now:            g.clock,
-		Logger:         zap.New(core),
-		Registerer:     g.reg,
+		Providers:       []webhook.Provider{g.stripe, g.acme},
+		Guard:           g.guard,
+		Publisher:       pub,
+		MaxBodyBytes:    o.maxBody,
+		PublishTimeout:  o.publishTimeout,
+		MaxInFlight:     o.maxInFlight,
+		BodyReadTimeout: o.bodyTimeout,
+		Now:             g.clock,
+		Logger:          zap.New(core),
+		Registerer:      g.reg,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -121,9 +125,17 @@ func newGateway(t *testing.T, o options) *gateway {
 	if o.readySQS != nil {
 		readySQS = o.readySQS
 	}
-	srv := httptest.NewServer(webhook.NewMux(h, g.reg, map[string]health.Check{"redis": health.RedisCheck(rc), "sqs": health.SQSCheck(readySQS, g.queueURL)}))
+	var mux http.Handler = webhook.NewPublicMux(h)
+	if o.wrap != nil {
+		mux = o.wrap(mux)
+	}
+	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	g.url = srv.URL
+	admin := httptest.NewServer(webhook.NewAdminMux(webhook.Admin{Gatherer: g.reg, Logger: zap.New(core),
+		Checks: map[string]health.Check{"redis": health.RedisCheck(rc), "sqs": health.SQSCheck(readySQS, g.queueURL)}}))
+	t.Cleanup(admin.Close)
+	g.adminURL = admin.URL
 	return g
 }
 
@@ -477,7 +489,7 @@ func TestRedisUnavailable(t *testing.T) {
 	if evs := g.orderEvents(); len(evs) != 0 {
 		t.Fatalf("order event published without the guard: %+v", evs)
 	}
-	resp, err := http.Get(g.url + "/readyz")
+	resp, err := http.Get(g.adminURL + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -641,7 +653,7 @@ func TestSQSUnavailableThenRetry(t *testing.T) {
 	if a := broken.post(delivery{provider: broken.stripe, body: body}); a.code != http.StatusServiceUnavailable {
 		t.Fatalf("%d %s, want 503", a.code, a.body)
 	}
-	resp, err := http.Get(broken.url + "/readyz")
+	resp, err := http.Get(broken.adminURL + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -688,7 +700,7 @@ func TestRoutesAndProbes(t *testing.T) {
 	if a := g.post(delivery{provider: webhook.Provider{Name: "nobody"}, header: http.Header{}, body: []byte("{}")}); a.code != http.StatusNotFound {
 		t.Errorf("unknown provider: %d", a.code)
 	}
-	for path, want := range map[string]int{"/webhooks/stripe": 405, "/healthz": 200, "/readyz": 200, "/metrics": 200} {
+	for path, want := range map[string]int{"/webhooks/stripe": 405, "/healthz": 200, "/readyz": 404, "/metrics": 404} {
 		resp, err := http.Get(g.url + path)
 		if err != nil {
 			t.Fatal(err)
@@ -696,7 +708,7 @@ func TestRoutesAndProbes(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != want {
-			t.Errorf("GET %s: %d %s, want %d", path, resp.StatusCode, b, want)
+			t.Errorf("public listener: GET %s: %d %s, want %d", path, resp.StatusCode, b, want)
 		}
 	}
 	if n := counterValue(t, g.reg, "junban_webhook_requests_total", "404", "unknown"); n != 1 {

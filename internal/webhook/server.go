@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -19,44 +20,55 @@ const (
 	readyFail = "fail"
 )
 
-// NewMux serves the webhooks and the admin routes (NewAdminMux) on one listener, the
-// gateway's handler when JUNBAN_WEBHOOK_ADMIN_ADDR is empty. Failing readiness checks are
-// logged with h's logger.
-func NewMux(h *Handler, g prometheus.Gatherer, checks map[string]health.Check) *http.ServeMux {
-	mux := NewPublicMux(h)
-	registerAdmin(mux, g, checks, h.log)
-	return mux
-}
+// ReadyCacheDefault is Admin.ReadyCache's default: however often /readyz is asked, Redis
+// and SQS see at most one check each per second.
+const ReadyCacheDefault = time.Second
 
-// NewPublicMux serves the webhooks alone (every other path is 404): what the payment
-// providers reach when the admin routes have a listener of their own.
+// NewPublicMux serves what the payment providers reach: the webhooks and a /healthz that
+// touches nothing (the process is alive, for a load balancer's check of this port). Every
+// other path is 404: readiness and metrics are on the admin listener alone (NewAdminMux).
 func NewPublicMux(h *Handler) *http.ServeMux {
 	mux := http.NewServeMux()
 	h.Register(mux)
+	mux.HandleFunc("GET /healthz", healthz)
 	return mux
+}
+
+func healthz(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) }
+
+// Admin configures the admin listener's routes.
+type Admin struct {
+	// Gatherer is what /metrics serves (required).
+	Gatherer prometheus.Gatherer
+	// Checks are /readyz's checks, by name.
+	Checks map[string]health.Check
+	// Logger logs a failing check's error at warn, once per run of the check; nil logs nothing.
+	Logger *zap.Logger
+	// ReadyCache is how long a check's result answers /readyz before the check runs again
+	// (health.Cached). Default ReadyCacheDefault.
+	ReadyCache time.Duration
 }
 
 // NewAdminMux serves /healthz (the process is alive), /readyz (every check passes: 503
-// otherwise) and /metrics (g). /readyz answers each check "ok" or "fail" only: a check's
-// error may name hosts, queue URLs and account ids, so it goes to log at warn instead.
-func NewAdminMux(g prometheus.Gatherer, checks map[string]health.Check, log *zap.Logger) *http.ServeMux {
-	mux := http.NewServeMux()
-	registerAdmin(mux, g, checks, log)
-	return mux
-}
-
-func registerAdmin(mux *http.ServeMux, g prometheus.Gatherer, checks map[string]health.Check, log *zap.Logger) {
+// otherwise) and /metrics. /readyz answers each check "ok" or "fail" only: a check's
+// error may name hosts, queue URLs and account ids, so it goes to the log at warn instead.
+func NewAdminMux(a Admin) *http.ServeMux {
+	log := a.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
-	names := make([]string, 0, len(checks))
-	for n := range checks {
+	if a.ReadyCache <= 0 {
+		a.ReadyCache = ReadyCacheDefault
+	}
+	names := make([]string, 0, len(a.Checks))
+	checks := make(map[string]health.Check, len(a.Checks))
+	for n, c := range a.Checks {
 		names = append(names, n)
+		checks[n] = health.Cached(logFailure(log, n, c), a.ReadyCache)
 	}
 	sort.Strings(names)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Write([]byte("ok\n"))
-	})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		status, ok := make(map[string]string, len(names)), true
 		for _, n := range names {
@@ -66,7 +78,6 @@ func registerAdmin(mux *http.ServeMux, g prometheus.Gatherer, checks map[string]
 			status[n] = readyOK
 			if err != nil {
 				ok, status[n] = false, readyFail
-				log.Warn("readiness check failed", zap.String("check", n), zap.Error(err))
 			}
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -75,7 +86,19 @@ func registerAdmin(mux *http.ServeMux, g prometheus.Gatherer, checks map[string]
 		}
 		json.NewEncoder(w).Encode(status)
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Gatherer, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// logFailure logs c's errors under name; wrapped inside the cache, it logs once per run.
+func logFailure(log *zap.Logger, name string, c health.Check) health.Check {
+	return func(ctx context.Context) error {
+		err := c(ctx)
+		if err != nil {
+			log.Warn("readiness check failed", zap.String("check", name), zap.Error(err))
+		}
+		return err
+	}
 }
 
 // Server returns an http.Server for handler on c.HTTPAddr with the configured timeouts.

@@ -2,9 +2,11 @@ package webhook
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -206,4 +208,98 @@ func FuzzParseStandardSignature(f *testing.F) {
 		h.Set(HeaderWebhookSig, header)
 		p.Verify(h, body, now, ToleranceDefault) // must not panic
 	})
+}
+
+// tamper flips one byte of b at pos (by flip, never 0) in a copy.
+func tamper(b []byte, pos uint, flip byte) []byte {
+	out := append([]byte(nil), b...)
+	if flip == 0 {
+		flip = 1
+	}
+	out[pos%uint(len(out))] ^= flip
+	return out
+}
+
+// FuzzVerifyRefusesTampering: a delivery signed with the provider's key verifies; the same
+// delivery with a byte of its body changed, a byte appended, a byte of its signature
+// changed, another timestamp (still within the tolerance), another webhook-id, or signed
+// with another key is refused with ErrSignatureMismatch. Nothing panics.
+func FuzzVerifyRefusesTampering(f *testing.F) {
+	for _, s := range []struct {
+		stripe bool
+		id     string
+		body   string
+	}{
+		{true, "", `{"id":"evt_1","type":"payment_intent.succeeded","created":1795946400,"data":{"object":{"metadata":{"lcid":"LC-1"}}}}`},
+		{false, "msg_p5jXN8AQM9LWM0D4loKWxJek", `{"test": 2432232314}`},
+		{false, "m", ""},
+		{true, "", "\x00\xff"},
+	} {
+		f.Add(s.stripe, s.id, []byte(s.body), uint(3), byte(0x20))
+	}
+	now := time.Unix(1700000000, 0)
+	providers := map[bool][2]Provider{
+		true:  {mustProvider(f, "stripe", KindStripe, testStripeSecret), mustProvider(f, "stripe", KindStripe, testStripeOldSecret)},
+		false: {mustProvider(f, "acme", KindStandard, testStandardSecret), mustProvider(f, "acme", KindStandard, "whsec_"+strings.Repeat("QUJD", 8))},
+	}
+	f.Fuzz(func(t *testing.T, stripe bool, id string, body []byte, pos uint, flip byte) {
+		p, other := providers[stripe][0], providers[stripe][1]
+		if !stripe && (id == "" || len(id) >= MaxIDLength) {
+			return // refused as malformed (TestVerify), and one byte must fit after it
+		}
+		h, err := p.Sign(id, now, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Verify(h, body, now, ToleranceDefault); err != nil {
+			t.Fatalf("correctly signed delivery refused: %v", err)
+		}
+		refused := func(what string, h http.Header, b []byte) {
+			t.Helper()
+			if _, err := p.Verify(h, b, now, ToleranceDefault); !errors.Is(err, ErrSignatureMismatch) {
+				t.Fatalf("%s: %v, want ErrSignatureMismatch", what, err)
+			}
+		}
+		if len(body) > 0 {
+			refused("body tampered", h, tamper(body, pos, flip))
+		}
+		refused("byte appended", h, append(append([]byte(nil), body...), ' '))
+		hk, _ := other.Sign(id, now, body)
+		refused("signed with another key", hk, body)
+		sig := signatureHeader(p.Kind)
+		switch p.Kind {
+		case KindStripe:
+			// The signature under a later timestamp: the timestamp is signed too.
+			_, macs, _ := ParseStripeSignature(h.Get(sig))
+			h2 := h.Clone()
+			h2.Set(sig, fmt.Sprintf("t=%d,v1=%x", now.Unix()+1, macs[0]))
+			refused("timestamp changed", h2, body)
+			bad := append([]byte(nil), macs[0]...)
+			bad[pos%uint(len(bad))] ^= max(flip, 1)
+			h3 := h.Clone()
+			h3.Set(sig, fmt.Sprintf("t=%d,v1=%x", now.Unix(), bad))
+			refused("signature tampered", h3, body)
+		case KindStandard:
+			h2 := h.Clone()
+			h2.Set(HeaderWebhookTime, strconv.FormatInt(now.Unix()+1, 10))
+			refused("timestamp changed", h2, body)
+			h3 := h.Clone()
+			h3.Set(HeaderWebhookID, id+"x")
+			refused("webhook-id changed", h3, body)
+			macs, _ := ParseStandardSignature(h.Get(sig))
+			bad := append([]byte(nil), macs[0]...)
+			bad[pos%uint(len(bad))] ^= max(flip, 1)
+			h4 := h.Clone()
+			h4.Set(sig, "v1,"+base64.StdEncoding.EncodeToString(bad))
+			refused("signature tampered", h4, body)
+		}
+	})
+}
+
+// signatureHeader is the header that carries kind's signatures.
+func signatureHeader(k Kind) string {
+	if k == KindStripe {
+		return HeaderStripeSignature
+	}
+	return HeaderWebhookSig
 }
