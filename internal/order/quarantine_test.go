@@ -20,7 +20,7 @@ import (
 	"github.com/junban/junban/internal/queue"
 )
 
-// flakyLedger fails every allocation whose op id contains fail, while on: a bug or a
+// flakyLedger fails every allocation and change whose op id contains fail, while on: a bug or a
 // dependency that fails the same way on every run of one event.
 type flakyLedger struct {
 	order.Ledger
@@ -37,6 +37,15 @@ func (f *flakyLedger) Allocate(ctx context.Context, r ledger.AllocateRequest) (l
 		return ledger.Result{}, errInjected
 	}
 	return f.Ledger.Allocate(ctx, r)
+}
+
+// Change fails like Allocate: an order.lines_changed's operation on a SKU.
+func (f *flakyLedger) Change(ctx context.Context, r ledger.ChangeRequest) (ledger.Result, error) {
+	if f.on.Load() && strings.Contains(r.OpID, f.fail) {
+		f.calls.Add(1)
+		return ledger.Result{}, errInjected
+	}
+	return f.Ledger.Change(ctx, r)
 }
 
 // deadLetters receives the orders DLQ until n messages came (or 30 s), deleting them.
@@ -277,7 +286,7 @@ func TestQuarantinedAdjustmentIsCompleted(t *testing.T) {
 // what the placement holds, and the redriven change then finds the order cancelled.
 func TestLaterEventsApplyAfterAQuarantine(t *testing.T) {
 	t.Parallel()
-	flaky := &flakyLedger{fail: ":3:"}
+	flaky := &flakyLedger{fail: ":B:change"}
 	h := newHarnessWith(t, []ledger.SKU{
 		{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 10, "2027-01-01")}},
 		{SKU: "B", Lots: []ledger.Lot{onHand("B1", 1, 10, "2027-01-01")}},
