@@ -268,12 +268,7 @@ func (m *Model) applyAs(ctx context.Context, name, opID, sku, holder string, val
 	}
 }
 
-// candidates returns the lots that may serve an allocation on date, in allocation order.
-func candidates(s *SKU, date string) []Lot {
-	return candidatesOf(s.Lots, date)
-}
-
-// candidatesOf is candidates over lots.
+// candidatesOf returns the lots that may serve an allocation on date, in allocation order.
 func candidatesOf(lots []Lot, date string) []Lot {
 	var onhand, planned []Lot
 	for _, l := range lots {
