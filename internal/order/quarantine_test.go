@@ -283,7 +283,11 @@ func TestQuarantinedAdjustmentIsCompleted(t *testing.T) {
 
 // The order's later events apply, in order, once the failing one is quarantined: a line
 // change that fails on every run is undone and dead-lettered, the cancel behind it releases
-// what the placement holds, and the redriven change then finds the order cancelled.
+// what the placement holds, and the redriven change then finds the order cancelled. The
+// change on A, which applied before B's failed, both releases (line 1) and allocates
+// (line 2): the quarantine moves it back in one undo. Broken variant tried: an undo of one
+// pair of buckets per operation (the rollback before Undo's Back): the quarantine failed
+// on A's change and nothing was dead-lettered.
 func TestLaterEventsApplyAfterAQuarantine(t *testing.T) {
 	t.Parallel()
 	flaky := &flakyLedger{fail: ":B:change"}
@@ -294,11 +298,11 @@ func TestLaterEventsApplyAfterAQuarantine(t *testing.T) {
 		ledger: func(l order.Ledger) order.Ledger { flaky.Ledger = l; return flaky },
 		turns:  func(c *lockhandoff.Config) { c.MaxAttempts = 2; c.HandlerRetries = 1; c.QuarantineMinAge = -1 },
 	})
-	place := placed("Q4", ledger.ModeShip, line("1", "A", 2))
+	place := placed("Q4", ledger.ModeShip, line("1", "A", 2), line("2", "A", 2))
 	h.submit(place)
 	h.collect(1)
 	flaky.on.Store(true)
-	change := ev("Q4", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "A", 5), line("3", "B", 1)}})
+	change := ev("Q4", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "A", 1), line("2", "A", 6), line("3", "B", 1)}})
 	cancel := ev("Q4", event.OrderCancelled, nil)
 	h.submit(change)
 	h.submit(cancel)
