@@ -26,18 +26,22 @@ local FIELD_AT = SORT_LEN + PERIOD_LEN    -- the field name starts after the per
 -- (their sellable) and sum; with keepHeads, also heads: each candidate's index record
 -- without its field name (sort key, valid_from, valid_to: layout.go), which says its kind,
 -- best-before, registration and validity without reading its meta.
-local function walkCandidates(key, head, date, need, first, chunk0, keepHeads)
+-- An operation that changed lots before it allocates (ledger.lua's change) passes what it
+-- has not written yet: chunks, the index as edited (every chunk, chunks[1] is o:0), and
+-- known, lot -> state whose s is the lot's sellable now.
+local function walkCandidates(key, head, date, need, first, chunk0, keepHeads, chunks, known)
   local cand, sell, sum, heads = {}, {}, 0, {}
   local ALWAYS = '0001-01-019999-12-31'
-  local nchunks = tonumber(head[3])
-  local cur, ci, pos, n, chunk = head[4], 0, 1, #head[4], chunk0
+  local nchunks, cur = tonumber(head[3]), head[4]
+  if chunks then nchunks, cur = #chunks, chunks[1] end
+  local ci, pos, n, chunk = 0, 1, #cur, chunk0
   while sum < need do
     local f = {}
     while #f < chunk do
       if pos > n then
         ci = ci + 1
         if ci >= nchunks then break end
-        cur = redis.call('HGET', key, 'o:' .. ci)
+        if chunks then cur = chunks[ci + 1] else cur = redis.call('HGET', key, 'o:' .. ci) end
         pos, n = 1, #cur
       else
         local nl = string.find(cur, '\n', pos + FIELD_AT, true)
@@ -57,6 +61,8 @@ local function walkCandidates(key, head, date, need, first, chunk0, keepHeads)
       local v = redis.call('HMGET', key, unpack(f))
       for i, fld in ipairs(f) do
         local s = tonumber(v[i])
+        local k = known and known[string.sub(fld, 3)]
+        if k then s = k.s end
         cand[#cand + 1] = fld
         sell[#sell + 1] = s
         sum = sum + s

@@ -106,6 +106,7 @@ type Inventory interface {
 	Confirm(ctx context.Context, r LotsRequest) (Result, error)
 	Ship(ctx context.Context, r LotsRequest) (Result, error)
 	Undo(ctx context.Context, r UndoRequest) (Result, error)
+	Change(ctx context.Context, r ChangeRequest) (Result, error)
 	Receive(ctx context.Context, r ReceiveRequest) (Result, error)
 	Adjust(ctx context.Context, r AdjustRequest) (Result, error)
 	Hold(ctx context.Context, r HoldRequest) (Result, error)
@@ -197,10 +198,15 @@ func (l *Ledger) Allocate(ctx context.Context, r AllocateRequest) (Result, error
 }
 
 // moveLots runs ledger.lua's move: the quantities in lots from one bucket to another,
-// with the holder whose holdings change (or "") and the reason the result carries (or "").
-func (l *Ledger) moveLots(ctx context.Context, opID, sku, from, to, holder, reason string, lots []LotQty) (Result, error) {
-	args := []any{from, to, holder, reason}
+// then those in back the other way, with the holder whose holdings change (or "") and the
+// reason the result carries (or "").
+func (l *Ledger) moveLots(ctx context.Context, opID, sku, from, to, holder, reason string, lots, back []LotQty) (Result, error) {
+	args := make([]any, 0, 5+2*(len(lots)+len(back)))
+	args = append(args, from, to, holder, reason, len(lots))
 	for _, q := range lots {
+		args = append(args, q.LotID, q.Qty)
+	}
+	for _, q := range back {
 		args = append(args, q.LotID, q.Qty)
 	}
 	return l.run(ctx, "move", opID, sku, args...)
@@ -213,7 +219,7 @@ func (l *Ledger) Release(ctx context.Context, r ReleaseRequest) (Result, error) 
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, bucketCode(r.From), "s", r.Holder, "", r.Lots)
+	return l.moveLots(ctx, r.OpID, r.SKU, bucketCode(r.From), "s", r.Holder, "", r.Lots, nil)
 }
 
 // Confirm moves reserved -> allocated in the given lots, without the safety check.
@@ -221,7 +227,7 @@ func (l *Ledger) Confirm(ctx context.Context, r LotsRequest) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, "r", "a", r.Holder, "", r.Lots)
+	return l.moveLots(ctx, r.OpID, r.SKU, "r", "a", r.Holder, "", r.Lots, nil)
 }
 
 // Ship moves allocated -> shipped in the given lots.
@@ -229,7 +235,7 @@ func (l *Ledger) Ship(ctx context.Context, r LotsRequest) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, "a", "x", r.Holder, "", r.Lots)
+	return l.moveLots(ctx, r.OpID, r.SKU, "a", "x", r.Holder, "", r.Lots, nil)
 }
 
 // Undo moves the given quantities back from r.To to r.From: it reverses an allocation, a
@@ -240,7 +246,27 @@ func (l *Ledger) Undo(ctx context.Context, r UndoRequest) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, bucketCode(r.To), bucketCode(r.From), r.Holder, "", r.Lots)
+	return l.moveLots(ctx, r.OpID, r.SKU, bucketCode(r.To), bucketCode(r.From), r.Holder, "", r.Lots, r.Back)
+}
+
+// Change changes what an order holds of one SKU in one atomic operation: it releases
+// r.Release from the bucket r.Mode allocates to, then allocates each quantity of
+// r.Allocate in turn as Allocate would, over the state the releases left (a unit one line
+// gives back may serve another). When an allocation does not fit (ErrShortage,
+// ErrSafetyStock) or a release is not held (ErrInsufficient), nothing moves.
+func (l *Ledger) Change(ctx context.Context, r ChangeRequest) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	args := make([]any, 0, 4+2*len(r.Release)+len(r.Allocate))
+	args = append(args, string(r.Mode), r.TargetDate, r.Holder, len(r.Release))
+	for _, q := range r.Release {
+		args = append(args, q.LotID, q.Qty)
+	}
+	for _, q := range r.Allocate {
+		args = append(args, q)
+	}
+	return l.run(ctx, "change", r.OpID, r.SKU, args...)
 }
 
 // Receive turns a planned lot into an on-hand lot with its best-before; a counted

@@ -6,9 +6,16 @@
 -- ARGV[1]  operation, ARGV[2] retention of the op record in seconds, then per operation:
 --   alloc    qty target_date mode holder    mode: ship (sellable->allocated, safety check)
 --                                                 | reserve (sellable->reserved)
---   move     from to holder reason lot1 qty1 lot2 qty2 ...
+--   move     from to holder reason n lot1 qty1 ... lotn qtyn back1 bqty1 ...
 --                                           bucket codes s r a h x d (release, confirm,
---                                           ship, undo, hold, release hold, damage, return)
+--                                           ship, undo, hold, release hold, damage, return);
+--                                           the n lots move from -> to, then the back
+--                                           lots to -> from (the undo of a change)
+--   change   mode date holder n lot1 qty1 ... lotn qtyn aqty1 aqty2 ...
+--                                           an order's change on the SKU: releases the n
+--                                           lots from mode's bucket (ship: a, reserve: r),
+--                                           then allocates each aqty in turn as alloc does,
+--                                           all or nothing
 --   receive  lot best_before counted        counted 0 keeps the planned quantity
 --   recall   lot reason max_holders         good=0; sellable, hidden -> defective
 --   adjust   lot delta reason
@@ -64,9 +71,11 @@ local held = {r = 1, a = 1}
 
 -- State of the read lots: lot -> {m = meta, s, r, a, h, x, d = numbers}; touched lists
 -- the lots the operation changed or names, in order of first touch. holder is the order
--- whose holdings the moves change (''), holds its change per lot.
+-- whose holdings the moves change (''); heldLots lists the lots whose holdings change,
+-- heldBy their net change (applied once per lot, so a change that releases and
+-- allocates in one lot clamps as the model does).
 local st, touched, moves = {}, {}, {}
-local holder, holds = '', nil
+local holder, heldLots, heldBy = '', nil, nil
 
 -- The candidate index is split into fields o:0 .. o:<on-1> ("chunks"), so an allocation
 -- reads only as far as it walks. A load writes chunks of CHUNK records; an edit changes
@@ -119,9 +128,12 @@ local function move(lot, from, to, qty)
   if holder ~= '' then
     local dh = ((held[to] or 0) - (held[from] or 0)) * qty
     if dh ~= 0 then
-      holds = holds or {}
-      holds[#holds + 1] = lot
-      holds[#holds + 1] = dh
+      if not heldLots then heldLots, heldBy = {}, {} end
+      if not heldBy[lot] then
+        heldLots[#heldLots + 1] = lot
+        heldBy[lot] = 0
+      end
+      heldBy[lot] = heldBy[lot] + dh
     end
   end
 end
@@ -224,6 +236,27 @@ local function indexOps()
   return ix
 end
 
+-- indexLot edits the candidate index (in ch, written by commit) so that it holds the lot
+-- as it is now, and makes that the state the index holds (s0, m0). The index holds the good
+-- lots with sellable stock only, so lots that ran empty (FEFO puts them first) cost an
+-- allocation nothing: it changes on the crossings. Called once per lot by commit, and
+-- before by a change for the lots its releases touched (which change no meta).
+local function indexLot(lot)
+  local l = st[lot]
+  if (l.s0 > 0) ~= (l.s > 0) or l.dirtyMeta then
+    local I = indexOps()
+    local was = l.s0 > 0 and string.find(l.m0, '^[^\t]*\t1\t') ~= nil
+    local kind, good, bb, reg, _, vf, vt = I.parseMeta(l.m)
+    local now = l.s > 0 and good == '1'
+    if was and (not now or l.dirtyMeta) then
+      local k0, _, bb0, reg0, _, vf0, vt0 = I.parseMeta(l.m0) -- the record as indexed
+      I.dropRecord(I.record(k0, bb0, reg0, vf0, vt0, lot))
+    end
+    if now and (not was or l.dirtyMeta) then I.addRecord(I.record(kind, bb, reg, vf, vt, lot)) end
+  end
+  l.s0, l.m0 = l.s, l.m
+end
+
 -- commit writes the touched lots, bumps the version, remembers and returns the result.
 local function commit(extra)
   local v = fmt(tonumber(head[1]) + 1)
@@ -232,19 +265,7 @@ local function commit(extra)
   for _, m in ipairs(moves) do out[#out + 1] = m end
   for _, lot in ipairs(touched) do
     local l = st[lot]
-    -- The index holds the good lots with sellable stock only, so lots that ran empty
-    -- (FEFO puts them first) cost an allocation nothing: update it on the crossings.
-    if (l.s0 > 0) ~= (l.s > 0) or l.dirtyMeta then
-      local I = indexOps()
-      local was = l.s0 > 0 and string.find(l.m0, '^[^\t]*\t1\t') ~= nil
-      local kind, good, bb, reg, _, vf, vt = I.parseMeta(l.m)
-      local now = l.s > 0 and good == '1'
-      if was and (not now or l.dirtyMeta) then
-        local k0, _, bb0, reg0, _, vf0, vt0 = I.parseMeta(l.m0) -- the record as indexed
-        I.dropRecord(I.record(k0, bb0, reg0, vf0, vt0, lot))
-      end
-      if now and (not was or l.dirtyMeta) then I.addRecord(I.record(kind, bb, reg, vf, vt, lot)) end
-    end
+    indexLot(lot)
     local n = #w
     if l.dirtyMeta then w[n + 1] = 'm:' .. lot; w[n + 2] = l.m; n = n + 2 end
     local sv, bv = fmt(l.s), string.format('%d %d %d %d %d', l.r, l.a, l.h, l.x, l.d)
@@ -273,11 +294,14 @@ local function commit(extra)
   for i = 1, #w, 1000 do -- one call unless many chunks were renamed
     redis.call('HSET', key, unpack(w, i, math.min(i + 999, #w)))
   end
-  if holds then
-    for i = 1, #holds, 2 do
-      local hk = key .. ':h:' .. holds[i]
-      -- A release of more than the holder holds (junban never sends one) clamps at 0.
-      if redis.call('HINCRBY', hk, holder, holds[i + 1]) <= 0 then redis.call('HDEL', hk, holder) end
+  if heldLots then
+    for _, lot in ipairs(heldLots) do
+      local d = heldBy[lot]
+      if d ~= 0 then
+        local hk = key .. ':h:' .. lot
+        -- A release of more than the holder holds (junban never sends one) clamps at 0.
+        if redis.call('HINCRBY', hk, holder, d) <= 0 then redis.call('HDEL', hk, holder) end
+      end
     end
   end
   local text = table.concat(out, '\n')
@@ -304,21 +328,67 @@ if op == 'alloc' then
   return commit()
 end
 
-if op == 'move' then
-  local from, to, reason = ARGV[3], ARGV[4], ARGV[6]
-  holder = ARGV[5]
-  local lots = {}
-  for i = 7, #ARGV, 2 do lots[#lots + 1] = ARGV[i] end
-  local unknown = fetch(lots)
-  if unknown then return fail('ERR_UNKNOWN_LOT', 'lot=' .. unknown) end
-  for i = 7, #ARGV, 2 do
+-- moveEach moves the lot/qty pairs ARGV[first..last] from one bucket to another, each
+-- after checking that its bucket holds it; returns the error reply of the first that
+-- does not.
+local function moveEach(first, last, from, to)
+  for i = first, last, 2 do
     local lot, qty = ARGV[i], tonumber(ARGV[i + 1])
     if st[lot][from] < qty then
       return fail('ERR_INSUFFICIENT', 'lot=' .. lot .. ' ' .. names[from] .. '=' .. fmt(st[lot][from]) .. ' requested=' .. fmt(qty))
     end
     move(lot, from, to, qty)
   end
+  return nil
+end
+
+-- lotsOf lists the lots of the lot/qty pairs ARGV[first..last].
+local function lotsOf(first, last)
+  local lots = {}
+  for i = first, last, 2 do lots[#lots + 1] = ARGV[i] end
+  return lots
+end
+
+if op == 'move' then
+  local from, to, reason = ARGV[3], ARGV[4], ARGV[6]
+  holder = ARGV[5]
+  local split = 8 + 2 * tonumber(ARGV[7]) -- the first back pair
+  local unknown = fetch(lotsOf(8, #ARGV))
+  if unknown then return fail('ERR_UNKNOWN_LOT', 'lot=' .. unknown) end
+  local refused = moveEach(8, split - 1, from, to) or moveEach(split, #ARGV, to, from)
+  if refused then return refused end
   if reason ~= '' then return commit('c\t' .. reason) end
+  return commit()
+end
+
+if op == 'change' then
+  local mode, date = ARGV[3], ARGV[4]
+  holder = ARGV[5]
+  local b = 'r'
+  if mode == 'ship' then b = 'a' end
+  local split = 7 + 2 * tonumber(ARGV[6]) -- the first allocation
+  local unknown = fetch(lotsOf(7, split - 1))
+  if unknown then return fail('ERR_UNKNOWN_LOT', 'lot=' .. unknown) end
+  local refused = moveEach(7, split - 1, b, 's')
+  if refused then return refused end
+  -- The allocations walk the index as the releases left it: a lot they gave units back
+  -- to from zero is a candidate again, in its place.
+  for _, lot in ipairs(touched) do indexLot(lot) end
+  local ss = tonumber(head[2])
+  local function first(lot)
+    fetch({lot})
+    return st[lot].s
+  end
+  for i = split, #ARGV do
+    local qty = tonumber(ARGV[i])
+    local need = allocNeed(qty, mode, ss)
+    local cand, sell, sum = walkCandidates(key, head, date, need, first, 1, false, ch, st)
+    local code, detail = refusal(qty, need, sum, ss)
+    if code then return fail(code, detail) end
+    local lots, take = takeLots(cand, sell, qty)
+    fetch(lots)
+    for j, lot in ipairs(lots) do move(lot, 's', b, take[j]) end
+  end
   return commit()
 end
 

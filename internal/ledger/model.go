@@ -268,10 +268,10 @@ func (m *Model) applyAs(ctx context.Context, name, opID, sku, holder string, val
 	}
 }
 
-// candidates returns the lots that may serve an allocation on date, in allocation order.
-func candidates(s *SKU, date string) []Lot {
+// candidatesOf returns the lots that may serve an allocation on date, in allocation order.
+func candidatesOf(lots []Lot, date string) []Lot {
 	var onhand, planned []Lot
-	for _, l := range s.Lots {
+	for _, l := range lots {
 		if !l.Good || date < l.ValidFrom || date > l.ValidTo {
 			continue
 		}
@@ -300,73 +300,135 @@ func candidates(s *SKU, date string) []Lot {
 // Allocate implements Inventory.
 func (m *Model) Allocate(ctx context.Context, r AllocateRequest) (Result, error) {
 	return m.applyAs(ctx, "alloc", r.OpID, r.SKU, r.Holder, r.validate(), func(o *modelOp) (error, string) {
-		cands := candidates(o.sku, r.TargetDate)
-		var sum int64
-		for _, c := range cands {
-			sum += c.Sellable
-		}
-		if sum < r.Qty {
-			return ErrShortage, fmt.Sprintf("requested=%d available=%d", r.Qty, sum)
-		}
-		if r.Mode == ModeShip && sum < o.sku.SafetyStock+r.Qty {
-			return ErrSafetyStock, fmt.Sprintf("requested=%d available=%d safety_stock=%d", r.Qty, sum, o.sku.SafetyStock)
-		}
-		to := Reserved
-		if r.Mode == ModeShip {
-			to = Allocated
-		}
-		rem := r.Qty
-		for _, c := range cands {
-			if rem == 0 {
-				break
-			}
-			if c.Sellable > 0 {
-				t := min(c.Sellable, rem)
-				o.move(o.lot(c.LotID), Sellable, to, t)
-				rem -= t
-			}
-		}
-		return nil, ""
+		return o.allocate(r.Qty, r.TargetDate, r.Mode)
 	})
 }
 
-func (m *Model) moveLots(ctx context.Context, name, opID, sku, holder, reason string, valid error, from, to string, lots []LotQty) (Result, error) {
-	return m.applyAs(ctx, name, opID, sku, holder, valid, func(o *modelOp) (error, string) {
+// now returns the SKU's lots as the operation has changed them so far.
+func (o *modelOp) now() []Lot {
+	lots := slices.Clone(o.sku.Lots)
+	for i, l := range lots {
+		if j, ok := o.touched[l.LotID]; ok {
+			lots[i] = o.work[j]
+		}
+	}
+	return lots
+}
+
+// allocate moves qty from the candidates' sellable to mode's bucket, in allocation order,
+// or returns why it cannot.
+func (o *modelOp) allocate(qty int64, date string, mode Mode) (error, string) {
+	cands := candidatesOf(o.now(), date)
+	var sum int64
+	for _, c := range cands {
+		sum += c.Sellable
+	}
+	if sum < qty {
+		return ErrShortage, fmt.Sprintf("requested=%d available=%d", qty, sum)
+	}
+	if mode == ModeShip && sum < o.sku.SafetyStock+qty {
+		return ErrSafetyStock, fmt.Sprintf("requested=%d available=%d safety_stock=%d", qty, sum, o.sku.SafetyStock)
+	}
+	to := modeBucket(mode)
+	rem := qty
+	for _, c := range cands {
+		if rem == 0 {
+			break
+		}
+		if c.Sellable > 0 {
+			t := min(c.Sellable, rem)
+			o.move(o.lot(c.LotID), Sellable, to, t)
+			rem -= t
+		}
+	}
+	return nil, ""
+}
+
+// modeBucket is the bucket an allocation of mode moves to.
+func modeBucket(mode Mode) string {
+	if mode == ModeShip {
+		return Allocated
+	}
+	return Reserved
+}
+
+// moveEach moves lots from one bucket to another, each after checking that its bucket
+// holds it, or returns why it cannot. Every lot must exist (findLots).
+func (o *modelOp) moveEach(from, to string, lots []LotQty) (error, string) {
+	for _, q := range lots {
+		l := o.lot(q.LotID)
+		if have := *bucketOf(l, from); have < q.Qty {
+			return ErrInsufficient, fmt.Sprintf("lot=%s %s=%d requested=%d", q.LotID, from, have, q.Qty)
+		}
+		o.move(l, from, to, q.Qty)
+	}
+	return nil, ""
+}
+
+// findLots returns the first unknown lot of lists, in order.
+func (o *modelOp) findLots(lists ...[]LotQty) (error, string) {
+	for _, lots := range lists {
 		for _, q := range lots {
 			if o.lot(q.LotID) == nil {
 				return ErrUnknownLot, "lot=" + q.LotID
 			}
 		}
-		for _, q := range lots {
-			l := o.lot(q.LotID)
-			if have := *bucketOf(l, from); have < q.Qty {
-				return ErrInsufficient, fmt.Sprintf("lot=%s %s=%d requested=%d", q.LotID, from, have, q.Qty)
-			}
-			o.move(l, from, to, q.Qty)
+	}
+	return nil, ""
+}
+
+func (m *Model) moveLots(ctx context.Context, name, opID, sku, holder, reason string, valid error, from, to string, lots, back []LotQty) (Result, error) {
+	return m.applyAs(ctx, name, opID, sku, holder, valid, func(o *modelOp) (error, string) {
+		if err, detail := o.findLots(lots, back); err != nil {
+			return err, detail
+		}
+		if err, detail := o.moveEach(from, to, lots); err != nil {
+			return err, detail
+		}
+		if err, detail := o.moveEach(to, from, back); err != nil {
+			return err, detail
 		}
 		o.reason = reason
 		return nil, ""
 	})
 }
 
+// Change implements Inventory.
+func (m *Model) Change(ctx context.Context, r ChangeRequest) (Result, error) {
+	return m.applyAs(ctx, "change", r.OpID, r.SKU, r.Holder, r.validate(), func(o *modelOp) (error, string) {
+		if err, detail := o.findLots(r.Release); err != nil {
+			return err, detail
+		}
+		if err, detail := o.moveEach(modeBucket(r.Mode), Sellable, r.Release); err != nil {
+			return err, detail
+		}
+		for _, q := range r.Allocate {
+			if err, detail := o.allocate(q, r.TargetDate, r.Mode); err != nil {
+				return err, detail
+			}
+		}
+		return nil, ""
+	})
+}
+
 // Release implements Inventory.
 func (m *Model) Release(ctx context.Context, r ReleaseRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.Holder, "", r.validate(), r.From, Sellable, r.Lots)
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.Holder, "", r.validate(), r.From, Sellable, r.Lots, nil)
 }
 
 // Confirm implements Inventory.
 func (m *Model) Confirm(ctx context.Context, r LotsRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.Holder, "", r.validate(), Reserved, Allocated, r.Lots)
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.Holder, "", r.validate(), Reserved, Allocated, r.Lots, nil)
 }
 
 // Ship implements Inventory.
 func (m *Model) Ship(ctx context.Context, r LotsRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.Holder, "", r.validate(), Allocated, Shipped, r.Lots)
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.Holder, "", r.validate(), Allocated, Shipped, r.Lots, nil)
 }
 
 // Undo implements Inventory.
 func (m *Model) Undo(ctx context.Context, r UndoRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.Holder, "", r.validate(), r.To, r.From, r.Lots)
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.Holder, "", r.validate(), r.To, r.From, r.Lots, r.Back)
 }
 
 // Receive implements Inventory.
@@ -417,17 +479,17 @@ func (m *Model) Adjust(ctx context.Context, r AdjustRequest) (Result, error) {
 
 // Hold implements Inventory.
 func (m *Model) Hold(ctx context.Context, r HoldRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Sellable, Hidden, []LotQty{{LotID: r.LotID, Qty: r.Qty}})
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Sellable, Hidden, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // ReleaseHold implements Inventory.
 func (m *Model) ReleaseHold(ctx context.Context, r HoldRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Hidden, Sellable, []LotQty{{LotID: r.LotID, Qty: r.Qty}})
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Hidden, Sellable, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // Damage implements Inventory.
 func (m *Model) Damage(ctx context.Context, r HoldRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Sellable, Defective, []LotQty{{LotID: r.LotID, Qty: r.Qty}})
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Sellable, Defective, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // Return implements Inventory.
@@ -436,7 +498,7 @@ func (m *Model) Return(ctx context.Context, r ReturnRequest) (Result, error) {
 	if r.Defective {
 		to = Defective
 	}
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", "", r.validate(), Shipped, to, r.Lots)
+	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", "", r.validate(), Shipped, to, r.Lots, nil)
 }
 
 // Recall implements Inventory.

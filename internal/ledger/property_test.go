@@ -32,6 +32,7 @@ type genStep struct {
 	recall   *RecallRequest
 	ret      *ReturnRequest
 	undo     *UndoRequest
+	change   *ChangeRequest
 	regSKU   *RegisterSKURequest
 	regLot   *RegisterLotRequest
 	ss       *SafetyStockRequest
@@ -40,7 +41,7 @@ type genStep struct {
 }
 
 func (s genStep) String() string {
-	for _, v := range []any{s.alloc, s.release, s.lots, s.receive, s.hold, s.recall, s.ret, s.undo, s.regSKU, s.regLot, s.ss, s.adjust} {
+	for _, v := range []any{s.alloc, s.release, s.lots, s.receive, s.hold, s.recall, s.ret, s.undo, s.change, s.regSKU, s.regLot, s.ss, s.adjust} {
 		if !reflect.ValueOf(v).IsNil() {
 			return fmt.Sprintf("%s %+v", s.name, reflect.ValueOf(v).Elem().Interface())
 		}
@@ -123,6 +124,25 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 		}
 		return out
 	}
+	// heldIn draws 1-2 quantities that lots hold in bucket at the start (Sellable, Reserved,
+	// Allocated), so that a change's releases and undos often apply; lotQtys when none does.
+	heldIn := func(lots []Lot, bucket string) []LotQty {
+		var have []Lot
+		for _, l := range lots {
+			if *bucketOf(&l, bucket) > 0 {
+				have = append(have, l)
+			}
+		}
+		if len(have) == 0 {
+			return lotQtys(lots)
+		}
+		out := []LotQty{}
+		for range 1 + rng.IntN(2) {
+			l := have[rng.IntN(len(have))]
+			out = append(out, LotQty{LotID: l.LotID, Qty: 1 + rng.Int64N(*bucketOf(&l, bucket))})
+		}
+		return out
+	}
 	var steps []genStep
 	for i := range nOps {
 		op := fmt.Sprintf("op%d", i)
@@ -137,8 +157,31 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 				a.Qty = 1 + int64(rng.IntN(6))
 				st.alloc = &a
 			}
+			if st.change != nil && rng.IntN(2) == 0 {
+				c := *st.change
+				c.Release, c.Allocate = nil, []int64{1 + int64(rng.IntN(6))}
+				st.change = &c
+			}
 			st.name = "replay " + strings.TrimPrefix(st.name, "replay ")
 			sku = st.sku
+		case k < 37:
+			// An order's change on the SKU: releases of its lines, then allocations that
+			// may take what the releases gave back.
+			c := &ChangeRequest{OpID: op, SKU: sku, TargetDate: pick(genDates...), Mode: Mode(pick("ship", "reserve")), Holder: holderOf()}
+			switch rng.IntN(5) {
+			case 0:
+			case 1:
+				c.Release = lotQtys(lots)
+			default:
+				c.Release = heldIn(lots, modeBucket(c.Mode))
+			}
+			for range rng.IntN(4) {
+				c.Allocate = append(c.Allocate, qty())
+			}
+			if len(c.Release) == 0 && len(c.Allocate) == 0 && rng.IntN(10) != 0 {
+				c.Allocate = []int64{qty()}
+			}
+			st = genStep{name: "change", change: c}
 		case k < 45:
 			st = genStep{name: "allocate", alloc: &AllocateRequest{OpID: op, SKU: sku, Qty: qty(),
 				TargetDate: pick(genDates...), Mode: Mode(pick("ship", "reserve")), Holder: holderOf()}}
@@ -167,6 +210,13 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 		case k < 85:
 			from, to := pick(Sellable, Sellable, Reserved, Allocated, Shipped), pick(Reserved, Allocated, Sellable, Shipped)
 			st = genStep{name: "undo", undo: &UndoRequest{OpID: op, SKU: sku, From: from, To: to, Lots: lotQtys(lots), Holder: holderOf()}}
+			if rng.IntN(3) == 0 { // the undo of a change: its allocations, then its releases
+				b := pick(Reserved, Allocated)
+				st.undo.From, st.undo.To, st.undo.Lots, st.undo.Back = Sellable, b, heldIn(lots, b), heldIn(lots, Sellable)
+				if rng.IntN(8) == 0 {
+					st.undo.From = Reserved // Allocated -> Reserved has no way back: refused
+				}
+			}
 		case k < 87:
 			n := NewLot{LotID: fmt.Sprintf("N%d", i), Kind: pick(KindOnHand, KindPlanned), Good: rng.IntN(6) != 0,
 				ArrivesAt: pick("", "2026-12-04"), ValidFrom: pick("", "", "2026-12-01"), ValidTo: pick("", "", "2026-12-10"), Sellable: qty()}
@@ -232,6 +282,8 @@ func (s genStep) run(inv Inventory) (Result, error) {
 		return inv.Return(ctx, *s.ret)
 	case s.undo != nil:
 		return inv.Undo(ctx, *s.undo)
+	case s.change != nil:
+		return inv.Change(ctx, *s.change)
 	case s.regSKU != nil:
 		return inv.RegisterSKU(ctx, *s.regSKU)
 	case s.regLot != nil:

@@ -77,12 +77,35 @@ type ReleaseRequest struct {
 // allocation: Sellable to Reserved or Allocated; a release: Reserved or Allocated to
 // Sellable; a confirm: Reserved to Allocated; a shipment: Allocated to Shipped).
 type UndoRequest struct {
-	OpID   string   `json:"op_id"`
-	SKU    string   `json:"sku"`
-	From   string   `json:"from"`
-	To     string   `json:"to"`
-	Lots   []LotQty `json:"lots"`
+	OpID string   `json:"op_id"`
+	SKU  string   `json:"sku"`
+	From string   `json:"from"`
+	To   string   `json:"to"`
+	Lots []LotQty `json:"lots"`
+	// Back are quantities the operation undone moved the other way, To -> From (a
+	// change's releases, when Lots are its allocations): they move back From -> To after
+	// Lots, in the same operation. Empty for every operation but a change.
+	Back   []LotQty `json:"back,omitempty"`
 	Holder string   `json:"holder,omitempty"`
+}
+
+// ChangeRequest changes what one order holds of one SKU in one operation (Change): it
+// releases Release from the bucket Mode allocates to (ship: allocated, reserve: reserved),
+// then allocates each quantity of Allocate in turn, as Allocate would (candidates valid on
+// TargetDate, their order, the safety check of ship), over the state the releases left.
+// All or nothing: when one allocation does not fit, nothing is released either.
+type ChangeRequest struct {
+	OpID       string `json:"op_id"`
+	SKU        string `json:"sku"`
+	TargetDate string `json:"target_date"`
+	Mode       Mode   `json:"mode"`
+	// Release are the units given back, lot by lot (at most 1000 entries).
+	Release []LotQty `json:"release,omitempty"`
+	// Allocate are the quantities allocated after the releases, one allocation each (at
+	// most MaxChangeAllocations). The result's moves are the releases' (one per entry of
+	// Release), then each allocation's in turn, which sum to its quantity.
+	Allocate []int64 `json:"allocate,omitempty"`
+	Holder   string  `json:"holder,omitempty"`
 }
 
 // LotsRequest names quantities in given lots (Confirm, Ship).

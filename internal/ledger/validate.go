@@ -130,7 +130,48 @@ func (r UndoRequest) validate() error {
 	if !undoable[[2]string{r.From, r.To}] {
 		return invalid("%s -> %s is no operation an order makes", r.From, r.To)
 	}
+	if len(r.Back) > 0 {
+		if !undoable[[2]string{r.To, r.From}] {
+			return invalid("back: %s -> %s is no operation an order makes", r.To, r.From)
+		}
+		if err := checkLots(r.Back); err != nil {
+			return err
+		}
+	}
 	return checkLots(r.Lots)
+}
+
+// MaxChangeAllocations bounds the allocations of one ChangeRequest, as checkLots bounds
+// its releases.
+const MaxChangeAllocations = 1000
+
+func (r ChangeRequest) validate() error {
+	if err := checkHead(r.OpID, r.SKU); err != nil {
+		return err
+	}
+	if err := CheckDate("target_date", r.TargetDate); err != nil {
+		return err
+	}
+	if r.Mode != ModeShip && r.Mode != ModeReserve {
+		return invalid("mode %q is neither %q nor %q", r.Mode, ModeShip, ModeReserve)
+	}
+	if len(r.Release) == 0 && len(r.Allocate) == 0 {
+		return invalid("a change that releases and allocates nothing")
+	}
+	if len(r.Allocate) > MaxChangeAllocations {
+		return invalid("more than %d allocations", MaxChangeAllocations)
+	}
+	if len(r.Release) > 0 {
+		if err := checkLots(r.Release); err != nil {
+			return err
+		}
+	}
+	for _, q := range r.Allocate {
+		if err := checkQty("qty", q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r LotsRequest) validate() error {

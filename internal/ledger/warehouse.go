@@ -13,7 +13,7 @@ func (l *Ledger) Hold(ctx context.Context, r HoldRequest) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, "s", "h", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}})
+	return l.moveLots(ctx, r.OpID, r.SKU, "s", "h", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // ReleaseHold gives held units back to sale: hidden -> sellable.
@@ -21,7 +21,7 @@ func (l *Ledger) ReleaseHold(ctx context.Context, r HoldRequest) (Result, error)
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, "h", "s", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}})
+	return l.moveLots(ctx, r.OpID, r.SKU, "h", "s", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // Damage records Qty units of a lot found damaged on a count: sellable -> defective.
@@ -30,7 +30,7 @@ func (l *Ledger) Damage(ctx context.Context, r HoldRequest) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, "s", "d", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}})
+	return l.moveLots(ctx, r.OpID, r.SKU, "s", "d", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // Recall marks a whole lot defective: it is never a candidate again, its sellable and
@@ -54,7 +54,7 @@ func (l *Ledger) Return(ctx context.Context, r ReturnRequest) (Result, error) {
 	if r.Defective {
 		to = "d"
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, "x", to, "", "", r.Lots)
+	return l.moveLots(ctx, r.OpID, r.SKU, "x", to, "", "", r.Lots, nil)
 }
 
 // SetSafetyStock sets a SKU's safety stock; the result carries it.

@@ -346,6 +346,10 @@ func (r *recorder) Ship(ctx context.Context, q ledger.LotsRequest) (ledger.Resul
 	return r.keep(r.Ledger.Ship(ctx, q))
 }
 
+func (r *recorder) Change(ctx context.Context, q ledger.ChangeRequest) (ledger.Result, error) {
+	return r.keep(r.Ledger.Change(ctx, q))
+}
+
 // Undo closes the operation it undoes: the step's own rollback moved it back already.
 func (r *recorder) Undo(ctx context.Context, q ledger.UndoRequest) (ledger.Result, error) {
 	res, err := r.Ledger.Undo(ctx, q)

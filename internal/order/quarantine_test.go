@@ -20,7 +20,7 @@ import (
 	"github.com/junban/junban/internal/queue"
 )
 
-// flakyLedger fails every allocation whose op id contains fail, while on: a bug or a
+// flakyLedger fails every allocation and change whose op id contains fail, while on: a bug or a
 // dependency that fails the same way on every run of one event.
 type flakyLedger struct {
 	order.Ledger
@@ -37,6 +37,15 @@ func (f *flakyLedger) Allocate(ctx context.Context, r ledger.AllocateRequest) (l
 		return ledger.Result{}, errInjected
 	}
 	return f.Ledger.Allocate(ctx, r)
+}
+
+// Change fails like Allocate: an order.lines_changed's operation on a SKU.
+func (f *flakyLedger) Change(ctx context.Context, r ledger.ChangeRequest) (ledger.Result, error) {
+	if f.on.Load() && strings.Contains(r.OpID, f.fail) {
+		f.calls.Add(1)
+		return ledger.Result{}, errInjected
+	}
+	return f.Ledger.Change(ctx, r)
 }
 
 // deadLetters receives the orders DLQ until n messages came (or 30 s), deleting them.
@@ -274,10 +283,14 @@ func TestQuarantinedAdjustmentIsCompleted(t *testing.T) {
 
 // The order's later events apply, in order, once the failing one is quarantined: a line
 // change that fails on every run is undone and dead-lettered, the cancel behind it releases
-// what the placement holds, and the redriven change then finds the order cancelled.
+// what the placement holds, and the redriven change then finds the order cancelled. The
+// change on A, which applied before B's failed, both releases (line 1) and allocates
+// (line 2): the quarantine moves it back in one undo. Broken variant tried: an undo of one
+// pair of buckets per operation (the rollback before Undo's Back): the quarantine failed
+// on A's change and nothing was dead-lettered.
 func TestLaterEventsApplyAfterAQuarantine(t *testing.T) {
 	t.Parallel()
-	flaky := &flakyLedger{fail: ":3:"}
+	flaky := &flakyLedger{fail: ":B:change"}
 	h := newHarnessWith(t, []ledger.SKU{
 		{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 10, "2027-01-01")}},
 		{SKU: "B", Lots: []ledger.Lot{onHand("B1", 1, 10, "2027-01-01")}},
@@ -285,11 +298,11 @@ func TestLaterEventsApplyAfterAQuarantine(t *testing.T) {
 		ledger: func(l order.Ledger) order.Ledger { flaky.Ledger = l; return flaky },
 		turns:  func(c *lockhandoff.Config) { c.MaxAttempts = 2; c.HandlerRetries = 1; c.QuarantineMinAge = -1 },
 	})
-	place := placed("Q4", ledger.ModeShip, line("1", "A", 2))
+	place := placed("Q4", ledger.ModeShip, line("1", "A", 2), line("2", "A", 2))
 	h.submit(place)
 	h.collect(1)
 	flaky.on.Store(true)
-	change := ev("Q4", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "A", 5), line("3", "B", 1)}})
+	change := ev("Q4", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "A", 1), line("2", "A", 6), line("3", "B", 1)}})
 	cancel := ev("Q4", event.OrderCancelled, nil)
 	h.submit(change)
 	h.submit(cancel)

@@ -25,6 +25,7 @@ type Ledger interface {
 	Confirm(ctx context.Context, r ledger.LotsRequest) (ledger.Result, error)
 	Ship(ctx context.Context, r ledger.LotsRequest) (ledger.Result, error)
 	Undo(ctx context.Context, r ledger.UndoRequest) (ledger.Result, error)
+	Change(ctx context.Context, r ledger.ChangeRequest) (ledger.Result, error)
 	Receive(ctx context.Context, r ledger.ReceiveRequest) (ledger.Result, error)
 	Adjust(ctx context.Context, r ledger.AdjustRequest) (ledger.Result, error)
 	Hold(ctx context.Context, r ledger.HoldRequest) (ledger.Result, error)
@@ -260,9 +261,10 @@ type skuAt struct {
 	version int64
 }
 
-// opID names a ledger operation of the event: "<event_id>:<line>:<step>", or after the
-// event's n-th quarantine "<event_id>~<n>:<line>:<step>" (event and line ids may each be
-// up to event.MaxIDLength bytes; see boundedOpID).
+// opID names a ledger operation of the event: "<event_id>:<line>:<step>" (an
+// order.lines_changed names its one operation per SKU "<event_id>:<sku>:change"), or
+// after the event's n-th quarantine "<event_id>~<n>:<line>:<step>" (event and line ids
+// may each be up to event.MaxIDLength bytes; see boundedOpID).
 func (t *txn) opID(line, step string) string {
 	id := t.ev.EventID
 	if t.gen > 0 {
@@ -319,13 +321,12 @@ func (t *txn) apply(r ledger.Result) {
 func (t *txn) rollback(reason string) (string, error) {
 	for i := len(t.done) - 1; i >= 0; i-- {
 		op := t.done[i]
-		from, to := op.Moves[0].From, op.Moves[0].To
-		for _, m := range op.Moves {
-			if m.From != from || m.To != to {
-				return "", fmt.Errorf("order: undo %s: moves between several buckets", op.OpID)
-			}
+		q, err := undoOf(op)
+		if err != nil {
+			return "", err
 		}
-		r, err := t.l.Undo(t.ctx, ledger.UndoRequest{OpID: undoOpID(op.OpID), SKU: op.SKU, From: from, To: to, Lots: lotsOf(op.Moves), Holder: t.holder()})
+		q.Holder = t.holder()
+		r, err := t.l.Undo(t.ctx, q)
 		if err != nil {
 			if _, ok := rejectable(err); !ok {
 				return "", fmt.Errorf("order: undo %s: %w", op.OpID, err)
@@ -338,6 +339,26 @@ func (t *txn) rollback(reason string) (string, error) {
 	}
 	t.done = nil
 	return reason, nil
+}
+
+// undoOf is the one ledger operation that moves op's moves back: its last moves' buckets
+// are From -> To, and Lots the moves between them; moves the other way (a change's
+// releases, before its allocations) are Back, moved back after Lots.
+func undoOf(op ledger.Result) (ledger.UndoRequest, error) {
+	last := op.Moves[len(op.Moves)-1]
+	q := ledger.UndoRequest{OpID: undoOpID(op.OpID), SKU: op.SKU, From: last.From, To: last.To}
+	for _, m := range op.Moves {
+		lq := ledger.LotQty{LotID: m.LotID, Qty: m.Qty}
+		switch {
+		case m.From == q.From && m.To == q.To:
+			q.Lots = append(q.Lots, lq)
+		case m.From == q.To && m.To == q.From:
+			q.Back = append(q.Back, lq)
+		default:
+			return q, fmt.Errorf("order: undo %s: moves between more than two buckets", op.OpID)
+		}
+	}
+	return q, nil
 }
 
 // rejectable tells a ledger error that rejects the event from a transient one.
@@ -469,6 +490,21 @@ func (t *txn) allocateForShipment(cur *event.OrderSnapshot) (*event.OrderSnapsho
 	return o, "", false, nil
 }
 
+// skuChange is what an order.lines_changed does to one SKU: the units its lowered and
+// removed lines give back, and the raised and new lines' additional quantities.
+type skuChange struct {
+	sku     string
+	release []ledger.LotQty
+	grow    []event.Line // line id and the quantity it needs more
+}
+
+// linesChanged makes the order's lines the event's. Each SKU's lines change in one ledger
+// operation (Change) that releases what its lowered and removed lines give back (their
+// last allocated lots first) and then allocates its raised and new lines, so a unit one
+// line gives back may serve another, and a SKU whose raises do not fit changes not at all.
+// SKUs whose lines grow go first, the SKUs that only release after them: when a SKU
+// refuses, apply undoes the SKUs changed before it, and no release but a growing SKU's has
+// been seen by other orders by then.
 func (t *txn) linesChanged(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, bool, error) {
 	if cur == nil {
 		return nil, "", true, nil
@@ -476,62 +512,117 @@ func (t *txn) linesChanged(cur *event.OrderSnapshot) (*event.OrderSnapshot, stri
 	if reason, done := finished(cur, ""); done {
 		return nil, reason, false, nil
 	}
-	old := map[string]event.SnapshotLine{}
-	for _, ln := range cur.Lines {
-		old[ln.LineID] = ln
-	}
-	// Raise and add first, then lower and remove: when the ledger refuses any of them,
-	// apply undoes the others and the order stays as it was.
-	var grow []event.Line
-	next := map[string]bool{}
-	for _, ln := range t.ev.Lines.Lines {
-		next[ln.LineID] = true
-		o, ok := old[ln.LineID]
-		switch {
-		case !ok || o.SKU != ln.SKU:
-			grow = append(grow, ln)
-		case ln.Qty > o.Qty:
-			grow = append(grow, event.Line{LineID: ln.LineID, SKU: ln.SKU, Qty: ln.Qty - o.Qty})
-		}
-	}
-	held, reason, err := t.allocateLines(grow, cur.TargetDate, modeOf(cur.Allocation), "grow")
-	if err != nil || reason != "" {
-		return nil, reason, false, err
-	}
+	changes, kept := planChanges(cur.Lines, t.ev.Lines.Lines)
 	grown := map[string][]ledger.LotQty{}
-	for i, ln := range grow {
-		grown[ln.LineID] = held[i]
+	for _, c := range changes {
+		qty := make([]int64, len(c.grow))
+		for i, ln := range c.grow {
+			qty[i] = ln.Qty
+		}
+		r, err := t.l.Change(t.ctx, ledger.ChangeRequest{
+			OpID: t.opID(c.sku, "change"), SKU: c.sku, TargetDate: cur.TargetDate, Mode: modeOf(cur.Allocation),
+			Release: c.release, Allocate: qty, Holder: t.holder(),
+		})
+		if reason, err := t.keep(r, err); err != nil || reason != "" {
+			return nil, reason, false, err
+		}
+		held, err := allocations(r, len(c.release), qty)
+		if err != nil {
+			return nil, "", false, err
+		}
+		for i, ln := range c.grow {
+			grown[ln.LineID] = held[i]
+		}
 	}
 	o := clone(cur)
 	o.Lines = nil
-	from := bucketOf(cur.Allocation)
-	// Lower and remove: take from the line's lots in reverse allocation order.
-	for _, ol := range cur.Lines {
-		want := int64(0)
-		for _, ln := range t.ev.Lines.Lines {
-			if ln.LineID == ol.LineID && ln.SKU == ol.SKU {
-				want = ln.Qty
-			}
-		}
-		if want >= ol.Qty {
-			continue
-		}
-		keep, give := splitLots(ol.Lots, want)
-		if reason, err := t.keep(t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ol.LineID, "shrink"), SKU: ol.SKU, From: from, Lots: give, Holder: t.holder()})); err != nil || reason != "" {
-			return nil, reason, false, err
-		}
-		old[ol.LineID] = event.SnapshotLine{LineID: ol.LineID, SKU: ol.SKU, Qty: want, Lots: keep}
-	}
 	for _, ln := range t.ev.Lines.Lines {
-		prev, ok := old[ln.LineID]
-		nl := event.SnapshotLine{LineID: ln.LineID, SKU: ln.SKU, Qty: ln.Qty}
-		if ok && prev.SKU == ln.SKU {
-			nl.Lots = slices.Clone(prev.Lots)
-		}
-		nl.Lots = mergeLots(nl.Lots, grown[ln.LineID])
-		o.Lines = append(o.Lines, nl)
+		o.Lines = append(o.Lines, event.SnapshotLine{LineID: ln.LineID, SKU: ln.SKU, Qty: ln.Qty,
+			Lots: mergeLots(kept[ln.LineID], grown[ln.LineID])})
 	}
 	return o, "", false, nil
+}
+
+// planChanges groups the change from old to next lines by SKU, growing SKUs first, each
+// in order of first appearance (next lines, then old ones). kept are the lots each next
+// line keeps of its old line (same line id and SKU).
+func planChanges(old []event.SnapshotLine, next []event.Line) ([]*skuChange, map[string][]ledger.LotQty) {
+	bySKU := map[string]*skuChange{}
+	var skus []string
+	of := func(sku string) *skuChange {
+		c := bySKU[sku]
+		if c == nil {
+			c = &skuChange{sku: sku}
+			bySKU[sku] = c
+			skus = append(skus, sku)
+		}
+		return c
+	}
+	for _, ln := range next {
+		of(ln.SKU)
+	}
+	for _, ol := range old {
+		of(ol.SKU)
+	}
+	want := map[string]event.Line{}
+	for _, ln := range next {
+		want[ln.LineID] = ln
+	}
+	kept := map[string][]ledger.LotQty{}
+	was := map[string]event.SnapshotLine{}
+	for _, ol := range old {
+		was[ol.LineID] = ol
+		keep := int64(0)
+		if ln, ok := want[ol.LineID]; ok && ln.SKU == ol.SKU {
+			keep = ln.Qty
+		}
+		if keep >= ol.Qty {
+			kept[ol.LineID] = ol.Lots
+			continue
+		}
+		k, give := splitLots(ol.Lots, keep)
+		kept[ol.LineID] = k
+		c := of(ol.SKU)
+		c.release = append(c.release, give...)
+	}
+	for _, ln := range next {
+		o, ok := was[ln.LineID]
+		switch {
+		case !ok || o.SKU != ln.SKU:
+			of(ln.SKU).grow = append(of(ln.SKU).grow, ln)
+		case ln.Qty > o.Qty:
+			of(ln.SKU).grow = append(of(ln.SKU).grow, event.Line{LineID: ln.LineID, SKU: ln.SKU, Qty: ln.Qty - o.Qty})
+		}
+	}
+	var growing, releasing []*skuChange
+	for _, sku := range skus {
+		switch c := bySKU[sku]; {
+		case len(c.grow) > 0:
+			growing = append(growing, c)
+		case len(c.release) > 0:
+			releasing = append(releasing, c)
+		}
+	}
+	return append(growing, releasing...), kept
+}
+
+// allocations splits a change's result into the lots each allocation took: its moves are
+// the nrelease releases', then each allocation's in turn, which sum to its quantity.
+func allocations(r ledger.Result, nrelease int, qty []int64) ([][]ledger.LotQty, error) {
+	held := make([][]ledger.LotQty, len(qty))
+	moves := r.Moves[min(nrelease, len(r.Moves)):]
+	for i, q := range qty {
+		for q > 0 && len(moves) > 0 {
+			m := moves[0]
+			moves = moves[1:]
+			held[i] = append(held[i], ledger.LotQty{LotID: m.LotID, Qty: m.Qty})
+			q -= m.Qty
+		}
+		if q != 0 {
+			return nil, fmt.Errorf("order: change %s: the moves do not match its allocations", r.OpID)
+		}
+	}
+	return held, nil
 }
 
 // splitLots keeps want units of lots (in allocation order) and gives back the rest,

@@ -50,6 +50,11 @@ func (l meddling) Release(ctx context.Context, r ledger.ReleaseRequest) (ledger.
 	return l.then(r.OpID, res, err)
 }
 
+func (l meddling) Change(ctx context.Context, r ledger.ChangeRequest) (ledger.Result, error) {
+	res, err := l.Ledger.Change(ctx, r)
+	return l.then(r.OpID, res, err)
+}
+
 // stepper runs order.Step for one order against a real ledger.
 type stepper struct {
 	t   *testing.T
@@ -166,7 +171,7 @@ func TestRefusedLaterLineUndoesTheEarlierOnes(t *testing.T) {
 			func(lcid string) event.Order {
 				return ev(lcid, event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "A", 1), line("2", "B", 1)}})
 			},
-			ledger.Reserved, [5]int64{8, 2, 0, 0, 0}, ":1:shrink-undo"},
+			ledger.Reserved, [5]int64{8, 2, 0, 0, 0}, ":A:change-undo"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
