@@ -160,7 +160,7 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("POST /dlq/{queue}/delete", c.gate(api.ScopeAdmin, c.deleteMessage))
 	c.mux.HandleFunc("GET /stuck", c.gate(api.ScopeRead, c.stuckPage))
 	c.mux.HandleFunc("/", c.gate(api.ScopeRead, func(w http.ResponseWriter, r *http.Request, s session) {
-		c.message(w, r, http.StatusNotFound, "Not found", "No console page at "+r.URL.Path+".")
+		c.message(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("No console page at %.80q.", r.URL.Path))
 	}))
 	return c, nil
 }
