@@ -215,15 +215,15 @@ func (m *Model) apply(ctx context.Context, name, opID, sku string, valid error, 
 // holdings, and legacy ("" for none) is the op id an older worker named it by, whose
 // outcome is replayed when opID has none (as ledger.lua's KEYS[3]).
 func (m *Model) applyAs(ctx context.Context, name, opID, legacy, sku, holder string, valid error, fn func(o *modelOp) (error, string)) (Result, error) {
-	r, err := m.applyOp(ctx, name, opID, legacy, sku, holder, valid, fn)
+	if valid != nil {
+		return Result{OpID: opID, SKU: sku}, valid
+	}
+	r, err := m.applyOp(ctx, name, opID, legacy, sku, holder, fn)
 	r.LegacyOpID = legacy
 	return r, err
 }
 
-func (m *Model) applyOp(ctx context.Context, name, opID, legacy, sku, holder string, valid error, fn func(o *modelOp) (error, string)) (Result, error) {
-	if valid != nil {
-		return Result{OpID: opID, SKU: sku}, valid
-	}
+func (m *Model) applyOp(ctx context.Context, name, opID, legacy, sku, holder string, fn func(o *modelOp) (error, string)) (Result, error) {
 	for attempt := 0; ; attempt++ {
 		m.mu.Lock()
 		prev, ok := m.ops[[2]string{sku, opID}]
