@@ -153,9 +153,20 @@ func (l *Ledger) load(ctx context.Context, sku string) (created bool, err error)
 	return n == 1, nil
 }
 
-// run calls ledger.lua, loading the SKU once if it is not in Redis.
-func (l *Ledger) run(ctx context.Context, name, opID, sku string, args ...any) (Result, error) {
+// run calls ledger.lua, loading the SKU once if it is not in Redis. legacy is the op id an
+// older version named the operation by ("" for none): its record is replayed when opID has
+// none (docs/ledger.md, "Operation ids").
+func (l *Ledger) run(ctx context.Context, name, opID, legacy, sku string, args ...any) (Result, error) {
+	r, err := l.runScript(ctx, name, opID, legacy, sku, args...)
+	r.LegacyOpID = legacy
+	return r, err
+}
+
+func (l *Ledger) runScript(ctx context.Context, name, opID, legacy, sku string, args ...any) (Result, error) {
 	keys := []string{Key(l.prefix, sku), opKey(l.prefix, sku, opID)}
+	if legacy != "" {
+		keys = append(keys, opKey(l.prefix, sku, legacy))
+	}
 	argv := append([]any{name, l.ttl}, args...)
 	for attempt := 0; ; attempt++ {
 		res, err := ledgerScript.Run(ctx, l.rc, keys, argv...).Slice()
@@ -194,13 +205,13 @@ func (l *Ledger) Allocate(ctx context.Context, r AllocateRequest) (Result, error
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "alloc", r.OpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode), r.Holder)
+	return l.run(ctx, "alloc", r.OpID, r.LegacyOpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode), r.Holder)
 }
 
 // moveLots runs ledger.lua's move: the quantities in lots from one bucket to another,
-// then those in back the other way, with the holder whose holdings change (or "") and the
+// then those in back the other way (op ids as run takes them), with the holder whose holdings change (or "") and the
 // reason the result carries (or "").
-func (l *Ledger) moveLots(ctx context.Context, opID, sku, from, to, holder, reason string, lots, back []LotQty) (Result, error) {
+func (l *Ledger) moveLots(ctx context.Context, opID, legacy, sku, from, to, holder, reason string, lots, back []LotQty) (Result, error) {
 	args := make([]any, 0, 5+2*(len(lots)+len(back)))
 	args = append(args, from, to, holder, reason, len(lots))
 	for _, q := range lots {
@@ -209,7 +220,7 @@ func (l *Ledger) moveLots(ctx context.Context, opID, sku, from, to, holder, reas
 	for _, q := range back {
 		args = append(args, q.LotID, q.Qty)
 	}
-	return l.run(ctx, "move", opID, sku, args...)
+	return l.run(ctx, "move", opID, legacy, sku, args...)
 }
 
 func bucketCode(b string) string { return bucketCodes[b] }
@@ -219,7 +230,7 @@ func (l *Ledger) Release(ctx context.Context, r ReleaseRequest) (Result, error) 
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, bucketCode(r.From), "s", r.Holder, "", r.Lots, nil)
+	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.From), "s", r.Holder, "", r.Lots, nil)
 }
 
 // Confirm moves reserved -> allocated in the given lots, without the safety check.
@@ -227,7 +238,7 @@ func (l *Ledger) Confirm(ctx context.Context, r LotsRequest) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, "r", "a", r.Holder, "", r.Lots, nil)
+	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, "r", "a", r.Holder, "", r.Lots, nil)
 }
 
 // Ship moves allocated -> shipped in the given lots.
@@ -235,7 +246,7 @@ func (l *Ledger) Ship(ctx context.Context, r LotsRequest) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, "a", "x", r.Holder, "", r.Lots, nil)
+	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, "a", "x", r.Holder, "", r.Lots, nil)
 }
 
 // Undo moves the given quantities back from r.To to r.From: it reverses an allocation, a
@@ -246,7 +257,7 @@ func (l *Ledger) Undo(ctx context.Context, r UndoRequest) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, bucketCode(r.To), bucketCode(r.From), r.Holder, "", r.Lots, r.Back)
+	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.To), bucketCode(r.From), r.Holder, "", r.Lots, r.Back)
 }
 
 // Change changes what an order holds of one SKU in one atomic operation: it releases
@@ -266,7 +277,7 @@ func (l *Ledger) Change(ctx context.Context, r ChangeRequest) (Result, error) {
 	for _, q := range r.Allocate {
 		args = append(args, q)
 	}
-	return l.run(ctx, "change", r.OpID, r.SKU, args...)
+	return l.run(ctx, "change", r.OpID, r.LegacyOpID, r.SKU, args...)
 }
 
 // Receive turns a planned lot into an on-hand lot with its best-before; a counted
@@ -275,7 +286,7 @@ func (l *Ledger) Receive(ctx context.Context, r ReceiveRequest) (Result, error) 
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "receive", r.OpID, r.SKU, r.LotID, r.BestBefore, r.Qty)
+	return l.run(ctx, "receive", r.OpID, "", r.SKU, r.LotID, r.BestBefore, r.Qty)
 }
 
 // Adjust corrects a lot's sellable quantity by Delta (to or from External); sellable
@@ -284,7 +295,7 @@ func (l *Ledger) Adjust(ctx context.Context, r AdjustRequest) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "adjust", r.OpID, r.SKU, r.LotID, r.Delta, r.Reason)
+	return l.run(ctx, "adjust", r.OpID, "", r.SKU, r.LotID, r.Delta, r.Reason)
 }
 
 // Snapshot returns the SKU's current state, lots by registration order; ErrNotLoaded

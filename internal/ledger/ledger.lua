@@ -3,6 +3,9 @@
 --
 -- KEYS[1]  the SKU hash               <prefix>:inv:{<sku>}
 -- KEYS[2]  the operation's record     <prefix>:inv:{<sku>}:op:<op_id>
+-- KEYS[3]  optional: the record of the operation's legacy op id, the id an older worker
+--          named it by (docs/ledger.md, "Operation ids"): replayed when KEYS[2] has none;
+--          never written
 -- ARGV[1]  operation, ARGV[2] retention of the op record in seconds, then per operation:
 --   alloc    qty target_date mode holder    mode: ship (sellable->allocated, safety check)
 --                                                 | reserve (sellable->reserved)
@@ -30,11 +33,13 @@
 -- Returns {replayed 0|1, result text} (decodeResult in layout.go parses the text).
 -- Fails with the error reply "<CODE> <replayed 0|1> <detail>". Every outcome but
 -- ERR_NOT_LOADED is remembered in KEYS[2], so a replay gets the first answer and moves
--- nothing. Nothing is written to KEYS[1] unless the whole operation succeeds.
+-- nothing (a replay of KEYS[3]'s record likewise). Nothing is written to KEYS[1] unless
+-- the whole operation succeeds.
 
 local key, opkey, op, ttl = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
 
 local prev = redis.call('GET', opkey)
+if not prev and KEYS[3] then prev = redis.call('GET', KEYS[3]) end
 if prev then
   if string.byte(prev, 1) == 69 then -- 'E': a remembered failure
     local code, detail = string.match(prev, '^E(%S+) (.*)$')

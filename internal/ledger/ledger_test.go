@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -245,6 +246,64 @@ func TestReplayReturnsFirstResultAndMovesNothing(t *testing.T) {
 	})
 }
 
+// An operation's legacy op id is only looked up: when its own op id has a record, that
+// answers; when only the legacy id has one (an older caller applied the operation under
+// it), that is replayed, in the new op id's name, and moves nothing; when neither has one,
+// the operation applies and is remembered under its own op id alone.
+//
+// Failed against the script ignoring KEYS[3]: "new-1" allocated a second time (L's
+// sellable 0, version 2) instead of replaying "old-1".
+func TestLegacyOpIDIsReplayedNeverWritten(t *testing.T) {
+	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 4)}}
+	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
+		old, err := inv.Allocate(ctx, alloc("old-1", "A", 2, "2026-12-01", ModeShip))
+		wantMoves(t, old, err, mv{"L", Sellable, Allocated, 2})
+
+		a := alloc("new-1", "A", 2, "2026-12-01", ModeShip)
+		a.LegacyOpID = "old-1"
+		r, err := inv.Allocate(ctx, a)
+		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 2})
+		if !r.Replayed || r.OpID != "new-1" || r.LegacyOpID != "old-1" || r.Version != old.Version {
+			t.Fatalf("legacy replay: %+v, want old-1's answer, replayed, named new-1", r)
+		}
+		if snap, _ := inv.Snapshot(ctx, "A"); snap.Version != 1 || snap.Lots[0].Sellable != 2 {
+			t.Fatalf("the legacy replay moved stock: %+v", snap)
+		}
+		// A remembered failure replays the same way.
+		if _, err := inv.Allocate(ctx, alloc("old-2", "A", 9, "2026-12-01", ModeShip)); !errors.Is(err, ErrShortage) {
+			t.Fatalf("old-2: %v", err)
+		}
+		b := alloc("new-2", "A", 1, "2026-12-01", ModeShip)
+		b.LegacyOpID = "old-2"
+		if r, err := inv.Allocate(ctx, b); !errors.Is(err, ErrShortage) || !r.Replayed {
+			t.Fatalf("legacy replay of a failure: %+v %v", r, err)
+		}
+
+		// Neither id has a record: it applies, under its own id only.
+		c := alloc("new-3", "A", 1, "2026-12-01", ModeShip)
+		c.LegacyOpID = "old-3"
+		r, err = inv.Allocate(ctx, c)
+		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
+		if r.Replayed {
+			t.Fatalf("new-3: %+v, want applied", r)
+		}
+		r, err = inv.Allocate(ctx, alloc("old-3", "A", 1, "2026-12-01", ModeShip))
+		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
+		if r.Replayed {
+			t.Fatalf("old-3 after new-3: %+v, want applied (nothing is written under a legacy id)", r)
+		}
+
+		// The op id's own record wins over the legacy one.
+		d := alloc("new-3", "A", 1, "2026-12-01", ModeShip)
+		d.LegacyOpID = "old-1"
+		r, err = inv.Allocate(ctx, d)
+		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
+		if !r.Replayed || r.Version != 2 {
+			t.Fatalf("new-3 again: %+v, want its own answer (version 2)", r)
+		}
+	})
+}
+
 func TestHiddenNeverCandidate(t *testing.T) {
 	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 5)}}
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
@@ -393,6 +452,16 @@ func TestInvalidRequestsNeverReachTheScript(t *testing.T) {
 			}, ErrInvalidQuantity},
 			{"receive bad date", func() error {
 				_, err := inv.Receive(ctx, ReceiveRequest{OpID: "x", SKU: "A", LotID: "L", BestBefore: "tomorrow"})
+				return err
+			}, ErrInvalidRequest},
+			{"legacy op id with a control character", func() error {
+				_, err := inv.Undo(ctx, UndoRequest{OpID: "x", LegacyOpID: "old\x01", SKU: "A", From: Sellable, To: Allocated, Lots: []LotQty{{LotID: "L", Qty: 1}}})
+				return err
+			}, ErrInvalidRequest},
+			{"legacy op id too long", func() error {
+				a := alloc("x", "A", 1, "2026-12-01", ModeShip)
+				a.LegacyOpID = strings.Repeat("o", MaxIDLen+1)
+				_, err := inv.Allocate(ctx, a)
 				return err
 			}, ErrInvalidRequest},
 			{"lot id with newline", func() error {

@@ -208,20 +208,38 @@ func (m *Model) holdersOf(sku, lot string) []Holder {
 
 // apply runs fn as one operation: replay memory, auto-load, all-or-nothing.
 func (m *Model) apply(ctx context.Context, name, opID, sku string, valid error, fn func(o *modelOp) (error, string)) (Result, error) {
-	return m.applyAs(ctx, name, opID, sku, "", valid, fn)
+	return m.applyAs(ctx, name, opID, "", sku, "", valid, fn)
 }
 
-// applyAs is apply for an operation whose moves change holder's holdings.
-func (m *Model) applyAs(ctx context.Context, name, opID, sku, holder string, valid error, fn func(o *modelOp) (error, string)) (Result, error) {
+// applyAs is apply for an operation of an order's event: its moves change holder's
+// holdings, and legacy ("" for none) is the op id an older worker named it by, whose
+// outcome is replayed when opID has none (as ledger.lua's KEYS[3]).
+func (m *Model) applyAs(ctx context.Context, name, opID, legacy, sku, holder string, valid error, fn func(o *modelOp) (error, string)) (Result, error) {
 	if valid != nil {
 		return Result{OpID: opID, SKU: sku}, valid
 	}
+	r, err := m.applyOp(ctx, name, opID, legacy, sku, holder, fn)
+	r.LegacyOpID = legacy
+	return r, err
+}
+
+func (m *Model) applyOp(ctx context.Context, name, opID, legacy, sku, holder string, fn func(o *modelOp) (error, string)) (Result, error) {
 	for attempt := 0; ; attempt++ {
 		m.mu.Lock()
-		if prev, ok := m.ops[[2]string{sku, opID}]; ok {
+		prev, ok := m.ops[[2]string{sku, opID}]
+		if !ok && legacy != "" {
+			prev, ok = m.ops[[2]string{sku, legacy}]
+		}
+		if ok {
 			m.mu.Unlock()
 			r := prev.res
 			r.Moves, r.Lots, r.Holders = slices.Clone(r.Moves), slices.Clone(r.Lots), slices.Clone(r.Holders)
+			// The result names the operation asked for, as Ledger's decodes the record
+			// under the op id it was asked for.
+			r.OpID = opID
+			for i := range r.Moves {
+				r.Moves[i].OpID = opID
+			}
 			r.Replayed = true
 			return r, prev.err
 		}
@@ -299,7 +317,7 @@ func candidatesOf(lots []Lot, date string) []Lot {
 
 // Allocate implements Inventory.
 func (m *Model) Allocate(ctx context.Context, r AllocateRequest) (Result, error) {
-	return m.applyAs(ctx, "alloc", r.OpID, r.SKU, r.Holder, r.validate(), func(o *modelOp) (error, string) {
+	return m.applyAs(ctx, "alloc", r.OpID, r.LegacyOpID, r.SKU, r.Holder, r.validate(), func(o *modelOp) (error, string) {
 		return o.allocate(r.Qty, r.TargetDate, r.Mode)
 	})
 }
@@ -377,8 +395,8 @@ func (o *modelOp) findLots(lists ...[]LotQty) (error, string) {
 	return nil, ""
 }
 
-func (m *Model) moveLots(ctx context.Context, name, opID, sku, holder, reason string, valid error, from, to string, lots, back []LotQty) (Result, error) {
-	return m.applyAs(ctx, name, opID, sku, holder, valid, func(o *modelOp) (error, string) {
+func (m *Model) moveLots(ctx context.Context, name, opID, legacy, sku, holder, reason string, valid error, from, to string, lots, back []LotQty) (Result, error) {
+	return m.applyAs(ctx, name, opID, legacy, sku, holder, valid, func(o *modelOp) (error, string) {
 		if err, detail := o.findLots(lots, back); err != nil {
 			return err, detail
 		}
@@ -395,7 +413,7 @@ func (m *Model) moveLots(ctx context.Context, name, opID, sku, holder, reason st
 
 // Change implements Inventory.
 func (m *Model) Change(ctx context.Context, r ChangeRequest) (Result, error) {
-	return m.applyAs(ctx, "change", r.OpID, r.SKU, r.Holder, r.validate(), func(o *modelOp) (error, string) {
+	return m.applyAs(ctx, "change", r.OpID, r.LegacyOpID, r.SKU, r.Holder, r.validate(), func(o *modelOp) (error, string) {
 		if err, detail := o.findLots(r.Release); err != nil {
 			return err, detail
 		}
@@ -413,22 +431,22 @@ func (m *Model) Change(ctx context.Context, r ChangeRequest) (Result, error) {
 
 // Release implements Inventory.
 func (m *Model) Release(ctx context.Context, r ReleaseRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.Holder, "", r.validate(), r.From, Sellable, r.Lots, nil)
+	return m.moveLots(ctx, "move", r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), r.From, Sellable, r.Lots, nil)
 }
 
 // Confirm implements Inventory.
 func (m *Model) Confirm(ctx context.Context, r LotsRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.Holder, "", r.validate(), Reserved, Allocated, r.Lots, nil)
+	return m.moveLots(ctx, "move", r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), Reserved, Allocated, r.Lots, nil)
 }
 
 // Ship implements Inventory.
 func (m *Model) Ship(ctx context.Context, r LotsRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.Holder, "", r.validate(), Allocated, Shipped, r.Lots, nil)
+	return m.moveLots(ctx, "move", r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), Allocated, Shipped, r.Lots, nil)
 }
 
 // Undo implements Inventory.
 func (m *Model) Undo(ctx context.Context, r UndoRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, r.Holder, "", r.validate(), r.To, r.From, r.Lots, r.Back)
+	return m.moveLots(ctx, "move", r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), r.To, r.From, r.Lots, r.Back)
 }
 
 // Receive implements Inventory.
@@ -479,17 +497,17 @@ func (m *Model) Adjust(ctx context.Context, r AdjustRequest) (Result, error) {
 
 // Hold implements Inventory.
 func (m *Model) Hold(ctx context.Context, r HoldRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Sellable, Hidden, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return m.moveLots(ctx, "move", r.OpID, "", r.SKU, "", r.Reason, r.validate(), Sellable, Hidden, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // ReleaseHold implements Inventory.
 func (m *Model) ReleaseHold(ctx context.Context, r HoldRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Hidden, Sellable, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return m.moveLots(ctx, "move", r.OpID, "", r.SKU, "", r.Reason, r.validate(), Hidden, Sellable, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // Damage implements Inventory.
 func (m *Model) Damage(ctx context.Context, r HoldRequest) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", r.Reason, r.validate(), Sellable, Defective, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return m.moveLots(ctx, "move", r.OpID, "", r.SKU, "", r.Reason, r.validate(), Sellable, Defective, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // Return implements Inventory.
@@ -498,7 +516,7 @@ func (m *Model) Return(ctx context.Context, r ReturnRequest) (Result, error) {
 	if r.Defective {
 		to = Defective
 	}
-	return m.moveLots(ctx, "move", r.OpID, r.SKU, "", "", r.validate(), Shipped, to, r.Lots, nil)
+	return m.moveLots(ctx, "move", r.OpID, r.LegacyOpID, r.SKU, "", "", r.validate(), Shipped, to, r.Lots, nil)
 }
 
 // Recall implements Inventory.

@@ -147,6 +147,18 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 	for i := range nOps {
 		op := fmt.Sprintf("op%d", i)
 		sku, lots := skuOf()
+		// An order's operations sometimes carry a legacy op id: an earlier step's (whose
+		// record, if that step left one on this SKU, is replayed), one never used, or an
+		// invalid one.
+		var legacy string
+		switch k := rng.IntN(40); {
+		case k < 8 && i > 0:
+			legacy = fmt.Sprintf("op%d", rng.IntN(i))
+		case k < 10:
+			legacy = "old" + op
+		case k == 10:
+			legacy = "old\x01"
+		}
 		var st genStep
 		switch k := rng.IntN(100); {
 		case k < 10 && len(steps) > 0:
@@ -167,7 +179,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 		case k < 37:
 			// An order's change on the SKU: releases of its lines, then allocations that
 			// may take what the releases gave back.
-			c := &ChangeRequest{OpID: op, SKU: sku, TargetDate: pick(genDates...), Mode: Mode(pick("ship", "reserve")), Holder: holderOf()}
+			c := &ChangeRequest{OpID: op, LegacyOpID: legacy, SKU: sku, TargetDate: pick(genDates...), Mode: Mode(pick("ship", "reserve")), Holder: holderOf()}
 			switch rng.IntN(5) {
 			case 0:
 			case 1:
@@ -183,17 +195,17 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 			}
 			st = genStep{name: "change", change: c}
 		case k < 45:
-			st = genStep{name: "allocate", alloc: &AllocateRequest{OpID: op, SKU: sku, Qty: qty(),
+			st = genStep{name: "allocate", alloc: &AllocateRequest{OpID: op, LegacyOpID: legacy, SKU: sku, Qty: qty(),
 				TargetDate: pick(genDates...), Mode: Mode(pick("ship", "reserve")), Holder: holderOf()}}
 			if rng.IntN(40) == 0 {
 				st.alloc.Mode = "both" // invalid
 			}
 		case k < 55:
-			st = genStep{name: "release", release: &ReleaseRequest{OpID: op, SKU: sku, From: pick(Reserved, Allocated), Lots: lotQtys(lots), Holder: holderOf()}}
+			st = genStep{name: "release", release: &ReleaseRequest{OpID: op, LegacyOpID: legacy, SKU: sku, From: pick(Reserved, Allocated), Lots: lotQtys(lots), Holder: holderOf()}}
 		case k < 62:
-			st = genStep{name: "confirm", lots: &LotsRequest{OpID: op, SKU: sku, Lots: lotQtys(lots), Holder: holderOf()}}
+			st = genStep{name: "confirm", lots: &LotsRequest{OpID: op, LegacyOpID: legacy, SKU: sku, Lots: lotQtys(lots), Holder: holderOf()}}
 		case k < 68:
-			st = genStep{name: "ship", lots: &LotsRequest{OpID: op, SKU: sku, Lots: lotQtys(lots), Holder: holderOf()}}
+			st = genStep{name: "ship", lots: &LotsRequest{OpID: op, LegacyOpID: legacy, SKU: sku, Lots: lotQtys(lots), Holder: holderOf()}}
 		case k < 75:
 			q := int64(0)
 			if rng.IntN(2) == 0 {
@@ -206,10 +218,10 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 		case k < 80:
 			st = genStep{name: "recall", recall: &RecallRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Reason: pick("supplier", "")}}
 		case k < 83:
-			st = genStep{name: "return", ret: &ReturnRequest{OpID: op, SKU: sku, Lots: lotQtys(lots), Defective: rng.IntN(3) == 0}}
+			st = genStep{name: "return", ret: &ReturnRequest{OpID: op, LegacyOpID: legacy, SKU: sku, Lots: lotQtys(lots), Defective: rng.IntN(3) == 0}}
 		case k < 85:
 			from, to := pick(Sellable, Sellable, Reserved, Allocated, Shipped), pick(Reserved, Allocated, Sellable, Shipped)
-			st = genStep{name: "undo", undo: &UndoRequest{OpID: op, SKU: sku, From: from, To: to, Lots: lotQtys(lots), Holder: holderOf()}}
+			st = genStep{name: "undo", undo: &UndoRequest{OpID: op, LegacyOpID: legacy, SKU: sku, From: from, To: to, Lots: lotQtys(lots), Holder: holderOf()}}
 			if rng.IntN(3) == 0 { // the undo of a change: its allocations, then its releases
 				b := pick(Reserved, Allocated)
 				st.undo.From, st.undo.To, st.undo.Lots, st.undo.Back = Sellable, b, heldIn(lots, b), heldIn(lots, Sellable)

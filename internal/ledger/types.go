@@ -52,8 +52,14 @@ const MaxResultHolders = 100
 type AllocateRequest struct {
 	// OpID identifies the operation; a replay with the same OpID returns the first result.
 	OpID string `json:"op_id"`
-	SKU  string `json:"sku"`
-	Qty  int64  `json:"qty"`
+	// LegacyOpID is the id an older version of the caller named the same operation by;
+	// empty for none. When OpID has no record, the ledger replays the record of
+	// LegacyOpID if there is one (an older worker may have applied the operation before
+	// it crashed); it never writes one under LegacyOpID. Release, Confirm, Ship, Undo,
+	// Change and Return take it too: the operations of an order's events.
+	LegacyOpID string `json:"legacy_op_id,omitempty"`
+	SKU        string `json:"sku"`
+	Qty        int64  `json:"qty"`
 	// TargetDate is the date the lots must be valid on (YYYY-MM-DD).
 	TargetDate string `json:"target_date"`
 	Mode       Mode   `json:"mode"`
@@ -65,11 +71,13 @@ type AllocateRequest struct {
 
 // ReleaseRequest returns quantities held in From (Reserved or Allocated) to sellable.
 type ReleaseRequest struct {
-	OpID   string   `json:"op_id"`
-	SKU    string   `json:"sku"`
-	From   string   `json:"from"`
-	Lots   []LotQty `json:"lots"`
-	Holder string   `json:"holder,omitempty"`
+	OpID string `json:"op_id"`
+	// LegacyOpID: see AllocateRequest.
+	LegacyOpID string   `json:"legacy_op_id,omitempty"`
+	SKU        string   `json:"sku"`
+	From       string   `json:"from"`
+	Lots       []LotQty `json:"lots"`
+	Holder     string   `json:"holder,omitempty"`
 }
 
 // UndoRequest reverses an operation an order's event made: it moves the quantities in Lots
@@ -77,11 +85,13 @@ type ReleaseRequest struct {
 // allocation: Sellable to Reserved or Allocated; a release: Reserved or Allocated to
 // Sellable; a confirm: Reserved to Allocated; a shipment: Allocated to Shipped).
 type UndoRequest struct {
-	OpID string   `json:"op_id"`
-	SKU  string   `json:"sku"`
-	From string   `json:"from"`
-	To   string   `json:"to"`
-	Lots []LotQty `json:"lots"`
+	OpID string `json:"op_id"`
+	// LegacyOpID: see AllocateRequest.
+	LegacyOpID string   `json:"legacy_op_id,omitempty"`
+	SKU        string   `json:"sku"`
+	From       string   `json:"from"`
+	To         string   `json:"to"`
+	Lots       []LotQty `json:"lots"`
 	// Back are quantities the operation undone moved the other way, To -> From (a
 	// change's releases, when Lots are its allocations): they move back From -> To after
 	// Lots, in the same operation. Empty for every operation but a change.
@@ -95,7 +105,9 @@ type UndoRequest struct {
 // TargetDate, their order, the safety check of ship), over the state the releases left.
 // All or nothing: when one allocation does not fit, nothing is released either.
 type ChangeRequest struct {
-	OpID       string `json:"op_id"`
+	OpID string `json:"op_id"`
+	// LegacyOpID: see AllocateRequest.
+	LegacyOpID string `json:"legacy_op_id,omitempty"`
 	SKU        string `json:"sku"`
 	TargetDate string `json:"target_date"`
 	Mode       Mode   `json:"mode"`
@@ -110,10 +122,12 @@ type ChangeRequest struct {
 
 // LotsRequest names quantities in given lots (Confirm, Ship).
 type LotsRequest struct {
-	OpID   string   `json:"op_id"`
-	SKU    string   `json:"sku"`
-	Lots   []LotQty `json:"lots"`
-	Holder string   `json:"holder,omitempty"`
+	OpID string `json:"op_id"`
+	// LegacyOpID: see AllocateRequest.
+	LegacyOpID string   `json:"legacy_op_id,omitempty"`
+	SKU        string   `json:"sku"`
+	Lots       []LotQty `json:"lots"`
+	Holder     string   `json:"holder,omitempty"`
 }
 
 // ReceiveRequest turns a planned lot into an on-hand lot.
@@ -150,10 +164,12 @@ type RecallRequest struct {
 // ReturnRequest brings shipped units back (Return): to sellable, or to defective when
 // Defective is set.
 type ReturnRequest struct {
-	OpID      string   `json:"op_id"`
-	SKU       string   `json:"sku"`
-	Lots      []LotQty `json:"lots"`
-	Defective bool     `json:"defective"`
+	OpID string `json:"op_id"`
+	// LegacyOpID: see AllocateRequest.
+	LegacyOpID string   `json:"legacy_op_id,omitempty"`
+	SKU        string   `json:"sku"`
+	Lots       []LotQty `json:"lots"`
+	Defective  bool     `json:"defective"`
 }
 
 // RegisterSKURequest creates a SKU that neither Redis nor the Loader knows (RegisterSKU).
@@ -208,7 +224,10 @@ type AdjustRequest struct {
 // Result is what one operation did.
 type Result struct {
 	OpID string `json:"op_id"`
-	SKU  string `json:"sku"`
+	// LegacyOpID is the request's (empty for none): an undo names its own legacy id
+	// after it.
+	LegacyOpID string `json:"legacy_op_id,omitempty"`
+	SKU        string `json:"sku"`
 	// Moves are the quantities moved, Index 0..n-1.
 	Moves []Move `json:"moves"`
 	// Version is the SKU's version after the operation (0 when the operation failed).

@@ -41,6 +41,17 @@ func checkID(field, v string) error {
 	return nil
 }
 
+// checkOpIDs checks an operation's op id and its legacy op id ("" for none).
+func checkOpIDs(opID, legacy string) error {
+	if err := checkID("op_id", opID); err != nil {
+		return err
+	}
+	if legacy == "" {
+		return nil
+	}
+	return checkID("legacy_op_id", legacy)
+}
+
 // CheckSKU reports whether sku is a valid SKU id.
 func CheckSKU(sku string) error { return checkID("sku", sku) }
 
@@ -63,15 +74,18 @@ func CheckDate(field, s string) error {
 	return nil
 }
 
-func checkHead(opID, sku string) error {
-	if err := checkID("op_id", opID); err != nil {
+func checkHead(opID, sku string) error { return checkHeadAs(opID, "", sku) }
+
+// checkHeadAs is checkHead for the requests that carry a legacy op id.
+func checkHeadAs(opID, legacy, sku string) error {
+	if err := checkOpIDs(opID, legacy); err != nil {
 		return err
 	}
 	return CheckSKU(sku)
 }
 
 func (r AllocateRequest) validate() error {
-	if err := checkHead(r.OpID, r.SKU); err != nil {
+	if err := checkHeadAs(r.OpID, r.LegacyOpID, r.SKU); err != nil {
 		return err
 	}
 	if err := checkQty("qty", r.Qty); err != nil {
@@ -105,7 +119,7 @@ func checkLots(lots []LotQty) error {
 }
 
 func (r ReleaseRequest) validate() error {
-	if err := checkHead(r.OpID, r.SKU); err != nil {
+	if err := checkHeadAs(r.OpID, r.LegacyOpID, r.SKU); err != nil {
 		return err
 	}
 	if r.From != Reserved && r.From != Allocated {
@@ -124,7 +138,7 @@ var undoable = map[[2]string]bool{
 }
 
 func (r UndoRequest) validate() error {
-	if err := checkHead(r.OpID, r.SKU); err != nil {
+	if err := checkHeadAs(r.OpID, r.LegacyOpID, r.SKU); err != nil {
 		return err
 	}
 	if !undoable[[2]string{r.From, r.To}] {
@@ -146,7 +160,7 @@ func (r UndoRequest) validate() error {
 const MaxChangeAllocations = 1000
 
 func (r ChangeRequest) validate() error {
-	if err := checkHead(r.OpID, r.SKU); err != nil {
+	if err := checkHeadAs(r.OpID, r.LegacyOpID, r.SKU); err != nil {
 		return err
 	}
 	if err := CheckDate("target_date", r.TargetDate); err != nil {
@@ -175,7 +189,7 @@ func (r ChangeRequest) validate() error {
 }
 
 func (r LotsRequest) validate() error {
-	if err := checkHead(r.OpID, r.SKU); err != nil {
+	if err := checkHeadAs(r.OpID, r.LegacyOpID, r.SKU); err != nil {
 		return err
 	}
 	return checkLots(r.Lots)
@@ -250,7 +264,7 @@ func (r RecallRequest) validate() error {
 }
 
 func (r ReturnRequest) validate() error {
-	if err := checkHead(r.OpID, r.SKU); err != nil {
+	if err := checkHeadAs(r.OpID, r.LegacyOpID, r.SKU); err != nil {
 		return err
 	}
 	return checkLots(r.Lots)

@@ -13,7 +13,7 @@ func (l *Ledger) Hold(ctx context.Context, r HoldRequest) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, "s", "h", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLots(ctx, r.OpID, "", r.SKU, "s", "h", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // ReleaseHold gives held units back to sale: hidden -> sellable.
@@ -21,7 +21,7 @@ func (l *Ledger) ReleaseHold(ctx context.Context, r HoldRequest) (Result, error)
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, "h", "s", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLots(ctx, r.OpID, "", r.SKU, "h", "s", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // Damage records Qty units of a lot found damaged on a count: sellable -> defective.
@@ -30,7 +30,7 @@ func (l *Ledger) Damage(ctx context.Context, r HoldRequest) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, "s", "d", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLots(ctx, r.OpID, "", r.SKU, "s", "d", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // Recall marks a whole lot defective: it is never a candidate again, its sellable and
@@ -41,7 +41,7 @@ func (l *Ledger) Recall(ctx context.Context, r RecallRequest) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "recall", r.OpID, r.SKU, r.LotID, r.Reason, MaxResultHolders)
+	return l.run(ctx, "recall", r.OpID, "", r.SKU, r.LotID, r.Reason, MaxResultHolders)
 }
 
 // Return brings shipped units back to the lots they left: shipped -> sellable, or
@@ -54,7 +54,7 @@ func (l *Ledger) Return(ctx context.Context, r ReturnRequest) (Result, error) {
 	if r.Defective {
 		to = "d"
 	}
-	return l.moveLots(ctx, r.OpID, r.SKU, "x", to, "", "", r.Lots, nil)
+	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, "x", to, "", "", r.Lots, nil)
 }
 
 // SetSafetyStock sets a SKU's safety stock; the result carries it.
@@ -62,7 +62,7 @@ func (l *Ledger) SetSafetyStock(ctx context.Context, r SafetyStockRequest) (Resu
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "ss", r.OpID, r.SKU, r.SafetyStock)
+	return l.run(ctx, "ss", r.OpID, "", r.SKU, r.SafetyStock)
 }
 
 // RegisterLot adds a lot to a SKU, as the SKU's newest registration (so a planned lot is
@@ -73,7 +73,7 @@ func (l *Ledger) RegisterLot(ctx context.Context, r RegisterLotRequest) (Result,
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	n := r.Lot.withDefaults()
-	return l.run(ctx, "reglot", r.OpID, r.SKU, n.LotID, n.Kind, boolCode(n.Good), n.BestBefore,
+	return l.run(ctx, "reglot", r.OpID, "", r.SKU, n.LotID, n.Kind, boolCode(n.Good), n.BestBefore,
 		n.ArrivesAt, n.ValidFrom, n.ValidTo, n.Sellable)
 }
 
@@ -94,10 +94,10 @@ func (l *Ledger) RegisterSKU(ctx context.Context, r RegisterSKURequest) (Result,
 	// Without creation the script answers ERR_NOT_LOADED for a SKU Redis does not have;
 	// run then asks the Loader. Only a SKU the Loader does not know either is created.
 	if l.loader != nil {
-		res, err := l.run(ctx, "regsku", r.OpID, r.SKU, ss, "0")
+		res, err := l.run(ctx, "regsku", r.OpID, "", r.SKU, ss, "0")
 		if !errors.Is(err, ErrUnknownSKU) {
 			return res, err
 		}
 	}
-	return l.run(ctx, "regsku", r.OpID, r.SKU, ss, "1")
+	return l.run(ctx, "regsku", r.OpID, "", r.SKU, ss, "1")
 }

@@ -68,7 +68,7 @@ func TestLinesChangedReleasesBeforeItAllocates(t *testing.T) {
 	for _, m := range r.Moves {
 		ops[m.OpID] = true
 	}
-	if len(ops) != 1 || !ops[change.EventID+":S:change"] {
+	if len(ops) != 1 || !ops[opPrefix(change)+":S:change"] {
 		t.Errorf("ops %v, want the SKU's one change operation", ops)
 	}
 	v := s.version("S")
@@ -146,7 +146,7 @@ func TestLinesChangedRefusedOnTheSecondSKUUndoesTheFirst(t *testing.T) {
 	before := s.st
 	change := ev("L-two", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "A", 1), line("2", "A", 5), line("3", "B", 3)}})
 	var other error
-	s.l.after[change.EventID+":A:change"] = func() {
+	s.l.after[opPrefix(change)+":A:change"] = func() {
 		_, other = s.led.Allocate(context.Background(), ledger.AllocateRequest{
 			OpID: "other:alloc", SKU: "A", Qty: 1, TargetDate: "2026-12-01", Mode: ledger.ModeReserve,
 		})
@@ -158,7 +158,7 @@ func TestLinesChangedRefusedOnTheSecondSKUUndoesTheFirst(t *testing.T) {
 	if !errors.Is(other, ledger.ErrShortage) {
 		t.Errorf("the other order's allocation between A's change and its undo: %v, want ERR_SHORTAGE", other)
 	}
-	if !hasOp(r, change.EventID+":A:change") || !hasOp(r, change.EventID+":A:change-undo") {
+	if !hasOp(r, opPrefix(change)+":A:change") || !hasOp(r, opPrefix(change)+":A:change-undo") {
 		t.Errorf("moves %+v, want A's change and its undo", r.Moves)
 	}
 	if got := s.lot("A", "A1"); got != [5]int64{0, 0, 6, 0, 0} {
@@ -170,7 +170,7 @@ func TestLinesChangedRefusedOnTheSecondSKUUndoesTheFirst(t *testing.T) {
 	if !reflect.DeepEqual(r.Order, before.Order) {
 		t.Errorf("the order changed: %+v, want %+v", r.Order, before.Order)
 	}
-	delete(s.l.after, change.EventID+":A:change")
+	delete(s.l.after, opPrefix(change)+":A:change")
 	if again := s.step(change, false); !reflect.DeepEqual(again.Moves, r.Moves) || again.Reason != r.Reason {
 		t.Errorf("re-run: %s %+v, want %s %+v", again.Reason, again.Moves, r.Reason, r.Moves)
 	}

@@ -261,24 +261,51 @@ type skuAt struct {
 	version int64
 }
 
-// opID names a ledger operation of the event: "<event_id>:<line>:<step>" (an
-// order.lines_changed names its one operation per SKU "<event_id>:<sku>:change"), or
-// after the event's n-th quarantine "<event_id>~<n>:<line>:<step>" (event and line ids
-// may each be up to event.MaxIDLength bytes; see boundedOpID).
+// opID names a ledger operation of the event. An order's event names the order first:
+// "{<lcid>}<event_id>:<line>:<step>" (an order.lines_changed names its one operation per
+// SKU "{<lcid>}<event_id>:<sku>:change"), so that two orders' events that share an event
+// id (upstream systems reuse them) never share an operation. A SKU's event names none:
+// "<event_id>:<lot>:<step>" (its entity is the SKU, whose turn dedups its events). After
+// the event's n-th quarantine the event id is "<event_id>~<n>". Ids longer than the
+// ledger's bound are hashed (boundedOpID). The braces make the order's part unambiguous
+// (no id in an event may hold one) and keep these ids apart from every legacy one.
 func (t *txn) opID(line, step string) string {
+	id := t.rawOpID(line, step)
+	if _, inventory := t.ev.InventorySKU(); inventory {
+		return boundedOpID(id)
+	}
+	return boundedOpID("{" + t.ev.LCID + "}" + id)
+}
+
+// legacyOpID is the id a worker that did not name the order gave an order's operation
+// ("" for a SKU's event, whose ids did not change). A step that such a worker applied and
+// did not commit (it crashed in between) is re-run by a newer one: the ledger replays
+// the operation's record under this id (ledger.AllocateRequest.LegacyOpID) instead of
+// applying it again. Such a record lives one op retention at most.
+func (t *txn) legacyOpID(line, step string) string {
+	if _, inventory := t.ev.InventorySKU(); inventory {
+		return ""
+	}
+	return boundedOpID(t.rawOpID(line, step))
+}
+
+// rawOpID is "<event_id>[~<gen>]:<line>:<step>", unbounded (event and line ids may each be
+// up to event.MaxIDLength bytes).
+func (t *txn) rawOpID(line, step string) string {
 	id := t.ev.EventID
 	if t.gen > 0 {
 		id += "~" + strconv.Itoa(t.gen)
 	}
-	return boundedOpID(id + ":" + line + ":" + step)
+	return id + ":" + line + ":" + step
 }
 
-// undoOpID names the operation that undoes op.
+// undoOpID names the operation that undoes op (and, from op's legacy id, its legacy id).
 func undoOpID(op string) string { return boundedOpID(op + "-undo") }
 
 // boundedOpID is id, or, when id is longer than the ledger accepts, "h:" and its SHA-256.
 // An id that fits is never changed, so a step re-run by a newer worker names its
-// operations as the older one did.
+// operations as the older one did (or, where the naming changed, carries the older name
+// as the legacy op id: see legacyOpID).
 func boundedOpID(id string) string {
 	if len(id) <= ledger.MaxIDLen {
 		return id
@@ -347,6 +374,9 @@ func (t *txn) rollback(reason string) (string, error) {
 func undoOf(op ledger.Result) (ledger.UndoRequest, error) {
 	last := op.Moves[len(op.Moves)-1]
 	q := ledger.UndoRequest{OpID: undoOpID(op.OpID), SKU: op.SKU, From: last.From, To: last.To}
+	if op.LegacyOpID != "" {
+		q.LegacyOpID = undoOpID(op.LegacyOpID)
+	}
 	for _, m := range op.Moves {
 		lq := ledger.LotQty{LotID: m.LotID, Qty: m.Qty}
 		switch {
@@ -400,7 +430,7 @@ func (t *txn) allocateLines(lines []event.Line, date string, mode ledger.Mode, s
 	held := make([][]ledger.LotQty, len(lines))
 	for i, ln := range lines {
 		r, err := t.l.Allocate(t.ctx, ledger.AllocateRequest{
-			OpID: t.opID(ln.LineID, step), SKU: ln.SKU, Qty: ln.Qty, TargetDate: date, Mode: mode, Holder: t.holder(),
+			OpID: t.opID(ln.LineID, step), LegacyOpID: t.legacyOpID(ln.LineID, step), SKU: ln.SKU, Qty: ln.Qty, TargetDate: date, Mode: mode, Holder: t.holder(),
 		})
 		if reason, err := t.keep(r, err); err != nil || reason != "" {
 			return nil, reason, err
@@ -481,7 +511,7 @@ func (t *txn) allocateForShipment(cur *event.OrderSnapshot) (*event.OrderSnapsho
 		return nil, "", false, nil
 	}
 	for _, ln := range cur.Lines {
-		if reason, err := t.keep(t.l.Confirm(t.ctx, ledger.LotsRequest{OpID: t.opID(ln.LineID, "confirm"), SKU: ln.SKU, Lots: ln.Lots, Holder: t.holder()})); err != nil || reason != "" {
+		if reason, err := t.keep(t.l.Confirm(t.ctx, ledger.LotsRequest{OpID: t.opID(ln.LineID, "confirm"), LegacyOpID: t.legacyOpID(ln.LineID, "confirm"), SKU: ln.SKU, Lots: ln.Lots, Holder: t.holder()})); err != nil || reason != "" {
 			return nil, reason, false, err
 		}
 	}
@@ -520,7 +550,7 @@ func (t *txn) linesChanged(cur *event.OrderSnapshot) (*event.OrderSnapshot, stri
 			qty[i] = ln.Qty
 		}
 		r, err := t.l.Change(t.ctx, ledger.ChangeRequest{
-			OpID: t.opID(c.sku, "change"), SKU: c.sku, TargetDate: cur.TargetDate, Mode: modeOf(cur.Allocation),
+			OpID: t.opID(c.sku, "change"), LegacyOpID: t.legacyOpID(c.sku, "change"), SKU: c.sku, TargetDate: cur.TargetDate, Mode: modeOf(cur.Allocation),
 			Release: c.release, Allocate: qty, Holder: t.holder(),
 		})
 		if reason, err := t.keep(r, err); err != nil || reason != "" {
@@ -671,7 +701,7 @@ func (t *txn) cancelled(cur *event.OrderSnapshot) (*event.OrderSnapshot, string,
 		}
 		lots := slices.Clone(ln.Lots)
 		slices.Reverse(lots)
-		if reason, err := t.keep(t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ln.LineID, "cancel"), SKU: ln.SKU, From: from, Lots: lots, Holder: t.holder()})); err != nil || reason != "" {
+		if reason, err := t.keep(t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ln.LineID, "cancel"), LegacyOpID: t.legacyOpID(ln.LineID, "cancel"), SKU: ln.SKU, From: from, Lots: lots, Holder: t.holder()})); err != nil || reason != "" {
 			return nil, reason, false, err
 		}
 	}
@@ -694,7 +724,7 @@ func (t *txn) shipped(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, b
 		return nil, "", true, nil
 	}
 	for _, ln := range cur.Lines {
-		if reason, err := t.keep(t.l.Ship(t.ctx, ledger.LotsRequest{OpID: t.opID(ln.LineID, "ship"), SKU: ln.SKU, Lots: ln.Lots, Holder: t.holder()})); err != nil || reason != "" {
+		if reason, err := t.keep(t.l.Ship(t.ctx, ledger.LotsRequest{OpID: t.opID(ln.LineID, "ship"), LegacyOpID: t.legacyOpID(ln.LineID, "ship"), SKU: ln.SKU, Lots: ln.Lots, Holder: t.holder()})); err != nil || reason != "" {
 			return nil, reason, false, err
 		}
 	}
@@ -783,7 +813,7 @@ func (t *txn) returned(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, 
 			t.refusals = append(t.refusals, fmt.Sprintf("line %s: %d returned of %d shipped, %d more asked", rl.LineID, sumLots(ln.Returned), sumLots(ln.Lots), rl.Qty))
 			return nil, ReasonReturnExceedsShipped, false, nil
 		}
-		r, err := t.l.Return(t.ctx, ledger.ReturnRequest{OpID: t.opID(rl.LineID, "return"), SKU: ln.SKU, Lots: back, Defective: d.Defective})
+		r, err := t.l.Return(t.ctx, ledger.ReturnRequest{OpID: t.opID(rl.LineID, "return"), LegacyOpID: t.legacyOpID(rl.LineID, "return"), SKU: ln.SKU, Lots: back, Defective: d.Defective})
 		if reason, err := t.keep(r, err); err != nil || reason != "" {
 			return nil, reason, false, err
 		}

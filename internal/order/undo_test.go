@@ -195,7 +195,7 @@ func TestRefusedLaterLineUndoesTheEarlierOnes(t *testing.T) {
 			if got := s.lot("A", "A1"); got != c.want {
 				t.Errorf("A1 s/r/a/h/x = %v, want %v (as before the event)", got, c.want)
 			}
-			if !hasOp(r, e.EventID+c.undo) {
+			if !hasOp(r, opPrefix(e)+c.undo) {
 				t.Errorf("the result's moves lack %s: %+v", c.undo, r.Moves)
 			}
 			if !reflect.DeepEqual(r.Order, before.Order) {
@@ -228,7 +228,7 @@ func TestRefusedUndoRejectsTheEvent(t *testing.T) {
 	s.take("other:steal", "B", ledger.Reserved, ledger.LotQty{LotID: "B1", Qty: 2})
 	e := ev("U-undo", event.OrderCancelled, nil)
 	// Right after the cancel released line 1, another order allocates all of A.
-	s.l.after[e.EventID+":1:cancel"] = func() {
+	s.l.after[opPrefix(e)+":1:cancel"] = func() {
 		if _, err := s.led.Allocate(context.Background(), ledger.AllocateRequest{
 			OpID: "other:alloc", SKU: "A", Qty: 10, TargetDate: "2026-12-01", Mode: ledger.ModeReserve,
 		}); err != nil {
@@ -239,10 +239,10 @@ func TestRefusedUndoRejectsTheEvent(t *testing.T) {
 	if r.Outcome != event.Rejected || r.Reason != order.ReasonUndoRefused {
 		t.Fatalf("%s %s, want rejected %s", r.Outcome, r.Reason, order.ReasonUndoRefused)
 	}
-	if hasOp(r, e.EventID+":1:cancel-undo") {
+	if hasOp(r, opPrefix(e)+":1:cancel-undo") {
 		t.Errorf("the refused undo has moves: %+v", r.Moves)
 	}
-	if !strings.Contains(r.Detail, "ERR_INSUFFICIENT") || !strings.Contains(r.Detail, "undo of "+e.EventID+":1:cancel") {
+	if !strings.Contains(r.Detail, "ERR_INSUFFICIENT") || !strings.Contains(r.Detail, "undo of "+opPrefix(e)+":1:cancel") {
 		t.Errorf("detail %q, want the first refusal and the refused undo", r.Detail)
 	}
 	if again := s.step(e, false); again.Reason != order.ReasonUndoRefused {
@@ -264,7 +264,7 @@ func TestEachLotAtItsOwnOperationsVersion(t *testing.T) {
 		onHand("A1", 1, 3, "2027-01-01"), onHand("A2", 2, 10, "2027-06-01"),
 	}})
 	e := placed("U-versions", ledger.ModeReserve, line("1", "A", 2), line("2", "A", 3))
-	s.l.after[e.EventID+":1:alloc"] = func() {
+	s.l.after[opPrefix(e)+":1:alloc"] = func() {
 		if _, err := s.led.Hold(context.Background(), ledger.HoldRequest{OpID: "other:hide", SKU: "A", LotID: "A1", Qty: 1, Reason: "count"}); err != nil {
 			t.Error(err)
 		}
