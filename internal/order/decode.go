@@ -111,6 +111,15 @@ func (e Event) Entity() string {
 	return e.LCID
 }
 
+// aboutExistingOrder reports whether the event concerns an order that should already
+// exist, so that a turn with no state in Redis looks for it in PostgreSQL. Not a placement
+// (the common case of a new order; its ledger operations are idempotent by op id anyway),
+// and not an inventory event, whose entity is a SKU and has no order row.
+func (e Event) aboutExistingOrder() bool {
+	_, inventory := e.InventorySKU()
+	return e.Type != event.OrderPlaced && !inventory
+}
+
 // InventorySKU returns the SKU of an inventory event, with ok; ok is false for the
 // events of an order.
 func (e Event) InventorySKU() (string, bool) {

@@ -542,3 +542,22 @@ func TestWorkerSendsAnLCIDInASKUsNamespaceToTheDLQ(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyOrderEventsLookForALostOrder: a turn with no state in Redis looks for the order
+// in PostgreSQL only for an event about an existing order, never for a SKU's events (their
+// entity, "sku:<sku>", has no order row: the lookup would query orders for nothing on every
+// first event of a SKU). The guard this replaced named only inventory.received and
+// inventory.adjusted, and failed here for every other warehouse event.
+func TestOnlyOrderEventsLookForALostOrder(t *testing.T) {
+	for typ, body := range sampleBodies("LC-1") {
+		ev, err := Decode([]byte(body), 0)
+		if err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		// By the wire contract's names: the warehouse's events are inventory.*.
+		want := typ != event.OrderPlaced && !strings.HasPrefix(string(typ), "inventory.")
+		if got := ev.aboutExistingOrder(); got != want {
+			t.Errorf("%s (entity %q): aboutExistingOrder %v, want %v", typ, ev.Entity(), got, want)
+		}
+	}
+}

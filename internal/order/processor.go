@@ -237,10 +237,8 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 		if err := json.Unmarshal([]byte(raw), &st); err != nil {
 			return fmt.Errorf("order: state of %s: %w", t.Entity, err)
 		}
-	} else if p.cfg.Loader != nil && ev.Type != event.OrderPlaced && ev.Received == nil && ev.Adjusted == nil {
+	} else if p.cfg.Loader != nil && ev.aboutExistingOrder() {
 		// No state in Redis for an event about an existing order: Redis may have lost it.
-		// (A placement is not looked up: it is the common case of a new order, and its
-		// ledger operations are idempotent by op id anyway.)
 		o, seq, found, err := p.cfg.Loader.LoadOrder(ctx, t.Entity)
 		if err != nil {
 			return err
