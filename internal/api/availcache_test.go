@@ -33,7 +33,7 @@ func TestAvailabilityCacheFollowsTheVersion(t *testing.T) {
 	if hits := counterValue(t, e.api.m.availHits); hits != 1 || again.Version != first.Version || again.Sellable != 10 {
 		t.Fatalf("second read: %d cache hits, %+v", int(hits), again)
 	}
-	if _, err := e.api.d.Ledger.Allocate(context.Background(), ledger.AllocateRequest{
+	if _, err := e.api.d.Ledger.Apply(context.Background(), ledger.AllocateRequest{
 		OpID: "c-1", SKU: "C", Qty: 3, TargetDate: "2026-12-01", Mode: ledger.ModeShip}); err != nil {
 		t.Fatal(err)
 	}

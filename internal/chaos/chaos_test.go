@@ -139,7 +139,7 @@ func TestChaos(t *testing.T) {
 	if target == "" {
 		t.Fatal("no SKU with stock left to break")
 	}
-	z, err := led.Allocate(ctx, ledger.AllocateRequest{OpID: "zombie:1:alloc", SKU: target, Qty: 1, TargetDate: "2026-12-15", Mode: ledger.ModeReserve})
+	z, err := led.Apply(ctx, ledger.AllocateRequest{OpID: "zombie:1:alloc", SKU: target, Qty: 1, TargetDate: "2026-12-15", Mode: ledger.ModeReserve})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestChaos(t *testing.T) {
 	if broken.HoldingMismatches == 0 || broken.DoubleApplied == 0 {
 		t.Errorf("an allocation applied twice went unnoticed: %+v", broken.Details)
 	}
-	if _, err := led.Release(ctx, ledger.ReleaseRequest{OpID: "zombie:1:undo", SKU: target, From: ledger.Reserved, Lots: []ledger.LotQty{{LotID: z.Moves[0].LotID, Qty: 1}}}); err != nil {
+	if _, err := led.Apply(ctx, ledger.ReleaseRequest{OpID: "zombie:1:undo", SKU: target, From: ledger.Reserved, Lots: []ledger.LotQty{{LotID: z.Moves[0].LotID, Qty: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -191,7 +191,7 @@ func TestImportRefusesLiveSKUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Allocate(ctx, alloc("o1", "A", 3, "2026-12-01", ledger.ModeReserve)); err != nil {
+	if _, err := l.Apply(ctx, alloc("o1", "A", 3, "2026-12-01", ledger.ModeReserve)); err != nil {
 		t.Fatal(err)
 	}
 	// B has operations persisted (version 4 in PostgreSQL), but is not in this Redis.

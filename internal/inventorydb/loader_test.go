@@ -49,7 +49,7 @@ func TestPGLoader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := l.Allocate(ctx, alloc("o1", "A", 2, "2026-12-01", ledger.ModeReserve))
+	r, err := l.Apply(ctx, alloc("o1", "A", 2, "2026-12-01", ledger.ModeReserve))
 	if err != nil || len(r.Moves) != 1 || r.Moves[0].LotID != "L2" || r.Moves[0].From != ledger.Sellable || r.Moves[0].To != ledger.Reserved || r.Moves[0].Qty != 2 {
 		t.Fatalf("allocation through the loader: %+v %v", r.Moves, err)
 	}
@@ -61,7 +61,7 @@ func TestPGLoader(t *testing.T) {
 	if !reflect.DeepEqual(snap, want) {
 		t.Fatalf("snapshot\n%+v\nwant\n%+v", snap, want)
 	}
-	_, err = l.Allocate(ctx, alloc("o2", "B", 1, "2026-12-01", ledger.ModeReserve))
+	_, err = l.Apply(ctx, alloc("o2", "B", 1, "2026-12-01", ledger.ModeReserve))
 	if !errors.Is(err, ledger.ErrUnknownSKU) {
 		t.Fatalf("unknown SKU: %v", err)
 	}

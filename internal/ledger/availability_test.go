@@ -66,7 +66,7 @@ func TestAvailabilityAgreesWithAllocation(t *testing.T) {
 				t.Fatalf("seq %d: availability of n+1=%d: %+v %v", seq, n+1, over, err)
 			}
 			op := fmt.Sprintf("avail-%d", k)
-			_, err = l.Allocate(ctx, AllocateRequest{OpID: op + "-over", SKU: s.SKU, Qty: n + 1, TargetDate: date, Mode: mode})
+			_, err = l.Apply(ctx, AllocateRequest{OpID: op + "-over", SKU: s.SKU, Qty: n + 1, TargetDate: date, Mode: mode})
 			if Reason(err) != over.Reason || err.Error() != over.Err().Error() {
 				t.Fatalf("seq %d: allocation of n+1=%d (%s %s): %v; availability said %s (%s)", seq, n+1, date, mode, err, over.Reason, over.Detail)
 			}
@@ -78,7 +78,7 @@ func TestAvailabilityAgreesWithAllocation(t *testing.T) {
 			if err != nil || !at.OK || at.Reason != "" {
 				t.Fatalf("seq %d: availability of n=%d: %+v %v", seq, n, at, err)
 			}
-			r, err := l.Allocate(ctx, AllocateRequest{OpID: op, SKU: s.SKU, Qty: n, TargetDate: date, Mode: mode})
+			r, err := l.Apply(ctx, AllocateRequest{OpID: op, SKU: s.SKU, Qty: n, TargetDate: date, Mode: mode})
 			if err != nil {
 				t.Fatalf("seq %d: allocation of n=%d (%s %s): %v; availability %+v", seq, n, date, mode, err, at)
 			}

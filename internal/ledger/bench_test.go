@@ -53,7 +53,7 @@ func BenchmarkAllocate(b *testing.B) {
 				before, _ := rc.Info(ctx, "commandstats").Result()
 				b.ResetTimer()
 				for i := range b.N {
-					if _, err := l.Allocate(ctx, alloc("op"+strconv.Itoa(i), "HOT", 1, "2026-12-01", ModeShip)); err != nil {
+					if _, err := l.Apply(ctx, alloc("op"+strconv.Itoa(i), "HOT", 1, "2026-12-01", ModeShip)); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -21,7 +21,7 @@ func lotQty(id string, q int64) []LotQty { return []LotQty{{LotID: id, Qty: q}} 
 // are taken before L2's (FEFO). One operation, one version.
 func TestChangeReleasesThenAllocates(t *testing.T) {
 	each(t, []SKU{changeSKU(0)}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Change(ctx, ChangeRequest{OpID: "c", SKU: "A", TargetDate: "2026-12-01", Mode: ModeShip,
+		r, err := inv.Apply(ctx, ChangeRequest{OpID: "c", SKU: "A", TargetDate: "2026-12-01", Mode: ModeShip,
 			Release: lotQty("L1", 2), Allocate: []int64{1, 2}, Holder: "o1"})
 		wantMoves(t, r, err,
 			mv{"L1", Allocated, Sellable, 2},
@@ -35,13 +35,13 @@ func TestChangeReleasesThenAllocates(t *testing.T) {
 			t.Fatalf("after the change L1 %+v L2 %+v", l1, l2)
 		}
 		// A replay moves nothing and answers the first result.
-		again, err := inv.Change(ctx, ChangeRequest{OpID: "c", SKU: "A", TargetDate: "2026-12-01", Mode: ModeShip,
+		again, err := inv.Apply(ctx, ChangeRequest{OpID: "c", SKU: "A", TargetDate: "2026-12-01", Mode: ModeShip,
 			Release: lotQty("L1", 1), Allocate: []int64{1}})
 		if err != nil || !again.Replayed || !reflect.DeepEqual(movesOf(again), movesOf(r)) {
 			t.Fatalf("replay: %+v %v", again, err)
 		}
 		// The undo reverses the allocations, then the releases, in one operation.
-		u, err := inv.Undo(ctx, UndoRequest{OpID: "c-undo", SKU: "A", From: Sellable, To: Allocated,
+		u, err := inv.Apply(ctx, UndoRequest{OpID: "c-undo", SKU: "A", From: Sellable, To: Allocated,
 			Lots: []LotQty{{LotID: "L1", Qty: 1}, {LotID: "L1", Qty: 1}, {LotID: "L2", Qty: 1}}, Back: lotQty("L1", 2), Holder: "o1"})
 		wantMoves(t, u, err,
 			mv{"L1", Allocated, Sellable, 1}, mv{"L1", Allocated, Sellable, 1}, mv{"L2", Allocated, Sellable, 1},
@@ -82,7 +82,7 @@ func TestChangeThatDoesNotFitMovesNothing(t *testing.T) {
 				before, _ := inv.Snapshot(ctx, "A")
 				q := c.req
 				q.OpID, q.SKU, q.TargetDate = "c", "A", "2026-12-01"
-				r, err := inv.Change(ctx, q)
+				r, err := inv.Apply(ctx, q)
 				wantErr(t, err, c.want)
 				if len(r.Moves) != 0 {
 					t.Errorf("moves %+v", r.Moves)
@@ -91,7 +91,7 @@ func TestChangeThatDoesNotFitMovesNothing(t *testing.T) {
 					t.Errorf("state %+v, want as before %+v", after, before)
 				}
 				q.Release, q.Allocate = nil, []int64{1}
-				if r, err := inv.Change(ctx, q); !r.Replayed {
+				if r, err := inv.Apply(ctx, q); !r.Replayed {
 					t.Errorf("replay with other arguments: %+v %v, want the first refusal replayed", r, err)
 				} else {
 					wantErr(t, err, c.want)
@@ -121,15 +121,15 @@ func TestChangeInvalidRequests(t *testing.T) {
 		for _, c := range cases {
 			q := ok
 			c.edit(&q)
-			if _, err := inv.Change(ctx, q); !errors.Is(err, c.want) {
+			if _, err := inv.Apply(ctx, q); !errors.Is(err, c.want) {
 				t.Errorf("%s: error %v, want %v", c.name, err, c.want)
 			}
 		}
 		// Undo's Back goes the other way: only when that is an operation an order makes too.
-		_, err := inv.Undo(ctx, UndoRequest{OpID: "u", SKU: "A", From: Allocated, To: Shipped, Lots: lotQty("L1", 1), Back: lotQty("L1", 1)})
+		_, err := inv.Apply(ctx, UndoRequest{OpID: "u", SKU: "A", From: Allocated, To: Shipped, Lots: lotQty("L1", 1), Back: lotQty("L1", 1)})
 		wantErr(t, err, ErrInvalidRequest)
 		// None was remembered.
-		r, err := inv.Change(ctx, ok)
+		r, err := inv.Apply(ctx, ok)
 		wantMoves(t, r, err, mv{"L1", Allocated, Sellable, 1}, mv{"L1", Sellable, Allocated, 1})
 	})
 }

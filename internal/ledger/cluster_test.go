@@ -47,9 +47,9 @@ func TestCluster(t *testing.T) {
 	}
 	masters := map[string]bool{}
 	for _, s := range skus {
-		r, err := l.Allocate(ctx, alloc("op", s.SKU, 3, "2026-12-01", ModeShip))
+		r, err := l.Apply(ctx, alloc("op", s.SKU, 3, "2026-12-01", ModeShip))
 		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 3})
-		if r, err := l.Allocate(ctx, alloc("op", s.SKU, 3, "2026-12-01", ModeShip)); err != nil || !r.Replayed {
+		if r, err := l.Apply(ctx, alloc("op", s.SKU, 3, "2026-12-01", ModeShip)); err != nil || !r.Replayed {
 			t.Fatalf("replay on the cluster: %+v %v", r, err)
 		}
 		slot := cc.ClusterKeySlot(ctx, Key(prefix, s.SKU)).Val()

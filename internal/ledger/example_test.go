@@ -21,7 +21,7 @@ func ExampleModel() {
 			ValidFrom: "2026-12-10", ValidTo: ledger.MaxDate, Sellable: 10},
 	}})
 
-	res, _ := m.Allocate(ctx, ledger.AllocateRequest{OpID: "evt-1:1:alloc", SKU: "SKU-1", Qty: 4,
+	res, _ := m.Apply(ctx, ledger.AllocateRequest{OpID: "evt-1:1:alloc", SKU: "SKU-1", Qty: 4,
 		TargetDate: "2026-12-01", Mode: ledger.ModeShip})
 	for _, mv := range res.Moves {
 		fmt.Println(mv.Index, mv.LotID, mv.From, "->", mv.To, mv.Qty)
@@ -30,12 +30,12 @@ func ExampleModel() {
 
 	// 4 sellable left on 2026-12-01 (PO-7 is not valid yet): shipping 3 would dip into
 	// the safety stock of 2; reserving does not check it.
-	_, err := m.Allocate(ctx, ledger.AllocateRequest{OpID: "evt-2:1:alloc", SKU: "SKU-1", Qty: 3,
+	_, err := m.Apply(ctx, ledger.AllocateRequest{OpID: "evt-2:1:alloc", SKU: "SKU-1", Qty: 3,
 		TargetDate: "2026-12-01", Mode: ledger.ModeShip})
 	fmt.Println(ledger.Reason(err), errors.Is(err, ledger.ErrSafetyStock))
 
 	// A replay returns the first answer and moves nothing.
-	again, _ := m.Allocate(ctx, ledger.AllocateRequest{OpID: "evt-1:1:alloc", SKU: "SKU-1", Qty: 4,
+	again, _ := m.Apply(ctx, ledger.AllocateRequest{OpID: "evt-1:1:alloc", SKU: "SKU-1", Qty: 4,
 		TargetDate: "2026-12-01", Mode: ledger.ModeShip})
 	fmt.Println("replayed", again.Replayed, "version", again.Version)
 	// Output:

@@ -101,22 +101,7 @@ func New(cfg Config) (*Ledger, error) {
 // Inventory is what both Ledger and Model do, so callers and tests can use either.
 type Inventory interface {
 	Load(ctx context.Context, sku string) error
-	Allocate(ctx context.Context, r AllocateRequest) (Result, error)
-	Release(ctx context.Context, r ReleaseRequest) (Result, error)
-	Confirm(ctx context.Context, r LotsRequest) (Result, error)
-	Ship(ctx context.Context, r LotsRequest) (Result, error)
-	Undo(ctx context.Context, r UndoRequest) (Result, error)
-	Change(ctx context.Context, r ChangeRequest) (Result, error)
-	Receive(ctx context.Context, r ReceiveRequest) (Result, error)
-	Adjust(ctx context.Context, r AdjustRequest) (Result, error)
-	Hold(ctx context.Context, r HoldRequest) (Result, error)
-	ReleaseHold(ctx context.Context, r HoldRequest) (Result, error)
-	Damage(ctx context.Context, r HoldRequest) (Result, error)
-	Recall(ctx context.Context, r RecallRequest) (Result, error)
-	Return(ctx context.Context, r ReturnRequest) (Result, error)
-	RegisterSKU(ctx context.Context, r RegisterSKURequest) (Result, error)
-	RegisterLot(ctx context.Context, r RegisterLotRequest) (Result, error)
-	SetSafetyStock(ctx context.Context, r SafetyStockRequest) (Result, error)
+	Apply(ctx context.Context, op Op) (Result, error)
 	Snapshot(ctx context.Context, sku string) (SKU, error)
 }
 
@@ -197,17 +182,6 @@ func (l *Ledger) runScript(ctx context.Context, name, opID, legacy, sku string, 
 	}
 }
 
-// Allocate sets aside Qty units from the lots valid on TargetDate: on-hand lots by
-// best-before (FEFO), then planned lots newest first (LIFO). ModeShip moves
-// sellable -> allocated and keeps safety stock (ErrSafetyStock); ModeReserve moves
-// sellable -> reserved. ErrShortage when the candidates cannot cover Qty.
-func (l *Ledger) Allocate(ctx context.Context, r AllocateRequest) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.run(ctx, "alloc", r.OpID, r.LegacyOpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode), r.Holder)
-}
-
 // moveLots runs ledger.lua's move: the quantities in lots from one bucket to another,
 // then those in back the other way (op ids as run takes them), with the holder whose holdings change (or "") and the
 // reason the result carries (or "").
@@ -224,79 +198,6 @@ func (l *Ledger) moveLots(ctx context.Context, opID, legacy, sku, from, to, hold
 }
 
 func bucketCode(b string) string { return bucketCodes[b] }
-
-// Release returns the given quantities from r.From (Reserved or Allocated) to sellable.
-func (l *Ledger) Release(ctx context.Context, r ReleaseRequest) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.From), "s", r.Holder, "", r.Lots, nil)
-}
-
-// Confirm moves reserved -> allocated in the given lots, without the safety check.
-func (l *Ledger) Confirm(ctx context.Context, r LotsRequest) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, "r", "a", r.Holder, "", r.Lots, nil)
-}
-
-// Ship moves allocated -> shipped in the given lots.
-func (l *Ledger) Ship(ctx context.Context, r LotsRequest) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, "a", "x", r.Holder, "", r.Lots, nil)
-}
-
-// Undo moves the given quantities back from r.To to r.From: it reverses an allocation, a
-// release, a confirm or a shipment that an order's event made, when a later line of the
-// same event was refused. It takes back exactly those lots, with no allocation order and
-// no safety check; ErrInsufficient when r.To no longer holds them.
-func (l *Ledger) Undo(ctx context.Context, r UndoRequest) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.To), bucketCode(r.From), r.Holder, "", r.Lots, r.Back)
-}
-
-// Change changes what an order holds of one SKU in one atomic operation: it releases
-// r.Release from the bucket r.Mode allocates to, then allocates each quantity of
-// r.Allocate in turn as Allocate would, over the state the releases left (a unit one line
-// gives back may serve another). When an allocation does not fit (ErrShortage,
-// ErrSafetyStock) or a release is not held (ErrInsufficient), nothing moves.
-func (l *Ledger) Change(ctx context.Context, r ChangeRequest) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	args := make([]any, 0, 4+2*len(r.Release)+len(r.Allocate))
-	args = append(args, string(r.Mode), r.TargetDate, r.Holder, len(r.Release))
-	for _, q := range r.Release {
-		args = append(args, q.LotID, q.Qty)
-	}
-	for _, q := range r.Allocate {
-		args = append(args, q)
-	}
-	return l.run(ctx, "change", r.OpID, r.LegacyOpID, r.SKU, args...)
-}
-
-// Receive turns a planned lot into an on-hand lot with its best-before; a counted
-// quantity different from the planned one moves the difference from or to External.
-func (l *Ledger) Receive(ctx context.Context, r ReceiveRequest) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.run(ctx, "receive", r.OpID, "", r.SKU, r.LotID, r.BestBefore, r.Qty)
-}
-
-// Adjust corrects a lot's sellable quantity by Delta (to or from External); sellable
-// never goes negative (ErrInsufficient).
-func (l *Ledger) Adjust(ctx context.Context, r AdjustRequest) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.run(ctx, "adjust", r.OpID, "", r.SKU, r.LotID, r.Delta, r.Reason)
-}
 
 // Snapshot returns the SKU's current state, lots by registration order; ErrNotLoaded
 // when it is not in Redis.

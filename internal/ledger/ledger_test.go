@@ -111,7 +111,7 @@ func TestFEFO(t *testing.T) {
 		lot("planned", KindPlanned, 9, "", 2),
 	}}
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Allocate(ctx, alloc("o1", "A", 7, "2026-12-01", ModeShip))
+		r, err := inv.Apply(ctx, alloc("o1", "A", 7, "2026-12-01", ModeShip))
 		wantMoves(t, r, err, mv{"early-1", Sellable, Allocated, 2}, mv{"early-2", Sellable, Allocated, 2},
 			mv{"late", Sellable, Allocated, 2}, mv{"nobb", Sellable, Allocated, 1})
 		if r.Version != 1 || len(r.Lots) != 4 || r.Lots[3].LotID != "nobb" || r.Lots[3].Sellable != 1 || r.Lots[3].Allocated != 1 {
@@ -128,7 +128,7 @@ func TestPlannedLIFOAfterOnHand(t *testing.T) {
 		lot("p-mid", KindPlanned, 2_000, "2026-01-01", 5),
 	}}
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Allocate(ctx, alloc("o1", "A", 9, "2026-12-01", ModeReserve))
+		r, err := inv.Apply(ctx, alloc("o1", "A", 9, "2026-12-01", ModeReserve))
 		wantMoves(t, r, err, mv{"onhand", Sellable, Reserved, 1}, mv{"p-mid", Sellable, Reserved, 5},
 			mv{"p-new", Sellable, Reserved, 3})
 	})
@@ -139,13 +139,13 @@ func TestPeriodBothEdgesInclusive(t *testing.T) {
 	l.ValidFrom, l.ValidTo = "2026-12-01", "2026-12-10"
 	s := SKU{SKU: "A", Lots: []Lot{l}}
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		_, err := inv.Allocate(ctx, alloc("before", "A", 1, "2026-11-30", ModeShip))
+		_, err := inv.Apply(ctx, alloc("before", "A", 1, "2026-11-30", ModeShip))
 		wantErr(t, err, ErrShortage)
-		r, err := inv.Allocate(ctx, alloc("first", "A", 1, "2026-12-01", ModeShip))
+		r, err := inv.Apply(ctx, alloc("first", "A", 1, "2026-12-01", ModeShip))
 		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
-		r, err = inv.Allocate(ctx, alloc("last", "A", 1, "2026-12-10", ModeShip))
+		r, err = inv.Apply(ctx, alloc("last", "A", 1, "2026-12-10", ModeShip))
 		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
-		_, err = inv.Allocate(ctx, alloc("after", "A", 1, "2026-12-11", ModeShip))
+		_, err = inv.Apply(ctx, alloc("after", "A", 1, "2026-12-11", ModeShip))
 		wantErr(t, err, ErrShortage)
 	})
 }
@@ -155,14 +155,14 @@ func TestDefectiveNeverAllocated(t *testing.T) {
 	bad.Good = false
 	s := SKU{SKU: "A", Lots: []Lot{bad, lot("ok", KindOnHand, 2, "2027-01-01", 3), lot("p", KindPlanned, 3, "", 3)}}
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		_, err := inv.Allocate(ctx, alloc("o1", "A", 7, "2026-12-01", ModeReserve))
+		_, err := inv.Apply(ctx, alloc("o1", "A", 7, "2026-12-01", ModeReserve))
 		wantErr(t, err, ErrShortage)
-		r, err := inv.Recall(ctx, RecallRequest{OpID: "d1", SKU: "A", LotID: "ok", Reason: "supplier recall"})
+		r, err := inv.Apply(ctx, RecallRequest{OpID: "d1", SKU: "A", LotID: "ok", Reason: "supplier recall"})
 		wantMoves(t, r, err, mv{"ok", Sellable, Defective, 3})
 		if r.Lots[0].Good || r.Version != 1 {
 			t.Fatalf("after Recall: %+v", r)
 		}
-		r, err = inv.Allocate(ctx, alloc("o2", "A", 2, "2026-12-01", ModeReserve))
+		r, err = inv.Apply(ctx, alloc("o2", "A", 2, "2026-12-01", ModeReserve))
 		wantMoves(t, r, err, mv{"p", Sellable, Reserved, 2})
 	})
 }
@@ -170,25 +170,25 @@ func TestDefectiveNeverAllocated(t *testing.T) {
 func TestSafetyStockOnlyForShip(t *testing.T) {
 	s := SKU{SKU: "A", SafetyStock: 5, Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 10)}}
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		_, err := inv.Allocate(ctx, alloc("s11", "A", 11, "2026-12-01", ModeShip))
+		_, err := inv.Apply(ctx, alloc("s11", "A", 11, "2026-12-01", ModeShip))
 		wantErr(t, err, ErrShortage) // short in either mode: shortage, not safety stock
-		_, err = inv.Allocate(ctx, alloc("s6", "A", 6, "2026-12-01", ModeShip))
+		_, err = inv.Apply(ctx, alloc("s6", "A", 6, "2026-12-01", ModeShip))
 		wantErr(t, err, ErrSafetyStock)
-		r, err := inv.Allocate(ctx, alloc("r6", "A", 6, "2026-12-01", ModeReserve))
+		r, err := inv.Apply(ctx, alloc("r6", "A", 6, "2026-12-01", ModeReserve))
 		wantMoves(t, r, err, mv{"L", Sellable, Reserved, 6})
-		_, err = inv.Allocate(ctx, alloc("s1", "A", 1, "2026-12-01", ModeShip))
+		_, err = inv.Apply(ctx, alloc("s1", "A", 1, "2026-12-01", ModeShip))
 		wantErr(t, err, ErrSafetyStock)
 		// Confirm has no safety check: the stock is already set aside.
-		r, err = inv.Confirm(ctx, LotsRequest{OpID: "c", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 6}}})
+		r, err = inv.Apply(ctx, ConfirmRequest{OpID: "c", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 6}}})
 		wantMoves(t, r, err, mv{"L", Reserved, Allocated, 6})
-		_, err = inv.Allocate(ctx, alloc("r4", "A", 4, "2026-12-01", ModeReserve)) // reserve may dip into safety stock
+		_, err = inv.Apply(ctx, alloc("r4", "A", 4, "2026-12-01", ModeReserve)) // reserve may dip into safety stock
 		if err != nil {
 			t.Fatal(err)
 		}
 	})
 	s2 := SKU{SKU: "B", SafetyStock: 5, Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 10)}}
 	each(t, []SKU{s2}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Allocate(ctx, alloc("s5", "B", 5, "2026-12-01", ModeShip)) // S = ss + qty exactly
+		r, err := inv.Apply(ctx, alloc("s5", "B", 5, "2026-12-01", ModeShip)) // S = ss + qty exactly
 		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 5})
 	})
 }
@@ -200,7 +200,7 @@ func TestShortageMovesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		before, _ := inv.Snapshot(ctx, "A")
-		r, err := inv.Allocate(ctx, alloc("o1", "A", 7, "2026-12-01", ModeReserve))
+		r, err := inv.Apply(ctx, alloc("o1", "A", 7, "2026-12-01", ModeReserve))
 		wantErr(t, err, ErrShortage)
 		if Reason(err) != "ERR_SHORTAGE" || len(r.Moves) != 0 || r.Version != 0 {
 			t.Fatalf("result %+v err %v", r, err)
@@ -215,10 +215,10 @@ func TestShortageMovesNothing(t *testing.T) {
 func TestReplayReturnsFirstResultAndMovesNothing(t *testing.T) {
 	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 3)}}
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		first, err := inv.Allocate(ctx, alloc("o1", "A", 2, "2026-12-01", ModeShip))
+		first, err := inv.Apply(ctx, alloc("o1", "A", 2, "2026-12-01", ModeShip))
 		wantMoves(t, first, err, mv{"L", Sellable, Allocated, 2})
 		// The same op id with other arguments still gets the first answer.
-		again, err := inv.Allocate(ctx, alloc("o1", "A", 1, "2026-12-01", ModeReserve))
+		again, err := inv.Apply(ctx, alloc("o1", "A", 1, "2026-12-01", ModeReserve))
 		if err != nil || !again.Replayed {
 			t.Fatalf("replay: %+v %v", again, err)
 		}
@@ -231,17 +231,17 @@ func TestReplayReturnsFirstResultAndMovesNothing(t *testing.T) {
 			t.Fatalf("replay moved stock: %+v", snap)
 		}
 		// A failure is remembered too: the same op id fails the same way after stock arrives.
-		_, err = inv.Allocate(ctx, alloc("o2", "A", 5, "2026-12-01", ModeShip))
+		_, err = inv.Apply(ctx, alloc("o2", "A", 5, "2026-12-01", ModeShip))
 		wantErr(t, err, ErrShortage)
-		if _, err := inv.Adjust(ctx, AdjustRequest{OpID: "adj", SKU: "A", LotID: "L", Delta: 10, Reason: "count"}); err != nil {
+		if _, err := inv.Apply(ctx, AdjustRequest{OpID: "adj", SKU: "A", LotID: "L", Delta: 10, Reason: "count"}); err != nil {
 			t.Fatal(err)
 		}
-		r, err := inv.Allocate(ctx, alloc("o2", "A", 5, "2026-12-01", ModeShip))
+		r, err := inv.Apply(ctx, alloc("o2", "A", 5, "2026-12-01", ModeShip))
 		wantErr(t, err, ErrShortage)
 		if !r.Replayed {
 			t.Fatalf("failed replay not flagged: %+v", r)
 		}
-		r, err = inv.Allocate(ctx, alloc("o3", "A", 5, "2026-12-01", ModeShip))
+		r, err = inv.Apply(ctx, alloc("o3", "A", 5, "2026-12-01", ModeShip))
 		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 5})
 	})
 }
@@ -256,12 +256,12 @@ func TestReplayReturnsFirstResultAndMovesNothing(t *testing.T) {
 func TestLegacyOpIDIsReplayedNeverWritten(t *testing.T) {
 	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 4)}}
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		old, err := inv.Allocate(ctx, alloc("old-1", "A", 2, "2026-12-01", ModeShip))
+		old, err := inv.Apply(ctx, alloc("old-1", "A", 2, "2026-12-01", ModeShip))
 		wantMoves(t, old, err, mv{"L", Sellable, Allocated, 2})
 
 		a := alloc("new-1", "A", 2, "2026-12-01", ModeShip)
 		a.LegacyOpID = "old-1"
-		r, err := inv.Allocate(ctx, a)
+		r, err := inv.Apply(ctx, a)
 		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 2})
 		if !r.Replayed || r.OpID != "new-1" || r.LegacyOpID != "old-1" || r.Version != old.Version {
 			t.Fatalf("legacy replay: %+v, want old-1's answer, replayed, named new-1", r)
@@ -270,24 +270,24 @@ func TestLegacyOpIDIsReplayedNeverWritten(t *testing.T) {
 			t.Fatalf("the legacy replay moved stock: %+v", snap)
 		}
 		// A remembered failure replays the same way.
-		if _, err := inv.Allocate(ctx, alloc("old-2", "A", 9, "2026-12-01", ModeShip)); !errors.Is(err, ErrShortage) {
+		if _, err := inv.Apply(ctx, alloc("old-2", "A", 9, "2026-12-01", ModeShip)); !errors.Is(err, ErrShortage) {
 			t.Fatalf("old-2: %v", err)
 		}
 		b := alloc("new-2", "A", 1, "2026-12-01", ModeShip)
 		b.LegacyOpID = "old-2"
-		if r, err := inv.Allocate(ctx, b); !errors.Is(err, ErrShortage) || !r.Replayed {
+		if r, err := inv.Apply(ctx, b); !errors.Is(err, ErrShortage) || !r.Replayed {
 			t.Fatalf("legacy replay of a failure: %+v %v", r, err)
 		}
 
 		// Neither id has a record: it applies, under its own id only.
 		c := alloc("new-3", "A", 1, "2026-12-01", ModeShip)
 		c.LegacyOpID = "old-3"
-		r, err = inv.Allocate(ctx, c)
+		r, err = inv.Apply(ctx, c)
 		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
 		if r.Replayed {
 			t.Fatalf("new-3: %+v, want applied", r)
 		}
-		r, err = inv.Allocate(ctx, alloc("old-3", "A", 1, "2026-12-01", ModeShip))
+		r, err = inv.Apply(ctx, alloc("old-3", "A", 1, "2026-12-01", ModeShip))
 		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
 		if r.Replayed {
 			t.Fatalf("old-3 after new-3: %+v, want applied (nothing is written under a legacy id)", r)
@@ -296,7 +296,7 @@ func TestLegacyOpIDIsReplayedNeverWritten(t *testing.T) {
 		// The op id's own record wins over the legacy one.
 		d := alloc("new-3", "A", 1, "2026-12-01", ModeShip)
 		d.LegacyOpID = "old-1"
-		r, err = inv.Allocate(ctx, d)
+		r, err = inv.Apply(ctx, d)
 		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
 		if !r.Replayed || r.Version != 2 {
 			t.Fatalf("new-3 again: %+v, want its own answer (version 2)", r)
@@ -307,13 +307,13 @@ func TestLegacyOpIDIsReplayedNeverWritten(t *testing.T) {
 func TestHiddenNeverCandidate(t *testing.T) {
 	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 5)}}
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Hold(ctx, HoldRequest{OpID: "h", SKU: "A", LotID: "L", Qty: 4, Reason: "count"})
+		r, err := inv.Apply(ctx, HoldRequest{OpID: "h", SKU: "A", LotID: "L", Qty: 4, Reason: "count"})
 		wantMoves(t, r, err, mv{"L", Sellable, Hidden, 4})
-		_, err = inv.Allocate(ctx, alloc("o1", "A", 2, "2026-12-01", ModeReserve))
+		_, err = inv.Apply(ctx, alloc("o1", "A", 2, "2026-12-01", ModeReserve))
 		wantErr(t, err, ErrShortage)
-		_, err = inv.ReleaseHold(ctx, HoldRequest{OpID: "u", SKU: "A", LotID: "L", Qty: 5, Reason: "count done"})
+		_, err = inv.Apply(ctx, ReleaseHoldRequest{OpID: "u", SKU: "A", LotID: "L", Qty: 5, Reason: "count done"})
 		wantErr(t, err, ErrInsufficient)
-		r, err = inv.ReleaseHold(ctx, HoldRequest{OpID: "u2", SKU: "A", LotID: "L", Qty: 4, Reason: "count done"})
+		r, err = inv.Apply(ctx, ReleaseHoldRequest{OpID: "u2", SKU: "A", LotID: "L", Qty: 4, Reason: "count done"})
 		wantMoves(t, r, err, mv{"L", Hidden, Sellable, 4})
 	})
 }
@@ -321,23 +321,23 @@ func TestHiddenNeverCandidate(t *testing.T) {
 func TestLifecycleReleaseConfirmShip(t *testing.T) {
 	s := SKU{SKU: "A", Lots: []Lot{lot("L1", KindOnHand, 1, "2027-01-01", 2), lot("L2", KindOnHand, 2, "2027-02-01", 5)}}
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Allocate(ctx, alloc("a", "A", 4, "2026-12-01", ModeReserve))
+		r, err := inv.Apply(ctx, alloc("a", "A", 4, "2026-12-01", ModeReserve))
 		wantMoves(t, r, err, mv{"L1", Sellable, Reserved, 2}, mv{"L2", Sellable, Reserved, 2})
 		// Partial release: the caller takes from the line's lots in reverse allocation order.
-		r, err = inv.Release(ctx, ReleaseRequest{OpID: "rel", SKU: "A", From: Reserved, Lots: []LotQty{{LotID: "L2", Qty: 1}}})
+		r, err = inv.Apply(ctx, ReleaseRequest{OpID: "rel", SKU: "A", From: Reserved, Lots: []LotQty{{LotID: "L2", Qty: 1}}})
 		wantMoves(t, r, err, mv{"L2", Reserved, Sellable, 1})
-		_, err = inv.Confirm(ctx, LotsRequest{OpID: "c0", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 2}, {LotID: "L2", Qty: 2}}})
+		_, err = inv.Apply(ctx, ConfirmRequest{OpID: "c0", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 2}, {LotID: "L2", Qty: 2}}})
 		wantErr(t, err, ErrInsufficient) // all or nothing: L1 must not have moved
-		_, err = inv.Confirm(ctx, LotsRequest{OpID: "c1", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 2}, {LotID: "nope", Qty: 1}}})
+		_, err = inv.Apply(ctx, ConfirmRequest{OpID: "c1", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 2}, {LotID: "nope", Qty: 1}}})
 		wantErr(t, err, ErrUnknownLot)
-		r, err = inv.Confirm(ctx, LotsRequest{OpID: "c2", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 1}, {LotID: "L2", Qty: 1}, {LotID: "L1", Qty: 1}}})
+		r, err = inv.Apply(ctx, ConfirmRequest{OpID: "c2", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 1}, {LotID: "L2", Qty: 1}, {LotID: "L1", Qty: 1}}})
 		wantMoves(t, r, err, mv{"L1", Reserved, Allocated, 1}, mv{"L2", Reserved, Allocated, 1}, mv{"L1", Reserved, Allocated, 1})
 		if len(r.Lots) != 2 || r.Lots[0].Allocated != 2 || r.Lots[0].Reserved != 0 {
 			t.Fatalf("lots %+v", r.Lots)
 		}
-		r, err = inv.Ship(ctx, LotsRequest{OpID: "s", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 2}}})
+		r, err = inv.Apply(ctx, ShipRequest{OpID: "s", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 2}}})
 		wantMoves(t, r, err, mv{"L1", Allocated, Shipped, 2})
-		r, err = inv.Release(ctx, ReleaseRequest{OpID: "rel2", SKU: "A", From: Allocated, Lots: []LotQty{{LotID: "L2", Qty: 1}}})
+		r, err = inv.Apply(ctx, ReleaseRequest{OpID: "rel2", SKU: "A", From: Allocated, Lots: []LotQty{{LotID: "L2", Qty: 1}}})
 		wantMoves(t, r, err, mv{"L2", Allocated, Sellable, 1})
 		snap, _ := inv.Snapshot(ctx, "A")
 		want := []Lot{s.Lots[0], s.Lots[1]}
@@ -356,33 +356,33 @@ func TestReceive(t *testing.T) {
 		lot("p2", KindPlanned, 3, "", 10),
 	}}
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Allocate(ctx, alloc("a", "A", 3, "2026-12-01", ModeReserve))
+		r, err := inv.Apply(ctx, alloc("a", "A", 3, "2026-12-01", ModeReserve))
 		wantMoves(t, r, err, mv{"old", Sellable, Reserved, 1}, mv{"p2", Sellable, Reserved, 2})
 		// p1 arrives short (8 of 10) with an earlier best-before: first in FEFO now.
-		r, err = inv.Receive(ctx, ReceiveRequest{OpID: "rc1", SKU: "A", LotID: "p1", BestBefore: "2027-01-01", Qty: 8})
+		r, err = inv.Apply(ctx, ReceiveRequest{OpID: "rc1", SKU: "A", LotID: "p1", BestBefore: "2027-01-01", Qty: 8})
 		wantMoves(t, r, err, mv{"p1", Sellable, External, 2})
 		if r.Lots[0].Kind != KindOnHand || r.Lots[0].BestBefore != "2027-01-01" {
 			t.Fatalf("received lot %+v", r.Lots[0])
 		}
-		_, err = inv.Receive(ctx, ReceiveRequest{OpID: "rc2", SKU: "A", LotID: "p1", BestBefore: "2027-01-01"})
+		_, err = inv.Apply(ctx, ReceiveRequest{OpID: "rc2", SKU: "A", LotID: "p1", BestBefore: "2027-01-01"})
 		wantErr(t, err, ErrLotState)
 		// p2 arrives with more than planned (12 of 10, 2 of them reserved).
-		r, err = inv.Receive(ctx, ReceiveRequest{OpID: "rc3", SKU: "A", LotID: "p2", BestBefore: "2027-03-01", Qty: 12})
+		r, err = inv.Apply(ctx, ReceiveRequest{OpID: "rc3", SKU: "A", LotID: "p2", BestBefore: "2027-03-01", Qty: 12})
 		wantMoves(t, r, err, mv{"p2", External, Sellable, 2})
-		r, err = inv.Allocate(ctx, alloc("b", "A", 9, "2026-12-01", ModeShip))
+		r, err = inv.Apply(ctx, alloc("b", "A", 9, "2026-12-01", ModeShip))
 		wantMoves(t, r, err, mv{"p1", Sellable, Allocated, 8}, mv{"p2", Sellable, Allocated, 1})
-		_, err = inv.Receive(ctx, ReceiveRequest{OpID: "rc4", SKU: "A", LotID: "zz"})
+		_, err = inv.Apply(ctx, ReceiveRequest{OpID: "rc4", SKU: "A", LotID: "zz"})
 		wantErr(t, err, ErrUnknownLot)
 	})
 	s2 := SKU{SKU: "B", Lots: []Lot{lot("p", KindPlanned, 1, "", 5)}}
 	each(t, []SKU{s2}, func(t *testing.T, inv Inventory) {
-		if _, err := inv.Allocate(ctx, alloc("a", "B", 4, "2026-12-01", ModeReserve)); err != nil {
+		if _, err := inv.Apply(ctx, alloc("a", "B", 4, "2026-12-01", ModeReserve)); err != nil {
 			t.Fatal(err)
 		}
 		// Counted 2 but 4 are reserved: the count cannot take reserved stock away.
-		_, err := inv.Receive(ctx, ReceiveRequest{OpID: "r", SKU: "B", LotID: "p", Qty: 2})
+		_, err := inv.Apply(ctx, ReceiveRequest{OpID: "r", SKU: "B", LotID: "p", Qty: 2})
 		wantErr(t, err, ErrInsufficient)
-		r, err := inv.Receive(ctx, ReceiveRequest{OpID: "r2", SKU: "B", LotID: "p"})
+		r, err := inv.Apply(ctx, ReceiveRequest{OpID: "r2", SKU: "B", LotID: "p"})
 		wantMoves(t, r, err)
 	})
 }
@@ -390,14 +390,14 @@ func TestReceive(t *testing.T) {
 func TestAdjust(t *testing.T) {
 	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 3)}}
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		_, err := inv.Adjust(ctx, AdjustRequest{OpID: "a1", SKU: "A", LotID: "L", Delta: -4, Reason: "count"})
+		_, err := inv.Apply(ctx, AdjustRequest{OpID: "a1", SKU: "A", LotID: "L", Delta: -4, Reason: "count"})
 		wantErr(t, err, ErrInsufficient)
-		r, err := inv.Adjust(ctx, AdjustRequest{OpID: "a2", SKU: "A", LotID: "L", Delta: -3, Reason: "broken in aisle 3"})
+		r, err := inv.Apply(ctx, AdjustRequest{OpID: "a2", SKU: "A", LotID: "L", Delta: -3, Reason: "broken in aisle 3"})
 		wantMoves(t, r, err, mv{"L", Sellable, External, 3})
 		if r.Reason != "broken in aisle 3" {
 			t.Fatalf("reason %q", r.Reason)
 		}
-		r, err = inv.Adjust(ctx, AdjustRequest{OpID: "a3", SKU: "A", LotID: "L", Delta: 7, Reason: "found"})
+		r, err = inv.Apply(ctx, AdjustRequest{OpID: "a3", SKU: "A", LotID: "L", Delta: 7, Reason: "found"})
 		wantMoves(t, r, err, mv{"L", External, Sellable, 7})
 	})
 }
@@ -410,62 +410,62 @@ func TestInvalidRequestsNeverReachTheScript(t *testing.T) {
 			do   func() error
 			want error
 		}{
-			{"zero qty", func() error { _, err := inv.Allocate(ctx, alloc("x", "A", 0, "2026-12-01", ModeShip)); return err }, ErrInvalidQuantity},
-			{"negative qty", func() error { _, err := inv.Allocate(ctx, alloc("x", "A", -1, "2026-12-01", ModeShip)); return err }, ErrInvalidQuantity},
+			{"zero qty", func() error { _, err := inv.Apply(ctx, alloc("x", "A", 0, "2026-12-01", ModeShip)); return err }, ErrInvalidQuantity},
+			{"negative qty", func() error { _, err := inv.Apply(ctx, alloc("x", "A", -1, "2026-12-01", ModeShip)); return err }, ErrInvalidQuantity},
 			{"huge qty", func() error {
-				_, err := inv.Allocate(ctx, alloc("x", "A", MaxQty+1, "2026-12-01", ModeShip))
+				_, err := inv.Apply(ctx, alloc("x", "A", MaxQty+1, "2026-12-01", ModeShip))
 				return err
 			}, ErrInvalidQuantity},
-			{"bad date", func() error { _, err := inv.Allocate(ctx, alloc("x", "A", 1, "2026-12-1", ModeShip)); return err }, ErrInvalidRequest},
-			{"no date", func() error { _, err := inv.Allocate(ctx, alloc("x", "A", 1, "", ModeShip)); return err }, ErrInvalidRequest},
-			{"feb 30", func() error { _, err := inv.Allocate(ctx, alloc("x", "A", 1, "2026-02-30", ModeShip)); return err }, ErrInvalidRequest},
-			{"bad mode", func() error { _, err := inv.Allocate(ctx, alloc("x", "A", 1, "2026-12-01", "both")); return err }, ErrInvalidRequest},
-			{"no op id", func() error { _, err := inv.Allocate(ctx, alloc("", "A", 1, "2026-12-01", ModeShip)); return err }, ErrInvalidRequest},
-			{"brace in sku", func() error { _, err := inv.Allocate(ctx, alloc("x", "A}", 1, "2026-12-01", ModeShip)); return err }, ErrInvalidRequest},
+			{"bad date", func() error { _, err := inv.Apply(ctx, alloc("x", "A", 1, "2026-12-1", ModeShip)); return err }, ErrInvalidRequest},
+			{"no date", func() error { _, err := inv.Apply(ctx, alloc("x", "A", 1, "", ModeShip)); return err }, ErrInvalidRequest},
+			{"feb 30", func() error { _, err := inv.Apply(ctx, alloc("x", "A", 1, "2026-02-30", ModeShip)); return err }, ErrInvalidRequest},
+			{"bad mode", func() error { _, err := inv.Apply(ctx, alloc("x", "A", 1, "2026-12-01", "both")); return err }, ErrInvalidRequest},
+			{"no op id", func() error { _, err := inv.Apply(ctx, alloc("", "A", 1, "2026-12-01", ModeShip)); return err }, ErrInvalidRequest},
+			{"brace in sku", func() error { _, err := inv.Apply(ctx, alloc("x", "A}", 1, "2026-12-01", ModeShip)); return err }, ErrInvalidRequest},
 			{"release from sellable", func() error {
-				_, err := inv.Release(ctx, ReleaseRequest{OpID: "x", SKU: "A", From: Sellable, Lots: []LotQty{{LotID: "L", Qty: 1}}})
+				_, err := inv.Apply(ctx, ReleaseRequest{OpID: "x", SKU: "A", From: Sellable, Lots: []LotQty{{LotID: "L", Qty: 1}}})
 				return err
 			}, ErrInvalidRequest},
 			{"release no lots", func() error {
-				_, err := inv.Release(ctx, ReleaseRequest{OpID: "x", SKU: "A", From: Reserved})
+				_, err := inv.Apply(ctx, ReleaseRequest{OpID: "x", SKU: "A", From: Reserved})
 				return err
 			}, ErrInvalidRequest},
 			{"ship zero", func() error {
-				_, err := inv.Ship(ctx, LotsRequest{OpID: "x", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 0}}})
+				_, err := inv.Apply(ctx, ShipRequest{OpID: "x", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 0}}})
 				return err
 			}, ErrInvalidQuantity},
 			{"hide zero", func() error {
-				_, err := inv.Hold(ctx, HoldRequest{OpID: "x", SKU: "A", LotID: "L", Reason: "r"})
+				_, err := inv.Apply(ctx, HoldRequest{OpID: "x", SKU: "A", LotID: "L", Reason: "r"})
 				return err
 			}, ErrInvalidQuantity},
 			{"adjust zero", func() error {
-				_, err := inv.Adjust(ctx, AdjustRequest{OpID: "x", SKU: "A", LotID: "L", Reason: "r"})
+				_, err := inv.Apply(ctx, AdjustRequest{OpID: "x", SKU: "A", LotID: "L", Reason: "r"})
 				return err
 			}, ErrInvalidQuantity},
 			{"adjust no reason", func() error {
-				_, err := inv.Adjust(ctx, AdjustRequest{OpID: "x", SKU: "A", LotID: "L", Delta: 1})
+				_, err := inv.Apply(ctx, AdjustRequest{OpID: "x", SKU: "A", LotID: "L", Delta: 1})
 				return err
 			}, ErrInvalidRequest},
 			{"receive negative", func() error {
-				_, err := inv.Receive(ctx, ReceiveRequest{OpID: "x", SKU: "A", LotID: "L", Qty: -1})
+				_, err := inv.Apply(ctx, ReceiveRequest{OpID: "x", SKU: "A", LotID: "L", Qty: -1})
 				return err
 			}, ErrInvalidQuantity},
 			{"receive bad date", func() error {
-				_, err := inv.Receive(ctx, ReceiveRequest{OpID: "x", SKU: "A", LotID: "L", BestBefore: "tomorrow"})
+				_, err := inv.Apply(ctx, ReceiveRequest{OpID: "x", SKU: "A", LotID: "L", BestBefore: "tomorrow"})
 				return err
 			}, ErrInvalidRequest},
 			{"legacy op id with a control character", func() error {
-				_, err := inv.Undo(ctx, UndoRequest{OpID: "x", LegacyOpID: "old\x01", SKU: "A", From: Sellable, To: Allocated, Lots: []LotQty{{LotID: "L", Qty: 1}}})
+				_, err := inv.Apply(ctx, UndoRequest{OpID: "x", LegacyOpID: "old\x01", SKU: "A", From: Sellable, To: Allocated, Lots: []LotQty{{LotID: "L", Qty: 1}}})
 				return err
 			}, ErrInvalidRequest},
 			{"legacy op id too long", func() error {
 				a := alloc("x", "A", 1, "2026-12-01", ModeShip)
 				a.LegacyOpID = strings.Repeat("o", MaxIDLen+1)
-				_, err := inv.Allocate(ctx, a)
+				_, err := inv.Apply(ctx, a)
 				return err
 			}, ErrInvalidRequest},
 			{"lot id with newline", func() error {
-				_, err := inv.Recall(ctx, RecallRequest{OpID: "x", SKU: "A", LotID: "L\n", Reason: "r"})
+				_, err := inv.Apply(ctx, RecallRequest{OpID: "x", SKU: "A", LotID: "L\n", Reason: "r"})
 				return err
 			}, ErrInvalidRequest},
 		}
@@ -475,7 +475,7 @@ func TestInvalidRequestsNeverReachTheScript(t *testing.T) {
 			}
 		}
 		// None of them was remembered: op id "x" is still free.
-		r, err := inv.Allocate(ctx, alloc("x", "A", 1, "2026-12-01", ModeShip))
+		r, err := inv.Apply(ctx, alloc("x", "A", 1, "2026-12-01", ModeShip))
 		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
 		if r.Version != 1 || r.Replayed {
 			t.Fatalf("result %+v", r)
@@ -486,14 +486,14 @@ func TestInvalidRequestsNeverReachTheScript(t *testing.T) {
 func TestUnknownSKUAndAutoLoad(t *testing.T) {
 	s := SKU{SKU: "A", Version: 41, Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 3)}}
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		_, err := inv.Allocate(ctx, alloc("x", "nope", 1, "2026-12-01", ModeShip))
+		_, err := inv.Apply(ctx, alloc("x", "nope", 1, "2026-12-01", ModeShip))
 		wantErr(t, err, ErrUnknownSKU)
 		if Reason(err) != "ERR_UNKNOWN_SKU" {
 			t.Fatalf("reason %q", Reason(err))
 		}
 		_, err = inv.Snapshot(ctx, "A")
 		wantErr(t, err, ErrNotLoaded)
-		r, err := inv.Allocate(ctx, alloc("y", "A", 1, "2026-12-01", ModeShip))
+		r, err := inv.Apply(ctx, alloc("y", "A", 1, "2026-12-01", ModeShip))
 		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
 		if r.Version != 42 {
 			t.Fatalf("version %d, want the loaded version + 1", r.Version)
@@ -533,7 +533,7 @@ func TestConcurrentFirstTouchLoadsOnce(t *testing.T) {
 			if err != nil {
 				t.Error(err)
 			}
-			if _, err := l.Allocate(ctx, alloc(fmt.Sprint("o", i), "A", 1, "2026-12-01", ModeShip)); err != nil {
+			if _, err := l.Apply(ctx, alloc(fmt.Sprint("o", i), "A", 1, "2026-12-01", ModeShip)); err != nil {
 				t.Error(err)
 			}
 			if ok {
@@ -564,7 +564,7 @@ func TestScanSKUs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range skus {
-		if _, err := l.Allocate(ctx, alloc("op", s.SKU, 1, "2026-12-01", ModeShip)); err != nil {
+		if _, err := l.Apply(ctx, alloc("op", s.SKU, 1, "2026-12-01", ModeShip)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -583,7 +583,7 @@ func TestOpRecordExpires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Allocate(ctx, alloc("op", "A", 1, "2026-12-01", ModeShip)); err != nil {
+	if _, err := l.Apply(ctx, alloc("op", "A", 1, "2026-12-01", ModeShip)); err != nil {
 		t.Fatal(err)
 	}
 	ttl, err := rc.TTL(ctx, opKey(prefix, "A", "op")).Result()
@@ -623,8 +623,8 @@ func TestLoadManyLots(t *testing.T) {
 	m := NewModel(newMemLoader(s))
 	for i, q := range []int64{1, 500, 2} {
 		req := alloc(fmt.Sprint("op", i), "BIG", q, "2026-12-01", ModeReserve)
-		rr, rerr := l.Allocate(ctx, req)
-		mr, merr := m.Allocate(ctx, req)
+		rr, rerr := l.Apply(ctx, req)
+		mr, merr := m.Apply(ctx, req)
 		if Reason(rerr) != Reason(merr) || !reflect.DeepEqual(rr, mr) {
 			t.Fatalf("allocation %d differs:\n%+v %v\n%+v %v", i, rr, rerr, mr, merr)
 		}
@@ -656,22 +656,22 @@ func TestRejection(t *testing.T) {
 func TestUndo(t *testing.T) {
 	s := SKU{SKU: "A", Lots: []Lot{lot("L1", KindOnHand, 1, "2027-01-01", 5)}}
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Allocate(ctx, alloc("a", "A", 3, "2026-12-01", ModeReserve))
+		r, err := inv.Apply(ctx, alloc("a", "A", 3, "2026-12-01", ModeReserve))
 		wantMoves(t, r, err, mv{"L1", Sellable, Reserved, 3})
-		r, err = inv.Confirm(ctx, LotsRequest{OpID: "c", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 3}}})
+		r, err = inv.Apply(ctx, ConfirmRequest{OpID: "c", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 3}}})
 		wantMoves(t, r, err, mv{"L1", Reserved, Allocated, 3})
-		r, err = inv.Undo(ctx, UndoRequest{OpID: "c-undo", SKU: "A", From: Reserved, To: Allocated, Lots: []LotQty{{LotID: "L1", Qty: 3}}})
+		r, err = inv.Apply(ctx, UndoRequest{OpID: "c-undo", SKU: "A", From: Reserved, To: Allocated, Lots: []LotQty{{LotID: "L1", Qty: 3}}})
 		wantMoves(t, r, err, mv{"L1", Allocated, Reserved, 3})
 		if r.Moves[0].Version != r.Version || r.Version != 3 {
 			t.Fatalf("undo at version %d, its move at %d; want 3", r.Version, r.Moves[0].Version)
 		}
 		// The bucket no longer holds what the undo would take back.
-		_, err = inv.Undo(ctx, UndoRequest{OpID: "c-undo-2", SKU: "A", From: Reserved, To: Allocated, Lots: []LotQty{{LotID: "L1", Qty: 1}}})
+		_, err = inv.Apply(ctx, UndoRequest{OpID: "c-undo-2", SKU: "A", From: Reserved, To: Allocated, Lots: []LotQty{{LotID: "L1", Qty: 1}}})
 		wantErr(t, err, ErrInsufficient)
 		// Not an operation an order makes: hidden stock is never an order's.
-		_, err = inv.Undo(ctx, UndoRequest{OpID: "h-undo", SKU: "A", From: Sellable, To: Hidden, Lots: []LotQty{{LotID: "L1", Qty: 1}}})
+		_, err = inv.Apply(ctx, UndoRequest{OpID: "h-undo", SKU: "A", From: Sellable, To: Hidden, Lots: []LotQty{{LotID: "L1", Qty: 1}}})
 		wantErr(t, err, ErrInvalidRequest)
-		r, err = inv.Undo(ctx, UndoRequest{OpID: "a-undo", SKU: "A", From: Sellable, To: Reserved, Lots: []LotQty{{LotID: "L1", Qty: 3}}})
+		r, err = inv.Apply(ctx, UndoRequest{OpID: "a-undo", SKU: "A", From: Sellable, To: Reserved, Lots: []LotQty{{LotID: "L1", Qty: 3}}})
 		wantMoves(t, r, err, mv{"L1", Reserved, Sellable, 3})
 		snap, _ := inv.Snapshot(ctx, "A")
 		if l := snap.Lots[0]; l.Sellable != 5 || l.Reserved != 0 || l.Allocated != 0 {

@@ -271,37 +271,37 @@ func (s genStep) run(inv Inventory) (Result, error) {
 	name := strings.TrimPrefix(s.name, "replay ")
 	switch {
 	case s.alloc != nil:
-		return inv.Allocate(ctx, *s.alloc)
+		return inv.Apply(ctx, *s.alloc)
 	case s.release != nil:
-		return inv.Release(ctx, *s.release)
+		return inv.Apply(ctx, *s.release)
 	case s.lots != nil && name == "ship":
-		return inv.Ship(ctx, *s.lots)
+		return inv.Apply(ctx, ShipRequest(*s.lots))
 	case s.lots != nil:
-		return inv.Confirm(ctx, *s.lots)
+		return inv.Apply(ctx, ConfirmRequest(*s.lots))
 	case s.receive != nil:
-		return inv.Receive(ctx, *s.receive)
+		return inv.Apply(ctx, *s.receive)
 	case s.adjust != nil:
-		return inv.Adjust(ctx, *s.adjust)
+		return inv.Apply(ctx, *s.adjust)
 	case s.hold != nil && name == "hold":
-		return inv.Hold(ctx, *s.hold)
+		return inv.Apply(ctx, *s.hold)
 	case s.hold != nil && name == "release_hold":
-		return inv.ReleaseHold(ctx, *s.hold)
+		return inv.Apply(ctx, ReleaseHoldRequest(*s.hold))
 	case s.hold != nil:
-		return inv.Damage(ctx, *s.hold)
+		return inv.Apply(ctx, DamageRequest(*s.hold))
 	case s.recall != nil:
-		return inv.Recall(ctx, *s.recall)
+		return inv.Apply(ctx, *s.recall)
 	case s.ret != nil:
-		return inv.Return(ctx, *s.ret)
+		return inv.Apply(ctx, *s.ret)
 	case s.undo != nil:
-		return inv.Undo(ctx, *s.undo)
+		return inv.Apply(ctx, *s.undo)
 	case s.change != nil:
-		return inv.Change(ctx, *s.change)
+		return inv.Apply(ctx, *s.change)
 	case s.regSKU != nil:
-		return inv.RegisterSKU(ctx, *s.regSKU)
+		return inv.Apply(ctx, *s.regSKU)
 	case s.regLot != nil:
-		return inv.RegisterLot(ctx, *s.regLot)
+		return inv.Apply(ctx, *s.regLot)
 	case s.ss != nil:
-		return inv.SetSafetyStock(ctx, *s.ss)
+		return inv.Apply(ctx, *s.ss)
 	}
 	return Result{}, nil
 }
@@ -554,7 +554,7 @@ func TestHotSKUNeverOversold(t *testing.T) {
 					mode = ModeReserve
 				}
 				q := 1 + rng.Int64N(4)
-				_, err := l.Allocate(ctx, alloc(fmt.Sprintf("w%d-%d", w, i), "HOT", q, "2026-12-01", mode))
+				_, err := l.Apply(ctx, alloc(fmt.Sprintf("w%d-%d", w, i), "HOT", q, "2026-12-01", mode))
 				if errors.Is(err, ErrShortage) && q == 1 {
 					return // nothing left for anyone
 				}

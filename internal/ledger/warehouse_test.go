@@ -16,22 +16,22 @@ func TestRegisteredLotTakesItsPlaceInAllocationOrder(t *testing.T) {
 		lot("p-old", KindPlanned, 7, "", 5),
 	}}
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		r, err := inv.RegisterLot(ctx, RegisterLotRequest{OpID: "r1", SKU: "A", Lot: NewLot{LotID: "p-new", Kind: KindPlanned, Good: true, Sellable: 3}})
+		r, err := inv.Apply(ctx, RegisterLotRequest{OpID: "r1", SKU: "A", Lot: NewLot{LotID: "p-new", Kind: KindPlanned, Good: true, Sellable: 3}})
 		wantMoves(t, r, err, mv{"p-new", External, Sellable, 3})
 		if l := r.Lots[0]; l.RegSeq != 8 || l.ValidFrom != MinDate || l.ValidTo != MaxDate || !l.Good || r.Version != 1 {
 			t.Fatalf("registered lot %+v (version %d)", l, r.Version)
 		}
-		r, err = inv.RegisterLot(ctx, RegisterLotRequest{OpID: "r2", SKU: "A", Lot: NewLot{LotID: "oh-same-bb", Kind: KindOnHand, Good: true, BestBefore: "2027-01-01", Sellable: 1}})
+		r, err = inv.Apply(ctx, RegisterLotRequest{OpID: "r2", SKU: "A", Lot: NewLot{LotID: "oh-same-bb", Kind: KindOnHand, Good: true, BestBefore: "2027-01-01", Sellable: 1}})
 		wantMoves(t, r, err, mv{"oh-same-bb", External, Sellable, 1})
-		r, err = inv.Allocate(ctx, alloc("o1", "A", 4, "2026-12-01", ModeReserve))
+		r, err = inv.Apply(ctx, alloc("o1", "A", 4, "2026-12-01", ModeReserve))
 		wantMoves(t, r, err, mv{"oh", Sellable, Reserved, 1}, mv{"oh-same-bb", Sellable, Reserved, 1}, mv{"p-new", Sellable, Reserved, 2})
-		_, err = inv.RegisterLot(ctx, RegisterLotRequest{OpID: "r3", SKU: "A", Lot: NewLot{LotID: "oh", Kind: KindOnHand, Good: true, Sellable: 1}})
+		_, err = inv.Apply(ctx, RegisterLotRequest{OpID: "r3", SKU: "A", Lot: NewLot{LotID: "oh", Kind: KindOnHand, Good: true, Sellable: 1}})
 		wantErr(t, err, ErrLotExists)
-		_, err = inv.RegisterLot(ctx, RegisterLotRequest{OpID: "r4", SKU: "NOPE", Lot: NewLot{LotID: "x", Kind: KindOnHand, Good: true, Sellable: 1}})
+		_, err = inv.Apply(ctx, RegisterLotRequest{OpID: "r4", SKU: "NOPE", Lot: NewLot{LotID: "x", Kind: KindOnHand, Good: true, Sellable: 1}})
 		wantErr(t, err, ErrUnknownSKU)
-		_, err = inv.RegisterLot(ctx, RegisterLotRequest{OpID: "r5", SKU: "A", Lot: NewLot{LotID: "y", Kind: KindPlanned, BestBefore: "2027-01-01", Sellable: 1}})
+		_, err = inv.Apply(ctx, RegisterLotRequest{OpID: "r5", SKU: "A", Lot: NewLot{LotID: "y", Kind: KindPlanned, BestBefore: "2027-01-01", Sellable: 1}})
 		wantErr(t, err, ErrInvalidRequest)
-		_, err = inv.RegisterLot(ctx, RegisterLotRequest{OpID: "r6", SKU: "A", Lot: NewLot{LotID: "z", Kind: KindOnHand}})
+		_, err = inv.Apply(ctx, RegisterLotRequest{OpID: "r6", SKU: "A", Lot: NewLot{LotID: "z", Kind: KindOnHand}})
 		wantErr(t, err, ErrInvalidQuantity)
 	})
 }
@@ -41,29 +41,29 @@ func TestRegisteredLotTakesItsPlaceInAllocationOrder(t *testing.T) {
 func TestRegisterSKU(t *testing.T) {
 	inPG := SKU{SKU: "PG", Lots: []Lot{lot("L", KindOnHand, 0, "", 1)}}
 	each(t, []SKU{inPG}, func(t *testing.T, inv Inventory) {
-		r, err := inv.RegisterSKU(ctx, RegisterSKURequest{OpID: "s1", SKU: "NEW", SafetyStock: 3})
+		r, err := inv.Apply(ctx, RegisterSKURequest{OpID: "s1", SKU: "NEW", SafetyStock: 3})
 		wantMoves(t, r, err)
 		if r.Version != 1 || r.SafetyStock != 3 {
 			t.Fatalf("registered %+v", r)
 		}
-		r, err = inv.RegisterSKU(ctx, RegisterSKURequest{OpID: "s1", SKU: "NEW", SafetyStock: 9})
+		r, err = inv.Apply(ctx, RegisterSKURequest{OpID: "s1", SKU: "NEW", SafetyStock: 9})
 		if err != nil || !r.Replayed || r.SafetyStock != 3 {
 			t.Fatalf("replay: %+v %v", r, err)
 		}
-		_, err = inv.RegisterSKU(ctx, RegisterSKURequest{OpID: "s2", SKU: "NEW"})
+		_, err = inv.Apply(ctx, RegisterSKURequest{OpID: "s2", SKU: "NEW"})
 		wantErr(t, err, ErrSKUExists)
-		_, err = inv.RegisterSKU(ctx, RegisterSKURequest{OpID: "s3", SKU: "PG"})
+		_, err = inv.Apply(ctx, RegisterSKURequest{OpID: "s3", SKU: "PG"})
 		wantErr(t, err, ErrSKUExists)
 		snap, err := inv.Snapshot(ctx, "NEW")
 		if err != nil || snap.SafetyStock != 3 || snap.Version != 1 || len(snap.Lots) != 0 {
 			t.Fatalf("snapshot %+v %v", snap, err)
 		}
-		r, err = inv.SetSafetyStock(ctx, SafetyStockRequest{OpID: "ss1", SKU: "NEW", SafetyStock: 7})
+		r, err = inv.Apply(ctx, SafetyStockRequest{OpID: "ss1", SKU: "NEW", SafetyStock: 7})
 		wantMoves(t, r, err)
 		if r.Version != 2 || r.SafetyStock != 7 {
 			t.Fatalf("safety stock %+v", r)
 		}
-		_, err = inv.RegisterSKU(ctx, RegisterSKURequest{OpID: "s4", SKU: "NEG", SafetyStock: -1})
+		_, err = inv.Apply(ctx, RegisterSKURequest{OpID: "s4", SKU: "NEG", SafetyStock: -1})
 		wantErr(t, err, ErrInvalidQuantity)
 	})
 }
@@ -75,26 +75,26 @@ func TestRecallListsTheHolders(t *testing.T) {
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
 		a := alloc("a1", "A", 5, "2026-12-01", ModeReserve)
 		a.Holder = "o1"
-		_, err := inv.Allocate(ctx, a)
+		_, err := inv.Apply(ctx, a)
 		wantErr(t, err, nil)
 		a = alloc("a2", "A", 3, "2026-12-01", ModeShip)
 		a.Holder = "o2"
-		_, err = inv.Allocate(ctx, a)
+		_, err = inv.Apply(ctx, a)
 		wantErr(t, err, nil)
-		_, err = inv.Release(ctx, ReleaseRequest{OpID: "rel", SKU: "A", From: Reserved, Lots: []LotQty{{LotID: "L", Qty: 2}}, Holder: "o1"})
+		_, err = inv.Apply(ctx, ReleaseRequest{OpID: "rel", SKU: "A", From: Reserved, Lots: []LotQty{{LotID: "L", Qty: 2}}, Holder: "o1"})
 		wantErr(t, err, nil)
-		_, err = inv.Ship(ctx, LotsRequest{OpID: "shp", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 3}}, Holder: "o2"})
+		_, err = inv.Apply(ctx, ShipRequest{OpID: "shp", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 3}}, Holder: "o2"})
 		wantErr(t, err, nil)
 		for i := range MaxResultHolders + 1 {
 			a := alloc(fmt.Sprint("b", i), "A", 1, "2026-12-01", ModeReserve)
 			a.Holder = fmt.Sprintf("p%03d", i)
-			if _, err := inv.Allocate(ctx, a); err != nil {
+			if _, err := inv.Apply(ctx, a); err != nil {
 				t.Fatal(err)
 			}
 		}
-		_, err = inv.Hold(ctx, HoldRequest{OpID: "h", SKU: "A", LotID: "L", Qty: 10, Reason: "qa"})
+		_, err = inv.Apply(ctx, HoldRequest{OpID: "h", SKU: "A", LotID: "L", Qty: 10, Reason: "qa"})
 		wantErr(t, err, nil)
-		r, err := inv.Recall(ctx, RecallRequest{OpID: "rc", SKU: "A", LotID: "L", Reason: "supplier"})
+		r, err := inv.Apply(ctx, RecallRequest{OpID: "rc", SKU: "A", LotID: "L", Reason: "supplier"})
 		left := int64(1000 - 5 - 3 - (MaxResultHolders + 1))
 		wantMoves(t, r, err, mv{"L", Sellable, Defective, left - 10 + 2}, mv{"L", Hidden, Defective, 10})
 		if r.HolderCount != MaxResultHolders+2 || len(r.Holders) != MaxResultHolders {
@@ -106,7 +106,7 @@ func TestRecallListsTheHolders(t *testing.T) {
 		if l := r.Lots[0]; l.Good || l.Sellable != 0 || l.Hidden != 0 || l.Reserved != 3+MaxResultHolders+1 {
 			t.Fatalf("recalled lot %+v", l)
 		}
-		_, err = inv.Allocate(ctx, alloc("after", "A", 1, "2026-12-01", ModeReserve))
+		_, err = inv.Apply(ctx, alloc("after", "A", 1, "2026-12-01", ModeReserve))
 		wantErr(t, err, ErrShortage)
 	})
 }
@@ -116,20 +116,20 @@ func TestReturnsDamageAndHolds(t *testing.T) {
 	l := lot("L", KindOnHand, 0, "2027-01-01", 10)
 	l.Shipped = 4
 	each(t, []SKU{{SKU: "A", Lots: []Lot{l}}}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Return(ctx, ReturnRequest{OpID: "r1", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 1}}})
+		r, err := inv.Apply(ctx, ReturnRequest{OpID: "r1", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 1}}})
 		wantMoves(t, r, err, mv{"L", Shipped, Sellable, 1})
-		r, err = inv.Return(ctx, ReturnRequest{OpID: "r2", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 2}}, Defective: true})
+		r, err = inv.Apply(ctx, ReturnRequest{OpID: "r2", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 2}}, Defective: true})
 		wantMoves(t, r, err, mv{"L", Shipped, Defective, 2})
-		_, err = inv.Return(ctx, ReturnRequest{OpID: "r3", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 2}}})
+		_, err = inv.Apply(ctx, ReturnRequest{OpID: "r3", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 2}}})
 		wantErr(t, err, ErrInsufficient)
-		r, err = inv.Damage(ctx, HoldRequest{OpID: "d1", SKU: "A", LotID: "L", Qty: 3, Reason: "crushed"})
+		r, err = inv.Apply(ctx, DamageRequest{OpID: "d1", SKU: "A", LotID: "L", Qty: 3, Reason: "crushed"})
 		wantMoves(t, r, err, mv{"L", Sellable, Defective, 3})
 		if r.Reason != "crushed" || r.Lots[0].Defective != 5 || r.Lots[0].Sellable != 8 {
 			t.Fatalf("after damage %+v", r)
 		}
-		_, err = inv.Damage(ctx, HoldRequest{OpID: "d2", SKU: "A", LotID: "L", Qty: 3})
+		_, err = inv.Apply(ctx, DamageRequest{OpID: "d2", SKU: "A", LotID: "L", Qty: 3})
 		wantErr(t, err, ErrInvalidRequest) // no reason
-		_, err = inv.Undo(ctx, UndoRequest{OpID: "r1-undo", SKU: "A", From: Shipped, To: Sellable, Lots: []LotQty{{LotID: "L", Qty: 1}}})
+		_, err = inv.Apply(ctx, UndoRequest{OpID: "r1-undo", SKU: "A", From: Shipped, To: Sellable, Lots: []LotQty{{LotID: "L", Qty: 1}}})
 		wantErr(t, err, nil)
 	})
 }
@@ -175,7 +175,7 @@ func TestIndexChunksSplitAndDrop(t *testing.T) {
 	// and splits when it passes 64 records.
 	for i := range 40 {
 		step(fmt.Sprint("register ", i), func(inv Inventory) (Result, error) {
-			return inv.RegisterLot(ctx, RegisterLotRequest{OpID: fmt.Sprint("r", i), SKU: "A",
+			return inv.Apply(ctx, RegisterLotRequest{OpID: fmt.Sprint("r", i), SKU: "A",
 				Lot: NewLot{LotID: fmt.Sprintf("E%02d", i), Kind: KindOnHand, Good: true, BestBefore: "2027-01-01", Sellable: 1}})
 		})
 	}
@@ -185,14 +185,14 @@ func TestIndexChunksSplitAndDrop(t *testing.T) {
 	// Drain them in FEFO order: the first chunk empties and goes.
 	for i := range 40 {
 		step(fmt.Sprint("allocate ", i), func(inv Inventory) (Result, error) {
-			return inv.Allocate(ctx, AllocateRequest{OpID: fmt.Sprint("a", i), SKU: "A", Qty: 1, TargetDate: "2026-12-01", Mode: ModeReserve})
+			return inv.Apply(ctx, AllocateRequest{OpID: fmt.Sprint("a", i), SKU: "A", Qty: 1, TargetDate: "2026-12-01", Mode: ModeReserve})
 		})
 	}
 	if n := chunks(); n != 2 {
 		t.Fatalf("%d chunks after draining the first, want 2", n)
 	}
 	step("drain all", func(inv Inventory) (Result, error) {
-		return inv.Allocate(ctx, AllocateRequest{OpID: "all", SKU: "A", Qty: 40, TargetDate: "2026-12-01", Mode: ModeReserve})
+		return inv.Apply(ctx, AllocateRequest{OpID: "all", SKU: "A", Qty: 40, TargetDate: "2026-12-01", Mode: ModeReserve})
 	})
 	if n := chunks(); n != 1 {
 		t.Fatalf("%d chunks with nothing sellable, want 1 (empty)", n)

@@ -65,7 +65,7 @@ func TestLargestAcceptedEventsResultFits(t *testing.T) {
 	// The last old line's stock leaves its bucket behind the order's back, so that the
 	// order's release of it is refused after every other line was changed.
 	last := placedRes.Order.Lines[n-1]
-	if _, err := h.led.Release(context.Background(), ledger.ReleaseRequest{OpID: "drift", SKU: last.SKU, From: ledger.Reserved, Lots: last.Lots}); err != nil {
+	if _, err := h.led.Apply(context.Background(), ledger.ReleaseRequest{OpID: "drift", SKU: last.SKU, From: ledger.Reserved, Lots: last.Lots}); err != nil {
 		t.Fatal(err)
 	}
 	changed := ev(lcid, event.OrderLinesChanged, event.OrderData{Lines: lines(n, "new")})

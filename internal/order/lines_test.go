@@ -147,7 +147,7 @@ func TestLinesChangedRefusedOnTheSecondSKUUndoesTheFirst(t *testing.T) {
 	change := ev("L-two", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "A", 1), line("2", "A", 5), line("3", "B", 3)}})
 	var other error
 	s.l.after[opPrefix(change)+":A:change"] = func() {
-		_, other = s.led.Allocate(context.Background(), ledger.AllocateRequest{
+		_, other = s.led.Apply(context.Background(), ledger.AllocateRequest{
 			OpID: "other:alloc", SKU: "A", Qty: 1, TargetDate: "2026-12-01", Mode: ledger.ModeReserve,
 		})
 	}

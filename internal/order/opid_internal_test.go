@@ -37,7 +37,7 @@ func FuzzOpIDs(f *testing.F) {
 		id, legacy := a.opID(lineID, "alloc"), a.legacyOpID(lineID, "alloc")
 		m := ledger.NewModel(nil) // no SKU: a valid request fails with ErrNotLoaded
 		for _, op := range [][2]string{{id, legacy}, {undoOpID(id), undoOpID(legacy)}} {
-			_, err := m.Allocate(context.Background(), ledger.AllocateRequest{OpID: op[0], LegacyOpID: op[1], SKU: "S", Qty: 1, TargetDate: "2026-12-01", Mode: ledger.ModeShip})
+			_, err := m.Apply(context.Background(), ledger.AllocateRequest{OpID: op[0], LegacyOpID: op[1], SKU: "S", Qty: 1, TargetDate: "2026-12-01", Mode: ledger.ModeShip})
 			if !errors.Is(err, ledger.ErrNotLoaded) {
 				t.Fatalf("op ids %q / %q: %v, want accepted (ErrNotLoaded)", op[0], op[1], err)
 			}

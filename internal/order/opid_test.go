@@ -73,13 +73,13 @@ func (s *stepper) older(e event.Order, undo bool) {
 	s.t.Helper()
 	ctx := context.Background()
 	op := e.EventID + ":1:alloc"
-	if _, err := s.led.Allocate(ctx, ledger.AllocateRequest{OpID: op, SKU: "A", Qty: 2, TargetDate: "2026-12-01", Mode: ledger.ModeReserve, Holder: e.LCID}); err != nil {
+	if _, err := s.led.Apply(ctx, ledger.AllocateRequest{OpID: op, SKU: "A", Qty: 2, TargetDate: "2026-12-01", Mode: ledger.ModeReserve, Holder: e.LCID}); err != nil {
 		s.t.Fatal(err)
 	}
 	if !undo {
 		return
 	}
-	if _, err := s.led.Undo(ctx, ledger.UndoRequest{OpID: op + "-undo", SKU: "A", From: ledger.Sellable, To: ledger.Reserved, Lots: lots("A1", 2), Holder: e.LCID}); err != nil {
+	if _, err := s.led.Apply(ctx, ledger.UndoRequest{OpID: op + "-undo", SKU: "A", From: ledger.Sellable, To: ledger.Reserved, Lots: lots("A1", 2), Holder: e.LCID}); err != nil {
 		s.t.Fatal(err)
 	}
 }

@@ -102,7 +102,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 		}
 	}
 
-	rec := &recorder{Ledger: p.ledger}
+	rec := &recorder{next: p.ledger}
 	now := p.now()
 	replay := st
 	res, parked, stepErr := safeApply(ctx, rec, &replay, ev, t.Seq, now)
@@ -310,104 +310,34 @@ func safeApply(ctx context.Context, l Ledger, st *State, ev Event, arrival int64
 }
 
 // recorder is a Ledger that keeps what each operation answered: all of them (their moves
-// and lots go into the quarantine's result), the undoable ones still open (moved
-// something, not undone since: what the quarantine moves back), and the ones that
-// changed a lot and cannot be undone.
+// and lots go into the quarantine's result), the reversible ones still open (moved
+// something, not undone since: what the quarantine moves back), and the irreversible ones
+// (ledger.ReversalOf), which the quarantine completes instead of undoing.
 type recorder struct {
-	Ledger
+	next  Ledger
 	all   []ledger.Result
 	open  []ledger.Result
 	fixed []ledger.Result
 }
 
-func (r *recorder) keep(res ledger.Result, err error) (ledger.Result, error) {
-	if err == nil {
-		r.all = append(r.all, res)
+// Apply runs op and records what it answered.
+func (r *recorder) Apply(ctx context.Context, op ledger.Op) (ledger.Result, error) {
+	res, err := r.next.Apply(ctx, op)
+	if err != nil {
+		return res, err
+	}
+	r.all = append(r.all, res)
+	switch ledger.ReversalOf(op) {
+	case ledger.Reversible:
 		if len(res.Moves) > 0 {
 			r.open = append(r.open, res)
 		}
-	}
-	return res, err
-}
-
-func (r *recorder) Allocate(ctx context.Context, q ledger.AllocateRequest) (ledger.Result, error) {
-	return r.keep(r.Ledger.Allocate(ctx, q))
-}
-
-func (r *recorder) Release(ctx context.Context, q ledger.ReleaseRequest) (ledger.Result, error) {
-	return r.keep(r.Ledger.Release(ctx, q))
-}
-
-func (r *recorder) Confirm(ctx context.Context, q ledger.LotsRequest) (ledger.Result, error) {
-	return r.keep(r.Ledger.Confirm(ctx, q))
-}
-
-func (r *recorder) Ship(ctx context.Context, q ledger.LotsRequest) (ledger.Result, error) {
-	return r.keep(r.Ledger.Ship(ctx, q))
-}
-
-func (r *recorder) Change(ctx context.Context, q ledger.ChangeRequest) (ledger.Result, error) {
-	return r.keep(r.Ledger.Change(ctx, q))
-}
-
-// Undo closes the operation it undoes: the step's own rollback moved it back already.
-func (r *recorder) Undo(ctx context.Context, q ledger.UndoRequest) (ledger.Result, error) {
-	res, err := r.Ledger.Undo(ctx, q)
-	if err == nil {
-		r.all = append(r.all, res)
-		r.open = slices.DeleteFunc(r.open, func(o ledger.Result) bool { return undoOpID(o.OpID) == q.OpID })
-	}
-	return res, err
-}
-
-func (r *recorder) Receive(ctx context.Context, q ledger.ReceiveRequest) (ledger.Result, error) {
-	return r.fixedOp(r.Ledger.Receive(ctx, q))
-}
-
-func (r *recorder) Adjust(ctx context.Context, q ledger.AdjustRequest) (ledger.Result, error) {
-	return r.fixedOp(r.Ledger.Adjust(ctx, q))
-}
-
-// Return is undoable like an order's other operations.
-func (r *recorder) Return(ctx context.Context, q ledger.ReturnRequest) (ledger.Result, error) {
-	return r.keep(r.Ledger.Return(ctx, q))
-}
-
-// The warehouse's operations are each their event's only one, and are not undone.
-
-func (r *recorder) Hold(ctx context.Context, q ledger.HoldRequest) (ledger.Result, error) {
-	return r.fixedOp(r.Ledger.Hold(ctx, q))
-}
-
-func (r *recorder) ReleaseHold(ctx context.Context, q ledger.HoldRequest) (ledger.Result, error) {
-	return r.fixedOp(r.Ledger.ReleaseHold(ctx, q))
-}
-
-func (r *recorder) Damage(ctx context.Context, q ledger.HoldRequest) (ledger.Result, error) {
-	return r.fixedOp(r.Ledger.Damage(ctx, q))
-}
-
-func (r *recorder) Recall(ctx context.Context, q ledger.RecallRequest) (ledger.Result, error) {
-	return r.fixedOp(r.Ledger.Recall(ctx, q))
-}
-
-func (r *recorder) RegisterSKU(ctx context.Context, q ledger.RegisterSKURequest) (ledger.Result, error) {
-	return r.fixedOp(r.Ledger.RegisterSKU(ctx, q))
-}
-
-func (r *recorder) RegisterLot(ctx context.Context, q ledger.RegisterLotRequest) (ledger.Result, error) {
-	return r.fixedOp(r.Ledger.RegisterLot(ctx, q))
-}
-
-func (r *recorder) SetSafetyStock(ctx context.Context, q ledger.SafetyStockRequest) (ledger.Result, error) {
-	return r.fixedOp(r.Ledger.SetSafetyStock(ctx, q))
-}
-
-func (r *recorder) fixedOp(res ledger.Result, err error) (ledger.Result, error) {
-	if err == nil {
+	case ledger.Reverses:
+		// The step's own rollback moved the operation it undoes back already.
+		r.open = slices.DeleteFunc(r.open, func(o ledger.Result) bool { return undoOpID(o.OpID) == res.OpID })
+	case ledger.Irreversible:
 		// A receive changes a lot even when it moves nothing (planned becomes on hand).
-		r.all = append(r.all, res)
 		r.fixed = append(r.fixed, res)
 	}
-	return res, err
+	return res, nil
 }

@@ -31,21 +31,21 @@ type flakyLedger struct {
 
 var errInjected = errors.New("test: injected ledger failure")
 
-func (f *flakyLedger) Allocate(ctx context.Context, r ledger.AllocateRequest) (ledger.Result, error) {
-	if f.on.Load() && strings.Contains(r.OpID, f.fail) {
+// Apply fails an allocation or a change (an order.lines_changed's operation on a SKU)
+// whose op id contains fail, while on.
+func (f *flakyLedger) Apply(ctx context.Context, op ledger.Op) (ledger.Result, error) {
+	var opID string
+	switch r := op.(type) {
+	case ledger.AllocateRequest:
+		opID = r.OpID
+	case ledger.ChangeRequest:
+		opID = r.OpID
+	}
+	if f.on.Load() && opID != "" && strings.Contains(opID, f.fail) {
 		f.calls.Add(1)
 		return ledger.Result{}, errInjected
 	}
-	return f.Ledger.Allocate(ctx, r)
-}
-
-// Change fails like Allocate: an order.lines_changed's operation on a SKU.
-func (f *flakyLedger) Change(ctx context.Context, r ledger.ChangeRequest) (ledger.Result, error) {
-	if f.on.Load() && strings.Contains(r.OpID, f.fail) {
-		f.calls.Add(1)
-		return ledger.Result{}, errInjected
-	}
-	return f.Ledger.Change(ctx, r)
+	return f.Ledger.Apply(ctx, op)
 }
 
 // deadLetters receives the orders DLQ until n messages came (or 30 s), deleting them.
@@ -242,9 +242,9 @@ type lostReplies struct {
 	calls atomic.Int64
 }
 
-func (l *lostReplies) Adjust(ctx context.Context, r ledger.AdjustRequest) (ledger.Result, error) {
-	res, err := l.Ledger.Adjust(ctx, r)
-	if l.calls.Add(1) <= l.n {
+func (l *lostReplies) Apply(ctx context.Context, op ledger.Op) (ledger.Result, error) {
+	res, err := l.Ledger.Apply(ctx, op)
+	if _, adjust := op.(ledger.AdjustRequest); adjust && l.calls.Add(1) <= l.n {
 		return ledger.Result{}, errInjected
 	}
 	return res, err

@@ -17,25 +17,10 @@ import (
 	"github.com/junban/junban/internal/ledger"
 )
 
-// Ledger is what the state machine needs of internal/ledger; *ledger.Ledger (Redis)
-// and *ledger.Model (the plain-Go reference) both provide it.
+// Ledger is what the state machine needs of internal/ledger: *ledger.Ledger (Redis) and
+// *ledger.Model (the plain-Go reference) both provide it.
 type Ledger interface {
-	Allocate(ctx context.Context, r ledger.AllocateRequest) (ledger.Result, error)
-	Release(ctx context.Context, r ledger.ReleaseRequest) (ledger.Result, error)
-	Confirm(ctx context.Context, r ledger.LotsRequest) (ledger.Result, error)
-	Ship(ctx context.Context, r ledger.LotsRequest) (ledger.Result, error)
-	Undo(ctx context.Context, r ledger.UndoRequest) (ledger.Result, error)
-	Change(ctx context.Context, r ledger.ChangeRequest) (ledger.Result, error)
-	Receive(ctx context.Context, r ledger.ReceiveRequest) (ledger.Result, error)
-	Adjust(ctx context.Context, r ledger.AdjustRequest) (ledger.Result, error)
-	Hold(ctx context.Context, r ledger.HoldRequest) (ledger.Result, error)
-	ReleaseHold(ctx context.Context, r ledger.HoldRequest) (ledger.Result, error)
-	Damage(ctx context.Context, r ledger.HoldRequest) (ledger.Result, error)
-	Recall(ctx context.Context, r ledger.RecallRequest) (ledger.Result, error)
-	Return(ctx context.Context, r ledger.ReturnRequest) (ledger.Result, error)
-	RegisterSKU(ctx context.Context, r ledger.RegisterSKURequest) (ledger.Result, error)
-	RegisterLot(ctx context.Context, r ledger.RegisterLotRequest) (ledger.Result, error)
-	SetSafetyStock(ctx context.Context, r ledger.SafetyStockRequest) (ledger.Result, error)
+	Apply(ctx context.Context, op ledger.Op) (ledger.Result, error)
 }
 
 // Reasons of rejected events, beside the ledger's (ledger.Reason).
@@ -353,7 +338,7 @@ func (t *txn) rollback(reason string) (string, error) {
 			return "", err
 		}
 		q.Holder = t.holder()
-		r, err := t.l.Undo(t.ctx, q)
+		r, err := t.l.Apply(t.ctx, q)
 		if err != nil {
 			if _, ok := rejectable(err); !ok {
 				return "", fmt.Errorf("order: undo %s: %w", op.OpID, err)
@@ -429,7 +414,7 @@ func modeOf(allocation string) ledger.Mode {
 func (t *txn) allocateLines(lines []event.Line, date string, mode ledger.Mode, step string) ([][]ledger.LotQty, string, error) {
 	held := make([][]ledger.LotQty, len(lines))
 	for i, ln := range lines {
-		r, err := t.l.Allocate(t.ctx, ledger.AllocateRequest{
+		r, err := t.l.Apply(t.ctx, ledger.AllocateRequest{
 			OpID: t.opID(ln.LineID, step), LegacyOpID: t.legacyOpID(ln.LineID, step), SKU: ln.SKU, Qty: ln.Qty, TargetDate: date, Mode: mode, Holder: t.holder(),
 		})
 		if reason, err := t.keep(r, err); err != nil || reason != "" {
@@ -511,7 +496,7 @@ func (t *txn) allocateForShipment(cur *event.OrderSnapshot) (*event.OrderSnapsho
 		return nil, "", false, nil
 	}
 	for _, ln := range cur.Lines {
-		if reason, err := t.keep(t.l.Confirm(t.ctx, ledger.LotsRequest{OpID: t.opID(ln.LineID, "confirm"), LegacyOpID: t.legacyOpID(ln.LineID, "confirm"), SKU: ln.SKU, Lots: ln.Lots, Holder: t.holder()})); err != nil || reason != "" {
+		if reason, err := t.keep(t.l.Apply(t.ctx, ledger.ConfirmRequest{OpID: t.opID(ln.LineID, "confirm"), LegacyOpID: t.legacyOpID(ln.LineID, "confirm"), SKU: ln.SKU, Lots: ln.Lots, Holder: t.holder()})); err != nil || reason != "" {
 			return nil, reason, false, err
 		}
 	}
@@ -549,7 +534,7 @@ func (t *txn) linesChanged(cur *event.OrderSnapshot) (*event.OrderSnapshot, stri
 		for i, ln := range c.grow {
 			qty[i] = ln.Qty
 		}
-		r, err := t.l.Change(t.ctx, ledger.ChangeRequest{
+		r, err := t.l.Apply(t.ctx, ledger.ChangeRequest{
 			OpID: t.opID(c.sku, "change"), LegacyOpID: t.legacyOpID(c.sku, "change"), SKU: c.sku, TargetDate: cur.TargetDate, Mode: modeOf(cur.Allocation),
 			Release: c.release, Allocate: qty, Holder: t.holder(),
 		})
@@ -701,7 +686,7 @@ func (t *txn) cancelled(cur *event.OrderSnapshot) (*event.OrderSnapshot, string,
 		}
 		lots := slices.Clone(ln.Lots)
 		slices.Reverse(lots)
-		if reason, err := t.keep(t.l.Release(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ln.LineID, "cancel"), LegacyOpID: t.legacyOpID(ln.LineID, "cancel"), SKU: ln.SKU, From: from, Lots: lots, Holder: t.holder()})); err != nil || reason != "" {
+		if reason, err := t.keep(t.l.Apply(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ln.LineID, "cancel"), LegacyOpID: t.legacyOpID(ln.LineID, "cancel"), SKU: ln.SKU, From: from, Lots: lots, Holder: t.holder()})); err != nil || reason != "" {
 			return nil, reason, false, err
 		}
 	}
@@ -724,7 +709,7 @@ func (t *txn) shipped(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, b
 		return nil, "", true, nil
 	}
 	for _, ln := range cur.Lines {
-		if reason, err := t.keep(t.l.Ship(t.ctx, ledger.LotsRequest{OpID: t.opID(ln.LineID, "ship"), LegacyOpID: t.legacyOpID(ln.LineID, "ship"), SKU: ln.SKU, Lots: ln.Lots, Holder: t.holder()})); err != nil || reason != "" {
+		if reason, err := t.keep(t.l.Apply(t.ctx, ledger.ShipRequest{OpID: t.opID(ln.LineID, "ship"), LegacyOpID: t.legacyOpID(ln.LineID, "ship"), SKU: ln.SKU, Lots: ln.Lots, Holder: t.holder()})); err != nil || reason != "" {
 			return nil, reason, false, err
 		}
 	}
@@ -735,12 +720,12 @@ func (t *txn) shipped(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, b
 
 func (t *txn) received() (string, error) {
 	d := t.ev.Received
-	return t.keep(t.l.Receive(t.ctx, ledger.ReceiveRequest{OpID: t.opID(d.LotID, "receive"), SKU: d.SKU, LotID: d.LotID, BestBefore: d.BestBefore, Qty: d.Qty}))
+	return t.keep(t.l.Apply(t.ctx, ledger.ReceiveRequest{OpID: t.opID(d.LotID, "receive"), SKU: d.SKU, LotID: d.LotID, BestBefore: d.BestBefore, Qty: d.Qty}))
 }
 
 func (t *txn) adjusted() (string, error) {
 	d := t.ev.Adjusted
-	return t.keep(t.l.Adjust(t.ctx, ledger.AdjustRequest{OpID: t.opID(d.LotID, "adjust"), SKU: d.SKU, LotID: d.LotID, Delta: d.Delta, Reason: d.Reason}))
+	return t.keep(t.l.Apply(t.ctx, ledger.AdjustRequest{OpID: t.opID(d.LotID, "adjust"), SKU: d.SKU, LotID: d.LotID, Delta: d.Delta, Reason: d.Reason}))
 }
 
 // warehouse runs a SKU's warehouse event: its one ledger operation, named after the
@@ -754,14 +739,14 @@ func (t *txn) warehouse() (string, error) {
 	switch {
 	case ev.SKURegistered != nil:
 		d := ev.SKURegistered
-		r, err = l.RegisterSKU(ctx, ledger.RegisterSKURequest{OpID: t.opID(d.SKU, "register"), SKU: d.SKU, SafetyStock: d.SafetyStock})
+		r, err = l.Apply(ctx, ledger.RegisterSKURequest{OpID: t.opID(d.SKU, "register"), SKU: d.SKU, SafetyStock: d.SafetyStock})
 	case ev.SafetyStock != nil:
 		d := ev.SafetyStock
-		r, err = l.SetSafetyStock(ctx, ledger.SafetyStockRequest{OpID: t.opID(d.SKU, "safety_stock"), SKU: d.SKU, SafetyStock: d.SafetyStock})
+		r, err = l.Apply(ctx, ledger.SafetyStockRequest{OpID: t.opID(d.SKU, "safety_stock"), SKU: d.SKU, SafetyStock: d.SafetyStock})
 	case ev.LotRegistered != nil:
 		d := ev.LotRegistered
 		good := d.Good == nil || *d.Good
-		r, err = l.RegisterLot(ctx, ledger.RegisterLotRequest{OpID: t.opID(d.LotID, "register"), SKU: d.SKU, Lot: ledger.NewLot{
+		r, err = l.Apply(ctx, ledger.RegisterLotRequest{OpID: t.opID(d.LotID, "register"), SKU: d.SKU, Lot: ledger.NewLot{
 			LotID: d.LotID, Kind: d.Kind, Good: good, BestBefore: d.BestBefore, ArrivesAt: d.ArrivesAt,
 			ValidFrom: d.ValidFrom, ValidTo: d.ValidTo, Sellable: d.Sellable,
 		}})
@@ -771,17 +756,17 @@ func (t *txn) warehouse() (string, error) {
 		switch ev.Type {
 		case event.InventoryHeld:
 			q.OpID = t.opID(d.LotID, "hold")
-			r, err = l.Hold(ctx, q)
+			r, err = l.Apply(ctx, q)
 		case event.InventoryReleasedHold:
 			q.OpID = t.opID(d.LotID, "release_hold")
-			r, err = l.ReleaseHold(ctx, q)
+			r, err = l.Apply(ctx, ledger.ReleaseHoldRequest(q))
 		default:
 			q.OpID = t.opID(d.LotID, "damage")
-			r, err = l.Damage(ctx, q)
+			r, err = l.Apply(ctx, ledger.DamageRequest(q))
 		}
 	case ev.Recalled != nil:
 		d := ev.Recalled
-		r, err = l.Recall(ctx, ledger.RecallRequest{OpID: t.opID(d.LotID, "recall"), SKU: d.SKU, LotID: d.LotID, Reason: d.Reason})
+		r, err = l.Apply(ctx, ledger.RecallRequest{OpID: t.opID(d.LotID, "recall"), SKU: d.SKU, LotID: d.LotID, Reason: d.Reason})
 		t.holders, t.holderCount = r.Holders, r.HolderCount
 	default:
 		return "", fmt.Errorf("order: %s event without its data", ev.Type)
@@ -813,7 +798,7 @@ func (t *txn) returned(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, 
 			t.refusals = append(t.refusals, fmt.Sprintf("line %s: %d returned of %d shipped, %d more asked", rl.LineID, sumLots(ln.Returned), sumLots(ln.Lots), rl.Qty))
 			return nil, ReasonReturnExceedsShipped, false, nil
 		}
-		r, err := t.l.Return(t.ctx, ledger.ReturnRequest{OpID: t.opID(rl.LineID, "return"), LegacyOpID: t.legacyOpID(rl.LineID, "return"), SKU: ln.SKU, Lots: back, Defective: d.Defective})
+		r, err := t.l.Apply(t.ctx, ledger.ReturnRequest{OpID: t.opID(rl.LineID, "return"), LegacyOpID: t.legacyOpID(rl.LineID, "return"), SKU: ln.SKU, Lots: back, Defective: d.Defective})
 		if reason, err := t.keep(r, err); err != nil || reason != "" {
 			return nil, reason, false, err
 		}

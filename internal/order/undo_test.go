@@ -40,19 +40,18 @@ func (l meddling) then(opID string, r ledger.Result, err error) (ledger.Result, 
 	return r, err
 }
 
-func (l meddling) Allocate(ctx context.Context, r ledger.AllocateRequest) (ledger.Result, error) {
-	res, err := l.Ledger.Allocate(ctx, r)
-	return l.then(r.OpID, res, err)
-}
-
-func (l meddling) Release(ctx context.Context, r ledger.ReleaseRequest) (ledger.Result, error) {
-	res, err := l.Ledger.Release(ctx, r)
-	return l.then(r.OpID, res, err)
-}
-
-func (l meddling) Change(ctx context.Context, r ledger.ChangeRequest) (ledger.Result, error) {
-	res, err := l.Ledger.Change(ctx, r)
-	return l.then(r.OpID, res, err)
+// Apply runs op, then what comes after an allocation, a release or a change with its op id.
+func (l meddling) Apply(ctx context.Context, op ledger.Op) (ledger.Result, error) {
+	res, err := l.Ledger.Apply(ctx, op)
+	switch r := op.(type) {
+	case ledger.AllocateRequest:
+		return l.then(r.OpID, res, err)
+	case ledger.ReleaseRequest:
+		return l.then(r.OpID, res, err)
+	case ledger.ChangeRequest:
+		return l.then(r.OpID, res, err)
+	}
+	return res, err
 }
 
 // stepper runs order.Step for one order against a real ledger.
@@ -116,7 +115,7 @@ func (s *stepper) lot(sku, id string) [5]int64 {
 
 func (s *stepper) take(opID, sku, from string, lots ...ledger.LotQty) {
 	s.t.Helper()
-	if _, err := s.led.Release(context.Background(), ledger.ReleaseRequest{OpID: opID, SKU: sku, From: from, Lots: lots}); err != nil {
+	if _, err := s.led.Apply(context.Background(), ledger.ReleaseRequest{OpID: opID, SKU: sku, From: from, Lots: lots}); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -229,7 +228,7 @@ func TestRefusedUndoRejectsTheEvent(t *testing.T) {
 	e := ev("U-undo", event.OrderCancelled, nil)
 	// Right after the cancel released line 1, another order allocates all of A.
 	s.l.after[opPrefix(e)+":1:cancel"] = func() {
-		if _, err := s.led.Allocate(context.Background(), ledger.AllocateRequest{
+		if _, err := s.led.Apply(context.Background(), ledger.AllocateRequest{
 			OpID: "other:alloc", SKU: "A", Qty: 10, TargetDate: "2026-12-01", Mode: ledger.ModeReserve,
 		}); err != nil {
 			t.Error(err)
@@ -265,7 +264,7 @@ func TestEachLotAtItsOwnOperationsVersion(t *testing.T) {
 	}})
 	e := placed("U-versions", ledger.ModeReserve, line("1", "A", 2), line("2", "A", 3))
 	s.l.after[opPrefix(e)+":1:alloc"] = func() {
-		if _, err := s.led.Hold(context.Background(), ledger.HoldRequest{OpID: "other:hide", SKU: "A", LotID: "A1", Qty: 1, Reason: "count"}); err != nil {
+		if _, err := s.led.Apply(context.Background(), ledger.HoldRequest{OpID: "other:hide", SKU: "A", LotID: "A1", Qty: 1, Reason: "count"}); err != nil {
 			t.Error(err)
 		}
 	}

@@ -70,7 +70,7 @@ func TestReconcileReportsAndRepairsDrift(t *testing.T) {
 	db, led, catalog := loadedCatalog(t, 3, 2)
 	// SKU 0 moves on in Redis without its result reaching PostgreSQL: behind.
 	target := time.Now().AddDate(0, 0, 2).Format(time.DateOnly)
-	if _, err := led.Allocate(ctx, ledger.AllocateRequest{OpID: "op-1", SKU: catalog[0].SKU, Qty: 3, TargetDate: target, Mode: ledger.ModeShip}); err != nil {
+	if _, err := led.Apply(ctx, ledger.AllocateRequest{OpID: "op-1", SKU: catalog[0].SKU, Qty: 3, TargetDate: target, Mode: ledger.ModeShip}); err != nil {
 		t.Fatal(err)
 	}
 	// SKU 1 is changed in PostgreSQL behind the ledger's back: diverged.
@@ -205,7 +205,7 @@ func loadedCatalog(t *testing.T, skus, lots int) (*gorm.DB, *ledger.Ledger, []le
 // adjust takes one unit out of a lot in Redis and returns the operation's result.
 func adjust(t *testing.T, led *ledger.Ledger, op, sku, lot string) ledger.Result {
 	t.Helper()
-	res, err := led.Adjust(context.Background(), ledger.AdjustRequest{OpID: op, SKU: sku, LotID: lot, Delta: -1, Reason: "count"})
+	res, err := led.Apply(context.Background(), ledger.AdjustRequest{OpID: op, SKU: sku, LotID: lot, Delta: -1, Reason: "count"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestReconcileNoFalseAheadWhileLive(t *testing.T) {
 		if n > 1 {
 			return nil
 		}
-		res, err := led.Adjust(ctx, ledger.AdjustRequest{OpID: "live-" + s.SKU, SKU: s.SKU, LotID: s.Lots[0].LotID, Delta: -1, Reason: "live"})
+		res, err := led.Apply(ctx, ledger.AdjustRequest{OpID: "live-" + s.SKU, SKU: s.SKU, LotID: s.Lots[0].LotID, Delta: -1, Reason: "live"})
 		if err != nil {
 			return err
 		}
@@ -454,7 +454,7 @@ func TestReconcileRepairSaysWhatIsLeft(t *testing.T) {
 		}
 		switch s.SKU {
 		case moving: // Redis moves on after reconcile read it
-			_, err := led.Adjust(ctx, ledger.AdjustRequest{OpID: "later", SKU: s.SKU, LotID: "L01", Delta: -1, Reason: "count"})
+			_, err := led.Apply(ctx, ledger.AdjustRequest{OpID: "later", SKU: s.SKU, LotID: "L01", Delta: -1, Reason: "count"})
 			return err
 		default: // L00's row is written at Redis's version, with other content, before the repair
 			return db.Exec(`UPDATE lots SET sellable = 1, version = ? WHERE sku = ? AND lot_id = 'L00'`, s.Version, s.SKU).Error

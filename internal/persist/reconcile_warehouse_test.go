@@ -41,12 +41,12 @@ func TestReconcileWarehouseDrift(t *testing.T) {
 	queued := func(typ event.Type, res ledger.Result) {
 		late = append(late, skuResult("late-"+res.OpID, typ, res.Version, res))
 	}
-	queued(event.InventoryDamaged, must(led.Damage(ctx, ledger.HoldRequest{OpID: "op-damage", SKU: damaged, LotID: "L00", Qty: 3, Reason: "crushed"})))
-	queued(event.InventoryLotRecalled, must(led.Recall(ctx, ledger.RecallRequest{OpID: "op-recall", SKU: recalled, LotID: "L00", Reason: "recall"})))
-	queued(event.InventoryLotRegistered, must(led.RegisterLot(ctx, ledger.RegisterLotRequest{OpID: "op-reglot", SKU: newLot, Lot: ledger.NewLot{
+	queued(event.InventoryDamaged, must(led.Apply(ctx, ledger.DamageRequest{OpID: "op-damage", SKU: damaged, LotID: "L00", Qty: 3, Reason: "crushed"})))
+	queued(event.InventoryLotRecalled, must(led.Apply(ctx, ledger.RecallRequest{OpID: "op-recall", SKU: recalled, LotID: "L00", Reason: "recall"})))
+	queued(event.InventoryLotRegistered, must(led.Apply(ctx, ledger.RegisterLotRequest{OpID: "op-reglot", SKU: newLot, Lot: ledger.NewLot{
 		LotID: "L-NEW", Kind: ledger.KindPlanned, Good: true, ArrivesAt: "2027-03-01", Sellable: 40}})))
-	queued(event.InventorySKURegistered, must(led.RegisterSKU(ctx, ledger.RegisterSKURequest{OpID: "op-regsku", SKU: newSKU, SafetyStock: 6})))
-	ss := must(led.SetSafetyStock(ctx, ledger.SafetyStockRequest{OpID: "op-ss", SKU: newSS, SafetyStock: catalog[3].SafetyStock + 10}))
+	queued(event.InventorySKURegistered, must(led.Apply(ctx, ledger.RegisterSKURequest{OpID: "op-regsku", SKU: newSKU, SafetyStock: 6})))
+	ss := must(led.Apply(ctx, ledger.SafetyStockRequest{OpID: "op-ss", SKU: newSS, SafetyStock: catalog[3].SafetyStock + 10}))
 	queued(event.InventorySafetyStockChanged, ss)
 	persistOp(t, db, adjust(t, led, "op-after-ss", newSS, "L00"))
 	// Changed in PostgreSQL behind the ledger's back, at Redis's version.

@@ -62,16 +62,16 @@ func warehouseResults(t *testing.T) ([]event.Result, ledger.SKU) {
 		}
 		return res
 	}
-	regSKU := must(led.RegisterSKU(ctx, ledger.RegisterSKURequest{OpID: tpl + "-op1", SKU: tpl, SafetyStock: 2}))
-	regLot := must(led.RegisterLot(ctx, ledger.RegisterLotRequest{OpID: tpl + "-op2", SKU: tpl, Lot: ledger.NewLot{
+	regSKU := must(led.Apply(ctx, ledger.RegisterSKURequest{OpID: tpl + "-op1", SKU: tpl, SafetyStock: 2}))
+	regLot := must(led.Apply(ctx, ledger.RegisterLotRequest{OpID: tpl + "-op2", SKU: tpl, Lot: ledger.NewLot{
 		LotID: "L1", Kind: ledger.KindOnHand, Good: true, BestBefore: "2027-06-30", Sellable: 10}}))
-	alloc := must(led.Allocate(ctx, ledger.AllocateRequest{OpID: tpl + "-op3", SKU: tpl, Qty: 4, TargetDate: "2027-01-15",
+	alloc := must(led.Apply(ctx, ledger.AllocateRequest{OpID: tpl + "-op3", SKU: tpl, Qty: 4, TargetDate: "2027-01-15",
 		Mode: ledger.ModeShip, Holder: lcid}))
-	ss := must(led.SetSafetyStock(ctx, ledger.SafetyStockRequest{OpID: tpl + "-op4", SKU: tpl, SafetyStock: 3}))
-	must(led.Ship(ctx, ledger.LotsRequest{OpID: tpl + "-op5", SKU: tpl, Lots: []ledger.LotQty{{LotID: "L1", Qty: 4}}, Holder: lcid}))
-	damage := must(led.Damage(ctx, ledger.HoldRequest{OpID: tpl + "-op6", SKU: tpl, LotID: "L1", Qty: 1, Reason: "crushed"}))
-	ret := must(led.Return(ctx, ledger.ReturnRequest{OpID: tpl + "-op7", SKU: tpl, Lots: []ledger.LotQty{{LotID: "L1", Qty: 2}}, Defective: true}))
-	recall := must(led.Recall(ctx, ledger.RecallRequest{OpID: tpl + "-op8", SKU: tpl, LotID: "L1", Reason: "supplier recall"}))
+	ss := must(led.Apply(ctx, ledger.SafetyStockRequest{OpID: tpl + "-op4", SKU: tpl, SafetyStock: 3}))
+	must(led.Apply(ctx, ledger.ShipRequest{OpID: tpl + "-op5", SKU: tpl, Lots: []ledger.LotQty{{LotID: "L1", Qty: 4}}, Holder: lcid}))
+	damage := must(led.Apply(ctx, ledger.DamageRequest{OpID: tpl + "-op6", SKU: tpl, LotID: "L1", Qty: 1, Reason: "crushed"}))
+	ret := must(led.Apply(ctx, ledger.ReturnRequest{OpID: tpl + "-op7", SKU: tpl, Lots: []ledger.LotQty{{LotID: "L1", Qty: 2}}, Defective: true}))
+	recall := must(led.Apply(ctx, ledger.RecallRequest{OpID: tpl + "-op8", SKU: tpl, LotID: "L1", Reason: "supplier recall"}))
 	final, err := led.Snapshot(ctx, tpl)
 	if err != nil {
 		t.Fatal(err)

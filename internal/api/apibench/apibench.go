@@ -245,13 +245,13 @@ func Run(ctx context.Context, rc redis.UniversalClient, db *gorm.DB, opt Options
 			for i := 0; actx.Err() == nil; i++ {
 				sku := names[rng.IntN(len(names))]
 				op := fmt.Sprintf("a%d-%d", a, i)
-				r, err := l.Allocate(actx, ledger.AllocateRequest{OpID: op, SKU: sku, Qty: 2, TargetDate: date, Mode: ledger.ModeShip})
+				r, err := l.Apply(actx, ledger.AllocateRequest{OpID: op, SKU: sku, Qty: 2, TargetDate: date, Mode: ledger.ModeShip})
 				if err == nil {
 					var lots []ledger.LotQty
 					for _, m := range r.Moves {
 						lots = append(lots, ledger.LotQty{LotID: m.LotID, Qty: m.Qty})
 					}
-					_, err = l.Release(actx, ledger.ReleaseRequest{OpID: op + "-r", SKU: sku, From: ledger.Allocated, Lots: lots})
+					_, err = l.Apply(actx, ledger.ReleaseRequest{OpID: op + "-r", SKU: sku, From: ledger.Allocated, Lots: lots})
 				}
 				if err != nil {
 					if actx.Err() == nil {

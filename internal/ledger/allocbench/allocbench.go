@@ -380,7 +380,7 @@ func allocOp(l *ledger.Ledger, sku string, holder bool) opFunc {
 		if holder {
 			r.Holder = "lc-" + id
 		}
-		_, err := l.Allocate(ctx, r)
+		_, err := l.Apply(ctx, r)
 		return err
 	}
 }
@@ -479,7 +479,7 @@ func registerOp(l *ledger.Ledger, sku string, lots int, g *growthGate) opFunc {
 	return func(ctx context.Context, n int64) error {
 		id := strconv.FormatInt(n, 10)
 		return g.do(ctx, func() error {
-			_, err := l.RegisterLot(ctx, ledger.RegisterLotRequest{OpID: "reg-" + id, SKU: sku,
+			_, err := l.Apply(ctx, ledger.RegisterLotRequest{OpID: "reg-" + id, SKU: sku,
 				Lot: ledger.NewLot{LotID: "NEW-" + id, Kind: ledger.KindOnHand, Good: true, BestBefore: bb, Sellable: lotStock}})
 			return err
 		})

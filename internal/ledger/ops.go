@@ -1,0 +1,460 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Op is one ledger operation: a value of one of this package's request types
+// (AllocateRequest, ReleaseRequest, ... SafetyStockRequest), each declared once, below,
+// with what it runs on Redis (its ledger.lua call and arguments), what it does in the
+// reference Model, and whether the quarantine can undo it. Ledger.Apply and Model.Apply
+// run any of them, so a caller, the order's state machine and its quarantine recorder
+// name no operation: a new operation is a new type here, and the compiler asks for each
+// of its parts.
+type Op interface {
+	// redis runs the operation on Redis.
+	redis(ctx context.Context, l *Ledger) (Result, error)
+	// model runs it on the Model.
+	model(ctx context.Context, m *Model) (Result, error)
+	// reversal says whether an UndoRequest of its moves takes it back.
+	reversal() Reversal
+}
+
+// Reversal says what undoing an applied operation means (the order-worker's quarantine
+// undoes what a failing event moved).
+type Reversal int
+
+const (
+	// Reversible: an UndoRequest of the operation's moves puts the lots back as they were
+	// (the operations of an order's events).
+	Reversible Reversal = iota
+	// Irreversible: the operation changed a lot beyond its moves (a receive makes a
+	// planned lot on hand, a registration adds one, a recall marks it bad) or is a SKU's
+	// own event's only operation; a quarantine completes its event instead.
+	Irreversible
+	// Reverses: the operation is itself an undo (UndoRequest).
+	Reverses
+)
+
+// ReversalOf returns op's Reversal.
+func ReversalOf(op Op) Reversal { return op.reversal() }
+
+// Apply runs op on Redis: one atomic script on one SKU, loading the SKU from the Loader
+// first when Redis does not have it.
+func (l *Ledger) Apply(ctx context.Context, op Op) (Result, error) { return op.redis(ctx, l) }
+
+// Apply runs op on the model.
+func (m *Model) Apply(ctx context.Context, op Op) (Result, error) { return op.model(ctx, m) }
+
+// ConfirmRequest confirms a reservation: reserved -> allocated in the given lots.
+type ConfirmRequest LotsRequest
+
+func (r ConfirmRequest) validate() error { return LotsRequest(r).validate() }
+
+// ShipRequest ships allocated units: allocated -> shipped in the given lots.
+type ShipRequest LotsRequest
+
+func (r ShipRequest) validate() error { return LotsRequest(r).validate() }
+
+// ReleaseHoldRequest gives held units back to sale: hidden -> sellable.
+type ReleaseHoldRequest HoldRequest
+
+func (r ReleaseHoldRequest) validate() error { return HoldRequest(r).validate() }
+
+// DamageRequest records damaged units: sellable -> defective.
+type DamageRequest HoldRequest
+
+func (r DamageRequest) validate() error { return HoldRequest(r).validate() }
+
+func (AllocateRequest) reversal() Reversal    { return Reversible }
+func (ReleaseRequest) reversal() Reversal     { return Reversible }
+func (ConfirmRequest) reversal() Reversal     { return Reversible }
+func (ShipRequest) reversal() Reversal        { return Reversible }
+func (ChangeRequest) reversal() Reversal      { return Reversible }
+func (ReturnRequest) reversal() Reversal      { return Reversible }
+func (UndoRequest) reversal() Reversal        { return Reverses }
+func (ReceiveRequest) reversal() Reversal     { return Irreversible }
+func (AdjustRequest) reversal() Reversal      { return Irreversible }
+func (HoldRequest) reversal() Reversal        { return Irreversible }
+func (ReleaseHoldRequest) reversal() Reversal { return Irreversible }
+func (DamageRequest) reversal() Reversal      { return Irreversible }
+func (RecallRequest) reversal() Reversal      { return Irreversible }
+func (RegisterSKURequest) reversal() Reversal { return Irreversible }
+func (RegisterLotRequest) reversal() Reversal { return Irreversible }
+func (SafetyStockRequest) reversal() Reversal { return Irreversible }
+
+// Each operation: its Redis run (ledger.lua's command and arguments) and its model.
+
+// AllocateRequest: sets aside Qty units from the lots valid on TargetDate: on-hand lots by
+// best-before (FEFO), then planned lots newest first (LIFO). ModeShip moves
+// sellable -> allocated and keeps safety stock (ErrSafetyStock); ModeReserve moves
+// sellable -> reserved. ErrShortage when the candidates cannot cover Qty.
+func (r AllocateRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.run(ctx, "alloc", r.OpID, r.LegacyOpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode), r.Holder)
+}
+
+func (r AllocateRequest) model(ctx context.Context, m *Model) (Result, error) {
+	return m.applyAs(ctx, "alloc", r.OpID, r.LegacyOpID, r.SKU, r.Holder, r.validate(), func(o *modelOp) (error, string) {
+		return o.allocate(r.Qty, r.TargetDate, r.Mode)
+	})
+}
+
+// ReleaseRequest: returns the given quantities from r.From (Reserved or Allocated) to sellable.
+func (r ReleaseRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.From), "s", r.Holder, "", r.Lots, nil)
+}
+
+func (r ReleaseRequest) model(ctx context.Context, m *Model) (Result, error) {
+	return m.moveLots(ctx, "move", r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), r.From, Sellable, r.Lots, nil)
+}
+
+// ConfirmRequest: moves reserved -> allocated in the given lots, without the safety check.
+func (r ConfirmRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, "r", "a", r.Holder, "", r.Lots, nil)
+}
+
+func (r ConfirmRequest) model(ctx context.Context, m *Model) (Result, error) {
+	return m.moveLots(ctx, "move", r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), Reserved, Allocated, r.Lots, nil)
+}
+
+// ShipRequest: moves allocated -> shipped in the given lots.
+func (r ShipRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, "a", "x", r.Holder, "", r.Lots, nil)
+}
+
+func (r ShipRequest) model(ctx context.Context, m *Model) (Result, error) {
+	return m.moveLots(ctx, "move", r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), Allocated, Shipped, r.Lots, nil)
+}
+
+// UndoRequest: moves the given quantities back from r.To to r.From: it reverses an allocation, a
+// release, a confirm or a shipment that an order's event made, when a later line of the
+// same event was refused. It takes back exactly those lots, with no allocation order and
+// no safety check; ErrInsufficient when r.To no longer holds them.
+func (r UndoRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.To), bucketCode(r.From), r.Holder, "", r.Lots, r.Back)
+}
+
+func (r UndoRequest) model(ctx context.Context, m *Model) (Result, error) {
+	return m.moveLots(ctx, "move", r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), r.To, r.From, r.Lots, r.Back)
+}
+
+// ChangeRequest: changes what an order holds of one SKU in one atomic operation: it releases
+// r.Release from the bucket r.Mode allocates to, then allocates each quantity of
+// r.Allocate in turn as Allocate would, over the state the releases left (a unit one line
+// gives back may serve another). When an allocation does not fit (ErrShortage,
+// ErrSafetyStock) or a release is not held (ErrInsufficient), nothing moves.
+func (r ChangeRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	args := make([]any, 0, 4+2*len(r.Release)+len(r.Allocate))
+	args = append(args, string(r.Mode), r.TargetDate, r.Holder, len(r.Release))
+	for _, q := range r.Release {
+		args = append(args, q.LotID, q.Qty)
+	}
+	for _, q := range r.Allocate {
+		args = append(args, q)
+	}
+	return l.run(ctx, "change", r.OpID, r.LegacyOpID, r.SKU, args...)
+}
+
+func (r ChangeRequest) model(ctx context.Context, m *Model) (Result, error) {
+	return m.applyAs(ctx, "change", r.OpID, r.LegacyOpID, r.SKU, r.Holder, r.validate(), func(o *modelOp) (error, string) {
+		if err, detail := o.findLots(r.Release); err != nil {
+			return err, detail
+		}
+		if err, detail := o.moveEach(modeBucket(r.Mode), Sellable, r.Release); err != nil {
+			return err, detail
+		}
+		for _, q := range r.Allocate {
+			if err, detail := o.allocate(q, r.TargetDate, r.Mode); err != nil {
+				return err, detail
+			}
+		}
+		return nil, ""
+	})
+}
+
+// ReceiveRequest: turns a planned lot into an on-hand lot with its best-before; a counted
+// quantity different from the planned one moves the difference from or to External.
+func (r ReceiveRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.run(ctx, "receive", r.OpID, "", r.SKU, r.LotID, r.BestBefore, r.Qty)
+}
+
+func (r ReceiveRequest) model(ctx context.Context, m *Model) (Result, error) {
+	return m.apply(ctx, "receive", r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+		l := o.lot(r.LotID)
+		if l == nil {
+			return ErrUnknownLot, "lot=" + r.LotID
+		}
+		if l.Kind != KindPlanned {
+			return ErrLotState, "lot=" + r.LotID + " kind=" + l.Kind
+		}
+		if r.Qty > 0 {
+			diff := r.Qty - (l.Sellable + l.Reserved + l.Allocated + l.Hidden)
+			switch {
+			case diff > 0:
+				o.move(l, External, Sellable, diff)
+			case diff < 0 && l.Sellable < -diff:
+				return ErrInsufficient, fmt.Sprintf("lot=%s sellable=%d short_by=%d", r.LotID, l.Sellable, -diff)
+			case diff < 0:
+				o.move(l, Sellable, External, -diff)
+			}
+		}
+		l.Kind, l.BestBefore = KindOnHand, r.BestBefore
+		return nil, ""
+	})
+}
+
+// AdjustRequest: corrects a lot's sellable quantity by Delta (to or from External); sellable
+// never goes negative (ErrInsufficient).
+func (r AdjustRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.run(ctx, "adjust", r.OpID, "", r.SKU, r.LotID, r.Delta, r.Reason)
+}
+
+func (r AdjustRequest) model(ctx context.Context, m *Model) (Result, error) {
+	return m.apply(ctx, "adjust", r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+		l := o.lot(r.LotID)
+		if l == nil {
+			return ErrUnknownLot, "lot=" + r.LotID
+		}
+		if r.Delta > 0 {
+			o.move(l, External, Sellable, r.Delta)
+		} else {
+			if l.Sellable < -r.Delta {
+				return ErrInsufficient, fmt.Sprintf("lot=%s sellable=%d requested=%d", r.LotID, l.Sellable, -r.Delta)
+			}
+			o.move(l, Sellable, External, -r.Delta)
+		}
+		o.reason = r.Reason
+		return nil, ""
+	})
+}
+
+// HoldRequest: keeps Qty units of a lot back from sale: sellable -> hidden.
+func (r HoldRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.OpID, "", r.SKU, "s", "h", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+}
+
+func (r HoldRequest) model(ctx context.Context, m *Model) (Result, error) {
+	return m.moveLots(ctx, "move", r.OpID, "", r.SKU, "", r.Reason, r.validate(), Sellable, Hidden, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+}
+
+// ReleaseHoldRequest: gives held units back to sale: hidden -> sellable.
+func (r ReleaseHoldRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.OpID, "", r.SKU, "h", "s", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+}
+
+func (r ReleaseHoldRequest) model(ctx context.Context, m *Model) (Result, error) {
+	return m.moveLots(ctx, "move", r.OpID, "", r.SKU, "", r.Reason, r.validate(), Hidden, Sellable, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+}
+
+// DamageRequest: records Qty units of a lot found damaged on a count: sellable -> defective.
+// They are never a candidate again and stay accounted for in the lot.
+func (r DamageRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.OpID, "", r.SKU, "s", "d", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+}
+
+func (r DamageRequest) model(ctx context.Context, m *Model) (Result, error) {
+	return m.moveLots(ctx, "move", r.OpID, "", r.SKU, "", r.Reason, r.validate(), Sellable, Defective, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+}
+
+// RecallRequest: marks a whole lot defective: it is never a candidate again, its sellable and
+// hidden units move to defective, and its reserved and allocated units stay with the
+// orders that hold them, which the result lists (Result.Holders) so that the caller can
+// cancel or re-allocate them. Recalling a recalled lot moves what came back since.
+func (r RecallRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.run(ctx, "recall", r.OpID, "", r.SKU, r.LotID, r.Reason, MaxResultHolders)
+}
+
+func (r RecallRequest) model(ctx context.Context, m *Model) (Result, error) {
+	return m.apply(ctx, "recall", r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+		l := o.lot(r.LotID)
+		if l == nil {
+			return ErrUnknownLot, "lot=" + r.LotID
+		}
+		l.Good = false
+		if l.Sellable > 0 {
+			o.move(l, Sellable, Defective, l.Sellable)
+		}
+		if l.Hidden > 0 {
+			o.move(l, Hidden, Defective, l.Hidden)
+		}
+		all := m.holdersOf(r.SKU, r.LotID) // m.mu is held while fn runs
+		o.holderCount = len(all)
+		o.holderList = all[:min(len(all), MaxResultHolders)]
+		o.reason = r.Reason
+		return nil, ""
+	})
+}
+
+// ReturnRequest: brings shipped units back to the lots they left: shipped -> sellable, or
+// shipped -> defective with r.Defective.
+func (r ReturnRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	to := "s"
+	if r.Defective {
+		to = "d"
+	}
+	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, "x", to, "", "", r.Lots, nil)
+}
+
+func (r ReturnRequest) model(ctx context.Context, m *Model) (Result, error) {
+	to := Sellable
+	if r.Defective {
+		to = Defective
+	}
+	return m.moveLots(ctx, "move", r.OpID, r.LegacyOpID, r.SKU, "", "", r.validate(), Shipped, to, r.Lots, nil)
+}
+
+// RegisterSKURequest: creates a SKU with its safety stock at version 1. ErrSKUExists when Redis
+// has it, or the Loader does (it is loaded then, as any operation would).
+func (r RegisterSKURequest) redis(ctx context.Context, l *Ledger) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	ss := strconv.FormatInt(r.SafetyStock, 10)
+	// Without creation the script answers ERR_NOT_LOADED for a SKU Redis does not have;
+	// run then asks the Loader. Only a SKU the Loader does not know either is created.
+	if l.loader != nil {
+		res, err := l.run(ctx, "regsku", r.OpID, "", r.SKU, ss, "0")
+		if !errors.Is(err, ErrUnknownSKU) {
+			return res, err
+		}
+	}
+	return l.run(ctx, "regsku", r.OpID, "", r.SKU, ss, "1")
+}
+
+func (r RegisterSKURequest) model(ctx context.Context, m *Model) (Result, error) {
+	fail := func(err error) (Result, error) { return Result{OpID: r.OpID, SKU: r.SKU}, err }
+	if err := r.validate(); err != nil {
+		return fail(err)
+	}
+	key := [2]string{r.SKU, r.OpID}
+	m.mu.Lock()
+	if prev, ok := m.ops[key]; ok {
+		m.mu.Unlock()
+		res := prev.res
+		res.Replayed = true
+		return res, prev.err
+	}
+	_, exists := m.skus[r.SKU]
+	m.mu.Unlock()
+	if !exists && m.loader != nil {
+		switch err := m.Load(ctx, r.SKU); {
+		case err == nil:
+			exists = true
+		case !errors.Is(err, ErrUnknownSKU):
+			return fail(err)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if prev, ok := m.ops[key]; ok { // a concurrent call with the same op id
+		res := prev.res
+		res.Replayed = true
+		return res, prev.err
+	}
+	if _, ok := m.skus[r.SKU]; exists || ok {
+		err := opError("regsku", r.SKU, ErrSKUExists, "")
+		m.ops[key] = modelOutcome{res: Result{OpID: r.OpID, SKU: r.SKU}, err: err}
+		return fail(err)
+	}
+	m.skus[r.SKU] = &SKU{SKU: r.SKU, SafetyStock: r.SafetyStock, Version: 1, Lots: []Lot{}}
+	res := Result{OpID: r.OpID, SKU: r.SKU, Moves: []Move{}, Version: 1, Lots: []Lot{}, SafetyStock: r.SafetyStock}
+	m.ops[key] = modelOutcome{res: res}
+	return res, nil
+}
+
+// RegisterLotRequest: adds a lot to a SKU, as the SKU's newest registration (so a planned lot is
+// the first LIFO takes, and an on-hand lot the last of its best-before in FEFO order). Its
+// Sellable moves in from External. ErrLotExists when the SKU has the lot id.
+func (r RegisterLotRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	n := r.Lot.withDefaults()
+	return l.run(ctx, "reglot", r.OpID, "", r.SKU, n.LotID, n.Kind, boolCode(n.Good), n.BestBefore,
+		n.ArrivesAt, n.ValidFrom, n.ValidTo, n.Sellable)
+}
+
+func (r RegisterLotRequest) model(ctx context.Context, m *Model) (Result, error) {
+	n := r.Lot.withDefaults()
+	return m.apply(ctx, "reglot", r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+		next := int64(0)
+		for _, l := range o.sku.Lots {
+			if l.LotID == n.LotID {
+				return ErrLotExists, "lot=" + n.LotID
+			}
+			next = max(next, l.RegSeq+1)
+		}
+		if next > MaxRegSeq {
+			return ErrLotState, fmt.Sprintf("lot=%s no registration number left after %d", n.LotID, next-1)
+		}
+		o.sku.Lots = append(o.sku.Lots, Lot{LotID: n.LotID, Kind: n.Kind, Good: n.Good, BestBefore: n.BestBefore,
+			RegSeq: next, ArrivesAt: n.ArrivesAt, ValidFrom: n.ValidFrom, ValidTo: n.ValidTo})
+		o.move(o.lot(n.LotID), External, Sellable, n.Sellable)
+		return nil, ""
+	})
+}
+
+// SafetyStockRequest: sets a SKU's safety stock; the result carries it.
+func (r SafetyStockRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
+	if err := r.validate(); err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.run(ctx, "ss", r.OpID, "", r.SKU, r.SafetyStock)
+}
+
+func (r SafetyStockRequest) model(ctx context.Context, m *Model) (Result, error) {
+	return m.apply(ctx, "ss", r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+		o.sku.SafetyStock = r.SafetyStock
+		o.safety = r.SafetyStock
+		return nil, ""
+	})
+}
+
+func boolCode(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
