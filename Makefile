@@ -39,7 +39,7 @@ lint:
 	$(GOLANGCI_LINT) run ./...
 
 # Examples with an Output comment that need Redis: an example cannot skip itself.
-UNIT_SKIP := ^(Example|ExampleTrimWithStep)$$
+UNIT_SKIP := ^(Example|ExampleTurn_TrimWithStep)$$
 
 ## test-unit: the tests that need no service, binary or server process (under -short,
 ## internal/testenv skips every test that asks it for one); no stack. The tests themselves

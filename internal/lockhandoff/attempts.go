@@ -155,8 +155,7 @@ func (h *Handoff) quarantine(l *lease, e entry, f Failure) (handled, []trim) {
 	l.setDeadline(deadline)
 	qctx, cancel := context.WithDeadlineCause(l.ctx, deadline, errDeadline)
 	p := newPending(l.k)
-	qctx = context.WithValue(qctx, pendingKey{}, p)
-	t := Turn{Entity: l.entity, Seq: e.seq, Token: l.token, Rerun: true}
+	t := Turn{Entity: l.entity, Seq: e.seq, Token: l.token, Rerun: true, trims: p}
 	err := callQuarantine(h.cfg.Quarantine, qctx, t, e.envelope, f)
 	cancel()
 	trims := p.take()

@@ -272,8 +272,7 @@ func (h *Handoff) handle(l *lease, e entry) (handled, []trim) {
 		l.setDeadline(deadline)
 		hctx, cancel := context.WithDeadlineCause(l.ctx, deadline, errDeadline)
 		p := newPending(l.k)
-		hctx = context.WithValue(hctx, pendingKey{}, p)
-		t := Turn{Entity: l.entity, Seq: e.seq, Token: l.token, Rerun: e.rerun || attempt > 0}
+		t := Turn{Entity: l.entity, Seq: e.seq, Token: l.token, Rerun: e.rerun || attempt > 0, trims: p}
 		err := callHandler(h.handler, hctx, t, e.envelope)
 		cause := context.Cause(hctx)
 		cancel()

@@ -64,7 +64,7 @@ func Example() {
 // next step: the trim runs in the handoff's (or release's) script, only while the turn is
 // still this holder's, and the envelope leaves proc in the same script. done hears of it
 // once the step is back.
-func ExampleTrimWithStep() {
+func ExampleTurn_TrimWithStep() {
 	rc, prefix, cleanup, err := exampleRedis()
 	if err != nil {
 		fmt.Println(err)
@@ -84,7 +84,7 @@ func ExampleTrimWithStep() {
 				return err
 			}
 			fmt.Println("published:", items) // to SQS, say
-			return lockhandoff.TrimWithStep(ctx, outbox, len(items), func(err error) { fmt.Println("trimmed:", err) })
+			return t.TrimWithStep(outbox, len(items), func(err error) { fmt.Println("trimmed:", err) })
 		},
 	})
 	if err != nil {

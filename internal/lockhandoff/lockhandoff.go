@@ -328,6 +328,8 @@ type Turn struct {
 	// Rerun is true when the envelope was left in proc by an earlier holder that crashed,
 	// failed or was abandoned; it may have been applied already (the handler is idempotent).
 	Rerun bool
+	// trims collects the run's TrimWithStep calls; nil in a Turn a handler did not get.
+	trims *pending
 }
 
 // Handler applies one envelope. It must be idempotent: an envelope is re-run after a crash,

@@ -1,7 +1,6 @@
 package lockhandoff
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,7 +10,7 @@ import (
 )
 
 var (
-	// ErrNotInTurn is TrimWithStep's answer outside a handler's context, or after its
+	// ErrNotInTurn is TrimWithStep's answer on a Turn no handler was given, or after its
 	// handler returned: nothing was queued, and the caller trims itself.
 	ErrNotInTurn = errors.New("lockhandoff: not the context of a running handler")
 	// ErrOtherSlot is TrimWithStep's answer for a key without the entity's hash tag: the
@@ -49,12 +48,12 @@ var (
 // dropped (done gets the reason).
 //
 // key must carry the entity's hash tag (build it with Key). TrimWithStep returns
-// ErrNotInTurn when ctx is not a running handler's, ErrOtherSlot when key lacks the
+// ErrNotInTurn when t is not a running handler's, ErrOtherSlot when key lacks the
 // entity's hash tag and ErrBadTrim for a negative n or one of the turn's own keys; then
 // nothing was queued.
-func TrimWithStep(ctx context.Context, key string, n int, done func(error)) error {
-	p, ok := ctx.Value(pendingKey{}).(*pending)
-	if !ok {
+func (t Turn) TrimWithStep(key string, n int, done func(error)) error {
+	p := t.trims
+	if p == nil {
 		return ErrNotInTurn
 	}
 	if err := p.check(key, n); err != nil {
@@ -86,8 +85,6 @@ type trim struct {
 	n    int
 	done func(error)
 }
-
-type pendingKey struct{}
 
 // pending collects one handler run's trims.
 type pending struct {

@@ -59,7 +59,7 @@ func fillList(t *testing.T, rc redis.UniversalClient, key string, n int) {
 // A handler's committed trims run in its step's script: after it returned and before the
 // next envelope's handler starts (with the handoff), or with the release (the turn's last
 // envelope, or a drain budget reached). Their outcomes reach done; a failed handler's
-// trims are dropped; TrimWithStep refuses a context that is not a running handler's, keys
+// trims are dropped; TrimWithStep refuses a Turn that is not a running handler's, keys
 // of another hash tag, the turn's own keys and a negative count.
 //
 // Broken variant tried: handoff.lua ignoring ARGV[3..] (the trims never ran): the second
@@ -73,7 +73,7 @@ func testTrimRunsWithTheStep(t *testing.T, b backend) {
 	var (
 		mu    sync.Mutex
 		seen  []string
-		saved context.Context
+		saved Turn
 		log   doneLog
 	)
 	var hd *Handoff
@@ -81,8 +81,8 @@ func testTrimRunsWithTheStep(t *testing.T, b backend) {
 		n, _ := rc.LLen(hctx, mark).Result()
 		mu.Lock()
 		seen = append(seen, fmt.Sprintf("%s@%d", env, n))
-		if saved == nil {
-			saved = hctx
+		if saved.trims == nil {
+			saved = tr
 		}
 		mu.Unlock()
 		if string(env) == "e0" {
@@ -94,7 +94,7 @@ func testTrimRunsWithTheStep(t *testing.T, b backend) {
 				}
 			}
 		}
-		if err := TrimWithStep(hctx, Key(prefix, "LC-other", "x"), 1, nil); !errors.Is(err, ErrOtherSlot) {
+		if err := tr.TrimWithStep(Key(prefix, "LC-other", "x"), 1, nil); !errors.Is(err, ErrOtherSlot) {
 			t.Errorf("TrimWithStep of another entity's key: %v, want ErrOtherSlot", err)
 		}
 		// Trims TrimWithStep cannot send: the turn's own lists, a negative count.
@@ -102,11 +102,11 @@ func testTrimRunsWithTheStep(t *testing.T, b backend) {
 			key string
 			n   int
 		}{{Key(prefix, entity, "lock"), 1}, {Key(prefix, entity, "wait"), 1}, {Key(prefix, entity, "proc"), 1}, {mark, -1}} {
-			if err := TrimWithStep(hctx, bad.key, bad.n, nil); !errors.Is(err, ErrBadTrim) {
+			if err := tr.TrimWithStep(bad.key, bad.n, nil); !errors.Is(err, ErrBadTrim) {
 				t.Errorf("TrimWithStep(%s, %d): %v, want ErrBadTrim", bad.key, bad.n, err)
 			}
 		}
-		if err := TrimWithStep(hctx, mark, 1, log.done(string(env))); err != nil {
+		if err := tr.TrimWithStep(mark, 1, log.done(string(env))); err != nil {
 			t.Errorf("TrimWithStep in a handler: %v", err)
 		}
 		if string(env) == "fails" {
@@ -130,11 +130,11 @@ func testTrimRunsWithTheStep(t *testing.T, b backend) {
 	if want := []string{"e0:OK", "e1:OK", "fails:" + errDropped.Error()}; !slices.Equal(log.get(), want) {
 		t.Errorf("done calls %q, want %q", log.get(), want)
 	}
-	if err := TrimWithStep(s, mark, 1, nil); !errors.Is(err, ErrNotInTurn) {
+	if err := s.TrimWithStep(mark, 1, nil); !errors.Is(err, ErrNotInTurn) {
 		t.Errorf("TrimWithStep after the handler returned: %v, want ErrNotInTurn", err)
 	}
-	if err := TrimWithStep(ctx, mark, 1, nil); !errors.Is(err, ErrNotInTurn) {
-		t.Errorf("TrimWithStep outside a handler: %v, want ErrNotInTurn", err)
+	if err := (Turn{Entity: entity}).TrimWithStep(mark, 1, nil); !errors.Is(err, ErrNotInTurn) {
+		t.Errorf("TrimWithStep on a Turn no handler was given: %v, want ErrNotInTurn", err)
 	}
 
 	// With the release: a budget of one envelope leaves the turn after e0, committing its
@@ -149,7 +149,7 @@ func testTrimRunsWithTheStep(t *testing.T, b backend) {
 				t.Errorf("e1: %v %v", out, err)
 			}
 		}
-		return TrimWithStep(hctx, mark2, 1, log2.done(string(env)))
+		return tr.TrimWithStep(mark2, 1, log2.done(string(env)))
 	})
 	if _, err := hd2.Submit(ctx, entity+"-2", []byte("e0")); err != nil {
 		t.Fatal(err)
@@ -194,9 +194,9 @@ func testTrimFailed(t *testing.T, b backend) {
 				t.Errorf("e1: %v %v", out, err)
 			}
 			// LTRIM on a string: WRONGTYPE, in the step's script.
-			return TrimWithStep(hctx, str, 1, log.done("e0"))
+			return tr.TrimWithStep(str, 1, log.done("e0"))
 		}
-		return TrimWithStep(hctx, list, 1, log.done(string(env)))
+		return tr.TrimWithStep(list, 1, log.done(string(env)))
 	})
 	if _, err := hd.Submit(ctx, entity, []byte("e0")); err != nil {
 		t.Fatal(err)
@@ -238,7 +238,7 @@ func testTrimFailed(t *testing.T, b backend) {
 				t.Errorf("e1: %v %v", out, err)
 			}
 		}
-		return TrimWithStep(hctx, str, 1, nil) // WRONGTYPE
+		return tr.TrimWithStep(str, 1, nil) // WRONGTYPE
 	})
 	if _, err := hd2.Submit(ctx, entity, []byte("e0")); err != nil {
 		t.Fatal(err)
@@ -270,7 +270,7 @@ func TestTrimDonePanicIsContained(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		return TrimWithStep(hctx, list, 1, func(error) { panic("boom") })
+		return tr.TrimWithStep(list, 1, func(error) { panic("boom") })
 	})
 	if _, err := hd.Submit(ctx, entity, []byte("e0")); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package order
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -303,29 +302,6 @@ func DecodeLimits(body []byte, lim Limits) (Event, error) {
 		return Event{}, invalid(ReasonUnknownType, "unknown event type %q", ev.Type)
 	}
 	return ev, nil
-}
-
-type decodedKey struct{}
-
-type decoded struct {
-	body []byte
-	ev   Event
-}
-
-// WithDecoded carries body's decoded event to the handlers of the turn that Submit may
-// run with ctx, so that the caller's own envelope is not decoded a second time.
-func WithDecoded(ctx context.Context, body []byte, ev Event) context.Context {
-	return context.WithValue(ctx, decodedKey{}, &decoded{body: body, ev: ev})
-}
-
-// decodeIn decodes envelope, or takes its event from ctx when the caller of the turn
-// decoded the same bytes already. The turn runs the oldest backlog envelope first,
-// which may be another one: only equal bytes are taken.
-func decodeIn(ctx context.Context, envelope []byte, maxBytes int) (Event, error) {
-	if d, ok := ctx.Value(decodedKey{}).(*decoded); ok && len(envelope) <= maxBytes && bytes.Equal(d.body, envelope) {
-		return d.ev, nil
-	}
-	return Decode(envelope, maxBytes)
 }
 
 // checkID refuses an id longer than limit bytes (PostgreSQL indexes every id of a result,

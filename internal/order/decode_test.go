@@ -262,34 +262,6 @@ func sameEvent(a, b Event) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-// The turn takes the caller's decoded event only for the caller's own envelope: it starts
-// from the oldest backlog entry, which may be another event.
-func TestDecodeInTakesTheCallersEventOnlyForEqualBytes(t *testing.T) {
-	mine := []byte(`{"event_id":"e1","type":"payment.confirmed","lcid":"LC-1"}`)
-	other := []byte(`{"event_id":"e0","type":"payment.confirmed","lcid":"LC-1"}`)
-	decoded, err := Decode(mine, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	decoded.EventID = "from-the-caller" // tells a hand-over from a decode
-	ctx := WithDecoded(context.Background(), mine, decoded)
-
-	got, err := decodeIn(ctx, other, MaxEventBytes)
-	if err != nil || got.EventID != "e0" {
-		t.Fatalf("backlog envelope: %q, %v; want e0 decoded from its own bytes", got.EventID, err)
-	}
-	got, err = decodeIn(ctx, append([]byte(nil), mine...), MaxEventBytes)
-	if err != nil || got.EventID != "from-the-caller" {
-		t.Fatalf("the caller's envelope (as Redis returned it): %q, %v; want the caller's event", got.EventID, err)
-	}
-	if got, err = decodeIn(ctx, mine, len(mine)-1); err == nil {
-		t.Fatalf("an envelope over the processor's limit was taken: %q", got.EventID)
-	}
-	if got, err = decodeIn(context.Background(), mine, MaxEventBytes); err != nil || got.EventID != "e1" {
-		t.Fatalf("without a hand-over: %q, %v; want e1", got.EventID, err)
-	}
-}
-
 // manyLines is an order.placed of n lines on one SKU.
 func manyLines(eventID, lcid string, n int) []byte {
 	d := event.OrderData{Mode: ledger.ModeShip, TargetDate: "2026-12-01"}
@@ -558,6 +530,20 @@ func TestOnlyOrderEventsLookForALostOrder(t *testing.T) {
 		want := typ != event.OrderPlaced && !strings.HasPrefix(string(typ), "inventory.")
 		if got := ev.aboutExistingOrder(); got != want {
 			t.Errorf("%s (entity %q): aboutExistingOrder %v, want %v", typ, ev.Entity(), got, want)
+		}
+	}
+}
+
+// BenchmarkDecode is the cost of decoding a typical order.placed (three lines): what a
+// turn pays to decode its envelope again rather than take the consumer's decoded event.
+func BenchmarkDecode(b *testing.B) {
+	body := []byte(`{"event_id":"evt-000123","type":"order.placed","lcid":"LC-000123","occurred_at":"2026-12-01T10:00:00Z",` +
+		`"data":{"mode":"ship","target_date":"2026-12-03","lines":[{"line_id":"1","sku":"SKU-0001","qty":2},` +
+		`{"line_id":"2","sku":"SKU-0002","qty":1},{"line_id":"3","sku":"SKU-0003","qty":4}]}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(body, 0); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

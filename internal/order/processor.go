@@ -188,7 +188,7 @@ func doneKey(prefix, entity, eventID string) string {
 // Handle applies one envelope in the entity's turn. An error leaves the envelope where
 // it is (lockhandoff re-runs it); every step is idempotent.
 func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []byte) error {
-	ev, err := decodeIn(ctx, envelope, p.cfg.MaxEventBytes)
+	ev, err := Decode(envelope, p.cfg.MaxEventBytes)
 	if err != nil {
 		// Validated before it was submitted, so only a changed validation rule gets here.
 		p.log.Error("undecodable envelope in a turn", zap.String("entity", t.Entity), zap.Error(err))
@@ -478,7 +478,7 @@ func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []strin
 		// event leaves proc in the same script that trims its results. A trim that fails
 		// there leaves the event in proc: its re-run finds it done and publishes these
 		// results again (at least once).
-		if len(items) < outboxBatch && lockhandoff.TrimWithStep(ctx, outbox, len(items), nil) == nil {
+		if len(items) < outboxBatch && t.TrimWithStep(outbox, len(items), nil) == nil {
 			return nil
 		}
 		ok, err := ackScript.Run(ctx, p.rc, []string{p.key(t.Entity, "lock"), outbox}, t.Token, len(items)).Int()

@@ -69,7 +69,7 @@ func (e *ResultTooLargeError) Unwrap() error { return lockhandoff.ErrQuarantineN
 // is lost if the worker dies in between (the next run quarantines it again; a second DLQ
 // copy is a duplicate to a redrive).
 func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope []byte, f lockhandoff.Failure) error {
-	ev, err := decodeIn(ctx, envelope, p.cfg.MaxEventBytes)
+	ev, err := Decode(envelope, p.cfg.MaxEventBytes)
 	if err != nil {
 		return p.dlq(ctx, envelope, InvalidReason(err), nil)
 	}

@@ -78,7 +78,7 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) queue.Outcome {
 		}
 		return queue.Outcome{Verdict: queue.Done}
 	}
-	_, err = w.Turns.Submit(WithDecoded(ctx, m.Body, ev), ev.Entity(), m.Body)
+	_, err = w.Turns.Submit(ctx, ev.Entity(), m.Body)
 	switch {
 	case errors.Is(err, lockhandoff.ErrQueueFull):
 		after := w.FullBackoff

@@ -319,7 +319,7 @@ func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options, commit
 			sent := time.Duration(binary.BigEndian.Uint64(env[4:]))
 			ps[p].add(time.Since(base) - sent)
 			if commit {
-				err := lockhandoff.TrimWithStep(hctx, listKey, 1, func(err error) {
+				err := t.TrimWithStep(listKey, 1, func(err error) {
 					if err != nil {
 						bg.fail(fmt.Errorf("committed trim: %w", err))
 					}
@@ -447,7 +447,7 @@ func hotDrain(ctx context.Context, rc redis.UniversalClient, o Options) (Measure
 				}
 				return nil
 			}
-			return lockhandoff.TrimWithStep(hctx, listKey, 1, func(err error) {
+			return t.TrimWithStep(listKey, 1, func(err error) {
 				if err != nil {
 					bg.fail(fmt.Errorf("committed trim: %w", err))
 				}
