@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
@@ -118,7 +119,7 @@ func (f *fleet) doneResults(t *testing.T, run string) []event.Result {
 	t.Helper()
 	ctx := context.Background()
 	var out []event.Result
-	for _, entity := range []string{run, order.SKUEntity(run)} {
+	for _, entity := range []string{run, domain.SKUEntity(run)} {
 		iter := f.rc.Scan(ctx, 0, f.prefix+":{"+entity+"*}:done:*", 1000).Iterator()
 		for iter.Next(ctx) {
 			raw, err := f.rc.Get(ctx, iter.Val()).Bytes()
@@ -141,11 +142,11 @@ func (f *fleet) doneResults(t *testing.T, run string) []event.Result {
 // loadgen.Spec.FeedCommutes: no feed event changes which lot an order takes or whether it
 // gets it), but for the registration of a new SKU, which loadgen.Run sends and waits for
 // before any order names the SKU (its gates); the replay puts it first too.
-func skusFirst(events []order.Event) []order.Event {
-	out := make([]order.Event, 0, len(events))
+func skusFirst(events []domain.Event) []domain.Event {
+	out := make([]domain.Event, 0, len(events))
 	for _, first := range []bool{true, false} {
 		for _, e := range events {
-			if strings.HasPrefix(e.Entity(), order.SKUEntity("")) == first {
+			if strings.HasPrefix(e.Entity(), domain.SKUEntity("")) == first {
 				out = append(out, e)
 			}
 		}
@@ -174,12 +175,12 @@ func TestEndToEnd(t *testing.T) {
 		if len(results) != s.Distinct {
 			t.Fatalf("%d done markers for %d distinct events", len(results), s.Distinct)
 		}
-		events, err := order.InArrivalOrder(results, byID)
+		events, err := domain.InArrivalOrder(results, byID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		model := ledger.NewModel(w.Loader())
-		states, _, err := order.Replay(context.Background(), model, skusFirst(events), time.Now())
+		states, _, err := domain.Replay(context.Background(), model, skusFirst(events), time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
 )
 
@@ -100,7 +100,7 @@ func sendBodies(o sendOptions) ([][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, err := order.Decode(body, 0); err != nil {
+		if _, err := domain.Decode(body, 0); err != nil {
 			return nil, fmt.Errorf("invalid event: %w", err)
 		}
 		return [][]byte{body}, nil
@@ -113,7 +113,7 @@ func readEvents(r io.Reader) ([][]byte, error) {
 	var bodies [][]byte
 	var problems []string
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), order.MaxEventBytes+1)
+	sc.Buffer(make([]byte, 64*1024), domain.MaxEventBytes+1)
 	n := 0
 	for sc.Scan() {
 		n++
@@ -121,14 +121,14 @@ func readEvents(r io.Reader) ([][]byte, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if _, err := order.Decode([]byte(line), 0); err != nil {
+		if _, err := domain.Decode([]byte(line), 0); err != nil {
 			problems = append(problems, fmt.Sprintf("line %d: %v", n, err))
 			continue
 		}
 		bodies = append(bodies, []byte(line))
 	}
 	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
-		return nil, fmt.Errorf("nothing sent: line %d is longer than an event may be (%d bytes)", n+1, order.MaxEventBytes)
+		return nil, fmt.Errorf("nothing sent: line %d is longer than an event may be (%d bytes)", n+1, domain.MaxEventBytes)
 	} else if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/api"
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/order"
@@ -83,7 +84,7 @@ func TestStock(t *testing.T) {
 func TestOrderInfo(t *testing.T) {
 	d := readerEnv(t)
 	ctx := context.Background()
-	st := order.State{Seq: 2, Order: &event.OrderSnapshot{LCID: "LC-9", Status: "placed", Paid: true, Mode: ledger.ModeShip,
+	st := domain.State{Seq: 2, Order: &event.OrderSnapshot{LCID: "LC-9", Status: "placed", Paid: true, Mode: ledger.ModeShip,
 		TargetDate: "2026-12-05", Lines: []event.SnapshotLine{{LineID: "1", SKU: "S", Qty: 2, Lots: []ledger.LotQty{{LotID: "L", Qty: 2}}}}}}
 	raw, _ := json.Marshal(st)
 	if err := d.Redis.Set(ctx, order.StateKey(d.Prefix, "LC-9"), raw, time.Minute).Err(); err != nil {

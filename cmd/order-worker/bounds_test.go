@@ -11,11 +11,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/loadgen"
-	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -81,13 +81,13 @@ func TestTooManyLinesGoToTheDLQAndTheOrderGoesOn(t *testing.T) {
 	}
 	data, _ := json.Marshal(d)
 	big, _ := json.Marshal(event.Order{EventID: "big-" + run, Type: event.OrderPlaced, LCID: lcid, OccurredAt: time.Now().UTC(), Data: data})
-	if len(big) > order.MaxEventBytes {
+	if len(big) > domain.MaxEventBytes {
 		t.Fatalf("the order is %d bytes: it would be refused for its size", len(big))
 	}
 	f.sendRaw(string(big))
 	reasons, copies := f.deadLettered(1, time.Minute)
-	if got := reasons[string(big)]; !strings.HasPrefix(got, order.ReasonTooManyLines) {
-		t.Fatalf("DLQ reason %q (copies %d), want %s", got, copies[string(big)], order.ReasonTooManyLines)
+	if got := reasons[string(big)]; !strings.HasPrefix(got, domain.ReasonTooManyLines) {
+		t.Fatalf("DLQ reason %q (copies %d), want %s", got, copies[string(big)], domain.ReasonTooManyLines)
 	}
 
 	// The same order's next events: a placement within the bound, then its payment.
@@ -154,8 +154,8 @@ func TestBadIDsGoToTheDLQOnceAndTheWorkerGoesOn(t *testing.T) {
 
 	reasons, copies := f.deadLettered(len(bad), time.Minute)
 	for name, body := range bad {
-		if got := reasons[body]; !strings.HasPrefix(got, order.ReasonInvalidID) {
-			t.Errorf("%s: DLQ reason %q, want %s", name, got, order.ReasonInvalidID)
+		if got := reasons[body]; !strings.HasPrefix(got, domain.ReasonInvalidID) {
+			t.Errorf("%s: DLQ reason %q, want %s", name, got, domain.ReasonInvalidID)
 		}
 	}
 	f.collect(map[string]bool{good.EventID: true}, time.Minute, nil)
@@ -186,7 +186,7 @@ func TestWorkerRefusesALinesBoundWhoseResultCannotFit(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	fit := order.MaxLinesFitting(65536)
+	fit := domain.MaxLinesFitting(65536)
 	for _, c := range []struct {
 		lines  int
 		starts bool

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/junban/junban/internal/config"
-	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/domain"
 )
 
 // requiredEnv sets what config.Load requires, so that a test of the settings needs no stack
@@ -89,18 +89,18 @@ func TestPostgresConnectionsAreBounded(t *testing.T) {
 	}
 }
 
-// JUNBAN_MAX_LINES defaults to order.MaxLinesDefault and is refused outside
-// 1..order.MaxLinesLimit (a turn decodes up to the limit, whatever the setting).
+// JUNBAN_MAX_LINES defaults to domain.MaxLinesDefault and is refused outside
+// 1..domain.MaxLinesLimit (a turn decodes up to the limit, whatever the setting).
 func TestMaxLinesSetting(t *testing.T) {
 	requiredEnv(t)
 	cfg, err := config.Load[Config]()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.MaxLines != order.MaxLinesDefault {
-		t.Errorf("default %d, want order.MaxLinesDefault %d", cfg.MaxLines, order.MaxLinesDefault)
+	if cfg.MaxLines != domain.MaxLinesDefault {
+		t.Errorf("default %d, want domain.MaxLinesDefault %d", cfg.MaxLines, domain.MaxLinesDefault)
 	}
-	for _, v := range []string{"0", "-1", strconv.Itoa(order.MaxLinesLimit + 1)} {
+	for _, v := range []string{"0", "-1", strconv.Itoa(domain.MaxLinesLimit + 1)} {
 		t.Setenv("JUNBAN_MAX_LINES", v)
 		if _, err := config.Load[Config](); err == nil || !strings.Contains(err.Error(), "JUNBAN_MAX_LINES") {
 			t.Errorf("JUNBAN_MAX_LINES=%s: %v, want a refusal naming it", v, err)

@@ -20,6 +20,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/health"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
@@ -65,7 +66,7 @@ type Config struct {
 	// MaxLines bounds an order event's lines; beyond it the event goes to the orders DLQ
 	// with ERR_TOO_MANY_LINES. It bounds the size of the event's result, which must fit in
 	// the results queue's messages: the worker refuses to start when the largest result it
-	// allows would not (order.CheckResultBound).
+	// allows would not (domain.CheckResultBound).
 	MaxLines int `env:"JUNBAN_MAX_LINES"`
 	// MaxWait bounds an entity's wait list; beyond it messages stay in SQS.
 	MaxWait int `env:"JUNBAN_MAX_WAIT"`
@@ -119,7 +120,7 @@ func (c *Config) SetDefaults() {
 	c.DeleteLinger = queue.DeleteLingerDefault
 	c.LockTTL = lockhandoff.LockTTLDefault
 	c.HandlerDeadline = lockhandoff.HandlerDeadlineDefault
-	c.MaxLines = order.MaxLinesDefault
+	c.MaxLines = domain.MaxLinesDefault
 	c.MaxWait = lockhandoff.MaxWaitDefault
 	c.MaxAttempts = lockhandoff.MaxAttemptsDefault
 	c.QuarantineMinAge = lockhandoff.QuarantineMinAgeDefault
@@ -158,8 +159,8 @@ func (c Config) Validate() error {
 	if c.HandlerDeadline <= c.LockTTL {
 		p = append(p, errors.New("JUNBAN_HANDLER_DEADLINE: must be longer than JUNBAN_LOCK_TTL"))
 	}
-	if c.MaxLines < 1 || c.MaxLines > order.MaxLinesLimit {
-		p = append(p, fmt.Errorf("JUNBAN_MAX_LINES: must be 1..%d", order.MaxLinesLimit))
+	if c.MaxLines < 1 || c.MaxLines > domain.MaxLinesLimit {
+		p = append(p, fmt.Errorf("JUNBAN_MAX_LINES: must be 1..%d", domain.MaxLinesLimit))
 	}
 	if c.MaxWait < 1 {
 		p = append(p, errors.New("JUNBAN_MAX_WAIT: must be at least 1"))
@@ -170,8 +171,8 @@ func (c Config) Validate() error {
 	if c.QuarantineMinAge < 0 {
 		p = append(p, errors.New("JUNBAN_QUARANTINE_MIN_AGE: must not be negative"))
 	}
-	if c.MaxWaitBytes < order.MaxEventBytes {
-		p = append(p, fmt.Errorf("JUNBAN_MAX_WAIT_BYTES: must be at least %d (the largest event)", order.MaxEventBytes))
+	if c.MaxWaitBytes < domain.MaxEventBytes {
+		p = append(p, fmt.Errorf("JUNBAN_MAX_WAIT_BYTES: must be at least %d (the largest event)", domain.MaxEventBytes))
 	}
 	if c.DrainMaxEvents < 1 {
 		p = append(p, errors.New("JUNBAN_DRAIN_MAX_EVENTS: must be at least 1"))
@@ -453,11 +454,11 @@ func checkResultBound(ctx context.Context, cfg Config, c *sqs.Client, resultsURL
 	if !reported {
 		log.Info("the results queue does not report MaximumMessageSize; assuming SQS's default", zap.Int("bytes", size))
 	}
-	if err := order.CheckResultBound(cfg.MaxLines, size); err != nil {
+	if err := domain.CheckResultBound(cfg.MaxLines, size); err != nil {
 		return 0, backoff.Permanent(err) // a setting to change: no retry mends it
 	}
 	log.Info("results fit the results queue", zap.Int("max_lines", cfg.MaxLines),
-		zap.Int("worst_case_bytes", order.WorstCaseResultBytes(cfg.MaxLines, order.ResultLotsPerLine)),
+		zap.Int("worst_case_bytes", domain.WorstCaseResultBytes(cfg.MaxLines, domain.ResultLotsPerLine)),
 		zap.Int("max_message_bytes", size))
 	return size, nil
 }

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/loadgen"
-	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/persist"
 )
 
@@ -206,9 +206,9 @@ func TestWarehouseEventsThroughTheQueue(t *testing.T) {
 		jsonOf(r.Order.Lines[0].Returned) != `[{"lot_id":"N1","qty":2}]` {
 		t.Fatalf("ret-bad: moves %s order %s", movesOf(r), jsonOf(r.Order))
 	}
-	wantOutcome(t, rs, "ret-much", event.Rejected, order.ReasonReturnExceedsShipped)
-	wantOutcome(t, rs, "ret-noline", event.Rejected, order.ReasonUnknownLine)
-	wantOutcome(t, rs, "ret-cancelled", event.Rejected, order.ReasonInvalidTransition)
+	wantOutcome(t, rs, "ret-much", event.Rejected, domain.ReasonReturnExceedsShipped)
+	wantOutcome(t, rs, "ret-noline", event.Rejected, domain.ReasonUnknownLine)
+	wantOutcome(t, rs, "ret-cancelled", event.Rejected, domain.ReasonInvalidTransition)
 	for _, r := range rs {
 		all = append(all, r)
 	}
@@ -277,16 +277,16 @@ func TestInvalidWarehouseEventsGoToTheDLQ(t *testing.T) {
 	f.seed(boundsInventory("A"))
 	f.start(1)
 	bodies := map[string]string{
-		`{"event_id":"w1","type":"inventory.held","data":{"sku":"A","lot_id":"L1","qty":0,"reason":"x"}}`:                                              order.ReasonInvalidQuantity,
-		`{"event_id":"w2","type":"inventory.damaged","data":{"sku":"A","lot_id":"L1","qty":-3,"reason":"x"}}`:                                          order.ReasonInvalidQuantity,
-		`{"event_id":"w3","type":"inventory.lot_registered","data":{"sku":"A","lot_id":"N","kind":"later","sellable":1}}`:                              order.ReasonInvalidKind,
-		`{"event_id":"w4","type":"inventory.lot_registered","data":{"sku":"A","lot_id":"N","kind":"onhand","sellable":0}}`:                             order.ReasonInvalidQuantity,
-		`{"event_id":"w5","type":"inventory.sku_registered","data":{"sku":"S","safety_stock":-1}}`:                                                     order.ReasonInvalidQuantity,
-		`{"event_id":"w6","type":"order.returned","lcid":"o1","data":{"lines":[{"line_id":"l1","qty":-1}]}}`:                                           order.ReasonInvalidQuantity,
-		`{"event_id":"w7","type":"inventory.lot_recalled","data":{"sku":"A","lot_id":"L1"}}`:                                                           order.ReasonMissingField,
-		`{"event_id":"w8","type":"inventory.held","data":{"sku":"A","lot_id":"L1","qty":1,"reason":"x","extra":1}}`:                                    order.ReasonMalformedJSON,
-		`{"event_id":"w10","type":"inventory.damaged","data":{"sku":"A","lot_id":"L1","qty":1,"reason":"crushed\u0007"}}`:                              order.ReasonInvalidReason,
-		`{"event_id":"w9","type":"inventory.lot_registered","data":{"sku":"A","lot_id":"N","kind":"planned","best_before":"2027-01-01","sellable":1}}`: order.ReasonInvalidDate,
+		`{"event_id":"w1","type":"inventory.held","data":{"sku":"A","lot_id":"L1","qty":0,"reason":"x"}}`:                                              domain.ReasonInvalidQuantity,
+		`{"event_id":"w2","type":"inventory.damaged","data":{"sku":"A","lot_id":"L1","qty":-3,"reason":"x"}}`:                                          domain.ReasonInvalidQuantity,
+		`{"event_id":"w3","type":"inventory.lot_registered","data":{"sku":"A","lot_id":"N","kind":"later","sellable":1}}`:                              domain.ReasonInvalidKind,
+		`{"event_id":"w4","type":"inventory.lot_registered","data":{"sku":"A","lot_id":"N","kind":"onhand","sellable":0}}`:                             domain.ReasonInvalidQuantity,
+		`{"event_id":"w5","type":"inventory.sku_registered","data":{"sku":"S","safety_stock":-1}}`:                                                     domain.ReasonInvalidQuantity,
+		`{"event_id":"w6","type":"order.returned","lcid":"o1","data":{"lines":[{"line_id":"l1","qty":-1}]}}`:                                           domain.ReasonInvalidQuantity,
+		`{"event_id":"w7","type":"inventory.lot_recalled","data":{"sku":"A","lot_id":"L1"}}`:                                                           domain.ReasonMissingField,
+		`{"event_id":"w8","type":"inventory.held","data":{"sku":"A","lot_id":"L1","qty":1,"reason":"x","extra":1}}`:                                    domain.ReasonMalformedJSON,
+		`{"event_id":"w10","type":"inventory.damaged","data":{"sku":"A","lot_id":"L1","qty":1,"reason":"crushed\u0007"}}`:                              domain.ReasonInvalidReason,
+		`{"event_id":"w9","type":"inventory.lot_registered","data":{"sku":"A","lot_id":"N","kind":"planned","best_before":"2027-01-01","sellable":1}}`: domain.ReasonInvalidDate,
 	}
 	var list []string
 	for b := range bodies {

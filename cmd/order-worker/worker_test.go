@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
@@ -234,7 +235,7 @@ func (f *fleet) verify(w loadgen.Workload) {
 		f.t.Fatal(err)
 	}
 	model := ledger.NewModel(w.Loader())
-	states, want, err := order.Replay(ctx, model, events, time.Now())
+	states, want, err := domain.Replay(ctx, model, events, time.Now())
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func (f *fleet) verify(w loadgen.Workload) {
 	}
 }
 
-// inArrivalOrder is order.InArrivalOrder with the SKUs' entities (the warehouse's
+// inArrivalOrder is domain.InArrivalOrder with the SKUs' entities (the warehouse's
 // events, "sku:<sku>") replayed before the orders'.
 //
 // The model replays one entity at a time, while in the run a SKU's warehouse events and
@@ -307,13 +308,13 @@ func (f *fleet) verify(w loadgen.Workload) {
 // the orders' entities replayed first (the model refuses the orders on the new SKU with
 // ERR_UNKNOWN_SKU), and the feed without FeedCommutes (a recall of a SKU's first lot
 // sends the model's orders to another lot).
-func inArrivalOrder(results []event.Result, sent map[string]event.Order) ([]order.Event, error) {
-	events, err := order.InArrivalOrder(results, sent)
+func inArrivalOrder(results []event.Result, sent map[string]event.Order) ([]domain.Event, error) {
+	events, err := domain.InArrivalOrder(results, sent)
 	if err != nil {
 		return nil, err
 	}
-	isSKU := func(e order.Event) bool { return strings.HasPrefix(e.Entity(), order.SKUEntity("")) }
-	out := make([]order.Event, 0, len(events))
+	isSKU := func(e domain.Event) bool { return strings.HasPrefix(e.Entity(), domain.SKUEntity("")) }
+	out := make([]domain.Event, 0, len(events))
 	for _, first := range []bool{true, false} {
 		for _, e := range events {
 			if isSKU(e) == first {
@@ -452,12 +453,12 @@ func TestPoisonMessagesGoToTheDLQAndTheWorkerGoesOn(t *testing.T) {
 		ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 10}}}}})
 	f.start(1)
 	poison := map[string]string{
-		`{"event_id":`: order.ReasonMalformedJSON,
-		`{"event_id":"p2","type":"order.teleported","lcid":"P"}`: order.ReasonUnknownType,
-		`{"type":"payment.confirmed","lcid":"P"}`:                order.ReasonMissingField,
-		`{"event_id":"p4","type":"order.placed","lcid":"P","data":{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"P-SKU","qty":0}]}}`:                                       order.ReasonInvalidQuantity,
-		`{"event_id":"p5","type":"order.placed","lcid":"P","data":{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"P-SKU","qty":-2}]}}`:                                      order.ReasonInvalidQuantity,
-		`{"event_id":"p6","type":"order.placed","lcid":"P","data":{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"P-SKU","qty":1},{"line_id":"1","sku":"P-SKU","qty":1}]}}`: order.ReasonDuplicateLine,
+		`{"event_id":`: domain.ReasonMalformedJSON,
+		`{"event_id":"p2","type":"order.teleported","lcid":"P"}`: domain.ReasonUnknownType,
+		`{"type":"payment.confirmed","lcid":"P"}`:                domain.ReasonMissingField,
+		`{"event_id":"p4","type":"order.placed","lcid":"P","data":{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"P-SKU","qty":0}]}}`:                                       domain.ReasonInvalidQuantity,
+		`{"event_id":"p5","type":"order.placed","lcid":"P","data":{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"P-SKU","qty":-2}]}}`:                                      domain.ReasonInvalidQuantity,
+		`{"event_id":"p6","type":"order.placed","lcid":"P","data":{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"P-SKU","qty":1},{"line_id":"1","sku":"P-SKU","qty":1}]}}`: domain.ReasonDuplicateLine,
 	}
 	ctx := context.Background()
 	for body := range poison {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/loadgen"
@@ -314,7 +315,7 @@ func (e *Env) gather(ctx context.Context) (snapshot, error) {
 		s.redisOrders[lcid] = orderState{Seq: st.Seq, Order: st.Order}
 	}
 	for _, sku := range e.workload.SKUs() {
-		entity := order.SKUEntity(sku)
+		entity := domain.SKUEntity(sku)
 		st, err := order.LoadState(ctx, e.rc, KeyPrefix, entity)
 		if err != nil {
 			return s, err

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/order"
 )
 
 func TestGenerateIsReproducibleAndShapedAsAsked(t *testing.T) {
@@ -22,7 +22,7 @@ func TestGenerateIsReproducibleAndShapedAsAsked(t *testing.T) {
 	pos := map[string]int{}
 	for i, e := range a.Events {
 		body, _ := json.Marshal(e)
-		if _, err := order.Decode(body, 0); err != nil {
+		if _, err := domain.Decode(body, 0); err != nil {
 			t.Fatalf("generated an invalid event: %v\n%s", err, body)
 		}
 		if seen[e.EventID] == 0 {
@@ -74,7 +74,7 @@ func TestWarehouseFeed(t *testing.T) {
 			feed++
 		}
 		body, _ := json.Marshal(e)
-		if _, err := order.Decode(body, 0); err != nil {
+		if _, err := domain.Decode(body, 0); err != nil {
 			t.Fatalf("generated an invalid event: %v\n%s", err, body)
 		}
 	}

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
-	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
 )
 
@@ -28,7 +28,7 @@ func padded(prefix string, n int, c string) string {
 // queue's message with CheckResultBound's margin.
 func TestLargestAcceptedEventsResultFits(t *testing.T) {
 	t.Parallel()
-	const n, lots = order.MaxLinesDefault, order.ResultLotsPerLine
+	const n, lots = domain.MaxLinesDefault, domain.ResultLotsPerLine
 	var skus []ledger.SKU
 	sku := func(i int) string { return padded(fmt.Sprintf("S%03d-", i), ledger.MaxIDLen, "s") }
 	for i := range 2 * n {
@@ -81,8 +81,8 @@ func TestLargestAcceptedEventsResultFits(t *testing.T) {
 		t.Fatalf("%d moves, want %d: the test does not reach the model's worst case", got, want)
 	}
 
-	model := order.WorstCaseResultBytes(n, lots)
-	room := queue.MaxMessageSizeDefault - queue.MaxMessageSizeDefault/order.ResultMarginDivisor
+	model := domain.WorstCaseResultBytes(n, lots)
+	room := queue.MaxMessageSizeDefault - queue.MaxMessageSizeDefault/domain.ResultMarginDivisor
 	for name, r := range map[string]event.Result{"placed": placedRes, "changed": changedRes} {
 		body, err := json.Marshal(r)
 		if err != nil {
@@ -96,7 +96,7 @@ func TestLargestAcceptedEventsResultFits(t *testing.T) {
 			t.Errorf("%s: result of %d bytes, more than %d", name, len(body), room)
 		}
 	}
-	if err := order.CheckResultBound(n, queue.MaxMessageSizeDefault); err != nil {
+	if err := domain.CheckResultBound(n, queue.MaxMessageSizeDefault); err != nil {
 		t.Errorf("the default bound does not pass the start-up check: %v", err)
 	}
 }
@@ -104,18 +104,18 @@ func TestLargestAcceptedEventsResultFits(t *testing.T) {
 // CheckResultBound refuses a lines bound whose worst case exceeds the queue's messages,
 // and names the setting and the bound that would fit.
 func TestCheckResultBoundRefusesWhatCannotFit(t *testing.T) {
-	fit := order.MaxLinesFitting(queue.MaxMessageSizeDefault)
-	if fit < order.MaxLinesDefault {
-		t.Fatalf("%d lines fit, below the default %d", fit, order.MaxLinesDefault)
+	fit := domain.MaxLinesFitting(queue.MaxMessageSizeDefault)
+	if fit < domain.MaxLinesDefault {
+		t.Fatalf("%d lines fit, below the default %d", fit, domain.MaxLinesDefault)
 	}
-	if err := order.CheckResultBound(fit, queue.MaxMessageSizeDefault); err != nil {
+	if err := domain.CheckResultBound(fit, queue.MaxMessageSizeDefault); err != nil {
 		t.Errorf("%d lines: %v", fit, err)
 	}
-	err := order.CheckResultBound(fit+1, queue.MaxMessageSizeDefault)
+	err := domain.CheckResultBound(fit+1, queue.MaxMessageSizeDefault)
 	if err == nil || !strings.Contains(err.Error(), "JUNBAN_MAX_LINES") || !strings.Contains(err.Error(), fmt.Sprintf("at most %d fits", fit)) {
 		t.Errorf("%d lines: %v, want a refusal naming JUNBAN_MAX_LINES and %d", fit+1, err, fit)
 	}
-	if big := order.MaxLinesFitting(1 << 20); big <= fit {
+	if big := domain.MaxLinesFitting(1 << 20); big <= fit {
 		t.Errorf("a 1 MiB queue fits %d lines, no more than a 256 KiB one (%d)", big, fit)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
@@ -123,8 +124,8 @@ func TestUndecodableParkedEventIsDeadLettered(t *testing.T) {
 	ctx := context.Background()
 	p, _, rc, prefix, qs := newParkedFixture(t)
 	tooLong := `{"event_id":"` + strings.Repeat("e", event.MaxIDLength+1) + `","type":"order.shipped","lcid":"O"}`
-	st := State{Seq: 1, Order: &event.OrderSnapshot{LCID: "O", Status: event.StatusPlaced},
-		Parked: []Parked{{Body: json.RawMessage(tooLong), Arrival: 1, ParkedAt: time.Now()}}}
+	st := domain.State{Seq: 1, Order: &event.OrderSnapshot{LCID: "O", Status: event.StatusPlaced},
+		Parked: []domain.Parked{{Body: json.RawMessage(tooLong), Arrival: 1, ParkedAt: time.Now()}}}
 	raw, _ := json.Marshal(st)
 	rc.Set(ctx, StateKey(prefix, "O"), raw, 0)
 	rc.Set(ctx, lockhandoff.Key(prefix, "O", "lock"), "tok", 0)
@@ -145,7 +146,7 @@ func TestUndecodableParkedEventIsDeadLettered(t *testing.T) {
 	if err != nil || len(out.Messages) != 1 {
 		t.Fatalf("orders DLQ: %v %d messages, want the parked event", err, len(out.Messages))
 	}
-	if r := out.Messages[0].MessageAttributes[queue.AttrDLQReason]; r.StringValue == nil || *r.StringValue != ReasonIDTooLong {
-		t.Errorf("DLQ reason %v, want %s", r.StringValue, ReasonIDTooLong)
+	if r := out.Messages[0].MessageAttributes[queue.AttrDLQReason]; r.StringValue == nil || *r.StringValue != domain.ReasonIDTooLong {
+		t.Errorf("DLQ reason %v, want %s", r.StringValue, domain.ReasonIDTooLong)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
@@ -44,7 +45,7 @@ type Config struct {
 	// Redis holds the orders' state, done markers and outbox (required).
 	Redis redis.UniversalClient
 	// Ledger moves the stock (required).
-	Ledger Ledger
+	Ledger domain.Ledger
 	// Publisher takes results to the results queue (required).
 	Publisher Publisher
 	// DeadLetter sends an event that can never apply to the orders DLQ; nil: such an
@@ -99,7 +100,7 @@ func (c *Config) SetDefaults() {
 		c.MaxParked = MaxParkedDefault
 	}
 	if c.MaxEventBytes <= 0 {
-		c.MaxEventBytes = MaxEventBytes
+		c.MaxEventBytes = domain.MaxEventBytes
 	}
 	if c.MaxResultBytes <= 0 {
 		c.MaxResultBytes = MaxResultBytesDefault
@@ -151,7 +152,7 @@ var (
 // Processor is the handler of every turn: lockhandoff calls Handle for each event.
 type Processor struct {
 	rc      redis.UniversalClient
-	ledger  Ledger
+	ledger  domain.Ledger
 	pub     Publisher
 	dlq     DeadLetter
 	cfg     Config
@@ -188,11 +189,11 @@ func doneKey(prefix, entity, eventID string) string {
 // Handle applies one envelope in the entity's turn. An error leaves the envelope where
 // it is (lockhandoff re-runs it); every step is idempotent.
 func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []byte) error {
-	ev, err := Decode(envelope, p.cfg.MaxEventBytes)
+	ev, err := domain.Decode(envelope, p.cfg.MaxEventBytes)
 	if err != nil {
 		// Validated before it was submitted, so only a changed validation rule gets here.
 		p.log.Error("undecodable envelope in a turn", zap.String("entity", t.Entity), zap.Error(err))
-		if err := p.dlq(ctx, envelope, InvalidReason(err), nil); err != nil {
+		if err := p.dlq(ctx, envelope, domain.InvalidReason(err), nil); err != nil {
 			return err
 		}
 		return nil
@@ -232,19 +233,19 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 		}
 		return p.flush(ctx, t, nil)
 	}
-	var st State
+	var st domain.State
 	if raw, ok := vals[1].(string); ok {
 		if err := json.Unmarshal([]byte(raw), &st); err != nil {
 			return fmt.Errorf("order: state of %s: %w", t.Entity, err)
 		}
-	} else if p.cfg.Loader != nil && ev.aboutExistingOrder() {
+	} else if p.cfg.Loader != nil && ev.AboutExistingOrder() {
 		// No state in Redis for an event about an existing order: Redis may have lost it.
 		o, seq, found, err := p.cfg.Loader.LoadOrder(ctx, t.Entity)
 		if err != nil {
 			return err
 		}
 		if found {
-			st = State{Seq: seq, Order: o}
+			st = domain.State{Seq: seq, Order: o}
 			p.log.Warn("order restored from postgres", zap.String("lcid", t.Entity), zap.Int64("seq", seq))
 		}
 	}
@@ -252,7 +253,7 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 	if st, err = p.deadLetterUndecodable(ctx, st); err != nil {
 		return err
 	}
-	next, results, err := Step(ctx, p.ledger, st, ev, t.Seq, now)
+	next, results, err := domain.Step(ctx, p.ledger, st, ev, t.Seq, now)
 	if err != nil {
 		return fmt.Errorf("order: %s %s: %w", ev.Type, ev.EventID, err)
 	}
@@ -276,7 +277,7 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 	}
 	for _, r := range results {
 		p.metrics.outcomes.WithLabelValues(string(r.Type), r.Outcome, r.Reason).Inc()
-		if r.Reason == ReasonUndoRefused {
+		if r.Reason == domain.ReasonUndoRefused {
 			p.log.Error("event rejected, but the ledger refused to undo some of its moves: correct the lots by hand",
 				zap.String("event_id", r.EventID), zap.String("lcid", r.LCID), zap.String("type", string(r.Type)),
 				zap.String("detail", r.Detail))
@@ -286,13 +287,13 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 }
 
 // Load reads an entity's state (the zero State when it has none).
-func (p *Processor) Load(ctx context.Context, entity string) (State, error) {
+func (p *Processor) Load(ctx context.Context, entity string) (domain.State, error) {
 	return LoadState(ctx, p.rc, p.cfg.Prefix, entity)
 }
 
 // LoadState reads an entity's state (the zero State when it has none).
-func LoadState(ctx context.Context, rc redis.UniversalClient, prefix, entity string) (State, error) {
-	var st State
+func LoadState(ctx context.Context, rc redis.UniversalClient, prefix, entity string) (domain.State, error) {
+	var st domain.State
 	raw, err := rc.Get(ctx, StateKey(prefix, entity)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return st, nil
@@ -307,7 +308,7 @@ func LoadState(ctx context.Context, rc redis.UniversalClient, prefix, entity str
 }
 
 // commit runs commit.lua and returns the oldest outbox entries to publish.
-func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev Event, st State, results []event.Result) ([]string, error) {
+func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev domain.Event, st domain.State, results []event.Result) ([]string, error) {
 	stateJSON, err := json.Marshal(st)
 	if err != nil {
 		return nil, err
@@ -419,7 +420,7 @@ func (p *Processor) ledgerReplicated(ctx context.Context, entity string, results
 // replicated returns nil once replicas acknowledged what an earlier run of ev committed
 // (with Config.Replication on). WAIT covers the writes of its own connection only, so
 // it follows a write of its own: the done marker's retention, set again.
-func (p *Processor) replicated(ctx context.Context, t lockhandoff.Turn, ev Event) error {
+func (p *Processor) replicated(ctx context.Context, t lockhandoff.Turn, ev domain.Event) error {
 	if !p.cfg.Replication.On() {
 		return nil
 	}
@@ -497,20 +498,20 @@ func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []strin
 // deadLetterUndecodable dead-letters parked events that no longer decode (a rule of
 // Decode tightened since they were parked, e.g. the id bounds): Step would fail on them
 // at every run, and the order's later events would wait behind them for ever.
-func (p *Processor) deadLetterUndecodable(ctx context.Context, st State) (State, error) {
-	keep := make([]Parked, 0, len(st.Parked))
+func (p *Processor) deadLetterUndecodable(ctx context.Context, st domain.State) (domain.State, error) {
+	keep := make([]domain.Parked, 0, len(st.Parked))
 	for _, pk := range st.Parked {
-		_, err := Decode(pk.Body, 0)
+		_, err := domain.Decode(pk.Body, 0)
 		if err == nil {
 			keep = append(keep, pk)
 			continue
 		}
-		reason := cmp.Or(InvalidReason(err), ReasonMalformedJSON)
+		reason := cmp.Or(domain.InvalidReason(err), domain.ReasonMalformedJSON)
 		if err := p.dlq(ctx, pk.Body, reason, nil); err != nil {
 			return st, fmt.Errorf("order: dead-letter parked event: %w", err)
 		}
 		p.metrics.outcomes.WithLabelValues("parked", "dead_lettered", reason).Inc()
-		p.log.Warn("parked event no longer decodes; dead-lettered", zap.String("event_id", parkedID(pk)), zap.String("reason", reason), zap.Error(err))
+		p.log.Warn("parked event no longer decodes; dead-lettered", zap.String("event_id", pk.EventID()), zap.String("reason", reason), zap.Error(err))
 	}
 	if len(keep) < len(st.Parked) {
 		st.Parked = keep
@@ -520,7 +521,7 @@ func (p *Processor) deadLetterUndecodable(ctx context.Context, st State) (State,
 
 // expireParked dead-letters parked events older than ParkTimeout. The DLQ has them
 // before the state that drops them is committed, so none is lost in between.
-func (p *Processor) expireParked(ctx context.Context, st State, now time.Time) (State, error) {
+func (p *Processor) expireParked(ctx context.Context, st domain.State, now time.Time) (domain.State, error) {
 	n := 0
 	for n < len(st.Parked) && now.Sub(st.Parked[n].ParkedAt) > p.cfg.ParkTimeout {
 		n++
@@ -528,18 +529,18 @@ func (p *Processor) expireParked(ctx context.Context, st State, now time.Time) (
 	if n == 0 {
 		return st, nil
 	}
-	return p.deadLetterParked(ctx, st, n, ReasonParkedTooLong)
+	return p.deadLetterParked(ctx, st, n, domain.ReasonParkedTooLong)
 }
 
-func (p *Processor) deadLetterParked(ctx context.Context, st State, n int, reason string) (State, error) {
+func (p *Processor) deadLetterParked(ctx context.Context, st domain.State, n int, reason string) (domain.State, error) {
 	for _, pk := range st.Parked[:n] {
 		if err := p.dlq(ctx, pk.Body, reason, nil); err != nil {
 			return st, fmt.Errorf("order: dead-letter parked event: %w", err)
 		}
 		p.metrics.outcomes.WithLabelValues("parked", "dead_lettered", reason).Inc()
-		p.log.Warn("parked event dead-lettered", zap.String("event_id", parkedID(pk)), zap.String("reason", reason))
+		p.log.Warn("parked event dead-lettered", zap.String("event_id", pk.EventID()), zap.String("reason", reason))
 	}
-	st.Parked = append([]Parked(nil), st.Parked[n:]...)
+	st.Parked = append([]domain.Parked(nil), st.Parked[n:]...)
 	return st, nil
 }
 

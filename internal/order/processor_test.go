@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
@@ -79,7 +80,7 @@ func newHarness(t *testing.T, skus []ledger.SKU) *harness {
 // harnessOptions change what newHarnessWith builds.
 type harnessOptions struct {
 	// ledger wraps the processor's ledger (to inject failures).
-	ledger func(order.Ledger) order.Ledger
+	ledger func(domain.Ledger) domain.Ledger
 	// turns changes the turn's configuration; the processor's Quarantine is set first.
 	turns func(*lockhandoff.Config)
 	// processor changes the processor's configuration.
@@ -106,7 +107,7 @@ func newHarnessWith(t *testing.T, skus []ledger.SKU, opts harnessOptions) *harne
 	dlq := func(ctx context.Context, body []byte, reason string, attrs map[string]string) error {
 		return queue.DeadLetter(ctx, c, h.queues.Orders.DLQURL, body, reason, attrs)
 	}
-	var l order.Ledger = h.led
+	var l domain.Ledger = h.led
 	if opts.ledger != nil {
 		l = opts.ledger(l)
 	}
@@ -142,7 +143,7 @@ func (h *harness) submit(ev event.Order) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	dec, err := order.Decode(body, 0)
+	dec, err := domain.Decode(body, 0)
 	if err != nil {
 		h.t.Fatalf("test event invalid: %v", err)
 	}
@@ -240,21 +241,21 @@ func TestEveryTransitionAndRejection(t *testing.T) {
 	add(ev("O1", event.PaymentConfirmed, nil), event.Applied, "", event.StatusPlaced)
 	add(ev("O1", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "A", 2), line("2", "B", 1)}}), event.Applied, "", event.StatusPlaced)
 	add(ev("O1", event.OrderAllocateForShipment, nil), event.Applied, "", event.StatusPlaced) // the parked ship follows
-	add(ev("O1", event.OrderCancelled, nil), event.Rejected, order.ReasonInvalidTransition, event.StatusShipped)
+	add(ev("O1", event.OrderCancelled, nil), event.Rejected, domain.ReasonInvalidTransition, event.StatusShipped)
 	add(ev("O1", event.OrderShipped, nil), event.Applied, "", event.StatusShipped) // a repeat: no-op
-	add(placed("O1", ledger.ModeShip, line("1", "A", 1)), event.Rejected, order.ReasonOrderExists, event.StatusShipped)
+	add(placed("O1", ledger.ModeShip, line("1", "A", 1)), event.Rejected, domain.ReasonOrderExists, event.StatusShipped)
 	// Shortage and safety stock: A has 10 - 3 = 7 sellable left... minus what O1 holds.
 	add(placed("O2", ledger.ModeReserve, line("1", "A", 50)), event.Rejected, "ERR_SHORTAGE", event.StatusRejected)
 	add(placed("O3", ledger.ModeShip, line("1", "A", 7)), event.Rejected, "ERR_SAFETY_STOCK", event.StatusRejected)
 	add(placed("O4", ledger.ModeShip, line("1", "B", 1), line("2", "A", 60)), event.Rejected, "ERR_SHORTAGE", event.StatusRejected)
-	add(ev("O2", event.PaymentConfirmed, nil), event.Rejected, order.ReasonInvalidTransition, event.StatusRejected)
+	add(ev("O2", event.PaymentConfirmed, nil), event.Rejected, domain.ReasonInvalidTransition, event.StatusRejected)
 	add(placed("O5", ledger.ModeShip, line("1", "NOPE", 1)), event.Rejected, "ERR_UNKNOWN_SKU", event.StatusRejected)
 	// Cancel releases; a second cancel is a no-op; a change after cancel is rejected.
 	add(placed("O6", ledger.ModeShip, line("1", "B", 2)), event.Applied, "", event.StatusPlaced)
 	add(ev("O6", event.OrderCancelled, nil), event.Applied, "", event.StatusCancelled)
 	add(ev("O6", event.OrderCancelled, nil), event.Applied, "", event.StatusCancelled)
-	add(ev("O6", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "B", 1)}}), event.Rejected, order.ReasonInvalidTransition, event.StatusCancelled)
-	add(ev("O6", event.OrderShipped, nil), event.Rejected, order.ReasonInvalidTransition, event.StatusCancelled)
+	add(ev("O6", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "B", 1)}}), event.Rejected, domain.ReasonInvalidTransition, event.StatusCancelled)
+	add(ev("O6", event.OrderShipped, nil), event.Rejected, domain.ReasonInvalidTransition, event.StatusCancelled)
 	// A change that cannot be allocated leaves the order as it was.
 	add(placed("O7", ledger.ModeReserve, line("1", "B", 1)), event.Applied, "", event.StatusPlaced)
 	add(ev("O7", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "B", 1), line("2", "A", 99)}}), event.Rejected, "ERR_SHORTAGE", event.StatusPlaced)

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
@@ -61,7 +62,7 @@ func (e *ResultTooLargeError) Unwrap() error { return lockhandoff.ErrQuarantineN
 //     one it never reached runs now), and what it moved is moved back. The commit that
 //     follows records the undos in a rejected result (ERR_QUARANTINED, event id
 //     "<event_id>~q<n>", see quarantineID, so PostgreSQL follows the SKUs' versions) and counts the quarantine
-//     in State.Requeued, so that a redrive of the event runs with fresh op ids and applies
+//     in domain.State.Requeued, so that a redrive of the event runs with fresh op ids and applies
 //     once. An inventory event whose one operation moved stock and cannot be undone
 //     (receive, adjust) is completed instead: its result is committed as a normal run's.
 //
@@ -69,9 +70,9 @@ func (e *ResultTooLargeError) Unwrap() error { return lockhandoff.ErrQuarantineN
 // is lost if the worker dies in between (the next run quarantines it again; a second DLQ
 // copy is a duplicate to a redrive).
 func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope []byte, f lockhandoff.Failure) error {
-	ev, err := Decode(envelope, p.cfg.MaxEventBytes)
+	ev, err := domain.Decode(envelope, p.cfg.MaxEventBytes)
 	if err != nil {
-		return p.dlq(ctx, envelope, InvalidReason(err), nil)
+		return p.dlq(ctx, envelope, domain.InvalidReason(err), nil)
 	}
 	if ev.Type == event.Drain {
 		return nil
@@ -95,27 +96,25 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 		log.Warn("event quarantined after its commit; its effect stays")
 		return nil
 	}
-	var st State
+	var st domain.State
 	if raw, ok := vals[1].(string); ok {
 		if err := json.Unmarshal([]byte(raw), &st); err != nil {
 			return fmt.Errorf("order: state of %s: %w", t.Entity, err)
 		}
 	}
 
-	rec := &recorder{next: p.ledger}
 	now := p.now()
-	replay := st
-	res, parked, stepErr := safeApply(ctx, rec, &replay, ev, t.Seq, now)
-	if stepErr != nil {
-		log.Info("quarantine: the step failed again; undoing what it reached", zap.Error(stepErr))
+	run := domain.RerunEvent(ctx, p.ledger, st, ev, t.Seq, now)
+	if run.Err != nil {
+		log.Info("quarantine: the step failed again; undoing what it reached", zap.Error(run.Err))
 	}
-	if len(rec.fixed) > 0 && stepErr == nil && !parked {
+	if run.Completed && run.Err == nil && !run.Parked {
 		// An inventory event's one operation applied: it cannot be undone, so the event
 		// is completed. (Every inventory event has one operation only.)
 		if err := p.dlq(ctx, envelope, reason+"; its stock operation had applied: completed", failureAttrs(f)); err != nil {
 			return err
 		}
-		pending, err := p.commit(ctx, t, ev, replay, []event.Result{res})
+		pending, err := p.commit(ctx, t, ev, run.State, []event.Result{run.Result})
 		if err != nil {
 			return err
 		}
@@ -126,21 +125,14 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 		}
 		return nil
 	}
-	if len(rec.fixed) > 0 {
-		return fmt.Errorf("order: quarantine %s: an operation that cannot be undone applied, and the step fails: %w", ev.EventID, stepErr)
+	if run.Completed {
+		return fmt.Errorf("order: quarantine %s: an operation that cannot be undone applied, and the step fails: %w", ev.EventID, run.Err)
 	}
 
 	// Undo, newest first, what the event's runs moved and did not move back themselves.
-	undo := &txn{ctx: ctx, l: p.ledger, ev: ev, skus: map[skuAt]ledger.SKU{}}
-	for _, r := range rec.all {
-		undo.record(r)
-	}
-	undo.done = rec.open
-	if _, err := undo.rollback(ReasonQuarantined); err != nil {
+	undone, err := run.Undo(ctx, p.ledger, ev)
+	if err != nil {
 		return fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
-	}
-	if len(undo.refusals) > 0 {
-		return fmt.Errorf("order: quarantine %s: the ledger refused undos: %v", ev.EventID, undo.refusals)
 	}
 
 	if err := p.dlq(ctx, envelope, reason, failureAttrs(f)); err != nil {
@@ -153,16 +145,11 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 		next.Requeued[k] = v
 	}
 	next.Requeued[ev.EventID] = gen
-	skus := make([]ledger.SKU, 0, len(undo.skus))
-	for _, s := range undo.skus {
-		skus = append(skus, s)
-	}
-	slices.SortFunc(skus, compareSKUAt)
 	comps, err := compensation(event.Result{
 		EventID: quarantineID(ev.EventID, gen), Entity: ev.Entity(), LCID: ev.LCID,
 		Arrival: t.Seq, Type: ev.Type, Outcome: event.Rejected, Reason: ReasonQuarantined,
-		Detail: reason, Order: st.Order, Moves: undo.moves, ProcessedAt: now.UTC(),
-	}, skus, &next, p.cfg.MaxResultBytes)
+		Detail: reason, Order: st.Order, Moves: undone.Moves, ProcessedAt: now.UTC(),
+	}, undone.SKUs, &next, p.cfg.MaxResultBytes)
 	if err != nil {
 		return fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
 	}
@@ -175,7 +162,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 		return err
 	}
 	p.metrics.outcomes.WithLabelValues(string(ev.Type), "quarantined", "undone").Inc()
-	log.Warn("event quarantined; its ledger operations were undone", zap.Int("undone", len(rec.open)), zap.Int("generation", gen))
+	log.Warn("event quarantined; its ledger operations were undone", zap.Int("undone", undone.Undone), zap.Int("generation", gen))
 	if err := p.flush(ctx, t, pending); err != nil {
 		log.Warn("quarantine's result stays in the outbox until the entity's next publish", zap.Error(err))
 	}
@@ -189,7 +176,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 // lots' buckets and versions are what PostgreSQL needs) and the lots of each SKU version
 // are spread over as many results as they take, "<id>.1", "<id>.2", ...: PostgreSQL keeps
 // each lot row at its own version, so a version's lots may arrive in several results.
-func compensation(base event.Result, skus []ledger.SKU, st *State, limit int) ([]event.Result, error) {
+func compensation(base event.Result, skus []ledger.SKU, st *domain.State, limit int) ([]event.Result, error) {
 	size := func(r event.Result) (int, error) {
 		b, err := json.Marshal(r)
 		return len(b), err
@@ -297,47 +284,4 @@ func quarantineReason(f lockhandoff.Failure) string {
 		return fmt.Sprintf("%s: skipped by an operator after %d failed runs; last error: %s", ReasonSkipped, f.Attempts, f.LastError)
 	}
 	return fmt.Sprintf("%s: %d failed runs; last error: %s", ReasonMaxAttempts, f.Attempts, f.LastError)
-}
-
-// safeApply runs apply, turning a panic (a bug that made every run fail) into an error.
-func safeApply(ctx context.Context, l Ledger, st *State, ev Event, arrival int64, now time.Time) (res event.Result, parked bool, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("order: step panicked: %v", r)
-		}
-	}()
-	return apply(ctx, l, st, ev, arrival, now)
-}
-
-// recorder is a Ledger that keeps what each operation answered: all of them (their moves
-// and lots go into the quarantine's result), the reversible ones still open (moved
-// something, not undone since: what the quarantine moves back), and the irreversible ones
-// (ledger.ReversalOf), which the quarantine completes instead of undoing.
-type recorder struct {
-	next  Ledger
-	all   []ledger.Result
-	open  []ledger.Result
-	fixed []ledger.Result
-}
-
-// Apply runs op and records what it answered.
-func (r *recorder) Apply(ctx context.Context, op ledger.Op) (ledger.Result, error) {
-	res, err := r.next.Apply(ctx, op)
-	if err != nil {
-		return res, err
-	}
-	r.all = append(r.all, res)
-	switch ledger.ReversalOf(op) {
-	case ledger.Reversible:
-		if len(res.Moves) > 0 {
-			r.open = append(r.open, res)
-		}
-	case ledger.Reverses:
-		// The step's own rollback moved the operation it undoes back already.
-		r.open = slices.DeleteFunc(r.open, func(o ledger.Result) bool { return undoOpID(o.OpID) == res.OpID })
-	case ledger.Irreversible:
-		// A receive changes a lot even when it moves nothing (planned becomes on hand).
-		r.fixed = append(r.fixed, res)
-	}
-	return res, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 )
@@ -40,13 +41,13 @@ func TestCompensationFitsTheLimit(t *testing.T) {
 	}
 	base := event.Result{EventID: "e~q1", Entity: "O1", LCID: "O1", Type: event.OrderPlaced, Outcome: event.Rejected,
 		Reason: ReasonQuarantined, Moves: []ledger.Move{{OpID: "e:1:alloc", SKU: "A", LotID: "L0", From: "sellable", To: "allocated", Qty: 1}}}
-	st := State{Seq: 7}
+	st := domain.State{Seq: 7}
 	one, err := compensation(base, skus, &st, 1<<20)
 	if err != nil || len(one) != 1 || len(one[0].Moves) != 1 || one[0].Seq != 8 || st.Seq != 8 {
 		t.Fatalf("a result that fits: %d results, %v", len(one), err)
 	}
 	const limit = 900
-	st = State{Seq: 7}
+	st = domain.State{Seq: 7}
 	out, err := compensation(base, skus, &st, limit)
 	if err != nil || len(out) < 3 {
 		t.Fatalf("spread: %d results, %v", len(out), err)
@@ -70,7 +71,7 @@ func TestCompensationFitsTheLimit(t *testing.T) {
 	if len(got) != want || st.Seq != int64(7+len(out)) {
 		t.Errorf("%d lots of %d; state seq %d", len(got), want, st.Seq)
 	}
-	if _, err := compensation(base, skus, &State{}, 100); err == nil {
+	if _, err := compensation(base, skus, &domain.State{}, 100); err == nil {
 		t.Error("a limit below one lot's result: no error")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
@@ -23,7 +24,7 @@ import (
 // flakyLedger fails every allocation and change whose op id contains fail, while on: a bug or a
 // dependency that fails the same way on every run of one event.
 type flakyLedger struct {
-	order.Ledger
+	domain.Ledger
 	fail  string
 	on    atomic.Bool
 	calls atomic.Int64
@@ -134,7 +135,7 @@ func TestFailingEventIsQuarantinedThenRedrivenOnce(t *testing.T) {
 		{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 10, "2027-01-01")}},
 		{SKU: "B", Lots: []ledger.Lot{onHand("B1", 1, 10, "2027-01-01")}},
 	}, harnessOptions{
-		ledger: func(l order.Ledger) order.Ledger { flaky.Ledger = l; return flaky },
+		ledger: func(l domain.Ledger) domain.Ledger { flaky.Ledger = l; return flaky },
 		turns: func(c *lockhandoff.Config) {
 			c.MaxAttempts = maxAttempts
 			c.HandlerRetries = 1
@@ -237,7 +238,7 @@ func TestUnpublishableResultIsKeptThroughTheQuarantine(t *testing.T) {
 // lostReplies answers the first n adjustments with an error after they applied: a
 // reply lost on every run of the event.
 type lostReplies struct {
-	order.Ledger
+	domain.Ledger
 	n     int64
 	calls atomic.Int64
 }
@@ -258,7 +259,7 @@ func TestQuarantinedAdjustmentIsCompleted(t *testing.T) {
 	t.Parallel()
 	lost := &lostReplies{n: 2}
 	h := newHarnessWith(t, []ledger.SKU{{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 10, "2027-01-01")}}}, harnessOptions{
-		ledger: func(l order.Ledger) order.Ledger { lost.Ledger = l; return lost },
+		ledger: func(l domain.Ledger) domain.Ledger { lost.Ledger = l; return lost },
 		turns:  func(c *lockhandoff.Config) { c.MaxAttempts = 2; c.HandlerRetries = 1; c.QuarantineMinAge = -1 },
 	})
 	adj := ev("", event.InventoryAdjusted, event.InventoryAdjustedData{SKU: "A", LotID: "A1", Delta: 5, Reason: "count"})
@@ -295,7 +296,7 @@ func TestLaterEventsApplyAfterAQuarantine(t *testing.T) {
 		{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 10, "2027-01-01")}},
 		{SKU: "B", Lots: []ledger.Lot{onHand("B1", 1, 10, "2027-01-01")}},
 	}, harnessOptions{
-		ledger: func(l order.Ledger) order.Ledger { flaky.Ledger = l; return flaky },
+		ledger: func(l domain.Ledger) domain.Ledger { flaky.Ledger = l; return flaky },
 		turns:  func(c *lockhandoff.Config) { c.MaxAttempts = 2; c.HandlerRetries = 1; c.QuarantineMinAge = -1 },
 	})
 	place := placed("Q4", ledger.ModeShip, line("1", "A", 2), line("2", "A", 2))
@@ -320,7 +321,7 @@ func TestLaterEventsApplyAfterAQuarantine(t *testing.T) {
 	flaky.on.Store(false)
 	h.redrive(dl[0].body)
 	h.collect(4)
-	if r := h.result(change.EventID); r.Outcome != event.Rejected || r.Reason != order.ReasonInvalidTransition {
+	if r := h.result(change.EventID); r.Outcome != event.Rejected || r.Reason != domain.ReasonInvalidTransition {
 		t.Fatalf("redriven change: %+v", r)
 	}
 	if rep := h.reconcile(); len(rep.Drifts) != 0 {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
@@ -21,7 +22,7 @@ func TestScanOrdersSkipsKeysThatAreNoStateKeys(t *testing.T) {
 	ctx := context.Background()
 	rc, prefix := testenv.Redis(t)
 	snap := &event.OrderSnapshot{LCID: "LC-1", Status: event.StatusPlaced}
-	state, err := json.Marshal(order.State{Seq: 1, Order: snap})
+	state, err := json.Marshal(domain.State{Seq: 1, Order: snap})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func InspectTurn(ctx context.Context, rc redis.UniversalClient, prefix, entity s
 			Type string `json:"type"`
 		}
 		_ = json.Unmarshal(pk.Body, &h) // a report: an unreadable body shows no type
-		r.Parked = append(r.Parked, ParkedReport{EventID: parkedID(pk), Type: h.Type, ParkedAt: pk.ParkedAt})
+		r.Parked = append(r.Parked, ParkedReport{EventID: pk.EventID(), Type: h.Type, ParkedAt: pk.ParkedAt})
 	}
 	return r, nil
 }

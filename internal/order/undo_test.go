@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
-	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -54,12 +54,12 @@ func (l meddling) Apply(ctx context.Context, op ledger.Op) (ledger.Result, error
 	return res, err
 }
 
-// stepper runs order.Step for one order against a real ledger.
+// stepper runs domain.Step for one order against a real ledger.
 type stepper struct {
 	t   *testing.T
 	led *ledger.Ledger
 	l   meddling
-	st  order.State
+	st  domain.State
 }
 
 func newStepper(t *testing.T, skus ...ledger.SKU) *stepper {
@@ -80,11 +80,11 @@ func newStepper(t *testing.T, skus ...ledger.SKU) *stepper {
 func (s *stepper) step(e event.Order, keep bool) event.Result {
 	s.t.Helper()
 	body, _ := json.Marshal(e)
-	ev, err := order.Decode(body, 0)
+	ev, err := domain.Decode(body, 0)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	next, rs, err := order.Step(context.Background(), s.l, s.st, ev, 1, time.Now())
+	next, rs, err := domain.Step(context.Background(), s.l, s.st, ev, 1, time.Now())
 	if err != nil {
 		s.t.Fatalf("%s: %v", e.Type, err)
 	}
@@ -235,8 +235,8 @@ func TestRefusedUndoRejectsTheEvent(t *testing.T) {
 		}
 	}
 	r := s.step(e, false)
-	if r.Outcome != event.Rejected || r.Reason != order.ReasonUndoRefused {
-		t.Fatalf("%s %s, want rejected %s", r.Outcome, r.Reason, order.ReasonUndoRefused)
+	if r.Outcome != event.Rejected || r.Reason != domain.ReasonUndoRefused {
+		t.Fatalf("%s %s, want rejected %s", r.Outcome, r.Reason, domain.ReasonUndoRefused)
 	}
 	if hasOp(r, opPrefix(e)+":1:cancel-undo") {
 		t.Errorf("the refused undo has moves: %+v", r.Moves)
@@ -244,8 +244,8 @@ func TestRefusedUndoRejectsTheEvent(t *testing.T) {
 	if !strings.Contains(r.Detail, "ERR_INSUFFICIENT") || !strings.Contains(r.Detail, "undo of "+opPrefix(e)+":1:cancel") {
 		t.Errorf("detail %q, want the first refusal and the refused undo", r.Detail)
 	}
-	if again := s.step(e, false); again.Reason != order.ReasonUndoRefused {
-		t.Errorf("re-run: %s, want %s", again.Reason, order.ReasonUndoRefused)
+	if again := s.step(e, false); again.Reason != domain.ReasonUndoRefused {
+		t.Errorf("re-run: %s, want %s", again.Reason, domain.ReasonUndoRefused)
 	}
 }
 

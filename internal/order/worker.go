@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/queue"
@@ -67,13 +68,13 @@ type Worker struct {
 
 // Handle is the queue.Handler of the orders queue.
 func (w *Worker) Handle(ctx context.Context, m queue.Message) queue.Outcome {
-	ev, err := DecodeLimits(m.Body, Limits{MaxBytes: w.MaxEventBytes, MaxLines: cmp.Or(w.MaxLines, MaxLinesDefault)})
+	ev, err := domain.DecodeLimits(m.Body, domain.Limits{MaxBytes: w.MaxEventBytes, MaxLines: cmp.Or(w.MaxLines, domain.MaxLinesDefault)})
 	if err != nil {
 		w.Log.Info("invalid order event", zap.String("message_id", m.ID), zap.Error(err))
 		return queue.Outcome{Verdict: queue.Poison, Reason: err.Error()}
 	}
 	if ev.Type == event.Drain {
-		if err := w.Turns.Resume(ctx, ev.DrainOf); err != nil {
+		if err := w.Turns.Resume(ctx, ev.DrainOf()); err != nil {
 			return queue.Outcome{Verdict: queue.Retry, Reason: err.Error()}
 		}
 		return queue.Outcome{Verdict: queue.Done}

@@ -14,6 +14,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
@@ -495,7 +496,7 @@ func TestReconcileIgnoresDoneKeysLikeStateKeys(t *testing.T) {
 	snap := &event.OrderSnapshot{LCID: "LC-1", Status: event.StatusPlaced, Mode: ledger.ModeShip}
 	res := event.Result{EventID: "e}:state", Entity: "LC-1", LCID: "LC-1", Seq: 1, Type: event.OrderPlaced, Outcome: event.Applied, Order: snap}
 	apply(t, db, []event.Result{res})
-	state, _ := json.Marshal(order.State{Seq: 1, Order: snap})
+	state, _ := json.Marshal(domain.State{Seq: 1, Order: snap})
 	body, _ := json.Marshal(res)
 	for k, v := range map[string][]byte{
 		order.StateKey(prefix, "LC-1"):                   state,

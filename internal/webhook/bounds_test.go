@@ -12,8 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/internal/webhook"
 )
@@ -34,7 +34,7 @@ func TestIDsTheWorkerWouldRefuseGet400(t *testing.T) {
 	} {
 		// The worker refuses it too: the gateway applies the same check.
 		body, _ := json.Marshal(event.Order{EventID: "e1", Type: event.PaymentConfirmed, LCID: lcid})
-		if _, err := order.Decode(body, 0); order.InvalidReason(err) != order.ReasonInvalidID {
+		if _, err := domain.Decode(body, 0); domain.InvalidReason(err) != domain.ReasonInvalidID {
 			t.Fatalf("%s: the worker's decode says %v", name, err)
 		}
 		if a := g.post(delivery{provider: g.stripe, body: stripeBody(t, "evt_bad_"+name, "payment_intent.succeeded", lcid, 100)}); a.code != http.StatusBadRequest || !strings.Contains(string(a.body), "invalid_payload") {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/webhook"
 )
 
@@ -109,7 +109,7 @@ func FuzzForwardedEventsDecode(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dec, err := order.Decode(msg, 0)
+		dec, err := domain.Decode(msg, 0)
 		if err != nil {
 			t.Fatalf("forwarded %s, the worker refuses it: %v", msg, err)
 		}

@@ -1,7 +1,6 @@
-package order
+package domain
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"go/ast"
@@ -13,11 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
-	"github.com/junban/junban/internal/queue"
 )
 
 func TestDecodeRejectsBadInputWithAReason(t *testing.T) {
@@ -208,16 +204,16 @@ func checkDecoded(t *testing.T, ev Event) {
 		}
 	}
 	ids := []string{ev.EventID, ev.LCID, sku}
-	if ev.Lines != nil {
-		for _, l := range ev.Lines.Lines {
+	if d, ok := ev.Payload().(*event.OrderData); ok {
+		for _, l := range d.Lines {
 			if l.Qty <= 0 {
 				t.Fatalf("accepted qty %d", l.Qty)
 			}
 			ids = append(ids, l.LineID, l.SKU)
 		}
 	}
-	if ev.Returned != nil {
-		for _, l := range ev.Returned.Lines {
+	if d, ok := ev.Payload().(*event.ReturnedData); ok {
+		for _, l := range d.Lines {
 			ids = append(ids, l.LineID)
 		}
 	}
@@ -235,17 +231,17 @@ func checkDecoded(t *testing.T, ev Event) {
 
 // lotOf returns the lot an inventory event names, or "".
 func lotOf(ev Event) string {
-	switch {
-	case ev.Received != nil:
-		return ev.Received.LotID
-	case ev.Adjusted != nil:
-		return ev.Adjusted.LotID
-	case ev.LotRegistered != nil:
-		return ev.LotRegistered.LotID
-	case ev.LotQty != nil:
-		return ev.LotQty.LotID
-	case ev.Recalled != nil:
-		return ev.Recalled.LotID
+	switch d := ev.Payload().(type) {
+	case *event.InventoryReceivedData:
+		return d.LotID
+	case *event.InventoryAdjustedData:
+		return d.LotID
+	case *event.LotRegisteredData:
+		return d.LotID
+	case *event.LotQtyData:
+		return d.LotID
+	case *event.LotRecalledData:
+		return d.LotID
 	}
 	return ""
 }
@@ -486,7 +482,7 @@ func TestDecodeRefusesAnLCIDInASKUsNamespace(t *testing.T) {
 		}
 	}
 	ev, err := Decode([]byte(sampleBodies("sku:SKU-B")[event.Drain]), 0)
-	if err != nil || ev.Entity() != "sku:SKU-B" || ev.DrainOf != "sku:SKU-B" {
+	if err != nil || ev.Entity() != "sku:SKU-B" || ev.DrainOf() != "sku:SKU-B" {
 		t.Fatalf("drain of sku:SKU-B: entity %q, %v", ev.Entity(), err)
 	}
 }
@@ -499,20 +495,6 @@ func skuOf(t *testing.T, typ event.Type) (string, bool) {
 		t.Fatalf("sample of %s: %v", typ, err)
 	}
 	return ev.InventorySKU()
-}
-
-// The order-worker sends an order event whose lcid is in a SKU's namespace to the DLQ with
-// its reason, before any turn: the Worker has no Turns, and one it reached would panic.
-// Failed against the decode that checked the lcid with event.CheckID alone: the worker
-// submitted the event to the turn "sku:SKU-B" (here, a nil Turns: a panic).
-func TestWorkerSendsAnLCIDInASKUsNamespaceToTheDLQ(t *testing.T) {
-	w := &Worker{Log: zap.NewNop()}
-	for _, typ := range orderTypes {
-		out := w.Handle(context.Background(), queue.Message{ID: "m-" + string(typ), Body: []byte(sampleBodies("sku:SKU-B")[typ])})
-		if out.Verdict != queue.Poison || !strings.HasPrefix(out.Reason, ReasonInvalidID+": lcid") || !strings.Contains(out.Reason, `"sku:SKU-B"`) {
-			t.Errorf("%s with lcid sku:SKU-B: %+v, want Poison with %s naming the lcid", typ, out, ReasonInvalidID)
-		}
-	}
 }
 
 // TestOnlyOrderEventsLookForALostOrder: a turn with no state in Redis looks for the order
@@ -528,8 +510,8 @@ func TestOnlyOrderEventsLookForALostOrder(t *testing.T) {
 		}
 		// By the wire contract's names: the warehouse's events are inventory.*.
 		want := typ != event.OrderPlaced && !strings.HasPrefix(string(typ), "inventory.")
-		if got := ev.aboutExistingOrder(); got != want {
-			t.Errorf("%s (entity %q): aboutExistingOrder %v, want %v", typ, ev.Entity(), got, want)
+		if got := ev.AboutExistingOrder(); got != want {
+			t.Errorf("%s (entity %q): AboutExistingOrder %v, want %v", typ, ev.Entity(), got, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package order
+package domain
 
 import (
 	"cmp"
@@ -69,7 +69,7 @@ type Parked struct {
 // A returned error is transient (Redis unreachable): nothing must be committed.
 func Step(ctx context.Context, l Ledger, st State, ev Event, arrival int64, now time.Time) (State, []event.Result, error) {
 	for _, p := range st.Parked {
-		if parkedID(p) == ev.EventID {
+		if p.EventID() == ev.EventID {
 			return st, nil, nil // a redelivery of a parked event: already in custody here
 		}
 	}
@@ -113,7 +113,8 @@ func Step(ctx context.Context, l Ledger, st State, ev Event, arrival int64, now 
 	return st, results, nil
 }
 
-func parkedID(p Parked) string {
+// EventID is the parked event's id ("" when its body has none).
+func (p Parked) EventID() string {
 	var h struct {
 		EventID string `json:"event_id"`
 	}
@@ -126,36 +127,16 @@ func parkedID(p Parked) string {
 func apply(ctx context.Context, l Ledger, st *State, ev Event, arrival int64, now time.Time) (event.Result, bool, error) {
 	t := &txn{ctx: ctx, l: l, ev: ev, gen: st.Requeued[ev.EventID], skus: map[skuAt]ledger.SKU{}}
 	var (
-		next   *event.OrderSnapshot
-		reason string
-		park   bool
-		err    error
+		tr  transition
+		err error
 	)
-	switch ev.Type {
-	case event.OrderPlaced:
-		next, reason, err = t.placed(st.Order)
-	case event.PaymentConfirmed:
-		next, reason, park = paymentConfirmed(st.Order)
-	case event.OrderAllocateForShipment:
-		next, reason, park, err = t.allocateForShipment(st.Order)
-	case event.OrderLinesChanged:
-		next, reason, park, err = t.linesChanged(st.Order)
-	case event.OrderCancelled:
-		next, reason, park, err = t.cancelled(st.Order)
-	case event.OrderShipped:
-		next, reason, park, err = t.shipped(st.Order)
-	case event.InventoryReceived:
-		reason, err = t.received()
-	case event.InventoryAdjusted:
-		reason, err = t.adjusted()
-	case event.InventorySKURegistered, event.InventorySafetyStockChanged, event.InventoryLotRegistered,
-		event.InventoryHeld, event.InventoryReleasedHold, event.InventoryDamaged, event.InventoryLotRecalled:
-		reason, err = t.warehouse()
-	case event.OrderReturned:
-		next, reason, park, err = t.returned(st.Order)
-	default:
-		reason = ReasonInvalidTransition
+	if k := ev.Kind(); k != nil && k.step != nil {
+		tr, err = k.step(t, st.Order, ev.Payload())
+	} else {
+		// Only a drain has no step, and a drain never reaches one.
+		return event.Result{}, false, fmt.Errorf("domain: %s events have no step", ev.Type)
 	}
+	next, reason, park := tr.next, tr.reason, tr.park
 	if err == nil && reason != "" {
 		// A rejected event leaves the ledger as it found it: what its earlier lines moved
 		// is moved back.
@@ -433,14 +414,13 @@ func lotsOf(moves []ledger.Move) []ledger.LotQty {
 	return out
 }
 
-func (t *txn) placed(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, error) {
+func (t *txn) placed(cur *event.OrderSnapshot, d *event.OrderData) (transition, error) {
 	if cur != nil {
-		return nil, ReasonOrderExists, nil
+		return rejected(ReasonOrderExists)
 	}
-	d := t.ev.Lines
 	held, reason, err := t.allocateLines(d.Lines, d.TargetDate, d.Mode, "alloc")
 	if err != nil {
-		return nil, "", err
+		return transition{}, err
 	}
 	o := &event.OrderSnapshot{LCID: t.ev.LCID, Mode: d.Mode, TargetDate: d.TargetDate}
 	if reason != "" {
@@ -448,7 +428,7 @@ func (t *txn) placed(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, er
 		for _, ln := range d.Lines {
 			o.Lines = append(o.Lines, event.SnapshotLine{LineID: ln.LineID, SKU: ln.SKU, Qty: ln.Qty})
 		}
-		return o, reason, nil
+		return transition{next: o, reason: reason}, nil
 	}
 	o.Status = event.StatusPlaced
 	o.Allocation = "reserved"
@@ -458,7 +438,7 @@ func (t *txn) placed(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, er
 	for i, ln := range d.Lines {
 		o.Lines = append(o.Lines, event.SnapshotLine{LineID: ln.LineID, SKU: ln.SKU, Qty: ln.Qty, Lots: held[i]})
 	}
-	return o, "", nil
+	return transition{next: o}, nil
 }
 
 // finished answers an event on an order that is no longer placed: a repeat of what
@@ -473,36 +453,36 @@ func finished(cur *event.OrderSnapshot, repeat string) (string, bool) {
 	return ReasonInvalidTransition, true
 }
 
-func paymentConfirmed(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, bool) {
+func paymentConfirmed(cur *event.OrderSnapshot) transition {
 	if cur == nil {
-		return nil, "", true
+		return transition{park: true}
 	}
 	if reason, done := finished(cur, ""); done {
-		return nil, reason, false
+		return transition{reason: reason}
 	}
 	o := clone(cur)
 	o.Paid = true
-	return o, "", false
+	return transition{next: o}
 }
 
-func (t *txn) allocateForShipment(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, bool, error) {
+func (t *txn) allocateForShipment(cur *event.OrderSnapshot) (transition, error) {
 	if cur == nil {
-		return nil, "", true, nil
+		return transition{park: true}, nil
 	}
 	if reason, done := finished(cur, ""); done {
-		return nil, reason, false, nil
+		return transition{reason: reason}, nil
 	}
 	if cur.Allocation == "allocated" {
-		return nil, "", false, nil
+		return transition{}, nil
 	}
 	for _, ln := range cur.Lines {
 		if reason, err := t.keep(t.l.Apply(t.ctx, ledger.ConfirmRequest{OpID: t.opID(ln.LineID, "confirm"), LegacyOpID: t.legacyOpID(ln.LineID, "confirm"), SKU: ln.SKU, Lots: ln.Lots, Holder: t.holder()})); err != nil || reason != "" {
-			return nil, reason, false, err
+			return transition{reason: reason}, err
 		}
 	}
 	o := clone(cur)
 	o.Allocation = "allocated"
-	return o, "", false, nil
+	return transition{next: o}, nil
 }
 
 // skuChange is what an order.lines_changed does to one SKU: the units its lowered and
@@ -520,14 +500,14 @@ type skuChange struct {
 // SKUs whose lines grow go first, the SKUs that only release after them: when a SKU
 // refuses, apply undoes the SKUs changed before it, and no release but a growing SKU's has
 // been seen by other orders by then.
-func (t *txn) linesChanged(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, bool, error) {
+func (t *txn) linesChanged(cur *event.OrderSnapshot, d *event.OrderData) (transition, error) {
 	if cur == nil {
-		return nil, "", true, nil
+		return transition{park: true}, nil
 	}
 	if reason, done := finished(cur, ""); done {
-		return nil, reason, false, nil
+		return transition{reason: reason}, nil
 	}
-	changes, kept := planChanges(cur.Lines, t.ev.Lines.Lines)
+	changes, kept := planChanges(cur.Lines, d.Lines)
 	grown := map[string][]ledger.LotQty{}
 	for _, c := range changes {
 		qty := make([]int64, len(c.grow))
@@ -539,11 +519,11 @@ func (t *txn) linesChanged(cur *event.OrderSnapshot) (*event.OrderSnapshot, stri
 			Release: c.release, Allocate: qty, Holder: t.holder(),
 		})
 		if reason, err := t.keep(r, err); err != nil || reason != "" {
-			return nil, reason, false, err
+			return transition{reason: reason}, err
 		}
 		held, err := allocations(r, len(c.release), qty)
 		if err != nil {
-			return nil, "", false, err
+			return transition{}, err
 		}
 		for i, ln := range c.grow {
 			grown[ln.LineID] = held[i]
@@ -551,11 +531,11 @@ func (t *txn) linesChanged(cur *event.OrderSnapshot) (*event.OrderSnapshot, stri
 	}
 	o := clone(cur)
 	o.Lines = nil
-	for _, ln := range t.ev.Lines.Lines {
+	for _, ln := range d.Lines {
 		o.Lines = append(o.Lines, event.SnapshotLine{LineID: ln.LineID, SKU: ln.SKU, Qty: ln.Qty,
 			Lots: mergeLots(kept[ln.LineID], grown[ln.LineID])})
 	}
-	return o, "", false, nil
+	return transition{next: o}, nil
 }
 
 // planChanges groups the change from old to next lines by SKU, growing SKUs first, each
@@ -672,12 +652,12 @@ func mergeLots(a, b []ledger.LotQty) []ledger.LotQty {
 	return out
 }
 
-func (t *txn) cancelled(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, bool, error) {
+func (t *txn) cancelled(cur *event.OrderSnapshot) (transition, error) {
 	if cur == nil {
-		return nil, "", true, nil
+		return transition{park: true}, nil
 	}
 	if reason, done := finished(cur, event.StatusCancelled); done {
-		return nil, reason, false, nil
+		return transition{reason: reason}, nil
 	}
 	from := bucketOf(cur.Allocation)
 	for _, ln := range cur.Lines {
@@ -687,7 +667,7 @@ func (t *txn) cancelled(cur *event.OrderSnapshot) (*event.OrderSnapshot, string,
 		lots := slices.Clone(ln.Lots)
 		slices.Reverse(lots)
 		if reason, err := t.keep(t.l.Apply(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ln.LineID, "cancel"), LegacyOpID: t.legacyOpID(ln.LineID, "cancel"), SKU: ln.SKU, From: from, Lots: lots, Holder: t.holder()})); err != nil || reason != "" {
-			return nil, reason, false, err
+			return transition{reason: reason}, err
 		}
 	}
 	o := clone(cur)
@@ -695,116 +675,111 @@ func (t *txn) cancelled(cur *event.OrderSnapshot) (*event.OrderSnapshot, string,
 	for i := range o.Lines {
 		o.Lines[i].Lots = nil
 	}
-	return o, "", false, nil
+	return transition{next: o}, nil
 }
 
-func (t *txn) shipped(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, bool, error) {
+func (t *txn) shipped(cur *event.OrderSnapshot) (transition, error) {
 	if cur == nil {
-		return nil, "", true, nil
+		return transition{park: true}, nil
 	}
 	if reason, done := finished(cur, event.StatusShipped); done {
-		return nil, reason, false, nil
+		return transition{reason: reason}, nil
 	}
 	if !cur.Paid || cur.Allocation != "allocated" {
-		return nil, "", true, nil
+		return transition{park: true}, nil
 	}
 	for _, ln := range cur.Lines {
 		if reason, err := t.keep(t.l.Apply(t.ctx, ledger.ShipRequest{OpID: t.opID(ln.LineID, "ship"), LegacyOpID: t.legacyOpID(ln.LineID, "ship"), SKU: ln.SKU, Lots: ln.Lots, Holder: t.holder()})); err != nil || reason != "" {
-			return nil, reason, false, err
+			return transition{reason: reason}, err
 		}
 	}
 	o := clone(cur)
 	o.Status = event.StatusShipped
-	return o, "", false, nil
+	return transition{next: o}, nil
 }
 
-func (t *txn) received() (string, error) {
-	d := t.ev.Received
-	return t.keep(t.l.Apply(t.ctx, ledger.ReceiveRequest{OpID: t.opID(d.LotID, "receive"), SKU: d.SKU, LotID: d.LotID, BestBefore: d.BestBefore, Qty: d.Qty}))
+// The SKU's own events: each runs one ledger operation, named after the entity it acts on
+// (the SKU or the lot), and changes no order.
+
+func (t *txn) warehouseOp(op ledger.Op) (transition, error) {
+	reason, err := t.keep(t.l.Apply(t.ctx, op))
+	return transition{reason: reason}, err
 }
 
-func (t *txn) adjusted() (string, error) {
-	d := t.ev.Adjusted
-	return t.keep(t.l.Apply(t.ctx, ledger.AdjustRequest{OpID: t.opID(d.LotID, "adjust"), SKU: d.SKU, LotID: d.LotID, Delta: d.Delta, Reason: d.Reason}))
+func (t *txn) received(d *event.InventoryReceivedData) (transition, error) {
+	return t.warehouseOp(ledger.ReceiveRequest{OpID: t.opID(d.LotID, "receive"), SKU: d.SKU, LotID: d.LotID, BestBefore: d.BestBefore, Qty: d.Qty})
 }
 
-// warehouse runs a SKU's warehouse event: its one ledger operation, named after the
-// entity it acts on (the SKU or the lot).
-func (t *txn) warehouse() (string, error) {
-	ev, ctx, l := t.ev, t.ctx, t.l
-	var (
-		r   ledger.Result
-		err error
-	)
-	switch {
-	case ev.SKURegistered != nil:
-		d := ev.SKURegistered
-		r, err = l.Apply(ctx, ledger.RegisterSKURequest{OpID: t.opID(d.SKU, "register"), SKU: d.SKU, SafetyStock: d.SafetyStock})
-	case ev.SafetyStock != nil:
-		d := ev.SafetyStock
-		r, err = l.Apply(ctx, ledger.SafetyStockRequest{OpID: t.opID(d.SKU, "safety_stock"), SKU: d.SKU, SafetyStock: d.SafetyStock})
-	case ev.LotRegistered != nil:
-		d := ev.LotRegistered
-		good := d.Good == nil || *d.Good
-		r, err = l.Apply(ctx, ledger.RegisterLotRequest{OpID: t.opID(d.LotID, "register"), SKU: d.SKU, Lot: ledger.NewLot{
-			LotID: d.LotID, Kind: d.Kind, Good: good, BestBefore: d.BestBefore, ArrivesAt: d.ArrivesAt,
-			ValidFrom: d.ValidFrom, ValidTo: d.ValidTo, Sellable: d.Sellable,
-		}})
-	case ev.LotQty != nil:
-		d := ev.LotQty
-		q := ledger.HoldRequest{SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason}
-		switch ev.Type {
-		case event.InventoryHeld:
-			q.OpID = t.opID(d.LotID, "hold")
-			r, err = l.Apply(ctx, q)
-		case event.InventoryReleasedHold:
-			q.OpID = t.opID(d.LotID, "release_hold")
-			r, err = l.Apply(ctx, ledger.ReleaseHoldRequest(q))
-		default:
-			q.OpID = t.opID(d.LotID, "damage")
-			r, err = l.Apply(ctx, ledger.DamageRequest(q))
-		}
-	case ev.Recalled != nil:
-		d := ev.Recalled
-		r, err = l.Apply(ctx, ledger.RecallRequest{OpID: t.opID(d.LotID, "recall"), SKU: d.SKU, LotID: d.LotID, Reason: d.Reason})
-		t.holders, t.holderCount = r.Holders, r.HolderCount
-	default:
-		return "", fmt.Errorf("order: %s event without its data", ev.Type)
-	}
-	return t.keep(r, err)
+func (t *txn) adjusted(d *event.InventoryAdjustedData) (transition, error) {
+	return t.warehouseOp(ledger.AdjustRequest{OpID: t.opID(d.LotID, "adjust"), SKU: d.SKU, LotID: d.LotID, Delta: d.Delta, Reason: d.Reason})
+}
+
+func (t *txn) registerSKU(d *event.SKURegisteredData) (transition, error) {
+	return t.warehouseOp(ledger.RegisterSKURequest{OpID: t.opID(d.SKU, "register"), SKU: d.SKU, SafetyStock: d.SafetyStock})
+}
+
+func (t *txn) setSafetyStock(d *event.SafetyStockChangedData) (transition, error) {
+	return t.warehouseOp(ledger.SafetyStockRequest{OpID: t.opID(d.SKU, "safety_stock"), SKU: d.SKU, SafetyStock: d.SafetyStock})
+}
+
+func (t *txn) registerLot(d *event.LotRegisteredData) (transition, error) {
+	good := d.Good == nil || *d.Good
+	return t.warehouseOp(ledger.RegisterLotRequest{OpID: t.opID(d.LotID, "register"), SKU: d.SKU, Lot: ledger.NewLot{
+		LotID: d.LotID, Kind: d.Kind, Good: good, BestBefore: d.BestBefore, ArrivesAt: d.ArrivesAt,
+		ValidFrom: d.ValidFrom, ValidTo: d.ValidTo, Sellable: d.Sellable,
+	}})
+}
+
+func (t *txn) hold(d *event.LotQtyData) (transition, error) {
+	return t.warehouseOp(ledger.HoldRequest{OpID: t.opID(d.LotID, "hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason})
+}
+
+func (t *txn) releaseHold(d *event.LotQtyData) (transition, error) {
+	return t.warehouseOp(ledger.ReleaseHoldRequest{OpID: t.opID(d.LotID, "release_hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason})
+}
+
+func (t *txn) damage(d *event.LotQtyData) (transition, error) {
+	return t.warehouseOp(ledger.DamageRequest{OpID: t.opID(d.LotID, "damage"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason})
+}
+
+// recall also reports the orders that hold the lot.
+func (t *txn) recall(d *event.LotRecalledData) (transition, error) {
+	r, err := t.l.Apply(t.ctx, ledger.RecallRequest{OpID: t.opID(d.LotID, "recall"), SKU: d.SKU, LotID: d.LotID, Reason: d.Reason})
+	t.holders, t.holderCount = r.Holders, r.HolderCount
+	reason, err := t.keep(r, err)
+	return transition{reason: reason}, err
 }
 
 // returned brings back units of a shipped order's lines: per line, from the lots it
 // shipped from, last allocated first, never more than a lot shipped and has not had
 // back. A return before the shipment waits (parked) for it.
-func (t *txn) returned(cur *event.OrderSnapshot) (*event.OrderSnapshot, string, bool, error) {
+func (t *txn) returned(cur *event.OrderSnapshot, d *event.ReturnedData) (transition, error) {
 	if cur == nil || cur.Status == event.StatusPlaced {
-		return nil, "", true, nil
+		return transition{park: true}, nil
 	}
 	if cur.Status != event.StatusShipped {
-		return nil, ReasonInvalidTransition, false, nil
+		return rejected(ReasonInvalidTransition)
 	}
-	d := t.ev.Returned
 	o := clone(cur)
 	for _, rl := range d.Lines {
 		i := slices.IndexFunc(o.Lines, func(l event.SnapshotLine) bool { return l.LineID == rl.LineID })
 		if i < 0 {
 			t.refusals = append(t.refusals, fmt.Sprintf("line %s is not a line of the order", rl.LineID))
-			return nil, ReasonUnknownLine, false, nil
+			return rejected(ReasonUnknownLine)
 		}
 		ln := &o.Lines[i]
 		back := returnable(ln.Lots, ln.Returned, rl.Qty)
 		if back == nil {
 			t.refusals = append(t.refusals, fmt.Sprintf("line %s: %d returned of %d shipped, %d more asked", rl.LineID, sumLots(ln.Returned), sumLots(ln.Lots), rl.Qty))
-			return nil, ReasonReturnExceedsShipped, false, nil
+			return rejected(ReasonReturnExceedsShipped)
 		}
 		r, err := t.l.Apply(t.ctx, ledger.ReturnRequest{OpID: t.opID(rl.LineID, "return"), LegacyOpID: t.legacyOpID(rl.LineID, "return"), SKU: ln.SKU, Lots: back, Defective: d.Defective})
 		if reason, err := t.keep(r, err); err != nil || reason != "" {
-			return nil, reason, false, err
+			return transition{reason: reason}, err
 		}
 		ln.Returned = mergeLots(ln.Returned, back)
 	}
-	return o, "", false, nil
+	return transition{next: o}, nil
 }
 
 // returnable picks qty units to return from a line's shipped lots, the last allocated

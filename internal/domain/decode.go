@@ -1,4 +1,4 @@
-package order
+package domain
 
 import (
 	"bytes"
@@ -80,22 +80,28 @@ func InvalidReason(err error) string {
 	return ""
 }
 
-// Event is a decoded, validated order event.
+// Event is a decoded, validated order event: the envelope, its kind and its data.
 type Event struct {
 	event.Order
-	// Exactly one of these is set, by Type.
-	Lines    *event.OrderData
-	Received *event.InventoryReceivedData
-	Adjusted *event.InventoryAdjustedData
-	// The warehouse's events.
-	SKURegistered *event.SKURegisteredData
-	SafetyStock   *event.SafetyStockChangedData
-	LotRegistered *event.LotRegisteredData
-	LotQty        *event.LotQtyData // inventory.held, inventory.released_hold, inventory.damaged
-	Recalled      *event.LotRecalledData
-	Returned      *event.ReturnedData // order.returned
-	DrainOf       string              // junban.drain: the entity to drain
-	rawLength     int
+	kind *Kind
+	// data is the kind's decoded data (a pointer to its data type).
+	data      any
+	rawLength int
+}
+
+// Kind returns the event's kind.
+func (e Event) Kind() *Kind { return e.kind }
+
+// Payload returns the event's decoded data: a pointer to its kind's data type (an
+// *event.OrderData for order.placed, say).
+func (e Event) Payload() any { return e.data }
+
+// DrainOf is the entity a junban.drain names, or "" for every other event.
+func (e Event) DrainOf() string {
+	if e.Type == event.Drain {
+		return e.LCID
+	}
+	return ""
 }
 
 // Entity is the key of the turn the event runs in: the lcid, or "sku:<sku>" for
@@ -104,41 +110,24 @@ func (e Event) Entity() string {
 	if sku, ok := e.InventorySKU(); ok {
 		return SKUEntity(sku)
 	}
-	if e.Type == event.Drain {
-		return e.DrainOf
-	}
 	return e.LCID
 }
 
-// aboutExistingOrder reports whether the event concerns an order that should already
+// AboutExistingOrder reports whether the event concerns an order that should already
 // exist, so that a turn with no state in Redis looks for it in PostgreSQL. Not a placement
 // (the common case of a new order; its ledger operations are idempotent by op id anyway),
-// and not an inventory event, whose entity is a SKU and has no order row.
-func (e Event) aboutExistingOrder() bool {
-	_, inventory := e.InventorySKU()
-	return e.Type != event.OrderPlaced && !inventory
+// and not an event of a SKU, which has no order row.
+func (e Event) AboutExistingOrder() bool {
+	return e.kind != nil && e.kind.Entity != OnSKU && e.Type != event.OrderPlaced
 }
 
-// InventorySKU returns the SKU of an inventory event, with ok; ok is false for the
-// events of an order.
+// InventorySKU returns the SKU of a SKU's event, with ok; ok is false for the events of
+// an order.
 func (e Event) InventorySKU() (string, bool) {
-	switch {
-	case e.Received != nil:
-		return e.Received.SKU, true
-	case e.Adjusted != nil:
-		return e.Adjusted.SKU, true
-	case e.SKURegistered != nil:
-		return e.SKURegistered.SKU, true
-	case e.SafetyStock != nil:
-		return e.SafetyStock.SKU, true
-	case e.LotRegistered != nil:
-		return e.LotRegistered.SKU, true
-	case e.LotQty != nil:
-		return e.LotQty.SKU, true
-	case e.Recalled != nil:
-		return e.Recalled.SKU, true
+	if e.kind == nil || e.kind.sku == nil {
+		return "", false
 	}
-	return "", false
+	return e.kind.sku(e.data), true
 }
 
 // SKUEntity is the entity of a SKU's inventory events. No lcid begins with its prefix
@@ -155,7 +144,7 @@ func Decode(body []byte, maxBytes int) (Event, error) {
 // *InvalidError: such a message can never be applied.
 func DecodeLimits(body []byte, lim Limits) (Event, error) {
 	maxBytes := cmp.Or(max(lim.MaxBytes, 0), MaxEventBytes)
-	maxLines := cmp.Or(max(lim.MaxLines, 0), MaxLinesLimit)
+	maxLines := lim.maxLines()
 	if len(body) > maxBytes {
 		return Event{}, invalid(ReasonTooLarge, "body is %d bytes, the limit is %d", len(body), maxBytes)
 	}
@@ -174,135 +163,28 @@ func DecodeLimits(body []byte, lim Limits) (Event, error) {
 	if err := cmp.Or(checkID("event_id", ev.EventID, event.MaxIDLength), checkLCID(ev.Type, ev.LCID)); err != nil {
 		return Event{}, err
 	}
-	switch ev.Type {
-	case event.OrderPlaced, event.OrderLinesChanged:
-		if ev.LCID == "" {
-			return Event{}, invalid(ReasonMissingField, "lcid is missing")
-		}
-		var d event.OrderData
-		if err := strictData(ev.Data, &d); err != nil {
-			return Event{}, err
-		}
-		if err := validateLines(ev.Type, &d, maxLines); err != nil {
-			return Event{}, err
-		}
-		ev.Lines = &d
-	case event.PaymentConfirmed, event.OrderAllocateForShipment, event.OrderCancelled, event.OrderShipped:
-		if ev.LCID == "" {
-			return Event{}, invalid(ReasonMissingField, "lcid is missing")
-		}
-	case event.InventoryReceived:
-		var d event.InventoryReceivedData
-		if err := strictData(ev.Data, &d); err != nil {
-			return Event{}, err
-		}
-		if d.SKU == "" || d.LotID == "" {
-			return Event{}, invalid(ReasonMissingField, "data.sku and data.lot_id are required")
-		}
-		if err := checkSKUAndLot(d.SKU, d.LotID); err != nil {
-			return Event{}, err
-		}
-		if !validDate(d.BestBefore) {
-			return Event{}, invalid(ReasonInvalidDate, "data.best_before %q is not a date (YYYY-MM-DD)", d.BestBefore)
-		}
-		if d.Qty < 0 {
-			return Event{}, invalid(ReasonInvalidQuantity, "data.qty %d is negative", d.Qty)
-		}
-		ev.Received = &d
-	case event.InventoryAdjusted:
-		var d event.InventoryAdjustedData
-		if err := strictData(ev.Data, &d); err != nil {
-			return Event{}, err
-		}
-		if d.SKU == "" || d.LotID == "" || d.Reason == "" {
-			return Event{}, invalid(ReasonMissingField, "data.sku, data.lot_id and data.reason are required")
-		}
-		if err := checkSKUAndLot(d.SKU, d.LotID); err != nil {
-			return Event{}, err
-		}
-		if d.Delta == 0 {
-			return Event{}, invalid(ReasonInvalidQuantity, "data.delta is zero")
-		}
-		ev.Adjusted = &d
-	case event.InventorySKURegistered, event.InventorySafetyStockChanged:
-		var d event.SKURegisteredData
-		if err := strictData(ev.Data, &d); err != nil {
-			return Event{}, err
-		}
-		if d.SKU == "" {
-			return Event{}, invalid(ReasonMissingField, "data.sku is required")
-		}
-		if err := checkID("data.sku", d.SKU, ledger.MaxIDLen); err != nil {
-			return Event{}, err
-		}
-		if d.SafetyStock < 0 || d.SafetyStock > ledger.MaxQty {
-			return Event{}, invalid(ReasonInvalidQuantity, "data.safety_stock %d is not in 0..%d", d.SafetyStock, int64(ledger.MaxQty))
-		}
-		if ev.Type == event.InventorySKURegistered {
-			ev.SKURegistered = &d
-		} else {
-			ev.SafetyStock = (*event.SafetyStockChangedData)(&d)
-		}
-	case event.InventoryLotRegistered:
-		var d event.LotRegisteredData
-		if err := strictData(ev.Data, &d); err != nil {
-			return Event{}, err
-		}
-		if err := validateLot(&d); err != nil {
-			return Event{}, err
-		}
-		ev.LotRegistered = &d
-	case event.InventoryHeld, event.InventoryReleasedHold, event.InventoryDamaged:
-		var d event.LotQtyData
-		if err := strictData(ev.Data, &d); err != nil {
-			return Event{}, err
-		}
-		if d.SKU == "" || d.LotID == "" || d.Reason == "" {
-			return Event{}, invalid(ReasonMissingField, "data.sku, data.lot_id and data.reason are required")
-		}
-		if err := cmp.Or(checkSKUAndLot(d.SKU, d.LotID), checkReason(d.Reason)); err != nil {
-			return Event{}, err
-		}
-		if d.Qty <= 0 || d.Qty > ledger.MaxQty {
-			return Event{}, invalid(ReasonInvalidQuantity, "data.qty %d is not in 1..%d", d.Qty, int64(ledger.MaxQty))
-		}
-		ev.LotQty = &d
-	case event.InventoryLotRecalled:
-		var d event.LotRecalledData
-		if err := strictData(ev.Data, &d); err != nil {
-			return Event{}, err
-		}
-		if d.SKU == "" || d.LotID == "" || d.Reason == "" {
-			return Event{}, invalid(ReasonMissingField, "data.sku, data.lot_id and data.reason are required")
-		}
-		if err := cmp.Or(checkSKUAndLot(d.SKU, d.LotID), checkReason(d.Reason)); err != nil {
-			return Event{}, err
-		}
-		ev.Recalled = &d
-	case event.OrderReturned:
-		if ev.LCID == "" {
-			return Event{}, invalid(ReasonMissingField, "lcid is missing")
-		}
-		var d event.ReturnedData
-		if err := strictData(ev.Data, &d); err != nil {
-			return Event{}, err
-		}
-		if err := validateReturn(&d, maxLines); err != nil {
-			return Event{}, err
-		}
-		ev.Returned = &d
-	case event.Drain:
-		if ev.LCID == "" {
-			return Event{}, invalid(ReasonMissingField, "lcid (the entity to drain) is missing")
-		}
-		ev.DrainOf = ev.LCID
-	case "":
+	if ev.Type == "" {
 		return Event{}, invalid(ReasonMissingField, "type is missing")
-	default:
+	}
+	k := KindOf(ev.Type)
+	if k == nil {
 		return Event{}, invalid(ReasonUnknownType, "unknown event type %q", ev.Type)
 	}
+	if k.Entity != OnSKU && ev.LCID == "" {
+		if k.Entity == OnNamed {
+			return Event{}, invalid(ReasonMissingField, "lcid (the entity to drain) is missing")
+		}
+		return Event{}, invalid(ReasonMissingField, "lcid is missing")
+	}
+	data, err := k.decode(ev.Data, Limits{MaxBytes: maxBytes, MaxLines: maxLines})
+	if err != nil {
+		return Event{}, err
+	}
+	ev.kind, ev.data = k, data
 	return ev, nil
 }
+
+func (l Limits) maxLines() int { return cmp.Or(max(l.MaxLines, 0), MaxLinesLimit) }
 
 // checkID refuses an id longer than limit bytes (PostgreSQL indexes every id of a result,
 // and one of a few KB would make it refuse the result's rows) and one event.CheckID
@@ -466,4 +348,70 @@ func validateReturn(d *event.ReturnedData, maxLines int) error {
 		seen[l.LineID] = true
 	}
 	return nil
+}
+
+// The checks of the warehouse's events, beyond strict JSON (kinds.go names them).
+
+func checkReceived(d *event.InventoryReceivedData, _ Limits) error {
+	if d.SKU == "" || d.LotID == "" {
+		return invalid(ReasonMissingField, "data.sku and data.lot_id are required")
+	}
+	if err := checkSKUAndLot(d.SKU, d.LotID); err != nil {
+		return err
+	}
+	if !validDate(d.BestBefore) {
+		return invalid(ReasonInvalidDate, "data.best_before %q is not a date (YYYY-MM-DD)", d.BestBefore)
+	}
+	if d.Qty < 0 {
+		return invalid(ReasonInvalidQuantity, "data.qty %d is negative", d.Qty)
+	}
+	return nil
+}
+
+func checkAdjusted(d *event.InventoryAdjustedData, _ Limits) error {
+	if d.SKU == "" || d.LotID == "" || d.Reason == "" {
+		return invalid(ReasonMissingField, "data.sku, data.lot_id and data.reason are required")
+	}
+	if err := checkSKUAndLot(d.SKU, d.LotID); err != nil {
+		return err
+	}
+	if d.Delta == 0 {
+		return invalid(ReasonInvalidQuantity, "data.delta is zero")
+	}
+	return nil
+}
+
+// checkSafetyStock checks inventory.sku_registered's and inventory.safety_stock_changed's data.
+func checkSafetyStock(sku string, ss int64) error {
+	if sku == "" {
+		return invalid(ReasonMissingField, "data.sku is required")
+	}
+	if err := checkID("data.sku", sku, ledger.MaxIDLen); err != nil {
+		return err
+	}
+	if ss < 0 || ss > ledger.MaxQty {
+		return invalid(ReasonInvalidQuantity, "data.safety_stock %d is not in 0..%d", ss, int64(ledger.MaxQty))
+	}
+	return nil
+}
+
+// checkLotQty checks inventory.held's, inventory.released_hold's and inventory.damaged's data.
+func checkLotQty(d *event.LotQtyData, _ Limits) error {
+	if d.SKU == "" || d.LotID == "" || d.Reason == "" {
+		return invalid(ReasonMissingField, "data.sku, data.lot_id and data.reason are required")
+	}
+	if err := cmp.Or(checkSKUAndLot(d.SKU, d.LotID), checkReason(d.Reason)); err != nil {
+		return err
+	}
+	if d.Qty <= 0 || d.Qty > ledger.MaxQty {
+		return invalid(ReasonInvalidQuantity, "data.qty %d is not in 1..%d", d.Qty, int64(ledger.MaxQty))
+	}
+	return nil
+}
+
+func checkRecalled(d *event.LotRecalledData, _ Limits) error {
+	if d.SKU == "" || d.LotID == "" || d.Reason == "" {
+		return invalid(ReasonMissingField, "data.sku, data.lot_id and data.reason are required")
+	}
+	return cmp.Or(checkSKUAndLot(d.SKU, d.LotID), checkReason(d.Reason))
 }

@@ -1,0 +1,260 @@
+package domain
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/junban/junban/internal/event"
+)
+
+// Entity says whose turn a kind's events run in.
+type Entity int
+
+const (
+	// OnOrder: the order's turn, named by the event's lcid (required).
+	OnOrder Entity = iota + 1
+	// OnSKU: the SKU's turn, "sku:" and the SKU its data names (SKUEntity).
+	OnSKU
+	// OnNamed: the entity the event's lcid names, an order's or a SKU's (junban.drain).
+	OnNamed
+)
+
+// Kind is everything junban knows of one event type, declared once, in this file: its
+// data and how it is checked, whose turn it runs in, what it does to the order or the
+// SKU (and so which ledger operations it runs: ledger.Op, whose Reversal is the
+// quarantine's undo policy), what persistence does with its result beyond the common
+// rows, and a valid example. Decode, Step, persistence (SetsSafetyStock), the result
+// bound and the tests of docs/events.md, the OpenAPI document and loadgen all read the
+// registry (Kinds, KindOf); a kind lacking a piece fails TestKindsAreComplete.
+type Kind struct {
+	Type   event.Type
+	Entity Entity
+	// Doc says in one line what the event means (docs/events.md has the whole story).
+	Doc string
+	// SetsSafetyStock: the kind's applied result carries the safety stock its SKU was
+	// set to (every other result's SKUs carry 0, which means nothing): persistence
+	// writes it.
+	SetsSafetyStock bool
+	// Example is a valid data object of the kind, or nil for a kind without data.
+	Example json.RawMessage
+
+	// decode checks raw data (absent: nil) and returns what Step gets.
+	decode func(raw json.RawMessage, lim Limits) (any, error)
+	// sku is an OnSKU kind's SKU in its data.
+	sku func(data any) string
+	// step is the transition (nil for junban.drain, which never reaches a step).
+	step func(t *txn, cur *event.OrderSnapshot, data any) (transition, error)
+}
+
+// transition is what one event does to the state: the order it leaves (nil: unchanged),
+// the reason it is rejected ("" when applied), or park: its precondition does not hold
+// yet (a payment before its order), so it waits in the state for a later event.
+type transition struct {
+	next   *event.OrderSnapshot
+	reason string
+	park   bool
+}
+
+func rejected(reason string) (transition, error) { return transition{reason: reason}, nil }
+
+// noData is the data of a kind that takes none.
+type noData struct{}
+
+// spec is a kind's declaration with its data type D.
+type spec[D any] struct {
+	Type            event.Type
+	Entity          Entity
+	Doc             string
+	SetsSafetyStock bool
+	// Example: a valid D (for a kind with data).
+	Example D
+	// Check validates decoded data: nil when any D decoded strictly is valid.
+	Check func(d *D, lim Limits) error
+	// SKU: an OnSKU kind's SKU.
+	SKU func(d *D) string
+	// Step: the transition.
+	Step func(t *txn, cur *event.OrderSnapshot, d *D) (transition, error)
+}
+
+var kinds = map[event.Type]*Kind{}
+
+// register declares a kind; a type twice, an OnSKU kind without SKU, or a kind without
+// a step (but the drain) is a programming error that every test of the package meets.
+func register[D any](s spec[D]) {
+	if _, dup := kinds[s.Type]; dup {
+		panic(fmt.Sprintf("domain: kind %s registered twice", s.Type))
+	}
+	_, none := any(new(D)).(*noData)
+	k := &Kind{Type: s.Type, Entity: s.Entity, Doc: s.Doc, SetsSafetyStock: s.SetsSafetyStock}
+	if !none {
+		ex, err := json.Marshal(s.Example)
+		if err != nil {
+			panic(fmt.Sprintf("domain: kind %s: example: %v", s.Type, err))
+		}
+		k.Example = ex
+	}
+	k.decode = func(raw json.RawMessage, lim Limits) (any, error) {
+		d := new(D)
+		if none {
+			return d, nil // data of a kind without data is ignored, as it always was
+		}
+		if err := strictData(raw, d); err != nil {
+			return nil, err
+		}
+		if s.Check != nil {
+			if err := s.Check(d, lim); err != nil {
+				return nil, err
+			}
+		}
+		return d, nil
+	}
+	if s.SKU != nil {
+		k.sku = func(data any) string { return s.SKU(data.(*D)) }
+	}
+	if s.Step != nil {
+		k.step = func(t *txn, cur *event.OrderSnapshot, data any) (transition, error) {
+			return s.Step(t, cur, data.(*D))
+		}
+	}
+	if (s.Entity == OnSKU) != (s.SKU != nil) {
+		panic(fmt.Sprintf("domain: kind %s: an OnSKU kind, and only one, names its SKU", s.Type))
+	}
+	kinds[s.Type] = k
+}
+
+// KindOf returns the kind of t, or nil when junban knows no such event.
+func KindOf(t event.Type) *Kind { return kinds[t] }
+
+// Kinds returns every kind, by type.
+func Kinds() []*Kind {
+	out := make([]*Kind, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b *Kind) int { return cmpString(string(a.Type), string(b.Type)) })
+	return out
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// The kinds. Each step function is in step.go (orders) or warehouse.go (SKUs).
+func init() {
+	lines3 := []event.Line{{LineID: "1", SKU: "SKU-0001", Qty: 2}, {LineID: "2", SKU: "SKU-0002", Qty: 1}}
+	register(spec[event.OrderData]{
+		Type: event.OrderPlaced, Entity: OnOrder,
+		Doc:     "a new order: its lines are allocated (mode ship) or reserved (mode reserve) for its target date",
+		Example: event.OrderData{Mode: event.ModeShip, TargetDate: "2026-12-03", Lines: lines3},
+		Check:   func(d *event.OrderData, lim Limits) error { return validateLines(event.OrderPlaced, d, lim.maxLines()) },
+		Step:    func(t *txn, cur *event.OrderSnapshot, d *event.OrderData) (transition, error) { return t.placed(cur, d) },
+	})
+	register(spec[event.OrderData]{
+		Type: event.OrderLinesChanged, Entity: OnOrder,
+		Doc:     "the order's lines become these: lowered and removed lines give units back, raised and new ones allocate",
+		Example: event.OrderData{Lines: []event.Line{{LineID: "1", SKU: "SKU-0001", Qty: 3}}},
+		Check:   func(d *event.OrderData, lim Limits) error { return validateLines(event.OrderLinesChanged, d, lim.maxLines()) },
+		Step:    func(t *txn, cur *event.OrderSnapshot, d *event.OrderData) (transition, error) { return t.linesChanged(cur, d) },
+	})
+	register(spec[noData]{
+		Type: event.PaymentConfirmed, Entity: OnOrder,
+		Doc:  "the order is paid (a shipment waits for it)",
+		Step: func(_ *txn, cur *event.OrderSnapshot, _ *noData) (transition, error) { return paymentConfirmed(cur), nil },
+	})
+	register(spec[noData]{
+		Type: event.OrderAllocateForShipment, Entity: OnOrder,
+		Doc:  "a reserved order's units become allocated for shipment",
+		Step: func(t *txn, cur *event.OrderSnapshot, _ *noData) (transition, error) { return t.allocateForShipment(cur) },
+	})
+	register(spec[noData]{
+		Type: event.OrderCancelled, Entity: OnOrder,
+		Doc:  "the order is cancelled: what it holds goes back to sale",
+		Step: func(t *txn, cur *event.OrderSnapshot, _ *noData) (transition, error) { return t.cancelled(cur) },
+	})
+	register(spec[noData]{
+		Type: event.OrderShipped, Entity: OnOrder,
+		Doc:  "a paid, allocated order left the warehouse",
+		Step: func(t *txn, cur *event.OrderSnapshot, _ *noData) (transition, error) { return t.shipped(cur) },
+	})
+	register(spec[event.ReturnedData]{
+		Type: event.OrderReturned, Entity: OnOrder,
+		Doc:     "units of a shipped order came back, to sale or (defective) to the defective bucket",
+		Example: event.ReturnedData{Lines: []event.ReturnLine{{LineID: "1", Qty: 1}}},
+		Check:   func(d *event.ReturnedData, lim Limits) error { return validateReturn(d, lim.maxLines()) },
+		Step:    func(t *txn, cur *event.OrderSnapshot, d *event.ReturnedData) (transition, error) { return t.returned(cur, d) },
+	})
+	register(spec[event.InventoryReceivedData]{
+		Type: event.InventoryReceived, Entity: OnSKU,
+		Doc:     "a planned lot arrived: it becomes on hand with its best-before and the quantity counted",
+		Example: event.InventoryReceivedData{SKU: "SKU-0001", LotID: "LOT-P1", BestBefore: "2027-06-30", Qty: 48},
+		Check:   checkReceived,
+		SKU:     func(d *event.InventoryReceivedData) string { return d.SKU },
+		Step:    func(t *txn, _ *event.OrderSnapshot, d *event.InventoryReceivedData) (transition, error) { return t.received(d) },
+	})
+	register(spec[event.InventoryAdjustedData]{
+		Type: event.InventoryAdjusted, Entity: OnSKU,
+		Doc:     "a stock count corrected a lot's sellable quantity",
+		Example: event.InventoryAdjustedData{SKU: "SKU-0001", LotID: "LOT-A1", Delta: -2, Reason: "count"},
+		Check:   checkAdjusted,
+		SKU:     func(d *event.InventoryAdjustedData) string { return d.SKU },
+		Step:    func(t *txn, _ *event.OrderSnapshot, d *event.InventoryAdjustedData) (transition, error) { return t.adjusted(d) },
+	})
+	register(spec[event.SKURegisteredData]{
+		Type: event.InventorySKURegistered, Entity: OnSKU, SetsSafetyStock: true,
+		Doc:     "a new SKU and its safety stock",
+		Example: event.SKURegisteredData{SKU: "SKU-0100", SafetyStock: 5},
+		Check:   func(d *event.SKURegisteredData, _ Limits) error { return checkSafetyStock(d.SKU, d.SafetyStock) },
+		SKU:     func(d *event.SKURegisteredData) string { return d.SKU },
+		Step:    func(t *txn, _ *event.OrderSnapshot, d *event.SKURegisteredData) (transition, error) { return t.registerSKU(d) },
+	})
+	register(spec[event.SafetyStockChangedData]{
+		Type: event.InventorySafetyStockChanged, Entity: OnSKU, SetsSafetyStock: true,
+		Doc:     "a SKU's safety stock changed",
+		Example: event.SafetyStockChangedData{SKU: "SKU-0001", SafetyStock: 8},
+		Check:   func(d *event.SafetyStockChangedData, _ Limits) error { return checkSafetyStock(d.SKU, d.SafetyStock) },
+		SKU:     func(d *event.SafetyStockChangedData) string { return d.SKU },
+		Step: func(t *txn, _ *event.OrderSnapshot, d *event.SafetyStockChangedData) (transition, error) {
+			return t.setSafetyStock(d)
+		},
+	})
+	register(spec[event.LotRegisteredData]{
+		Type: event.InventoryLotRegistered, Entity: OnSKU,
+		Doc: "a new lot of a SKU, planned (a purchase order's delivery) or on hand",
+		Example: event.LotRegisteredData{SKU: "SKU-0001", LotID: "LOT-P2", Kind: event.KindPlanned, ArrivesAt: "2026-12-20",
+			ValidFrom: "2026-12-01", ValidTo: "2027-12-31", Sellable: 48},
+		Check: func(d *event.LotRegisteredData, _ Limits) error { return validateLot(d) },
+		SKU:   func(d *event.LotRegisteredData) string { return d.SKU },
+		Step:  func(t *txn, _ *event.OrderSnapshot, d *event.LotRegisteredData) (transition, error) { return t.registerLot(d) },
+	})
+	lotQty := func(typ event.Type, doc string, step func(t *txn, d *event.LotQtyData) (transition, error)) {
+		register(spec[event.LotQtyData]{
+			Type: typ, Entity: OnSKU, Doc: doc,
+			Example: event.LotQtyData{SKU: "SKU-0001", LotID: "LOT-A1", Qty: 2, Reason: "quality check"},
+			Check:   checkLotQty,
+			SKU:     func(d *event.LotQtyData) string { return d.SKU },
+			Step:    func(t *txn, _ *event.OrderSnapshot, d *event.LotQtyData) (transition, error) { return step(t, d) },
+		})
+	}
+	lotQty(event.InventoryHeld, "units of a lot are kept back from sale (sellable -> hidden)", (*txn).hold)
+	lotQty(event.InventoryReleasedHold, "held units go back to sale (hidden -> sellable)", (*txn).releaseHold)
+	lotQty(event.InventoryDamaged, "units of a lot were found damaged (sellable -> defective)", (*txn).damage)
+	register(spec[event.LotRecalledData]{
+		Type: event.InventoryLotRecalled, Entity: OnSKU,
+		Doc:     "a whole lot is defective: never a candidate again; the result lists the orders holding it",
+		Example: event.LotRecalledData{SKU: "SKU-0001", LotID: "LOT-A1", Reason: "supplier recall"},
+		Check:   checkRecalled,
+		SKU:     func(d *event.LotRecalledData) string { return d.SKU },
+		Step:    func(t *txn, _ *event.OrderSnapshot, d *event.LotRecalledData) (transition, error) { return t.recall(d) },
+	})
+	register(spec[noData]{
+		Type: event.Drain, Entity: OnNamed,
+		Doc: "junban's own nudge: a replica takes the named entity's turn and drains its wait list",
+	})
+}

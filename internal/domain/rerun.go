@@ -1,0 +1,112 @@
+package domain
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/ledger"
+)
+
+// Rerun is what the quarantine learns by running an event once more on a recording
+// ledger (each operation a failed run made answers its remembered result; one it never
+// reached runs now): the result and state of the run when it succeeded, and every
+// operation it met.
+type Rerun struct {
+	// Result, State and Parked are the run's, when Err is nil.
+	Result event.Result
+	State  State
+	Parked bool
+	// Err is the run's error: it failed again (a panic is an error too).
+	Err error
+	// Completed: an irreversible operation applied (ledger.ReversalOf), so the event
+	// cannot be undone; when Err is nil the quarantine commits Result as a normal run's.
+	Completed bool
+	all, open []ledger.Result
+}
+
+// RerunEvent runs ev against st (Step's one event, without the parked ones) through l,
+// recording what each ledger operation answered.
+func RerunEvent(ctx context.Context, l Ledger, st State, ev Event, arrival int64, now time.Time) Rerun {
+	rec := &recorder{next: l}
+	run := Rerun{State: st}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				run.Err = fmt.Errorf("domain: step panicked: %v", r)
+			}
+		}()
+		run.Result, run.Parked, run.Err = apply(ctx, rec, &run.State, ev, arrival, now)
+	}()
+	run.Completed = len(rec.fixed) > 0
+	run.all, run.open = rec.all, rec.open
+	return run
+}
+
+// Undone is what undoing a Rerun's open operations did.
+type Undone struct {
+	// Undone counts the operations moved back.
+	Undone int
+	Moves  []ledger.Move
+	// SKUs are the lots every recorded operation and undo left, one entry per SKU
+	// version, by SKU then version.
+	SKUs []ledger.SKU
+}
+
+// Undo moves back, newest first, what run's reversible operations moved and the run did
+// not move back itself, each by an op id of ev's (see undoOpID). A refused undo is an
+// error: the quarantine then leaves the event in its turn.
+func (run Rerun) Undo(ctx context.Context, l Ledger, ev Event) (Undone, error) {
+	undo := &txn{ctx: ctx, l: l, ev: ev, skus: map[skuAt]ledger.SKU{}}
+	for _, r := range run.all {
+		undo.record(r)
+	}
+	undo.done = slices.Clone(run.open)
+	if _, err := undo.rollback(""); err != nil {
+		return Undone{}, err
+	}
+	if len(undo.refusals) > 0 {
+		return Undone{}, fmt.Errorf("the ledger refused undos: %v", undo.refusals)
+	}
+	out := Undone{Undone: len(run.open), Moves: undo.moves}
+	for _, s := range undo.skus {
+		out.SKUs = append(out.SKUs, s)
+	}
+	slices.SortFunc(out.SKUs, compareSKUAt)
+	return out, nil
+}
+
+// recorder is a Ledger that keeps what each operation answered: all of them (their moves
+// and lots go into the quarantine's result), the reversible ones still open (moved
+// something, not undone since: what the quarantine moves back), and the irreversible ones
+// (ledger.ReversalOf), which the quarantine completes instead of undoing.
+type recorder struct {
+	next  Ledger
+	all   []ledger.Result
+	open  []ledger.Result
+	fixed []ledger.Result
+}
+
+// Apply runs op and records what it answered.
+func (r *recorder) Apply(ctx context.Context, op ledger.Op) (ledger.Result, error) {
+	res, err := r.next.Apply(ctx, op)
+	if err != nil {
+		return res, err
+	}
+	r.all = append(r.all, res)
+	switch ledger.ReversalOf(op) {
+	case ledger.Reversible:
+		if len(res.Moves) > 0 {
+			r.open = append(r.open, res)
+		}
+	case ledger.Reverses:
+		// The step's own rollback moved the operation it undoes back already.
+		r.open = slices.DeleteFunc(r.open, func(o ledger.Result) bool { return undoOpID(o.OpID) == res.OpID })
+	case ledger.Irreversible:
+		// A receive changes a lot even when it moves nothing (planned becomes on hand).
+		r.fixed = append(r.fixed, res)
+	}
+	return res, nil
+}

@@ -1,0 +1,35 @@
+package order
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/junban/junban/internal/domain"
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/queue"
+)
+
+// The order-worker sends an order event whose lcid is in a SKU's namespace to the DLQ with
+// its reason, before any turn: the Worker has no Turns, and one it reached would panic.
+// Failed against the decode that checked the lcid with event.CheckID alone: the worker
+// submitted the event to the turn "sku:SKU-B" (here, a nil Turns: a panic).
+func TestWorkerSendsAnLCIDInASKUsNamespaceToTheDLQ(t *testing.T) {
+	w := &Worker{Log: zap.NewNop()}
+	for _, k := range domain.Kinds() {
+		if k.Entity != domain.OnOrder {
+			continue
+		}
+		body, err := json.Marshal(event.Order{EventID: "e-1", Type: k.Type, LCID: "sku:SKU-B", Data: k.Example})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := w.Handle(context.Background(), queue.Message{ID: "m-" + string(k.Type), Body: body})
+		if out.Verdict != queue.Poison || !strings.HasPrefix(out.Reason, domain.ReasonInvalidID+": lcid") || !strings.Contains(out.Reason, `"sku:SKU-B"`) {
+			t.Errorf("%s with lcid sku:SKU-B: %+v, want Poison with %s naming the lcid", k.Type, out, domain.ReasonInvalidID)
+		}
+	}
+}
