@@ -48,8 +48,9 @@ func packageDirs(t *testing.T, root string) []string {
 	return dirs
 }
 
-// repoPath is a backticked path under cmd/, internal/ or tools/ in a doc.
-var repoPath = regexp.MustCompile("`((?:cmd|internal|tools)/[A-Za-z0-9_./-]*[A-Za-z0-9_])`")
+// repoPath is a backticked path under cmd/, internal/ or tools/ in a doc, or tools itself
+// (a package of its own: tests only).
+var repoPath = regexp.MustCompile("`((?:cmd|internal|tools)(?:/[A-Za-z0-9_./-]*[A-Za-z0-9_])?)`")
 
 // docs/architecture.md names every package under cmd/, internal/ and tools/ (in
 // backticks, as `internal/order`), and every such path it names exists. A package
