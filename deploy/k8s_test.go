@@ -23,7 +23,7 @@ import (
 // (deploy/k8s/schemas/gen.go writes them).
 const k8sVersion = "1.35.4"
 
-// defaultShutdownBudget is JUNBAN_SHUTDOWN_BUDGET's default (README.md).
+// defaultShutdownBudget is JUNBAN_SHUTDOWN_BUDGET's default (docs/configuration.md).
 const defaultShutdownBudget = 25 * time.Second
 
 // sdkVars are read by the AWS SDK or the Go runtime itself, not by junban's configuration.

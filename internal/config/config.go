@@ -472,7 +472,7 @@ func Preflight[T any](b Binary, args []string) (handled bool, err error) {
 	var usage strings.Builder
 	fmt.Fprintf(&usage, "usage: %s [--env-vars | --check-config]\n\n%s\n\n", b.Name, b.Summary)
 	fmt.Fprintf(&usage, "%s takes its configuration from environment variables only: --env-vars lists them\n"+
-		"with their defaults; README.md (Configuration) and docs/operations.md describe them.\n\nflags:\n", b.Name)
+		"with their defaults; docs/configuration.md and docs/operations.md describe them.\n\nflags:\n", b.Name)
 	fs.VisitAll(func(f *flag.Flag) { fmt.Fprintf(&usage, "  --%-14s %s\n", f.Name, f.Usage) })
 	fmt.Fprintf(&usage, "  -h, --help       print this help and exit\n")
 	err = fs.Parse(args)

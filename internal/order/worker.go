@@ -22,7 +22,7 @@ import (
 const FullBackoffDefault = 5 * time.Second
 
 // Defaults of the order-worker's consumer, results publisher and turns (the binary's
-// JUNBAN_* variables take them; its README table quotes them). The other defaults the
+// JUNBAN_* variables take them; docs/configuration.md quotes them). The other defaults the
 // order-worker passes on are those of the packages it passes them to (lockhandoff,
 // queue, ledger, this package's Config).
 const (

@@ -12,30 +12,31 @@ import (
 	"github.com/junban/junban/internal/testenv"
 )
 
-// binaries are the binaries with --env-vars; their README sections are named after them.
+// binaries are the binaries with --env-vars; their sections of docs/configuration.md are
+// named after them.
 var binaries = []string{"order-worker", "persist-worker", "webhook-gateway", "junban-api"}
 
-// readOutside are the README's "Every binary" variables that the configuration structs do
-// not read (the Go runtime and config.LoadStackEnv read them), so --env-vars omits them.
+// readOutside are the "Every binary" variables of docs/configuration.md that the
+// configuration structs do not read (the Go runtime and config.LoadStackEnv read them), so --env-vars omits them.
 var readOutside = map[string]bool{"GOGC": true, "JUNBAN_STACK_ENV": true}
 
-// readmeVar is one variable of a README configuration table.
-type readmeVar struct {
+// docVar is one variable of a configuration table of docs/configuration.md.
+type docVar struct {
 	def      string // the default, as --env-vars prints it; "" for empty or none
 	required bool
 }
 
-// The README's configuration tables say what --env-vars prints: every variable a binary
-// reads is in its own section or in "Every binary" / "Services", with the same default
-// (or "required"), and every row of a binary's section is a variable it reads. (Fails
-// with the README's JUNBAN_DRAIN_MAX_TIME row set back to 5s, or with a row added for a
+// The configuration tables of docs/configuration.md say what --env-vars prints: every
+// variable a binary reads is in its own section or in "Every binary" / "Services", with the
+// same default (or "required"), and every row of a binary's section is a variable it reads.
+// (Fails with the doc's JUNBAN_DRAIN_MAX_TIME row set back to 5s, or with a row added for a
 // variable nobody reads; tried.)
-func TestReadmeConfigurationMatchesEnvVars(t *testing.T) {
-	sections := readmeConfiguration(t)
-	shared := map[string]readmeVar{}
+func TestConfigurationDocMatchesEnvVars(t *testing.T) {
+	sections := docConfiguration(t)
+	shared := map[string]docVar{}
 	for _, s := range []string{"Every binary", "Services"} {
 		if len(sections[s]) == 0 {
-			t.Fatalf("README: no %q configuration table", s)
+			t.Fatalf("%s: no %q configuration table", configurationDoc, s)
 		}
 		for k, v := range sections[s] {
 			shared[k] = v
@@ -45,7 +46,7 @@ func TestReadmeConfigurationMatchesEnvVars(t *testing.T) {
 	for _, bin := range binaries {
 		own, ok := sections[bin]
 		if !ok {
-			t.Errorf("README: no configuration section %q", bin)
+			t.Errorf("%s: no configuration section %q", configurationDoc, bin)
 			continue
 		}
 		printed := envVars(t, bin)
@@ -57,11 +58,11 @@ func TestReadmeConfigurationMatchesEnvVars(t *testing.T) {
 			}
 			switch {
 			case !ok:
-				t.Errorf("%s reads %s: not in the README's %q, \"Every binary\" or \"Services\" table", bin, v.name, bin)
+				t.Errorf("%s reads %s: not in the %q, \"Every binary\" or \"Services\" table of %s", bin, v.name, bin, configurationDoc)
 			case doc.required != v.required:
-				t.Errorf("%s: %s required=%v, README says required=%v", bin, v.name, v.required, doc.required)
+				t.Errorf("%s: %s required=%v, %s says required=%v", bin, v.name, v.required, configurationDoc, doc.required)
 			case !v.required && doc.def != v.def:
-				t.Errorf("%s: %s defaults to %q, README says %q", bin, v.name, v.def, doc.def)
+				t.Errorf("%s: %s defaults to %q, %s says %q", bin, v.name, v.def, configurationDoc, doc.def)
 			}
 		}
 		names := map[string]bool{}
@@ -70,13 +71,13 @@ func TestReadmeConfigurationMatchesEnvVars(t *testing.T) {
 		}
 		for k := range own {
 			if !names[k] {
-				t.Errorf("README's %q table lists %s, which %s does not read", bin, k, bin)
+				t.Errorf("%s: the %q table lists %s, which %s does not read", configurationDoc, bin, k, bin)
 			}
 		}
 	}
 	for k := range shared {
 		if !readBySome[k] && !readOutside[k] {
-			t.Errorf("README's shared tables list %s, which no binary reads", k)
+			t.Errorf("%s: the shared tables list %s, which no binary reads", configurationDoc, k)
 		}
 	}
 }
@@ -119,57 +120,55 @@ func envVars(t *testing.T, bin string) []envVar {
 
 var backticked = regexp.MustCompile("^`([^`]*)`")
 
-// readmeConfiguration parses the tables under the README's "## Configuration" heading:
-// section ("### name") -> variable -> its default. A row may name several variables,
-// "`A` / `B`", with as many defaults, "`x` / `y`". A default is the cell's first
-// backticked word ("`0` (off)" is 0), "required..." or anything else (empty, "(AWS)")
-// for none.
-func readmeConfiguration(t *testing.T) map[string]map[string]readmeVar {
+// configurationDoc is the page whose tables list every binary's variables.
+const configurationDoc = "docs/configuration.md"
+
+// docConfiguration parses the tables of docs/configuration.md: section ("## name") ->
+// variable -> its default. A row may name several variables, "`A` / `B`", with as many
+// defaults, "`x` / `y`". A default is the cell's first backticked word ("`0` (off)" is 0),
+// "required..." or anything else (empty, "(AWS)") for none. Rows outside a table of
+// variables (a section's prose, a fenced block) are not rows: only lines that start with
+// "| `" are read.
+func docConfiguration(t *testing.T) map[string]map[string]docVar {
 	t.Helper()
-	f, err := os.Open(filepath.Join(testenv.RepoRoot(), "README.md"))
+	f, err := os.Open(filepath.Join(testenv.RepoRoot(), filepath.FromSlash(configurationDoc)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	sections := map[string]map[string]readmeVar{}
-	var in bool
+	sections := map[string]map[string]docVar{}
 	var section string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
 		case strings.HasPrefix(line, "## "):
-			in = line == "## Configuration"
+			section = strings.TrimPrefix(line, "## ")
 			continue
-		case !in:
-			continue
-		case strings.HasPrefix(line, "### "):
-			section = strings.TrimPrefix(line, "### ")
-			continue
-		case !strings.HasPrefix(line, "| `"):
+		case section == "" || !strings.HasPrefix(line, "| `"):
 			continue
 		}
 		cells := strings.Split(strings.Trim(line, "|"), " | ")
 		if len(cells) < 3 {
-			t.Fatalf("README: row %q", line)
+			t.Fatalf("%s: row %q", configurationDoc, line)
 		}
 		names := strings.Split(strings.TrimSpace(cells[0]), " / ")
 		defs := strings.Split(strings.TrimSpace(cells[1]), " / ")
 		if len(defs) != len(names) {
 			defs = []string{strings.TrimSpace(cells[1])}
 			if len(names) > 1 {
-				t.Fatalf("README: row %q names %d variables and gives %d defaults", line, len(names), len(defs))
+				t.Fatalf("%s: row %q names %d variables and gives %d defaults", configurationDoc, line, len(names), len(defs))
 			}
 		}
 		if sections[section] == nil {
-			sections[section] = map[string]readmeVar{}
+			sections[section] = map[string]docVar{}
 		}
 		for i, n := range names {
 			m := backticked.FindStringSubmatch(n)
 			if m == nil {
-				t.Fatalf("README: row %q: variable %q is not in backticks", line, n)
+				t.Fatalf("%s: row %q: variable %q is not in backticks", configurationDoc, line, n)
 			}
-			var v readmeVar
+			var v docVar
 			switch d := defs[i]; {
 			case strings.HasPrefix(d, "required"):
 				v.required = true
