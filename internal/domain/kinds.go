@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -132,18 +133,8 @@ func Kinds() []*Kind {
 	for _, k := range kinds {
 		out = append(out, k)
 	}
-	slices.SortFunc(out, func(a, b *Kind) int { return cmpString(string(a.Type), string(b.Type)) })
+	slices.SortFunc(out, func(a, b *Kind) int { return cmp.Compare(a.Type, b.Type) })
 	return out
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // The kinds. Each step function is in step.go (orders) or warehouse.go (SKUs).
@@ -154,24 +145,34 @@ func init() {
 		Doc:     "a new order: its lines are allocated (mode ship) or reserved (mode reserve) for its target date",
 		Example: event.OrderData{Mode: event.ModeShip, TargetDate: "2026-12-03", Lines: lines3},
 		Check:   func(d *event.OrderData, lim Limits) error { return validateLines(event.OrderPlaced, d, lim.maxLines()) },
-		Step:    func(t *txn, cur *event.OrderSnapshot, d *event.OrderData) (transition, error) { return t.placed(cur, d) },
+		Step: func(t *txn, cur *event.OrderSnapshot, d *event.OrderData) (transition, error) {
+			return t.placed(cur, d)
+		},
 	})
 	register(spec[event.OrderData]{
 		Type: event.OrderLinesChanged, Entity: OnOrder,
 		Doc:     "the order's lines become these: lowered and removed lines give units back, raised and new ones allocate",
 		Example: event.OrderData{Lines: []event.Line{{LineID: "1", SKU: "SKU-0001", Qty: 3}}},
-		Check:   func(d *event.OrderData, lim Limits) error { return validateLines(event.OrderLinesChanged, d, lim.maxLines()) },
-		Step:    func(t *txn, cur *event.OrderSnapshot, d *event.OrderData) (transition, error) { return t.linesChanged(cur, d) },
+		Check: func(d *event.OrderData, lim Limits) error {
+			return validateLines(event.OrderLinesChanged, d, lim.maxLines())
+		},
+		Step: func(t *txn, cur *event.OrderSnapshot, d *event.OrderData) (transition, error) {
+			return t.linesChanged(cur, d)
+		},
 	})
 	register(spec[noData]{
 		Type: event.PaymentConfirmed, Entity: OnOrder,
-		Doc:  "the order is paid (a shipment waits for it)",
-		Step: func(_ *txn, cur *event.OrderSnapshot, _ *noData) (transition, error) { return paymentConfirmed(cur), nil },
+		Doc: "the order is paid (a shipment waits for it)",
+		Step: func(_ *txn, cur *event.OrderSnapshot, _ *noData) (transition, error) {
+			return paymentConfirmed(cur), nil
+		},
 	})
 	register(spec[noData]{
 		Type: event.OrderAllocateForShipment, Entity: OnOrder,
-		Doc:  "a reserved order's units become allocated for shipment",
-		Step: func(t *txn, cur *event.OrderSnapshot, _ *noData) (transition, error) { return t.allocateForShipment(cur) },
+		Doc: "a reserved order's units become allocated for shipment",
+		Step: func(t *txn, cur *event.OrderSnapshot, _ *noData) (transition, error) {
+			return t.allocateForShipment(cur)
+		},
 	})
 	register(spec[noData]{
 		Type: event.OrderCancelled, Entity: OnOrder,
@@ -188,7 +189,9 @@ func init() {
 		Doc:     "units of a shipped order came back, to sale or (defective) to the defective bucket",
 		Example: event.ReturnedData{Lines: []event.ReturnLine{{LineID: "1", Qty: 1}}},
 		Check:   func(d *event.ReturnedData, lim Limits) error { return validateReturn(d, lim.maxLines()) },
-		Step:    func(t *txn, cur *event.OrderSnapshot, d *event.ReturnedData) (transition, error) { return t.returned(cur, d) },
+		Step: func(t *txn, cur *event.OrderSnapshot, d *event.ReturnedData) (transition, error) {
+			return t.returned(cur, d)
+		},
 	})
 	register(spec[event.InventoryReceivedData]{
 		Type: event.InventoryReceived, Entity: OnSKU,
@@ -196,7 +199,9 @@ func init() {
 		Example: event.InventoryReceivedData{SKU: "SKU-0001", LotID: "LOT-P1", BestBefore: "2027-06-30", Qty: 48},
 		Check:   checkReceived,
 		SKU:     func(d *event.InventoryReceivedData) string { return d.SKU },
-		Step:    func(t *txn, _ *event.OrderSnapshot, d *event.InventoryReceivedData) (transition, error) { return t.received(d) },
+		Step: func(t *txn, _ *event.OrderSnapshot, d *event.InventoryReceivedData) (transition, error) {
+			return t.received(d)
+		},
 	})
 	register(spec[event.InventoryAdjustedData]{
 		Type: event.InventoryAdjusted, Entity: OnSKU,
@@ -204,7 +209,9 @@ func init() {
 		Example: event.InventoryAdjustedData{SKU: "SKU-0001", LotID: "LOT-A1", Delta: -2, Reason: "count"},
 		Check:   checkAdjusted,
 		SKU:     func(d *event.InventoryAdjustedData) string { return d.SKU },
-		Step:    func(t *txn, _ *event.OrderSnapshot, d *event.InventoryAdjustedData) (transition, error) { return t.adjusted(d) },
+		Step: func(t *txn, _ *event.OrderSnapshot, d *event.InventoryAdjustedData) (transition, error) {
+			return t.adjusted(d)
+		},
 	})
 	register(spec[event.SKURegisteredData]{
 		Type: event.InventorySKURegistered, Entity: OnSKU, SetsSafetyStock: true,
@@ -212,7 +219,9 @@ func init() {
 		Example: event.SKURegisteredData{SKU: "SKU-0100", SafetyStock: 5},
 		Check:   func(d *event.SKURegisteredData, _ Limits) error { return checkSafetyStock(d.SKU, d.SafetyStock) },
 		SKU:     func(d *event.SKURegisteredData) string { return d.SKU },
-		Step:    func(t *txn, _ *event.OrderSnapshot, d *event.SKURegisteredData) (transition, error) { return t.registerSKU(d) },
+		Step: func(t *txn, _ *event.OrderSnapshot, d *event.SKURegisteredData) (transition, error) {
+			return t.registerSKU(d)
+		},
 	})
 	register(spec[event.SafetyStockChangedData]{
 		Type: event.InventorySafetyStockChanged, Entity: OnSKU, SetsSafetyStock: true,
@@ -231,7 +240,9 @@ func init() {
 			ValidFrom: "2026-12-01", ValidTo: "2027-12-31", Sellable: 48},
 		Check: func(d *event.LotRegisteredData, _ Limits) error { return validateLot(d) },
 		SKU:   func(d *event.LotRegisteredData) string { return d.SKU },
-		Step:  func(t *txn, _ *event.OrderSnapshot, d *event.LotRegisteredData) (transition, error) { return t.registerLot(d) },
+		Step: func(t *txn, _ *event.OrderSnapshot, d *event.LotRegisteredData) (transition, error) {
+			return t.registerLot(d)
+		},
 	})
 	lotQty := func(typ event.Type, doc string, step func(t *txn, d *event.LotQtyData) (transition, error)) {
 		register(spec[event.LotQtyData]{
