@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 )
@@ -387,11 +388,12 @@ func prepare(index int, r event.Result) (prepared, error) {
 	return p, nil
 }
 
-// setsSettings tells a result whose SKUs carry the safety stock they set: in every other
-// result a SKU's SafetyStock is 0 and means nothing (the operation did not read it back).
+// setsSettings tells a result whose SKUs carry the safety stock they set (its kind's
+// SetsSafetyStock): in every other result a SKU's SafetyStock is 0 and means nothing (the
+// operation did not read it back).
 func setsSettings(r event.Result) bool {
-	return r.Outcome == event.Applied &&
-		(r.Type == event.InventorySKURegistered || r.Type == event.InventorySafetyStockChanged)
+	k := domain.KindOf(r.Type)
+	return r.Outcome == event.Applied && k != nil && k.SetsSafetyStock
 }
 
 func lotRow(sku string, version int64, l ledger.Lot) (LotRow, error) {

@@ -1,0 +1,130 @@
+package domain_test
+
+import (
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/junban/junban/internal/domain"
+	"github.com/junban/junban/internal/event"
+)
+
+// wireTypes returns the event types internal/event declares (its constants of type
+// Type), read from its source: a type named there and not registered here fails below.
+func wireTypes(t *testing.T) []event.Type {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "../event/event.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []event.Type
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, s := range g.Specs {
+			v := s.(*ast.ValueSpec)
+			if id, ok := v.Type.(*ast.Ident); !ok || id.Name != "Type" {
+				continue
+			}
+			for _, val := range v.Values {
+				if lit, ok := val.(*ast.BasicLit); ok {
+					out = append(out, event.Type(strings.Trim(lit.Value, `"`)))
+				}
+			}
+		}
+	}
+	if len(out) < 10 {
+		t.Fatalf("read %d event types from internal/event: the parse is wrong", len(out))
+	}
+	return out
+}
+
+// Every type of the wire contract is a registered kind, and every kind is complete: a
+// line of doc, an example that decodes as the kind into the entity it names, data refused
+// when it is malformed. Fails for a type added to internal/event without its kind, and
+// for a kind registered without an example or a doc.
+func TestKindsAreComplete(t *testing.T) {
+	for _, typ := range wireTypes(t) {
+		if domain.KindOf(typ) == nil {
+			t.Errorf("%s is a wire type with no registered kind (internal/domain/kinds.go)", typ)
+		}
+	}
+	if n, m := len(domain.Kinds()), len(wireTypes(t)); n != m {
+		t.Errorf("%d kinds registered, %d wire types", n, m)
+	}
+	for _, k := range domain.Kinds() {
+		if k.Doc == "" {
+			t.Errorf("%s: no Doc", k.Type)
+		}
+		body, err := json.Marshal(event.Order{EventID: "e-1", Type: k.Type, LCID: "LC-1", Data: k.Example})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := domain.Decode(body, 0)
+		if err != nil {
+			t.Errorf("%s: its example does not decode: %v", k.Type, err)
+			continue
+		}
+		if ev.Kind() != k {
+			t.Errorf("%s: decoded as %v", k.Type, ev.Kind().Type)
+		}
+		sku, onSKU := ev.InventorySKU()
+		switch k.Entity {
+		case domain.OnSKU:
+			if !onSKU || ev.Entity() != domain.SKUEntity(sku) || sku == "" {
+				t.Errorf("%s: a SKU's event in the turn %q", k.Type, ev.Entity())
+			}
+		case domain.OnOrder, domain.OnNamed:
+			if onSKU || ev.Entity() != "LC-1" {
+				t.Errorf("%s: an order's event in the turn %q", k.Type, ev.Entity())
+			}
+		default:
+			t.Errorf("%s: no entity", k.Type)
+		}
+		if k.Example != nil {
+			bad, _ := json.Marshal(event.Order{EventID: "e-1", Type: k.Type, LCID: "LC-1", Data: json.RawMessage(`{"no_such_field":1}`)})
+			if _, err := domain.Decode(bad, 0); err == nil {
+				t.Errorf("%s: data with an unknown field decoded", k.Type)
+			}
+		}
+	}
+}
+
+// docs/events.md documents every kind: a heading names it, and its data's fields appear
+// in the page. Fails for a kind registered without its section.
+func TestEventsDocNamesEveryKind(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/events.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	headings := regexp.MustCompile("(?m)^#+ .*$").FindAllString(string(doc), -1)
+	for _, k := range domain.Kinds() {
+		named := false
+		for _, h := range headings {
+			if strings.Contains(h, "`"+string(k.Type)+"`") {
+				named = true
+			}
+		}
+		if !named {
+			t.Errorf("docs/events.md: no heading names `%s`", k.Type)
+		}
+		var fields map[string]any
+		if k.Example != nil {
+			if err := json.Unmarshal(k.Example, &fields); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for f := range fields {
+			if !strings.Contains(string(doc), `"`+f+`"`) && !strings.Contains(string(doc), "`"+f+"`") {
+				t.Errorf("docs/events.md: %s's field %q is not in the page", k.Type, f)
+			}
+		}
+	}
+}
