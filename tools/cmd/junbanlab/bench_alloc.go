@@ -21,8 +21,8 @@ import (
 // benchAllocOptions are the flags of bench alloc.
 type benchAllocOptions struct {
 	allocbench.Options
-	asJSON   bool
-	baseline string
+	asJSON      bool
+	baselineRev string
 }
 
 func benchAllocCmd() *cobra.Command {
@@ -46,7 +46,7 @@ func benchAllocCmd() *cobra.Command {
 	fs.BoolVar(&o.asJSON, "json", false, "print the figures as JSON")
 	fs.IntVar(&o.PGConns, "pg-conns", 0, "PostgreSQL connections of the row-lock variant (default: --clients)")
 	fs.BoolVar(&o.Registration, "registration", true, "also time RegisterLot beside an allocation on SKUs of 100 and 1,000 lots")
-	fs.StringVar(&o.baseline, "baseline", allocbench.BaselineDefault, "revision whose allocation script junban_before runs, read with git show REV:internal/ledger/...; it must take the hash layout of "+allocbench.BaselineDefault+"'s")
+	fs.StringVar(&o.baselineRev, "baseline", allocbench.BaselineDefault, "revision whose allocation script junban_before runs, read with git show REV:internal/ledger/...; it must take the hash layout of "+allocbench.BaselineDefault+"'s")
 	return c
 }
 
@@ -57,7 +57,7 @@ func runBenchAlloc(ctx context.Context, w io.Writer, o benchAllocOptions) error 
 		return cli.Usagef("--lots 1..100000, --clients >= 1, --duration > 0, --rounds >= 1")
 	}
 	// Before any connection: a clone without the baseline fails at once.
-	baseline, err := allocbench.ReadBaseline(ctx, "", o.baseline)
+	baseline, err := allocbench.ReadBaseline(ctx, "", o.baselineRev)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func runBenchAlloc(ctx context.Context, w io.Writer, o benchAllocOptions) error 
 	if o.asJSON {
 		return cli.WriteJSON(w, rep)
 	}
-	printBenchAlloc(w, rep, opt, o.baseline)
+	printBenchAlloc(w, rep, opt, o.baselineRev)
 	return nil
 }
 
