@@ -40,7 +40,7 @@ func ReadBaseline(ctx context.Context, dir, rev string) (string, error) {
 		out, err := cmd.Output()
 		switch {
 		case errors.Is(err, exec.ErrNotFound):
-			return "", fmt.Errorf("%w: read from git, which is not installed (PATH): %w", ErrBaseline, err)
+			return "", fmt.Errorf("%w: %s is read from git, which is not installed (PATH): %w", ErrBaseline, obj, err)
 		case err != nil:
 			return "", fmt.Errorf("%w: git show %s: %w: %s (run inside a clone of junban whose history holds %s; a shallow clone may not)",
 				ErrBaseline, obj, err, strings.TrimSpace(stderr.String()), rev)
