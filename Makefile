@@ -3,12 +3,14 @@
 GO        ?= go
 BIN       := bin
 BINARIES  := order-worker persist-worker webhook-gateway junban-api junbanctl
+# junban's lab (load, benchmarks, chaos): built beside the binaries, which link none of it.
+TOOLS     := junbanlab
 TEST_FLAGS ?= -race -count=1 -timeout 14m
 # The pinned golangci-lint: `go run` builds it once into the Go build cache.
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
-# The binaries, junbanctl and the tests read the stack's endpoints only from the file this
-# names: nothing finds .junban/stack.env by itself.
+# The binaries, junbanctl, junbanlab and the tests read the stack's endpoints only from the
+# file this names: nothing finds .junban/stack.env by itself.
 export JUNBAN_STACK_ENV ?= $(CURDIR)/.junban/stack.env
 
 .PHONY: all build stack stack-down stack-status migrate test test-unit test-other-sqs vet lint demo console-screenshots chaos bench bench-lock bench-alloc bench-persist bench-e2e bench-api clean
@@ -17,7 +19,7 @@ all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES)) $(addprefix ./tools/cmd/,$(TOOLS))
 
 stack:
 	@scripts/stack.sh up
@@ -85,26 +87,26 @@ demo: build stack
 ## chaos: fault injection under load (own Redis and PostgreSQL), then the invariants; then a
 ## Redis Cluster failover under load, with JUNBAN_REDIS_MIN_REPLICAS=0 (reported) and 1 (asserted)
 chaos: build stack
-	$(BIN)/junbanctl chaos --events 10000 --bin $(BIN)
-	$(BIN)/junbanctl chaos --redis-cluster --events 10000 --bin $(BIN)
+	$(BIN)/junbanlab chaos --events 10000 --bin $(BIN)
+	$(BIN)/junbanlab chaos --redis-cluster --events 10000 --bin $(BIN)
 
 ## benchmarks: each prints its figures and compares with its baseline in the same run
 bench: bench-lock bench-alloc bench-persist bench-e2e bench-api
 
 bench-lock: build stack
-	$(BIN)/junbanctl bench lock --duration 10s
+	$(BIN)/junbanlab bench lock --duration 10s
 
 bench-alloc: build stack
-	$(BIN)/junbanctl bench alloc --duration 5s
+	$(BIN)/junbanlab bench alloc --duration 5s
 
 bench-persist: build stack
-	$(BIN)/junbanctl bench persist --duration 10s
+	$(BIN)/junbanlab bench persist --duration 10s
 
 bench-e2e: build stack
-	$(BIN)/junbanctl bench e2e --duration 60s
+	$(BIN)/junbanlab bench e2e --duration 60s
 
 bench-api: build stack
-	$(BIN)/junbanctl bench api
+	$(BIN)/junbanlab bench api
 
 clean:
 	rm -rf $(BIN)

@@ -18,11 +18,11 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
-	"github.com/junban/junban/internal/loadgen"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
+	"github.com/junban/junban/tools/loadgen"
 )
 
 type fleet struct {

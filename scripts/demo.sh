@@ -27,7 +27,7 @@ if [ -z "${DEMO_KEEP:-}" ]; then
   if [ -t 0 ]; then DEMO_KEEP=1; else DEMO_KEEP=0; fi
 fi
 RATE=${DEMO_RATE:-250}
-# The warehouse feed's share of the events (junbanctl loadgen -warehouse; 0: none).
+# The warehouse feed's share of the events (junbanlab loadgen -warehouse; 0: none).
 WAREHOUSE=${DEMO_WAREHOUSE:-0.04}
 export JUNBAN_LOG_LEVEL=${JUNBAN_LOG_LEVEL:-warn}
 # A local-only signing secret for the demo's payment provider (Standard Webhooks).
@@ -82,7 +82,7 @@ echo "== load: $ORDERS orders, ~$RATE events/s, 20% duplicate deliveries, paymen
 # A shop, not a shortage: 40 SKUs whose popularity falls off gently (-skew 0.6), stocked
 # for the run's demand, so that most orders succeed and the hottest one or two SKUs
 # sell out towards the end.
-"$bin/junbanctl" loadgen -orders "$ORDERS" -rate "$RATE" -skus 40 -lots 4 -stock 180 -safety-stock 10 -skew 0.6 \
+"$bin/junbanlab" loadgen -orders "$ORDERS" -rate "$RATE" -skus 40 -lots 4 -stock 180 -safety-stock 10 -skew 0.6 \
   -warehouse "$WAREHOUSE" -duplicates 0.2 -out-of-order 0.2 -shuffle 0.1 \
   -gateway "http://127.0.0.1:$gw_port" -provider demo -webhook-share 0.3 \
   -worker-metrics "127.0.0.1:$ow1_port,127.0.0.1:$ow2_port" | tee "$logs/summary.txt"

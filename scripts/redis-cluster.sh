@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A throwaway local Redis Cluster, for tests, benchmarks and the failover scenario of
-# `junbanctl chaos --redis-cluster`.
+# `junbanlab chaos --redis-cluster`.
 #
 #   scripts/redis-cluster.sh up [--replicas N] [--aof POLICY] [--node-timeout MS] [DIR]
 #       start 3 masters with N replicas each (default 0); prints SEED=127.0.0.1:PORT,

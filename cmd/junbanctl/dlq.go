@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
+	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/dlq"
 	"github.com/junban/junban/internal/queue"
@@ -45,7 +46,7 @@ func dlqListCmd() *cobra.Command {
 		Short: "list a dead-letter queue's messages with their reasons",
 		Long: "list prints the messages of a dead-letter queue with their reasons. It leaves them where\n" +
 			"they are (they are hidden for a few seconds while it reads).",
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return dlqList(c.Context(), c.OutOrStdout(), o) },
 	}
 	fs := c.Flags()
@@ -59,7 +60,7 @@ func dlqListCmd() *cobra.Command {
 // dlqList prints the messages of a dead-letter queue with their reasons to w.
 func dlqList(ctx context.Context, w io.Writer, o dlqListOptions) error {
 	if o.max < 1 {
-		return usagef("dlq list: --max %d is below 1", o.max)
+		return cli.Usagef("dlq list: --max %d is below 1", o.max)
 	}
 	cfg, err := config.Load[config.SQS]()
 	if err != nil {
@@ -79,7 +80,7 @@ func dlqList(ctx context.Context, w io.Writer, o dlqListOptions) error {
 		return err
 	}
 	if o.asJSON {
-		return writeJSON(w, dlqListReport{DLQ: name, Messages: append([]dlq.Message{}, msgs...)})
+		return cli.WriteJSON(w, dlqListReport{DLQ: name, Messages: append([]dlq.Message{}, msgs...)})
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "MESSAGE ID\tRECEIVES\tREASON\tBODY")
@@ -133,14 +134,14 @@ func dlqRedriveCmd() *cobra.Command {
 		Long: "redrive moves the messages of JUNBAN_ORDERS_DLQ to JUNBAN_ORDERS_QUEUE, or of JUNBAN_RESULTS_DLQ to\n" +
 			"JUNBAN_RESULTS_QUEUE, whatever a message's junban-source-queue attribute says. Any other queue is\n" +
 			"refused.",
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			rep, err := dlqRedrive(c.Context(), o)
 			if rep.DLQ == "" {
 				return err
 			}
 			if o.asJSON {
-				return errors.Join(err, writeJSON(c.OutOrStdout(), rep.Report))
+				return errors.Join(err, cli.WriteJSON(c.OutOrStdout(), rep.Report))
 			}
 			rep.print(c.OutOrStdout())
 			return err
@@ -158,7 +159,7 @@ func dlqRedriveCmd() *cobra.Command {
 // refuses and why it cannot loop). A queue it refuses is a usage error.
 func dlqRedrive(ctx context.Context, o dlqRedriveOptions) (redriveReport, error) {
 	if o.max < 0 {
-		return redriveReport{}, usagef("dlq redrive: --max %d is negative", o.max)
+		return redriveReport{}, cli.Usagef("dlq redrive: --max %d is negative", o.max)
 	}
 	cfg, err := config.Load[config.SQS]()
 	if err != nil {
@@ -170,7 +171,7 @@ func dlqRedrive(ctx context.Context, o dlqRedriveOptions) (redriveReport, error)
 	}
 	rep, err := dlq.Redrive(ctx, c, cfg, dlq.RedriveOptions{DLQ: cmp.Or(o.queue, cfg.OrdersDLQ), To: o.to, Max: o.max})
 	if errors.Is(err, dlq.ErrBadTarget) {
-		err = fmt.Errorf("%w: dlq redrive: %w", errUsage, err)
+		err = fmt.Errorf("%w: dlq redrive: %w", cli.ErrUsage, err)
 	}
 	return redriveReport{rep}, err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
 )
@@ -28,12 +29,7 @@ func dlqTestEnv(t *testing.T) (*sqs.Client, testenv.Queues) {
 	t.Helper()
 	c := testenv.SQS(t)
 	q := testenv.NewQueues(t, c, 5)
-	t.Setenv("AWS_ENDPOINT_URL_SQS", testenv.SQSConfig(t).Endpoint)
-	t.Setenv("AWS_REGION", testenv.SQSConfig(t).Region)
-	t.Setenv("JUNBAN_ORDERS_QUEUE", q.OrdersName)
-	t.Setenv("JUNBAN_ORDERS_DLQ", q.OrdersDLQName)
-	t.Setenv("JUNBAN_RESULTS_QUEUE", q.ResultsName)
-	t.Setenv("JUNBAN_RESULTS_DLQ", q.ResultsDLQName)
+	q.Setenv(t)
 	return c, q
 }
 
@@ -173,7 +169,7 @@ func TestDLQRedriveRefusesTheDLQAsTarget(t *testing.T) {
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			rep, err := ctlRedrive(rctx, tc.args)
-			if !errors.Is(err, errUsage) {
+			if !errors.Is(err, cli.ErrUsage) {
 				t.Fatalf("redrive %q: %v (report %+v), want a usage error", tc.args, err, rep)
 			}
 			if rep.Total() != 0 {
@@ -399,7 +395,7 @@ func TestDLQRedriveRefusesATargetItDoesNotServe(t *testing.T) {
 	deadLetter(t, c, q.Orders.DLQURL, "plain", nil)
 	for _, to := range []string{q.ResultsName, q.Results.URL, oddURL, "https://sqs.attacker.example/999999999999/" + q.OrdersName} {
 		rep, err := ctlRedrive(ctx, []string{"-queue", q.OrdersDLQName, "-to", to})
-		if !errors.Is(err, errUsage) || rep.Total() != 0 {
+		if !errors.Is(err, cli.ErrUsage) || rep.Total() != 0 {
 			t.Errorf("--to %s: moved %d, %v; want a usage error", to, rep.Total(), err)
 			continue
 		}
@@ -444,7 +440,7 @@ func TestDLQFlagsAreChecked(t *testing.T) {
 		{"redrive max -1", redrive, []string{"-queue", dlq, "-max", "-1"}},
 	}
 	for _, tc := range cases {
-		if err := tc.run(tc.args); !errors.Is(err, errUsage) {
+		if err := tc.run(tc.args); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("%s %q: %v, want a usage error", tc.name, tc.args, err)
 		}
 	}
@@ -502,7 +498,7 @@ func TestDLQRedriveGoesPastRepeats(t *testing.T) {
 
 	t.Setenv("AWS_REGION", "")
 	t.Setenv("JUNBAN_STACK_ENV", "/nonexistent/stack.env")
-	if err := ctl(ctx, io.Discard, "dlq list", []string{"--bogus"}); !errors.Is(err, errUsage) {
+	if err := ctl(ctx, io.Discard, "dlq list", []string{"--bogus"}); !errors.Is(err, cli.ErrUsage) {
 		t.Errorf("dlq list --bogus without AWS_REGION: %v, want a usage error", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
@@ -48,7 +49,7 @@ Every problem is reported with its line and field; nothing is written unless all
 SKUs that are live (loaded into Redis under JUNBAN_KEY_PREFIX, or with operations persisted)
 are refused with nothing written: Redis is their source of truth, and their stock changes
 through inventory.received and inventory.adjusted events.`, inventorydb.ImportColumns, ledger.MinDate, ledger.MaxDate),
-		Args: oneArg("FILE"),
+		Args: cli.OneArg("FILE"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runInventoryImport(c.Context(), c.OutOrStdout(), args[0], dryRun, asJSON)
 		},
@@ -83,7 +84,7 @@ func runInventoryImport(ctx context.Context, w io.Writer, file string, dryRun, a
 	}
 	switch {
 	case asJSON:
-		return writeJSON(w, rep)
+		return cli.WriteJSON(w, rep)
 	case dryRun:
 		fmt.Fprintf(w, "inventory import: %s is valid: %d SKU(s), %d lot(s)\n", file, rep.SKUs, rep.Lots)
 	default:

@@ -3,16 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/junban/junban/internal/api/apibench"
 	"github.com/junban/junban/internal/ledger"
-	"github.com/junban/junban/internal/ledger/allocbench"
-	"github.com/junban/junban/internal/lockhandoff/bench"
-	"github.com/junban/junban/internal/persist/persistbench"
+	"github.com/junban/junban/internal/testenv"
 )
 
 // decode runs the command with args and --json and decodes its standard output, which
@@ -22,14 +19,7 @@ func decode(t *testing.T, v any, words string, args ...string) error {
 	t.Helper()
 	var out bytes.Buffer
 	err := ctl(context.Background(), &out, words, append(args, "--json"))
-	dec := json.NewDecoder(&out)
-	dec.DisallowUnknownFields()
-	if jerr := dec.Decode(v); jerr != nil {
-		t.Fatalf("junbanctl %s %q --json: %v (command: %v)\n%s", words, args, jerr, err, out.String())
-	}
-	if dec.More() {
-		t.Fatalf("junbanctl %s %q --json printed more than one document", words, args)
-	}
+	testenv.DecodeJSON(t, fmt.Sprintf("junbanctl %s %q --json (command: %v)", words, args, err), out.Bytes(), v)
 	return err
 }
 
@@ -116,31 +106,5 @@ func TestJSONOfTheDatabaseCommands(t *testing.T) {
 	if err == nil || drift.Remaining != 1 || len(drift.Drifts) != 1 || drift.Drifts[0].Key != "JS-1" ||
 		drift.Drifts[0].Entity != "sku" || drift.Drifts[0].Kind == "" || len(drift.Hints) == 0 || !drift.OrdersCompared {
 		t.Fatalf("reconcile with a drift: %+v, %v (want an error: the exit status is the check's)", drift, err)
-	}
-}
-
-// The benchmarks' --json, at sizes that only show the document is whole: the figures
-// are not looked at, only that the run measured something.
-func TestJSONOfTheBenchmarks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs four short benchmarks")
-	}
-	readerEnv(t)
-	dlqTestEnv(t)
-	var alloc allocbench.Report
-	if err := decode(t, &alloc, "bench alloc", "--duration", "300ms", "--rounds", "1", "--sweep=false", "--clients", "2", "--lots", "3"); err != nil || alloc.Junban <= 0 || alloc.Lots != 3 {
-		t.Fatalf("bench alloc: %+v, %v", alloc, err)
-	}
-	var api apibench.Report
-	if err := decode(t, &api, "bench api", "--fleet=false", "--duration", "200ms", "--rounds", "1", "--clients", "2", "--allocators", "1", "--skus", "2", "--lots", "2"); err != nil || api.Availability.OpsPerSec <= 0 || api.SKUs != 2 {
-		t.Fatalf("bench api: %+v, %v", api, err)
-	}
-	var lock bench.Result
-	if err := decode(t, &lock, "bench lock", "--duration", "200ms"); err != nil || lock.Hot.HandoffEPS <= 0 {
-		t.Fatalf("bench lock: %+v, %v", lock, err)
-	}
-	var persist persistbench.Result
-	if err := decode(t, &persist, "bench persist", "--duration", "2s", "--parts", "0", "--backlog", "20", "--receivers", "2"); err != nil || persist.BatchedEPS <= 0 || persist.SingleEPS <= 0 {
-		t.Fatalf("bench persist: %+v, %v", persist, err)
 	}
 }

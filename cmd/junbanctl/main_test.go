@@ -10,12 +10,12 @@ import (
 	"go/token"
 	"io"
 	"io/fs"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -25,7 +25,7 @@ func ctl(ctx context.Context, w io.Writer, words string, args []string) error {
 	if w == nil {
 		w = io.Discard
 	}
-	_, err := execute(ctx, w, io.Discard, append(strings.Fields(words), args...))
+	_, err := cli.Execute(ctx, newRootCmd(), w, io.Discard, append(strings.Fields(words), args...))
 	return err
 }
 
@@ -57,19 +57,22 @@ func TestCommandLineExitCodes(t *testing.T) {
 		{[]string{"help"}, 0, "Available Commands:", ""},
 		{[]string{"help", "dlq", "list"}, 0, "--queue", ""},
 		{[]string{"reconcile", "--help"}, 0, "--repair", ""},
-		{[]string{"bench", "lock", "-h"}, 0, "--detached", ""},
+		{[]string{"dlq", "redrive", "-h"}, 0, "--queue", ""},
 		{[]string{"inventory", "import", "-help"}, 0, "lot_id", ""},
 		{[]string{"completion", "bash"}, 0, "junbanctl", ""},
 		{[]string{"completion", "zsh"}, 0, "compdef", ""},
 		{[]string{"completion", "fish"}, 0, "complete -c junbanctl", ""},
 		{nil, 2, "", "needs a command"},
 		{[]string{"bogus"}, 2, "", `unknown command "bogus"`},
-		{[]string{"bench"}, 2, "", "Available Commands:"},
-		{[]string{"bench", "lok"}, 2, "", "did you mean lock?"},
+		{[]string{"dlq"}, 2, "", "Available Commands:"},
+		{[]string{"dlq", "lst"}, 2, "", "did you mean list?"},
+		{[]string{"bench", "lock"}, 2, "", "junbanlab bench lock"},
+		{[]string{"chaos", "--events", "10"}, 2, "", "junbanlab chaos"},
+		{[]string{"loadgen", "-h"}, 2, "", "junbanlab loadgen"},
 		{[]string{"reconcile", "--bogus"}, 2, "", "unknown flag: --bogus"},
 		{[]string{"reconcile", "-bogus"}, 2, "", "Usage:"},
 		{[]string{"migrate", "down"}, 2, "", "takes no arguments"},
-		{[]string{"bench", "persist", "extra"}, 2, "", "takes no arguments"},
+		{[]string{"queues", "create", "extra"}, 2, "", "takes no arguments"},
 		{[]string{"send", "-file"}, 2, "", "flag needs an argument"},
 		{[]string{"send"}, 2, "", "--file FILE | --type TYPE"},
 		{[]string{"webhook", "storm", "--n", "x"}, 2, "", "invalid argument"},
@@ -85,29 +88,7 @@ func TestCommandLineExitCodes(t *testing.T) {
 		{[]string{"inventory", "import", "--dry-run", "--json", "/nonexistent/inventory.csv"}, 1, "", "no such file"},
 	}
 	for _, tc := range cases {
-		cmd := exec.Command(bin, tc.args...)
-		// No settings: a case that reached a service would fail, not pass by luck.
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "JUNBAN_STACK_ENV=/nonexistent/stack.env"}
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			code = exit.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if code != tc.code || !strings.Contains(stdout.String(), tc.stdout) || !strings.Contains(stderr.String(), tc.stderr) {
-			t.Errorf("junbanctl %q: exit %d, want %d (stdout contains %q, stderr %q)\nstdout:\n%s\nstderr:\n%s",
-				tc.args, code, tc.code, tc.stdout, tc.stderr, stdout.String(), stderr.String())
-		}
-		if tc.code == 2 && !strings.Contains(stderr.String(), "Usage:") {
-			t.Errorf("junbanctl %q: a usage error without the usage on stderr:\n%s", tc.args, stderr.String())
-		}
-		if tc.code != 0 && stdout.Len() > 0 {
-			t.Errorf("junbanctl %q: exit %d with standard output:\n%s", tc.args, code, stdout.String())
-		}
+		testenv.CheckCommandLine(t, bin, tc.args, tc.code, tc.stdout, tc.stderr)
 	}
 }
 
@@ -122,29 +103,32 @@ func TestDoubleDashLongFlags(t *testing.T) {
 		{[]string{"send", "-nope", "--", "-file"}, []string{"send", "-nope", "--", "-file"}},
 		{[]string{"migrate", "-help"}, []string{"migrate", "--help"}},
 	} {
-		if got := doubleDashLongFlags(root, tc.in); !slices.Equal(got, tc.want) {
+		if got := cli.DoubleDashLongFlags(root, tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("%q: %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
 
-// cmd/ is wiring: no function in any of its packages (a function literal counts on its
-// own) is longer than 60 lines; a longer body belongs in the internal package that owns it.
+// cmd/ and tools/cmd/ are wiring: no function in any of their packages (a function
+// literal counts on its own) is longer than 60 lines; a longer body belongs in the
+// internal (or tools/) package that owns it.
 func TestNoLongFunctions(t *testing.T) {
 	fset := token.NewFileSet()
-	// Every package under cmd/: the binaries' main.go is wiring too.
+	// Every package under cmd/: the binaries' main.go is wiring too; and junbanlab's.
 	var files []string
-	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
-			files = append(files, path)
+	for _, dir := range []string{"..", filepath.Join("..", "..", "tools", "cmd")} {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+				files = append(files, path)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	if len(files) < 5 {
-		t.Fatalf("found %d Go files under cmd/: %v", len(files), files)
+	if len(files) < 5 || !slices.ContainsFunc(files, func(f string) bool { return strings.Contains(f, "junbanlab") }) {
+		t.Fatalf("found %d Go files under cmd/ and tools/cmd/: %v", len(files), files)
 	}
 	for _, name := range files {
 		f, err := parser.ParseFile(fset, name, nil, 0)

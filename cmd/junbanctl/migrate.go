@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/migrations"
 )
@@ -25,7 +26,7 @@ func migrateCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "migrate",
 		Short: "apply the database migrations",
-		Args:  noArgs,
+		Args:  cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runMigrate(c.Context(), c.OutOrStdout(), asJSON)
 		},
@@ -53,7 +54,7 @@ func runMigrate(ctx context.Context, w io.Writer, asJSON bool) error {
 		return err
 	}
 	if asJSON {
-		return writeJSON(w, migrateReport{Applied: n})
+		return cli.WriteJSON(w, migrateReport{Applied: n})
 	}
 	fmt.Fprintf(w, "migrate: %d migration(s) applied\n", n)
 	return nil
@@ -67,7 +68,7 @@ func stackCmd() *cobra.Command {
 		ValidArgs: []string{"up", "down", "status"},
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usagef("junbanctl stack up|down|status")
+				return cli.Usagef("junbanctl stack up|down|status")
 			}
 			return nil
 		},

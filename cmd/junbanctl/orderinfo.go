@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/api"
+	"github.com/junban/junban/internal/cli"
 )
 
 func orderCmd() *cobra.Command {
@@ -19,7 +20,7 @@ func orderCmd() *cobra.Command {
 		Use:   "order LCID",
 		Short: "an order's state, timeline and turn",
 		Long:  "order prints an order's state, timeline and turn: the document of GET /v1/orders/{lcid}.",
-		Args:  oneArg("LCID"),
+		Args:  cli.OneArg("LCID"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return orderInfo(c.Context(), c.OutOrStdout(), args[0], limit, asJSON)
 		},
@@ -31,7 +32,7 @@ func orderCmd() *cobra.Command {
 
 func orderInfo(ctx context.Context, w io.Writer, lcid string, limit int, asJSON bool) error {
 	if limit < 1 {
-		return usagef("order: --events %d is below 1", limit)
+		return cli.Usagef("order: --events %d is below 1", limit)
 	}
 	d, closeDeps, err := readerDeps()
 	if err != nil {
@@ -43,7 +44,7 @@ func orderInfo(ctx context.Context, w io.Writer, lcid string, limit int, asJSON 
 		return err
 	}
 	if asJSON {
-		return writeJSON(w, v)
+		return cli.WriteJSON(w, v)
 	}
 	printOrder(w, v, limit)
 	return nil

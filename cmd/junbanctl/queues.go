@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/queue"
 )
@@ -43,7 +44,7 @@ func queuesCreateCmd() *cobra.Command {
 		Long: "create makes junban's queues where they are missing: orders and results, each with its\n" +
 			"dead-letter queue and the redrive policy to it, named by JUNBAN_ORDERS_QUEUE, JUNBAN_ORDERS_DLQ,\n" +
 			"JUNBAN_RESULTS_QUEUE and JUNBAN_RESULTS_DLQ. What exists is left as it is and reported.",
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runQueuesCreate(c.Context(), c.OutOrStdout(), o) },
 	}
 	fs := c.Flags()
@@ -60,11 +61,11 @@ func queuesCreateCmd() *cobra.Command {
 func runQueuesCreate(ctx context.Context, w io.Writer, o queuesOptions) error {
 	switch {
 	case o.maxReceive < 1 || o.maxReceive > 1000:
-		return usagef("-max-receive-count %d: want 1..1000", o.maxReceive)
+		return cli.Usagef("-max-receive-count %d: want 1..1000", o.maxReceive)
 	case o.visibility < 1 || o.visibility > 43200:
-		return usagef("-visibility %d: want 1..43200 seconds", o.visibility)
+		return cli.Usagef("-visibility %d: want 1..43200 seconds", o.visibility)
 	case o.retention < 60 || o.retention > 1209600:
-		return usagef("-dlq-retention %d: want 60..1209600 seconds", o.retention)
+		return cli.Usagef("-dlq-retention %d: want 60..1209600 seconds", o.retention)
 	}
 	cfg, err := config.Load[config.SQS]()
 	if err != nil {
@@ -95,7 +96,7 @@ func runQueuesCreate(ctx context.Context, w io.Writer, o queuesOptions) error {
 			map[bool]string{true: ", policy set now"}[p.RedriveSet])
 	}
 	if o.asJSON {
-		return writeJSON(w, rep)
+		return cli.WriteJSON(w, rep)
 	}
 	return nil
 }

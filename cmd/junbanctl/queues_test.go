@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -64,7 +65,7 @@ func TestQueuesCreateFlagsAreChecked(t *testing.T) {
 		{"-visibility", "43201"}, {"-dlq-retention", "59"}, {"-dlq-retention", "1209601"},
 		{"orders"}, {"-nope"},
 	} {
-		if err := ctl(context.Background(), nil, "queues create", args); !errors.Is(err, errUsage) {
+		if err := ctl(context.Background(), nil, "queues create", args); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("queues create %q: %v, want a usage error", args, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/order"
@@ -35,7 +36,7 @@ func reconcileCmd() *cobra.Command {
 		Short: "compare Redis with PostgreSQL; --repair rewrites PostgreSQL",
 		Long: "reconcile compares every SKU and order in Redis with PostgreSQL, prints the drift and, with\n" +
 			"--repair, rewrites PostgreSQL from Redis where Redis is newer. It fails (exit 1) when drift remains.",
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runReconcile(c.Context(), c.OutOrStdout(), o) },
 	}
 	fs := c.Flags()
@@ -85,7 +86,7 @@ func runReconcile(ctx context.Context, w io.Writer, o reconcileOptions) error {
 		return err
 	}
 	if o.asJSON {
-		if err := writeJSON(w, newReconcileJSON(cfg.KeyPrefix, o.repair, rep)); err != nil {
+		if err := cli.WriteJSON(w, newReconcileJSON(cfg.KeyPrefix, o.repair, rep)); err != nil {
 			return err
 		}
 	} else {

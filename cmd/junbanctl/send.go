@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
@@ -37,7 +38,7 @@ func sendCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "send --file FILE | --type TYPE --lcid LCID [--data JSON] [--event-id ID]",
 		Short: "put order events on the orders queue (JSON lines or flags)",
-		Args:  noArgs,
+		Args:  cli.NoArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return runSend(c.Context(), c.OutOrStdout(), o) },
 	}
 	fs := c.Flags()
@@ -68,7 +69,7 @@ func runSend(ctx context.Context, w io.Writer, o sendOptions) error {
 		}
 	}
 	if o.asJSON {
-		return writeJSON(w, sendReport{Sent: len(bodies)})
+		return cli.WriteJSON(w, sendReport{Sent: len(bodies)})
 	}
 	fmt.Fprintf(w, "send: %d event(s) on the orders queue\n", len(bodies))
 	return nil
@@ -105,7 +106,7 @@ func sendBodies(o sendOptions) ([][]byte, error) {
 		}
 		return [][]byte{body}, nil
 	}
-	return nil, usagef("junbanctl send --file FILE | --type TYPE --lcid LCID [--data JSON] [--event-id ID]")
+	return nil, cli.Usagef("junbanctl send --file FILE | --type TYPE --lcid LCID [--data JSON] [--event-id ID]")
 }
 
 // readEvents reads and validates every line first, so a bad file sends nothing.

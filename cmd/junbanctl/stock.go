@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/api"
+	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
@@ -62,7 +63,7 @@ func stockCmd() *cobra.Command {
 		Short: "a SKU's lots and buckets; with --date what an allocation would get (availability)",
 		Long: "stock prints a SKU's lots and buckets and, with --date, its availability: the same\n" +
 			"documents as GET /v1/skus/{sku} and /v1/skus/{sku}/availability.",
-		Args: oneArg("SKU"),
+		Args: cli.OneArg("SKU"),
 		RunE: func(c *cobra.Command, args []string) error { return stock(c.Context(), c.OutOrStdout(), args[0], o) },
 	}
 	fs := c.Flags()
@@ -75,10 +76,10 @@ func stockCmd() *cobra.Command {
 
 func stock(ctx context.Context, w io.Writer, sku string, o stockOptions) error {
 	if o.date == "" && (o.qty != 0 || o.mode != string(ledger.ModeShip)) {
-		return usagef("stock: --mode and --qty need --date")
+		return cli.Usagef("stock: --mode and --qty need --date")
 	}
 	if o.qty < 0 {
-		return usagef("stock: --qty %d is negative", o.qty)
+		return cli.Usagef("stock: --qty %d is negative", o.qty)
 	}
 	d, closeDeps, err := readerDeps()
 	if err != nil {
@@ -98,7 +99,7 @@ func stock(ctx context.Context, w io.Writer, sku string, o stockOptions) error {
 		av = &a
 	}
 	if o.asJSON {
-		return writeJSON(w, struct {
+		return cli.WriteJSON(w, struct {
 			SKU          api.SKUView          `json:"sku"`
 			Availability *ledger.Availability `json:"availability,omitempty"`
 		}{v, av})

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/order"
 )
@@ -31,7 +32,7 @@ func redisFromEnv() (redis.UniversalClient, string, error) {
 
 // entityArgs wants the one positional argument of the turn commands: an lcid, or
 // "sku:<sku>" for an inventory entity.
-var entityArgs = oneArg("LCID (or sku:SKU)")
+var entityArgs = cli.OneArg("LCID (or sku:SKU)")
 
 func turnShowCmd() *cobra.Command {
 	var asJSON bool
@@ -60,7 +61,7 @@ func turnShow(ctx context.Context, w io.Writer, entity string, asJSON bool) erro
 		return err
 	}
 	if asJSON {
-		return writeJSON(w, r)
+		return cli.WriteJSON(w, r)
 	}
 	printTurn(w, r)
 	return nil
@@ -135,7 +136,7 @@ func runTurnSkip(ctx context.Context, w io.Writer, entity string, asJSON bool) e
 	}
 	if asJSON {
 		id, typ := eventHeader(env)
-		return errors.Join(err, writeJSON(w, turnSkipReport{Entity: entity, EventID: id, Type: typ, Reason: string(order.ReasonSkipped)}))
+		return errors.Join(err, cli.WriteJSON(w, turnSkipReport{Entity: entity, EventID: id, Type: typ, Reason: string(order.ReasonSkipped)}))
 	}
 	fmt.Fprintf(w, "skip asked for %s: a worker dead-letters it with %s and moves the turn on\n", eventLabel(env), order.ReasonSkipped)
 	return err

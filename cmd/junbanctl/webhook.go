@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -23,10 +22,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/webhook"
+	"github.com/junban/junban/internal/webhooksend"
 )
 
 // webhookFlags are the flags send and storm share: what to sign and where to send it.
@@ -51,18 +52,8 @@ func (f *webhookFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "per-request timeout")
 }
 
-// webhookRequest is a signed delivery that can be sent again and again.
-type webhookRequest struct {
-	url      string
-	provider webhook.Provider
-	id       string
-	body     []byte
-	skew     time.Duration
-	client   *http.Client
-}
-
-func (f *webhookFlags) build() (*webhookRequest, error) {
-	p, err := f.providerFor()
+func (f *webhookFlags) build() (*webhooksend.Request, error) {
+	p, err := webhooksend.Provider(f.provider, f.kind, f.secret)
 	if err != nil {
 		return nil, err
 	}
@@ -80,9 +71,9 @@ func (f *webhookFlags) build() (*webhookRequest, error) {
 	} else {
 		typ := f.typ
 		if typ == "" {
-			typ = map[webhook.Kind]string{webhook.KindStripe: "payment_intent.succeeded", webhook.KindStandard: "payment.succeeded"}[p.Kind]
+			typ = webhooksend.PaymentSucceeded(p.Kind)
 		}
-		body, err = encodeWebhook(p.Kind, webhook.ProviderEvent{
+		body, err = webhooksend.Body(p.Kind, webhook.ProviderEvent{
 			ID: id, Type: typ, LCID: f.lcid, OccurredAt: time.Now().UTC().Truncate(time.Second),
 			PaymentID: "pay_" + id, Amount: f.amount, Currency: f.currency,
 		})
@@ -90,112 +81,15 @@ func (f *webhookFlags) build() (*webhookRequest, error) {
 			return nil, err
 		}
 	}
-	return &webhookRequest{
-		url: f.url + "/webhooks/" + p.Name, provider: p, id: id, body: body, skew: f.skew,
-		client: &http.Client{Timeout: f.timeout},
+	return &webhooksend.Request{
+		URL: f.url + "/webhooks/" + p.Name, Provider: p, ID: id, Body: body, Skew: f.skew,
+		Client: &http.Client{Timeout: f.timeout},
 	}, nil
 }
 
-// StripeAPIVersion is the api_version of the Stripe events junbanctl sends: the version
-// of the stripe-go release the test parses them with (stripe.APIVersion of v82), so that
-// webhook.ConstructEvent, which refuses an event of another release train, accepts them.
-const StripeAPIVersion = "2025-08-27.basil"
-
-// encodeWebhook is the body a provider of kind sends for ev. For Stripe it is a whole
-// event as Stripe sends it (object, api_version, livemode, pending_webhooks, request,
-// data.object with its own object type), so a consumer built on a Stripe SDK parses it
-// too; the gateway reads only the fields webhook.Encode writes.
-func encodeWebhook(kind webhook.Kind, ev webhook.ProviderEvent) ([]byte, error) {
-	body, err := webhook.Encode(kind, ev)
-	if err != nil || kind != webhook.KindStripe {
-		return body, err
-	}
-	var e map[string]any
-	if err := json.Unmarshal(body, &e); err != nil {
-		return nil, err
-	}
-	e["api_version"] = StripeAPIVersion
-	e["livemode"] = false
-	e["pending_webhooks"] = 1
-	e["request"] = map[string]any{"id": nil, "idempotency_key": nil}
-	if data, ok := e["data"].(map[string]any); ok {
-		if obj, ok := data["object"].(map[string]any); ok {
-			// The object's type is the event type's first part: payment_intent.succeeded
-			// carries a payment_intent, charge.refunded a charge.
-			typ, _, _ := strings.Cut(ev.Type, ".")
-			obj["object"] = typ
-			obj["created"] = ev.OccurredAt.Unix()
-			obj["livemode"] = false
-			if typ == "payment_intent" && strings.HasSuffix(ev.Type, ".succeeded") {
-				obj["status"] = "succeeded"
-				obj["amount_received"] = ev.Amount
-			}
-		}
-	}
-	return json.Marshal(e)
-}
-
-// providerFor finds the provider's kind and secret: the flags, else the gateway's own
-// JUNBAN_WEBHOOK_PROVIDERS (environment or .junban/stack.env).
-func (f *webhookFlags) providerFor() (webhook.Provider, error) {
-	if f.kind != "" && f.secret != "" {
-		return webhook.NewProvider(f.provider, webhook.Kind(f.kind), f.secret)
-	}
-	if err := config.LoadStackEnv(); err != nil {
-		return webhook.Provider{}, err
-	}
-	spec := os.Getenv("JUNBAN_WEBHOOK_PROVIDERS")
-	if spec == "" {
-		return webhook.Provider{}, fmt.Errorf("%w: give -kind and -secret, or set JUNBAN_WEBHOOK_PROVIDERS", errUsage)
-	}
-	ps, err := webhook.ParseProviders(spec)
-	if err != nil {
-		return webhook.Provider{}, err
-	}
-	for _, p := range ps {
-		if p.Name != f.provider {
-			continue
-		}
-		if f.kind != "" && webhook.Kind(f.kind) != p.Kind {
-			return webhook.Provider{}, fmt.Errorf("%w: -kind %s, but %s is %s in JUNBAN_WEBHOOK_PROVIDERS", errUsage, f.kind, p.Name, p.Kind)
-		}
-		if f.secret != "" {
-			return webhook.NewProvider(p.Name, p.Kind, f.secret)
-		}
-		return p, nil
-	}
-	return webhook.Provider{}, fmt.Errorf("%w: provider %q is not in JUNBAN_WEBHOOK_PROVIDERS", errUsage, f.provider)
-}
-
-type webhookAnswer struct {
-	code     int
-	body     []byte
-	replayed bool
-}
-
-// send signs afresh (a provider's retry carries a new timestamp) and posts.
-func (w *webhookRequest) send(ctx context.Context) (webhookAnswer, error) {
-	h, err := w.provider.Sign(w.id, time.Now().Add(w.skew), w.body)
-	if err != nil {
-		return webhookAnswer{}, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(w.body))
-	if err != nil {
-		return webhookAnswer{}, err
-	}
-	req.Header = h
-	resp, err := w.client.Do(req)
-	if err != nil {
-		return webhookAnswer{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return webhookAnswer{code: resp.StatusCode, body: b, replayed: resp.Header.Get(webhook.HeaderReplayed) == "true"}, err
-}
-
-// providerEventID is the id the gateway keys the delivery by.
-func (w *webhookRequest) providerEventID() (string, error) {
-	ev, err := webhook.Parse(w.provider.Kind, w.id, w.body)
+// providerEventID is the id the gateway keys the delivery w by.
+func providerEventID(w *webhooksend.Request) (string, error) {
+	ev, err := webhook.Parse(w.Provider.Kind, w.ID, w.Body)
 	if err != nil {
 		return "", err
 	}
@@ -219,7 +113,7 @@ func webhookSendCmd() *cobra.Command {
 		Use:   "send",
 		Short: "send one signed webhook to a running gateway",
 		Long:  "send sends one correctly signed webhook and prints the answer; a non-2xx answer is a failure (exit 1).",
-		Args:  noArgs,
+		Args:  cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runWebhookSend(c.Context(), c.OutOrStdout(), &f, asJSON)
 		},
@@ -236,21 +130,21 @@ func runWebhookSend(ctx context.Context, out io.Writer, f *webhookFlags, asJSON 
 	if err != nil {
 		return err
 	}
-	a, err := w.send(ctx)
+	a, err := w.Send(ctx)
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		err = writeJSON(out, webhookSendReport{Status: a.code, Replayed: a.replayed, Body: string(a.body)})
+		err = cli.WriteJSON(out, webhookSendReport{Status: a.Code, Replayed: a.Replayed, Body: string(a.Body)})
 	} else {
 		replayed := ""
-		if a.replayed {
+		if a.Replayed {
 			replayed = " (replayed)"
 		}
-		fmt.Fprintf(out, "HTTP %d%s\n%s", a.code, replayed, a.body)
+		fmt.Fprintf(out, "HTTP %d%s\n%s", a.Code, replayed, a.Body)
 	}
-	if a.code/100 != 2 {
-		return errors.Join(err, fmt.Errorf("webhook send: the gateway answered %d", a.code))
+	if a.Code/100 != 2 {
+		return errors.Join(err, fmt.Errorf("webhook send: the gateway answered %d", a.Code))
 	}
 	return err
 }
@@ -298,7 +192,7 @@ The count reads the queue without deleting: each message is received once with a
 that hides it while counting, and made visible again at the end. A worker consuming the same queue
 may take the event first, so run the storm against a queue nobody consumes (start the gateway with
 JUNBAN_ORDERS_QUEUE=<name> and pass --queue <name>), or pass --count=false.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runWebhookStorm(c.Context(), c.OutOrStdout(), &f, o) },
 	}
 	fs := c.Flags()
@@ -317,21 +211,21 @@ JUNBAN_ORDERS_QUEUE=<name> and pass --queue <name>), or pass --count=false.`,
 // 409, the late retries were replayed, and exactly one order event reached the queue.
 func runWebhookStorm(ctx context.Context, out io.Writer, f *webhookFlags, o stormOptions) error {
 	if o.n < 1 || o.retries < 0 {
-		return usagef("-n must be positive and -retries not negative")
+		return cli.Usagef("-n must be positive and -retries not negative")
 	}
 	if o.wait <= 0 || o.wait > maxCountWait {
 		// The messages read are hidden for the wait and 30 s more: SQS allows at most 12 h.
-		return usagef("-wait must be positive and at most %s", maxCountWait)
+		return cli.Usagef("-wait must be positive and at most %s", maxCountWait)
 	}
 	w, err := f.build()
 	if err != nil {
 		return err
 	}
-	pid, err := w.providerEventID()
+	pid, err := providerEventID(w)
 	if err != nil {
-		return fmt.Errorf("webhook storm: the body is not a valid %s event: %w", w.provider.Kind, err)
+		return fmt.Errorf("webhook storm: the body is not a valid %s event: %w", w.Provider.Kind, err)
 	}
-	rep := stormReport{Provider: w.provider.Name, ProviderEventID: pid, OrderEventID: webhook.OrderEventID(w.provider.Name, pid),
+	rep := stormReport{Provider: w.Provider.Name, ProviderEventID: pid, OrderEventID: webhook.OrderEventID(w.Provider.Name, pid),
 		Deliveries: o.n, Retries: o.retries}
 	if err := storm(ctx, w, o, &rep); err != nil {
 		return err
@@ -345,7 +239,7 @@ func runWebhookStorm(ctx context.Context, out io.Writer, f *webhookFlags, o stor
 	}
 	rep.check()
 	if o.asJSON {
-		err = writeJSON(out, rep)
+		err = cli.WriteJSON(out, rep)
 	} else {
 		rep.print(out)
 	}
@@ -357,19 +251,19 @@ func runWebhookStorm(ctx context.Context, out io.Writer, f *webhookFlags, o stor
 
 // storm delivers w o.n times at once, then o.retries times one after the other, and
 // counts the answers in rep.
-func storm(ctx context.Context, w *webhookRequest, o stormOptions, rep *stormReport) error {
+func storm(ctx context.Context, w *webhooksend.Request, o stormOptions, rep *stormReport) error {
 	rep.Answers = map[string]int{}
 	var mu sync.Mutex
-	record := func(phase string, a webhookAnswer, err error) {
+	record := func(phase string, a webhooksend.Answer, err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
 		case err != nil:
 			rep.Answers[phase+" error"]++
-		case a.code == http.StatusOK && a.replayed:
+		case a.Code == http.StatusOK && a.Replayed:
 			rep.Answers[phase+" 200 (replayed)"]++
 		default:
-			rep.Answers[fmt.Sprintf("%s %d", phase, a.code)]++
+			rep.Answers[fmt.Sprintf("%s %d", phase, a.Code)]++
 		}
 	}
 	var wg sync.WaitGroup
@@ -377,7 +271,7 @@ func storm(ctx context.Context, w *webhookRequest, o stormOptions, rep *stormRep
 	for range o.n {
 		wg.Go(func() {
 			<-start
-			a, err := w.send(ctx)
+			a, err := w.Send(ctx)
 			record("storm", a, err)
 		})
 	}
@@ -393,7 +287,7 @@ func storm(ctx context.Context, w *webhookRequest, o stormOptions, rep *stormRep
 		}
 	}
 	for range o.retries {
-		a, err := w.send(ctx)
+		a, err := w.Send(ctx)
 		record("retry", a, err)
 	}
 	return nil

@@ -11,9 +11,9 @@ import (
 	"github.com/stripe/stripe-go/v82"
 	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
 
-	"github.com/junban/junban/internal/fleet"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/internal/webhook"
+	"github.com/junban/junban/tools/fleet"
 )
 
 // What `webhook send` sends as a Stripe provider is an event that stripe-go's own
@@ -32,15 +32,15 @@ func TestWebhookSendStripeBodyIsAStripeEvent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := w.provider.Sign(w.id, time.Now(), w.body)
+		h, err := w.Provider.Sign(w.ID, time.Now(), w.Body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := stripewebhook.ConstructEvent(w.body, h.Get(webhook.HeaderStripeSignature), secret)
+		e, err := stripewebhook.ConstructEvent(w.Body, h.Get(webhook.HeaderStripeSignature), secret)
 		if err != nil {
-			t.Fatalf("%s: stripe-go refuses the body: %v\n%s", typ, err, w.body)
+			t.Fatalf("%s: stripe-go refuses the body: %v\n%s", typ, err, w.Body)
 		}
-		if e.ID != w.id || string(e.Type) != typ || e.Object != "event" || e.APIVersion != stripe.APIVersion ||
+		if e.ID != w.ID || string(e.Type) != typ || e.Object != "event" || e.APIVersion != stripe.APIVersion ||
 			e.Livemode || e.PendingWebhooks != 1 || e.Created <= 0 {
 			t.Fatalf("%s: stripe-go read %+v", typ, e)
 		}
@@ -49,11 +49,11 @@ func TestWebhookSendStripeBodyIsAStripeEvent(t *testing.T) {
 		if obj["object"] != wantObject || obj["amount"] != 1234.0 || obj["metadata"].(map[string]any)["lcid"] != "LC-STRIPE-1" {
 			t.Fatalf("%s: data.object %v", typ, obj)
 		}
-		if _, err := stripewebhook.ConstructEvent(w.body, h.Get(webhook.HeaderStripeSignature), secret+"x"); err == nil {
+		if _, err := stripewebhook.ConstructEvent(w.Body, h.Get(webhook.HeaderStripeSignature), secret+"x"); err == nil {
 			t.Fatalf("%s: stripe-go accepted the body under another secret", typ)
 		}
-		pe, err := webhook.Parse(webhook.KindStripe, "", w.body)
-		if err != nil || pe.ID != w.id || pe.LCID != "LC-STRIPE-1" || pe.Amount != 1234 || pe.Type != typ {
+		pe, err := webhook.Parse(webhook.KindStripe, "", w.Body)
+		if err != nil || pe.ID != w.ID || pe.LCID != "LC-STRIPE-1" || pe.Amount != 1234 || pe.Type != typ {
 			t.Fatalf("%s: the gateway parses %+v, %v", typ, pe, err)
 		}
 	}

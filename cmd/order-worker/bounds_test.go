@@ -15,8 +15,8 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
-	"github.com/junban/junban/internal/loadgen"
 	"github.com/junban/junban/internal/testenv"
+	"github.com/junban/junban/tools/loadgen"
 )
 
 // sendRaw puts each body on the orders queue as it is.

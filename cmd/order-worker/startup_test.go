@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junban/junban/internal/loadgen"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
+	"github.com/junban/junban/tools/loadgen"
 )
 
 // A worker started before its queues exist (docker-compose starts it while the SQS

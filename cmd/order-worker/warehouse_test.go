@@ -10,8 +10,8 @@ import (
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
-	"github.com/junban/junban/internal/loadgen"
 	"github.com/junban/junban/internal/persist"
+	"github.com/junban/junban/tools/loadgen"
 )
 
 // wevent builds an event of the warehouse's feed (or of an order, with lcid).

@@ -20,10 +20,10 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
-	"github.com/junban/junban/internal/loadgen"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
+	"github.com/junban/junban/tools/loadgen"
 )
 
 // fleet is a set of order-worker processes sharing one test's Redis prefix, schema and queues.

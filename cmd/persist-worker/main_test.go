@@ -26,8 +26,8 @@ import (
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/persist"
-	"github.com/junban/junban/internal/persist/resultgen"
 	"github.com/junban/junban/internal/testenv"
+	"github.com/junban/junban/tools/resultgen"
 )
 
 // The test binary doubles as the worker: with this variable set it runs main.

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/loadgen"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
+	"github.com/junban/junban/tools/loadgen"
 )
 
 // startFleet runs two order-workers and a persist-worker on the env's prefix, schema and

@@ -8,7 +8,7 @@ import (
 // GCPercentDefault is the garbage collector's target of the workers when GOGC is not set.
 // Their live heap is small (tens of MB) and their work allocates a lot (JSON, SQS SDK
 // calls), so collecting when the heap has grown by 4x its live size instead of 1x spends
-// less CPU on marking for a few tens of MB more memory: in `junbanctl bench persist` the
+// less CPU on marking for a few tens of MB more memory: in `junbanlab bench persist` the
 // batched path gained about 20 % throughput (docs/benchmarks.md, "GC target of the workers").
 const GCPercentDefault = 400
 

@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	"github.com/junban/junban/internal/persist"
-	"github.com/junban/junban/internal/persist/resultgen"
+	"github.com/junban/junban/tools/resultgen"
 )
 
-// BenchmarkApply applies the stream of junbanctl bench persist straight to PostgreSQL,
+// BenchmarkApply applies the stream of junbanlab bench persist straight to PostgreSQL,
 // one connection, in batches of the persist-worker's default size and one by one; run
 // it with -cpuprofile to see where the Go side of a result goes.
 func BenchmarkApply(b *testing.B) {

@@ -16,8 +16,8 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/persist"
-	"github.com/junban/junban/internal/persist/resultgen"
 	"github.com/junban/junban/internal/testenv"
+	"github.com/junban/junban/tools/resultgen"
 )
 
 // dump renders every row junban persists, without the timestamps PostgreSQL sets, so

@@ -16,9 +16,9 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/persist"
-	"github.com/junban/junban/internal/persist/resultgen"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
+	"github.com/junban/junban/tools/resultgen"
 )
 
 func sendBodies(t *testing.T, c *sqs.Client, url string, bodies []string) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/persist"
-	"github.com/junban/junban/internal/persist/resultgen"
+	"github.com/junban/junban/tools/resultgen"
 )
 
 // DecodeResult gives the struct encoding/json gives, for every result of the stream of
@@ -99,7 +99,7 @@ func TestDecodeResultEdgeCases(t *testing.T) {
 	}
 }
 
-// BenchmarkDecodeResult decodes the stream of junbanctl bench persist with DecodeResult
+// BenchmarkDecodeResult decodes the stream of junbanlab bench persist with DecodeResult
 // and, for comparison, with encoding/json.
 func BenchmarkDecodeResult(b *testing.B) {
 	rs := resultgen.New(resultgen.Config{Seed: 1, SKUs: 200, LotsPerSKU: 3, Active: 500, Prefix: "bench_persist_0123abcd-"}).Results(2000)

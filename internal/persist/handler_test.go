@@ -14,9 +14,9 @@ import (
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/persist"
-	"github.com/junban/junban/internal/persist/resultgen"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
+	"github.com/junban/junban/tools/resultgen"
 )
 
 // Many receive loops share a few appliers: eight HandleBatch calls at once through a

@@ -26,7 +26,8 @@ func RepoRoot() string {
 	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
 }
 
-// Binary builds cmd/<name> once per test process and returns its path.
+// Binary builds cmd/<name> (a service or junbanctl), else tools/cmd/<name> (junbanlab),
+// once per test process and returns its path.
 func Binary(t testing.TB, name string) string {
 	t.Helper()
 	skipShort(t, "a built "+name)
@@ -41,7 +42,11 @@ func Binary(t testing.TB, name string) string {
 	}
 	path := filepath.Join(binDir, name)
 	if !binDone[name] {
-		cmd := exec.Command("go", "build", "-o", path, "./cmd/"+name)
+		pkg := "./cmd/" + name
+		if _, err := os.Stat(filepath.Join(RepoRoot(), "cmd", name)); err != nil {
+			pkg = "./tools/cmd/" + name
+		}
+		cmd := exec.Command("go", "build", "-o", path, pkg)
 		cmd.Dir = RepoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("testenv: build %s: %v\n%s", name, err, out)

@@ -217,6 +217,19 @@ func NewQueues(t testing.TB, c *sqs.Client, visibility int) Queues {
 	return q
 }
 
+// Setenv points the settings of a command run in the test's process at the test SQS
+// endpoint and at q's four queues, until the test ends.
+func (q Queues) Setenv(t testing.TB) {
+	t.Helper()
+	cfg := SQSConfig(t)
+	t.Setenv("AWS_ENDPOINT_URL_SQS", cfg.Endpoint)
+	t.Setenv("AWS_REGION", cfg.Region)
+	t.Setenv("JUNBAN_ORDERS_QUEUE", q.OrdersName)
+	t.Setenv("JUNBAN_ORDERS_DLQ", q.OrdersDLQName)
+	t.Setenv("JUNBAN_RESULTS_QUEUE", q.ResultsName)
+	t.Setenv("JUNBAN_RESULTS_DLQ", q.ResultsDLQName)
+}
+
 // Env returns the environment a subprocess (a junban binary) needs to use the same
 // services as the test, as KEY=VALUE pairs.
 func Env(t testing.TB) []string {

@@ -205,7 +205,7 @@ func printable(s string) bool {
 }
 
 // Encode returns a payload of kind that Parse reads back as ev (ev.ID travels in the
-// webhook-id header for KindStandard). It serves junbanctl and tests.
+// webhook-id header for KindStandard). It serves junbanctl, junbanlab and tests.
 func Encode(kind Kind, ev ProviderEvent) ([]byte, error) {
 	switch kind {
 	case KindStripe:

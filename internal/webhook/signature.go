@@ -206,7 +206,7 @@ func standardMAC(key []byte, id string, ts int64, body []byte) []byte {
 
 // Sign returns the headers the provider would send for body: id is the webhook-id
 // (Standard Webhooks only), signed with the provider's first (newest) key at ts. It
-// serves junbanctl and tests; the gateway itself only verifies.
+// serves junbanctl, junbanlab and tests; the gateway itself only verifies.
 func (p Provider) Sign(id string, ts time.Time, body []byte) (http.Header, error) {
 	if len(p.keys) == 0 {
 		return nil, errors.New("webhook: provider has no key")

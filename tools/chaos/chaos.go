@@ -1,0 +1,567 @@
+// Package chaos runs junban's fleet under faults and checks that nothing was lost or
+// applied twice: `junbanlab chaos`. It starts its own Redis (AOF, appendfsync always)
+// and its own PostgreSQL cluster (initdb into a temporary directory), so that killing
+// and stopping them disturbs nothing else on the machine; it uses the shared SQS
+// endpoint with queues of its own. Two order-worker replicas and a persist-worker run
+// as child processes while a loadgen workload flows in; meanwhile the fault schedule
+// SIGKILLs order-workers and the persist-worker (restarting them), SIGKILLs and
+// restarts Redis, and stops PostgreSQL for a while. Then the run waits for quiescence
+// and checks the invariants of docs/architecture.md (see check.go).
+//
+// The Redis Cluster scenario (Config.RedisCluster) runs the fleet on a cluster of three
+// masters with one replica each instead (the order-workers with REDIS_CLUSTER=true and
+// JUNBAN_REDIS_MIN_REPLICAS) and, besides the order-worker kills, SIGKILLs a master in
+// mid-run and waits for the cluster to promote its replica: asynchronous replication
+// may lose what the dead master acknowledged last, which the same checks then find.
+package chaos
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/migrations"
+	"github.com/junban/junban/tools/loadgen"
+)
+
+// Defaults of Config.
+const (
+	EventsDefault           = 10_000
+	DuplicateShareDefault   = 0.2
+	WarehouseShareDefault   = loadgen.WarehouseShareDefault
+	SendDurationDefault     = 60 * time.Second
+	PGOutageDefault         = 20 * time.Second
+	OrderWorkerKillsDefault = 3
+	QuiesceTimeoutDefault   = 5 * time.Minute
+	LockTTLDefault          = 2 * time.Second
+	SweepIntervalDefault    = 500 * time.Millisecond
+	SQSWaitSecondsDefault   = 1
+	// MaxReceiveCountDefault is the redrive policy of chaos's queues: a message that
+	// failed this often (Redis or PostgreSQL away) goes to the DLQ and counts as lost.
+	MaxReceiveCountDefault = 10
+	// KeyPrefix is the key prefix in chaos's own Redis.
+	KeyPrefix = "junban"
+	// restartDelay is the pause between a kill and the restart, as an orchestrator's.
+	restartDelay = time.Second
+
+	// MasterKillsDefault is how many times the Redis Cluster scenario SIGKILLs a master.
+	MasterKillsDefault = 1
+	// NodeTimeoutDefault is the cluster's cluster-node-timeout: a master unreachable
+	// for that long is failed over to its replica.
+	NodeTimeoutDefault = 2 * time.Second
+	// ReplicaLagDefault is how long the Redis Cluster scenario holds the victim's
+	// replica back (SIGSTOP) before it kills the master: on one machine replication
+	// takes microseconds, so a master killed at a random instant almost never dies
+	// with an acknowledged write unreplicated; a replica a second behind (a slow
+	// replica, a network blip) is what makes asynchronous replication lose writes.
+	ReplicaLagDefault = time.Second
+	// MinRedisReplicasDefault is the JUNBAN_REDIS_MIN_REPLICAS the Redis Cluster
+	// scenario asserts with; each master has one replica.
+	MinRedisReplicasDefault = 1
+	// clusterReplicas is the number of replicas of each master in the scenario.
+	clusterReplicas = 1
+	// failoverTimeout bounds the wait for a promotion, rejoinTimeout the wait for the
+	// killed node to be a replica in sync again.
+	failoverTimeout = 60 * time.Second
+	rejoinTimeout   = 60 * time.Second
+	// quiesceIdleGiveUp ends the wait for quiescence early when nothing is left in
+	// flight anywhere (queues empty, no turn, wait list, proc or outbox in Redis) but
+	// events are still missing: nothing can bring them back.
+	quiesceIdleGiveUp = 15 * time.Second
+)
+
+// Config configures a chaos run. Zero fields take the defaults above.
+type Config struct {
+	// Events is the least number of events sent, duplicates included; the number of
+	// orders is derived from it.
+	Events int
+	// DuplicateShare of the events are delivered a second time.
+	DuplicateShare float64
+	// WarehouseShare is the warehouse feed's share of the distinct events
+	// (loadgen.Spec.WarehouseShare); negative: no feed.
+	WarehouseShare float64
+	// Seed makes the workload reproducible.
+	Seed uint64
+	// SendDuration is the time the workload is spread over; the faults are spread over
+	// it too.
+	SendDuration time.Duration
+	// PGOutage is how long PostgreSQL stays stopped.
+	PGOutage time.Duration
+	// OrderWorkerKills is how many times an order-worker replica is SIGKILLed.
+	OrderWorkerKills int
+	// QuiesceTimeout bounds the wait for quiescence after the last event was sent.
+	QuiesceTimeout time.Duration
+	// LockTTL, SweepInterval and SQSWaitSeconds are the order-workers' settings:
+	// short, so that a killed holder's turn is recovered quickly.
+	LockTTL        time.Duration
+	SweepInterval  time.Duration
+	SQSWaitSeconds int
+	// MaxReceiveCount is the queues' redrive policy.
+	MaxReceiveCount int
+	// RedisCluster runs the Redis Cluster failover scenario: the fleet on a local
+	// cluster of three masters with a replica each, MasterKills SIGKILLs of a master
+	// (each restarted as a replica once its replica was promoted) and the order-worker
+	// kills; no PostgreSQL outage and no single-Redis restart.
+	RedisCluster bool
+	// MasterKills is how many masters the scenario kills, one after the other.
+	MasterKills int
+	// NodeTimeout is the cluster's cluster-node-timeout.
+	NodeTimeout time.Duration
+	// ReplicaLag is how long the victim's replica is stopped (SIGSTOP) right before its
+	// master is killed; it resumes just after the kill, before the failover. Negative:
+	// no lag.
+	ReplicaLag time.Duration
+	// MinRedisReplicas is passed to the order-workers as JUNBAN_REDIS_MIN_REPLICAS
+	// (Redis Cluster scenario only; 0 or 1).
+	MinRedisReplicas int
+	// BinDir holds order-worker and persist-worker; empty: see Binaries.
+	BinDir string
+	// WorkDir is where the temporary directory is made; empty: os.TempDir().
+	WorkDir string
+	// Keep keeps the temporary directory (logs, data) instead of removing it.
+	Keep bool
+	// SQS is the SQS endpoint (required: Region; Endpoint for the local emulator).
+	SQS config.SQS
+	// ChildEnv is passed to the workers on top of what chaos sets (AWS credentials).
+	ChildEnv []string
+	// Progress receives one line per phase and fault; nil prints nothing.
+	Progress io.Writer
+}
+
+func (c *Config) setDefaults() {
+	if c.Events <= 0 {
+		c.Events = EventsDefault
+	}
+	if c.DuplicateShare == 0 {
+		c.DuplicateShare = DuplicateShareDefault
+	}
+	if c.WarehouseShare == 0 {
+		c.WarehouseShare = WarehouseShareDefault
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.SendDuration <= 0 {
+		c.SendDuration = SendDurationDefault
+	}
+	if c.PGOutage == 0 {
+		c.PGOutage = PGOutageDefault
+	}
+	if c.OrderWorkerKills == 0 {
+		c.OrderWorkerKills = OrderWorkerKillsDefault
+	}
+	if c.QuiesceTimeout <= 0 {
+		c.QuiesceTimeout = QuiesceTimeoutDefault
+	}
+	if c.LockTTL <= 0 {
+		c.LockTTL = LockTTLDefault
+	}
+	if c.SweepInterval <= 0 {
+		c.SweepInterval = SweepIntervalDefault
+	}
+	if c.SQSWaitSeconds <= 0 {
+		c.SQSWaitSeconds = SQSWaitSecondsDefault
+	}
+	if c.MaxReceiveCount <= 0 {
+		c.MaxReceiveCount = MaxReceiveCountDefault
+	}
+	if c.MasterKills <= 0 {
+		c.MasterKills = MasterKillsDefault
+	}
+	if c.NodeTimeout <= 0 {
+		c.NodeTimeout = NodeTimeoutDefault
+	}
+	if c.ReplicaLag == 0 {
+		c.ReplicaLag = ReplicaLagDefault
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+}
+
+// Validate reports what is wrong with c (after defaults).
+func (c Config) Validate() error {
+	var p []string
+	if c.DuplicateShare < 0 || c.DuplicateShare > 1 {
+		p = append(p, "duplicate share must be within 0..1")
+	}
+	if c.WarehouseShare > 0.5 {
+		p = append(p, "warehouse share must be at most 0.5")
+	}
+	if c.PGOutage < 0 {
+		p = append(p, "PostgreSQL outage must not be negative")
+	}
+	if c.MinRedisReplicas < 0 || c.MinRedisReplicas > clusterReplicas {
+		p = append(p, fmt.Sprintf("min Redis replicas must be within 0..%d (the cluster's replicas per master)", clusterReplicas))
+	}
+	if c.RedisCluster && c.ReplicaLag >= c.NodeTimeout {
+		p = append(p, "the replica lag must be shorter than the cluster node timeout (or the replica is failed too)")
+	}
+	if c.MinRedisReplicas > 0 && !c.RedisCluster {
+		p = append(p, "min Redis replicas needs the Redis Cluster scenario (a single Redis has no replica)")
+	}
+	if c.SQS.Region == "" {
+		p = append(p, "AWS_REGION is required")
+	}
+	if len(p) > 0 {
+		return errors.New("chaos: " + strings.Join(p, "; "))
+	}
+	return nil
+}
+
+// Run starts the environment, drives the workload under faults, waits for quiescence,
+// checks the invariants and removes everything it started (also on failure or when
+// ctx ends). A report with a failed check is not an error: see Report.OK.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	env, err := Start(ctx, cfg)
+	if err != nil {
+		return Report{}, err
+	}
+	defer env.Close()
+	if err := env.Drive(ctx); err != nil {
+		return env.report, err
+	}
+	return env.Check(ctx)
+}
+
+// RunFailover runs the Redis Cluster scenario of cfg twice, one after the other, each
+// on a cluster, a PostgreSQL and queues of its own: first with
+// JUNBAN_REDIS_MIN_REPLICAS=0, then with cfg.MinRedisReplicas (MinRedisReplicasDefault
+// when 0). It returns the second run's report with the first as its Baseline: what
+// asynchronous replication alone loses, side by side with what the setting keeps.
+func RunFailover(ctx context.Context, cfg Config) (Report, error) {
+	cfg.RedisCluster = true
+	if cfg.MinRedisReplicas == 0 {
+		cfg.MinRedisReplicas = MinRedisReplicasDefault
+	}
+	check := cfg
+	check.setDefaults()
+	if err := check.Validate(); err != nil {
+		return Report{}, err
+	}
+	progress := cmp.Or[io.Writer](cfg.Progress, io.Discard)
+	base := cfg
+	base.MinRedisReplicas = 0
+	fmt.Fprintln(progress, "chaos: run 1 of 2: JUNBAN_REDIS_MIN_REPLICAS=0 (reported, not asserted)")
+	b, err := Run(ctx, base)
+	if err != nil {
+		return b, err
+	}
+	fmt.Fprintf(progress, "chaos: run 2 of 2: JUNBAN_REDIS_MIN_REPLICAS=%d (asserted)\n", cfg.MinRedisReplicas)
+	r, err := Run(ctx, cfg)
+	r.Baseline = &b
+	return r, err
+}
+
+// Env is a running chaos environment: own Redis and PostgreSQL, queues, the fleet.
+type Env struct {
+	cfg     Config
+	dir     string
+	binDir  string
+	redis   *redisServer  // the single Redis, or
+	cluster *redisCluster // the Redis Cluster of the failover scenario
+	pg      *postgresServer
+	rc      redis.UniversalClient
+	db      *gorm.DB
+	sqs     *sqs.Client
+	orders  queue.Pair
+	results queue.Pair
+	queues  []string
+	workers []*proc // order-worker replicas
+	persist *proc
+	cancel  context.CancelFunc // ends the supervisors
+
+	workload loadgen.Workload
+	sent     []string // distinct event ids, in sending order
+	start    time.Time
+	report   Report
+	mu       sync.Mutex
+}
+
+// Start creates the temporary directory, starts Redis and PostgreSQL, applies the
+// migrations, creates the queues, builds or finds the binaries and starts the fleet.
+// On error everything started so far is removed.
+func Start(ctx context.Context, cfg Config) (env *Env, err error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(cfg.WorkDir, "junban-chaos-")
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{cfg: cfg, dir: dir}
+	defer func() {
+		if err != nil {
+			e.Close()
+		}
+	}()
+	e.logf("work directory %s", dir)
+	bin, how, err := Binaries(ctx, cfg.BinDir, filepath.Join(dir, "bin"))
+	if err != nil {
+		return e, err
+	}
+	e.binDir = bin
+	e.logf("binaries in %s (%s)", bin, how)
+	e.report.RedisCluster = cfg.RedisCluster
+	if cfg.RedisCluster {
+		e.report.MinRedisReplicas = cfg.MinRedisReplicas
+		e.report.ReplicaLagS = round1(max(0, cfg.ReplicaLag).Seconds())
+		e.report.MinRedisReplicasKnown = knowsMinReplicas(ctx, filepath.Join(bin, "order-worker"))
+		if e.cluster, err = startCluster(ctx, dir, cfg.NodeTimeout); err != nil {
+			return e, err
+		}
+		e.logf("Redis Cluster of 3 masters with a replica each on %s (appendonly yes, everysec; cluster-node-timeout %s)",
+			strings.Join(e.cluster.nodes, " "), cfg.NodeTimeout)
+		if !e.report.MinRedisReplicasKnown && cfg.MinRedisReplicas > 0 {
+			e.logf("WARNING: order-worker does not read JUNBAN_REDIS_MIN_REPLICAS: this run acknowledges without waiting for a replica")
+		}
+	} else {
+		if e.redis, err = startRedis(ctx, dir); err != nil {
+			return e, err
+		}
+		e.logf("redis-server on port %d (appendonly yes, appendfsync always)", e.redis.port)
+	}
+	if e.pg, err = startPostgres(ctx, dir); err != nil {
+		return e, err
+	}
+	e.logf("postgres on port %d (%s, data in %s)", e.pg.port, e.pg.bin, e.pg.data())
+	if e.db, err = (config.Postgres{URL: e.pg.url("junban")}).Open(); err != nil {
+		return e, err
+	}
+	sqlDB, err := e.db.DB()
+	if err != nil {
+		return e, err
+	}
+	if _, err := migrations.Up(ctx, sqlDB); err != nil {
+		return e, err
+	}
+	if e.rc, err = e.redisConfig().Client(); err != nil {
+		return e, err
+	}
+	if e.sqs, err = queue.NewClient(ctx, cfg.SQS); err != nil {
+		return e, err
+	}
+	name := "chaos-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if e.orders, err = queue.EnsurePair(ctx, e.sqs, name+"-orders", name+"-orders-dlq", cfg.MaxReceiveCount, 10); err != nil {
+		return e, err
+	}
+	e.queues = append(e.queues, e.orders.URL, e.orders.DLQURL)
+	if e.results, err = queue.EnsurePair(ctx, e.sqs, name+"-results", name+"-results-dlq", cfg.MaxReceiveCount, 10); err != nil {
+		return e, err
+	}
+	e.queues = append(e.queues, e.results.URL, e.results.DLQURL)
+	e.logf("queues %s-{orders,results}[-dlq] (maxReceiveCount %d)", name, cfg.MaxReceiveCount)
+	if err := e.startFleet(ctx); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+func (e *Env) logf(format string, args ...any) {
+	at := ""
+	if !e.start.IsZero() {
+		at = fmt.Sprintf("t+%5.1fs ", time.Since(e.start).Seconds())
+	}
+	fmt.Fprintf(e.cfg.Progress, "chaos: %s%s\n", at, fmt.Sprintf(format, args...))
+}
+
+// childEnv is the environment of every worker: no stack file, chaos's services.
+func (e *Env) childEnv(httpPort int) []string {
+	env := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"JUNBAN_STACK_ENV=/nonexistent/stack.env",
+		"JUNBAN_LOG_LEVEL=warn", "JUNBAN_LOG_FORMAT=json",
+		"JUNBAN_HTTP_ADDR=" + addr(httpPort),
+		"JUNBAN_SHUTDOWN_BUDGET=5s",
+		"REDIS_URL=" + e.redisConfig().URL,
+		"REDIS_CLUSTER=" + strconv.FormatBool(e.cluster != nil),
+		"JUNBAN_KEY_PREFIX=" + KeyPrefix,
+		"DATABASE_URL=" + e.pg.url("junban"),
+		"AWS_REGION=" + e.cfg.SQS.Region,
+		"JUNBAN_ORDERS_QUEUE=" + e.orders.URL, "JUNBAN_ORDERS_DLQ=" + e.orders.DLQURL,
+		"JUNBAN_RESULTS_QUEUE=" + e.results.URL, "JUNBAN_RESULTS_DLQ=" + e.results.DLQURL,
+		"JUNBAN_SQS_WAIT_SECONDS=" + strconv.Itoa(e.cfg.SQSWaitSeconds),
+	}
+	if e.cfg.SQS.Endpoint != "" {
+		env = append(env, "AWS_ENDPOINT_URL_SQS="+e.cfg.SQS.Endpoint)
+	}
+	return append(env, e.cfg.ChildEnv...)
+}
+
+// redisConfig is how the workers and the checks reach Redis.
+func (e *Env) redisConfig() config.Redis {
+	if e.cluster != nil {
+		return config.Redis{URL: e.cluster.url(), Cluster: true, KeyPrefix: KeyPrefix}
+	}
+	return config.Redis{URL: e.redis.url(), KeyPrefix: KeyPrefix}
+}
+
+// knowsMinReplicas tells whether the order-worker reads JUNBAN_REDIS_MIN_REPLICAS (its
+// --env-vars lists it): a binary that does not acknowledges without waiting, whatever
+// the scenario passes.
+func knowsMinReplicas(ctx context.Context, orderWorker string) bool {
+	out, err := exec.CommandContext(ctx, orderWorker, "--env-vars").Output()
+	return err == nil && strings.Contains(string(out), "JUNBAN_REDIS_MIN_REPLICAS")
+}
+
+func (e *Env) startFleet(ctx context.Context) error {
+	for i := range 2 {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		name := fmt.Sprintf("order-worker-%d", i+1)
+		e.workers = append(e.workers, &proc{
+			name: name, path: filepath.Join(e.binDir, "order-worker"), log: logPath(e.dir, name), httpAddr: addr(port),
+			env: append(e.childEnv(port),
+				"JUNBAN_LOCK_TTL="+e.cfg.LockTTL.String(),
+				"JUNBAN_HANDLER_DEADLINE="+max(20*time.Second, 3*e.cfg.LockTTL).String(),
+				"JUNBAN_SWEEP_INTERVAL="+e.cfg.SweepInterval.String(),
+				"JUNBAN_DRAIN_MAX_TIME=5s",
+			),
+		})
+		if e.cluster != nil {
+			w := e.workers[len(e.workers)-1]
+			w.env = append(w.env, "JUNBAN_REDIS_MIN_REPLICAS="+strconv.Itoa(e.cfg.MinRedisReplicas))
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	e.persist = &proc{
+		name: "persist-worker", path: filepath.Join(e.binDir, "persist-worker"), log: logPath(e.dir, "persist-worker"), httpAddr: addr(port),
+		env: append(e.childEnv(port),
+			"JUNBAN_PERSIST_VISIBILITY=6s",
+			"JUNBAN_PERSIST_RETRY_MAX=2s",
+			"JUNBAN_PERSIST_ATTEMPT_TIMEOUT=10s",
+		),
+	}
+	sup, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	for _, p := range e.all() {
+		if err := p.start(); err != nil {
+			return err
+		}
+		go p.supervise(sup, restartDelay)
+	}
+	for _, p := range e.all() {
+		if err := p.waitReady(ctx, 60*time.Second); err != nil {
+			return fmt.Errorf("%w\n%s", err, tail(p.log, 3000))
+		}
+	}
+	e.logf("fleet ready: 2 order-workers (lock TTL %s, sweep %s, SQS wait %ds) and a persist-worker",
+		e.cfg.LockTTL, e.cfg.SweepInterval, e.cfg.SQSWaitSeconds)
+	if e.cluster != nil {
+		e.logf("order-workers with REDIS_CLUSTER=true JUNBAN_REDIS_MIN_REPLICAS=%d", e.cfg.MinRedisReplicas)
+	}
+	return nil
+}
+
+func (e *Env) all() []*proc { return append(append([]*proc(nil), e.workers...), e.persist) }
+
+// Close stops the fleet, Redis and PostgreSQL, deletes the queues and removes the
+// temporary directory (unless Keep). It is safe on a partly started Env.
+func (e *Env) Close() {
+	if e.cancel != nil {
+		e.cancel()
+	}
+	var wg sync.WaitGroup
+	for _, p := range e.all() {
+		if p != nil {
+			wg.Go(func() { p.close(5 * time.Second) })
+		}
+	}
+	wg.Wait()
+	if e.rc != nil {
+		e.rc.Close()
+	}
+	if e.db != nil {
+		if sqlDB, err := e.db.DB(); err == nil {
+			sqlDB.Close()
+		}
+	}
+	if e.redis != nil {
+		e.redis.close()
+	}
+	if e.cluster != nil {
+		e.cluster.close(e.cfg.Keep)
+	}
+	if e.pg != nil {
+		if e.cfg.Keep {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			e.pg.stop(ctx)
+			cancel()
+		} else {
+			e.pg.remove()
+		}
+	}
+	if e.sqs != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		for _, q := range e.queues {
+			e.sqs.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(q)})
+		}
+		cancel()
+	}
+	if e.dir != "" {
+		if e.cfg.Keep {
+			e.logf("kept %s (logs, Redis and PostgreSQL data)", e.dir)
+		} else {
+			os.RemoveAll(e.dir)
+		}
+	}
+}
+
+// Redis is chaos's own Redis (for tests that break something on purpose).
+func (e *Env) Redis() redis.UniversalClient { return e.rc }
+
+// DB is chaos's own PostgreSQL database.
+func (e *Env) DB() *gorm.DB { return e.db }
+
+// Workload is what Drive sent.
+func (e *Env) Workload() loadgen.Workload { return e.workload }
+
+// Publish puts bodies on the orders queue (for tests that break something on purpose).
+func (e *Env) Publish(ctx context.Context, bodies [][]byte) error {
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: e.sqs, QueueURL: e.orders.URL})
+	if err != nil {
+		return err
+	}
+	defer pub.Stop(context.Background())
+	return pub.PublishBatch(ctx, bodies)
+}
+
+// queueDepth is the number of messages in a queue: visible, in flight and delayed.
+func (e *Env) queueDepth(ctx context.Context, url string) (int, error) {
+	out, err := e.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(url),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, a := range []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"} {
+		v, _ := strconv.Atoi(out.Attributes[a])
+		n += v
+	}
+	return n, nil
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/junban/junban/internal/cli"
+	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/tools/e2ebench"
+)
+
+func benchE2ECmd() *cobra.Command {
+	var o e2ebench.Options
+	c := &cobra.Command{
+		Use:   "e2e",
+		Short: "benchmark events/s from send to commit against the SQS ceiling",
+		Long: "e2e measures events per second from send to commit in PostgreSQL through both queues, with\n" +
+			"order-workers and a persist-worker, and in the same run the raw send+receive+delete rate of\n" +
+			"the SQS endpoint; then the send -> commit latency at a fixed rate below that capacity, events\n" +
+			"parked on purpose apart.",
+		Args: cli.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if o.Rate < 0 || o.LatencyDuration < 0 || o.Duration <= 0 {
+				return cli.Usagef("-duration must be positive, -rate and -latency-duration not negative")
+			}
+			cfg, err := config.Load[e2ebench.Config]()
+			if err != nil {
+				return err
+			}
+			return e2ebench.Run(c.Context(), cfg, o, c.OutOrStdout())
+		},
+	}
+	fs := c.Flags()
+	fs.DurationVar(&o.Duration, "duration", 60*time.Second, "approximate length of the load phase")
+	fs.Float64Var(&o.Rate, "rate", 0, "events/s of the latency phase (0: half of the capacity the load phase measured)")
+	fs.DurationVar(&o.LatencyDuration, "latency-duration", 0, "approximate length of the latency phase (0: half of -duration, at least 10s)")
+	fs.IntVar(&o.Workers, "workers", 2, "order-worker replicas")
+	fs.StringVar(&o.BinDir, "bin", "", "directory of the binaries (default: beside junbanlab)")
+	fs.BoolVar(&o.JSON, "json", false, "print one JSON object")
+	fs.StringVar(&o.Profile, "profile", "", "directory for a CPU profile of order-worker-0, every worker's /metrics and Redis commandstats before and after the load")
+	return c
+}
