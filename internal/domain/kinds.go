@@ -118,6 +118,9 @@ func register[D any](s spec[D]) {
 			return s.Step(t, cur, data.(*D))
 		}
 	}
+	if (s.Step == nil) != (s.Entity == OnNamed) {
+		panic(fmt.Sprintf("domain: kind %s: every kind but junban's drain has a Step", s.Type))
+	}
 	if (s.Entity == OnSKU) != (s.SKU != nil) {
 		panic(fmt.Sprintf("domain: kind %s: an OnSKU kind, and only one, names its SKU", s.Type))
 	}
@@ -265,7 +268,7 @@ func init() {
 		Step:    func(t *txn, _ *event.OrderSnapshot, d *event.LotRecalledData) (transition, error) { return t.recall(d) },
 	})
 	register(spec[noData]{
-		Type: event.Drain, Entity: OnNamed,
+		Type: event.Drain, Entity: OnNamed, // no Step: a drain never reaches the state machine
 		Doc: "junban's own nudge: a replica takes the named entity's turn and drains its wait list",
 	})
 }

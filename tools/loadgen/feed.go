@@ -38,7 +38,7 @@ var feedKinds = []struct {
 	kind   string
 	weight float64
 }{
-	{"purchase", 0.22}, {"delivery", 0.10}, {"safety", 0.10}, {"hold", 0.28}, {"damage", 0.17}, {"recall", 0.03},
+	{"purchase", 0.22}, {"delivery", 0.10}, {"safety", 0.10}, {"hold", 0.23}, {"damage", 0.17}, {"count", 0.05}, {"recall", 0.03},
 }
 
 type bookLot struct {
@@ -364,6 +364,23 @@ func (f *feed) draw(w *Workload) {
 		if f.rng.Float64() < 0.7 {
 			f.schedule(30+f.rng.IntN(270), func(f *feed, w *Workload) { f.release(w, b, l, q) })
 		}
+	case "count":
+		// A stock count corrects an on-hand lot: mostly units found, sometimes units missing.
+		// With FeedCommutes it spares the lot orders take from (as a recall does).
+		spare := (*bookLot)(nil)
+		if f.s.FeedCommutes {
+			spare = b.fefoFirst()
+		}
+		l := f.lotWith(b, func(l *bookLot) bool { return l != spare && l.kind == ledger.KindOnHand && l.sellable > 1 })
+		if l == nil {
+			return
+		}
+		d := 1 + f.rng.Int64N(3)
+		if f.rng.Float64() < 0.3 {
+			d = -1
+		}
+		l.sellable += d
+		f.emit(w, event.InventoryAdjusted, event.InventoryAdjustedData{SKU: b.name, LotID: l.id, Delta: d, Reason: pick(f.rng, "cycle count", "found on a count", "missing on a count")})
 	case "recall":
 		spare := (*bookLot)(nil)
 		if f.s.FeedCommutes {
