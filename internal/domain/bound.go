@@ -29,6 +29,60 @@ const ResultLotsPerLine = 2
 // counts for every undo and which take more room than that text.
 const modelDetailBytes = 2048
 
+// ResultShape is the shape of a kind's largest result, what the result-size bound counts
+// for it (Kind.Result).
+type ResultShape int
+
+const (
+	// NoResult: the kind makes none (junban.drain).
+	NoResult ResultShape = iota
+	// OrderLines: an order's event, whose result grows with the order's lines
+	// (WorstCaseResult).
+	OrderLines
+	// OneLot: a SKU's event whose one operation touches one lot.
+	OneLot
+	// OneLotWithHolders: OneLot, and the orders that hold the lot (at most
+	// ledger.MaxResultHolders of them: inventory.lot_recalled).
+	OneLotWithHolders
+)
+
+// WorstCaseResultOf builds the largest result an event of kind k can make, with at most
+// lines lines of lotsPerLine lots for an order's event (WorstCaseResult), and ok false for
+// a kind that makes none.
+func WorstCaseResultOf(k *Kind, lines, lotsPerLine int) (r event.Result, ok bool) {
+	switch k.Result {
+	case OrderLines:
+		r = WorstCaseResult(lines, lotsPerLine)
+	case OneLot, OneLotWithHolders:
+		r = worstSKUResult(k.Result == OneLotWithHolders)
+	default:
+		return event.Result{}, false
+	}
+	r.Type = k.Type
+	return r, true
+}
+
+// worstSKUResult is the largest result of a SKU's event: one operation on one lot (two
+// moves at most: a recall moves sellable and hidden units), its SKU version with that lot,
+// a refusal's detail, and with holders, the most a recall lists.
+func worstSKUResult(holders bool) event.Result {
+	ledgerID := func(c string) string { return strings.Repeat(c, ledger.MaxIDLen) }
+	r := WorstCaseResult(0, 0)
+	r.Order, r.Moves, r.SKUs = nil, nil, nil
+	r.Entity = event.SKUEntityPrefix + ledgerID("s")
+	move := ledger.Move{OpID: ledgerID("o"), Index: 1, SKU: ledgerID("s"), LotID: ledgerID("l"),
+		From: ledger.Defective, To: ledger.Defective, Qty: ledger.MaxQty, Version: 1 << 53}
+	r.Moves = []ledger.Move{move, move}
+	r.SKUs = []ledger.SKU{{SKU: ledgerID("s"), SafetyStock: ledger.MaxQty, Version: 1 << 53, Lots: []ledger.Lot{worstLot()}}}
+	if holders {
+		for range ledger.MaxResultHolders {
+			r.Holders = append(r.Holders, ledger.Holder{LCID: strings.Repeat("c", event.MaxIDLength), LotID: ledgerID("l"), Qty: ledger.MaxQty})
+		}
+		r.HolderCount = 1 << 53
+	}
+	return r
+}
+
 // WorstCaseResult builds the largest result an order event of at most lines lines can
 // make when each line holds at most lotsPerLine lots, with every id at its maximum length
 // (event.MaxIDLength, ledger.MaxIDLen) and every number at its widest.
@@ -72,12 +126,7 @@ func WorstCaseResult(lines, lotsPerLine int) event.Result {
 		OpID: ledgerID("o"), Index: lotsPerLine, SKU: ledgerID("s"), LotID: ledgerID("l"),
 		From: ledger.Allocated, To: ledger.Allocated, Qty: ledger.MaxQty, Version: wideSeq,
 	}
-	full := ledger.Lot{
-		LotID: ledgerID("l"), Kind: "planned", Good: true, BestBefore: wideDate, RegSeq: wideSeq,
-		ArrivesAt: wideDate, ValidFrom: wideDate, ValidTo: wideDate, Sellable: ledger.MaxQty,
-		Reserved: ledger.MaxQty, Allocated: ledger.MaxQty, Hidden: ledger.MaxQty, Shipped: ledger.MaxQty,
-		Defective: ledger.MaxQty,
-	}
+	full := worstLot()
 	for range 2 * (2*lines - 1) {
 		sku := ledger.SKU{SKU: ledgerID("s"), SafetyStock: ledger.MaxQty, Version: wideSeq}
 		for range lotsPerLine {
@@ -89,17 +138,38 @@ func WorstCaseResult(lines, lotsPerLine int) event.Result {
 	return r
 }
 
-// WorstCaseResultBytes is the size of WorstCaseResult's body.
-func WorstCaseResultBytes(lines, lotsPerLine int) int {
-	b, err := json.Marshal(WorstCaseResult(lines, lotsPerLine))
-	if err != nil {
-		panic(err) // plain structs of strings and numbers always marshal
+// worstLot is a lot with every field at its widest.
+func worstLot() ledger.Lot {
+	const wideSeq, wideDate = 1 << 53, "9999-12-31"
+	ledgerID := strings.Repeat("l", ledger.MaxIDLen)
+	return ledger.Lot{
+		LotID: ledgerID, Kind: "planned", Good: true, BestBefore: wideDate, RegSeq: wideSeq,
+		ArrivesAt: wideDate, ValidFrom: wideDate, ValidTo: wideDate, Sellable: ledger.MaxQty,
+		Reserved: ledger.MaxQty, Allocated: ledger.MaxQty, Hidden: ledger.MaxQty, Shipped: ledger.MaxQty,
+		Defective: ledger.MaxQty,
 	}
-	return len(b)
+}
+
+// WorstCaseResultBytes is the size of the largest result any kind can make (the registry's
+// WorstCaseResultOf of each), with at most lines lines of lotsPerLine lots.
+func WorstCaseResultBytes(lines, lotsPerLine int) int {
+	worst := 0
+	for _, k := range Kinds() {
+		r, ok := WorstCaseResultOf(k, lines, lotsPerLine)
+		if !ok {
+			continue
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			panic(err) // plain structs of strings and numbers always marshal
+		}
+		worst = max(worst, len(b))
+	}
+	return worst
 }
 
 // CheckResultBound reports, with an error that names the settings, whether the largest
-// result an accepted order event can make (maxLines lines, ResultLotsPerLine lots each)
+// result an accepted event of any kind can make (maxLines lines, ResultLotsPerLine lots each)
 // fits in a message of maxMessageSize bytes with ResultMarginDivisor's margin: a result
 // that does not fit can never be published, and its order would wait for ever.
 func CheckResultBound(maxLines, maxMessageSize int) error {

@@ -39,6 +39,9 @@ type Kind struct {
 	SetsSafetyStock bool
 	// Example is a valid data object of the kind, or nil for a kind without data.
 	Example json.RawMessage
+	// Result is the shape of the largest result the kind makes: what the result-size
+	// bound (CheckResultBound) counts for it.
+	Result ResultShape
 
 	// decode checks raw data (absent: nil) and returns what Step gets.
 	decode func(raw json.RawMessage, lim Limits) (any, error)
@@ -68,6 +71,8 @@ type spec[D any] struct {
 	Entity          Entity
 	Doc             string
 	SetsSafetyStock bool
+	// Result: the shape of its largest result (every kind but the drain).
+	Result ResultShape
 	// Example: a valid D (for a kind with data).
 	Example D
 	// Check validates decoded data: nil when any D decoded strictly is valid.
@@ -87,7 +92,7 @@ func register[D any](s spec[D]) {
 		panic(fmt.Sprintf("domain: kind %s registered twice", s.Type))
 	}
 	_, none := any(new(D)).(*noData)
-	k := &Kind{Type: s.Type, Entity: s.Entity, Doc: s.Doc, SetsSafetyStock: s.SetsSafetyStock}
+	k := &Kind{Type: s.Type, Entity: s.Entity, Doc: s.Doc, SetsSafetyStock: s.SetsSafetyStock, Result: s.Result}
 	if !none {
 		ex, err := json.Marshal(s.Example)
 		if err != nil {
@@ -118,8 +123,8 @@ func register[D any](s spec[D]) {
 			return s.Step(t, cur, data.(*D))
 		}
 	}
-	if (s.Step == nil) != (s.Entity == OnNamed) {
-		panic(fmt.Sprintf("domain: kind %s: every kind but junban's drain has a Step", s.Type))
+	if (s.Step == nil) != (s.Entity == OnNamed) || (s.Result == NoResult) != (s.Entity == OnNamed) {
+		panic(fmt.Sprintf("domain: kind %s: every kind but junban's drain has a Step and a Result shape", s.Type))
 	}
 	if (s.Entity == OnSKU) != (s.SKU != nil) {
 		panic(fmt.Sprintf("domain: kind %s: an OnSKU kind, and only one, names its SKU", s.Type))
@@ -144,7 +149,7 @@ func Kinds() []*Kind {
 func init() {
 	lines3 := []event.Line{{LineID: "1", SKU: "SKU-0001", Qty: 2}, {LineID: "2", SKU: "SKU-0002", Qty: 1}}
 	register(spec[event.OrderData]{
-		Type: event.OrderPlaced, Entity: OnOrder,
+		Type: event.OrderPlaced, Entity: OnOrder, Result: OrderLines,
 		Doc:     "a new order: its lines are allocated (mode ship) or reserved (mode reserve) for its target date",
 		Example: event.OrderData{Mode: event.ModeShip, TargetDate: "2026-12-03", Lines: lines3},
 		Check:   func(d *event.OrderData, lim Limits) error { return validateLines(event.OrderPlaced, d, lim.maxLines()) },
@@ -153,7 +158,7 @@ func init() {
 		},
 	})
 	register(spec[event.OrderData]{
-		Type: event.OrderLinesChanged, Entity: OnOrder,
+		Type: event.OrderLinesChanged, Entity: OnOrder, Result: OrderLines,
 		Doc:     "the order's lines become these: lowered and removed lines give units back, raised and new ones allocate",
 		Example: event.OrderData{Lines: []event.Line{{LineID: "1", SKU: "SKU-0001", Qty: 3}}},
 		Check: func(d *event.OrderData, lim Limits) error {
@@ -164,31 +169,31 @@ func init() {
 		},
 	})
 	register(spec[noData]{
-		Type: event.PaymentConfirmed, Entity: OnOrder,
+		Type: event.PaymentConfirmed, Entity: OnOrder, Result: OrderLines,
 		Doc: "the order is paid (a shipment waits for it)",
 		Step: func(_ *txn, cur *event.OrderSnapshot, _ *noData) (transition, error) {
 			return paymentConfirmed(cur), nil
 		},
 	})
 	register(spec[noData]{
-		Type: event.OrderAllocateForShipment, Entity: OnOrder,
+		Type: event.OrderAllocateForShipment, Entity: OnOrder, Result: OrderLines,
 		Doc: "a reserved order's units become allocated for shipment",
 		Step: func(t *txn, cur *event.OrderSnapshot, _ *noData) (transition, error) {
 			return t.allocateForShipment(cur)
 		},
 	})
 	register(spec[noData]{
-		Type: event.OrderCancelled, Entity: OnOrder,
+		Type: event.OrderCancelled, Entity: OnOrder, Result: OrderLines,
 		Doc:  "the order is cancelled: what it holds goes back to sale",
 		Step: func(t *txn, cur *event.OrderSnapshot, _ *noData) (transition, error) { return t.cancelled(cur) },
 	})
 	register(spec[noData]{
-		Type: event.OrderShipped, Entity: OnOrder,
+		Type: event.OrderShipped, Entity: OnOrder, Result: OrderLines,
 		Doc:  "a paid, allocated order left the warehouse",
 		Step: func(t *txn, cur *event.OrderSnapshot, _ *noData) (transition, error) { return t.shipped(cur) },
 	})
 	register(spec[event.ReturnedData]{
-		Type: event.OrderReturned, Entity: OnOrder,
+		Type: event.OrderReturned, Entity: OnOrder, Result: OrderLines,
 		Doc:     "units of a shipped order came back, to sale or (defective) to the defective bucket",
 		Example: event.ReturnedData{Lines: []event.ReturnLine{{LineID: "1", Qty: 1}}},
 		Check:   func(d *event.ReturnedData, lim Limits) error { return validateReturn(d, lim.maxLines()) },
@@ -197,7 +202,7 @@ func init() {
 		},
 	})
 	register(spec[event.InventoryReceivedData]{
-		Type: event.InventoryReceived, Entity: OnSKU,
+		Type: event.InventoryReceived, Entity: OnSKU, Result: OneLot,
 		Doc:     "a planned lot arrived: it becomes on hand with its best-before and the quantity counted",
 		Example: event.InventoryReceivedData{SKU: "SKU-0001", LotID: "LOT-P1", BestBefore: "2027-06-30", Qty: 48},
 		Check:   checkReceived,
@@ -207,7 +212,7 @@ func init() {
 		},
 	})
 	register(spec[event.InventoryAdjustedData]{
-		Type: event.InventoryAdjusted, Entity: OnSKU,
+		Type: event.InventoryAdjusted, Entity: OnSKU, Result: OneLot,
 		Doc:     "a stock count corrected a lot's sellable quantity",
 		Example: event.InventoryAdjustedData{SKU: "SKU-0001", LotID: "LOT-A1", Delta: -2, Reason: "count"},
 		Check:   checkAdjusted,
@@ -217,7 +222,7 @@ func init() {
 		},
 	})
 	register(spec[event.SKURegisteredData]{
-		Type: event.InventorySKURegistered, Entity: OnSKU, SetsSafetyStock: true,
+		Type: event.InventorySKURegistered, Entity: OnSKU, Result: OneLot, SetsSafetyStock: true,
 		Doc:     "a new SKU and its safety stock",
 		Example: event.SKURegisteredData{SKU: "SKU-0100", SafetyStock: 5},
 		Check:   func(d *event.SKURegisteredData, _ Limits) error { return checkSafetyStock(d.SKU, d.SafetyStock) },
@@ -227,7 +232,7 @@ func init() {
 		},
 	})
 	register(spec[event.SafetyStockChangedData]{
-		Type: event.InventorySafetyStockChanged, Entity: OnSKU, SetsSafetyStock: true,
+		Type: event.InventorySafetyStockChanged, Entity: OnSKU, Result: OneLot, SetsSafetyStock: true,
 		Doc:     "a SKU's safety stock changed",
 		Example: event.SafetyStockChangedData{SKU: "SKU-0001", SafetyStock: 8},
 		Check:   func(d *event.SafetyStockChangedData, _ Limits) error { return checkSafetyStock(d.SKU, d.SafetyStock) },
@@ -237,7 +242,7 @@ func init() {
 		},
 	})
 	register(spec[event.LotRegisteredData]{
-		Type: event.InventoryLotRegistered, Entity: OnSKU,
+		Type: event.InventoryLotRegistered, Entity: OnSKU, Result: OneLot,
 		Doc: "a new lot of a SKU, planned (a purchase order's delivery) or on hand",
 		Example: event.LotRegisteredData{SKU: "SKU-0001", LotID: "LOT-P2", Kind: event.KindPlanned, ArrivesAt: "2026-12-20",
 			ValidFrom: "2026-12-01", ValidTo: "2027-12-31", Sellable: 48},
@@ -249,7 +254,7 @@ func init() {
 	})
 	lotQty := func(typ event.Type, doc string, step func(t *txn, d *event.LotQtyData) (transition, error)) {
 		register(spec[event.LotQtyData]{
-			Type: typ, Entity: OnSKU, Doc: doc,
+			Type: typ, Entity: OnSKU, Result: OneLot, Doc: doc,
 			Example: event.LotQtyData{SKU: "SKU-0001", LotID: "LOT-A1", Qty: 2, Reason: "quality check"},
 			Check:   checkLotQty,
 			SKU:     func(d *event.LotQtyData) string { return d.SKU },
@@ -260,7 +265,7 @@ func init() {
 	lotQty(event.InventoryReleasedHold, "held units go back to sale (hidden -> sellable)", (*txn).releaseHold)
 	lotQty(event.InventoryDamaged, "units of a lot were found damaged (sellable -> defective)", (*txn).damage)
 	register(spec[event.LotRecalledData]{
-		Type: event.InventoryLotRecalled, Entity: OnSKU,
+		Type: event.InventoryLotRecalled, Entity: OnSKU, Result: OneLotWithHolders,
 		Doc:     "a whole lot is defective: never a candidate again; the result lists the orders holding it",
 		Example: event.LotRecalledData{SKU: "SKU-0001", LotID: "LOT-A1", Reason: "supplier recall"},
 		Check:   checkRecalled,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/ledger"
 )
 
 // wireTypes returns the event types internal/event declares (its constants of type
@@ -126,5 +127,41 @@ func TestEventsDocNamesEveryKind(t *testing.T) {
 				t.Errorf("docs/events.md: %s's field %q is not in the page", k.Type, f)
 			}
 		}
+	}
+}
+
+// The result-size bound counts every kind that makes a result, each by its shape, and the
+// largest of them: a recall's result with its most holders is counted (the bound counted
+// only an order's event's before the registry; a recall's is larger than a one-line
+// order's), and a kind registered without a shape has none.
+func TestResultBoundCountsEveryKind(t *testing.T) {
+	const lines, lots = 1, domain.ResultLotsPerLine
+	all := domain.WorstCaseResultBytes(lines, lots)
+	for _, k := range domain.Kinds() {
+		r, ok := domain.WorstCaseResultOf(k, lines, lots)
+		if ok != (k.Type != event.Drain) {
+			t.Errorf("%s: a worst case %v", k.Type, ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Type != k.Type || len(b) > all {
+			t.Errorf("%s: worst case of type %s, %d bytes, beyond the bound's %d", k.Type, r.Type, len(b), all)
+		}
+		if k.Type == event.InventoryLotRecalled && len(r.Holders) != ledger.MaxResultHolders {
+			t.Errorf("a recall's worst case lists %d holders, want %d", len(r.Holders), ledger.MaxResultHolders)
+		}
+	}
+	recall, _ := domain.WorstCaseResultOf(domain.KindOf(event.InventoryLotRecalled), lines, lots)
+	placed, _ := domain.WorstCaseResultOf(domain.KindOf(event.OrderPlaced), lines, lots)
+	rb, _ := json.Marshal(recall)
+	pb, _ := json.Marshal(placed)
+	if len(rb) <= len(pb) || all != len(rb) {
+		t.Errorf("one line: a recall's worst case %d bytes, an order's %d, the bound %d: want the recall's, the larger", len(rb), len(pb), all)
 	}
 }
