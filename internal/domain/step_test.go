@@ -1,0 +1,866 @@
+package domain_test
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/junban/junban/internal/domain"
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/ledger"
+)
+
+// buckets are a lot's quantities: sellable, reserved, allocated, hidden, shipped, defective.
+type buckets [6]int64
+
+func bucketsOf(l ledger.Lot) buckets {
+	return buckets{l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped, l.Defective}
+}
+
+// lotState is what a lot is beside its buckets: "<kind> good=<bool> best_before=<date>".
+func lotState(l ledger.Lot) string {
+	return fmt.Sprintf("%s good=%t best_before=%s", l.Kind, l.Good, l.BestBefore)
+}
+
+const (
+	applied  = event.Applied
+	rejected = event.Rejected
+	// parked: the event yields no result and waits in State.Parked.
+	parked = "parked"
+
+	ship    = ledger.ModeShip
+	reserve = ledger.ModeReserve
+
+	// lcid is the one order of every case; a SKU's events run in the SKU's turn.
+	lcid = "O1"
+	// arrival is the stepped event's turn sequence (the events before it take 1, 2, ...).
+	arrival = 100
+)
+
+var (
+	occurred = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	now      = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+)
+
+// stock is every case's warehouse. A keeps a safety stock of 2 and has two on-hand lots
+// of 5, A2 first in FEFO order; B has one lot of 3; P has two planned lots, P2 (the newer,
+// first in LIFO order) with 8 of its 10 units reserved by nobody the model knows; H has 3
+// units held; Z's lot took the last registration number.
+func stock() []ledger.SKU {
+	return []ledger.SKU{
+		{SKU: "A", SafetyStock: 2, Version: 1, Lots: []ledger.Lot{
+			onHand("A1", 1, "2027-03-01", buckets{5}), onHand("A2", 2, "2027-01-01", buckets{5})}},
+		{SKU: "B", Version: 1, Lots: []ledger.Lot{onHand("B1", 1, "2027-01-01", buckets{3})}},
+		{SKU: "P", Version: 1, Lots: []ledger.Lot{planned("P1", 1, buckets{10}), planned("P2", 2, buckets{2, 8})}},
+		{SKU: "H", Version: 1, Lots: []ledger.Lot{onHand("H1", 1, "2027-01-01", buckets{7, 0, 0, 3})}},
+		{SKU: "Z", Version: 1, Lots: []ledger.Lot{onHand("Z1", ledger.MaxRegSeq, "2027-01-01", buckets{1})}},
+	}
+}
+
+func onHand(id string, seq int64, bestBefore string, b buckets) ledger.Lot {
+	return withBuckets(ledger.Lot{LotID: id, Kind: ledger.KindOnHand, Good: true, BestBefore: bestBefore, RegSeq: seq,
+		ValidFrom: "2026-01-01", ValidTo: "2027-12-31"}, b)
+}
+
+func planned(id string, seq int64, b buckets) ledger.Lot {
+	return withBuckets(ledger.Lot{LotID: id, Kind: ledger.KindPlanned, Good: true, RegSeq: seq, ArrivesAt: "2026-12-20",
+		ValidFrom: "2026-01-01", ValidTo: "2027-12-31"}, b)
+}
+
+func withBuckets(l ledger.Lot, b buckets) ledger.Lot {
+	l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped, l.Defective = b[0], b[1], b[2], b[3], b[4], b[5]
+	return l
+}
+
+// unknownSKUs is the catalog behind the model. Every case puts its SKUs into the model
+// first, so any other SKU is refused as PostgreSQL refuses one it lacks (ERR_UNKNOWN_SKU),
+// and a new SKU can be registered.
+type unknownSKUs struct{}
+
+func (unknownSKUs) LoadSKU(_ context.Context, sku string) (ledger.SKU, error) {
+	return ledger.SKU{}, fmt.Errorf("sku=%s: %w", sku, ledger.ErrUnknownSKU)
+}
+
+// The events of the cases start from each kind's example in the registry, so a field a
+// kind gains later keeps a valid value here; ids are adapted. An event without an id is
+// given one when the case runs.
+
+func fromExample[D any](typ event.Type, adapt func(*D)) event.Order {
+	k := domain.KindOf(typ)
+	if k == nil || k.Example == nil {
+		panic(fmt.Sprintf("no example of %s in the registry", typ))
+	}
+	var d D
+	if err := json.Unmarshal(k.Example, &d); err != nil {
+		panic(fmt.Sprintf("example of %s: %v", typ, err))
+	}
+	adapt(&d)
+	raw, err := json.Marshal(d)
+	if err != nil {
+		panic(err)
+	}
+	o := event.Order{Type: typ, OccurredAt: occurred, Data: raw}
+	if k.Entity == domain.OnOrder {
+		o.LCID = lcid
+	}
+	return o
+}
+
+// bare is an order's event of a kind without data.
+func bare(typ event.Type) event.Order {
+	if k := domain.KindOf(typ); k == nil || k.Example != nil {
+		panic(fmt.Sprintf("%s is no kind without data", typ))
+	}
+	return event.Order{Type: typ, LCID: lcid, OccurredAt: occurred}
+}
+
+func pay() event.Order      { return bare(event.PaymentConfirmed) }
+func allocate() event.Order { return bare(event.OrderAllocateForShipment) }
+func cancel() event.Order   { return bare(event.OrderCancelled) }
+func shipIt() event.Order   { return bare(event.OrderShipped) }
+
+func withID(id string, o event.Order) event.Order {
+	o.EventID = id
+	return o
+}
+
+func place(mode ledger.Mode, lines ...event.Line) event.Order {
+	return fromExample(event.OrderPlaced, func(d *event.OrderData) { d.Mode, d.Lines = mode, lines })
+}
+
+func change(lines ...event.Line) event.Order {
+	return fromExample(event.OrderLinesChanged, func(d *event.OrderData) { d.Lines = lines })
+}
+
+func giveBack(defective bool, lines ...event.ReturnLine) event.Order {
+	return fromExample(event.OrderReturned, func(d *event.ReturnedData) { d.Lines, d.Defective = lines, defective })
+}
+
+func receive(sku, lot string, qty int64) event.Order {
+	return fromExample(event.InventoryReceived, func(d *event.InventoryReceivedData) { d.SKU, d.LotID, d.Qty = sku, lot, qty })
+}
+
+func adjust(sku, lot string, delta int64) event.Order {
+	return fromExample(event.InventoryAdjusted, func(d *event.InventoryAdjustedData) { d.SKU, d.LotID, d.Delta = sku, lot, delta })
+}
+
+func registerSKU(sku string, safety int64) event.Order {
+	return fromExample(event.InventorySKURegistered, func(d *event.SKURegisteredData) { d.SKU, d.SafetyStock = sku, safety })
+}
+
+func setSafety(sku string, safety int64) event.Order {
+	return fromExample(event.InventorySafetyStockChanged, func(d *event.SafetyStockChangedData) { d.SKU, d.SafetyStock = sku, safety })
+}
+
+// registerLot registers a lot of sellable units: planned as the example is, or on hand with
+// a best-before.
+func registerLot(sku, lot, kind string, sellable int64) event.Order {
+	return fromExample(event.InventoryLotRegistered, func(d *event.LotRegisteredData) {
+		d.SKU, d.LotID, d.Kind, d.Sellable = sku, lot, kind, sellable
+		if kind == ledger.KindOnHand {
+			d.ArrivesAt, d.BestBefore = "", "2027-05-01"
+		}
+	})
+}
+
+func lotQty(typ event.Type, sku, lot string, qty int64) event.Order {
+	return fromExample(typ, func(d *event.LotQtyData) { d.SKU, d.LotID, d.Qty = sku, lot, qty })
+}
+
+func recall(sku, lot string) event.Order {
+	return fromExample(event.InventoryLotRecalled, func(d *event.LotRecalledData) { d.SKU, d.LotID = sku, lot })
+}
+
+func line(id, sku string, qty int64) event.Line { return event.Line{LineID: id, SKU: sku, Qty: qty} }
+
+func back(id string, qty int64) event.ReturnLine { return event.ReturnLine{LineID: id, Qty: qty} }
+
+func snap(id, sku string, qty int64, lots ...ledger.LotQty) event.SnapshotLine {
+	return event.SnapshotLine{LineID: id, SKU: sku, Qty: qty, Lots: lots}
+}
+
+func at(lot string, qty int64) ledger.LotQty { return ledger.LotQty{LotID: lot, Qty: qty} }
+
+// ops is an expect.moves: never nil, so ops() expects no moves at all.
+func ops(suffixes ...string) []string { return append([]string{}, suffixes...) }
+
+// interleave is another order's ledger operation that runs right after the step's
+// operation named after (its op id past the event's prefix), as a worker holding that
+// order's turn can run it.
+type interleave struct {
+	after string
+	op    ledger.Op
+}
+
+type transitionCase struct {
+	name string
+	// before are stepped first, each in its entity's turn (domain.Replay).
+	before []event.Order
+	// tamper runs on the ledger after before, under an op id of nobody's: the ledger then
+	// disagrees with the order (as after a restore of Redis from PostgreSQL).
+	tamper ledger.Op
+	// between runs during the step.
+	between *interleave
+	ev      event.Order
+	want    expect
+}
+
+// expect is what a case's step must do.
+type expect struct {
+	outcome string
+	reason  string
+	// then are the results after the event's, of the parked events it let through, each
+	// "<type> <outcome>[ <reason>]".
+	then []string
+	// order is the order of the event's entity after: "<status>/<allocation or ->/<paid or
+	// unpaid>", "" for none.
+	order string
+	// lines, when set, are the order's lines after.
+	lines []event.SnapshotLine
+	// lots are the buckets after of the lots the event changes ("<sku>/<lot>"); every other
+	// lot stays as it was, and after a rejection or a park every lot does.
+	lots map[string]buckets
+	// lotState is the lotState after of the lots whose state the event changes.
+	lotState map[string]string
+	// safety is the safety stock after of the SKUs the event sets or creates.
+	safety map[string]int64
+	// moves, when set, are the op ids of the event's result's moves, in order, past the
+	// event's prefix ("{<lcid>}<event_id>" for an order's event, "<event_id>" for a SKU's).
+	moves []string
+	// holders, when set, are the event's result's holders (a recall).
+	holders []ledger.Holder
+}
+
+func orderString(o *event.OrderSnapshot) string {
+	if o == nil {
+		return ""
+	}
+	paid := "unpaid"
+	if o.Paid {
+		paid = "paid"
+	}
+	return o.Status + "/" + cmp.Or(o.Allocation, "-") + "/" + paid
+}
+
+// transitionCases are the transitions and rejections of step.go and of the warehouse's
+// kinds, from a starting situation each: the stock, the events before, a ledger tampered
+// with.
+func transitionCases() []transitionCase {
+	shipped3 := []event.Order{place(ship, line("1", "A", 3)), pay(), shipIt()}
+	twoLines := func(mode ledger.Mode) event.Order { return place(mode, line("1", "A", 2), line("2", "B", 2)) }
+	// Another op id takes line 2's units (B1, 2) out of the order's bucket.
+	stealB := func(from string) ledger.Op {
+		return ledger.ReleaseRequest{OpID: "other:steal", SKU: "B", From: from, Lots: []ledger.LotQty{at("B1", 2)}}
+	}
+	return []transitionCase{
+		// order.placed
+		{name: "ship allocates the earliest best-before first", ev: place(ship, line("1", "A", 3)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "A", 3, at("A2", 3))},
+				lots: map[string]buckets{"A/A2": {2, 0, 3}}, moves: ops(":1:alloc")}},
+		{name: "ship takes the next lot when the first runs out", ev: place(ship, line("1", "A", 7)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "A", 7, at("A2", 5), at("A1", 2))},
+				lots: map[string]buckets{"A/A2": {0, 0, 5}, "A/A1": {3, 0, 2}}}},
+		{name: "reserve", ev: place(reserve, line("1", "A", 3)),
+			want: expect{outcome: applied, order: "placed/reserved/unpaid", lines: []event.SnapshotLine{snap("1", "A", 3, at("A2", 3))},
+				lots: map[string]buckets{"A/A2": {2, 3}}}},
+		{name: "reserve does not keep the safety stock", ev: place(reserve, line("1", "A", 9)),
+			want: expect{outcome: applied, order: "placed/reserved/unpaid", lots: map[string]buckets{"A/A2": {0, 5}, "A/A1": {1, 4}}}},
+		{name: "planned lots, the newest first", ev: place(ship, line("1", "P", 3)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "P", 3, at("P2", 2), at("P1", 1))},
+				lots: map[string]buckets{"P/P2": {0, 8, 2}, "P/P1": {9, 0, 1}}}},
+		{name: "a recalled lot is no candidate", before: []event.Order{recall("A", "A2")}, ev: place(ship, line("1", "A", 3)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "A", 3, at("A1", 3))},
+				lots: map[string]buckets{"A/A1": {2, 0, 3}}}},
+		{name: "a registered SKU's registered lot", before: []event.Order{registerSKU("N", 0), registerLot("N", "N1", ledger.KindOnHand, 4)},
+			ev:   place(ship, line("1", "N", 4)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lots: map[string]buckets{"N/N1": {0, 0, 4}}}},
+		{name: "a parked payment applies after", before: []event.Order{pay()}, ev: place(ship, line("1", "A", 3)),
+			want: expect{outcome: applied, then: []string{"payment.confirmed applied"}, order: "placed/allocated/paid",
+				lots: map[string]buckets{"A/A2": {2, 0, 3}}}},
+		{name: "a parked shipment and payment apply after, in turn", before: []event.Order{shipIt(), pay()}, ev: place(ship, line("1", "A", 3)),
+			want: expect{outcome: applied, then: []string{"payment.confirmed applied", "order.shipped applied"}, order: "shipped/allocated/paid",
+				lots: map[string]buckets{"A/A2": {2, 0, 0, 0, 3}}}},
+		{name: "ERR_ORDER_EXISTS", before: []event.Order{place(ship, line("1", "A", 3))}, ev: place(ship, line("1", "B", 1)),
+			want: expect{outcome: rejected, reason: domain.ReasonOrderExists, order: "placed/allocated/unpaid", moves: ops()}},
+		{name: "ERR_SHORTAGE", ev: place(reserve, line("1", "A", 11)),
+			want: expect{outcome: rejected, reason: "ERR_SHORTAGE", order: "rejected/-/unpaid", lines: []event.SnapshotLine{snap("1", "A", 11)}, moves: ops()}},
+		{name: "ERR_SHORTAGE: a parked payment is rejected after it", before: []event.Order{pay()}, ev: place(reserve, line("1", "A", 11)),
+			want: expect{outcome: rejected, reason: "ERR_SHORTAGE", then: []string{"payment.confirmed rejected ERR_INVALID_TRANSITION"}, order: "rejected/-/unpaid"}},
+		{name: "ERR_SAFETY_STOCK: the earlier line is undone", ev: place(ship, line("1", "B", 1), line("2", "A", 9)),
+			want: expect{outcome: rejected, reason: "ERR_SAFETY_STOCK", order: "rejected/-/unpaid",
+				lines: []event.SnapshotLine{snap("1", "B", 1), snap("2", "A", 9)}, moves: ops(":1:alloc", ":1:alloc-undo")}},
+		{name: "ERR_SAFETY_STOCK after the safety stock rose", before: []event.Order{setSafety("A", 8)}, ev: place(ship, line("1", "A", 3)),
+			want: expect{outcome: rejected, reason: "ERR_SAFETY_STOCK", order: "rejected/-/unpaid"}},
+		{name: "ERR_UNKNOWN_SKU: the earlier line is undone", ev: place(ship, line("1", "A", 1), line("2", "NOPE", 1)),
+			want: expect{outcome: rejected, reason: "ERR_UNKNOWN_SKU", order: "rejected/-/unpaid", moves: ops(":1:alloc", ":1:alloc-undo")}},
+
+		// payment.confirmed
+		{name: "before placement parks", ev: pay(), want: expect{outcome: parked}},
+		{name: "a redelivery of a parked payment is a no-op", before: []event.Order{withID("pay-1", pay())}, ev: withID("pay-1", pay()),
+			want: expect{outcome: parked}},
+		{name: "pays a placed order", before: []event.Order{place(ship, line("1", "A", 3))}, ev: pay(),
+			want: expect{outcome: applied, order: "placed/allocated/paid", moves: ops()}},
+		{name: "a repeat pays again", before: []event.Order{place(ship, line("1", "A", 3)), pay()}, ev: pay(),
+			want: expect{outcome: applied, order: "placed/allocated/paid", moves: ops()}},
+		{name: "a parked shipment follows", before: []event.Order{place(ship, line("1", "A", 3)), shipIt()}, ev: pay(),
+			want: expect{outcome: applied, then: []string{"order.shipped applied"}, order: "shipped/allocated/paid",
+				lots: map[string]buckets{"A/A2": {2, 0, 0, 0, 3}}}},
+		{name: "rejected order: ERR_INVALID_TRANSITION", before: []event.Order{place(reserve, line("1", "A", 11))}, ev: pay(),
+			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "rejected/-/unpaid"}},
+		{name: "cancelled order: ERR_INVALID_TRANSITION", before: []event.Order{place(ship, line("1", "A", 3)), cancel()}, ev: pay(),
+			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "cancelled/allocated/unpaid"}},
+		{name: "shipped order: ERR_INVALID_TRANSITION", before: shipped3, ev: pay(),
+			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "shipped/allocated/paid"}},
+
+		// order.allocate_for_shipment
+		{name: "reserved becomes allocated", before: []event.Order{place(reserve, line("1", "A", 3))}, ev: allocate(),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "A", 3, at("A2", 3))},
+				lots: map[string]buckets{"A/A2": {2, 0, 3}}, moves: ops(":1:confirm")}},
+		{name: "reserved becomes allocated without the safety check", before: []event.Order{place(reserve, line("1", "A", 9))}, ev: allocate(),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lots: map[string]buckets{"A/A2": {0, 0, 5}, "A/A1": {1, 0, 4}}}},
+		{name: "an order placed to ship: a no-op", before: []event.Order{place(ship, line("1", "A", 3))}, ev: allocate(),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", moves: ops()}},
+		{name: "a repeat: a no-op", before: []event.Order{place(reserve, line("1", "A", 3)), allocate()}, ev: allocate(),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", moves: ops()}},
+		{name: "a parked shipment follows", before: []event.Order{place(reserve, line("1", "A", 3)), pay(), shipIt()}, ev: allocate(),
+			want: expect{outcome: applied, then: []string{"order.shipped applied"}, order: "shipped/allocated/paid",
+				lots: map[string]buckets{"A/A2": {2, 0, 0, 0, 3}}}},
+		{name: "before placement parks", ev: allocate(), want: expect{outcome: parked}},
+		{name: "cancelled order: ERR_INVALID_TRANSITION", before: []event.Order{place(reserve, line("1", "A", 3)), cancel()}, ev: allocate(),
+			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "cancelled/reserved/unpaid"}},
+		{name: "ERR_INSUFFICIENT: line 1 is moved back", before: []event.Order{twoLines(reserve)}, tamper: stealB(ledger.Reserved), ev: allocate(),
+			want: expect{outcome: rejected, reason: "ERR_INSUFFICIENT", order: "placed/reserved/unpaid", moves: ops(":1:confirm", ":1:confirm-undo")}},
+
+		// order.lines_changed
+		{name: "raise", before: []event.Order{place(ship, line("1", "A", 2))}, ev: change(line("1", "A", 4)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "A", 4, at("A2", 4))},
+				lots: map[string]buckets{"A/A2": {1, 0, 4}}, moves: ops(":A:change")}},
+		{name: "raise a reserved order: reserved", before: []event.Order{place(reserve, line("1", "A", 2))}, ev: change(line("1", "A", 4)),
+			want: expect{outcome: applied, order: "placed/reserved/unpaid", lots: map[string]buckets{"A/A2": {1, 4}}}},
+		{name: "lower", before: []event.Order{place(ship, line("1", "A", 3))}, ev: change(line("1", "A", 1)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "A", 1, at("A2", 1))},
+				lots: map[string]buckets{"A/A2": {4, 0, 1}}, moves: ops(":A:change")}},
+		{name: "remove", before: []event.Order{place(ship, line("1", "A", 2), line("2", "B", 1))}, ev: change(line("1", "A", 2)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "A", 2, at("A2", 2))},
+				lots: map[string]buckets{"B/B1": {3}}, moves: ops(":B:change")}},
+		{name: "add", before: []event.Order{place(ship, line("1", "A", 2))}, ev: change(line("1", "A", 2), line("2", "B", 1)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid",
+				lines: []event.SnapshotLine{snap("1", "A", 2, at("A2", 2)), snap("2", "B", 1, at("B1", 1))},
+				lots:  map[string]buckets{"B/B1": {2, 0, 1}}, moves: ops(":B:change")}},
+		{name: "a line moves to another SKU: the growing SKU first", before: []event.Order{place(ship, line("1", "A", 2))}, ev: change(line("1", "B", 2)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "B", 2, at("B1", 2))},
+				lots: map[string]buckets{"A/A2": {5}, "B/B1": {1, 0, 2}}, moves: ops(":B:change", ":A:change")}},
+		{name: "a unit one line gives back serves another", before: []event.Order{place(ship, line("1", "B", 2), line("2", "B", 1))},
+			ev: change(line("1", "B", 1), line("2", "B", 2)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid",
+				lines: []event.SnapshotLine{snap("1", "B", 1, at("B1", 1)), snap("2", "B", 2, at("B1", 2))}, moves: ops(":B:change")}},
+		{name: "before placement parks", ev: change(line("1", "A", 1)), want: expect{outcome: parked}},
+		{name: "ERR_SHORTAGE: a refused raise leaves all as it was", before: []event.Order{place(ship, line("1", "A", 2), line("2", "B", 1))},
+			ev: change(line("1", "A", 4), line("2", "B", 5)),
+			want: expect{outcome: rejected, reason: "ERR_SHORTAGE", order: "placed/allocated/unpaid",
+				lines: []event.SnapshotLine{snap("1", "A", 2, at("A2", 2)), snap("2", "B", 1, at("B1", 1))},
+				moves: ops(":A:change", ":A:change-undo")}},
+		{name: "ERR_SAFETY_STOCK", before: []event.Order{place(ship, line("1", "A", 2))}, ev: change(line("1", "A", 9)),
+			want: expect{outcome: rejected, reason: "ERR_SAFETY_STOCK", order: "placed/allocated/unpaid", moves: ops()}},
+		{name: "ERR_INSUFFICIENT: the lowered line's units are gone", before: []event.Order{place(ship, line("1", "A", 3))},
+			tamper: ledger.ReleaseRequest{OpID: "other:steal", SKU: "A", From: ledger.Allocated, Lots: []ledger.LotQty{at("A2", 3)}},
+			ev:     change(line("1", "A", 1)),
+			want:   expect{outcome: rejected, reason: "ERR_INSUFFICIENT", order: "placed/allocated/unpaid", moves: ops()}},
+		{name: "cancelled order: ERR_INVALID_TRANSITION", before: []event.Order{place(ship, line("1", "A", 2)), cancel()}, ev: change(line("1", "A", 1)),
+			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "cancelled/allocated/unpaid"}},
+
+		// order.cancelled
+		{name: "releases what an allocated order holds", before: []event.Order{place(ship, line("1", "A", 3))}, ev: cancel(),
+			want: expect{outcome: applied, order: "cancelled/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "A", 3)},
+				lots: map[string]buckets{"A/A2": {5}}, moves: ops(":1:cancel")}},
+		{name: "releases what a reserved order holds", before: []event.Order{place(reserve, line("1", "A", 3), line("2", "B", 1))}, ev: cancel(),
+			want: expect{outcome: applied, order: "cancelled/reserved/unpaid",
+				lots: map[string]buckets{"A/A2": {5}, "B/B1": {3}}, moves: ops(":1:cancel", ":2:cancel")}},
+		{name: "a repeat: a no-op", before: []event.Order{place(ship, line("1", "A", 3)), cancel()}, ev: cancel(),
+			want: expect{outcome: applied, order: "cancelled/allocated/unpaid", moves: ops()}},
+		{name: "before placement parks", ev: cancel(), want: expect{outcome: parked}},
+		{name: "shipped order: ERR_INVALID_TRANSITION", before: shipped3, ev: cancel(),
+			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "shipped/allocated/paid"}},
+		{name: "rejected order: ERR_INVALID_TRANSITION", before: []event.Order{place(reserve, line("1", "A", 11))}, ev: cancel(),
+			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "rejected/-/unpaid"}},
+		{name: "ERR_INSUFFICIENT: line 1 is reserved again", before: []event.Order{twoLines(reserve)}, tamper: stealB(ledger.Reserved), ev: cancel(),
+			want: expect{outcome: rejected, reason: "ERR_INSUFFICIENT", order: "placed/reserved/unpaid", moves: ops(":1:cancel", ":1:cancel-undo")}},
+		{name: "ERR_UNDO_REFUSED: another order took line 1's units before the undo", before: []event.Order{twoLines(reserve)},
+			tamper: stealB(ledger.Reserved),
+			between: &interleave{after: ":1:cancel", op: ledger.AllocateRequest{OpID: "other:alloc", SKU: "A", Qty: 10,
+				TargetDate: "2026-12-03", Mode: reserve, Holder: "O2"}},
+			ev: cancel(),
+			want: expect{outcome: rejected, reason: domain.ReasonUndoRefused, order: "placed/reserved/unpaid",
+				lots: map[string]buckets{"A/A1": {0, 5}, "A/A2": {0, 5}}, moves: ops(":1:cancel")}},
+
+		// order.shipped
+		{name: "ships a paid, allocated order", before: []event.Order{place(ship, line("1", "A", 3)), pay()}, ev: shipIt(),
+			want: expect{outcome: applied, order: "shipped/allocated/paid", lines: []event.SnapshotLine{snap("1", "A", 3, at("A2", 3))},
+				lots: map[string]buckets{"A/A2": {2, 0, 0, 0, 3}}, moves: ops(":1:ship")}},
+		{name: "a parked return follows", before: []event.Order{place(ship, line("1", "A", 3)), pay(), giveBack(false, back("1", 1))}, ev: shipIt(),
+			want: expect{outcome: applied, then: []string{"order.returned applied"}, order: "shipped/allocated/paid",
+				lots: map[string]buckets{"A/A2": {3, 0, 0, 0, 2}}}},
+		{name: "unpaid: parks", before: []event.Order{place(ship, line("1", "A", 3))}, ev: shipIt(),
+			want: expect{outcome: parked, order: "placed/allocated/unpaid"}},
+		{name: "reserved, not allocated: parks", before: []event.Order{place(reserve, line("1", "A", 3)), pay()}, ev: shipIt(),
+			want: expect{outcome: parked, order: "placed/reserved/paid"}},
+		{name: "before placement parks", ev: shipIt(), want: expect{outcome: parked}},
+		{name: "a repeat: a no-op", before: shipped3, ev: shipIt(),
+			want: expect{outcome: applied, order: "shipped/allocated/paid", moves: ops()}},
+		{name: "cancelled order: ERR_INVALID_TRANSITION", before: []event.Order{place(ship, line("1", "A", 3)), pay(), cancel()}, ev: shipIt(),
+			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "cancelled/allocated/paid"}},
+		{name: "ERR_INSUFFICIENT: line 1 is moved back", before: []event.Order{twoLines(ship), pay()}, tamper: stealB(ledger.Allocated), ev: shipIt(),
+			want: expect{outcome: rejected, reason: "ERR_INSUFFICIENT", order: "placed/allocated/paid", moves: ops(":1:ship", ":1:ship-undo")}},
+
+		// order.returned
+		{name: "back to sale", before: shipped3, ev: giveBack(false, back("1", 1)),
+			want: expect{outcome: applied, order: "shipped/allocated/paid",
+				lines: []event.SnapshotLine{{LineID: "1", SKU: "A", Qty: 3, Lots: []ledger.LotQty{at("A2", 3)}, Returned: []ledger.LotQty{at("A2", 1)}}},
+				lots:  map[string]buckets{"A/A2": {3, 0, 0, 0, 2}}, moves: ops(":1:return")}},
+		{name: "defective", before: shipped3, ev: giveBack(true, back("1", 1)),
+			want: expect{outcome: applied, order: "shipped/allocated/paid", lots: map[string]buckets{"A/A2": {2, 0, 0, 0, 2, 1}}}},
+		{name: "the last allocated lot first", before: []event.Order{place(ship, line("1", "A", 7)), pay(), shipIt()}, ev: giveBack(false, back("1", 3)),
+			want: expect{outcome: applied, order: "shipped/allocated/paid",
+				lines: []event.SnapshotLine{{LineID: "1", SKU: "A", Qty: 7, Lots: []ledger.LotQty{at("A2", 5), at("A1", 2)},
+					Returned: []ledger.LotQty{at("A1", 2), at("A2", 1)}}},
+				lots: map[string]buckets{"A/A1": {5}, "A/A2": {1, 0, 0, 0, 4}}}},
+		{name: "before shipment parks", before: []event.Order{place(ship, line("1", "A", 3))}, ev: giveBack(false, back("1", 1)),
+			want: expect{outcome: parked, order: "placed/allocated/unpaid"}},
+		{name: "before placement parks", ev: giveBack(false, back("1", 1)), want: expect{outcome: parked}},
+		{name: "ERR_UNKNOWN_LINE", before: shipped3, ev: giveBack(false, back("9", 1)),
+			want: expect{outcome: rejected, reason: domain.ReasonUnknownLine, order: "shipped/allocated/paid", moves: ops()}},
+		{name: "ERR_RETURN_EXCEEDS_SHIPPED", before: shipped3, ev: giveBack(false, back("1", 4)),
+			want: expect{outcome: rejected, reason: domain.ReasonReturnExceedsShipped, order: "shipped/allocated/paid", moves: ops()}},
+		{name: "ERR_RETURN_EXCEEDS_SHIPPED after an earlier return", before: append(slices.Clone(shipped3), giveBack(false, back("1", 2))),
+			ev: giveBack(false, back("1", 2)),
+			want: expect{outcome: rejected, reason: domain.ReasonReturnExceedsShipped, order: "shipped/allocated/paid",
+				lines: []event.SnapshotLine{{LineID: "1", SKU: "A", Qty: 3, Lots: []ledger.LotQty{at("A2", 3)}, Returned: []ledger.LotQty{at("A2", 2)}}}}},
+		{name: "cancelled order: ERR_INVALID_TRANSITION", before: []event.Order{place(ship, line("1", "A", 3)), cancel()}, ev: giveBack(false, back("1", 1)),
+			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "cancelled/allocated/unpaid"}},
+		{name: "ERR_INSUFFICIENT: the shipped units are gone", before: shipped3,
+			tamper: ledger.ReturnRequest{OpID: "other:return", SKU: "A", Lots: []ledger.LotQty{at("A2", 3)}},
+			ev:     giveBack(false, back("1", 1)),
+			want:   expect{outcome: rejected, reason: "ERR_INSUFFICIENT", order: "shipped/allocated/paid", moves: ops()}},
+
+		// inventory.received
+		{name: "a planned lot goes on hand as planned", ev: receive("P", "P1", 0),
+			want: expect{outcome: applied, lots: map[string]buckets{"P/P1": {10}},
+				lotState: map[string]string{"P/P1": "onhand good=true best_before=2027-06-30"}, moves: ops()}},
+		{name: "counted more: the difference comes in", ev: receive("P", "P1", 12),
+			want: expect{outcome: applied, lots: map[string]buckets{"P/P1": {12}},
+				lotState: map[string]string{"P/P1": "onhand good=true best_before=2027-06-30"}, moves: ops(":P1:receive")}},
+		{name: "counted fewer: the difference goes out", ev: receive("P", "P1", 8),
+			want: expect{outcome: applied, lots: map[string]buckets{"P/P1": {8}},
+				lotState: map[string]string{"P/P1": "onhand good=true best_before=2027-06-30"}}},
+		{name: "ERR_LOT_STATE: an on-hand lot", ev: receive("A", "A1", 0), want: expect{outcome: rejected, reason: "ERR_LOT_STATE"}},
+		{name: "ERR_UNKNOWN_LOT", ev: receive("P", "P9", 0), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_LOT"}},
+		{name: "ERR_INSUFFICIENT: fewer counted than are reserved", ev: receive("P", "P2", 5),
+			want: expect{outcome: rejected, reason: "ERR_INSUFFICIENT"}},
+
+		// inventory.adjusted
+		{name: "up", ev: adjust("A", "A1", 3), want: expect{outcome: applied, lots: map[string]buckets{"A/A1": {8}}, moves: ops(":A1:adjust")}},
+		{name: "down", ev: adjust("A", "A1", -2), want: expect{outcome: applied, lots: map[string]buckets{"A/A1": {3}}}},
+		{name: "ERR_INSUFFICIENT", ev: adjust("A", "A1", -6), want: expect{outcome: rejected, reason: "ERR_INSUFFICIENT"}},
+		{name: "ERR_UNKNOWN_LOT", ev: adjust("A", "A9", 1), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_LOT"}},
+		{name: "ERR_UNKNOWN_SKU", ev: adjust("NOPE", "N1", 1), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_SKU"}},
+
+		// inventory.sku_registered
+		{name: "a new SKU", ev: registerSKU("N", 5), want: expect{outcome: applied, safety: map[string]int64{"N": 5}, moves: ops()}},
+		{name: "ERR_SKU_EXISTS", ev: registerSKU("A", 5), want: expect{outcome: rejected, reason: "ERR_SKU_EXISTS"}},
+
+		// inventory.safety_stock_changed
+		{name: "set", ev: setSafety("A", 8), want: expect{outcome: applied, safety: map[string]int64{"A": 8}, moves: ops()}},
+		{name: "ERR_UNKNOWN_SKU", ev: setSafety("NOPE", 8), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_SKU"}},
+
+		// inventory.lot_registered
+		{name: "a planned lot", ev: registerLot("A", "A3", ledger.KindPlanned, 48),
+			want: expect{outcome: applied, lots: map[string]buckets{"A/A3": {48}},
+				lotState: map[string]string{"A/A3": "planned good=true best_before="}, moves: ops(":A3:register")}},
+		{name: "an on-hand lot", ev: registerLot("A", "A3", ledger.KindOnHand, 6),
+			want: expect{outcome: applied, lots: map[string]buckets{"A/A3": {6}},
+				lotState: map[string]string{"A/A3": "onhand good=true best_before=2027-05-01"}}},
+		{name: "ERR_LOT_EXISTS", ev: registerLot("A", "A1", ledger.KindPlanned, 48), want: expect{outcome: rejected, reason: "ERR_LOT_EXISTS"}},
+		{name: "ERR_LOT_STATE: no registration number left", ev: registerLot("Z", "Z2", ledger.KindPlanned, 1),
+			want: expect{outcome: rejected, reason: "ERR_LOT_STATE"}},
+		{name: "ERR_UNKNOWN_SKU", ev: registerLot("NOPE", "N1", ledger.KindPlanned, 1), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_SKU"}},
+
+		// inventory.held, inventory.released_hold, inventory.damaged
+		{name: "sellable to hidden", ev: lotQty(event.InventoryHeld, "A", "A1", 2),
+			want: expect{outcome: applied, lots: map[string]buckets{"A/A1": {3, 0, 0, 2}}, moves: ops(":A1:hold")}},
+		{name: "ERR_INSUFFICIENT", ev: lotQty(event.InventoryHeld, "A", "A1", 6), want: expect{outcome: rejected, reason: "ERR_INSUFFICIENT"}},
+		{name: "ERR_UNKNOWN_LOT", ev: lotQty(event.InventoryHeld, "A", "A9", 1), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_LOT"}},
+		{name: "hidden to sellable", ev: lotQty(event.InventoryReleasedHold, "H", "H1", 2),
+			want: expect{outcome: applied, lots: map[string]buckets{"H/H1": {9, 0, 0, 1}}, moves: ops(":H1:release_hold")}},
+		{name: "ERR_INSUFFICIENT", ev: lotQty(event.InventoryReleasedHold, "H", "H1", 4), want: expect{outcome: rejected, reason: "ERR_INSUFFICIENT"}},
+		{name: "sellable to defective", ev: lotQty(event.InventoryDamaged, "A", "A1", 1),
+			want: expect{outcome: applied, lots: map[string]buckets{"A/A1": {4, 0, 0, 0, 0, 1}}, moves: ops(":A1:damage")}},
+		{name: "ERR_INSUFFICIENT", ev: lotQty(event.InventoryDamaged, "A", "A1", 6), want: expect{outcome: rejected, reason: "ERR_INSUFFICIENT"}},
+
+		// inventory.lot_recalled
+		{name: "sellable to defective; the order holding it is listed", before: []event.Order{place(ship, line("1", "A", 3))}, ev: recall("A", "A2"),
+			want: expect{outcome: applied, lots: map[string]buckets{"A/A2": {0, 0, 3, 0, 0, 2}},
+				lotState: map[string]string{"A/A2": "onhand good=false best_before=2027-01-01"},
+				holders:  []ledger.Holder{{LCID: lcid, LotID: "A2", Qty: 3}}, moves: ops(":A2:recall")}},
+		{name: "held units too", ev: recall("H", "H1"),
+			want: expect{outcome: applied, lots: map[string]buckets{"H/H1": {0, 0, 0, 0, 0, 10}},
+				lotState: map[string]string{"H/H1": "onhand good=false best_before=2027-01-01"}}},
+		{name: "ERR_UNKNOWN_LOT", ev: recall("A", "A9"), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_LOT"}},
+	}
+}
+
+// Every transition and rejection of the state machine, stepped against the ledger's
+// plain-Go model: each case seeds the same stock, steps the events before, and then the
+// event, and checks its outcome and reason, the order after, the parked events, and the
+// buckets of every lot (those it names changed so, all others as they were). Every case
+// then steps the event again from the same state, as after a commit that failed: the
+// op ids make the ledger replay, so the results, the state and the ledger are the same.
+// Last, every kind the registry declares but junban.drain has a case in which it applies
+// and one in which it is rejected: a kind registered later fails here until it has both.
+func TestEveryTransitionAgainstTheModel(t *testing.T) {
+	cases := transitionCases()
+	for _, c := range cases {
+		t.Run(string(c.ev.Type)+": "+c.name, func(t *testing.T) {
+			t.Parallel()
+			runTransition(t, c)
+		})
+	}
+
+	t.Run("junban.drain has no step", func(t *testing.T) {
+		ev := decode(t, event.Order{Type: event.Drain, LCID: lcid, OccurredAt: occurred}, "drain")
+		if _, rs, err := domain.Step(context.Background(), ledger.NewModel(nil), domain.State{}, ev, 1, now); err == nil || rs != nil {
+			t.Errorf("step of a drain: %v results, error %v; want an error", rs, err)
+		}
+	})
+
+	applies, refuses := map[event.Type]bool{}, map[event.Type]bool{}
+	for _, c := range cases {
+		switch c.want.outcome {
+		case applied:
+			applies[c.ev.Type] = true
+		case rejected:
+			refuses[c.ev.Type] = true
+		}
+	}
+	// Every kind can be rejected today (an order's kinds on an order in the wrong status,
+	// a SKU's on an unknown SKU or lot).
+	for _, k := range domain.Kinds() {
+		if k.Type == event.Drain {
+			continue
+		}
+		if !applies[k.Type] {
+			t.Errorf("%s: no case in which it applies", k.Type)
+		}
+		if !refuses[k.Type] {
+			t.Errorf("%s: no case in which it is rejected", k.Type)
+		}
+	}
+}
+
+func runTransition(t *testing.T, c transitionCase) {
+	ctx := context.Background()
+	m := ledger.NewModel(unknownSKUs{})
+	for _, s := range stock() {
+		if _, err := m.Put(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var pre []domain.Event
+	for i, o := range c.before {
+		pre = append(pre, decode(t, o, fmt.Sprintf("pre-%d", i)))
+	}
+	states, _, err := domain.Replay(ctx, m, pre, now)
+	if err != nil {
+		t.Fatalf("the events before: %v", err)
+	}
+	if c.tamper != nil {
+		if _, err := m.Apply(ctx, c.tamper); err != nil {
+			t.Fatalf("tamper: %v", err)
+		}
+	}
+	ev := decode(t, c.ev, "ev")
+	st := states[ev.Entity()]
+	w := c.want
+	skus := skusOf(w)
+	was := snapshot(t, m, skus)
+
+	var l domain.Ledger = m
+	var other *interleaving
+	if c.between != nil {
+		other = &interleaving{Model: m, t: t, after: opPrefix(ev) + c.between.after, op: c.between.op}
+		l = other
+	}
+	next, results, err := domain.Step(ctx, l, st, ev, arrival, now)
+	if err != nil {
+		t.Fatalf("step: %v", err)
+	}
+	if other != nil && !other.done {
+		t.Errorf("the step ran no operation %s for the other order's to follow", other.after)
+	}
+	after := snapshot(t, m, skus)
+
+	checkOutcome(t, w, ev, st, next, results)
+	if got := orderString(next.Order); got != w.order {
+		t.Errorf("order after: %q, want %q", got, w.order)
+	}
+	if w.lines != nil && (next.Order == nil || !reflect.DeepEqual(next.Order.Lines, w.lines)) {
+		t.Errorf("lines after: %s, want %s", jsonOf(next.Order), jsonOf(w.lines))
+	}
+	checkLedger(t, w, was, after)
+	if len(results) > 0 {
+		r := results[0]
+		if w.moves != nil {
+			if got := opsOf(t, r, opPrefix(ev)); !slices.Equal(got, w.moves) {
+				t.Errorf("moves by %v, want %v", got, w.moves)
+			}
+		}
+		if w.holders != nil && (!reflect.DeepEqual(r.Holders, w.holders) || r.HolderCount != len(w.holders)) {
+			t.Errorf("holders %+v (%d), want %+v", r.Holders, r.HolderCount, w.holders)
+		}
+	}
+
+	// A re-run of the step from the same state, as after a commit that failed.
+	again, againResults, err := domain.Step(ctx, m, st, ev, arrival, now)
+	if err != nil {
+		t.Fatalf("re-run: %v", err)
+	}
+	if !reflect.DeepEqual(againResults, results) {
+		t.Errorf("re-run results:\n%s\nwant\n%s", jsonOf(againResults), jsonOf(results))
+	}
+	if !reflect.DeepEqual(again, next) {
+		t.Errorf("re-run state:\n%s\nwant\n%s", jsonOf(again), jsonOf(next))
+	}
+	if got := snapshot(t, m, skus); !reflect.DeepEqual(got, after) {
+		t.Errorf("the re-run changed the ledger:\n%s\nwant\n%s", jsonOf(got), jsonOf(after))
+	}
+}
+
+// checkOutcome checks the event's result (none when parked), the results of the parked
+// events it let through, and what is parked after.
+func checkOutcome(t *testing.T, w expect, ev domain.Event, st, next domain.State, results []event.Result) {
+	t.Helper()
+	wasParked := parkedCount(st, ev.EventID) > 0
+	if w.outcome == parked {
+		if len(results) != 0 {
+			t.Fatalf("%d results (first %s %s), want none: parked", len(results), results[0].Outcome, results[0].Reason)
+		}
+		if n := parkedCount(next, ev.EventID); n != 1 {
+			t.Errorf("parked %d times, want once", n)
+		}
+		if wasParked && !reflect.DeepEqual(next, st) {
+			t.Errorf("a redelivery of a parked event changed the state:\n%s\nwant\n%s", jsonOf(next), jsonOf(st))
+		}
+		if !wasParked && len(next.Parked) != len(st.Parked)+1 {
+			t.Errorf("%d parked after, want %d", len(next.Parked), len(st.Parked)+1)
+		}
+		if !reflect.DeepEqual(next.Order, st.Order) {
+			t.Errorf("a parked event changed the order: %s, want %s", jsonOf(next.Order), jsonOf(st.Order))
+		}
+		return
+	}
+	if len(results) == 0 {
+		t.Fatalf("no result (parked), want %s %s", w.outcome, w.reason)
+	}
+	r := results[0]
+	if r.EventID != ev.EventID || r.Outcome != w.outcome || r.Reason != w.reason {
+		t.Errorf("result of %s: %s %s (%s), want %s %s", r.EventID, r.Outcome, r.Reason, r.Detail, w.outcome, w.reason)
+	}
+	var then []string
+	for _, r := range results[1:] {
+		then = append(then, strings.TrimSpace(fmt.Sprintf("%s %s %s", r.Type, r.Outcome, r.Reason)))
+	}
+	if !slices.Equal(then, w.then) {
+		t.Errorf("then %q, want %q", then, w.then)
+	}
+	if parkedCount(next, ev.EventID) != 0 || len(next.Parked) != len(st.Parked)-len(w.then) {
+		t.Errorf("%d parked after (the event %d times), want %d", len(next.Parked), parkedCount(next, ev.EventID), len(st.Parked)-len(w.then))
+	}
+	if last := results[len(results)-1]; !reflect.DeepEqual(last.Order, next.Order) {
+		t.Errorf("the last result's order %s, the state's %s", jsonOf(last.Order), jsonOf(next.Order))
+	}
+	if w.outcome == rejected && st.Order != nil && !reflect.DeepEqual(next.Order, st.Order) {
+		t.Errorf("a rejected event changed the order: %s, want %s", jsonOf(next.Order), jsonOf(st.Order))
+	}
+}
+
+// checkLedger checks every lot and SKU after against before: what the case names is as
+// named, the rest as it was; after a rejection (but a refused undo, which leaves what it
+// could not move back) or a park, everything is as it was.
+func checkLedger(t *testing.T, w expect, was, after map[string]ledger.SKU) {
+	t.Helper()
+	still := w.outcome == parked || (w.outcome == rejected && w.reason != domain.ReasonUndoRefused)
+	wasLots, afterLots := lotsByKey(was), lotsByKey(after)
+	for key, l := range afterLots {
+		b4, existed := wasLots[key]
+		want, named := w.lots[key]
+		switch {
+		case still && existed && bucketsOf(l) != bucketsOf(b4):
+			t.Errorf("%s: %v, want as before: %v", key, bucketsOf(l), bucketsOf(b4))
+		case named && bucketsOf(l) != want:
+			t.Errorf("%s: %v, want %v", key, bucketsOf(l), want)
+		case !named && !existed:
+			t.Errorf("%s appeared: %v", key, bucketsOf(l))
+		case !named && bucketsOf(l) != bucketsOf(b4):
+			t.Errorf("%s: %v, want as before: %v", key, bucketsOf(l), bucketsOf(b4))
+		}
+		if s, ok := w.lotState[key]; ok {
+			if lotState(l) != s {
+				t.Errorf("%s: %q, want %q", key, lotState(l), s)
+			}
+		} else if existed && lotState(l) != lotState(b4) {
+			t.Errorf("%s: %q, want as before: %q", key, lotState(l), lotState(b4))
+		}
+	}
+	for key := range w.lots {
+		if _, ok := afterLots[key]; !ok {
+			t.Errorf("no lot %s after", key)
+		}
+	}
+	for key := range wasLots {
+		if _, ok := afterLots[key]; !ok {
+			t.Errorf("lot %s is gone", key)
+		}
+	}
+	for sku, s := range after {
+		b4, existed := was[sku]
+		if want, ok := w.safety[sku]; ok {
+			if s.SafetyStock != want {
+				t.Errorf("%s: safety stock %d, want %d", sku, s.SafetyStock, want)
+			}
+		} else if !existed {
+			t.Errorf("SKU %s appeared", sku)
+		} else if s.SafetyStock != b4.SafetyStock {
+			t.Errorf("%s: safety stock %d, want as before: %d", sku, s.SafetyStock, b4.SafetyStock)
+		}
+	}
+	for sku := range w.safety {
+		if _, ok := after[sku]; !ok {
+			t.Errorf("no SKU %s after", sku)
+		}
+	}
+}
+
+// interleaving is the model with another order's operation right after the step's
+// operation with op id after (once).
+type interleaving struct {
+	*ledger.Model
+	t     *testing.T
+	after string
+	op    ledger.Op
+	done  bool
+}
+
+func (l *interleaving) Apply(ctx context.Context, op ledger.Op) (ledger.Result, error) {
+	r, err := l.Model.Apply(ctx, op)
+	if err == nil && r.OpID == l.after && !l.done {
+		l.done = true
+		if _, err := l.Model.Apply(ctx, l.op); err != nil {
+			l.t.Errorf("the other order's operation: %v", err)
+		}
+	}
+	return r, err
+}
+
+func decode(t *testing.T, o event.Order, id string) domain.Event {
+	t.Helper()
+	if o.EventID == "" {
+		o.EventID = id
+	}
+	body, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := domain.Decode(body, 0)
+	if err != nil {
+		t.Fatalf("%s does not decode: %v", body, err)
+	}
+	return ev
+}
+
+// opPrefix is what the op ids of ev's ledger operations begin with.
+func opPrefix(ev domain.Event) string {
+	if _, inventory := ev.InventorySKU(); inventory {
+		return ev.EventID
+	}
+	return "{" + ev.LCID + "}" + ev.EventID
+}
+
+// opsOf returns the op ids of r's moves, each once, in order, past prefix.
+func opsOf(t *testing.T, r event.Result, prefix string) []string {
+	t.Helper()
+	var out []string
+	for _, m := range r.Moves {
+		op, ok := strings.CutPrefix(m.OpID, prefix)
+		if !ok {
+			t.Errorf("move of %s: not an operation of the event (%s)", m.OpID, prefix)
+		}
+		if !slices.Contains(out, op) {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+func parkedCount(st domain.State, id string) int {
+	n := 0
+	for _, p := range st.Parked {
+		if p.EventID() == id {
+			n++
+		}
+	}
+	return n
+}
+
+// skusOf are the SKUs a case looks at: the stock's and those its expectation names.
+func skusOf(w expect) []string {
+	var out []string
+	for _, s := range stock() {
+		out = append(out, s.SKU)
+	}
+	for key := range w.lots {
+		sku, _, _ := strings.Cut(key, "/")
+		out = append(out, sku)
+	}
+	for sku := range w.safety {
+		out = append(out, sku)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// snapshot reads the SKUs the model has of skus (a SKU it lacks is left out).
+func snapshot(t *testing.T, m *ledger.Model, skus []string) map[string]ledger.SKU {
+	t.Helper()
+	out := map[string]ledger.SKU{}
+	for _, sku := range skus {
+		s, err := m.Snapshot(context.Background(), sku)
+		if err != nil {
+			continue // not registered (yet)
+		}
+		out[sku] = s
+	}
+	return out
+}
+
+func lotsByKey(skus map[string]ledger.SKU) map[string]ledger.Lot {
+	out := map[string]ledger.Lot{}
+	for _, s := range skus {
+		for _, l := range s.Lots {
+			out[s.SKU+"/"+l.LotID] = l
+		}
+	}
+	return out
+}
+
+func jsonOf(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
