@@ -103,14 +103,14 @@ func runQueuesCreate(ctx context.Context, w io.Writer, o queuesOptions) error {
 
 // queueSpecs are the queue pairs of cfg with the options of o.
 func queueSpecs(cfg config.SQS, o queuesOptions) ([]queue.PairSpec, error) {
-	pairs := [][2]string{{cfg.OrdersQueue, cfg.OrdersDLQ}, {cfg.ResultsQueue, cfg.ResultsDLQ}}
+	pairs := cfg.Pairs()
 	specs := make([]queue.PairSpec, 0, len(pairs))
 	for _, p := range pairs {
-		name, err := queueName(p[0])
+		name, err := queueName(p.Queue)
 		if err != nil {
 			return nil, err
 		}
-		dlq, err := queueName(p[1])
+		dlq, err := queueName(p.DLQ)
 		if err != nil {
 			return nil, err
 		}

@@ -338,6 +338,20 @@ type SQS struct {
 	ResultsDLQ string `env:"JUNBAN_RESULTS_DLQ" envDefault:"results-dlq"`
 }
 
+// QueuePair is a work queue and the dead-letter queue it redrives to, each a name or a URL.
+type QueuePair struct {
+	// Queue is the work queue.
+	Queue string
+	// DLQ is its dead-letter queue.
+	DLQ string
+}
+
+// Pairs are junban's work queues with their dead-letter queues: the set `junbanctl queues
+// create` makes, and the one docker-compose's LocalStack init script is checked against.
+func (s SQS) Pairs() []QueuePair {
+	return []QueuePair{{s.OrdersQueue, s.OrdersDLQ}, {s.ResultsQueue, s.ResultsDLQ}}
+}
+
 // Open connects gorm to PostgreSQL with pgx, logging nothing per statement; the error never
 // shows the URL's password. It does not ping: a worker starts while PostgreSQL is down, and /readyz says so until it is back.
 func (p Postgres) Open() (*gorm.DB, error) {
