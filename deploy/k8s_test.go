@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,8 +28,8 @@ const defaultShutdownBudget = 25 * time.Second
 // sdkVars are read by the AWS SDK or the Go runtime itself, not by junban's configuration.
 var sdkVars = map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "GOMEMLIMIT": true, "GOGC": true}
 
-// k8sBinaries are the binaries with a Deployment: the workers, the gateway and the API.
-var k8sBinaries = append(slices.Clone(binaries), "junban-api")
+// k8sBinaries are the binaries with a Deployment: all of them.
+var k8sBinaries = binaries
 
 // k8sDir is deploy/k8s.
 func k8sDir(t *testing.T) string { return filepath.Join(repoRoot(t), "deploy", "k8s") }
