@@ -89,6 +89,7 @@ func newRootCmd() *cobra.Command {
 		chaosCmd(),
 		group("turn", "inspect and unstick an order's turn", turnShowCmd(), turnSkipCmd()),
 		stockCmd(), orderCmd(), reconcileCmd(),
+		ledgerCmd(),
 		group("queues", "create the queues", queuesCreateCmd()),
 		group("webhook", "send signed webhooks to a running gateway", webhookSendCmd(), webhookStormCmd()),
 	)
