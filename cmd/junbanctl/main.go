@@ -29,6 +29,7 @@ func newRootCmd() *cobra.Command {
 		cli.Group("inventory", "import SKUs and lots", inventoryImportCmd()),
 		cli.Group("turn", "inspect and unstick an order's turn", turnShowCmd(), turnSkipCmd()),
 		stockCmd(), orderCmd(), reconcileCmd(),
+		ledgerCmd(),
 		cli.Group("queues", "create the queues", queuesCreateCmd()),
 		cli.Group("webhook", "send signed webhooks to a running gateway", webhookSendCmd(), webhookStormCmd()),
 	)

@@ -101,14 +101,29 @@ func (l *Ledger) Availability(ctx context.Context, r AvailabilityRequest) (Avail
 	// One call without a pipeline: the usual read of a storefront, kept cheap.
 	for attempt := 0; ; attempt++ {
 		a, err := parseAvailability(r, availableScript.RunRO(ctx, l.rc, []string{Key(l.prefix, r.SKU)}, r.TargetDate, string(r.Mode), r.Qty))
-		if errors.Is(err, ErrNotLoaded) && attempt == 0 {
-			if err := l.Load(ctx, r.SKU); err != nil {
-				return Availability{}, err
+		if attempt == 0 {
+			if again, err := l.prepare(ctx, r.SKU, err); again || err != nil {
+				if err != nil {
+					return Availability{}, err
+				}
+				continue
 			}
-			continue
 		}
 		return a, err
 	}
+}
+
+// prepare answers the availability script's ERR_NOT_LOADED (loading the SKU) and
+// ERR_REINDEX (re-indexing it); again tells whether it did, so the script may run again.
+func (l *Ledger) prepare(ctx context.Context, sku string, scriptErr error) (again bool, err error) {
+	switch {
+	case errors.Is(scriptErr, ErrNotLoaded):
+		return true, l.Load(ctx, sku)
+	case isReindexReply(scriptErr):
+		_, err := l.Reindex(ctx, sku, false)
+		return true, err
+	}
+	return false, nil
 }
 
 // Version reads the SKU's version in Redis; ok is false when the SKU is not loaded. Every
@@ -154,13 +169,14 @@ func (l *Ledger) AvailabilityMany(ctx context.Context, rs []AvailabilityRequest)
 		var again []int
 		for j, i := range todo {
 			a, err := parseAvailability(rs[i], cmds[j])
-			if errors.Is(err, ErrNotLoaded) && attempt == 0 {
-				if err := l.Load(ctx, rs[i].SKU); err != nil {
+			if attempt == 0 {
+				if retry, err := l.prepare(ctx, rs[i].SKU, err); err != nil {
 					out[i].Err = err
 					continue
+				} else if retry {
+					again = append(again, i)
+					continue
 				}
-				again = append(again, i)
-				continue
 			}
 			if err != nil && !isLedgerError(err) {
 				return nil, err
@@ -264,8 +280,9 @@ func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error
 }
 
 // decodeRecordHead reads a candidate's attributes from its index record without the
-// field name: sortKey (kind, best-before or the planned marker, registration number) and
-// the validity period (indexRecord writes them).
+// field name: allocKey (kind, best-before or the planned marker, registration number) and
+// the validity period (indexRecord writes them; TestAllocKeyAndLayout keeps the two
+// in step).
 func decodeRecordHead(h string) (Candidate, bool) {
 	if len(h) != 46 {
 		return Candidate{}, false

@@ -1,6 +1,7 @@
 -- available.lua: what an allocation on one SKU would get now, read-only. Runs with
--- candidates.lua prepended (ledger.go), the walk and rules of ledger.lua's 'alloc', and
--- the no-writes flag, so it also runs on a replica and can never change stock.
+-- scriptHeader and candidates.lua prepended (ledger.go), the walk and rules of
+-- ledger.lua's 'alloc', and the no-writes flag, so it also runs on a replica and can never
+-- change stock.
 --
 -- KEYS[1]  the SKU hash               <prefix>:inv:{<sku>}
 -- ARGV[1]  target date (YYYY-MM-DD), ARGV[2] mode (ship | reserve), ARGV[3] qty (0: none)
@@ -14,14 +15,19 @@
 --               layout.go), so the reply is one string however many lots there are
 --   take        flat {lot, qty, ...}: what an allocation of qty would take, in order
 --               (empty when it would fail)
--- Fails with the error reply "ERR_NOT_LOADED 0 " when the SKU is not in Redis.
+-- Fails with the error reply "ERR_NOT_LOADED 0 " when the SKU is not in Redis, and
+-- "ERR_REINDEX 0 " when its index is in another key layout than KEY_LAYOUT (the Go side
+-- re-indexes it and asks again).
 
 local key = KEYS[1]
 local date, mode, qty = ARGV[1], ARGV[2], tonumber(ARGV[3])
 
-local head = redis.call('HMGET', key, 'v', 'ss', 'on', 'o:0')
+local head = redis.call('HMGET', key, 'v', 'ss', 'on', 'o:0', 'kl')
 if not head[1] then
   return redis.error_reply('ERR_NOT_LOADED 0 ')
+end
+if head[5] ~= KEY_LAYOUT then
+  return redis.error_reply('ERR_REINDEX 0 ')
 end
 local ss = tonumber(head[2])
 

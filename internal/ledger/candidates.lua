@@ -5,16 +5,16 @@
 --
 -- Defines local functions and the record layout only; reads nothing on its own.
 
--- A candidate index record (layout.go's indexRecord): the sort key, SORT_LEN bytes (kind 1,
--- best-before or the planned marker 10, registration 15), valid_from and valid_to
--- (PERIOD_LEN, 10 each), then the lot's sellable field name "s:<lot_id>" and "\n". Offsets
--- below are from a record's first byte.
+-- A candidate index record (layout.go's indexRecord): the lot's key in the allocation
+-- order, SORT_LEN bytes (layout.go's allocKey computes it; no script does), valid_from and
+-- valid_to (PERIOD_LEN, 10 each), then the lot's sellable field name "s:<lot_id>" and
+-- "\n". Offsets below are from a record's first byte.
 local SORT_LEN, PERIOD_LEN = 26, 20
 local PERIOD_AT = SORT_LEN                -- valid_from starts after the sort key
 local FIELD_AT = SORT_LEN + PERIOD_LEN    -- the field name starts after the period
 
 -- walkCandidates walks the candidate index of the SKU hash key (head: its HMGET of
--- 'v', 'ss', 'on', 'o:0') in allocation order, keeping the lots valid on date, and reads
+-- 'v', 'ss', 'on', 'o:0', ...) in allocation order, keeping the lots valid on date, and reads
 -- their sellable in growing chunks until the candidates seen sum to need or more
 -- (math.huge: every candidate). The first candidate is read by first(lot), which returns
 -- its sellable (the allocation reads it whole: it is the one usually taken from, and the

@@ -1,8 +1,11 @@
 package ledger
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,7 +22,11 @@ import (
 //	             ledger.lua keeps it current as lots empty, refill and register by editing
 //	             one chunk (1..2*indexChunk records; a lone o:0 may be empty)
 //	    n        the next registration number (reg_seq) RegisterLot gives
+//	    kl       the key layout the index and the stored keys were written in (keyLayout)
 //	    m:<lot>  meta "kind\tgood\tbest_before\treg_seq\tarrives_at\tvalid_from\tvalid_to"
+//	    k:<lot>  the lot's stored key: allocKey of the lot, then the meta it was computed
+//	             for (a key whose meta is not the lot's is no key: an older version
+//	             changed the meta)
 //	    s:<lot>  sellable (read for every candidate an allocation looks at)
 //	    b:<lot>  the other buckets "reserved allocated hidden shipped defective" (read
 //	             and written together, only for the lots an operation touches; a hash
@@ -42,6 +49,7 @@ const (
 	fieldSafety  = "ss"
 	fieldChunks  = "on"
 	fieldNextReg = "n"
+	fieldLayout  = "kl"
 	// indexChunk is the number of index records per hash field a load writes; ledger.lua's
 	// CHUNK (an edit splits a chunk past twice as many).
 	indexChunk = 32
@@ -52,20 +60,29 @@ var bucketCodes = map[string]string{
 	Sellable: "s", Reserved: "r", Allocated: "a", Hidden: "h", Shipped: "x", Defective: "d",
 }
 
-// Candidate index records. Each is sortKey + valid_from + valid_to + "s:" + lot_id + "\n"
-// (the lot's sellable field);
-// sortKey is kind (o|p) + 10 chars + 15 digits, so records sort in allocation order:
-// on-hand first by best-before (none = last) then registration order (FEFO), then
-// planned lots by descending registration order (LIFO). ledger.lua parses the same
-// fixed offsets.
+// Candidate index records. Each is allocKey + valid_from + valid_to + "s:" + lot_id + "\n"
+// (the lot's sellable field), so records sort in allocation order; the scripts read them
+// at fixed offsets (candidates.lua's SORT_LEN, PERIOD_AT, FIELD_AT).
 const (
 	// MaxRegSeq is the largest registration number (reg_seq): 15 digits, below 2^53 for Lua.
-	MaxRegSeq   = 999_999_999_999_999
+	MaxRegSeq = 999_999_999_999_999
+	// keyLen is the length of every allocKey (candidates.lua's SORT_LEN).
+	keyLen      = 26
 	noBestFirst = "9999-99-99" // on-hand lot without best-before: after every date
 	plannedBB   = "0000-00-00"
 )
 
-func sortKey(l Lot) string {
+// allocKey returns the lot's key in the allocation order: sorted byte by byte, keys give
+// on-hand lots first by best-before (none = last) then registration order (FEFO), then
+// planned lots by descending registration order (LIFO). It is kind (o|p) + 10 characters
+// (the best-before, or a marker) + 15 digits (reg_seq, or its complement for a planned
+// lot): keyLen bytes.
+//
+// It is the only definition of the order. The Model sorts candidates by it; the load and
+// the re-index write it into the index records and into each lot's stored key (k:<lot>);
+// RegisterLot and Receive compute the key of the lot they (re)index and pass it to the
+// script. ledger.lua copies keys it is given or finds stored, and never builds one.
+func allocKey(l Lot) string {
 	if l.Kind == KindPlanned {
 		return fmt.Sprintf("p%s%015d", plannedBB, MaxRegSeq-l.RegSeq)
 	}
@@ -77,23 +94,57 @@ func sortKey(l Lot) string {
 }
 
 func indexRecord(l Lot) string {
-	return sortKey(l) + l.ValidFrom + l.ValidTo + "s:" + l.LotID + "\n"
+	return allocKey(l) + l.ValidFrom + l.ValidTo + "s:" + l.LotID + "\n"
 }
+
+// storedKey is the value of a lot's k:<lot> field: its key, then the meta it is the key
+// of. The script trusts a stored key only while the lot's meta is that meta.
+func storedKey(l Lot, meta string) string { return allocKey(l) + meta }
+
+// keyLayout names the layout of the index records and the stored keys: a digest of what
+// indexRecord writes for layoutProbe, so that any change to allocKey or indexRecord
+// changes it. Every SKU hash carries the layout it was written in (field kl); the scripts
+// carry this one (scriptHeader) and refuse a SKU in another with ERR_REINDEX, upon which
+// the Go side re-indexes the SKU (Reindex) and runs the operation again.
+var keyLayout = layoutOf(indexRecord)
+
+// layoutProbe are lots of every kind of key: on hand with and without best-before,
+// planned, registration numbers at both ends.
+var layoutProbe = []Lot{
+	{LotID: "a", Kind: KindOnHand, BestBefore: "2027-01-31", RegSeq: 0, ValidFrom: MinDate, ValidTo: MaxDate},
+	{LotID: "b", Kind: KindOnHand, BestBefore: "", RegSeq: 7, ValidFrom: "2026-12-01", ValidTo: "2026-12-31"},
+	{LotID: "c", Kind: KindOnHand, BestBefore: "2026-12-15", RegSeq: MaxRegSeq, ValidFrom: MinDate, ValidTo: MaxDate},
+	{LotID: "d", Kind: KindPlanned, RegSeq: 0, ValidFrom: MinDate, ValidTo: MaxDate},
+	{LotID: "e", Kind: KindPlanned, RegSeq: 12345, ArrivesAt: "2026-12-03", ValidFrom: "2026-12-05", ValidTo: MaxDate},
+	{LotID: "f", Kind: KindPlanned, RegSeq: MaxRegSeq, ValidFrom: MinDate, ValidTo: MaxDate},
+}
+
+func layoutOf(record func(Lot) string) string {
+	h := sha256.New()
+	for _, l := range layoutProbe {
+		io.WriteString(h, record(l))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// scriptHeader opens every script that reads the index: the layout it reads.
+func scriptHeader() string { return "local KEY_LAYOUT = '" + keyLayout + "'\n" }
 
 // buildIndex returns the candidate index of lots, split into chunks: the good ones with
 // sellable stock, in allocation order. There is always at least one chunk.
 func buildIndex(lots []Lot) []string {
-	var good []Lot
+	var records []string
 	for _, l := range lots {
 		if l.Good && l.Sellable > 0 {
-			good = append(good, l)
+			records = append(records, indexRecord(l))
 		}
 	}
-	sort.Slice(good, func(i, j int) bool { return sortKey(good[i]) < sortKey(good[j]) })
+	// Records start with their key, and keys are unique in a SKU (reg_seq is).
+	sort.Strings(records)
 	chunks := []string{}
 	var b strings.Builder
-	for i, l := range good {
-		b.WriteString(indexRecord(l))
+	for i, r := range records {
+		b.WriteString(r)
 		if (i+1)%indexChunk == 0 {
 			chunks = append(chunks, b.String())
 			b.Reset()
@@ -189,15 +240,16 @@ func loadFields(s SKU) []any {
 	for _, l := range s.Lots {
 		next = max(next, l.RegSeq+1)
 	}
-	out := make([]any, 0, 8+2*len(chunks)+6*len(s.Lots))
+	out := make([]any, 0, 10+2*len(chunks)+8*len(s.Lots))
 	out = append(out, fieldVersion, strconv.FormatInt(s.Version, 10),
 		fieldSafety, strconv.FormatInt(s.SafetyStock, 10), fieldChunks, strconv.Itoa(len(chunks)),
-		fieldNextReg, strconv.FormatInt(next, 10))
+		fieldNextReg, strconv.FormatInt(next, 10), fieldLayout, keyLayout)
 	for i, c := range chunks {
 		out = append(out, "o:"+strconv.Itoa(i), c)
 	}
 	for _, l := range s.Lots {
-		out = append(out, "m:"+l.LotID, encodeMeta(l),
+		meta := encodeMeta(l)
+		out = append(out, "m:"+l.LotID, meta, "k:"+l.LotID, storedKey(l, meta),
 			"s:"+l.LotID, strconv.FormatInt(l.Sellable, 10),
 			"b:"+l.LotID, fmt.Sprintf("%d %d %d %d %d", l.Reserved, l.Allocated, l.Hidden, l.Shipped, l.Defective))
 	}

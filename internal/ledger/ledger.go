@@ -21,12 +21,12 @@ var (
 	candidatesLua string
 	//go:embed ledger.lua
 	ledgerLua    string
-	ledgerScript = redis.NewScript(candidatesLua + ledgerLua)
+	ledgerScript = redis.NewScript(scriptHeader() + candidatesLua + ledgerLua)
 	//go:embed available.lua
 	availableLua string
 	// The no-writes flag must open the script: Redis refuses every write call of it, and
 	// lets it run on a replica.
-	availableScript = redis.NewScript("#!lua flags=no-writes\n" + candidatesLua + availableLua)
+	availableScript = redis.NewScript("#!lua flags=no-writes\n" + scriptHeader() + candidatesLua + availableLua)
 
 	//go:embed load.lua
 	loadLua    string
@@ -138,9 +138,10 @@ func (l *Ledger) load(ctx context.Context, sku string) (created bool, err error)
 	return n == 1, nil
 }
 
-// run calls ledger.lua, loading the SKU once if it is not in Redis. legacy is the op id an
-// older version named the operation by ("" for none): its record is replayed when opID has
-// none (docs/ledger.md, "Operation ids").
+// run calls ledger.lua, loading the SKU once if it is not in Redis and re-indexing it once
+// if the script asks to (ERR_REINDEX). legacy is the op id an older version named the
+// operation by ("" for none): its record is replayed when opID has none (docs/ledger.md,
+// "Operation ids").
 func (l *Ledger) run(ctx context.Context, name, opID, legacy, sku string, args ...any) (Result, error) {
 	r, err := l.runScript(ctx, name, opID, legacy, sku, args...)
 	r.LegacyOpID = legacy
@@ -153,18 +154,30 @@ func (l *Ledger) runScript(ctx context.Context, name, opID, legacy, sku string, 
 		keys = append(keys, opKey(l.prefix, sku, legacy))
 	}
 	argv := append([]any{name, l.ttl}, args...)
-	for attempt := 0; ; attempt++ {
+	loaded, reindexed := false, false
+	for {
 		res, err := ledgerScript.Run(ctx, l.rc, keys, argv...).Slice()
 		if err != nil {
 			var rerr redis.Error
 			if !errors.As(err, &rerr) {
 				return Result{OpID: opID, SKU: sku}, fmt.Errorf("ledger: %s sku=%s: %w", name, sku, err)
 			}
+			if next, ok := regSeqReply(err); ok {
+				return Result{OpID: opID, SKU: sku}, next
+			}
+			if isReindexReply(err) && !reindexed {
+				reindexed = true
+				if _, err := l.Reindex(ctx, sku, false); err != nil {
+					return Result{OpID: opID, SKU: sku}, fmt.Errorf("ledger: %s sku=%s: %w", name, sku, err)
+				}
+				continue
+			}
 			e, replayed, ok := scriptError(name, sku, err)
 			if !ok {
 				return Result{OpID: opID, SKU: sku}, fmt.Errorf("ledger: %s sku=%s: %w", name, sku, err)
 			}
-			if errors.Is(e, ErrNotLoaded) && attempt == 0 {
+			if errors.Is(e, ErrNotLoaded) && !loaded {
+				loaded = true
 				if _, err := l.load(ctx, sku); err != nil {
 					return Result{OpID: opID, SKU: sku}, err
 				}
@@ -198,6 +211,62 @@ func (l *Ledger) moveLots(ctx context.Context, opID, legacy, sku, from, to, hold
 }
 
 func bucketCode(b string) string { return bucketCodes[b] }
+
+// A lot's key needs its registration number. RegisterLot passes the keys of a window of
+// numbers from the SKU's next, so that registrations on one SKU at the same time find
+// theirs: regSeqWindow numbers, twice as many on each run that found the number past
+// them (up to regSeqWindowMax); regSeqAttempts bounds the runs.
+const (
+	regSeqWindow    = 8
+	regSeqWindowMax = 512
+	regSeqAttempts  = 10
+)
+
+// withRegSeq runs op, which computes a lot's key from the registration numbers reg to
+// reg+window-1, again from the number the script answers as long as the lot's was not
+// among them (ERR_REG_SEQ: op's first guess was stale, or other registrations came
+// first).
+func withRegSeq(name, sku string, reg int64, op func(reg int64, window int) (Result, error)) (Result, error) {
+	var res Result
+	window := regSeqWindow
+	for range regSeqAttempts {
+		var err error
+		res, err = op(reg, window)
+		var moved regSeqMoved
+		if !errors.As(err, &moved) {
+			return res, err
+		}
+		reg, window = int64(moved), min(2*window, regSeqWindowMax)
+	}
+	return res, fmt.Errorf("ledger: %s sku=%s: the registration number moved %d times", name, sku, regSeqAttempts)
+}
+
+// nextRegSeq reads the registration number the SKU's next lot gets (0 when the hash has
+// none: the script then finds it). A guess: the script checks it.
+func (l *Ledger) nextRegSeq(ctx context.Context, sku string) (int64, error) {
+	n, err := l.rc.HGet(ctx, Key(l.prefix, sku), fieldNextReg).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// regSeqOf reads a lot's registration number (-1 when Redis has no such lot yet). A guess
+// too: the script checks it.
+func (l *Ledger) regSeqOf(ctx context.Context, sku, lot string) (int64, error) {
+	m, err := l.rc.HGet(ctx, Key(l.prefix, sku), "m:"+lot).Result()
+	if errors.Is(err, redis.Nil) {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	lt := Lot{LotID: lot}
+	if err := decodeMeta(&lt, m); err != nil {
+		return 0, err
+	}
+	return lt.RegSeq, nil
+}
 
 // Snapshot returns the SKU's current state, lots by registration order; ErrNotLoaded
 // when it is not in Redis.

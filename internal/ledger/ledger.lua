@@ -1,5 +1,6 @@
 -- ledger.lua: one inventory operation on one SKU, atomically (layout.go documents the keys).
--- Runs with candidates.lua prepended (ledger.go): the allocation's candidate rules.
+-- Runs with scriptHeader (KEY_LAYOUT: the key layout of the Go side that runs it) and
+-- candidates.lua prepended (ledger.go): the allocation's candidate rules.
 --
 -- KEYS[1]  the SKU hash               <prefix>:inv:{<sku>}
 -- KEYS[2]  the operation's record     <prefix>:inv:{<sku>}:op:<op_id>
@@ -19,10 +20,17 @@
 --                                           lots from mode's bucket (ship: a, reserve: r),
 --                                           then allocates each aqty in turn as alloc does,
 --                                           all or nothing
---   receive  lot best_before counted        counted 0 keeps the planned quantity
+--   receive  lot best_before counted reg key
+--                                           counted 0 keeps the planned quantity; reg is
+--                                           the lot's reg_seq as Go read it, key its
+--                                           allocKey as an on-hand lot with best_before
 --   recall   lot reason max_holders         good=0; sellable, hidden -> defective
 --   adjust   lot delta reason
---   reglot   lot kind good best_before arrives_at valid_from valid_to qty
+--   reglot   lot kind good best_before arrives_at valid_from valid_to qty reg key1 ... keyn
+--                                           reg is the first registration number Go expects
+--                                           the lot may get (the hash's n), key1..keyn its
+--                                           allocKey with reg, reg+1, ... (registrations at
+--                                           the same time take the numbers in between)
 --   ss       safety_stock
 --   regsku   safety_stock create            create 1: make the SKU when Redis lacks it
 --
@@ -30,11 +38,24 @@
 -- reserved/allocated adds to its entry in <key>:h:<lot> (hash lcid -> units), a move out
 -- of them takes from it; a recall lists the lot's entries.
 --
+-- The script never builds a lot's key in the allocation order (layout.go's allocKey): it
+-- copies the key Go passed (reglot, receive) or the one stored in k:<lot>, which holds for
+-- as long as the lot's meta is the one stored after it.
+--
 -- Returns {replayed 0|1, result text} (decodeResult in layout.go parses the text).
 -- Fails with the error reply "<CODE> <replayed 0|1> <detail>". Every outcome but
--- ERR_NOT_LOADED is remembered in KEYS[2], so a replay gets the first answer and moves
--- nothing (a replay of KEYS[3]'s record likewise). Nothing is written to KEYS[1] unless
--- the whole operation succeeds.
+-- ERR_NOT_LOADED, ERR_REINDEX and ERR_REG_SEQ is remembered in KEYS[2], so a replay gets
+-- the first answer and moves nothing (a replay of KEYS[3]'s record likewise). Nothing is
+-- written to KEYS[1] unless the whole operation succeeds. The Go side answers the three:
+--   ERR_NOT_LOADED           it loads the SKU and runs the operation again;
+--   ERR_REINDEX              the SKU was indexed in another key layout than KEY_LAYOUT, or
+--                            a lot the operation (re)indexes has no stored key for its meta
+--                            (written by an older version): it re-indexes the SKU
+--                            (reindex.lua) and runs the operation again;
+--   ERR_REG_SEQ <reg>        Go passed no key for the lot's registration number <reg>
+--                            (reglot: other lots were registered meanwhile; receive: Go
+--                            did not know it): it computes the keys from <reg> and runs the
+--                            operation again.
 
 local key, opkey, op, ttl = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
 
@@ -55,12 +76,14 @@ local function fail(code, detail)
   return redis.error_reply(code .. ' 0 ' .. detail)
 end
 
-local head = redis.call('HMGET', key, 'v', 'ss', 'on', 'o:0')
+local function reindex() return redis.error_reply('ERR_REINDEX 0 ') end
+
+local head = redis.call('HMGET', key, 'v', 'ss', 'on', 'o:0', 'kl')
 
 if op == 'regsku' then
   if head[1] then return fail('ERR_SKU_EXISTS', '') end
   if ARGV[4] ~= '1' then return redis.error_reply('ERR_NOT_LOADED 0 ') end
-  redis.call('HSET', key, 'v', '1', 'ss', ARGV[3], 'on', '1', 'o:0', '', 'n', '0')
+  redis.call('HSET', key, 'v', '1', 'ss', ARGV[3], 'on', '1', 'o:0', '', 'n', '0', 'kl', KEY_LAYOUT)
   local text = '1\ns\t' .. ARGV[3]
   redis.call('SET', opkey, text, 'EX', ttl)
   return {0, text}
@@ -69,6 +92,8 @@ end
 if not head[1] then
   return redis.error_reply('ERR_NOT_LOADED 0 ')
 end
+-- An index in another layout would be walked, and edited, in another order.
+if head[5] ~= KEY_LAYOUT then return reindex() end
 
 local names = {s = 'sellable', r = 'reserved', a = 'allocated', h = 'hidden', x = 'shipped', d = 'defective', e = 'external'}
 -- held marks the buckets whose units an order holds.
@@ -78,8 +103,10 @@ local held = {r = 1, a = 1}
 -- the lots the operation changed or names, in order of first touch. holder is the order
 -- whose holdings the moves change (''); heldLots lists the lots whose holdings change,
 -- heldBy their net change (applied once per lot, so a change that releases and
--- allocates in one lot clamps as the model does).
-local st, touched, moves = {}, {}, {}
+-- allocates in one lot clamps as the model does). A lot's k is its key for the meta m0
+-- once known (false: none stored), knew the key Go passed for a new meta m.
+-- writes are fields an operation writes besides the lots' (commit writes them).
+local st, touched, moves, writes = {}, {}, {}, {}
 local holder, heldLots, heldBy = '', nil, nil
 
 -- The candidate index is split into fields o:0 .. o:<on-1> ("chunks"), so an allocation
@@ -181,17 +208,12 @@ local function indexOps()
     return string.match(m, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$')
   end
 
-  -- Candidate index records (candidates.lua's SORT_LEN, FIELD_AT): sort key, period,
-  -- "s:" lot_id "\n" (the lot's sellable field name, so the walk cuts one string per record).
-  function ix.record(kind, bb, reg, vf, vt, lot)
-    local sk
-    if kind == 'planned' then
-      sk = 'p0000-00-00' .. string.format('%015d', 999999999999999 - tonumber(reg))
-    else
-      if bb == '' then bb = '9999-99-99' end
-      sk = 'o' .. bb .. string.format('%015d', tonumber(reg))
-    end
-    return sk .. vf .. vt .. 's:' .. lot .. '\n'
+  -- Candidate index records (candidates.lua's SORT_LEN, FIELD_AT): the lot's key, its
+  -- period, "s:" lot_id "\n" (the lot's sellable field name, so the walk cuts one string
+  -- per record).
+  function ix.record(k, m, lot)
+    local _, _, _, _, _, vf, vt = ix.parseMeta(m)
+    return k .. vf .. vt .. 's:' .. lot .. '\n'
   end
 
   -- dropRecord removes rec, a record as the index holds it, from its chunk.
@@ -241,25 +263,47 @@ local function indexOps()
   return ix
 end
 
+-- storedKey returns the lot's key for its meta as the hash holds it (m0), from k:<lot>,
+-- or nil when k:<lot> is missing or stored for another meta (an older version registered
+-- or received the lot).
+local function storedKey(lot)
+  local l = st[lot]
+  if l.k == nil then
+    local v = redis.call('HGET', key, 'k:' .. lot)
+    l.k = (v and string.sub(v, SORT_LEN + 1) == l.m0 and string.sub(v, 1, SORT_LEN)) or false
+  end
+  return l.k or nil
+end
+
 -- indexLot edits the candidate index (in ch, written by commit) so that it holds the lot
--- as it is now, and makes that the state the index holds (s0, m0). The index holds the good
--- lots with sellable stock only, so lots that ran empty (FEFO puts them first) cost an
--- allocation nothing: it changes on the crossings. Called once per lot by commit, and
--- before by a change for the lots its releases touched (which change no meta).
+-- as it is now, and makes that the state the index holds (s0, m0, k). The index holds the
+-- good lots with sellable stock only, so lots that ran empty (FEFO puts them first) cost
+-- an allocation nothing: it changes on the crossings. Called once per lot by commit, and
+-- before by a change for the lots its releases touched (which change no meta). Returns
+-- false, having changed nothing, when it needs a key it does not have (ERR_REINDEX).
 local function indexLot(lot)
   local l = st[lot]
   if (l.s0 > 0) ~= (l.s > 0) or l.dirtyMeta then
-    local I = indexOps()
     local was = l.s0 > 0 and string.find(l.m0, '^[^\t]*\t1\t') ~= nil
-    local kind, good, bb, reg, _, vf, vt = I.parseMeta(l.m)
-    local now = l.s > 0 and good == '1'
-    if was and (not now or l.dirtyMeta) then
-      local k0, _, bb0, reg0, _, vf0, vt0 = I.parseMeta(l.m0) -- the record as indexed
-      I.dropRecord(I.record(k0, bb0, reg0, vf0, vt0, lot))
+    local now = l.s > 0 and string.find(l.m, '^[^\t]*\t1\t') ~= nil
+    local drop = was and (not now or l.dirtyMeta)
+    local add = now and (not was or l.dirtyMeta)
+    if drop or add or l.dirtyMeta then -- else a crossing of a lot that is no candidate
+      local k0
+      if drop or not l.knew then
+        k0 = storedKey(lot)
+        if not k0 then return false end
+      end
+      -- A new meta comes with its key from Go (reglot, receive) or keeps the lot's (recall).
+      local k = l.knew or k0
+      local I = indexOps()
+      if drop then I.dropRecord(I.record(k0, l.m0, lot)) end
+      if add then I.addRecord(I.record(k, l.m, lot)) end
+      l.k = k
     end
-    if now and (not was or l.dirtyMeta) then I.addRecord(I.record(kind, bb, reg, vf, vt, lot)) end
   end
-  l.s0, l.m0 = l.s, l.m
+  l.s0, l.m0, l.knew = l.s, l.m, nil
+  return true
 end
 
 -- commit writes the touched lots, bumps the version, remembers and returns the result.
@@ -270,9 +314,13 @@ local function commit(extra)
   for _, m in ipairs(moves) do out[#out + 1] = m end
   for _, lot in ipairs(touched) do
     local l = st[lot]
-    indexLot(lot)
+    if not indexLot(lot) then return reindex() end
     local n = #w
-    if l.dirtyMeta then w[n + 1] = 'm:' .. lot; w[n + 2] = l.m; n = n + 2 end
+    if l.dirtyMeta then
+      w[n + 1] = 'm:' .. lot; w[n + 2] = l.m
+      w[n + 3] = 'k:' .. lot; w[n + 4] = l.k .. l.m
+      n = n + 4
+    end
     local sv, bv = fmt(l.s), string.format('%d %d %d %d %d', l.r, l.a, l.h, l.x, l.d)
     w[n + 1] = 's:' .. lot
     w[n + 2] = sv
@@ -281,6 +329,7 @@ local function commit(extra)
     out[#out + 1] = 'l\t' .. lot .. '\t' .. l.m .. '\t' .. sv .. '\t' .. bv
   end
   if extra then out[#out + 1] = extra end
+  for _, f in ipairs(writes) do w[#w + 1] = f end
   if ch then
     for i = 1, #ch do
       if dirty[i] or (shiftFrom and i >= shiftFrom) then
@@ -378,7 +427,9 @@ if op == 'change' then
   if refused then return refused end
   -- The allocations walk the index as the releases left it: a lot they gave units back
   -- to from zero is a candidate again, in its place.
-  for _, lot in ipairs(touched) do indexLot(lot) end
+  for _, lot in ipairs(touched) do
+    if not indexLot(lot) then return reindex() end
+  end
   local ss = tonumber(head[2])
   local function first(lot)
     fetch({lot})
@@ -424,10 +475,13 @@ if op == 'reglot' then
   if reg > 999999999999999 then -- the index's 15 digits (layout.go's MaxRegSeq)
     return fail('ERR_LOT_STATE', 'lot=' .. lot .. ' no registration number left after ' .. fmt(reg - 1))
   end
+  -- Go computed the keys for the numbers from the one it expected the lot to get on.
+  local k = ARGV[12 + reg - tonumber(ARGV[11])]
+  if reg < tonumber(ARGV[11]) or not k then return redis.error_reply('ERR_REG_SEQ 0 ' .. fmt(reg)) end
   local m = table.concat({ARGV[4], ARGV[5], ARGV[6], fmt(reg), ARGV[7], ARGV[8], ARGV[9]}, '\t')
-  st[lot] = {m = m, m0 = m, s = 0, s0 = 0, r = 0, a = 0, h = 0, x = 0, d = 0, dirtyMeta = true}
+  st[lot] = {m = m, m0 = m, s = 0, s0 = 0, r = 0, a = 0, h = 0, x = 0, d = 0, dirtyMeta = true, knew = k}
   move(lot, 'e', 's', tonumber(ARGV[10]))
-  redis.call('HSET', key, 'n', fmt(reg + 1))
+  writes = {'n', fmt(reg + 1)}
   return commit()
 end
 
@@ -453,6 +507,8 @@ if op == 'receive' then
   if kind ~= 'planned' then
     return fail('ERR_LOT_STATE', 'lot=' .. lot .. ' kind=' .. kind)
   end
+  -- Go computed the key with the registration number it read.
+  if tonumber(ARGV[6]) ~= tonumber(reg) then return redis.error_reply('ERR_REG_SEQ 0 ' .. reg) end
   local bb, counted = ARGV[4], tonumber(ARGV[5])
   if counted > 0 then
     local diff = counted - (l.s + l.r + l.a + l.h)
@@ -466,7 +522,7 @@ if op == 'receive' then
     end
   end
   l.m = table.concat({'onhand', good, bb, reg, arr, vf, vt}, '\t')
-  l.dirtyMeta = true
+  l.dirtyMeta, l.knew = true, ARGV[7]
   return commit()
 end
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 )
@@ -285,33 +284,25 @@ func (m *Model) applyOp(ctx context.Context, name, opID, legacy, sku, holder str
 	}
 }
 
-// candidatesOf returns the lots that may serve an allocation on date, in allocation order.
+// candidatesOf returns the lots that may serve an allocation on date, in allocation order:
+// by allocKey, as the script's index holds them.
 func candidatesOf(lots []Lot, date string) []Lot {
-	var onhand, planned []Lot
+	type keyed struct {
+		key string
+		lot Lot
+	}
+	var ks []keyed
 	for _, l := range lots {
-		if !l.Good || date < l.ValidFrom || date > l.ValidTo {
-			continue
-		}
-		if l.Kind == KindPlanned {
-			planned = append(planned, l)
-		} else {
-			onhand = append(onhand, l)
+		if l.Good && l.ValidFrom <= date && date <= l.ValidTo {
+			ks = append(ks, keyed{allocKey(l), l})
 		}
 	}
-	bb := func(l Lot) string {
-		if l.BestBefore == "" {
-			return "\xff" // no best-before: after every dated lot
-		}
-		return l.BestBefore
+	slices.SortFunc(ks, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	out := make([]Lot, len(ks))
+	for i, k := range ks {
+		out[i] = k.lot
 	}
-	sort.Slice(onhand, func(i, j int) bool {
-		if bb(onhand[i]) != bb(onhand[j]) {
-			return bb(onhand[i]) < bb(onhand[j])
-		}
-		return onhand[i].RegSeq < onhand[j].RegSeq
-	})
-	sort.Slice(planned, func(i, j int) bool { return planned[i].RegSeq > planned[j].RegSeq })
-	return append(onhand, planned...)
+	return out
 }
 
 // now returns the SKU's lots as the operation has changed them so far.

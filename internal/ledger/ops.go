@@ -199,7 +199,15 @@ func (r ReceiveRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "receive", r.OpID, "", r.SKU, r.LotID, r.BestBefore, r.Qty)
+	// The received lot's key needs its registration number, which Redis holds.
+	reg, err := l.regSeqOf(ctx, r.SKU, r.LotID)
+	if err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, fmt.Errorf("ledger: receive sku=%s: %w", r.SKU, err)
+	}
+	return withRegSeq("receive", r.SKU, reg, func(reg int64, _ int) (Result, error) {
+		key := allocKey(Lot{Kind: KindOnHand, BestBefore: r.BestBefore, RegSeq: reg})
+		return l.run(ctx, "receive", r.OpID, "", r.SKU, r.LotID, r.BestBefore, r.Qty, reg, key)
+	})
 }
 
 func (r ReceiveRequest) model(ctx context.Context, m *Model) (Result, error) {
@@ -412,8 +420,20 @@ func (r RegisterLotRequest) redis(ctx context.Context, l *Ledger) (Result, error
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	n := r.Lot.withDefaults()
-	return l.run(ctx, "reglot", r.OpID, "", r.SKU, n.LotID, n.Kind, boolCode(n.Good), n.BestBefore,
-		n.ArrivesAt, n.ValidFrom, n.ValidTo, n.Sellable)
+	// The new lot's key needs the registration number the script gives it: the SKU's next,
+	// read here; the script takes the key of the number it gives from those passed.
+	reg, err := l.nextRegSeq(ctx, r.SKU)
+	if err != nil {
+		return Result{OpID: r.OpID, SKU: r.SKU}, fmt.Errorf("ledger: reglot sku=%s: %w", r.SKU, err)
+	}
+	return withRegSeq("reglot", r.SKU, reg, func(reg int64, window int) (Result, error) {
+		args := make([]any, 0, 9+window)
+		args = append(args, n.LotID, n.Kind, boolCode(n.Good), n.BestBefore, n.ArrivesAt, n.ValidFrom, n.ValidTo, n.Sellable, reg)
+		for i := range int64(window) {
+			args = append(args, allocKey(Lot{Kind: n.Kind, BestBefore: n.BestBefore, RegSeq: reg + i}))
+		}
+		return l.run(ctx, "reglot", r.OpID, "", r.SKU, args...)
+	})
 }
 
 func (r RegisterLotRequest) model(ctx context.Context, m *Model) (Result, error) {

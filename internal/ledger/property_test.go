@@ -595,8 +595,17 @@ func TestHotSKUNeverOversold(t *testing.T) {
 // checkIndex compares the SKU's index chunks in Redis with those a fresh load writes: the
 // same records in the same order, in `on` chunks that are never empty (but a lone o:0) and
 // hold at most twice the load's chunk (ledger.lua edits one chunk, splitting or dropping
-// it, where a load writes chunks of indexChunk records).
+// it, where a load writes chunks of indexChunk records); and its layout stamp and every
+// lot's stored key with allocKey's.
 func checkIndex(h map[string]string, lots []Lot) error {
+	if h[fieldLayout] != keyLayout {
+		return fmt.Errorf("layout stamp %q, want %q", h[fieldLayout], keyLayout)
+	}
+	for _, l := range lots {
+		if have, want := h["k:"+l.LotID], storedKey(l, h["m:"+l.LotID]); have != want {
+			return fmt.Errorf("stored key of %s is %q, want %q", l.LotID, have, want)
+		}
+	}
 	want := buildIndex(lots)
 	var have []string
 	for i := 0; ; i++ {
