@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/testenv"
 )
@@ -96,7 +97,7 @@ func TestLedgerReindex(t *testing.T) {
 	if s := out.String(); !strings.Contains(s, "3 SKUs") || !strings.Contains(s, "0 in another layout") {
 		t.Fatalf("text report:\n%s", s)
 	}
-	if err := ctl(ctx, nil, "ledger reindex", []string{"extra"}); !errors.Is(err, errUsage) {
+	if err := ctl(ctx, nil, "ledger reindex", []string{"extra"}); !errors.Is(err, cli.ErrUsage) {
 		t.Fatalf("an argument: %v, want a usage error", err)
 	}
 }
