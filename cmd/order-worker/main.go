@@ -416,7 +416,11 @@ func startTurns(ctx context.Context, cfg Config, log *zap.Logger, d *deps, pubs 
 
 // newConsumer is the consumer of the orders queue, which hands each event to its turn.
 func newConsumer(cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handoff) (*queue.Consumer, error) {
-	worker := &order.Worker{Turns: turns, MaxLines: cfg.MaxLines, Log: log}
+	metrics, err := order.NewWorkerMetrics(d.reg)
+	if err != nil {
+		return nil, err
+	}
+	worker := &order.Worker{Turns: turns, MaxLines: cfg.MaxLines, Metrics: metrics, Log: log}
 	return queue.NewConsumer(queue.ConsumerConfig{
 		Client:          d.sqs,
 		Handler:         worker.Handle,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/junban/junban/internal/domain"
@@ -55,23 +56,39 @@ type Turns interface {
 
 // Worker turns SQS messages of the orders queue into submissions to the entity's
 // turn: an invalid message goes to the DLQ with its reason, a valid one is deleted
-// once Redis holds it (queued, or applied in our own turn).
+// once Redis holds it (queued, or applied in our own turn). A message may carry its event
+// in an SNS notification or an EventBridge event (domain.Unwrap): the turn gets the event
+// alone, the DLQ a refused message as it came.
 type Worker struct {
-	Turns         Turns
+	Turns Turns
+	// MaxEventBytes bounds a message as SQS gives it, envelope included. Default
+	// domain.MaxEventBytes.
 	MaxEventBytes int
 	// MaxLines bounds an order event's lines (Limits.MaxLines); beyond it the message
 	// goes to the DLQ with ReasonTooManyLines. Default MaxLinesDefault.
-	MaxLines    int
+	MaxLines int
+	// FullBackoff is how long a message waits when its entity's wait list is full.
+	// Default FullBackoffDefault.
 	FullBackoff time.Duration
-	Log         *zap.Logger
+	// Metrics counts the messages by envelope; nil counts nothing.
+	Metrics *WorkerMetrics
+	Log     *zap.Logger
 }
 
 // Handle is the queue.Handler of the orders queue.
 func (w *Worker) Handle(ctx context.Context, m queue.Message) queue.Outcome {
-	ev, err := domain.DecodeLimits(m.Body, domain.Limits{MaxBytes: w.MaxEventBytes, MaxLines: cmp.Or(w.MaxLines, domain.MaxLinesDefault)})
+	inner, env, err := domain.Unwrap(m.Body, w.MaxEventBytes)
+	w.Metrics.count(env.Kind)
+	var ev domain.Event
+	if err == nil {
+		ev, err = domain.DecodeLimits(inner, domain.Limits{MaxBytes: w.MaxEventBytes, MaxLines: cmp.Or(w.MaxLines, domain.MaxLinesDefault)})
+	}
 	if err != nil {
-		w.Log.Info("invalid order event", zap.String("message_id", m.ID), zap.Error(err))
+		w.Log.Info("invalid order event", append(envelopeFields(env), zap.String("message_id", m.ID), zap.Error(err))...)
 		return queue.Outcome{Verdict: queue.Poison, Reason: err.Error()}
+	}
+	if env.Kind != domain.EnvelopeRaw {
+		w.Log.Debug("order event unwrapped", append(envelopeFields(env), zap.String("message_id", m.ID), zap.String("event_id", ev.EventID))...)
 	}
 	if ev.Type == event.Drain {
 		if err := w.Turns.Resume(ctx, ev.DrainOf()); err != nil {
@@ -79,7 +96,7 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) queue.Outcome {
 		}
 		return queue.Outcome{Verdict: queue.Done}
 	}
-	_, err = w.Turns.Submit(ctx, ev.Entity(), m.Body)
+	_, err = w.Turns.Submit(ctx, ev.Entity(), inner)
 	switch {
 	case errors.Is(err, lockhandoff.ErrQueueFull):
 		after := w.FullBackoff
@@ -92,6 +109,51 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) queue.Outcome {
 		return queue.Outcome{Verdict: queue.Retry, Reason: err.Error()}
 	}
 	return queue.Outcome{Verdict: queue.Done}
+}
+
+// envelopeFields are the log fields of a message's envelope: its kind, and SNS's or
+// EventBridge's ids.
+func envelopeFields(env domain.Envelope) []zap.Field {
+	f := []zap.Field{zap.String("envelope", string(env.Kind))}
+	switch env.Kind {
+	case domain.EnvelopeSNS:
+		f = append(f, zap.String("sns_message_id", env.ID), zap.String("topic_arn", env.TopicArn))
+	case domain.EnvelopeEventBridge:
+		f = append(f, zap.String("eventbridge_id", env.ID), zap.String("source", env.Source), zap.String("detail_type", env.DetailType))
+	}
+	return f
+}
+
+// WorkerMetrics are the Worker's metrics: junban_order_envelopes_total.
+type WorkerMetrics struct {
+	envelopes map[domain.EnvelopeKind]prometheus.Counter
+}
+
+// NewWorkerMetrics registers the Worker's metrics with reg.
+func NewWorkerMetrics(reg prometheus.Registerer) (*WorkerMetrics, error) {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "junban", Subsystem: "order", Name: "envelopes_total",
+		Help: "Messages of the orders queue by envelope: raw (a junban event), sns (an SNS notification), eventbridge (an EventBridge event), unknown (refused before an envelope was recognised: too large, not a JSON object, or of no known shape).",
+	}, []string{"envelope"})
+	if err := reg.Register(vec); err != nil {
+		return nil, err
+	}
+	m := &WorkerMetrics{envelopes: map[domain.EnvelopeKind]prometheus.Counter{}}
+	// Every label from the start, so that a rate over sns is 0, not absent, before the
+	// first notification.
+	for _, k := range domain.EnvelopeKinds() {
+		m.envelopes[k] = vec.WithLabelValues(string(k))
+	}
+	return m, nil
+}
+
+func (m *WorkerMetrics) count(k domain.EnvelopeKind) {
+	if m == nil {
+		return
+	}
+	if c, ok := m.envelopes[k]; ok {
+		c.Inc()
+	}
 }
 
 // DrainMessage is the nudge a holder sends when it leaves a turn with a backlog.
