@@ -140,6 +140,10 @@ func queueSpecs(cfg config.SQS, o queuesOptions) ([]queue.PairSpec, error) {
 		if o.fifo {
 			name, dlq = fifoName(name), fifoName(dlq)
 		}
+		// Every pair is checked before any queue is created.
+		if err := queue.CheckPair(name, dlq); err != nil {
+			return nil, err
+		}
 		specs = append(specs, queue.PairSpec{
 			Name: name, DLQName: dlq, MaxReceiveCount: o.maxReceive,
 			VisibilityTimeout: o.visibility, DLQRetention: o.retention, ReplaceRedrive: o.replace,
