@@ -36,8 +36,9 @@ func TestRedriveKeepsTheGroupOnFIFO(t *testing.T) {
 			}
 		}
 	}
-	// On a FIFO queue List sees only the first message of each group: SQS delivers none
-	// of a group while one of its messages is in flight, as List's are until it ends.
+	// On a FIFO queue List sees the first message of each group (SQS, fauxqs): none of a
+	// group is delivered while one of its messages is in flight, as List's are until it
+	// ends. local-aws-sqs delivers them all.
 	listed, _, err := List(ctx, c, q.Orders.DLQURL, 10)
 	if err != nil {
 		t.Fatal(err)
@@ -46,8 +47,8 @@ func TestRedriveKeepsTheGroupOnFIFO(t *testing.T) {
 	for _, m := range listed {
 		dlqIDs[m.Body] = m.ID
 	}
-	if len(dlqIDs) != 2 || dlqIDs["first"] == "" || dlqIDs["other"] == "" {
-		t.Fatalf("List on a FIFO DLQ gave %v, want the first message of each group", dlqIDs)
+	if dlqIDs["first"] == "" || dlqIDs["other"] == "" {
+		t.Fatalf("List on a FIFO DLQ gave %v, want at least the first message of each group", dlqIDs)
 	}
 	rep, err := Redrive(ctx, c, sqsConfig(q), RedriveOptions{DLQ: q.OrdersDLQName})
 	if err != nil || rep.Moved[q.OrdersName] != 4 {

@@ -558,18 +558,18 @@ func (r *run) giveUp(ts []*tracked) {
 	if len(ts) == 0 {
 		return
 	}
-	var back []*tracked
+	var back, gone []*tracked
 	r.mu.Lock()
 	for _, t := range ts {
-		if !t.handedBack {
+		if t.handedBack {
+			gone = append(gone, t)
+		} else {
 			back = append(back, t)
 		}
 	}
 	r.mu.Unlock()
-	for _, t := range ts {
-		if t.handedBack {
-			r.untrack(t)
-		}
+	for _, t := range gone {
+		r.untrack(t)
 	}
 	if len(back) > 0 {
 		r.handBackNow(back)
