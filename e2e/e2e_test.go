@@ -32,7 +32,8 @@ type fleet struct {
 	pub    *queue.Publisher
 }
 
-func startFleet(t *testing.T) *fleet {
+// startFleet starts the fleet on queues of its own, made by newQueues (standard or FIFO).
+func startFleet(t *testing.T, newQueues testenv.NewQueuesFunc) *fleet {
 	t.Helper()
 	f := &fleet{}
 	f.rc, f.prefix = testenv.Redis(t)
@@ -42,7 +43,7 @@ func startFleet(t *testing.T) *fleet {
 		t.Fatal(err)
 	}
 	c := testenv.SQS(t)
-	q := testenv.NewQueues(t, c, 20)
+	q := newQueues(t, c, 20)
 	env := append(testenv.Env(t),
 		"JUNBAN_KEY_PREFIX="+f.prefix,
 		"DATABASE_URL="+pgURL,
@@ -55,7 +56,7 @@ func startFleet(t *testing.T) *fleet {
 		testenv.Start(t, fmt.Sprintf("order-worker-%d", i), testenv.Binary(t, "order-worker"), env)
 	}
 	testenv.Start(t, "persist-worker", testenv.Binary(t, "persist-worker"), env)
-	if f.pub, err = queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: q.Orders.URL}); err != nil {
+	if f.pub, err = queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: q.Orders.URL, Keys: domain.OrderKeys}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.pub.Stop(context.Background()) })
@@ -155,7 +156,7 @@ func skusFirst(events []domain.Event) []domain.Event {
 }
 
 func TestEndToEnd(t *testing.T) {
-	f := startFleet(t)
+	f := startFleet(t, testenv.NewQueues)
 
 	t.Run("PostgreSQL equals the reference model", func(t *testing.T) {
 		spec := loadgen.DefaultSpec("E" + testenv.ID())
@@ -166,62 +167,7 @@ func TestEndToEnd(t *testing.T) {
 		if s.Sent < 2000 {
 			t.Fatalf("only %d events: not the few thousand this test is about", s.Sent)
 		}
-		w := loadgen.Generate(spec)
-		byID := map[string]event.Order{}
-		for _, e := range w.Events {
-			byID[e.EventID] = e
-		}
-		results := f.doneResults(t, spec.Run)
-		if len(results) != s.Distinct {
-			t.Fatalf("%d done markers for %d distinct events", len(results), s.Distinct)
-		}
-		events, err := domain.InArrivalOrder(results, byID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		model := ledger.NewModel(w.Loader())
-		states, _, err := domain.Replay(context.Background(), model, skusFirst(events), time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rows []persist.OrderRow
-		if err := f.db.Where("lcid LIKE ?", spec.Run+"-%").Find(&rows).Error; err != nil {
-			t.Fatal(err)
-		}
-		if len(rows) != len(w.Orders) {
-			t.Fatalf("%d orders in PostgreSQL, want %d", len(rows), len(w.Orders))
-		}
-		for _, row := range rows {
-			want := states[row.LCID]
-			if want.Order == nil {
-				t.Errorf("%s in PostgreSQL, not in the model", row.LCID)
-				continue
-			}
-			var lines []event.SnapshotLine
-			json.Unmarshal(row.Lines, &lines)
-			got := event.OrderSnapshot{LCID: row.LCID, Status: row.Status, Paid: row.Paid, Lines: lines,
-				Allocation: deref(row.Allocation), Mode: ledger.Mode(deref(row.Mode)), TargetDate: want.Order.TargetDate}
-			if a, b := jsonOf(got), jsonOf(want.Order); a != b || row.Seq != want.Seq {
-				t.Errorf("%s\npostgres seq %d %s\nmodel    seq %d %s", row.LCID, row.Seq, a, want.Seq, b)
-			}
-		}
-		if len(w.NewSKUs) == 0 {
-			t.Error("the feed registered no SKU during the run")
-		}
-		for _, sku := range w.SKUs() {
-			exp, err := model.Snapshot(context.Background(), sku)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := inventorydb.PGLoader{DB: f.db}.LoadSKU(context.Background(), sku)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if a, b := jsonOf(got.Lots), jsonOf(exp.Lots); a != b {
-				t.Errorf("%s lots\npostgres %s\nmodel    %s", sku, a, b)
-			}
-		}
-		f.reconcile(t)
+		f.equalsTheModel(t, spec, s)
 	})
 
 	t.Run("scarce stock is never oversold", func(t *testing.T) {
@@ -234,6 +180,88 @@ func TestEndToEnd(t *testing.T) {
 		f.ordersHoldWhatTheLotsSay(t, spec.Run)
 		f.reconcile(t)
 	})
+}
+
+// The fleet on FIFO queues (orders, results and their DLQs): every send carries its
+// group and deduplication id (the orders' from the loadgen, the nudges', the results'),
+// the duplicates the workload sends within five minutes are dropped by SQS, and
+// PostgreSQL still equals the reference model. Fewer orders than TestEndToEnd: SQS
+// delivers one group's messages one at a time.
+func TestEndToEndFIFO(t *testing.T) {
+	f := startFleet(t, testenv.NewFIFOQueues)
+	spec := loadgen.DefaultSpec("F" + testenv.ID())
+	spec.Orders, spec.SKUs, spec.StockPerLot, spec.SafetyStock = 150, 8, 1_000_000, 0
+	spec.ExtraChanges, spec.ShuffleShare, spec.DuplicateShare = 3, 0.3, 0.2
+	spec.FeedCommutes = true
+	s := f.run(t, spec)
+	if s.Sent < 1000 {
+		t.Fatalf("only %d events", s.Sent)
+	}
+	t.Logf("%d events sent, %d distinct", s.Sent, s.Distinct)
+	f.equalsTheModel(t, spec, s)
+}
+
+// equalsTheModel checks that what PostgreSQL holds of spec's run, orders and lots, is
+// what the reference model makes of the events in the order they reached their turns, and
+// reconciles.
+func (f *fleet) equalsTheModel(t *testing.T, spec loadgen.Spec, s loadgen.Summary) {
+	t.Helper()
+	w := loadgen.Generate(spec)
+	byID := map[string]event.Order{}
+	for _, e := range w.Events {
+		byID[e.EventID] = e
+	}
+	results := f.doneResults(t, spec.Run)
+	if len(results) != s.Distinct {
+		t.Fatalf("%d done markers for %d distinct events", len(results), s.Distinct)
+	}
+	events, err := domain.InArrivalOrder(results, byID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := ledger.NewModel(w.Loader())
+	states, _, err := domain.Replay(context.Background(), model, skusFirst(events), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []persist.OrderRow
+	if err := f.db.Where("lcid LIKE ?", spec.Run+"-%").Find(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(w.Orders) {
+		t.Fatalf("%d orders in PostgreSQL, want %d", len(rows), len(w.Orders))
+	}
+	for _, row := range rows {
+		want := states[row.LCID]
+		if want.Order == nil {
+			t.Errorf("%s in PostgreSQL, not in the model", row.LCID)
+			continue
+		}
+		var lines []event.SnapshotLine
+		json.Unmarshal(row.Lines, &lines)
+		got := event.OrderSnapshot{LCID: row.LCID, Status: row.Status, Paid: row.Paid, Lines: lines,
+			Allocation: deref(row.Allocation), Mode: ledger.Mode(deref(row.Mode)), TargetDate: want.Order.TargetDate}
+		if a, b := jsonOf(got), jsonOf(want.Order); a != b || row.Seq != want.Seq {
+			t.Errorf("%s\npostgres seq %d %s\nmodel    seq %d %s", row.LCID, row.Seq, a, want.Seq, b)
+		}
+	}
+	if len(w.NewSKUs) == 0 {
+		t.Error("the feed registered no SKU during the run")
+	}
+	for _, sku := range w.SKUs() {
+		exp, err := model.Snapshot(context.Background(), sku)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := inventorydb.PGLoader{DB: f.db}.LoadSKU(context.Background(), sku)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := jsonOf(got.Lots), jsonOf(exp.Lots); a != b {
+			t.Errorf("%s lots\npostgres %s\nmodel    %s", sku, a, b)
+		}
+	}
+	f.reconcile(t)
 }
 
 // ordersHoldWhatTheLotsSay checks, in PostgreSQL, that for every lot the quantities the

@@ -17,7 +17,9 @@
 # free port; JUNBAN_LOCAL_SQS (fauxqs, the default, or local-aws-sqs) picks the one that
 # AWS_ENDPOINT_URL_SQS names, and JUNBAN_SQS_ENDPOINT_FAUXQS / _LOCAL_AWS_SQS name both
 # (`make test` runs the queue, e2e and DLQ tests on the second one too). On whatever SQS
-# it uses, `junbanctl queues create` makes junban's queues, DLQs and redrive policies.
+# it uses, `junbanctl queues create` makes junban's queues, DLQs and redrive policies; on
+# the emulators it starts, `queues create -fifo` makes their FIFO twins too (orders.fifo,
+# orders-dlq.fifo, results.fifo, results-dlq.fifo), for a fleet pointed at those.
 # A failed `up` stops what that run started, and nothing else.
 set -euo pipefail
 
@@ -301,8 +303,9 @@ up_emulator() {
   log "sqs: started $name on $port"
 }
 
-# queues_create ENDPOINT: junban's queues there (idempotent), with this checkout's
-# junbanctl, built into .junban/bin once per run (go's build cache makes it quick).
+# queues_create ENDPOINT [FLAG...]: junban's queues there (idempotent), with this
+# checkout's junbanctl, built into .junban/bin once per run (go's build cache makes it
+# quick); the flags go to queues create.
 queues_create() {
   if [ -z "${queues_built:-}" ]; then
     command -v go >/dev/null 2>&1 || { log "sqs: go is needed to build junbanctl (queues create)"; exit 1; }
@@ -312,8 +315,8 @@ queues_create() {
   fi
   AWS_ENDPOINT_URL_SQS=$1 AWS_REGION=${AWS_REGION:-us-east-1} \
     AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-local} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-local} \
-    timeout 60 "$state/bin/junbanctl" queues create -quiet >&2 ||
-    { log "sqs: junbanctl queues create at $1 failed"; exit 1; }
+    timeout 60 "$state/bin/junbanctl" queues create -quiet "${@:2}" >&2 ||
+    { log "sqs: junbanctl queues create ${*:2} at $1 failed"; exit 1; }
 }
 
 up_sqs() {
@@ -334,6 +337,7 @@ up_sqs() {
     up_emulator "$name"
     var=$(emu_var "$name")
     queues_create "${!var}"
+    queues_create "${!var}" -fifo
   done
   var=$(emu_var "$backend")
   AWS_ENDPOINT_URL_SQS=${!var}

@@ -24,6 +24,7 @@ import (
 	"github.com/junban/junban/internal/api"
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/console"
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/health"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
@@ -144,7 +145,7 @@ func (d *deps) open(ctx context.Context, cfg api.Config) error {
 	if d.ordersURL, err = queue.ResolveURL(sctx, d.sqs, cfg.OrdersQueue); err != nil {
 		return err
 	}
-	d.pub, err = queue.NewPublisher(queue.PublisherConfig{Client: d.sqs, QueueURL: d.ordersURL})
+	d.pub, err = queue.NewPublisher(queue.PublisherConfig{Client: d.sqs, QueueURL: d.ordersURL, Keys: domain.OrderKeys})
 	return err
 }
 

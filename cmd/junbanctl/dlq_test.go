@@ -22,23 +22,28 @@ import (
 	"github.com/junban/junban/internal/testenv"
 )
 
-// dlqTestEnv creates the test's own queues and points all four of junbanctl's queue
-// settings at them, so that no case, not even one run against a broken variant, touches
-// the stack's orders-dlq or results-dlq.
-func dlqTestEnv(t *testing.T) (*sqs.Client, testenv.Queues) {
+// dlqTestEnv creates the test's own queues (standard or FIFO, by newQueues) and points all
+// four of junbanctl's queue settings at them, so that no case, not even one run against a
+// broken variant, touches the stack's orders-dlq or results-dlq.
+func dlqTestEnv(t *testing.T, newQueues testenv.NewQueuesFunc) (*sqs.Client, testenv.Queues) {
 	t.Helper()
 	c := testenv.SQS(t)
-	q := testenv.NewQueues(t, c, 5)
+	q := newQueues(t, c, 5)
 	q.Setenv(t)
 	return c, q
 }
 
+// deadLetter sends body to the DLQ at dlqURL. On a FIFO DLQ each message gets a group of
+// its own, as if each were another entity's, so that none waits for another.
 func deadLetter(t *testing.T, c *sqs.Client, dlqURL, body string, attrs map[string]string) {
 	t.Helper()
-	if err := queue.DeadLetter(context.Background(), c, dlqURL, []byte(body), "ERR_TEST", attrs); err != nil {
+	if err := queue.DeadLetter(context.Background(), c, dlqURL, []byte(body), "ERR_TEST", attrs, ownGroup()); err != nil {
 		t.Fatal(err)
 	}
 }
+
+// ownGroup are FIFO ids no other message has.
+func ownGroup() queue.Keys { return queue.Keys{Group: "g-" + testenv.ID(), Dedup: testenv.ID()} }
 
 // peek returns the bodies of the visible messages of url, sorted, and leaves them visible.
 func peek(t *testing.T, c *sqs.Client, url string) []string {
@@ -88,40 +93,42 @@ func take(t *testing.T, c *sqs.Client, url string) map[string]types.Message {
 }
 
 func TestDLQListAndRedrive(t *testing.T) {
-	c, q := dlqTestEnv(t)
-	ctx := context.Background()
-	for _, body := range []string{`{"a":1}`, `{"b":2}`, `{"c":3}`} {
-		deadLetter(t, c, q.Orders.DLQURL, body, nil)
-	}
-	var out bytes.Buffer
-	if err := ctl(ctx, &out, "dlq list", []string{"-queue", q.OrdersDLQName}); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "ERR_TEST") || !strings.Contains(out.String(), "3 message(s)") {
-		t.Fatalf("list printed:\n%s", out.String())
-	}
-	if err := ctl(ctx, nil, "dlq redrive", []string{"-queue", q.OrdersDLQName, "-max", "2"}); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]bool{}
-	for len(got) < 2 {
-		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.Orders.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 2, MessageAttributeNames: []string{"All"}})
-		if err != nil {
+	testenv.EachQueueKind(t, func(t *testing.T, newQueues testenv.NewQueuesFunc) {
+		c, q := dlqTestEnv(t, newQueues)
+		ctx := context.Background()
+		for _, body := range []string{`{"a":1}`, `{"b":2}`, `{"c":3}`} {
+			deadLetter(t, c, q.Orders.DLQURL, body, nil)
+		}
+		var out bytes.Buffer
+		if err := ctl(ctx, &out, "dlq list", []string{"-queue", q.OrdersDLQName}); err != nil {
 			t.Fatal(err)
 		}
-		if len(out.Messages) == 0 {
-			t.Fatalf("redrive moved %d of 2 messages to the orders queue", len(got))
+		if !strings.Contains(out.String(), "ERR_TEST") || !strings.Contains(out.String(), "3 message(s)") {
+			t.Fatalf("list printed:\n%s", out.String())
 		}
-		for _, m := range out.Messages {
-			if _, ok := m.MessageAttributes[queue.AttrDLQReason]; ok {
-				t.Errorf("a redriven message still carries its DLQ reason")
+		if err := ctl(ctx, nil, "dlq redrive", []string{"-queue", q.OrdersDLQName, "-max", "2"}); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for len(got) < 2 {
+			out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.Orders.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 2, MessageAttributeNames: []string{"All"}})
+			if err != nil {
+				t.Fatal(err)
 			}
-			got[aws.ToString(m.Body)] = true
+			if len(out.Messages) == 0 {
+				t.Fatalf("redrive moved %d of 2 messages to the orders queue", len(got))
+			}
+			for _, m := range out.Messages {
+				if _, ok := m.MessageAttributes[queue.AttrDLQReason]; ok {
+					t.Errorf("a redriven message still carries its DLQ reason")
+				}
+				got[aws.ToString(m.Body)] = true
+			}
 		}
-	}
-	if len(got) != 2 {
-		t.Fatalf("orders queue got %v, want 2 messages", got)
-	}
+		if len(got) != 2 {
+			t.Fatalf("orders queue got %v, want 2 messages", got)
+		}
+	})
 }
 
 // A redrive takes only from junban's own dead-letter queues and never sends into one:
@@ -134,72 +141,74 @@ func TestDLQListAndRedrive(t *testing.T) {
 // code that followed the attribute moved the X-dlq queue's message to X and left the
 // self-sourced message in the DLQ as unroutable.
 func TestDLQRedriveRefusesTheDLQAsTarget(t *testing.T) {
-	c, q := dlqTestEnv(t)
-	ctx := context.Background()
-	newQueue := func(name string) string {
-		out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
-		if err != nil {
-			t.Fatal(err)
+	testenv.EachQueueKind(t, func(t *testing.T, newQueues testenv.NewQueuesFunc) {
+		c, q := dlqTestEnv(t, newQueues)
+		ctx := context.Background()
+		newQueue := func(name string) string {
+			out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			url := aws.ToString(out.QueueUrl)
+			t.Cleanup(func() { c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}) })
+			return url
 		}
-		url := aws.ToString(out.QueueUrl)
-		t.Cleanup(func() { c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}) })
-		return url
-	}
-	oddURL := newQueue(testenv.Name(t) + "-deadletter")
-	extra := testenv.Name(t) + "-extra"
-	extraURL, extraDLQURL := newQueue(extra), newQueue(extra+"-dlq")
-	deadLetter(t, c, oddURL, "odd", nil)
-	deadLetter(t, c, extraDLQURL, "extra", nil)
-	deadLetter(t, c, q.Orders.DLQURL, "plain", nil)
+		oddURL := newQueue(testenv.Name(t) + "-deadletter")
+		extra := testenv.Name(t) + "-extra"
+		extraURL, extraDLQURL := newQueue(extra), newQueue(extra+"-dlq")
+		deadLetter(t, c, oddURL, "odd", nil)
+		deadLetter(t, c, extraDLQURL, "extra", nil)
+		deadLetter(t, c, q.Orders.DLQURL, "plain", nil)
 
-	cases := []struct {
-		name  string
-		args  []string
-		url   string
-		usage bool
-	}{
-		{"name gives no source queue", []string{"-queue", oddURL}, oddURL, true},
-		{"name gives no source queue, with --max", []string{"-queue", oddURL, "-max", "3"}, oddURL, true},
-		{"--to is the DLQ", []string{"-queue", q.OrdersDLQName, "-to", q.Orders.DLQURL}, q.Orders.DLQURL, true},
-		{"X-dlq that is not junban's", []string{"-queue", extra + "-dlq"}, extraDLQURL, true},
-		{"X-dlq that is not junban's, with --to", []string{"-queue", extraDLQURL, "-to", extra}, extraDLQURL, true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		cases := []struct {
+			name  string
+			args  []string
+			url   string
+			usage bool
+		}{
+			{"name gives no source queue", []string{"-queue", oddURL}, oddURL, true},
+			{"name gives no source queue, with --max", []string{"-queue", oddURL, "-max", "3"}, oddURL, true},
+			{"--to is the DLQ", []string{"-queue", q.OrdersDLQName, "-to", q.Orders.DLQURL}, q.Orders.DLQURL, true},
+			{"X-dlq that is not junban's", []string{"-queue", extra + "-dlq"}, extraDLQURL, true},
+			{"X-dlq that is not junban's, with --to", []string{"-queue", extraDLQURL, "-to", extra}, extraDLQURL, true},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				rep, err := ctlRedrive(rctx, tc.args)
+				if !errors.Is(err, cli.ErrUsage) {
+					t.Fatalf("redrive %q: %v (report %+v), want a usage error", tc.args, err, rep)
+				}
+				if rep.Total() != 0 {
+					t.Fatalf("redrive %q reported %d moved", tc.args, rep.Total())
+				}
+				if got := peek(t, c, tc.url); len(got) != 1 {
+					t.Fatalf("the DLQ holds %q, want its one message", got)
+				}
+			})
+		}
+
+		if got := peek(t, c, extraURL); len(got) != 0 {
+			t.Fatalf("the queue beside the X-dlq got %q", got)
+		}
+
+		t.Run("source-queue attribute is the DLQ", func(t *testing.T) {
+			take(t, c, q.Orders.DLQURL)
+			deadLetter(t, c, q.Orders.DLQURL, "self", map[string]string{queue.AttrSourceQueue: q.OrdersDLQName})
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			rep, err := ctlRedrive(rctx, tc.args)
-			if !errors.Is(err, cli.ErrUsage) {
-				t.Fatalf("redrive %q: %v (report %+v), want a usage error", tc.args, err, rep)
+			rep, err := ctlRedrive(rctx, []string{"-queue", q.OrdersDLQName})
+			if err != nil || rep.Moved[q.OrdersName] != 1 {
+				t.Fatalf("redrive: %v, moved %v; want the message moved to %s", err, rep.Moved, q.OrdersName)
 			}
-			if rep.Total() != 0 {
-				t.Fatalf("redrive %q reported %d moved", tc.args, rep.Total())
+			if got := peek(t, c, q.Orders.DLQURL); len(got) != 0 {
+				t.Fatalf("the DLQ holds %q", got)
 			}
-			if got := peek(t, c, tc.url); len(got) != 1 {
-				t.Fatalf("the DLQ holds %q, want its one message", got)
+			if got := peek(t, c, q.Orders.URL); !slices.Equal(got, []string{"self"}) {
+				t.Fatalf("the orders queue holds %q, want [self]", got)
 			}
 		})
-	}
-
-	if got := peek(t, c, extraURL); len(got) != 0 {
-		t.Fatalf("the queue beside the X-dlq got %q", got)
-	}
-
-	t.Run("source-queue attribute is the DLQ", func(t *testing.T) {
-		take(t, c, q.Orders.DLQURL)
-		deadLetter(t, c, q.Orders.DLQURL, "self", map[string]string{queue.AttrSourceQueue: q.OrdersDLQName})
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		rep, err := ctlRedrive(rctx, []string{"-queue", q.OrdersDLQName})
-		if err != nil || rep.Moved[q.OrdersName] != 1 {
-			t.Fatalf("redrive: %v, moved %v; want the message moved to %s", err, rep.Moved, q.OrdersName)
-		}
-		if got := peek(t, c, q.Orders.DLQURL); len(got) != 0 {
-			t.Fatalf("the DLQ holds %q", got)
-		}
-		if got := peek(t, c, q.Orders.URL); !slices.Equal(got, []string{"self"}) {
-			t.Fatalf("the orders queue holds %q, want [self]", got)
-		}
 	})
 }
 
@@ -233,7 +242,7 @@ func startFailingWorker(t *testing.T, c *sqs.Client, from, dlqURL string, attrs 
 				continue
 			}
 			for _, m := range out.Messages {
-				if err := queue.DeadLetter(ctx, c, dlqURL, []byte(aws.ToString(m.Body)), "ERR_STILL_BROKEN", attrs(m)); err != nil {
+				if err := queue.DeadLetter(ctx, c, dlqURL, []byte(aws.ToString(m.Body)), "ERR_STILL_BROKEN", attrs(m), ownGroup()); err != nil {
 					continue
 				}
 				c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(from), ReceiptHandle: m.ReceiptHandle})
@@ -284,62 +293,64 @@ func TestDLQRedriveEndsWhenMessagesComeBack(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, q := dlqTestEnv(t)
-			ctx := context.Background()
-			deadLetter(t, c, q.Orders.DLQURL, "hidden-1", tc.attrs(q, nil))
-			deadLetter(t, c, q.Orders.DLQURL, "hidden-2", tc.attrs(q, nil))
-			hidden, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.Orders.DLQURL), MaxNumberOfMessages: 2, VisibilityTimeout: 120})
-			if err != nil || len(hidden.Messages) != 2 {
-				t.Fatalf("hiding two messages: %v, got %d", err, len(hidden.Messages))
-			}
-			poison := []string{"poison-1", "poison-2", "poison-3"}
-			for _, b := range poison {
-				deadLetter(t, c, q.Orders.DLQURL, b, tc.attrs(q, nil))
-			}
-			w := startFailingWorker(t, c, q.Orders.URL, q.Orders.DLQURL, func(m types.Message) map[string]string { return tc.attrs(q, &m) })
+			testenv.EachQueueKind(t, func(t *testing.T, newQueues testenv.NewQueuesFunc) {
+				c, q := dlqTestEnv(t, newQueues)
+				ctx := context.Background()
+				deadLetter(t, c, q.Orders.DLQURL, "hidden-1", tc.attrs(q, nil))
+				deadLetter(t, c, q.Orders.DLQURL, "hidden-2", tc.attrs(q, nil))
+				hidden, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.Orders.DLQURL), MaxNumberOfMessages: 2, VisibilityTimeout: 120})
+				if err != nil || len(hidden.Messages) != 2 {
+					t.Fatalf("hiding two messages: %v, got %d", err, len(hidden.Messages))
+				}
+				poison := []string{"poison-1", "poison-2", "poison-3"}
+				for _, b := range poison {
+					deadLetter(t, c, q.Orders.DLQURL, b, tc.attrs(q, nil))
+				}
+				w := startFailingWorker(t, c, q.Orders.URL, q.Orders.DLQURL, func(m types.Message) map[string]string { return tc.attrs(q, &m) })
 
-			const bound = 20 * time.Second
-			rctx, cancel := context.WithTimeout(ctx, bound)
-			defer cancel()
-			start := time.Now()
-			rep, err := ctlRedrive(rctx, []string{"-queue", q.OrdersDLQName})
-			if err != nil {
-				t.Fatalf("redrive did not end by itself: %v after %v; the worker saw %v", err, time.Since(start).Round(time.Millisecond), w.deliveries())
-			}
-			var out bytes.Buffer
-			rep.print(&out)
-			t.Logf("run took %v:\n%s", time.Since(start).Round(time.Millisecond), out.String())
-			if rep.Total() != len(poison) || rep.Moved[q.OrdersName] != len(poison) {
-				t.Fatalf("report %+v, want the 3 visible messages moved to %s", rep, q.OrdersName)
-			}
-			if rep.Depth < 5 || rep.Repeats > len(poison) {
-				t.Fatalf("report %+v: depth at the start below 5 or more repeats than moves", rep)
-			}
-			// The worker fails each moved message once more; then it has seen them all.
-			testenv.WaitFor(t, 10*time.Second, "the worker to see the moved messages", func() bool {
-				n := 0
-				for _, v := range w.deliveries() {
-					n += v
+				const bound = 20 * time.Second
+				rctx, cancel := context.WithTimeout(ctx, bound)
+				defer cancel()
+				start := time.Now()
+				rep, err := ctlRedrive(rctx, []string{"-queue", q.OrdersDLQName})
+				if err != nil {
+					t.Fatalf("redrive did not end by itself: %v after %v; the worker saw %v", err, time.Since(start).Round(time.Millisecond), w.deliveries())
 				}
-				return n >= rep.Total()
+				var out bytes.Buffer
+				rep.print(&out)
+				t.Logf("run took %v:\n%s", time.Since(start).Round(time.Millisecond), out.String())
+				if rep.Total() != len(poison) || rep.Moved[q.OrdersName] != len(poison) {
+					t.Fatalf("report %+v, want the 3 visible messages moved to %s", rep, q.OrdersName)
+				}
+				if rep.Depth < 5 || rep.Repeats > len(poison) {
+					t.Fatalf("report %+v: depth at the start below 5 or more repeats than moves", rep)
+				}
+				// The worker fails each moved message once more; then it has seen them all.
+				testenv.WaitFor(t, 10*time.Second, "the worker to see the moved messages", func() bool {
+					n := 0
+					for _, v := range w.deliveries() {
+						n += v
+					}
+					return n >= rep.Total()
+				})
+				w.stop()
+				<-w.done
+				for _, b := range poison {
+					if n := w.deliveries()[b]; n != 1 {
+						t.Errorf("%s reached the orders queue %d times in one run, want once", b, n)
+					}
+				}
+				// No message lost or doubled: all five are back in the DLQ, visible.
+				var handles []string
+				for _, m := range hidden.Messages {
+					handles = append(handles, aws.ToString(m.ReceiptHandle))
+				}
+				release(ctx, c, q.Orders.DLQURL, handles)
+				want := append([]string{"hidden-1", "hidden-2"}, poison...)
+				if got := peek(t, c, q.Orders.DLQURL); !slices.Equal(got, want) {
+					t.Fatalf("the DLQ holds %q, want %q", got, want)
+				}
 			})
-			w.stop()
-			<-w.done
-			for _, b := range poison {
-				if n := w.deliveries()[b]; n != 1 {
-					t.Errorf("%s reached the orders queue %d times in one run, want once", b, n)
-				}
-			}
-			// No message lost or doubled: all five are back in the DLQ, visible.
-			var handles []string
-			for _, m := range hidden.Messages {
-				handles = append(handles, aws.ToString(m.ReceiptHandle))
-			}
-			release(ctx, c, q.Orders.DLQURL, handles)
-			want := append([]string{"hidden-1", "hidden-2"}, poison...)
-			if got := peek(t, c, q.Orders.DLQURL); !slices.Equal(got, want) {
-				t.Fatalf("the DLQ holds %q, want %q", got, want)
-			}
 		})
 	}
 }
@@ -350,32 +361,34 @@ func TestDLQRedriveEndsWhenMessagesComeBack(t *testing.T) {
 // before sent results-by-name and results-by-url to the results queue, where the
 // persist-worker writes what it reads, and left "nowhere" in the DLQ.
 func TestDLQRedriveIgnoresTheSourceQueueAttribute(t *testing.T) {
-	c, q := dlqTestEnv(t)
-	ctx := context.Background()
-	deadLetter(t, c, q.Orders.DLQURL, "results-by-name", map[string]string{queue.AttrSourceQueue: q.ResultsName, "x-keep": "v"})
-	deadLetter(t, c, q.Orders.DLQURL, "results-by-url", map[string]string{queue.AttrSourceQueue: q.Results.URL})
-	deadLetter(t, c, q.Orders.DLQURL, "nowhere", map[string]string{queue.AttrSourceQueue: testenv.Name(t) + "-gone"})
-	deadLetter(t, c, q.Orders.DLQURL, "plain", nil)
-	rep, err := ctlRedrive(ctx, []string{"-queue", q.OrdersDLQName})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := map[string]int{q.OrdersName: 4}; !maps.Equal(rep.Moved, want) {
-		t.Fatalf("moved %v, want %v", rep.Moved, want)
-	}
-	if got := take(t, c, q.Results.URL); len(got) != 0 {
-		t.Fatalf("the results queue got %v", slices.Sorted(maps.Keys(got)))
-	}
-	orders := take(t, c, q.Orders.URL)
-	if got := slices.Sorted(maps.Keys(orders)); !slices.Equal(got, []string{"nowhere", "plain", "results-by-name", "results-by-url"}) {
-		t.Fatalf("the orders queue got %v", got)
-	}
-	if a := orders["results-by-name"].MessageAttributes; aws.ToString(a["x-keep"].StringValue) != "v" || a[queue.AttrSourceQueue].StringValue != nil || a[queue.AttrDLQReason].StringValue != nil {
-		t.Errorf("attributes after the redrive: %v, want x-keep only", slices.Sorted(maps.Keys(a)))
-	}
-	if got := peek(t, c, q.Orders.DLQURL); len(got) != 0 {
-		t.Fatalf("left in the DLQ: %q", got)
-	}
+	testenv.EachQueueKind(t, func(t *testing.T, newQueues testenv.NewQueuesFunc) {
+		c, q := dlqTestEnv(t, newQueues)
+		ctx := context.Background()
+		deadLetter(t, c, q.Orders.DLQURL, "results-by-name", map[string]string{queue.AttrSourceQueue: q.ResultsName, "x-keep": "v"})
+		deadLetter(t, c, q.Orders.DLQURL, "results-by-url", map[string]string{queue.AttrSourceQueue: q.Results.URL})
+		deadLetter(t, c, q.Orders.DLQURL, "nowhere", map[string]string{queue.AttrSourceQueue: testenv.Name(t) + "-gone"})
+		deadLetter(t, c, q.Orders.DLQURL, "plain", nil)
+		rep, err := ctlRedrive(ctx, []string{"-queue", q.OrdersDLQName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]int{q.OrdersName: 4}; !maps.Equal(rep.Moved, want) {
+			t.Fatalf("moved %v, want %v", rep.Moved, want)
+		}
+		if got := take(t, c, q.Results.URL); len(got) != 0 {
+			t.Fatalf("the results queue got %v", slices.Sorted(maps.Keys(got)))
+		}
+		orders := take(t, c, q.Orders.URL)
+		if got := slices.Sorted(maps.Keys(orders)); !slices.Equal(got, []string{"nowhere", "plain", "results-by-name", "results-by-url"}) {
+			t.Fatalf("the orders queue got %v", got)
+		}
+		if a := orders["results-by-name"].MessageAttributes; aws.ToString(a["x-keep"].StringValue) != "v" || a[queue.AttrSourceQueue].StringValue != nil || a[queue.AttrDLQReason].StringValue != nil {
+			t.Errorf("attributes after the redrive: %v, want x-keep only", slices.Sorted(maps.Keys(a)))
+		}
+		if got := peek(t, c, q.Orders.DLQURL); len(got) != 0 {
+			t.Fatalf("left in the DLQ: %q", got)
+		}
+	})
 }
 
 // --to names only the queue the DLQ serves: the other main queue (by name or URL), a queue
@@ -384,34 +397,36 @@ func TestDLQRedriveIgnoresTheSourceQueueAttribute(t *testing.T) {
 // Broken variant: the code before moved the message to the results queue for
 // --to results.
 func TestDLQRedriveRefusesATargetItDoesNotServe(t *testing.T) {
-	c, q := dlqTestEnv(t)
-	ctx := context.Background()
-	odd, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(testenv.Name(t) + "-extra")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	oddURL := aws.ToString(odd.QueueUrl)
-	t.Cleanup(func() { c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(oddURL)}) })
-	deadLetter(t, c, q.Orders.DLQURL, "plain", nil)
-	for _, to := range []string{q.ResultsName, q.Results.URL, oddURL, "https://sqs.attacker.example/999999999999/" + q.OrdersName} {
-		rep, err := ctlRedrive(ctx, []string{"-queue", q.OrdersDLQName, "-to", to})
-		if !errors.Is(err, cli.ErrUsage) || rep.Total() != 0 {
-			t.Errorf("--to %s: moved %d, %v; want a usage error", to, rep.Total(), err)
-			continue
+	testenv.EachQueueKind(t, func(t *testing.T, newQueues testenv.NewQueuesFunc) {
+		c, q := dlqTestEnv(t, newQueues)
+		ctx := context.Background()
+		odd, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(testenv.Name(t) + "-extra")})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !strings.Contains(err.Error(), fmt.Sprintf("%q", q.OrdersName)) {
-			t.Errorf("--to %s: %q does not name %q", to, err, q.OrdersName)
+		oddURL := aws.ToString(odd.QueueUrl)
+		t.Cleanup(func() { c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(oddURL)}) })
+		deadLetter(t, c, q.Orders.DLQURL, "plain", nil)
+		for _, to := range []string{q.ResultsName, q.Results.URL, oddURL, "https://sqs.attacker.example/999999999999/" + q.OrdersName} {
+			rep, err := ctlRedrive(ctx, []string{"-queue", q.OrdersDLQName, "-to", to})
+			if !errors.Is(err, cli.ErrUsage) || rep.Total() != 0 {
+				t.Errorf("--to %s: moved %d, %v; want a usage error", to, rep.Total(), err)
+				continue
+			}
+			if !strings.Contains(err.Error(), fmt.Sprintf("%q", q.OrdersName)) {
+				t.Errorf("--to %s: %q does not name %q", to, err, q.OrdersName)
+			}
 		}
-	}
-	for _, url := range []string{q.Results.URL, q.Orders.URL, oddURL} {
-		if got := peek(t, c, url); len(got) != 0 {
-			t.Fatalf("%s got %q", url, got)
+		for _, url := range []string{q.Results.URL, q.Orders.URL, oddURL} {
+			if got := peek(t, c, url); len(got) != 0 {
+				t.Fatalf("%s got %q", url, got)
+			}
 		}
-	}
-	rep, err := ctlRedrive(ctx, []string{"-queue", q.OrdersDLQName, "-to", q.OrdersName})
-	if err != nil || rep.Moved[q.OrdersName] != 1 {
-		t.Fatalf("--to %s: moved %v, %v", q.OrdersName, rep.Moved, err)
-	}
+		rep, err := ctlRedrive(ctx, []string{"-queue", q.OrdersDLQName, "-to", q.OrdersName})
+		if err != nil || rep.Moved[q.OrdersName] != 1 {
+			t.Fatalf("--to %s: moved %v, %v", q.OrdersName, rep.Moved, err)
+		}
+	})
 }
 
 // Flags are checked before any message moves: a positional argument (a queue given
@@ -420,58 +435,62 @@ func TestDLQRedriveRefusesATargetItDoesNotServe(t *testing.T) {
 // the test's DLQ listed or redriven instead, --max 0 (list) and -1 (redrive) did nothing
 // and returned nil, and a bad flag was no usage error.
 func TestDLQFlagsAreChecked(t *testing.T) {
-	c, q := dlqTestEnv(t)
-	ctx := context.Background()
-	deadLetter(t, c, q.Orders.DLQURL, "stays", nil)
-	dlq := q.OrdersDLQName
-	list := func(args []string) error { return ctl(ctx, io.Discard, "dlq list", args) }
-	redrive := func(args []string) error { _, err := ctlRedrive(ctx, args); return err }
-	cases := []struct {
-		name string
-		run  func([]string) error
-		args []string
-	}{
-		{"list positional", list, []string{"-queue", dlq, "results-dlq"}},
-		{"list unknown flag", list, []string{"-queue", dlq, "-nope"}},
-		{"list max 0", list, []string{"-queue", dlq, "-max", "0"}},
-		{"list max -1", list, []string{"-queue", dlq, "-max", "-1"}},
-		{"redrive positional", redrive, []string{"-queue", dlq, "results-dlq"}},
-		{"redrive unknown flag", redrive, []string{"-queue", dlq, "-nope"}},
-		{"redrive max -1", redrive, []string{"-queue", dlq, "-max", "-1"}},
-	}
-	for _, tc := range cases {
-		if err := tc.run(tc.args); !errors.Is(err, cli.ErrUsage) {
-			t.Errorf("%s %q: %v, want a usage error", tc.name, tc.args, err)
+	testenv.EachQueueKind(t, func(t *testing.T, newQueues testenv.NewQueuesFunc) {
+		c, q := dlqTestEnv(t, newQueues)
+		ctx := context.Background()
+		deadLetter(t, c, q.Orders.DLQURL, "stays", nil)
+		dlq := q.OrdersDLQName
+		list := func(args []string) error { return ctl(ctx, io.Discard, "dlq list", args) }
+		redrive := func(args []string) error { _, err := ctlRedrive(ctx, args); return err }
+		cases := []struct {
+			name string
+			run  func([]string) error
+			args []string
+		}{
+			{"list positional", list, []string{"-queue", dlq, "results-dlq"}},
+			{"list unknown flag", list, []string{"-queue", dlq, "-nope"}},
+			{"list max 0", list, []string{"-queue", dlq, "-max", "0"}},
+			{"list max -1", list, []string{"-queue", dlq, "-max", "-1"}},
+			{"redrive positional", redrive, []string{"-queue", dlq, "results-dlq"}},
+			{"redrive unknown flag", redrive, []string{"-queue", dlq, "-nope"}},
+			{"redrive max -1", redrive, []string{"-queue", dlq, "-max", "-1"}},
 		}
-	}
-	if got := peek(t, c, q.Orders.DLQURL); !slices.Equal(got, []string{"stays"}) {
-		t.Fatalf("the DLQ holds %q, want [stays]", got)
-	}
-	if got := peek(t, c, q.Orders.URL); len(got) != 0 {
-		t.Fatalf("the orders queue got %q", got)
-	}
+		for _, tc := range cases {
+			if err := tc.run(tc.args); !errors.Is(err, cli.ErrUsage) {
+				t.Errorf("%s %q: %v, want a usage error", tc.name, tc.args, err)
+			}
+		}
+		if got := peek(t, c, q.Orders.DLQURL); !slices.Equal(got, []string{"stays"}) {
+			t.Fatalf("the DLQ holds %q, want [stays]", got)
+		}
+		if got := peek(t, c, q.Orders.URL); len(got) != 0 {
+			t.Fatalf("the orders queue got %q", got)
+		}
+	})
 }
 
 // Without --queue, list and redrive work on JUNBAN_ORDERS_DLQ. Against the code before
 // the fix they used the stack's orders-dlq (list is run first: it only reads).
 func TestDLQDefaultsToTheConfiguredDLQ(t *testing.T) {
-	c, q := dlqTestEnv(t)
-	ctx := context.Background()
-	deadLetter(t, c, q.Orders.DLQURL, "configured-"+testenv.ID(), nil)
-	var out bytes.Buffer
-	if err := ctl(ctx, &out, "dlq list", nil); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "configured-") {
-		t.Fatalf("list without --queue printed:\n%s", out.String())
-	}
-	rep, err := ctlRedrive(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Moved[q.OrdersName] != 1 || rep.Total() != 1 {
-		t.Fatalf("redrive without --queue moved %v, want 1 to %s", rep.Moved, q.OrdersName)
-	}
+	testenv.EachQueueKind(t, func(t *testing.T, newQueues testenv.NewQueuesFunc) {
+		c, q := dlqTestEnv(t, newQueues)
+		ctx := context.Background()
+		deadLetter(t, c, q.Orders.DLQURL, "configured-"+testenv.ID(), nil)
+		var out bytes.Buffer
+		if err := ctl(ctx, &out, "dlq list", nil); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "configured-") {
+			t.Fatalf("list without --queue printed:\n%s", out.String())
+		}
+		rep, err := ctlRedrive(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Moved[q.OrdersName] != 1 || rep.Total() != 1 {
+			t.Fatalf("redrive without --queue moved %v, want 1 to %s", rep.Moved, q.OrdersName)
+		}
+	})
 }
 
 // A receive that brings only repeats of a body already moved does not end the run: they
@@ -481,24 +500,26 @@ func TestDLQDefaultsToTheConfiguredDLQ(t *testing.T) {
 // with the good message left; and `dlq list --bogus` without AWS_REGION was a config
 // error. Both tried.)
 func TestDLQRedriveGoesPastRepeats(t *testing.T) {
-	c, q := dlqTestEnv(t)
-	ctx := context.Background()
-	for range 21 {
-		deadLetter(t, c, q.Orders.DLQURL, "same", nil)
-	}
-	deadLetter(t, c, q.Orders.DLQURL, "good", nil)
-	rep, err := ctlRedrive(ctx, []string{"-queue", q.OrdersDLQName})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := take(t, c, q.Orders.URL)
-	if _, ok := got["good"]; !ok || len(got) != 2 || rep.Total() != 2 || rep.Repeats != 20 {
-		t.Fatalf("moved %v (report: %d moved, %d repeats), want same once and good", slices.Sorted(maps.Keys(got)), rep.Total(), rep.Repeats)
-	}
+	testenv.EachQueueKind(t, func(t *testing.T, newQueues testenv.NewQueuesFunc) {
+		c, q := dlqTestEnv(t, newQueues)
+		ctx := context.Background()
+		for range 21 {
+			deadLetter(t, c, q.Orders.DLQURL, "same", nil)
+		}
+		deadLetter(t, c, q.Orders.DLQURL, "good", nil)
+		rep, err := ctlRedrive(ctx, []string{"-queue", q.OrdersDLQName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := take(t, c, q.Orders.URL)
+		if _, ok := got["good"]; !ok || len(got) != 2 || rep.Total() != 2 || rep.Repeats != 20 {
+			t.Fatalf("moved %v (report: %d moved, %d repeats), want same once and good", slices.Sorted(maps.Keys(got)), rep.Total(), rep.Repeats)
+		}
 
-	t.Setenv("AWS_REGION", "")
-	t.Setenv("JUNBAN_STACK_ENV", "/nonexistent/stack.env")
-	if err := ctl(ctx, io.Discard, "dlq list", []string{"--bogus"}); !errors.Is(err, cli.ErrUsage) {
-		t.Errorf("dlq list --bogus without AWS_REGION: %v, want a usage error", err)
-	}
+		t.Setenv("AWS_REGION", "")
+		t.Setenv("JUNBAN_STACK_ENV", "/nonexistent/stack.env")
+		if err := ctl(ctx, io.Discard, "dlq list", []string{"--bogus"}); !errors.Is(err, cli.ErrUsage) {
+			t.Errorf("dlq list --bogus without AWS_REGION: %v, want a usage error", err)
+		}
+	})
 }

@@ -25,45 +25,47 @@ func decode(t *testing.T, v any, words string, args ...string) error {
 
 // send, dlq list, dlq redrive and queues create print one JSON document each with --json.
 func TestJSONOfTheQueueCommands(t *testing.T) {
-	c, q := dlqTestEnv(t)
-	var sent sendReport
-	if err := decode(t, &sent, "send", "--type", "order.cancelled", "--lcid", "LC-JSON"); err != nil || sent.Sent != 1 {
-		t.Fatalf("send: %+v, %v", sent, err)
-	}
-	take(t, c, q.Orders.URL)
-
-	deadLetter(t, c, q.Orders.DLQURL, `{"event_id":"dead-1"}`, nil)
-	var list dlqListReport
-	if err := decode(t, &list, "dlq list", "--queue", q.OrdersDLQName); err != nil {
-		t.Fatal(err)
-	}
-	if list.DLQ != q.OrdersDLQName || len(list.Messages) != 1 || list.Messages[0].Body != `{"event_id":"dead-1"}` ||
-		list.Messages[0].Reason == "" || list.Messages[0].ID == "" {
-		t.Fatalf("dlq list: %+v", list)
-	}
-
-	var empty dlqListReport
-	if err := decode(t, &empty, "dlq list", "--queue", q.ResultsDLQName); err != nil || empty.Messages == nil || len(empty.Messages) != 0 {
-		t.Fatalf("dlq list of an empty DLQ: %+v, %v (want messages: [])", empty, err)
-	}
-
-	var moved redriveReport
-	if err := decode(t, &moved.Report, "dlq redrive", "--queue", q.OrdersDLQName); err != nil || moved.Moved[q.OrdersName] != 1 || moved.DLQ != q.OrdersDLQName {
-		t.Fatalf("dlq redrive: %+v, %v", moved, err)
-	}
-
-	var qs queuesReport
-	if err := decode(t, &qs, "queues create", "--max-receive-count", "5", "--quiet"); err != nil {
-		t.Fatal(err)
-	}
-	if len(qs.Queues) != 4 {
-		t.Fatalf("queues create: %+v", qs)
-	}
-	for _, s := range qs.Queues {
-		if s.State != "exists" || s.URL == "" {
-			t.Errorf("queues create: %+v, want every queue in place", s)
+	testenv.EachQueueKind(t, func(t *testing.T, newQueues testenv.NewQueuesFunc) {
+		c, q := dlqTestEnv(t, newQueues)
+		var sent sendReport
+		if err := decode(t, &sent, "send", "--type", "order.cancelled", "--lcid", "LC-JSON"); err != nil || sent.Sent != 1 {
+			t.Fatalf("send: %+v, %v", sent, err)
 		}
-	}
+		take(t, c, q.Orders.URL)
+
+		deadLetter(t, c, q.Orders.DLQURL, `{"event_id":"dead-1"}`, nil)
+		var list dlqListReport
+		if err := decode(t, &list, "dlq list", "--queue", q.OrdersDLQName); err != nil {
+			t.Fatal(err)
+		}
+		if list.DLQ != q.OrdersDLQName || len(list.Messages) != 1 || list.Messages[0].Body != `{"event_id":"dead-1"}` ||
+			list.Messages[0].Reason == "" || list.Messages[0].ID == "" {
+			t.Fatalf("dlq list: %+v", list)
+		}
+
+		var empty dlqListReport
+		if err := decode(t, &empty, "dlq list", "--queue", q.ResultsDLQName); err != nil || empty.Messages == nil || len(empty.Messages) != 0 {
+			t.Fatalf("dlq list of an empty DLQ: %+v, %v (want messages: [])", empty, err)
+		}
+
+		var moved redriveReport
+		if err := decode(t, &moved.Report, "dlq redrive", "--queue", q.OrdersDLQName); err != nil || moved.Moved[q.OrdersName] != 1 || moved.DLQ != q.OrdersDLQName {
+			t.Fatalf("dlq redrive: %+v, %v", moved, err)
+		}
+
+		var qs queuesReport
+		if err := decode(t, &qs, "queues create", "--max-receive-count", "5", "--quiet"); err != nil {
+			t.Fatal(err)
+		}
+		if len(qs.Queues) != 4 {
+			t.Fatalf("queues create: %+v", qs)
+		}
+		for _, s := range qs.Queues {
+			if s.State != "exists" || s.URL == "" {
+				t.Errorf("queues create: %+v, want every queue in place", s)
+			}
+		}
+	})
 }
 
 // migrate, inventory import and reconcile print one JSON document each with --json;

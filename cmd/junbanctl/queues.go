@@ -17,7 +17,7 @@ import (
 // queuesOptions are the flags of queues create.
 type queuesOptions struct {
 	maxReceive, visibility, retention int
-	replace, quiet, asJSON            bool
+	replace, quiet, asJSON, fifo      bool
 }
 
 // queuesReport is what queues create prints with --json: every queue, in place or not.
@@ -43,7 +43,11 @@ func queuesCreateCmd() *cobra.Command {
 		Short: "create the queues, their DLQs and redrive policies where missing (idempotent)",
 		Long: "create makes junban's queues where they are missing: orders and results, each with its\n" +
 			"dead-letter queue and the redrive policy to it, named by JUNBAN_ORDERS_QUEUE, JUNBAN_ORDERS_DLQ,\n" +
-			"JUNBAN_RESULTS_QUEUE and JUNBAN_RESULTS_DLQ. What exists is left as it is and reported.",
+			"JUNBAN_RESULTS_QUEUE and JUNBAN_RESULTS_DLQ. What exists is left as it is and reported.\n" +
+			"A name that ends in .fifo is a FIFO queue; a queue and its DLQ are both FIFO or neither.\n" +
+			"--fifo makes all four FIFO queues, adding .fifo to each name that lacks it (by default\n" +
+			"orders.fifo, orders-dlq.fifo, results.fifo and results-dlq.fifo): the binaries need the\n" +
+			"same names in those variables.",
 		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runQueuesCreate(c.Context(), c.OutOrStdout(), o) },
 	}
@@ -51,6 +55,7 @@ func queuesCreateCmd() *cobra.Command {
 	fs.IntVar(&o.maxReceive, "max-receive-count", queue.MaxReceiveCountDefault, "receives before SQS moves a message to the DLQ (redrive policy), 1..1000")
 	fs.IntVar(&o.visibility, "visibility", queue.VisibilityTimeoutDefault, "visibility timeout in seconds of a work queue it creates, 1..43200")
 	fs.IntVar(&o.retention, "dlq-retention", queue.DLQRetentionDefault, "message retention in seconds of a DLQ it creates, 60..1209600")
+	fs.BoolVar(&o.fifo, "fifo", false, "FIFO queues: .fifo added to each configured name that lacks it")
 	fs.BoolVar(&o.replace, "replace-redrive", false, "set the redrive policy of an existing queue whose policy differs (without it: an error)")
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing when every queue is in place")
 	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON (every queue, --quiet or not)")
@@ -98,7 +103,25 @@ func runQueuesCreate(ctx context.Context, w io.Writer, o queuesOptions) error {
 	if o.asJSON {
 		return cli.WriteJSON(w, rep)
 	}
+	if renamed := fifoSettings(cfg, specs); renamed != "" && !o.quiet {
+		fmt.Fprintf(w, "FIFO queues: point junban at them with %s\n", renamed)
+	}
 	return nil
+}
+
+// fifoSettings names the settings whose queue --fifo renamed, with the names it made
+// ("" when it renamed none).
+func fifoSettings(cfg config.SQS, specs []queue.PairSpec) string {
+	var out []string
+	for i, set := range [][2]string{{"JUNBAN_ORDERS_QUEUE", "JUNBAN_ORDERS_DLQ"}, {"JUNBAN_RESULTS_QUEUE", "JUNBAN_RESULTS_DLQ"}} {
+		configured := [][2]string{{cfg.OrdersQueue, cfg.OrdersDLQ}, {cfg.ResultsQueue, cfg.ResultsDLQ}}[i]
+		for k, name := range []string{specs[i].Name, specs[i].DLQName} {
+			if was, _ := queueName(configured[k]); was != name {
+				out = append(out, set[k]+"="+name)
+			}
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // queueSpecs are the queue pairs of cfg with the options of o.
@@ -114,12 +137,27 @@ func queueSpecs(cfg config.SQS, o queuesOptions) ([]queue.PairSpec, error) {
 		if err != nil {
 			return nil, err
 		}
+		if o.fifo {
+			name, dlq = fifoName(name), fifoName(dlq)
+		}
+		// Every pair is checked before any queue is created.
+		if err := queue.CheckPair(name, dlq); err != nil {
+			return nil, err
+		}
 		specs = append(specs, queue.PairSpec{
 			Name: name, DLQName: dlq, MaxReceiveCount: o.maxReceive,
 			VisibilityTimeout: o.visibility, DLQRetention: o.retention, ReplaceRedrive: o.replace,
 		})
 	}
 	return specs, nil
+}
+
+// fifoName is name as a FIFO queue's: with ".fifo" at its end.
+func fifoName(name string) string {
+	if strings.HasSuffix(name, queue.FIFOSuffix) {
+		return name
+	}
+	return name + queue.FIFOSuffix
 }
 
 func state(created, changed bool) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/junban/junban/internal/cli"
+	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -71,5 +73,81 @@ func TestQueuesCreateFlagsAreChecked(t *testing.T) {
 	}
 	if _, err := queueName("http://127.0.0.1:1/000000000000/"); err == nil {
 		t.Error("a queue URL without a name was taken")
+	}
+}
+
+// queues create --fifo makes FIFO queues of the configured names, .fifo added where a
+// name lacks it, with the redrive policies, says which settings to change, and finds them
+// all in place on a second run; a configured FIFO queue with a standard DLQ is refused
+// without --fifo, before anything is created.
+func TestQueuesCreateFIFO(t *testing.T) {
+	c := testenv.SQS(t)
+	ctx := context.Background()
+	n := testenv.Name(t)
+	names := []string{n + "-o.fifo", n + "-o-dlq.fifo", n + "-r.fifo", n + "-r-dlq.fifo"}
+	t.Cleanup(func() {
+		for _, name := range names {
+			if u, err := c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)}); err == nil {
+				c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: u.QueueUrl})
+			}
+		}
+	})
+	t.Setenv("JUNBAN_STACK_ENV", "/nonexistent/stack.env")
+	t.Setenv("AWS_ENDPOINT_URL_SQS", testenv.SQSConfig(t).Endpoint)
+	t.Setenv("AWS_REGION", testenv.SQSConfig(t).Region)
+	t.Setenv("JUNBAN_ORDERS_QUEUE", n+"-o")
+	t.Setenv("JUNBAN_ORDERS_DLQ", n+"-o-dlq")
+	t.Setenv("JUNBAN_RESULTS_QUEUE", names[2])
+	t.Setenv("JUNBAN_RESULTS_DLQ", n+"-r-dlq")
+	var out strings.Builder
+	if err := ctl(ctx, &out, "queues create", []string{"--fifo"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"JUNBAN_ORDERS_QUEUE=" + names[0], "JUNBAN_ORDERS_DLQ=" + names[1], "JUNBAN_RESULTS_DLQ=" + names[3]} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("queues create --fifo printed\n%s\nwithout %s", out.String(), want)
+		}
+	}
+	if strings.Contains(out.String(), "JUNBAN_RESULTS_QUEUE=") {
+		t.Errorf("queues create --fifo printed\n%s\nnaming JUNBAN_RESULTS_QUEUE, whose name it kept", out.String())
+	}
+	var again queuesReport
+	if err := decode(t, &again, "queues create", "--fifo"); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range again.Queues {
+		if q.State != "exists" {
+			t.Errorf("second run: %s %s", q.Name, q.State)
+		}
+	}
+	for i, name := range names {
+		u, err := c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: u.QueueUrl, AttributeNames: []types.QueueAttributeName{"All"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Attributes["FifoQueue"] != "true" {
+			t.Errorf("%s: FifoQueue %q", name, out.Attributes["FifoQueue"])
+		}
+		if rp := out.Attributes["RedrivePolicy"]; i%2 == 0 && !strings.Contains(rp, names[i+1]+`"`) {
+			t.Errorf("%s: redrive policy %q, want one to %s", name, rp, names[i+1])
+		}
+	}
+
+	// The orders pair is fine, the results pair is not: neither is created.
+	t.Setenv("JUNBAN_ORDERS_QUEUE", n+"-fine")
+	t.Setenv("JUNBAN_ORDERS_DLQ", n+"-fine-dlq")
+	t.Setenv("JUNBAN_RESULTS_QUEUE", n+"-mixed.fifo")
+	t.Setenv("JUNBAN_RESULTS_DLQ", n+"-mixed-dlq")
+	if err := ctl(ctx, io.Discard, "queues create", nil); !errors.Is(err, queue.ErrMixedPair) {
+		t.Fatalf("a FIFO queue with a standard DLQ: %v, want ErrMixedPair", err)
+	}
+	for _, name := range []string{n + "-fine", n + "-fine-dlq", n + "-mixed.fifo", n + "-mixed-dlq"} {
+		if _, err := c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)}); err == nil {
+			t.Errorf("%s was created", name)
+		}
 	}
 }

@@ -152,5 +152,5 @@ func ordersPublisher(ctx context.Context) (*queue.Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: url})
+	return queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: url, Keys: domain.OrderKeys})
 }

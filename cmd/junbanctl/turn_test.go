@@ -19,7 +19,7 @@ import (
 // skip has it quarantined by the next worker that resumes the order, which the command
 // nudges with a drain message.
 func TestTurnShowAndSkip(t *testing.T) {
-	c, q := dlqTestEnv(t)
+	c, q := dlqTestEnv(t, testenv.NewQueues)
 	rc, prefix := testenv.Redis(t)
 	t.Setenv("REDIS_URL", testenv.RedisURL(t))
 	t.Setenv("JUNBAN_KEY_PREFIX", prefix)

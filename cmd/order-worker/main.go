@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/cenkalti/backoff/v5"
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -328,11 +329,11 @@ func startAdmin(ctx context.Context, cfg Config, log *zap.Logger, d *deps) (*hea
 type publishers struct{ results, nudges *queue.Publisher }
 
 func newPublishers(cfg Config, log *zap.Logger, d *deps) (*publishers, error) {
-	results, err := queue.NewPublisher(queue.PublisherConfig{Client: d.sqs, QueueURL: d.urls.results, MaxMessageSize: d.resultsMax, Linger: cfg.ResultsLinger, Registerer: d.reg, Logger: log})
+	results, err := queue.NewPublisher(queue.PublisherConfig{Client: d.sqs, QueueURL: d.urls.results, Keys: domain.ResultKeys, MaxMessageSize: d.resultsMax, Linger: cfg.ResultsLinger, Registerer: d.reg, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	nudges, err := queue.NewPublisher(queue.PublisherConfig{Client: d.sqs, QueueURL: d.urls.orders, Name: "orders-nudge", Registerer: d.reg, Logger: log})
+	nudges, err := queue.NewPublisher(queue.PublisherConfig{Client: d.sqs, QueueURL: d.urls.orders, Name: "orders-nudge", Keys: domain.OrderKeys, Registerer: d.reg, Logger: log})
 	if err != nil {
 		_ = results.Stop(context.Background())
 		return nil, err
@@ -359,13 +360,31 @@ func newProcessor(cfg Config, log *zap.Logger, d *deps, results *queue.Publisher
 		return nil, err
 	}
 	deadLetter := func(ctx context.Context, body []byte, reason string, attrs map[string]string) error {
-		return queue.DeadLetter(ctx, d.sqs, d.urls.ordersDLQ, body, reason, attrs)
+		return queue.DeadLetter(ctx, d.sqs, d.urls.ordersDLQ, body, reason, attrs, deadLetterKeys(d.urls.ordersDLQ, body))
 	}
 	return order.New(order.Config{
 		Redis: d.rc, Ledger: led, Publisher: results, DeadLetter: deadLetter, Logger: log, Registerer: d.reg,
 		Prefix: cfg.KeyPrefix, DoneRetention: cfg.DoneRetention, ParkTimeout: cfg.ParkTimeout,
 		Loader: order.PGLoader{DB: d.db}, Replication: d.repl,
 	})
+}
+
+// deadLetterKeys are the ids on a FIFO DLQ of an event the order-worker dead-letters from
+// a turn (quarantined, parked too long, no longer decoding): its entity's group
+// (queue.DeadLetterGroup for a body that does not decode) and a new deduplication id.
+// The event's SQS message is gone by then, and the same event dead-lettered again after a
+// redrive must not be dropped as the first copy's duplicate: its copy in the DLQ is the
+// only one. A send repeated after an error may leave two copies; a redrive moves a body
+// once.
+func deadLetterKeys(dlqURL string, body []byte) queue.Keys {
+	if !queue.IsFIFO(dlqURL) {
+		return queue.Keys{}
+	}
+	group, _, err := domain.OrderKeys(body)
+	if err != nil {
+		group = queue.DeadLetterGroup
+	}
+	return queue.Keys{Group: group, Dedup: "dead-letter-" + uuid.NewString()}
 }
 
 // startTurns starts the entities' turns (lockhandoff), each running the processor.

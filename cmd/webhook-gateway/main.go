@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/health"
 	"github.com/junban/junban/internal/idempotency"
 	"github.com/junban/junban/internal/logging"
@@ -72,7 +73,7 @@ func run() error {
 		return err
 	}
 	reg := health.NewRegistry()
-	h, err := buildHandler(cfg, providers, rc, webhook.SQSPublisher{Client: sqsc, QueueURL: ordersURL}, log, reg)
+	h, err := buildHandler(cfg, providers, rc, webhook.SQSPublisher{Client: sqsc, QueueURL: ordersURL, Keys: domain.OrderKeys}, log, reg)
 	if err != nil {
 		return err
 	}

@@ -130,7 +130,7 @@ func TestDLQListAndRedrive(t *testing.T) {
 		if i == 0 {
 			attrs[queue.AttrSourceQueue] = e.q.OrdersName
 		}
-		if err := queue.DeadLetter(ctx, e.sqs, e.q.Orders.DLQURL, []byte(fmt.Sprintf(`{"n":%d}`, i)), "ERR_TEST detail", attrs); err != nil {
+		if err := queue.DeadLetter(ctx, e.sqs, e.q.Orders.DLQURL, []byte(fmt.Sprintf(`{"n":%d}`, i)), "ERR_TEST detail", attrs, queue.Keys{}); err != nil {
 			t.Fatal(err)
 		}
 	}

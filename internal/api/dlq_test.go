@@ -46,7 +46,7 @@ const forgedResult = `{"lcid":"FORGED-ORDER-1","status":"shipped","payment_statu
 func TestDLQRedriveIgnoresTheSourceQueueAttribute(t *testing.T) {
 	e := newEnv(t)
 	for _, src := range []string{e.q.ResultsName, e.q.Results.URL} {
-		if err := queue.DeadLetter(ctx, e.sqs, e.q.Orders.DLQURL, []byte(forgedResult+" "+src), "ERR_TEST forged", map[string]string{queue.AttrSourceQueue: src}); err != nil {
+		if err := queue.DeadLetter(ctx, e.sqs, e.q.Orders.DLQURL, []byte(forgedResult+" "+src), "ERR_TEST forged", map[string]string{queue.AttrSourceQueue: src}, queue.Keys{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -78,7 +78,7 @@ func TestDLQRedriveRefusesATargetItDoesNotServe(t *testing.T) {
 	}
 	extraURL := aws.ToString(out.QueueUrl)
 	t.Cleanup(func() { e.sqs.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(extraURL)}) })
-	if err := queue.DeadLetter(ctx, e.sqs, e.q.Orders.DLQURL, []byte(forgedResult), "ERR_TEST", nil); err != nil {
+	if err := queue.DeadLetter(ctx, e.sqs, e.q.Orders.DLQURL, []byte(forgedResult), "ERR_TEST", nil, queue.Keys{}); err != nil {
 		t.Fatal(err)
 	}
 	path := "/v1/dlq/" + e.q.OrdersDLQName + "/redrive"
@@ -98,7 +98,7 @@ func TestDLQRedriveRefusesATargetItDoesNotServe(t *testing.T) {
 	}
 	for _, to := range []string{e.q.OrdersName, e.q.Orders.URL} {
 		if to == e.q.Orders.URL {
-			if err := queue.DeadLetter(ctx, e.sqs, e.q.Orders.DLQURL, []byte(forgedResult+" again"), "ERR_TEST", nil); err != nil {
+			if err := queue.DeadLetter(ctx, e.sqs, e.q.Orders.DLQURL, []byte(forgedResult+" again"), "ERR_TEST", nil, queue.Keys{}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -370,7 +370,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	placed.LCID, placed.EventID = poison, poison+"-placed"
 	body, _ := json.Marshal(placed)
 	if err := queue.DeadLetter(context.Background(), testenv.SQS(t), f.q.Orders.DLQURL, body,
-		"ERR_MAX_ATTEMPTS stock service away", map[string]string{queue.AttrSourceQueue: f.q.OrdersName}); err != nil {
+		"ERR_MAX_ATTEMPTS stock service away", map[string]string{queue.AttrSourceQueue: f.q.OrdersName}, queue.Keys{}); err != nil {
 		t.Fatal(err)
 	}
 	b.open("dlq", "/dlq")

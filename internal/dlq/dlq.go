@@ -288,7 +288,11 @@ func Redrive(ctx context.Context, c *sqs.Client, cfg config.SQS, o RedriveOption
 }
 
 // send sends the dead-lettered message m to the queue at url with its attributes but
-// the DLQ reason and the source queue, which describe its stay in the DLQ.
+// the DLQ reason and the source queue, which describe its stay in the DLQ. On a FIFO
+// queue it goes in the group it had in the DLQ (its original group: the consumer and
+// SQS's redrive keep it), deduplicated by its DLQ message id: a send repeated because the
+// delete from the DLQ failed is dropped, and the same event dead-lettered and redriven
+// again is a new DLQ message.
 func send(ctx context.Context, c *sqs.Client, url string, m types.Message) error {
 	attrs := map[string]types.MessageAttributeValue{}
 	for k, v := range m.MessageAttributes {
@@ -296,6 +300,12 @@ func send(ctx context.Context, c *sqs.Client, url string, m types.Message) error
 			attrs[k] = v
 		}
 	}
-	_, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: m.Body, MessageAttributes: attrs})
+	keys := queue.Keys{Group: m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], Dedup: aws.ToString(m.MessageId)}
+	group, dedup, err := keys.For(url)
+	if err != nil {
+		return err
+	}
+	_, err = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: m.Body, MessageAttributes: attrs,
+		MessageGroupId: group, MessageDeduplicationId: dedup})
 	return err
 }

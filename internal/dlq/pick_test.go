@@ -40,54 +40,56 @@ func bodies(t *testing.T, c *sqs.Client, url string) []string {
 // and leaves every other message in the DLQ, visible again; a choice that matches
 // nothing is ErrNoMatch and changes nothing.
 func TestPickMovesOrDeletesOnlyTheChosen(t *testing.T) {
-	c := testenv.SQS(t)
-	q := testenv.NewQueues(t, c, 5)
-	ctx := context.Background()
-	cfg := config.SQS{OrdersQueue: q.OrdersName, OrdersDLQ: q.OrdersDLQName}
-	for i := range 6 {
-		reason := "ERR_A one"
-		if i >= 3 {
-			reason = "ERR_B two"
+	testenv.EachQueueKind(t, func(t *testing.T, newQueues testenv.NewQueuesFunc) {
+		c := testenv.SQS(t)
+		q := newQueues(t, c, 5)
+		ctx := context.Background()
+		cfg := config.SQS{OrdersQueue: q.OrdersName, OrdersDLQ: q.OrdersDLQName}
+		for i := range 6 {
+			reason := "ERR_A one"
+			if i >= 3 {
+				reason = "ERR_B two"
+			}
+			if err := deadLetter(ctx, c, q.Orders.DLQURL, []byte(fmt.Sprint("m", i)), reason, map[string]string{queue.AttrSourceQueue: q.OrdersName}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err := queue.DeadLetter(ctx, c, q.Orders.DLQURL, []byte(fmt.Sprint("m", i)), reason, map[string]string{queue.AttrSourceQueue: q.OrdersName}); err != nil {
-			t.Fatal(err)
+		all, _, err := List(ctx, c, q.Orders.DLQURL, 10)
+		if err != nil || len(all) != 6 {
+			t.Fatalf("list: %d %v", len(all), err)
 		}
-	}
-	all, _, err := List(ctx, c, q.Orders.DLQURL, 10)
-	if err != nil || len(all) != 6 {
-		t.Fatalf("list: %d %v", len(all), err)
-	}
-	var id string
-	for _, m := range all {
-		if m.Body == "m1" {
-			id = m.ID
+		var id string
+		for _, m := range all {
+			if m.Body == "m1" {
+				id = m.ID
+			}
 		}
-	}
-	rep, err := Pick(ctx, c, cfg, PickOptions{DLQ: q.OrdersDLQName, Action: Move, Match: func(m Message) bool { return m.ID == id }})
-	if err != nil || rep.Done != 1 || rep.Moved[q.OrdersName] != 1 {
-		t.Fatalf("pick one: %+v %v", rep, err)
-	}
-	if got := bodies(t, c, q.Orders.URL); !slices.Equal(got, []string{"m1"}) {
-		t.Fatalf("the orders queue got %v, want [m1]", got)
-	}
-	rep, err = Pick(ctx, c, cfg, PickOptions{DLQ: q.OrdersDLQName, Action: Delete, Match: func(m Message) bool { return m.Reason == "ERR_B two" }})
-	if err != nil || rep.Done != 3 || len(rep.Moved) != 0 {
-		t.Fatalf("delete group: %+v %v", rep, err)
-	}
-	if _, err := Pick(ctx, c, cfg, PickOptions{DLQ: q.OrdersDLQName, Action: Delete, Match: func(m Message) bool { return m.Body == "nope" }}); !errors.Is(err, ErrNoMatch) {
-		t.Fatalf("no match: %v", err)
-	}
-	// The others are visible at once (released, not left to their visibility timeout).
-	left, _, err := List(ctx, c, q.Orders.DLQURL, 10)
-	var got []string
-	for _, m := range left {
-		got = append(got, m.Body)
-	}
-	slices.Sort(got)
-	if err != nil || !slices.Equal(got, []string{"m0", "m2"}) {
-		t.Fatalf("left in the DLQ: %v %v", got, err)
-	}
-	if got := bodies(t, c, q.Orders.URL); len(got) != 0 {
-		t.Fatalf("a delete sent %v to the orders queue", got)
-	}
+		rep, err := Pick(ctx, c, cfg, PickOptions{DLQ: q.OrdersDLQName, Action: Move, Match: func(m Message) bool { return m.ID == id }})
+		if err != nil || rep.Done != 1 || rep.Moved[q.OrdersName] != 1 {
+			t.Fatalf("pick one: %+v %v", rep, err)
+		}
+		if got := bodies(t, c, q.Orders.URL); !slices.Equal(got, []string{"m1"}) {
+			t.Fatalf("the orders queue got %v, want [m1]", got)
+		}
+		rep, err = Pick(ctx, c, cfg, PickOptions{DLQ: q.OrdersDLQName, Action: Delete, Match: func(m Message) bool { return m.Reason == "ERR_B two" }})
+		if err != nil || rep.Done != 3 || len(rep.Moved) != 0 {
+			t.Fatalf("delete group: %+v %v", rep, err)
+		}
+		if _, err := Pick(ctx, c, cfg, PickOptions{DLQ: q.OrdersDLQName, Action: Delete, Match: func(m Message) bool { return m.Body == "nope" }}); !errors.Is(err, ErrNoMatch) {
+			t.Fatalf("no match: %v", err)
+		}
+		// The others are visible at once (released, not left to their visibility timeout).
+		left, _, err := List(ctx, c, q.Orders.DLQURL, 10)
+		var got []string
+		for _, m := range left {
+			got = append(got, m.Body)
+		}
+		slices.Sort(got)
+		if err != nil || !slices.Equal(got, []string{"m0", "m2"}) {
+			t.Fatalf("left in the DLQ: %v %v", got, err)
+		}
+		if got := bodies(t, c, q.Orders.URL); len(got) != 0 {
+			t.Fatalf("a delete sent %v to the orders queue", got)
+		}
+	})
 }

@@ -106,7 +106,7 @@ func newParkedFixture(t *testing.T) (*Processor, *ledger.Ledger, redis.Universal
 		t.Fatal(err)
 	}
 	dlq := func(ctx context.Context, body []byte, reason string, attrs map[string]string) error {
-		return queue.DeadLetter(ctx, c, qs.Orders.DLQURL, body, reason, attrs)
+		return queue.DeadLetter(ctx, c, qs.Orders.DLQURL, body, reason, attrs, queue.Keys{})
 	}
 	p, err := New(Config{Redis: rc, Ledger: led, Publisher: pub, DeadLetter: dlq, Registerer: prometheus.NewRegistry(), Prefix: prefix, ParkTimeout: time.Hour})
 	if err != nil {

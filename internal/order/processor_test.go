@@ -105,7 +105,7 @@ func newHarnessWith(t *testing.T, skus []ledger.SKU, opts harnessOptions) *harne
 		t.Fatal(err)
 	}
 	dlq := func(ctx context.Context, body []byte, reason string, attrs map[string]string) error {
-		return queue.DeadLetter(ctx, c, h.queues.Orders.DLQURL, body, reason, attrs)
+		return queue.DeadLetter(ctx, c, h.queues.Orders.DLQURL, body, reason, attrs, queue.Keys{})
 	}
 	var l domain.Ledger = h.led
 	if opts.ledger != nil {

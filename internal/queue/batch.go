@@ -79,7 +79,11 @@ func (r *run) feedBatches(ctx context.Context, credits chan struct{}, in chan<- 
 	r.receiveInto(ctx,
 		func(ctx context.Context) int { return room(ctx, credits, r.cfg.MaxMessages, 0) },
 		func(n int) { giveBack(credits, n) },
-		func(t *tracked, m Message) { in <- batchItem{t, m} })
+		func(ts []*tracked, ms []Message) {
+			for i := range ms {
+				in <- batchItem{ts[i], ms[i]}
+			}
+		})
 }
 
 // cutBatches collects what the receive loops bring into batches and starts one

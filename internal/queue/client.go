@@ -63,11 +63,15 @@ type Pair struct {
 }
 
 // EnsurePair creates name and name's dead-letter queue (if absent) with a redrive
-// policy of maxReceiveCount receives, and returns their URLs.
+// policy of maxReceiveCount receives, and returns their URLs. Names that end in ".fifo"
+// make FIFO queues (both or neither, see CheckPair).
 func EnsurePair(ctx context.Context, c *sqs.Client, name, dlqName string, maxReceiveCount int, visibility int) (Pair, error) {
+	if err := CheckPair(name, dlqName); err != nil {
+		return Pair{}, err
+	}
 	dlq, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{
 		QueueName:  aws.String(dlqName),
-		Attributes: map[string]string{"MessageRetentionPeriod": "1209600"},
+		Attributes: withKind(dlqName, map[string]string{"MessageRetentionPeriod": "1209600"}),
 	})
 	if err != nil {
 		return Pair{}, fmt.Errorf("queue: create %s: %w", dlqName, err)
@@ -82,10 +86,10 @@ func EnsurePair(ctx context.Context, c *sqs.Client, name, dlqName string, maxRec
 	redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, attrs.Attributes["QueueArn"], maxReceiveCount)
 	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{
 		QueueName: aws.String(name),
-		Attributes: map[string]string{
+		Attributes: withKind(name, map[string]string{
 			"RedrivePolicy":     redrive,
 			"VisibilityTimeout": fmt.Sprint(visibility),
-		},
+		}),
 	})
 	if err != nil {
 		return Pair{}, fmt.Errorf("queue: create %s: %w", name, err)

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,19 +24,29 @@ var ErrRunning = errors.New("queue: consumer already running")
 // errStopped answers deletes asked for after Run ended; the message comes back from SQS.
 var errStopped = errors.New("queue: consumer stopped")
 
+// DeadLetterGroup is the group id of a Poison message's copy in a FIFO DLQ when the
+// message came without one (a FIFO queue's messages always carry theirs).
+const DeadLetterGroup = "junban-dead-letter"
+
 // Consumer receives messages from one queue and settles each by its handler's Outcome:
 // Done deletes it, Retry makes it visible again after a backoff, Poison sends it to the
 // dead-letter queue and then deletes it. A message is deleted only after its handler
 // answered Done or after its copy reached the DLQ, so an error anywhere leaves it in SQS
 // (invariant "no lost event"). SQS delivers at least once, and the local emulator may
 // even return one message twice in one response: handlers must be idempotent.
+//
+// On a FIFO queue a Consumer's handlers see each group's messages in the group's order:
+// the messages one receive brings of a group are handled one after the other (see
+// handleGroup), and SQS delivers none of a group while one of its messages is in flight.
+// A batch consumer hands them to its BatchHandler in that order.
 type Consumer struct {
-	c   *sqs.Client
-	cfg ConsumerConfig
-	h   Handler
-	bh  BatchHandler
-	m   *consumerMetrics
-	log *zap.Logger
+	c    *sqs.Client
+	cfg  ConsumerConfig
+	fifo bool
+	h    Handler
+	bh   BatchHandler
+	m    *consumerMetrics
+	log  *zap.Logger
 
 	running atomic.Bool
 }
@@ -84,7 +95,7 @@ func newConsumer(cfg ConsumerConfig, problems []error) (*Consumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: consumer metrics: %w", err)
 	}
-	return &Consumer{c: cfg.Client, cfg: cfg, h: cfg.Handler, bh: bh, m: m, log: cfg.Logger.With(zap.String("queue", cfg.Name))}, nil
+	return &Consumer{c: cfg.Client, cfg: cfg, fifo: IsFIFO(cfg.QueueURL), h: cfg.Handler, bh: bh, m: m, log: cfg.Logger.With(zap.String("queue", cfg.Name))}, nil
 }
 
 // HandlerBudget is how long after a shutdown began handlers may still run, within a
@@ -277,6 +288,10 @@ func (r *run) receive(ctx context.Context, n int, wait int) ([]types.Message, er
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
 		MessageAttributeNames:       []string{"All"},
 	}
+	if r.fifo {
+		in.AttributeNames = append(in.AttributeNames, types.QueueAttributeName(types.MessageSystemAttributeNameMessageGroupId))
+		in.MessageSystemAttributeNames = append(in.MessageSystemAttributeNames, types.MessageSystemAttributeNameMessageGroupId)
+	}
 	if r.cfg.VisibilityTimeout > 0 {
 		in.VisibilityTimeout = int32(r.cfg.VisibilityTimeout / time.Second)
 	}
@@ -319,6 +334,7 @@ func (r *run) track(sm types.Message) (*tracked, Message, bool) {
 		Body:          []byte(aws.ToString(sm.Body)),
 		ReceiveCount:  rc,
 		Attributes:    fromSQSAttributes(sm.MessageAttributes),
+		GroupID:       sm.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)],
 	}, true
 }
 
@@ -340,19 +356,49 @@ func (r *run) untrack(t *tracked) {
 	r.m.inFlight.Dec()
 }
 
-// receiveLoop receives while a handler is free and starts one handler per message;
-// cfg.Receivers of them share the handler slots.
+// receiveLoop receives while a handler is free and starts one handler per message (on a
+// FIFO queue, one per group of the receive: handleGroup); cfg.Receivers of them share the
+// handler slots.
 func (r *run) receiveLoop(ctx context.Context) {
-	r.receiveInto(ctx, r.slots, func(n int) { giveBack(r.sem, n) }, func(t *tracked, m Message) {
-		r.handlers.Add(1)
-		go r.handleOne(t, m)
+	r.receiveInto(ctx, r.slots, func(n int) { giveBack(r.sem, n) }, func(ts []*tracked, ms []Message) {
+		r.handlers.Add(len(ms))
+		if !r.fifo {
+			for i := range ms {
+				go r.handleOne(ts[i], ms[i])
+			}
+			return
+		}
+		for _, g := range byGroup(ms) {
+			gts, gms := make([]*tracked, len(g)), make([]Message, len(g))
+			for k, i := range g {
+				gts[k], gms[k] = ts[i], ms[i]
+			}
+			go r.handleGroup(ctx, gts, gms)
+		}
 	})
+}
+
+// byGroup returns the indexes of ms by group id, each group's in the order of ms, the
+// groups in the order of their first message.
+func byGroup(ms []Message) [][]int {
+	var groups [][]int
+	at := map[string]int{}
+	for i, m := range ms {
+		g, ok := at[m.GroupID]
+		if !ok {
+			g = len(groups)
+			at[m.GroupID] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
 }
 
 // receiveInto receives for as long as take grants room: take returns how many messages
 // the next receive may ask for (0 once ctx ended), give gets back the room a receive did
-// not use, and deliver gets each message received.
-func (r *run) receiveInto(ctx context.Context, take func(context.Context) int, give func(int), deliver func(*tracked, Message)) {
+// not use, and deliver gets the messages of each receive, in the order SQS gave them.
+func (r *run) receiveInto(ctx context.Context, take func(context.Context) int, give func(int), deliver func([]*tracked, []Message)) {
 	pauses := receiveBackoff()
 	for {
 		n := take(ctx)
@@ -369,25 +415,30 @@ func (r *run) receiveInto(ctx context.Context, take func(context.Context) int, g
 			continue
 		}
 		pauses.Reset()
-		used := 0
-		var surplus []*tracked
+		var (
+			ts      []*tracked
+			ms      []Message
+			surplus []*tracked
+		)
 		for _, sm := range msgs {
 			t, m, ok := r.track(sm)
 			if !ok {
 				continue
 			}
-			if used == n {
+			if len(ms) == n {
 				// More messages than asked for: never more than the room taken.
 				surplus = append(surplus, t)
 				continue
 			}
-			used++
-			deliver(t, m)
+			ts, ms = append(ts, t), append(ms, m)
 		}
 		if len(surplus) > 0 {
 			r.handBackNow(surplus)
 		}
-		give(n - used)
+		if len(ms) > 0 {
+			deliver(ts, ms)
+		}
+		give(n - len(ms))
 	}
 }
 
@@ -457,11 +508,76 @@ func (r *run) receiveFailed(ctx context.Context, err error, wait time.Duration) 
 func (r *run) handleOne(t *tracked, m Message) {
 	defer r.handlers.Done()
 	defer func() { <-r.sem }()
+	r.handle(t, m)
+}
+
+// handle runs the handler on m and carries out its outcome, which it returns.
+func (r *run) handle(t *tracked, m Message) Outcome {
 	ctx := WithTraceParent(r.hctx, m.Attributes[AttrTraceParent])
 	start := time.Now()
 	out := callHandler(ctx, r.h, m)
 	r.m.handlerDuration.Observe(time.Since(start).Seconds())
 	r.apply(t, m, out)
+	return out
+}
+
+// handleGroup handles the messages one receive brought of one FIFO group one after the
+// other, in the order SQS gave them (the group's), so that the handler sees them in that
+// order. A Retry stops it: the messages after the retried one go back to SQS unhandled
+// (visibility 0), and SQS, which delivers none of a group while one of its messages is in
+// flight, gives them again only after it. So does the end of receiving (ctx) or the
+// shutdown's hand-back: another consumer takes them at once. A Poison goes on to the
+// next message, as SQS's own redrive of a FIFO queue does. Each message holds its
+// handler slot until it is handled or given back.
+func (r *run) handleGroup(ctx context.Context, ts []*tracked, ms []Message) {
+	for i := range ms {
+		if i > 0 && (ctx.Err() != nil || r.handedBack(ts[i])) {
+			r.giveUp(ts[i:])
+			return
+		}
+		out := r.handle(ts[i], ms[i])
+		<-r.sem
+		r.handlers.Done()
+		if isRetry(out) {
+			r.giveUp(ts[i+1:])
+			return
+		}
+	}
+}
+
+// handedBack reports whether t was handed back already (the shutdown's hand-back).
+func (r *run) handedBack(t *tracked) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return t.handedBack
+}
+
+// giveUp returns messages of handleGroup that will not be handled now to SQS, and their
+// handler slots.
+func (r *run) giveUp(ts []*tracked) {
+	if len(ts) == 0 {
+		return
+	}
+	var back, gone []*tracked
+	r.mu.Lock()
+	for _, t := range ts {
+		if t.handedBack {
+			gone = append(gone, t)
+		} else {
+			back = append(back, t)
+		}
+	}
+	r.mu.Unlock()
+	for _, t := range gone {
+		r.untrack(t)
+	}
+	if len(back) > 0 {
+		r.handBackNow(back)
+	}
+	for range ts {
+		<-r.sem
+		r.handlers.Done()
+	}
 }
 
 func callHandler(ctx context.Context, h Handler, m Message) (out Outcome) {
@@ -507,7 +623,10 @@ func (r *run) apply(t *tracked, m Message, out Outcome) {
 		maps.Copy(attrs, m.Attributes)
 		attrs[AttrSourceQueue] = r.cfg.Name
 		ctx, cancel := context.WithTimeout(r.ioctx, r.cfg.CallTimeout)
-		err := DeadLetter(ctx, r.c, r.cfg.DLQURL, m.Body, out.Reason, attrs)
+		// A copy sent again (the delete below failed, the message came back) within five
+		// minutes is dropped by a FIFO DLQ: it has the same message id.
+		keys := Keys{Group: cmp.Or(m.GroupID, DeadLetterGroup), Dedup: m.ID}
+		err := DeadLetter(ctx, r.c, r.cfg.DLQURL, m.Body, out.Reason, attrs, keys)
 		cancel()
 		if err != nil {
 			// Not deleted: the message stays in SQS and comes back (nothing lost).

@@ -29,14 +29,24 @@ const minReasonLen = 64
 // as the attribute "junban-dlq-reason". The Consumer uses it for Poison messages (adding
 // "junban-source-queue"); the order-worker uses it for events parked too long.
 //
+// keys are the copy's ids when dlqURL is a FIFO queue (a FIFO queue's DLQ is FIFO too):
+// the group of the original message (or its entity), and a deduplication id that names
+// this dead-lettering, such as the original message's id: a second send of the same copy
+// within five minutes is dropped, and a later dead-lettering of the same event must not
+// be. Without a group id the send fails with ErrNoGroupID. A standard DLQ ignores keys.
+//
 // Only after DeadLetter returned nil may the caller delete the original message: until
 // then the original is the only copy (invariant "no lost event"). Attributes beyond SQS's
 // limit of ten are dropped, the junban ones and "traceparent" last. The reason is shortened
 // so that the message fits in SQS's classic maximum size (fitReason): a poison message the
 // DLQ refused would stay in its queue until SQS moved it there without a reason.
-func DeadLetter(ctx context.Context, c *sqs.Client, dlqURL string, body []byte, reason string, attrs map[string]string) error {
+func DeadLetter(ctx context.Context, c *sqs.Client, dlqURL string, body []byte, reason string, attrs map[string]string, keys Keys) error {
 	if dlqURL == "" {
 		return fmt.Errorf("queue: dead-letter: no dead-letter queue URL")
+	}
+	group, dedup, err := keys.For(dlqURL)
+	if err != nil {
+		return fmt.Errorf("queue: dead-letter: %w", err)
 	}
 	// SQS refuses an attribute value that is not UTF-8.
 	reason = truncateUTF8(strings.ToValidUTF8(reason, "\uFFFD"), maxReasonLen)
@@ -48,10 +58,12 @@ func DeadLetter(ctx context.Context, c *sqs.Client, dlqURL string, body []byte, 
 	all[AttrDLQReason] = reason
 	all, _ = limitAttributes(all, AttrDLQReason, AttrSourceQueue, AttrTraceParent)
 	all = fitReason(body, all, maxDeadLetterSize)
-	_, err := c.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl:          aws.String(dlqURL),
-		MessageBody:       aws.String(string(body)),
-		MessageAttributes: toSQSAttributes(all),
+	_, err = c.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl:               aws.String(dlqURL),
+		MessageBody:            aws.String(string(body)),
+		MessageAttributes:      toSQSAttributes(all),
+		MessageGroupId:         group,
+		MessageDeduplicationId: dedup,
 	})
 	if err != nil {
 		return fmt.Errorf("queue: dead-letter to %s: %w", queueName(dlqURL), err)

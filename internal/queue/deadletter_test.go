@@ -57,7 +57,7 @@ func TestDeadLetterFitsTheReasonNearTheSizeLimit(t *testing.T) {
 		},
 	}
 	for name, tc := range cases {
-		if err := queue.DeadLetter(ctx, c, dlqURL, tc.body, reason, tc.attrs); err != nil {
+		if err := queue.DeadLetter(ctx, c, dlqURL, tc.body, reason, tc.attrs, queue.Keys{}); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}

@@ -32,11 +32,16 @@ const (
 // for. ProvisionPair leaves it as it is unless told to replace it.
 var ErrRedriveDiffers = errors.New("queue: the existing queue's redrive policy differs")
 
+// ErrMixedPair: of a work queue and its dead-letter queue one is a FIFO queue and the
+// other is not. SQS allows a FIFO queue only a FIFO DLQ, and a standard queue only a
+// standard one.
+var ErrMixedPair = errors.New("queue: a FIFO queue and a standard queue cannot be a queue and its DLQ")
+
 // PairSpec is a work queue and its dead-letter queue as ProvisionPair creates them.
 type PairSpec struct {
-	// Name of the work queue.
+	// Name of the work queue; a name that ends in ".fifo" makes a FIFO queue.
 	Name string
-	// DLQName is the name of its dead-letter queue.
+	// DLQName is the name of its dead-letter queue, ending in ".fifo" when Name does.
 	DLQName string
 	// MaxReceiveCount of the redrive policy; 0: MaxReceiveCountDefault.
 	MaxReceiveCount int
@@ -65,9 +70,16 @@ type Provisioned struct {
 // existing queues other than the redrive policy are never changed (CreateQueue would
 // refuse an existing queue whose attributes differ, so it is only called for a
 // missing one).
+//
+// A name that ends in ".fifo" is a FIFO queue (created with FifoQueue, deduplicating by
+// the ids senders give, not by content); a work queue and its DLQ must be of one kind
+// (ErrMixedPair).
 func ProvisionPair(ctx context.Context, c *sqs.Client, spec PairSpec) (Provisioned, error) {
 	if spec.Name == "" || spec.DLQName == "" || spec.Name == spec.DLQName {
 		return Provisioned{}, fmt.Errorf("queue: provision: need two different names, got %q and %q", spec.Name, spec.DLQName)
+	}
+	if err := CheckPair(spec.Name, spec.DLQName); err != nil {
+		return Provisioned{}, err
 	}
 	maxReceive := cmp.Or(spec.MaxReceiveCount, MaxReceiveCountDefault)
 	if maxReceive < 1 || maxReceive > 1000 {
@@ -75,9 +87,9 @@ func ProvisionPair(ctx context.Context, c *sqs.Client, spec PairSpec) (Provision
 	}
 	var p Provisioned
 	var err error
-	if p.DLQURL, p.DLQCreated, err = ensureQueue(ctx, c, spec.DLQName, map[string]string{
+	if p.DLQURL, p.DLQCreated, err = ensureQueue(ctx, c, spec.DLQName, withKind(spec.DLQName, map[string]string{
 		"MessageRetentionPeriod": strconv.Itoa(cmp.Or(spec.DLQRetention, DLQRetentionDefault)),
-	}); err != nil {
+	})); err != nil {
 		return p, err
 	}
 	attrs, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
@@ -92,10 +104,10 @@ func ProvisionPair(ctx context.Context, c *sqs.Client, spec PairSpec) (Provision
 		return p, fmt.Errorf("queue: %s has no QueueArn", spec.DLQName)
 	}
 	redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, dlqARN, maxReceive)
-	if p.URL, p.Created, err = ensureQueue(ctx, c, spec.Name, map[string]string{
+	if p.URL, p.Created, err = ensureQueue(ctx, c, spec.Name, withKind(spec.Name, map[string]string{
 		"VisibilityTimeout": strconv.Itoa(cmp.Or(spec.VisibilityTimeout, VisibilityTimeoutDefault)),
 		"RedrivePolicy":     redrive,
-	}); err != nil || p.Created {
+	})); err != nil || p.Created {
 		return p, err
 	}
 	attrs, err = c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
@@ -123,6 +135,24 @@ func ProvisionPair(ctx context.Context, c *sqs.Client, spec PairSpec) (Provision
 	}
 	p.RedriveSet = true
 	return p, nil
+}
+
+// CheckPair returns ErrMixedPair unless the queue and the DLQ named (by name or URL) are
+// both FIFO queues or both standard ones.
+func CheckPair(queue, dlq string) error {
+	if IsFIFO(queue) != IsFIFO(dlq) {
+		return fmt.Errorf("%w: %s and its DLQ %s (a FIFO queue's name, and only its, ends in %q)", ErrMixedPair, queueName(queue), queueName(dlq), FIFOSuffix)
+	}
+	return nil
+}
+
+// withKind adds to the attributes of a queue to create what makes it a FIFO queue when its
+// name says it is one: SQS creates a FIFO queue only when asked with FifoQueue.
+func withKind(name string, attrs map[string]string) map[string]string {
+	if IsFIFO(name) {
+		attrs[string(types.QueueAttributeNameFifoQueue)] = "true"
+	}
+	return attrs
 }
 
 // ensureQueue returns the URL of the queue called name, creating it with attrs when it

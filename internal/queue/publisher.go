@@ -42,6 +42,9 @@ var (
 	ErrTooManyAttributes = errors.New("queue: too many message attributes")
 	// ErrStopped: Publish after Stop.
 	ErrStopped = errors.New("queue: publisher stopped")
+	// errEarlierFailed answers the messages of a PublishBatch to a FIFO queue that were
+	// not sent because an earlier one failed: sent, they would have overtaken it.
+	errEarlierFailed = errors.New("queue: not sent: an earlier message of the batch failed, and a FIFO queue keeps their order")
 )
 
 // PublisherConfig configures a Publisher.
@@ -52,6 +55,11 @@ type PublisherConfig struct {
 	QueueURL string
 	// Name labels metrics and logs; default: the last path segment of QueueURL.
 	Name string
+	// Keys derives each message's group and deduplication ids from its body; required
+	// for a FIFO queue (QueueURL ends in ".fifo"), unused for a standard one. A message
+	// it gives no group id (or no deduplication id) fails with ErrNoGroupID
+	// (ErrNoDedupID) before it is sent.
+	Keys Keyer
 	// MaxMessageSize is the queue's maximum message size in bytes, body plus attributes;
 	// a larger message fails with ErrTooLarge. Default MaxMessageSizeDefault.
 	MaxMessageSize int
@@ -105,6 +113,9 @@ func (cfg PublisherConfig) Validate() error {
 	if cfg.QueueURL == "" {
 		errs = append(errs, errors.New("QueueURL is required"))
 	}
+	if IsFIFO(cfg.QueueURL) && cfg.Keys == nil {
+		errs = append(errs, fmt.Errorf("Keys is required: %s is a FIFO queue, whose messages need a group and a deduplication id", cfg.Name))
+	}
 	if cfg.MaxMessageSize < 1024 || cfg.MaxMessageSize > 1024*1024 {
 		errs = append(errs, fmt.Errorf("MaxMessageSize %d outside SQS's 1024..1048576", cfg.MaxMessageSize))
 	}
@@ -130,25 +141,32 @@ func (cfg PublisherConfig) Validate() error {
 // SendMessageBatch requests (up to ten entries, or what arrived within Linger); each
 // caller waits for its own entry's answer, so a nil error means SQS accepted that message.
 // It is safe for concurrent use.
+//
+// On a FIFO queue every message carries the group and deduplication ids of
+// PublisherConfig.Keys, and PublishBatch keeps its bodies' order (see there). A message
+// SQS drops as a duplicate (its deduplication id was accepted within five minutes) is
+// answered as accepted.
 type Publisher struct {
-	c   *sqs.Client
-	cfg PublisherConfig
-	m   *publisherMetrics
-	log *zap.Logger
+	c    *sqs.Client
+	cfg  PublisherConfig
+	fifo bool
+	m    *publisherMetrics
+	log  *zap.Logger
 
 	mu     sync.RWMutex // guards closed against sends on reqs
 	closed bool
-	reqs   chan *pubEntry
-	loop   chan struct{} // closed when the batching loop ended
+	reqs   chan []*pubEntry // entries that go into one batch together, in order
+	loop   chan struct{}    // closed when the batching loop ended
 	sends  sync.WaitGroup
 	sem    chan struct{}
 }
 
 type pubEntry struct {
-	body  string
-	attrs map[string]types.MessageAttributeValue
-	size  int
-	res   chan error // buffered: the sender never blocks on a caller that gave up
+	body         string
+	attrs        map[string]types.MessageAttributeValue
+	group, dedup *string // a FIFO queue's ids; nil for a standard queue
+	size         int
+	res          chan error // buffered: the sender never blocks on a caller that gave up
 }
 
 // NewPublisher returns a Publisher for cfg.QueueURL, its batcher running in the
@@ -163,9 +181,9 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 		return nil, fmt.Errorf("queue: publisher metrics: %w", err)
 	}
 	p := &Publisher{
-		c: cfg.Client, cfg: cfg, m: m,
+		c: cfg.Client, cfg: cfg, fifo: IsFIFO(cfg.QueueURL), m: m,
 		log:  cfg.Logger.With(zap.String("queue", cfg.Name)),
-		reqs: make(chan *pubEntry),
+		reqs: make(chan []*pubEntry),
 		loop: make(chan struct{}),
 		sem:  make(chan struct{}, cfg.MaxInFlightBatches),
 	}
@@ -182,7 +200,7 @@ func (p *Publisher) Publish(ctx context.Context, body []byte, attrs map[string]s
 		p.m.publishErrors.Inc()
 		return err
 	}
-	if err := p.enqueue(ctx, e); err != nil {
+	if err := p.enqueue(ctx, []*pubEntry{e}); err != nil {
 		return err
 	}
 	select {
@@ -194,8 +212,13 @@ func (p *Publisher) Publish(ctx context.Context, body []byte, attrs map[string]s
 }
 
 // PublishBatch sends every body (with ctx's traceparent, if any). Every body is checked
-// first: if one is too large, nothing is sent. Otherwise it returns the errors of the
-// messages SQS refused, joined; the others were accepted.
+// first: if one is too large (or, on a FIFO queue, has no ids), nothing is sent. Otherwise
+// it returns the errors of the messages SQS refused, joined; the others were accepted.
+//
+// On a FIFO queue the bodies keep their order: they go in SendMessageBatch calls of up to
+// ten, one call after the other, and never split across two calls in flight at once (SQS
+// orders a group's messages within a call by their place in it). After a call in which
+// one failed, the rest are not sent, and fail too: sent, they would overtake it.
 func (p *Publisher) PublishBatch(ctx context.Context, bodies [][]byte) error {
 	entries := make([]*pubEntry, len(bodies))
 	var errs []error
@@ -210,8 +233,11 @@ func (p *Publisher) PublishBatch(ctx context.Context, bodies [][]byte) error {
 		p.m.publishErrors.Add(float64(len(errs)))
 		return errors.Join(errs...)
 	}
+	if p.fifo {
+		return p.publishInOrder(ctx, entries)
+	}
 	for i, e := range entries {
-		if err := p.enqueue(ctx, e); err != nil {
+		if err := p.enqueue(ctx, []*pubEntry{e}); err != nil {
 			errs = append(errs, fmt.Errorf("message %d: %w", i, err))
 			entries[i] = nil
 		}
@@ -227,6 +253,46 @@ func (p *Publisher) PublishBatch(ctx context.Context, bodies [][]byte) error {
 			}
 		case <-ctx.Done():
 			return errors.Join(append(errs, ctx.Err())...)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// publishInOrder sends entries as runs that each go into one batch, one run after the
+// other, and stops after a run in which one failed.
+func (p *Publisher) publishInOrder(ctx context.Context, entries []*pubEntry) error {
+	var errs []error
+	for lo := 0; lo < len(entries); {
+		hi, size := lo, 0
+		for hi < len(entries) && hi-lo < maxBatchEntries && size+entries[hi].size <= p.cfg.MaxBatchBytes {
+			size += entries[hi].size
+			hi++
+		}
+		if err := p.enqueue(ctx, entries[lo:hi]); err != nil {
+			for i := lo; i < len(entries); i++ {
+				errs = append(errs, fmt.Errorf("message %d: %w", i, err))
+			}
+			return errors.Join(errs...)
+		}
+		failed := false
+		for i := lo; i < hi; i++ {
+			select {
+			case err := <-entries[i].res:
+				if err != nil {
+					failed = true
+					errs = append(errs, fmt.Errorf("message %d: %w", i, err))
+				}
+			case <-ctx.Done():
+				return errors.Join(append(errs, ctx.Err())...)
+			}
+		}
+		lo = hi
+		if failed && lo < len(entries) {
+			p.m.publishErrors.Add(float64(len(entries) - lo))
+			for i := lo; i < len(entries); i++ {
+				errs = append(errs, fmt.Errorf("message %d: %w", i, errEarlierFailed))
+			}
+			break
 		}
 	}
 	return errors.Join(errs...)
@@ -275,17 +341,30 @@ func (p *Publisher) prepare(ctx context.Context, body []byte, attrs map[string]s
 	if size > p.cfg.MaxMessageSize {
 		return nil, fmt.Errorf("%w: %d bytes (body %d), queue %s allows %d", ErrTooLarge, size, len(body), p.cfg.Name, p.cfg.MaxMessageSize)
 	}
-	return &pubEntry{body: string(body), attrs: sqsAttrs, size: size, res: make(chan error, 1)}, nil
+	e := &pubEntry{body: string(body), attrs: sqsAttrs, size: size, res: make(chan error, 1)}
+	if p.fifo {
+		var k Keys
+		var err error
+		if k.Group, k.Dedup, err = p.cfg.Keys(body); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrNoGroupID, p.cfg.Name, err)
+		}
+		if e.group, e.dedup, err = k.For(p.cfg.QueueURL); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
 }
 
-func (p *Publisher) enqueue(ctx context.Context, e *pubEntry) error {
+// enqueue hands the batcher a run of entries that go into one batch together (at most
+// ten, within MaxBatchBytes).
+func (p *Publisher) enqueue(ctx context.Context, run []*pubEntry) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
 		return ErrStopped
 	}
 	select {
-	case p.reqs <- e:
+	case p.reqs <- run:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -293,7 +372,8 @@ func (p *Publisher) enqueue(ctx context.Context, e *pubEntry) error {
 }
 
 // run gathers entries into batches: a batch is sent when it holds ten entries, when the
-// next entry would push it over MaxBatchBytes, or Linger after its first entry.
+// next run of entries would push it over ten or over MaxBatchBytes, or Linger after its
+// first entry.
 func (p *Publisher) run() {
 	defer close(p.loop)
 	timer := time.NewTimer(time.Hour)
@@ -301,6 +381,7 @@ func (p *Publisher) run() {
 	var batch []*pubEntry
 	bytes := 0
 	flush := func() {
+		timer.Stop()
 		if len(batch) == 0 {
 			return
 		}
@@ -314,34 +395,31 @@ func (p *Publisher) run() {
 		}()
 	}
 	for {
-		if len(batch) == 0 {
-			e, ok := <-p.reqs
-			if !ok {
-				return
-			}
-			batch, bytes = append(batch, e), e.size
-			timer.Reset(p.cfg.Linger)
-			continue
+		var linger <-chan time.Time
+		if len(batch) > 0 {
+			linger = timer.C
 		}
 		select {
-		case e, ok := <-p.reqs:
+		case run, ok := <-p.reqs:
 			if !ok {
-				timer.Stop()
 				flush()
 				return
 			}
-			if bytes+e.size > p.cfg.MaxBatchBytes {
+			size := 0
+			for _, e := range run {
+				size += e.size
+			}
+			if len(batch)+len(run) > maxBatchEntries || bytes+size > p.cfg.MaxBatchBytes {
 				flush()
-				batch, bytes = append(batch, e), e.size
+			}
+			if len(batch) == 0 {
 				timer.Reset(p.cfg.Linger)
-				continue
 			}
-			batch, bytes = append(batch, e), bytes+e.size
+			batch, bytes = append(batch, run...), bytes+size
 			if len(batch) == maxBatchEntries {
-				timer.Stop()
 				flush()
 			}
-		case <-timer.C:
+		case <-linger:
 			flush()
 		}
 	}
@@ -353,9 +431,11 @@ func (p *Publisher) send(batch []*pubEntry) {
 	entries := make([]types.SendMessageBatchRequestEntry, len(batch))
 	for i, e := range batch {
 		entries[i] = types.SendMessageBatchRequestEntry{
-			Id:                aws.String(strconv.Itoa(i)),
-			MessageBody:       aws.String(e.body),
-			MessageAttributes: e.attrs,
+			Id:                     aws.String(strconv.Itoa(i)),
+			MessageBody:            aws.String(e.body),
+			MessageAttributes:      e.attrs,
+			MessageGroupId:         e.group,
+			MessageDeduplicationId: e.dedup,
 		}
 	}
 	out, err := p.c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(p.cfg.QueueURL), Entries: entries})

@@ -14,6 +14,8 @@ type Message struct {
 	ReceiveCount int
 	// Attributes are the message's string attributes.
 	Attributes map[string]string
+	// GroupID is the message's MessageGroupId on a FIFO queue ("" on a standard queue).
+	GroupID string
 }
 
 // Verdict says what the consumer does with a handled message.

@@ -200,12 +200,39 @@ type Queues struct {
 // the test, with the given visibility timeout in seconds.
 func NewQueues(t testing.TB, c *sqs.Client, visibility int) Queues {
 	t.Helper()
+	return newQueues(t, c, visibility, "")
+}
+
+// NewFIFOQueues is NewQueues with FIFO queues: each of the four names ends in ".fifo".
+func NewFIFOQueues(t testing.TB, c *sqs.Client, visibility int) Queues {
+	t.Helper()
+	return newQueues(t, c, visibility, queue.FIFOSuffix)
+}
+
+// NewQueuesFunc is NewQueues or NewFIFOQueues.
+type NewQueuesFunc func(t testing.TB, c *sqs.Client, visibility int) Queues
+
+// EachQueueKind runs f as one subtest per kind of SQS queue, "standard" and "fifo", with
+// the constructor of that kind's queues: a test written once runs on both.
+func EachQueueKind(t *testing.T, f func(t *testing.T, newQueues NewQueuesFunc)) {
+	t.Helper()
+	for _, k := range []struct {
+		name string
+		new  NewQueuesFunc
+	}{{"standard", NewQueues}, {"fifo", NewFIFOQueues}} {
+		t.Run(k.name, func(t *testing.T) { f(t, k.new) })
+	}
+}
+
+// newQueues creates the test's four queues, suffix at the end of each name.
+func newQueues(t testing.TB, c *sqs.Client, visibility int, suffix string) Queues {
+	t.Helper()
 	n := Name(t)
 	if len(n) > 60 {
 		n = n[:60]
 	}
-	q := Queues{OrdersName: n + "-orders", ResultsName: n + "-results"}
-	q.OrdersDLQName, q.ResultsDLQName = q.OrdersName+"-dlq", q.ResultsName+"-dlq"
+	q := Queues{OrdersName: n + "-orders" + suffix, ResultsName: n + "-results" + suffix}
+	q.OrdersDLQName, q.ResultsDLQName = n+"-orders-dlq"+suffix, n+"-results-dlq"+suffix
 	ctx := context.Background()
 	var err error
 	if q.Orders, err = queue.EnsurePair(ctx, c, q.OrdersName, q.OrdersDLQName, 5, visibility); err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/webhook"
@@ -113,7 +114,7 @@ func runLoadgen(ctx context.Context, w io.Writer, o loadgenOptions) error {
 	if err != nil {
 		return err
 	}
-	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: ordersURL})
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: ordersURL, Keys: domain.OrderKeys})
 	if err != nil {
 		return err
 	}
