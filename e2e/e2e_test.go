@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
@@ -30,6 +31,8 @@ type fleet struct {
 	prefix string
 	db     *gorm.DB
 	pub    *queue.Publisher
+	sqs    *sqs.Client
+	queues testenv.Queues
 }
 
 func startFleet(t *testing.T) *fleet {
@@ -43,6 +46,7 @@ func startFleet(t *testing.T) *fleet {
 	}
 	c := testenv.SQS(t)
 	q := testenv.NewQueues(t, c, 20)
+	f.sqs, f.queues = c, q
 	env := append(testenv.Env(t),
 		"JUNBAN_KEY_PREFIX="+f.prefix,
 		"DATABASE_URL="+pgURL,
