@@ -18,7 +18,7 @@ import (
 func SNSConfig(t testing.TB) topics.Config {
 	t.Helper()
 	cfg := SQSConfig(t)
-	if other := os.Getenv("JUNBAN_SQS_ENDPOINT_LOCAL_AWS_SQS"); other != "" && cfg.Endpoint == other {
+	if onLocalAWSSQS(cfg.Endpoint) {
 		t.Skip("needs SNS, and the SQS in use is local-aws-sqs, which serves none (fauxqs does)")
 	}
 	ep := os.Getenv("AWS_ENDPOINT_URL_SNS")
@@ -27,6 +27,20 @@ func SNSConfig(t testing.TB) topics.Config {
 			"or set it to the SNS beside %s", cfg.Endpoint)
 	}
 	return topics.Config{Region: cfg.Region, Endpoint: ep}
+}
+
+// onLocalAWSSQS reports whether the SQS endpoint in use is the stack's local-aws-sqs.
+func onLocalAWSSQS(endpoint string) bool {
+	other := os.Getenv("JUNBAN_SQS_ENDPOINT_LOCAL_AWS_SQS")
+	return other != "" && endpoint == other
+}
+
+// HasSNS reports whether the test stack has an SNS beside the SQS in use (fauxqs), for a
+// test that sends part of its load through a topic when it can.
+func HasSNS(t testing.TB) bool {
+	t.Helper()
+	cfg := SQSConfig(t)
+	return !onLocalAWSSQS(cfg.Endpoint) && os.Getenv("AWS_ENDPOINT_URL_SNS") != ""
 }
 
 // SNS returns a client for the test stack's SNS.

@@ -359,3 +359,32 @@ func Publish(ctx context.Context, sn *sns.Client, topicARN string, events [][]by
 	}
 	return nil
 }
+
+// Publisher publishes batches of junban events to one topic (Publish): the orders queue's
+// publisher, through SNS.
+type Publisher struct {
+	// Client is the SNS client.
+	Client *sns.Client
+	// TopicARN is the topic.
+	TopicARN string
+}
+
+// PublishBatch publishes bodies, ten at a time.
+func (p Publisher) PublishBatch(ctx context.Context, bodies [][]byte) error {
+	for i := 0; i < len(bodies); i += 10 {
+		if err := Publish(ctx, p.Client, p.TopicARN, bodies[i:min(i+10, len(bodies))]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Ensure creates the standard topic named name where it is missing (CreateTopic is
+// idempotent) and returns its ARN.
+func Ensure(ctx context.Context, sn *sns.Client, name string) (string, error) {
+	out, err := sn.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(name)})
+	if err != nil {
+		return "", fmt.Errorf("topics: create topic %s: %w", name, err)
+	}
+	return aws.ToString(out.TopicArn), nil
+}
