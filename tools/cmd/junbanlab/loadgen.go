@@ -88,14 +88,8 @@ func runLoadgen(ctx context.Context, w io.Writer, o loadgenOptions) error {
 	if spec.Run == "" {
 		spec.Run = "lg" + strconv.FormatInt(time.Now().Unix(), 36)
 	}
-	if spec.Orders < 1 || spec.SKUs < 1 || spec.LotsPerSKU < 1 || spec.StockPerLot < 1 {
-		return cli.Usagef("-orders, -skus, -lots and -stock must be positive")
-	}
-	if spec.WarehouseShare < 0 || spec.WarehouseShare > 0.5 || spec.Window < 0 {
-		return cli.Usagef("-warehouse must be within [0, 0.5] and -window not negative")
-	}
-	if o.viaSNS < 0 || o.viaSNS > 1 || o.topic != "" && o.viaSNS == 0 {
-		return cli.Usagef("-via-sns must be within [0, 1], and above 0 with -topic")
+	if err := o.check(spec); err != nil {
+		return err
 	}
 	pg, err := config.Load[config.Postgres]()
 	if err != nil {
@@ -126,11 +120,9 @@ func runLoadgen(ctx context.Context, w io.Writer, o loadgenOptions) error {
 		return err
 	}
 	defer pub.Stop(context.Background()) //nolint:errcheck // the run counts each message by its Publish's own answer
-	var send loadgen.Publisher = pub
-	if o.viaSNS > 0 {
-		if send, err = o.throughTopic(ctx, pub, c, sqsCfg, ordersURL); err != nil {
-			return err
-		}
+	send, err := o.throughTopic(ctx, pub, c, sqsCfg, ordersURL)
+	if err != nil {
+		return err
 	}
 	rec := sendlatency.NewRecorder(send)
 	cfg := loadgen.RunConfig{Spec: spec, Rate: o.rate, Wait: o.wait, Progress: os.Stderr,
@@ -148,6 +140,20 @@ func runLoadgen(ctx context.Context, w io.Writer, o loadgenOptions) error {
 	// The exit status is the check's, with --json too: scripts test it.
 	if s.Missing > 0 || s.Oversold > 0 || s.Unconserved > 0 {
 		return fmt.Errorf("loadgen: %d results missing, %d SKUs oversold, %d lots not conserved", s.Missing, s.Oversold, s.Unconserved)
+	}
+	return nil
+}
+
+// check refuses a workload or an option out of range.
+func (o loadgenOptions) check(spec loadgen.Spec) error {
+	if spec.Orders < 1 || spec.SKUs < 1 || spec.LotsPerSKU < 1 || spec.StockPerLot < 1 {
+		return cli.Usagef("-orders, -skus, -lots and -stock must be positive")
+	}
+	if spec.WarehouseShare < 0 || spec.WarehouseShare > 0.5 || spec.Window < 0 {
+		return cli.Usagef("-warehouse must be within [0, 0.5] and -window not negative")
+	}
+	if o.viaSNS < 0 || o.viaSNS > 1 || o.topic != "" && o.viaSNS == 0 {
+		return cli.Usagef("-via-sns must be within [0, 1], and above 0 with -topic")
 	}
 	return nil
 }
@@ -180,10 +186,13 @@ func (o loadgenOptions) wire(cfg *loadgen.RunConfig, rec *sendlatency.Recorder) 
 // loadgenTopic is the topic loadgen -via-sns creates when no -topic is given.
 const loadgenTopic = "junban-loadgen"
 
-// throughTopic subscribes the orders queue to the topic (non-raw delivery, as junbanctl
-// topics subscribe does) and returns a publisher that sends -via-sns of the events
-// through it and the rest through pub.
+// throughTopic is pub without -via-sns. With it, throughTopic subscribes the orders queue
+// to the topic (non-raw delivery, as junbanctl topics subscribe does) and returns a
+// publisher that sends that share of the events through the topic and the rest through pub.
 func (o loadgenOptions) throughTopic(ctx context.Context, pub loadgen.Publisher, c *sqs.Client, sqsCfg config.SQS, ordersURL string) (loadgen.Publisher, error) {
+	if o.viaSNS == 0 {
+		return pub, nil
+	}
 	tcfg, err := config.Load[topics.Config]()
 	if err != nil {
 		return nil, err
