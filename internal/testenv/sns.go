@@ -6,16 +6,15 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
-
-	"github.com/junban/junban/internal/topics"
 )
 
-// SNSConfig returns the SNS settings of the test stack. fauxqs serves SNS beside SQS (the
+// SNSEndpoint returns the SNS endpoint of the test stack. fauxqs serves SNS beside SQS (the
 // stack file's AWS_ENDPOINT_URL_SNS); local-aws-sqs serves none, so a test that needs SNS
 // is skipped when that is the SQS in use, and fails when the SNS endpoint is missing
 // anywhere else.
-func SNSConfig(t testing.TB) topics.Config {
+func SNSEndpoint(t testing.TB) string {
 	t.Helper()
 	cfg := SQSConfig(t)
 	if onLocalAWSSQS(cfg.Endpoint) {
@@ -26,7 +25,7 @@ func SNSConfig(t testing.TB) topics.Config {
 		t.Fatalf("testenv: AWS_ENDPOINT_URL_SNS is not set; run `make stack` again (with fauxqs it names fauxqs) "+
 			"or set it to the SNS beside %s", cfg.Endpoint)
 	}
-	return topics.Config{Region: cfg.Region, Endpoint: ep}
+	return ep
 }
 
 // onLocalAWSSQS reports whether the SQS endpoint in use is the stack's local-aws-sqs.
@@ -46,11 +45,12 @@ func HasSNS(t testing.TB) bool {
 // SNS returns a client for the test stack's SNS.
 func SNS(t testing.TB) *sns.Client {
 	t.Helper()
-	c, err := topics.NewClient(context.Background(), SNSConfig(t), "")
+	ep := SNSEndpoint(t)
+	awsCfg, err := awsconfig.LoadDefaultConfig(context.Background(), awsconfig.WithRegion(SQSConfig(t).Region))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return sns.NewFromConfig(awsCfg, func(o *sns.Options) { o.BaseEndpoint = aws.String(ep) })
 }
 
 // Topic creates an SNS topic unique to the test and returns its ARN; it is deleted when
@@ -70,5 +70,5 @@ func Topic(t testing.TB, c *sns.Client) string {
 // endpoint, until the test ends.
 func SetSNSenv(t testing.TB) {
 	t.Helper()
-	t.Setenv("AWS_ENDPOINT_URL_SNS", SNSConfig(t).Endpoint)
+	t.Setenv("AWS_ENDPOINT_URL_SNS", SNSEndpoint(t))
 }

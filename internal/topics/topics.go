@@ -23,6 +23,8 @@ import (
 	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/junban/junban/internal/domain"
 )
 
 // TypeAttribute is the message attribute a publisher sets to the junban event type: the
@@ -318,8 +320,9 @@ func statements(doc map[string]any) []any {
 
 // Publish publishes events (junban events as JSON, at most 10) to topicARN, each with its
 // type in the message attribute TypeAttribute so that a filtered subscription sees it.
-// A FIFO topic (".fifo") gets each event's lcid as its message group and its event id as
-// its deduplication id.
+// A FIFO topic (".fifo") gets each event's entity (its turn: the order's lcid, or the
+// SKU's for the warehouse's events) as its message group and its event id as its
+// deduplication id; there every event must be one junban would apply.
 func Publish(ctx context.Context, sn *sns.Client, topicARN string, events [][]byte) error {
 	if len(events) == 0 {
 		return nil
@@ -333,7 +336,6 @@ func Publish(ctx context.Context, sn *sns.Client, topicARN string, events [][]by
 		var head struct {
 			EventID string `json:"event_id"`
 			Type    string `json:"type"`
-			LCID    string `json:"lcid"`
 		}
 		if err := json.Unmarshal(body, &head); err != nil || head.Type == "" {
 			return fmt.Errorf("topics: publish: event %d has no type (%v)", i, err)
@@ -345,7 +347,11 @@ func Publish(ctx context.Context, sn *sns.Client, topicARN string, events [][]by
 			},
 		}
 		if fifo {
-			entries[i].MessageGroupId, entries[i].MessageDeduplicationId = aws.String(head.LCID), aws.String(head.EventID)
+			ev, err := domain.Decode(body, 0)
+			if err != nil {
+				return fmt.Errorf("topics: publish to FIFO topic %s: event %d: %w", topicARN, i, err)
+			}
+			entries[i].MessageGroupId, entries[i].MessageDeduplicationId = aws.String(ev.Entity()), aws.String(head.EventID)
 		}
 	}
 	out, err := sn.PublishBatch(ctx, &sns.PublishBatchInput{TopicArn: aws.String(topicARN), PublishBatchRequestEntries: entries})
