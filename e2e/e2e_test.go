@@ -1,5 +1,7 @@
 // Package e2e runs the whole fleet as processes (two order-workers and a persist-worker)
 // against real Redis, PostgreSQL and the SQS emulator, and checks what PostgreSQL ends with.
+// Where the emulator serves SNS too (fauxqs), a fifth of the load is published to a topic
+// the orders queue is subscribed to, and reaches the workers as SNS notifications.
 package e2e_test
 
 import (
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
@@ -22,6 +25,7 @@ import (
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
+	"github.com/junban/junban/internal/topics"
 	"github.com/junban/junban/tools/loadgen"
 )
 
@@ -29,8 +33,15 @@ type fleet struct {
 	rc     redis.UniversalClient
 	prefix string
 	db     *gorm.DB
-	pub    *queue.Publisher
+	// pub sends to the orders queue: viaSNS of the events through an SNS topic when the
+	// stack has SNS, the rest straight to the queue.
+	pub    loadgen.Publisher
+	sqs    *sqs.Client
+	queues testenv.Queues
 }
+
+// viaSNS is the share of the load published through an SNS topic where there is one.
+const viaSNS = 0.2
 
 // startFleet starts the fleet on queues of its own, made by newQueues (standard or FIFO).
 func startFleet(t *testing.T, newQueues testenv.NewQueuesFunc) *fleet {
@@ -44,6 +55,7 @@ func startFleet(t *testing.T, newQueues testenv.NewQueuesFunc) *fleet {
 	}
 	c := testenv.SQS(t)
 	q := newQueues(t, c, 20)
+	f.sqs, f.queues = c, q
 	env := append(testenv.Env(t),
 		"JUNBAN_KEY_PREFIX="+f.prefix,
 		"DATABASE_URL="+pgURL,
@@ -56,10 +68,25 @@ func startFleet(t *testing.T, newQueues testenv.NewQueuesFunc) *fleet {
 		testenv.Start(t, fmt.Sprintf("order-worker-%d", i), testenv.Binary(t, "order-worker"), env)
 	}
 	testenv.Start(t, "persist-worker", testenv.Binary(t, "persist-worker"), env)
-	if f.pub, err = queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: q.Orders.URL, Keys: domain.OrderKeys}); err != nil {
+	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: q.Orders.URL, Keys: domain.OrderKeys})
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.pub.Stop(context.Background()) })
+	t.Cleanup(func() { pub.Stop(context.Background()) })
+	f.pub = pub
+	switch {
+	case strings.HasSuffix(q.Orders.URL, ".fifo"):
+		t.Log("FIFO queues: every event goes straight to the orders queue (a standard topic cannot feed a FIFO queue)")
+	case testenv.HasSNS(t):
+		sn := testenv.SNS(t)
+		topic := testenv.Topic(t, sn)
+		if _, err := topics.Subscribe(context.Background(), sn, c, topics.Spec{TopicARN: topic, QueueURL: q.Orders.URL}); err != nil {
+			t.Fatal(err)
+		}
+		f.pub = loadgen.Split{Queue: pub, Other: topics.Publisher{Client: sn, TopicARN: topic}, Share: viaSNS}
+	default:
+		t.Log("no SNS beside this SQS: every event goes straight to the orders queue")
+	}
 	return f
 }
 

@@ -29,6 +29,9 @@ fi
 RATE=${DEMO_RATE:-250}
 # The warehouse feed's share of the events (junbanlab loadgen -warehouse; 0: none).
 WAREHOUSE=${DEMO_WAREHOUSE:-0.04}
+# The share of the events published through an SNS topic the orders queue is subscribed
+# to (junbanlab loadgen -via-sns), when the stack has SNS (fauxqs); 0: none.
+if [ -n "${AWS_ENDPOINT_URL_SNS:-}" ]; then VIA_SNS=${DEMO_VIA_SNS:-0.2}; else VIA_SNS=0; fi
 export JUNBAN_LOG_LEVEL=${JUNBAN_LOG_LEVEL:-warn}
 # A local-only signing secret for the demo's payment provider (Standard Webhooks).
 export JUNBAN_WEBHOOK_PROVIDERS=${JUNBAN_WEBHOOK_PROVIDERS:-demo:standard:whsec_ZGVtby1zZWNyZXQtZm9yLWxvY2FsLW9ubHk=}
@@ -78,12 +81,14 @@ echo
 echo "console: http://127.0.0.1:$API_PORT/   (the API under /v1, see docs/api.md and docs/console.md)"
 
 echo
-echo "== load: $ORDERS orders, ~$RATE events/s, 20% duplicate deliveries, payments partly by webhook, the warehouse's feed beside =="
+sns_note=
+[ "$VIA_SNS" = 0 ] || sns_note=", a share ($VIA_SNS) through an SNS topic"
+echo "== load: $ORDERS orders, ~$RATE events/s, 20% duplicate deliveries, payments partly by webhook, the warehouse's feed beside$sns_note =="
 # A shop, not a shortage: 40 SKUs whose popularity falls off gently (-skew 0.6), stocked
 # for the run's demand, so that most orders succeed and the hottest one or two SKUs
 # sell out towards the end.
 "$bin/junbanlab" loadgen -orders "$ORDERS" -rate "$RATE" -skus 40 -lots 4 -stock 180 -safety-stock 10 -skew 0.6 \
-  -warehouse "$WAREHOUSE" -duplicates 0.2 -out-of-order 0.2 -shuffle 0.1 \
+  -warehouse "$WAREHOUSE" -duplicates 0.2 -out-of-order 0.2 -shuffle 0.1 -via-sns "$VIA_SNS" \
   -gateway "http://127.0.0.1:$gw_port" -provider demo -webhook-share 0.3 \
   -worker-metrics "127.0.0.1:$ow1_port,127.0.0.1:$ow2_port" | tee "$logs/summary.txt"
 

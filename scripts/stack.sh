@@ -20,6 +20,9 @@
 # it uses, `junbanctl queues create` makes junban's queues, DLQs and redrive policies; on
 # the emulators it starts, `queues create -fifo` makes their FIFO twins too (orders.fifo,
 # orders-dlq.fifo, results.fifo, results-dlq.fifo), for a fleet pointed at those.
+# SNS: fauxqs serves it on the same port, so AWS_ENDPOINT_URL_SNS names fauxqs when it is
+# the SQS in use (local-aws-sqs has no SNS); with a given SQS, only an AWS_ENDPOINT_URL_SNS
+# of the caller's own is written.
 # A failed `up` stops what that run started, and nothing else.
 set -euo pipefail
 
@@ -41,6 +44,7 @@ EOF
 # or an SQS endpoint of the caller's own is kept, the file's are derived again.
 given_test_db=${JUNBAN_TEST_DATABASE_URL:-}
 given_sqs=${AWS_ENDPOINT_URL_SQS:-}
+given_sns=${AWS_ENDPOINT_URL_SNS:-}
 
 # The previous run's endpoints, so `up` twice reuses what is already there.
 # Variables already set in the environment win over the file.
@@ -354,13 +358,23 @@ write_env() {
 # for their visibility timeout: short polls keep that window at 1 s." ;;
   *) wait_note="# Short polls, as for the local emulators (set JUNBAN_SQS_WAIT_SECONDS=20 for real SQS)." ;;
   esac
+  # fauxqs serves SNS on its SQS port (the query protocol on POST /); local-aws-sqs serves
+  # no SNS, and a given SQS endpoint says nothing of one: then no line, and the tests that
+  # need SNS skip on local-aws-sqs and fail elsewhere until AWS_ENDPOINT_URL_SNS is set.
+  local sns_line=
+  if [ -z "$given_sqs" ] && [ "$backend" = fauxqs ]; then
+    sns_line="AWS_ENDPOINT_URL_SNS=$AWS_ENDPOINT_URL_SQS"
+  elif [ -n "$given_sns" ]; then
+    sns_line="AWS_ENDPOINT_URL_SNS=$given_sns"
+  fi
   cat >"$envfile" <<EOF
 # Written by scripts/stack.sh; junban binaries, junbanctl and tests read it, for variables not set in the environment, when JUNBAN_STACK_ENV names it (the Makefile sets it).
 REDIS_URL=$REDIS_URL
 DATABASE_URL=$DATABASE_URL
 JUNBAN_TEST_DATABASE_URL=$JUNBAN_TEST_DATABASE_URL
 AWS_ENDPOINT_URL_SQS=$AWS_ENDPOINT_URL_SQS
-JUNBAN_LOCAL_SQS=$backend
+${sns_line:+$sns_line
+}JUNBAN_LOCAL_SQS=$backend
 JUNBAN_SQS_ENDPOINT_FAUXQS=${JUNBAN_SQS_ENDPOINT_FAUXQS:-}
 JUNBAN_SQS_ENDPOINT_LOCAL_AWS_SQS=${JUNBAN_SQS_ENDPOINT_LOCAL_AWS_SQS:-}
 AWS_REGION=${AWS_REGION:-us-east-1}

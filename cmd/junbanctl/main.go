@@ -31,6 +31,7 @@ func newRootCmd() *cobra.Command {
 		stockCmd(), orderCmd(), reconcileCmd(),
 		ledgerCmd(),
 		cli.Group("queues", "create the queues", queuesCreateCmd()),
+		cli.Group("topics", "feed the orders queue from an SNS topic", topicsSubscribeCmd()),
 		cli.Group("webhook", "send signed webhooks to a running gateway", webhookSendCmd(), webhookStormCmd()),
 	)
 	root.AddCommand(movedCmds()...)

@@ -22,6 +22,7 @@ import (
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/topics"
 	"github.com/junban/junban/internal/webhook"
 	"github.com/junban/junban/internal/webhooksend"
 	"github.com/junban/junban/tools/fleet"
@@ -33,6 +34,8 @@ import (
 type loadgenOptions struct {
 	spec               loadgen.Spec
 	rate, webhookShare float64
+	viaSNS             float64
+	topic              string
 	wait               time.Duration
 	gateway, provider  string
 	workerMetrics      string
@@ -72,6 +75,8 @@ func loadgenCmd() *cobra.Command {
 	fs.StringVar(&o.gateway, "gateway", "", "webhook gateway base URL; with it, payments go through the gateway")
 	fs.StringVar(&o.provider, "provider", "", "webhook provider name in JUNBAN_WEBHOOK_PROVIDERS")
 	fs.Float64Var(&o.webhookShare, "webhook-share", 0.3, "share of payments sent as webhooks (with -gateway)")
+	fs.Float64Var(&o.viaSNS, "via-sns", 0, "share of the events published through an SNS topic the orders queue is subscribed to (non-raw delivery), 0..1")
+	fs.StringVar(&o.topic, "topic", "", "with -via-sns: the topic's ARN (default: the topic "+loadgenTopic+", created where missing)")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the summary as JSON")
 	fs.StringVar(&o.workerMetrics, "worker-metrics", "", "comma-separated host:port of the order-workers' health listeners; with it, the summary adds the deliveries they found done")
 	return c
@@ -84,11 +89,8 @@ func runLoadgen(ctx context.Context, w io.Writer, o loadgenOptions) error {
 	if spec.Run == "" {
 		spec.Run = "lg" + strconv.FormatInt(time.Now().Unix(), 36)
 	}
-	if spec.Orders < 1 || spec.SKUs < 1 || spec.LotsPerSKU < 1 || spec.StockPerLot < 1 {
-		return cli.Usagef("-orders, -skus, -lots and -stock must be positive")
-	}
-	if spec.WarehouseShare < 0 || spec.WarehouseShare > 0.5 || spec.Window < 0 {
-		return cli.Usagef("-warehouse must be within [0, 0.5] and -window not negative")
+	if err := o.check(spec); err != nil {
+		return err
 	}
 	pg, err := config.Load[config.Postgres]()
 	if err != nil {
@@ -119,7 +121,11 @@ func runLoadgen(ctx context.Context, w io.Writer, o loadgenOptions) error {
 		return err
 	}
 	defer pub.Stop(context.Background()) //nolint:errcheck // the run counts each message by its Publish's own answer
-	rec := sendlatency.NewRecorder(pub)
+	send, err := o.throughTopic(ctx, pub, c, sqsCfg, ordersURL)
+	if err != nil {
+		return err
+	}
+	rec := sendlatency.NewRecorder(send)
 	cfg := loadgen.RunConfig{Spec: spec, Rate: o.rate, Wait: o.wait, Progress: os.Stderr,
 		DLQDepth: func(ctx context.Context) (int, error) { return queueDepth(ctx, c, dlqURL) }}
 	if err := o.wire(&cfg, rec); err != nil {
@@ -135,6 +141,20 @@ func runLoadgen(ctx context.Context, w io.Writer, o loadgenOptions) error {
 	// The exit status is the check's, with --json too: scripts test it.
 	if s.Missing > 0 || s.Oversold > 0 || s.Unconserved > 0 {
 		return fmt.Errorf("loadgen: %d results missing, %d SKUs oversold, %d lots not conserved", s.Missing, s.Oversold, s.Unconserved)
+	}
+	return nil
+}
+
+// check refuses a workload or an option out of range.
+func (o loadgenOptions) check(spec loadgen.Spec) error {
+	if spec.Orders < 1 || spec.SKUs < 1 || spec.LotsPerSKU < 1 || spec.StockPerLot < 1 {
+		return cli.Usagef("-orders, -skus, -lots and -stock must be positive")
+	}
+	if spec.WarehouseShare < 0 || spec.WarehouseShare > 0.5 || spec.Window < 0 {
+		return cli.Usagef("-warehouse must be within [0, 0.5] and -window not negative")
+	}
+	if o.viaSNS < 0 || o.viaSNS > 1 || o.topic != "" && o.viaSNS == 0 {
+		return cli.Usagef("-via-sns must be within [0, 1], and above 0 with -topic")
 	}
 	return nil
 }
@@ -162,6 +182,37 @@ func (o loadgenOptions) wire(cfg *loadgen.RunConfig, rec *sendlatency.Recorder) 
 		cfg.WebhookEventID = func(pid string) string { return webhook.OrderEventID(p.Name, pid) }
 	}
 	return nil
+}
+
+// loadgenTopic is the topic loadgen -via-sns creates when no -topic is given.
+const loadgenTopic = "junban-loadgen"
+
+// throughTopic is pub without -via-sns. With it, throughTopic subscribes the orders queue
+// to the topic (non-raw delivery, as junbanctl topics subscribe does) and returns a
+// publisher that sends that share of the events through the topic and the rest through pub.
+func (o loadgenOptions) throughTopic(ctx context.Context, pub loadgen.Publisher, c *sqs.Client, sqsCfg config.SQS, ordersURL string) (loadgen.Publisher, error) {
+	if o.viaSNS == 0 {
+		return pub, nil
+	}
+	tcfg, err := config.Load[topics.Config]()
+	if err != nil {
+		return nil, err
+	}
+	sn, err := topics.NewClient(ctx, tcfg, sqsCfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	arn := o.topic
+	if arn == "" {
+		if arn, err = topics.Ensure(ctx, sn, loadgenTopic); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := topics.Subscribe(ctx, sn, c, topics.Spec{TopicARN: arn, QueueURL: ordersURL}); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "loadgen: %.0f%% of the events through %s\n", 100*o.viaSNS, arn)
+	return loadgen.Split{Queue: pub, Other: topics.Publisher{Client: sn, TopicARN: arn}, Share: o.viaSNS}, nil
 }
 
 // printLoadgen prints the summary, with the send -> commit latency split.

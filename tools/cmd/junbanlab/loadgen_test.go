@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -32,5 +35,59 @@ func TestLoadgenJSONFailsWhenResultsAreMissing(t *testing.T) {
 	}
 	if err := json.Unmarshal(out.Bytes(), &s); err != nil || s.Missing == 0 || s.InTurn == nil {
 		t.Fatalf("loadgen --json: %v\n%s", err, out.String())
+	}
+}
+
+// loadgen --via-sns publishes its share of the events through the topic, subscribed to
+// the orders queue without raw delivery: the queue holds SNS notifications beside raw
+// events, every event once (no worker runs, so loadgen itself fails on the missing results).
+func TestLoadgenViaSNSPublishesAShareThroughTheTopic(t *testing.T) {
+	sn := testenv.SNS(t)
+	q := labEnv(t)
+	testenv.SetSNSenv(t)
+	topic := testenv.Topic(t, sn)
+	err := lab(context.Background(), nil, "loadgen", []string{"-run", testenv.ID(), "-orders", "30", "-skus", "2",
+		"-duplicates", "0", "-warehouse", "0", "-wait", "1s", "-via-sns", "0.5", "-topic", topic})
+	if err == nil || !strings.Contains(err.Error(), "results missing") {
+		t.Fatalf("loadgen with no worker: %v, want the missing results", err)
+	}
+	c := testenv.SQS(t)
+	seen := map[string]int{}
+	wrapped := 0
+	for {
+		out, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.Orders.URL),
+			MaxNumberOfMessages: 10, VisibilityTimeout: 60})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			break
+		}
+		for _, m := range out.Messages {
+			body := []byte(aws.ToString(m.Body))
+			var n struct{ Type, Message, TopicArn string }
+			if json.Unmarshal(body, &n) == nil && n.Type == "Notification" {
+				if n.TopicArn != topic {
+					t.Fatalf("a notification from %s", n.TopicArn)
+				}
+				wrapped++
+				body = []byte(n.Message)
+			}
+			var ev struct {
+				EventID string `json:"event_id"`
+			}
+			if err := json.Unmarshal(body, &ev); err != nil || ev.EventID == "" {
+				t.Fatalf("not an event: %s", body)
+			}
+			seen[ev.EventID]++
+		}
+	}
+	if len(seen) < 30 || wrapped == 0 || wrapped == len(seen) {
+		t.Fatalf("%d events on the queue, %d of them through the topic: want both ways", len(seen), wrapped)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s on the queue %d times", id, n)
+		}
 	}
 }
