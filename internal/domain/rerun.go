@@ -40,7 +40,7 @@ func RerunEvent(ctx context.Context, l Ledger, st State, ev Event, arrival int64
 		}()
 		run.Result, run.Parked, run.Err = apply(ctx, rec, &run.State, ev, arrival, now)
 	}()
-	run.Completed = len(rec.fixed) > 0
+	run.Completed = rec.irreversible
 	run.all, run.open = rec.all, rec.open
 	return run
 }
@@ -83,10 +83,11 @@ func (run Rerun) Undo(ctx context.Context, l Ledger, ev Event) (Undone, error) {
 // something, not undone since: what the quarantine moves back), and the irreversible ones
 // (ledger.ReversalOf), which the quarantine completes instead of undoing.
 type recorder struct {
-	next  Ledger
-	all   []ledger.Result
-	open  []ledger.Result
-	fixed []ledger.Result
+	next Ledger
+	all  []ledger.Result
+	open []ledger.Result
+	// irreversible: an irreversible operation applied.
+	irreversible bool
 }
 
 // Apply runs op and records what it answered.
@@ -106,7 +107,7 @@ func (r *recorder) Apply(ctx context.Context, op ledger.Op) (ledger.Result, erro
 		r.open = slices.DeleteFunc(r.open, func(o ledger.Result) bool { return undoOpID(o.OpID) == res.OpID })
 	case ledger.Irreversible:
 		// A receive changes a lot even when it moves nothing (planned becomes on hand).
-		r.fixed = append(r.fixed, res)
+		r.irreversible = true
 	}
 	return res, nil
 }
