@@ -1,0 +1,144 @@
+// Package outbound tells the rest of the shop what junban decided: order and stock events,
+// written into PostgreSQL's outbox table in the transaction that applies a batch of results
+// (Write), relayed to an SNS topic in batches (Relay), and served from the table to
+// consumers that cannot take SNS (Page, behind GET /v1/events).
+//
+// Every message carries a stable id (consumers drop copies by it), its entity's seq (1, 2,
+// 3, ... with no gap: consumers order by it), when junban decided it and the event that
+// caused it. The relay publishes at least once: a copy is possible, a loss is not, and
+// nothing is published that was not committed. docs/outbound.md describes each kind; the
+// JSON Schemas in schemas/ are the contract, and the tests validate what they receive
+// against them.
+package outbound
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/junban/junban/internal/event"
+)
+
+// Kind names an outbound event.
+type Kind string
+
+// The outbound kinds.
+const (
+	// OrderStatusChanged: an order's status, allocation, paid flag or lines (with their
+	// lots) changed.
+	OrderStatusChanged Kind = "order.status_changed"
+	// OrderRefused: an event about an order was refused (ERR_SHORTAGE, ERR_SAFETY_STOCK, ...).
+	OrderRefused Kind = "order.refused"
+	// StockChanged: a SKU's stock figures changed.
+	StockChanged Kind = "stock.changed"
+	// StockLow: a SKU's available-to-ship fell to its low-stock threshold or below (and is
+	// still above 0).
+	StockLow Kind = "stock.low"
+	// StockOut: a SKU's available-to-ship fell to 0.
+	StockOut Kind = "stock.out"
+	// StockBack: a SKU's available-to-ship rose to a better level (from out to low or ok,
+	// from low to ok).
+	StockBack Kind = "stock.back"
+)
+
+// Kinds are the outbound kinds, in the order docs/outbound.md describes them.
+var Kinds = []Kind{OrderStatusChanged, OrderRefused, StockChanged, StockLow, StockOut, StockBack}
+
+// Message is one outbound event, as published (the SNS message's body) and as
+// GET /v1/events serves it.
+type Message struct {
+	// ID is the message's stable id (a UUID): a copy has the same.
+	ID   string `json:"id"`
+	Kind Kind   `json:"kind"`
+	// Entity is the order's lcid, or "sku:" and the SKU (event.SKUEntityPrefix).
+	Entity string `json:"entity"`
+	// LCID is the order's, on order kinds; SKU the SKU's, on stock kinds.
+	LCID string `json:"lcid,omitempty"`
+	SKU  string `json:"sku,omitempty"`
+	// Seq is the entity's outbound sequence: 1 for its first message, then one more for
+	// each, with no gap. Consumers order an entity's messages by it.
+	Seq int64 `json:"seq"`
+	// OccurredAt is when junban decided what the message tells (the causing result's
+	// processed_at).
+	OccurredAt time.Time `json:"occurred_at"`
+	// CausedBy is the event that caused it (for a message that sums up several results of
+	// a batch, the newest of them).
+	CausedBy Cause `json:"caused_by"`
+	// Data is the kind's payload: OrderStatusData, OrderRefusedData, StockData or
+	// StockLevelData.
+	Data json.RawMessage `json:"data"`
+}
+
+// Cause names the event a message tells the effect of.
+type Cause struct {
+	EventID string     `json:"event_id"`
+	Type    event.Type `json:"type"`
+}
+
+// OrderStatusData is the data of order.status_changed: the order as it is now, and what
+// changed since its last order.status_changed.
+type OrderStatusData struct {
+	// From is the status its last order.status_changed told; null on the order's first.
+	From *string `json:"from"`
+	// To is its status now: placed, cancelled, shipped or rejected.
+	To string `json:"to"`
+	// Allocation is reserved, allocated or null.
+	Allocation *string    `json:"allocation"`
+	Paid       bool       `json:"paid"`
+	Mode       event.Mode `json:"mode,omitempty"`
+	TargetDate string     `json:"target_date,omitempty"`
+	// Lines are the order's lines with the lots allocated to each (and returned from it).
+	Lines []event.SnapshotLine `json:"lines"`
+	// Changed names what changed: "status", "allocation", "paid", "lines" (every one on the
+	// order's first message).
+	Changed []string `json:"changed"`
+}
+
+// OrderRefusedData is the data of order.refused.
+type OrderRefusedData struct {
+	// Reason is the refusal's code: ERR_SHORTAGE, ERR_SAFETY_STOCK, ... (docs/events.md).
+	Reason string `json:"reason"`
+	// Detail says more, for a person.
+	Detail string `json:"detail,omitempty"`
+	// Status is the order's status after the refusal; "" when junban holds no order.
+	Status string `json:"status,omitempty"`
+}
+
+// Stock levels: what a SKU's available-to-ship is against its low-stock threshold.
+const (
+	// LevelOK: above the threshold.
+	LevelOK = "ok"
+	// LevelLow: above 0 and at or below the threshold.
+	LevelLow = "low"
+	// LevelOut: 0.
+	LevelOut = "out"
+)
+
+// StockData is the data of stock.changed: a SKU's figures in PostgreSQL after the batch
+// that changed them.
+type StockData struct {
+	// Version is the SKU's ledger version of the newest result applied.
+	Version     int64 `json:"version"`
+	SafetyStock int64 `json:"safety_stock"`
+	// Sellable, Reserved and Allocated sum the SKU's good lots.
+	Sellable  int64 `json:"sellable"`
+	Reserved  int64 `json:"reserved"`
+	Allocated int64 `json:"allocated"`
+	// AvailableToShip is what an order to ship on AsOf could take: the sellable units of
+	// good lots valid on that day, less the safety stock, never below 0.
+	AvailableToShip int64 `json:"available_to_ship"`
+	// AsOf is the day (UTC) AvailableToShip counts lots valid on.
+	AsOf string `json:"as_of"`
+	// Level is AvailableToShip against Threshold: ok, low or out.
+	Level     string `json:"level"`
+	Threshold int64  `json:"threshold"`
+}
+
+// StockLevelData is the data of stock.low, stock.out and stock.back.
+type StockLevelData struct {
+	AvailableToShip int64  `json:"available_to_ship"`
+	Threshold       int64  `json:"threshold"`
+	Level           string `json:"level"`
+	// Previous is the level the SKU's last level message (or, before any, ok) told.
+	Previous string `json:"previous"`
+	AsOf     string `json:"as_of"`
+}

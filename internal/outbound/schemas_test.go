@@ -1,0 +1,106 @@
+package outbound
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/junban/junban/internal/event"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// exampleMessages are one message of each kind, as Write builds them.
+func exampleMessages(t *testing.T) map[Kind][]byte {
+	t.Helper()
+	at := time.Date(2026, 12, 2, 9, 30, 0, 0, time.UTC)
+	msg := func(k Kind, entity string, data any) []byte {
+		m := Message{ID: "7d4b2c1e-0b7a-4f39-9a51-3c1f2d6e8a90", Kind: k, Entity: entity, Seq: 3, OccurredAt: at,
+			CausedBy: Cause{EventID: "evt-1", Type: event.OrderPlaced}}
+		if sku, ok := strings.CutPrefix(entity, event.SKUEntityPrefix); ok {
+			m.SKU = sku
+		} else {
+			m.LCID = entity
+		}
+		var err error
+		if m.Data, err = json.Marshal(data); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	return map[Kind][]byte{
+		OrderStatusChanged: msg(OrderStatusChanged, "LC-1", OrderStatusData{
+			From: ptr("placed"), To: "placed", Allocation: ptr("allocated"), Paid: true, Mode: event.ModeShip,
+			TargetDate: "2026-12-03",
+			Lines:      []event.SnapshotLine{{LineID: "1", SKU: "TEA-1", Qty: 2, Lots: []event.LotQty{{LotID: "L1", Qty: 2}}}},
+			Changed:    []string{"allocation", "lines"},
+		}),
+		OrderRefused: msg(OrderRefused, "LC-1", OrderRefusedData{Reason: "ERR_SHORTAGE", Detail: "short by 2", Status: "rejected"}),
+		StockChanged: msg(StockChanged, "sku:TEA-1", StockData{Version: 12, SafetyStock: 2, Sellable: 40, Reserved: 3,
+			Allocated: 5, AvailableToShip: 38, AsOf: "2026-12-02", Level: LevelOK, Threshold: 10}),
+		StockLow:  msg(StockLow, "sku:TEA-1", StockLevelData{AvailableToShip: 4, Threshold: 10, Level: LevelLow, Previous: LevelOK, AsOf: "2026-12-02"}),
+		StockOut:  msg(StockOut, "sku:TEA-1", StockLevelData{AvailableToShip: 0, Threshold: 10, Level: LevelOut, Previous: LevelLow, AsOf: "2026-12-02"}),
+		StockBack: msg(StockBack, "sku:TEA-1", StockLevelData{AvailableToShip: 25, Threshold: 10, Level: LevelOK, Previous: LevelOut, AsOf: "2026-12-02"}),
+	}
+}
+
+func TestEveryKindHasASchemaAndItsMessagesPass(t *testing.T) {
+	ex := exampleMessages(t)
+	for _, k := range Kinds {
+		if _, err := Schema(k); err != nil {
+			t.Errorf("%s: no schema: %v", k, err)
+			continue
+		}
+		b, ok := ex[k]
+		if !ok {
+			t.Errorf("%s: no example message", k)
+			continue
+		}
+		if err := Validate(b); err != nil {
+			t.Errorf("%s: %v\n%s", k, err, b)
+		}
+	}
+}
+
+// TestSchemasRefuse: each schema refuses what breaks its contract, so a test that validates
+// what it received can fail.
+func TestSchemasRefuse(t *testing.T) {
+	ex := exampleMessages(t)
+	edit := func(k Kind, f func(m map[string]any)) []byte {
+		var m map[string]any
+		if err := json.Unmarshal(ex[k], &m); err != nil {
+			t.Fatal(err)
+		}
+		f(m)
+		b, _ := json.Marshal(m)
+		return b
+	}
+	data := func(m map[string]any) map[string]any { return m["data"].(map[string]any) }
+	cases := map[string][]byte{
+		"not JSON":             []byte("{"),
+		"unknown kind":         edit(StockChanged, func(m map[string]any) { m["kind"] = "stock.gone" }),
+		"seq 0":                edit(StockChanged, func(m map[string]any) { m["seq"] = 0 }),
+		"id not a UUID":        edit(StockChanged, func(m map[string]any) { m["id"] = "x" }),
+		"no caused_by":         edit(OrderRefused, func(m map[string]any) { delete(m, "caused_by") }),
+		"order on a sku":       edit(OrderRefused, func(m map[string]any) { m["entity"] = "sku:TEA-1" }),
+		"stock on an order":    edit(StockChanged, func(m map[string]any) { m["entity"] = "LC-1" }),
+		"unknown field":        edit(StockChanged, func(m map[string]any) { data(m)["extra"] = 1 }),
+		"negative available":   edit(StockChanged, func(m map[string]any) { data(m)["available_to_ship"] = -1 }),
+		"reason not a code":    edit(OrderRefused, func(m map[string]any) { data(m)["reason"] = "shortage" }),
+		"unknown status":       edit(OrderStatusChanged, func(m map[string]any) { data(m)["to"] = "lost" }),
+		"nothing changed":      edit(OrderStatusChanged, func(m map[string]any) { data(m)["changed"] = []string{} }),
+		"low that is out":      edit(StockLow, func(m map[string]any) { data(m)["level"] = "out" }),
+		"back from ok":         edit(StockBack, func(m map[string]any) { data(m)["previous"] = "ok" }),
+		"occurred_at not time": edit(StockOut, func(m map[string]any) { m["occurred_at"] = "yesterday" }),
+	}
+	for name, b := range cases {
+		if err := Validate(b); err == nil {
+			t.Errorf("%s: passed\n%s", name, b)
+		}
+	}
+}
