@@ -150,8 +150,8 @@ func (w *Writer) Write(tx *gorm.DB, fresh []event.Result) (int, error) {
 // orderRow is what Write reads of an orders row.
 type orderRow struct {
 	status, allocation, mode, targetDate, lastEventID string
-	paid                                               bool
-	lines                                              []event.SnapshotLine
+	paid                                              bool
+	lines                                             []event.SnapshotLine
 }
 
 func (w *Writer) orderMessages(tx *gorm.DB, orders map[string][]event.Result, locked map[string]*entity) error {
