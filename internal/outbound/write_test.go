@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/outbound"
 	"github.com/junban/junban/internal/persist"
@@ -45,11 +46,11 @@ func order(id, lcid string, seq int64, typ event.Type, status, alloc string, pai
 func stock(id, sku string, version, safety, sellable int64) event.Result {
 	return event.Result{EventID: id, Entity: event.SKUEntityPrefix + sku, Seq: version, Type: event.InventorySafetyStockChanged,
 		Outcome: event.Applied, SKUs: []event.SKU{{SKU: sku, SafetyStock: safety, Version: version, Lots: []event.Lot{
-			{LotID: "L1", Kind: ledger.KindOnHand, Good: true, ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: sellable, Reserved: 1},
+			{LotID: "L1", Kind: ledger.KindOnHand, Good: true, RegSeq: 1, ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: sellable, Reserved: 1},
 			// Not valid today: counted in sellable, not in available_to_ship.
-			{LotID: "L2", Kind: ledger.KindPlanned, Good: true, ValidFrom: "2027-01-01", ValidTo: "2027-12-31", Sellable: 100},
+			{LotID: "L2", Kind: ledger.KindPlanned, Good: true, RegSeq: 2, ValidFrom: "2027-01-01", ValidTo: "2027-12-31", Sellable: 100},
 			// Not good: counted nowhere.
-			{LotID: "L3", Kind: ledger.KindOnHand, Good: false, ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 7},
+			{LotID: "L3", Kind: ledger.KindOnHand, Good: false, RegSeq: 3, ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 7},
 		}}},
 		ProcessedAt: at()}
 }
@@ -411,5 +412,46 @@ func TestConcurrentBatchesNumberWithoutGaps(t *testing.T) {
 	}
 	if len(ms) < workers*batches/2 {
 		t.Errorf("only %d messages", len(ms))
+	}
+}
+
+// available_to_ship is what the ledger's availability answers for an order to ship on
+// as_of, over the same lots (loaded into Redis from PostgreSQL).
+func TestAvailableToShipAgreesWithTheLedger(t *testing.T) {
+	db, w := testenv.Postgres(t), writer()
+	rc, prefix := testenv.Redis(t)
+	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: inventorydb.PGLoader{DB: db}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct {
+		sku              string
+		safety, sellable int64
+	}{{"AV-1", 0, 30}, {"AV-2", 4, 30}, {"AV-3", 40, 30}, {"AV-4", 0, 0}} {
+		apply(t, db, w, stock(fmt.Sprintf("av%d", i), c.sku, 1, c.safety, c.sellable))
+		ms := outbox(t, db, event.SKUEntityPrefix+c.sku)
+		if len(ms) == 0 || ms[0].Kind != outbound.StockChanged {
+			t.Fatalf("%s: messages %s", c.sku, kinds(ms))
+		}
+		d := data[outbound.StockData](t, ms[0])
+		a, err := led.Availability(context.Background(), ledger.AvailabilityRequest{SKU: c.sku, TargetDate: d.AsOf, Mode: ledger.ModeShip})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.AvailableToShip != a.Available || d.SafetyStock != a.SafetyStock {
+			t.Errorf("%s: available_to_ship %d (safety stock %d), the ledger's %d (%d): %+v", c.sku,
+				d.AvailableToShip, d.SafetyStock, a.Available, a.SafetyStock, a.Candidates)
+		}
+	}
+}
+
+func TestLevel(t *testing.T) {
+	for _, c := range []struct {
+		available, threshold int64
+		want                 string
+	}{{0, 10, "out"}, {0, 0, "out"}, {1, 10, "low"}, {10, 10, "low"}, {11, 10, "ok"}, {1, 0, "ok"}} {
+		if got := outbound.Level(c.available, c.threshold); got != c.want {
+			t.Errorf("Level(%d, %d) = %s, want %s", c.available, c.threshold, got, c.want)
+		}
 	}
 }
