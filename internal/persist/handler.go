@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/outbound"
 	"github.com/junban/junban/internal/queue"
 )
 
@@ -79,6 +80,12 @@ type HandlerConfig struct {
 	// batch does not keep one while it pauses between attempts. 0: no bound (every
 	// HandleBatch call applies at once, as many connections as the pool gives).
 	Appliers int
+	// Outbound, when set, writes the outbound events of every batch into the outbox, in
+	// the batch's transaction (WithOutbound). nil: no outbox.
+	Outbound *outbound.Writer
+	// OutboxWritten, when set, is called after a batch that wrote outbox rows committed
+	// (the relay's wake-up). It must not block.
+	OutboxWritten func()
 }
 
 // Handler applies batches of results-queue messages: a queue.BatchHandler.
@@ -156,7 +163,7 @@ func (h *Handler) apply(ctx context.Context, results []event.Result) (rep Report
 		}
 	}
 	start := time.Now()
-	rep, err = Apply(actx, h.cfg.DB, results)
+	rep, err = Apply(actx, h.cfg.DB, results, WithOutbound(h.cfg.Outbound))
 	return rep, time.Since(start), err
 }
 
@@ -203,6 +210,9 @@ func (h *Handler) HandleBatch(ctx context.Context, ms []queue.Message) []queue.O
 		rep, took, err := h.apply(ctx, results)
 		if err == nil {
 			h.committed(results, rep, took)
+			if rep.Outbound > 0 && h.cfg.OutboxWritten != nil {
+				h.cfg.OutboxWritten()
+			}
 			for k, rr := range rep.Results {
 				switch rr.Status {
 				case Poison:
@@ -297,4 +307,5 @@ func (h *Handler) committed(results []event.Result, rep Report, took time.Durati
 		}
 	}
 	m.IdentityConflicts.WithLabelValues("moves").Add(float64(len(rep.MoveConflicts)))
+	m.OutboxRows.Add(float64(rep.Outbound))
 }
