@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -321,6 +322,9 @@ func invalid(r event.Result, format string, args ...any) error {
 	return fmt.Errorf("%w: event %.*q: %s", ErrInvalid, event.MaxIDLength, r.EventID, fmt.Sprintf(format, args...))
 }
 
+// reasonCode is the form of a rejected result's reason: ERR_SHORTAGE, ERR_SAFETY_STOCK, ...
+var reasonCode = regexp.MustCompile(`^ERR_[A-Z0-9_]{1,60}$`)
+
 // maxEntityLength bounds a result's entity: an lcid, or "sku:" and a SKU.
 const maxEntityLength = len("sku:") + event.MaxIDLength
 
@@ -345,6 +349,9 @@ func prepare(index int, r event.Result) (prepared, error) {
 		return p, invalid(r, "no type")
 	case r.Outcome != event.Applied && r.Outcome != event.Rejected:
 		return p, invalid(r, "outcome %q is neither applied nor rejected", r.Outcome)
+	case r.Outcome == event.Rejected && !reasonCode.MatchString(r.Reason):
+		// The outbound order.refused tells the reason as a code consumers match on.
+		return p, invalid(r, "rejected with reason %.64q, not a code ERR_...", r.Reason)
 	}
 	if err := cmp.Or(
 		tooLong("event_id", r.EventID, event.MaxIDLength),
