@@ -16,6 +16,9 @@ type Message struct {
 	Attributes map[string]string
 	// GroupID is the message's MessageGroupId on a FIFO queue ("" on a standard queue).
 	GroupID string
+	// AWSTraceHeader is the message's X-Ray trace header system attribute, "" when absent:
+	// the trace context of a message without a traceparent attribute.
+	AWSTraceHeader string
 }
 
 // Verdict says what the consumer does with a handled message.
