@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -49,3 +50,12 @@ type Handler func(ctx context.Context, m Message) Outcome
 // BatchHandler handles the messages of one or more receives together and returns one
 // outcome per message, in the same order.
 type BatchHandler func(ctx context.Context, ms []Message) []Outcome
+
+// NameOf is the queue's name in its URL (the path's last segment), as spans and logs name
+// a queue.
+func NameOf(queueURL string) string {
+	if i := strings.LastIndexByte(queueURL, '/'); i >= 0 {
+		return queueURL[i+1:]
+	}
+	return queueURL
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -13,32 +12,17 @@ import (
 	"github.com/junban/junban/internal/tracing"
 )
 
-// tracerName names the instrumentation scope of the queue's spans.
-const tracerName = "github.com/junban/junban/internal/queue"
-
 // startSend starts the producer span of a send to queue (n messages, 1 for Publish). The
 // messages carry its context (traceparent), so the consumer's span continues the trace.
-// With tracing off it is OpenTelemetry's no-op span, which still carries a caller's
-// remote context on (a traceparent received upstream).
 func startSend(ctx context.Context, queue string, n int) (context.Context, trace.Span) {
-	attrs := []attribute.KeyValue{
-		semconv.MessagingSystemAWSSQS,
-		semconv.MessagingOperationTypeSend,
-		semconv.MessagingOperationName("send"),
-		semconv.MessagingDestinationName(queue),
-	}
-	if n > 1 {
-		attrs = append(attrs, semconv.MessagingBatchMessageCount(n))
-	}
-	return otel.Tracer(tracerName).Start(ctx, "send "+queue,
-		trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+	return tracing.StartSend(ctx, tracing.SQS, queue, n)
 }
 
 // startProcess starts the consumer span of handling m from queue, the child of the span
 // that sent it (its traceparent, else its AWSTraceHeader).
 func startProcess(ctx context.Context, queue string, m Message) (context.Context, trace.Span) {
 	ctx = tracing.Extract(ctx, m.Attributes, m.AWSTraceHeader)
-	return otel.Tracer(tracerName).Start(ctx, "process "+queue,
+	return tracing.Tracer().Start(ctx, "process "+queue,
 		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 			semconv.MessagingSystemAWSSQS,
 			semconv.MessagingOperationTypeProcess,
@@ -59,7 +43,7 @@ func startProcessBatch(ctx context.Context, queue string, ms []Message) (context
 			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{semconv.MessagingMessageID(m.ID)}})
 		}
 	}
-	return otel.Tracer(tracerName).Start(ctx, "process "+queue,
+	return tracing.Tracer().Start(ctx, "process "+queue,
 		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithNewRoot(), trace.WithLinks(links...),
 		trace.WithAttributes(
 			semconv.MessagingSystemAWSSQS,
@@ -94,10 +78,4 @@ func verdictName(v Verdict) string {
 }
 
 // endSend ends a send span, with the error of the send if it failed.
-func endSend(span trace.Span, err error) {
-	if err != nil && span.IsRecording() {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, "send failed")
-	}
-	span.End()
-}
+func endSend(span trace.Span, err error) { tracing.End(span, err) }

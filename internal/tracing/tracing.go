@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -90,4 +91,23 @@ func serviceName(res *resource.Resource, def string) string {
 		return v.AsString()
 	}
 	return def
+}
+
+// FlushTimeout bounds the flush of a binary's buffered spans at exit.
+const FlushTimeout = 5 * time.Second
+
+// Start is Setup for a binary's main: stop flushes the spans still buffered, within
+// FlushTimeout, and logs what it could not send.
+func Start(service string, log *zap.Logger) (stop func(), err error) {
+	shutdown, err := Setup(context.Background(), service, log)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), FlushTimeout)
+		defer cancel()
+		if err := shutdown(ctx); err != nil {
+			log.Warn("tracing: flush at exit", zap.Error(err))
+		}
+	}, nil
 }
