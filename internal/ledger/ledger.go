@@ -155,7 +155,7 @@ func (l *Ledger) run(ctx context.Context, name, opID, legacy, sku string, args .
 	r.LegacyOpID = legacy
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Bool("junban.replayed", r.Replayed))
-		if reason := Reason(err); reason != "" {
+		if reason, ok := Rejection(err); ok {
 			span.SetAttributes(attribute.String("junban.reason", reason))
 			span.End()
 			return r, err
