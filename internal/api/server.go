@@ -1,7 +1,7 @@
 // Package api serves junban's read side over HTTP (junban-api): stock and availability
 // from the ledger, orders with their timeline and turn, the outbound events, stuck turns,
-// and the dead-letter queues, with bearer tokens of two scopes and RFC 9457 problem details for every error.
-// openapi.json describes every endpoint.
+// and the dead-letter queues, with bearer tokens of two scopes and RFC 9457 problem
+// details for every error. openapi.json describes every endpoint.
 package api
 
 import (
