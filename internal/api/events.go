@@ -52,11 +52,12 @@ func eventsQuery(q url.Values) (outbound.Query, error) {
 			}
 		}
 	}
-	if v, ok := q["entity"]; ok {
-		if err := checkID("entity", v[0], MaxEntityLength); err != nil {
+	if q.Has("entity") {
+		v := q.Get("entity")
+		if err := checkID("entity", v, MaxEntityLength); err != nil {
 			return out, err
 		}
-		out.Entity = v[0]
+		out.Entity = v
 	}
 	return out, nil
 }
