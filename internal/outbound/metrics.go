@@ -14,8 +14,8 @@ const (
 	roundPartial = "partial"
 	// roundEmpty: nothing to publish.
 	roundEmpty = "empty"
-	// roundLocked: another relay holds the outbox's lock; this one waits for its next poll.
-	roundLocked = "locked"
+	// roundLocked: another relay (replica) holds the outbox's lock; this one waits for its next poll.
+	roundLocked = "not_leader"
 	// roundFailed: nothing was marked published (PostgreSQL or SNS failed).
 	roundFailed = "failed"
 )
@@ -28,7 +28,7 @@ type RelayMetrics struct {
 	Published *prometheus.CounterVec
 	// PublishFailures counts the messages SNS refused or did not answer for.
 	PublishFailures prometheus.Counter
-	// Rounds counts the relay's rounds by result: published, partial, empty, locked, failed.
+	// Rounds counts the relay's rounds by result: published, partial, empty, not_leader, failed.
 	Rounds *prometheus.CounterVec
 	// Lag is the time from a row's created_at to SNS taking it.
 	Lag prometheus.Histogram
@@ -51,7 +51,7 @@ func newRelayMetrics(reg prometheus.Registerer) (*RelayMetrics, error) {
 		}),
 		Rounds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "relay_rounds_total",
-			Help: "Relay rounds by result (published, partial, empty, locked: another replica relays, failed).",
+			Help: "Relay rounds by result (published, partial, empty, not_leader: another replica relays, failed).",
 		}, []string{"result"}),
 		Lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: ns, Subsystem: sub, Name: "relay_lag_seconds",
