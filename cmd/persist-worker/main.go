@@ -223,20 +223,15 @@ func newHandler(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus
 		Quit:           quit,
 		Appliers:       cfg.Appliers,
 	}
+	// The handler writes outbound events into the outbox in each batch's transaction, and
+	// kicks this replica's relay (when one runs) after each commit that wrote some.
 	if cfg.Outbound.On() {
-		writeOutbox(&hc, cfg, relay)
+		hc.Outbound = &outbound.Writer{LowStockThreshold: cfg.Outbound.LowStockThreshold}
+		if relay != nil {
+			hc.OutboxWritten = relay.Kick
+		}
 	}
 	return persist.NewHandler(hc)
-}
-
-// writeOutbox has the handler write outbound events into the outbox in the transaction of
-// each batch, and kick the relay (when one runs) after each commit that wrote some.
-func writeOutbox(hc *persist.HandlerConfig, cfg Config, relay *outbound.Relay) {
-	// OUTBOX-WIRING: persist.HandlerConfig's Outbound and OutboxWritten come with
-	// outbound.Writer; until then these two lines stay out of the build.
-	// hc.Outbound = &outbound.Writer{LowStockThreshold: cfg.Outbound.LowStockThreshold}
-	// if relay != nil { hc.OutboxWritten = relay.Kick }
-	_, _, _ = hc, cfg, relay
 }
 
 // newRelay is the outbox's relay to SNS when a topic is set, nil otherwise.
