@@ -24,6 +24,7 @@ import (
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/topics"
+	"github.com/junban/junban/internal/tracing"
 	"github.com/junban/junban/migrations"
 )
 
@@ -151,6 +152,11 @@ func run() error {
 		return err
 	}
 	defer log.Sync()
+	stopTracing, err := tracing.Start("persist-worker", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

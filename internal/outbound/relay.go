@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/tracing"
 )
 
 // Defaults of the relay's settings that the environment does not set.
@@ -89,11 +91,13 @@ type RelayConfig struct {
 // killed mid-round marks nothing, and the next round publishes the rows again (a copy,
 // never a loss).
 type Relay struct {
-	cfg     RelayConfig
-	fifo    bool
-	log     *zap.Logger
-	metrics *RelayMetrics
-	kick    chan struct{}
+	cfg  RelayConfig
+	fifo bool
+	// topicName is the topic's name (the ARN's last part), as spans name a destination.
+	topicName string
+	log       *zap.Logger
+	metrics   *RelayMetrics
+	kick      chan struct{}
 }
 
 // NewRelay checks cfg and returns a Relay; Run runs it.
@@ -132,11 +136,12 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 		return nil, err
 	}
 	return &Relay{
-		cfg:     cfg,
-		fifo:    Config{TopicARN: cfg.TopicARN}.FIFO(),
-		log:     cfg.Logger.With(zap.String("topic", cfg.TopicARN)),
-		metrics: m,
-		kick:    make(chan struct{}, 1),
+		topicName: cfg.TopicARN[strings.LastIndexByte(cfg.TopicARN, ':')+1:],
+		cfg:       cfg,
+		fifo:      Config{TopicARN: cfg.TopicARN}.FIFO(),
+		log:       cfg.Logger.With(zap.String("topic", cfg.TopicARN)),
+		metrics:   m,
+		kick:      make(chan struct{}, 1),
 	}, nil
 }
 
@@ -389,6 +394,8 @@ func (r *Relay) publishPart(ctx context.Context, part []*row) (taken []int64, fa
 
 // publishBatch makes one PublishBatch call of rows and tells which of them SNS took.
 func (r *Relay) publishBatch(ctx context.Context, rows []*row) (ok []bool, err error) {
+	ctx, span := tracing.StartSend(ctx, tracing.SNS, r.topicName, len(rows))
+	defer func() { tracing.End(span, err) }()
 	entries := make([]snstypes.PublishBatchRequestEntry, len(rows))
 	for i, rw := range rows {
 		entries[i] = snstypes.PublishBatchRequestEntry{

@@ -15,6 +15,10 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/outbound"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Handler defaults.
@@ -162,9 +166,19 @@ func (h *Handler) apply(ctx context.Context, results []event.Result) (rep Report
 			return Report{Results: make([]ResultReport, len(results))}, 0, fmt.Errorf("persist: waiting for a free applier: %w", actx.Err())
 		}
 	}
+	// One span per PostgreSQL transaction, a child of the batch's span (which links each
+	// result's trace).
+	actx, span := tracing.Tracer().Start(actx, "apply batch", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(semconv.DBSystemNamePostgreSQL, attribute.Int("junban.results", len(results))))
 	start := time.Now()
 	rep, err = Apply(actx, h.cfg.DB, results, WithOutbound(h.cfg.Outbound))
-	return rep, time.Since(start), err
+	took = time.Since(start)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("junban.applied", rep.Count(Applied)), attribute.Int("junban.duplicates", rep.Count(Duplicate)),
+			attribute.Int("junban.poison", rep.Count(Poison)), attribute.Int("junban.outbound", rep.Outbound))
+	}
+	tracing.End(span, err)
+	return rep, took, err
 }
 
 // Ready fails while the last attempt to apply a batch failed: PostgreSQL is out of reach
