@@ -58,7 +58,11 @@ func atVersion(t *testing.T, v int64) *gorm.DB {
 	}
 	t.Cleanup(func() { sqlDB.Close() })
 	// testenv migrates the schema to the newest version: start it again from nothing.
-	if err := db.Exec(`DROP TABLE moves, inbox, orders, lots, skus, goose_db_version`).Error; err != nil {
+	var tables []string
+	if err := db.Raw(`SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = current_schema()`).Scan(&tables).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec(`DROP TABLE ` + strings.Join(tables, ", ")).Error; err != nil {
 		t.Fatal(err)
 	}
 	if _, err := provider(t, sqlDB).UpTo(context.Background(), v); err != nil {
