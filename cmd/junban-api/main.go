@@ -28,7 +28,6 @@ import (
 	"github.com/junban/junban/internal/health"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
-	"github.com/junban/junban/internal/logging"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/tracing"
@@ -63,16 +62,11 @@ func run() error {
 		return err
 	}
 	cfg := all.Config
-	log, err := logging.New("junban-api", cfg.LogFormat, cfg.LogLevel)
+	log, done, err := tracing.Observe("junban-api", cfg.LogFormat, cfg.LogLevel)
 	if err != nil {
 		return err
 	}
-	defer log.Sync()
-	stopTracing, err := tracing.Start("junban-api", log)
-	if err != nil {
-		return err
-	}
-	defer stopTracing()
+	defer done()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -26,7 +26,6 @@ import (
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
-	"github.com/junban/junban/internal/logging"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/replication"
@@ -215,16 +214,11 @@ func run() error {
 		return err
 	}
 	config.TuneGC()
-	log, err := logging.New("order-worker", cfg.LogFormat, cfg.LogLevel)
+	log, done, err := tracing.Observe("order-worker", cfg.LogFormat, cfg.LogLevel)
 	if err != nil {
 		return err
 	}
-	defer log.Sync()
-	stopTracing, err := tracing.Start("order-worker", log)
-	if err != nil {
-		return err
-	}
-	defer stopTracing()
+	defer done()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

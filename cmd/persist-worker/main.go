@@ -19,7 +19,6 @@ import (
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/health"
-	"github.com/junban/junban/internal/logging"
 	"github.com/junban/junban/internal/outbound"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/queue"
@@ -147,16 +146,11 @@ func run() error {
 		return err
 	}
 	config.TuneGC()
-	log, err := logging.New("persist-worker", cfg.LogFormat, cfg.LogLevel)
+	log, done, err := tracing.Observe("persist-worker", cfg.LogFormat, cfg.LogLevel)
 	if err != nil {
 		return err
 	}
-	defer log.Sync()
-	stopTracing, err := tracing.Start("persist-worker", log)
-	if err != nil {
-		return err
-	}
-	defer stopTracing()
+	defer done()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -195,11 +189,17 @@ func run() error {
 	log.Info("persist-worker started", zap.String("results", results), zap.String("dlq", dlq),
 		zap.Int("receivers", cfg.Receivers), zap.Int("concurrency", cfg.Concurrency), zap.Int("appliers", cfg.Appliers),
 		zap.Int("batch_max", cfg.BatchMax))
-	start := time.Now()
 	background, err := startOutbound(ctx, cfg, log, reg, db, relay)
 	if err != nil {
 		return err
 	}
+	return serve(ctx, cfg, log, consumer, background, srv)
+}
+
+// serve runs the consumer until ctx ends, waits for the outbound work, and stops the admin
+// server within what is left of the shutdown budget.
+func serve(ctx context.Context, cfg Config, log *zap.Logger, consumer *queue.Consumer, background *sync.WaitGroup, srv *health.Server) error {
+	start := time.Now()
 	runErr := consumer.Run(ctx)
 	background.Wait()
 

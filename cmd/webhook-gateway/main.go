@@ -21,7 +21,6 @@ import (
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/health"
 	"github.com/junban/junban/internal/idempotency"
-	"github.com/junban/junban/internal/logging"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/tracing"
 	"github.com/junban/junban/internal/webhook"
@@ -49,16 +48,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	log, err := logging.New("webhook-gateway", cfg.LogFormat, cfg.LogLevel)
+	log, done, err := tracing.Observe("webhook-gateway", cfg.LogFormat, cfg.LogLevel)
 	if err != nil {
 		return err
 	}
-	defer log.Sync()
-	stopTracing, err := tracing.Start("webhook-gateway", log)
-	if err != nil {
-		return err
-	}
-	defer stopTracing()
+	defer done()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -23,6 +23,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.uber.org/zap"
+
+	"github.com/junban/junban/internal/logging"
 )
 
 // Propagator is how junban writes and reads a trace context: W3C trace context only.
@@ -109,5 +111,21 @@ func Start(service string, log *zap.Logger) (stop func(), err error) {
 		if err := shutdown(ctx); err != nil {
 			log.Warn("tracing: flush at exit", zap.Error(err))
 		}
+	}, nil
+}
+
+// Observe is a binary's logger (logging.New) and its traces (Start) together; done flushes
+// the spans, then the log.
+func Observe(service, logFormat, logLevel string) (log *zap.Logger, done func(), err error) {
+	if log, err = logging.New(service, logFormat, logLevel); err != nil {
+		return nil, nil, err
+	}
+	stop, err := Start(service, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return log, func() {
+		stop()
+		_ = log.Sync()
 	}, nil
 }
