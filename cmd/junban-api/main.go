@@ -167,7 +167,7 @@ func buildHandler(cfg api.Config, cs console.Settings, d *deps, log *zap.Logger,
 	}
 	h, err := api.New(api.ServerConfig{
 		Deps: api.Deps{Redis: d.rc, Prefix: cfg.KeyPrefix, DB: d.db, Ledger: led,
-			SQS: d.sqs, Queues: cfg.SQS, Nudge: order.Nudger(d.pub)},
+			SQS: d.sqs, Queues: cfg.SQS, Nudge: order.Nudger(d.pub), TraceURL: cfg.TraceURL},
 		Options: api.OptionsOf(cfg), Logger: log, Registerer: reg,
 	})
 	if err != nil {

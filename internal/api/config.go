@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -79,6 +80,10 @@ type Config struct {
 	StuckAge time.Duration `env:"JUNBAN_API_STUCK_AGE"`
 	// PGMaxConns bounds the PostgreSQL connections.
 	PGMaxConns int `env:"JUNBAN_API_PG_MAX_CONNS"`
+	// TraceURL is the address of a trace in the shop's trace viewer (Jaeger, Tempo, ...),
+	// with {trace_id} where the trace id goes; empty: the timeline shows trace ids without
+	// a link.
+	TraceURL string `env:"JUNBAN_TRACE_URL"`
 }
 
 // SetDefaults gives the settings their named defaults (config.Load calls it).
@@ -97,7 +102,7 @@ func (c *Config) SetDefaults() {
 
 // Validate checks what the parser cannot, every problem at once.
 func (c Config) Validate() error {
-	p := []error{c.Common.Validate(), c.Redis.Validate()}
+	p := []error{c.Common.Validate(), c.Redis.Validate(), CheckTraceURL(c.TraceURL)}
 	read, errs := ParseTokens(string(c.ReadTokens))
 	for _, e := range errs {
 		p = append(p, errors.New("JUNBAN_API_READ_TOKENS: "+e))
@@ -212,4 +217,32 @@ func ParseTokens(s string) ([]string, []string) {
 		}
 	}
 	return out, problems
+}
+
+// CheckTraceURL checks a JUNBAN_TRACE_URL template: empty, or an http(s) URL with
+// {trace_id} in it.
+func CheckTraceURL(tmpl string) error {
+	if tmpl == "" {
+		return nil
+	}
+	u, err := url.Parse(strings.ReplaceAll(tmpl, traceIDPlaceholder, "0"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("JUNBAN_TRACE_URL: %.200q is not an http(s) URL", tmpl)
+	}
+	if !strings.Contains(tmpl, traceIDPlaceholder) {
+		return fmt.Errorf("JUNBAN_TRACE_URL: %.200q has no %s", tmpl, traceIDPlaceholder)
+	}
+	return nil
+}
+
+// traceIDPlaceholder is where a trace's id goes in JUNBAN_TRACE_URL.
+const traceIDPlaceholder = "{trace_id}"
+
+// TraceLink is the address of the trace traceID in the viewer tmpl names ("" when either
+// is empty).
+func TraceLink(tmpl, traceID string) string {
+	if tmpl == "" || traceID == "" {
+		return ""
+	}
+	return strings.ReplaceAll(tmpl, traceIDPlaceholder, url.PathEscape(traceID))
 }

@@ -38,7 +38,11 @@ type TimelineEvent struct {
 	Reason      string    `json:"reason,omitempty"`
 	ProcessedAt time.Time `json:"processed_at"`
 	CommittedAt time.Time `json:"committed_at"`
-	Moves       []Move    `json:"moves"`
+	// TraceID is the trace the event's step ran in, when it was traced; TraceURL its
+	// address in the trace viewer (JUNBAN_TRACE_URL), when one is set.
+	TraceID  string `json:"trace_id,omitempty"`
+	TraceURL string `json:"trace_url,omitempty"`
+	Moves    []Move `json:"moves"`
 }
 
 // Move is one ledger move an event made.
@@ -54,7 +58,7 @@ type Move struct {
 }
 
 const (
-	timelineQuery = `SELECT event_id, seq, type, outcome, reason, processed_at, committed_at
+	timelineQuery = `SELECT event_id, seq, type, outcome, reason, processed_at, committed_at, trace_id
   FROM inbox WHERE entity = ? AND seq > ? ORDER BY seq, event_id LIMIT ?`
 	movesQuery = `SELECT event_id, op_id, idx, sku, lot_id, from_bucket, to_bucket, qty, sku_version
   FROM moves WHERE entity = ? AND event_id IN ? ORDER BY op_id, idx`
@@ -112,9 +116,9 @@ func (d Deps) ReadOrder(ctx context.Context, lcid string, limit int, afterSeq in
 	}
 	v.State, v.StateSeq = st.Order, st.Seq
 	var dbRows []struct {
-		EventID, Type, Outcome, Reason string
-		Seq                            int64
-		ProcessedAt, CommittedAt       time.Time
+		EventID, Type, Outcome, Reason, TraceID string
+		Seq                                     int64
+		ProcessedAt, CommittedAt                time.Time
 	}
 	if err := d.DB.WithContext(ctx).Raw(timelineQuery, lcid, afterSeq, limit+1).Scan(&dbRows).Error; err != nil {
 		return v, err
@@ -122,7 +126,8 @@ func (d Deps) ReadOrder(ctx context.Context, lcid string, limit int, afterSeq in
 	rows := make([]TimelineEvent, len(dbRows))
 	for i, r := range dbRows {
 		rows[i] = TimelineEvent{EventID: r.EventID, Seq: r.Seq, Type: r.Type, Outcome: r.Outcome, Reason: r.Reason,
-			ProcessedAt: r.ProcessedAt.UTC(), CommittedAt: r.CommittedAt.UTC(), Moves: []Move{}}
+			ProcessedAt: r.ProcessedAt.UTC(), CommittedAt: r.CommittedAt.UTC(), Moves: []Move{},
+			TraceID: r.TraceID, TraceURL: TraceLink(d.TraceURL, r.TraceID)}
 	}
 	if len(rows) > limit {
 		rows = rows[:limit]

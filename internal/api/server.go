@@ -42,6 +42,8 @@ type Deps struct {
 	IndexShards int
 	// Now is the clock of the stuck-turn ages; nil: time.Now.
 	Now func() time.Time
+	// TraceURL is JUNBAN_TRACE_URL: the timeline links each event's trace with it.
+	TraceURL string
 }
 
 // Options are the API's bounds and tokens (Config's values).

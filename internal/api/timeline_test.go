@@ -46,3 +46,50 @@ func TestTimelineMovesAreTheOrdersOwn(t *testing.T) {
 		}
 	}
 }
+
+// An event's trace id travels from its result through the inbox to the timeline, linked
+// when JUNBAN_TRACE_URL is set; an untraced event shows none.
+func TestTimelineShowsTraceIDs(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	db := testenv.Postgres(t)
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	rs := []event.Result{
+		{EventID: "e-1", Entity: "LC-T", LCID: "LC-T", Seq: 1, Type: event.OrderPlaced, Outcome: event.Applied,
+			ProcessedAt: time.Now(), Order: &event.OrderSnapshot{LCID: "LC-T", Status: event.StatusPlaced}, TraceID: trace},
+		{EventID: "e-2", Entity: "LC-T", LCID: "LC-T", Seq: 2, Type: event.PaymentConfirmed, Outcome: event.Applied,
+			ProcessedAt: time.Now(), Order: &event.OrderSnapshot{LCID: "LC-T", Status: event.StatusPlaced, Paid: true}},
+	}
+	if rep, err := persist.Apply(ctx, db, rs); err != nil || rep.Count(persist.Applied) != 2 {
+		t.Fatalf("apply: %+v, %v", rep, err)
+	}
+	for _, tc := range []struct{ tmpl, want string }{
+		{"", ""},
+		{"http://jaeger.internal:16686/trace/{trace_id}", "http://jaeger.internal:16686/trace/" + trace},
+	} {
+		d := Deps{Redis: rc, Prefix: prefix, DB: db, TraceURL: tc.tmpl}
+		v, err := d.ReadOrder(ctx, "LC-T", 10, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Timeline) != 2 {
+			t.Fatalf("timeline %+v", v.Timeline)
+		}
+		if e := v.Timeline[0]; e.TraceID != trace || e.TraceURL != tc.want {
+			t.Errorf("traced event: trace %q url %q, want %q %q", e.TraceID, e.TraceURL, trace, tc.want)
+		}
+		if e := v.Timeline[1]; e.TraceID != "" || e.TraceURL != "" {
+			t.Errorf("untraced event: trace %q url %q, want none", e.TraceID, e.TraceURL)
+		}
+	}
+}
+
+func TestCheckTraceURL(t *testing.T) {
+	for tmpl, ok := range map[string]bool{
+		"": true, "https://tempo.example/explore?trace={trace_id}": true, "http://127.0.0.1:16686/trace/{trace_id}": true,
+		"http://jaeger/trace/": false, "javascript:alert(1)//{trace_id}": false, "/trace/{trace_id}": false, "ftp://x/{trace_id}": false,
+	} {
+		if err := CheckTraceURL(tmpl); (err == nil) != ok {
+			t.Errorf("%q: %v, want ok %v", tmpl, err, ok)
+		}
+	}
+}

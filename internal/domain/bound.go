@@ -121,6 +121,7 @@ func WorstCaseResult(lines, lotsPerLine int) event.Result {
 		// The longest type, outcome and reason names, whichever event it is.
 		Type: event.OrderAllocateForShipment, Outcome: event.Rejected, Reason: ReasonUndoRefused,
 		Detail: strings.Repeat("d", modelDetailBytes), Order: snap, ProcessedAt: when,
+		TraceID: strings.Repeat("f", 32),
 	}
 	move := ledger.Move{
 		OpID: ledgerID("o"), Index: lotsPerLine, SKU: ledgerID("s"), LotID: ledgerID("l"),

@@ -246,6 +246,9 @@ type Result struct {
 	Holders     []Holder  `json:"holders,omitempty"`
 	HolderCount int       `json:"holder_count,omitempty"`
 	ProcessedAt time.Time `json:"processed_at"`
+	// TraceID is the OpenTelemetry trace the order-worker's step ran in (32 hex digits),
+	// when the step was traced and sampled; the console links it (JUNBAN_TRACE_URL).
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // OrderSnapshot is an order's state after an event.

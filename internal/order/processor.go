@@ -273,6 +273,12 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 	if err != nil {
 		return fmt.Errorf("order: %s %s: %w", ev.Type, ev.EventID, err)
 	}
+	// The results name the trace they were decided in, for the order's timeline.
+	if sc := span.SpanContext(); sc.IsValid() && sc.IsSampled() {
+		for i := range results {
+			results[i].TraceID = sc.TraceID().String()
+		}
+	}
 	// Only what is still parked after the step expires: a parked event the step applied
 	// may have moved stock in an earlier run of this step whose commit failed, and a re-run
 	// must apply it again, whatever the clock says now.

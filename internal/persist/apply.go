@@ -325,6 +325,9 @@ func invalid(r event.Result, format string, args ...any) error {
 // reasonCode is the form of a rejected result's reason: ERR_SHORTAGE, ERR_SAFETY_STOCK, ...
 var reasonCode = regexp.MustCompile(`^ERR_[A-Z0-9_]{1,60}$`)
 
+// traceID is the form of a result's trace id: an OpenTelemetry trace id in hex.
+var traceID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
 // maxEntityLength bounds a result's entity: an lcid, or "sku:" and a SKU.
 const maxEntityLength = len("sku:") + event.MaxIDLength
 
@@ -360,9 +363,12 @@ func prepare(index int, r event.Result) (prepared, error) {
 	); err != nil {
 		return p, invalid(r, "%v", err)
 	}
+	if r.TraceID != "" && !traceID.MatchString(r.TraceID) {
+		return p, invalid(r, "trace_id %.64q is not 32 lowercase hex digits", r.TraceID)
+	}
 	p.inbox = InboxRow{
 		EventID: r.EventID, Entity: r.Entity, Seq: r.Seq, Type: string(r.Type),
-		Outcome: r.Outcome, Reason: r.Reason, ProcessedAt: r.ProcessedAt,
+		Outcome: r.Outcome, Reason: r.Reason, ProcessedAt: r.ProcessedAt, TraceID: r.TraceID,
 	}
 
 	if o := r.Order; o != nil {

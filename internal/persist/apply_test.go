@@ -232,7 +232,10 @@ func TestApplyPoisonKeepsTheRest(t *testing.T) {
 	proseReason := event.Result{EventID: "evt-prose-reason", Entity: "LC-Z", LCID: "LC-Z", Seq: 2, Type: event.OrderPlaced,
 		Outcome: event.Rejected, Reason: "out of stock"}
 
-	all := append(append([]event.Result(nil), batch...), negative, zeroMove, badStatus, noID, badDate, noReason, proseReason)
+	badTrace := event.Result{EventID: "evt-bad-trace", Entity: "LC-Z", LCID: "LC-Z", Seq: 3, Type: event.OrderPlaced,
+		Outcome: event.Rejected, Reason: "ERR_SHORTAGE", TraceID: "not-a-trace"}
+
+	all := append(append([]event.Result(nil), batch...), negative, zeroMove, badStatus, noID, badDate, noReason, proseReason, badTrace)
 	rep, err := persist.Apply(context.Background(), db, all)
 	if err != nil {
 		t.Fatal(err)

@@ -84,6 +84,8 @@ type InboxRow struct {
 	Outcome     string
 	Reason      string
 	ProcessedAt time.Time
+	// TraceID is the trace the result was decided in ("" when none).
+	TraceID string
 	// CommittedAt is set by PostgreSQL (the transaction's start).
 	CommittedAt time.Time `gorm:"->"`
 }

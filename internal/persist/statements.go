@@ -16,8 +16,8 @@ import (
 // order: the callers' sorting still decides the order in which rows are locked.
 
 // A result is identified by its entity and event id, as the order-worker identifies it.
-const insertInboxSQL = `INSERT INTO inbox (event_id, entity, seq, type, outcome, reason, processed_at)
-SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
+const insertInboxSQL = `INSERT INTO inbox (event_id, entity, seq, type, outcome, reason, processed_at, trace_id)
+SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[])
 ON CONFLICT (entity, event_id) DO NOTHING
 RETURNING entity, event_id`
 
@@ -92,9 +92,11 @@ func insertInbox(tx *gorm.DB, rows []InboxRow) (map[resultKey]bool, error) {
 		ids, entities, types, outcomes, reasons = col[string](rows), col[string](rows), col[string](rows), col[string](rows), col[string](rows)
 		seqs                                    = col[int64](rows)
 		processed                               = col[time.Time](rows)
+		traces                                  = col[string](rows)
 	)
 	for i, r := range rows {
 		ids[i], entities[i], seqs[i], types[i], outcomes[i], reasons[i], processed[i] = r.EventID, r.Entity, r.Seq, r.Type, r.Outcome, r.Reason, r.ProcessedAt
+		traces[i] = r.TraceID
 	}
 	fresh := make(map[resultKey]bool, len(rows))
 	err := query(tx, func(scan func(...any) error) error {
@@ -104,7 +106,7 @@ func insertInbox(tx *gorm.DB, rows []InboxRow) (map[resultKey]bool, error) {
 		}
 		fresh[k] = true
 		return nil
-	}, insertInboxSQL, ids, entities, seqs, types, outcomes, reasons, processed)
+	}, insertInboxSQL, ids, entities, seqs, types, outcomes, reasons, processed, traces)
 	return fresh, err
 }
 
