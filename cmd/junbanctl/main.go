@@ -31,7 +31,7 @@ func newRootCmd() *cobra.Command {
 		stockCmd(), orderCmd(), reconcileCmd(),
 		ledgerCmd(),
 		cli.Group("queues", "create the queues", queuesCreateCmd()),
-		cli.Group("topics", "feed the orders queue from an SNS topic", topicsSubscribeCmd()),
+		cli.Group("topics", "create SNS topics and subscribe queues to them", topicsCreateCmd(), topicsSubscribeCmd()),
 		cli.Group("webhook", "send signed webhooks to a running gateway", webhookSendCmd(), webhookStormCmd()),
 	)
 	root.AddCommand(movedCmds()...)
