@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/junban/junban/internal/cli"
+	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/tools/outboundcheck"
+)
+
+// outboundCheckOptions are the flags of outbound check.
+type outboundCheckOptions struct {
+	queue       string
+	quiet, wait time.Duration
+	asJSON      bool
+}
+
+func outboundCheckCmd() *cobra.Command {
+	var o outboundCheckOptions
+	c := &cobra.Command{
+		Use:   "check --queue NAME_OR_URL [--wait D] [--quiet D] [--json]",
+		Short: "drain a queue subscribed to the outbound topic and check it against the outbox",
+		Long: "check receives and deletes every message of the queue --queue (subscribed to the outbound\n" +
+			"topic, JUNBAN_OUTBOX_TOPIC_ARN; raw delivery or not) until it is quiet, validates each body\n" +
+			"against its kind's JSON Schema, and compares what it got with the outbox table (DATABASE_URL):\n" +
+			"committed rows never received (missing), messages no row holds (unknown), an entity's seqs\n" +
+			"not 1..max (gaps), bodies that break the schema (invalid), and copies (duplicates: allowed,\n" +
+			"the relay publishes at least once); per kind, received and rows. It first waits, up to\n" +
+			"--wait, for the relay to have published every row. Exit 1 when anything is missing,\n" +
+			"unknown, out of sequence or invalid. The queue is emptied: run it once per run.",
+		Args: cli.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runOutboundCheck(c.Context(), c.OutOrStdout(), o) },
+	}
+	fs := c.Flags()
+	fs.StringVar(&o.queue, "queue", "", "the subscriber queue, a name or URL (required)")
+	fs.DurationVar(&o.wait, "wait", 30*time.Second, "how long to wait for the relay to publish every outbox row before draining (0: do not wait)")
+	fs.DurationVar(&o.quiet, "quiet", outboundcheck.QuietDefault, "how long the queue must give nothing for the drain to end")
+	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
+	return c
+}
+
+// runOutboundCheck drains the subscriber queue and checks it against the outbox; it fails
+// when the check found a problem.
+func runOutboundCheck(ctx context.Context, w io.Writer, o outboundCheckOptions) error {
+	if o.queue == "" {
+		return cli.Usagef("--queue is required")
+	}
+	if o.wait < 0 || o.quiet <= 0 {
+		return cli.Usagef("--wait must not be negative, --quiet must be positive")
+	}
+	pcfg, err := config.Load[config.Postgres]()
+	if err != nil {
+		return err
+	}
+	scfg, err := config.Load[config.SQS]()
+	if err != nil {
+		return err
+	}
+	db, err := pcfg.Open()
+	if err != nil {
+		return err
+	}
+	if sqlDB, err := db.DB(); err == nil {
+		defer sqlDB.Close()
+	}
+	sq, err := queue.NewClient(ctx, scfg)
+	if err != nil {
+		return err
+	}
+	url, err := queue.ResolveURL(ctx, sq, o.queue)
+	if err != nil {
+		return err
+	}
+	opts := outboundcheck.DrainOptions{Quiet: o.quiet}
+	if o.wait > 0 {
+		// Past --wait the drain goes on without it: what is still unpublished is missing.
+		deadline, published := time.Now().Add(o.wait), outboundcheck.Published(db)
+		opts.Settled = func(ctx context.Context) (bool, error) {
+			ok, err := published(ctx)
+			return ok || time.Now().After(deadline), err
+		}
+	}
+	got, err := outboundcheck.Drain(ctx, sq, url, opts)
+	if err != nil {
+		return err
+	}
+	rep, err := outboundcheck.Check(ctx, db, got)
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		err = cli.WriteJSON(w, rep)
+	} else {
+		rep.Print(w)
+	}
+	if err == nil && !rep.OK() {
+		err = fmt.Errorf("outbound check: %s", strings.Join(rep.Problems(), "; "))
+	}
+	return err
+}
