@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -36,9 +37,14 @@ type Report struct {
 	// Received counts the messages received, copies included; Distinct the ids among them.
 	Received int `json:"received"`
 	Distinct int `json:"distinct"`
-	// Rows counts the outbox's rows; Unpublished those the relay has not marked published.
+	// Rows counts the outbox's rows (since CheckOptions.Since); Unpublished those the relay
+	// has not marked published.
 	Rows        int `json:"rows"`
 	Unpublished int `json:"unpublished"`
+	// Earlier counts the distinct messages received of rows written before
+	// CheckOptions.Since (an earlier run's, published late): neither checked nor counted in
+	// Kinds.
+	Earlier int `json:"earlier,omitempty"`
 	// Kinds counts the distinct messages received of each kind; RowKinds the rows.
 	Kinds    map[outbound.Kind]int `json:"kinds"`
 	RowKinds map[outbound.Kind]int `json:"row_kinds"`
@@ -54,6 +60,14 @@ type Report struct {
 	Gaps Finding `json:"gaps"`
 }
 
+// CheckOptions say which rows Check holds to account.
+type CheckOptions struct {
+	// Since, when set, limits the check to rows written at or after it (a run's, in a
+	// database earlier runs wrote to); a message of an earlier row is counted in
+	// Report.Earlier, and an earlier row is no gap. Zero: every row.
+	Since time.Time
+}
+
 // row is an outbox row as Check reads it.
 type row struct {
 	MessageID string
@@ -61,13 +75,15 @@ type row struct {
 	Entity    string
 	Seq       int64
 	Published bool
+	// Earlier is true for a row written before CheckOptions.Since.
+	Earlier bool
 }
 
 // Check compares the messages received (Drain) with the outbox table of db.
-func Check(ctx context.Context, db *gorm.DB, received []Message) (Report, error) {
+func Check(ctx context.Context, db *gorm.DB, received []Message, o CheckOptions) (Report, error) {
 	var rows []row
 	if err := db.WithContext(ctx).Raw(`SELECT message_id::text AS message_id, kind, entity, seq,
-	published_at IS NOT NULL AS published FROM outbox ORDER BY entity, seq`).Scan(&rows).Error; err != nil {
+	published_at IS NOT NULL AS published, created_at < ? AS earlier FROM outbox ORDER BY entity, seq`, o.Since).Scan(&rows).Error; err != nil {
 		return Report{}, fmt.Errorf("outboundcheck: read the outbox: %w", err)
 	}
 	return compare(rows, received), nil
@@ -75,10 +91,21 @@ func Check(ctx context.Context, db *gorm.DB, received []Message) (Report, error)
 
 // compare is Check on the rows read.
 func compare(rows []row, received []Message) Report {
-	r := Report{Received: len(received), Rows: len(rows), Kinds: map[outbound.Kind]int{}, RowKinds: map[outbound.Kind]int{}}
+	r := Report{Received: len(received), Kinds: map[outbound.Kind]int{}, RowKinds: map[outbound.Kind]int{}}
 	inTable := make(map[string]bool, len(rows))
+	earlier := map[string]bool{}
+	earlierSeq := map[string]map[int64]bool{}
 	for _, w := range rows {
 		inTable[w.MessageID] = true
+		if w.Earlier {
+			earlier[w.MessageID] = true
+			if earlierSeq[w.Entity] == nil {
+				earlierSeq[w.Entity] = map[int64]bool{}
+			}
+			earlierSeq[w.Entity][w.Seq] = true
+			continue
+		}
+		r.Rows++
 		r.RowKinds[w.Kind]++
 		if !w.Published {
 			r.Unpublished++
@@ -98,6 +125,10 @@ func compare(rows []row, received []Message) Report {
 			continue
 		}
 		r.Distinct++
+		if earlier[m.ID] {
+			r.Earlier++
+			continue
+		}
 		r.Kinds[m.Kind]++
 		if !inTable[m.ID] {
 			r.Unknown.add("%s#%d %s", m.Entity, m.Seq, m.ID)
@@ -105,7 +136,7 @@ func compare(rows []row, received []Message) Report {
 		seqs[m.Entity] = append(seqs[m.Entity], m.Seq)
 	}
 	for _, w := range rows {
-		if copies[w.MessageID] == 0 {
+		if copies[w.MessageID] == 0 && !w.Earlier {
 			r.Missing.add("%s#%d %s (%s)", w.Entity, w.Seq, w.MessageID, map[bool]string{true: "published", false: "unpublished"}[w.Published])
 		}
 	}
@@ -134,7 +165,9 @@ func compare(rows []row, received []Message) Report {
 		next := int64(1)
 		for _, q := range s {
 			for ; next < q; next++ {
-				r.Gaps.add("%s: seq %d not received", e, next)
+				if !earlierSeq[e][next] {
+					r.Gaps.add("%s: seq %d not received", e, next)
+				}
 			}
 			next = q + 1
 		}
@@ -164,6 +197,9 @@ func (r Report) Problems() []string {
 func (r Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "outbound: %d messages received, %d distinct; %d rows in the outbox, %d unpublished\n",
 		r.Received, r.Distinct, r.Rows, r.Unpublished)
+	if r.Earlier > 0 {
+		fmt.Fprintf(w, "  %d received of rows written before the run, not checked\n", r.Earlier)
+	}
 	for _, k := range outbound.Kinds {
 		fmt.Fprintf(w, "  %-22s %8d received %8d rows\n", k, r.Kinds[k], r.RowKinds[k])
 	}

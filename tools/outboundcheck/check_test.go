@@ -117,7 +117,7 @@ func TestCheckFindsEachProblem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Check(ctx, db, got)
+	rep, err := Check(ctx, db, got, CheckOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestDrainWaitsUntilSettled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Check(ctx, db, got)
+	rep, err := Check(ctx, db, got, CheckOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,6 +220,24 @@ func TestCompareCleanAndCopies(t *testing.T) {
 	got = append(got, got[0], got[0], got[3])
 	if rep := compare(rows, got); !rep.OK() || rep.Duplicates.Count != 3 || len(rep.Duplicates.Sample) != 2 || rep.Received != 9 {
 		t.Fatalf("copies: %+v", rep)
+	}
+}
+
+// Rows written before CheckOptions.Since are held to nothing: not missing when not
+// received, no gap before a later seq of their entity; a message of one received is
+// counted apart (Earlier), not in Kinds. A row after Since not received is still missing.
+func TestCompareSince(t *testing.T) {
+	rows := []row{
+		{MessageID: uuid(1), Kind: outbound.StockChanged, Entity: "sku:A", Seq: 1, Published: true, Earlier: true},
+		{MessageID: uuid(2), Kind: outbound.StockChanged, Entity: "sku:A", Seq: 2, Published: true, Earlier: true},
+		{MessageID: uuid(3), Kind: outbound.StockLow, Entity: "sku:A", Seq: 3, Published: true},
+		{MessageID: uuid(4), Kind: outbound.StockOut, Entity: "sku:A", Seq: 4, Published: true},
+	}
+	got := []Message{Parse(message(t, uuid(2), outbound.StockChanged, "sku:A", 2)), Parse(message(t, uuid(3), outbound.StockLow, "sku:A", 3))}
+	rep := compare(rows, got)
+	if rep.Rows != 2 || rep.Earlier != 1 || rep.Kinds[outbound.StockChanged] != 0 || rep.Kinds[outbound.StockLow] != 1 || rep.Gaps.Count != 0 ||
+		rep.Missing.Count != 1 || !strings.HasPrefix(rep.Missing.Sample[0], "sku:A#4 ") {
+		t.Fatalf("%+v: want sku:A#4 missing alone, one earlier message apart", rep)
 	}
 }
 

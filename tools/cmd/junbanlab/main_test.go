@@ -71,6 +71,7 @@ func TestCommandLineExitCodes(t *testing.T) {
 		{[]string{"outbound", "check"}, 2, "", "--queue is required"},
 		{[]string{"outbound", "check", "--queue", "q", "--quiet", "0s"}, 2, "", "--quiet must be positive"},
 		{[]string{"outbound", "check", "-h"}, 0, "--wait", ""},
+		{[]string{"outbound", "check", "--queue", "q", "--since", "yesterday"}, 2, "", "want an RFC 3339 time"},
 	}
 	for _, tc := range cases {
 		testenv.CheckCommandLine(t, bin, tc.args, tc.code, tc.stdout, tc.stderr)

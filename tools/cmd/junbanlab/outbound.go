@@ -20,6 +20,8 @@ type outboundCheckOptions struct {
 	queue       string
 	quiet, wait time.Duration
 	asJSON      bool
+	// since is --since: the check's rows are those written at or after it.
+	since string
 }
 
 func outboundCheckCmd() *cobra.Command {
@@ -34,7 +36,8 @@ func outboundCheckCmd() *cobra.Command {
 			"not 1..max (gaps), bodies that break the schema (invalid), and copies (duplicates: allowed,\n" +
 			"the relay publishes at least once); per kind, received and rows. It first waits, up to\n" +
 			"--wait, for the relay to have published every row. Exit 1 when anything is missing,\n" +
-			"unknown, out of sequence or invalid. The queue is emptied: run it once per run.",
+			"unknown, out of sequence or invalid. The queue is emptied: run it once per run. --since\n" +
+			"limits the check to the rows a run wrote, in a database earlier runs wrote to too.",
 		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runOutboundCheck(c.Context(), c.OutOrStdout(), o) },
 	}
@@ -42,6 +45,7 @@ func outboundCheckCmd() *cobra.Command {
 	fs.StringVar(&o.queue, "queue", "", "the subscriber queue, a name or URL (required)")
 	fs.DurationVar(&o.wait, "wait", 30*time.Second, "how long to wait for the relay to publish every outbox row before draining (0: do not wait)")
 	fs.DurationVar(&o.quiet, "quiet", outboundcheck.QuietDefault, "how long the queue must give nothing for the drain to end")
+	fs.StringVar(&o.since, "since", "", "check only the rows written at or after this time (RFC 3339), e.g. the run's start in a database earlier runs wrote to")
 	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
 	return c
 }
@@ -54,6 +58,14 @@ func runOutboundCheck(ctx context.Context, w io.Writer, o outboundCheckOptions) 
 	}
 	if o.wait < 0 || o.quiet <= 0 {
 		return cli.Usagef("--wait must not be negative, --quiet must be positive")
+	}
+	var co outboundcheck.CheckOptions
+	if o.since != "" {
+		t, err := time.Parse(time.RFC3339Nano, o.since)
+		if err != nil {
+			return cli.Usagef("--since %q: want an RFC 3339 time (2026-12-02T14:00:00Z)", o.since)
+		}
+		co.Since = t
 	}
 	pcfg, err := config.Load[config.Postgres]()
 	if err != nil {
@@ -91,7 +103,7 @@ func runOutboundCheck(ctx context.Context, w io.Writer, o outboundCheckOptions) 
 	if err != nil {
 		return err
 	}
-	rep, err := outboundcheck.Check(ctx, db, got)
+	rep, err := outboundcheck.Check(ctx, db, got, co)
 	if err != nil {
 		return err
 	}
