@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/config"
@@ -53,19 +54,9 @@ func outboundCheckCmd() *cobra.Command {
 // runOutboundCheck drains the subscriber queue and checks it against the outbox; it fails
 // when the check found a problem.
 func runOutboundCheck(ctx context.Context, w io.Writer, o outboundCheckOptions) error {
-	if o.queue == "" {
-		return cli.Usagef("--queue is required")
-	}
-	if o.wait < 0 || o.quiet <= 0 {
-		return cli.Usagef("--wait must not be negative, --quiet must be positive")
-	}
-	var co outboundcheck.CheckOptions
-	if o.since != "" {
-		t, err := time.Parse(time.RFC3339Nano, o.since)
-		if err != nil {
-			return cli.Usagef("--since %q: want an RFC 3339 time (2026-12-02T14:00:00Z)", o.since)
-		}
-		co.Since = t
+	co, err := o.check()
+	if err != nil {
+		return err
 	}
 	pcfg, err := config.Load[config.Postgres]()
 	if err != nil {
@@ -90,16 +81,7 @@ func runOutboundCheck(ctx context.Context, w io.Writer, o outboundCheckOptions) 
 	if err != nil {
 		return err
 	}
-	opts := outboundcheck.DrainOptions{Quiet: o.quiet}
-	if o.wait > 0 {
-		// Past --wait the drain goes on without it: what is still unpublished is missing.
-		deadline, published := time.Now().Add(o.wait), outboundcheck.Published(db)
-		opts.Settled = func(ctx context.Context) (bool, error) {
-			ok, err := published(ctx)
-			return ok || time.Now().After(deadline), err
-		}
-	}
-	got, err := outboundcheck.Drain(ctx, sq, url, opts)
+	got, err := outboundcheck.Drain(ctx, sq, url, o.drain(db))
 	if err != nil {
 		return err
 	}
@@ -116,4 +98,38 @@ func runOutboundCheck(ctx context.Context, w io.Writer, o outboundCheckOptions) 
 		err = fmt.Errorf("outbound check: %s", strings.Join(rep.Problems(), "; "))
 	}
 	return err
+}
+
+// check checks the flags and returns the options of the check they ask for.
+func (o outboundCheckOptions) check() (outboundcheck.CheckOptions, error) {
+	var co outboundcheck.CheckOptions
+	if o.queue == "" {
+		return co, cli.Usagef("--queue is required")
+	}
+	if o.wait < 0 || o.quiet <= 0 {
+		return co, cli.Usagef("--wait must not be negative, --quiet must be positive")
+	}
+	if o.since != "" {
+		t, err := time.Parse(time.RFC3339Nano, o.since)
+		if err != nil {
+			return co, cli.Usagef("--since %q: want an RFC 3339 time (2026-12-02T14:00:00Z)", o.since)
+		}
+		co.Since = t
+	}
+	return co, nil
+}
+
+// drain is the drain the flags ask for: quiet for --quiet, after the relay published
+// every row of db or --wait passed.
+func (o outboundCheckOptions) drain(db *gorm.DB) outboundcheck.DrainOptions {
+	opts := outboundcheck.DrainOptions{Quiet: o.quiet}
+	if o.wait > 0 {
+		// Past --wait the drain goes on without it: what is still unpublished is missing.
+		deadline, published := time.Now().Add(o.wait), outboundcheck.Published(db)
+		opts.Settled = func(ctx context.Context) (bool, error) {
+			ok, err := published(ctx)
+			return ok || time.Now().After(deadline), err
+		}
+	}
+	return opts
 }
