@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/junban/junban/internal/config"
@@ -31,7 +32,13 @@ import (
 // (out). The shop's queue gets, per order and SKU in seq order, the kinds those tell, every
 // body valid against its schema, and the check against the outbox finds nothing missing,
 // unknown or out of sequence.
-func TestOutboundEventsReachASubscriber(t *testing.T) {
+func TestOutboundEventsReachASubscriber(t *testing.T) { outboundToASubscriber(t, false) }
+
+// The same through a FIFO topic to a FIFO queue: each entity's messages travel in its
+// message group, so the shop receives them in seq order, not only numbered so.
+func TestOutboundEventsReachAFIFOSubscriber(t *testing.T) { outboundToASubscriber(t, true) }
+
+func outboundToASubscriber(t *testing.T, fifo bool) {
 	sn := testenv.SNS(t)
 	ctx := context.Background()
 	pgURL := testenv.PostgresURL(t)
@@ -41,8 +48,21 @@ func TestOutboundEventsReachASubscriber(t *testing.T) {
 	}
 	c := testenv.SQS(t)
 	q := testenv.NewQueues(t, c, 20)
-	topic := testenv.Topic(t, sn)
-	shop, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(testenv.Name(t) + "-shop")})
+	var topic string
+	shopIn := &sqs.CreateQueueInput{QueueName: aws.String(testenv.Name(t) + "-shop")}
+	if fifo {
+		name := testenv.Name(t) + ".fifo"
+		tp, err := sn.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(name), Attributes: map[string]string{"FifoTopic": "true"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		topic = aws.ToString(tp.TopicArn)
+		t.Cleanup(func() { sn.DeleteTopic(context.Background(), &sns.DeleteTopicInput{TopicArn: aws.String(topic)}) })
+		shopIn = &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{"FifoQueue": "true"}}
+	} else {
+		topic = testenv.Topic(t, sn)
+	}
+	shop, err := c.CreateQueue(ctx, shopIn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +165,12 @@ func TestOutboundEventsReachASubscriber(t *testing.T) {
 		}
 		byEntity[msg.Entity] = append(byEntity[msg.Entity], msg)
 	}
-	for e := range byEntity {
-		slices.SortFunc(byEntity[e], func(a, b outbound.Message) int { return int(a.Seq - b.Seq) })
+	for e, ms := range byEntity {
+		bySeq := func(a, b outbound.Message) int { return int(a.Seq - b.Seq) }
+		if fifo && !slices.IsSortedFunc(ms, bySeq) {
+			t.Errorf("%s: received out of seq order through the FIFO topic", e)
+		}
+		slices.SortFunc(ms, bySeq)
 	}
 	kinds := func(entity string, only ...outbound.Kind) []outbound.Kind {
 		var out []outbound.Kind
