@@ -31,6 +31,7 @@ import (
 	"github.com/junban/junban/internal/logging"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/tracing"
 )
 
 // startTimeout bounds resolving the orders queue at start-up.
@@ -67,6 +68,11 @@ func run() error {
 		return err
 	}
 	defer log.Sync()
+	stopTracing, err := tracing.Start("junban-api", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

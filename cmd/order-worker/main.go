@@ -30,6 +30,7 @@ import (
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/replication"
+	"github.com/junban/junban/internal/tracing"
 )
 
 // Config is the order-worker's environment.
@@ -219,6 +220,11 @@ func run() error {
 		return err
 	}
 	defer log.Sync()
+	stopTracing, err := tracing.Start("order-worker", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

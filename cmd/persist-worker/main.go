@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,8 +20,11 @@ import (
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/health"
 	"github.com/junban/junban/internal/logging"
+	"github.com/junban/junban/internal/outbound"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/topics"
+	"github.com/junban/junban/internal/tracing"
 	"github.com/junban/junban/migrations"
 )
 
@@ -63,6 +67,11 @@ type Config struct {
 	HoldMax time.Duration `env:"JUNBAN_PERSIST_HOLD_MAX"`
 	// AttemptTimeout bounds one batch apply.
 	AttemptTimeout time.Duration `env:"JUNBAN_PERSIST_ATTEMPT_TIMEOUT"`
+	// Outbound are the outbound events' settings: the outbox, its relay to SNS, its retention.
+	Outbound outbound.Config
+	// SNSEndpoint overrides the SNS endpoint the relay publishes to (the local stack's
+	// emulator); empty for AWS.
+	SNSEndpoint string `env:"AWS_ENDPOINT_URL_SNS"`
 }
 
 // SetDefaults takes every default from the package that owns the setting.
@@ -82,7 +91,7 @@ func (c *Config) SetDefaults() {
 
 // Validate checks what the parser cannot.
 func (c Config) Validate() error {
-	p := []error{c.Common.Validate(), c.Startup.Validate()}
+	p := []error{c.Common.Validate(), c.Startup.Validate(), c.Outbound.Validate()}
 	if c.BatchMax < 1 {
 		p = append(p, errors.New("JUNBAN_PERSIST_BATCH_MAX: must be at least 1"))
 	}
@@ -143,6 +152,11 @@ func run() error {
 		return err
 	}
 	defer log.Sync()
+	stopTracing, err := tracing.Start("persist-worker", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -160,7 +174,11 @@ func run() error {
 	}
 
 	reg := health.NewRegistry()
-	h, err := newHandler(ctx, cfg, log, reg, db)
+	relay, err := newRelay(ctx, cfg, log, reg, db)
+	if err != nil {
+		return err
+	}
+	h, err := newHandler(ctx, cfg, log, reg, db, relay)
 	if err != nil {
 		return err
 	}
@@ -178,7 +196,12 @@ func run() error {
 		zap.Int("receivers", cfg.Receivers), zap.Int("concurrency", cfg.Concurrency), zap.Int("appliers", cfg.Appliers),
 		zap.Int("batch_max", cfg.BatchMax))
 	start := time.Now()
+	background, err := startOutbound(ctx, cfg, log, reg, db, relay)
+	if err != nil {
+		return err
+	}
 	runErr := consumer.Run(ctx)
+	background.Wait()
 
 	stopCtx, cancel := context.WithTimeout(context.Background(), max(cfg.ShutdownBudget-time.Since(start), time.Second))
 	defer cancel()
@@ -192,10 +215,10 @@ func run() error {
 
 // newHandler applies the batches to PostgreSQL. A batch held while PostgreSQL is away goes
 // back to SQS at once when ctx ends (shutdown).
-func newHandler(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer, db *gorm.DB) (*persist.Handler, error) {
+func newHandler(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer, db *gorm.DB, relay *outbound.Relay) (*persist.Handler, error) {
 	quit := make(chan struct{})
 	context.AfterFunc(ctx, func() { close(quit) })
-	return persist.NewHandler(persist.HandlerConfig{
+	hc := persist.HandlerConfig{
 		DB:             db,
 		Logger:         log,
 		Registerer:     reg,
@@ -205,7 +228,65 @@ func newHandler(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus
 		AttemptTimeout: cfg.AttemptTimeout,
 		Quit:           quit,
 		Appliers:       cfg.Appliers,
+	}
+	// The handler writes outbound events into the outbox in each batch's transaction, and
+	// kicks this replica's relay (when one runs) after each commit that wrote some.
+	if cfg.Outbound.On() {
+		hc.Outbound = &outbound.Writer{LowStockThreshold: cfg.Outbound.LowStockThreshold}
+		if relay != nil {
+			hc.OutboxWritten = relay.Kick
+		}
+	}
+	return persist.NewHandler(hc)
+}
+
+// newRelay is the outbox's relay to SNS when a topic is set, nil otherwise.
+func newRelay(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer, db *gorm.DB) (*outbound.Relay, error) {
+	if cfg.Outbound.TopicARN == "" {
+		return nil, nil
+	}
+	sn, err := topics.NewClient(ctx, topics.Config{Region: cfg.Region, Endpoint: cfg.SNSEndpoint}, cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	return outbound.NewRelay(outbound.RelayConfig{
+		DB:         db,
+		SNS:        sn,
+		TopicARN:   cfg.Outbound.TopicARN,
+		Poll:       cfg.Outbound.Poll,
+		Publishers: cfg.Outbound.Publishers,
+		RoundMax:   cfg.Outbound.RoundMax,
+		Logger:     log.Named("outbox"),
+		Registerer: reg,
 	})
+}
+
+// startOutbound starts the relay (when there is one) and, with outbound events on, the
+// outbox's retention cleanup: published rows only when a relay runs, every row otherwise.
+// Both stop when ctx ends; Wait waits for them.
+func startOutbound(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer, db *gorm.DB, relay *outbound.Relay) (*sync.WaitGroup, error) {
+	var wg sync.WaitGroup
+	if !cfg.Outbound.On() {
+		return &wg, nil
+	}
+	cleaner, err := outbound.NewCleaner(outbound.CleanerConfig{
+		DB:            db,
+		Retention:     cfg.Outbound.Retention,
+		PublishedOnly: relay != nil,
+		Logger:        log.Named("outbox"),
+		Registerer:    reg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	wg.Go(func() { cleaner.Run(ctx) })
+	if relay != nil {
+		wg.Go(func() { relay.Run(ctx) })
+	}
+	log.Info("outbox on", zap.Bool("relay", relay != nil), zap.String("topic", cfg.Outbound.TopicARN),
+		zap.Bool("fifo", cfg.Outbound.FIFO()), zap.Duration("retention", cfg.Outbound.Retention),
+		zap.Int64("low_stock_threshold", cfg.Outbound.LowStockThreshold))
+	return &wg, nil
 }
 
 // openQueues opens SQS and finds the results queue and its DLQ, retrying while SQS does
@@ -230,8 +311,13 @@ func openPostgres(ctx context.Context, cfg Config, log *zap.Logger) (*gorm.DB, e
 	var db *gorm.DB
 	err := cfg.Startup.Retry(ctx, log, "connect to PostgreSQL", func(context.Context) error {
 		var err error
-		// One connection per applier (batches applied at once), one for readiness checks.
-		db, err = cfg.Postgres.OpenPool(cfg.Appliers + 1)
+		// One connection per applier (batches applied at once), one for readiness checks,
+		// and with outbound events the cleanup's, the relay's round and its stats reads.
+		conns := cfg.Appliers + 1
+		if cfg.Outbound.On() {
+			conns += 3
+		}
+		db, err = cfg.Postgres.OpenPool(conns)
 		return err
 	})
 	if err != nil {

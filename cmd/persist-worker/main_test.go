@@ -41,81 +41,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// proxy forwards TCP connections to a target; Down closes the port and every connection
-// through it (PostgreSQL out of reach for the worker, and only for it), Up opens it again.
-type proxy struct {
-	t      *testing.T
-	target string
-	addr   string
-
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]bool
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	p := &proxy{t: t, target: target, conns: map[net.Conn]bool{}}
-	p.listen("127.0.0.1:0")
-	p.addr = p.ln.Addr().String()
-	t.Cleanup(p.Down)
-	return p
-}
-
-func (p *proxy) listen(addr string) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		p.t.Fatalf("proxy: %v", err)
-	}
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.forward(c)
-		}
-	}()
-}
-
-func (p *proxy) forward(c net.Conn) {
-	up, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	p.mu.Lock()
-	if p.ln == nil { // went down meanwhile
-		p.mu.Unlock()
-		c.Close()
-		up.Close()
-		return
-	}
-	p.conns[c], p.conns[up] = true, true
-	p.mu.Unlock()
-	go func() { io.Copy(up, c); up.Close(); c.Close() }()
-	io.Copy(c, up)
-	c.Close()
-	up.Close()
-}
-
-func (p *proxy) Down() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-	clear(p.conns)
-}
-
-func (p *proxy) Up() { p.listen(p.addr) }
-
 // syncBuffer collects the worker's output.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -254,8 +179,8 @@ func TestWorkerSurvivesPostgresOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	px := startProxy(t, u.Host)
-	u.Host = px.addr
+	px := testenv.StartProxy(t, u.Host)
+	u.Host = px.Addr()
 	c := testenv.SQS(t)
 	qs := testenv.NewQueues(t, c, 10)
 
@@ -366,8 +291,8 @@ func TestWorkerShutdownDuringOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	px := startProxy(t, u.Host)
-	u.Host = px.addr
+	px := testenv.StartProxy(t, u.Host)
+	u.Host = px.Addr()
 	c := testenv.SQS(t)
 	qs := testenv.NewQueues(t, c, 10)
 	w := startWorker(t,

@@ -23,6 +23,7 @@ import (
 	"github.com/junban/junban/internal/idempotency"
 	"github.com/junban/junban/internal/logging"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/tracing"
 	"github.com/junban/junban/internal/webhook"
 )
 
@@ -53,6 +54,11 @@ func run() error {
 		return err
 	}
 	defer log.Sync()
+	stopTracing, err := tracing.Start("webhook-gateway", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -1,7 +1,7 @@
 // Package api serves junban's read side over HTTP (junban-api): stock and availability
-// from the ledger, orders with their timeline and turn, stuck turns, and the dead-letter
-// queues, with bearer tokens of two scopes and RFC 9457 problem details for every error.
-// openapi.json describes every endpoint.
+// from the ledger, orders with their timeline and turn, the outbound events, stuck turns,
+// and the dead-letter queues, with bearer tokens of two scopes and RFC 9457 problem
+// details for every error. openapi.json describes every endpoint.
 package api
 
 import (
@@ -165,6 +165,7 @@ func New(cfg ServerConfig) (*Server, error) {
 	s.route("/v1/availability", map[string]handler{"POST": {ScopeRead, s.postAvailability}})
 	s.route("/v1/orders", map[string]handler{"GET": {ScopeRead, s.listOrders}})
 	s.route("/v1/orders/{lcid}", map[string]handler{"GET": {ScopeRead, s.getOrder}})
+	s.route("/v1/events", map[string]handler{"GET": {ScopeRead, s.listEvents}})
 	s.route("/v1/turns/stuck", map[string]handler{"GET": {ScopeRead, s.stuckTurns}})
 	s.route("/v1/turns/{lcid}/skip", map[string]handler{"POST": {ScopeAdmin, s.skipTurn}})
 	s.route("/v1/dlq/{queue}", map[string]handler{"GET": {ScopeAdmin, s.listDLQ}})

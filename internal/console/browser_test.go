@@ -72,6 +72,7 @@ type fleet struct {
 	pub    *queue.Publisher
 	srv    *httptest.Server
 	api    *api.Server
+	deps   *deps
 	spec   loadgen.Spec
 	w      loadgen.Workload
 	sum    loadgen.Summary
@@ -91,6 +92,7 @@ func startFleet(t *testing.T) *fleet {
 			s.Close()
 		}
 	})
+	f.deps = &deps{rc: rc, prefix: prefix, db: db}
 	sqsc := testenv.SQS(t)
 	f.q = testenv.NewQueues(t, sqsc, 5)
 	envv := append(testenv.Env(t),
@@ -295,8 +297,8 @@ func (b *browser) scheme(dark bool) {
 }
 
 // The console in a real Chromium against the real fleet after a load: the overview
-// shows the load's counts and refreshes by itself; an order found by the search shows
-// its timeline; a poison message dead-lettered as the order-worker does it shows under
+// shows the load's counts, refreshes by itself and shows an outbound event waiting; an
+// order found by the search shows its timeline; a poison message dead-lettered as the order-worker does it shows under
 // Dead letters with its reason, is redriven from the page (through its confirmation),
 // and its result appears on the order page; a read token sees no admin button and a
 // forged admin POST with it gets 403; no page logs an error or a warning.
@@ -323,6 +325,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](fmt.Sprintf(`document.getElementById("sampled-at").textContent !== %q && document.querySelector("#chart polyline").getAttribute("points") !== ""`, first),
 		chromedp.WithPollingTimeout(15*time.Second))); err != nil {
 		t.Fatalf("overview did not refresh by itself: %v", err)
+	}
+	// An outbound event waiting for the relay shows up on the next refresh.
+	f.deps.insertOutboxRow(t, f.w.Orders[0], 30, false)
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`Number(document.getElementById("outbox-depth").textContent) >= 1`,
+		chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("overview did not show the outbox row: %v", err)
 	}
 	b.shot("overview")
 

@@ -12,6 +12,7 @@ import (
 	"github.com/junban/junban/internal/dlq"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/outbound"
 	"github.com/junban/junban/internal/queue"
 )
 
@@ -43,6 +44,10 @@ type Sample struct {
 	// PersistLagSec is the longest time from a result to its commit in PostgreSQL over the
 	// last rateWindow; a persist-worker that stopped shows in the results queue's depth.
 	PersistLagSec float64 `json:"persist_lag_sec"`
+	// OutboxDepth counts the outbound messages the relay has not published yet;
+	// OutboxLagSec is the age of the oldest of them (both 0 when none waits).
+	OutboxDepth  int64   `json:"outbox_depth"`
+	OutboxLagSec float64 `json:"outbox_lag_sec"`
 	// Persisted counts every result in PostgreSQL, Orders the persisted orders by status.
 	Persisted int64            `json:"persisted"`
 	Orders    map[string]int64 `json:"orders"`
@@ -130,6 +135,11 @@ FROM inbox WHERE committed_at > ? OR processed_at > ?`, since, since, since, sin
 	sm.PersistedPerSec = float64(rates.Persisted) / rateWindow.Seconds()
 	sm.PersistLagSec = rates.Lag
 	c.d.DB.WithContext(ctx).Raw(`SELECT count(*) FROM inbox`).Scan(&sm.Persisted)
+	if st, err := outbound.ReadStats(ctx, c.d.DB); err != nil {
+		c.d.Logger.Debug("console: outbox", zap.Error(err))
+	} else {
+		sm.OutboxDepth, sm.OutboxLagSec = st.Unpublished, st.OldestUnpublished.Seconds()
+	}
 	var byStatus []struct {
 		Status string
 		N      int64

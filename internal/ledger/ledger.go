@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/junban/junban/internal/keyscan"
+	"github.com/junban/junban/internal/tracing"
 )
 
 var (
@@ -142,9 +145,23 @@ func (l *Ledger) load(ctx context.Context, sku string) (created bool, err error)
 // if the script asks to (ERR_REINDEX). legacy is the op id an older version named the
 // operation by ("" for none): its record is replayed when opID has none (docs/ledger.md,
 // "Operation ids").
+//
+// Each call is a span "ledger <name>" (the script's op) with the SKU and the op id; a
+// refusal (ErrShortage, ...) is its outcome, not an error status.
 func (l *Ledger) run(ctx context.Context, name, opID, legacy, sku string, args ...any) (Result, error) {
+	ctx, span := tracing.Tracer().Start(ctx, "ledger "+name, trace.WithAttributes(
+		attribute.String("junban.sku", sku), attribute.String("junban.op_id", opID)))
 	r, err := l.runScript(ctx, name, opID, legacy, sku, args...)
 	r.LegacyOpID = legacy
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Bool("junban.replayed", r.Replayed))
+		if reason, ok := Rejection(err); ok {
+			span.SetAttributes(attribute.String("junban.reason", reason))
+			span.End()
+			return r, err
+		}
+	}
+	tracing.End(span, err)
 	return r, err
 }
 

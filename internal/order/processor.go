@@ -19,6 +19,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/junban/junban/internal/domain"
@@ -27,6 +29,7 @@ import (
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/redisscript"
 	"github.com/junban/junban/internal/replication"
+	"github.com/junban/junban/internal/tracing"
 )
 
 // Defaults of Config.
@@ -188,7 +191,17 @@ func doneKey(prefix, entity, eventID string) string {
 
 // Handle applies one envelope in the entity's turn. An error leaves the envelope where
 // it is (lockhandoff re-runs it); every step is idempotent.
-func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []byte) error {
+//
+// It runs in a span "step" of the turn's trace, with the event's id, type and entity and
+// its outcome; the ledger's scripts, the commit and the results' send are its children.
+func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []byte) (err error) {
+	ctx, span := tracing.Tracer().Start(ctx, "step", trace.WithAttributes(
+		attribute.String("junban.entity", t.Entity), attribute.Int64("junban.turn_seq", t.Seq), attribute.Bool("junban.rerun", t.Rerun)))
+	defer func() { tracing.End(span, err) }()
+	return p.handle(ctx, span, t, envelope)
+}
+
+func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.Turn, envelope []byte) error {
 	ev, err := domain.Decode(envelope, p.cfg.MaxEventBytes)
 	if err != nil {
 		// Validated before it was submitted, so only a changed validation rule gets here.
@@ -200,6 +213,9 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 	}
 	if ev.Type == event.Drain {
 		return nil
+	}
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("junban.event_id", ev.EventID), attribute.String("junban.event_type", string(ev.Type)))
 	}
 	// The done marker and the state in one round trip (one slot: one hash tag).
 	vals, err := p.rc.MGet(ctx, doneKey(p.cfg.Prefix, t.Entity, ev.EventID), StateKey(p.cfg.Prefix, t.Entity)).Result()
@@ -268,15 +284,23 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 			return err
 		}
 	}
-	pending, err := p.commit(ctx, t, ev, next, results)
+	cctx, cspan := tracing.Tracer().Start(ctx, "commit")
+	pending, err := p.commit(cctx, t, ev, next, results)
+	tracing.End(cspan, err)
 	if err != nil {
 		return err
 	}
 	if len(results) == 0 {
 		p.metrics.outcomes.WithLabelValues(string(ev.Type), "parked", "").Inc()
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("junban.outcome", "parked"))
+		}
 	}
 	for _, r := range results {
 		p.metrics.outcomes.WithLabelValues(string(r.Type), r.Outcome, r.Reason).Inc()
+		if span.IsRecording() && r.EventID == ev.EventID {
+			span.SetAttributes(attribute.String("junban.outcome", r.Outcome), attribute.String("junban.reason", r.Reason))
+		}
 		if r.Reason == domain.ReasonUndoRefused {
 			p.log.Error("event rejected, but the ledger refused to undo some of its moves: correct the lots by hand",
 				zap.String("event_id", r.EventID), zap.String("lcid", r.LCID), zap.String("type", string(r.Type)),

@@ -10,12 +10,15 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/tracing"
 )
 
 // FullBackoffDefault is how long a message waits before SQS redelivers it when its
@@ -83,12 +86,18 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) queue.Outcome {
 	if err == nil {
 		ev, err = domain.DecodeLimits(inner, domain.Limits{MaxBytes: w.MaxEventBytes, MaxLines: cmp.Or(w.MaxLines, domain.MaxLinesDefault)})
 	}
+	log := w.Log.With(tracing.LogFields(ctx)...)
 	if err != nil {
-		w.Log.Info("invalid order event", append(envelopeFields(env), zap.String("message_id", m.ID), zap.Error(err))...)
+		log.Info("invalid order event", append(envelopeFields(env), zap.String("message_id", m.ID), zap.Error(err))...)
 		return queue.Outcome{Verdict: queue.Poison, Reason: err.Error()}
 	}
+	log = log.With(zap.String("event_id", ev.EventID), zap.String("entity", ev.Entity()))
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(attribute.String("junban.event_id", ev.EventID), attribute.String("junban.event_type", string(ev.Type)),
+			attribute.String("junban.entity", ev.Entity()), attribute.String("junban.envelope", string(env.Kind)))
+	}
 	if env.Kind != domain.EnvelopeRaw {
-		w.Log.Debug("order event unwrapped", append(envelopeFields(env), zap.String("message_id", m.ID), zap.String("event_id", ev.EventID))...)
+		log.Debug("order event unwrapped", append(envelopeFields(env), zap.String("message_id", m.ID))...)
 	}
 	if ev.Type == event.Drain {
 		if err := w.Turns.Resume(ctx, ev.DrainOf()); err != nil {
@@ -105,7 +114,7 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) queue.Outcome {
 		}
 		return queue.Outcome{Verdict: queue.Retry, Reason: "wait list full", After: after}
 	case err != nil:
-		w.Log.Warn("submit failed", zap.String("event_id", ev.EventID), zap.String("entity", ev.Entity()), zap.Error(err))
+		log.Warn("submit failed", zap.Error(err))
 		return queue.Outcome{Verdict: queue.Retry, Reason: err.Error()}
 	}
 	return queue.Outcome{Verdict: queue.Done}

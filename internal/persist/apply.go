@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/outbound"
 )
 
 // ErrInvalid marks a result that can never be applied: it breaks the schema (a missing
@@ -142,6 +144,21 @@ type Report struct {
 	Isolated bool
 	// MoveConflicts are moves of applied results that were not recorded.
 	MoveConflicts []MoveConflict
+	// Outbound counts the outbox rows written (WithOutbound).
+	Outbound int
+}
+
+// Option changes what Apply writes.
+type Option func(*options)
+
+type options struct {
+	outbound *outbound.Writer
+}
+
+// WithOutbound makes Apply write the outbound events of the batch's freshly applied results
+// into the outbox, in the batch's transaction (outbound.Writer.Write); nil writes none.
+func WithOutbound(w *outbound.Writer) Option {
+	return func(o *options) { o.outbound = w }
 }
 
 // Count returns how many results have status s.
@@ -167,7 +184,15 @@ func (r Report) Count(s Status) int {
 // a deadlock, a serialization failure) is returned and nothing is committed: the caller
 // retries the whole batch later; the report then marks every result Unapplied but those
 // refused before PostgreSQL was asked (Poison).
-func Apply(ctx context.Context, db *gorm.DB, results []event.Result) (Report, error) {
+//
+// WithOutbound adds the outbound events of the results newly inserted into the inbox, in
+// the same transaction (in the savepoint of each result kept, when isolating a poison one):
+// they commit with the batch, or not at all.
+func Apply(ctx context.Context, db *gorm.DB, results []event.Result, opts ...Option) (Report, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	rep := Report{Results: make([]ResultReport, len(results))}
 	batch := make([]prepared, 0, len(results))
 	for i, r := range results {
@@ -185,7 +210,10 @@ func Apply(ctx context.Context, db *gorm.DB, results []event.Result) (Report, er
 	var w written
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
-		w, err = write(tx, batch)
+		if w, err = write(tx, batch); err != nil {
+			return err
+		}
+		w.outbound, err = o.writeOutbound(tx, results, batch, w.fresh)
 		return err
 	})
 	if err != nil && isPoison(err) {
@@ -198,6 +226,9 @@ func Apply(ctx context.Context, db *gorm.DB, results []event.Result) (Report, er
 					return err
 				}
 				one, err := write(tx, []prepared{p})
+				if err == nil {
+					one.outbound, err = o.writeOutbound(tx, results, []prepared{p}, one.fresh)
+				}
 				if err == nil {
 					if err := tx.Exec("RELEASE SAVEPOINT result").Error; err != nil {
 						return err
@@ -235,8 +266,26 @@ func Apply(ctx context.Context, db *gorm.DB, results []event.Result) (Report, er
 			rep.Results[p.index] = ResultReport{Status: Duplicate}
 		}
 	}
-	rep.Skips, rep.MoveConflicts = w.skips, w.moveConflicts
+	rep.Skips, rep.MoveConflicts, rep.Outbound = w.skips, w.moveConflicts, w.outbound
 	return rep, nil
+}
+
+// writeOutbound writes the outbound events of batch's fresh results, in batch order.
+func (o options) writeOutbound(tx *gorm.DB, results []event.Result, batch []prepared, fresh map[int]bool) (int, error) {
+	if o.outbound == nil {
+		return 0, nil
+	}
+	rs := make([]event.Result, 0, len(fresh))
+	for _, p := range batch {
+		if fresh[p.index] {
+			rs = append(rs, results[p.index])
+		}
+	}
+	n, err := o.outbound.Write(tx, rs)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: %w", err)
+	}
+	return n, nil
 }
 
 // isPoison tells a result that PostgreSQL refuses for its content from a failure that a
@@ -273,6 +322,9 @@ func invalid(r event.Result, format string, args ...any) error {
 	return fmt.Errorf("%w: event %.*q: %s", ErrInvalid, event.MaxIDLength, r.EventID, fmt.Sprintf(format, args...))
 }
 
+// reasonCode is the form of a rejected result's reason: ERR_SHORTAGE, ERR_SAFETY_STOCK, ...
+var reasonCode = regexp.MustCompile(`^ERR_[A-Z0-9_]{1,60}$`)
+
 // maxEntityLength bounds a result's entity: an lcid, or "sku:" and a SKU.
 const maxEntityLength = len("sku:") + event.MaxIDLength
 
@@ -297,6 +349,9 @@ func prepare(index int, r event.Result) (prepared, error) {
 		return p, invalid(r, "no type")
 	case r.Outcome != event.Applied && r.Outcome != event.Rejected:
 		return p, invalid(r, "outcome %q is neither applied nor rejected", r.Outcome)
+	case r.Outcome == event.Rejected && !reasonCode.MatchString(r.Reason):
+		// The outbound order.refused tells the reason as a code consumers match on.
+		return p, invalid(r, "rejected with reason %.64q, not a code ERR_...", r.Reason)
 	}
 	if err := cmp.Or(
 		tooLong("event_id", r.EventID, event.MaxIDLength),
@@ -454,6 +509,8 @@ type written struct {
 	conflicts     map[int]error
 	moveConflicts []MoveConflict
 	skips         Skips
+	// outbound counts the outbox rows written.
+	outbound int
 }
 
 func (w *written) add(o written) {
@@ -471,6 +528,7 @@ func (w *written) add(o written) {
 	}
 	w.moveConflicts = append(w.moveConflicts, o.moveConflicts...)
 	w.skips.add(o.skips)
+	w.outbound += o.outbound
 }
 
 // write writes prepared results with one statement per table. Rows are sorted by key

@@ -227,7 +227,12 @@ func TestApplyPoisonKeepsTheRest(t *testing.T) {
 	badDate := event.Result{EventID: "evt-bad-date", Entity: "LC-Y", LCID: "LC-Y", Seq: 1, Type: event.OrderPlaced,
 		Outcome: event.Applied, Order: &event.OrderSnapshot{LCID: "LC-Y", Status: "placed", TargetDate: "2026-02-30"}}
 
-	all := append(append([]event.Result(nil), batch...), negative, zeroMove, badStatus, noID, badDate)
+	noReason := event.Result{EventID: "evt-no-reason", Entity: "LC-Z", LCID: "LC-Z", Seq: 1, Type: event.OrderPlaced,
+		Outcome: event.Rejected}
+	proseReason := event.Result{EventID: "evt-prose-reason", Entity: "LC-Z", LCID: "LC-Z", Seq: 2, Type: event.OrderPlaced,
+		Outcome: event.Rejected, Reason: "out of stock"}
+
+	all := append(append([]event.Result(nil), batch...), negative, zeroMove, badStatus, noID, badDate, noReason, proseReason)
 	rep, err := persist.Apply(context.Background(), db, all)
 	if err != nil {
 		t.Fatal(err)

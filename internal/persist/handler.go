@@ -13,7 +13,12 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/outbound"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Handler defaults.
@@ -79,6 +84,12 @@ type HandlerConfig struct {
 	// batch does not keep one while it pauses between attempts. 0: no bound (every
 	// HandleBatch call applies at once, as many connections as the pool gives).
 	Appliers int
+	// Outbound, when set, writes the outbound events of every batch into the outbox, in
+	// the batch's transaction (WithOutbound). nil: no outbox.
+	Outbound *outbound.Writer
+	// OutboxWritten, when set, is called after a batch that wrote outbox rows committed
+	// (the relay's wake-up). It must not block.
+	OutboxWritten func()
 }
 
 // Handler applies batches of results-queue messages: a queue.BatchHandler.
@@ -155,9 +166,19 @@ func (h *Handler) apply(ctx context.Context, results []event.Result) (rep Report
 			return Report{Results: make([]ResultReport, len(results))}, 0, fmt.Errorf("persist: waiting for a free applier: %w", actx.Err())
 		}
 	}
+	// One span per PostgreSQL transaction, a child of the batch's span (which links each
+	// result's trace).
+	actx, span := tracing.Tracer().Start(actx, "apply batch", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(semconv.DBSystemNamePostgreSQL, attribute.Int("junban.results", len(results))))
 	start := time.Now()
-	rep, err = Apply(actx, h.cfg.DB, results)
-	return rep, time.Since(start), err
+	rep, err = Apply(actx, h.cfg.DB, results, WithOutbound(h.cfg.Outbound))
+	took = time.Since(start)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("junban.applied", rep.Count(Applied)), attribute.Int("junban.duplicates", rep.Count(Duplicate)),
+			attribute.Int("junban.poison", rep.Count(Poison)), attribute.Int("junban.outbound", rep.Outbound))
+	}
+	tracing.End(span, err)
+	return rep, took, err
 }
 
 // Ready fails while the last attempt to apply a batch failed: PostgreSQL is out of reach
@@ -203,6 +224,9 @@ func (h *Handler) HandleBatch(ctx context.Context, ms []queue.Message) []queue.O
 		rep, took, err := h.apply(ctx, results)
 		if err == nil {
 			h.committed(results, rep, took)
+			if rep.Outbound > 0 && h.cfg.OutboxWritten != nil {
+				h.cfg.OutboxWritten()
+			}
 			for k, rr := range rep.Results {
 				switch rr.Status {
 				case Poison:
@@ -297,4 +321,5 @@ func (h *Handler) committed(results []event.Result, rep Report, took time.Durati
 		}
 	}
 	m.IdentityConflicts.WithLabelValues("moves").Add(float64(len(rep.MoveConflicts)))
+	m.OutboxRows.Add(float64(rep.Outbound))
 }

@@ -26,6 +26,8 @@ type Metrics struct {
 	IdentityConflicts *prometheus.CounterVec
 	// Failures counts Apply attempts that failed for a reason a retry can cure.
 	Failures prometheus.Counter
+	// OutboxRows counts the outbound events written into the outbox by committed batches.
+	OutboxRows prometheus.Counter
 }
 
 // newMetrics creates the metrics and registers them with reg (when not nil).
@@ -63,6 +65,10 @@ func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: ns, Subsystem: sub, Name: "apply_failures_total",
 			Help: "Batch applies that failed for a reason a retry can cure (PostgreSQL unreachable, deadlock).",
 		}),
+		OutboxRows: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "outbox_rows_total",
+			Help: "Outbound events written into the outbox by committed batches.",
+		}),
 	}
 	for _, k := range []string{"duplicate", "order_seq", "sku_version", "lot_version", "move"} {
 		m.Skipped.WithLabelValues(k)
@@ -74,7 +80,7 @@ func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		m.IdentityConflicts.WithLabelValues(t)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.BatchSize, m.ApplyDuration, m.Lag, m.Skipped, m.Results, m.IdentityConflicts, m.Failures} {
+		for _, c := range []prometheus.Collector{m.BatchSize, m.ApplyDuration, m.Lag, m.Skipped, m.Results, m.IdentityConflicts, m.Failures, m.OutboxRows} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("persist: metrics: %w", err)
 			}

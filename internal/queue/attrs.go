@@ -1,18 +1,20 @@
 package queue
 
 import (
-	"context"
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/junban/junban/internal/tracing"
 )
 
 // Message attributes junban sets itself.
 const (
-	// AttrTraceParent carries the W3C trace context of the publisher; it is the only
-	// attribute junban spends on tracing.
-	AttrTraceParent = "traceparent"
+	// AttrTraceParent and AttrTraceState carry the W3C trace context of the send's span
+	// (internal/tracing); the consumer's span continues it.
+	AttrTraceParent = tracing.AttrTraceParent
+	AttrTraceState  = tracing.AttrTraceState
 	// AttrDLQReason says why a message was dead-lettered.
 	AttrDLQReason = "junban-dlq-reason"
 	// AttrSourceQueue names the queue a dead-lettered message came from.
@@ -27,24 +29,6 @@ const (
 
 // MaxAttributes is SQS's limit of message attributes per message.
 const MaxAttributes = 10
-
-type traceParentKey struct{}
-
-// WithTraceParent returns a context that carries a W3C traceparent value; Publish puts it
-// on the message as the attribute "traceparent", and the Consumer puts a received
-// message's traceparent into its handler's context.
-func WithTraceParent(ctx context.Context, tp string) context.Context {
-	if tp == "" {
-		return ctx
-	}
-	return context.WithValue(ctx, traceParentKey{}, tp)
-}
-
-// TraceParent returns the traceparent carried by ctx, or "".
-func TraceParent(ctx context.Context) string {
-	tp, _ := ctx.Value(traceParentKey{}).(string)
-	return tp
-}
 
 const stringType = "String"
 

@@ -6,15 +6,21 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
 	"go.uber.org/zap"
 )
 
 func (r *run) handleBatch(ts []*tracked, ms []Message) {
 	defer r.handlers.Done()
 	defer func() { <-r.sem }()
+	ctx, span := startProcessBatch(r.hctx, r.cfg.Name, ms)
 	start := time.Now()
-	outs, reason := callBatchHandler(r.hctx, r.bh, ms)
+	outs, reason := callBatchHandler(ctx, r.bh, ms)
 	r.m.handlerDuration.Observe(time.Since(start).Seconds())
+	if reason != "" && span.IsRecording() {
+		span.SetStatus(codes.Error, reason)
+	}
+	span.End()
 	if len(outs) != len(ms) {
 		// Which outcome belongs to which message is unknown: retry them all (handlers
 		// are idempotent, so the ones already done are only repeated).

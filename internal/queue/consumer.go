@@ -281,12 +281,18 @@ func (r *run) receive(ctx context.Context, n int, wait int) ([]types.Message, er
 		QueueUrl:            aws.String(r.cfg.QueueURL),
 		MaxNumberOfMessages: int32(n),
 		WaitTimeSeconds:     int32(wait),
-		// Only the receive count is read: asking for every system attribute makes each
-		// answer longer for both sides to encode and parse. The emulator answers system
+		// Only the receive count and the X-Ray trace header are read: asking for every
+		// system attribute makes each answer longer for both sides to encode and parse. The emulator answers system
 		// attributes only to AttributeNames; real SQS to both.
-		AttributeNames:              []types.QueueAttributeName{types.QueueAttributeName(types.MessageSystemAttributeNameApproximateReceiveCount)},
-		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
-		MessageAttributeNames:       []string{"All"},
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeName(types.MessageSystemAttributeNameApproximateReceiveCount),
+			types.QueueAttributeName(types.MessageSystemAttributeNameAWSTraceHeader),
+		},
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{
+			types.MessageSystemAttributeNameApproximateReceiveCount,
+			types.MessageSystemAttributeNameAWSTraceHeader,
+		},
+		MessageAttributeNames: []string{"All"},
 	}
 	if r.fifo {
 		in.AttributeNames = append(in.AttributeNames, types.QueueAttributeName(types.MessageSystemAttributeNameMessageGroupId))
@@ -329,12 +335,13 @@ func (r *run) track(sm types.Message) (*tracked, Message, bool) {
 		rc = 1
 	}
 	return t, Message{
-		ID:            id,
-		ReceiptHandle: receipt,
-		Body:          []byte(aws.ToString(sm.Body)),
-		ReceiveCount:  rc,
-		Attributes:    fromSQSAttributes(sm.MessageAttributes),
-		GroupID:       sm.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)],
+		ID:             id,
+		ReceiptHandle:  receipt,
+		Body:           []byte(aws.ToString(sm.Body)),
+		ReceiveCount:   rc,
+		Attributes:     fromSQSAttributes(sm.MessageAttributes),
+		GroupID:        sm.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)],
+		AWSTraceHeader: sm.Attributes[string(types.MessageSystemAttributeNameAWSTraceHeader)],
 	}, true
 }
 
@@ -513,10 +520,11 @@ func (r *run) handleOne(t *tracked, m Message) {
 
 // handle runs the handler on m and carries out its outcome, which it returns.
 func (r *run) handle(t *tracked, m Message) Outcome {
-	ctx := WithTraceParent(r.hctx, m.Attributes[AttrTraceParent])
+	ctx, span := startProcess(r.hctx, r.cfg.Name, m)
 	start := time.Now()
 	out := callHandler(ctx, r.h, m)
 	r.m.handlerDuration.Observe(time.Since(start).Seconds())
+	endProcess(span, out)
 	r.apply(t, m, out)
 	return out
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
 	"go.uber.org/zap"
 
 	"github.com/junban/junban/internal/queue"
@@ -65,7 +66,9 @@ func ExampleNewBatchConsumer() {
 	_ = cons.Run(context.Background())
 }
 
-// Publish returns once SQS accepted the message; concurrent calls share batches.
+// Publish returns once SQS accepted the message; concurrent calls share batches. The
+// message carries the trace context of ctx's span (traceparent), and the consumer's span
+// continues that trace.
 func ExamplePublisher() {
 	var c *sqs.Client
 	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: "http://127.0.0.1:4566/000000000000/results"})
@@ -73,7 +76,8 @@ func ExamplePublisher() {
 		panic(err)
 	}
 	defer pub.Stop(context.Background())
-	ctx := queue.WithTraceParent(context.Background(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	ctx, span := otel.Tracer("checkout").Start(context.Background(), "place order")
+	defer span.End()
 	if err := pub.Publish(ctx, []byte(`{"event_id":"evt_1"}`), map[string]string{"type": "order.placed"}); err != nil {
 		// errors.Is(err, queue.ErrTooLarge): refused before sending, never truncated.
 		panic(err)

@@ -12,7 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/junban/junban/internal/tracing"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
 
@@ -191,10 +193,13 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	return p, nil
 }
 
-// Publish sends one message with the given string attributes, plus "traceparent" when
-// ctx carries one (WithTraceParent). It returns when SQS accepted or refused the message,
-// or when ctx ends; in the last case the message may still be sent (at-least-once).
-func (p *Publisher) Publish(ctx context.Context, body []byte, attrs map[string]string) error {
+// Publish sends one message with the given string attributes, plus the trace context of
+// its send span (traceparent; internal/tracing). It returns when SQS accepted or refused
+// the message, or when ctx ends; in the last case the message may still be sent
+// (at-least-once).
+func (p *Publisher) Publish(ctx context.Context, body []byte, attrs map[string]string) (err error) {
+	ctx, span := startSend(ctx, p.cfg.Name, 1)
+	defer func() { endSend(span, err) }()
 	e, err := p.prepare(ctx, body, attrs)
 	if err != nil {
 		p.m.publishErrors.Inc()
@@ -211,7 +216,8 @@ func (p *Publisher) Publish(ctx context.Context, body []byte, attrs map[string]s
 	}
 }
 
-// PublishBatch sends every body (with ctx's traceparent, if any). Every body is checked
+// PublishBatch sends every body, each with the trace context of one send span for them
+// all (traceparent). Every body is checked
 // first: if one is too large (or, on a FIFO queue, has no ids), nothing is sent. Otherwise
 // it returns the errors of the messages SQS refused, joined; the others were accepted.
 //
@@ -219,7 +225,9 @@ func (p *Publisher) Publish(ctx context.Context, body []byte, attrs map[string]s
 // ten, one call after the other, and never split across two calls in flight at once (SQS
 // orders a group's messages within a call by their place in it). After a call in which
 // one failed, the rest are not sent, and fail too: sent, they would overtake it.
-func (p *Publisher) PublishBatch(ctx context.Context, bodies [][]byte) error {
+func (p *Publisher) PublishBatch(ctx context.Context, bodies [][]byte) (err error) {
+	ctx, span := startSend(ctx, p.cfg.Name, len(bodies))
+	defer func() { endSend(span, err) }()
 	entries := make([]*pubEntry, len(bodies))
 	var errs []error
 	for i, b := range bodies {
@@ -328,10 +336,10 @@ func (p *Publisher) prepare(ctx context.Context, body []byte, attrs map[string]s
 		return nil, ErrEmptyBody
 	}
 	all := attrs
-	if tp := TraceParent(ctx); tp != "" {
-		all = make(map[string]string, len(attrs)+1)
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		all = make(map[string]string, len(attrs)+2)
 		maps.Copy(all, attrs)
-		all[AttrTraceParent] = tp
+		tracing.Inject(ctx, all)
 	}
 	if len(all) > MaxAttributes {
 		return nil, fmt.Errorf("%w: %d, SQS allows %d", ErrTooManyAttributes, len(all), MaxAttributes)

@@ -32,7 +32,7 @@ func TestPublisherBatches(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			ctx := queue.WithTraceParent(context.Background(), "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-0"+strconv.Itoa(i%2))
+			ctx := remoteParent(t, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-0"+strconv.Itoa(i%2))
 			errs[i] = pub.Publish(ctx, []byte("p"+strconv.Itoa(i)), map[string]string{"i": strconv.Itoa(i)})
 		})
 	}

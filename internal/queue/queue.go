@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -16,6 +17,9 @@ type Message struct {
 	Attributes map[string]string
 	// GroupID is the message's MessageGroupId on a FIFO queue ("" on a standard queue).
 	GroupID string
+	// AWSTraceHeader is the message's X-Ray trace header system attribute, "" when absent:
+	// the trace context of a message without a traceparent attribute.
+	AWSTraceHeader string
 }
 
 // Verdict says what the consumer does with a handled message.
@@ -46,3 +50,12 @@ type Handler func(ctx context.Context, m Message) Outcome
 // BatchHandler handles the messages of one or more receives together and returns one
 // outcome per message, in the same order.
 type BatchHandler func(ctx context.Context, ms []Message) []Outcome
+
+// NameOf is the queue's name in its URL (the path's last segment), as spans and logs name
+// a queue.
+func NameOf(queueURL string) string {
+	if i := strings.LastIndexByte(queueURL, '/'); i >= 0 {
+		return queueURL[i+1:]
+	}
+	return queueURL
+}

@@ -72,3 +72,12 @@ func SetSNSenv(t testing.TB) {
 	t.Helper()
 	t.Setenv("AWS_ENDPOINT_URL_SNS", SNSEndpoint(t))
 }
+
+// OnFauxqs reports whether the SQS in use is the stack's fauxqs, for a test of a feature
+// fauxqs lacks (it keeps no AWSTraceHeader system attribute, say): such a test skips there,
+// saying so, and runs on local-aws-sqs (make test-other-sqs) and AWS.
+func OnFauxqs(t testing.TB) bool {
+	t.Helper()
+	ep := os.Getenv("JUNBAN_SQS_ENDPOINT_FAUXQS")
+	return ep != "" && SQSConfig(t).Endpoint == ep
+}

@@ -13,9 +13,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/junban/junban/internal/idempotency"
+	"github.com/junban/junban/internal/tracing"
 )
 
 // Pattern is the route of the webhook handler.
@@ -264,7 +267,7 @@ func (h *Handler) acquire() (release func(), busy *reply) {
 }
 
 func (h *Handler) handle(w http.ResponseWriter, r *http.Request, p Provider) reply {
-	log := h.log.With(zap.String("provider", p.Name))
+	log := h.log.With(append(tracing.LogFields(r.Context()), zap.String("provider", p.Name))...)
 	body, bad := h.readBody(w, r)
 	if bad != nil {
 		return *bad
@@ -295,6 +298,13 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, p Provider) rep
 func (h *Handler) guarded(r *http.Request, log *zap.Logger, p Provider, ev ProviderEvent) reply {
 	log = log.With(zap.String("provider_event_id", ev.ID))
 	order, ignore := Map(p.Name, p.Kind, ev)
+	if order != nil {
+		log = log.With(zap.String("event_id", order.EventID), zap.String("lcid", order.LCID))
+		if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+			span.SetAttributes(attribute.String("junban.event_id", order.EventID),
+				attribute.String("junban.event_type", string(order.Type)), attribute.String("junban.lcid", order.LCID))
+		}
+	}
 	ans := Answer{Provider: p.Name, ProviderEventID: ev.ID, ProviderType: ev.Type}
 	if order != nil {
 		ans.Outcome, ans.EventID, ans.Type, ans.LCID = OutcomeAccepted, order.EventID, string(order.Type), order.LCID
@@ -346,7 +356,7 @@ func (h *Handler) guarded(r *http.Request, log *zap.Logger, p Provider, ev Provi
 		// done:<event_id> absorbs it.
 		log.Warn("webhook: completed record not written", zap.String("event_id", ans.EventID), zap.Error(err))
 	}
-	log.Debug("webhook handled", zap.String("outcome", ans.Outcome), zap.String("event_id", ans.EventID))
+	log.Debug("webhook handled", zap.String("outcome", ans.Outcome))
 	return reply{code: http.StatusOK, body: resp}
 }
 

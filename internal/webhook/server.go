@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.uber.org/zap"
 
 	"github.com/junban/junban/internal/health"
@@ -27,11 +28,21 @@ const ReadyCacheDefault = time.Second
 // NewPublicMux serves what the payment providers reach: the webhooks and a /healthz that
 // touches nothing (the process is alive, for a load balancer's check of this port). Every
 // other path is 404: readiness and metrics are on the admin listener alone (NewAdminMux).
-func NewPublicMux(h *Handler) *http.ServeMux {
+//
+// Each request is a server span (OpenTelemetry's net/http instrumentation), continuing a
+// trace the request's traceparent header names; the order event it sends carries it on.
+func NewPublicMux(h *Handler) http.Handler {
 	mux := http.NewServeMux()
 	h.Register(mux)
 	mux.HandleFunc("GET /healthz", healthz)
-	return mux
+	return otelhttp.NewHandler(mux, "webhook",
+		otelhttp.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/healthz" }),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+			if r.Pattern != "" {
+				return r.Pattern
+			}
+			return r.Method
+		}))
 }
 
 func healthz(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) }

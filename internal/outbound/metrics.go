@@ -1,0 +1,98 @@
+package outbound
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The results of a relay round, the label of junban_outbox_relay_rounds_total.
+const (
+	// roundPublished: the round published every row it read.
+	roundPublished = "published"
+	// roundPartial: SNS took some rows and refused or missed others (they go again).
+	roundPartial = "partial"
+	// roundEmpty: nothing to publish.
+	roundEmpty = "empty"
+	// roundLocked: another relay (replica) holds the outbox's lock; this one waits for its next poll.
+	roundLocked = "not_leader"
+	// roundFailed: nothing was marked published (PostgreSQL or SNS failed).
+	roundFailed = "failed"
+)
+
+var roundResults = []string{roundPublished, roundPartial, roundEmpty, roundLocked, roundFailed}
+
+// RelayMetrics are the relay's Prometheus metrics, namespace junban, subsystem outbox.
+type RelayMetrics struct {
+	// Published counts the messages SNS took, by kind (a copy counts again).
+	Published *prometheus.CounterVec
+	// PublishFailures counts the messages SNS refused or did not answer for.
+	PublishFailures prometheus.Counter
+	// Rounds counts the relay's rounds by result: published, partial, empty, not_leader, failed.
+	Rounds *prometheus.CounterVec
+	// Lag is the time from a row's created_at to SNS taking it.
+	Lag prometheus.Histogram
+	// Depth is the number of unpublished rows (ReadStats).
+	Depth prometheus.Gauge
+	// OldestUnpublished is the age of the oldest unpublished row (ReadStats).
+	OldestUnpublished prometheus.Gauge
+}
+
+func newRelayMetrics(reg prometheus.Registerer) (*RelayMetrics, error) {
+	const ns, sub = "junban", "outbox"
+	m := &RelayMetrics{
+		Published: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "published_total",
+			Help: "Outbound messages SNS took, by kind (a copy published again counts again).",
+		}, []string{"kind"}),
+		PublishFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "publish_failures_total",
+			Help: "Outbound messages SNS refused or did not answer for; they are published again.",
+		}),
+		Rounds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "relay_rounds_total",
+			Help: "Relay rounds by result (published, partial, empty, not_leader: another replica relays, failed).",
+		}, []string{"result"}),
+		Lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "relay_lag_seconds",
+			Help:    "Time from an outbox row's commit (created_at) to SNS taking it.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
+		}),
+		Depth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "depth",
+			Help: "Outbox rows not yet published.",
+		}),
+		OldestUnpublished: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "oldest_unpublished_seconds",
+			Help: "Age of the oldest outbox row not yet published; 0 when none.",
+		}),
+	}
+	for _, k := range Kinds {
+		m.Published.WithLabelValues(string(k))
+	}
+	for _, r := range roundResults {
+		m.Rounds.WithLabelValues(r)
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.Published, m.PublishFailures, m.Rounds, m.Lag, m.Depth, m.OldestUnpublished} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("outbound: metrics: %w", err)
+			}
+		}
+	}
+	return m, nil
+}
+
+// newDeletedCounter is junban_outbox_deleted_total, registered with reg (when not nil).
+func newDeletedCounter(reg prometheus.Registerer) (prometheus.Counter, error) {
+	c := prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "junban", Subsystem: "outbox", Name: "deleted_total",
+		Help: "Outbox rows deleted by the retention cleanup.",
+	})
+	if reg != nil {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("outbound: metrics: %w", err)
+		}
+	}
+	return c, nil
+}

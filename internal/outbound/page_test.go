@@ -1,0 +1,250 @@
+package outbound
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/testenv"
+)
+
+// insertMessage writes one outbox row of kind k for entity with the given seq, its body
+// a valid message, through db (a transaction or the pool), and returns the message's id.
+func insertMessage(t *testing.T, db *gorm.DB, k Kind, entity string, seq int64) string {
+	t.Helper()
+	m := Message{ID: uuid.NewString(), Kind: k, Entity: entity, Seq: seq, OccurredAt: time.Now().UTC().Truncate(time.Millisecond),
+		CausedBy: Cause{EventID: "evt-" + entity + "-" + fmt.Sprint(seq), Type: event.OrderPlaced}}
+	var data any
+	if sku, ok := strings.CutPrefix(entity, event.SKUEntityPrefix); ok {
+		m.SKU = sku
+		data = StockData{Version: seq, Sellable: 5, AvailableToShip: 5, AsOf: "2026-12-02", Level: LevelLow, Threshold: 10}
+	} else {
+		m.LCID = entity
+		data = OrderStatusData{To: "placed", Lines: []event.SnapshotLine{}, Changed: []string{"status"}}
+		if k == OrderRefused {
+			data = OrderRefusedData{Reason: "ERR_SHORTAGE"}
+		}
+	}
+	var err error
+	if m.Data, err = json.Marshal(data); err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Validate(body); err != nil {
+		t.Fatalf("test message: %v", err)
+	}
+	if err := db.Exec(`INSERT INTO outbox (message_id, kind, entity, seq, body) VALUES (?, ?, ?, ?, ?)`,
+		m.ID, string(k), entity, seq, string(body)).Error; err != nil {
+		t.Fatal(err)
+	}
+	return m.ID
+}
+
+// idsOf returns the message ids of bodies.
+func idsOf(t *testing.T, bodies []json.RawMessage) []string {
+	t.Helper()
+	ids := make([]string, len(bodies))
+	for i, b := range bodies {
+		var m Message
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("%v: %s", err, b)
+		}
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+// reader pages through the outbox as a consumer does, keeping its cursor.
+type reader struct {
+	t      *testing.T
+	db     *gorm.DB
+	after  Cursor
+	seen   []string
+	kinds  []Kind
+	entity string
+	limit  int
+}
+
+// read pages until a page comes back empty, and returns what it read.
+func (r *reader) read() []string {
+	r.t.Helper()
+	var got []string
+	for {
+		msgs, next, err := Page(context.Background(), r.db, Query{After: r.after, Limit: r.limit, Kinds: r.kinds, Entity: r.entity})
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if len(msgs) == 0 {
+			if next != r.after {
+				r.t.Fatalf("an empty page moved the cursor from %s to %s", r.after, next)
+			}
+			return got
+		}
+		got = append(got, idsOf(r.t, msgs)...)
+		r.seen = append(r.seen, idsOf(r.t, msgs)...)
+		r.after = next
+	}
+}
+
+// readAll waits until every transaction that wrote a row has ended on the server (a
+// transaction anywhere on it holds pages back until it ends), then reads to the end.
+func (r *reader) readAll() {
+	r.t.Helper()
+	testenv.WaitFor(r.t, time.Minute, "the snapshot's xmin to pass every row", func() bool {
+		var past bool
+		err := r.db.Raw(`SELECT coalesce(pg_snapshot_xmin(pg_current_snapshot()) > max(txid), true) FROM outbox`).Scan(&past).Error
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		return past
+	})
+	r.read()
+}
+
+// A consumer paging while transactions commit out of their order never skips a row:
+//
+//   - A takes the smaller id and commits after B: a reader that read B's row before A
+//     committed, paging by id, would never come back for A's.
+//   - D takes its transaction id after C but writes its row (the smaller id) before C:
+//     once C committed and D is open, a reader paging by id behind the xmin check would
+//     read C's row and skip D's.
+//
+// (Failed against `id > after ORDER BY id` without the xmin check, which skipped A's row,
+// and against `txid < xmin AND id > after ORDER BY id`, which skipped D's.)
+func TestPageNeverSkipsARowCommittedLate(t *testing.T) {
+	db := testenv.Postgres(t)
+	r := &reader{t: t, db: db}
+
+	a := db.Begin()
+	defer a.Rollback()
+	idA := insertMessage(t, a, OrderStatusChanged, "LC-A", 1)
+	b := db.Begin()
+	defer b.Rollback()
+	idB := insertMessage(t, b, OrderStatusChanged, "LC-B", 1)
+	if err := b.Commit().Error; err != nil {
+		t.Fatal(err)
+	}
+	early := r.read()
+	if err := a.Commit().Error; err != nil {
+		t.Fatal(err)
+	}
+	r.readAll()
+	if want := []string{idA, idB}; !slices.Equal(r.seen, want) {
+		t.Fatalf("read %q, want A's then B's %q", r.seen, want)
+	}
+	if len(early) != 0 {
+		// B's transaction id is above A's, which was open: nothing could be served.
+		t.Fatalf("served %q while A was open", early)
+	}
+
+	c := db.Begin()
+	defer c.Rollback()
+	if err := c.Exec(`SELECT pg_current_xact_id()`).Error; err != nil {
+		t.Fatal(err)
+	}
+	d := db.Begin()
+	defer d.Rollback()
+	idD := insertMessage(t, d, OrderStatusChanged, "LC-D", 1)
+	idC := insertMessage(t, c, OrderStatusChanged, "LC-C", 1)
+	if err := c.Commit().Error; err != nil {
+		t.Fatal(err)
+	}
+	r.read() // C's row, when nothing older than D is open on the server
+	if err := d.Commit().Error; err != nil {
+		t.Fatal(err)
+	}
+	r.readAll()
+	if want := []string{idA, idB, idC, idD}; !slices.Equal(r.seen, want) {
+		t.Fatalf("read %q, want %q", r.seen, want)
+	}
+}
+
+// Pages of limit 2 read every row once, in order; the filters keep what they name; a
+// cursor from the last page returns an empty page and itself.
+func TestPageFiltersAndLimit(t *testing.T) {
+	db := testenv.Postgres(t)
+	var all, lc1, stock []string
+	for i := range 3 {
+		id := insertMessage(t, db, OrderStatusChanged, "LC-1", int64(2*i+1))
+		all, lc1 = append(all, id), append(lc1, id)
+		id = insertMessage(t, db, OrderRefused, "LC-1", int64(2*i+2))
+		all, lc1 = append(all, id), append(lc1, id)
+		id = insertMessage(t, db, StockChanged, "sku:TEA-1", int64(i+1))
+		all, stock = append(all, id), append(stock, id)
+	}
+	every := &reader{t: t, db: db, limit: 2}
+	every.readAll()
+	if !slices.Equal(every.seen, all) {
+		t.Fatalf("read %q, want %q", every.seen, all)
+	}
+	if got := every.read(); len(got) != 0 {
+		t.Fatalf("after the last page: %q", got)
+	}
+	byEntity := &reader{t: t, db: db, limit: 2, entity: "LC-1"}
+	byEntity.readAll()
+	if !slices.Equal(byEntity.seen, lc1) {
+		t.Fatalf("entity LC-1: %q, want %q", byEntity.seen, lc1)
+	}
+	byKind := &reader{t: t, db: db, kinds: []Kind{StockChanged, StockLow}}
+	byKind.readAll()
+	if !slices.Equal(byKind.seen, stock) {
+		t.Fatalf("kinds stock.*: %q, want %q", byKind.seen, stock)
+	}
+	none := &reader{t: t, db: db, kinds: []Kind{StockOut}, entity: "LC-1"}
+	if got := none.read(); len(got) != 0 || !none.after.IsZero() {
+		t.Fatalf("stock.out of LC-1: %q, cursor %s", got, none.after)
+	}
+	for _, q := range []Query{{Limit: -1}, {Limit: PageLimitMax + 1}, {Kinds: []Kind{"order.nope"}},
+		{Entity: "LC\x00"}, {Entity: strings.Repeat("x", MaxEntityLength+1)}} {
+		if _, _, err := Page(context.Background(), db, q); !errors.Is(err, ErrInvalidQuery) {
+			t.Errorf("%+v: %v, want ErrInvalidQuery", q, err)
+		}
+	}
+}
+
+// A cursor String gives comes back from ParseCursor as it was.
+func TestCursorRoundTrip(t *testing.T) {
+	for _, c := range []Cursor{{}, {txid: 1, id: 1}, {txid: 1<<64 - 1, id: 1<<63 - 1}, {txid: 4_294_967_296 + 751, id: 42}} {
+		got, err := ParseCursor(c.String())
+		if err != nil || got != c {
+			t.Errorf("%+v: %s read back as %+v, %v", c, c, got, err)
+		}
+	}
+}
+
+// Any string is either a cursor String gives back exactly, or an ErrInvalidCursor.
+func FuzzParseCursor(f *testing.F) {
+	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	for _, s := range []string{"", Cursor{txid: 7, id: 3}.String(), enc("v1.01.3"), enc("v1.-1.3"), enc("v1.1.-3"), enc("v2.1.1"),
+		enc("v1.1"), enc("v1.1.1.1"), enc("v1.18446744073709551616.1"), enc("v1.1.1") + "=", "!!", "djEuMS4x", "djEuMS4xCg"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseCursor(s)
+		switch {
+		case err != nil:
+			if !errors.Is(err, ErrInvalidCursor) || !c.IsZero() {
+				t.Fatalf("%q: %+v, %v", s, c, err)
+			}
+		case s == "":
+			if !c.IsZero() {
+				t.Fatalf("empty: %+v", c)
+			}
+		case c.String() != s || c.id < 0:
+			t.Fatalf("%q read as %+v, which is %s", s, c, c)
+		}
+	})
+}

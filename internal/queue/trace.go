@@ -1,0 +1,81 @@
+package queue
+
+import (
+	"context"
+	"strconv"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/junban/junban/internal/tracing"
+)
+
+// startSend starts the producer span of a send to queue (n messages, 1 for Publish). The
+// messages carry its context (traceparent), so the consumer's span continues the trace.
+func startSend(ctx context.Context, queue string, n int) (context.Context, trace.Span) {
+	return tracing.StartSend(ctx, tracing.SQS, queue, n)
+}
+
+// startProcess starts the consumer span of handling m from queue, the child of the span
+// that sent it (its traceparent, else its AWSTraceHeader).
+func startProcess(ctx context.Context, queue string, m Message) (context.Context, trace.Span) {
+	ctx = tracing.Extract(ctx, m.Attributes, m.AWSTraceHeader)
+	return tracing.Tracer().Start(ctx, "process "+queue,
+		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+			semconv.MessagingSystemAWSSQS,
+			semconv.MessagingOperationTypeProcess,
+			semconv.MessagingOperationName("process"),
+			semconv.MessagingDestinationName(queue),
+			semconv.MessagingMessageID(m.ID),
+			attribute.Int("messaging.aws_sqs.receive_count", m.ReceiveCount),
+		))
+}
+
+// startProcessBatch starts the consumer span of handling a batch from queue: a trace of
+// its own, linked to each message's sender (a batch has many parents).
+func startProcessBatch(ctx context.Context, queue string, ms []Message) (context.Context, trace.Span) {
+	links := make([]trace.Link, 0, len(ms))
+	for _, m := range ms {
+		sc := trace.SpanContextFromContext(tracing.Extract(context.Background(), m.Attributes, m.AWSTraceHeader))
+		if sc.IsValid() {
+			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{semconv.MessagingMessageID(m.ID)}})
+		}
+	}
+	return tracing.Tracer().Start(ctx, "process "+queue,
+		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithNewRoot(), trace.WithLinks(links...),
+		trace.WithAttributes(
+			semconv.MessagingSystemAWSSQS,
+			semconv.MessagingOperationTypeProcess,
+			semconv.MessagingOperationName("process"),
+			semconv.MessagingDestinationName(queue),
+			semconv.MessagingBatchMessageCount(len(ms)),
+		))
+}
+
+// endProcess ends a process span with the handler's verdict.
+func endProcess(span trace.Span, out Outcome) {
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("junban.verdict", verdictName(out.Verdict)))
+		if out.Verdict != Done {
+			span.SetStatus(codes.Error, out.Reason)
+		}
+	}
+	span.End()
+}
+
+func verdictName(v Verdict) string {
+	switch v {
+	case Done:
+		return "done"
+	case Retry:
+		return "retry"
+	case Poison:
+		return "poison"
+	}
+	return strconv.Itoa(int(v))
+}
+
+// endSend ends a send span, with the error of the send if it failed.
+func endSend(span trace.Span, err error) { tracing.End(span, err) }

@@ -1,0 +1,113 @@
+// Package tracing sets up OpenTelemetry traces for junban's binaries, configured by the
+// standard OTEL_* variables, and carries an event's trace context through message
+// attributes: W3C `traceparent` and `tracestate`, or the `AWSTraceHeader` system attribute
+// that X-Ray users' publishers set.
+//
+// Without an OTLP endpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT)
+// Setup installs nothing: the global tracer provider stays OpenTelemetry's no-op one, whose
+// spans record nothing and allocate nothing, so tracing costs nothing when it is off.
+package tracing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.uber.org/zap"
+)
+
+// Propagator is how junban writes and reads a trace context: W3C trace context only.
+var Propagator propagation.TextMapPropagator = propagation.TraceContext{}
+
+// Enabled tells whether the environment asks for traces: an OTLP endpoint is set, the SDK
+// is not disabled (OTEL_SDK_DISABLED) and the traces exporter is not "none"
+// (OTEL_TRACES_EXPORTER).
+func Enabled() bool {
+	if strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") {
+		return false
+	}
+	if strings.EqualFold(os.Getenv("OTEL_TRACES_EXPORTER"), "none") {
+		return false
+	}
+	return os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
+}
+
+// ErrProtocol: OTEL_EXPORTER_OTLP_PROTOCOL (or its _TRACES_ form) names a protocol junban
+// does not export with; it speaks OTLP over HTTP with protobuf.
+var ErrProtocol = errors.New("tracing: only OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf is supported")
+
+// Setup installs the global tracer provider of service (the default service.name, which
+// OTEL_SERVICE_NAME overrides; OTEL_RESOURCE_ATTRIBUTES adds to the resource) with a
+// batching OTLP/HTTP exporter, and the W3C propagator. The exporter takes its endpoint,
+// headers, timeout and compression from the OTEL_EXPORTER_OTLP_* variables and the
+// sampler from OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG (default parentbased_always_on).
+// Without an endpoint (Enabled) it installs only the propagator. shutdown flushes the
+// spans still buffered; call it before the process exits.
+func Setup(ctx context.Context, service string, log *zap.Logger) (shutdown func(context.Context) error, err error) {
+	otel.SetTextMapPropagator(Propagator)
+	if !Enabled() {
+		return func(context.Context) error { return nil }, nil
+	}
+	for _, v := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if p := os.Getenv(v); p != "" && p != "http/protobuf" {
+			return nil, fmt.Errorf("%w: %s=%s", ErrProtocol, v, p)
+		}
+	}
+	exp, err := otlptracehttp.New(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("tracing: OTLP exporter: %w", err)
+	}
+	res, err := resource.Merge(resource.Default(),
+		resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(service)))
+	if err == nil {
+		var env *resource.Resource
+		if env, err = resource.New(ctx, resource.WithFromEnv()); err == nil {
+			res, err = resource.Merge(res, env)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tracing: resource: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	otel.SetTracerProvider(tp)
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		log.Warn("tracing: export failed", zap.Error(err))
+	}))
+	log.Info("tracing on", zap.String("service_name", serviceName(res, service)))
+	return tp.Shutdown, nil
+}
+
+func serviceName(res *resource.Resource, def string) string {
+	if v, ok := res.Set().Value(semconv.ServiceNameKey); ok {
+		return v.AsString()
+	}
+	return def
+}
+
+// FlushTimeout bounds the flush of a binary's buffered spans at exit.
+const FlushTimeout = 5 * time.Second
+
+// Start is Setup for a binary's main: stop flushes the spans still buffered, within
+// FlushTimeout, and logs what it could not send.
+func Start(service string, log *zap.Logger) (stop func(), err error) {
+	shutdown, err := Setup(context.Background(), service, log)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), FlushTimeout)
+		defer cancel()
+		if err := shutdown(ctx); err != nil {
+			log.Warn("tracing: flush at exit", zap.Error(err))
+		}
+	}, nil
+}
