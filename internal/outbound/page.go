@@ -135,9 +135,18 @@ const pageSQL = `SELECT txid::text AS txid, id, body::text AS body FROM outbox
 WHERE txid < pg_snapshot_xmin(pg_current_snapshot())
   AND (txid, id) > (CAST(CAST(? AS text) AS xid8), ?)`
 
+// lastVisibleSQL is the position of the last row pageSQL would serve, filters aside: a
+// filtered page that is not full has served every matching row up to it. In one
+// statement with the page (UNION ALL), both parts see one snapshot.
+const lastVisibleSQL = `SELECT txid::text AS txid, id, NULL AS body FROM outbox
+WHERE txid < pg_snapshot_xmin(pg_current_snapshot())
+  AND (txid, id) > (CAST(CAST(? AS text) AS xid8), ?)
+ORDER BY txid DESC, id DESC LIMIT 1`
+
 // Page returns up to q.Limit message bodies (as stored, byte for byte) after q.After, in
-// commit order, and the cursor of the next page: the last message's, or q.After when the
-// page is empty.
+// commit order, and the cursor of the next page: the last message's, or, when the page is
+// not full, the last row the query could serve (filters aside, so that a consumer of a
+// rare kind does not read the same rows again at every poll); q.After when there is none.
 func Page(ctx context.Context, db *gorm.DB, q Query) ([]json.RawMessage, Cursor, error) {
 	if err := q.Check(); err != nil {
 		return nil, q.After, err
@@ -146,7 +155,9 @@ func Page(ctx context.Context, db *gorm.DB, q Query) ([]json.RawMessage, Cursor,
 	if limit == 0 {
 		limit = PageLimitDefault
 	}
-	sql, args := pageSQL, []any{strconv.FormatUint(q.After.txid, 10), q.After.id}
+	after := []any{strconv.FormatUint(q.After.txid, 10), q.After.id}
+	sql, args := pageSQL, slices.Clone(after)
+	filtered := len(q.Kinds) > 0 || q.Entity != ""
 	if len(q.Kinds) > 0 {
 		kinds := make([]string, len(q.Kinds))
 		for i, k := range q.Kinds {
@@ -161,23 +172,42 @@ func Page(ctx context.Context, db *gorm.DB, q Query) ([]json.RawMessage, Cursor,
 	}
 	sql += "\nORDER BY txid, id LIMIT ?"
 	args = append(args, limit)
+	if filtered {
+		sql = "(" + sql + ")\nUNION ALL\n(" + lastVisibleSQL + ")"
+		args = append(args, after...)
+	}
 	var rows []struct {
 		Txid string
 		ID   int64
-		Body string
+		Body *string
 	}
 	if err := db.WithContext(ctx).Raw(sql, args...).Scan(&rows).Error; err != nil {
 		return nil, q.After, fmt.Errorf("outbound: page after %s: %w", q.After, err)
 	}
-	msgs := make([]json.RawMessage, len(rows))
-	next := q.After
-	for i, r := range rows {
-		msgs[i] = json.RawMessage(r.Body)
+	msgs := make([]json.RawMessage, 0, len(rows))
+	next, last := q.After, q.After
+	for _, r := range rows {
 		txid, err := strconv.ParseUint(r.Txid, 10, 64)
 		if err != nil {
 			return nil, q.After, fmt.Errorf("outbound: page: txid %q of row %d: %w", r.Txid, r.ID, err)
 		}
+		if r.Body == nil {
+			last = Cursor{txid: txid, id: r.ID}
+			continue
+		}
+		msgs = append(msgs, json.RawMessage(*r.Body))
 		next = Cursor{txid: txid, id: r.ID}
 	}
+	if len(msgs) < limit {
+		next = last.max(next)
+	}
 	return msgs, next, nil
+}
+
+// max is the later of c and d.
+func (c Cursor) max(d Cursor) Cursor {
+	if d.txid > c.txid || (d.txid == c.txid && d.id > c.id) {
+		return d
+	}
+	return c
 }
