@@ -143,18 +143,20 @@ type awsResources struct {
 	Pairs map[string]string
 	// Topics are the SNS topics.
 	Topics []string
-	// Subscriptions are topic and queue, sorted.
-	Subscriptions [][2]string
+	// Queues are the plain queues (a consumer's, without a DLQ).
+	Queues []string
+	// Subscriptions are topic and queue, sorted; RawSubscriptions those with raw delivery.
+	Subscriptions, RawSubscriptions [][2]string
 	// Settings are the redrive and attribute settings by the script's variable names.
 	Settings map[string]string
 }
 
 var (
-	initLine    = regexp.MustCompile(`^(pair|topic|subscribe)\s+(.*)$`)
+	initLine    = regexp.MustCompile(`^(pair|queue|topic|subscribe|subscribe_raw)\s+(.*)$`)
 	initSetting = regexp.MustCompile(`^(max_receive_count|visibility_timeout|dlq_retention)=(\S*)$`)
 )
 
-// parseInit reads the unindented pair, topic and subscribe lines and settings of the init
+// parseInit reads the unindented pair, queue, topic, subscribe and subscribe_raw lines and settings of the init
 // script.
 func parseInit(src string) (awsResources, error) {
 	r := awsResources{Pairs: map[string]string{}, Settings: map[string]string{}}
@@ -170,7 +172,7 @@ func parseInit(src string) (awsResources, error) {
 			continue
 		}
 		args := strings.Fields(m[2])
-		switch want := map[string]int{"pair": 2, "topic": 1, "subscribe": 2}[m[1]]; {
+		switch want := map[string]int{"pair": 2, "queue": 1, "topic": 1, "subscribe": 2, "subscribe_raw": 2}[m[1]]; {
 		case len(args) != want:
 			return r, fmt.Errorf("line %d: %q: want %d names", n, line, want)
 		case m[1] == "pair":
@@ -180,11 +182,16 @@ func parseInit(src string) (awsResources, error) {
 			r.Pairs[args[0]] = args[1]
 		case m[1] == "topic":
 			r.Topics = append(r.Topics, args[0])
+		case m[1] == "queue":
+			r.Queues = append(r.Queues, args[0])
+		case m[1] == "subscribe_raw":
+			r.RawSubscriptions = append(r.RawSubscriptions, [2]string{args[0], args[1]})
 		default:
 			r.Subscriptions = append(r.Subscriptions, [2]string{args[0], args[1]})
 		}
 	}
 	slices.Sort(r.Topics)
+	slices.Sort(r.Queues)
 	slices.SortFunc(r.Subscriptions, func(a, b [2]string) int { return strings.Compare(a[0]+" "+a[1], b[0]+" "+b[1]) })
 	return r, sc.Err()
 }
@@ -245,6 +252,18 @@ func wantAWS(t *testing.T, cf composeSpec) awsResources {
 	orders := strings.TrimSuffix(queueNameOf(cfg.OrdersQueue), ".fifo")
 	want.Topics = []string{orders, fifoName(orders)}
 	want.Subscriptions = [][2]string{{orders, orders}, {fifoName(orders), fifoName(orders)}}
+	arn := cf.Services["persist-worker"].Environment["JUNBAN_OUTBOX_TOPIC_ARN"]
+	parts := strings.Split(arn, ":")
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sns" || parts[3] != cfg.Region {
+		t.Fatalf("persist-worker's JUNBAN_OUTBOX_TOPIC_ARN %q: want the ARN of an SNS topic in %s", arn, cfg.Region)
+	}
+	if cf.Services["persist-worker"].Environment["AWS_ENDPOINT_URL_SNS"] != cf.JunbanEnv["AWS_ENDPOINT_URL_SQS"] {
+		t.Errorf("persist-worker's AWS_ENDPOINT_URL_SNS is not LocalStack's (%s)", cf.JunbanEnv["AWS_ENDPOINT_URL_SQS"])
+	}
+	want.Topics = append(want.Topics, parts[5])
+	slices.Sort(want.Topics)
+	want.Queues = []string{"shop-outbound"}
+	want.RawSubscriptions = [][2]string{{parts[5], "shop-outbound"}}
 	return want
 }
 
@@ -275,6 +294,12 @@ func initProblems(got, want awsResources) []string {
 	if !slices.Equal(got.Subscriptions, want.Subscriptions) {
 		p = append(p, fmt.Sprintf("subscriptions (topic, queue) %v, want %v", got.Subscriptions, want.Subscriptions))
 	}
+	if !slices.Equal(got.Queues, want.Queues) {
+		p = append(p, fmt.Sprintf("plain queues %v, want %v", got.Queues, want.Queues))
+	}
+	if !slices.Equal(got.RawSubscriptions, want.RawSubscriptions) {
+		p = append(p, fmt.Sprintf("raw subscriptions (topic, queue) %v, want %v", got.RawSubscriptions, want.RawSubscriptions))
+	}
 	return p
 }
 
@@ -294,7 +319,8 @@ func initScriptOf(t *testing.T, ls composeService) string {
 
 // LocalStack's init script makes the queues, DLQs and redrive policies `junbanctl queues
 // create` makes (standard and FIFO), the orders topics and the orders queues' subscriptions
-// to them with raw delivery off (the order-worker reads SNS notifications).
+// to them with raw delivery off (the order-worker reads SNS notifications), and the outbound
+// topic with the shop-outbound queue subscribed raw (a consumer gets messages as published).
 func TestLocalStackInitMakesJunbansQueues(t *testing.T) {
 	cf := readCompose(t, "docker-compose.yml")
 	path := initScriptOf(t, cf.Services["localstack"])
@@ -315,8 +341,11 @@ func TestLocalStackInitMakesJunbansQueues(t *testing.T) {
 			t.Errorf("%s: %s is set and never used", path, name)
 		}
 	}
-	if !strings.Contains(src, "RawMessageDelivery=false") || strings.Contains(src, "RawMessageDelivery=true") {
-		t.Errorf("%s: subscriptions must set RawMessageDelivery=false", path)
+	if strings.Count(src, "RawMessageDelivery=false") != 1 || strings.Count(src, "RawMessageDelivery=true") != 1 {
+		t.Errorf("%s: subscribe must set RawMessageDelivery=false and subscribe_raw RawMessageDelivery=true, once each", path)
+	}
+	if last := strings.LastIndex(src, "\nsubscribe_raw "); last < 0 || last > strings.LastIndex(src, "\nsubscribe orders.fifo orders.fifo\n") {
+		t.Errorf("%s: the orders.fifo subscription must stay the last step (the compose healthcheck waits for it)", path)
 	}
 	// LocalStack runs only executable scripts.
 	if st, err := os.Stat(path); err != nil || st.Mode()&0o111 == 0 {
@@ -330,7 +359,7 @@ func TestLocalStackInitMakesJunbansQueues(t *testing.T) {
 }
 
 // The comparison fails on a queue left out, a DLQ swapped, a setting changed, a topic or a
-// subscription left out.
+// subscription left out, the outbound subscription without raw delivery.
 func TestLocalStackInitCheckFindsWhatIsMissing(t *testing.T) {
 	cf := readCompose(t, "docker-compose.yml")
 	raw, err := os.ReadFile(initScriptOf(t, cf.Services["localstack"]))
@@ -345,6 +374,9 @@ func TestLocalStackInitCheckFindsWhatIsMissing(t *testing.T) {
 		{"\nmax_receive_count=5\n", "\nmax_receive_count=3\n"},
 		{"\ntopic orders.fifo\n", "\n"},
 		{"\nsubscribe orders orders\n", "\n"},
+		{"\ntopic junban-outbound\n", "\n"},
+		{"\nqueue shop-outbound\n", "\n"},
+		{"\nsubscribe_raw junban-outbound shop-outbound\n", "\nsubscribe junban-outbound shop-outbound\n"},
 	} {
 		src := string(raw)
 		if !strings.Contains(src, edit.old) {

@@ -9,8 +9,12 @@
 #   receives SNS notifications, which the order-worker unwraps. LocalStack lets the topic
 #   send to the queue as it is; on AWS the queue's policy must allow it (sqs:SendMessage
 #   from sns.amazonaws.com, with the topic's ARN as aws:SourceArn).
+# - the outbound topic `junban-outbound` the persist-worker's relay publishes junban's order
+#   and stock events to (JUNBAN_OUTBOX_TOPIC_ARN), and a shop's queue `shop-outbound`
+#   subscribed to it with raw delivery on: it gets each message as published, as
+#   `junbanctl topics subscribe ARN --queue shop-outbound` makes it.
 # awslocal runs inside the container, where junbanctl is not. deploy/compose_test.go reads
-# the three settings and the pair/topic/subscribe lines below (one per line, unindented)
+# the three settings and the pair/queue/topic/subscribe/subscribe_raw lines below (one per line, unindented)
 # and compares them with junbanctl's queues; the compose healthcheck looks for the last
 # subscription, so it stays the last step.
 set -euo pipefail
@@ -62,12 +66,31 @@ subscribe() {
     --notification-endpoint "$queue_arn" --attributes RawMessageDelivery=false >/dev/null
 }
 
+# queue NAME: a plain queue (a consumer's: no dead-letter queue of junban's).
+queue() {
+  awslocal sqs create-queue --region "$region" --queue-name "$1" >/dev/null
+}
+
+# subscribe_raw TOPIC QUEUE: QUEUE gets what is published to TOPIC as published (raw
+# delivery on).
+subscribe_raw() {
+  local queue_url queue_arn
+  queue_url=$(awslocal sqs get-queue-url --region "$region" --queue-name "$2" --query QueueUrl --output text)
+  queue_arn=$(awslocal sqs get-queue-attributes --region "$region" --queue-url "$queue_url" \
+    --attribute-names QueueArn --query Attributes.QueueArn --output text)
+  awslocal sns subscribe --region "$region" --topic-arn "${topic_arn[$1]}" --protocol sqs \
+    --notification-endpoint "$queue_arn" --attributes RawMessageDelivery=true >/dev/null
+}
+
 pair orders orders-dlq
 pair results results-dlq
 pair orders.fifo orders-dlq.fifo
 pair results.fifo results-dlq.fifo
 topic orders
 topic orders.fifo
+queue shop-outbound
+topic junban-outbound
+subscribe_raw junban-outbound shop-outbound
 subscribe orders orders
 subscribe orders.fifo orders.fifo
 echo "junban queues and topics ready"

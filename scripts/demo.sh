@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # junban's main job, end to end: the stack, migrations, two order-workers, a
-# persist-worker and the webhook gateway, a minute of realistic load, reconcile, a summary.
+# persist-worker and the webhook gateway, a minute of realistic load, reconcile, a summary;
+# with SNS in the stack (fauxqs), the outbound events a shop's queue got from junban's topic.
 # Run it with `make demo` (which builds the binaries and starts the stack first).
 # junban-api serves the operator console during the load; afterwards the fleet keeps
 # running until Enter or Ctrl-C, so the console can be looked around in. DEMO_KEEP=0
@@ -32,6 +33,10 @@ WAREHOUSE=${DEMO_WAREHOUSE:-0.04}
 # The share of the events published through an SNS topic the orders queue is subscribed
 # to (junbanlab loadgen -via-sns), when the stack has SNS (fauxqs); 0: none.
 if [ -n "${AWS_ENDPOINT_URL_SNS:-}" ]; then VIA_SNS=${DEMO_VIA_SNS:-0.2}; else VIA_SNS=0; fi
+# Outbound events (docs/outbound.md): the persist-worker's relay publishes them to this
+# topic, and the shop's queue subscribed to it gets them, when the stack has SNS.
+OUTBOUND_TOPIC=${DEMO_OUTBOUND_TOPIC:-junban-outbound}
+OUTBOUND_QUEUE=${DEMO_OUTBOUND_QUEUE:-shop-outbound}
 export JUNBAN_LOG_LEVEL=${JUNBAN_LOG_LEVEL:-warn}
 # A local-only signing secret for the demo's payment provider (Standard Webhooks).
 export JUNBAN_WEBHOOK_PROVIDERS=${JUNBAN_WEBHOOK_PROVIDERS:-demo:standard:whsec_ZGVtby1zZWNyZXQtZm9yLWxvY2FsLW9ubHk=}
@@ -67,7 +72,16 @@ ow1_port=$(free_port)
 start order-worker-1 order-worker "$ow1_port"
 ow2_port=$(free_port)
 start order-worker-2 order-worker "$ow2_port"
-start persist-worker persist-worker "$(free_port)"
+outbound_arn=
+if [ -n "${AWS_ENDPOINT_URL_SNS:-}" ]; then
+  outbound_arn=$("$bin/junbanctl" topics create "$OUTBOUND_TOPIC")
+  "$bin/junbanctl" topics subscribe "$outbound_arn" --queue "$OUTBOUND_QUEUE" --create-queue >/dev/null
+  # The check holds this run's rows to account: the database keeps earlier runs'.
+  outbound_since=$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)
+  JUNBAN_OUTBOX_TOPIC_ARN=$outbound_arn start persist-worker persist-worker "$(free_port)"
+else
+  start persist-worker persist-worker "$(free_port)"
+fi
 # The gateway's public port serves the webhooks only; its probes are on the admin port.
 gw_admin_port=$(free_port)
 JUNBAN_WEBHOOK_ADMIN_ADDR="127.0.0.1:$gw_admin_port" start webhook-gateway webhook-gateway "$gw_port" "$gw_admin_port"
@@ -77,6 +91,11 @@ fi
 # Loopback and no token: the API and its console are open to this machine only.
 JUNBAN_API_ADDR="127.0.0.1:$API_PORT" start junban-api junban-api "$(free_port)"
 echo "started 2 order-workers, a persist-worker, the webhook gateway and junban-api (logs in .junban/demo/)"
+if [ -n "$outbound_arn" ]; then
+  echo "outbound events: the persist-worker publishes to $outbound_arn, queue $OUTBOUND_QUEUE subscribed (raw)"
+else
+  echo "outbound events: off (the stack has no SNS: local-aws-sqs serves none)"
+fi
 echo
 echo "console: http://127.0.0.1:$API_PORT/   (the API under /v1, see docs/api.md and docs/console.md)"
 
@@ -95,6 +114,14 @@ echo "== load: $ORDERS orders, ~$RATE events/s, 20% duplicate deliveries, paymen
 echo
 echo "== reconcile: Redis (source of truth) against PostgreSQL =="
 "$bin/junbanctl" reconcile
+
+echo
+if [ -n "$outbound_arn" ]; then
+  echo "== outbound: what the shop's queue $OUTBOUND_QUEUE got from $OUTBOUND_TOPIC, against the outbox =="
+  "$bin/junbanlab" outbound check --queue "$OUTBOUND_QUEUE" --since "$outbound_since" | tee "$logs/outbound.txt"
+else
+  echo "== outbound: off (the stack has no SNS) =="
+fi
 
 cat <<'EOF'
 
@@ -116,7 +143,11 @@ What the numbers show:
   - send -> commit, applied in turn: junban's own latency through both queues, the two
     workers and PostgreSQL; parked on purpose: the events sent before their precondition
     (a payment before its placement), which wait for the workload's next send;
-  - reconcile: PostgreSQL matches Redis.
+  - reconcile: PostgreSQL matches Redis;
+  - outbound (with SNS): per kind, the order and stock events the shop's queue got, each
+    body valid against its kind's schema, none missing, none unknown, every order's and
+    SKU's seqs 1..N without a gap; duplicates are copies the relay published again (at
+    least once), which a consumer drops by the message's id.
 EOF
 
 if [ "$DEMO_KEEP" != 0 ]; then

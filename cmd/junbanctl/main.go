@@ -32,7 +32,7 @@ func newRootCmd() *cobra.Command {
 		cli.Group("skus", "a SKU's settings in PostgreSQL", skusThresholdCmd()),
 		ledgerCmd(),
 		cli.Group("queues", "create the queues", queuesCreateCmd()),
-		cli.Group("topics", "feed the orders queue from an SNS topic", topicsSubscribeCmd()),
+		cli.Group("topics", "create SNS topics and subscribe queues to them", topicsCreateCmd(), topicsSubscribeCmd()),
 		cli.Group("webhook", "send signed webhooks to a running gateway", webhookSendCmd(), webhookStormCmd()),
 	)
 	root.AddCommand(movedCmds()...)

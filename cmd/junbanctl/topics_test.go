@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -113,5 +115,103 @@ func TestTopicsSubscribeArgumentsAreChecked(t *testing.T) {
 		if err := ctl(context.Background(), nil, "topics subscribe", args); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("topics subscribe %q: %v, want a usage error", args, err)
 		}
+	}
+}
+
+// topics create, on the binary: run twice it prints the same ARN (CreateTopic finds the
+// topic); --fifo makes NAME.fifo a FIFO topic; --json names it. topics subscribe --queue
+// --create-queue then makes a consumer's queue, subscribes it with raw delivery (a second
+// run finds it all in place), and a message published to the topic arrives in it as
+// published; the orders queue is not subscribed.
+func TestTopicsCreateAndSubscribeAnotherQueue(t *testing.T) {
+	sn := testenv.SNS(t)
+	sq := testenv.SQS(t)
+	ctx := context.Background()
+	q := testenv.NewQueues(t, sq, 30)
+	bin := testenv.Binary(t, "junbanctl")
+	env := append(testenv.Env(t), "JUNBAN_STACK_ENV=/nonexistent/stack.env", "AWS_ENDPOINT_URL_SNS="+testenv.SNSEndpoint(t),
+		"JUNBAN_ORDERS_QUEUE="+q.OrdersName)
+	run := func(args ...string) string {
+		t.Helper()
+		code, stdout, stderr := testenv.Exec(t, bin, env, args...)
+		if code != 0 {
+			t.Fatalf("junbanctl %q: exit %d\n%s%s", args, code, stdout, stderr)
+		}
+		return stdout
+	}
+	name := testenv.Name(t)
+	t.Cleanup(func() {
+		for _, n := range []string{name, name + ".fifo"} {
+			arn := strings.TrimSpace(run("topics", "create", n))
+			sn.DeleteTopic(ctx, &sns.DeleteTopicInput{TopicArn: aws.String(arn)})
+		}
+		if u, err := sq.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name + "-shop")}); err == nil {
+			sq.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: u.QueueUrl})
+		}
+	})
+
+	arn := strings.TrimSpace(run("topics", "create", name))
+	if !strings.HasPrefix(arn, "arn:aws:sns:") || !strings.HasSuffix(arn, ":"+name) {
+		t.Fatalf("topics create printed %q, want the topic's ARN", arn)
+	}
+	if again := strings.TrimSpace(run("topics", "create", name)); again != arn {
+		t.Fatalf("second topics create printed %q, want %q", again, arn)
+	}
+	var fifo topicReport
+	testenv.DecodeJSON(t, "topics create --fifo --json", []byte(run("topics", "create", name, "--fifo", "--json")), &fifo)
+	if !fifo.FIFO || fifo.Name != name+".fifo" || !strings.HasSuffix(fifo.ARN, ":"+name+".fifo") {
+		t.Fatalf("topics create --fifo: %+v", fifo)
+	}
+	attrs, err := sn.GetTopicAttributes(ctx, &sns.GetTopicAttributesInput{TopicArn: aws.String(fifo.ARN)})
+	if err != nil || attrs.Attributes["FifoTopic"] != "true" {
+		t.Fatalf("FIFO topic's attributes %v, %v", attrs, err)
+	}
+
+	var s topics.Subscription
+	for i := range 2 {
+		testenv.DecodeJSON(t, "topics subscribe --queue --json",
+			[]byte(run("topics", "subscribe", arn, "--queue", name+"-shop", "--create-queue", "--json")), &s)
+		if s.Created != (i == 0) || s.PolicySet != (i == 0) || len(s.Updated) != 0 {
+			t.Fatalf("run %d: %+v", i+1, s)
+		}
+	}
+	sa, err := sn.GetSubscriptionAttributes(ctx, &sns.GetSubscriptionAttributesInput{SubscriptionArn: aws.String(s.ARN)})
+	if err != nil || sa.Attributes["RawMessageDelivery"] != "true" || !strings.HasSuffix(s.QueueARN, ":"+name+"-shop") {
+		t.Fatalf("subscription %+v: attributes %v, %v; want raw delivery to %s-shop", s, sa, err, name)
+	}
+	subs, err := sn.ListSubscriptionsByTopic(ctx, &sns.ListSubscriptionsByTopicInput{TopicArn: aws.String(arn)})
+	if err != nil || len(subs.Subscriptions) != 1 {
+		t.Fatalf("subscriptions of the topic: %+v, %v; want the shop's queue's alone", subs, err)
+	}
+
+	body := `{"id":"x","kind":"stock.out"}`
+	if _, err := sn.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(arn), Message: aws.String(body)}); err != nil {
+		t.Fatal(err)
+	}
+	u, err := sq.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name + "-shop")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	testenv.WaitFor(t, 10*time.Second, "the published message in the shop's queue", func() bool {
+		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: u.QueueUrl, WaitTimeSeconds: 1})
+		if err == nil && len(out.Messages) > 0 {
+			got = aws.ToString(out.Messages[0].Body)
+		}
+		return got != ""
+	})
+	if got != body {
+		t.Fatalf("the shop's queue got %q, want %q as published", got, body)
+	}
+}
+
+func TestTopicsCreateArgumentsAreChecked(t *testing.T) {
+	for _, args := range [][]string{{}, {"a", "b"}, {"has space"}, {"dot.ted"}, {strings.Repeat("n", 252)}} {
+		if err := ctl(context.Background(), nil, "topics create", args); !errors.Is(err, cli.ErrUsage) {
+			t.Errorf("topics create %q: %v, want a usage error", args, err)
+		}
+	}
+	if err := ctl(context.Background(), nil, "topics subscribe", []string{"arn:aws:sns:us-east-1:000000000000:t", "--create-queue"}); !errors.Is(err, cli.ErrUsage) {
+		t.Errorf("topics subscribe --create-queue without --queue: %v, want a usage error", err)
 	}
 }

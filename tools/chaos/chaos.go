@@ -139,6 +139,14 @@ type Config struct {
 	Keep bool
 	// SQS is the SQS endpoint (required: Region; Endpoint for the local emulator).
 	SQS config.SQS
+	// SNSEndpoint is the SNS endpoint beside it (AWS_ENDPOINT_URL_SNS, fauxqs): the run
+	// creates an outbound topic there with a queue subscribed, the persist-worker publishes
+	// to it, and Check compares what the queue got with the outbox. Empty while
+	// SQS.Endpoint is set (an emulator without SNS): no outbound topic.
+	SNSEndpoint string
+	// OutboundSettleTimeout bounds Check's wait for the relay and the subscriber queue
+	// (OutboundSettleTimeoutDefault).
+	OutboundSettleTimeout time.Duration
 	// ChildEnv is passed to the workers on top of what chaos sets (AWS credentials).
 	ChildEnv []string
 	// Progress receives one line per phase and fault; nil prints nothing.
@@ -190,6 +198,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ReplicaLag == 0 {
 		c.ReplicaLag = ReplicaLagDefault
+	}
+	if c.OutboundSettleTimeout <= 0 {
+		c.OutboundSettleTimeout = OutboundSettleTimeoutDefault
 	}
 	if c.Progress == nil {
 		c.Progress = io.Discard
@@ -287,6 +298,9 @@ type Env struct {
 	workers []*proc // order-worker replicas
 	persist *proc
 	cancel  context.CancelFunc // ends the supervisors
+	// outbound is the run's outbound topic and subscriber queue; nil without SNS.
+	outbound  *outboundRun
+	stopDrain context.CancelFunc // ends the outbound drain
 
 	workload loadgen.Workload
 	sent     []string // distinct event ids, in sending order
@@ -369,8 +383,21 @@ func Start(ctx context.Context, cfg Config) (env *Env, err error) {
 	}
 	e.queues = append(e.queues, e.results.URL, e.results.DLQURL)
 	e.logf("queues %s-{orders,results}[-dlq] (maxReceiveCount %d)", name, cfg.MaxReceiveCount)
-	if err := e.startFleet(ctx); err != nil {
+	var persistEnv []string
+	if cfg.outboundOn() {
+		if persistEnv, err = e.startOutbound(ctx, name); err != nil {
+			return e, err
+		}
+	} else {
+		e.logf("outbound events: off (no SNS beside %s)", cfg.SQS.Endpoint)
+	}
+	if err := e.startFleet(ctx, persistEnv); err != nil {
 		return e, err
+	}
+	if e.outbound != nil {
+		drain, stop := context.WithCancel(context.Background())
+		e.stopDrain = stop
+		go e.drainOutbound(drain)
 	}
 	return e, nil
 }
@@ -422,7 +449,9 @@ func knowsMinReplicas(ctx context.Context, orderWorker string) bool {
 	return err == nil && strings.Contains(string(out), "JUNBAN_REDIS_MIN_REPLICAS")
 }
 
-func (e *Env) startFleet(ctx context.Context) error {
+// startFleet starts the order-workers and the persist-worker, persistEnv added to the
+// latter's environment.
+func (e *Env) startFleet(ctx context.Context, persistEnv []string) error {
 	for i := range 2 {
 		port, err := freePort()
 		if err != nil {
@@ -455,6 +484,7 @@ func (e *Env) startFleet(ctx context.Context) error {
 			"JUNBAN_PERSIST_ATTEMPT_TIMEOUT=10s",
 		),
 	}
+	e.persist.env = append(e.persist.env, persistEnv...)
 	sup, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	for _, p := range e.all() {
@@ -484,6 +514,7 @@ func (e *Env) Close() {
 	if e.cancel != nil {
 		e.cancel()
 	}
+	e.stopOutbound()
 	var wg sync.WaitGroup
 	for _, p := range e.all() {
 		if p != nil {
@@ -519,6 +550,7 @@ func (e *Env) Close() {
 		for _, q := range e.queues {
 			e.sqs.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(q)})
 		}
+		e.deleteOutboundTopic(ctx)
 		cancel()
 	}
 	if e.dir != "" {

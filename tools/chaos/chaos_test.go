@@ -51,6 +51,15 @@ func needServers(t *testing.T) {
 	}
 }
 
+// snsEndpoint is the stack's SNS beside its SQS ("" when there is none): the run's
+// outbound topic goes there.
+func snsEndpoint(t *testing.T) string {
+	if testenv.HasSNS(t) {
+		return testenv.SNSEndpoint(t)
+	}
+	return ""
+}
+
 type logWriter struct{ t *testing.T }
 
 func (w logWriter) Write(p []byte) (int, error) {
@@ -60,7 +69,8 @@ func (w logWriter) Write(p []byte) (int, error) {
 
 // TestChaos is the CI version of `junbanlab chaos`: 1,500 events with 20% duplicates over
 // 20 s while order-workers are SIGKILLed three times, the persist-worker once, Redis is
-// SIGKILLed and restarted from its AOF and PostgreSQL is stopped for 5 s. Then it breaks
+// SIGKILLed and restarted from its AOF and PostgreSQL is stopped for 5 s; with SNS, the
+// subscriber of the run's outbound topic got every outbox row. Then it breaks
 // the quiescent state on purpose, twice, to see the checks catch an event applied twice.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
@@ -82,6 +92,7 @@ func TestChaos(t *testing.T) {
 		PGOutage:       5 * time.Second,
 		QuiesceTimeout: 90 * time.Second,
 		SQS:            sqsCfg,
+		SNSEndpoint:    snsEndpoint(t),
 		ChildEnv:       childEnv,
 		Progress:       logWriter{t},
 	})
@@ -101,6 +112,9 @@ func TestChaos(t *testing.T) {
 	t.Log("\n" + buf.String())
 	if !rep.OK() {
 		t.Fatalf("invariants broken: %s", strings.Join(rep.Problems(), "; "))
+	}
+	if o := rep.Outbound; testenv.HasSNS(t) && (o == nil || o.Rows == 0 || o.Distinct != o.Rows || o.Unpublished != 0) {
+		t.Errorf("outbound: %+v, want every outbox row received", o)
 	}
 	if rep.Events < 1500 || rep.Kills != 4 || rep.RedisRestarts != 1 || rep.PGOutageS != 5 {
 		t.Errorf("faults: events %d, kills %d, redis restarts %d, pg outage %.0fs; want >=1500, 4, 1, 5", rep.Events, rep.Kills, rep.RedisRestarts, rep.PGOutageS)

@@ -442,6 +442,11 @@ func (e *Env) Check(ctx context.Context) (Report, error) {
 		r.UnexpectedExits += p.unexpectedExits()
 	}
 	r.Evidence = e.evidence()
+	if e.outbound != nil {
+		if r.Outbound, err = e.checkOutbound(ctx); err != nil {
+			return r, fmt.Errorf("chaos: outbound: %w", err)
+		}
+	}
 	return r, nil
 }
 

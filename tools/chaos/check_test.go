@@ -2,11 +2,13 @@ package chaos
 
 import (
 	"maps"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/tools/outboundcheck"
 )
 
 // consistent is the state after two events of one order, each applied once: LC-1 placed
@@ -220,5 +222,28 @@ func TestPrintSideBySide(t *testing.T) {
 	asserted.RedisFailovers = 0
 	if asserted.OK() {
 		t.Error("a master kill without a failover passed")
+	}
+}
+
+// The outbound check is part of the verdict: a run whose subscriber missed a message fails
+// and says so; copies alone do not fail it; a run without SNS has none and prints it off.
+func TestReportOutbound(t *testing.T) {
+	r := Report{Conserved: true, Quiesced: true, Outbound: &outboundcheck.Report{Received: 12, Distinct: 10, Rows: 10,
+		Duplicates: outboundcheck.Finding{Count: 2, Sample: []string{"a x3"}}}}
+	if !r.OK() {
+		t.Fatalf("copies alone failed the run: %q", r.Problems())
+	}
+	r.Outbound.Missing = outboundcheck.Finding{Count: 1, Sample: []string{"LC-1#2 id (published)"}}
+	var b strings.Builder
+	r.Print(&b)
+	if r.OK() || len(r.Problems()) != 1 || !strings.HasPrefix(r.Problems()[0], "outbound: 1 missing") ||
+		!regexp.MustCompile(`outbound: missing / unknown / gaps / invalid\s+1 / 0 / 0 / 0\s+FAIL`).MatchString(b.String()) {
+		t.Fatalf("a missing message: OK %v, problems %q\n%s", r.OK(), r.Problems(), b.String())
+	}
+	r.Outbound = nil
+	b.Reset()
+	r.Print(&b)
+	if !r.OK() || !regexp.MustCompile(`outbound\s+off \(no SNS\)`).MatchString(b.String()) {
+		t.Fatalf("without SNS: OK %v\n%s", r.OK(), b.String())
 	}
 }

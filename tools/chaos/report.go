@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/junban/junban/tools/loadgen"
+	"github.com/junban/junban/tools/outboundcheck"
 )
 
 // Report is what a chaos run did and found. The first eight fields are the contract of
@@ -84,6 +85,10 @@ type Report struct {
 	NewSKUs   int              `json:"skus_registered"`
 	// Details are the first findings of each kind, for people.
 	Details Details `json:"details"`
+	// Outbound is what the run's subscriber queue got from the outbound topic against the
+	// outbox: nothing missing, unknown, out of sequence or invalid; the copies the relay
+	// published again (a persist-worker killed mid-round) counted. Nil without SNS.
+	Outbound *outboundcheck.Report `json:"outbound,omitempty"`
 }
 
 // Fault is one fault (or recovery) of the schedule, seconds after sending began.
@@ -107,7 +112,7 @@ type Details struct {
 // failover proves nothing). The Baseline is not part of it.
 func (r Report) OK() bool {
 	return r.Lost == 0 && r.DoubleApplied == 0 && r.Drift == 0 && r.Oversold == 0 && r.Conserved && r.Quiesced &&
-		r.failedOver()
+		r.failedOver() && (r.Outbound == nil || r.Outbound.OK())
 }
 
 func (r Report) failedOver() bool {
@@ -137,6 +142,11 @@ func (r Report) Problems() []string {
 	}
 	if !r.Conserved {
 		p = append(p, fmt.Sprintf("%d lot findings break conservation", r.UnconservedLots))
+	}
+	if r.Outbound != nil {
+		for _, o := range r.Outbound.Problems() {
+			p = append(p, "outbound: "+o)
+		}
 	}
 	return p
 }
@@ -255,6 +265,12 @@ func (r Report) print(out io.Writer, title string) {
 	fmt.Fprintf(tw, "  lots conserved\t%v\t%s (%d findings)\n", r.Conserved, mark(r.Conserved), r.UnconservedLots)
 	fmt.Fprintf(tw, "  oversold SKUs\t%d\t%s\n", r.Oversold, mark(r.Oversold == 0))
 	fmt.Fprintf(tw, "  parked events left\t%d\t\n", r.Parked)
+	if o := r.Outbound; o != nil {
+		fmt.Fprintf(tw, "  outbound: missing / unknown / gaps / invalid\t%d / %d / %d / %d\t%s (%d received, %d distinct, %d copies; %d rows)\n",
+			o.Missing.Count, o.Unknown.Count, o.Gaps.Count, o.Invalid.Count, mark(o.OK()), o.Received, o.Distinct, o.Duplicates.Count, o.Rows)
+	} else {
+		fmt.Fprintf(tw, "  outbound\toff (no SNS)\t\n")
+	}
 	tw.Flush()
 	for _, d := range []struct {
 		what string

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -25,6 +26,7 @@ import (
 	"github.com/junban/junban/migrations"
 	"github.com/junban/junban/tools/fleet"
 	"github.com/junban/junban/tools/loadgen"
+	"github.com/junban/junban/tools/outboundcheck"
 	"github.com/junban/junban/tools/sendlatency"
 )
 
@@ -45,6 +47,10 @@ type Options struct {
 	// Profile is a directory for a CPU profile of order-worker-0, every worker's /metrics
 	// and Redis commandstats before and after the load ("": none).
 	Profile string
+	// Outbound runs the benchmark twice in one sitting, the persist-worker's outbound
+	// events off and then on (a topic of its own, a queue subscribed to it and drained
+	// while the load runs, then checked against the outbox), and prints both side by side.
+	Outbound bool
 }
 
 // Config is what the benchmarks read from the environment.
@@ -52,6 +58,9 @@ type Config struct {
 	config.Redis
 	config.Postgres
 	config.SQS
+	// SNSEndpoint is the SNS endpoint beside SQS (fauxqs), for Options.Outbound; empty
+	// for AWS.
+	SNSEndpoint string `env:"AWS_ENDPOINT_URL_SNS"`
 }
 
 // latencyTargetP99 is the send -> commit p99 bench e2e asks of the local stack at its
@@ -61,20 +70,74 @@ const latencyTargetP99 = 250 * time.Millisecond
 // Run measures events per second from send to commit in PostgreSQL through both
 // queues, with two order-workers and a persist-worker, and in the same run the raw
 // send+receive+delete rate of the SQS endpoint; then the send -> commit latency at a
-// fixed rate below that capacity, events parked on purpose apart.
+// fixed rate below that capacity, events parked on purpose apart. With o.Outbound it
+// measures twice, outbound events off and then on, and prints both side by side; the
+// run fails when the outbound check finds a message missing, unknown, out of sequence
+// or invalid.
 func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
+	if !o.Outbound {
+		f, err := measure(ctx, cfg, o, false)
+		if err != nil {
+			return err
+		}
+		if o.JSON {
+			return json.NewEncoder(w).Encode(f.json())
+		}
+		f.print(w)
+		return nil
+	}
+	if !o.JSON {
+		fmt.Fprintln(os.Stderr, "bench e2e: run 1 of 2: outbound events off")
+	}
+	off, err := measure(ctx, cfg, o, false)
+	if err != nil {
+		return err
+	}
+	if !o.JSON {
+		fmt.Fprintln(os.Stderr, "bench e2e: run 2 of 2: outbound events on (a topic, a queue subscribed and drained)")
+	}
+	on, err := measure(ctx, cfg, o, true)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		err = json.NewEncoder(w).Encode(map[string]any{"outbound_off": off.json(), "outbound_on": on.json()})
+	} else {
+		printSideBySide(w, off, on)
+	}
+	if err == nil && !on.outbound.OK() {
+		err = fmt.Errorf("bench e2e: outbound: %s", strings.Join(on.outbound.Problems(), "; "))
+	}
+	return err
+}
+
+// figures are what one measurement found.
+type figures struct {
+	s, ls          loadgen.Summary
+	ceiling        float64
+	latRate        float64
+	rateGiven      bool
+	inTurn, parked sendlatency.Stats
+	latOrders      int
+	// outbound is the check of what the subscriber got; nil with outbound events off.
+	outbound *outboundcheck.Report
+}
+
+// measure is one measurement: the load phase and the latency phase, on queues, a schema
+// and Redis keys of its own; with outbound, a topic and a subscribed queue of its own too.
+func measure(ctx context.Context, cfg Config, o Options, outbound bool) (*figures, error) {
 	d, rate, latDur, workers, binDir, jsonOut, profDir := o.Duration, o.Rate, o.LatencyDuration, o.Workers, o.BinDir, o.JSON, o.Profile
 	if latDur == 0 {
 		latDur = max(d/2, 10*time.Second)
 	}
 	bins, err := fleet.BinDir(binDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	run := "be" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
 	logDir, err := os.MkdirTemp("", "junban-bench-e2e-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	say := func(format string, a ...any) {
 		if !jsonOut {
@@ -84,19 +147,19 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 
 	c, err := queue.NewClient(ctx, cfg.SQS)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	orders, err := queue.EnsurePair(ctx, c, run+"-orders", run+"-orders-dlq", 5, 30)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	results, err := queue.EnsurePair(ctx, c, run+"-results", run+"-results-dlq", 5, 30)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ceilingQ, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(run + "-ceiling")})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() {
 		for _, u := range []string{orders.URL, orders.DLQURL, results.URL, results.DLQURL, aws.ToString(ceilingQ.QueueUrl)} {
@@ -107,24 +170,24 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	// A schema of its own, migrated, dropped afterwards.
 	admin, err := cfg.Postgres.Open()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := admin.Exec("CREATE SCHEMA " + run).Error; err != nil {
-		return err
+		return nil, err
 	}
 	defer admin.Exec("DROP SCHEMA " + run + " CASCADE")
 	pgURL := WithSearchPath(cfg.Postgres.URL, run)
 	db, err := config.Postgres{URL: pgURL}.Open()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sqlDB, _ := db.DB()
 	if _, err := migrations.Up(ctx, sqlDB); err != nil {
-		return err
+		return nil, err
 	}
 	rc, err := cfg.Redis.Client()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() {
 		iter := rc.Scan(context.WithoutCancel(ctx), 0, run+"*", 1000).Iterator()
@@ -136,7 +199,7 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	say("bench e2e: measuring the SQS ceiling (%s)", d/3)
 	ceiling, err := loadgen.SQSCeiling(ctx, c, aws.ToString(ceilingQ.QueueUrl), 8, d/3)
 	if err != nil {
-		return fmt.Errorf("sqs ceiling: %w", err)
+		return nil, fmt.Errorf("sqs ceiling: %w", err)
 	}
 
 	env := []string{
@@ -148,6 +211,18 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	if profDir != "" {
 		env = append(env, "JUNBAN_PPROF=true")
 	}
+	var drain *outboundDrain
+	if o.Outbound && !outbound {
+		// Off means off, whatever the environment the fleet inherits says.
+		env = append(env, "JUNBAN_OUTBOX=false", "JUNBAN_OUTBOX_TOPIC_ARN=")
+	}
+	if outbound {
+		if drain, err = startOutbound(ctx, cfg, c, run, db); err != nil {
+			return nil, err
+		}
+		defer drain.close()
+		env = append(env, drain.env...)
+	}
 	var procs []*fleet.Proc
 	defer func() {
 		for _, p := range procs {
@@ -157,13 +232,13 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	for i := range workers {
 		p, err := fleet.Start(ctx, bins, "order-worker", fmt.Sprintf("order-worker-%d", i), logDir, env)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		procs = append(procs, p)
 	}
 	p, err := fleet.Start(ctx, bins, "persist-worker", "persist-worker", logDir, env)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	procs = append(procs, p)
 
@@ -177,7 +252,7 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	say("bench e2e: ceiling %.0f msg/s; sending %d orders through %d order-workers and a persist-worker", ceiling, spec.Orders, workers)
 	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: orders.URL})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer pub.Stop(context.Background())
 	var progress *os.File
@@ -187,7 +262,7 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	var profiled chan struct{}
 	if profDir != "" {
 		if err := os.MkdirAll(profDir, 0o755); err != nil {
-			return err
+			return nil, err
 		}
 		saveCommandStats(ctx, rc, filepath.Join(profDir, "commandstats.before"))
 		profiled = make(chan struct{})
@@ -210,7 +285,7 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	}
 	s, err := loadgen.Run(ctx, db, pub, loadgen.RunConfig{Spec: spec, Senders: 4, Wait: 3 * d, Progress: progress, DuplicatesFound: foundDone})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if profDir != "" {
 		saveCommandStats(ctx, rc, filepath.Join(profDir, "commandstats.after"))
@@ -220,7 +295,7 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 		<-profiled
 	}
 	if s.Missing > 0 {
-		return fmt.Errorf("bench e2e: %d events never reached PostgreSQL (logs in %s)", s.Missing, logDir)
+		return nil, fmt.Errorf("bench e2e: %d events never reached PostgreSQL (logs in %s)", s.Missing, logDir)
 	}
 
 	// The latency phase: a workload of its own (new ids and SKUs) at a fixed rate.
@@ -236,19 +311,30 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	rec := sendlatency.NewRecorder(pub)
 	ls, err := loadgen.Run(ctx, db, rec, loadgen.RunConfig{Spec: lspec, Rate: latRate, Senders: 4, Wait: 3 * latDur, Progress: progress})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	inTurn, parked, missing, err := sendlatency.Split(ctx, db, rec)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if missing > 0 {
-		return fmt.Errorf("bench e2e: latency phase: %d events never reached PostgreSQL (logs in %s)", missing, logDir)
+		return nil, fmt.Errorf("bench e2e: latency phase: %d events never reached PostgreSQL (logs in %s)", missing, logDir)
 	}
-	latOK := inTurn.P99MS < float64(latencyTargetP99.Milliseconds())
+	f := &figures{s: s, ls: ls, ceiling: ceiling, latRate: latRate, rateGiven: rate > 0, inTurn: inTurn, parked: parked, latOrders: lspec.Orders}
+	if drain != nil {
+		if f.outbound, err = drain.check(ctx, db); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// json is the figures as bench e2e --json prints them.
+func (f *figures) json() map[string]any {
+	s, ls := f.s, f.ls
 	out := map[string]any{
 		"events_per_s":           round1(s.EventsPerS),
-		"sqs_ceiling_msgs_per_s": round1(ceiling),
+		"sqs_ceiling_msgs_per_s": round1(f.ceiling),
 		"hops":                   2,
 		"p50_ms":                 s.P50MS,
 		"p99_ms":                 s.P99MS,
@@ -256,34 +342,41 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 		"duplicates_found_done":  *s.DuplicatesFoundDone,
 		"elapsed_s":              round1(s.ElapsedS),
 		"latency": map[string]any{
-			"rate_events_per_s": round1(latRate),
+			"rate_events_per_s": round1(f.latRate),
 			"sent_events_per_s": round1(float64(ls.Sent) / max(ls.ElapsedS, 1e-9)),
-			"in_turn":           inTurn,
-			"parked_on_purpose": parked,
+			"in_turn":           f.inTurn,
+			"parked_on_purpose": f.parked,
 			"target_p99_ms":     latencyTargetP99.Milliseconds(),
-			"met":               latOK,
+			"met":               f.latOK(),
 			"duplicates_sent":   ls.DuplicatesSent,
 			"events_distinct":   ls.Distinct,
 			"elapsed_s":         round1(ls.ElapsedS),
-			"orders":            lspec.Orders,
+			"orders":            f.latOrders,
 		},
 	}
-	if jsonOut {
-		return json.NewEncoder(w).Encode(out)
+	if f.outbound != nil {
+		out["outbound"] = f.outbound
 	}
+	return out
+}
+
+func (f *figures) latOK() bool { return f.inTurn.P99MS < float64(latencyTargetP99.Milliseconds()) }
+
+// print writes the figures for people.
+func (f *figures) print(w io.Writer) {
+	s, ceiling, inTurn := f.s, f.ceiling, f.inTurn
 	fmt.Fprintf(w, "events (distinct)          %d (%d sent with duplicates)\n", s.Distinct, s.Sent)
 	fmt.Fprintf(w, "found done (duplicates)    %d (no effect, nothing published again)\n", *s.DuplicatesFoundDone)
 	fmt.Fprintf(w, "events/s send -> commit    %.1f\n", s.EventsPerS)
 	fmt.Fprintf(w, "SQS ceiling msg/s          %.1f (send+receive+delete, batches of 10)\n", ceiling)
 	fmt.Fprintf(w, "target 0.4 x ceiling / 2   %.1f  -> %s\n", 0.4*ceiling/2, verdict(s.EventsPerS >= 0.4*ceiling/2))
 	fmt.Fprintf(w, "latency p50 / p99          %.0f / %.0f ms (at capacity: queueing included)\n", s.P50MS, s.P99MS)
-	fmt.Fprintf(w, "\nlatency at %.0f events/s (%s), send -> commit p50 / p95 / p99:\n", latRate,
-		map[bool]string{true: "-rate", false: "half of the capacity above"}[rate > 0])
+	fmt.Fprintf(w, "\nlatency at %.0f events/s (%s), send -> commit p50 / p95 / p99:\n", f.latRate,
+		map[bool]string{true: "-rate", false: "half of the capacity above"}[f.rateGiven])
 	fmt.Fprintf(w, "  applied in turn          %s\n", inTurn)
-	fmt.Fprintf(w, "  parked on purpose        %s\n", parked)
+	fmt.Fprintf(w, "  parked on purpose        %s\n", f.parked)
 	fmt.Fprintf(w, "                           (sent before their precondition: they wait for the workload's next send)\n")
-	fmt.Fprintf(w, "target p99 < %d ms         %.0f ms -> %s\n", latencyTargetP99.Milliseconds(), inTurn.P99MS, verdict(latOK))
-	return nil
+	fmt.Fprintf(w, "target p99 < %d ms         %.0f ms -> %s\n", latencyTargetP99.Milliseconds(), inTurn.P99MS, verdict(f.latOK()))
 }
 
 // eventsPerOrder is how many events (duplicates included) an order of spec sends on

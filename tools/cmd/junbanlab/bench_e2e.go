@@ -18,7 +18,10 @@ func benchE2ECmd() *cobra.Command {
 		Long: "e2e measures events per second from send to commit in PostgreSQL through both queues, with\n" +
 			"order-workers and a persist-worker, and in the same run the raw send+receive+delete rate of\n" +
 			"the SQS endpoint; then the send -> commit latency at a fixed rate below that capacity, events\n" +
-			"parked on purpose apart.",
+			"parked on purpose apart. --outbound runs it twice in one sitting, the persist-worker's outbound\n" +
+			"events off and then on (a topic and a subscribed queue of its own, drained while the load runs,\n" +
+			"then checked against the outbox), and prints both side by side (--json: outbound_off and\n" +
+			"outbound_on); it fails when the check finds a message missing, unknown, out of sequence or invalid.",
 		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if o.Rate < 0 || o.LatencyDuration < 0 || o.Duration <= 0 {
@@ -38,6 +41,7 @@ func benchE2ECmd() *cobra.Command {
 	fs.IntVar(&o.Workers, "workers", 2, "order-worker replicas")
 	fs.StringVar(&o.BinDir, "bin", "", "directory of the binaries (default: beside junbanlab)")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object")
+	fs.BoolVar(&o.Outbound, "outbound", false, "measure twice, outbound events off then on (needs SNS: fauxqs or AWS)")
 	fs.StringVar(&o.Profile, "profile", "", "directory for a CPU profile of order-worker-0, every worker's /metrics and Redis commandstats before and after the load")
 	return c
 }

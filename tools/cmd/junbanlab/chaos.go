@@ -12,6 +12,7 @@ import (
 
 	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/topics"
 	"github.com/junban/junban/tools/chaos"
 )
 
@@ -22,7 +23,11 @@ func chaosCmd() *cobra.Command {
 		Use:   "chaos",
 		Short: "run a fault-injection load and check the invariants",
 		Long: "chaos runs the fleet under faults with its own Redis and PostgreSQL and checks the\n" +
-			"invariants (docs/benchmarks.md, \"chaos\"); it fails (exit 1) when one of them broke.",
+			"invariants (docs/benchmarks.md, \"chaos\"); it fails (exit 1) when one of them broke.\n" +
+			"With SNS beside SQS (AWS_ENDPOINT_URL_SNS, fauxqs) each run creates an outbound topic with\n" +
+			"a queue subscribed, the persist-worker publishes to it, and the check ends with what the\n" +
+			"queue got against the outbox: none missing, none unknown, no gap, every body valid\n" +
+			"(copies counted: killed persist-workers make the relay publish some again).",
 		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runChaos(c.Context(), c.OutOrStdout(), cfg, jsonOut) },
 	}
@@ -75,6 +80,12 @@ func runChaos(ctx context.Context, w io.Writer, cfg chaos.Config, jsonOut bool) 
 		return err
 	}
 	cfg.SQS = sqsCfg
+	// The outbound topic and its subscriber queue go beside the queues when there is SNS.
+	tcfg, err := config.Load[topics.Config]()
+	if err != nil {
+		return err
+	}
+	cfg.SNSEndpoint = tcfg.Endpoint
 	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} {
 		if v := os.Getenv(k); v != "" {
 			cfg.ChildEnv = append(cfg.ChildEnv, k+"="+v)

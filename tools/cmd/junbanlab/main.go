@@ -29,6 +29,7 @@ func newRootCmd() *cobra.Command {
 		loadgenCmd(),
 		cli.Group("bench", "benchmarks (docs/benchmarks.md)", benchLockCmd(), benchAllocCmd(), benchAPICmd(), benchE2ECmd(), benchPersistCmd()),
 		chaosCmd(),
+		cli.Group("outbound", "check what a consumer of the outbound topic received", outboundCheckCmd()),
 	)
 }
 

@@ -67,6 +67,11 @@ func TestCommandLineExitCodes(t *testing.T) {
 		{[]string{"loadgen", "-orders", "0"}, 2, "", "-orders, -skus, -lots and -stock must be positive"},
 		{[]string{"chaos", "--events", "0"}, 2, "", "--events, --duration and --kills must be positive"},
 		{[]string{"bench", "alloc", "--baseline", "no-such-revision"}, 1, "", "no-such-revision"},
+		{[]string{"outbound"}, 2, "", "needs a command"},
+		{[]string{"outbound", "check"}, 2, "", "--queue is required"},
+		{[]string{"outbound", "check", "--queue", "q", "--quiet", "0s"}, 2, "", "--quiet must be positive"},
+		{[]string{"outbound", "check", "-h"}, 0, "--wait", ""},
+		{[]string{"outbound", "check", "--queue", "q", "--since", "yesterday"}, 2, "", "want an RFC 3339 time"},
 	}
 	for _, tc := range cases {
 		testenv.CheckCommandLine(t, bin, tc.args, tc.code, tc.stdout, tc.stderr)
