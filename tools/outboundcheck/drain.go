@@ -27,6 +27,11 @@ const (
 	QuietDefault = 3 * time.Second
 	// WaitSecondsDefault is the long poll of each receive.
 	WaitSecondsDefault = 1
+	// VisibilityDefault is the visibility timeout of each receive: short, so that messages
+	// a receive took but never answered with (an emulator keeps the messages of a long poll
+	// whose caller went away: a retried request, a cancelled one) come back before the
+	// queue counts as quiet.
+	VisibilityDefault = 2 * time.Second
 )
 
 // DrainOptions say when Drain ends.
@@ -36,6 +41,9 @@ type DrainOptions struct {
 	Quiet time.Duration
 	// WaitSeconds is each receive's long poll, 0..20 seconds; 0: WaitSecondsDefault.
 	WaitSeconds int32
+	// Visibility is each receive's visibility timeout, in whole seconds; 0:
+	// VisibilityDefault. Drain is quiet no sooner than twice this.
+	Visibility time.Duration
 	// Settled, when set, tells whether nothing more is on its way (e.g. the load is over
 	// and the relay has published every outbox row, Published): Drain does not end before
 	// it said true once. An error ends Drain with it.
@@ -68,7 +76,14 @@ func Drain(ctx context.Context, sq *sqs.Client, queueURL string, o DrainOptions)
 	if o.WaitSeconds <= 0 {
 		o.WaitSeconds = WaitSecondsDefault
 	}
+	if o.Visibility < time.Second {
+		o.Visibility = VisibilityDefault
+	}
+	o.Quiet = max(o.Quiet, 2*o.Visibility)
 	var got []Message
+	// SQS gives a message again when its delete came too late: one copy, SQS's, not the
+	// relay's, and not counted.
+	seen := map[string]bool{}
 	settled := o.Settled == nil
 	var quietSince time.Time
 	for {
@@ -84,6 +99,7 @@ func Drain(ctx context.Context, sq *sqs.Client, queueURL string, o DrainOptions)
 		}
 		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: o.WaitSeconds,
+			VisibilityTimeout: int32(o.Visibility / time.Second),
 		})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -102,7 +118,10 @@ func Drain(ctx context.Context, sq *sqs.Client, queueURL string, o DrainOptions)
 		quietSince = time.Time{}
 		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(out.Messages))
 		for i, m := range out.Messages {
-			got = append(got, Parse([]byte(aws.ToString(m.Body))))
+			if id := aws.ToString(m.MessageId); !seen[id] {
+				seen[id] = true
+				got = append(got, Parse([]byte(aws.ToString(m.Body))))
+			}
 			entries[i] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle}
 		}
 		del, err := sq.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
