@@ -231,7 +231,9 @@ func outboundToASubscriber(t *testing.T, fifo bool) {
 	if ms := byEntity[skuEntity]; len(ms) > 0 {
 		for _, m := range ms {
 			if m.Kind == outbound.StockOut {
-				json.Unmarshal(m.Data, &last) //nolint:errcheck // checked below
+				if err := json.Unmarshal(m.Data, &last); err != nil {
+					t.Fatalf("stock.out data: %v", err)
+				}
 			}
 		}
 	}

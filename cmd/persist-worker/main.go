@@ -279,9 +279,17 @@ func startOutbound(ctx context.Context, cfg Config, log *zap.Logger, reg prometh
 	if err != nil {
 		return nil, err
 	}
-	wg.Go(func() { cleaner.Run(ctx) })
+	wg.Go(func() {
+		if err := cleaner.Run(ctx); err != nil {
+			log.Error("outbox cleanup stopped", zap.Error(err))
+		}
+	})
 	if relay != nil {
-		wg.Go(func() { relay.Run(ctx) })
+		wg.Go(func() {
+			if err := relay.Run(ctx); err != nil {
+				log.Error("outbox relay stopped", zap.Error(err))
+			}
+		})
 	}
 	log.Info("outbox on", zap.Bool("relay", relay != nil), zap.String("topic", cfg.Outbound.TopicARN),
 		zap.Bool("fifo", cfg.Outbound.FIFO()), zap.Duration("retention", cfg.Outbound.Retention),

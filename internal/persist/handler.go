@@ -12,13 +12,14 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/outbound"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/tracing"
-	"go.opentelemetry.io/otel/attribute"
-	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Handler defaults.

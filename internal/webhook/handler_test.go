@@ -125,7 +125,7 @@ func newGateway(t *testing.T, o options) *gateway {
 	if o.readySQS != nil {
 		readySQS = o.readySQS
 	}
-	var mux http.Handler = webhook.NewPublicMux(h)
+	mux := webhook.NewPublicMux(h)
 	if o.wrap != nil {
 		mux = o.wrap(mux)
 	}
