@@ -90,9 +90,12 @@ func TestWorkerRelaysTheOutboxAcrossAKill(t *testing.T) {
 	startWorker(t, env...)
 	testenv.WaitFor(t, 2*time.Minute, "every row to be published", func() bool { return published() == int64(len(want)) })
 
-	got := map[string]int{}
-	for quiet := 0; quiet < 3; {
-		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+	// A short visibility, and quiet for longer than it: a receive whose answer the client
+	// lost (a connection cut and retried) hides its messages only that long, and SQS's
+	// redelivery of a message (same SQS message id) is not a relay's copy.
+	got, seen := map[string]int{}, map[string]bool{}
+	for quiet := 0; quiet < 5; {
+		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,6 +105,10 @@ func TestWorkerRelaysTheOutboxAcrossAKill(t *testing.T) {
 		}
 		quiet = 0
 		for _, m := range out.Messages {
+			if seen[aws.ToString(m.MessageId)] {
+				continue
+			}
+			seen[aws.ToString(m.MessageId)] = true
 			var msg outbound.Message
 			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &msg); err != nil {
 				t.Fatal(err)
