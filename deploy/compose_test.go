@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/junban/junban/internal/api"
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/queue"
 )
@@ -48,7 +49,22 @@ func readCompose(t *testing.T, name string) composeSpec {
 // composeServices are the services docker-compose.yml runs.
 var composeServices = []string{
 	"valkey", "postgres", "localstack", "migrate",
-	"order-worker", "persist-worker", "webhook-gateway", "junban-api",
+	"order-worker", "persist-worker", "webhook-gateway", "junban-api", "jaeger",
+}
+
+// Every junban service sends its traces to the compose file's Jaeger, pinned to a version,
+// and the console links the traces in Jaeger's UI.
+func TestDockerComposeTracesGoToJaeger(t *testing.T) {
+	cf := readCompose(t, "docker-compose.yml")
+	if ep := cf.JunbanEnv["OTEL_EXPORTER_OTLP_ENDPOINT"]; ep != "http://jaeger:4318" {
+		t.Errorf("x-junban-env OTEL_EXPORTER_OTLP_ENDPOINT = %q, want Jaeger's OTLP/HTTP port http://jaeger:4318", ep)
+	}
+	if img := cf.Services["jaeger"].Image; !regexp.MustCompile(`^jaegertracing/jaeger:\d+\.\d+\.\d+$`).MatchString(img) {
+		t.Errorf("jaeger image %q: want jaegertracing/jaeger:X.Y.Z, an exact version", img)
+	}
+	if err := api.CheckTraceURL(cf.Services["junban-api"].Environment["JUNBAN_TRACE_URL"]); err != nil || cf.Services["junban-api"].Environment["JUNBAN_TRACE_URL"] == "" {
+		t.Errorf("junban-api's JUNBAN_TRACE_URL: %v (want Jaeger's trace page)", err)
+	}
 }
 
 func TestDockerComposeServices(t *testing.T) {

@@ -152,8 +152,8 @@ func TestDockerComposeMatchesTheBinaries(t *testing.T) {
 	if s := cf.Services["localstack"]; !slices.Contains(s.Ports, "4566:4566") {
 		t.Errorf("service localstack does not publish 4566: %v", s.Ports)
 	}
-	// Variables the AWS SDK reads itself rather than junban's config.
-	sdkVars := map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true}
+	// Variables the AWS and OpenTelemetry SDKs read themselves rather than junban's config.
+	sdkVars := map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "OTEL_EXPORTER_OTLP_ENDPOINT": true}
 	for _, bin := range binaries {
 		t.Run(bin, func(t *testing.T) {
 			s, ok := cf.Services[bin]
