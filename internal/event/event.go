@@ -119,6 +119,14 @@ type Order struct {
 	LCID       string          `json:"lcid,omitempty"`
 	OccurredAt time.Time       `json:"occurred_at"`
 	Data       json.RawMessage `json:"data,omitempty"`
+	// TraceParent and TraceState are the W3C trace context of the message that submitted
+	// the event to its turn, and QueuedAt the time it did: the order-worker writes them
+	// while it traces, so that the turn that runs the event (another replica's, later, or
+	// a later event's step when it was parked) continues the event's own trace and shows
+	// its wait. The order-worker replaces what a sender wrote there.
+	TraceParent string     `json:"traceparent,omitempty"`
+	TraceState  string     `json:"tracestate,omitempty"`
+	QueuedAt    *time.Time `json:"queued_at,omitempty"`
 }
 
 // Line is one order line.

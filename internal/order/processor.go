@@ -192,62 +192,34 @@ func doneKey(prefix, entity, eventID string) string {
 // Handle applies one envelope in the entity's turn. An error leaves the envelope where
 // it is (lockhandoff re-runs it); every step is idempotent.
 //
-// It runs in a span "step" of the turn's trace, with the event's id, type and entity and
-// its outcome; the ledger's scripts, the commit and the results' send are its children.
+// It runs in a span "step" with the event's id, type and entity and its outcome, in the
+// event's own trace (startStep); the ledger's scripts, the commit and the results' send
+// are its children.
 func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []byte) (err error) {
-	ctx, span := tracing.Tracer().Start(ctx, "step", trace.WithAttributes(
-		attribute.String("junban.entity", t.Entity), attribute.Int64("junban.turn_seq", t.Seq), attribute.Bool("junban.rerun", t.Rerun)))
-	defer func() { tracing.End(span, err) }()
-	return p.handle(ctx, span, t, envelope)
-}
-
-func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.Turn, envelope []byte) error {
 	ev, err := domain.Decode(envelope, p.cfg.MaxEventBytes)
 	if err != nil {
 		// Validated before it was submitted, so only a changed validation rule gets here.
+		ctx, span := startStep(ctx, t, nil)
+		defer func() { tracing.End(span, err) }()
 		p.log.Error("undecodable envelope in a turn", zap.String("entity", t.Entity), zap.Error(err))
-		if err := p.dlq(ctx, envelope, domain.InvalidReason(err), nil); err != nil {
-			return err
-		}
-		return nil
+		return p.dlq(ctx, envelope, domain.InvalidReason(err), nil)
 	}
 	if ev.Type == event.Drain {
 		return nil
 	}
-	if span.IsRecording() {
-		span.SetAttributes(attribute.String("junban.event_id", ev.EventID), attribute.String("junban.event_type", string(ev.Type)))
-	}
+	ctx, span := startStep(ctx, t, &ev)
+	defer func() { tracing.End(span, err) }()
+	return p.handle(ctx, span, t, ev)
+}
+
+func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.Turn, ev domain.Event) error {
 	// The done marker and the state in one round trip (one slot: one hash tag).
 	vals, err := p.rc.MGet(ctx, doneKey(p.cfg.Prefix, t.Entity, ev.EventID), StateKey(p.cfg.Prefix, t.Entity)).Result()
 	if err != nil {
 		return fmt.Errorf("order: done marker and state: %w", err)
 	}
 	if stored, ok := vals[0].(string); ok {
-		if !t.Rerun {
-			// A duplicate delivery. Its result went into the outbox in the script that wrote
-			// this done marker, and an outbox entry leaves only after it was published. The
-			// event that committed it stays in proc until its handler published the outbox,
-			// and a turn starts from proc: so by the time a duplicate has the turn, that
-			// result is in SQS already. Nothing is sent again (docs/architecture.md).
-			// Only a quarantine moves an event on with results unpublished: they stay
-			// in the outbox, which a duplicate (its redrive, say) publishes.
-			p.metrics.replayed.WithLabelValues(replayDuplicate).Inc()
-			n, err := p.rc.LLen(ctx, p.key(t.Entity, "outbox")).Result()
-			if err != nil || n == 0 {
-				return err
-			}
-			return p.flush(ctx, t, nil)
-		}
-		// A re-run of what an earlier holder left in proc: the same result again, then
-		// whatever of the outbox that holder did not publish.
-		p.metrics.replayed.WithLabelValues(replayRerun).Inc()
-		if err := p.replicated(ctx, t, ev); err != nil {
-			return err
-		}
-		if err := p.pub.PublishBatch(ctx, [][]byte{[]byte(stored)}); err != nil {
-			return fmt.Errorf("order: republish %s: %w", ev.EventID, err)
-		}
-		return p.flush(ctx, t, nil)
+		return p.replay(ctx, t, ev, stored)
 	}
 	var st domain.State
 	if raw, ok := vals[1].(string); ok {
@@ -274,11 +246,7 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 		return fmt.Errorf("order: %s %s: %w", ev.Type, ev.EventID, err)
 	}
 	// The results name the trace they were decided in, for the order's timeline.
-	if sc := span.SpanContext(); sc.IsValid() && sc.IsSampled() {
-		for i := range results {
-			results[i].TraceID = sc.TraceID().String()
-		}
-	}
+	traceResults(ctx, span, st.Parked, ev, results)
 	// Only what is still parked after the step expires: a parked event the step applied
 	// may have moved stock in an earlier run of this step whose commit failed, and a re-run
 	// must apply it again, whatever the clock says now.
@@ -314,6 +282,35 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 		}
 	}
 	return p.flush(ctx, t, pending)
+}
+
+// replay answers an event whose done marker is set: stored is the result it committed.
+func (p *Processor) replay(ctx context.Context, t lockhandoff.Turn, ev domain.Event, stored string) error {
+	if !t.Rerun {
+		// A duplicate delivery. Its result went into the outbox in the script that wrote
+		// this done marker, and an outbox entry leaves only after it was published. The
+		// event that committed it stays in proc until its handler published the outbox,
+		// and a turn starts from proc: so by the time a duplicate has the turn, that
+		// result is in SQS already. Nothing is sent again (docs/architecture.md).
+		// Only a quarantine moves an event on with results unpublished: they stay
+		// in the outbox, which a duplicate (its redrive, say) publishes.
+		p.metrics.replayed.WithLabelValues(replayDuplicate).Inc()
+		n, err := p.rc.LLen(ctx, p.key(t.Entity, "outbox")).Result()
+		if err != nil || n == 0 {
+			return err
+		}
+		return p.flush(ctx, t, nil)
+	}
+	// A re-run of what an earlier holder left in proc: the same result again, then
+	// whatever of the outbox that holder did not publish.
+	p.metrics.replayed.WithLabelValues(replayRerun).Inc()
+	if err := p.replicated(ctx, t, ev); err != nil {
+		return err
+	}
+	if err := p.pub.PublishBatch(ctx, [][]byte{[]byte(stored)}); err != nil {
+		return fmt.Errorf("order: republish %s: %w", ev.EventID, err)
+	}
+	return p.flush(ctx, t, nil)
 }
 
 // Load reads an entity's state (the zero State when it has none).

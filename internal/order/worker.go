@@ -105,7 +105,7 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) queue.Outcome {
 		}
 		return queue.Outcome{Verdict: queue.Done}
 	}
-	_, err = w.Turns.Submit(ctx, ev.Entity(), inner)
+	_, err = w.Turns.Submit(ctx, ev.Entity(), stamp(ctx, ev, inner, cmp.Or(w.MaxEventBytes, domain.MaxEventBytes)))
 	switch {
 	case errors.Is(err, lockhandoff.ErrQueueFull):
 		after := w.FullBackoff

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -81,12 +82,23 @@ func Setup(ctx context.Context, service string, log *zap.Logger) (shutdown func(
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
+	active.Store(true)
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		log.Warn("tracing: export failed", zap.Error(err))
 	}))
 	log.Info("tracing on", zap.String("service_name", serviceName(res, service)))
-	return tp.Shutdown, nil
+	return func(ctx context.Context) error {
+		active.Store(false)
+		return tp.Shutdown(ctx)
+	}, nil
 }
+
+var active atomic.Bool
+
+// Active tells whether Setup installed a tracer provider that is not shut down: the
+// process records spans. What costs something only when spans are recorded (a trace
+// context written into a stored envelope) asks it first.
+func Active() bool { return active.Load() }
 
 func serviceName(res *resource.Resource, def string) string {
 	if v, ok := res.Set().Value(semconv.ServiceNameKey); ok {
