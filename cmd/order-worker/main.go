@@ -453,6 +453,7 @@ func newConsumer(cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handof
 		ShutdownBudget:  cfg.ShutdownBudget,
 		Registerer:      d.reg,
 		Logger:          log,
+		TraceCarrier:    order.SNSTraceCarrier(domain.MaxEventBytes),
 	})
 }
 
