@@ -116,6 +116,13 @@ func printTracing(w io.Writer, off, on tracingRun) {
 	for _, c := range off.f.cpu {
 		row("CPU s / 1000 events "+c.Name, func(r tracingRun) string { return fmt.Sprintf("%.3f", r.cpuPer1000()[c.Name]) })
 	}
+	row("CPU s / 1000 events, all", func(r tracingRun) string {
+		sum := 0.0
+		for _, v := range r.cpuPer1000() {
+			sum += v
+		}
+		return fmt.Sprintf("%.3f", sum)
+	})
 	row("spans per event", func(r tracingRun) string { return fmt.Sprintf("%.2f", float64(r.spans)/float64(max(r.events(), 1))) })
 	row("spans / export requests", func(r tracingRun) string { return fmt.Sprintf("%d / %d", r.spans, r.requests) })
 	tw.Flush()
