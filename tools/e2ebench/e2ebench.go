@@ -81,7 +81,7 @@ const latencyTargetP99 = 250 * time.Millisecond
 // fixed rate below that capacity, events parked on purpose apart. With o.Outbound it
 // measures twice, outbound events off and then on, and prints both side by side; the
 // run fails when the outbound check finds a message missing, unknown, out of sequence
-// or invalid.
+// or invalid. With o.Tracing it measures twice, tracing off and then on (runTracing).
 func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	if o.Tracing {
 		return runTracing(ctx, cfg, o, w)
