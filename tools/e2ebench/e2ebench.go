@@ -51,6 +51,14 @@ type Options struct {
 	// events off and then on (a topic of its own, a queue subscribed to it and drained
 	// while the load runs, then checked against the outbox), and prints both side by side.
 	Outbound bool
+	// Tracing runs the benchmark twice in one sitting, tracing off (no OTEL_* variable
+	// reaches the fleet) and then on (every span sent to an OTLP receiver in this
+	// process), and prints both side by side with each process's CPU per event.
+	Tracing bool
+
+	// env is added to the fleet's environment, after dropEnv's prefixes are taken out of
+	// what it inherits.
+	env, dropEnv []string
 }
 
 // Config is what the benchmarks read from the environment.
@@ -73,8 +81,11 @@ const latencyTargetP99 = 250 * time.Millisecond
 // fixed rate below that capacity, events parked on purpose apart. With o.Outbound it
 // measures twice, outbound events off and then on, and prints both side by side; the
 // run fails when the outbound check finds a message missing, unknown, out of sequence
-// or invalid.
+// or invalid. With o.Tracing it measures twice, tracing off and then on (runTracing).
 func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
+	if o.Tracing {
+		return runTracing(ctx, cfg, o, w)
+	}
 	if !o.Outbound {
 		f, err := measure(ctx, cfg, o, false, 0)
 		if err != nil {
@@ -121,6 +132,9 @@ type figures struct {
 	latOrders      int
 	// outbound is the check of what the subscriber got; nil with outbound events off.
 	outbound *outboundcheck.Report
+	// cpu is each process's CPU seconds from the start of the load phase to the end of
+	// the latency phase.
+	cpu []procCPU
 }
 
 // measure is one measurement: the load phase and the latency phase, on queues, a schema
@@ -214,6 +228,7 @@ func measure(ctx context.Context, cfg Config, o Options, outbound bool, ceiling 
 	if profDir != "" {
 		env = append(env, "JUNBAN_PPROF=true")
 	}
+	env = append(env, o.env...)
 	var drain *outboundDrain
 	if o.Outbound && !outbound {
 		// Off means off, whatever the environment the fleet inherits says.
@@ -233,13 +248,13 @@ func measure(ctx context.Context, cfg Config, o Options, outbound bool, ceiling 
 		}
 	}()
 	for i := range workers {
-		p, err := fleet.Start(ctx, bins, "order-worker", fmt.Sprintf("order-worker-%d", i), logDir, env)
+		p, err := fleet.StartWith(ctx, bins, "order-worker", fmt.Sprintf("order-worker-%d", i), logDir, env, fleet.Options{DropInherited: o.dropEnv})
 		if err != nil {
 			return nil, err
 		}
 		procs = append(procs, p)
 	}
-	p, err := fleet.Start(ctx, bins, "persist-worker", "persist-worker", logDir, env)
+	p, err := fleet.StartWith(ctx, bins, "persist-worker", "persist-worker", logDir, env, fleet.Options{DropInherited: o.dropEnv})
 	if err != nil {
 		return nil, err
 	}
@@ -292,6 +307,10 @@ func measure(ctx context.Context, cfg Config, o Options, outbound bool, ceiling 
 	if outbound {
 		wait = 8 * d
 	}
+	cpu0, err := cpuSeconds(ctx, procs)
+	if err != nil {
+		return nil, err
+	}
 	s, err := loadgen.Run(ctx, db, pub, loadgen.RunConfig{Spec: spec, Senders: 4, Wait: wait, Progress: progress, DuplicatesFound: foundDone})
 	if err != nil {
 		return nil, err
@@ -329,7 +348,14 @@ func measure(ctx context.Context, cfg Config, o Options, outbound bool, ceiling 
 	if missing > 0 {
 		return nil, fmt.Errorf("bench e2e: latency phase: %d events never reached PostgreSQL (logs in %s)", missing, logDir)
 	}
+	cpu1, err := cpuSeconds(ctx, procs)
+	if err != nil {
+		return nil, err
+	}
 	f := &figures{s: s, ls: ls, ceiling: ceiling, latRate: latRate, rateGiven: rate > 0, inTurn: inTurn, parked: parked, latOrders: lspec.Orders}
+	for i, p := range procs {
+		f.cpu = append(f.cpu, procCPU{Name: p.Name, Seconds: cpu1[i] - cpu0[i]})
+	}
 	if drain != nil {
 		if f.outbound, err = drain.check(ctx, db); err != nil {
 			return nil, err

@@ -59,9 +59,22 @@ func FreeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
+// Options are Start's knobs beyond the environment it adds.
+type Options struct {
+	// DropInherited removes from the environment the process inherits every variable
+	// whose name starts with one of these prefixes (e.g. "OTEL_", so that a measurement
+	// with tracing off is off whatever the shell exports); env still sets its own.
+	DropInherited []string
+}
+
 // Start runs binDir/bin with the current environment plus env and JUNBAN_HTTP_ADDR on a
 // free port, logging to logDir/name.log, and waits until its /readyz answers 200.
 func Start(ctx context.Context, binDir, bin, name, logDir string, env []string) (*Proc, error) {
+	return StartWith(ctx, binDir, bin, name, logDir, env, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(ctx context.Context, binDir, bin, name, logDir string, env []string, o Options) (*Proc, error) {
 	addr, err := FreeAddr()
 	if err != nil {
 		return nil, err
@@ -72,7 +85,7 @@ func Start(ctx context.Context, binDir, bin, name, logDir string, env []string) 
 	}
 	p := &Proc{Name: name, Addr: addr, log: log, done: make(chan struct{})}
 	p.cmd = exec.Command(filepath.Join(binDir, bin))
-	p.cmd.Env = append(append(os.Environ(), env...), "JUNBAN_HTTP_ADDR="+addr)
+	p.cmd.Env = append(append(inherited(os.Environ(), o.DropInherited), env...), "JUNBAN_HTTP_ADDR="+addr)
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	if err := p.cmd.Start(); err != nil {
 		log.Close()
@@ -88,6 +101,24 @@ func Start(ctx context.Context, binDir, bin, name, logDir string, env []string) 
 		return nil, err
 	}
 	return p, nil
+}
+
+// inherited is environ without the variables whose names start with one of drop.
+func inherited(environ, drop []string) []string {
+	if len(drop) == 0 {
+		return environ
+	}
+	out := make([]string, 0, len(environ))
+next:
+	for _, kv := range environ {
+		for _, prefix := range drop {
+			if strings.HasPrefix(kv, prefix) {
+				continue next
+			}
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 func (p *Proc) waitReady(ctx context.Context, timeout time.Duration) error {

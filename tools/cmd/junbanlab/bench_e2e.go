@@ -21,11 +21,18 @@ func benchE2ECmd() *cobra.Command {
 			"parked on purpose apart. --outbound runs it twice in one sitting, the persist-worker's outbound\n" +
 			"events off and then on (a topic and a subscribed queue of its own, drained while the load runs,\n" +
 			"then checked against the outbox), and prints both side by side (--json: outbound_off and\n" +
-			"outbound_on); it fails when the check finds a message missing, unknown, out of sequence or invalid.",
+			"outbound_on); it fails when the check finds a message missing, unknown, out of sequence or invalid.\n" +
+			"--tracing runs it twice in one sitting, tracing off (no inherited OTEL_* variable reaches the\n" +
+			"fleet) and then on (every span, sampler always_on, to an OTLP/HTTP receiver in junbanlab), and\n" +
+			"prints both side by side with each process's CPU seconds per 1000 events and the spans per event\n" +
+			"(--json: tracing_off and tracing_on).",
 		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if o.Rate < 0 || o.LatencyDuration < 0 || o.Duration <= 0 {
 				return cli.Usagef("-duration must be positive, -rate and -latency-duration not negative")
+			}
+			if o.Tracing && o.Outbound {
+				return cli.Usagef("--tracing and --outbound each run two measurements: give one of them")
 			}
 			cfg, err := config.Load[e2ebench.Config]()
 			if err != nil {
@@ -42,6 +49,7 @@ func benchE2ECmd() *cobra.Command {
 	fs.StringVar(&o.BinDir, "bin", "", "directory of the binaries (default: beside junbanlab)")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object")
 	fs.BoolVar(&o.Outbound, "outbound", false, "measure twice, outbound events off then on (needs SNS: fauxqs or AWS)")
+	fs.BoolVar(&o.Tracing, "tracing", false, "measure twice, tracing off then on (spans to an OTLP receiver in junbanlab)")
 	fs.StringVar(&o.Profile, "profile", "", "directory for a CPU profile of order-worker-0, every worker's /metrics and Redis commandstats before and after the load")
 	return c
 }

@@ -64,6 +64,8 @@ func TestCommandLineExitCodes(t *testing.T) {
 		{[]string{"bench", "persist", "extra"}, 2, "", "takes no arguments"},
 		{[]string{"bench", "alloc", "--lots", "0"}, 2, "", "--lots 1..100000"},
 		{[]string{"bench", "e2e", "-duration", "0s"}, 2, "", "-duration must be positive"},
+		{[]string{"bench", "e2e", "-h"}, 0, "--tracing", ""},
+		{[]string{"bench", "e2e", "--tracing", "--outbound"}, 2, "", "--tracing and --outbound"},
 		{[]string{"loadgen", "-orders", "0"}, 2, "", "-orders, -skus, -lots and -stock must be positive"},
 		{[]string{"chaos", "--events", "0"}, 2, "", "--events, --duration and --kills must be positive"},
 		{[]string{"bench", "alloc", "--baseline", "no-such-revision"}, 1, "", "no-such-revision"},
