@@ -34,6 +34,7 @@ type tracedFleet struct {
 	db       *gorm.DB
 	queues   testenv.Queues
 	gateway  string // base URL
+	gw       *testenv.Proc
 	provider webhook.Provider
 	run      string
 }
@@ -64,11 +65,11 @@ func startTracedFleet(t *testing.T) *tracedFleet {
 		testenv.Start(t, fmt.Sprintf("order-worker-%d", i), testenv.Binary(t, "order-worker"), env)
 	}
 	testenv.Start(t, "persist-worker", testenv.Binary(t, "persist-worker"), env)
-	gw := testenv.Start(t, "webhook-gateway", testenv.Binary(t, "webhook-gateway"), append(env,
+	f.gw = testenv.Start(t, "webhook-gateway", testenv.Binary(t, "webhook-gateway"), append(env,
 		"JUNBAN_HTTP_ADDR=127.0.0.1:0", "JUNBAN_WEBHOOK_PROVIDERS=stripe:stripe:"+secret))
 	testenv.WaitFor(t, time.Minute, "the webhook-gateway listening", func() bool {
-		f.gateway = listening(gw.Output())
-		return f.gateway != "" || gw.Exited()
+		f.gateway = listening(f.gw.Output())
+		return f.gateway != "" || f.gw.Exited()
 	})
 	if f.gateway == "" {
 		t.Fatal("the webhook-gateway ended before listening")
@@ -78,17 +79,33 @@ func startTracedFleet(t *testing.T) *tracedFleet {
 
 // listening finds the gateway's address in its JSON log lines.
 func listening(out string) string {
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		var m struct {
-			Msg  string `json:"msg"`
-			Addr string `json:"addr"`
-		}
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m.Msg == "webhook-gateway listening" && m.Addr != "" {
-			return "http://" + m.Addr
+	for _, m := range logLines(out, "webhook-gateway listening") {
+		if m["addr"] != "" {
+			return "http://" + m["addr"]
 		}
 	}
 	return ""
+}
+
+// logLines are a process's JSON log lines with message msg, their string fields.
+func logLines(out, msg string) []map[string]string {
+	var lines []map[string]string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m["msg"] != msg {
+			continue
+		}
+		fields := map[string]string{}
+		for k, v := range m {
+			if s, ok := v.(string); ok {
+				fields[k] = s
+			}
+		}
+		lines = append(lines, fields)
+	}
+	return lines
 }
 
 // placeOrder places an order for a SKU of its own straight on the orders queue (a trace of
@@ -270,6 +287,14 @@ func TestTraceAcrossThreeServices(t *testing.T) {
 	if row.TraceID != tid {
 		t.Errorf("the result in PostgreSQL names trace %q, the webhook's is %q", row.TraceID, tid)
 	}
+	// The gateway's line about the delivery names the event, its order and its trace.
+	handled := false
+	for _, m := range logLines(f.gw.Output(), "webhook handled") {
+		handled = handled || m["level"] == "info" && m["event_id"] == eventID && m["lcid"] == lcid && m["trace_id"] == tid && m["span_id"] != ""
+	}
+	if !handled {
+		t.Errorf("no info line \"webhook handled\" with event_id %s, lcid %s, trace_id %s and span_id", eventID, lcid, tid)
+	}
 	services := map[string]bool{}
 	for _, s := range f.rcv.Spans() {
 		if s.TraceID == tid {
@@ -314,6 +339,13 @@ func TestSampledOutTraceCostsNoSpans(t *testing.T) {
 	for _, s := range f.rcv.Spans() {
 		if s.TraceID == tid {
 			t.Errorf("span %s %q of the sampled-out trace", s.Service, s.Name)
+		}
+		for _, l := range s.Links {
+			if strings.HasPrefix(l, tid+"/") {
+				// The persist-worker's batch span (a root of its own) links every
+				// result's sender, sampled or not: a link, not a span of the trace.
+				t.Logf("span %s %q links the sampled-out trace", s.Service, s.Name)
+			}
 		}
 		if s.Attrs["junban.event_id"] == eventID {
 			t.Errorf("span %s %q (trace %s) of the sampled-out event", s.Service, s.Name, s.TraceID)
