@@ -38,6 +38,15 @@ const (
 	// ReasonReturnExceedsShipped rejects an order.returned of more units of a line than
 	// were shipped and not returned yet.
 	ReasonReturnExceedsShipped = "ERR_RETURN_EXCEEDS_SHIPPED"
+	// ReasonReservationExpired refuses an event that needs the reservation of an order that
+	// expired (a payment included: it is recorded, refused, and the shop decides).
+	ReasonReservationExpired = "ERR_RESERVATION_EXPIRED"
+	// ReasonHoldNotDue refuses an order.reservation_expired whose hold has moved since it
+	// was found due (extended, or ended by a payment or an allocation for shipment).
+	ReasonHoldNotDue = "ERR_HOLD_NOT_DUE"
+	// ReasonInvalidHold refuses a hold the order cannot take: on a ship-mode order, on an
+	// order that is not placed in reserve mode, or one that ends before the event occurred.
+	ReasonInvalidHold = "ERR_INVALID_HOLD"
 )
 
 // State is everything junban keeps of one entity in its turn: the order (nil before
