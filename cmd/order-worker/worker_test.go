@@ -235,7 +235,7 @@ func (f *fleet) verify(w loadgen.Workload) {
 		f.t.Fatal(err)
 	}
 	model := ledger.NewModel(w.Loader())
-	states, want, err := domain.Replay(ctx, model, events, time.Now())
+	states, want, err := domain.Replay(ctx, model, domain.Policy{}, events, time.Now())
 	if err != nil {
 		f.t.Fatal(err)
 	}

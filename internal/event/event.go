@@ -3,6 +3,8 @@
 package event
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -175,8 +177,14 @@ type ReservationExpiredData struct {
 
 // ExpiryEventID is the event id of the order.reservation_expired for lcid's hold that
 // ends at holdUntil: one hold expires under one id, however many replicas find it due.
+// An id that would be longer than MaxIDLength names the lcid by its SHA-256 instead.
 func ExpiryEventID(lcid string, holdUntil time.Time) string {
-	return fmt.Sprintf("junban-expiry:%d:%s", holdUntil.UnixMicro(), lcid)
+	id := fmt.Sprintf("junban-expiry:%d:%s", holdUntil.UnixMicro(), lcid)
+	if len(id) <= MaxIDLength {
+		return id
+	}
+	sum := sha256.Sum256([]byte(lcid))
+	return fmt.Sprintf("junban-expiry:%d:h:%s", holdUntil.UnixMicro(), hex.EncodeToString(sum[:]))
 }
 
 // InventoryReceivedData is the data of inventory.received: a planned lot arrived and

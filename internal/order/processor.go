@@ -80,6 +80,8 @@ type Config struct {
 	// the commit that wrote them (WAIT in the commit's pipeline): when too few did in
 	// time the handler fails, the event stays in proc and its re-run publishes them. Nil: off.
 	Replication *replication.Waiter
+	// Policy is what the steps read of the configuration (the reservation TTL).
+	Policy domain.Policy
 }
 
 // SetDefaults sets the zero fields that have a default.
@@ -241,7 +243,7 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 	if st, err = p.deadLetterUndecodable(ctx, st); err != nil {
 		return err
 	}
-	next, results, err := domain.Step(ctx, p.ledger, st, ev, t.Seq, now)
+	next, results, err := domain.Step(ctx, p.ledger, p.cfg.Policy, st, ev, t.Seq, now)
 	if err != nil {
 		return fmt.Errorf("order: %s %s: %w", ev.Type, ev.EventID, err)
 	}
