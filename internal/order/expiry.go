@@ -41,6 +41,9 @@ const (
 	ScanLeaseDefault = 30 * time.Second
 	// ScanBatchDefault bounds the entries one shard gives a scan at a time.
 	ScanBatchDefault = 100
+	// scanParallel is how many claimed entries a scan handles at once: a submission into a
+	// free turn runs the expiry's step before it returns.
+	scanParallel = 16
 )
 
 var (
@@ -241,6 +244,7 @@ func (s *Scanner) Scan(ctx context.Context) (int, error) {
 		oldest    *int64
 		submitted int
 		errs      []error
+		claimed   []string
 	)
 	for shard := range DueShards {
 		n, old, lcids, err := s.claim(ctx, shard, now)
@@ -252,17 +256,29 @@ func (s *Scanner) Scan(ctx context.Context) (int, error) {
 		if old != nil && (oldest == nil || *old < *oldest) {
 			oldest = old
 		}
-		for _, lcid := range lcids {
+		claimed = append(claimed, lcids...)
+	}
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		sema = make(chan struct{}, scanParallel)
+	)
+	for _, lcid := range claimed {
+		sema <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sema; wg.Done() }()
 			ok, err := s.expire(ctx, lcid, now)
+			mu.Lock()
+			defer mu.Unlock()
 			if err != nil {
 				errs = append(errs, err)
-				continue
-			}
-			if ok {
+			} else if ok {
 				submitted++
 			}
-		}
+		}()
 	}
+	wg.Wait()
 	s.due.Set(float64(backlog))
 	age := 0.0
 	if oldest != nil {
