@@ -469,3 +469,61 @@ func TestScannerKeepsTheEntryOfATurnInProgress(t *testing.T) {
 		t.Errorf("an entry no order holds stays (score %d)", e)
 	}
 }
+
+// metricValue reads a metric's value (the sum over its series) from reg.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		sum := 0.0
+		for _, m := range mf.GetMetric() {
+			sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+		return sum
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// The scanner's gauges say how many holds are due and unclaimed and how late the oldest
+// is, at its last scan; the processor counts the steps that expired an order.
+func TestReservationMetrics(t *testing.T) {
+	t.Parallel()
+	procReg := prometheus.NewRegistry()
+	h := newHarnessWith(t, []ledger.SKU{{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 5, "2027-01-01")}}}, harnessOptions{
+		processor: func(c *order.Config) { c.Registerer = procReg },
+	})
+	now := time.Now().UTC().Truncate(time.Second)
+	h.submit(heldOrder("MET-1", now.Add(-time.Minute)))
+	h.submit(heldOrder("MET-2", now.Add(-2*time.Minute)))
+	h.submit(heldOrder("MET-3", now.Add(time.Hour)))
+	rec := &holding{}
+	reg := prometheus.NewRegistry()
+	s, err := order.NewScanner(order.ScannerConfig{Redis: h.rc, Turns: rec, Prefix: h.prefix, Registerer: reg,
+		Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if due, age := metricValue(t, reg, "junban_reservations_due"), metricValue(t, reg, "junban_reservations_due_oldest_age_seconds"); due != 2 || age != 120 {
+		t.Errorf("due %v, oldest age %v s; want 2 and 120", due, age)
+	}
+	rec.forward(t, h)
+	if n := metricValue(t, procReg, "junban_reservations_expired_total"); n != 2 {
+		t.Errorf("expired_total %v, want 2", n)
+	}
+	if _, err := s.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if due, age := metricValue(t, reg, "junban_reservations_due"), metricValue(t, reg, "junban_reservations_due_oldest_age_seconds"); due != 0 || age != 0 {
+		t.Errorf("after the claims: due %v, oldest age %v s; want 0 and 0", due, age)
+	}
+}
