@@ -19,6 +19,7 @@ import (
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/tracing"
 )
 
 // The due index: the orders whose reservation expires, spread over DueShards sorted sets
@@ -127,7 +128,7 @@ func (p *Processor) unindexAfter(ctx context.Context, lcid string, was, next dom
 		return
 	}
 	if _, err := moveDue(ctx, p.rc, p.cfg.Prefix, lcid, dueScore(*h), nil); err != nil {
-		p.log.Warn("due entry left to the scanner", zap.String("lcid", lcid), zap.Error(err))
+		p.log.With(tracing.LogFields(ctx)...).Warn("due entry left to the scanner", zap.String("lcid", lcid), zap.Error(err))
 	}
 }
 

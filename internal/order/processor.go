@@ -206,7 +206,7 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 		// Validated before it was submitted, so only a changed validation rule gets here.
 		ctx, span := startStep(ctx, t, nil)
 		defer func() { tracing.End(span, err) }()
-		p.log.Error("undecodable envelope in a turn", zap.String("entity", t.Entity), zap.Error(err))
+		p.log.With(tracing.LogFields(ctx)...).Error("undecodable envelope in a turn", zap.String("entity", t.Entity), zap.Error(err))
 		return p.dlq(ctx, envelope, domain.InvalidReason(err), nil)
 	}
 	if ev.Type == event.Drain {
@@ -242,11 +242,11 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 		}
 		if found {
 			st, restored = domain.State{Seq: seq, Order: o}, true
-			p.log.Warn("order restored from postgres", zap.String("lcid", t.Entity), zap.Int64("seq", seq))
+			p.log.With(tracing.LogFields(ctx)...).Warn("order restored from postgres", zap.String("lcid", t.Entity), zap.Int64("seq", seq))
 		}
 	}
 	now := p.now()
-	if st, err = p.deadLetterUndecodable(ctx, st); err != nil {
+	if st, err = p.deadLetterUndecodable(ctx, t.Entity, st); err != nil {
 		return err
 	}
 	next, results, err := domain.Step(ctx, p.ledger, p.cfg.Policy, st, ev, t.Seq, now)
@@ -258,11 +258,11 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 	// Only what is still parked after the step expires: a parked event the step applied
 	// may have moved stock in an earlier run of this step whose commit failed, and a re-run
 	// must apply it again, whatever the clock says now.
-	if next, err = p.expireParked(ctx, next, now); err != nil {
+	if next, err = p.expireParked(ctx, t.Entity, next, now); err != nil {
 		return err
 	}
 	if len(next.Parked) > p.cfg.MaxParked {
-		if next, err = p.deadLetterParked(ctx, next, len(next.Parked)-p.cfg.MaxParked, "ERR_TOO_MANY_PARKED"); err != nil {
+		if next, err = p.deadLetterParked(ctx, t.Entity, next, len(next.Parked)-p.cfg.MaxParked, "ERR_TOO_MANY_PARKED"); err != nil {
 			return err
 		}
 	}
@@ -298,7 +298,7 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 			span.SetAttributes(attribute.String("junban.outcome", r.Outcome), attribute.String("junban.reason", r.Reason))
 		}
 		if r.Reason == domain.ReasonUndoRefused {
-			p.log.Error("event rejected, but the ledger refused to undo some of its moves: correct the lots by hand",
+			p.log.With(tracing.LogFields(ctx)...).Error("event rejected, but the ledger refused to undo some of its moves: correct the lots by hand",
 				zap.String("event_id", r.EventID), zap.String("lcid", r.LCID), zap.String("type", string(r.Type)),
 				zap.String("detail", r.Detail))
 		}
@@ -554,7 +554,7 @@ func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []strin
 // deadLetterUndecodable dead-letters parked events that no longer decode (a rule of
 // Decode tightened since they were parked, e.g. the id bounds): Step would fail on them
 // at every run, and the order's later events would wait behind them for ever.
-func (p *Processor) deadLetterUndecodable(ctx context.Context, st domain.State) (domain.State, error) {
+func (p *Processor) deadLetterUndecodable(ctx context.Context, entity string, st domain.State) (domain.State, error) {
 	keep := make([]domain.Parked, 0, len(st.Parked))
 	for _, pk := range st.Parked {
 		_, err := domain.Decode(pk.Body, 0)
@@ -567,7 +567,7 @@ func (p *Processor) deadLetterUndecodable(ctx context.Context, st domain.State) 
 			return st, fmt.Errorf("order: dead-letter parked event: %w", err)
 		}
 		p.metrics.outcomes.WithLabelValues("parked", "dead_lettered", reason).Inc()
-		p.log.Warn("parked event no longer decodes; dead-lettered", zap.String("event_id", pk.EventID()), zap.String("reason", reason), zap.Error(err))
+		p.log.With(tracing.LogFields(ctx)...).Warn("parked event no longer decodes; dead-lettered", zap.String("entity", entity), zap.String("event_id", pk.EventID()), zap.String("reason", reason), zap.Error(err))
 	}
 	if len(keep) < len(st.Parked) {
 		st.Parked = keep
@@ -577,7 +577,7 @@ func (p *Processor) deadLetterUndecodable(ctx context.Context, st domain.State) 
 
 // expireParked dead-letters parked events older than ParkTimeout. The DLQ has them
 // before the state that drops them is committed, so none is lost in between.
-func (p *Processor) expireParked(ctx context.Context, st domain.State, now time.Time) (domain.State, error) {
+func (p *Processor) expireParked(ctx context.Context, entity string, st domain.State, now time.Time) (domain.State, error) {
 	n := 0
 	for n < len(st.Parked) && now.Sub(st.Parked[n].ParkedAt) > p.cfg.ParkTimeout {
 		n++
@@ -585,16 +585,16 @@ func (p *Processor) expireParked(ctx context.Context, st domain.State, now time.
 	if n == 0 {
 		return st, nil
 	}
-	return p.deadLetterParked(ctx, st, n, domain.ReasonParkedTooLong)
+	return p.deadLetterParked(ctx, entity, st, n, domain.ReasonParkedTooLong)
 }
 
-func (p *Processor) deadLetterParked(ctx context.Context, st domain.State, n int, reason string) (domain.State, error) {
+func (p *Processor) deadLetterParked(ctx context.Context, entity string, st domain.State, n int, reason string) (domain.State, error) {
 	for _, pk := range st.Parked[:n] {
 		if err := p.dlq(ctx, pk.Body, reason, nil); err != nil {
 			return st, fmt.Errorf("order: dead-letter parked event: %w", err)
 		}
 		p.metrics.outcomes.WithLabelValues("parked", "dead_lettered", reason).Inc()
-		p.log.Warn("parked event dead-lettered", zap.String("event_id", pk.EventID()), zap.String("reason", reason))
+		p.log.With(tracing.LogFields(ctx)...).Warn("parked event dead-lettered", zap.String("entity", entity), zap.String("event_id", pk.EventID()), zap.String("reason", reason))
 	}
 	st.Parked = append([]domain.Parked(nil), st.Parked[n:]...)
 	return st, nil

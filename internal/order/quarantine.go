@@ -18,6 +18,7 @@ import (
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/tracing"
 )
 
 // Reasons of a quarantine: the dead-letter reason of the envelope, and the reason of the
@@ -78,7 +79,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 		return nil
 	}
 	reason := quarantineReason(f)
-	log := p.log.With(zap.String("entity", t.Entity), zap.String("event_id", ev.EventID), zap.String("type", string(ev.Type)),
+	log := p.log.With(tracing.LogFields(ctx)...).With(zap.String("entity", t.Entity), zap.String("event_id", ev.EventID), zap.String("type", string(ev.Type)),
 		zap.Int("attempts", f.Attempts), zap.Bool("skipped", f.Skipped), zap.String("last_error", f.LastError))
 
 	vals, err := p.rc.MGet(ctx, doneKey(p.cfg.Prefix, t.Entity, ev.EventID), StateKey(p.cfg.Prefix, t.Entity)).Result()
