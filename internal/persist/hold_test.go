@@ -1,6 +1,8 @@
 package persist_test
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -142,5 +144,36 @@ func TestReconcileHoldUntil(t *testing.T) {
 	}
 	if row.HoldUntil == nil || !row.HoldUntil.Equal(later) {
 		t.Errorf("repaired hold_until %v, want %v", row.HoldUntil, later)
+	}
+}
+
+// ScanHolds passes every placed order with a hold, soonest first, across pages (more
+// than one page of holds, some ending at the same instant), and no other order.
+func TestScanHolds(t *testing.T) {
+	db := testenv.Postgres(t)
+	base := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	n := 2500
+	if err := db.Exec(`INSERT INTO orders (lcid, status, hold_until, seq, last_event_id)
+SELECT 'LC-' || lpad(i::text, 5, '0'), 'placed', ?::timestamptz + (i / 3) * interval '1 second', 1, 'e'
+FROM generate_series(1, ?) AS i`, base, n).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec(`INSERT INTO orders (lcid, status, hold_until, seq, last_event_id) VALUES
+('LC-NOHOLD', 'placed', NULL, 1, 'e'), ('LC-EXP', 'expired', NULL, 1, 'e'), ('LC-SHIP', 'shipped', NULL, 1, 'e')`).Error; err != nil {
+		t.Fatal(err)
+	}
+	var got []persist.Hold
+	count, err := persist.ScanHolds(context.Background(), db, func(h persist.Hold) error {
+		got = append(got, h)
+		return nil
+	})
+	if err != nil || count != n || len(got) != n {
+		t.Fatalf("scanned %d (%d passed), %v; want %d", count, len(got), err, n)
+	}
+	for i, h := range got {
+		want := fmt.Sprintf("LC-%05d", i+1)
+		if h.LCID != want || !h.HoldUntil.Equal(base.Add(time.Duration((i+1)/3)*time.Second)) {
+			t.Fatalf("hold %d: %+v, want %s", i, h, want)
+		}
 	}
 }
