@@ -23,7 +23,9 @@ func TestReindexHolds(t *testing.T) {
 		now.Add(time.Hour), now.Add(-time.Minute), now).Error; err != nil {
 		t.Fatal(err)
 	}
-	scan := func(yield func(persist.Hold) error) (int, error) { return persist.ScanHolds(context.Background(), db, yield) }
+	scan := func(yield func(persist.Hold) error) (int, error) {
+		return persist.ScanHolds(context.Background(), db, yield)
+	}
 	var indexed []string
 	rep, err := reindexHolds(now, scan, func(h persist.Hold) error {
 		indexed = append(indexed, h.LCID)
