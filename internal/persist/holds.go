@@ -28,24 +28,11 @@ type Hold struct {
 // may or may not be seen), and returns how many it passed to fn. It stops at fn's first
 // error.
 func ScanHolds(ctx context.Context, db *gorm.DB, fn func(Hold) error) (int, error) {
-	after, afterLCID := time.Time{}, ""
+	var last Hold
 	n := 0
 	for {
-		rows, err := db.WithContext(ctx).Raw(nextHoldsSQL, after, afterLCID, holdPage).Rows()
+		page, err := holdsAfter(ctx, db, last)
 		if err != nil {
-			return n, fmt.Errorf("persist: holds: %w", err)
-		}
-		var page []Hold
-		for rows.Next() {
-			var h Hold
-			if err := rows.Scan(&h.LCID, &h.HoldUntil); err != nil {
-				rows.Close()
-				return n, fmt.Errorf("persist: holds: %w", err)
-			}
-			page = append(page, h)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return n, fmt.Errorf("persist: holds: %w", err)
 		}
 		for _, h := range page {
@@ -57,6 +44,24 @@ func ScanHolds(ctx context.Context, db *gorm.DB, fn func(Hold) error) (int, erro
 		if len(page) < holdPage {
 			return n, nil
 		}
-		after, afterLCID = page[len(page)-1].HoldUntil, page[len(page)-1].LCID
+		last = page[len(page)-1]
 	}
+}
+
+// holdsAfter reads the page of holds after last (the zero Hold: from the first).
+func holdsAfter(ctx context.Context, db *gorm.DB, last Hold) ([]Hold, error) {
+	rows, err := db.WithContext(ctx).Raw(nextHoldsSQL, last.HoldUntil, last.LCID, holdPage).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var page []Hold
+	for rows.Next() {
+		var h Hold
+		if err := rows.Scan(&h.LCID, &h.HoldUntil); err != nil {
+			return nil, err
+		}
+		page = append(page, h)
+	}
+	return page, rows.Err()
 }
