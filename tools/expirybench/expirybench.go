@@ -185,7 +185,7 @@ func startFleet(ctx context.Context, cfg e2ebench.Config, o Options, run string)
 	}
 	undo = append(undo, func() {
 		for _, u := range []string{orders.URL, orders.DLQURL, results.URL, results.DLQURL} {
-			c.DeleteQueue(context.WithoutCancel(ctx), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+			_, _ = c.DeleteQueue(context.WithoutCancel(ctx), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)}) // best effort: a run's own queues
 		}
 	})
 	admin, err := cfg.Postgres.Open()
@@ -234,13 +234,13 @@ func startFleet(ctx context.Context, cfg e2ebench.Config, o Options, run string)
 		if err != nil {
 			return nil, cleanup, err
 		}
-		undo = append(undo, func() { p.Stop(10 * time.Second) })
+		undo = append(undo, func() { _ = p.Stop(10 * time.Second) }) // its log is in logDir
 	}
 	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: orders.URL})
 	if err != nil {
 		return nil, cleanup, err
 	}
-	undo = append(undo, func() { pub.Stop(context.Background()) })
+	undo = append(undo, func() { _ = pub.Stop(context.Background()) }) // every send was answered already
 	// The holds' own inventory: plenty of stock, so that no placement is short.
 	spec := loadgen.DefaultSpec(run + "h")
 	spec.Orders, spec.SKUs, spec.StockPerLot, spec.WarehouseShare = 0, 50, 1_000_000, 0
