@@ -174,3 +174,36 @@ func TestEntityKeysMigrationDown(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// 00007 gives orders a hold_until (NULL on the rows already there) and admits the status
+// expired, which the schema at 00006 refused; undone, it keeps an expired order's row and
+// the migration runs again after it.
+func TestReservationHoldMigration(t *testing.T) {
+	db := atVersion(t, 6)
+	if err := db.Exec(`INSERT INTO orders (lcid, status, seq, last_event_id) VALUES ('LC-OLD', 'placed', 1, 'e-1')`).Error; err != nil {
+		t.Fatal(err)
+	}
+	expire := `INSERT INTO orders (lcid, status, seq, last_event_id) VALUES ('LC-EXP', 'expired', 2, 'e-2')`
+	if err := db.Exec(expire).Error; err == nil {
+		t.Fatal("the schema at 00006 took the status expired")
+	}
+	sqlDB, _ := db.DB()
+	if _, err := migrations.Up(context.Background(), sqlDB); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec(expire).Error; err != nil {
+		t.Fatalf("expired after 00007: %v", err)
+	}
+	if got := rows(t, db, `SELECT lcid || ' ' || coalesce(hold_until::text, '-') FROM orders ORDER BY lcid`); got != "LC-EXP -\nLC-OLD -" {
+		t.Errorf("orders after 00007:\n%s", got)
+	}
+	if _, err := provider(t, sqlDB).DownTo(context.Background(), 6); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(t, db, `SELECT lcid || ' ' || status FROM orders ORDER BY lcid`); got != "LC-EXP expired\nLC-OLD placed" {
+		t.Errorf("orders after down:\n%s", got)
+	}
+	if _, err := migrations.Up(context.Background(), sqlDB); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -30,6 +30,10 @@ fi
 RATE=${DEMO_RATE:-250}
 # The warehouse feed's share of the events (junbanlab loadgen -warehouse; 0: none).
 WAREHOUSE=${DEMO_WAREHOUSE:-0.04}
+# Abandoned checkouts: the share of the reserve orders placed with a short hold and never
+# paid nor cancelled, which junban expires (junbanlab loadgen -abandoned, -hold-for); 0: none.
+ABANDONED=${DEMO_ABANDONED:-0.1}
+HOLD_FOR=${DEMO_HOLD_FOR:-5s}
 # The share of the events published through an SNS topic the orders queue is subscribed
 # to (junbanlab loadgen -via-sns), when the stack has SNS (fauxqs); 0: none.
 if [ -n "${AWS_ENDPOINT_URL_SNS:-}" ]; then VIA_SNS=${DEMO_VIA_SNS:-0.2}; else VIA_SNS=0; fi
@@ -108,6 +112,7 @@ echo "== load: $ORDERS orders, ~$RATE events/s, 20% duplicate deliveries, paymen
 # sell out towards the end.
 "$bin/junbanlab" loadgen -orders "$ORDERS" -rate "$RATE" -skus 40 -lots 4 -stock 180 -safety-stock 10 -skew 0.6 \
   -warehouse "$WAREHOUSE" -duplicates 0.2 -out-of-order 0.2 -shuffle 0.1 -via-sns "$VIA_SNS" \
+  -abandoned "$ABANDONED" -hold-for "$HOLD_FOR" -extend 0.3 \
   -gateway "http://127.0.0.1:$gw_port" -provider demo -webhook-share 0.3 \
   -worker-metrics "127.0.0.1:$ow1_port,127.0.0.1:$ow2_port" | tee "$logs/summary.txt"
 
@@ -140,6 +145,9 @@ What the numbers show:
     distinct events: no duplicate (SQS or webhook) had a second effect;
   - orders placed/shipped/cancelled with payments arriving before placements: each order's
     events were applied in turn, early ones parked until their precondition held;
+  - abandoned reservations, expired: reserve orders never paid nor cancelled whose hold
+    passed; junban expired each in its turn and released its units (orders expired), a
+    few after an order.reservation_extended moved their hold;
   - send -> commit, applied in turn: junban's own latency through both queues, the two
     workers and PostgreSQL; parked on purpose: the events sent before their precondition
     (a payment before its placement), which wait for the workload's next send;

@@ -29,6 +29,7 @@ func newRootCmd() *cobra.Command {
 		cli.Group("inventory", "import SKUs and lots", inventoryImportCmd()),
 		cli.Group("turn", "inspect and unstick an order's turn", turnShowCmd(), turnSkipCmd()),
 		stockCmd(), orderCmd(), reconcileCmd(),
+		cli.Group("holds", "the reservations that expire", holdsReindexCmd()),
 		cli.Group("skus", "a SKU's settings in PostgreSQL", skusThresholdCmd()),
 		ledgerCmd(),
 		cli.Group("queues", "create the queues", queuesCreateCmd()),

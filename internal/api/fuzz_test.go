@@ -76,7 +76,8 @@ func FuzzQueries(f *testing.F) {
 	for _, s := range []string{"", "limit=10&cursor=" + encodeCursor("LC-1"), "status=placed&sku=A", "status=nope",
 		"date=2026-12-01&mode=reserve&qty=3", "date=2026-02-30", "date=2026-12-01&qty=1e3", "older_than=5m",
 		"older_than=-1s", "cursor=%00", "cursor=" + encodeCursor("LC\x00"), "cursor=" + encodeCursor("12"),
-		"limit=-1", "limit=99999999999999999999", "x=1", "sku=%7Bx%7D", "sku=" + strings.Repeat("s", 300), "a=1&a=2;b"} {
+		"limit=-1", "limit=99999999999999999999", "x=1", "due_before=2026-12-03T09:00:00Z&limit=5",
+		"due_before=2026-12-03T09:00:00.123456789+09:00", "due_before=2026-13-03T09:00:00Z", "due_before=%00", "due_before=0001-01-01T00:00:00Z", "sku=%7Bx%7D", "sku=" + strings.Repeat("s", 300), "a=1&a=2;b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -95,6 +96,11 @@ func FuzzQueries(f *testing.F) {
 			refusedWell(t, "orders", err)
 		} else if (f.status != "" && !orderStatuses[f.status]) || (f.sku != "" && ledger.CheckSKU(f.sku) != nil) || (f.cursor != "" && !validID(f.cursor, event.MaxIDLength)) {
 			t.Fatalf("orders %q: %+v", raw, f)
+		}
+		if h, err := holdListQuery(q); err != nil {
+			refusedWell(t, "holds", err)
+		} else if h.limit < 1 || h.limit > 1000 || (q.Get("due_before") != "") != (h.dueBefore != nil) {
+			t.Fatalf("holds %q: %+v", raw, h)
 		}
 		if age, limit, cursor, err := stuckQuery(q, time.Minute); err != nil {
 			refusedWell(t, "stuck", err)

@@ -163,16 +163,18 @@ func (d Deps) ReadOrder(ctx context.Context, lcid string, limit int, afterSeq in
 
 // OrderRow is an order as persisted (GET /v1/orders).
 type OrderRow struct {
-	LCID        string               `json:"lcid"`
-	Status      string               `json:"status"`
-	Allocation  string               `json:"allocation,omitempty"`
-	Paid        bool                 `json:"paid"`
-	Mode        string               `json:"mode,omitempty"`
-	TargetDate  string               `json:"target_date,omitempty"`
-	Lines       []event.SnapshotLine `json:"lines"`
-	Seq         int64                `json:"seq"`
-	LastEventID string               `json:"last_event_id"`
-	UpdatedAt   time.Time            `json:"updated_at"`
+	LCID       string               `json:"lcid"`
+	Status     string               `json:"status"`
+	Allocation string               `json:"allocation,omitempty"`
+	Paid       bool                 `json:"paid"`
+	Mode       string               `json:"mode,omitempty"`
+	TargetDate string               `json:"target_date,omitempty"`
+	Lines      []event.SnapshotLine `json:"lines"`
+	// HoldUntil is when a placed reserve-mode order's reservation expires (absent: never).
+	HoldUntil   *time.Time `json:"hold_until,omitempty"`
+	Seq         int64      `json:"seq"`
+	LastEventID string     `json:"last_event_id"`
+	UpdatedAt   time.Time  `json:"updated_at"`
 }
 
 // OrderList is GET /v1/orders.
@@ -183,6 +185,7 @@ type OrderList struct {
 
 var orderStatuses = map[string]bool{
 	event.StatusPlaced: true, event.StatusCancelled: true, event.StatusShipped: true, event.StatusRejected: true,
+	event.StatusExpired: true,
 }
 
 // orderFilter is a GET /v1/orders query: its filters (empty: any) and page.
@@ -205,7 +208,7 @@ func orderListQuery(q url.Values) (orderFilter, error) {
 		return f, badRequest("cursor is not one this endpoint gave")
 	}
 	if f.status = q.Get("status"); f.status != "" && !orderStatuses[f.status] {
-		return f, badRequest("status %s is not placed, cancelled, shipped or rejected", quoteID(f.status))
+		return f, badRequest("status %s is not placed, cancelled, shipped, rejected or expired", quoteID(f.status))
 	}
 	if f.sku = q.Get("sku"); f.sku != "" {
 		if err := checkID("sku", f.sku, event.MaxIDLength); err != nil {
@@ -224,9 +227,7 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	limit := f.limit
-	db := s.d.DB.WithContext(r.Context()).Table("orders").
-		Select(`lcid, status, coalesce(allocation, '') AS allocation, paid, coalesce(mode, '') AS mode,
-  coalesce(to_char(target_date, 'YYYY-MM-DD'), '') AS target_date, lines::text AS lines, seq, last_event_id, updated_at`)
+	db := s.d.DB.WithContext(r.Context()).Table("orders").Select(orderColumns)
 	if f.status != "" {
 		db = db.Where("status = ?", f.status)
 	}
@@ -237,13 +238,7 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
 	if f.cursor != "" {
 		db = db.Where("lcid > ?", f.cursor)
 	}
-	var raw []struct {
-		LCID                                                     string `gorm:"column:lcid"`
-		Status, Allocation, Mode, TargetDate, Lines, LastEventID string
-		Paid                                                     bool
-		Seq                                                      int64
-		UpdatedAt                                                time.Time
-	}
+	var raw []orderScan
 	if err := db.Order("lcid").Limit(limit + 1).Scan(&raw).Error; err != nil {
 		return err
 	}
@@ -253,13 +248,35 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
 			out.NextCursor = encodeCursor(raw[i-1].LCID)
 			break
 		}
-		o := OrderRow{LCID: row.LCID, Status: row.Status, Allocation: row.Allocation, Paid: row.Paid, Mode: row.Mode,
-			TargetDate: row.TargetDate, Seq: row.Seq, LastEventID: row.LastEventID, UpdatedAt: row.UpdatedAt.UTC()}
-		if err := json.Unmarshal([]byte(row.Lines), &o.Lines); err != nil || o.Lines == nil {
-			o.Lines = []event.SnapshotLine{}
-		}
-		out.Orders = append(out.Orders, o)
+		out.Orders = append(out.Orders, row.view())
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// orderColumns are the columns of an OrderRow, read into an orderScan.
+const orderColumns = `lcid, status, coalesce(allocation, '') AS allocation, paid, coalesce(mode, '') AS mode,
+  coalesce(to_char(target_date, 'YYYY-MM-DD'), '') AS target_date, lines::text AS lines, hold_until, seq, last_event_id, updated_at`
+
+// orderScan is a row of orderColumns.
+type orderScan struct {
+	LCID                                                     string `gorm:"column:lcid"`
+	Status, Allocation, Mode, TargetDate, Lines, LastEventID string
+	Paid                                                     bool
+	HoldUntil                                                *time.Time
+	Seq                                                      int64
+	UpdatedAt                                                time.Time
+}
+
+func (row orderScan) view() OrderRow {
+	o := OrderRow{LCID: row.LCID, Status: row.Status, Allocation: row.Allocation, Paid: row.Paid, Mode: row.Mode,
+		TargetDate: row.TargetDate, Seq: row.Seq, LastEventID: row.LastEventID, UpdatedAt: row.UpdatedAt.UTC()}
+	if row.HoldUntil != nil {
+		h := row.HoldUntil.UTC()
+		o.HoldUntil = &h
+	}
+	if err := json.Unmarshal([]byte(row.Lines), &o.Lines); err != nil || o.Lines == nil {
+		o.Lines = []event.SnapshotLine{}
+	}
+	return o
 }

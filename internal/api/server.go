@@ -176,6 +176,7 @@ func New(cfg ServerConfig) (*Server, error) {
 	s.route("/v1/availability", map[string]handler{"POST": {ScopeRead, s.postAvailability}})
 	s.route("/v1/orders", map[string]handler{"GET": {ScopeRead, s.listOrders}})
 	s.route("/v1/orders/{lcid}", map[string]handler{"GET": {ScopeRead, s.getOrder}})
+	s.route("/v1/holds", map[string]handler{"GET": {ScopeRead, s.listHolds}})
 	s.route("/v1/events", map[string]handler{"GET": {ScopeRead, s.listEvents}})
 	s.route("/v1/turns/stuck", map[string]handler{"GET": {ScopeRead, s.stuckTurns}})
 	s.route("/v1/turns/{lcid}/skip", map[string]handler{"POST": {ScopeAdmin, s.skipTurn}})

@@ -297,7 +297,8 @@ func (b *browser) scheme(dark bool) {
 }
 
 // The console in a real Chromium against the real fleet after a load: the overview
-// shows the load's counts, refreshes by itself and shows an outbound event waiting; an
+// shows the load's counts, refreshes by itself and shows an outbound event waiting and a
+// due hold; an
 // order found by the search shows its timeline; a poison message dead-lettered as the order-worker does it shows under
 // Dead letters with its reason, is redriven from the page (through its confirmation),
 // and its result appears on the order page; a read token sees no admin button and a
@@ -332,6 +333,16 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.WithPollingTimeout(15*time.Second))); err != nil {
 		t.Fatalf("overview did not show the outbox row: %v", err)
 	}
+	// A reservation past its hold_until that no expiry ended shows as a due hold.
+	if err := f.deps.db.Exec(`INSERT INTO orders (lcid, status, mode, hold_until, seq, last_event_id)
+VALUES (?, 'placed', 'reserve', now() - interval '1 minute', 1, 'e-due')`, f.spec.Run+"-DUE").Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`Number(document.getElementById("due-holds").textContent) >= 1 && parseFloat(document.getElementById("due-oldest").textContent) >= 60`,
+		chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("overview did not show the due hold: %v", err)
+	}
+	b.text("#orders-expired")
 	b.shot("overview")
 
 	// Order: search from the page, see the timeline.
@@ -354,6 +365,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 	b.open("order", "/orders/"+url.PathEscape(lcid))
+	b.text("#order-hold")
 	b.shot("order")
 
 	// SKU.

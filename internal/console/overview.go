@@ -48,6 +48,11 @@ type Sample struct {
 	// OutboxLagSec is the age of the oldest of them (both 0 when none waits).
 	OutboxDepth  int64   `json:"outbox_depth"`
 	OutboxLagSec float64 `json:"outbox_lag_sec"`
+	// DueHolds counts the placed orders whose hold_until has passed in PostgreSQL (the
+	// order-worker has not expired them yet, or their expiry is not persisted yet);
+	// DueOldestSec is how long ago the oldest of them was due (both 0 when none is).
+	DueHolds     int64   `json:"due_holds"`
+	DueOldestSec float64 `json:"due_oldest_sec"`
 	// Persisted counts every result in PostgreSQL, Orders the persisted orders by status.
 	Persisted int64            `json:"persisted"`
 	Orders    map[string]int64 `json:"orders"`
@@ -140,6 +145,16 @@ FROM inbox WHERE committed_at > ? OR processed_at > ?`, since, since, since, sin
 	} else {
 		sm.OutboxDepth, sm.OutboxLagSec = st.Unpublished, st.OldestUnpublished.Seconds()
 	}
+	// The partial index orders_hold_due serves this.
+	var due struct {
+		N      int64
+		Oldest float64
+	}
+	if err := c.d.DB.WithContext(ctx).Raw(`SELECT count(*) AS n, COALESCE(EXTRACT(EPOCH FROM ?::timestamptz - min(hold_until)), 0) AS oldest
+FROM orders WHERE status = 'placed' AND hold_until IS NOT NULL AND hold_until <= ?::timestamptz`, now, now).Scan(&due).Error; err != nil {
+		c.d.Logger.Debug("console: due holds", zap.Error(err))
+	}
+	sm.DueHolds, sm.DueOldestSec = due.N, due.Oldest
 	var byStatus []struct {
 		Status string
 		N      int64

@@ -27,6 +27,7 @@ var funcs = template.FuncMap{
 		}
 		return now.Sub(t).Round(time.Millisecond).String()
 	},
+	"until": func(now, t time.Time) string { return t.Sub(now).Round(time.Second).String() },
 	"ts": func(t time.Time) string {
 		if t.IsZero() {
 			return "-"

@@ -79,7 +79,7 @@ type Cause struct {
 type OrderStatusData struct {
 	// From is the status its last order.status_changed told; null on the order's first.
 	From *string `json:"from"`
-	// To is its status now: placed, cancelled, shipped or rejected.
+	// To is its status now: placed, cancelled, shipped, rejected or expired.
 	To string `json:"to"`
 	// Allocation is reserved, allocated or null.
 	Allocation *string    `json:"allocation"`
@@ -88,8 +88,12 @@ type OrderStatusData struct {
 	TargetDate string     `json:"target_date,omitempty"`
 	// Lines are the order's lines with the lots allocated to each (and returned from it).
 	Lines []event.SnapshotLine `json:"lines"`
+	// HoldUntil is when a placed reserve-mode order's reservation expires (absent: never,
+	// or no longer).
+	HoldUntil *time.Time `json:"hold_until,omitempty"`
 	// Changed names what changed: "status", "allocation", "paid", "lines" (every one on the
-	// order's first message).
+	// order's first message), "hold_until" (when the order has a hold, and when it moves
+	// or ends).
 	Changed []string `json:"changed"`
 }
 

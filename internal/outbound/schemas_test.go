@@ -94,6 +94,7 @@ func TestSchemasRefuse(t *testing.T) {
 		"reason not a code":    edit(OrderRefused, func(m map[string]any) { data(m)["reason"] = "shortage" }),
 		"unknown status":       edit(OrderStatusChanged, func(m map[string]any) { data(m)["to"] = "lost" }),
 		"nothing changed":      edit(OrderStatusChanged, func(m map[string]any) { data(m)["changed"] = []string{} }),
+		"hold_until not time":  edit(OrderStatusChanged, func(m map[string]any) { data(m)["hold_until"] = "tomorrow" }),
 		"low that is out":      edit(StockLow, func(m map[string]any) { data(m)["level"] = "out" }),
 		"back from ok":         edit(StockBack, func(m map[string]any) { data(m)["previous"] = "ok" }),
 		"occurred_at not time": edit(StockOut, func(m map[string]any) { m["occurred_at"] = "yesterday" }),

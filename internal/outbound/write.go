@@ -36,7 +36,7 @@ const (
 	// rather than deadlock, and the second numbers its messages after the first's.
 	lockEntitiesSQL = `SELECT entity, seq, state::text FROM outbox_entities WHERE entity = ANY($1) ORDER BY entity FOR UPDATE`
 	readOrdersSQL   = `SELECT lcid, status, coalesce(allocation, ''), paid, coalesce(mode, ''),
-	coalesce(to_char(target_date, 'YYYY-MM-DD'), ''), lines::text, last_event_id
+	coalesce(to_char(target_date, 'YYYY-MM-DD'), ''), lines::text, last_event_id, hold_until
 FROM orders WHERE lcid = ANY($1)`
 	// readSKUsSQL sums a SKU's good lots as the ledger's availability counts them: the
 	// candidates of an order to ship on $3 are the good lots valid on that day.
@@ -63,6 +63,8 @@ type orderState struct {
 	Paid       bool    `json:"paid,omitempty"`
 	// Lines is the sha256 of the lines' canonical JSON.
 	Lines string `json:"lines,omitempty"`
+	// HoldUntil is the hold's end (RFC 3339, UTC, to the microsecond); "" for none.
+	HoldUntil string `json:"hold_until,omitempty"`
 }
 
 // skuFigures are the figures stock.changed tells; a change of any sends one.
@@ -152,6 +154,7 @@ type orderRow struct {
 	status, allocation, mode, targetDate, lastEventID string
 	paid                                              bool
 	lines                                             []event.SnapshotLine
+	holdUntil                                         *time.Time
 }
 
 func (w *Writer) orderMessages(tx *gorm.DB, orders map[string][]event.Result, locked map[string]*entity) error {
@@ -168,7 +171,7 @@ func (w *Writer) orderMessages(tx *gorm.DB, orders map[string][]event.Result, lo
 			lcid, lines string
 			o           orderRow
 		)
-		if err := scan(&lcid, &o.status, &o.allocation, &o.paid, &o.mode, &o.targetDate, &lines, &o.lastEventID); err != nil {
+		if err := scan(&lcid, &o.status, &o.allocation, &o.paid, &o.mode, &o.targetDate, &lines, &o.lastEventID, &o.holdUntil); err != nil {
 			return err
 		}
 		if err := json.Unmarshal([]byte(lines), &o.lines); err != nil {
@@ -220,6 +223,11 @@ func statusChange(e *entity, row orderRow, hasRow bool, rs []event.Result) (Orde
 	canonical, _ := json.Marshal(lines) // a slice of plain structs always marshals
 	sum := sha256.Sum256(canonical)
 	now := orderState{Status: &row.status, Allocation: row.allocation, Paid: row.paid, Lines: hex.EncodeToString(sum[:])}
+	var hold *time.Time
+	if row.holdUntil != nil {
+		h := row.holdUntil.UTC()
+		hold, now.HoldUntil = &h, h.Format(time.RFC3339Nano)
+	}
 	var was orderState
 	_ = json.Unmarshal([]byte(e.state), &was) // state is jsonb written by Write: '{}' or an orderState
 
@@ -235,6 +243,11 @@ func statusChange(e *entity, row orderRow, hasRow bool, rs []event.Result) (Orde
 	}
 	if was.Status == nil || was.Lines != now.Lines {
 		changed = append(changed, "lines")
+	}
+	// A hold is told when the order has one, and when it moves or ends (an extension, a
+	// payment, an expiry).
+	if was.HoldUntil != now.HoldUntil {
+		changed = append(changed, "hold_until")
 	}
 	if len(changed) == 0 {
 		return OrderStatusData{}, -1
@@ -260,7 +273,7 @@ func statusChange(e *entity, row orderRow, hasRow bool, rs []event.Result) (Orde
 	st, _ := json.Marshal(now)
 	e.state = string(st)
 	d := OrderStatusData{From: was.Status, To: row.status, Paid: row.paid, Mode: event.Mode(row.mode),
-		TargetDate: row.targetDate, Lines: lines, Changed: changed}
+		TargetDate: row.targetDate, Lines: lines, HoldUntil: hold, Changed: changed}
 	if row.allocation != "" {
 		d.Allocation = &row.allocation
 	}

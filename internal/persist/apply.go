@@ -393,7 +393,7 @@ func prepare(index int, r event.Result) (prepared, error) {
 		}
 		p.order = &OrderRow{
 			LCID: lcid, Status: o.Status, Allocation: optString(o.Allocation), Paid: o.Paid,
-			Mode: optString(string(o.Mode)), TargetDate: td, Lines: js,
+			Mode: optString(string(o.Mode)), TargetDate: td, Lines: js, HoldUntil: holdUntil(o.HoldUntil),
 			Seq: r.Seq, LastEventID: r.EventID,
 		}
 	}
@@ -498,6 +498,15 @@ func optDate(s string) (*time.Time, error) {
 		return nil, err
 	}
 	return &t, nil
+}
+
+// holdUntil is a snapshot's hold_until as PostgreSQL keeps it: to the microsecond, in UTC.
+func holdUntil(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC().Truncate(time.Microsecond)
+	return &u
 }
 
 func optString(s string) *string {

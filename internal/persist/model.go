@@ -64,7 +64,10 @@ type OrderRow struct {
 	Mode       *string
 	TargetDate *time.Time `gorm:"type:date"`
 	// Lines are the snapshot's lines ([]event.SnapshotLine) as JSON.
-	Lines       json.RawMessage `gorm:"type:jsonb"`
+	Lines json.RawMessage `gorm:"type:jsonb"`
+	// HoldUntil is when a placed reserve-mode order's reservation expires (nil: never, or
+	// no longer), from the snapshot, to the microsecond.
+	HoldUntil   *time.Time
 	Seq         int64
 	LastEventID string
 	UpdatedAt   time.Time

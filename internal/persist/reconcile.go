@@ -539,6 +539,7 @@ func orderDrift(lcid string, r *event.OrderSnapshot, seq int64, p *OrderRow) *Dr
 		td = p.TargetDate.Format(time.DateOnly)
 	}
 	field("target_date", r.TargetDate, td)
+	field("hold_until", holdText(r.HoldUntil), holdText(p.HoldUntil))
 	var lines []event.SnapshotLine
 	if err := json.Unmarshal(p.Lines, &lines); err != nil {
 		d.Details = append(d.Details, fmt.Sprintf("lines: postgres holds no lines: %v", err))
@@ -577,6 +578,15 @@ func sameLines(a, b []event.SnapshotLine) bool {
 		return out
 	}
 	return reflect.DeepEqual(norm(a), norm(b))
+}
+
+// holdText is a hold_until to compare: to the microsecond (PostgreSQL's precision), in
+// UTC; "" for none.
+func holdText(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
 }
 
 func deref(s *string) string {

@@ -56,6 +56,13 @@ const (
 	// MaxReceiveCountDefault is the redrive policy of chaos's queues: a message that
 	// failed this often (Redis or PostgreSQL away) goes to the DLQ and counts as lost.
 	MaxReceiveCountDefault = 10
+	// HoldForDefault is an abandoned order's hold: short, so that holds pass all through
+	// the run, during the worker kills and the PostgreSQL outage.
+	HoldForDefault = 3 * time.Second
+	// expiryGrace is how long after its hold_until an abandoned order may still be
+	// placed when the checks run: the order-workers' scan of the due index and the
+	// expiry's way to PostgreSQL.
+	expiryGrace = 15 * time.Second
 	// KeyPrefix is the key prefix in chaos's own Redis.
 	KeyPrefix = "junban"
 	// restartDelay is the pause between a kill and the restart, as an orchestrator's.
@@ -97,6 +104,12 @@ type Config struct {
 	// WarehouseShare is the warehouse feed's share of the distinct events
 	// (loadgen.Spec.WarehouseShare); negative: no feed.
 	WarehouseShare float64
+	// AbandonedShare of the orders are abandoned checkouts: reserve orders placed with a
+	// hold of HoldFor and never paid nor cancelled, which junban must expire, each once
+	// (0: none).
+	AbandonedShare float64
+	// HoldFor is an abandoned order's hold (HoldForDefault).
+	HoldFor time.Duration
 	// Seed makes the workload reproducible.
 	Seed uint64
 	// SendDuration is the time the workload is spread over; the faults are spread over
@@ -165,6 +178,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Seed == 0 {
 		c.Seed = 1
+	}
+	if c.HoldFor <= 0 {
+		c.HoldFor = HoldForDefault
 	}
 	if c.SendDuration <= 0 {
 		c.SendDuration = SendDurationDefault

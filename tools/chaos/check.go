@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
@@ -91,6 +92,12 @@ type snapshot struct {
 	sent []string
 	// persisted is every event id with an inbox row.
 	persisted map[string]bool
+	// expiries counts, per lcid, the applied order.reservation_expired rows of the inbox.
+	expiries map[string]int
+	// abandoned are the abandoned orders' lcids (loadgen.Workload.Abandoned); at is when
+	// the snapshot was gathered.
+	abandoned []string
+	at        time.Time
 }
 
 // findings are what the checks found; every count must be zero.
@@ -100,7 +107,12 @@ type findings struct {
 	HoldingMismatch []string // lots, "store sku/lot: ..."
 	Unconserved     []string // lots, "store sku/lot: ..."
 	Oversold        []string // SKUs
-	Parked          int
+	// ExpiredTwice are the orders with more than one applied expiry; Unexpired the
+	// abandoned orders still placed in PostgreSQL past their hold (and the grace), or
+	// placed without the hold they were given.
+	ExpiredTwice []string
+	Unexpired    []string
+	Parked       int
 }
 
 func (f findings) doubleApplied() int { return len(f.SeqBroken) + len(f.HoldingMismatch) }
@@ -185,12 +197,41 @@ func check(s snapshot) findings {
 			}
 		}
 	}
+	f.ExpiredTwice, f.Unexpired = checkExpiries(s)
 	sort.Strings(f.Lost)
 	sort.Strings(f.SeqBroken)
 	sort.Strings(f.HoldingMismatch)
 	sort.Strings(f.Unconserved)
 	sort.Strings(f.Oversold)
 	return f
+}
+
+// checkExpiries finds the orders expired twice and the abandoned orders whose expiry
+// was lost: still placed in PostgreSQL with a hold that ended expiryGrace before the
+// snapshot, or without the hold their placement gave them. An abandoned order that was
+// refused (a shortage) or expired is fine.
+func checkExpiries(s snapshot) (twice, unexpired []string) {
+	for lcid, n := range s.expiries {
+		if n > 1 {
+			twice = append(twice, fmt.Sprintf("%s: expired %d times", lcid, n))
+		}
+	}
+	for _, lcid := range s.abandoned {
+		st := s.pgOrders[lcid]
+		o := st.Order
+		if o == nil || o.Status != event.StatusPlaced {
+			continue
+		}
+		switch {
+		case o.HoldUntil == nil:
+			unexpired = append(unexpired, lcid+": placed without its hold")
+		case !o.HoldUntil.After(s.at.Add(-expiryGrace)):
+			unexpired = append(unexpired, fmt.Sprintf("%s: placed, its hold ended %s before the check", lcid, s.at.Sub(*o.HoldUntil).Round(time.Millisecond)))
+		}
+	}
+	sort.Strings(twice)
+	sort.Strings(unexpired)
+	return twice, unexpired
 }
 
 // holdings is, per lot, what the orders hold in each bucket.
@@ -244,7 +285,8 @@ func (e *Env) gather(ctx context.Context) (snapshot, error) {
 		imported: map[lotKey]buckets{}, redisLots: map[lotKey]buckets{}, pgLots: map[lotKey]buckets{},
 		moved: map[lotKey]buckets{}, external: map[lotKey]int64{},
 		redisOrders: map[string]orderState{}, pgOrders: map[string]orderState{},
-		inbox: map[string][]int64{}, persisted: map[string]bool{},
+		inbox: map[string][]int64{}, persisted: map[string]bool{}, expiries: map[string]int{},
+		abandoned: e.workload.Abandoned, at: time.Now(),
 	}
 	e.mu.Lock()
 	s.sent = slices.Clone(e.sent)
@@ -330,27 +372,31 @@ func (e *Env) gather(ctx context.Context) (snapshot, error) {
 		Allocation string
 		Lines      []byte
 		Seq        int64
+		HoldUntil  *time.Time
 	}
-	if err := e.db.WithContext(ctx).Raw(`SELECT lcid, status, coalesce(allocation, '') AS allocation, lines::text AS lines, seq FROM orders`).Scan(&orders).Error; err != nil {
+	if err := e.db.WithContext(ctx).Raw(`SELECT lcid, status, coalesce(allocation, '') AS allocation, lines::text AS lines, seq, hold_until FROM orders`).Scan(&orders).Error; err != nil {
 		return s, err
 	}
 	for _, o := range orders {
-		snap := &event.OrderSnapshot{LCID: o.LCID, Status: o.Status, Allocation: o.Allocation}
+		snap := &event.OrderSnapshot{LCID: o.LCID, Status: o.Status, Allocation: o.Allocation, HoldUntil: o.HoldUntil}
 		if err := json.Unmarshal(o.Lines, &snap.Lines); err != nil {
 			return s, fmt.Errorf("chaos: lines of %s: %w", o.LCID, err)
 		}
 		s.pgOrders[o.LCID] = orderState{Seq: o.Seq, Order: snap}
 	}
 	var inbox []struct {
-		EventID, Entity string
-		Seq             int64
+		EventID, Entity, Type, Outcome string
+		Seq                            int64
 	}
-	if err := e.db.WithContext(ctx).Raw(`SELECT event_id, entity, seq FROM inbox`).Scan(&inbox).Error; err != nil {
+	if err := e.db.WithContext(ctx).Raw(`SELECT event_id, entity, type, outcome, seq FROM inbox`).Scan(&inbox).Error; err != nil {
 		return s, err
 	}
 	for _, r := range inbox {
 		s.persisted[r.EventID] = true
 		s.inbox[r.Entity] = append(s.inbox[r.Entity], r.Seq)
+		if r.Type == string(event.OrderReservationExpired) && r.Outcome == event.Applied {
+			s.expiries[r.Entity]++
+		}
 	}
 	return s, nil
 }
@@ -398,6 +444,12 @@ func (e *Env) Check(ctx context.Context) (Report, error) {
 	r.SeqGaps = len(f.SeqBroken)
 	r.HoldingMismatches = len(f.HoldingMismatch)
 	r.UnconservedLots = len(f.Unconserved)
+	r.Abandoned = len(s.abandoned)
+	r.ExpiredTwice, r.ExpiriesLost = len(f.ExpiredTwice), len(f.Unexpired)
+	for _, n := range s.expiries {
+		r.Expired += min(n, 1)
+	}
+	r.Details.Expiries = first(append(slices.Clone(f.ExpiredTwice), f.Unexpired...))
 	for _, d := range rep.Drifts {
 		if !d.Repaired {
 			r.Details.Drift = append(r.Details.Drift, d.String())

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
@@ -245,5 +246,75 @@ func TestReportOutbound(t *testing.T) {
 	r.Print(&b)
 	if !r.OK() || !regexp.MustCompile(`outbound\s+off \(no SNS\)`).MatchString(b.String()) {
 		t.Fatalf("without SNS: OK %v\n%s", r.OK(), b.String())
+	}
+}
+
+// expiring is consistent() with two abandoned orders: LC-A expired once (its expiry
+// applied, the units released), LC-B placed with a hold that ends after the check.
+func expiring() snapshot {
+	s := clone(consistent())
+	s.at = time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	later := s.at.Add(time.Minute)
+	s.abandoned = []string{"LC-A", "LC-B"}
+	s.pgOrders["LC-A"] = orderState{Seq: 2, Order: &event.OrderSnapshot{LCID: "LC-A", Status: event.StatusExpired}}
+	s.pgOrders["LC-B"] = orderState{Seq: 1, Order: &event.OrderSnapshot{LCID: "LC-B", Status: event.StatusPlaced, HoldUntil: &later}}
+	s.expiries = map[string]int{"LC-A": 1}
+	return s
+}
+
+// No order expires twice, none is lost: an abandoned order still placed past its hold
+// and the grace, or placed without its hold, is an expiry lost; one whose hold ended
+// within the grace is on its way; an order with two applied expiries expired twice; a
+// refused abandoned order (a shortage) needs no expiry.
+func TestCheckExpiries(t *testing.T) {
+	if f := check(expiring()); len(f.ExpiredTwice)+len(f.Unexpired) != 0 {
+		t.Fatalf("findings on a consistent state: %+v", f)
+	}
+	cases := []struct {
+		name          string
+		edit          func(s *snapshot)
+		twice, unexp  int
+		detailPattern string
+	}{
+		{"expired twice", func(s *snapshot) { s.expiries["LC-A"] = 2 }, 1, 0, `^LC-A: expired 2 times$`},
+		{"hold passed long ago", func(s *snapshot) {
+			h := s.at.Add(-expiryGrace - time.Second)
+			s.pgOrders["LC-B"].Order.HoldUntil = &h
+		}, 0, 1, `^LC-B: placed, its hold ended 16s before the check$`},
+		{"hold passed within the grace", func(s *snapshot) {
+			h := s.at.Add(-time.Second)
+			s.pgOrders["LC-B"].Order.HoldUntil = &h
+		}, 0, 0, ""},
+		{"hold missing", func(s *snapshot) { s.pgOrders["LC-B"].Order.HoldUntil = nil }, 0, 1, `^LC-B: placed without its hold$`},
+		{"refused", func(s *snapshot) {
+			s.pgOrders["LC-B"] = orderState{Seq: 1, Order: &event.OrderSnapshot{LCID: "LC-B", Status: event.StatusRejected}}
+		}, 0, 0, ""},
+		{"never persisted", func(s *snapshot) { delete(s.pgOrders, "LC-B") }, 0, 0, ""},
+	}
+	for _, c := range cases {
+		s := expiring()
+		// The orders are shared with expiring()'s maps: give LC-B a snapshot of its own.
+		b := *s.pgOrders["LC-B"].Order
+		s.pgOrders["LC-B"] = orderState{Seq: 1, Order: &b}
+		c.edit(&s)
+		f := check(s)
+		if len(f.ExpiredTwice) != c.twice || len(f.Unexpired) != c.unexp {
+			t.Errorf("%s: twice %q, unexpired %q; want %d and %d", c.name, f.ExpiredTwice, f.Unexpired, c.twice, c.unexp)
+			continue
+		}
+		if c.detailPattern != "" {
+			got := strings.Join(append(f.ExpiredTwice, f.Unexpired...), "\n")
+			if !regexp.MustCompile(c.detailPattern).MatchString(got) {
+				t.Errorf("%s: %q does not match %s", c.name, got, c.detailPattern)
+			}
+		}
+	}
+	r := Report{Conserved: true, Quiesced: true, ExpiredTwice: 1}
+	if r.OK() || !strings.Contains(strings.Join(r.Problems(), ";"), "1 orders expired twice") {
+		t.Errorf("a report with an order expired twice: OK %v, %q", r.OK(), r.Problems())
+	}
+	r = Report{Conserved: true, Quiesced: true, ExpiriesLost: 2}
+	if r.OK() || !strings.Contains(strings.Join(r.Problems(), ";"), "2 abandoned orders not expired") {
+		t.Errorf("a report with lost expiries: OK %v, %q", r.OK(), r.Problems())
 	}
 }

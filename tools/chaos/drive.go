@@ -38,6 +38,10 @@ func Workload(cfg Config) loadgen.Workload {
 		s.StockPerLot = 100
 		s.DuplicateShare = cfg.DuplicateShare
 		s.WarehouseShare = max(cfg.WarehouseShare, 0)
+		if cfg.AbandonedShare > 0 && s.ReserveShare > 0 {
+			// loadgen's share is of the reserve orders.
+			s.AbandonedShare, s.HoldFor, s.ExtendShare = min(cfg.AbandonedShare/s.ReserveShare, 1), cfg.HoldFor, 0.3
+		}
 		w := loadgen.Generate(s)
 		if len(w.Events) >= cfg.Events {
 			return w
@@ -110,6 +114,9 @@ func (e *Env) Drive(ctx context.Context) error {
 	q0 := time.Now()
 	var idle time.Time
 	e.report.Quiesced, idle = e.quiesce(ctx)
+	if e.report.Quiesced && len(w.Abandoned) > 0 {
+		e.awaitExpiries(ctx, w.Abandoned)
+	}
 	e.report.QuiesceS = round1(time.Since(q0).Seconds())
 	e.report.ElapsedS = round1(time.Since(e.start).Seconds())
 	if d := idle.Sub(e.start).Seconds(); !idle.IsZero() && d > 0 {
@@ -133,7 +140,7 @@ func (e *Env) send(ctx context.Context) error {
 	evs := e.workload.Events
 	batches := (len(evs) + 9) / 10
 	per := e.cfg.SendDuration / time.Duration(batches)
-	seen := map[string]bool{}
+	seen := map[string]time.Time{}
 	for i := 0; i < len(evs); i += 10 {
 		at := e.start.Add(per * time.Duration(i/10))
 		select {
@@ -143,17 +150,23 @@ func (e *Env) send(ctx context.Context) error {
 		}
 		var bodies [][]byte
 		for _, ev := range evs[i:min(i+10, len(evs))] {
+			first, ok := seen[ev.EventID]
+			if !ok {
+				first = time.Now()
+				seen[ev.EventID] = first
+				e.mu.Lock()
+				e.sent = append(e.sent, ev.EventID)
+				e.mu.Unlock()
+			}
+			if e.workload.AtSend[ev.EventID] {
+				// An abandoned order's hold runs from its first sending; a copy is the same event.
+				ev.OccurredAt = first.UTC().Truncate(time.Millisecond)
+			}
 			b, err := json.Marshal(ev)
 			if err != nil {
 				return err
 			}
 			bodies = append(bodies, b)
-			if !seen[ev.EventID] {
-				seen[ev.EventID] = true
-				e.mu.Lock()
-				e.sent = append(e.sent, ev.EventID)
-				e.mu.Unlock()
-			}
 		}
 		if err := pub.PublishBatch(ctx, bodies); err != nil {
 			return fmt.Errorf("chaos: send: %w", err)
@@ -493,4 +506,27 @@ func round1(f float64) float64 { return math.Round(f*10) / 10 }
 func (e *Env) Quiesce(ctx context.Context) bool {
 	ok, _ := e.quiesce(ctx)
 	return ok
+}
+
+// awaitExpiries waits, up to cfg.QuiesceTimeout, until no abandoned order is placed with
+// a hold in PostgreSQL any more: the last holds end after the last sending. The checks
+// then tell an expiry lost from one still on its way.
+func (e *Env) awaitExpiries(ctx context.Context, abandoned []string) {
+	deadline := time.Now().Add(e.cfg.QuiesceTimeout)
+	for {
+		var left int64
+		err := e.db.WithContext(ctx).Raw(`SELECT count(*) FROM orders WHERE lcid IN ? AND status = 'placed' AND hold_until IS NOT NULL`, abandoned).Scan(&left).Error
+		if err == nil && left == 0 {
+			e.logf("every abandoned hold ended")
+			return
+		}
+		if !time.Now().Before(deadline) || ctx.Err() != nil {
+			e.logf("%d abandoned holds still placed (%v)", left, err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }

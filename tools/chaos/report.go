@@ -79,6 +79,13 @@ type Report struct {
 	ElapsedS          float64        `json:"elapsed_s"`
 	Faults            []Fault        `json:"faults"`
 	Evidence          Evidence       `json:"evidence"`
+	// Abandoned counts the abandoned reserve orders (Config.AbandonedShare), Expired the
+	// orders with an applied order.reservation_expired; ExpiredTwice those with more than
+	// one, ExpiriesLost the abandoned orders still placed past their hold (both must be 0).
+	Abandoned    int `json:"abandoned"`
+	Expired      int `json:"expired"`
+	ExpiredTwice int `json:"expired_twice"`
+	ExpiriesLost int `json:"expiries_lost"`
 	// Warehouse counts the outcomes of the warehouse feed's events (loadgen.IsWarehouse),
 	// which Applied and Rejected include; NewSKUs the SKUs it registered.
 	Warehouse loadgen.Outcomes `json:"warehouse"`
@@ -105,6 +112,7 @@ type Details struct {
 	Unconserved []string `json:"unconserved,omitempty"`
 	Oversold    []string `json:"oversold,omitempty"`
 	Drift       []string `json:"drift,omitempty"`
+	Expiries    []string `json:"expiries,omitempty"`
 }
 
 // OK tells whether every invariant held and the run reached quiescence, and, in the
@@ -112,7 +120,7 @@ type Details struct {
 // failover proves nothing). The Baseline is not part of it.
 func (r Report) OK() bool {
 	return r.Lost == 0 && r.DoubleApplied == 0 && r.Drift == 0 && r.Oversold == 0 && r.Conserved && r.Quiesced &&
-		r.failedOver() && (r.Outbound == nil || r.Outbound.OK())
+		r.failedOver() && (r.Outbound == nil || r.Outbound.OK()) && r.ExpiredTwice == 0 && r.ExpiriesLost == 0
 }
 
 func (r Report) failedOver() bool {
@@ -142,6 +150,12 @@ func (r Report) Problems() []string {
 	}
 	if !r.Conserved {
 		p = append(p, fmt.Sprintf("%d lot findings break conservation", r.UnconservedLots))
+	}
+	if r.ExpiredTwice > 0 {
+		p = append(p, fmt.Sprintf("%d orders expired twice", r.ExpiredTwice))
+	}
+	if r.ExpiriesLost > 0 {
+		p = append(p, fmt.Sprintf("%d abandoned orders not expired", r.ExpiriesLost))
 	}
 	if r.Outbound != nil {
 		for _, o := range r.Outbound.Problems() {
@@ -264,6 +278,10 @@ func (r Report) print(out io.Writer, title string) {
 	fmt.Fprintf(tw, "  Redis-PostgreSQL drift\t%d\t%s\n", r.Drift, mark(r.Drift == 0))
 	fmt.Fprintf(tw, "  lots conserved\t%v\t%s (%d findings)\n", r.Conserved, mark(r.Conserved), r.UnconservedLots)
 	fmt.Fprintf(tw, "  oversold SKUs\t%d\t%s\n", r.Oversold, mark(r.Oversold == 0))
+	if r.Abandoned > 0 {
+		fmt.Fprintf(tw, "  orders expired twice\t%d\t%s (%d expired, %d abandoned)\n", r.ExpiredTwice, mark(r.ExpiredTwice == 0), r.Expired, r.Abandoned)
+		fmt.Fprintf(tw, "  abandoned orders not expired\t%d\t%s\n", r.ExpiriesLost, mark(r.ExpiriesLost == 0))
+	}
 	fmt.Fprintf(tw, "  parked events left\t%d\t\n", r.Parked)
 	if o := r.Outbound; o != nil {
 		fmt.Fprintf(tw, "  outbound: missing / unknown / gaps / invalid\t%d / %d / %d / %d\t%s (%d received, %d distinct, %d copies; %d rows)\n",
@@ -276,7 +294,8 @@ func (r Report) print(out io.Writer, title string) {
 		what string
 		list []string
 	}{{"lost", r.Details.Lost}, {"seq gaps", r.Details.SeqGaps}, {"holdings", r.Details.Holdings},
-		{"conservation", r.Details.Unconserved}, {"oversold", r.Details.Oversold}, {"drift", r.Details.Drift}} {
+		{"conservation", r.Details.Unconserved}, {"oversold", r.Details.Oversold}, {"drift", r.Details.Drift},
+		{"expiry", r.Details.Expiries}} {
 		if len(d.list) == 0 {
 			continue
 		}

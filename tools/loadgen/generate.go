@@ -63,6 +63,16 @@ type Spec struct {
 	// lots registered and received, holds, damage, recalls, safety stock changes, new
 	// SKUs and returns of shipped orders (feed.go).
 	WarehouseShare float64
+	// AbandonedShare of the reserve-mode orders are abandoned checkouts: placed with a
+	// hold of HoldFor, then never paid, cancelled nor shipped, so that junban expires them
+	// (status expired). Their placements (and extensions) occur when Run first sends
+	// them, so their holds run on the wall clock.
+	AbandonedShare float64
+	// HoldFor is an abandoned order's hold (order.placed's hold_for).
+	HoldFor time.Duration
+	// ExtendShare of the abandoned orders get an order.reservation_extended, right after
+	// their placement, that moves the hold to twice HoldFor from then.
+	ExtendShare float64
 	// FeedCommutes keeps the feed's effects independent of how its events interleave
 	// with the orders' while no SKU runs short, for the tests that compare a run with a
 	// replay one entity at a time: recalls spare each SKU's first lot in FEFO order (the
@@ -107,6 +117,11 @@ type Workload struct {
 	Orders []string
 	// EarlyPayments are the payment events sent before their order's placement.
 	EarlyPayments []string
+	// Abandoned lists the abandoned orders' lcids (Spec.AbandonedShare).
+	Abandoned []string
+	// AtSend are the events whose occurred_at Run sets to the moment it first sends them:
+	// the abandoned orders' placements and extensions.
+	AtSend map[string]bool
 }
 
 // Gate is a point in Workload.Events that a sender holds at until the results of After
@@ -216,6 +231,12 @@ func Generate(s Spec) Workload {
 		if reserve {
 			mode = ledger.ModeReserve
 		}
+		if reserve && s.HoldFor > 0 && rng.Float64() < s.AbandonedShare {
+			w.Abandoned = append(w.Abandoned, lcid)
+			plan = abandoned(&w, rng, s, plan, lines, mk)
+			plans = append(plans, plan)
+			continue
+		}
 		evs := []event.Order{mk(1, event.OrderPlaced, event.OrderData{Mode: mode, TargetDate: s.TargetDate, Lines: lines})}
 		if rng.Float64() < s.ChangeShare {
 			changed := append([]event.Line(nil), lines...)
@@ -305,6 +326,31 @@ func Generate(s Spec) Workload {
 	}
 	f.finish(&w)
 	return w
+}
+
+// abandoned plans an abandoned checkout: a reserve-mode placement with a hold, perhaps an
+// extension of it, a duplicate now and then, and nothing after; its stock is released
+// only when junban expires the hold.
+func abandoned(w *Workload, rng *rand.Rand, s Spec, plan orderPlan, lines []event.Line, mk func(int, event.Type, any) event.Order) orderPlan {
+	if w.AtSend == nil {
+		w.AtSend = map[string]bool{}
+	}
+	placed := mk(1, event.OrderPlaced, event.OrderData{Mode: ledger.ModeReserve, TargetDate: s.TargetDate, Lines: lines,
+		Hold: event.Hold{HoldFor: s.HoldFor.String()}})
+	evs := []event.Order{placed}
+	w.AtSend[placed.EventID] = true
+	if rng.Float64() < s.ExtendShare {
+		ext := mk(8, event.OrderReservationExtended, event.ReservationExtendedData{Hold: event.Hold{HoldFor: (2 * s.HoldFor).String()}})
+		evs = append(evs, ext)
+		w.AtSend[ext.EventID] = true
+	}
+	w.Distinct += len(evs)
+	if rng.Float64() < s.DuplicateShare {
+		evs = append(evs, evs[len(evs)-1])
+	}
+	// Until junban expires it, the order holds its stock as a shipped one does.
+	plan.events, plan.holds = evs, true
+	return plan
 }
 
 // skuPicker draws SKU indexes with Zipf popularity (index 0 the hottest, Spec.SKUSkew);

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/ledger"
 )
 
 func TestGenerateIsReproducibleAndShapedAsAsked(t *testing.T) {
@@ -157,13 +159,70 @@ func TestCommutingFeedSparesTheFirstLot(t *testing.T) {
 func TestWorkloadCoversEveryKind(t *testing.T) {
 	spec := DefaultSpec("K")
 	spec.Orders = 2000
+	// Abandoned checkouts, as the demo has them (DEMO_ABANDONED), extend their holds.
+	spec.AbandonedShare, spec.HoldFor, spec.ExtendShare = 0.1, 5*time.Second, 0.5
 	seen := map[event.Type]bool{}
 	for _, e := range Generate(spec).Events {
 		seen[e.Type] = true
 	}
 	for _, k := range domain.Kinds() {
-		if k.Type != event.Drain && !seen[k.Type] {
+		// junban's own: the drain nudge, and the expiry the order-worker submits when a
+		// hold passes.
+		if k.Type != event.Drain && k.Type != event.OrderReservationExpired && !seen[k.Type] {
 			t.Errorf("loadgen generates no %s event", k.Type)
 		}
+	}
+}
+
+// Abandoned checkouts: the asked share of reserve orders, placed with the hold, sent
+// with their occurred_at at send time (AtSend), never paid, cancelled nor shipped; some
+// extended; distinct events counted once.
+func TestAbandonedOrders(t *testing.T) {
+	spec := DefaultSpec("A")
+	spec.Orders, spec.AbandonedShare, spec.HoldFor, spec.ExtendShare = 1000, 0.2, 5*time.Second, 0.5
+	w := Generate(spec)
+	byOrder := map[string][]event.Order{}
+	ids := map[string]bool{}
+	for _, e := range w.Events {
+		byOrder[e.LCID] = append(byOrder[e.LCID], e)
+		ids[e.EventID] = true
+	}
+	if len(ids) != w.Distinct {
+		t.Errorf("%d distinct event ids, Distinct says %d", len(ids), w.Distinct)
+	}
+	// About 20% of the ~50% reserve orders.
+	if n := len(w.Abandoned); n < 60 || n > 140 {
+		t.Fatalf("%d abandoned orders of 1000, want about 100", n)
+	}
+	ext := map[string]bool{}
+	for _, lcid := range w.Abandoned {
+		for _, e := range byOrder[lcid] {
+			switch e.Type {
+			case event.OrderPlaced:
+				var d event.OrderData
+				if err := json.Unmarshal(e.Data, &d); err != nil || d.Mode != ledger.ModeReserve || d.HoldFor != "5s" {
+					t.Fatalf("%s: placement %s (%v)", lcid, e.Data, err)
+				}
+			case event.OrderReservationExtended:
+				ext[lcid] = true
+				var d event.ReservationExtendedData
+				if err := json.Unmarshal(e.Data, &d); err != nil || d.HoldFor != "10s" {
+					t.Fatalf("%s: extension %s (%v)", lcid, e.Data, err)
+				}
+			default:
+				t.Fatalf("%s: an abandoned order sends %s", lcid, e.Type)
+			}
+			if !w.AtSend[e.EventID] {
+				t.Fatalf("%s: %s does not occur at its sending", lcid, e.EventID)
+			}
+		}
+	}
+	if extended := len(ext); extended == 0 || extended == len(w.Abandoned) {
+		t.Errorf("%d of %d abandoned orders extended, want about half", extended, len(w.Abandoned))
+	}
+	// Without a hold there is no abandoned order.
+	spec.HoldFor = 0
+	if w := Generate(spec); len(w.Abandoned) != 0 || len(w.AtSend) != 0 {
+		t.Errorf("without -hold-for: %d abandoned", len(w.Abandoned))
 	}
 }

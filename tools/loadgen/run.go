@@ -49,6 +49,10 @@ type RunConfig struct {
 	Progress io.Writer
 	// DLQDepth counts the messages in the orders DLQ (nil: not counted).
 	DLQDepth func(ctx context.Context) (int, error)
+	// ExpiryWait bounds the wait, once every result is in, for the abandoned orders'
+	// holds to pass and junban to expire them (0: no wait; the summary counts what
+	// expired by then).
+	ExpiryWait time.Duration
 	// DuplicatesFound reads the order-workers' count of deliveries that found their
 	// event done already (the series DuplicatesFoundSeries); nil: not counted.
 	DuplicatesFound func(ctx context.Context) (int, error)
@@ -83,6 +87,13 @@ type Summary struct {
 	P99MS                float64        `json:"p99_ms"`
 	ElapsedS             float64        `json:"elapsed_s"`
 	EventsPerS           float64        `json:"events_per_s"`
+
+	// Abandoned counts the abandoned reserve orders (Spec.AbandonedShare); Expired those
+	// of them junban expired, HoldsLeft those still placed with a hold when the summary
+	// was taken (its hold not passed, or not expired within RunConfig.ExpiryWait).
+	Abandoned int `json:"abandoned"`
+	Expired   int `json:"abandoned_expired"`
+	HoldsLeft int `json:"abandoned_holds_left"`
 
 	// ByType splits the outcomes by event type: the orders' and the warehouse's
 	// (IsWarehouse) side by side.
@@ -212,10 +223,15 @@ func Run(ctx context.Context, db *gorm.DB, pub Publisher, cfg RunConfig) (Summar
 		now := time.Now()
 		for _, e := range w.Events[i:end] {
 			sentMu.Lock()
-			if _, ok := sent[e.EventID]; !ok {
-				sent[e.EventID] = now
+			first, ok := sent[e.EventID]
+			if !ok {
+				sent[e.EventID], first = now, now
 			}
 			sentMu.Unlock()
+			if w.AtSend[e.EventID] {
+				// A copy carries its original's occurred_at, so it is the same event.
+				e.OccurredAt = first.UTC().Truncate(time.Millisecond)
+			}
 			if pid, ok := webhookIDs[e.EventID]; ok {
 				status, err := cfg.Webhook(ctx, pid, e)
 				if err != nil {
@@ -266,6 +282,9 @@ func Run(ctx context.Context, db *gorm.DB, pub Publisher, cfg RunConfig) (Summar
 	}
 	slices.Sort(lat)
 	s.P50MS, s.P95MS, s.P99MS = pct(lat, 0.50), pct(lat, 0.95), pct(lat, 0.99)
+	if err := s.awaitExpiries(ctx, db, w.Abandoned, cfg.ExpiryWait); err != nil {
+		return s, err
+	}
 	if err := s.countOutcomes(ctx, db, cfg.Spec.Run, ids); err != nil {
 		return s, err
 	}
@@ -438,6 +457,33 @@ func (s *Summary) countOutcomes(ctx context.Context, db *gorm.DB, run string, id
 	return nil
 }
 
+// awaitExpiries waits, up to wait, until none of the abandoned orders is placed with a
+// hold any more, and counts them by what became of them.
+func (s *Summary) awaitExpiries(ctx context.Context, db *gorm.DB, lcids []string, wait time.Duration) error {
+	s.Abandoned = len(lcids)
+	if len(lcids) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		var n struct{ Expired, Left int }
+		if err := db.WithContext(ctx).Raw(`SELECT count(*) FILTER (WHERE status = 'expired') AS expired,
+  count(*) FILTER (WHERE status = 'placed' AND hold_until IS NOT NULL) AS left
+FROM orders WHERE lcid IN ?`, lcids).Scan(&n).Error; err != nil {
+			return err
+		}
+		s.Expired, s.HoldsLeft = n.Expired, n.Left
+		if n.Left == 0 || !time.Now().Before(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
 // countEarlyPayments counts the payments sent before their order's placement that were
 // applied: parked in the order's turn until the placement, then applied in order.
 func (s *Summary) countEarlyPayments(ctx context.Context, db *gorm.DB, w Workload, viaWebhook map[string]string, cfg RunConfig) error {
@@ -587,6 +633,9 @@ func (s Summary) Print(out io.Writer) {
 	}
 	if s.EarlyPayments > 0 {
 		fmt.Fprintf(tw, "payments sent before their placement\t%d (%d applied in turn after it)\n", s.EarlyPayments, s.EarlyPaymentsApplied)
+	}
+	if s.Abandoned > 0 {
+		fmt.Fprintf(tw, "abandoned reservations\t%d (%d expired, %d still held)\n", s.Abandoned, s.Expired, s.HoldsLeft)
 	}
 	fmt.Fprintf(tw, "oversold SKUs\t%d\n", s.Oversold)
 	fmt.Fprintf(tw, "lots not conserved\t%d\n", s.Unconserved)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -35,6 +36,8 @@ func chaosCmd() *cobra.Command {
 	fs.IntVar(&cfg.Events, "events", chaos.EventsDefault, "least number of events sent, duplicates included (the orders follow)")
 	fs.Float64Var(&cfg.DuplicateShare, "duplicates", chaos.DuplicateShareDefault, "share of events delivered twice")
 	fs.Float64Var(&cfg.WarehouseShare, "warehouse", chaos.WarehouseShareDefault, "share of the events that are the warehouse's (loadgen's feed; 0: none)")
+	fs.Float64Var(&cfg.AbandonedShare, "abandoned", 0.05, "share of the orders that are abandoned checkouts: reserve orders with a short hold (--hold-for), never paid nor cancelled, which must each expire once (0: none)")
+	fs.DurationVar(&cfg.HoldFor, "hold-for", chaos.HoldForDefault, "the hold of an abandoned order")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed of the workload")
 	fs.DurationVar(&cfg.SendDuration, "duration", chaos.SendDurationDefault, "time the workload (and the faults) are spread over")
 	fs.DurationVar(&cfg.PGOutage, "pg-outage", chaos.PGOutageDefault, "how long PostgreSQL stays stopped")
@@ -57,6 +60,9 @@ func chaosCmd() *cobra.Command {
 func runChaos(ctx context.Context, w io.Writer, cfg chaos.Config, jsonOut bool) error {
 	if cfg.Events < 1 || cfg.SendDuration <= 0 || cfg.PGOutage < 0 || cfg.OrderWorkerKills < 1 {
 		return cli.Usagef("--events, --duration and --kills must be positive, --pg-outage not negative")
+	}
+	if cfg.AbandonedShare < 0 || cfg.AbandonedShare > 0.5 || cfg.HoldFor < time.Second {
+		return cli.Usagef("--abandoned must be within [0, 0.5] and --hold-for at least 1s")
 	}
 	if cfg.ReplicaLag == 0 {
 		cfg.ReplicaLag = -1 // none; zero in Config takes the default

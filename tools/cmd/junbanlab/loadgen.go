@@ -40,6 +40,7 @@ type loadgenOptions struct {
 	gateway, provider  string
 	workerMetrics      string
 	jsonOut            bool
+	expiryWait         time.Duration
 }
 
 func loadgenCmd() *cobra.Command {
@@ -68,6 +69,10 @@ func loadgenCmd() *cobra.Command {
 	fs.Float64Var(&spec.CancelShare, "cancel", spec.CancelShare, "share of orders cancelled")
 	fs.Float64Var(&spec.ChangeShare, "change", spec.ChangeShare, "share of orders whose lines change")
 	fs.Float64Var(&spec.ReserveShare, "reserve", spec.ReserveShare, "share of orders placed in reserve mode")
+	fs.Float64Var(&spec.AbandonedShare, "abandoned", 0, "share of the reserve orders abandoned: placed with a hold of -hold-for, never paid nor cancelled, expired by junban")
+	fs.DurationVar(&spec.HoldFor, "hold-for", 5*time.Second, "the hold of an abandoned order (its order.placed's hold_for)")
+	fs.Float64Var(&spec.ExtendShare, "extend", 0, "share of the abandoned orders whose hold is extended (to twice -hold-for) by an order.reservation_extended")
+	fs.DurationVar(&o.expiryWait, "expiry-wait", time.Minute, "with -abandoned: how long to wait, once every result is in, for the abandoned holds to expire")
 	fs.Float64Var(&spec.WarehouseShare, "warehouse", spec.WarehouseShare, "share of the events that are the warehouse's: lots registered and received, holds, damage, recalls, safety stock, new SKUs, returns (0: none)")
 	fs.IntVar(&spec.Window, "window", spec.Window, "orders under way at once (0: all from the start)")
 	fs.Float64Var(&o.rate, "rate", 0, "events per second (0: as fast as the queue takes them)")
@@ -126,7 +131,7 @@ func runLoadgen(ctx context.Context, w io.Writer, o loadgenOptions) error {
 		return err
 	}
 	rec := sendlatency.NewRecorder(send)
-	cfg := loadgen.RunConfig{Spec: spec, Rate: o.rate, Wait: o.wait, Progress: os.Stderr,
+	cfg := loadgen.RunConfig{Spec: spec, Rate: o.rate, Wait: o.wait, Progress: os.Stderr, ExpiryWait: o.expiryWait,
 		DLQDepth: func(ctx context.Context) (int, error) { return queueDepth(ctx, c, dlqURL) }}
 	if err := o.wire(&cfg, rec); err != nil {
 		return err
@@ -152,6 +157,10 @@ func (o loadgenOptions) check(spec loadgen.Spec) error {
 	}
 	if spec.WarehouseShare < 0 || spec.WarehouseShare > 0.5 || spec.Window < 0 {
 		return cli.Usagef("-warehouse must be within [0, 0.5] and -window not negative")
+	}
+	if spec.AbandonedShare < 0 || spec.AbandonedShare > 1 || spec.ExtendShare < 0 || spec.ExtendShare > 1 ||
+		(spec.AbandonedShare > 0 && spec.HoldFor < time.Second) {
+		return cli.Usagef("-abandoned and -extend must be within [0, 1], and -hold-for at least 1s with -abandoned")
 	}
 	if o.viaSNS < 0 || o.viaSNS > 1 || o.topic != "" && o.viaSNS == 0 {
 		return cli.Usagef("-via-sns must be within [0, 1], and above 0 with -topic")
