@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
@@ -96,6 +97,7 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 type env struct {
 	run, bins, logDir string
 	c                 *sqs.Client
+	producer          *prometheus.Registry // c's SQS counters
 	orders, results   queue.Pair
 	rc                redis.UniversalClient
 	admin, db         *gorm.DB
@@ -128,7 +130,8 @@ func setUp(ctx context.Context, cfg Config, o Options) (_ *env, err error) {
 	if e.logDir, err = os.MkdirTemp("", "junban-bench-cost-"); err != nil {
 		return nil, err
 	}
-	if e.c, err = queue.NewClient(ctx, cfg.SQS); err != nil {
+	e.producer = prometheus.NewRegistry()
+	if e.c, err = queue.NewClient(ctx, cfg.SQS, queue.CountRequests(e.producer)); err != nil {
 		return nil, err
 	}
 	if e.orders, err = queue.EnsurePair(ctx, e.c, e.run+"-orders", e.run+"-orders-dlq", 5, 30); err != nil {
@@ -228,7 +231,7 @@ func (e *env) load(ctx context.Context, o Options) (*Result, error) {
 	spec := Spec(e.run, o)
 	e.say("%d orders, %d SKUs, %.0f events/s offered, %d order-workers and a persist-worker (logs in %s)", spec.Orders, spec.SKUs, o.Rate, o.Workers, e.logDir)
 	rec := sendlatency.NewRecorder(pub)
-	before, err := take(ctx, procs, e.run, e.rc, e.db)
+	before, err := take(ctx, procs, e)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +239,7 @@ func (e *env) load(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	after, err := take(ctx, procs, e.run, e.rc, e.db)
+	after, err := take(ctx, procs, e)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +265,7 @@ func (e *env) idle(ctx context.Context, o Options) (*IdleResult, error) {
 		return nil, err
 	}
 	defer stop()
-	before, err := take(ctx, procs, e.run, e.rc, e.db)
+	before, err := take(ctx, procs, e)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +274,7 @@ func (e *env) idle(ctx context.Context, o Options) (*IdleResult, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	after, err := take(ctx, procs, e.run, e.rc, e.db)
+	after, err := take(ctx, procs, e)
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,8 @@ type Result struct {
 	SQS         []SQSRow `json:"sqs"`
 	SQSPerEvent float64  `json:"sqs_requests_per_event"`
 	SQSFailed   float64  `json:"sqs_requests_failed"`
+	// Producer is the sends of the benchmark's own producer: the shop's cost, not junban's.
+	Producer []SQSRow `json:"sqs_producer"`
 
 	PGXactsPerEvent float64 `json:"pg_transactions_per_event"`
 	PGRowsPerEvent  float64 `json:"pg_rows_written_per_event"`
@@ -110,7 +112,8 @@ func newResult(o Options, s loadgen.Summary, before, after *snapshot, inTurn sen
 	r.RedisEvalsha = (after.redisCalls["evalsha"] - before.redisCalls["evalsha"]) / n
 	slices.SortFunc(r.RedisTop, func(a, b Count) int { return cmp.Compare(b.PerEvent, a.PerEvent) })
 	r.RedisTop = r.RedisTop[:min(len(r.RedisTop), 8)]
-	r.SQS = sqsRows(before, after, n)
+	r.SQS = sqsRows(before.requests, after.requests, before.messages, after.messages, n)
+	r.Producer = sqsRows(before.producerRequests, after.producerRequests, before.producerMessages, after.producerMessages, n)
 	for _, row := range r.SQS {
 		r.SQSPerEvent += row.PerEvent
 		r.SQSFailed += row.Failed
@@ -126,7 +129,7 @@ func newResult(o Options, s loadgen.Summary, before, after *snapshot, inTurn sen
 }
 
 func newIdleResult(o Options, before, after *snapshot) *IdleResult {
-	r := &IdleResult{Seconds: o.Idle.Seconds(), WaitSeconds: 20, SQS: sqsRows(before, after, 1)}
+	r := &IdleResult{Seconds: o.Idle.Seconds(), WaitSeconds: 20, SQS: sqsRows(before.requests, after.requests, before.messages, after.messages, 1)}
 	for _, row := range r.SQS {
 		r.Requests += row.Requests
 	}
@@ -135,7 +138,7 @@ func newIdleResult(o Options, before, after *snapshot) *IdleResult {
 }
 
 // sqsRows are the deltas of the SQS counters by queue and action, per n events.
-func sqsRows(before, after *snapshot, n float64) []SQSRow {
+func sqsRows(req0, req1, msg0, msg1 map[sqsKey]float64, n float64) []SQSRow {
 	rows := map[[2]string]*SQSRow{}
 	row := func(k sqsKey) *SQSRow {
 		id := [2]string{k.Role, k.Action}
@@ -144,8 +147,8 @@ func sqsRows(before, after *snapshot, n float64) []SQSRow {
 		}
 		return rows[id]
 	}
-	for k, v := range after.requests {
-		d := v - before.requests[k]
+	for k, v := range req1 {
+		d := v - req0[k]
 		if d <= 0 {
 			continue
 		}
@@ -155,8 +158,8 @@ func sqsRows(before, after *snapshot, n float64) []SQSRow {
 			r.Failed += d
 		}
 	}
-	for k, v := range after.messages {
-		if d := v - before.messages[k]; d > 0 {
+	for k, v := range msg1 {
+		if d := v - msg0[k]; d > 0 {
 			row(k).Messages += d
 		}
 	}
@@ -221,6 +224,9 @@ func (r *Result) print(w io.Writer) {
 	}
 	if r.SQSFailed > 0 {
 		row("  failed (in the above)", fmt.Sprintf("%.0f requests", r.SQSFailed), "", "")
+	}
+	for _, s := range r.Producer {
+		row("  (producer, not junban) "+s.Queue+" "+s.Action, fmt.Sprintf("%s (%.1f messages each)", f2(s.PerEvent), s.MessagesPerRequest), "", "")
 	}
 	row("order-worker CPU (all)", ms(r.OrderWorkerCPUMS), ms(baseOrderCPU), "<= "+ms(targetOrderCPU))
 	for _, name := range slices.Sorted(maps.Keys(r.CPUMS)) {

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-	"gorm.io/gorm"
 
 	"github.com/junban/junban/tools/fleet"
 )
@@ -22,6 +21,9 @@ type snapshot struct {
 	// requests and messages are the processes' junban_sqs_requests_total and
 	// junban_sqs_messages_total summed over the processes, by sqsKey.
 	requests, messages map[sqsKey]float64
+	// producerRequests and producerMessages are the same counters of the benchmark's own
+	// client, the producer that sends the events (not junban's cost).
+	producerRequests, producerMessages map[sqsKey]float64
 	// redisCPU is Redis's used_cpu_sys + used_cpu_user (seconds).
 	redisCPU float64
 	// redisCalls is INFO commandstats' calls by command (lower case: "evalsha").
@@ -41,8 +43,31 @@ type pgStats struct {
 }
 
 // take reads everything at once (in sequence, as close together as it goes).
-func take(ctx context.Context, procs []*fleet.Proc, run string, rc redis.UniversalClient, db *gorm.DB) (*snapshot, error) {
-	s := &snapshot{cpu: map[string]float64{}, requests: map[sqsKey]float64{}, messages: map[sqsKey]float64{}}
+func take(ctx context.Context, procs []*fleet.Proc, e *env) (*snapshot, error) {
+	run, rc, db := e.run, e.rc, e.db
+	s := &snapshot{
+		cpu: map[string]float64{}, requests: map[sqsKey]float64{}, messages: map[sqsKey]float64{},
+		producerRequests: map[sqsKey]float64{}, producerMessages: map[sqsKey]float64{},
+	}
+	mfs, err := e.producer.Gather()
+	if err != nil {
+		return nil, err
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			k := sqsKey{role(labels["queue"], run), labels["action"], labels["error"]}
+			switch mf.GetName() {
+			case "junban_sqs_requests_total":
+				s.producerRequests[k] += m.GetCounter().GetValue()
+			case "junban_sqs_messages_total":
+				s.producerMessages[k] += m.GetCounter().GetValue()
+			}
+		}
+	}
 	for _, p := range procs {
 		lines, err := scrape(ctx, p.Addr, "process_cpu_seconds_total", "junban_sqs_requests_total", "junban_sqs_messages_total")
 		if err != nil {
@@ -59,7 +84,6 @@ func take(ctx context.Context, procs []*fleet.Proc, run string, rc redis.Univers
 			}
 		}
 	}
-	var err error
 	if s.redisCPU, s.redisCalls, err = redisCounters(ctx, rc); err != nil {
 		return nil, err
 	}
