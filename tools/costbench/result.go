@@ -190,9 +190,43 @@ const (
 	sqsListPricePerMillion, fifoPerMilli = 0.40, 0.50
 )
 
+// rounded is r with every figure rounded to 3 decimals, for --json.
+func (r *Result) rounded() *Result {
+	c := *r
+	for _, f := range []*float64{&c.ElapsedS, &c.EventsPerS, &c.OrderWorkerCPUMS, &c.PersistWorkerCPUMS, &c.RedisCPUMS,
+		&c.RedisCommands, &c.RedisEvalsha, &c.SQSPerEvent, &c.PGXactsPerEvent, &c.PGRowsPerEvent} {
+		*f = round3(*f)
+	}
+	c.CPUMS = map[string]float64{}
+	for k, v := range r.CPUMS {
+		c.CPUMS[k] = round3(v)
+	}
+	c.RedisTop = slices.Clone(r.RedisTop)
+	for i := range c.RedisTop {
+		c.RedisTop[i].PerEvent = round3(c.RedisTop[i].PerEvent)
+	}
+	c.SQS, c.Producer = roundRows(r.SQS), roundRows(r.Producer)
+	if r.Idle != nil {
+		idle := *r.Idle
+		idle.RequestsPerMinute, idle.SQS = round3(idle.RequestsPerMinute), roundRows(idle.SQS)
+		c.Idle = &idle
+	}
+	return &c
+}
+
+func roundRows(rows []SQSRow) []SQSRow {
+	out := slices.Clone(rows)
+	for i := range out {
+		out[i].PerEvent, out[i].MessagesPerRequest = round3(out[i].PerEvent), round3(out[i].MessagesPerRequest)
+	}
+	return out
+}
+
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
 func (r *Result) writeJSON(w io.Writer) error {
 	out := map[string]any{
-		"result": r,
+		"result": r.rounded(),
 		"baseline": map[string]any{
 			"sqs_requests_per_event": baseSQS, "order_worker_cpu_ms_per_event": baseOrderCPU,
 			"persist_worker_cpu_ms_per_event": basePersistCPU, "redis_cpu_ms_per_event": baseRedisCPU,
