@@ -142,7 +142,7 @@ func setUp(ctx context.Context, cfg Config, o Options) (_ *env, err error) {
 	}
 	e.cleanup = append(e.cleanup, func() {
 		for _, u := range []string{e.orders.URL, e.orders.DLQURL, e.results.URL, e.results.DLQURL} {
-			e.c.DeleteQueue(context.WithoutCancel(ctx), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+			_, _ = e.c.DeleteQueue(context.WithoutCancel(ctx), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
 		}
 	})
 	if err := e.openStores(ctx, cfg); err != nil {
@@ -191,7 +191,7 @@ func (e *env) openStores(ctx context.Context, cfg Config) (err error) {
 func (e *env) startFleet(ctx context.Context, workers, waitSeconds int) (procs []*fleet.Proc, stop func(), err error) {
 	stop = func() {
 		for _, p := range procs {
-			p.Stop(10 * time.Second)
+			_ = p.Stop(10 * time.Second) // best effort: the figures are taken
 		}
 	}
 	env := append(append([]string(nil), e.fleetEnv...), "JUNBAN_SQS_WAIT_SECONDS="+strconv.Itoa(waitSeconds))
@@ -223,7 +223,7 @@ func (e *env) load(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer pub.Stop(context.WithoutCancel(ctx))
+	defer func() { _ = pub.Stop(context.WithoutCancel(ctx)) }()
 	var progress io.Writer
 	if !o.JSON {
 		progress = os.Stderr

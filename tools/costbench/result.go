@@ -70,7 +70,7 @@ type SQSRow struct {
 	Action             string  `json:"action"`
 	Requests           float64 `json:"requests"`
 	Failed             float64 `json:"failed"`
-	PerEvent           float64 `json:"requests_per_event"`
+	PerEvent           float64 `json:"requests_per_event,omitempty"` // not for the idle fleet
 	Messages           float64 `json:"messages"`
 	MessagesPerRequest float64 `json:"messages_per_request"`
 }
@@ -130,8 +130,9 @@ func newResult(o Options, s loadgen.Summary, before, after *snapshot, inTurn sen
 
 func newIdleResult(o Options, before, after *snapshot) *IdleResult {
 	r := &IdleResult{Seconds: o.Idle.Seconds(), WaitSeconds: 20, SQS: sqsRows(before.requests, after.requests, before.messages, after.messages, 1)}
-	for _, row := range r.SQS {
+	for i, row := range r.SQS {
 		r.Requests += row.Requests
+		r.SQS[i].PerEvent = 0 // no events
 	}
 	r.RequestsPerMinute = r.Requests / o.Idle.Minutes()
 	return r
