@@ -247,7 +247,7 @@ func (f *fleet) equalsTheModel(t *testing.T, spec loadgen.Spec, s loadgen.Summar
 		t.Fatal(err)
 	}
 	model := ledger.NewModel(w.Loader())
-	states, _, err := domain.Replay(context.Background(), model, skusFirst(events), time.Now())
+	states, _, err := domain.Replay(context.Background(), model, domain.Policy{}, skusFirst(events), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

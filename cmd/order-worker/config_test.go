@@ -55,6 +55,9 @@ func TestConfigRefusesWhatLockhandoffWould(t *testing.T) {
 		"JUNBAN_MAX_WAIT_BYTES":        "1000",
 		"JUNBAN_REDIS_MIN_REPLICAS":    "-1",
 		"JUNBAN_REDIS_REPLICA_TIMEOUT": "0s",
+		// A negative TTL would make every default hold end before its order was placed.
+		"JUNBAN_RESERVATION_TTL":           "-1m",
+		"JUNBAN_RESERVATION_SCAN_INTERVAL": "0s",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(name, value)

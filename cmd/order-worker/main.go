@@ -110,6 +110,11 @@ type Config struct {
 	// cold Redis or after a data loss). Unbounded, a cold start could open one per
 	// handler, and a few replicas would exhaust max_connections; beyond it loads wait.
 	PGMaxConns int `env:"JUNBAN_PG_MAX_CONNS"`
+	// ReservationTTL is the hold of a reserve-mode order.placed that names none, from its
+	// occurred_at (domain.Policy); 0: such a reservation never expires.
+	ReservationTTL time.Duration `env:"JUNBAN_RESERVATION_TTL"`
+	// ReservationScanInterval is how often the worker looks for due holds (order.Scanner).
+	ReservationScanInterval time.Duration `env:"JUNBAN_RESERVATION_SCAN_INTERVAL"`
 }
 
 // SetDefaults takes every default from the package that owns the setting.
@@ -135,6 +140,7 @@ func (c *Config) SetDefaults() {
 	c.OpRetention = ledger.OpRetentionDefault
 	c.WaitTimeSeconds = queue.WaitTimeSecondsDefault
 	c.PGMaxConns = order.PGMaxConnsDefault
+	c.ReservationScanInterval = order.ScanIntervalDefault
 }
 
 // Validate checks what the parser cannot.
@@ -178,14 +184,14 @@ func (c Config) Validate() error {
 	if c.DrainMaxEvents < 1 {
 		p = append(p, errors.New("JUNBAN_DRAIN_MAX_EVENTS: must be at least 1"))
 	}
-	if c.DrainMaxTime <= 0 || c.SweepInterval <= 0 {
-		p = append(p, errors.New("JUNBAN_DRAIN_MAX_TIME, JUNBAN_SWEEP_INTERVAL: must be positive"))
+	if c.DrainMaxTime <= 0 || c.SweepInterval <= 0 || c.ReservationScanInterval <= 0 {
+		p = append(p, errors.New("JUNBAN_DRAIN_MAX_TIME, JUNBAN_SWEEP_INTERVAL, JUNBAN_RESERVATION_SCAN_INTERVAL: must be positive"))
 	}
 	if c.PGMaxConns < 1 {
 		p = append(p, errors.New("JUNBAN_PG_MAX_CONNS: must be at least 1"))
 	}
-	if c.DetachedTurns < 0 {
-		p = append(p, errors.New("JUNBAN_DETACHED_TURNS: must not be negative"))
+	if c.DetachedTurns < 0 || c.ReservationTTL < 0 {
+		p = append(p, errors.New("JUNBAN_DETACHED_TURNS, JUNBAN_RESERVATION_TTL: must not be negative"))
 	}
 	if c.WaitTimeSeconds < 1 || c.WaitTimeSeconds > 20 {
 		p = append(p, errors.New("JUNBAN_SQS_WAIT_SECONDS: must be 1..20"))
@@ -365,8 +371,20 @@ func newProcessor(cfg Config, log *zap.Logger, d *deps, results *queue.Publisher
 	return order.New(order.Config{
 		Redis: d.rc, Ledger: led, Publisher: results, DeadLetter: deadLetter, Logger: log, Registerer: d.reg,
 		Prefix: cfg.KeyPrefix, DoneRetention: cfg.DoneRetention, ParkTimeout: cfg.ParkTimeout,
-		Loader: order.PGLoader{DB: d.db}, Replication: d.repl,
+		Loader: order.PGLoader{DB: d.db}, Replication: d.repl, Policy: domain.Policy{ReservationTTL: cfg.ReservationTTL},
 	})
+}
+
+// startScanner starts the scanner of the due holds, which submits their expiry into the
+// turns.
+func startScanner(ctx context.Context, cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handoff) (*order.Scanner, error) {
+	s, err := order.NewScanner(order.ScannerConfig{Redis: d.rc, Turns: turns, Prefix: cfg.KeyPrefix,
+		Interval: cfg.ReservationScanInterval, Logger: log, Registerer: d.reg})
+	if err != nil {
+		return nil, err
+	}
+	s.Start(ctx)
+	return s, nil
 }
 
 // deadLetterKeys are the ids on a FIFO DLQ of an event the order-worker dead-letters from
@@ -420,12 +438,17 @@ func startTurns(ctx context.Context, cfg Config, log *zap.Logger, d *deps, pubs 
 	if err := turns.Start(ctx); err != nil {
 		return nil, err
 	}
+	scanner, err := startScanner(ctx, cfg, log, d, turns)
+	if err != nil {
+		return nil, err
+	}
 	// On shutdown, every turn leaves after the envelope it runs, with a nudge for its
 	// backlog: those of the consumer's handlers, and the detached ones, which no handler
 	// waits for. A detached turn whose handler still runs when the consumer's handlers are
 	// cut short is cut short too (Stop's bound). The Stop after the consumer has returned
 	// waits for them all.
 	context.AfterFunc(ctx, func() {
+		scanner.Stop() // before the turns: a scan submits into them
 		bound, cancel := context.WithTimeout(context.Background(), queue.HandlerBudget(cfg.ShutdownBudget))
 		defer cancel()
 		_ = turns.Stop(bound) // past the bound, the turns cut short left their envelopes in proc

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -215,6 +216,13 @@ func (f *fleet) verify(w loadgen.Workload) {
 	for _, e := range w.Events {
 		byID[e.EventID] = e
 	}
+	// The expiries are the workers' own events: each comes into the model from its result,
+	// at its arrival in its order's turn, as the worker submitted it (order.ExpiryEvent).
+	for id, rs := range f.results {
+		if _, sent := byID[id]; !sent && rs[0].Type == event.OrderReservationExpired {
+			byID[id] = expiryOf(f.t, rs[0])
+		}
+	}
 	// Every copy of a result is the same result.
 	var firsts []event.Result
 	for id, rs := range f.results {
@@ -235,7 +243,7 @@ func (f *fleet) verify(w loadgen.Workload) {
 		f.t.Fatal(err)
 	}
 	model := ledger.NewModel(w.Loader())
-	states, want, err := domain.Replay(ctx, model, events, time.Now())
+	states, want, err := domain.Replay(ctx, model, domain.Policy{}, events, time.Now())
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -288,6 +296,26 @@ func (f *fleet) verify(w loadgen.Workload) {
 			f.t.Errorf("%s lots\nredis %s\nmodel %s", sku, a, b)
 		}
 	}
+}
+
+// expiryOf is the order.reservation_expired a worker submitted for r: its hold is in its
+// event id (event.ExpiryEventID).
+func expiryOf(t *testing.T, r event.Result) event.Order {
+	t.Helper()
+	parts := strings.SplitN(r.EventID, ":", 3)
+	us, err := strconv.ParseInt(parts[min(1, len(parts)-1)], 10, 64)
+	if err != nil || len(parts) != 3 || event.ExpiryEventID(r.LCID, time.UnixMicro(us)) != r.EventID {
+		t.Fatalf("%s is no expiry event id of %s", r.EventID, r.LCID)
+	}
+	body, err := order.ExpiryEvent(r.LCID, time.UnixMicro(us))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o event.Order
+	if err := json.Unmarshal(body, &o); err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
 
 // inArrivalOrder is domain.InArrivalOrder with the SKUs' entities (the warehouse's
@@ -398,6 +426,76 @@ func TestWorkerProcessesMatchTheReferenceModel(t *testing.T) {
 			f.collect(distinctIDs(w.Events), 3*time.Minute, nil)
 			f.verify(w)
 		})
+	}
+}
+
+// Reservations that expire in a run of two workers: orders held for a second and never
+// paid expire (the workers' scanners submit their expiry), orders paid at once do not,
+// orders paid after their expiry have the payment refused ERR_RESERVATION_EXPIRED, and
+// an extension sent right after its placement races the expiry. The run equals the model
+// replaying every event, the workers' expiries included, where each reached its turn; the
+// stock the expired orders held is sellable again.
+func TestExpiringReservationsMatchTheReferenceModel(t *testing.T) {
+	f := newFleet(t)
+	f.env = append(f.env, "JUNBAN_RESERVATION_SCAN_INTERVAL=100ms")
+	stock := []ledger.SKU{{SKU: "H-SKU", Lots: []ledger.Lot{{LotID: "L1", Kind: ledger.KindOnHand, Good: true,
+		BestBefore: "2027-01-01", RegSeq: 1, ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 1000}}}}
+	w := loadgen.Workload{Inventory: stock}
+	f.seed(w)
+	f.start(2)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	mk := func(lcid string, typ event.Type, data any) event.Order {
+		e := event.Order{EventID: fmt.Sprintf("%s-%s", lcid, typ), Type: typ, LCID: lcid, OccurredAt: now}
+		if data != nil {
+			e.Data, _ = json.Marshal(data)
+		}
+		return e
+	}
+	place := func(lcid, holdFor string) event.Order {
+		return mk(lcid, event.OrderPlaced, event.OrderData{Mode: ledger.ModeReserve, TargetDate: "2026-12-01",
+			Lines: []event.Line{{LineID: "1", SKU: "H-SKU", Qty: 3}}, Hold: event.Hold{HoldFor: holdFor}})
+	}
+	var first, late []event.Order
+	expiries := map[string]bool{}
+	for i := range 8 {
+		lcid := fmt.Sprintf("H-%d", i)
+		w.Orders = append(w.Orders, lcid)
+		switch i % 4 {
+		case 0: // abandoned: expires
+			first = append(first, place(lcid, "1s"))
+			expiries[event.ExpiryEventID(lcid, now.Add(time.Second))] = true
+		case 1: // paid at once, with an hour to spare: never expires
+			first = append(first, place(lcid, "1h"), mk(lcid, event.PaymentConfirmed, nil))
+		case 2: // paid after it expired
+			first = append(first, place(lcid, "1s"))
+			expiries[event.ExpiryEventID(lcid, now.Add(time.Second))] = true
+			late = append(late, mk(lcid, event.PaymentConfirmed, nil))
+		case 3: // extended right away: the extension and the expiry race
+			first = append(first, place(lcid, "1s"), mk(lcid, event.OrderReservationExtended, event.ReservationExtendedData{Hold: event.Hold{HoldFor: "1h"}}))
+		}
+	}
+	w.Events = append(first, late...)
+	f.send(first)
+	f.collect(distinctIDs(first), time.Minute, nil)
+	f.collect(expiries, time.Minute, nil)
+	f.send(late)
+	f.collect(distinctIDs(late), time.Minute, nil)
+	f.verify(w)
+	for _, e := range late {
+		if r := f.results[e.EventID][0]; r.Outcome != event.Rejected || r.Reason != domain.ReasonReservationExpired {
+			t.Errorf("%s: a payment after the expiry %s %s, want rejected %s", e.EventID, r.Outcome, r.Reason, domain.ReasonReservationExpired)
+		}
+	}
+	for id := range expiries {
+		if r := f.results[id][0]; r.Outcome != event.Applied || r.Order.Status != event.StatusExpired {
+			t.Errorf("%s: %s %s, want applied and the order expired", id, r.Outcome, r.Reason)
+		}
+	}
+	for _, lcid := range []string{"H-1", "H-5"} {
+		st, err := order.LoadState(context.Background(), f.rc, f.prefix, lcid)
+		if err != nil || st.Order == nil || !st.Order.Paid || st.Order.HoldUntil != nil || st.Order.Status != event.StatusPlaced {
+			t.Errorf("%s paid at once: %+v (%v)", lcid, st.Order, err)
+		}
 	}
 }
 

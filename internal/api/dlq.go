@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/junban/junban/internal/tracing"
+
 	"go.uber.org/zap"
 
 	"github.com/junban/junban/internal/dlq"
@@ -81,7 +83,7 @@ func (s *Server) redriveDLQ(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rep, err := dlq.Redrive(r.Context(), s.d.SQS, s.d.Queues, dlq.RedriveOptions{DLQ: name, To: req.To, Max: req.Max})
-	s.log.Info("api: dlq redrive", zap.String("dlq", name), zap.Int("moved", rep.Total()), zap.Int("repeats", rep.Repeats), zap.Error(err))
+	s.log.Info("api: dlq redrive", append(tracing.LogFields(r.Context()), zap.String("dlq", name), zap.Int("moved", rep.Total()), zap.Int("repeats", rep.Repeats), zap.Error(err))...)
 	if errors.Is(err, dlq.ErrBadTarget) {
 		return badRequest("%v", err)
 	}

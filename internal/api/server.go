@@ -11,7 +11,12 @@ import (
 	"net/http"
 	"path"
 	"strconv"
+	"strings"
 	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+
+	"github.com/junban/junban/internal/tracing"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
@@ -122,7 +127,10 @@ type Server struct {
 	log  *zap.Logger
 	auth *authenticator
 	mux  *http.ServeMux
-	m    *metrics
+	// traced is mux in a server span per request (OpenTelemetry's net/http
+	// instrumentation), continuing the trace a traceparent header names.
+	traced http.Handler
+	m      *metrics
 	// avail keeps availability answers by SKU version (GET /v1/skus/{sku}/availability).
 	avail *availCache
 }
@@ -141,6 +149,7 @@ func New(cfg ServerConfig) (*Server, error) {
 	}
 	d, o := cfg.Deps, cfg.Options
 	s := &Server{d: d, o: o, log: cfg.Logger, auth: newAuthenticator(o.ReadTokens, o.AdminTokens), mux: http.NewServeMux(), avail: newAvailCache()}
+	s.traced = traceRequests(s.mux)
 	s.m = &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "junban_api_requests_total", Help: "API requests by route and status code.",
@@ -251,7 +260,21 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.traced.ServeHTTP(w, r) }
+
+// traceRequests wraps mux in a server span per request, named by its route pattern.
+func traceRequests(mux http.Handler) http.Handler {
+	return otelhttp.NewHandler(mux, "junban-api",
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+			switch {
+			case r.Pattern == "":
+				return r.Method
+			case strings.Contains(r.Pattern, " "):
+				return r.Pattern
+			}
+			return r.Method + " " + r.Pattern
+		}))
+}
 
 // apiError is an error with the answer it deserves.
 type apiError struct {
@@ -288,7 +311,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		writeProblem(w, r, http.StatusServiceUnavailable, ProblemUnavailable, fmt.Sprintf("the request did not finish within %v", s.o.RequestTimeout), "")
 	default:
-		s.log.Warn("api: request failed", zap.String("path", r.URL.Path), zap.Error(err))
+		s.log.Warn("api: request failed", append(tracing.LogFields(r.Context()), zap.String("path", r.URL.Path), zap.Error(err))...)
 		writeProblem(w, r, http.StatusServiceUnavailable, ProblemUnavailable, "Redis, PostgreSQL or SQS failed; the log has the error", "")
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/junban/junban/internal/tracing"
+
 	"go.uber.org/zap"
 
 	"github.com/junban/junban/internal/lockhandoff"
@@ -144,7 +146,7 @@ func (s *Server) skipTurn(w http.ResponseWriter, r *http.Request) error {
 	}
 	_ = json.Unmarshal(env, &h) // for the log line and the answer only
 	ans.EventID, ans.Type = h.EventID, h.Type
-	s.log.Info("api: turn skip asked", zap.String("lcid", lcid), zap.String("event_id", h.EventID), zap.Bool("nudged", ans.Nudged), zap.NamedError("nudge_error", err))
+	s.log.Info("api: turn skip asked", append(tracing.LogFields(r.Context()), zap.String("lcid", lcid), zap.String("event_id", h.EventID), zap.Bool("nudged", ans.Nudged), zap.NamedError("nudge_error", err))...)
 	writeJSON(w, http.StatusAccepted, ans)
 	return nil
 }

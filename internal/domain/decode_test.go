@@ -43,6 +43,9 @@ func TestDecodeRejectsBadInputWithAReason(t *testing.T) {
 		{"adjust by zero", `{"event_id":"e1","type":"inventory.adjusted","data":{"sku":"S","lot_id":"L","delta":0,"reason":"count"}}`, ReasonInvalidQuantity},
 		{"receive without lot", `{"event_id":"e1","type":"inventory.received","data":{"sku":"S","best_before":"2027-01-01"}}`, ReasonMissingField},
 		{"oversized", `{"event_id":"e1","type":"payment.confirmed","lcid":"` + strings.Repeat("x", MaxEventBytes) + `"}`, ReasonTooLarge},
+		{"hold_until not a time", placed(`{"mode":"reserve","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"S","qty":1}],"hold_until":"tomorrow"}`), ReasonMalformedJSON},
+		{"expiry without its hold", `{"event_id":"e1","type":"order.reservation_expired","lcid":"LC-1","data":{}}`, ReasonMissingField},
+		{"extension with an unknown field", `{"event_id":"e1","type":"order.reservation_extended","lcid":"LC-1","data":{"hold_until":"2026-12-01T00:00:00Z","days":3}}`, ReasonMalformedJSON},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -150,7 +153,11 @@ func FuzzDecode(f *testing.F) {
 		`{"event_id":"e1","TYPE":"payment.confirmed","LCID":"sku:X"}`,
 		`{"event_id":"e1","type":"payment.confirmed","lcid":"L","data":{"x":[1,2]},"extra":1}`,
 		`{"event_id":"e1","type":"inventory.held","lcid":"LC-1","data":{"sku":"S","lot_id":"L","qty":1,"reason":"r"}}`,
-		`{"event_id":"e1","type":"junban.drain","lcid":"sku:{x}"}`} {
+		`{"event_id":"e1","type":"junban.drain","lcid":"sku:{x}"}`,
+		`{"event_id":"e1","type":"order.placed","lcid":"L","occurred_at":"2026-12-01T09:00:00Z","data":{"mode":"reserve","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"S","qty":1}],"hold_until":"2026-12-01T18:00:00.1234567-05:00"}}`,
+		`{"event_id":"e1","type":"order.placed","lcid":"L","data":{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"S","qty":1}],"hold_for":"-1h","hold_until":"0001-01-01T00:00:00Z"}}`,
+		`{"event_id":"e1","type":"order.reservation_extended","lcid":"L","data":{"hold_for":"1e9h"}}`,
+		`{"event_id":"e1","type":"order.reservation_expired","lcid":"L","data":{"hold_until":"9999-12-31T23:59:59.999999999Z"}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -256,6 +263,29 @@ func sameEvent(a, b Event) bool {
 	a.Data, b.Data = nil, nil
 	a.rawLength, b.rawLength = 0, 0
 	return reflect.DeepEqual(a, b)
+}
+
+// A hold's instant decodes in UTC, truncated to microseconds (the snapshot's, the due
+// index's and PostgreSQL's precision), whatever offset and precision it came with, so
+// that an order.reservation_expired names the hold exactly as the order keeps it.
+func TestDecodeNormalizesHolds(t *testing.T) {
+	want := time.Date(2026, 12, 1, 9, 30, 0, 123456000, time.UTC)
+	samples := sampleBodies("LC-1")
+	ev, err := Decode([]byte(samples[event.OrderReservationExpired]), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ev.Payload().(*event.ReservationExpiredData).HoldUntil; !got.Equal(want) || got.Location() != time.UTC {
+		t.Errorf("expiry's hold_until %v, want %v", got, want)
+	}
+	body := `{"event_id":"e1","type":"order.placed","lcid":"L","data":{"mode":"reserve","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"S","qty":1}],"hold_until":"2026-12-01T18:30:00.123456999+09:00"}}`
+	ev, err = Decode([]byte(body), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ev.Payload().(*event.OrderData).HoldUntil; got == nil || !got.Equal(want) || got.Location() != time.UTC {
+		t.Errorf("order.placed's hold_until %v, want %v", got, want)
+	}
 }
 
 // manyLines is an order.placed of n lines on one SKU.
@@ -398,13 +428,16 @@ func sampleBodies(lcid string) map[event.Type]string {
 		event.InventoryReleasedHold:       sku(event.InventoryReleasedHold, `{"sku":"SKU-B","lot_id":"L1","qty":2,"reason":"inspection passed"}`),
 		event.InventoryDamaged:            sku(event.InventoryDamaged, `{"sku":"SKU-B","lot_id":"L1","qty":1,"reason":"dropped"}`),
 		event.InventoryLotRecalled:        sku(event.InventoryLotRecalled, `{"sku":"SKU-B","lot_id":"L1","reason":"supplier recall"}`),
+		event.OrderReservationExtended:    order(event.OrderReservationExtended, `{"hold_for":"30m"}`),
+		event.OrderReservationExpired:     order(event.OrderReservationExpired, `{"hold_until":"2026-12-01T18:30:00.123456789+09:00"}`),
 		event.Drain:                       order(event.Drain, ""),
 	}
 }
 
 // orderTypes are the types whose entity is their lcid.
 var orderTypes = []event.Type{event.OrderPlaced, event.OrderLinesChanged, event.PaymentConfirmed,
-	event.OrderAllocateForShipment, event.OrderCancelled, event.OrderShipped, event.OrderReturned}
+	event.OrderAllocateForShipment, event.OrderCancelled, event.OrderShipped, event.OrderReturned,
+	event.OrderReservationExtended, event.OrderReservationExpired}
 
 // Every Type constant of internal/event has a sample body, and each decodes.
 func TestSampleBodiesCoverEveryType(t *testing.T) {

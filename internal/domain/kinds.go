@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/junban/junban/internal/event"
 )
@@ -152,7 +153,9 @@ func init() {
 		Type: event.OrderPlaced, Entity: OnOrder, Result: OrderLines,
 		Doc:     "a new order: its lines are allocated (mode ship) or reserved (mode reserve) for its target date",
 		Example: event.OrderData{Mode: event.ModeShip, TargetDate: "2026-12-03", Lines: lines3},
-		Check:   func(d *event.OrderData, lim Limits) error { return validateLines(event.OrderPlaced, d, lim.maxLines()) },
+		Check: func(d *event.OrderData, lim Limits) error {
+			return cmp.Or(validateLines(event.OrderPlaced, d, lim.maxLines()), checkHold(&d.Hold))
+		},
 		Step: func(t *txn, cur *event.OrderSnapshot, d *event.OrderData) (transition, error) {
 			return t.placed(cur, d)
 		},
@@ -162,7 +165,7 @@ func init() {
 		Doc:     "the order's lines become these: lowered and removed lines give units back, raised and new ones allocate",
 		Example: event.OrderData{Lines: []event.Line{{LineID: "1", SKU: "SKU-0001", Qty: 3}}},
 		Check: func(d *event.OrderData, lim Limits) error {
-			return validateLines(event.OrderLinesChanged, d, lim.maxLines())
+			return cmp.Or(validateLines(event.OrderLinesChanged, d, lim.maxLines()), checkHold(&d.Hold))
 		},
 		Step: func(t *txn, cur *event.OrderSnapshot, d *event.OrderData) (transition, error) {
 			return t.linesChanged(cur, d)
@@ -199,6 +202,25 @@ func init() {
 		Check:   func(d *event.ReturnedData, lim Limits) error { return validateReturn(d, lim.maxLines()) },
 		Step: func(t *txn, cur *event.OrderSnapshot, d *event.ReturnedData) (transition, error) {
 			return t.returned(cur, d)
+		},
+	})
+	holdUntil := time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)
+	register(spec[event.ReservationExtendedData]{
+		Type: event.OrderReservationExtended, Entity: OnOrder, Result: OrderLines,
+		Doc:     "a reserve-mode order's hold moves to hold_until, or to hold_for after occurred_at",
+		Example: event.ReservationExtendedData{Hold: event.Hold{HoldUntil: &holdUntil}},
+		Check:   func(d *event.ReservationExtendedData, _ Limits) error { return checkHold(&d.Hold) },
+		Step: func(t *txn, cur *event.OrderSnapshot, d *event.ReservationExtendedData) (transition, error) {
+			return t.extended(cur, d)
+		},
+	})
+	register(spec[event.ReservationExpiredData]{
+		Type: event.OrderReservationExpired, Entity: OnOrder, Result: OrderLines,
+		Doc:     "junban's own: the order's hold_until passed; its reserved units go back to sale and the order is expired",
+		Example: event.ReservationExpiredData{HoldUntil: holdUntil},
+		Check:   checkExpired,
+		Step: func(t *txn, cur *event.OrderSnapshot, d *event.ReservationExpiredData) (transition, error) {
+			return t.expired(cur, d)
 		},
 	})
 	register(spec[event.InventoryReceivedData]{

@@ -29,7 +29,7 @@ type Rerun struct {
 
 // RerunEvent runs ev against st (Step's one event, without the parked ones) through l,
 // recording what each ledger operation answered.
-func RerunEvent(ctx context.Context, l Ledger, st State, ev Event, arrival int64, now time.Time) Rerun {
+func RerunEvent(ctx context.Context, l Ledger, pol Policy, st State, ev Event, arrival int64, now time.Time) Rerun {
 	rec := &recorder{next: l}
 	run := Rerun{State: st}
 	func() {
@@ -38,7 +38,7 @@ func RerunEvent(ctx context.Context, l Ledger, st State, ev Event, arrival int64
 				run.Err = fmt.Errorf("domain: step panicked: %v", r)
 			}
 		}()
-		run.Result, run.Parked, run.Err = apply(ctx, rec, &run.State, ev, arrival, now)
+		run.Result, run.Parked, run.Err = apply(ctx, rec, pol, &run.State, ev, arrival, now)
 	}()
 	run.Completed = rec.irreversible
 	run.all, run.open = rec.all, rec.open

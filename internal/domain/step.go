@@ -38,6 +38,15 @@ const (
 	// ReasonReturnExceedsShipped rejects an order.returned of more units of a line than
 	// were shipped and not returned yet.
 	ReasonReturnExceedsShipped = "ERR_RETURN_EXCEEDS_SHIPPED"
+	// ReasonReservationExpired refuses an event that needs the reservation of an order that
+	// expired (a payment included: it is recorded, refused, and the shop decides).
+	ReasonReservationExpired = "ERR_RESERVATION_EXPIRED"
+	// ReasonHoldNotDue refuses an order.reservation_expired whose hold has moved since it
+	// was found due (extended, or ended by a payment or an allocation for shipment).
+	ReasonHoldNotDue = "ERR_HOLD_NOT_DUE"
+	// ReasonInvalidHold refuses a hold the order cannot take: on a ship-mode order, on an
+	// order that is not placed in reserve mode, or one that ends before the event occurred.
+	ReasonInvalidHold = "ERR_INVALID_HOLD"
 )
 
 // State is everything junban keeps of one entity in its turn: the order (nil before
@@ -67,7 +76,7 @@ type Parked struct {
 // itself yields none when it is parked). Ledger operations carry op ids derived from
 // the event, so a re-run of the same step with the same state gets the same answers.
 // A returned error is transient (Redis unreachable): nothing must be committed.
-func Step(ctx context.Context, l Ledger, st State, ev Event, arrival int64, now time.Time) (State, []event.Result, error) {
+func Step(ctx context.Context, l Ledger, pol Policy, st State, ev Event, arrival int64, now time.Time) (State, []event.Result, error) {
 	for _, p := range st.Parked {
 		if p.EventID() == ev.EventID {
 			return st, nil, nil // a redelivery of a parked event: already in custody here
@@ -75,7 +84,7 @@ func Step(ctx context.Context, l Ledger, st State, ev Event, arrival int64, now 
 	}
 	st.Parked = slices.Clone(st.Parked)
 	var results []event.Result
-	res, parked, err := apply(ctx, l, &st, ev, arrival, now)
+	res, parked, err := apply(ctx, l, pol, &st, ev, arrival, now)
 	if err != nil {
 		return State{}, nil, err
 	}
@@ -97,7 +106,7 @@ func Step(ctx context.Context, l Ledger, st State, ev Event, arrival int64, now 
 			if err != nil {
 				return State{}, nil, fmt.Errorf("order: parked event no longer decodes: %w", err)
 			}
-			res, stillParked, err := apply(ctx, l, &st, pev, p.Arrival, now)
+			res, stillParked, err := apply(ctx, l, pol, &st, pev, p.Arrival, now)
 			if err != nil {
 				return State{}, nil, err
 			}
@@ -124,8 +133,8 @@ func (p Parked) EventID() string {
 
 // apply runs one event against st (changing it on success) and returns its result, or
 // parked=true when its precondition does not hold yet.
-func apply(ctx context.Context, l Ledger, st *State, ev Event, arrival int64, now time.Time) (event.Result, bool, error) {
-	t := &txn{ctx: ctx, l: l, ev: ev, gen: st.Requeued[ev.EventID], skus: map[skuAt]ledger.SKU{}}
+func apply(ctx context.Context, l Ledger, pol Policy, st *State, ev Event, arrival int64, now time.Time) (event.Result, bool, error) {
+	t := &txn{ctx: ctx, l: l, pol: pol, now: now, ev: ev, gen: st.Requeued[ev.EventID], skus: map[skuAt]ledger.SKU{}}
 	var (
 		tr  transition
 		err error
@@ -197,6 +206,8 @@ func compareSKUAt(a, b ledger.SKU) int {
 type txn struct {
 	ctx   context.Context
 	l     Ledger
+	pol   Policy
+	now   time.Time // the step's clock: only for a default hold of an event without occurred_at
 	ev    Event
 	gen   int // State.Requeued of the event
 	moves []ledger.Move
@@ -418,11 +429,19 @@ func (t *txn) placed(cur *event.OrderSnapshot, d *event.OrderData) (transition, 
 	if cur != nil {
 		return rejected(ReasonOrderExists)
 	}
-	held, reason, err := t.allocateLines(d.Lines, d.TargetDate, d.Mode, "alloc")
-	if err != nil {
+	o := &event.OrderSnapshot{LCID: t.ev.LCID, Mode: d.Mode, TargetDate: d.TargetDate}
+	hold, refusal := t.placedHold(d)
+	var (
+		held   [][]ledger.LotQty
+		reason string
+		err    error
+	)
+	if refusal != "" {
+		t.refusals = append(t.refusals, refusal)
+		reason = ReasonInvalidHold
+	} else if held, reason, err = t.allocateLines(d.Lines, d.TargetDate, d.Mode, "alloc"); err != nil {
 		return transition{}, err
 	}
-	o := &event.OrderSnapshot{LCID: t.ev.LCID, Mode: d.Mode, TargetDate: d.TargetDate}
 	if reason != "" {
 		o.Status = event.StatusRejected
 		for _, ln := range d.Lines {
@@ -431,6 +450,7 @@ func (t *txn) placed(cur *event.OrderSnapshot, d *event.OrderData) (transition, 
 		return transition{next: o, reason: reason}, nil
 	}
 	o.Status = event.StatusPlaced
+	o.HoldUntil = hold
 	o.Allocation = "reserved"
 	if d.Mode == ledger.ModeShip {
 		o.Allocation = "allocated"
@@ -457,17 +477,24 @@ func paymentConfirmed(cur *event.OrderSnapshot) transition {
 	if cur == nil {
 		return transition{park: true}
 	}
+	if reason, expired := needsReservation(cur); expired {
+		return transition{reason: reason}
+	}
 	if reason, done := finished(cur, ""); done {
 		return transition{reason: reason}
 	}
 	o := clone(cur)
 	o.Paid = true
+	o.HoldUntil = nil // a paid order's reservation no longer expires
 	return transition{next: o}
 }
 
 func (t *txn) allocateForShipment(cur *event.OrderSnapshot) (transition, error) {
 	if cur == nil {
 		return transition{park: true}, nil
+	}
+	if reason, expired := needsReservation(cur); expired {
+		return transition{reason: reason}, nil
 	}
 	if reason, done := finished(cur, ""); done {
 		return transition{reason: reason}, nil
@@ -482,6 +509,7 @@ func (t *txn) allocateForShipment(cur *event.OrderSnapshot) (transition, error) 
 	}
 	o := clone(cur)
 	o.Allocation = "allocated"
+	o.HoldUntil = nil // allocated for shipment: the units are the order's until it ships or is cancelled
 	return transition{next: o}, nil
 }
 
@@ -501,8 +529,14 @@ type skuChange struct {
 // refuses, apply undoes the SKUs changed before it, and no release but a growing SKU's has
 // been seen by other orders by then.
 func (t *txn) linesChanged(cur *event.OrderSnapshot, d *event.OrderData) (transition, error) {
+	if holdSet(d.Hold) {
+		return t.invalidHold("order.lines_changed takes no hold (order.reservation_extended moves it)")
+	}
 	if cur == nil {
 		return transition{park: true}, nil
+	}
+	if reason, expired := needsReservation(cur); expired {
+		return rejected(reason)
 	}
 	if reason, done := finished(cur, ""); done {
 		return transition{reason: reason}, nil
@@ -656,6 +690,9 @@ func (t *txn) cancelled(cur *event.OrderSnapshot) (transition, error) {
 	if cur == nil {
 		return transition{park: true}, nil
 	}
+	if cur.Status == event.StatusExpired {
+		return transition{}, nil // its reservation was released already: nothing left to cancel
+	}
 	if reason, done := finished(cur, event.StatusCancelled); done {
 		return transition{reason: reason}, nil
 	}
@@ -672,6 +709,7 @@ func (t *txn) cancelled(cur *event.OrderSnapshot) (transition, error) {
 	}
 	o := clone(cur)
 	o.Status = event.StatusCancelled
+	o.HoldUntil = nil
 	for i := range o.Lines {
 		o.Lines[i].Lots = nil
 	}
@@ -681,6 +719,9 @@ func (t *txn) cancelled(cur *event.OrderSnapshot) (transition, error) {
 func (t *txn) shipped(cur *event.OrderSnapshot) (transition, error) {
 	if cur == nil {
 		return transition{park: true}, nil
+	}
+	if reason, expired := needsReservation(cur); expired {
+		return transition{reason: reason}, nil
 	}
 	if reason, done := finished(cur, event.StatusShipped); done {
 		return transition{reason: reason}, nil

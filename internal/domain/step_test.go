@@ -207,8 +207,10 @@ type transitionCase struct {
 	tamper ledger.Op
 	// between runs during the step.
 	between *interleave
-	ev      event.Order
-	want    expect
+	// pol is the policy of every step of the case (its reservation TTL).
+	pol  domain.Policy
+	ev   event.Order
+	want expect
 }
 
 // expect is what a case's step must do.
@@ -221,6 +223,8 @@ type expect struct {
 	// order is the order of the event's entity after: "<status>/<allocation or ->/<paid or
 	// unpaid>", "" for none.
 	order string
+	// hold is the order's hold_until after (RFC 3339, UTC), "" for none.
+	hold string
 	// lines, when set, are the order's lines after.
 	lines []event.SnapshotLine
 	// lots are the buckets after of the lots the event changes ("<sku>/<lot>"); every other
@@ -523,7 +527,7 @@ func transitionCases() []transitionCase {
 // Last, every kind the registry declares but junban.drain has a case in which it applies
 // and one in which it is rejected: a kind registered later fails here until it has both.
 func TestEveryTransitionAgainstTheModel(t *testing.T) {
-	cases := transitionCases()
+	cases := append(transitionCases(), holdCases()...)
 	for _, c := range cases {
 		t.Run(string(c.ev.Type)+": "+c.name, func(t *testing.T) {
 			t.Parallel()
@@ -533,7 +537,7 @@ func TestEveryTransitionAgainstTheModel(t *testing.T) {
 
 	t.Run("junban.drain has no step", func(t *testing.T) {
 		ev := decode(t, event.Order{Type: event.Drain, LCID: lcid, OccurredAt: occurred}, "drain")
-		if _, rs, err := domain.Step(context.Background(), ledger.NewModel(nil), domain.State{}, ev, 1, now); err == nil || rs != nil {
+		if _, rs, err := domain.Step(context.Background(), ledger.NewModel(nil), domain.Policy{}, domain.State{}, ev, 1, now); err == nil || rs != nil {
 			t.Errorf("step of a drain: %v results, error %v; want an error", rs, err)
 		}
 	})
@@ -574,7 +578,7 @@ func runTransition(t *testing.T, c transitionCase) {
 	for i, o := range c.before {
 		pre = append(pre, decode(t, o, fmt.Sprintf("pre-%d", i)))
 	}
-	states, _, err := domain.Replay(ctx, m, pre, now)
+	states, _, err := domain.Replay(ctx, m, c.pol, pre, now)
 	if err != nil {
 		t.Fatalf("the events before: %v", err)
 	}
@@ -595,7 +599,7 @@ func runTransition(t *testing.T, c transitionCase) {
 		other = &interleaving{Model: m, t: t, after: opPrefix(ev) + c.between.after, op: c.between.op}
 		l = other
 	}
-	next, results, err := domain.Step(ctx, l, st, ev, arrival, now)
+	next, results, err := domain.Step(ctx, l, c.pol, st, ev, arrival, now)
 	if err != nil {
 		t.Fatalf("step: %v", err)
 	}
@@ -607,6 +611,9 @@ func runTransition(t *testing.T, c transitionCase) {
 	checkOutcome(t, w, ev, st, next, results)
 	if got := orderString(next.Order); got != w.order {
 		t.Errorf("order after: %q, want %q", got, w.order)
+	}
+	if got := holdString(next.Order); got != w.hold {
+		t.Errorf("hold after: %q, want %q", got, w.hold)
 	}
 	if w.lines != nil && (next.Order == nil || !reflect.DeepEqual(next.Order.Lines, w.lines)) {
 		t.Errorf("lines after: %s, want %s", jsonOf(next.Order), jsonOf(w.lines))
@@ -625,7 +632,7 @@ func runTransition(t *testing.T, c transitionCase) {
 	}
 
 	// A re-run of the step from the same state, as after a commit that failed.
-	again, againResults, err := domain.Step(ctx, m, st, ev, arrival, now)
+	again, againResults, err := domain.Step(ctx, m, c.pol, st, ev, arrival, now)
 	if err != nil {
 		t.Fatalf("re-run: %v", err)
 	}

@@ -3,6 +3,8 @@
 package event
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,6 +109,12 @@ const (
 	InventoryDamaged            Type = "inventory.damaged"
 	InventoryLotRecalled        Type = "inventory.lot_recalled"
 	OrderReturned               Type = "order.returned"
+	// OrderReservationExtended moves a reserve-mode order's hold_until (docs/events.md).
+	OrderReservationExtended Type = "order.reservation_extended"
+	// OrderReservationExpired is junban's own: the order-worker submits it into the
+	// order's turn when the order's hold_until has passed; its step releases the reserved
+	// units and the order becomes expired. Its event id is ExpiryEventID.
+	OrderReservationExpired Type = "order.reservation_expired"
 	// Drain is junban's own nudge: a holder that left an entity's turn with a backlog
 	// sends it so that another replica takes the turn and drains the wait list.
 	Drain Type = "junban.drain"
@@ -141,6 +149,42 @@ type OrderData struct {
 	Mode       Mode   `json:"mode,omitempty"`
 	TargetDate string `json:"target_date,omitempty"`
 	Lines      []Line `json:"lines"`
+	// Hold is when a reserve-mode order.placed's reservation ends (at most one of its two
+	// fields; neither: JUNBAN_RESERVATION_TTL, whose 0 means never). Not for ship mode,
+	// nor for order.lines_changed.
+	Hold
+}
+
+// Hold names the end of a reservation: HoldUntil, an instant (RFC 3339), or HoldFor, a
+// duration from the event's occurred_at (Go syntax: "30m", "72h"). At most one is set.
+type Hold struct {
+	HoldUntil *time.Time `json:"hold_until,omitempty"`
+	HoldFor   string     `json:"hold_for,omitempty"`
+}
+
+// ReservationExtendedData is the data of order.reservation_extended: the reservation's
+// new end (exactly one of the two fields).
+type ReservationExtendedData struct {
+	Hold
+}
+
+// ReservationExpiredData is the data of order.reservation_expired: the hold_until it
+// expires. An order whose hold has moved since (extended, or ended by a payment) refuses it
+// with ERR_HOLD_NOT_DUE and keeps its reservation.
+type ReservationExpiredData struct {
+	HoldUntil time.Time `json:"hold_until"`
+}
+
+// ExpiryEventID is the event id of the order.reservation_expired for lcid's hold that
+// ends at holdUntil: one hold expires under one id, however many replicas find it due.
+// An id that would be longer than MaxIDLength names the lcid by its SHA-256 instead.
+func ExpiryEventID(lcid string, holdUntil time.Time) string {
+	id := fmt.Sprintf("junban-expiry:%d:%s", holdUntil.UnixMicro(), lcid)
+	if len(id) <= MaxIDLength {
+		return id
+	}
+	sum := sha256.Sum256([]byte(lcid))
+	return fmt.Sprintf("junban-expiry:%d:h:%s", holdUntil.UnixMicro(), hex.EncodeToString(sum[:]))
 }
 
 // InventoryReceivedData is the data of inventory.received: a planned lot arrived and
@@ -268,6 +312,9 @@ type OrderSnapshot struct {
 	Mode       Mode           `json:"mode,omitempty"`
 	TargetDate string         `json:"target_date,omitempty"`
 	Lines      []SnapshotLine `json:"lines"`
+	// HoldUntil is when a placed reserve-mode order's reservation expires (absent: never,
+	// or no longer: paid, allocated for shipment, or finished). Microsecond precision.
+	HoldUntil *time.Time `json:"hold_until,omitempty"`
 }
 
 // SnapshotLine is an order line with the lots that hold its quantity.
@@ -287,4 +334,7 @@ const (
 	StatusCancelled = "cancelled"
 	StatusShipped   = "shipped"
 	StatusRejected  = "rejected"
+	// StatusExpired: a reserve-mode order whose hold_until passed before it was paid or
+	// allocated for shipment; its reserved units were released.
+	StatusExpired = "expired"
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -32,8 +33,12 @@ func (p PGLoader) LoadOrder(ctx context.Context, lcid string) (*event.OrderSnaps
 		TargetDate *string
 		Lines      []byte
 		Seq        int64
+		HoldUntil  *time.Time
 	}
-	err := p.DB.WithContext(ctx).Raw(`SELECT status, allocation, paid, mode, to_char(target_date, 'YYYY-MM-DD') AS target_date, lines, seq
+	// hold_until (migration 00007) is read through the row's JSON, so that a worker whose
+	// database has not had that migration yet reads no hold instead of failing.
+	err := p.DB.WithContext(ctx).Raw(`SELECT status, allocation, paid, mode, to_char(target_date, 'YYYY-MM-DD') AS target_date, lines, seq,
+		(to_jsonb(orders) ->> 'hold_until')::timestamptz AS hold_until
 		FROM orders WHERE lcid = ?`, lcid).Scan(&rows).Error
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("order: load %s from postgres: %w", lcid, err)
@@ -51,6 +56,10 @@ func (p PGLoader) LoadOrder(ctx context.Context, lcid string) (*event.OrderSnaps
 	}
 	if r.TargetDate != nil {
 		o.TargetDate = *r.TargetDate
+	}
+	if r.HoldUntil != nil {
+		h := r.HoldUntil.UTC().Truncate(time.Microsecond)
+		o.HoldUntil = &h
 	}
 	if err := json.Unmarshal(r.Lines, &o.Lines); err != nil {
 		return nil, 0, false, fmt.Errorf("order: lines of %s: %w", lcid, err)

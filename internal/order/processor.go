@@ -80,6 +80,8 @@ type Config struct {
 	// the commit that wrote them (WAIT in the commit's pipeline): when too few did in
 	// time the handler fails, the event stays in proc and its re-run publishes them. Nil: off.
 	Replication *replication.Waiter
+	// Policy is what the steps read of the configuration (the reservation TTL).
+	Policy domain.Policy
 }
 
 // SetDefaults sets the zero fields that have a default.
@@ -162,6 +164,9 @@ type Processor struct {
 	now     func() time.Time
 	log     *zap.Logger
 	metrics *metrics
+	// crash, when set (tests), fails the step at a point: "commit" right before the commit,
+	// "committed" right after it.
+	crash func(point string) error
 }
 
 // New returns a Processor, or an error naming what cfg lacks.
@@ -221,7 +226,10 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 	if stored, ok := vals[0].(string); ok {
 		return p.replay(ctx, t, ev, stored)
 	}
-	var st domain.State
+	var (
+		st       domain.State
+		restored bool
+	)
 	if raw, ok := vals[1].(string); ok {
 		if err := json.Unmarshal([]byte(raw), &st); err != nil {
 			return fmt.Errorf("order: state of %s: %w", t.Entity, err)
@@ -233,7 +241,7 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 			return err
 		}
 		if found {
-			st = domain.State{Seq: seq, Order: o}
+			st, restored = domain.State{Seq: seq, Order: o}, true
 			p.log.Warn("order restored from postgres", zap.String("lcid", t.Entity), zap.Int64("seq", seq))
 		}
 	}
@@ -241,7 +249,7 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 	if st, err = p.deadLetterUndecodable(ctx, st); err != nil {
 		return err
 	}
-	next, results, err := domain.Step(ctx, p.ledger, st, ev, t.Seq, now)
+	next, results, err := domain.Step(ctx, p.ledger, p.cfg.Policy, st, ev, t.Seq, now)
 	if err != nil {
 		return fmt.Errorf("order: %s %s: %w", ev.Type, ev.EventID, err)
 	}
@@ -258,12 +266,23 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 			return err
 		}
 	}
+	// The due index has a new hold before the commit that gives it to the order.
+	if err := p.indexBefore(ctx, t.Entity, st, next, restored); err != nil {
+		return err
+	}
+	if err := p.crashAt("commit"); err != nil {
+		return err
+	}
 	cctx, cspan := tracing.Tracer().Start(ctx, "commit")
 	pending, err := p.commit(cctx, t, ev, next, results)
 	tracing.End(cspan, err)
 	if err != nil {
 		return err
 	}
+	if err := p.crashAt("committed"); err != nil {
+		return err
+	}
+	p.unindexAfter(ctx, t.Entity, st, next)
 	if len(results) == 0 {
 		p.metrics.outcomes.WithLabelValues(string(ev.Type), "parked", "").Inc()
 		if span.IsRecording() {
@@ -272,6 +291,9 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 	}
 	for _, r := range results {
 		p.metrics.outcomes.WithLabelValues(string(r.Type), r.Outcome, r.Reason).Inc()
+		if r.Type == event.OrderReservationExpired && r.Outcome == event.Applied {
+			p.metrics.expired.Inc()
+		}
 		if span.IsRecording() && r.EventID == ev.EventID {
 			span.SetAttributes(attribute.String("junban.outcome", r.Outcome), attribute.String("junban.reason", r.Reason))
 		}
@@ -282,6 +304,13 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 		}
 	}
 	return p.flush(ctx, t, pending)
+}
+
+func (p *Processor) crashAt(point string) error {
+	if p.crash == nil {
+		return nil
+	}
+	return p.crash(point)
 }
 
 // replay answers an event whose done marker is set: stored is the result it committed.
@@ -582,6 +611,7 @@ type metrics struct {
 	replayed  *prometheus.CounterVec
 	fenced    prometheus.Counter
 	published prometheus.Counter
+	expired   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -602,9 +632,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "junban", Subsystem: "order", Name: "results_published_total",
 			Help: "Results published from the outbox.",
 		}),
+		expired: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "junban", Subsystem: "reservations", Name: "expired_total",
+			Help: "Steps that expired an order's reservation (order.reservation_expired applied: its reserved units released).",
+		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.outcomes, m.replayed, m.fenced, m.published} {
+		for _, c := range []prometheus.Collector{m.outcomes, m.replayed, m.fenced, m.published, m.expired} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

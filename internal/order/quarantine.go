@@ -104,7 +104,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 	}
 
 	now := p.now()
-	run := domain.RerunEvent(ctx, p.ledger, st, ev, t.Seq, now)
+	run := domain.RerunEvent(ctx, p.ledger, p.cfg.Policy, st, ev, t.Seq, now)
 	if run.Err != nil {
 		log.Info("quarantine: the step failed again; undoing what it reached", zap.Error(run.Err))
 	}
@@ -114,10 +114,14 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 		if err := p.dlq(ctx, envelope, reason+"; its stock operation had applied: completed", failureAttrs(f)); err != nil {
 			return err
 		}
+		if err := p.indexBefore(ctx, t.Entity, st, run.State, false); err != nil {
+			return err
+		}
 		pending, err := p.commit(ctx, t, ev, run.State, []event.Result{run.Result})
 		if err != nil {
 			return err
 		}
+		p.unindexAfter(ctx, t.Entity, st, run.State)
 		p.metrics.outcomes.WithLabelValues(string(ev.Type), "quarantined", "completed").Inc()
 		log.Warn("event quarantined; its stock operation had applied and is kept")
 		if err := p.flush(ctx, t, pending); err != nil {

@@ -84,7 +84,7 @@ func (s *stepper) step(e event.Order, keep bool) event.Result {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	next, rs, err := domain.Step(context.Background(), s.l, s.st, ev, 1, time.Now())
+	next, rs, err := domain.Step(context.Background(), s.l, domain.Policy{}, s.st, ev, 1, time.Now())
 	if err != nil {
 		s.t.Fatalf("%s: %v", e.Type, err)
 	}

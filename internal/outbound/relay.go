@@ -2,6 +2,7 @@ package outbound
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -237,6 +238,16 @@ type row struct {
 	CreatedAt time.Time
 }
 
+// logFields are the fields of a log line about the row: its entity, message id and the
+// event that caused it (its body's caused_by).
+func (rw *row) logFields() []zap.Field {
+	var m struct {
+		CausedBy Cause `json:"caused_by"`
+	}
+	_ = json.Unmarshal([]byte(rw.Body), &m)
+	return []zap.Field{zap.String("entity", rw.Entity), zap.String("message_id", rw.MessageID), zap.String("event_id", m.CausedBy.EventID)}
+}
+
 // roundResult is what one round did.
 type roundResult struct {
 	result    string
@@ -414,8 +425,8 @@ func (r *Relay) publishBatch(ctx context.Context, rows []*row) (ok []bool, err e
 	out, err := r.cfg.SNS.PublishBatch(ctx, &sns.PublishBatchInput{TopicArn: aws.String(r.cfg.TopicARN), PublishBatchRequestEntries: entries})
 	if err != nil {
 		if ctx.Err() == nil {
-			r.log.Warn("outbox publish failed", zap.Int("messages", len(rows)), zap.String("entity", rows[0].Entity),
-				zap.String("message_id", rows[0].MessageID), zap.Error(err))
+			r.log.Warn("outbox publish failed", append(append(tracing.LogFields(ctx), rows[0].logFields()...),
+				zap.Int("messages", len(rows)), zap.Error(err))...)
 		}
 		return nil, fmt.Errorf("outbound: publish %d messages: %w", len(rows), err)
 	}
@@ -432,8 +443,8 @@ func (r *Relay) publishBatch(ctx context.Context, rows []*row) (ok []bool, err e
 			continue
 		}
 		ok[i] = false
-		r.log.Warn("outbox message refused", zap.String("entity", rows[i].Entity), zap.String("message_id", rows[i].MessageID),
-			zap.String("code", aws.ToString(f.Code)), zap.String("reason", aws.ToString(f.Message)), zap.Bool("sender_fault", f.SenderFault))
+		r.log.Warn("outbox message refused", append(append(tracing.LogFields(ctx), rows[i].logFields()...),
+			zap.String("code", aws.ToString(f.Code)), zap.String("reason", aws.ToString(f.Message)), zap.Bool("sender_fault", f.SenderFault))...)
 	}
 	for i, rw := range rows {
 		if ok[i] {

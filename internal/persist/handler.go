@@ -209,7 +209,7 @@ func (h *Handler) HandleBatch(ctx context.Context, ms []queue.Message) []queue.O
 		if err := DecodeResult(m.Body, &r); err != nil {
 			out[i] = queue.Outcome{Verdict: queue.Poison, Reason: fmt.Sprintf("persist: not a result event: %v", err)}
 			h.m.Results.WithLabelValues("poison").Inc()
-			h.log.Warn("poison message", zap.String("message_id", m.ID), zap.Error(err))
+			h.log.Warn("poison message", append(messageFields(m), zap.Error(err))...)
 			continue
 		}
 		results = append(results, r)
@@ -232,23 +232,27 @@ func (h *Handler) HandleBatch(ctx context.Context, ms []queue.Message) []queue.O
 				switch rr.Status {
 				case Poison:
 					out[at[k]] = queue.Outcome{Verdict: queue.Poison, Reason: rr.Err.Error()}
-					h.log.Warn("poison result", zap.String("event_id", results[k].EventID),
-						zap.String("entity", results[k].Entity), zap.Error(rr.Err))
+					h.log.Warn("poison result", append(resultFields(ms[at[k]], results[k]), zap.Error(rr.Err))...)
 				case Conflict:
 					// Not a redelivery: kept in the DLQ for an operator, never deleted unread.
 					out[at[k]] = queue.Outcome{Verdict: queue.Poison, Reason: rr.Err.Error()}
 					h.log.Error("result conflicts with the persisted result of its entity and event id; dead-lettered",
-						zap.String("event_id", results[k].EventID), zap.String("entity", results[k].Entity), zap.Error(rr.Err))
+						append(resultFields(ms[at[k]], results[k]), zap.Error(rr.Err))...)
 				default:
 					out[at[k]] = queue.Outcome{Verdict: queue.Done}
 				}
 			}
 			for _, c := range rep.MoveConflicts {
-				h.log.Error("move not recorded: moves holds it for another result",
-					zap.String("event_id", c.Move.EventID), zap.String("entity", c.Move.Entity),
+				fields := []zap.Field{zap.String("event_id", c.Move.EventID), zap.String("entity", c.Move.Entity)}
+				for k, r := range results {
+					if r.EventID == c.Move.EventID && r.Entity == c.Move.Entity {
+						fields = resultFields(ms[at[k]], r)
+					}
+				}
+				h.log.Error("move not recorded: moves holds it for another result", append(fields,
 					zap.String("sku", c.Move.SKU), zap.String("op_id", c.Move.OpID), zap.Int("idx", c.Move.Idx),
 					zap.String("stored_event_id", c.Stored.EventID), zap.String("stored_entity", c.Stored.Entity),
-					zap.Error(c))
+					zap.Error(c))...)
 			}
 			return out
 		}
@@ -256,9 +260,9 @@ func (h *Handler) HandleBatch(ctx context.Context, ms []queue.Message) []queue.O
 		n := h.failed(err)
 		pause := pauses.NextBackOff()
 		giveUp := time.Since(held)+pause > h.cfg.HoldMax
-		h.log.Warn("apply failed; batch held for a retry", zap.Int("results", len(results)),
-			zap.Int("attempt", attempt), zap.Int("failures_in_a_row", n),
-			zap.Duration("pause", pause), zap.Bool("hand_back", giveUp), zap.Error(err))
+		h.log.Warn("apply failed; batch held for a retry", append(tracing.LogFields(ctx), zap.Int("results", len(results)),
+			zap.Strings("event_ids", eventIDs(results)), zap.Int("attempt", attempt), zap.Int("failures_in_a_row", n),
+			zap.Duration("pause", pause), zap.Bool("hand_back", giveUp), zap.Error(err))...)
 		if !giveUp {
 			t := time.NewTimer(pause)
 			select {
@@ -274,6 +278,29 @@ func (h *Handler) HandleBatch(ctx context.Context, ms []queue.Message) []queue.O
 		}
 		return out
 	}
+}
+
+// messageFields are the log fields of a message of the results queue: its id and the
+// trace of the result it carries (the order-worker's send), so that a search by trace id
+// finds the persist-worker's lines about it too.
+func messageFields(m queue.Message) []zap.Field {
+	return append([]zap.Field{zap.String("message_id", m.ID)},
+		tracing.LogFields(tracing.Extract(context.Background(), m.Attributes, m.AWSTraceHeader))...)
+}
+
+// resultFields are messageFields and the result's event id and entity (an lcid, or
+// "sku:" and a SKU).
+func resultFields(m queue.Message, r event.Result) []zap.Field {
+	return append(messageFields(m), zap.String("event_id", r.EventID), zap.String("entity", r.Entity))
+}
+
+// eventIDs are the event ids of a batch's results, for a line about the whole batch.
+func eventIDs(results []event.Result) []string {
+	ids := make([]string, len(results))
+	for i, r := range results {
+		ids[i] = r.EventID
+	}
+	return ids
 }
 
 // backoff gives the pauses after a batch's failures: RetryBase, doubling, capped at

@@ -153,3 +153,50 @@ func TestHandlerCollisionsAreLoud(t *testing.T) {
 		}
 	}
 }
+
+// TestHandlerLogLinesCarryTheTrace: the handler's lines about a message or a result carry
+// the trace of the result (its message's traceparent, the order-worker's send), so a
+// search by trace id or event id finds them: a message that is not a result (message_id,
+// trace_id, span_id) and a result whose event id PostgreSQL holds with another body
+// (event_id, entity, message_id, trace_id, span_id).
+func TestHandlerLogLinesCarryTheTrace(t *testing.T) {
+	db := testenv.Postgres(t)
+	core, logs := observer.New(zapcore.InfoLevel)
+	h, err := persist.NewHandler(persist.HandlerConfig{DB: db, Registerer: prometheus.NewRegistry(), Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const traceID, spanID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	attrs := map[string]string{queue.AttrTraceParent: "00-" + traceID + "-" + spanID + "-01"}
+	first := allocation("LC-T1", "tr-1", 1, "1", "P", "tr-1:1:alloc", 2, 1)
+	other := allocation("LC-T1", "tr-1", 2, "1", "P", "tr-1~again:1:alloc", 3, 2)
+	b := bodies(t, []event.Result{first, other})
+	if o := h.HandleBatch(context.Background(), []queue.Message{{ID: "m1", Body: []byte(b[0])}}); o[0].Verdict != queue.Done {
+		t.Fatalf("first result: %+v", o[0])
+	}
+	outs := h.HandleBatch(context.Background(), []queue.Message{
+		{ID: "m2", Body: []byte(b[1]), Attributes: attrs},
+		{ID: "m3", Body: []byte("not a result"), Attributes: attrs},
+	})
+	if outs[0].Verdict != queue.Poison || outs[1].Verdict != queue.Poison {
+		t.Fatalf("outcomes %+v, want both Poison", outs)
+	}
+	want := map[string]map[string]any{
+		"result conflicts with the persisted result of its entity and event id; dead-lettered": {
+			"event_id": "tr-1", "entity": "LC-T1", "message_id": "m2", "trace_id": traceID, "span_id": spanID},
+		"poison message": {"message_id": "m3", "trace_id": traceID, "span_id": spanID},
+	}
+	for msg, fields := range want {
+		lines := logs.FilterMessage(msg).All()
+		if len(lines) != 1 {
+			t.Errorf("%d lines %q, want 1 (all: %v)", len(lines), msg, logs.All())
+			continue
+		}
+		got := lines[0].ContextMap()
+		for k, v := range fields {
+			if got[k] != v {
+				t.Errorf("line %q: %s = %v, want %v (fields %v)", msg, k, got[k], v, got)
+			}
+		}
+	}
+}

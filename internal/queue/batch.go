@@ -8,6 +8,8 @@ import (
 
 	"go.opentelemetry.io/otel/codes"
 	"go.uber.org/zap"
+
+	"github.com/junban/junban/internal/tracing"
 )
 
 func (r *run) handleBatch(ts []*tracked, ms []Message) {
@@ -27,7 +29,7 @@ func (r *run) handleBatch(ts []*tracked, ms []Message) {
 		if reason == "" {
 			reason = fmt.Sprintf("batch handler returned %d outcomes for %d messages", len(outs), len(ms))
 		}
-		r.log.Error("batch handler failed; retrying the batch", zap.String("reason", reason), zap.Int("messages", len(ms)))
+		r.log.Error("batch handler failed; retrying the batch", append(tracing.LogFields(ctx), zap.String("reason", reason), zap.Int("messages", len(ms)))...)
 		outs = make([]Outcome, len(ms))
 		for i := range outs {
 			outs[i] = Outcome{Verdict: Retry, Reason: reason}

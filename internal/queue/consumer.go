@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/cenkalti/backoff/v5"
 	"go.uber.org/zap"
+
+	"github.com/junban/junban/internal/tracing"
 )
 
 // ErrRunning: Run was called while the Consumer was already running.
@@ -614,7 +616,8 @@ func (r *run) apply(t *tracked, m Message, out Outcome) {
 	}
 	defer r.untrack(t)
 	_, handedBack := r.settle(t)
-	log := r.log.With(zap.String("message_id", m.ID), zap.Int("receive_count", m.ReceiveCount))
+	// Built only for a line: a message done and deleted logs nothing.
+	log := func() *zap.Logger { return r.log.With(messageFields(m)...) }
 	if handedBack && out.Verdict != Done {
 		// Already back in SQS; it will be redelivered.
 		return
@@ -622,7 +625,7 @@ func (r *run) apply(t *tracked, m Message, out Outcome) {
 	switch out.Verdict {
 	case Done:
 		if err := r.delete(t); err != nil {
-			log.Warn("delete failed; the message will be redelivered", zap.Error(err))
+			log().Warn("delete failed; the message will be redelivered", zap.Error(err))
 			return
 		}
 		r.m.deleted.Inc()
@@ -638,17 +641,25 @@ func (r *run) apply(t *tracked, m Message, out Outcome) {
 		cancel()
 		if err != nil {
 			// Not deleted: the message stays in SQS and comes back (nothing lost).
-			log.Error("dead-letter failed; message kept for redelivery", zap.String("reason", out.Reason), zap.Error(err))
+			log().Error("dead-letter failed; message kept for redelivery", zap.String("reason", out.Reason), zap.Error(err))
 			return
 		}
 		r.m.deadLettered.Inc()
-		log.Warn("message dead-lettered", zap.String("reason", out.Reason))
+		log().Warn("message dead-lettered", zap.String("reason", out.Reason))
 		if err := r.delete(t); err != nil {
-			log.Warn("delete after dead-letter failed; the message will be redelivered", zap.Error(err))
+			log().Warn("delete after dead-letter failed; the message will be redelivered", zap.Error(err))
 			return
 		}
 		r.m.deleted.Inc()
 	}
+}
+
+// messageFields are the fields of a log line about m: its id, its receive count, and the
+// trace_id and span_id of the span that sent it (its traceparent, else its
+// AWSTraceHeader), so that a search by trace id finds the consumer's lines about it.
+func messageFields(m Message) []zap.Field {
+	return append([]zap.Field{zap.String("message_id", m.ID), zap.Int("receive_count", m.ReceiveCount)},
+		tracing.LogFields(tracing.Extract(context.Background(), m.Attributes, m.AWSTraceHeader))...)
 }
 
 // isRetry reports whether out makes its message visible again later: Retry, and any
@@ -687,8 +698,9 @@ func (r *run) retry(ts []*tracked, ms []Message, outs []Outcome) {
 		}
 		secs := int32((delay + time.Second - 1) / time.Second)
 		r.m.retried.Inc()
-		r.log.Debug("retry later", zap.String("message_id", ms[i].ID), zap.Int("receive_count", ms[i].ReceiveCount),
-			zap.String("reason", out.Reason), zap.Int32("delay_seconds", secs))
+		if ce := r.log.Check(zap.DebugLevel, "retry later"); ce != nil {
+			ce.Write(append(messageFields(ms[i]), zap.String("reason", out.Reason), zap.Int32("delay_seconds", secs))...)
+		}
 		changes = append(changes, visChange{receipt: receipt, secs: secs})
 		at = append(at, i)
 	}
@@ -701,8 +713,7 @@ func (r *run) retry(ts []*tracked, ms []Message, outs []Outcome) {
 	for k, err := range errs {
 		if err != nil {
 			// It comes back after its current visibility timeout instead.
-			r.log.Warn("retry: change visibility failed", zap.String("message_id", ms[at[k]].ID),
-				zap.Int("receive_count", ms[at[k]].ReceiveCount), zap.Error(err))
+			r.log.Warn("retry: change visibility failed", append(messageFields(ms[at[k]]), zap.Error(err))...)
 		}
 	}
 }

@@ -39,12 +39,13 @@ func startProcess(ctx context.Context, queue string, m Message, carrier func([]b
 }
 
 // startProcessBatch starts the consumer span of handling a batch from queue: a trace of
-// its own, linked to each message's sender (a batch has many parents).
+// its own, linked to each message's sender (a batch has many parents) whose trace is
+// sampled: a sampled-out one records no span to link to.
 func startProcessBatch(ctx context.Context, queue string, ms []Message) (context.Context, trace.Span) {
 	links := make([]trace.Link, 0, len(ms))
 	for _, m := range ms {
 		sc := trace.SpanContextFromContext(tracing.Extract(context.Background(), m.Attributes, m.AWSTraceHeader))
-		if sc.IsValid() {
+		if sc.IsValid() && sc.IsSampled() {
 			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{semconv.MessagingMessageID(m.ID)}})
 		}
 	}

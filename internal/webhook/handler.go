@@ -356,7 +356,7 @@ func (h *Handler) guarded(r *http.Request, log *zap.Logger, p Provider, ev Provi
 		// done:<event_id> absorbs it.
 		log.Warn("webhook: completed record not written", zap.String("event_id", ans.EventID), zap.Error(err))
 	}
-	log.Debug("webhook handled", zap.String("outcome", ans.Outcome))
+	log.Info("webhook handled", zap.String("outcome", ans.Outcome))
 	return reply{code: http.StatusOK, body: resp}
 }
 

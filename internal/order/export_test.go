@@ -1,0 +1,4 @@
+package order
+
+// SetCrash makes p's steps fail where crash says (see Processor.crash).
+func SetCrash(p *Processor, crash func(point string) error) { p.crash = crash }
