@@ -71,12 +71,12 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	d, err := openDeps(ctx, cfg)
+	reg := health.NewRegistry()
+	d, err := openDeps(ctx, cfg, reg)
 	if err != nil {
 		return err
 	}
 	defer d.close()
-	reg := health.NewRegistry()
 	handler, err := buildHandler(cfg, all.Console, d, log, reg)
 	if err != nil {
 		return err
@@ -119,25 +119,25 @@ type deps struct {
 }
 
 // openDeps opens Redis, PostgreSQL and SQS, and the publisher to the orders queue.
-func openDeps(ctx context.Context, cfg api.Config) (*deps, error) {
+func openDeps(ctx context.Context, cfg api.Config, reg prometheus.Registerer) (*deps, error) {
 	rc, err := cfg.Redis.Client()
 	if err != nil {
 		return nil, err
 	}
 	d := &deps{rc: rc}
-	if err := d.open(ctx, cfg); err != nil {
+	if err := d.open(ctx, cfg, reg); err != nil {
 		d.close()
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *deps) open(ctx context.Context, cfg api.Config) error {
+func (d *deps) open(ctx context.Context, cfg api.Config, reg prometheus.Registerer) error {
 	var err error
 	if d.db, err = cfg.Postgres.OpenPool(cfg.PGMaxConns); err != nil {
 		return err
 	}
-	if d.sqs, err = queue.NewClient(ctx, cfg.SQS); err != nil {
+	if d.sqs, err = queue.NewClient(ctx, cfg.SQS, queue.CountRequests(reg)); err != nil {
 		return err
 	}
 	sctx, cancel := context.WithTimeout(ctx, startTimeout)

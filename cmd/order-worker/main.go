@@ -293,7 +293,7 @@ func openDeps(ctx context.Context, cfg Config, log *zap.Logger, rc redis.Univers
 	if d.db, err = openPostgres(cfg); err != nil {
 		return nil, err
 	}
-	if d.sqs, err = queue.NewClient(ctx, cfg.SQS); err != nil {
+	if d.sqs, err = queue.NewClient(ctx, cfg.SQS, queue.CountRequests(d.reg)); err != nil {
 		return nil, err
 	}
 	// The queues may not answer yet (docker-compose starts the emulator beside us): their

@@ -155,7 +155,8 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	sqsClient, results, dlq, err := openQueues(ctx, cfg, log)
+	reg := health.NewRegistry()
+	sqsClient, results, dlq, err := openQueues(ctx, cfg, log, reg)
 	if err != nil {
 		return err
 	}
@@ -167,7 +168,6 @@ func run() error {
 		defer sqlDB.Close()
 	}
 
-	reg := health.NewRegistry()
 	relay, err := newRelay(ctx, cfg, log, reg, db)
 	if err != nil {
 		return err
@@ -299,8 +299,8 @@ func startOutbound(ctx context.Context, cfg Config, log *zap.Logger, reg prometh
 
 // openQueues opens SQS and finds the results queue and its DLQ, retrying while SQS does
 // not answer.
-func openQueues(ctx context.Context, cfg Config, log *zap.Logger) (c *sqs.Client, results, dlq string, err error) {
-	if c, err = queue.NewClient(ctx, cfg.SQS); err != nil {
+func openQueues(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer) (c *sqs.Client, results, dlq string, err error) {
+	if c, err = queue.NewClient(ctx, cfg.SQS, queue.CountRequests(reg)); err != nil {
 		return nil, "", "", err
 	}
 	err = cfg.Startup.Retry(ctx, log, "resolve the results queues", func(ctx context.Context) error {

@@ -62,7 +62,8 @@ func run() error {
 		return err
 	}
 	defer rc.Close()
-	sqsc, err := queue.NewClient(ctx, cfg.SQS)
+	reg := health.NewRegistry()
+	sqsc, err := queue.NewClient(ctx, cfg.SQS, queue.CountRequests(reg))
 	if err != nil {
 		return err
 	}
@@ -72,7 +73,6 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	reg := health.NewRegistry()
 	h, err := buildHandler(cfg, providers, rc, webhook.SQSPublisher{Client: sqsc, QueueURL: ordersURL, Keys: domain.OrderKeys}, log, reg)
 	if err != nil {
 		return err

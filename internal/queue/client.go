@@ -28,8 +28,19 @@ const IdleConns = 100
 
 // NewClient builds an SQS client from the standard AWS configuration chain, pointed at
 // cfg.Endpoint when one is set (LocalStack or the local emulator), that keeps IdleConns
-// idle connections.
-func NewClient(ctx context.Context, cfg config.SQS) (*sqs.Client, error) {
+// idle connections. With CountRequests it counts its requests (see there).
+func NewClient(ctx context.Context, cfg config.SQS, opts ...ClientOption) (*sqs.Client, error) {
+	var co clientOptions
+	for _, o := range opts {
+		o(&co)
+	}
+	var counter *requestCounter
+	if co.reg != nil {
+		var err error
+		if counter, err = newRequestCounter(co.reg); err != nil {
+			return nil, fmt.Errorf("queue: request metrics: %w", err)
+		}
+	}
 	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConnsPerHost = IdleConns
 	})
@@ -40,6 +51,9 @@ func NewClient(ctx context.Context, cfg config.SQS) (*sqs.Client, error) {
 	return sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		if counter != nil {
+			o.APIOptions = append(o.APIOptions, counter.addTo)
 		}
 	}), nil
 }

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/junban/junban/internal/cli"
+	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/tools/costbench"
+)
+
+func benchCostCmd() *cobra.Command {
+	o := costbench.Defaults()
+	c := &cobra.Command{
+		Use:   "cost",
+		Short: "measure what one event costs: CPU, Redis, SQS requests and PostgreSQL per event",
+		Long: "cost runs a demo-shaped load (the demo's workload without its webhooks) at a fixed rate\n" +
+			"through order-workers and a persist-worker at JUNBAN_SQS_WAIT_SECONDS=1 and prints, per\n" +
+			"distinct event: each process's CPU (process_cpu_seconds_total), Redis's CPU (INFO cpu) and\n" +
+			"commands (INFO commandstats, EVALSHA apart), the SQS requests by queue and action with the\n" +
+			"messages each carried (junban_sqs_requests_total and junban_sqs_messages_total of the\n" +
+			"processes), PostgreSQL's transactions and rows written (pg_stat_database of the database),\n" +
+			"and the in-turn send -> commit latency, each beside issue 34's baseline and target. Then,\n" +
+			"for --idle, a fresh fleet idle at JUNBAN_SQS_WAIT_SECONDS=20: its SQS requests a minute.\n" +
+			"Redis and PostgreSQL figures are the whole server's: run it on a stack nothing else uses.",
+		Args: cli.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if o.Rate <= 0 || o.Orders < 1 || o.SKUs < 1 || o.Workers < 1 || o.Idle < 0 || o.Wait <= 0 {
+				return cli.Usagef("-rate, -orders, -skus, -workers and -wait must be positive, -idle not negative")
+			}
+			cfg, err := config.Load[costbench.Config]()
+			if err != nil {
+				return err
+			}
+			return costbench.Run(c.Context(), cfg, o, c.OutOrStdout())
+		},
+	}
+	fs := c.Flags()
+	fs.Float64Var(&o.Rate, "rate", o.Rate, "events/s offered (duplicates included)")
+	fs.IntVar(&o.Orders, "orders", o.Orders, "orders in the workload")
+	fs.IntVar(&o.SKUs, "skus", o.SKUs, "SKUs in the workload")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "order-worker replicas")
+	fs.DurationVar(&o.Idle, "idle", o.Idle, "how long the idle fleet runs at JUNBAN_SQS_WAIT_SECONDS=20 after the load (0: not at all)")
+	fs.DurationVar(&o.Wait, "wait", o.Wait, "how long to wait for every result to be persisted")
+	fs.StringVar(&o.BinDir, "bin", "", "directory of the binaries (default: beside junbanlab)")
+	fs.BoolVar(&o.JSON, "json", false, "print one JSON object")
+	return c
+}

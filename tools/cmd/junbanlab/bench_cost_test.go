@@ -1,0 +1,49 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/junban/junban/internal/testenv"
+	"github.com/junban/junban/tools/costbench"
+)
+
+// bench cost --json on a tiny workload, idle phase included: the document is whole and
+// the run counted CPU, SQS requests of both queues and an idle fleet's receives. The
+// figures themselves are not looked at.
+func TestJSONOfBenchCost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a fleet")
+	}
+	bins := filepath.Dir(testenv.Binary(t, "order-worker"))
+	testenv.Binary(t, "persist-worker")
+	labEnv(t)
+	// bench cost makes a schema of its own in the database it is given.
+	t.Setenv("DATABASE_URL", os.Getenv("JUNBAN_TEST_DATABASE_URL"))
+	var doc struct {
+		Result   costbench.Result `json:"result"`
+		Baseline map[string]any   `json:"baseline"`
+		Target   map[string]any   `json:"target"`
+	}
+	if err := decode(t, &doc, "bench cost", "--orders", "20", "--rate", "200", "--idle", "21s", "--bin", bins); err != nil {
+		t.Fatal(err)
+	}
+	r := doc.Result
+	if len(doc.Baseline) == 0 || len(doc.Target) == 0 {
+		t.Fatalf("no baseline or target: %+v", doc)
+	}
+	if r.Events <= 0 || r.SQSPerEvent <= 0 || r.OrderWorkerCPUMS <= 0 || r.PersistWorkerCPUMS <= 0 || r.PGRowsPerEvent <= 0 {
+		t.Fatalf("bench cost measured nothing: %+v", r)
+	}
+	queues := map[string]bool{}
+	for _, row := range r.SQS {
+		queues[row.Queue] = true
+	}
+	if !queues["orders"] || !queues["results"] {
+		t.Fatalf("SQS rows %+v, want both queues", r.SQS)
+	}
+	if r.Idle == nil || r.Idle.Requests <= 0 {
+		t.Fatalf("idle: %+v, want the receives of 21 s at a 20 s wait", r.Idle)
+	}
+}

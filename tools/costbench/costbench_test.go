@@ -1,0 +1,66 @@
+package costbench
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// scrape reads labelled series as the Prometheus client writes them, an empty label and
+// an escaped quote included, and only the metrics it was asked for.
+func TestScrapeReadsLabels(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "junban_sqs_requests_total", Help: "h"}, []string{"queue", "action", "error"})
+	other := prometheus.NewCounter(prometheus.CounterOpts{Name: "junban_other_total", Help: "h"})
+	reg.MustRegister(v, other)
+	v.WithLabelValues("bc1-orders", "ReceiveMessage", "").Add(3)
+	v.WithLabelValues("bc1-results", "SendMessageBatch", `odd "code"`).Add(2)
+	other.Inc()
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+
+	lines, err := scrape(context.Background(), strings.TrimPrefix(srv.URL, "http://"), "junban_sqs_requests_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[sqsKey]float64{}
+	for _, l := range lines {
+		if l.name != "junban_sqs_requests_total" {
+			t.Fatalf("scraped %s, not asked for", l.name)
+		}
+		got[sqsKey{role(l.labels["queue"], "bc1"), l.labels["action"], l.labels["error"]}] += l.value
+	}
+	want := map[sqsKey]float64{
+		{"orders", "ReceiveMessage", ""}:              3,
+		{"results", "SendMessageBatch", `odd "code"`}: 2,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+}
+
+// sqsRows turns two snapshots into requests per event and messages per request, failed
+// requests counted in their row and apart.
+func TestSQSRowsPerEvent(t *testing.T) {
+	req0 := map[sqsKey]float64{{"orders", "ReceiveMessage", ""}: 10}
+	req1 := map[sqsKey]float64{{"orders", "ReceiveMessage", ""}: 30, {"orders", "ReceiveMessage", "transport"}: 2}
+	msg0 := map[sqsKey]float64{{"orders", "ReceiveMessage", ""}: 5}
+	msg1 := map[sqsKey]float64{{"orders", "ReceiveMessage", ""}: 71}
+	rows := sqsRows(req0, req1, msg0, msg1, 100)
+	if len(rows) != 1 {
+		t.Fatalf("rows %v, want one", rows)
+	}
+	r := rows[0]
+	if r.Requests != 22 || r.Failed != 2 || r.PerEvent != 0.22 || r.Messages != 66 || r.MessagesPerRequest != 3 {
+		t.Fatalf("row %+v", r)
+	}
+}
