@@ -65,6 +65,10 @@ const (
 	ReasonTooManyLines    = "ERR_TOO_MANY_LINES"
 	ReasonInvalidKind     = "ERR_INVALID_KIND"
 	ReasonInvalidReason   = "ERR_INVALID_REASON"
+	// ReasonJunbanEvent refuses, on the orders queue, an event only junban submits
+	// (order.reservation_expired: the order-worker's scanner puts it into the turn
+	// itself), so that no sender can expire a reservation.
+	ReasonJunbanEvent = "ERR_JUNBAN_EVENT"
 )
 
 func invalid(reason, format string, args ...any) error {

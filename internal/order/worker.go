@@ -92,6 +92,12 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) queue.Outcome {
 		return queue.Outcome{Verdict: queue.Poison, Reason: err.Error()}
 	}
 	log = log.With(zap.String("event_id", ev.EventID), zap.String("entity", ev.Entity()))
+	if ev.Type == event.OrderReservationExpired {
+		err := &domain.InvalidError{Reason: domain.ReasonJunbanEvent,
+			Detail: "order.reservation_expired is junban's own: the order-worker submits it into the turn when the hold passes; a message cannot"}
+		log.Info("invalid order event", append(envelopeFields(env), zap.String("message_id", m.ID), zap.Error(err))...)
+		return queue.Outcome{Verdict: queue.Poison, Reason: err.Error()}
+	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.SetAttributes(attribute.String("junban.event_id", ev.EventID), attribute.String("junban.event_type", string(ev.Type)),
 			attribute.String("junban.entity", ev.Entity()), attribute.String("junban.envelope", string(env.Kind)))

@@ -33,3 +33,23 @@ func TestWorkerSendsAnLCIDInASKUsNamespaceToTheDLQ(t *testing.T) {
 		}
 	}
 }
+
+// An order.reservation_expired arriving on the orders queue is refused before any turn
+// (the Worker has no Turns: one it reached would panic): only the order-worker's scanner
+// submits it, so a sender cannot expire a reservation. Failed without the check (a panic
+// on the nil Turns, where a real worker would have expired the hold it names).
+func TestWorkerRefusesAnExpiryFromTheQueue(t *testing.T) {
+	w := &Worker{Log: zap.NewNop()}
+	k := domain.KindOf(event.OrderReservationExpired)
+	if k == nil {
+		t.Fatal("order.reservation_expired is not registered")
+	}
+	body, err := json.Marshal(event.Order{EventID: "e-1", Type: k.Type, LCID: "LC-1", Data: k.Example})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := w.Handle(context.Background(), queue.Message{ID: "m-1", Body: body})
+	if out.Verdict != queue.Poison || !strings.HasPrefix(out.Reason, domain.ReasonJunbanEvent+": ") {
+		t.Errorf("%+v, want Poison with %s", out, domain.ReasonJunbanEvent)
+	}
+}
