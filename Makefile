@@ -13,7 +13,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 # file this names: nothing finds .junban/stack.env by itself.
 export JUNBAN_STACK_ENV ?= $(CURDIR)/.junban/stack.env
 
-.PHONY: all build stack stack-down stack-status migrate test test-unit test-other-sqs vet lint demo console-screenshots chaos bench bench-lock bench-alloc bench-persist bench-e2e bench-api clean
+.PHONY: all build stack stack-down stack-status migrate test test-unit test-other-sqs vet lint demo console-screenshots chaos bench bench-lock bench-alloc bench-persist bench-e2e bench-api bench-cost bench-expiry clean
 
 all: build
 
@@ -107,6 +107,14 @@ bench-e2e: build stack
 
 bench-api: build stack
 	$(BIN)/junbanlab bench api
+
+## bench-cost and bench-expiry are not in `make bench` (each runs a whole fleet for minutes):
+## what one event costs at 300 events/s, and the delay of thousands of holds expiring at once
+bench-cost: build stack
+	$(BIN)/junbanlab bench cost
+
+bench-expiry: build stack
+	$(BIN)/junbanlab bench expiry
 
 clean:
 	rm -rf $(BIN)
