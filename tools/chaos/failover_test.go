@@ -26,20 +26,19 @@ import (
 // asserts the failover only, logs the findings and skips the rest.
 //
 // Known defect, so the test runs only with JUNBAN_CHAOS_FAILOVER=1 (and in `make chaos`):
-// about one run in three breaks an invariant (a lot's holdings, its conservation, and an
-// order.shipped left parked), on the same orders of the seeded workload. A step rejected
-// after some of its lines allocated undoes them (each "-undo" its own ledger operation,
-// on the SKUs' primaries); when its commit then fails (the order's primary is the one
-// killed), the event runs again later against stock that other turns changed meanwhile,
-// and may be applied: its allocations answer from the ledger's memory of their op ids
-// ("done") while their undos stay applied, so PostgreSQL and the order record units the
-// lot no longer holds. docs/operations.md, "Redis failover", says what an operator sees.
+// about one run in three breaks an invariant (a lot's allocated units below what its
+// orders hold, its conservation, an order.shipped left parked), on the same orders of
+// the seeded workload. In one run kept for study, the results of three orders' ledger
+// operations on one SKU, made just before the master's kill, were in PostgreSQL while the
+// promoted replica lacked those operations (the SKU's version counter was handed out
+// again after the failover): the replication wait did not cover them. Why is not
+// established (docs/operations.md, "Redis failover").
 func TestChaosRedisFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the failover scenario takes about a minute")
 	}
 	if os.Getenv("JUNBAN_CHAOS_FAILOVER") == "" {
-		t.Skip("known defect (a rejected step's undos survive a re-run that applies it): run with JUNBAN_CHAOS_FAILOVER=1 or make chaos")
+		t.Skip("known defect (a ledger operation acknowledged before a failover can be lost): run with JUNBAN_CHAOS_FAILOVER=1 or make chaos")
 	}
 	needServers(t)
 	for _, b := range []string{"redis-cli", "python3"} {
