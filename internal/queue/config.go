@@ -43,6 +43,9 @@ const (
 	// maxVisibility is SQS's maximum visibility timeout.
 	maxVisibility      = 12 * time.Hour
 	maxWaitTimeSeconds = 20
+	// maxReceiveLinger bounds ReceiveLinger: a linger is a few tens of milliseconds that
+	// every message may wait more; a second would be a latency, not a fill.
+	maxReceiveLinger = time.Second
 )
 
 // ConsumerConfig configures a Consumer. Zero values stand for the defaults.
@@ -75,6 +78,12 @@ type ConsumerConfig struct {
 	// MaxMessages rather than for the one or two handlers free at the moment. While
 	// handlers are free it receives at once. 0 (the default) never waits.
 	ReceiveFill time.Duration
+	// ReceiveLinger makes the receives in flight follow how full they come back (see
+	// pacer): a receive that came back part-full lowers the receives allowed in flight
+	// (at least one) and its receiver waits this long before its next receive; a full one
+	// raises them (up to Receivers). A message may wait this much longer to be received.
+	// 0 (the default) keeps Receivers receives in flight, none waiting.
+	ReceiveLinger time.Duration
 	// WaitTimeSeconds is the long poll of one ReceiveMessage, 1..20. Default WaitTimeSecondsDefault.
 	WaitTimeSeconds int
 	// VisibilityTimeout is asked for on every receive and is what every heartbeat extends
@@ -192,6 +201,9 @@ func (cfg ConsumerConfig) Validate() error {
 	}
 	if cfg.ReceiveFill < 0 {
 		errs = append(errs, fmt.Errorf("ReceiveFill %v is negative", cfg.ReceiveFill))
+	}
+	if cfg.ReceiveLinger < 0 || cfg.ReceiveLinger > maxReceiveLinger {
+		errs = append(errs, fmt.Errorf("ReceiveLinger %v outside 0..%v", cfg.ReceiveLinger, maxReceiveLinger))
 	}
 	if cfg.VisibilityTimeout > 0 && cfg.HeartbeatInterval >= cfg.VisibilityTimeout {
 		errs = append(errs, fmt.Errorf("HeartbeatInterval %v must be shorter than VisibilityTimeout %v", cfg.HeartbeatInterval, cfg.VisibilityTimeout))
