@@ -39,13 +39,13 @@ const (
 	BatchWindowDefault = 500 * time.Millisecond
 	// CallTimeoutDefault bounds one SQS call other than the long poll.
 	CallTimeoutDefault = 10 * time.Second
+	// ReceiveLingerMax bounds ReceiveLinger: a linger is a few tens of milliseconds that
+	// a message may wait more; a second would be a latency, not a fill.
+	ReceiveLingerMax = time.Second
 
 	// maxVisibility is SQS's maximum visibility timeout.
 	maxVisibility      = 12 * time.Hour
 	maxWaitTimeSeconds = 20
-	// maxReceiveLinger bounds ReceiveLinger: a linger is a few tens of milliseconds that
-	// every message may wait more; a second would be a latency, not a fill.
-	maxReceiveLinger = time.Second
 )
 
 // ConsumerConfig configures a Consumer. Zero values stand for the defaults.
@@ -202,8 +202,8 @@ func (cfg ConsumerConfig) Validate() error {
 	if cfg.ReceiveFill < 0 {
 		errs = append(errs, fmt.Errorf("ReceiveFill %v is negative", cfg.ReceiveFill))
 	}
-	if cfg.ReceiveLinger < 0 || cfg.ReceiveLinger > maxReceiveLinger {
-		errs = append(errs, fmt.Errorf("ReceiveLinger %v outside 0..%v", cfg.ReceiveLinger, maxReceiveLinger))
+	if cfg.ReceiveLinger < 0 || cfg.ReceiveLinger > ReceiveLingerMax {
+		errs = append(errs, fmt.Errorf("ReceiveLinger %v outside 0..%v", cfg.ReceiveLinger, ReceiveLingerMax))
 	}
 	if cfg.VisibilityTimeout > 0 && cfg.HeartbeatInterval >= cfg.VisibilityTimeout {
 		errs = append(errs, fmt.Errorf("HeartbeatInterval %v must be shorter than VisibilityTimeout %v", cfg.HeartbeatInterval, cfg.VisibilityTimeout))
