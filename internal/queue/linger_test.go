@@ -99,3 +99,76 @@ func receiveFlow(t *testing.T, linger time.Duration, n int) int {
 	}
 	return receives
 }
+
+// TestConsumerReceiveLingerGrows: with ReceiveLinger, an idle queue brings the receives in
+// flight down to one long poll at a time, and a backlog then brings full receives that
+// raise them again, up to Receivers. Seen failing with the limit never raised (the full
+// receive's branch in pacer.end removed): one receive in flight at most over the backlog.
+func TestConsumerReceiveLingerGrows(t *testing.T) {
+	t.Parallel()
+	base := testenv.SQS(t)
+	q := testenv.NewQueues(t, base, 30).Orders
+	var (
+		mu             sync.Mutex
+		cur, peak, all int
+	)
+	c := onReceive(base, func(*sqs.ReceiveMessageInput) func() {
+		mu.Lock()
+		cur++
+		all++
+		peak = max(peak, cur)
+		mu.Unlock()
+		return func() {
+			mu.Lock()
+			cur--
+			mu.Unlock()
+		}
+	})
+	rec := newRecorder()
+	cfg := consumerConfig(t, q)
+	cfg.Client = c
+	cfg.Concurrency, cfg.Receivers, cfg.ReceiveLinger = 40, 4, 20*time.Millisecond
+	cfg.Handler = func(ctx context.Context, m queue.Message) queue.Outcome {
+		rec.add(m)
+		return queue.Outcome{Verdict: queue.Done}
+	}
+	cons, err := queue.NewConsumer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, cons)
+	// Four empty long polls answered lower the limit from 4 to 1; the next ones go one at
+	// a time.
+	testenv.WaitFor(t, 30*time.Second, "eight receives of the empty queue", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return all >= 8
+	})
+	mu.Lock()
+	idlePeak := 0
+	peak = cur
+	mu.Unlock()
+	testenv.WaitFor(t, 30*time.Second, "four more receives of the empty queue", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		idlePeak = peak
+		return all >= 12
+	})
+	if idlePeak > 1 {
+		t.Fatalf("%d receives in flight at once on an idle queue after the limit came down, want 1", idlePeak)
+	}
+
+	mu.Lock()
+	peak = cur
+	mu.Unlock()
+	sendBodies(t, base, q.URL, bodies("backlog", 300)...)
+	testenv.WaitFor(t, 60*time.Second, "300 messages handled", func() bool { return rec.distinct() == 300 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if peak < 3 {
+		t.Fatalf("at most %d receives in flight over a backlog of 300, want the limit raised to 3 or more (Receivers 4)", peak)
+	}
+}
