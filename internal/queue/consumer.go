@@ -413,6 +413,7 @@ func byGroup(ms []Message) [][]int {
 // With ReceiveLinger, each receive first takes a turn of the run's pacer (see pacer).
 func (r *run) receiveInto(ctx context.Context, take func(context.Context) int, give func(int), deliver func([]*tracked, []Message)) {
 	pauses := receiveBackoff()
+	lingered := false // whether this loop's last receive lingered after it (see pacer)
 	for {
 		if !r.pace.begin(ctx) {
 			return
@@ -457,7 +458,7 @@ func (r *run) receiveInto(ctx context.Context, take func(context.Context) int, g
 			deliver(ts, ms)
 		}
 		give(n - len(ms))
-		r.pace.end(ctx, len(msgs), n)
+		lingered = r.pace.end(ctx, len(msgs), n, lingered)
 	}
 }
 
@@ -468,8 +469,11 @@ func (r *run) receiveInto(ctx context.Context, take func(context.Context) int, g
 // and every receive is a request billed whatever it carries). It keeps a limit, from 1 to
 // Receivers, on the receives in flight:
 //
-//   - a receive that came back with all it asked for raises the limit by one (more may be
-//     waiting: a parked receiver starts at once), and its receiver goes on at once;
+//   - a receive that came back with all it asked for sends its receiver on at once (more
+//     may be waiting); if it went out at once too (not after a linger), the queue refilled
+//     it without waiting, a backlog: it raises the limit by one, and a parked receiver
+//     starts. A full receive after a linger raises nothing: what it brought may be only
+//     what the linger let gather (a producer's batch of ten, say);
 //   - one that came back with fewer lowers it by one; if it brought some, its receiver
 //     then waits ReceiveLinger, still holding its turn, before the next receive, so that
 //     the messages arriving meanwhile come in one receive rather than one a receive;
@@ -497,7 +501,10 @@ func newPacer(linger time.Duration, receivers int) *pacer {
 	if linger <= 0 {
 		return nil
 	}
-	return &pacer{linger: linger, most: receivers, limit: receivers, wake: make(chan struct{})}
+	// It starts at one receive in flight: a backlog raises it with every full receive, so
+	// Receivers are in flight after a few round trips, and a fleet started on an idle queue
+	// polls it once at a time from the first.
+	return &pacer{linger: linger, most: receivers, limit: 1, wake: make(chan struct{})}
 }
 
 // begin waits for a turn to receive; it reports false when ctx ended first.
@@ -521,20 +528,23 @@ func (p *pacer) begin(ctx context.Context) bool {
 	return true
 }
 
-// end ends the turn of a receive that asked for asked messages and got got: it moves the
-// limit by the receive's fill and, for a part-full receive, lingers first.
-func (p *pacer) end(ctx context.Context, got, asked int) {
+// end ends the turn of a receive that asked for asked messages and got got, sent after a
+// linger or not: it moves the limit by the receive's fill and, for a part-full receive,
+// lingers first. It reports whether it lingered.
+func (p *pacer) end(ctx context.Context, got, asked int, afterLinger bool) (lingered bool) {
 	if p == nil {
-		return
+		return false
 	}
 	p.mu.Lock()
-	if got >= asked {
+	switch {
+	case got >= asked && !afterLinger:
 		p.limit = min(p.limit+1, p.most)
-	} else {
+	case got < asked:
 		p.limit = max(p.limit-1, 1)
 	}
 	p.mu.Unlock()
-	if got > 0 && got < asked {
+	lingered = got > 0 && got < asked
+	if lingered {
 		t := time.NewTimer(p.linger)
 		select {
 		case <-t.C:
@@ -543,6 +553,7 @@ func (p *pacer) end(ctx context.Context, got, asked int) {
 		t.Stop()
 	}
 	p.leave()
+	return lingered
 }
 
 // leave ends a turn without moving the limit (a receive that failed or never went out).

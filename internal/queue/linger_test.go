@@ -100,9 +100,9 @@ func receiveFlow(t *testing.T, linger time.Duration, n int) int {
 	return receives
 }
 
-// TestConsumerReceiveLingerGrows: with ReceiveLinger, an idle queue brings the receives in
-// flight down to one long poll at a time, and a backlog then brings full receives that
-// raise them again, up to Receivers. Seen failing with the limit never raised (the full
+// TestConsumerReceiveLingerGrows: with ReceiveLinger, an idle queue is polled by one long
+// poll at a time, and a backlog then brings full receives that raise the receives in
+// flight, up to Receivers. Seen failing with the limit never raised (the full
 // receive's branch in pacer.end removed): one receive in flight at most over the backlog.
 func TestConsumerReceiveLingerGrows(t *testing.T) {
 	t.Parallel()
@@ -137,8 +137,7 @@ func TestConsumerReceiveLingerGrows(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := start(t, cons)
-	// Four empty long polls answered lower the limit from 4 to 1; the next ones go one at
-	// a time.
+	// The limit starts at one and every empty long poll keeps it there.
 	testenv.WaitFor(t, 30*time.Second, "eight receives of the empty queue", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
