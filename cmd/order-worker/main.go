@@ -127,6 +127,7 @@ type Config struct {
 func (c *Config) SetDefaults() {
 	c.Concurrency = order.ConcurrencyDefault
 	c.Receivers = order.ReceiversDefault
+	c.ReceiveLinger = queue.ReceiveLingerDefault
 	c.ReceiveFill = order.ReceiveFillDefault
 	c.ResultsLinger = order.ResultsLingerDefault
 	c.DeleteLinger = queue.DeleteLingerDefault

@@ -84,6 +84,7 @@ func (c *Config) SetDefaults() {
 	c.BatchMax = persist.BatchMaxDefault
 	c.BatchWindow = persist.BatchWindowDefault
 	c.Receivers = persist.ReceiversDefault
+	c.ReceiveLinger = queue.ReceiveLingerDefault
 	c.Concurrency = persist.ConcurrencyDefault
 	c.Appliers = persist.AppliersDefault
 	c.Visibility = persist.VisibilityDefault

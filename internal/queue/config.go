@@ -39,6 +39,11 @@ const (
 	BatchWindowDefault = 500 * time.Millisecond
 	// CallTimeoutDefault bounds one SQS call other than the long poll.
 	CallTimeoutDefault = 10 * time.Second
+	// ReceiveLingerDefault is the binaries' JUNBAN_SQS_RECEIVE_LINGER default (see
+	// ConsumerConfig.ReceiveLinger, whose zero turns it off): at the demo's load it took
+	// the SQS requests of an event from 4.2 to 1.0 and those of an idle fleet from 72 to 9 a
+	// minute (docs/benchmarks.md, "What one event costs").
+	ReceiveLingerDefault = 20 * time.Millisecond
 	// ReceiveLingerMax bounds ReceiveLinger: a linger is a few tens of milliseconds that
 	// a message may wait more; a second would be a latency, not a fill.
 	ReceiveLingerMax = time.Second
