@@ -23,7 +23,7 @@ import (
 // receive brings several. ReceiveLinger 0 (four receives in flight, each answered as soon
 // as one message is there) is the comparison, in the same test. Seen failing with the
 // pacer turned off (newPacer returning nil whatever the linger): 543 requests without,
-// 563 with (0.7 messages a receive, the empty long polls included); with it, 80.
+// 563 with (0.7 messages a receive, the empty long polls included); with it, 57-80.
 func TestConsumerReceiveLinger(t *testing.T) {
 	t.Parallel()
 	const messages = 400
