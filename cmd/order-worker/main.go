@@ -53,6 +53,12 @@ type Config struct {
 	// costs the endpoint and the worker about as much whatever its size. Nothing waits
 	// while handlers are free. 0 turns it off.
 	ReceiveFill time.Duration `env:"JUNBAN_SQS_RECEIVE_FILL"`
+	// ReceiveLinger makes the receives in flight follow how full they come back: a
+	// part-full receive lowers them (to one at least) and waits this long before the next,
+	// a full one raises them (to Receivers at most), so that a steady flow comes in a few
+	// nearly full receives rather than many nearly empty ones (each a billed request).
+	// 0 keeps Receivers receives in flight.
+	ReceiveLinger time.Duration `env:"JUNBAN_SQS_RECEIVE_LINGER"`
 	// ResultsLinger is how long a batch of results waits for more (up to ten per
 	// SendMessageBatch) before it is sent. Each SQS call costs the endpoint about as much
 	// whatever its size: fuller batches leave it more for the rest.
@@ -121,6 +127,7 @@ type Config struct {
 func (c *Config) SetDefaults() {
 	c.Concurrency = order.ConcurrencyDefault
 	c.Receivers = order.ReceiversDefault
+	c.ReceiveLinger = queue.ReceiveLingerDefault
 	c.ReceiveFill = order.ReceiveFillDefault
 	c.ResultsLinger = order.ResultsLingerDefault
 	c.DeleteLinger = queue.DeleteLingerDefault
@@ -159,6 +166,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReceiveFill < 0 {
 		p = append(p, errors.New("JUNBAN_SQS_RECEIVE_FILL: must not be negative"))
+	}
+	if c.ReceiveLinger < 0 || c.ReceiveLinger > queue.ReceiveLingerMax {
+		p = append(p, fmt.Errorf("JUNBAN_SQS_RECEIVE_LINGER: must be 0..%v", queue.ReceiveLingerMax))
 	}
 	if c.LockTTL < lockhandoff.LockTTLMin {
 		p = append(p, fmt.Errorf("JUNBAN_LOCK_TTL: must be at least %v", lockhandoff.LockTTLMin))
@@ -471,6 +481,7 @@ func newConsumer(cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handof
 		Concurrency:     cfg.Concurrency,
 		Receivers:       cfg.Receivers,
 		ReceiveFill:     cfg.ReceiveFill,
+		ReceiveLinger:   cfg.ReceiveLinger,
 		DeleteLinger:    cfg.DeleteLinger,
 		WaitTimeSeconds: cfg.WaitTimeSeconds,
 		ShutdownBudget:  cfg.ShutdownBudget,

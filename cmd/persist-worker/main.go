@@ -44,6 +44,12 @@ type Config struct {
 	// receive rate grows with the receivers, not with the PostgreSQL connections. They
 	// fill one batch at a time between them, so batches stay as large as the flow allows.
 	Receivers int `env:"JUNBAN_PERSIST_RECEIVERS"`
+	// ReceiveLinger makes the receives in flight follow how full they come back: a
+	// part-full receive lowers them (to one at least) and waits this long before the next,
+	// a full one raises them (to Receivers at most), so that a steady flow comes in a few
+	// nearly full receives rather than many nearly empty ones (each a billed request).
+	// 0 keeps Receivers receives in flight.
+	ReceiveLinger time.Duration `env:"JUNBAN_SQS_RECEIVE_LINGER"`
 	// Concurrency is how many batches, per receiver, may be handed to the appliers (or
 	// wait for one) at once: Receivers x Concurrency in all.
 	Concurrency int `env:"JUNBAN_PERSIST_CONCURRENCY"`
@@ -78,6 +84,7 @@ func (c *Config) SetDefaults() {
 	c.BatchMax = persist.BatchMaxDefault
 	c.BatchWindow = persist.BatchWindowDefault
 	c.Receivers = persist.ReceiversDefault
+	c.ReceiveLinger = queue.ReceiveLingerDefault
 	c.Concurrency = persist.ConcurrencyDefault
 	c.Appliers = persist.AppliersDefault
 	c.Visibility = persist.VisibilityDefault
@@ -99,6 +106,9 @@ func (c Config) Validate() error {
 	}
 	if c.Receivers < 1 {
 		p = append(p, errors.New("JUNBAN_PERSIST_RECEIVERS: must be at least 1"))
+	}
+	if c.ReceiveLinger < 0 || c.ReceiveLinger > queue.ReceiveLingerMax {
+		p = append(p, errors.New("JUNBAN_SQS_RECEIVE_LINGER: must be 0..1s"))
 	}
 	if c.Concurrency < 1 {
 		p = append(p, errors.New("JUNBAN_PERSIST_CONCURRENCY: must be at least 1"))
@@ -374,6 +384,7 @@ func newConsumer(cfg Config, log *zap.Logger, reg prometheus.Registerer, sqsClie
 		QueueURL:          results,
 		DLQURL:            dlq,
 		Receivers:         cfg.Receivers,
+		ReceiveLinger:     cfg.ReceiveLinger,
 		Concurrency:       cfg.Receivers * cfg.Concurrency,
 		WaitTimeSeconds:   cfg.WaitTimeSeconds,
 		VisibilityTimeout: cfg.Visibility,

@@ -147,6 +147,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		tracked:  make(map[string]*tracked),
 		deletes:  make(chan deleteReq),
 		stopped:  make(chan struct{}),
+		pace:     newPacer(c.cfg.ReceiveLinger, c.cfg.Receivers),
 	}
 	var bg sync.WaitGroup
 	bg.Add(2)
@@ -269,6 +270,8 @@ type run struct {
 
 	// fillMu lets one receive loop at a time take slots (see slots).
 	fillMu sync.Mutex
+	// pace bounds the receives in flight by their fill; nil without ReceiveLinger.
+	pace *pacer
 
 	// visMu orders visibility changes: a heartbeat in flight cannot undo a Retry's
 	// backoff or a hand-back that was decided after it.
@@ -407,16 +410,23 @@ func byGroup(ms []Message) [][]int {
 // receiveInto receives for as long as take grants room: take returns how many messages
 // the next receive may ask for (0 once ctx ended), give gets back the room a receive did
 // not use, and deliver gets the messages of each receive, in the order SQS gave them.
+// With ReceiveLinger, each receive first takes a turn of the run's pacer (see pacer).
 func (r *run) receiveInto(ctx context.Context, take func(context.Context) int, give func(int), deliver func([]*tracked, []Message)) {
 	pauses := receiveBackoff()
+	lingered := false // whether this loop's last receive lingered after it (see pacer)
 	for {
+		if !r.pace.begin(ctx) {
+			return
+		}
 		n := take(ctx)
 		if n == 0 {
+			r.pace.leave()
 			return
 		}
 		msgs, err := r.receive(ctx, n, r.cfg.WaitTimeSeconds)
 		if err != nil {
 			give(n)
+			r.pace.leave()
 			if ctx.Err() != nil {
 				return
 			}
@@ -448,7 +458,114 @@ func (r *run) receiveInto(ctx context.Context, take func(context.Context) int, g
 			deliver(ts, ms)
 		}
 		give(n - len(ms))
+		lingered = r.pace.end(ctx, len(msgs), n, lingered)
 	}
+}
+
+// pacer makes the receives a consumer keeps in flight follow how full they come back, as
+// Lambda's SQS pollers scale, instead of Receivers long polls each answered as soon as
+// one message is there (SQS, and the emulators, answer a long poll at once when any
+// message is visible: fixed receivers at a moderate rate each come back nearly empty,
+// and every receive is a request billed whatever it carries). It keeps a limit, from 1 to
+// Receivers, on the receives in flight:
+//
+//   - a receive that came back with all it asked for sends its receiver on at once (more
+//     may be waiting); if it went out at once too (not after a linger), the queue refilled
+//     it without waiting, a backlog: it raises the limit by one, and a parked receiver
+//     starts. A full receive after a linger raises nothing: what it brought may be only
+//     what the linger let gather (a producer's batch of ten, say);
+//   - one that came back with fewer lowers it by one; if it brought some, its receiver
+//     then waits ReceiveLinger, still holding its turn, before the next receive, so that
+//     the messages arriving meanwhile come in one receive rather than one a receive;
+//   - an empty one (the long poll ran out) lowers it by one, and its receiver polls again
+//     at once.
+//
+// A receiver beyond the limit waits before its receive, sending nothing. So a steady flow
+// is taken by as few receives in flight as keep up with it, each lingering enough to come
+// back nearly full; a backlog brings full receives and up to Receivers of them; an idle
+// queue costs one long poll at a time instead of Receivers. A message waits at most
+// ReceiveLinger longer to be received. A nil pacer (ReceiveLinger 0) lets every receiver
+// go at once, as before.
+type pacer struct {
+	linger time.Duration
+	most   int
+
+	mu       sync.Mutex
+	limit    int           // receives allowed in flight, 1..most
+	inFlight int           // turns taken
+	wake     chan struct{} // closed and replaced when a turn ends or the limit rises
+}
+
+// newPacer returns the pacer of a run, nil when linger is 0 (no pacing).
+func newPacer(linger time.Duration, receivers int) *pacer {
+	if linger <= 0 {
+		return nil
+	}
+	// It starts at one receive in flight: a backlog raises it with every full receive, so
+	// Receivers are in flight after a few round trips, and a fleet started on an idle queue
+	// polls it once at a time from the first.
+	return &pacer{linger: linger, most: receivers, limit: 1, wake: make(chan struct{})}
+}
+
+// begin waits for a turn to receive; it reports false when ctx ended first.
+func (p *pacer) begin(ctx context.Context) bool {
+	if p == nil {
+		return true
+	}
+	p.mu.Lock()
+	for p.inFlight >= p.limit {
+		w := p.wake
+		p.mu.Unlock()
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return false
+		}
+		p.mu.Lock()
+	}
+	p.inFlight++
+	p.mu.Unlock()
+	return true
+}
+
+// end ends the turn of a receive that asked for asked messages and got got, sent after a
+// linger or not: it moves the limit by the receive's fill and, for a part-full receive,
+// lingers first. It reports whether it lingered.
+func (p *pacer) end(ctx context.Context, got, asked int, afterLinger bool) (lingered bool) {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	switch {
+	case got >= asked && !afterLinger:
+		p.limit = min(p.limit+1, p.most)
+	case got < asked:
+		p.limit = max(p.limit-1, 1)
+	}
+	p.mu.Unlock()
+	lingered = got > 0 && got < asked
+	if lingered {
+		t := time.NewTimer(p.linger)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	p.leave()
+	return lingered
+}
+
+// leave ends a turn without moving the limit (a receive that failed or never went out).
+func (p *pacer) leave() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.inFlight--
+	close(p.wake)
+	p.wake = make(chan struct{})
+	p.mu.Unlock()
 }
 
 // slots takes the handler slots of the next receive (see room). One receive loop at a

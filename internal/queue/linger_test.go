@@ -1,0 +1,173 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/testenv"
+)
+
+// TestConsumerReceiveLinger: a steady trickle of messages (four producers, one message
+// each every 10 ms) into a consumer of four receivers, counted at the wire by the
+// junban_sqs_requests_total middleware on the emulator. With ReceiveLinger the receives
+// in flight shrink to what the flow needs and each lingers before the next, so the same
+// messages take at most half the ReceiveMessage requests they take without it, and each
+// receive brings several. ReceiveLinger 0 (four receives in flight, each answered as soon
+// as one message is there) is the comparison, in the same test. Seen failing with the
+// pacer turned off (newPacer returning nil whatever the linger): 543 requests without,
+// 563 with (0.7 messages a receive, the empty long polls included); with it, 57-80.
+func TestConsumerReceiveLinger(t *testing.T) {
+	t.Parallel()
+	const messages = 400
+	off := receiveFlow(t, 0, messages)
+	on := receiveFlow(t, 30*time.Millisecond, messages)
+	t.Logf("ReceiveMessage requests for %d messages: %d without a linger, %d with 30ms", messages, off, on)
+	if on*2 > off {
+		t.Fatalf("%d receives with ReceiveLinger, %d without: want at most half", on, off)
+	}
+	if per := float64(messages) / float64(on); per < 3 {
+		t.Fatalf("%.1f messages a receive with ReceiveLinger, want 3 or more", per)
+	}
+}
+
+// receiveFlow consumes n messages sent one at a time by four paced producers with a
+// consumer of four receivers and the given linger, and returns the ReceiveMessage requests
+// it sent on its queue (the long polls cut short by the consumer's stop included).
+func receiveFlow(t *testing.T, linger time.Duration, n int) int {
+	t.Helper()
+	ctx := context.Background()
+	base := testenv.SQS(t)
+	qs := testenv.NewQueues(t, base, 30)
+	q, name := qs.Orders, qs.OrdersName
+	reg := prometheus.NewRegistry()
+	c, err := queue.NewClient(ctx, testenv.SQSConfig(t), queue.CountRequests(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	cfg := consumerConfig(t, q)
+	cfg.Client = c
+	cfg.Concurrency, cfg.Receivers, cfg.ReceiveLinger = 40, 4, linger
+	cfg.Handler = func(ctx context.Context, m queue.Message) queue.Outcome {
+		rec.add(m)
+		return queue.Outcome{Verdict: queue.Done}
+	}
+	cons, err := queue.NewConsumer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, cons)
+
+	const producers = 4
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for i := p; i < n; i += producers {
+				<-tick.C
+				if _, err := base.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String(fmt.Sprint("trickle", i))}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	testenv.WaitFor(t, 30*time.Second, fmt.Sprintf("%d messages handled", n), func() bool { return rec.distinct() == n })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	got := gatherCounts(t, reg)
+	receives := 0
+	for k, v := range got {
+		var kind, queueName, action string
+		if _, err := fmt.Sscan(k, &kind, &queueName, &action); err == nil && kind == "requests" && queueName == name && action == "ReceiveMessage" {
+			receives += int(v)
+		}
+	}
+	if m := int(got["messages "+name+" ReceiveMessage "]); m < n {
+		t.Fatalf("the middleware counted %d messages received, want at least %d", m, n)
+	}
+	return receives
+}
+
+// TestConsumerReceiveLingerGrows: with ReceiveLinger, an idle queue is polled by one long
+// poll at a time, and a backlog then brings full receives that raise the receives in
+// flight, up to Receivers. Seen failing with the limit never raised (the full
+// receive's branch in pacer.end removed): one receive in flight at most over the backlog.
+func TestConsumerReceiveLingerGrows(t *testing.T) {
+	t.Parallel()
+	base := testenv.SQS(t)
+	q := testenv.NewQueues(t, base, 30).Orders
+	var (
+		mu             sync.Mutex
+		cur, peak, all int
+	)
+	c := onReceive(base, func(*sqs.ReceiveMessageInput) func() {
+		mu.Lock()
+		cur++
+		all++
+		peak = max(peak, cur)
+		mu.Unlock()
+		return func() {
+			mu.Lock()
+			cur--
+			mu.Unlock()
+		}
+	})
+	rec := newRecorder()
+	cfg := consumerConfig(t, q)
+	cfg.Client = c
+	cfg.Concurrency, cfg.Receivers, cfg.ReceiveLinger = 40, 4, 20*time.Millisecond
+	cfg.Handler = func(ctx context.Context, m queue.Message) queue.Outcome {
+		rec.add(m)
+		return queue.Outcome{Verdict: queue.Done}
+	}
+	cons, err := queue.NewConsumer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, cons)
+	// The limit starts at one and every empty long poll keeps it there.
+	testenv.WaitFor(t, 30*time.Second, "eight receives of the empty queue", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return all >= 8
+	})
+	mu.Lock()
+	idlePeak := 0
+	peak = cur
+	mu.Unlock()
+	testenv.WaitFor(t, 30*time.Second, "four more receives of the empty queue", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		idlePeak = peak
+		return all >= 12
+	})
+	if idlePeak > 1 {
+		t.Fatalf("%d receives in flight at once on an idle queue after the limit came down, want 1", idlePeak)
+	}
+
+	mu.Lock()
+	peak = cur
+	mu.Unlock()
+	sendBodies(t, base, q.URL, bodies("backlog", 300)...)
+	testenv.WaitFor(t, 60*time.Second, "300 messages handled", func() bool { return rec.distinct() == 300 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if peak < 3 {
+		t.Fatalf("at most %d receives in flight over a backlog of 300, want the limit raised to 3 or more (Receivers 4)", peak)
+	}
+}
