@@ -152,9 +152,7 @@ func (c *Config) SetDefaults() {
 
 // Validate checks what the parser cannot.
 func (c Config) Validate() error {
-	p := []error{c.Common.Validate(), c.Redis.Validate()}
-	p = append(p, c.Startup.Validate())
-	p = append(p, c.RedisReplication.Validate())
+	p := []error{c.Common.Validate(), c.Redis.Validate(), c.Startup.Validate(), c.RedisReplication.Validate()}
 	if c.Concurrency < 1 {
 		p = append(p, errors.New("JUNBAN_CONCURRENCY: must be at least 1"))
 	}
