@@ -23,13 +23,19 @@ import (
 // receive brings several. ReceiveLinger 0 (four receives in flight, each answered as soon
 // as one message is there) is the comparison, in the same test. Seen failing with the
 // pacer turned off (newPacer returning nil whatever the linger): 543 requests without,
-// 563 with (0.7 messages a receive, the empty long polls included); with it, 57-80.
+// 563 with (0.7 messages a receive, the empty long polls included); with it, 57-80. On an
+// SQS that answers full receives without a linger (local-aws-sqs: 55 for 400) it skips.
 func TestConsumerReceiveLinger(t *testing.T) {
 	t.Parallel()
 	const messages = 400
 	off := receiveFlow(t, 0, messages)
 	on := receiveFlow(t, 30*time.Millisecond, messages)
 	t.Logf("ReceiveMessage requests for %d messages: %d without a linger, %d with 30ms", messages, off, on)
+	if float64(messages)/float64(off) >= 3 {
+		// local-aws-sqs holds a long poll until it can answer several messages: without a
+		// linger the receives come back full already, and there is nothing to halve.
+		t.Skipf("this SQS answers %.1f messages a receive without a linger: nothing for the linger to save", float64(messages)/float64(off))
+	}
 	if on*2 > off {
 		t.Fatalf("%d receives with ReceiveLinger, %d without: want at most half", on, off)
 	}
