@@ -35,6 +35,8 @@ type Config struct {
 	config.SQS
 	// Migrate applies the database migrations at start.
 	Migrate bool `env:"JUNBAN_MIGRATE" envDefault:"true"`
+	// Pprof serves /debug/pprof on the admin listener (diagnosis and benchmarks).
+	Pprof bool `env:"JUNBAN_PPROF" envDefault:"false"`
 	// BatchMax is the most results applied in one transaction.
 	BatchMax int `env:"JUNBAN_PERSIST_BATCH_MAX"`
 	// BatchWindow is how long a batch keeps collecting receives after its first message.
@@ -362,11 +364,15 @@ func openPostgres(ctx context.Context, cfg Config, log *zap.Logger) (*gorm.DB, e
 	return db, nil
 }
 
-// startAdmin starts /healthz, /readyz (with checks) and /metrics on JUNBAN_HTTP_ADDR.
+// startAdmin starts /healthz, /readyz (with checks) and /metrics on JUNBAN_HTTP_ADDR (and
+// /debug/pprof with JUNBAN_PPROF).
 func startAdmin(ctx context.Context, cfg Config, log *zap.Logger, reg *prometheus.Registry, checks map[string]health.Check) (*health.Server, error) {
 	srv, err := health.New(health.Config{Addr: cfg.HTTPAddr, Registry: reg, Logger: log})
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Pprof {
+		srv.EnablePprof()
 	}
 	for name, c := range checks {
 		srv.AddCheck(name, c)

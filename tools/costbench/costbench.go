@@ -9,8 +9,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -45,6 +48,13 @@ type Options struct {
 	BinDir string
 	// JSON prints one JSON object, and no progress.
 	JSON bool
+	// Profile, when set, is a directory for a CPU profile of each process of the loaded
+	// fleet over ProfileFor from the first send (the fleet runs with JUNBAN_PPROF=true,
+	// which the order-workers pay for in debug counters: profile and measure in separate
+	// runs).
+	Profile string
+	// ProfileFor is how long each profile runs (20 s when zero).
+	ProfileFor time.Duration
 }
 
 // Defaults are the demo-shaped load: 300 events/s offered, 2,000 orders, 40 SKUs,
@@ -188,13 +198,14 @@ func (e *env) openStores(ctx context.Context, cfg Config) (err error) {
 
 // startFleet starts the order-workers and the persist-worker with the run's environment
 // and waitSeconds; stop stops them.
-func (e *env) startFleet(ctx context.Context, workers, waitSeconds int) (procs []*fleet.Proc, stop func(), err error) {
+func (e *env) startFleet(ctx context.Context, workers, waitSeconds int, extra ...string) (procs []*fleet.Proc, stop func(), err error) {
 	stop = func() {
 		for _, p := range procs {
 			_ = p.Stop(10 * time.Second) // best effort: the figures are taken
 		}
 	}
 	env := append(append([]string(nil), e.fleetEnv...), "JUNBAN_SQS_WAIT_SECONDS="+strconv.Itoa(waitSeconds))
+	env = append(env, extra...)
 	for i := range workers + 1 {
 		bin, name := "order-worker", fmt.Sprintf("order-worker-%d", i)
 		if i == workers {
@@ -214,7 +225,11 @@ func (e *env) startFleet(ctx context.Context, workers, waitSeconds int) (procs [
 // measures the counters' deltas from just before the first send to the last result in
 // PostgreSQL.
 func (e *env) load(ctx context.Context, o Options) (*Result, error) {
-	procs, stop, err := e.startFleet(ctx, o.Workers, 1)
+	var extra []string
+	if o.Profile != "" {
+		extra = append(extra, "JUNBAN_PPROF=true")
+	}
+	procs, stop, err := e.startFleet(ctx, o.Workers, 1, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -235,6 +250,8 @@ func (e *env) load(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	profiled := e.profile(ctx, procs, o)
+	defer profiled()
 	s, err := loadgen.Run(ctx, e.db, rec, loadgen.RunConfig{Spec: spec, Rate: o.Rate, Senders: 4, Wait: o.Wait, Progress: progress})
 	if err != nil {
 		return nil, err
@@ -243,6 +260,7 @@ func (e *env) load(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.saveMetrics(ctx, procs, o)
 	if s.Missing > 0 {
 		return nil, fmt.Errorf("bench cost: %d events never reached PostgreSQL (logs in %s)", s.Missing, e.logDir)
 	}
@@ -279,4 +297,73 @@ func (e *env) idle(ctx context.Context, o Options) (*IdleResult, error) {
 		return nil, err
 	}
 	return newIdleResult(o, before, after), nil
+}
+
+// profile starts a CPU profile of each of procs into o.Profile (nothing without it); the
+// function it returns waits for them. A failed profile is reported, not fatal: the
+// figures do not depend on it.
+func (e *env) profile(ctx context.Context, procs []*fleet.Proc, o Options) (wait func()) {
+	if o.Profile == "" {
+		return func() {}
+	}
+	d := o.ProfileFor
+	if d <= 0 {
+		d = 20 * time.Second
+	}
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Go(func() {
+			path := filepath.Join(o.Profile, p.Name+".cpu.pprof")
+			if err := fetchProfile(ctx, p.Addr, d, path); err != nil {
+				e.say("profile of %s: %v", p.Name, err)
+				return
+			}
+			e.say("CPU profile of %s over %s: %s", p.Name, d, path)
+		})
+	}
+	return wg.Wait
+}
+
+// saveMetrics saves each process's /metrics into o.Profile (nothing without it), for the
+// debug counters of JUNBAN_PPROF (Redis round trips and SQS calls by command).
+func (e *env) saveMetrics(ctx context.Context, procs []*fleet.Proc, o Options) {
+	if o.Profile == "" {
+		return
+	}
+	for _, p := range procs {
+		path := filepath.Join(o.Profile, p.Name+".metrics.txt")
+		if err := fetch(ctx, "http://"+p.Addr+"/metrics", path); err != nil {
+			e.say("metrics of %s: %v", p.Name, err)
+		}
+	}
+}
+
+// fetchProfile saves the CPU profile over d of the process whose admin listener is addr.
+func fetchProfile(ctx context.Context, addr string, d time.Duration, path string) error {
+	return fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())), path)
+}
+
+// fetch saves the body of a GET of url to path.
+func fetch(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/cli"
@@ -43,5 +45,7 @@ func benchCostCmd() *cobra.Command {
 	fs.DurationVar(&o.Wait, "wait", o.Wait, "how long to wait for every result to be persisted")
 	fs.StringVar(&o.BinDir, "bin", "", "directory of the binaries (default: beside junbanlab)")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object")
+	fs.StringVar(&o.Profile, "profile", "", "directory for a CPU profile of each process under load (JUNBAN_PPROF=true: profile and measure in separate runs)")
+	fs.DurationVar(&o.ProfileFor, "profile-for", 20*time.Second, "how long each CPU profile runs from the first send")
 	return c
 }
