@@ -248,7 +248,7 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 	if st, err = p.deadLetterUndecodable(ctx, t.Entity, st); err != nil {
 		return err
 	}
-	next, results, err := domain.Step(ctx, p.ledger, p.cfg.Policy, st, ev, t.Seq, now)
+	next, results, err := domain.Step(ctx, p.stepLedger(), p.cfg.Policy, st, ev, t.Seq, now)
 	if err != nil {
 		return fmt.Errorf("order: %s %s: %w", ev.Type, ev.EventID, err)
 	}

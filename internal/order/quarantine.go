@@ -105,7 +105,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 	}
 
 	now := p.now()
-	run := domain.RerunEvent(ctx, p.ledger, p.cfg.Policy, st, ev, t.Seq, now)
+	run := domain.RerunEvent(ctx, p.stepLedger(), p.cfg.Policy, st, ev, t.Seq, now)
 	if run.Err != nil {
 		log.Info("quarantine: the step failed again; undoing what it reached", zap.Error(run.Err))
 	}

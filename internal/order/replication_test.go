@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
@@ -319,15 +320,17 @@ func mustJSON(t *testing.T, v any) []byte {
 }
 
 // clusterStep is a processor on a Redis Cluster with a replica per primary, one replica
-// required, and an order whose turn lives on another primary than its SKU: what a
-// failover of the order's primary tests. The test holds the turn itself (its lock) and
-// calls the processor's Handle and Quarantine as the turns would.
+// required, and an order whose turn lives on another primary than its SKU (sku), with a
+// second SKU of one unit on the order's own primary (short): what a failover of the
+// order's primary tests. The test holds the turn itself (its lock) and calls the
+// processor's Handle and Quarantine as the turns would.
 type clusterStep struct {
 	t       *testing.T
 	rc      *redis.ClusterClient
 	prefix  string
 	lcid    string
 	sku     string
+	short   string
 	led     *ledger.Ledger
 	proc    *order.Processor
 	pub     *discard
@@ -336,13 +339,14 @@ type clusterStep struct {
 	seq     int64
 }
 
-func newClusterStep(t *testing.T) *clusterStep {
+// newClusterStep builds a clusterStep; wrap, when set, wraps the processor's ledger.
+func newClusterStep(t *testing.T, wrap func(*clusterStep, domain.Ledger) domain.Ledger) *clusterStep {
 	t.Helper()
 	cl := testenv.RedisClusterWithReplicas(t)
 	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{cl.Seed}})
 	t.Cleanup(func() { rc.Close() })
 	ctx := context.Background()
-	s := &clusterStep{t: t, rc: rc, prefix: testenv.Name(t), token: "token-1"}
+	s := &clusterStep{t: t, rc: rc, prefix: testenv.Name(t), sku: "CS", token: "token-1"}
 	primary := func(key string) string {
 		n, err := rc.MasterForKey(ctx, key)
 		if err != nil {
@@ -350,24 +354,35 @@ func newClusterStep(t *testing.T) *clusterStep {
 		}
 		return n.Options().Addr
 	}
-	s.sku = "CS"
-	own := primary(ledger.Key(s.prefix, s.sku))
+	var own string
 	for i := 0; s.lcid == ""; i++ {
 		lcid := fmt.Sprintf("CS-%d", i)
-		if addr := primary(lockhandoff.Key(s.prefix, lcid, "lock")); addr != own {
-			s.lcid, s.replica = lcid, cl.Replica[addr]
+		if own = primary(lockhandoff.Key(s.prefix, lcid, "lock")); own != primary(ledger.Key(s.prefix, s.sku)) {
+			s.lcid, s.replica = lcid, cl.Replica[own]
+		}
+	}
+	for i := 0; s.short == ""; i++ {
+		if sku := fmt.Sprintf("CT-%d", i); primary(ledger.Key(s.prefix, sku)) == own {
+			s.short = sku
 		}
 	}
 	w, err := replication.New(replication.Config{Replicas: 1, Timeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lots := catalog{s.sku: {SKU: s.sku, Version: 1, Lots: []ledger.Lot{onHand("CS1", 1, 10, "2027-01-01")}}}
+	lots := catalog{
+		s.sku:   {SKU: s.sku, Version: 1, Lots: []ledger.Lot{onHand("CS1", 1, 10, "2027-01-01")}},
+		s.short: {SKU: s.short, Version: 1, Lots: []ledger.Lot{onHand("CT1", 1, 1, "2027-01-01")}},
+	}
 	if s.led, err = ledger.New(ledger.Config{Redis: rc, Prefix: s.prefix, Loader: lots}); err != nil {
 		t.Fatal(err)
 	}
+	var l domain.Ledger = s.led
+	if wrap != nil {
+		l = wrap(s, l)
+	}
 	s.pub = &discard{}
-	s.proc, err = order.New(order.Config{Redis: rc, Ledger: s.led, Publisher: s.pub, Prefix: s.prefix, Replication: w,
+	s.proc, err = order.New(order.Config{Redis: rc, Ledger: l, Publisher: s.pub, Prefix: s.prefix, Replication: w,
 		DeadLetter: func(context.Context, []byte, string, map[string]string) error { return nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -396,7 +411,12 @@ func (s *clusterStep) handle(e event.Order) error {
 // version is the SKU's version: one more for each operation that moved its stock.
 func (s *clusterStep) version() int64 {
 	s.t.Helper()
-	snap, err := s.led.Snapshot(context.Background(), s.sku)
+	return s.versionOf(s.sku)
+}
+
+func (s *clusterStep) versionOf(sku string) int64 {
+	s.t.Helper()
+	snap, err := s.led.Snapshot(context.Background(), sku)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -418,7 +438,7 @@ func (s *clusterStep) version() int64 {
 // and undid it there (the SKU's version moved by one, then by two more).
 func TestClusterStepMovesNoStockBeforeTheOrdersPrimaryConfirms(t *testing.T) {
 	t.Parallel()
-	s := newClusterStep(t)
+	s := newClusterStep(t, nil)
 	if err := s.handle(placed(s.lcid, ledger.ModeReserve, line("1", s.sku, 2))); err != nil {
 		t.Fatal(err)
 	}
@@ -455,5 +475,65 @@ func TestClusterStepMovesNoStockBeforeTheOrdersPrimaryConfirms(t *testing.T) {
 	testenv.WaitFor(t, 30*time.Second, "the lines change once the replica is back", func() bool { return s.handle(change) == nil })
 	if got := s.version(); got != v+1 {
 		t.Errorf("after the lines change: the SKU at version %d, want %d", got, v+1)
+	}
+}
+
+// pausing is a ledger that stops the order's replica right before the first operation on
+// the short SKU: the turn was confirmed, and the order's primary loses its replica
+// during the step.
+type pausing struct {
+	domain.Ledger
+	s    *clusterStep
+	once sync.Once
+}
+
+func (l *pausing) Apply(ctx context.Context, op ledger.Op) (ledger.Result, error) {
+	if a, ok := op.(ledger.AllocateRequest); ok && a.SKU == l.s.short {
+		l.once.Do(func() { l.s.replica.Pause(l.s.t) })
+	}
+	return l.Ledger.Apply(ctx, op)
+}
+
+// A step acts on a refusal (undoes the event's earlier operations, on their own
+// primaries) only once the refusing primary's replicas acknowledged it. Otherwise, when
+// that primary is the order's and fails over before replicating, the step's commit and
+// the refusal are lost while the undos stay: the re-run meets the first line's operation
+// and its undo as done, and runs the refused line anew against the stock of the moment;
+// applied this time, the event gives the order units that the undo gave back to the lot.
+//
+// Seen failing without the wait for the refusal (durableRefusals): with the order's
+// replica stopped when the second line was refused, the first line's allocation was
+// undone at once (its SKU at version 3, not 2) before the short commit.
+func TestClusterRefusalIsReplicatedBeforeTheUndos(t *testing.T) {
+	t.Parallel()
+	var l *pausing
+	s := newClusterStep(t, func(s *clusterStep, inner domain.Ledger) domain.Ledger {
+		l = &pausing{Ledger: inner, s: s}
+		return l
+	})
+	resumed := false
+	defer func() {
+		if !resumed {
+			s.replica.Resume(t)
+		}
+	}()
+	e := placed(s.lcid, ledger.ModeReserve, line("1", s.sku, 2), line("2", s.short, 5))
+	if err := s.handle(e); !errors.Is(err, replication.ErrShort) {
+		t.Errorf("placement refused with the order's replica stopped: %v, want %v", err, replication.ErrShort)
+	}
+	if v := s.version(); v != 2 {
+		t.Errorf("the first line's SKU at version %d, want 2 (allocated, not yet undone)", v)
+	}
+	if n := s.published(); n != 0 {
+		t.Errorf("%d results published with the order's replica stopped", n)
+	}
+	s.replica.Resume(t)
+	resumed = true
+	testenv.WaitFor(t, 30*time.Second, "the placement once the replica is back", func() bool { return s.handle(e) == nil })
+	if v := s.version(); v != 3 {
+		t.Errorf("the first line's SKU at version %d, want 3 (allocated, then undone)", v)
+	}
+	if v := s.versionOf(s.short); v != 1 {
+		t.Errorf("the short SKU at version %d, want 1", v)
 	}
 }
