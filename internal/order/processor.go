@@ -218,10 +218,9 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 }
 
 func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.Turn, ev domain.Event) error {
-	// The done marker and the state in one round trip (one slot: one hash tag).
-	vals, err := p.rc.MGet(ctx, doneKey(p.cfg.Prefix, t.Entity, ev.EventID), StateKey(p.cfg.Prefix, t.Entity)).Result()
+	vals, err := p.readTurn(ctx, t.Entity, ev.EventID)
 	if err != nil {
-		return fmt.Errorf("order: done marker and state: %w", err)
+		return err
 	}
 	if stored, ok := vals[0].(string); ok {
 		return p.replay(ctx, t, ev, stored)
@@ -249,7 +248,7 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 	if st, err = p.deadLetterUndecodable(ctx, t.Entity, st); err != nil {
 		return err
 	}
-	next, results, err := domain.Step(ctx, p.ledger, p.cfg.Policy, st, ev, t.Seq, now)
+	next, results, err := domain.Step(ctx, p.stepLedger(), p.cfg.Policy, st, ev, t.Seq, now)
 	if err != nil {
 		return fmt.Errorf("order: %s %s: %w", ev.Type, ev.EventID, err)
 	}
@@ -471,6 +470,40 @@ func (p *Processor) ledgerReplicated(ctx context.Context, entity string, results
 		}
 	}
 	return nil
+}
+
+// readTurn reads the event's done marker and the entity's state, in one round trip (one
+// slot: one hash tag). On a Redis Cluster with Config.Replication on, that round trip
+// first has replicas acknowledge what the entity's primary holds of the turn (a marker
+// write, then WAIT): the event's place in it (its take, the handoff that brought it to
+// proc) and the state. A step's ledger operations run on the SKUs' primaries, which stay
+// when the entity's primary fails over; a take that was never acknowledged would go with
+// it, the event would come back from SQS behind the entity's later events, and its
+// operations, remembered by op id, would answer that re-run as done against an order that
+// had moved on. So no step moves stock before its event's place is durable. On one
+// primary the ledger is lost or kept with the take: nothing more is sent.
+func (p *Processor) readTurn(ctx context.Context, entity, eventID string) ([]any, error) {
+	keys := []string{doneKey(p.cfg.Prefix, entity, eventID), StateKey(p.cfg.Prefix, entity)}
+	if _, ok := p.rc.(*redis.ClusterClient); !ok || !p.cfg.Replication.On() {
+		vals, err := p.rc.MGet(ctx, keys...).Result()
+		if err != nil {
+			return nil, fmt.Errorf("order: done marker and state: %w", err)
+		}
+		return vals, nil
+	}
+	var mget *redis.SliceCmd
+	err := p.cfg.Replication.Pipelined(ctx, p.rc, keys[1], "turn", func(pp redis.Pipeliner) {
+		pp.Set(ctx, p.key(entity, "replicated"), 1, time.Minute)
+		mget = pp.MGet(ctx, keys...)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("order: the turn of %s on its primary: %w", entity, err)
+	}
+	vals, err := mget.Result()
+	if err != nil {
+		return nil, fmt.Errorf("order: done marker and state: %w", err)
+	}
+	return vals, nil
 }
 
 // replicated returns nil once replicas acknowledged what an earlier run of ev committed

@@ -82,7 +82,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 	log := p.log.With(tracing.LogFields(ctx)...).With(zap.String("entity", t.Entity), zap.String("event_id", ev.EventID), zap.String("type", string(ev.Type)),
 		zap.Int("attempts", f.Attempts), zap.Bool("skipped", f.Skipped), zap.String("last_error", f.LastError))
 
-	vals, err := p.rc.MGet(ctx, doneKey(p.cfg.Prefix, t.Entity, ev.EventID), StateKey(p.cfg.Prefix, t.Entity)).Result()
+	vals, err := p.readTurn(ctx, t.Entity, ev.EventID)
 	if err != nil {
 		return fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
 	}
@@ -105,7 +105,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 	}
 
 	now := p.now()
-	run := domain.RerunEvent(ctx, p.ledger, p.cfg.Policy, st, ev, t.Seq, now)
+	run := domain.RerunEvent(ctx, p.stepLedger(), p.cfg.Policy, st, ev, t.Seq, now)
 	if run.Err != nil {
 		log.Info("quarantine: the step failed again; undoing what it reached", zap.Error(run.Err))
 	}

@@ -3,6 +3,7 @@ package order_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
@@ -315,4 +317,223 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// clusterStep is a processor on a Redis Cluster with a replica per primary, one replica
+// required, and an order whose turn lives on another primary than its SKU (sku), with a
+// second SKU of one unit on the order's own primary (short): what a failover of the
+// order's primary tests. The test holds the turn itself (its lock) and calls the
+// processor's Handle and Quarantine as the turns would.
+type clusterStep struct {
+	t       *testing.T
+	rc      *redis.ClusterClient
+	prefix  string
+	lcid    string
+	sku     string
+	short   string
+	led     *ledger.Ledger
+	proc    *order.Processor
+	pub     *discard
+	replica *testenv.RedisServer // of the order's primary
+	token   string
+	seq     int64
+}
+
+// newClusterStep builds a clusterStep; wrap, when set, wraps the processor's ledger.
+func newClusterStep(t *testing.T, wrap func(*clusterStep, domain.Ledger) domain.Ledger) *clusterStep {
+	t.Helper()
+	cl := testenv.RedisClusterWithReplicas(t)
+	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{cl.Seed}})
+	t.Cleanup(func() { rc.Close() })
+	ctx := context.Background()
+	s := &clusterStep{t: t, rc: rc, prefix: testenv.Name(t), sku: "CS", token: "token-1"}
+	primary := func(key string) string {
+		n, err := rc.MasterForKey(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Options().Addr
+	}
+	var own string
+	for i := 0; s.lcid == ""; i++ {
+		lcid := fmt.Sprintf("CS-%d", i)
+		if own = primary(lockhandoff.Key(s.prefix, lcid, "lock")); own != primary(ledger.Key(s.prefix, s.sku)) {
+			s.lcid, s.replica = lcid, cl.Replica[own]
+		}
+	}
+	for i := 0; s.short == ""; i++ {
+		if sku := fmt.Sprintf("CT-%d", i); primary(ledger.Key(s.prefix, sku)) == own {
+			s.short = sku
+		}
+	}
+	w, err := replication.New(replication.Config{Replicas: 1, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lots := catalog{
+		s.sku:   {SKU: s.sku, Version: 1, Lots: []ledger.Lot{onHand("CS1", 1, 10, "2027-01-01")}},
+		s.short: {SKU: s.short, Version: 1, Lots: []ledger.Lot{onHand("CT1", 1, 1, "2027-01-01")}},
+	}
+	if s.led, err = ledger.New(ledger.Config{Redis: rc, Prefix: s.prefix, Loader: lots}); err != nil {
+		t.Fatal(err)
+	}
+	var l domain.Ledger = s.led
+	if wrap != nil {
+		l = wrap(s, l)
+	}
+	s.pub = &discard{}
+	s.proc, err = order.New(order.Config{Redis: rc, Ledger: l, Publisher: s.pub, Prefix: s.prefix, Replication: w,
+		DeadLetter: func(context.Context, []byte, string, map[string]string) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Set(ctx, lockhandoff.Key(s.prefix, s.lcid, "lock"), s.token, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (s *clusterStep) turn() lockhandoff.Turn {
+	s.seq++
+	return lockhandoff.Turn{Entity: s.lcid, Seq: s.seq, Token: s.token}
+}
+
+func (s *clusterStep) published() int {
+	s.pub.mu.Lock()
+	defer s.pub.mu.Unlock()
+	return s.pub.n
+}
+
+func (s *clusterStep) handle(e event.Order) error {
+	return s.proc.Handle(context.Background(), s.turn(), mustJSON(s.t, e))
+}
+
+// version is the SKU's version: one more for each operation that moved its stock.
+func (s *clusterStep) version() int64 {
+	s.t.Helper()
+	return s.versionOf(s.sku)
+}
+
+func (s *clusterStep) versionOf(sku string) int64 {
+	s.t.Helper()
+	snap, err := s.led.Snapshot(context.Background(), sku)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return snap.Version
+}
+
+// A step moves no stock before the order's primary confirmed what it holds of the turn:
+// the event's place in it (its take, the handoff that brought it into proc) and the
+// order's state. A take whose WAIT was short stays in the order's primary, and a turn
+// runs it from there; if that primary then dies, the promoted replica never saw the
+// event, whose SQS message comes back later, after events that were behind it: a
+// ledger operation it made on another primary (which stays) would then answer that
+// re-run from its op id as done, against an order that has moved on meanwhile (a lot
+// whose reserved or allocated units no longer match the orders holding them).
+//
+// Seen failing without the confirmation before the step (and before the quarantine's
+// re-run): with the order's replica stopped, the lines change released the SKU's units
+// on its own primary before the short commit, and the quarantine re-ran a cancellation
+// and undid it there (the SKU's version moved by one, then by two more).
+func TestClusterStepMovesNoStockBeforeTheOrdersPrimaryConfirms(t *testing.T) {
+	t.Parallel()
+	s := newClusterStep(t, nil)
+	if err := s.handle(placed(s.lcid, ledger.ModeReserve, line("1", s.sku, 2))); err != nil {
+		t.Fatal(err)
+	}
+	v := s.version()
+
+	s.replica.Pause(t)
+	resumed := false
+	defer func() {
+		if !resumed {
+			s.replica.Resume(t)
+		}
+	}()
+	change := ev(s.lcid, event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", s.sku, 1)}})
+	if err := s.handle(change); !errors.Is(err, replication.ErrShort) {
+		t.Errorf("lines change with the order's replica stopped: %v, want %v", err, replication.ErrShort)
+	}
+	if got := s.version(); got != v {
+		t.Errorf("lines change with the order's replica stopped: the SKU went from version %d to %d", v, got)
+	}
+	cancel := ev(s.lcid, event.OrderCancelled, nil)
+	err := s.proc.Quarantine(context.Background(), s.turn(), mustJSON(t, cancel), lockhandoff.Failure{Attempts: 5, LastError: "test"})
+	if !errors.Is(err, replication.ErrShort) {
+		t.Errorf("quarantine with the order's replica stopped: %v, want %v", err, replication.ErrShort)
+	}
+	if got := s.version(); got != v {
+		t.Errorf("quarantine with the order's replica stopped: the SKU went from version %d to %d", v, got)
+	}
+	if n := s.published(); n != 1 {
+		t.Errorf("%d results published, want the placement's only", n)
+	}
+
+	s.replica.Resume(t)
+	resumed = true
+	testenv.WaitFor(t, 30*time.Second, "the lines change once the replica is back", func() bool { return s.handle(change) == nil })
+	if got := s.version(); got != v+1 {
+		t.Errorf("after the lines change: the SKU at version %d, want %d", got, v+1)
+	}
+}
+
+// pausing is a ledger that stops the order's replica right before the first operation on
+// the short SKU: the turn was confirmed, and the order's primary loses its replica
+// during the step.
+type pausing struct {
+	domain.Ledger
+	s    *clusterStep
+	once sync.Once
+}
+
+func (l *pausing) Apply(ctx context.Context, op ledger.Op) (ledger.Result, error) {
+	if a, ok := op.(ledger.AllocateRequest); ok && a.SKU == l.s.short {
+		l.once.Do(func() { l.s.replica.Pause(l.s.t) })
+	}
+	return l.Ledger.Apply(ctx, op)
+}
+
+// A step acts on a refusal (undoes the event's earlier operations, on their own
+// primaries) only once the refusing primary's replicas acknowledged it. Otherwise, when
+// that primary is the order's and fails over before replicating, the step's commit and
+// the refusal are lost while the undos stay: the re-run meets the first line's operation
+// and its undo as done, and runs the refused line anew against the stock of the moment;
+// applied this time, the event gives the order units that the undo gave back to the lot.
+//
+// Seen failing without the wait for the refusal (durableRefusals): with the order's
+// replica stopped when the second line was refused, the first line's allocation was
+// undone at once (its SKU at version 3, not 2) before the short commit.
+func TestClusterRefusalIsReplicatedBeforeTheUndos(t *testing.T) {
+	t.Parallel()
+	var l *pausing
+	s := newClusterStep(t, func(s *clusterStep, inner domain.Ledger) domain.Ledger {
+		l = &pausing{Ledger: inner, s: s}
+		return l
+	})
+	resumed := false
+	defer func() {
+		if !resumed {
+			s.replica.Resume(t)
+		}
+	}()
+	e := placed(s.lcid, ledger.ModeReserve, line("1", s.sku, 2), line("2", s.short, 5))
+	if err := s.handle(e); !errors.Is(err, replication.ErrShort) {
+		t.Errorf("placement refused with the order's replica stopped: %v, want %v", err, replication.ErrShort)
+	}
+	if v := s.version(); v != 2 {
+		t.Errorf("the first line's SKU at version %d, want 2 (allocated, not yet undone)", v)
+	}
+	if n := s.published(); n != 0 {
+		t.Errorf("%d results published with the order's replica stopped", n)
+	}
+	s.replica.Resume(t)
+	resumed = true
+	testenv.WaitFor(t, 30*time.Second, "the placement once the replica is back", func() bool { return s.handle(e) == nil })
+	if v := s.version(); v != 3 {
+		t.Errorf("the first line's SKU at version %d, want 3 (allocated, then undone)", v)
+	}
+	if v := s.versionOf(s.short); v != 1 {
+		t.Errorf("the short SKU at version %d, want 1", v)
+	}
 }
