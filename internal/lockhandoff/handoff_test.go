@@ -9,6 +9,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/junban/junban/internal/testenv"
 )
 
 // 1,000 entities with concurrent producers: every event runs, per entity one at a time and
@@ -323,6 +327,99 @@ func TestSweeperKeepsRefreshedIndexEntry(t *testing.T) {
 	if n, _ := rc.Exists(ctx, hd.indexShard(entity)).Result(); n != 0 {
 		t.Errorf("idle entry not removed")
 	}
+}
+
+// The periodic sweeps look only at index entries older than IndexGrace: an entity pushed
+// in the last moments costs them nothing, and once its entry is old they look at it (and
+// forget it, idle). Sweep on demand still looks at every entry (the other sweeper tests).
+//
+// Broken variant tried: the periodic sweep looking at every entry (the code before): 20
+// entities, each read by every pass (hundreds of state scripts here, and at a shop's rate
+// two scripts an event, more Redis time than the events').
+func TestPeriodicSweepLooksOnlyAtOldEntries(t *testing.T) {
+	t.Parallel()
+	rc, prefix := single.client(t)
+	looks, scans := &atomic.Int64{}, &atomic.Int64{}
+	rc.AddHook(sweepCounter{state: stateScript.Hash(), looks: looks, scans: scans})
+	ctx := context.Background()
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixMilli())
+	hd, _ := newTestHandoff(t, rc, prefix, Config{
+		SweepInterval: 10 * time.Millisecond,
+		IndexGrace:    time.Minute,
+		Now:           func() time.Time { return time.UnixMilli(clock.Load()) },
+	}, func(context.Context, Turn, []byte) error { return nil })
+	const n = 20
+	for i := range n {
+		if _, err := hd.Submit(ctx, fmt.Sprintf("LC-young-%d", i), []byte("e0")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := hd.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Ten passes at least (a pass scans each of the 16 shards).
+	testenv.WaitFor(t, 10*time.Second, "ten sweeps", func() bool { return scans.Load() >= 10*16 })
+	if got := looks.Load(); got != 0 {
+		t.Errorf("the periodic sweeps read %d states of entities pushed less than IndexGrace ago, want 0", got)
+	}
+	if got := indexEntries(t, rc, hd); got != n {
+		t.Fatalf("index entries %d, want %d", got, n)
+	}
+	clock.Add((time.Minute + time.Second).Milliseconds())
+	testenv.WaitFor(t, 10*time.Second, "old idle entries forgotten", func() bool { return indexEntries(t, rc, hd) == 0 })
+	if looks.Load() < n {
+		t.Errorf("old entries forgotten after %d looks, want %d at least", looks.Load(), n)
+	}
+}
+
+// sweepCounter counts the sweeper's state scripts and index scans on a client.
+type sweepCounter struct {
+	state        string
+	looks, scans *atomic.Int64
+}
+
+func (c sweepCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c sweepCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (c sweepCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			c.count(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (c sweepCounter) count(cmd redis.Cmder) {
+	args := cmd.Args()
+	switch {
+	case cmd.Name() == "zscan":
+		c.scans.Add(1)
+	case cmd.Name() == "evalsha" && len(args) > 1 && args[1] == c.state,
+		cmd.Name() == "eval" && len(args) > 1 && args[1] == stateSrc:
+		c.looks.Add(1)
+	}
+}
+
+// indexEntries counts the entries of hd's backlog index over its shards.
+func indexEntries(t *testing.T, rc redis.UniversalClient, hd *Handoff) int64 {
+	t.Helper()
+	var n int64
+	for shard := range hd.cfg.IndexShards {
+		c, err := rc.ZCard(context.Background(), indexKey(hd.cfg.Prefix, shard)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += c
+	}
+	return n
 }
 
 // An index entry whose state cannot be read costs the sweeper that entity only: an orphaned

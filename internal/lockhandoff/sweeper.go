@@ -95,7 +95,7 @@ var errStopBound = errors.New("lockhandoff: stop: its bound ended before the tur
 
 func (h *Handoff) sweepLoop(ctx context.Context) {
 	for {
-		st, err := h.Sweep(ctx)
+		st, err := h.sweep(ctx, h.cfg.IndexGrace)
 		if err != nil && ctx.Err() == nil {
 			h.log.Warn("lockhandoff: sweep failed", zap.Error(err))
 		}
@@ -114,9 +114,20 @@ func (h *Handoff) sweepLoop(ctx context.Context) {
 
 // Sweep makes one pass over the backlog index: every entity with a backlog and no holder
 // gets its turn taken and drained (proc first, then wait); idle entities whose entry was
-// not refreshed since it was read are removed from the index. Start runs it periodically;
-// it is exported for tests and operators.
-func (h *Handoff) Sweep(ctx context.Context) (SweepStats, error) {
+// not refreshed since it was read are removed from the index. It looks at every entry,
+// the youngest included; the periodic sweeps of Start look only at entries older than
+// IndexGrace. It is exported for tests and operators.
+func (h *Handoff) Sweep(ctx context.Context) (SweepStats, error) { return h.sweep(ctx, 0) }
+
+// sweep is one pass over the index entries older than minAge. Entries of the last moments
+// belong to pushes whose holder's lease outlasts them (a dead holder's lock expires
+// LockTTL after its last renewal, and IndexGrace is LockTTL by default), so a periodic
+// pass that looked at them could only find them busy or idle, or find a handler's failure
+// whose re-run may as well wait: the pause between the runs of an envelope that keeps
+// failing. Looking at every entry cost each replica a script per entity touched in the
+// last IndexGrace on every pass, more Redis time than the events themselves
+// (docs/benchmarks.md, "What one event costs").
+func (h *Handoff) sweep(ctx context.Context, minAge time.Duration) (SweepStats, error) {
 	var (
 		st        SweepStats
 		recovered atomic.Int64
@@ -125,7 +136,9 @@ func (h *Handoff) Sweep(ctx context.Context) (SweepStats, error) {
 		errMu     sync.Mutex
 	)
 	sem := make(chan struct{}, h.cfg.SweepConcurrency)
-	cut := h.cfg.Now().Add(-h.cfg.IndexGrace).UnixMilli()
+	now := h.cfg.Now()
+	cut := now.Add(-h.cfg.IndexGrace).UnixMilli() // forgettable when idle
+	young := now.Add(-minAge).UnixMilli()         // looked at
 	addErr := func(err error) {
 		errMu.Lock()
 		errs = append(errs, err)
@@ -145,6 +158,9 @@ func (h *Handoff) Sweep(ctx context.Context) (SweepStats, error) {
 			ents, scores := make([]string, 0, len(vals)/2), make([]int64, 0, len(vals)/2)
 			for i := 0; i+1 < len(vals); i += 2 {
 				sc, _ := strconv.ParseFloat(vals[i+1], 64)
+				if int64(sc) > young {
+					continue
+				}
 				ents, scores = append(ents, vals[i]), append(scores, int64(sc))
 			}
 			states := h.states(ctx, ents)

@@ -366,7 +366,7 @@ func newClusterStep(t *testing.T, wrap func(*clusterStep, domain.Ledger) domain.
 			s.short = sku
 		}
 	}
-	w, err := replication.New(replication.Config{Replicas: 1, Timeout: 200 * time.Millisecond})
+	w, err := replication.New(replication.Config{Replicas: 1, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
