@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -153,12 +152,8 @@ func DecodeLimits(body []byte, lim Limits) (Event, error) {
 		return Event{}, invalid(ReasonTooLarge, "body is %d bytes, the limit is %d", len(body), maxBytes)
 	}
 	var ev Event
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&ev.Order); err != nil {
+	if err := unmarshal(body, &ev.Order); err != nil {
 		return Event{}, invalid(ReasonMalformedJSON, "%v", err)
-	}
-	if dec.More() {
-		return Event{}, invalid(ReasonMalformedJSON, "trailing data after the event object")
 	}
 	ev.rawLength = len(body)
 	if ev.EventID == "" {
@@ -232,9 +227,7 @@ func strictData(raw json.RawMessage, v any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return invalid(ReasonMissingField, "data is missing")
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := unmarshalStrict(raw, v); err != nil {
 		return invalid(ReasonMalformedJSON, "data: %v", err)
 	}
 	return nil

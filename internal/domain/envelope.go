@@ -137,7 +137,7 @@ func members(b []byte) (map[string]json.RawMessage, error) {
 		return nil, errNotObject
 	}
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
+	if err := unmarshal(b, &m); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -44,6 +44,8 @@ type Kind struct {
 	// bound (CheckResultBound) counts for it.
 	Result ResultShape
 
+	// newData returns a new zero value of the kind's data type, a pointer.
+	newData func() any
 	// decode checks raw data (absent: nil) and returns what Step gets.
 	decode func(raw json.RawMessage, lim Limits) (any, error)
 	// sku is an OnSKU kind's SKU in its data.
@@ -101,8 +103,9 @@ func register[D any](s spec[D]) {
 		}
 		k.Example = ex
 	}
+	k.newData = func() any { return new(D) }
 	k.decode = func(raw json.RawMessage, lim Limits) (any, error) {
-		d := new(D)
+		d := k.newData().(*D)
 		if none {
 			return d, nil // data of a kind without data is ignored, as it always was
 		}

@@ -334,7 +334,7 @@ func (s *Scanner) expire(ctx context.Context, lcid string, now time.Time) (bool,
 	}
 	var st domain.State
 	if raw, ok := vals[0].(string); ok {
-		if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		if st, err = domain.DecodeState([]byte(raw)); err != nil {
 			return false, fmt.Errorf("order: state of %s: %w", lcid, err)
 		}
 	}

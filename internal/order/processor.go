@@ -230,7 +230,7 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 		restored bool
 	)
 	if raw, ok := vals[1].(string); ok {
-		if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		if st, err = domain.DecodeState([]byte(raw)); err != nil {
 			return fmt.Errorf("order: state of %s: %w", t.Entity, err)
 		}
 	} else if p.cfg.Loader != nil && ev.AboutExistingOrder() {
@@ -356,7 +356,7 @@ func LoadState(ctx context.Context, rc redis.UniversalClient, prefix, entity str
 	if err != nil {
 		return st, fmt.Errorf("order: load %s: %w", entity, err)
 	}
-	if err := json.Unmarshal(raw, &st); err != nil {
+	if st, err = domain.DecodeState(raw); err != nil {
 		return st, fmt.Errorf("order: state of %s: %w", entity, err)
 	}
 	return st, nil

@@ -99,7 +99,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 	}
 	var st domain.State
 	if raw, ok := vals[1].(string); ok {
-		if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		if st, err = domain.DecodeState([]byte(raw)); err != nil {
 			return fmt.Errorf("order: state of %s: %w", t.Entity, err)
 		}
 	}

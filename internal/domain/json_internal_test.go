@@ -1,0 +1,136 @@
+package domain
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/junban/junban/internal/event"
+)
+
+// target is one type the order-worker decodes, with the decoder it uses and encoding/json's
+// way of decoding it.
+type target struct {
+	name   string
+	new    func() any
+	strict bool
+}
+
+func jsonTargets() []target {
+	ts := []target{
+		{"event", func() any { return new(event.Order) }, false},
+		{"members", func() any { return new(map[string]json.RawMessage) }, false},
+		{"state", func() any { return new(State) }, false},
+	}
+	for _, k := range Kinds() {
+		if k.newData != nil {
+			ts = append(ts, target{"data of " + string(k.Type), k.newData, true})
+		}
+	}
+	return ts
+}
+
+func stdUnmarshal(data []byte, v any, strict bool) error {
+	if !strict {
+		return json.Unmarshal(data, v)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errTrailing
+	}
+	var rest json.RawMessage
+	if dec.Decode(&rest) == nil {
+		return errTrailing
+	}
+	return nil
+}
+
+var errTrailing = json.Unmarshal([]byte("{} x"), new(any))
+
+// go-json, as unmarshal and unmarshalStrict use it, decodes what encoding/json decodes to
+// the same value, and refuses what it refuses, for every type the order-worker decodes:
+// an event's envelope and members, each kind's data (strictly), and a turn's state. The
+// seeds hold the inputs where the two are known to differ when used carelessly: invalid
+// UTF-8 and lone surrogates, names in another case, duplicate names, numbers beyond
+// int64 or with a fraction, trailing data, deep nesting.
+func FuzzJSONAsEncodingJSON(f *testing.F) {
+	for _, lcid := range []string{"LC-1", "sku:SKU-B"} {
+		for _, body := range sampleBodies(lcid) {
+			f.Add([]byte(body))
+			var o event.Order
+			if json.Unmarshal([]byte(body), &o) == nil && len(o.Data) > 0 {
+				f.Add([]byte(o.Data))
+			}
+		}
+	}
+	holdUntil := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	state, _ := json.Marshal(State{Seq: 3, Parked: []Parked{{Body: json.RawMessage(`{"event_id":"p1"}`)}},
+		Requeued: map[string]int{"e1": 2}, Order: &event.OrderSnapshot{LCID: "LC-1", Status: "reserved", HoldUntil: &holdUntil}})
+	f.Add(state)
+	for _, s := range []string{
+		``, ` `, `{`, `}`, `null`, `[]`, `{} {}`, `{}x`, `{} `, "\xef\xbb\xbf{}",
+		`{"event_id":"a","EVENT_ID":"b","Event_Id":"c"}`, `{"event_id":"a","event_id":"b"}`,
+		"{\"event_id\":\"\xff\xfe\"}", `{"event_id":"\ud800"}`, `{"event_id":"\ud83d\ude00\u0000"}`,
+		`{"qty":1e2}`, `{"qty":1.5}`, `{"qty":-0}`, `{"qty":9223372036854775808}`, `{"qty":"1"}`,
+		`{"lines":[{"line_id":"1","sku":"S","qty":1,"x":1}]}`, `{"lines":null}`, `{"mode":null}`,
+		`{"occurred_at":"2026-13-01T00:00:00Z"}`, `{"occurred_at":null}`, `{"queued_at":"2026-12-01T00:00:00Z"}`,
+		`{"data":[1,{"a":` + "\"\\u00e9\"" + `}]}`, `{"a":` + string(slices.Repeat([]byte("["), 200)) + string(slices.Repeat([]byte("]"), 200)) + `}`,
+		`{"seq":1,"order":{"lines":[{"line_id":"1"}]},"requeued":{"e":1.0}}`, `{"hold_for":"1h"}`, `{"sku":"S","lot_id":"L","qty":1,"reason":"r","extra":{}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	targets := jsonTargets()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, tg := range targets {
+			got, want := tg.new(), tg.new()
+			var errGot error
+			if tg.strict {
+				errGot = unmarshalStrict(data, got)
+			} else {
+				errGot = unmarshal(data, got)
+			}
+			errWant := stdUnmarshal(data, want, tg.strict)
+			if (errGot == nil) != (errWant == nil) {
+				t.Fatalf("%s of %q: go-json says %v, encoding/json %v", tg.name, data, errGot, errWant)
+			}
+			if errGot == nil && !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s of %q: go-json decodes %#v, encoding/json %#v", tg.name, data, got, want)
+			}
+		}
+	})
+}
+
+// BenchmarkDecodeEvent decodes an order.placed of two lines as the order-worker does on
+// receipt (its envelope's members, then the event and its data strictly), with go-json
+// and, for the baseline, with encoding/json.
+func BenchmarkDecodeEvent(b *testing.B) {
+	body := []byte(sampleBodies("LC-000123")[event.OrderPlaced])
+	decode := func(b *testing.B, un func([]byte, any, bool) error) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var m map[string]json.RawMessage
+			var o event.Order
+			var d event.OrderData
+			if err := errors.Join(un(body, &m, false), un(body, &o, false), un(o.Data, &d, true)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("go-json", func(b *testing.B) {
+		decode(b, func(data []byte, v any, strict bool) error {
+			if strict {
+				return unmarshalStrict(data, v)
+			}
+			return unmarshal(data, v)
+		})
+	})
+	b.Run("encoding-json", func(b *testing.B) { decode(b, stdUnmarshal) })
+}
