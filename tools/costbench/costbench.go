@@ -227,6 +227,9 @@ func (e *env) startFleet(ctx context.Context, workers, waitSeconds int, extra ..
 func (e *env) load(ctx context.Context, o Options) (*Result, error) {
 	var extra []string
 	if o.Profile != "" {
+		if err := os.MkdirAll(o.Profile, 0o755); err != nil {
+			return nil, fmt.Errorf("profile directory: %w", err)
+		}
 		extra = append(extra, "JUNBAN_PPROF=true")
 	}
 	procs, stop, err := e.startFleet(ctx, o.Workers, 1, extra...)
