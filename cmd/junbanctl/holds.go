@@ -10,16 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/persist"
 )
-
-// holdsConfig is what holds reindex reads from the environment.
-type holdsConfig struct {
-	config.Redis
-	config.Postgres
-}
 
 // reindexReport is what holds reindex prints with --json.
 type reindexReport struct {
@@ -52,26 +45,15 @@ func holdsReindexCmd() *cobra.Command {
 }
 
 func runHoldsReindex(ctx context.Context, w io.Writer, asJSON bool) error {
-	cfg, err := config.Load[holdsConfig]()
+	st, err := openStores(0)
 	if err != nil {
 		return err
 	}
-	rc, err := cfg.Redis.Client()
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	db, err := cfg.Postgres.Open()
-	if err != nil {
-		return err
-	}
-	if sqlDB, err := db.DB(); err == nil {
-		defer sqlDB.Close()
-	}
+	defer st.close()
 	rep, err := reindexHolds(time.Now(), func(yield func(persist.Hold) error) (int, error) {
-		return persist.ScanHolds(ctx, db, yield)
+		return persist.ScanHolds(ctx, st.db, yield)
 	}, func(h persist.Hold) error {
-		return order.IndexHold(ctx, rc, cfg.KeyPrefix, h.LCID, h.HoldUntil)
+		return order.IndexHold(ctx, st.rc, st.prefix, h.LCID, h.HoldUntil)
 	})
 	if asJSON {
 		if jerr := json.NewEncoder(w).Encode(rep); jerr != nil && err == nil {

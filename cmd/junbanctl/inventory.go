@@ -9,17 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 )
-
-// inventoryConfig: PostgreSQL, where the import writes, and the workers' Redis, to
-// refuse SKUs already loaded there.
-type inventoryConfig struct {
-	config.Redis
-	config.Postgres
-}
 
 // inventoryReport is what inventory import prints with --json.
 type inventoryReport struct {
@@ -95,21 +87,10 @@ func runInventoryImport(ctx context.Context, w io.Writer, file string, dryRun, a
 
 // writeImport writes skus to the PostgreSQL of the environment, refusing SKUs loaded in its Redis.
 func writeImport(ctx context.Context, skus []inventorydb.ImportSKU) (inventorydb.ImportStats, error) {
-	cfg, err := config.Load[inventoryConfig]()
+	st, err := openStores(0)
 	if err != nil {
 		return inventorydb.ImportStats{}, err
 	}
-	rc, err := cfg.Redis.Client()
-	if err != nil {
-		return inventorydb.ImportStats{}, err
-	}
-	defer rc.Close()
-	db, err := cfg.Postgres.Open()
-	if err != nil {
-		return inventorydb.ImportStats{}, err
-	}
-	if sqlDB, err := db.DB(); err == nil {
-		defer sqlDB.Close()
-	}
-	return inventorydb.WriteImport(ctx, db, skus, inventorydb.Loaded(rc, cfg.KeyPrefix))
+	defer st.close()
+	return inventorydb.WriteImport(ctx, st.db, skus, inventorydb.Loaded(st.rc, st.prefix))
 }

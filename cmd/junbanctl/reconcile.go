@@ -10,18 +10,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/progress"
 )
-
-// reconcileConfig is what reconcile reads from the environment.
-type reconcileConfig struct {
-	config.Redis
-	config.Postgres
-}
 
 // reconcileOptions are the flags of reconcile.
 type reconcileOptions struct {
@@ -53,30 +46,19 @@ func reconcileCmd() *cobra.Command {
 // and, with --repair, rewrites PostgreSQL from Redis where Redis is newer. It fails when
 // drift remains.
 func runReconcile(ctx context.Context, w io.Writer, o reconcileOptions) error {
-	cfg, err := config.Load[reconcileConfig]()
+	st, err := openStores(0)
 	if err != nil {
 		return err
 	}
-	rc, err := cfg.Redis.Client()
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	db, err := cfg.Postgres.Open()
-	if err != nil {
-		return err
-	}
-	if sqlDB, err := db.DB(); err == nil {
-		defer sqlDB.Close()
-	}
+	defer st.close()
 	// No loader: reconcile looks at what Redis holds and never loads a SKU into it.
-	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: cfg.KeyPrefix})
+	led, err := ledger.New(ledger.Config{Redis: st.rc, Prefix: st.prefix})
 	if err != nil {
 		return err
 	}
-	rcfg := persist.ReconcileConfig{DB: db, SKUs: led, Repair: o.repair}
+	rcfg := persist.ReconcileConfig{DB: st.db, SKUs: led, Repair: o.repair}
 	if !o.skusOnly {
-		rcfg.Orders = order.NewStore(rc, cfg.KeyPrefix)
+		rcfg.Orders = order.NewStore(st.rc, st.prefix)
 	}
 	bar := lazyBar{min: o.progressMin, what: "reconcile"}
 	rcfg.Progress = bar.set
@@ -86,11 +68,11 @@ func runReconcile(ctx context.Context, w io.Writer, o reconcileOptions) error {
 		return err
 	}
 	if o.asJSON {
-		if err := cli.WriteJSON(w, newReconcileJSON(cfg.KeyPrefix, o.repair, rep)); err != nil {
+		if err := cli.WriteJSON(w, newReconcileJSON(st.prefix, o.repair, rep)); err != nil {
 			return err
 		}
 	} else {
-		printReconcile(w, cfg.KeyPrefix, o, rep)
+		printReconcile(w, st.prefix, o, rep)
 	}
 	if n := rep.Remaining(); n > 0 {
 		return fmt.Errorf("%d drift(s) remain", n)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/junban/junban/internal/api"
 	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 )
@@ -18,35 +17,16 @@ import (
 // readerDeps opens what api.Deps's readers need: Redis, PostgreSQL and the ledger over
 // them. close releases them.
 func readerDeps() (api.Deps, func(), error) {
-	rcfg, err := config.Load[config.Redis]()
+	st, err := openStores(2)
 	if err != nil {
 		return api.Deps{}, nil, err
 	}
-	pcfg, err := config.Load[config.Postgres]()
+	led, err := ledger.New(ledger.Config{Redis: st.rc, Prefix: st.prefix, Loader: inventorydb.PGLoader{DB: st.db}})
 	if err != nil {
+		st.close()
 		return api.Deps{}, nil, err
 	}
-	rc, err := rcfg.Client()
-	if err != nil {
-		return api.Deps{}, nil, err
-	}
-	db, err := pcfg.OpenPool(2)
-	if err != nil {
-		rc.Close()
-		return api.Deps{}, nil, err
-	}
-	closeDeps := func() {
-		rc.Close()
-		if sqlDB, err := db.DB(); err == nil {
-			sqlDB.Close()
-		}
-	}
-	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: rcfg.KeyPrefix, Loader: inventorydb.PGLoader{DB: db}})
-	if err != nil {
-		closeDeps()
-		return api.Deps{}, nil, err
-	}
-	return api.Deps{Redis: rc, Prefix: rcfg.KeyPrefix, DB: db, Ledger: led}, closeDeps, nil
+	return api.Deps{Redis: st.rc, Prefix: st.prefix, DB: st.db, Ledger: led}, st.close, nil
 }
 
 // stockOptions are the flags of stock.

@@ -119,9 +119,9 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	for _, f := range opts {
 		f(&d, &o)
 	}
-	core, logs := observer.New(zap.WarnLevel)
+	log, logs := testenv.Logger(zap.WarnLevel)
 	e.logs = logs
-	if e.api, err = New(ServerConfig{Deps: d, Options: o, Logger: zap.New(core), Registerer: prometheus.NewRegistry()}); err != nil {
+	if e.api, err = New(ServerConfig{Deps: d, Options: o, Logger: log, Registerer: prometheus.NewRegistry()}); err != nil {
 		t.Fatal(err)
 	}
 	e.srv = httptest.NewServer(e.api)

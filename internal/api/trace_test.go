@@ -5,24 +5,13 @@ import (
 	"net/http"
 	"testing"
 
-	"go.opentelemetry.io/otel"
-	"go.uber.org/zap"
-
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/internal/tracing"
 )
 
 // TestRequestIsAServerSpan: a request with a traceparent header is served in a server
 // span of that trace, named by its method and route pattern.
 func TestRequestIsAServerSpan(t *testing.T) {
-	rcv := testenv.StartOTLPReceiver(t)
-	rcv.Setenv(t)
-	prev := otel.GetTracerProvider()
-	shutdown, err := tracing.Setup(context.Background(), "junban-api", zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = shutdown(context.Background()); otel.SetTracerProvider(prev) })
+	rcv, shutdown := testenv.Tracing(t, "junban-api")
 
 	e := newEnv(t)
 	const traceID, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"

@@ -11,14 +11,21 @@ import (
 	"github.com/junban/junban/internal/ledger"
 )
 
+// skuVersion returns sku's version in led: one more for each operation that moved its
+// stock.
+func skuVersion(t *testing.T, led *ledger.Ledger, sku string) int64 {
+	t.Helper()
+	snap, err := led.Snapshot(context.Background(), sku)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap.Version
+}
+
 // version returns a SKU's version in the ledger.
 func (s *stepper) version(sku string) int64 {
 	s.t.Helper()
-	snap, err := s.led.Snapshot(context.Background(), sku)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return snap.Version
+	return skuVersion(s.t, s.led, sku)
 }
 
 // wantLines fails unless the order's lines are exactly these (line id, qty, lots).

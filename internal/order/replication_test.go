@@ -408,19 +408,10 @@ func (s *clusterStep) handle(e event.Order) error {
 	return s.proc.Handle(context.Background(), s.turn(), mustJSON(s.t, e))
 }
 
-// version is the SKU's version: one more for each operation that moved its stock.
+// version is the SKU's version (skuVersion).
 func (s *clusterStep) version() int64 {
 	s.t.Helper()
-	return s.versionOf(s.sku)
-}
-
-func (s *clusterStep) versionOf(sku string) int64 {
-	s.t.Helper()
-	snap, err := s.led.Snapshot(context.Background(), sku)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return snap.Version
+	return skuVersion(s.t, s.led, s.sku)
 }
 
 // A step moves no stock before the order's primary confirmed what it holds of the turn:
@@ -533,7 +524,7 @@ func TestClusterRefusalIsReplicatedBeforeTheUndos(t *testing.T) {
 	if v := s.version(); v != 3 {
 		t.Errorf("the first line's SKU at version %d, want 3 (allocated, then undone)", v)
 	}
-	if v := s.versionOf(s.short); v != 1 {
+	if v := skuVersion(s.t, s.led, s.short); v != 1 {
 		t.Errorf("the short SKU at version %d, want 1", v)
 	}
 }

@@ -25,7 +25,7 @@ import (
 // publisher's trace, under the publisher's span; without it (the control, what the
 // consumer did before) the message starts a trace of its own.
 func TestSNSNotificationContinuesItsPublishersTrace(t *testing.T) {
-	rcv, shutdown := startTracing(t)
+	rcv, shutdown := testenv.Tracing(t, "order-worker")
 	sn, c := testenv.SNS(t), testenv.SQS(t)
 	// Two queues take the same notification: one consumer reads each.
 	withQ, withoutQ := testenv.NewQueues(t, c, 20).Orders, testenv.NewQueues(t, c, 20).Orders

@@ -17,14 +17,13 @@ import (
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/internal/tracing"
 )
 
 // TestStepIsTracedAndItsResultNamesTheTrace: an event submitted inside a span is stepped
 // in a "step" span of that trace, with its ledger script, its commit and the results' send
 // as children, and its result carries the trace id (the timeline links it).
 func TestStepIsTracedAndItsResultNamesTheTrace(t *testing.T) {
-	rcv, shutdown := startTracing(t)
+	rcv, shutdown := testenv.Tracing(t, "order-worker")
 
 	h := newHarness(t, []ledger.SKU{{SKU: "TR", Lots: []ledger.Lot{onHand("TR1", 1, 10, "2027-01-01")}}})
 	e := placed("TR-1", ledger.ModeShip, line("1", "TR", 2))
@@ -69,21 +68,6 @@ func TestStepIsTracedAndItsResultNamesTheTrace(t *testing.T) {
 	}
 }
 
-// startTracing installs the order-worker's tracing, exporting to a real OTLP receiver;
-// shutdown flushes the spans.
-func startTracing(t *testing.T) (*testenv.OTLPReceiver, func(context.Context) error) {
-	t.Helper()
-	rcv := testenv.StartOTLPReceiver(t)
-	rcv.Setenv(t)
-	prev := otel.GetTracerProvider()
-	shutdown, err := tracing.Setup(context.Background(), "order-worker", zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = shutdown(context.Background()); otel.SetTracerProvider(prev) })
-	return rcv, shutdown
-}
-
 // handleMessage hands e to the order-worker's consumer as a message of the orders queue,
 // handled in ctx (the message's "process" span).
 func (h *harness) handleMessage(ctx context.Context, e event.Order) {
@@ -118,7 +102,7 @@ func linkOf(sc trace.SpanContext) string { return sc.TraceID().String() + "/" + 
 // names its own trace. Seen failing without the stamp (the step lands in the holder's
 // trace).
 func TestQueuedEventIsSteppedInItsOwnTrace(t *testing.T) {
-	rcv, shutdown := startTracing(t)
+	rcv, shutdown := testenv.Tracing(t, "order-worker")
 	h := newHarness(t, []ledger.SKU{{SKU: "TQ", Lots: []ledger.Lot{onHand("TQ1", 1, 10, "2027-01-01")}}})
 	e := placed("TQ-1", ledger.ModeShip, line("1", "TQ", 2))
 	ctx := context.Background()
@@ -169,7 +153,7 @@ func TestQueuedEventIsSteppedInItsOwnTrace(t *testing.T) {
 // of the order's placement; its result names the payment's own trace, where a "parked"
 // span covers its wait, linked to the step that applied it.
 func TestParkedEventShowsItsWait(t *testing.T) {
-	rcv, shutdown := startTracing(t)
+	rcv, shutdown := testenv.Tracing(t, "order-worker")
 	h := newHarness(t, []ledger.SKU{{SKU: "TP", Lots: []ledger.Lot{onHand("TP1", 1, 10, "2027-01-01")}}})
 	pay := ev("TP-1", event.PaymentConfirmed, nil)
 	place := placed("TP-1", ledger.ModeShip, line("1", "TP", 1))
@@ -205,7 +189,7 @@ func TestParkedEventShowsItsWait(t *testing.T) {
 // records no span, though another message's (sampled) turn runs it, and its result names
 // no trace.
 func TestSampledOutQueuedEventCostsNoSpans(t *testing.T) {
-	rcv, shutdown := startTracing(t)
+	rcv, shutdown := testenv.Tracing(t, "order-worker")
 	h := newHarness(t, []ledger.SKU{{SKU: "TS", Lots: []ledger.Lot{onHand("TS1", 1, 10, "2027-01-01")}}})
 	e := placed("TS-1", ledger.ModeShip, line("1", "TS", 2))
 	ctx := context.Background()

@@ -7,13 +7,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/internal/tracing"
 )
 
 // The relay's line about an entry SNS refused names the row (entity, message_id), the
@@ -21,22 +17,15 @@ import (
 // "send <topic>" span the receiver gets). (Fails with the line naming the entity and
 // message id only.)
 func TestRelayRefusedLineCarriesTheEventAndTheTrace(t *testing.T) {
-	rcv := testenv.StartOTLPReceiver(t)
-	rcv.Setenv(t)
-	prev := otel.GetTracerProvider()
-	shutdown, err := tracing.Setup(context.Background(), "persist-worker", zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = shutdown(context.Background()); otel.SetTracerProvider(prev) })
+	rcv, shutdown := testenv.Tracing(t, "persist-worker")
 
 	db := testenv.Postgres(t)
 	sn, topic, _ := newTopic(t, false)
 	want := insertRows(t, db, testEntities("L", 1), 1, 1)
 	flaky := &flakySNS{inner: sn, refuse: func(string) bool { return true }}
-	core, logs := observer.New(zapcore.InfoLevel)
+	log, logs := testenv.Logger(zapcore.InfoLevel)
 	r, err := NewRelay(RelayConfig{DB: db, SNS: flaky, TopicARN: topic, Poll: 50 * time.Millisecond, Publishers: 1,
-		RoundMax: 10, BackoffMax: time.Second, Registerer: prometheus.NewRegistry(), Logger: zap.New(core)})
+		RoundMax: 10, BackoffMax: time.Second, Registerer: prometheus.NewRegistry(), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

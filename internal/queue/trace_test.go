@@ -10,7 +10,6 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
-	"go.uber.org/zap"
 
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
@@ -31,17 +30,7 @@ func remoteParent(t *testing.T, traceparent string) context.Context {
 // returns the receiver and a flush that exports every span ended so far.
 func tracingOn(t *testing.T) (*testenv.OTLPReceiver, func()) {
 	t.Helper()
-	rcv := testenv.StartOTLPReceiver(t)
-	rcv.Setenv(t)
-	prev := otel.GetTracerProvider()
-	shutdown, err := tracing.Setup(context.Background(), "queue-test", zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = shutdown(context.Background())
-		otel.SetTracerProvider(prev)
-	})
+	rcv, _ := testenv.Tracing(t, "queue-test")
 	flush := func() {
 		if fp, ok := otel.GetTracerProvider().(interface{ ForceFlush(context.Context) error }); ok {
 			if err := fp.ForceFlush(context.Background()); err != nil {

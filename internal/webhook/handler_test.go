@@ -19,7 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -103,7 +102,7 @@ func newGateway(t *testing.T, o options) *gateway {
 	if pub == nil {
 		pub = webhook.SQSPublisher{Client: g.sqs, QueueURL: g.queueURL}
 	}
-	core, logs := observer.New(zapcore.DebugLevel)
+	log, logs := testenv.Logger(zapcore.DebugLevel)
 	g.logs = logs
 	g.reg = prometheus.NewRegistry()
 	h, err := webhook.NewHandler(webhook.HandlerConfig{
@@ -115,7 +114,7 @@ func newGateway(t *testing.T, o options) *gateway {
 		MaxInFlight:     o.maxInFlight,
 		BodyReadTimeout: o.bodyTimeout,
 		Now:             g.clock,
-		Logger:          zap.New(core),
+		Logger:          log,
 		Registerer:      g.reg,
 	})
 	if err != nil {
@@ -132,7 +131,7 @@ func newGateway(t *testing.T, o options) *gateway {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	g.url = srv.URL
-	admin := httptest.NewServer(webhook.NewAdminMux(webhook.Admin{Gatherer: g.reg, Logger: zap.New(core),
+	admin := httptest.NewServer(webhook.NewAdminMux(webhook.Admin{Gatherer: g.reg, Logger: log,
 		Checks: map[string]health.Check{"redis": health.RedisCheck(rc), "sqs": health.SQSCheck(readySQS, g.queueURL)}}))
 	t.Cleanup(admin.Close)
 	g.adminURL = admin.URL

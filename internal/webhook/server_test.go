@@ -47,8 +47,8 @@ func newServerParts(t *testing.T, sqsCheck health.Check) serverParts {
 	if err != nil {
 		t.Fatal(err)
 	}
-	core, logs := observer.New(zapcore.DebugLevel)
-	sp := serverParts{reg: prometheus.NewRegistry(), logs: logs, log: zap.New(core)}
+	log, logs := testenv.Logger(zapcore.DebugLevel)
+	sp := serverParts{reg: prometheus.NewRegistry(), logs: logs, log: log}
 	sp.h, err = webhook.NewHandler(webhook.HandlerConfig{
 		Providers:  []webhook.Provider{p},
 		Guard:      guard,

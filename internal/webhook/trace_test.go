@@ -7,11 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"go.opentelemetry.io/otel"
-	"go.uber.org/zap"
 
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/internal/tracing"
 )
 
 // TestDeliveryTraceReachesTheOrdersQueue: a signed delivery whose request carries a
@@ -19,14 +16,7 @@ import (
 // send span, and the message on the orders queue carries the send span's context; the
 // gateway's log lines about it carry the trace and the event.
 func TestDeliveryTraceReachesTheOrdersQueue(t *testing.T) {
-	rcv := testenv.StartOTLPReceiver(t)
-	rcv.Setenv(t)
-	prev := otel.GetTracerProvider()
-	shutdown, err := tracing.Setup(context.Background(), "webhook-gateway", zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	rcv, shutdown := testenv.Tracing(t, "webhook-gateway")
 
 	g := newGateway(t, options{})
 	const incoming = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/tools/costbench"
 )
 
@@ -25,16 +24,12 @@ func benchCostCmd() *cobra.Command {
 			"for --idle, a fresh fleet idle at JUNBAN_SQS_WAIT_SECONDS=20: its SQS requests a minute.\n" +
 			"Redis and PostgreSQL figures are the whole server's: run it on a stack nothing else uses.",
 		Args: cli.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
+		RunE: benchRunE(&o, func(o costbench.Options) error {
 			if o.Rate <= 0 || o.Orders < 1 || o.SKUs < 1 || o.Workers < 1 || o.Idle < 0 || o.Wait <= 0 {
 				return cli.Usagef("-rate, -orders, -skus, -workers and -wait must be positive, -idle not negative")
 			}
-			cfg, err := config.Load[costbench.Config]()
-			if err != nil {
-				return err
-			}
-			return costbench.Run(c.Context(), cfg, o, c.OutOrStdout())
-		},
+			return nil
+		}, costbench.Run),
 	}
 	fs := c.Flags()
 	fs.Float64Var(&o.Rate, "rate", o.Rate, "events/s offered (duplicates included)")
@@ -43,8 +38,7 @@ func benchCostCmd() *cobra.Command {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "order-worker replicas")
 	fs.DurationVar(&o.Idle, "idle", o.Idle, "how long the idle fleet runs at JUNBAN_SQS_WAIT_SECONDS=20 after the load (0: not at all)")
 	fs.DurationVar(&o.Wait, "wait", o.Wait, "how long to wait for every result to be persisted")
-	fs.StringVar(&o.BinDir, "bin", "", "directory of the binaries (default: beside junbanlab)")
-	fs.BoolVar(&o.JSON, "json", false, "print one JSON object")
+	fleetFlags(fs, &o.BinDir, &o.JSON)
 	fs.StringVar(&o.Profile, "profile", "", "directory for a CPU profile of each process under load (JUNBAN_PPROF=true: profile and measure in separate runs)")
 	fs.DurationVar(&o.ProfileFor, "profile-for", 20*time.Second, "how long each CPU profile runs from the first send")
 	return c

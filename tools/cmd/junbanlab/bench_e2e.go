@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/tools/e2ebench"
 )
 
@@ -27,27 +26,22 @@ func benchE2ECmd() *cobra.Command {
 			"prints both side by side with each process's CPU seconds per 1000 events and the spans per event\n" +
 			"(--json: tracing_off and tracing_on).",
 		Args: cli.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
+		RunE: benchRunE(&o, func(o e2ebench.Options) error {
 			if o.Rate < 0 || o.LatencyDuration < 0 || o.Duration <= 0 {
 				return cli.Usagef("-duration must be positive, -rate and -latency-duration not negative")
 			}
 			if o.Tracing && o.Outbound {
 				return cli.Usagef("--tracing and --outbound each run two measurements: give one of them")
 			}
-			cfg, err := config.Load[e2ebench.Config]()
-			if err != nil {
-				return err
-			}
-			return e2ebench.Run(c.Context(), cfg, o, c.OutOrStdout())
-		},
+			return nil
+		}, e2ebench.Run),
 	}
 	fs := c.Flags()
 	fs.DurationVar(&o.Duration, "duration", 60*time.Second, "approximate length of the load phase")
 	fs.Float64Var(&o.Rate, "rate", 0, "events/s of the latency phase (0: half of the capacity the load phase measured)")
 	fs.DurationVar(&o.LatencyDuration, "latency-duration", 0, "approximate length of the latency phase (0: half of -duration, at least 10s)")
 	fs.IntVar(&o.Workers, "workers", 2, "order-worker replicas")
-	fs.StringVar(&o.BinDir, "bin", "", "directory of the binaries (default: beside junbanlab)")
-	fs.BoolVar(&o.JSON, "json", false, "print one JSON object")
+	fleetFlags(fs, &o.BinDir, &o.JSON)
 	fs.BoolVar(&o.Outbound, "outbound", false, "measure twice, outbound events off then on (needs SNS: fauxqs or AWS)")
 	fs.BoolVar(&o.Tracing, "tracing", false, "measure twice, tracing off then on (spans to an OTLP receiver in junbanlab)")
 	fs.StringVar(&o.Profile, "profile", "", "directory for a CPU profile of order-worker-0, every worker's /metrics and Redis commandstats before and after the load")

@@ -4,8 +4,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/config"
-	"github.com/junban/junban/tools/e2ebench"
 	"github.com/junban/junban/tools/expirybench"
 )
 
@@ -19,16 +17,12 @@ func benchExpiryCmd() *cobra.Command {
 			"from that instant to each release committed in PostgreSQL (p50, p99, max), beside the\n" +
 			"background's own send -> commit latency in turn. It fails when a hold did not expire within --wait.",
 		Args: cli.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
+		RunE: benchRunE(&o, func(o expirybench.Options) error {
 			if o.Holds < 1 || o.Rate < 0 || o.Lead <= 0 || o.Wait <= 0 || o.Workers < 1 {
 				return cli.Usagef("--holds, --lead, --wait and --workers must be positive, --rate not negative")
 			}
-			cfg, err := config.Load[e2ebench.Config]()
-			if err != nil {
-				return err
-			}
-			return expirybench.Run(c.Context(), cfg, o, c.OutOrStdout())
-		},
+			return nil
+		}, expirybench.Run),
 	}
 	fs := c.Flags()
 	fs.IntVar(&o.Holds, "holds", expirybench.HoldsDefault, "reserve orders whose holds end at one instant")
@@ -36,7 +30,6 @@ func benchExpiryCmd() *cobra.Command {
 	fs.DurationVar(&o.Lead, "lead", expirybench.LeadDefault, "time from the first placement to the holds' end")
 	fs.DurationVar(&o.Wait, "wait", expirybench.WaitDefault, "how long to wait for the expiries after the holds' end")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "order-worker replicas")
-	fs.StringVar(&o.BinDir, "bin", "", "directory of the binaries (default: beside junbanlab)")
-	fs.BoolVar(&o.JSON, "json", false, "print one JSON object")
+	fleetFlags(fs, &o.BinDir, &o.JSON)
 	return c
 }

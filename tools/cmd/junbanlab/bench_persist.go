@@ -1,12 +1,13 @@
 package main
 
 import (
+	"context"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/tools/persistbench"
 )
 
@@ -20,21 +21,19 @@ func benchPersistCmd() *cobra.Command {
 			"(one transaction per batch) against one result per transaction, then PostgreSQL alone and the\n" +
 			"queue path alone, to show where the limit is.",
 		Args: cli.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
+		RunE: benchRunE(&o, func(o persistbench.Options) error {
 			if o.Duration <= 0 || o.BatchMax < 1 || o.Concurrency < 1 || o.Receivers < 1 || o.Appliers < 1 || o.Backlog < 10 || o.Window < 0 || o.Parts < 0 {
 				return cli.Usagef("--duration, --batch, --receivers, --concurrency and --appliers must be positive, --backlog at least 10")
 			}
-			cfg, err := config.Load[persistbench.Config]()
-			if err != nil {
-				return err
-			}
+			return nil
+		}, func(ctx context.Context, cfg persistbench.Config, o persistbench.Options, w io.Writer) error {
 			stopProfile, err := startCPUProfile(cpuProfile)
 			if err != nil {
 				return err
 			}
 			defer stopProfile()
-			return persistbench.Run(c.Context(), cfg, o, c.OutOrStdout())
-		},
+			return persistbench.Run(ctx, cfg, o, w)
+		}),
 	}
 	fs := c.Flags()
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "how long each mode runs")
