@@ -55,12 +55,16 @@ type Options struct {
 	Profile string
 	// ProfileFor is how long each profile runs (20 s when zero).
 	ProfileFor time.Duration
+	// Runs is how many times the load (and the idle phase) runs, each on queues, a
+	// schema and a prefix of its own; beyond one, the headline figures' distribution
+	// follows the runs (Summary). 0 counts as 1.
+	Runs int
 }
 
 // Defaults are the demo-shaped load: 300 events/s offered, 2,000 orders, 40 SKUs,
 // two order-workers, an idle minute.
 func Defaults() Options {
-	return Options{Rate: 300, Orders: 2000, SKUs: 40, Workers: 2, Idle: time.Minute, Wait: 5 * time.Minute}
+	return Options{Rate: 300, Orders: 2000, SKUs: 40, Workers: 2, Idle: time.Minute, Wait: 5 * time.Minute, Runs: 1}
 }
 
 // Config is what the benchmark reads from the environment.
@@ -82,25 +86,47 @@ func Spec(run string, o Options) loadgen.Spec {
 
 // Run runs the load, then the idle fleet, and prints the figures to w.
 func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
+	n := max(o.Runs, 1)
+	results := make([]*Result, 0, n)
+	for i := range n {
+		r, err := runOnce(ctx, cfg, o)
+		if err != nil {
+			return fmt.Errorf("run %d of %d: %w", i+1, n, err)
+		}
+		results = append(results, r)
+		if !o.JSON {
+			if n > 1 {
+				fmt.Fprintf(w, "\n== run %d of %d\n", i+1, n)
+			}
+			r.print(w)
+		}
+	}
+	if o.JSON {
+		return writeJSON(w, results)
+	}
+	if n > 1 {
+		Summarize(results).print(w)
+	}
+	return nil
+}
+
+// runOnce is one run: the load, then the idle phase.
+func runOnce(ctx context.Context, cfg Config, o Options) (*Result, error) {
 	e, err := setUp(ctx, cfg, o)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer e.close()
 	r, err := e.load(ctx, o)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if o.Idle > 0 {
 		if r.Idle, err = e.idle(ctx, o); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if o.JSON {
-		return r.writeJSON(w)
-	}
-	r.print(w)
-	return nil
+	return r, nil
 }
 
 // env is one run's queues, schema and Redis prefix, shared by its load and idle phases.

@@ -64,3 +64,20 @@ func TestSQSRowsPerEvent(t *testing.T) {
 		t.Fatalf("row %+v", r)
 	}
 }
+
+// Summarize gives each headline figure's median, range and the runs at or under its
+// target (a run exactly at the target meets it), with an even number of runs too.
+func TestSummarize(t *testing.T) {
+	run := func(sqs, ow float64) *Result { return &Result{SQSPerEvent: sqs, OrderWorkerCPUMS: ow} }
+	odd := Summarize([]*Result{run(1.2, 0.5), run(0.9, 0.3), run(1.0, 0.45)})
+	if got := odd.Figures[0]; got.Median != 1.0 || got.Min != 0.9 || got.Max != 1.2 || got.Met != 2 || got.Target != 1.0 {
+		t.Errorf("SQS over three runs: %+v, want median 1, range 0.9-1.2, 2 met", got)
+	}
+	if got := odd.Figures[1]; got.Median != 0.45 || got.Met != 1 {
+		t.Errorf("order-worker CPU over three runs: %+v, want median 0.45, 1 met", got)
+	}
+	even := Summarize([]*Result{run(1.2, 0.5), run(0.9, 0.3)})
+	if got := even.Figures[0]; got.Median != 1.05 || got.Met != 1 || even.Runs != 2 {
+		t.Errorf("SQS over two runs: %+v, want median 1.05, 1 met", got)
+	}
+}

@@ -225,9 +225,10 @@ func roundRows(rows []SQSRow) []SQSRow {
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
 
-func (r *Result) writeJSON(w io.Writer) error {
+// writeJSON prints one object: the run's "result" (with more than one run, "runs" and
+// their "summary" instead), beside the "baseline" and "target".
+func writeJSON(w io.Writer, results []*Result) error {
 	out := map[string]any{
-		"result": r.rounded(),
 		"baseline": map[string]any{
 			"sqs_requests_per_event": baseSQS, "order_worker_cpu_ms_per_event": baseOrderCPU,
 			"persist_worker_cpu_ms_per_event": basePersistCPU, "redis_cpu_ms_per_event": baseRedisCPU,
@@ -239,6 +240,15 @@ func (r *Result) writeJSON(w io.Writer) error {
 			"order_worker_cpu_ms_per_event": targetOrderCPU, "persist_worker_cpu_ms_per_event": targetPersistCPU,
 			"redis_cpu_ms_per_event": targetRedisCPU, "in_turn_p99_ms": "no worse than the baseline",
 		},
+	}
+	if len(results) == 1 {
+		out["result"] = results[0].rounded()
+	} else {
+		runs := make([]*Result, len(results))
+		for i, r := range results {
+			runs[i] = r.rounded()
+		}
+		out["runs"], out["summary"] = runs, Summarize(results)
 	}
 	return json.NewEncoder(w).Encode(out)
 }

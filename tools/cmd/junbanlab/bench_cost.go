@@ -22,11 +22,13 @@ func benchCostCmd() *cobra.Command {
 			"processes), PostgreSQL's transactions and rows written (pg_stat_database of the database),\n" +
 			"and the in-turn send -> commit latency, each beside issue 34's baseline and target. Then,\n" +
 			"for --idle, a fresh fleet idle at JUNBAN_SQS_WAIT_SECONDS=20: its SQS requests a minute.\n" +
-			"Redis and PostgreSQL figures are the whole server's: run it on a stack nothing else uses.",
+			"With --runs N, N runs one after the other, then each headline figure's median, range and\n" +
+			"the runs that met its target. Redis and PostgreSQL figures are the whole server's: run it\n" +
+			"on a stack nothing else uses.",
 		Args: cli.NoArgs,
 		RunE: benchRunE(&o, func(o costbench.Options) error {
-			if o.Rate <= 0 || o.Orders < 1 || o.SKUs < 1 || o.Workers < 1 || o.Idle < 0 || o.Wait <= 0 {
-				return cli.Usagef("-rate, -orders, -skus, -workers and -wait must be positive, -idle not negative")
+			if o.Rate <= 0 || o.Orders < 1 || o.SKUs < 1 || o.Workers < 1 || o.Runs < 1 || o.Idle < 0 || o.Wait <= 0 {
+				return cli.Usagef("-rate, -orders, -skus, -workers, -runs and -wait must be positive, -idle not negative")
 			}
 			return nil
 		}, costbench.Run),
@@ -38,6 +40,7 @@ func benchCostCmd() *cobra.Command {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "order-worker replicas")
 	fs.DurationVar(&o.Idle, "idle", o.Idle, "how long the idle fleet runs at JUNBAN_SQS_WAIT_SECONDS=20 after the load (0: not at all)")
 	fs.DurationVar(&o.Wait, "wait", o.Wait, "how long to wait for every result to be persisted")
+	fs.IntVar(&o.Runs, "runs", o.Runs, "how many runs, one after the other; beyond one, each headline figure's median, range and the runs that met its target follow")
 	fleetFlags(fs, &o.BinDir, &o.JSON)
 	fs.StringVar(&o.Profile, "profile", "", "directory for a CPU profile of each process under load (JUNBAN_PPROF=true: profile and measure in separate runs)")
 	fs.DurationVar(&o.ProfileFor, "profile-for", 20*time.Second, "how long each CPU profile runs from the first send")

@@ -47,3 +47,34 @@ func TestJSONOfBenchCost(t *testing.T) {
 		t.Fatalf("idle: %+v, want the receives of 21 s at a 20 s wait", r.Idle)
 	}
 }
+
+// bench cost --runs 2 --json: both runs, and the summary of their headline figures.
+func TestJSONOfBenchCostRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a fleet")
+	}
+	bins := filepath.Dir(testenv.Binary(t, "order-worker"))
+	testenv.Binary(t, "persist-worker")
+	labEnv(t)
+	t.Setenv("DATABASE_URL", os.Getenv("JUNBAN_TEST_DATABASE_URL"))
+	var doc struct {
+		Runs     []costbench.Result `json:"runs"`
+		Summary  costbench.Summary  `json:"summary"`
+		Baseline map[string]any     `json:"baseline"`
+		Target   map[string]any     `json:"target"`
+	}
+	if err := decode(t, &doc, "bench cost", "--orders", "10", "--rate", "200", "--idle", "0", "--runs", "2", "--bin", bins); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Runs) != 2 || doc.Summary.Runs != 2 || len(doc.Summary.Figures) != 5 {
+		t.Fatalf("runs %d, summary %+v: want two runs and five figures", len(doc.Runs), doc.Summary)
+	}
+	for i, r := range doc.Runs {
+		if r.Events <= 0 || r.OrderWorkerCPUMS <= 0 {
+			t.Fatalf("run %d measured nothing: %+v", i+1, r)
+		}
+	}
+	if f := doc.Summary.Figures[1]; len(f.Values) != 2 || f.Min > f.Median || f.Median > f.Max {
+		t.Fatalf("order-worker CPU over the runs: %+v", f)
+	}
+}
