@@ -94,6 +94,10 @@ func TestCountRequests(t *testing.T) {
 // "transport". Seen failing with the request middleware in the Initialize step (before
 // the retry loop) instead of Finalize: it counted 1.
 func TestCountRequestsCountsAttempts(t *testing.T) {
+	// Credentials of its own: without any, the SDK would stop at looking for them (in
+	// EC2's metadata service) and send nothing to count.
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	reg := prometheus.NewRegistry()
 	c, err := queue.NewClient(context.Background(), config.SQS{Region: "us-east-1", Endpoint: "http://127.0.0.1:1"}, queue.CountRequests(reg))
 	if err != nil {
