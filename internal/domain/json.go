@@ -2,7 +2,10 @@ package domain
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 
 	gojson "github.com/goccy/go-json"
 )
@@ -32,11 +35,21 @@ func unmarshalStrict(data []byte, v any) (err error) {
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
-	if dec.More() {
-		return fmt.Errorf("trailing data after the JSON value")
+	return noTrailingData(dec.Decode)
+}
+
+// noTrailingData refuses anything but white space after a decoder's value: decode, the
+// decoder's Decode, must find the end of its input. (Decoder.More is no test of that: it
+// reports false before a stray '}' or ']'.)
+func noTrailingData(decode func(any) error) error {
+	var rest json.RawMessage
+	if err := decode(&rest); !errors.Is(err, io.EOF) {
+		return errTrailingData
 	}
 	return nil
 }
+
+var errTrailingData = errors.New("trailing data after the JSON value")
 
 func recoverDecode(err *error) {
 	if p := recover(); p != nil {

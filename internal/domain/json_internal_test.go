@@ -43,17 +43,21 @@ func stdUnmarshal(data []byte, v any, strict bool) error {
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
-	if dec.More() {
-		return errTrailing
-	}
-	var rest json.RawMessage
-	if dec.Decode(&rest) == nil {
-		return errTrailing
-	}
-	return nil
+	return noTrailingData(dec.Decode)
 }
 
-var errTrailing = json.Unmarshal([]byte("{} x"), new(any))
+// unmarshalStrict refuses whatever follows the value but white space, a stray closing
+// bracket included. Seen failing with the test Decoder.More makes (it accepted "{} }").
+func TestUnmarshalStrictRefusesTrailingData(t *testing.T) {
+	for _, s := range []string{`{} }`, `{}]`, `{} x`, `{} {}`, `{},`} {
+		if err := unmarshalStrict([]byte(s), new(event.OrderData)); err == nil {
+			t.Errorf("%q accepted", s)
+		}
+	}
+	if err := unmarshalStrict([]byte(" {} \n"), new(event.OrderData)); err != nil {
+		t.Errorf("a value between white space refused: %v", err)
+	}
+}
 
 // go-json, as unmarshal and unmarshalStrict use it, decodes what encoding/json decodes to
 // the same value, and refuses what it refuses, for every type the order-worker decodes:
@@ -76,7 +80,7 @@ func FuzzJSONAsEncodingJSON(f *testing.F) {
 		Requeued: map[string]int{"e1": 2}, Order: &event.OrderSnapshot{LCID: "LC-1", Status: "reserved", HoldUntil: &holdUntil}})
 	f.Add(state)
 	for _, s := range []string{
-		``, ` `, `{`, `}`, `null`, `[]`, `{} {}`, `{}x`, `{} `, "\xef\xbb\xbf{}",
+		``, ` `, `{`, `}`, `null`, `[]`, `{} {}`, `{}x`, `{} `, `{} }`, `{}]`, "\xef\xbb\xbf{}",
 		`{"event_id":"a","EVENT_ID":"b","Event_Id":"c"}`, `{"event_id":"a","event_id":"b"}`,
 		"{\"event_id\":\"\xff\xfe\"}", `{"event_id":"\ud800"}`, `{"event_id":"\ud83d\ude00\u0000"}`,
 		`{"qty":1e2}`, `{"qty":1.5}`, `{"qty":-0}`, `{"qty":9223372036854775808}`, `{"qty":"1"}`,

@@ -13,14 +13,7 @@ import (
 // the run counted CPU, SQS requests of both queues and an idle fleet's receives. The
 // figures themselves are not looked at.
 func TestJSONOfBenchCost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a fleet")
-	}
-	bins := filepath.Dir(testenv.Binary(t, "order-worker"))
-	testenv.Binary(t, "persist-worker")
-	labEnv(t)
-	// bench cost makes a schema of its own in the database it is given.
-	t.Setenv("DATABASE_URL", os.Getenv("JUNBAN_TEST_DATABASE_URL"))
+	bins := benchCostEnv(t)
 	var doc struct {
 		Result   costbench.Result `json:"result"`
 		Baseline map[string]any   `json:"baseline"`
@@ -50,13 +43,7 @@ func TestJSONOfBenchCost(t *testing.T) {
 
 // bench cost --runs 2 --json: both runs, and the summary of their headline figures.
 func TestJSONOfBenchCostRuns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a fleet")
-	}
-	bins := filepath.Dir(testenv.Binary(t, "order-worker"))
-	testenv.Binary(t, "persist-worker")
-	labEnv(t)
-	t.Setenv("DATABASE_URL", os.Getenv("JUNBAN_TEST_DATABASE_URL"))
+	bins := benchCostEnv(t)
 	var doc struct {
 		Runs     []costbench.Result `json:"runs"`
 		Summary  costbench.Summary  `json:"summary"`
@@ -77,4 +64,19 @@ func TestJSONOfBenchCostRuns(t *testing.T) {
 	if f := doc.Summary.Figures[1]; len(f.Values) != 2 || f.Min > f.Median || f.Median > f.Max {
 		t.Fatalf("order-worker CPU over the runs: %+v", f)
 	}
+}
+
+// benchCostEnv skips under -short and otherwise readies a bench cost run: the binaries
+// (their directory is returned), the lab's environment and the test database, in which
+// bench cost makes a schema of its own.
+func benchCostEnv(t *testing.T) (bins string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a fleet")
+	}
+	bins = filepath.Dir(testenv.Binary(t, "order-worker"))
+	testenv.Binary(t, "persist-worker")
+	labEnv(t)
+	t.Setenv("DATABASE_URL", os.Getenv("JUNBAN_TEST_DATABASE_URL"))
+	return bins
 }
