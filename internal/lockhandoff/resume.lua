@@ -4,11 +4,13 @@
 -- KEYS[1] lock   KEYS[2] wait   KEYS[3] proc   KEYS[4] seq   KEYS[5] waitbytes (see take.lua)
 -- ARGV[1] token  the caller's token
 -- ARGV[2] ttl    lease TTL in milliseconds
+-- KEYS[6..], ARGV[3..]  the handler's first reads (see prefetch.lua)
 --
 -- Returns
---   {STATUS_TURN, seq, entry, now_ms, depth, rerun}
+--   {STATUS_TURN, seq, entry, now_ms, depth, rerun, reads}
 --                  lock is ours; rerun is 1 when entry is the envelope a previous holder
---                  left in proc (it goes first), 0 when it was moved from wait
+--                  left in proc (it goes first), 0 when it was moved from wait; reads are
+--                  prefetch's for entry
 --   {STATUS_EMPTY} no backlog, nothing written
 --   {STATUS_BUSY}  someone holds the turn
 local holder = redis.call('GET', KEYS[1])
@@ -18,7 +20,7 @@ if holder == ARGV[1] then
   local cur = redis.call('LINDEX', KEYS[3], 0)
   if cur then
     local now = nowMillis()
-    return {STATUS_TURN, tonumber(redis.call('GET', KEYS[4])), cur, tonumber(now), redis.call('LLEN', KEYS[2]), 1}
+    return {STATUS_TURN, tonumber(redis.call('GET', KEYS[4])), cur, tonumber(now), redis.call('LLEN', KEYS[2]), 1, prefetch(6, 3, cur)}
   end
 end
 if holder then
@@ -41,4 +43,5 @@ if not cur then
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 local now = nowMillis()
-return {STATUS_TURN, redis.call('INCR', KEYS[4]), cur, tonumber(now), depth, rerun}
+local seq = redis.call('INCR', KEYS[4])
+return {STATUS_TURN, seq, cur, tonumber(now), depth, rerun, prefetch(6, 3, cur)}
