@@ -439,7 +439,6 @@ func startTurns(ctx context.Context, cfg Config, log *zap.Logger, d *deps, pubs 
 		Logger:           log,
 		Registerer:       reg,
 		Handler:          proc.Handle,
-		Prefetch:         proc.Prefetch(),
 	})
 	if err != nil {
 		return nil, err

@@ -215,7 +215,7 @@ func Inspect(ctx context.Context, rc redis.UniversalClient, prefix, entity strin
 	if err := CheckEntity(entity); err != nil {
 		return TurnInfo{}, err
 	}
-	k := entityKeys(prefix, entity)
+	k := keys{Key(prefix, entity, "lock"), Key(prefix, entity, "wait"), Key(prefix, entity, "proc"), Key(prefix, entity, "seq")}
 	pipe := rc.Pipeline()
 	lock := pipe.Get(ctx, k.lock)
 	ttl := pipe.PTTL(ctx, k.lock)

@@ -32,7 +32,6 @@ func TestCluster(t *testing.T) {
 	t.Run("TrimRunsWithTheStep", func(t *testing.T) { t.Parallel(); testTrimRunsWithTheStep(t, cluster) })
 	t.Run("TrimFailedLeavesTheEnvelope", func(t *testing.T) { t.Parallel(); testTrimFailed(t, cluster) })
 	t.Run("HandoffSentAgain", func(t *testing.T) { t.Parallel(); testHandoffSentAgain(t, cluster) })
-	t.Run("Prefetch", func(t *testing.T) { t.Parallel(); testPrefetch(t, cluster) })
 	t.Run("IndexShardsSpreadOverNodes", func(t *testing.T) {
 		t.Parallel()
 		rc, prefix := cluster.client(t)

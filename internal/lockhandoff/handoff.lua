@@ -9,13 +9,9 @@
 --                still the current one. A handoff sent again (the client retries a round
 --                trip whose reply was lost) must not finish the next envelope unrun.
 -- ARGV[4..]      the handler's trims (see trims.lua)
--- KEYS[6+t..], ARGV[5+t..]  the next handler's first reads (see prefetch.lua), after the
---                t trims
 --
 -- Returns
---   {STATUS_NEXT, seq, entry, now_ms, depth, reads}
---                                             entry moved from wait to proc, lock renewed;
---                                             reads are prefetch's for entry
+--   {STATUS_NEXT, seq, entry, now_ms, depth}  entry moved from wait to proc, lock renewed
 --   {STATUS_DONE}                             wait was empty, proc cleared, lock deleted
 --   {STATUS_LOST}                             lock is not ours; nothing changed
 --   {STATUS_TRIM_FAILED, i, message}          trim i failed; the step did not happen
@@ -46,6 +42,4 @@ if depth == 0 or redis.call('DECRBY', KEYS[5], #nxt) <= 0 then
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 local now = nowMillis()
-local seq = redis.call('INCR', KEYS[4])
-local t = tonumber(ARGV[4])
-return {STATUS_NEXT, seq, nxt, tonumber(now), depth, prefetch(6 + t, 5 + t, nxt)}
+return {STATUS_NEXT, redis.call('INCR', KEYS[4]), nxt, tonumber(now), depth}

@@ -146,7 +146,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func snapshotKeys(t *testing.T, rc redis.UniversalClient, prefix, entity string) string {
 	t.Helper()
 	ctx := context.Background()
-	k := entityKeys(prefix, entity)
+	k := keys{Key(prefix, entity, "lock"), Key(prefix, entity, "wait"), Key(prefix, entity, "proc"), Key(prefix, entity, "seq")}
 	lock, _ := rc.Get(ctx, k.lock).Result()
 	wait, _ := rc.LRange(ctx, k.wait, 0, -1).Result()
 	proc, _ := rc.LRange(ctx, k.proc, 0, -1).Result()

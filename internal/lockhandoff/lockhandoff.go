@@ -152,10 +152,6 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Now is the clock of the backlog index and the drain budget; nil is time.Now.
 	Now func() time.Time
-	// Prefetch names what the handler reads first; nil: nothing. The script that gives an
-	// envelope its turn (a take, a handoff, a resume) reads it, and the handler's first
-	// run finds it in Turn.Prefetched, without a round trip of its own.
-	Prefetch *Prefetch
 	// Hooks are test signals; all nil in production.
 	Hooks Hooks
 }
@@ -266,9 +262,6 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %v is not positive", f.name, f.v))
 		}
 	}
-	if err := c.Prefetch.validate(); err != nil {
-		errs = append(errs, err)
-	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("lockhandoff: config: %w", err)
 	}
@@ -335,10 +328,6 @@ type Turn struct {
 	// Rerun is true when the envelope was left in proc by an earlier holder that crashed,
 	// failed or was abandoned; it may have been applied already (the handler is idempotent).
 	Rerun bool
-	// Prefetched is what Config.Prefetch named, as the script that gave the envelope its
-	// turn read it. Nil without Config.Prefetch, and on a retry of the handler: a failed
-	// run may have written meanwhile.
-	Prefetched *Prefetched
 	// trims collects the run's TrimWithStep calls; nil in a Turn a handler did not get.
 	trims *pending
 }
@@ -386,15 +375,13 @@ func New(cfg Config) (*Handoff, error) {
 	return hd, nil
 }
 
-// keys are the Redis keys of one entity, in the order the scripts expect them, and the
-// prefix and entity they were made of.
-type keys struct{ lock, wait, proc, seq, prefix, entity string }
+// keys are the Redis keys of one entity, in the order the scripts expect them.
+type keys struct{ lock, wait, proc, seq string }
 
-func entityKeys(prefix, entity string) keys {
-	return keys{Key(prefix, entity, "lock"), Key(prefix, entity, "wait"), Key(prefix, entity, "proc"), Key(prefix, entity, "seq"), prefix, entity}
+func (h *Handoff) keys(entity string) keys {
+	p := h.cfg.Prefix
+	return keys{Key(p, entity, "lock"), Key(p, entity, "wait"), Key(p, entity, "proc"), Key(p, entity, "seq")}
 }
-
-func (h *Handoff) keys(entity string) keys { return entityKeys(h.cfg.Prefix, entity) }
 
 func (h *Handoff) indexShard(entity string) string {
 	f := fnv.New32a()

@@ -4,13 +4,11 @@
 -- KEYS[1] lock   KEYS[2] wait   KEYS[3] proc   KEYS[4] seq   KEYS[5] waitbytes (see take.lua)
 -- ARGV[1] token  the caller's token
 -- ARGV[2] ttl    lease TTL in milliseconds
--- KEYS[6..], ARGV[3..]  the handler's first reads (see prefetch.lua)
 --
 -- Returns
---   {STATUS_TURN, seq, entry, now_ms, depth, rerun, reads}
+--   {STATUS_TURN, seq, entry, now_ms, depth, rerun}
 --                  lock is ours; rerun is 1 when entry is the envelope a previous holder
---                  left in proc (it goes first), 0 when it was moved from wait; reads are
---                  prefetch's for entry
+--                  left in proc (it goes first), 0 when it was moved from wait
 --   {STATUS_EMPTY} no backlog, nothing written
 --   {STATUS_BUSY}  someone holds the turn
 local holder = redis.call('GET', KEYS[1])
@@ -20,7 +18,7 @@ if holder == ARGV[1] then
   local cur = redis.call('LINDEX', KEYS[3], 0)
   if cur then
     local now = nowMillis()
-    return {STATUS_TURN, tonumber(redis.call('GET', KEYS[4])), cur, tonumber(now), redis.call('LLEN', KEYS[2]), 1, prefetch(6, 3, cur)}
+    return {STATUS_TURN, tonumber(redis.call('GET', KEYS[4])), cur, tonumber(now), redis.call('LLEN', KEYS[2]), 1}
   end
 end
 if holder then
@@ -43,5 +41,4 @@ if not cur then
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 local now = nowMillis()
-local seq = redis.call('INCR', KEYS[4])
-return {STATUS_TURN, seq, cur, tonumber(now), depth, rerun, prefetch(6, 3, cur)}
+return {STATUS_TURN, redis.call('INCR', KEYS[4]), cur, tonumber(now), depth, rerun}

@@ -23,16 +23,14 @@ var (
 	statusSrc string
 	//go:embed clock.lua
 	clockSrc string
-	//go:embed prefetch.lua
-	prefetchSrc string
 	//go:embed take.lua
 	takeSrc    string
-	takeScript = redis.NewScript(statusSrc + clockSrc + prefetchSrc + takeSrc)
+	takeScript = redis.NewScript(statusSrc + clockSrc + takeSrc)
 	//go:embed trims.lua
 	trimsSrc string
 	//go:embed handoff.lua
 	handoffSrc    string
-	handoffScript = redis.NewScript(statusSrc + clockSrc + trimsSrc + prefetchSrc + handoffSrc)
+	handoffScript = redis.NewScript(statusSrc + clockSrc + trimsSrc + handoffSrc)
 	//go:embed leave.lua
 	leaveSrc    string
 	leaveScript = redis.NewScript(statusSrc + trimsSrc + leaveSrc)
@@ -41,7 +39,7 @@ var (
 	renewScript = redis.NewScript(renewSrc)
 	//go:embed resume.lua
 	resumeSrc    string
-	resumeScript = redis.NewScript(statusSrc + clockSrc + prefetchSrc + resumeSrc)
+	resumeScript = redis.NewScript(statusSrc + clockSrc + resumeSrc)
 	//go:embed state.lua
 	stateSrc    string
 	stateScript = redis.NewScript(stateSrc)
@@ -68,16 +66,6 @@ type entry struct {
 	// sent is when the script that gave the turn was sent (local clock): the lock's TTL
 	// runs from no earlier than this, however late its reply came.
 	sent time.Time
-	// prefetched is what Config.Prefetch named, read by that script; nil without it.
-	prefetched *Prefetched
-}
-
-// at is v[i], or nil past v's end: a script's reply drops a trailing nil.
-func at(v []any, i int) any {
-	if i < len(v) {
-		return v[i]
-	}
-	return nil
 }
 
 func parseEntry(seq any, raw any, now any, depth any) (entry, error) {
@@ -114,8 +102,8 @@ func (k keys) waitBytes() string { return k.wait + "bytes" }
 // takeAndIndex runs take.lua and, in the same round trip, refreshes the entity's backlog
 // index entry. The push counts as done only when both succeeded.
 func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token string, envelope []byte) (takeResult, error) {
-	ks, args := h.prefetchArgs(k, []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()},
-		[]any{token, h.cfg.LockTTL.Milliseconds(), h.cfg.MaxWait, envelope, h.cfg.MaxWaitBytes})
+	ks := []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}
+	args := []any{token, h.cfg.LockTTL.Milliseconds(), h.cfg.MaxWait, envelope, h.cfg.MaxWaitBytes}
 	z := redis.Z{Score: float64(h.cfg.Now().UnixMilli()), Member: entity}
 	shard := h.indexShard(entity)
 
@@ -185,9 +173,6 @@ func parseTake(v []any) (takeResult, error) {
 		}
 		rerun, _ := v[5].(int64)
 		e.rerun = rerun == 1
-		if e.prefetched, err = parsePrefetched(at(v, 6)); err != nil {
-			return takeResult{}, fmt.Errorf("take: %w", err)
-		}
 		return takeResult{status: statusTurn, depth: e.depth, first: e}, nil
 	}
 	return takeResult{}, fmt.Errorf("take: unexpected status %v", v[0])
@@ -199,7 +184,6 @@ func parseTake(v []any) (takeResult, error) {
 // errLeaseLost, or errStaleStep (the step for seq ran already: a retried round trip).
 func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, seq int64, trims []trim) (next entry, more bool, err error) {
 	ks, args := trimArgs(trims, []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}, []any{token, h.cfg.LockTTL.Milliseconds(), seq})
-	ks, args = h.prefetchArgs(k, ks, args)
 	v, err := h.evalShared(ctx, handoffScript, ks, args...).Slice()
 	if err != nil {
 		return entry{}, false, err
@@ -211,13 +195,8 @@ func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, seq int6
 	case st == statusDone:
 		return entry{}, false, nil
 	case st == statusNext && len(v) >= 5:
-		if next, err = parseEntry(v[1], v[2], v[3], v[4]); err != nil {
-			return entry{}, false, err
-		}
-		if next.prefetched, err = parsePrefetched(at(v, 5)); err != nil {
-			return entry{}, false, fmt.Errorf("handoff: %w", err)
-		}
-		return next, true, nil
+		next, err = parseEntry(v[1], v[2], v[3], v[4])
+		return next, err == nil, err
 	}
 	return entry{}, false, fmt.Errorf("handoff: unexpected reply %v", v)
 }
@@ -226,8 +205,7 @@ func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, seq int6
 // nothing waits.
 func (h *Handoff) runResume(ctx context.Context, k keys, token string) (entry, bool, error) {
 	sent := time.Now()
-	ks, args := h.prefetchArgs(k, []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}, []any{token, h.cfg.LockTTL.Milliseconds()})
-	v, err := resumeScript.Run(ctx, h.rc, ks, args...).Slice()
+	v, err := resumeScript.Run(ctx, h.rc, []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}, token, h.cfg.LockTTL.Milliseconds()).Slice()
 	if err != nil {
 		return entry{}, false, err
 	}
@@ -247,9 +225,6 @@ func (h *Handoff) runResume(ctx context.Context, k keys, token string) (entry, b
 	rerun, _ := v[5].(int64)
 	e.rerun = rerun == 1
 	e.sent = sent
-	if e.prefetched, err = parsePrefetched(at(v, 6)); err != nil {
-		return entry{}, false, fmt.Errorf("resume: %w", err)
-	}
 	return e, true, nil
 }
 

@@ -15,7 +15,6 @@
 -- ARGV[5] max_bytes  the bytes of wait beyond which the answer is FULL. An empty wait
 --                always takes one entry: an envelope larger than the bound (SQS bounds it)
 --                would otherwise never be queued.
--- KEYS[6..], ARGV[6..]  the handler's first reads (see prefetch.lua)
 --
 -- Entries in wait and proc are "<enqueued_at_ms>:<envelope>", the time taken from the
 -- server's clock so that the time waited is measured on one clock.
@@ -24,12 +23,11 @@
 -- again and writes nothing.
 --
 -- Returns
---   {STATUS_TURN, seq, entry, now_ms, depth, rerun, reads}
+--   {STATUS_TURN, seq, entry, now_ms, depth, rerun}
 --                                   lock is ours; entry (now in proc) is to be processed
 --                                   first. When proc or wait held a backlog, entry is the
 --                                   oldest of it and the envelope was appended to wait; rerun
---                                   is 1 when entry was left in proc by an earlier holder;
---                                   reads are prefetch's for entry.
+--                                   is 1 when entry was left in proc by an earlier holder.
 --   {STATUS_QUEUED, depth}          the envelope was appended to wait; depth is LLEN wait
 --   {STATUS_FULL, depth}            nothing was written (LLEN wait at ARGV[3], or the
 --                                   entry would take wait's bytes past ARGV[5])
@@ -61,7 +59,7 @@ if holder == ARGV[1] then
   -- first answer's rerun is unknown here, so the envelope in proc counts as a re-run.
   local cur = redis.call('LINDEX', KEYS[3], 0)
   if cur then
-    return {STATUS_TURN, tonumber(redis.call('GET', KEYS[4])), cur, tonumber(now), depth, 1, prefetch(6, 6, cur)}
+    return {STATUS_TURN, tonumber(redis.call('GET', KEYS[4])), cur, tonumber(now), depth, 1}
   end
 end
 if holder then
@@ -95,5 +93,4 @@ else
   cur = entry
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-local seq = redis.call('INCR', KEYS[4])
-return {STATUS_TURN, seq, cur, tonumber(now), depth, rerun, prefetch(6, 6, cur)}
+return {STATUS_TURN, redis.call('INCR', KEYS[4]), cur, tonumber(now), depth, rerun}

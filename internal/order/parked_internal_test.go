@@ -150,32 +150,3 @@ func TestUndecodableParkedEventIsDeadLettered(t *testing.T) {
 		t.Errorf("DLQ reason %v, want %s", r.StringValue, domain.ReasonIDTooLong)
 	}
 }
-
-// readTurn uses what the turn's script read only when that script found the step's own
-// event id: a pattern can find another field of that name, and its reads are then of
-// another event's done marker.
-//
-// Broken variant tried: using Prefetched without comparing its ID: the step took the
-// other event's result for its own done marker.
-func TestReadTurnUsesPrefetchedOnlyForItsOwnEvent(t *testing.T) {
-	ctx := context.Background()
-	p, _, rc, prefix, _ := newParkedFixture(t)
-	rc.Set(ctx, doneKey(prefix, "O", "E-1"), "result of E-1", 0)
-	rc.Set(ctx, StateKey(prefix, "O"), "state in redis", 0)
-	other := &lockhandoff.Prefetched{ID: "E-nested", ByID: "result of E-nested", Values: []any{"state in redis"}}
-	vals, err := p.readTurn(ctx, lockhandoff.Turn{Entity: "O", Prefetched: other}, "E-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if vals[0] != "result of E-1" || vals[1] != "state in redis" {
-		t.Errorf("with another event's reads: %v, want E-1's own from Redis", vals)
-	}
-	own := &lockhandoff.Prefetched{ID: "E-1", ByID: nil, Values: []any{"prefetched state"}}
-	vals, err = p.readTurn(ctx, lockhandoff.Turn{Entity: "O", Prefetched: own}, "E-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if vals[0] != nil || vals[1] != "prefetched state" {
-		t.Errorf("with the event's own reads: %v, want them, not another read", vals)
-	}
-}

@@ -218,7 +218,7 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 }
 
 func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.Turn, ev domain.Event) error {
-	vals, err := p.readTurn(ctx, t, ev.EventID)
+	vals, err := p.readTurn(ctx, t.Entity, ev.EventID)
 	if err != nil {
 		return err
 	}
@@ -472,17 +472,6 @@ func (p *Processor) ledgerReplicated(ctx context.Context, entity string, results
 	return nil
 }
 
-// Prefetch is what a step reads first, for the lockhandoff.Config whose turns the
-// Processor handles: the event's done marker (its key named by the envelope's event_id)
-// and the entity's state. Nil on a Redis Cluster with Config.Replication on, where
-// readTurn must make the turn durable before it reads them (see readTurn).
-func (p *Processor) Prefetch() *lockhandoff.Prefetch {
-	if _, ok := p.rc.(*redis.ClusterClient); ok && p.cfg.Replication.On() {
-		return nil
-	}
-	return &lockhandoff.Prefetch{Suffixes: []string{"state"}, IDField: "event_id", IDSuffix: "done:"}
-}
-
 // readTurn reads the event's done marker and the entity's state, in one round trip (one
 // slot: one hash tag). On a Redis Cluster with Config.Replication on, that round trip
 // first has replicas acknowledge what the entity's primary holds of the turn (a marker
@@ -493,20 +482,9 @@ func (p *Processor) Prefetch() *lockhandoff.Prefetch {
 // operations, remembered by op id, would answer that re-run as done against an order that
 // had moved on. So no step moves stock before its event's place is durable. On one
 // primary the ledger is lost or kept with the take: nothing more is sent.
-//
-// Otherwise the script that gave the event its turn read both already (Prefetch), on the
-// handler's first run: they are used when that script found the event's own id.
-func (p *Processor) readTurn(ctx context.Context, t lockhandoff.Turn, eventID string) ([]any, error) {
-	entity := t.Entity
+func (p *Processor) readTurn(ctx context.Context, entity, eventID string) ([]any, error) {
 	keys := []string{doneKey(p.cfg.Prefix, entity, eventID), StateKey(p.cfg.Prefix, entity)}
 	if _, ok := p.rc.(*redis.ClusterClient); !ok || !p.cfg.Replication.On() {
-		if pf := t.Prefetched; pf != nil && pf.ID == eventID && len(pf.Values) == 1 {
-			p.metrics.prefetched.WithLabelValues("used").Inc()
-			return []any{pf.ByID, pf.Values[0]}, nil
-		}
-		if t.Prefetched != nil {
-			p.metrics.prefetched.WithLabelValues("missed").Inc()
-		}
 		vals, err := p.rc.MGet(ctx, keys...).Result()
 		if err != nil {
 			return nil, fmt.Errorf("order: done marker and state: %w", err)
@@ -662,12 +640,11 @@ const (
 )
 
 type metrics struct {
-	outcomes   *prometheus.CounterVec
-	prefetched *prometheus.CounterVec
-	replayed   *prometheus.CounterVec
-	fenced     prometheus.Counter
-	published  prometheus.Counter
-	expired    prometheus.Counter
+	outcomes  *prometheus.CounterVec
+	replayed  *prometheus.CounterVec
+	fenced    prometheus.Counter
+	published prometheus.Counter
+	expired   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -680,10 +657,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "junban", Subsystem: "order", Name: "replayed_total",
 			Help: "Events found done already, by kind: duplicate (a redelivery; its result was published with its first run and is not sent again) or rerun (re-run after a crash or failure; its result is republished).",
 		}, []string{"kind"}),
-		prefetched: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "junban", Subsystem: "order", Name: "prefetched_total",
-			Help: "Steps whose done marker and state came with their turn's script (used), or had to be read again because that script found another event id (missed).",
-		}, []string{"result"}),
 		fenced: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "junban", Subsystem: "order", Name: "fenced_total",
 			Help: "Commits refused because the turn had moved to another holder.",
@@ -698,7 +671,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.outcomes, m.prefetched, m.replayed, m.fenced, m.published, m.expired} {
+		for _, c := range []prometheus.Collector{m.outcomes, m.replayed, m.fenced, m.published, m.expired} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -119,7 +119,7 @@ func newHarnessWith(t *testing.T, skus []ledger.SKU, opts harnessOptions) *harne
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := lockhandoff.Config{Prefix: prefix, LockTTL: 2 * time.Second, SweepInterval: 200 * time.Millisecond, Prefetch: h.proc.Prefetch()}
+	tc := lockhandoff.Config{Prefix: prefix, LockTTL: 2 * time.Second, SweepInterval: 200 * time.Millisecond}
 	if opts.turns != nil {
 		tc.Quarantine = h.proc.Quarantine
 		opts.turns(&tc)
