@@ -47,6 +47,7 @@ type Result struct {
 	// Producer is the sends of the benchmark's own producer: the shop's cost, not junban's.
 	Producer []SQSRow `json:"sqs_producer"`
 
+	// PGXactsPerEvent is the persist-worker's transactions (its batches) per event.
 	PGXactsPerEvent float64 `json:"pg_transactions_per_event"`
 	PGRowsPerEvent  float64 `json:"pg_rows_written_per_event"`
 	PGInserted      float64 `json:"pg_rows_inserted"`
@@ -123,7 +124,7 @@ func newResult(o Options, s loadgen.Summary, before, after *snapshot, inTurn sen
 	}
 	pg0, pg1 := before.pg, after.pg
 	r.PGInserted, r.PGUpdated, r.PGDeleted = pg1.TupInserted-pg0.TupInserted, pg1.TupUpdated-pg0.TupUpdated, pg1.TupDeleted-pg0.TupDeleted
-	r.PGXactsPerEvent = (pg1.XactCommit - pg0.XactCommit) / n
+	r.PGXactsPerEvent = (after.batches - before.batches) / n
 	r.PGRowsPerEvent = (r.PGInserted + r.PGUpdated + r.PGDeleted) / n
 	return r
 }
@@ -286,7 +287,7 @@ func (r *Result) print(w io.Writer) {
 	for _, c := range r.RedisTop {
 		row("    "+c.Name, f2(c.PerEvent), "", "")
 	}
-	row("PostgreSQL transactions", f2(r.PGXactsPerEvent), "", "")
+	row("PostgreSQL transactions (persist-worker batches)", fmt.Sprintf("%s (%.1f events each)", f2(r.PGXactsPerEvent), 1/max(r.PGXactsPerEvent, 1e-9)), "", "")
 	row("PostgreSQL rows written", fmt.Sprintf("%s (%.0f inserted, %.0f updated, %.0f deleted)", f2(r.PGRowsPerEvent), r.PGInserted, r.PGUpdated, r.PGDeleted), "", "")
 	row("in-turn send -> commit p50 / p99", fmt.Sprintf("%.0f / %.0f ms", r.InTurn.P50MS, r.InTurn.P99MS),
 		fmt.Sprintf("p99 %d-%d ms", baseP99Low, baseP99High), "no worse")

@@ -30,6 +30,10 @@ type snapshot struct {
 	redisCalls map[string]float64
 	// pg is pg_stat_database's counters of the database the fleet writes to.
 	pg pgStats
+	// batches is the persist-worker's junban_persist_batch_size_count: its transactions.
+	// pg_stat_database's xact_commit counts every session's, the benchmark's own reads
+	// included, at three to four times as many.
+	batches float64
 }
 
 // sqsKey is one series of the SQS counters; role is the queue's role ("orders",
@@ -39,7 +43,7 @@ type sqsKey struct {
 }
 
 type pgStats struct {
-	XactCommit, TupInserted, TupUpdated, TupDeleted float64
+	TupInserted, TupUpdated, TupDeleted float64
 }
 
 // take reads everything at once (in sequence, as close together as it goes).
@@ -69,7 +73,8 @@ func take(ctx context.Context, procs []*fleet.Proc, e *env) (*snapshot, error) {
 		}
 	}
 	for _, p := range procs {
-		lines, err := scrape(ctx, p.Addr, "process_cpu_seconds_total", "junban_sqs_requests_total", "junban_sqs_messages_total")
+		lines, err := scrape(ctx, p.Addr, "process_cpu_seconds_total", "junban_sqs_requests_total", "junban_sqs_messages_total",
+			"junban_persist_batch_size_count")
 		if err != nil {
 			return nil, fmt.Errorf("costbench: %s: %w", p.Name, err)
 		}
@@ -81,15 +86,17 @@ func take(ctx context.Context, procs []*fleet.Proc, e *env) (*snapshot, error) {
 				s.requests[sqsKey{role(l.labels["queue"], run), l.labels["action"], l.labels["error"]}] += l.value
 			case "junban_sqs_messages_total":
 				s.messages[sqsKey{role(l.labels["queue"], run), l.labels["action"], ""}] += l.value
+			case "junban_persist_batch_size_count":
+				s.batches += l.value
 			}
 		}
 	}
 	if s.redisCPU, s.redisCalls, err = redisCounters(ctx, rc); err != nil {
 		return nil, err
 	}
-	if err := db.WithContext(ctx).Raw(`SELECT xact_commit, tup_inserted, tup_updated, tup_deleted
+	if err := db.WithContext(ctx).Raw(`SELECT tup_inserted, tup_updated, tup_deleted
 		FROM pg_stat_database WHERE datname = current_database()`).Row().Scan(
-		&s.pg.XactCommit, &s.pg.TupInserted, &s.pg.TupUpdated, &s.pg.TupDeleted); err != nil {
+		&s.pg.TupInserted, &s.pg.TupUpdated, &s.pg.TupDeleted); err != nil {
 		return nil, fmt.Errorf("costbench: pg_stat_database: %w", err)
 	}
 	return s, nil
