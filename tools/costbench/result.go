@@ -287,7 +287,11 @@ func (r *Result) print(w io.Writer) {
 	for _, c := range r.RedisTop {
 		row("    "+c.Name, f2(c.PerEvent), "", "")
 	}
-	row("PostgreSQL transactions (persist-worker batches)", fmt.Sprintf("%s (%.1f events each)", f2(r.PGXactsPerEvent), 1/max(r.PGXactsPerEvent, 1e-9)), "", "")
+	batches := f2(r.PGXactsPerEvent)
+	if r.PGXactsPerEvent > 0 {
+		batches += fmt.Sprintf(" (%.1f events each)", 1/r.PGXactsPerEvent)
+	}
+	row("PostgreSQL transactions (persist-worker batches)", batches, "", "")
 	row("PostgreSQL rows written", fmt.Sprintf("%s (%.0f inserted, %.0f updated, %.0f deleted)", f2(r.PGRowsPerEvent), r.PGInserted, r.PGUpdated, r.PGDeleted), "", "")
 	row("in-turn send -> commit p50 / p99", fmt.Sprintf("%.0f / %.0f ms", r.InTurn.P50MS, r.InTurn.P99MS),
 		fmt.Sprintf("p99 %d-%d ms", baseP99Low, baseP99High), "no worse")

@@ -29,8 +29,8 @@ func TestJSONOfBenchCost(t *testing.T) {
 	if r.Events <= 0 || r.SQSPerEvent <= 0 || r.OrderWorkerCPUMS <= 0 || r.PersistWorkerCPUMS <= 0 || r.PGRowsPerEvent <= 0 {
 		t.Fatalf("bench cost measured nothing: %+v", r)
 	}
-	// The persist-worker's own transactions: a batch holds one result at least. The
-	// database's xact_commit, which counts the benchmark's reads too, came to more.
+	// The persist-worker's own transactions: a batch holds one result at least. (A sanity
+	// bound only: at this small load the database-wide count would pass it too.)
 	if r.PGXactsPerEvent <= 0 || r.PGXactsPerEvent > 1 {
 		t.Errorf("PostgreSQL transactions per event %v, want the persist-worker's batches: in (0, 1]", r.PGXactsPerEvent)
 	}
