@@ -33,6 +33,12 @@ type Result struct {
 	// OrderWorkerCPUMS is the order-workers' together, PersistWorkerCPUMS the persist-worker's.
 	OrderWorkerCPUMS   float64 `json:"order_worker_cpu_ms_per_event"`
 	PersistWorkerCPUMS float64 `json:"persist_worker_cpu_ms_per_event"`
+	// Switches is each process's context switches per event (its threads' wake-ups, from
+	// /proc; absent where /proc cannot tell); OrderWorkerSwitches the order-workers'
+	// together, PersistWorkerSwitches the persist-worker's.
+	Switches              map[string]float64 `json:"context_switches_per_event,omitempty"`
+	OrderWorkerSwitches   float64            `json:"order_worker_context_switches_per_event,omitempty"`
+	PersistWorkerSwitches float64            `json:"persist_worker_context_switches_per_event,omitempty"`
 
 	RedisCPUMS    float64 `json:"redis_cpu_ms_per_event"`
 	RedisCommands float64 `json:"redis_commands_per_event"`
@@ -99,6 +105,22 @@ func newResult(o Options, s loadgen.Summary, before, after *snapshot, inTurn sen
 			r.OrderWorkerCPUMS += ms
 		} else {
 			r.PersistWorkerCPUMS += ms
+		}
+	}
+	for name, v := range after.switches {
+		b, ok := before.switches[name]
+		if !ok {
+			continue
+		}
+		if r.Switches == nil {
+			r.Switches = map[string]float64{}
+		}
+		d := (v - b) / n
+		r.Switches[name] = d
+		if strings.HasPrefix(name, "order-worker") {
+			r.OrderWorkerSwitches += d
+		} else {
+			r.PersistWorkerSwitches += d
 		}
 	}
 	r.RedisCPUMS = (after.redisCPU - before.redisCPU) * 1000 / n
@@ -196,12 +218,19 @@ const (
 func (r *Result) rounded() *Result {
 	c := *r
 	for _, f := range []*float64{&c.ElapsedS, &c.EventsPerS, &c.OrderWorkerCPUMS, &c.PersistWorkerCPUMS, &c.RedisCPUMS,
-		&c.RedisCommands, &c.RedisEvalsha, &c.SQSPerEvent, &c.PGXactsPerEvent, &c.PGRowsPerEvent} {
+		&c.RedisCommands, &c.RedisEvalsha, &c.SQSPerEvent, &c.PGXactsPerEvent, &c.PGRowsPerEvent,
+		&c.OrderWorkerSwitches, &c.PersistWorkerSwitches} {
 		*f = round3(*f)
 	}
 	c.CPUMS = map[string]float64{}
 	for k, v := range r.CPUMS {
 		c.CPUMS[k] = round3(v)
+	}
+	if r.Switches != nil {
+		c.Switches = map[string]float64{}
+		for k, v := range r.Switches {
+			c.Switches[k] = round3(v)
+		}
 	}
 	c.RedisTop = slices.Clone(r.RedisTop)
 	for i := range c.RedisTop {
@@ -281,6 +310,10 @@ func (r *Result) print(w io.Writer) {
 		}
 	}
 	row("persist-worker CPU", ms(r.PersistWorkerCPUMS), ms(basePersistCPU), "<= "+ms(targetPersistCPU))
+	if r.Switches != nil {
+		row("context switches, order-workers (all)", f2(r.OrderWorkerSwitches), "", "")
+		row("context switches, persist-worker", f2(r.PersistWorkerSwitches), "", "")
+	}
 	row("Redis server CPU", ms(r.RedisCPUMS), ms(baseRedisCPU), "<= "+ms(targetRedisCPU))
 	row("  Redis commands", f2(r.RedisCommands), fmt.Sprint(baseRedisCommands), "")
 	row("  EVALSHA", f2(r.RedisEvalsha), fmt.Sprint(baseEvalsha), "")

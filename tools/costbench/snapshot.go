@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/prometheus/procfs"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/junban/junban/tools/fleet"
@@ -18,6 +19,9 @@ import (
 type snapshot struct {
 	// cpu is each process's process_cpu_seconds_total, by process name.
 	cpu map[string]float64
+	// switches is each process's context switches (voluntary and not) summed over its
+	// threads, by process name; none where /proc cannot tell (not Linux).
+	switches map[string]float64
 	// requests and messages are the processes' junban_sqs_requests_total and
 	// junban_sqs_messages_total summed over the processes, by sqsKey.
 	requests, messages map[sqsKey]float64
@@ -50,7 +54,7 @@ type pgStats struct {
 func take(ctx context.Context, procs []*fleet.Proc, e *env) (*snapshot, error) {
 	run, rc, db := e.run, e.rc, e.db
 	s := &snapshot{
-		cpu: map[string]float64{}, requests: map[sqsKey]float64{}, messages: map[sqsKey]float64{},
+		cpu: map[string]float64{}, switches: map[string]float64{}, requests: map[sqsKey]float64{}, messages: map[sqsKey]float64{},
 		producerRequests: map[sqsKey]float64{}, producerMessages: map[sqsKey]float64{},
 	}
 	mfs, err := e.producer.Gather()
@@ -73,6 +77,9 @@ func take(ctx context.Context, procs []*fleet.Proc, e *env) (*snapshot, error) {
 		}
 	}
 	for _, p := range procs {
+		if n, ok := contextSwitches(p.Pid()); ok {
+			s.switches[p.Name] = n
+		}
 		lines, err := scrape(ctx, p.Addr, "process_cpu_seconds_total", "junban_sqs_requests_total", "junban_sqs_messages_total",
 			"junban_persist_batch_size_count")
 		if err != nil {
@@ -100,6 +107,27 @@ func take(ctx context.Context, procs []*fleet.Proc, e *env) (*snapshot, error) {
 		return nil, fmt.Errorf("costbench: pg_stat_database: %w", err)
 	}
 	return s, nil
+}
+
+// contextSwitches is a process's context switches so far, voluntary (it waited: on a
+// socket, a futex, a timer) and not (preempted), over all its threads: /proc/<pid>/status
+// counts its main thread's only. Each is a wake-up of a thread, which is what a round
+// trip or a hand-off between goroutines costs beyond its own work, so unlike CPU time
+// the count hardly moves with how busy the machine is. ok is false where /proc cannot
+// tell (not Linux); a thread that ended before the count is not in it.
+func contextSwitches(pid int) (n float64, ok bool) {
+	threads, err := procfs.AllThreads(pid)
+	if err != nil {
+		return 0, false
+	}
+	for _, t := range threads {
+		st, err := t.NewStatus()
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
+		n += float64(st.TotalCtxtSwitches())
+	}
+	return n, true
 }
 
 // role is a queue's name without the run's prefix: "orders", "results-dlq".

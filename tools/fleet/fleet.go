@@ -191,6 +191,9 @@ func Metric(ctx context.Context, addr, series string) (float64, error) {
 	return 0, sc.Err()
 }
 
+// Pid is the process's id.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
 // Kill sends SIGKILL and waits for the process to end.
 func (p *Proc) Kill() {
 	p.cmd.Process.Signal(syscall.SIGKILL)

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/junban/junban/internal/testenv"
@@ -33,6 +34,13 @@ func TestJSONOfBenchCost(t *testing.T) {
 	// bound only: at this small load the database-wide count would pass it too.)
 	if r.PGXactsPerEvent <= 0 || r.PGXactsPerEvent > 1 {
 		t.Errorf("PostgreSQL transactions per event %v, want the persist-worker's batches: in (0, 1]", r.PGXactsPerEvent)
+	}
+	// Each process's threads woke up for the events (from /proc: Linux only).
+	if runtime.GOOS == "linux" {
+		if len(r.Switches) != len(r.CPUMS) || r.OrderWorkerSwitches <= 0 || r.PersistWorkerSwitches <= 0 {
+			t.Errorf("context switches per event %v (order-workers %v, persist-worker %v), want every process's, above 0",
+				r.Switches, r.OrderWorkerSwitches, r.PersistWorkerSwitches)
+		}
 	}
 	queues := map[string]bool{}
 	for _, row := range r.SQS {
