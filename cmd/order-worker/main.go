@@ -228,6 +228,7 @@ func run() error {
 		return err
 	}
 	config.TuneGC()
+	config.TuneProcs()
 	log, done, err := tracing.Observe("order-worker", cfg.LogFormat, cfg.LogLevel)
 	if err != nil {
 		return err

@@ -158,6 +158,7 @@ func run() error {
 		return err
 	}
 	config.TuneGC()
+	config.TuneProcs()
 	log, done, err := tracing.Observe("persist-worker", cfg.LogFormat, cfg.LogLevel)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"testing"
 )
@@ -38,4 +39,29 @@ func unsetenv(t *testing.T, key string) {
 	if err := os.Unsetenv(key); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestTuneProcs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+
+	t.Run("GOMAXPROCS unset: the workers' default", func(t *testing.T) {
+		unsetenv(t, "GOMAXPROCS")
+		runtime.GOMAXPROCS(4)
+		if got := TuneProcs(); got != ProcsDefault {
+			t.Fatalf("TuneProcs() = %d, want %d", got, ProcsDefault)
+		}
+		if got := runtime.GOMAXPROCS(0); got != ProcsDefault {
+			t.Fatalf("GOMAXPROCS %d after TuneProcs, want %d", got, ProcsDefault)
+		}
+	})
+	t.Run("GOMAXPROCS set: left to the runtime", func(t *testing.T) {
+		t.Setenv("GOMAXPROCS", "3")
+		runtime.GOMAXPROCS(3) // what the runtime read at start
+		if got := TuneProcs(); got != 3 {
+			t.Fatalf("TuneProcs() = %d, want the operator's 3", got)
+		}
+		if got := runtime.GOMAXPROCS(0); got != 3 {
+			t.Fatalf("GOMAXPROCS %d after TuneProcs, want 3", got)
+		}
+	})
 }
