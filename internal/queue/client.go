@@ -4,6 +4,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -49,6 +50,7 @@ func NewClient(ctx context.Context, cfg config.SQS, opts ...ClientOption) (*sqs.
 		return nil, fmt.Errorf("queue: aws config: %w", err)
 	}
 	return sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
+		o.HTTPClient = GuardBodies(o.HTTPClient)
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
@@ -57,6 +59,34 @@ func NewClient(ctx context.Context, cfg config.SQS, opts ...ClientOption) (*sqs.
 		}
 	}), nil
 }
+
+// GuardBodies returns c with each request's body handed to net/http without the WriteTo
+// method of the SDK's body type.
+//
+// The SDK closes a request's body as soon as the answer's headers are in, and net/http
+// may not be done with it then: once it has written the body, it copies whatever is left
+// of it (nothing) before it reports the write done. Through the WriteTo of the SDK's body
+// that copy, after the close, returns io.EOF as an error; net/http takes it for a failed
+// write and closes the connection under the answer being read. The SDK retries, but the
+// answer is lost: for a receive, its messages stay invisible for the visibility timeout.
+// On loopback the answer often beats the transport's goroutine (a loaded machine, an
+// emulator that answers at once); seen in benchmarks and in the DLQ redrive's test.
+// Read, after the close, reports a clean end instead. Every AWS client of junban's wraps
+// its HTTP client so (SQS here, SNS in internal/topics), after the configuration is
+// loaded: its custom CA bundle (AWS_CA_BUNDLE) needs the SDK's own client type.
+func GuardBodies(c aws.HTTPClient) aws.HTTPClient { return guarded{c} }
+
+type guarded struct{ next aws.HTTPClient }
+
+func (g guarded) Do(req *http.Request) (*http.Response, error) {
+	if req.Body != nil && req.Body != http.NoBody {
+		req.Body = readCloser{req.Body}
+	}
+	return g.next.Do(req)
+}
+
+// readCloser is a body with only Read and Close: io.Copy then reads it to its end.
+type readCloser struct{ io.ReadCloser }
 
 // ResolveURL turns a queue name into its URL; a URL is returned as it is.
 func ResolveURL(ctx context.Context, c *sqs.Client, nameOrURL string) (string, error) {

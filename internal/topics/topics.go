@@ -25,6 +25,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/junban/junban/internal/domain"
+	"github.com/junban/junban/internal/queue"
 )
 
 // TypeAttribute is the message attribute a publisher sets to the junban event type: the
@@ -55,6 +56,9 @@ func NewClient(ctx context.Context, cfg Config, sqsEndpoint string) (*sns.Client
 		return nil, fmt.Errorf("topics: aws config: %w", err)
 	}
 	return sns.NewFromConfig(awsCfg, func(o *sns.Options) {
+		// A publish whose answer is lost is retried: guarded, the answer is not lost to
+		// the transport's handling of the request's body (queue.GuardBodies).
+		o.HTTPClient = queue.GuardBodies(o.HTTPClient)
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
