@@ -10,8 +10,8 @@ import (
 // time and spends well under a millisecond of CPU an event, so a second processor adds
 // little but wake-ups: each goroutine made ready wakes an idle thread to run it. With one,
 // `junbanlab bench cost` counted a third fewer context switches an event and the workers'
-// CPU an event fell by 15-18 %, latency unchanged (docs/benchmarks.md, "One processor per
-// worker"). A fleet grows by replicas, one core each (docs/operations.md, "Capacity"), as
+// CPU an event fell by 14-15 % in a before-and-after, latency unchanged (docs/benchmarks.md,
+// "One processor per worker"). A fleet grows by replicas, one core each (docs/operations.md, "Capacity"), as
 // the Kubernetes manifests' 1-CPU limit has it; Go's own default there would be 2, as it
 // never goes below 2 for a CPU limit.
 const ProcsDefault = 1
