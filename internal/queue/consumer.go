@@ -413,7 +413,7 @@ func byGroup(ms []Message) [][]int {
 // With ReceiveLinger, each receive first takes a turn of the run's pacer (see pacer).
 func (r *run) receiveInto(ctx context.Context, take func(context.Context) int, give func(int), deliver func([]*tracked, []Message)) {
 	pauses := receiveBackoff()
-	lingered := false // whether this loop's last receive lingered after it (see pacer)
+	var streak pacerStreak // this loop's full receives in a row (see pacer)
 	for {
 		if !r.pace.begin(ctx) {
 			return
@@ -458,7 +458,7 @@ func (r *run) receiveInto(ctx context.Context, take func(context.Context) int, g
 			deliver(ts, ms)
 		}
 		give(n - len(ms))
-		lingered = r.pace.end(ctx, len(msgs), n, lingered)
+		streak = r.pace.end(ctx, len(msgs), n, streak)
 	}
 }
 
@@ -470,15 +470,19 @@ func (r *run) receiveInto(ctx context.Context, take func(context.Context) int, g
 // Receivers, on the receives in flight:
 //
 //   - a receive that came back with all it asked for sends its receiver on at once (more
-//     may be waiting); if it went out at once too (not after a linger), the queue refilled
-//     it without waiting, a backlog: it raises the limit by one, and a parked receiver
-//     starts. A full receive after a linger raises nothing: what it brought may be only
-//     what the linger let gather (a producer's batch of ten, say);
+//     may be waiting). backlogRun of them in a row from one receiver, none sent after a
+//     linger, are a backlog: the queue refilled each without waiting. The last raises
+//     the limit by one, and a parked receiver starts. One full receive is no backlog: a
+//     long poll woken by a producer's batch of ten comes back full too, and on an SQS
+//     that answers every waiting poll when a batch lands (the emulator: one gets the
+//     batch, the others come back empty at once) each receive in flight beyond one is an
+//     empty request per batch. Nor is a full receive after a linger, which may hold only
+//     what the linger let gather;
 //   - one that came back with fewer lowers it by one; if it brought some, its receiver
 //     then waits ReceiveLinger, still holding its turn, before the next receive, so that
 //     the messages arriving meanwhile come in one receive rather than one a receive;
-//   - an empty one (the long poll ran out) lowers it by one, and its receiver polls again
-//     at once.
+//   - an empty one (the long poll ran out, or another consumer took what woke it) lowers
+//     it by one, and its receiver polls again at once.
 //
 // A receiver beyond the limit waits before its receive, sending nothing. So a steady flow
 // is taken by as few receives in flight as keep up with it, each lingering enough to come
@@ -528,23 +532,39 @@ func (p *pacer) begin(ctx context.Context) bool {
 	return true
 }
 
-// end ends the turn of a receive that asked for asked messages and got got, sent after a
-// linger or not: it moves the limit by the receive's fill and, for a part-full receive,
-// lingers first. It reports whether it lingered.
-func (p *pacer) end(ctx context.Context, got, asked int, afterLinger bool) (lingered bool) {
+// backlogRun is how many full receives in a row, none after a linger, raise the limit:
+// a backlog brings one after another; a flow of batches that wake the long polls of
+// several consumers gives one of them three in a row only now and then.
+const backlogRun = 3
+
+// pacerStreak is what a receive loop remembers of its last receives for its pacer.
+type pacerStreak struct {
+	full     int  // full receives in a row, none sent after a linger
+	lingered bool // whether the last receive lingered after it
+}
+
+// end ends the turn of a receive that asked for asked messages and got got: it moves the
+// limit by the receive's fill and by the loop's streak before it, and for a part-full
+// receive lingers first. It returns the streak the loop's next receive follows.
+func (p *pacer) end(ctx context.Context, got, asked int, s pacerStreak) pacerStreak {
 	if p == nil {
-		return false
+		return pacerStreak{}
 	}
+	next := pacerStreak{}
 	p.mu.Lock()
 	switch {
-	case got >= asked && !afterLinger:
-		p.limit = min(p.limit+1, p.most)
+	case got >= asked && !s.lingered:
+		next.full = s.full + 1
+		if next.full >= backlogRun {
+			p.limit = min(p.limit+1, p.most)
+			next.full = 0
+		}
 	case got < asked:
 		p.limit = max(p.limit-1, 1)
 	}
 	p.mu.Unlock()
-	lingered = got > 0 && got < asked
-	if lingered {
+	next.lingered = got > 0 && got < asked
+	if next.lingered {
 		t := time.NewTimer(p.linger)
 		select {
 		case <-t.C:
@@ -553,7 +573,7 @@ func (p *pacer) end(ctx context.Context, got, asked int, afterLinger bool) (ling
 		t.Stop()
 	}
 	p.leave()
-	return lingered
+	return next
 }
 
 // leave ends a turn without moving the limit (a receive that failed or never went out).

@@ -177,3 +177,67 @@ func TestConsumerReceiveLingerGrows(t *testing.T) {
 		t.Fatalf("at most %d receives in flight over a backlog of 300, want the limit raised to 3 or more (Receivers 4)", peak)
 	}
 }
+
+// TestConsumersShareABatchedFlow: two consumers of one queue (two order-workers), fed a
+// batch of ten every 33 ms (the benchmark's producer at 300 events/s). On an SQS that
+// answers every waiting long poll when a batch lands (the emulator: one poll gets the
+// ten, the others come back empty at once), each receive in flight beyond one per
+// consumer is an empty request per batch. A full receive must not be taken for a backlog
+// unless more follow it: the limit stays at one per consumer, and a batch costs about two
+// receives (the full one and the other consumer's empty one), not three or more. Seen
+// failing with a single full receive raising the limit (the rule before): 3.0 receives a
+// batch. On an SQS that holds a long poll the other consumer took (local-aws-sqs), empties
+// do not come back at once and it skips.
+func TestConsumersShareABatchedFlow(t *testing.T) {
+	t.Parallel()
+	const batches = 90
+	ctx := context.Background()
+	base := testenv.SQS(t)
+	qs := testenv.NewQueues(t, base, 30)
+	q, name := qs.Orders, qs.OrdersName
+	reg := prometheus.NewRegistry()
+	c, err := queue.NewClient(ctx, testenv.SQSConfig(t), queue.CountRequests(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	var stops []func() error
+	for range 2 {
+		cfg := consumerConfig(t, q)
+		cfg.Client = c
+		cfg.Concurrency, cfg.Receivers, cfg.ReceiveLinger = 40, 4, 20*time.Millisecond
+		cfg.Handler = func(ctx context.Context, m queue.Message) queue.Outcome {
+			rec.add(m)
+			return queue.Outcome{Verdict: queue.Done}
+		}
+		cons, err := queue.NewConsumer(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stops = append(stops, start(t, cons))
+	}
+	// Both consumers' first long polls are waiting before the first batch lands.
+	time.Sleep(200 * time.Millisecond)
+	tick := time.NewTicker(33 * time.Millisecond)
+	defer tick.Stop()
+	for i := range batches {
+		<-tick.C
+		sendBodies(t, base, q.URL, bodies(fmt.Sprint("batch", i, "-"), 10)...)
+	}
+	testenv.WaitFor(t, 30*time.Second, "every message handled", func() bool { return rec.distinct() == batches*10 })
+	for _, stop := range stops {
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := gatherCounts(t, reg)
+	receives := got["requests "+name+" ReceiveMessage "]
+	per := receives / batches
+	t.Logf("%.0f ReceiveMessage requests for %d batches of ten: %.2f a batch", receives, batches, per)
+	if per < 1.5 {
+		t.Skipf("this SQS answers %.2f receives a batch: its long polls do not come back empty when another consumer took the batch", per)
+	}
+	if per > 2.4 {
+		t.Fatalf("%.2f receives a batch of ten between two consumers, want at most 2.4 (one full, about one empty)", per)
+	}
+}
