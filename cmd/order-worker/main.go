@@ -55,7 +55,7 @@ type Config struct {
 	ReceiveFill time.Duration `env:"JUNBAN_SQS_RECEIVE_FILL"`
 	// ReceiveLinger makes the receives in flight follow how full they come back: a
 	// part-full receive lowers them (to one at least) and waits this long before the next,
-	// a full one raises them (to Receivers at most), so that a steady flow comes in a few
+	// full ones in a row raise them (to Receivers at most), so that a steady flow comes in a few
 	// nearly full receives rather than many nearly empty ones (each a billed request).
 	// 0 keeps Receivers receives in flight.
 	ReceiveLinger time.Duration `env:"JUNBAN_SQS_RECEIVE_LINGER"`

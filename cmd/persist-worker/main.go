@@ -48,7 +48,7 @@ type Config struct {
 	Receivers int `env:"JUNBAN_PERSIST_RECEIVERS"`
 	// ReceiveLinger makes the receives in flight follow how full they come back: a
 	// part-full receive lowers them (to one at least) and waits this long before the next,
-	// a full one raises them (to Receivers at most), so that a steady flow comes in a few
+	// full ones in a row raise them (to Receivers at most), so that a steady flow comes in a few
 	// nearly full receives rather than many nearly empty ones (each a billed request).
 	// 0 keeps Receivers receives in flight.
 	ReceiveLinger time.Duration `env:"JUNBAN_SQS_RECEIVE_LINGER"`
@@ -86,7 +86,7 @@ func (c *Config) SetDefaults() {
 	c.BatchMax = persist.BatchMaxDefault
 	c.BatchWindow = persist.BatchWindowDefault
 	c.Receivers = persist.ReceiversDefault
-	c.ReceiveLinger = queue.ReceiveLingerDefault
+	c.ReceiveLinger = persist.ReceiveLingerDefault
 	c.Concurrency = persist.ConcurrencyDefault
 	c.Appliers = persist.AppliersDefault
 	c.Visibility = persist.VisibilityDefault

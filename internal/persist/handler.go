@@ -46,6 +46,11 @@ const (
 	// ReceiversDefault is how many receives from the results queue stay in flight: the
 	// receive rate grows with the receivers, not with the PostgreSQL connections.
 	ReceiversDefault = 16
+	// ReceiveLingerDefault is the persist-worker's JUNBAN_SQS_RECEIVE_LINGER default,
+	// twice the order-worker's (queue.ReceiveLingerDefault): a result waits for its batch
+	// window anyway, and the longer linger brings more results a receive
+	// (docs/benchmarks.md, "The persist-worker's receive linger").
+	ReceiveLingerDefault = 40 * time.Millisecond
 	// ConcurrencyDefault is how many batches per receiver may be handed over at once.
 	ConcurrencyDefault = 1
 	// AppliersDefault is how many batches are applied at once (PostgreSQL connections).

@@ -41,7 +41,7 @@ const (
 	BatchWindowDefault = 500 * time.Millisecond
 	// CallTimeoutDefault bounds one SQS call other than the long poll.
 	CallTimeoutDefault = 10 * time.Second
-	// ReceiveLingerDefault is the binaries' JUNBAN_SQS_RECEIVE_LINGER default (see
+	// ReceiveLingerDefault is the order-worker's JUNBAN_SQS_RECEIVE_LINGER default (see
 	// ConsumerConfig.ReceiveLinger, whose zero turns it off): at the demo's load it took
 	// the SQS requests of an event from 4.2 to 1.0 and those of an idle fleet from 72 to 9 a
 	// minute (docs/benchmarks.md, "What one event costs").
@@ -87,8 +87,8 @@ type ConsumerConfig struct {
 	ReceiveFill time.Duration
 	// ReceiveLinger makes the receives in flight follow how full they come back (see
 	// pacer): a receive that came back part-full lowers the receives allowed in flight
-	// (at least one) and its receiver waits this long before its next receive; a full one
-	// raises them (up to Receivers). A message may wait this much longer to be received.
+	// (at least one) and its receiver waits this long before its next receive; full ones
+	// in a row raise them (up to Receivers). A message may wait this much longer to be received.
 	// 0 (the default) keeps Receivers receives in flight, none waiting.
 	ReceiveLinger time.Duration
 	// WaitTimeSeconds is the long poll of one ReceiveMessage, 1..20. Default WaitTimeSecondsDefault.
