@@ -11,6 +11,8 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 	"go.uber.org/zap"
+
+	"github.com/junban/junban/internal/growstack"
 )
 
 var (
@@ -49,6 +51,7 @@ func (h *Handoff) runTurn(ctx context.Context, entity string, k keys, token stri
 		panicked any // a panic before the detach, passed on to the caller
 	)
 	go func() {
+		growstack.Grow()
 		defer h.drains.exit()
 		defer h.releaseSlot()
 		defer cancel(nil)

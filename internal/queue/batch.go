@@ -9,10 +9,12 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.uber.org/zap"
 
+	"github.com/junban/junban/internal/growstack"
 	"github.com/junban/junban/internal/tracing"
 )
 
 func (r *run) handleBatch(ts []*tracked, ms []Message) {
+	growstack.Grow()
 	defer r.handlers.Done()
 	defer func() { <-r.sem }()
 	ctx, span := startProcessBatch(r.hctx, r.cfg.Name, ms)

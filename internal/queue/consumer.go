@@ -17,6 +17,7 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	"go.uber.org/zap"
 
+	"github.com/junban/junban/internal/growstack"
 	"github.com/junban/junban/internal/tracing"
 )
 
@@ -652,6 +653,7 @@ func (r *run) receiveFailed(ctx context.Context, err error, wait time.Duration) 
 }
 
 func (r *run) handleOne(t *tracked, m Message) {
+	growstack.Grow()
 	defer r.handlers.Done()
 	defer func() { <-r.sem }()
 	r.handle(t, m)
@@ -677,6 +679,7 @@ func (r *run) handle(t *tracked, m Message) Outcome {
 // next message, as SQS's own redrive of a FIFO queue does. Each message holds its
 // handler slot until it is handled or given back.
 func (r *run) handleGroup(ctx context.Context, ts []*tracked, ms []Message) {
+	growstack.Grow()
 	for i := range ms {
 		if i > 0 && (ctx.Err() != nil || r.handedBack(ts[i])) {
 			r.giveUp(ts[i:])
@@ -895,6 +898,7 @@ func (r *run) deleteLoop() {
 		timer.Stop()
 		calls.Add(1)
 		go func() {
+			growstack.Grow()
 			defer calls.Done()
 			r.deleteBatch(batch)
 		}()

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/junban/junban/internal/growstack"
 	"github.com/junban/junban/internal/tracing"
 )
 
@@ -399,6 +400,7 @@ func (p *Publisher) run() {
 		p.sem <- struct{}{}
 		p.sends.Add(1)
 		go func() {
+			growstack.Grow()
 			defer func() { <-p.sem; p.sends.Done() }()
 			p.send(b)
 		}()
