@@ -57,15 +57,7 @@ func BenchmarkDeepGoroutine(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				done := make(chan struct{})
-				go func() {
-					if grow {
-						growstack.Grow()
-					}
-					deep(200)
-					close(done)
-				}()
-				<-done
+				moved(grow)
 			}
 		})
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/junban/junban/internal/growstack"
 	"github.com/junban/junban/internal/replication"
 )
 
@@ -230,7 +229,6 @@ func (b *batcher) execByNode(ctx context.Context, cc *redis.ClusterClient, batch
 	for node, g := range groups {
 		wg.Add(1)
 		go func() {
-			growstack.Grow()
 			defer wg.Done()
 			pipe := node.Pipeline()
 			for _, c := range g.adds {
