@@ -256,11 +256,11 @@ func run() error {
 		return err
 	}
 	defer pubs.stop(cfg.ShutdownBudget, log)
-	turns, proc, err := startTurns(ctx, cfg, log, d, pubs)
+	turns, err := startTurns(ctx, cfg, log, d, pubs)
 	if err != nil {
 		return err
 	}
-	consumer, err := newConsumer(cfg, log, d, turns, proc)
+	consumer, err := newConsumer(cfg, log, d, turns)
 	if err != nil {
 		return err
 	}
@@ -415,10 +415,10 @@ func deadLetterKeys(dlqURL string, body []byte) queue.Keys {
 }
 
 // startTurns starts the entities' turns (lockhandoff), each running the processor.
-func startTurns(ctx context.Context, cfg Config, log *zap.Logger, d *deps, pubs *publishers) (*lockhandoff.Handoff, *order.Processor, error) {
+func startTurns(ctx context.Context, cfg Config, log *zap.Logger, d *deps, pubs *publishers) (*lockhandoff.Handoff, error) {
 	proc, err := newProcessor(cfg, log, d, pubs.results)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	rc, repl, reg, nudges := d.rc, d.repl, d.reg, pubs.nudges
 	turns, err := lockhandoff.New(lockhandoff.Config{
@@ -442,14 +442,14 @@ func startTurns(ctx context.Context, cfg Config, log *zap.Logger, d *deps, pubs 
 		Handler:          proc.Handle,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := turns.Start(ctx); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	scanner, err := startScanner(ctx, cfg, log, d, turns)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	// On shutdown, every turn leaves after the envelope it runs, with a nudge for its
 	// backlog: those of the consumer's handlers, and the detached ones, which no handler
@@ -462,16 +462,16 @@ func startTurns(ctx context.Context, cfg Config, log *zap.Logger, d *deps, pubs 
 		defer cancel()
 		_ = turns.Stop(bound) // past the bound, the turns cut short left their envelopes in proc
 	})
-	return turns, proc, nil
+	return turns, nil
 }
 
 // newConsumer is the consumer of the orders queue, which hands each event to its turn.
-func newConsumer(cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handoff, proc *order.Processor) (*queue.Consumer, error) {
+func newConsumer(cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handoff) (*queue.Consumer, error) {
 	metrics, err := order.NewWorkerMetrics(d.reg)
 	if err != nil {
 		return nil, err
 	}
-	worker := &order.Worker{Turns: turns, Reads: proc.Reads, MaxLines: cfg.MaxLines, Metrics: metrics, Log: log}
+	worker := &order.Worker{Turns: turns, MaxLines: cfg.MaxLines, Metrics: metrics, Log: log}
 	return queue.NewConsumer(queue.ConsumerConfig{
 		Client:          d.sqs,
 		Handler:         worker.Handle,

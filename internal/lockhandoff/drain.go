@@ -276,9 +276,6 @@ func (h *Handoff) handle(l *lease, e entry) (handled, []trim) {
 		hctx, cancel := context.WithDeadlineCause(l.ctx, deadline, errDeadline)
 		p := newPending(l.k)
 		t := Turn{Entity: l.entity, Seq: e.seq, Token: l.token, Rerun: e.rerun || attempt > 0, trims: p}
-		if attempt == 0 {
-			t.Read = e.read
-		}
 		err := callHandler(h.handler, hctx, t, e.envelope)
 		cause := context.Cause(hctx)
 		cancel()

@@ -328,10 +328,6 @@ type Turn struct {
 	// Rerun is true when the envelope was left in proc by an earlier holder that crashed,
 	// failed or was abandoned; it may have been applied already (the handler is idempotent).
 	Rerun bool
-	// Read holds the keys SubmitReading named, read in the script that gave this turn on
-	// this very envelope; nil otherwise (the turn started on an earlier envelope, a handoff
-	// or a resume brought it, or this is a retry of a failed run, which must read afresh).
-	Read *Read
 	// trims collects the run's TrimWithStep calls; nil in a Turn a handler did not get.
 	trims *pending
 }
@@ -420,36 +416,15 @@ func newToken() string { return tokenBase + strconv.FormatUint(tokenSeq.Add(1), 
 // Redis failure; the caller keeps its message, and a redelivery may queue the envelope a
 // second time (handlers are idempotent).
 func (h *Handoff) Submit(ctx context.Context, entity string, envelope []byte) (Outcome, error) {
-	return h.SubmitReading(ctx, entity, envelope, nil)
-}
-
-// Read is what a take read for its handler: Vals[i] is the value of Keys[i] (a string, or
-// nil when the key does not exist) at the moment the turn was taken.
-type Read struct {
-	Keys []string
-	Vals []any
-}
-
-// SubmitReading is Submit, and reads keys of the entity (built with Key, so in its slot)
-// in the same script when the turn starts on this envelope: the handler's first run finds
-// their values in Turn.Read instead of reading them in a round trip of its own. The
-// values are read with the turn held, as the handler would read them.
-func (h *Handoff) SubmitReading(ctx context.Context, entity string, envelope []byte, reads []string) (Outcome, error) {
 	if err := CheckEntity(entity); err != nil {
 		return OutcomeNone, fmt.Errorf("lockhandoff: submit: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return OutcomeNone, fmt.Errorf("lockhandoff: submit %s: %w", entity, err)
 	}
-	own := Key(h.cfg.Prefix, entity, "")
-	for _, r := range reads {
-		if !strings.HasPrefix(r, own) {
-			return OutcomeNone, fmt.Errorf("lockhandoff: submit %s: read key %q is not the entity's (%s...)", entity, r, own)
-		}
-	}
 	k := h.keys(entity)
 	token := newToken()
-	take, err := h.takeAndIndex(ctx, entity, k, token, envelope, reads)
+	take, err := h.takeAndIndex(ctx, entity, k, token, envelope)
 	if err != nil {
 		return OutcomeNone, fmt.Errorf("lockhandoff: submit %s: %w", entity, err)
 	}

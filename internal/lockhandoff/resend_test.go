@@ -78,12 +78,12 @@ func TestTakeSentAgainAnswersTurn(t *testing.T) {
 	const entity = "LC-take-again"
 	k := hd.keys(entity)
 	token := newToken()
-	first, err := hd.takeAndIndex(ctx, entity, k, token, []byte("e0"), nil)
+	first, err := hd.takeAndIndex(ctx, entity, k, token, []byte("e0"))
 	if err != nil || first.status != statusTurn {
 		t.Fatalf("first take: %+v %v", first, err)
 	}
 	before := snapshotKeys(t, rc, prefix, entity)
-	again, err := hd.takeAndIndex(ctx, entity, k, token, []byte("e0"), nil)
+	again, err := hd.takeAndIndex(ctx, entity, k, token, []byte("e0"))
 	if err != nil || again.status != statusTurn || string(again.first.envelope) != "e0" || again.first.seq != first.first.seq || !again.first.rerun {
 		t.Errorf("take sent again: %+v %v, want TURN on e0, seq %d, rerun", again, err, first.first.seq)
 	}

@@ -66,8 +66,6 @@ type entry struct {
 	// sent is when the script that gave the turn was sent (local clock): the lock's TTL
 	// runs from no earlier than this, however late its reply came.
 	sent time.Time
-	// read is what take.lua read for SubmitReading (Turn.Read), nil when it read nothing.
-	read *Read
 }
 
 func parseEntry(seq any, raw any, now any, depth any) (entry, error) {
@@ -103,8 +101,8 @@ func (k keys) waitBytes() string { return k.wait + "bytes" }
 
 // takeAndIndex runs take.lua and, in the same round trip, refreshes the entity's backlog
 // index entry. The push counts as done only when both succeeded.
-func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token string, envelope []byte, reads []string) (takeResult, error) {
-	ks := append([]string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}, reads...)
+func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token string, envelope []byte) (takeResult, error) {
+	ks := []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}
 	args := []any{token, h.cfg.LockTTL.Milliseconds(), h.cfg.MaxWait, envelope, h.cfg.MaxWaitBytes}
 	z := redis.Z{Score: float64(h.cfg.Now().UnixMilli()), Member: entity}
 	shard := h.indexShard(entity)
@@ -129,7 +127,7 @@ func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token
 	if err != nil {
 		return takeResult{}, err
 	}
-	r, err := parseTake(v, reads)
+	r, err := parseTake(v)
 	if err != nil {
 		return takeResult{}, err
 	}
@@ -154,10 +152,9 @@ func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token
 	return r, nil
 }
 
-// parseTake reads take.lua's reply to a take that asked to read keys (nil: none). FULL
-// is a result, not an error here: Submit answers its error (statusErrors), and the take's
-// other checks do not apply to it.
-func parseTake(v []any, keys []string) (takeResult, error) {
+// parseTake reads take.lua's reply. FULL is a result, not an error here: Submit answers
+// its error (statusErrors), and the take's other checks do not apply to it.
+func parseTake(v []any) (takeResult, error) {
 	if len(v) < 2 {
 		return takeResult{}, fmt.Errorf("take: unexpected reply %v", v)
 	}
@@ -176,13 +173,6 @@ func parseTake(v []any, keys []string) (takeResult, error) {
 		}
 		rerun, _ := v[5].(int64)
 		e.rerun = rerun == 1
-		if len(v) > 6 {
-			vals, ok := v[6].([]any)
-			if !ok || len(vals) != len(keys) {
-				return takeResult{}, fmt.Errorf("take: unexpected reads %v for %d keys", v[6], len(keys))
-			}
-			e.read = &Read{Keys: keys, Vals: vals}
-		}
 		return takeResult{status: statusTurn, depth: e.depth, first: e}, nil
 	}
 	return takeResult{}, fmt.Errorf("take: unexpected status %v", v[0])

@@ -15,8 +15,6 @@
 -- ARGV[5] max_bytes  the bytes of wait beyond which the answer is FULL. An empty wait
 --                always takes one entry: an envelope larger than the bound (SQS bounds it)
 --                would otherwise never be queued.
--- KEYS[6..] reads  keys of the entity the handler reads first (SubmitReading): read here
---                when the turn starts on this very envelope, sparing the handler a round trip.
 --
 -- Entries in wait and proc are "<enqueued_at_ms>:<envelope>", the time taken from the
 -- server's clock so that the time waited is measured on one clock.
@@ -25,13 +23,11 @@
 -- again and writes nothing.
 --
 -- Returns
---   {STATUS_TURN, seq, entry, now_ms, depth, rerun[, reads]}
+--   {STATUS_TURN, seq, entry, now_ms, depth, rerun}
 --                                   lock is ours; entry (now in proc) is to be processed
 --                                   first. When proc or wait held a backlog, entry is the
 --                                   oldest of it and the envelope was appended to wait; rerun
 --                                   is 1 when entry was left in proc by an earlier holder.
---                                   reads, when KEYS[6..] name some and entry is this
---                                   envelope (no backlog), is their MGET.
 --   {STATUS_QUEUED, depth}          the envelope was appended to wait; depth is LLEN wait
 --   {STATUS_FULL, depth}            nothing was written (LLEN wait at ARGV[3], or the
 --                                   entry would take wait's bytes past ARGV[5])
@@ -75,7 +71,6 @@ end
 
 local cur = redis.call('LINDEX', KEYS[3], 0)
 local rerun = 0
-local reads
 if cur then
   rerun = 1
 end
@@ -96,9 +91,6 @@ if cur or depth > 0 then
 else
   redis.call('RPUSH', KEYS[3], entry)
   cur = entry
-  if #KEYS > 5 then
-    reads = redis.call('MGET', unpack(KEYS, 6))
-  end
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return {STATUS_TURN, redis.call('INCR', KEYS[4]), cur, tonumber(now), depth, rerun, reads}
+return {STATUS_TURN, redis.call('INCR', KEYS[4]), cur, tonumber(now), depth, rerun}

@@ -52,12 +52,12 @@ func TestWaitBytesFollowEveryScript(t *testing.T) {
 	const entity = "LC-bytes"
 	k := hd.keys(entity)
 
-	first, err := hd.takeAndIndex(ctx, entity, k, "tok-a", []byte("e0"), nil)
+	first, err := hd.takeAndIndex(ctx, entity, k, "tok-a", []byte("e0"))
 	if err != nil || first.status != statusTurn {
 		t.Fatalf("take e0: %+v %v", first, err)
 	}
 	for _, e := range []string{"e1", strings.Repeat("x", 300), "e3"} {
-		if r, err := hd.takeAndIndex(ctx, entity, k, "tok-b", []byte(e), nil); err != nil || r.status != statusQueued {
+		if r, err := hd.takeAndIndex(ctx, entity, k, "tok-b", []byte(e)); err != nil || r.status != statusQueued {
 			t.Fatalf("take %.5s: %+v %v", e, r, err)
 		}
 		waitBytesAgree(t, rc, k, "after a queued take")
@@ -82,7 +82,7 @@ func TestWaitBytesFollowEveryScript(t *testing.T) {
 	if _, err := hd.runLeave(ctx, k, "tok-c", true, nil); err != nil {
 		t.Fatal(err)
 	}
-	r, err := hd.takeAndIndex(ctx, entity, k, "tok-d", []byte("e4"), nil)
+	r, err := hd.takeAndIndex(ctx, entity, k, "tok-d", []byte("e4"))
 	if err != nil || r.status != statusTurn {
 		t.Fatalf("take over a backlog: %+v %v", r, err)
 	}

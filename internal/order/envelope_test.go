@@ -23,7 +23,7 @@ type recordingTurns struct {
 	resumed   []string
 }
 
-func (r *recordingTurns) SubmitReading(_ context.Context, entity string, envelope []byte, _ []string) (lockhandoff.Outcome, error) {
+func (r *recordingTurns) Submit(_ context.Context, entity string, envelope []byte) (lockhandoff.Outcome, error) {
 	r.submitted[entity] = append(r.submitted[entity], string(envelope))
 	return lockhandoff.OutcomeQueued, nil
 }

@@ -359,7 +359,7 @@ func (s *Scanner) expire(ctx context.Context, lcid string, now time.Time) (bool,
 	if err != nil {
 		return false, fmt.Errorf("order: expiry of %s: %w", lcid, err)
 	}
-	if _, err := s.cfg.Turns.SubmitReading(ctx, lcid, stamp(ctx, ev, body, s.cfg.MaxEventBytes), nil); err != nil {
+	if _, err := s.cfg.Turns.Submit(ctx, lcid, stamp(ctx, ev, body, s.cfg.MaxEventBytes)); err != nil {
 		return false, fmt.Errorf("order: submit the expiry of %s: %w", lcid, err)
 	}
 	return true, nil

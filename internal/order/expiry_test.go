@@ -30,7 +30,7 @@ type holding struct {
 	lcid []string
 }
 
-func (r *holding) SubmitReading(_ context.Context, entity string, envelope []byte, _ []string) (lockhandoff.Outcome, error) {
+func (r *holding) Submit(_ context.Context, entity string, envelope []byte) (lockhandoff.Outcome, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.sent = append(r.sent, envelope)

@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -219,7 +218,7 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 }
 
 func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.Turn, ev domain.Event) error {
-	vals, err := p.readTurn(ctx, t, ev.EventID)
+	vals, err := p.readTurn(ctx, t.Entity, ev.EventID)
 	if err != nil {
 		return err
 	}
@@ -473,30 +472,8 @@ func (p *Processor) ledgerReplicated(ctx context.Context, entity string, results
 	return nil
 }
 
-// Reads names the keys Handle reads first for ev, its done marker and its entity's state,
-// for the take that gives ev its turn to read them (lockhandoff.SubmitReading): a turn
-// that starts on ev then costs one round trip less. None on a Redis Cluster with
-// Config.Replication on, where that read waits for replicas first (readTurn).
-func (p *Processor) Reads(ev domain.Event) []string {
-	if p.readWaits() {
-		return nil
-	}
-	return p.turnKeys(ev.Entity(), ev.EventID)
-}
-
-func (p *Processor) turnKeys(entity, eventID string) []string {
-	return []string{doneKey(p.cfg.Prefix, entity, eventID), StateKey(p.cfg.Prefix, entity)}
-}
-
-// readWaits is true when the turn's first read must wait for replicas (readTurn).
-func (p *Processor) readWaits() bool {
-	_, cluster := p.rc.(*redis.ClusterClient)
-	return cluster && p.cfg.Replication.On()
-}
-
 // readTurn reads the event's done marker and the entity's state, in one round trip (one
-// slot: one hash tag), or takes them from the turn when its take read them (Reads). On a
-// Redis Cluster with Config.Replication on, that round trip
+// slot: one hash tag). On a Redis Cluster with Config.Replication on, that round trip
 // first has replicas acknowledge what the entity's primary holds of the turn (a marker
 // write, then WAIT): the event's place in it (its take, the handoff that brought it to
 // proc) and the state. A step's ledger operations run on the SKUs' primaries, which stay
@@ -505,15 +482,9 @@ func (p *Processor) readWaits() bool {
 // operations, remembered by op id, would answer that re-run as done against an order that
 // had moved on. So no step moves stock before its event's place is durable. On one
 // primary the ledger is lost or kept with the take: nothing more is sent.
-func (p *Processor) readTurn(ctx context.Context, t lockhandoff.Turn, eventID string) ([]any, error) {
-	entity := t.Entity
-	keys := p.turnKeys(entity, eventID)
-	if !p.readWaits() {
-		if t.Read != nil && slices.Equal(t.Read.Keys, keys) {
-			p.metrics.reads.WithLabelValues(readTake).Inc()
-			return t.Read.Vals, nil
-		}
-		p.metrics.reads.WithLabelValues(readOwn).Inc()
+func (p *Processor) readTurn(ctx context.Context, entity, eventID string) ([]any, error) {
+	keys := []string{doneKey(p.cfg.Prefix, entity, eventID), StateKey(p.cfg.Prefix, entity)}
+	if _, ok := p.rc.(*redis.ClusterClient); !ok || !p.cfg.Replication.On() {
 		vals, err := p.rc.MGet(ctx, keys...).Result()
 		if err != nil {
 			return nil, fmt.Errorf("order: done marker and state: %w", err)
@@ -662,12 +633,6 @@ func (p *Processor) deadLetterParked(ctx context.Context, entity string, st doma
 	return st, nil
 }
 
-// Kinds of junban_order_turn_reads_total.
-const (
-	readTake = "take"
-	readOwn  = "own"
-)
-
 // Kinds of junban_order_replayed_total.
 const (
 	replayDuplicate = "duplicate"
@@ -677,7 +642,6 @@ const (
 type metrics struct {
 	outcomes  *prometheus.CounterVec
 	replayed  *prometheus.CounterVec
-	reads     *prometheus.CounterVec
 	fenced    prometheus.Counter
 	published prometheus.Counter
 	expired   prometheus.Counter
@@ -693,10 +657,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "junban", Subsystem: "order", Name: "replayed_total",
 			Help: "Events found done already, by kind: duplicate (a redelivery; its result was published with its first run and is not sent again) or rerun (re-run after a crash or failure; its result is republished).",
 		}, []string{"kind"}),
-		reads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "junban", Subsystem: "order", Name: "turn_reads_total",
-			Help: "Steps by where their done marker and state were read: take (by the script that gave the turn, Processor.Reads) or own (a round trip of the step's own).",
-		}, []string{"read"}),
 		fenced: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "junban", Subsystem: "order", Name: "fenced_total",
 			Help: "Commits refused because the turn had moved to another holder.",
@@ -711,7 +671,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.outcomes, m.replayed, m.reads, m.fenced, m.published, m.expired} {
+		for _, c := range []prometheus.Collector{m.outcomes, m.replayed, m.fenced, m.published, m.expired} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -147,8 +147,7 @@ func (h *harness) submit(ev event.Order) {
 	if err != nil {
 		h.t.Fatalf("test event invalid: %v", err)
 	}
-	// As the order-worker submits: the take reads what the step reads first.
-	if _, err := h.turns.SubmitReading(context.Background(), dec.Entity(), body, h.proc.Reads(dec)); err != nil {
+	if _, err := h.turns.Submit(context.Background(), dec.Entity(), body); err != nil {
 		h.t.Fatal(err)
 	}
 }

@@ -82,7 +82,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 	log := p.log.With(tracing.LogFields(ctx)...).With(zap.String("entity", t.Entity), zap.String("event_id", ev.EventID), zap.String("type", string(ev.Type)),
 		zap.Int("attempts", f.Attempts), zap.Bool("skipped", f.Skipped), zap.String("last_error", f.LastError))
 
-	vals, err := p.readTurn(ctx, t, ev.EventID)
+	vals, err := p.readTurn(ctx, t.Entity, ev.EventID)
 	if err != nil {
 		return fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
 	}

@@ -29,8 +29,8 @@ type outcomes struct {
 	full, failed atomic.Int64
 }
 
-func (o *outcomes) SubmitReading(ctx context.Context, entity string, envelope []byte, reads []string) (lockhandoff.Outcome, error) {
-	out, err := o.Turns.SubmitReading(ctx, entity, envelope, reads)
+func (o *outcomes) Submit(ctx context.Context, entity string, envelope []byte) (lockhandoff.Outcome, error) {
+	out, err := o.Turns.Submit(ctx, entity, envelope)
 	switch {
 	case errors.Is(err, lockhandoff.ErrQueueFull):
 		o.full.Add(1)

@@ -53,7 +53,7 @@ const (
 
 // Turns is what the worker needs of lockhandoff.
 type Turns interface {
-	SubmitReading(ctx context.Context, entity string, envelope []byte, reads []string) (lockhandoff.Outcome, error)
+	Submit(ctx context.Context, entity string, envelope []byte) (lockhandoff.Outcome, error)
 	Resume(ctx context.Context, entity string) error
 }
 
@@ -73,9 +73,6 @@ type Worker struct {
 	// FullBackoff is how long a message waits when its entity's wait list is full.
 	// Default FullBackoffDefault.
 	FullBackoff time.Duration
-	// Reads names the keys the turn's handler reads first for an event (Processor.Reads),
-	// for the take to read them in its script; nil reads none.
-	Reads func(domain.Event) []string
 	// Metrics counts the messages by envelope; nil counts nothing.
 	Metrics *WorkerMetrics
 	Log     *zap.Logger
@@ -114,11 +111,7 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) queue.Outcome {
 		}
 		return queue.Outcome{Verdict: queue.Done}
 	}
-	var reads []string
-	if w.Reads != nil {
-		reads = w.Reads(ev)
-	}
-	_, err = w.Turns.SubmitReading(ctx, ev.Entity(), stamp(ctx, ev, inner, cmp.Or(w.MaxEventBytes, domain.MaxEventBytes)), reads)
+	_, err = w.Turns.Submit(ctx, ev.Entity(), stamp(ctx, ev, inner, cmp.Or(w.MaxEventBytes, domain.MaxEventBytes)))
 	switch {
 	case errors.Is(err, lockhandoff.ErrQueueFull):
 		after := w.FullBackoff
