@@ -1,0 +1,56 @@
+package queue_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/testenv"
+)
+
+// BenchmarkSendMessageBatchCPU sends batches of ten 600-byte messages, one request at a
+// time, through junban's SQS client (queue.NewClient, with its request counter), and
+// reports this process's CPU per request beside the time: what one SQS request costs a
+// worker whatever it carries, the SDK's middleware, signing, checksums and net/http
+// included (docs/benchmarks.md, "What an SQS request costs the client").
+//
+//	go test -run '^$' -bench SendMessageBatchCPU -benchtime 5000x ./internal/queue/
+func BenchmarkSendMessageBatchCPU(b *testing.B) {
+	c, err := queue.NewClient(context.Background(), testenv.SQSConfig(b), queue.CountRequests(prometheus.NewRegistry()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := testenv.NewQueues(b, c, 30)
+	body := strings.Repeat("x", 600)
+	entries := make([]types.SendMessageBatchRequestEntry, 10)
+	for i := range entries {
+		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body)}
+	}
+	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.Results.URL), Entries: entries}
+	ctx := context.Background()
+	start := processCPU(b)
+	for b.Loop() {
+		if _, err := c.SendMessageBatch(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((processCPU(b)-start).Microseconds())/float64(b.N), "cpu-us/request")
+}
+
+// processCPU is this process's CPU time, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
