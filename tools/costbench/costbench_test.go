@@ -2,9 +2,11 @@ package costbench
 
 import (
 	"context"
+	"maps"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -79,5 +81,36 @@ func TestSummarize(t *testing.T) {
 	even := Summarize([]*Result{run(1.2, 0.5), run(0.9, 0.3)})
 	if got := even.Figures[0]; got.Median != 1.05 || got.Met != 1 || even.Runs != 2 {
 		t.Errorf("SQS over two runs: %+v, want median 1.05, 1 met", got)
+	}
+}
+
+// An idle fleet's result counts its requests a minute and each process's CPU, and
+// Redis's, in ms a second of the idle time.
+func TestIdleResult(t *testing.T) {
+	key := sqsKey{"orders", "ReceiveMessage", ""}
+	before := &snapshot{
+		cpu:      map[string]float64{"order-worker-0": 1.0, "persist-worker": 2.0},
+		redisCPU: 10, requests: map[sqsKey]float64{key: 4}, messages: map[sqsKey]float64{},
+	}
+	after := &snapshot{
+		cpu:      map[string]float64{"order-worker-0": 1.12, "persist-worker": 2.03},
+		redisCPU: 10.6, requests: map[sqsKey]float64{key: 10}, messages: map[sqsKey]float64{},
+	}
+	r := newIdleResult(Options{Idle: 2 * time.Minute}, before, after).rounded()
+	if r.Requests != 6 || r.RequestsPerMinute != 3 {
+		t.Fatalf("requests %v, %v a minute; want 6, 3", r.Requests, r.RequestsPerMinute)
+	}
+	if w := map[string]float64{"order-worker-0": 1, "persist-worker": 0.25}; !maps.Equal(r.CPUMSPerS, w) {
+		t.Fatalf("CPU %v ms a second, want %v", r.CPUMSPerS, w)
+	}
+	if r.RedisCPUMSPerS != 5 {
+		t.Fatalf("Redis CPU %v ms a second, want 5", r.RedisCPUMSPerS)
+	}
+	var out strings.Builder
+	r.print(&out)
+	for _, want := range []string{"order-worker-0               1.0 ms of CPU a second", "Redis                        5.0 ms of CPU a second"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("printed\n%s\nwithout %q", out.String(), want)
+		}
 	}
 }

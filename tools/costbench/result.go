@@ -82,13 +82,17 @@ type SQSRow struct {
 	MessagesPerRequest float64 `json:"messages_per_request"`
 }
 
-// IdleResult is the SQS requests of an idle fleet.
+// IdleResult is what an idle fleet costs: its SQS requests and its CPU.
 type IdleResult struct {
 	Seconds           float64  `json:"seconds"`
 	WaitSeconds       int      `json:"sqs_wait_seconds"`
 	Requests          float64  `json:"requests"`
 	RequestsPerMinute float64  `json:"requests_per_minute"`
 	SQS               []SQSRow `json:"sqs"`
+	// CPUMSPerS is each process's CPU over the idle time, in ms a second; RedisCPUMSPerS
+	// the Redis server's (whatever else used it counts too).
+	CPUMSPerS      map[string]float64 `json:"cpu_ms_per_s"`
+	RedisCPUMSPerS float64            `json:"redis_cpu_ms_per_s"`
 }
 
 func newResult(o Options, s loadgen.Summary, before, after *snapshot, inTurn sendlatency.Stats) *Result {
@@ -158,6 +162,11 @@ func newIdleResult(o Options, before, after *snapshot) *IdleResult {
 		r.SQS[i].PerEvent = 0 // no events
 	}
 	r.RequestsPerMinute = r.Requests / o.Idle.Minutes()
+	r.CPUMSPerS = map[string]float64{}
+	for name, v := range after.cpu {
+		r.CPUMSPerS[name] = (v - before.cpu[name]) * 1000 / o.Idle.Seconds()
+	}
+	r.RedisCPUMSPerS = (after.redisCPU - before.redisCPU) * 1000 / o.Idle.Seconds()
 	return r
 }
 
@@ -238,9 +247,19 @@ func (r *Result) rounded() *Result {
 	}
 	c.SQS, c.Producer = roundRows(r.SQS), roundRows(r.Producer)
 	if r.Idle != nil {
-		idle := *r.Idle
-		idle.RequestsPerMinute, idle.SQS = round3(idle.RequestsPerMinute), roundRows(idle.SQS)
-		c.Idle = &idle
+		c.Idle = r.Idle.rounded()
+	}
+	return &c
+}
+
+// rounded is i with every figure rounded to 3 decimals, for --json.
+func (i *IdleResult) rounded() *IdleResult {
+	c := *i
+	c.RequestsPerMinute, c.SQS = round3(c.RequestsPerMinute), roundRows(c.SQS)
+	c.RedisCPUMSPerS = round3(c.RedisCPUMSPerS)
+	c.CPUMSPerS = map[string]float64{}
+	for k, v := range i.CPUMSPerS {
+		c.CPUMSPerS[k] = round3(v)
 	}
 	return &c
 }
@@ -344,6 +363,11 @@ func (i *IdleResult) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  a month: %.0f requests, $%.2f at $%.2f per million\n",
 		i.RequestsPerMinute*60*24*30, i.RequestsPerMinute*60*24*30*sqsListPricePerMillion/1e6, sqsListPricePerMillion)
+	names := slices.Sorted(maps.Keys(i.CPUMSPerS))
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-28s %.1f ms of CPU a second\n", name, i.CPUMSPerS[name])
+	}
+	fmt.Fprintf(w, "  %-28s %.1f ms of CPU a second (the whole server's)\n", "Redis", i.RedisCPUMSPerS)
 }
 
 func f2(v float64) string { return fmt.Sprintf("%.2f", v) }

@@ -52,6 +52,11 @@ func TestJSONOfBenchCost(t *testing.T) {
 	if r.Idle == nil || r.Idle.Requests <= 0 {
 		t.Fatalf("idle: %+v, want the receives of 21 s at a 20 s wait", r.Idle)
 	}
+	// The idle CPU: every process's figure (the persist-worker's may round to 0 at /proc's
+	// 10 ms), the order-workers' sweepers and scanners above 0, and Redis's.
+	if len(r.Idle.CPUMSPerS) != len(r.CPUMS) || r.Idle.CPUMSPerS["order-worker-0"] <= 0 || r.Idle.RedisCPUMSPerS <= 0 {
+		t.Fatalf("idle CPU %v ms a second, Redis %v, want every process's and Redis's", r.Idle.CPUMSPerS, r.Idle.RedisCPUMSPerS)
+	}
 }
 
 // bench cost --runs 2 --json: both runs, and the summary of their headline figures.
