@@ -227,13 +227,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	config.TuneGC()
-	config.TuneProcs()
+	tuneErr := config.TuneRuntime() // may start the worker again in place (config.TuneSysmon)
 	log, done, err := tracing.Observe("order-worker", cfg.LogFormat, cfg.LogLevel)
 	if err != nil {
 		return err
 	}
 	defer done()
+	config.WarnUntuned(log, tuneErr)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

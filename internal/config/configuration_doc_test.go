@@ -18,7 +18,7 @@ var binaries = []string{"order-worker", "persist-worker", "webhook-gateway", "ju
 
 // readOutside are the "Every binary" variables of docs/configuration.md that the
 // configuration structs do not read (the Go runtime and config.LoadStackEnv read them), so --env-vars omits them.
-var readOutside = map[string]bool{"GOGC": true, "GOMAXPROCS": true, "JUNBAN_STACK_ENV": true}
+var readOutside = map[string]bool{"GOGC": true, "GOMAXPROCS": true, "GODEBUG": true, "JUNBAN_STACK_ENV": true}
 
 // docVar is one variable of a configuration table of docs/configuration.md.
 type docVar struct {
