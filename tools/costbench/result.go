@@ -231,16 +231,7 @@ func (r *Result) rounded() *Result {
 		&c.OrderWorkerSwitches, &c.PersistWorkerSwitches} {
 		*f = round3(*f)
 	}
-	c.CPUMS = map[string]float64{}
-	for k, v := range r.CPUMS {
-		c.CPUMS[k] = round3(v)
-	}
-	if r.Switches != nil {
-		c.Switches = map[string]float64{}
-		for k, v := range r.Switches {
-			c.Switches[k] = round3(v)
-		}
-	}
+	c.CPUMS, c.Switches = roundMap(r.CPUMS), roundMap(r.Switches)
 	c.RedisTop = slices.Clone(r.RedisTop)
 	for i := range c.RedisTop {
 		c.RedisTop[i].PerEvent = round3(c.RedisTop[i].PerEvent)
@@ -256,12 +247,20 @@ func (r *Result) rounded() *Result {
 func (i *IdleResult) rounded() *IdleResult {
 	c := *i
 	c.RequestsPerMinute, c.SQS = round3(c.RequestsPerMinute), roundRows(c.SQS)
-	c.RedisCPUMSPerS = round3(c.RedisCPUMSPerS)
-	c.CPUMSPerS = map[string]float64{}
-	for k, v := range i.CPUMSPerS {
-		c.CPUMSPerS[k] = round3(v)
-	}
+	c.RedisCPUMSPerS, c.CPUMSPerS = round3(c.RedisCPUMSPerS), roundMap(i.CPUMSPerS)
 	return &c
+}
+
+// roundMap is m with every figure rounded to 3 decimals (nil for nil).
+func roundMap(m map[string]float64) map[string]float64 {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		out[k] = round3(v)
+	}
+	return out
 }
 
 func roundRows(rows []SQSRow) []SQSRow {
