@@ -2,7 +2,6 @@ package outbound
 
 import (
 	"cmp"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/pgtx"
 )
 
 // Writer derives a batch's outbound events from its freshly applied results and inserts
@@ -121,11 +121,11 @@ func (w *Writer) Write(tx *gorm.DB, fresh []event.Result) (int, error) {
 	}
 	slices.Sort(names)
 
-	if _, err := exec(tx, insertEntitiesSQL, names); err != nil {
+	if _, err := pgtx.Exec(tx, insertEntitiesSQL, names); err != nil {
 		return 0, fmt.Errorf("outbound: outbox_entities: %w", err)
 	}
 	locked := make(map[string]*entity, len(names))
-	err := query(tx, func(scan func(...any) error) error {
+	err := pgtx.Query(tx, func(scan func(...any) error) error {
 		var (
 			name string
 			e    entity
@@ -166,7 +166,7 @@ func (w *Writer) orderMessages(tx *gorm.DB, orders map[string][]event.Result, lo
 		lcids = append(lcids, lcid)
 	}
 	rows := make(map[string]orderRow, len(lcids))
-	err := query(tx, func(scan func(...any) error) error {
+	err := pgtx.Query(tx, func(scan func(...any) error) error {
 		var (
 			lcid, lines string
 			o           orderRow
@@ -300,7 +300,7 @@ func (w *Writer) stockMessages(tx *gorm.DB, skus map[string]event.Result, locked
 		names = append(names, sku)
 	}
 	rows := make(map[string]skuRow, len(names))
-	err := query(tx, func(scan func(...any) error) error {
+	err := pgtx.Query(tx, func(scan func(...any) error) error {
 		var (
 			sku      string
 			s        skuRow
@@ -423,45 +423,11 @@ func insert(tx *gorm.DB, names []string, locked map[string]*entity) (int, error)
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	if _, err := exec(tx, insertOutboxSQL, ids, kinds, entities, seqs, bodies); err != nil {
+	if _, err := pgtx.Exec(tx, insertOutboxSQL, ids, kinds, entities, seqs, bodies); err != nil {
 		return 0, fmt.Errorf("outbound: insert %d into outbox: %w", len(ids), err)
 	}
-	if _, err := exec(tx, updateEntitiesSQL, eNames, eSeqs, eStates); err != nil {
+	if _, err := pgtx.Exec(tx, updateEntitiesSQL, eNames, eSeqs, eStates); err != nil {
 		return 0, fmt.Errorf("outbound: update outbox_entities: %w", err)
 	}
 	return len(ids), nil
-}
-
-// conn returns tx's context and connection (the transaction's): arrays go to pgx as
-// they are, without gorm's expansion of a slice into a list of parameters.
-func conn(tx *gorm.DB) (context.Context, gorm.ConnPool) {
-	ctx := tx.Statement.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	return ctx, tx.Statement.ConnPool
-}
-
-func query(tx *gorm.DB, row func(scan func(...any) error) error, q string, args ...any) error {
-	ctx, pool := conn(tx)
-	res, err := pool.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer res.Close()
-	for res.Next() {
-		if err := row(res.Scan); err != nil {
-			return err
-		}
-	}
-	return res.Err()
-}
-
-func exec(tx *gorm.DB, q string, args ...any) (int64, error) {
-	ctx, pool := conn(tx)
-	res, err := pool.ExecContext(ctx, q, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
 }

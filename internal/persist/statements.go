@@ -1,10 +1,11 @@
 package persist
 
 import (
-	"context"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/junban/junban/internal/pgtx"
 )
 
 // The statements below send a table's rows as one array per column and unnest them in
@@ -99,7 +100,7 @@ func insertInbox(tx *gorm.DB, rows []InboxRow) (map[resultKey]bool, error) {
 		traces[i] = r.TraceID
 	}
 	fresh := make(map[resultKey]bool, len(rows))
-	err := query(tx, func(scan func(...any) error) error {
+	err := pgtx.Query(tx, func(scan func(...any) error) error {
 		var k resultKey
 		if err := scan(&k.entity, &k.eventID); err != nil {
 			return err
@@ -117,7 +118,7 @@ func storedInbox(tx *gorm.DB, keys []resultKey) (map[resultKey]InboxRow, error) 
 		entities[i], ids[i] = k.entity, k.eventID
 	}
 	stored := make(map[resultKey]InboxRow, len(keys))
-	err := query(tx, func(scan func(...any) error) error {
+	err := pgtx.Query(tx, func(scan func(...any) error) error {
 		var r InboxRow
 		if err := scan(&r.Entity, &r.EventID, &r.Seq, &r.Type, &r.Outcome, &r.Reason); err != nil {
 			return err
@@ -148,7 +149,7 @@ func upsertOrders(tx *gorm.DB, rows []OrderRow) (int, error) {
 			lines[i] = "[]"
 		}
 	}
-	return exec(tx, upsertOrdersSQL, lcids, statuses, allocations, paid, modes, targets, lines, holds, seqs, lastIDs)
+	return pgtx.Exec(tx, upsertOrdersSQL, lcids, statuses, allocations, paid, modes, targets, lines, holds, seqs, lastIDs)
 }
 
 // upsertSKUs writes SKU rows where their version or their settings version is newer and
@@ -161,7 +162,7 @@ func upsertSKUs(tx *gorm.DB, rows []SKURow) (int, error) {
 	for i, r := range rows {
 		skus[i], safety[i], settings[i], versions[i] = r.SKU, r.SafetyStock, r.SettingsVersion, r.Version
 	}
-	return exec(tx, upsertSKUsSQL, skus, safety, settings, versions)
+	return pgtx.Exec(tx, upsertSKUsSQL, skus, safety, settings, versions)
 }
 
 // upsertLots writes lot rows where their version is newer and returns how many it wrote.
@@ -183,7 +184,7 @@ func upsertLots(tx *gorm.DB, rows []LotRow) (int, error) {
 		sellable[i], reserved[i], allocated[i], hidden[i], shipped[i], defective[i], ver[i] =
 			r.Sellable, r.Reserved, r.Allocated, r.Hidden, r.Shipped, r.Defective, r.Version
 	}
-	return exec(tx, upsertLotsSQL, skus, lotIDs, kinds, good, bestBefore, regSeqs, arrives, from, to,
+	return pgtx.Exec(tx, upsertLotsSQL, skus, lotIDs, kinds, good, bestBefore, regSeqs, arrives, from, to,
 		sellable, reserved, allocated, hidden, shipped, defective, ver)
 }
 
@@ -210,7 +211,7 @@ func insertMoves(tx *gorm.DB, rows []MoveRow) (map[moveKey]bool, error) {
 		lotIDs[i], froms[i], tos[i], qtys[i], versions[i] = r.LotID, r.FromBucket, r.ToBucket, r.Qty, r.SKUVersion
 	}
 	recorded := make(map[moveKey]bool, len(rows))
-	err := query(tx, func(scan func(...any) error) error {
+	err := pgtx.Query(tx, func(scan func(...any) error) error {
 		var k moveKey
 		if err := scan(&k.sku, &k.opID, &k.idx); err != nil {
 			return err
@@ -228,7 +229,7 @@ func storedMoves(tx *gorm.DB, keys []moveKey) (map[moveKey]MoveRow, error) {
 		skus[i], opIDs[i], idxs[i] = k.sku, k.opID, int64(k.idx)
 	}
 	stored := make(map[moveKey]MoveRow, len(keys))
-	err := query(tx, func(scan func(...any) error) error {
+	err := pgtx.Query(tx, func(scan func(...any) error) error {
 		var m MoveRow
 		if err := scan(&m.SKU, &m.OpID, &m.Idx, &m.Entity, &m.EventID, &m.LotID, &m.FromBucket, &m.ToBucket, &m.Qty, &m.SKUVersion); err != nil {
 			return err
@@ -241,39 +242,3 @@ func storedMoves(tx *gorm.DB, keys []moveKey) (map[moveKey]MoveRow, error) {
 
 // col makes one column's array for rows.
 func col[T, R any](rows []R) []T { return make([]T, len(rows)) }
-
-// conn returns tx's context and connection (the transaction's): the statements here go
-// to database/sql, and so to pgx, without gorm's statement building.
-func conn(tx *gorm.DB) (context.Context, gorm.ConnPool) {
-	ctx := tx.Statement.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	return ctx, tx.Statement.ConnPool
-}
-
-// query runs q on tx's connection and calls row for each row it returns.
-func query(tx *gorm.DB, row func(scan func(...any) error) error, q string, args ...any) error {
-	ctx, pool := conn(tx)
-	res, err := pool.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer res.Close()
-	for res.Next() {
-		if err := row(res.Scan); err != nil {
-			return err
-		}
-	}
-	return res.Err()
-}
-
-func exec(tx *gorm.DB, q string, args ...any) (int, error) {
-	ctx, pool := conn(tx)
-	res, err := pool.ExecContext(ctx, q, args...)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
-}
