@@ -59,6 +59,9 @@ type Result struct {
 	PGInserted      float64 `json:"pg_rows_inserted"`
 	PGUpdated       float64 `json:"pg_rows_updated"`
 	PGDeleted       float64 `json:"pg_rows_deleted"`
+	// PGCPUMS is the PostgreSQL server's CPU per event, every process of it (pgServerCPU);
+	// absent when the server is not on this host.
+	PGCPUMS float64 `json:"pg_cpu_ms_per_event,omitempty"`
 
 	InTurn sendlatency.Stats `json:"in_turn"`
 
@@ -93,6 +96,8 @@ type IdleResult struct {
 	// the Redis server's (whatever else used it counts too).
 	CPUMSPerS      map[string]float64 `json:"cpu_ms_per_s"`
 	RedisCPUMSPerS float64            `json:"redis_cpu_ms_per_s"`
+	// PGCPUMSPerS is the PostgreSQL server's, when it is on this host.
+	PGCPUMSPerS float64 `json:"pg_cpu_ms_per_s,omitempty"`
 }
 
 func newResult(o Options, s loadgen.Summary, before, after *snapshot, inTurn sendlatency.Stats) *Result {
@@ -152,6 +157,9 @@ func newResult(o Options, s loadgen.Summary, before, after *snapshot, inTurn sen
 	r.PGInserted, r.PGUpdated, r.PGDeleted = pg1.TupInserted-pg0.TupInserted, pg1.TupUpdated-pg0.TupUpdated, pg1.TupDeleted-pg0.TupDeleted
 	r.PGXactsPerEvent = (after.batches - before.batches) / n
 	r.PGRowsPerEvent = (r.PGInserted + r.PGUpdated + r.PGDeleted) / n
+	if before.pgLocal && after.pgLocal {
+		r.PGCPUMS = (after.pgCPU - before.pgCPU) * 1000 / n
+	}
 	return r
 }
 
@@ -167,6 +175,9 @@ func newIdleResult(o Options, before, after *snapshot) *IdleResult {
 		r.CPUMSPerS[name] = (v - before.cpu[name]) * 1000 / o.Idle.Seconds()
 	}
 	r.RedisCPUMSPerS = (after.redisCPU - before.redisCPU) * 1000 / o.Idle.Seconds()
+	if before.pgLocal && after.pgLocal {
+		r.PGCPUMSPerS = (after.pgCPU - before.pgCPU) * 1000 / o.Idle.Seconds()
+	}
 	return r
 }
 
@@ -228,7 +239,7 @@ func (r *Result) rounded() *Result {
 	c := *r
 	for _, f := range []*float64{&c.ElapsedS, &c.EventsPerS, &c.OrderWorkerCPUMS, &c.PersistWorkerCPUMS, &c.RedisCPUMS,
 		&c.RedisCommands, &c.RedisEvalsha, &c.SQSPerEvent, &c.PGXactsPerEvent, &c.PGRowsPerEvent,
-		&c.OrderWorkerSwitches, &c.PersistWorkerSwitches} {
+		&c.OrderWorkerSwitches, &c.PersistWorkerSwitches, &c.PGCPUMS} {
 		*f = round3(*f)
 	}
 	c.CPUMS, c.Switches = roundMap(r.CPUMS), roundMap(r.Switches)
@@ -247,7 +258,7 @@ func (r *Result) rounded() *Result {
 func (i *IdleResult) rounded() *IdleResult {
 	c := *i
 	c.RequestsPerMinute, c.SQS = round3(c.RequestsPerMinute), roundRows(c.SQS)
-	c.RedisCPUMSPerS, c.CPUMSPerS = round3(c.RedisCPUMSPerS), roundMap(i.CPUMSPerS)
+	c.RedisCPUMSPerS, c.PGCPUMSPerS, c.CPUMSPerS = round3(c.RedisCPUMSPerS), round3(c.PGCPUMSPerS), roundMap(i.CPUMSPerS)
 	return &c
 }
 
@@ -344,6 +355,11 @@ func (r *Result) print(w io.Writer) {
 	}
 	row("PostgreSQL transactions (persist-worker batches)", batches, "", "")
 	row("PostgreSQL rows written", fmt.Sprintf("%s (%.0f inserted, %.0f updated, %.0f deleted)", f2(r.PGRowsPerEvent), r.PGInserted, r.PGUpdated, r.PGDeleted), "", "")
+	if r.PGCPUMS > 0 {
+		row("PostgreSQL server CPU", ms(r.PGCPUMS), "", "")
+	} else {
+		row("PostgreSQL server CPU", "not on this host", "", "")
+	}
 	row("in-turn send -> commit p50 / p99", fmt.Sprintf("%.0f / %.0f ms", r.InTurn.P50MS, r.InTurn.P99MS),
 		fmt.Sprintf("p99 %d-%d ms", baseP99Low, baseP99High), "no worse")
 	tw.Flush()
@@ -367,6 +383,9 @@ func (i *IdleResult) print(w io.Writer) {
 		fmt.Fprintf(w, "  %-28s %.1f ms of CPU a second\n", name, i.CPUMSPerS[name])
 	}
 	fmt.Fprintf(w, "  %-28s %.1f ms of CPU a second (the whole server's)\n", "Redis", i.RedisCPUMSPerS)
+	if i.PGCPUMSPerS > 0 {
+		fmt.Fprintf(w, "  %-28s %.1f ms of CPU a second (the whole server's)\n", "PostgreSQL", i.PGCPUMSPerS)
+	}
 }
 
 func f2(v float64) string { return fmt.Sprintf("%.2f", v) }

@@ -34,6 +34,10 @@ type snapshot struct {
 	redisCalls map[string]float64
 	// pg is pg_stat_database's counters of the database the fleet writes to.
 	pg pgStats
+	// pgCPU is the PostgreSQL server's CPU (seconds, pgServerCPU), when pgLocal: the
+	// server runs on this host.
+	pgCPU   float64
+	pgLocal bool
 	// batches is the persist-worker's junban_persist_batch_size_count: its transactions.
 	// pg_stat_database's xact_commit counts every session's, the benchmark's own reads
 	// included, at three to four times as many.
@@ -105,6 +109,9 @@ func take(ctx context.Context, procs []*fleet.Proc, e *env) (*snapshot, error) {
 		FROM pg_stat_database WHERE datname = current_database()`).Row().Scan(
 		&s.pg.TupInserted, &s.pg.TupUpdated, &s.pg.TupDeleted); err != nil {
 		return nil, fmt.Errorf("costbench: pg_stat_database: %w", err)
+	}
+	if s.pgCPU, s.pgLocal, err = pgServerCPU(ctx, db); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -42,6 +42,10 @@ func TestJSONOfBenchCost(t *testing.T) {
 				r.Switches, r.OrderWorkerSwitches, r.PersistWorkerSwitches)
 		}
 	}
+	// The test stack's PostgreSQL runs on this host: the server's CPU is there.
+	if runtime.GOOS == "linux" && r.PGCPUMS <= 0 {
+		t.Errorf("PostgreSQL server CPU per event %v, want above 0", r.PGCPUMS)
+	}
 	queues := map[string]bool{}
 	for _, row := range r.SQS {
 		queues[row.Queue] = true

@@ -1,0 +1,65 @@
+package costbench
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/prometheus/procfs"
+	"gorm.io/gorm"
+)
+
+// userHZ is the unit of /proc's CPU times, as procfs reads them.
+const userHZ = 100
+
+// pgServerCPU is the PostgreSQL server's CPU so far, in seconds: its postmaster's, and
+// every process the postmaster started (the backends, the WAL writer, the checkpointer,
+// autovacuum). A process that ended still counts: the postmaster reaps it, and its time
+// moves into the postmaster's children's time, which is counted too. So the delta of two
+// readings is what the server spent between them, whatever started or ended in between.
+// ok is false when the server does not run on this host: /proc has no postgres process
+// as the parent of db's own backend.
+func pgServerCPU(ctx context.Context, db *gorm.DB) (seconds float64, ok bool, err error) {
+	var backend int
+	if err := db.WithContext(ctx).Raw("SELECT pg_backend_pid()").Row().Scan(&backend); err != nil {
+		return 0, false, fmt.Errorf("costbench: pg_backend_pid: %w", err)
+	}
+	postmaster, ok := postmasterOf(backend)
+	if !ok {
+		return 0, false, nil
+	}
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		return 0, false, fmt.Errorf("costbench: the processes of PostgreSQL's server: %w", err)
+	}
+	ticks := float64(postmaster.UTime+postmaster.STime) + float64(postmaster.CUTime+postmaster.CSTime)
+	for _, p := range procs {
+		st, err := p.Stat()
+		if err != nil || st.PPID != postmaster.PID {
+			continue // ended meanwhile, or not the server's
+		}
+		ticks += float64(st.UTime + st.STime)
+	}
+	return ticks / userHZ, true, nil
+}
+
+// postmasterOf returns the stat of the process that started backend, when both are
+// PostgreSQL's processes on this host.
+func postmasterOf(backend int) (procfs.ProcStat, bool) {
+	b, err := procfs.NewProc(backend)
+	if err != nil {
+		return procfs.ProcStat{}, false
+	}
+	bs, err := b.Stat()
+	if err != nil || bs.Comm != "postgres" {
+		return procfs.ProcStat{}, false // another host's pid, here some other process
+	}
+	p, err := procfs.NewProc(bs.PPID)
+	if err != nil {
+		return procfs.ProcStat{}, false
+	}
+	ps, err := p.Stat()
+	if err != nil || ps.Comm != "postgres" {
+		return procfs.ProcStat{}, false
+	}
+	return ps, true
+}
