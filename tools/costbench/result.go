@@ -60,8 +60,8 @@ type Result struct {
 	PGUpdated       float64 `json:"pg_rows_updated"`
 	PGDeleted       float64 `json:"pg_rows_deleted"`
 	// PGCPUMS is the PostgreSQL server's CPU per event, every process of it (pgServerCPU);
-	// absent when the server is not on this host.
-	PGCPUMS float64 `json:"pg_cpu_ms_per_event,omitempty"`
+	// nil when the server is not on this host.
+	PGCPUMS *float64 `json:"pg_cpu_ms_per_event,omitempty"`
 
 	InTurn sendlatency.Stats `json:"in_turn"`
 
@@ -96,8 +96,8 @@ type IdleResult struct {
 	// the Redis server's (whatever else used it counts too).
 	CPUMSPerS      map[string]float64 `json:"cpu_ms_per_s"`
 	RedisCPUMSPerS float64            `json:"redis_cpu_ms_per_s"`
-	// PGCPUMSPerS is the PostgreSQL server's, when it is on this host.
-	PGCPUMSPerS float64 `json:"pg_cpu_ms_per_s,omitempty"`
+	// PGCPUMSPerS is the PostgreSQL server's; nil when it is not on this host.
+	PGCPUMSPerS *float64 `json:"pg_cpu_ms_per_s,omitempty"`
 }
 
 func newResult(o Options, s loadgen.Summary, before, after *snapshot, inTurn sendlatency.Stats) *Result {
@@ -157,9 +157,7 @@ func newResult(o Options, s loadgen.Summary, before, after *snapshot, inTurn sen
 	r.PGInserted, r.PGUpdated, r.PGDeleted = pg1.TupInserted-pg0.TupInserted, pg1.TupUpdated-pg0.TupUpdated, pg1.TupDeleted-pg0.TupDeleted
 	r.PGXactsPerEvent = (after.batches - before.batches) / n
 	r.PGRowsPerEvent = (r.PGInserted + r.PGUpdated + r.PGDeleted) / n
-	if before.pgLocal && after.pgLocal {
-		r.PGCPUMS = (after.pgCPU - before.pgCPU) * 1000 / n
-	}
+	r.PGCPUMS = pgCPUDelta(before, after, n)
 	return r
 }
 
@@ -175,10 +173,18 @@ func newIdleResult(o Options, before, after *snapshot) *IdleResult {
 		r.CPUMSPerS[name] = (v - before.cpu[name]) * 1000 / o.Idle.Seconds()
 	}
 	r.RedisCPUMSPerS = (after.redisCPU - before.redisCPU) * 1000 / o.Idle.Seconds()
-	if before.pgLocal && after.pgLocal {
-		r.PGCPUMSPerS = (after.pgCPU - before.pgCPU) * 1000 / o.Idle.Seconds()
-	}
+	r.PGCPUMSPerS = pgCPUDelta(before, after, o.Idle.Seconds())
 	return r
+}
+
+// pgCPUDelta is the PostgreSQL server's CPU between two snapshots in ms, per n (events
+// or seconds); nil unless both read it.
+func pgCPUDelta(before, after *snapshot, n float64) *float64 {
+	if !before.pgLocal || !after.pgLocal {
+		return nil
+	}
+	v := (after.pgCPU - before.pgCPU) * 1000 / n
+	return &v
 }
 
 // sqsRows are the deltas of the SQS counters by queue and action, per n events.
@@ -239,10 +245,10 @@ func (r *Result) rounded() *Result {
 	c := *r
 	for _, f := range []*float64{&c.ElapsedS, &c.EventsPerS, &c.OrderWorkerCPUMS, &c.PersistWorkerCPUMS, &c.RedisCPUMS,
 		&c.RedisCommands, &c.RedisEvalsha, &c.SQSPerEvent, &c.PGXactsPerEvent, &c.PGRowsPerEvent,
-		&c.OrderWorkerSwitches, &c.PersistWorkerSwitches, &c.PGCPUMS} {
+		&c.OrderWorkerSwitches, &c.PersistWorkerSwitches} {
 		*f = round3(*f)
 	}
-	c.CPUMS, c.Switches = roundMap(r.CPUMS), roundMap(r.Switches)
+	c.CPUMS, c.Switches, c.PGCPUMS = roundMap(r.CPUMS), roundMap(r.Switches), roundPtr(r.PGCPUMS)
 	c.RedisTop = slices.Clone(r.RedisTop)
 	for i := range c.RedisTop {
 		c.RedisTop[i].PerEvent = round3(c.RedisTop[i].PerEvent)
@@ -258,8 +264,17 @@ func (r *Result) rounded() *Result {
 func (i *IdleResult) rounded() *IdleResult {
 	c := *i
 	c.RequestsPerMinute, c.SQS = round3(c.RequestsPerMinute), roundRows(c.SQS)
-	c.RedisCPUMSPerS, c.PGCPUMSPerS, c.CPUMSPerS = round3(c.RedisCPUMSPerS), round3(c.PGCPUMSPerS), roundMap(i.CPUMSPerS)
+	c.RedisCPUMSPerS, c.PGCPUMSPerS, c.CPUMSPerS = round3(c.RedisCPUMSPerS), roundPtr(i.PGCPUMSPerS), roundMap(i.CPUMSPerS)
 	return &c
+}
+
+// roundPtr is *f rounded to 3 decimals, in a new variable (nil for nil).
+func roundPtr(f *float64) *float64 {
+	if f == nil {
+		return nil
+	}
+	v := round3(*f)
+	return &v
 }
 
 // roundMap is m with every figure rounded to 3 decimals (nil for nil).
@@ -355,8 +370,8 @@ func (r *Result) print(w io.Writer) {
 	}
 	row("PostgreSQL transactions (persist-worker batches)", batches, "", "")
 	row("PostgreSQL rows written", fmt.Sprintf("%s (%.0f inserted, %.0f updated, %.0f deleted)", f2(r.PGRowsPerEvent), r.PGInserted, r.PGUpdated, r.PGDeleted), "", "")
-	if r.PGCPUMS > 0 {
-		row("PostgreSQL server CPU", ms(r.PGCPUMS), "", "")
+	if r.PGCPUMS != nil {
+		row("PostgreSQL server CPU", ms(*r.PGCPUMS), "", "")
 	} else {
 		row("PostgreSQL server CPU", "not on this host", "", "")
 	}
@@ -383,8 +398,8 @@ func (i *IdleResult) print(w io.Writer) {
 		fmt.Fprintf(w, "  %-28s %.1f ms of CPU a second\n", name, i.CPUMSPerS[name])
 	}
 	fmt.Fprintf(w, "  %-28s %.1f ms of CPU a second (the whole server's)\n", "Redis", i.RedisCPUMSPerS)
-	if i.PGCPUMSPerS > 0 {
-		fmt.Fprintf(w, "  %-28s %.1f ms of CPU a second (the whole server's)\n", "PostgreSQL", i.PGCPUMSPerS)
+	if i.PGCPUMSPerS != nil {
+		fmt.Fprintf(w, "  %-28s %.1f ms of CPU a second (the whole server's)\n", "PostgreSQL", *i.PGCPUMSPerS)
 	}
 }
 

@@ -43,8 +43,8 @@ func TestJSONOfBenchCost(t *testing.T) {
 		}
 	}
 	// The test stack's PostgreSQL runs on this host: the server's CPU is there.
-	if runtime.GOOS == "linux" && r.PGCPUMS <= 0 {
-		t.Errorf("PostgreSQL server CPU per event %v, want above 0", r.PGCPUMS)
+	if runtime.GOOS == "linux" && (r.PGCPUMS == nil || *r.PGCPUMS <= 0 || r.Idle == nil || r.Idle.PGCPUMSPerS == nil) {
+		t.Errorf("PostgreSQL server CPU per event %v (idle: %+v), want above 0, and the idle fleet's", r.PGCPUMS, r.Idle)
 	}
 	queues := map[string]bool{}
 	for _, row := range r.SQS {
