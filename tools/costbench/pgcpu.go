@@ -50,7 +50,7 @@ func postmasterOf(backend int) (procfs.ProcStat, bool) {
 		return procfs.ProcStat{}, false
 	}
 	bs, err := b.Stat()
-	if err != nil || bs.Comm != "postgres" {
+	if err != nil || !isPostgres(bs.Comm) {
 		return procfs.ProcStat{}, false // another host's pid, here some other process
 	}
 	p, err := procfs.NewProc(bs.PPID)
@@ -58,8 +58,12 @@ func postmasterOf(backend int) (procfs.ProcStat, bool) {
 		return procfs.ProcStat{}, false
 	}
 	ps, err := p.Stat()
-	if err != nil || ps.Comm != "postgres" {
+	if err != nil || !isPostgres(ps.Comm) {
 		return procfs.ProcStat{}, false
 	}
 	return ps, true
 }
+
+// isPostgres reports whether a process's command name is the server's: "postgres", or
+// "postmaster" where the server was started by that older name.
+func isPostgres(comm string) bool { return comm == "postgres" || comm == "postmaster" }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/url"
+	"os"
 	"testing"
 	"time"
 
@@ -116,4 +117,15 @@ func ticks(s float64) int64 { return int64(math.Round(s * userHZ)) }
 
 func loopback(host string) bool {
 	return host == "localhost" || host == "127.0.0.1" || host == "::1" || host == ""
+}
+
+// A backend pid that names no PostgreSQL process here (the server is on another host, and
+// the pid is some other process's on this one) is not taken for the server's.
+func TestPostmasterOfAnotherProcess(t *testing.T) {
+	if _, ok := postmasterOf(os.Getpid()); ok {
+		t.Fatal("the test's own process was taken for a PostgreSQL backend")
+	}
+	if _, ok := postmasterOf(1 << 30); ok {
+		t.Fatal("a pid with no process was taken for a PostgreSQL backend")
+	}
 }
