@@ -27,19 +27,41 @@ func pgServerCPU(ctx context.Context, db *gorm.DB) (seconds float64, ok bool, er
 	if !ok {
 		return 0, false, nil
 	}
+	// A child reaped while the children are read would be in neither sum, or in both: read
+	// again until the postmaster's children's time stayed the same across the reading.
+	for range 5 {
+		children, err := childrenCPU(postmaster.PID)
+		if err != nil {
+			return 0, false, err
+		}
+		again, ok := postmasterOf(backend)
+		if !ok {
+			return 0, false, fmt.Errorf("costbench: PostgreSQL's postmaster %d is gone", postmaster.PID)
+		}
+		if again.CUTime == postmaster.CUTime && again.CSTime == postmaster.CSTime {
+			own := float64(again.UTime+again.STime) + float64(again.CUTime+again.CSTime)
+			return (own + children) / userHZ, true, nil
+		}
+		postmaster = again
+	}
+	return 0, false, fmt.Errorf("costbench: PostgreSQL's processes kept ending while their CPU was read")
+}
+
+// childrenCPU sums the CPU (ticks) of the live processes whose parent is pid.
+func childrenCPU(pid int) (float64, error) {
 	procs, err := procfs.AllProcs()
 	if err != nil {
-		return 0, false, fmt.Errorf("costbench: the processes of PostgreSQL's server: %w", err)
+		return 0, fmt.Errorf("costbench: the processes of PostgreSQL's server: %w", err)
 	}
-	ticks := float64(postmaster.UTime+postmaster.STime) + float64(postmaster.CUTime+postmaster.CSTime)
+	var ticks float64
 	for _, p := range procs {
 		st, err := p.Stat()
-		if err != nil || st.PPID != postmaster.PID {
+		if err != nil || st.PPID != pid {
 			continue // ended meanwhile, or not the server's
 		}
 		ticks += float64(st.UTime + st.STime)
 	}
-	return ticks / userHZ, true, nil
+	return ticks, nil
 }
 
 // postmasterOf returns the stat of the process that started backend, when both are

@@ -19,7 +19,11 @@ import (
 func TestPGServerCPUCountsBackendsEndedOrNot(t *testing.T) {
 	ctx := context.Background()
 	pgURL := testenv.PostgresURL(t)
-	if u, err := url.Parse(pgURL); err != nil || !loopback(u.Hostname()) {
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !loopback(u.Hostname()) {
 		t.Skipf("PostgreSQL is not on this host (%s): the server's processes are not in /proc", u.Hostname())
 	}
 	db, err := config.Postgres{URL: pgURL}.Open()
