@@ -4,9 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -37,20 +35,11 @@ func BenchmarkSendMessageBatchCPU(b *testing.B) {
 	}
 	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.Results.URL), Entries: entries}
 	ctx := context.Background()
-	start := processCPU(b)
+	start := testenv.ProcessCPU(b)
 	for b.Loop() {
 		if _, err := c.SendMessageBatch(ctx, in); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64((processCPU(b)-start).Microseconds())/float64(b.N), "cpu-us/request")
-}
-
-// processCPU is this process's CPU time, user and system.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64((testenv.ProcessCPU(b)-start).Microseconds())/float64(b.N), "cpu-us/request")
 }
