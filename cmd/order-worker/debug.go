@@ -10,10 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// countCalls makes c count its SQS calls by operation and rc its Redis round trips (a
-// pipeline is one), as junban_debug_sqs_calls_total and junban_debug_redis_roundtrips_total.
-// Only with JUNBAN_PPROF: it is there to see what one event costs.
-func countCalls(c *sqs.Client, rc redis.UniversalClient, reg prometheus.Registerer) (*sqs.Client, error) {
+// countCalls makes c count its SQS calls by operation and the Redis clients their round
+// trips (a pipeline is one), as junban_debug_sqs_calls_total and
+// junban_debug_redis_roundtrips_total. Only with JUNBAN_PPROF: it is there to see what one
+// event costs. The order-worker's client sends its single commands in pipelines of the
+// shared one (pipeshare.Hook), which therefore counts them, by the pipeline's first command.
+func countCalls(c *sqs.Client, reg prometheus.Registerer, rcs ...redis.UniversalClient) (*sqs.Client, error) {
 	sqsCalls := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "junban", Subsystem: "debug", Name: "sqs_calls_total", Help: "SQS API calls by operation.",
 	}, []string{"op"})
@@ -25,7 +27,9 @@ func countCalls(c *sqs.Client, rc redis.UniversalClient, reg prometheus.Register
 			return nil, err
 		}
 	}
-	rc.AddHook(tripHook{redisTrips})
+	for _, rc := range rcs {
+		rc.AddHook(tripHook{redisTrips})
+	}
 	return sqs.New(c.Options(), func(o *sqs.Options) {
 		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
 			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("junban-count", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {

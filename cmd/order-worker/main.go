@@ -27,9 +27,21 @@ import (
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/pipeshare"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/replication"
 	"github.com/junban/junban/internal/tracing"
+)
+
+// The shared round trips of the steps' single commands (pipeshare.Hook): one in flight at
+// a time, so that the commands that come while it is out wait for its reply and go
+// together in the next, at most 64 in one, each round trip bounded by 5 s whatever its
+// callers' contexts do. Measured in docs/benchmarks.md ("Shared round trips for the
+// steps' commands"); not a setting.
+const (
+	sharedRoundTrips       = 1
+	sharedRoundTripMax     = 64
+	sharedRoundTripTimeout = 5 * time.Second
 )
 
 // Config is the order-worker's environment.
@@ -243,10 +255,21 @@ func run() error {
 		return err
 	}
 	defer rc.Close()
+	// The steps' single commands (state reads, ledger and commit scripts, the sweeper's)
+	// share round trips while one is in flight, on a second client (pipeshare.Hook).
+	shared, err := cfg.Redis.Client()
+	if err != nil {
+		return err
+	}
+	defer shared.Close()
+	if _, err := pipeshare.Install(rc, shared, sharedRoundTrips, sharedRoundTripMax, sharedRoundTripTimeout); err != nil {
+		return err
+	}
 	d, err := openDeps(ctx, cfg, log, rc)
 	if err != nil {
 		return err
 	}
+	d.shared = shared
 	srv, err := startAdmin(ctx, cfg, log, d)
 	if err != nil {
 		return err
@@ -281,12 +304,14 @@ func run() error {
 
 // deps are what the order-worker reads from and writes to.
 type deps struct {
-	rc   redis.UniversalClient
-	reg  *prometheus.Registry
-	repl *replication.Waiter
-	db   *gorm.DB
-	sqs  *sqs.Client
-	urls queueURLs
+	rc redis.UniversalClient
+	// shared sends rc's single commands, in shared pipelines (pipeshare.Hook).
+	shared redis.UniversalClient
+	reg    *prometheus.Registry
+	repl   *replication.Waiter
+	db     *gorm.DB
+	sqs    *sqs.Client
+	urls   queueURLs
 	// resultsMax is the results queue's maximum message size.
 	resultsMax int
 }
@@ -329,7 +354,7 @@ func startAdmin(ctx context.Context, cfg Config, log *zap.Logger, d *deps) (*hea
 	}
 	if cfg.Pprof {
 		srv.EnablePprof()
-		if d.sqs, err = countCalls(d.sqs, d.rc, d.reg); err != nil {
+		if d.sqs, err = countCalls(d.sqs, d.reg, d.rc, d.shared); err != nil {
 			return nil, err
 		}
 	}

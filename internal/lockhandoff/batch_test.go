@@ -56,7 +56,7 @@ func TestBatcherSharesPipelinesUnderLoad(t *testing.T) {
 		})
 		replies[0] = c.Val()
 	}()
-	testenv.WaitFor(t, 10*time.Second, "the first pipeline in flight", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.busy == 1 })
+	testenv.WaitFor(t, 10*time.Second, "the first pipeline in flight", func() bool { return b.share.InFlight() == 1 })
 	for i := 1; i < calls; i++ {
 		wg.Add(1)
 		go func() {
@@ -69,7 +69,7 @@ func TestBatcherSharesPipelinesUnderLoad(t *testing.T) {
 			replies[i] = c.Val()
 		}()
 	}
-	testenv.WaitFor(t, 10*time.Second, "the other calls queued", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.pending) == calls-1 })
+	testenv.WaitFor(t, 10*time.Second, "the other calls queued", func() bool { return b.share.Waiting() == calls-1 })
 	close(release)
 	wg.Wait()
 
@@ -131,9 +131,7 @@ func TestBatcherKeepsCallsWholeAndDrainsEveryone(t *testing.T) {
 			t.Fatalf("entries %d,%d = %q,%q: a call's commands were split or reordered", i, i+1, got[i], got[i+1])
 		}
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.busy != 0 || len(b.pending) != 0 {
-		t.Errorf("busy %d pending %d after every call returned", b.busy, len(b.pending))
+	if n, w := b.share.InFlight(), b.share.Waiting(); n != 0 || w != 0 {
+		t.Errorf("%d pipelines in flight, %d calls waiting after every call returned", n, w)
 	}
 }
