@@ -120,7 +120,14 @@ func (b *Batcher[T]) Waiting() int { b.mu.Lock(); defer b.mu.Unlock(); return le
 // command (BLPOP, XREAD BLOCK, WAIT outside a pipeline) would hold every call queued behind
 // it: a client that sends them must not have this hook.
 type Hook struct {
-	b *Batcher[redis.Cmder]
+	b *Batcher[hookCall]
+}
+
+// hookCall is one command and its caller's context: a command whose caller gave up before
+// its pipeline left is not sent, as go-redis does not send one whose context has ended.
+type hookCall struct {
+	ctx context.Context
+	cmd redis.Cmder
 }
 
 // ErrSameClient is Install's answer when exec is the hooked client itself.
@@ -133,12 +140,18 @@ func Install(rc, exec redis.UniversalClient, slots, size int, timeout time.Durat
 	if rc == exec {
 		return nil, ErrSameClient
 	}
-	h := &Hook{b: New(slots, size, timeout, func(ctx context.Context, cmds []redis.Cmder) {
+	h := &Hook{b: New(slots, size, timeout, func(ctx context.Context, calls []hookCall) {
 		pipe := exec.Pipeline()
-		for _, c := range cmds {
-			_ = pipe.Process(ctx, c)
+		for _, c := range calls {
+			if err := c.ctx.Err(); err != nil {
+				c.cmd.SetErr(err)
+				continue
+			}
+			_ = pipe.Process(ctx, c.cmd)
 		}
-		_, _ = pipe.Exec(ctx) // each command carries its own reply or error
+		if pipe.Len() > 0 {
+			_, _ = pipe.Exec(ctx) // each command carries its own reply or error
+		}
 	})}
 	rc.AddHook(h)
 	return h, nil
@@ -147,10 +160,11 @@ func Install(rc, exec redis.UniversalClient, slots, size int, timeout time.Durat
 // DialHook leaves dialling as it is.
 func (h *Hook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-// ProcessHook sends cmd in a shared pipeline and returns its own error.
+// ProcessHook sends cmd in a shared pipeline and returns its own error; a command whose
+// context ended while it waited fails with the context's error, unsent.
 func (h *Hook) ProcessHook(redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.b.Do(ctx, cmd)
+		h.b.Do(ctx, hookCall{ctx, cmd})
 		return cmd.Err()
 	}
 }

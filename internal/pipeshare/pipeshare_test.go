@@ -245,3 +245,29 @@ func TestALeadersCancellationDoesNotFailTheOthers(t *testing.T) {
 		t.Fatalf("k = %q", v)
 	}
 }
+
+// A command whose caller gave up while it waited is not sent: it fails with the context's
+// error and writes nothing, as go-redis does with a command whose context has ended.
+// Broken variant tried: an exec that sends every queued command sets the key and fails.
+func TestACommandWhoseCallerGaveUpIsNotSent(t *testing.T) {
+	rc, h, trips, prefix := clients(t, 1)
+	slow := slowScript(t, rc, 200)
+	trips.n.Store(0)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); slow.EvalSha(context.Background(), rc, []string{prefix + ":slow"}) }()
+	testenv.WaitFor(t, 10*time.Second, "the slow script in flight", func() bool { return trips.n.Load() == 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	var setErr error
+	wg.Add(1)
+	go func() { defer wg.Done(); setErr = rc.Set(ctx, prefix+":k", "v", 0).Err() }()
+	testenv.WaitFor(t, 10*time.Second, "the SET queued", func() bool { return h.Waiting() == 1 })
+	cancel()
+	wg.Wait()
+	if !errors.Is(setErr, context.Canceled) {
+		t.Errorf("SET whose caller gave up: %v, want context.Canceled", setErr)
+	}
+	if n, _ := rc.Exists(context.Background(), prefix+":k").Result(); n != 0 {
+		t.Error("the SET was sent after its caller gave up")
+	}
+}
