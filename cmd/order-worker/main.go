@@ -250,26 +250,15 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	rc, err := cfg.Redis.Client()
+	rc, shared, err := openRedis(cfg)
 	if err != nil {
 		return err
 	}
-	defer rc.Close()
-	// The steps' single commands (state reads, ledger and commit scripts, the sweeper's)
-	// share round trips while one is in flight, on a second client (pipeshare.Hook).
-	shared, err := cfg.Redis.Client()
+	defer func() { shared.Close(); rc.Close() }()
+	d, err := openDeps(ctx, cfg, log, rc, shared)
 	if err != nil {
 		return err
 	}
-	defer shared.Close()
-	if _, err := pipeshare.Install(rc, shared, sharedRoundTrips, sharedRoundTripMax, sharedRoundTripTimeout); err != nil {
-		return err
-	}
-	d, err := openDeps(ctx, cfg, log, rc)
-	if err != nil {
-		return err
-	}
-	d.shared = shared
 	srv, err := startAdmin(ctx, cfg, log, d)
 	if err != nil {
 		return err
@@ -316,9 +305,28 @@ type deps struct {
 	resultsMax int
 }
 
+// openRedis opens the order-worker's Redis client and the second one its single commands
+// go out on: the steps' commands (state reads, ledger and commit scripts, the sweeper's)
+// share round trips while one is in flight (pipeshare.Hook).
+func openRedis(cfg Config) (rc, shared redis.UniversalClient, err error) {
+	if rc, err = cfg.Redis.Client(); err != nil {
+		return nil, nil, err
+	}
+	if shared, err = cfg.Redis.Client(); err != nil {
+		rc.Close()
+		return nil, nil, err
+	}
+	if _, err = pipeshare.Install(rc, shared, sharedRoundTrips, sharedRoundTripMax, sharedRoundTripTimeout); err != nil {
+		shared.Close()
+		rc.Close()
+		return nil, nil, err
+	}
+	return rc, shared, nil
+}
+
 // openDeps checks Redis' replication, opens PostgreSQL and SQS and looks the queues up.
-func openDeps(ctx context.Context, cfg Config, log *zap.Logger, rc redis.UniversalClient) (*deps, error) {
-	d := &deps{rc: rc, reg: health.NewRegistry()}
+func openDeps(ctx context.Context, cfg Config, log *zap.Logger, rc, shared redis.UniversalClient) (*deps, error) {
+	d := &deps{rc: rc, shared: shared, reg: health.NewRegistry()}
 	var err error
 	// Before anything is consumed: a WAITAOF the servers cannot serve is refused here.
 	if d.repl, err = cfg.RedisReplication.Waiter(ctx, rc, d.reg); err != nil {
