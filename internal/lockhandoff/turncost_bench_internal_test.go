@@ -29,13 +29,13 @@ func BenchmarkTurnScriptsCPU(b *testing.B) {
 		}
 	}
 	envelope := []byte(strings.Repeat("e", 500))
+	h := &Handoff{cfg: Config{Prefix: prefix}}
 	n := 0
 	b.Run("take+handoff", func(b *testing.B) {
 		testenv.ReportCPU(b, rc, "turn", 1, func() {
 			for b.Loop() {
 				n++
-				entity := strconv.Itoa(n)
-				k := keys{Key(prefix, entity, "lock"), Key(prefix, entity, "wait"), Key(prefix, entity, "proc"), Key(prefix, entity, "seq")}
+				k := h.keys(strconv.Itoa(n))
 				ks := []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}
 				v, err := takeScript.EvalSha(ctx, rc, ks, "token", 30000, 100, envelope, 1<<20).Slice()
 				if err != nil {

@@ -144,7 +144,6 @@ func TestRepliesAndErrorsStayWithTheirCommand(t *testing.T) {
 	testenv.WaitFor(t, 10*time.Second, "the slow script in flight", func() bool { return trips.n.Load() == 1 })
 
 	var wrongType, missing, scriptErr, set error
-	var got string
 	for _, f := range []func(){
 		func() { wrongType = rc.Get(ctx, prefix+":list").Err() },
 		func() { missing = rc.Get(ctx, prefix+":none").Err() },
