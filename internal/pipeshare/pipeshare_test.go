@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -268,5 +269,27 @@ func TestACommandWhoseCallerGaveUpIsNotSent(t *testing.T) {
 	}
 	if n, _ := rc.Exists(context.Background(), prefix+":k").Result(); n != 0 {
 		t.Error("the SET was sent after its caller gave up")
+	}
+}
+
+// A leader that finds nothing in flight yields once before it sends, so that the
+// goroutines already runnable reach their own calls and share its batch: on one processor,
+// ten callers started together make one batch. Broken variant tried: without the yield
+// (runtime.Gosched in Do) the first leader sends alone, and so does every other, ten
+// batches of one.
+func TestRunnableCallersJoinTheFirstBatch(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var sizes []int
+	b := pipeshare.New(1, 64, time.Second, func(_ context.Context, batch []int) {
+		sizes = append(sizes, len(batch))
+	})
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Add(1)
+		go func() { defer wg.Done(); b.Do(context.Background(), i) }()
+	}
+	wg.Wait()
+	if !slices.Equal(sizes, []int{10}) {
+		t.Errorf("batches of %v, want one of 10", sizes)
 	}
 }
