@@ -53,8 +53,17 @@ var errTrailingData = errors.New("trailing data after the JSON value")
 
 func recoverDecode(err *error) {
 	if p := recover(); p != nil {
-		*err = fmt.Errorf("decoder panicked: %v", p)
+		*err = fmt.Errorf("go-json panicked: %v", p)
 	}
+}
+
+// Marshal encodes v to the bytes encoding/json's Marshal gives, with go-json: the
+// order-worker encodes the state and every result of each step, about three times faster
+// this way (BenchmarkEncodeStep). FuzzJSONAsEncodingJSON holds the two encodings to the
+// same bytes on every value it decodes.
+func Marshal(v any) (out []byte, err error) {
+	defer recoverDecode(&err)
+	return gojson.Marshal(v)
 }
 
 // DecodeState decodes an order's or a SKU's state as the turn stored it.

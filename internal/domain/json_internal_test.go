@@ -25,6 +25,7 @@ func jsonTargets() []target {
 		{"event", func() any { return new(event.Order) }, false},
 		{"members", func() any { return new(map[string]json.RawMessage) }, false},
 		{"state", func() any { return new(State) }, false},
+		{"result", func() any { return new(event.Result) }, false},
 	}
 	for _, k := range Kinds() {
 		if k.newData != nil {
@@ -61,7 +62,8 @@ func TestUnmarshalStrictRefusesTrailingData(t *testing.T) {
 
 // go-json, as unmarshal and unmarshalStrict use it, decodes what encoding/json decodes to
 // the same value, and refuses what it refuses, for every type the order-worker decodes:
-// an event's envelope and members, each kind's data (strictly), and a turn's state. The
+// an event's envelope and members, each kind's data (strictly), a turn's state and a
+// result; and Marshal encodes each value decoded to the bytes encoding/json gives. The
 // seeds hold the inputs where the two are known to differ when used carelessly: invalid
 // UTF-8 and lone surrogates, names in another case, duplicate names, numbers beyond
 // int64 or with a fraction, trailing data, deep nesting.
@@ -79,6 +81,7 @@ func FuzzJSONAsEncodingJSON(f *testing.F) {
 	state, _ := json.Marshal(State{Seq: 3, Parked: []Parked{{Body: json.RawMessage(`{"event_id":"p1"}`)}},
 		Requeued: map[string]int{"e1": 2}, Order: &event.OrderSnapshot{LCID: "LC-1", Status: "reserved", HoldUntil: &holdUntil}})
 	f.Add(state)
+	f.Add(sampleResult())
 	for _, s := range []string{
 		``, ` `, `{`, `}`, `null`, `[]`, `{} {}`, `{}x`, `{} `, `{} }`, `{}]`, "\xef\xbb\xbf{}",
 		`{"event_id":"a","EVENT_ID":"b","Event_Id":"c"}`, `{"event_id":"a","event_id":"b"}`,
@@ -87,7 +90,9 @@ func FuzzJSONAsEncodingJSON(f *testing.F) {
 		`{"lines":[{"line_id":"1","sku":"S","qty":1,"x":1}]}`, `{"lines":null}`, `{"mode":null}`,
 		`{"occurred_at":"2026-13-01T00:00:00Z"}`, `{"occurred_at":null}`, `{"queued_at":"2026-12-01T00:00:00Z"}`,
 		`{"data":[1,{"a":` + "\"\\u00e9\"" + `}]}`, `{"a":` + string(slices.Repeat([]byte("["), 200)) + string(slices.Repeat([]byte("]"), 200)) + `}`,
-		`{"seq":1,"order":{"lines":[{"line_id":"1"}]},"requeued":{"e":1.0}}`, `{"hold_for":"1h"}`, `{"sku":"S","lot_id":"L","qty":1,"reason":"r","extra":{}}`,
+		`{"seq":1,"order":{"lines":[{"line_id":"1"}]},"requeued":{"e":1.0}}`,
+		`{"detail":"<a&b>\u2028\u2029"}`, `{"processed_at":"2026-12-01T09:00:00.123456789+09:00"}`, `{"parked":[{"body":{"a" : [1, 2]}}]}`,
+		`{"requeued":{"e9":1,"e1":2,"e5":3,"e3":4,"e7":5,"e2":6}}`, `{"hold_for":"1h"}`, `{"sku":"S","lot_id":"L","qty":1,"reason":"r","extra":{}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -105,11 +110,66 @@ func FuzzJSONAsEncodingJSON(f *testing.F) {
 			if (errGot == nil) != (errWant == nil) {
 				t.Fatalf("%s of %q: go-json says %v, encoding/json %v", tg.name, data, errGot, errWant)
 			}
-			if errGot == nil && !reflect.DeepEqual(got, want) {
+			if errGot != nil {
+				continue
+			}
+			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s of %q: go-json decodes %#v, encoding/json %#v", tg.name, data, got, want)
+			}
+			gotOut, errGot := Marshal(got)
+			wantOut, errWant := json.Marshal(want)
+			if (errGot == nil) != (errWant == nil) || !bytes.Equal(gotOut, wantOut) {
+				t.Fatalf("%s of %q: go-json encodes %q (%v), encoding/json %q (%v)", tg.name, data, gotOut, errGot, wantOut, errWant)
 			}
 		}
 	})
+}
+
+// sampleResult is a result as a step of an order.placed encodes it: an order of two lines
+// and the moves and lots of its SKU.
+func sampleResult() []byte {
+	hold := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	lots := []event.LotQty{{LotID: "L-1", Qty: 2}, {LotID: "L-2", Qty: 1}}
+	out, err := json.Marshal(event.Result{EventID: "LC-000123-e01", Entity: "LC-000123", LCID: "LC-000123", Seq: 4, Arrival: 4,
+		Type: event.OrderPlaced, Outcome: event.Applied, ProcessedAt: time.Date(2026, 12, 1, 8, 0, 0, 123456789, time.UTC),
+		Order: &event.OrderSnapshot{LCID: "LC-000123", Status: event.StatusPlaced, Mode: event.ModeReserve, HoldUntil: &hold,
+			Lines: []event.SnapshotLine{{LineID: "1", SKU: "SKU-1", Qty: 3, Lots: lots}, {LineID: "2", SKU: "SKU-2", Qty: 1, Lots: lots[:1]}}},
+		Moves: []event.Move{{OpID: "op-1", SKU: "SKU-1", LotID: "L-1", From: "sellable", To: "reserved", Qty: 2, Version: 7},
+			{OpID: "op-1", Index: 1, SKU: "SKU-1", LotID: "L-2", From: "sellable", To: "reserved", Qty: 1, Version: 7}},
+		SKUs: []event.SKU{{SKU: "SKU-1", SafetyStock: 2, Version: 7, Lots: []event.Lot{
+			{LotID: "L-1", Kind: "on_hand", Good: true, BestBefore: "2027-01-01", ValidFrom: "2026-11-01", ValidTo: "2027-01-01", Sellable: 40, Reserved: 2},
+			{LotID: "L-2", Kind: "on_hand", Good: true, BestBefore: "2027-02-01", ValidFrom: "2026-11-01", ValidTo: "2027-02-01", Sellable: 9, Reserved: 1}}}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// BenchmarkEncodeStep encodes what a step commits, a state and a result, with go-json
+// (Marshal) and, for the baseline, with encoding/json.
+func BenchmarkEncodeStep(b *testing.B) {
+	var st State
+	var r event.Result
+	holdUntil := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	raw, _ := json.Marshal(State{Seq: 3, Order: &event.OrderSnapshot{LCID: "LC-1", Status: "placed", HoldUntil: &holdUntil,
+		Lines: []event.SnapshotLine{{LineID: "1", SKU: "SKU-1", Qty: 3, Lots: []event.LotQty{{LotID: "L-1", Qty: 3}}}}}})
+	if err := errors.Join(json.Unmarshal(raw, &st), json.Unmarshal(sampleResult(), &r)); err != nil {
+		b.Fatal(err)
+	}
+	encode := func(b *testing.B, marshal func(any) ([]byte, error)) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := marshal(st); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := marshal(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("encoding-json", func(b *testing.B) { encode(b, json.Marshal) })
+	b.Run("go-json", func(b *testing.B) { encode(b, Marshal) })
 }
 
 // BenchmarkDecodeEvent decodes an order.placed of two lines as the order-worker does on

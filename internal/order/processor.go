@@ -11,7 +11,6 @@ import (
 	"cmp"
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -364,7 +363,7 @@ func LoadState(ctx context.Context, rc redis.UniversalClient, prefix, entity str
 
 // commit runs commit.lua and returns the oldest outbox entries to publish.
 func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev domain.Event, st domain.State, results []event.Result) ([]string, error) {
-	stateJSON, err := json.Marshal(st)
+	stateJSON, err := domain.Marshal(st)
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +373,7 @@ func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev domain.Ev
 	}
 	args := []any{t.Token, stateJSON, p.cfg.DoneRetention.Milliseconds()}
 	for _, r := range results {
-		body, err := json.Marshal(r)
+		body, err := domain.Marshal(r)
 		if err != nil {
 			return nil, err
 		}

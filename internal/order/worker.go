@@ -86,12 +86,12 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) queue.Outcome {
 	if err == nil {
 		ev, err = domain.DecodeLimits(inner, domain.Limits{MaxBytes: w.MaxEventBytes, MaxLines: cmp.Or(w.MaxLines, domain.MaxLinesDefault)})
 	}
-	log := w.Log.With(tracing.LogFields(ctx)...)
+	log := w.Log.WithLazy(tracing.LogFields(ctx)...)
 	if err != nil {
 		log.Info("invalid order event", append(envelopeFields(env), zap.String("message_id", m.ID), zap.Error(err))...)
 		return queue.Outcome{Verdict: queue.Poison, Reason: err.Error()}
 	}
-	log = log.With(zap.String("event_id", ev.EventID), zap.String("entity", ev.Entity()))
+	log = log.WithLazy(zap.String("event_id", ev.EventID), zap.String("entity", ev.Entity()))
 	if ev.Type == event.OrderReservationExpired {
 		err := &domain.InvalidError{Reason: domain.ReasonJunbanEvent,
 			Detail: "order.reservation_expired is junban's own: the order-worker submits it into the turn when the hold passes; a message cannot"}
