@@ -22,14 +22,14 @@ import (
 // ignored, names matched without regard to case, trailing data refused.
 func unmarshal(data []byte, v any) (err error) {
 	// A decoder bug on some input must refuse that message, not crash the process.
-	defer recoverDecode(&err)
+	defer recoverGoJSON(&err)
 	return gojson.Unmarshal(data, v)
 }
 
 // unmarshalStrict decodes data into v as unmarshal does, and refuses an object member
 // that v has no field for (encoding/json's Decoder.DisallowUnknownFields).
 func unmarshalStrict(data []byte, v any) (err error) {
-	defer recoverDecode(&err)
+	defer recoverGoJSON(&err)
 	dec := gojson.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -51,7 +51,7 @@ func noTrailingData(decode func(any) error) error {
 
 var errTrailingData = errors.New("trailing data after the JSON value")
 
-func recoverDecode(err *error) {
+func recoverGoJSON(err *error) {
 	if p := recover(); p != nil {
 		*err = fmt.Errorf("go-json panicked: %v", p)
 	}
@@ -62,7 +62,7 @@ func recoverDecode(err *error) {
 // this way (BenchmarkEncodeStep). FuzzJSONAsEncodingJSON holds the two encodings to the
 // same bytes on every value it decodes.
 func Marshal(v any) (out []byte, err error) {
-	defer recoverDecode(&err)
+	defer recoverGoJSON(&err)
 	return gojson.Marshal(v)
 }
 
