@@ -59,18 +59,7 @@ func receiveFlow(t *testing.T, linger time.Duration, n int) int {
 		t.Fatal(err)
 	}
 	rec := newRecorder()
-	cfg := consumerConfig(t, q)
-	cfg.Client = c
-	cfg.Concurrency, cfg.Receivers, cfg.ReceiveLinger = 40, 4, linger
-	cfg.Handler = func(ctx context.Context, m queue.Message) queue.Outcome {
-		rec.add(m)
-		return queue.Outcome{Verdict: queue.Done}
-	}
-	cons, err := queue.NewConsumer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, cons)
+	stop := start(t, lingeringConsumer(t, q, c, linger, rec))
 
 	const producers = 4
 	var wg sync.WaitGroup
@@ -135,21 +124,7 @@ func TestConsumerReceiveLingerGrows(t *testing.T) {
 		}
 	})
 	rec := newRecorder()
-	newConsumer := func() *queue.Consumer {
-		cfg := consumerConfig(t, q)
-		cfg.Client = c
-		cfg.Concurrency, cfg.Receivers, cfg.ReceiveLinger = 40, 4, 20*time.Millisecond
-		cfg.Handler = func(ctx context.Context, m queue.Message) queue.Outcome {
-			rec.add(m)
-			return queue.Outcome{Verdict: queue.Done}
-		}
-		cons, err := queue.NewConsumer(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cons
-	}
-	stop := start(t, newConsumer())
+	stop := start(t, lingeringConsumer(t, q, c, 20*time.Millisecond, rec))
 	// The limit starts at one and every empty long poll keeps it there.
 	testenv.WaitFor(t, 30*time.Second, "eight receives of the empty queue", func() bool {
 		mu.Lock()
@@ -181,7 +156,7 @@ func TestConsumerReceiveLingerGrows(t *testing.T) {
 	mu.Lock()
 	peak = cur
 	mu.Unlock()
-	stop = start(t, newConsumer())
+	stop = start(t, lingeringConsumer(t, q, c, 20*time.Millisecond, rec))
 	testenv.WaitFor(t, 60*time.Second, "300 messages handled", func() bool { return rec.distinct() == 300 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -218,18 +193,7 @@ func TestConsumersShareABatchedFlow(t *testing.T) {
 	rec := newRecorder()
 	var stops []func() error
 	for range 2 {
-		cfg := consumerConfig(t, q)
-		cfg.Client = c
-		cfg.Concurrency, cfg.Receivers, cfg.ReceiveLinger = 40, 4, 20*time.Millisecond
-		cfg.Handler = func(ctx context.Context, m queue.Message) queue.Outcome {
-			rec.add(m)
-			return queue.Outcome{Verdict: queue.Done}
-		}
-		cons, err := queue.NewConsumer(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stops = append(stops, start(t, cons))
+		stops = append(stops, start(t, lingeringConsumer(t, q, c, 20*time.Millisecond, rec)))
 	}
 	// Both consumers' first long polls are waiting before the first batch lands.
 	time.Sleep(200 * time.Millisecond)
@@ -255,4 +219,22 @@ func TestConsumersShareABatchedFlow(t *testing.T) {
 	if per > 2.4 {
 		t.Fatalf("%.2f receives a batch of ten between two consumers, want at most 2.4 (one full, about one empty)", per)
 	}
+}
+
+// lingeringConsumer is a consumer of q through c with 40 handlers, 4 receivers and
+// ReceiveLinger linger, whose handler records each message in rec and answers Done.
+func lingeringConsumer(t *testing.T, q queue.Pair, c *sqs.Client, linger time.Duration, rec *recorder) *queue.Consumer {
+	t.Helper()
+	cfg := consumerConfig(t, q)
+	cfg.Client = c
+	cfg.Concurrency, cfg.Receivers, cfg.ReceiveLinger = 40, 4, linger
+	cfg.Handler = func(ctx context.Context, m queue.Message) queue.Outcome {
+		rec.add(m)
+		return queue.Outcome{Verdict: queue.Done}
+	}
+	cons, err := queue.NewConsumer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cons
 }
