@@ -13,7 +13,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 # file this names: nothing finds .junban/stack.env by itself.
 export JUNBAN_STACK_ENV ?= $(CURDIR)/.junban/stack.env
 
-.PHONY: all build stack stack-down stack-status migrate test test-unit test-other-sqs vet lint demo console-screenshots chaos bench bench-lock bench-alloc bench-persist bench-e2e bench-api bench-cost bench-expiry clean
+.PHONY: all build stack stack-down stack-status migrate test test-unit test-other-sqs vet lint demo console-screenshots chaos bench bench-lock bench-alloc bench-persist bench-e2e bench-api bench-cost bench-cost-baseline bench-expiry clean
 
 all: build
 
@@ -112,6 +112,20 @@ bench-api: build stack
 ## what one event costs at 300 events/s, and the delay of thousands of holds expiring at once
 bench-cost: build stack
 	$(BIN)/junbanlab bench cost
+
+## bench-cost-baseline: bench cost three times, each run beside issue 34's baseline tree
+## (BASELINE_REV, built from git into bin/baseline-<rev>) on the same load: ratios that
+## hold on any machine (docs/benchmarks.md, "The baseline in the same sitting")
+BASELINE_REV ?= c3ab7ea9a39744ebecc709da2fb65b40370244a0
+BASELINE_BIN := $(BIN)/baseline-$(BASELINE_REV)
+bench-cost-baseline: build stack $(BASELINE_BIN)/order-worker
+	$(BIN)/junbanlab bench cost --runs 3 --idle 0 --baseline-bin $(BASELINE_BIN)
+
+$(BASELINE_BIN)/order-worker:
+	@git cat-file -e $(BASELINE_REV)^{commit} 2>/dev/null || { echo "bench-cost-baseline: $(BASELINE_REV) is not in this clone (a shallow clone? git fetch --unshallow)" >&2; exit 1; }
+	@tree=$$(mktemp -d) && trap 'rm -rf "$$tree"' EXIT && \
+	  git archive $(BASELINE_REV) | tar -x -C "$$tree" && \
+	  (cd "$$tree" && $(GO) build -o $(CURDIR)/$(BASELINE_BIN)/ ./cmd/order-worker ./cmd/persist-worker)
 
 bench-expiry: build stack
 	$(BIN)/junbanlab bench expiry

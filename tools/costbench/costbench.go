@@ -59,6 +59,12 @@ type Options struct {
 	// schema and a prefix of its own; beyond one, the headline figures' distribution
 	// follows the runs (Summary). 0 counts as 1.
 	Runs int
+	// BaselineBin, when set, is the directory of another tree's order-worker and
+	// persist-worker (issue 34's baseline: make bench-cost-baseline builds them). Each run
+	// then runs them too, on the same load just before or after (Pair), and the summary
+	// gives each figure as a ratio to theirs: what CPU an event costs moves with the
+	// machine and its hour, a ratio of one sitting much less.
+	BaselineBin string
 }
 
 // Defaults are the issue's demo-shaped load: 300 events/s offered, 2,000 orders, 40 SKUs,
@@ -84,30 +90,68 @@ func Spec(run string, o Options) loadgen.Spec {
 	return s
 }
 
-// Run runs the load, then the idle fleet, and prints the figures to w.
+// Run runs the load, then the idle fleet, and prints the figures to w; with
+// o.BaselineBin, each run beside the baseline's.
 func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 	n := max(o.Runs, 1)
 	results := make([]*Result, 0, n)
+	var baselines []*Result
 	for i := range n {
-		r, err := runOnce(ctx, cfg, o)
+		r, base, err := runPair(ctx, cfg, o, i)
 		if err != nil {
 			return fmt.Errorf("run %d of %d: %w", i+1, n, err)
 		}
 		results = append(results, r)
+		if base != nil {
+			baselines = append(baselines, base)
+		}
 		if !o.JSON {
 			if n > 1 {
 				fmt.Fprintf(w, "\n== run %d of %d\n", i+1, n)
 			}
 			r.print(w)
+			if base != nil {
+				fmt.Fprintf(w, "\nthe baseline's fleet (%s), the same load:\n", o.BaselineBin)
+				base.print(w)
+			}
 		}
 	}
 	if o.JSON {
-		return writeJSON(w, results)
+		return writeJSON(w, results, baselines)
 	}
-	if n > 1 {
-		Summarize(results).print(w)
+	if n > 1 || baselines != nil {
+		Summarize(results, baselines).print(w)
 	}
 	return nil
+}
+
+// BaselineFirst tells whether run i (from 0) runs the baseline's fleet before the tree's:
+// in every other run, so that neither has the sitting's earlier minutes every time.
+func BaselineFirst(i int) bool { return i%2 == 0 }
+
+// runPair is run i: the tree's fleet, and with o.BaselineBin the baseline's on the same
+// load (without an idle phase or a profile: those are the tree's).
+func runPair(ctx context.Context, cfg Config, o Options, i int) (r, base *Result, err error) {
+	if o.BaselineBin == "" {
+		r, err = runOnce(ctx, cfg, o)
+		return r, nil, err
+	}
+	bo := o
+	bo.BinDir, bo.Idle, bo.Profile = o.BaselineBin, 0, ""
+	if BaselineFirst(i) {
+		if base, err = runOnce(ctx, cfg, bo); err != nil {
+			return nil, nil, fmt.Errorf("the baseline's fleet: %w", err)
+		}
+	}
+	if r, err = runOnce(ctx, cfg, o); err != nil {
+		return nil, nil, err
+	}
+	if base == nil {
+		if base, err = runOnce(ctx, cfg, bo); err != nil {
+			return nil, nil, fmt.Errorf("the baseline's fleet: %w", err)
+		}
+	}
+	return r, base, nil
 }
 
 // runOnce is one run: the load, then the idle phase.
@@ -273,7 +317,7 @@ func (e *env) load(ctx context.Context, o Options) (*Result, error) {
 		progress = os.Stderr
 	}
 	spec := Spec(e.run, o)
-	e.say("%d orders, %d SKUs, %.0f events/s offered, %d order-workers and a persist-worker (logs in %s)", spec.Orders, spec.SKUs, o.Rate, o.Workers, e.logDir)
+	e.say("%d orders, %d SKUs, %.0f events/s offered, %d order-workers and a persist-worker from %s (logs in %s)", spec.Orders, spec.SKUs, o.Rate, o.Workers, e.bins, e.logDir)
 	rec := sendlatency.NewRecorder(pub)
 	before, err := take(ctx, procs, e)
 	if err != nil {

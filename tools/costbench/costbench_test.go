@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,16 +72,52 @@ func TestSQSRowsPerEvent(t *testing.T) {
 // target (a run exactly at the target meets it), with an even number of runs too.
 func TestSummarize(t *testing.T) {
 	run := func(sqs, ow float64) *Result { return &Result{SQSPerEvent: sqs, OrderWorkerCPUMS: ow} }
-	odd := Summarize([]*Result{run(1.2, 0.5), run(0.9, 0.3), run(1.0, 0.45)})
+	odd := Summarize([]*Result{run(1.2, 0.5), run(0.9, 0.3), run(1.0, 0.45)}, nil)
 	if got := odd.Figures[0]; got.Median != 1.0 || got.Min != 0.9 || got.Max != 1.2 || got.Met != 2 || got.Target != 1.0 {
 		t.Errorf("SQS over three runs: %+v, want median 1, range 0.9-1.2, 2 met", got)
 	}
 	if got := odd.Figures[1]; got.Median != 0.45 || got.Met != 1 {
 		t.Errorf("order-worker CPU over three runs: %+v, want median 0.45, 1 met", got)
 	}
-	even := Summarize([]*Result{run(1.2, 0.5), run(0.9, 0.3)})
+	even := Summarize([]*Result{run(1.2, 0.5), run(0.9, 0.3)}, nil)
 	if got := even.Figures[0]; got.Median != 1.05 || got.Met != 1 || even.Runs != 2 {
 		t.Errorf("SQS over two runs: %+v, want median 1.05, 1 met", got)
+	}
+	if got := odd.Figures[1].SameSitting; got != nil {
+		t.Errorf("ratios %+v without a baseline fleet", got)
+	}
+}
+
+// With the baseline fleet's results of the same runs, each figure is also a ratio to the
+// baseline of its own run (not to the baselines' median), and a ratio meets the issue's
+// target over the baseline: the order-workers' 0.40 / 1.35 ms.
+func TestSummarizeBesideTheBaseline(t *testing.T) {
+	run := func(ow, redis float64) *Result { return &Result{OrderWorkerCPUMS: ow, RedisCPUMS: redis} }
+	s := Summarize(
+		[]*Result{run(0.5, 0.3), run(0.3, 0.2), run(0.6, 0.3)},
+		[]*Result{run(2.0, 0.6), run(1.0, 0.4), run(1.5, 0.5)},
+	)
+	ow := s.Figures[1].SameSitting
+	if ow == nil || !slices.Equal(ow.Baseline, []float64{2, 1, 1.5}) || !slices.Equal(ow.Ratios, []float64{0.25, 0.3, 0.4}) {
+		t.Fatalf("order-workers beside the baseline: %+v, want ratios 0.25, 0.3, 0.4 to 2, 1, 1.5", ow)
+	}
+	if ow.Median != 0.3 || ow.Min != 0.25 || ow.Max != 0.4 || ow.Target != 0.296 || ow.Met != 1 {
+		t.Errorf("order-workers' ratios: %+v, want median 0.3, range 0.25-0.4, target 0.296, 1 met", ow)
+	}
+	if r := s.Figures[3].SameSitting; r.Target != 0.278 || r.Met != 0 || r.Median != 0.5 {
+		t.Errorf("Redis's ratios: %+v, want median 0.5, target 0.278, none met", r)
+	}
+	var out strings.Builder
+	s.print(&out)
+	if !strings.Contains(out.String(), "beside the baseline's fleet in the same runs") {
+		t.Errorf("printed\n%s\nwithout the ratios", out.String())
+	}
+}
+
+// The baseline's fleet goes first in every other run, from the first.
+func TestBaselineFirstAlternates(t *testing.T) {
+	if !BaselineFirst(0) || BaselineFirst(1) || !BaselineFirst(2) {
+		t.Fatal("want the baseline first in runs 1 and 3, second in run 2")
 	}
 }
 

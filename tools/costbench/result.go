@@ -300,8 +300,9 @@ func roundRows(rows []SQSRow) []SQSRow {
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
 
 // writeJSON prints one object: the run's "result" (with more than one run, "runs" and
-// their "summary" instead), beside the "baseline" and "target".
-func writeJSON(w io.Writer, results []*Result) error {
+// their "summary" instead), beside the "baseline" and "target"; with a baseline
+// fleet, its "baseline_result" (or "baseline_runs") and the "summary" with the ratios.
+func writeJSON(w io.Writer, results, baselines []*Result) error {
 	out := map[string]any{
 		"baseline": map[string]any{
 			"sqs_requests_per_event": baseSQS, "order_worker_cpu_ms_per_event": baseOrderCPU,
@@ -315,14 +316,26 @@ func writeJSON(w io.Writer, results []*Result) error {
 			"redis_cpu_ms_per_event": targetRedisCPU, "in_turn_p99_ms": "no worse than the baseline",
 		},
 	}
+	rounded := func(rs []*Result) []*Result {
+		out := make([]*Result, len(rs))
+		for i, r := range rs {
+			out[i] = r.rounded()
+		}
+		return out
+	}
 	if len(results) == 1 {
 		out["result"] = results[0].rounded()
-	} else {
-		runs := make([]*Result, len(results))
-		for i, r := range results {
-			runs[i] = r.rounded()
+		if len(baselines) == 1 {
+			out["baseline_result"] = baselines[0].rounded()
 		}
-		out["runs"], out["summary"] = runs, Summarize(results)
+	} else {
+		out["runs"] = rounded(results)
+		if baselines != nil {
+			out["baseline_runs"] = rounded(baselines)
+		}
+	}
+	if len(results) > 1 || baselines != nil {
+		out["summary"] = Summarize(results, baselines)
 	}
 	return json.NewEncoder(w).Encode(out)
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,12 +25,22 @@ func benchCostCmd() *cobra.Command {
 			"and the in-turn send -> commit latency, each beside issue 34's baseline and target. Then,\n" +
 			"for --idle, a fresh fleet idle at JUNBAN_SQS_WAIT_SECONDS=20: its SQS requests a minute.\n" +
 			"With --runs N, N runs one after the other, then each headline figure's median, range and\n" +
-			"the runs that met its target. Redis and PostgreSQL figures are the whole server's: run it\n" +
-			"on a stack nothing else uses.",
+			"the runs that met its target. With --baseline-bin DIR, each run also runs DIR's\n" +
+			"order-worker and persist-worker (issue 34's baseline tree: make bench-cost-baseline builds\n" +
+			"it) on the same load, and the summary gives each figure as a ratio to theirs, beside the\n" +
+			"issue's target as a ratio. Redis and PostgreSQL figures are the whole server's: run it on\n" +
+			"a stack nothing else uses.",
 		Args: cli.NoArgs,
 		RunE: benchRunE(&o, func(o costbench.Options) error {
 			if o.Rate <= 0 || o.Orders < 1 || o.SKUs < 1 || o.Workers < 1 || o.Runs < 1 || o.Idle < 0 || o.Wait <= 0 {
 				return cli.Usagef("-rate, -orders, -skus, -workers, -runs and -wait must be positive, -idle not negative")
+			}
+			if o.BaselineBin != "" {
+				for _, bin := range []string{"order-worker", "persist-worker"} {
+					if _, err := os.Stat(filepath.Join(o.BaselineBin, bin)); err != nil {
+						return cli.Usagef("-baseline-bin: no %s in %s (make bench-cost-baseline builds the baseline's)", bin, o.BaselineBin)
+					}
+				}
 			}
 			return nil
 		}, costbench.Run),
@@ -41,6 +53,7 @@ func benchCostCmd() *cobra.Command {
 	fs.DurationVar(&o.Idle, "idle", o.Idle, "how long the idle fleet runs at JUNBAN_SQS_WAIT_SECONDS=20 after the load (0: not at all)")
 	fs.DurationVar(&o.Wait, "wait", o.Wait, "how long to wait for every result to be persisted")
 	fs.IntVar(&o.Runs, "runs", o.Runs, "how many runs, one after the other; beyond one, each headline figure's median, range and the runs that met its target follow")
+	fs.StringVar(&o.BaselineBin, "baseline-bin", "", "directory of the baseline tree's order-worker and persist-worker: each run runs them too, and the summary gives ratios to them")
 	fleetFlags(fs, &o.BinDir, &o.JSON)
 	fs.StringVar(&o.Profile, "profile", "", "directory for a CPU profile of each process under load (JUNBAN_PPROF=true: profile and measure in separate runs)")
 	fs.DurationVar(&o.ProfileFor, "profile-for", 20*time.Second, "how long each CPU profile runs from the first send")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -85,6 +86,43 @@ func TestJSONOfBenchCostRuns(t *testing.T) {
 	}
 	if f := doc.Summary.Figures[1]; len(f.Values) != 2 || f.Min > f.Median || f.Median > f.Max {
 		t.Fatalf("order-worker CPU over the runs: %+v", f)
+	}
+}
+
+// bench cost --baseline-bin --json: the baseline's fleet (here a copy of the same binaries
+// in a directory of its own) runs the same load, and the summary gives each figure over
+// the baseline's of the same run.
+func TestJSONOfBenchCostBesideABaseline(t *testing.T) {
+	bins := benchCostEnv(t)
+	base := t.TempDir()
+	for _, bin := range []string{"order-worker", "persist-worker"} {
+		b, err := os.ReadFile(filepath.Join(bins, bin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(base, bin), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var doc struct {
+		Result   costbench.Result  `json:"result"`
+		Base     costbench.Result  `json:"baseline_result"`
+		Summary  costbench.Summary `json:"summary"`
+		Baseline map[string]any    `json:"baseline"`
+		Target   map[string]any    `json:"target"`
+	}
+	if err := decode(t, &doc, "bench cost", "--orders", "10", "--rate", "200", "--idle", "0", "--bin", bins, "--baseline-bin", base); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Result.Events <= 0 || doc.Base.Events != doc.Result.Events || doc.Base.OrderWorkerCPUMS <= 0 {
+		t.Fatalf("the baseline's run %+v beside %+v: want the same distinct events, measured", doc.Base, doc.Result)
+	}
+	ow := doc.Summary.Figures[1].SameSitting
+	if ow == nil || len(ow.Ratios) != 1 || ow.Target <= 0 {
+		t.Fatalf("order-workers beside the baseline: %+v", ow)
+	}
+	if want := doc.Result.OrderWorkerCPUMS / doc.Base.OrderWorkerCPUMS; math.Abs(ow.Ratios[0]-want) > 0.002 {
+		t.Fatalf("ratio %v, want %v over %v = %v", ow.Ratios[0], doc.Result.OrderWorkerCPUMS, doc.Base.OrderWorkerCPUMS, want)
 	}
 }
 

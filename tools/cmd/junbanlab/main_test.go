@@ -69,6 +69,7 @@ func TestCommandLineExitCodes(t *testing.T) {
 		{[]string{"loadgen", "-orders", "0"}, 2, "", "-orders, -skus, -lots and -stock must be positive"},
 		{[]string{"chaos", "--events", "0"}, 2, "", "--events, --duration and --kills must be positive"},
 		{[]string{"bench", "alloc", "--baseline", "no-such-revision"}, 1, "", "no-such-revision"},
+		{[]string{"bench", "cost", "--baseline-bin", "/no/such/dir"}, 2, "", "no order-worker in /no/such/dir"},
 		{[]string{"outbound"}, 2, "", "needs a command"},
 		{[]string{"outbound", "check"}, 2, "", "--queue is required"},
 		{[]string{"outbound", "check", "--queue", "q", "--quiet", "0s"}, 2, "", "--quiet must be positive"},
