@@ -61,9 +61,9 @@ type Options struct {
 	Runs int
 	// BaselineBin, when set, is the directory of another tree's order-worker and
 	// persist-worker (issue 34's baseline: make bench-cost-baseline builds them). Each run
-	// then runs them too, on the same load just before or after (Pair), and the summary
-	// gives each figure as a ratio to theirs: what CPU an event costs moves with the
-	// machine and its hour, a ratio of one sitting much less.
+	// then runs them too, on the same load just before or after (BaselineFirst), and the
+	// summary gives each figure as a ratio to theirs: what CPU an event costs moves with
+	// the machine and its hour, a ratio of one sitting less, while the machine holds.
 	BaselineBin string
 }
 

@@ -24,9 +24,9 @@ type Figure struct {
 }
 
 // Ratio is a figure as a ratio to the baseline's, run by run: the machine's speed and
-// hour move both fleets' CPU an event alike, so the ratio of one sitting is what a change
-// of the code did, and the issue's target, as a ratio to the issue's own baseline, is met
-// on any machine or not at all.
+// hour move both fleets' CPU an event alike, so the ratio of one sitting is what the code
+// changed, as far as the machine held still between a pair's halves, and the issue's
+// target reads as a ratio to the issue's own baseline on any machine.
 type Ratio struct {
 	// Baseline is the baseline fleet's value in each run, Ratios each run's value over it.
 	Baseline []float64 `json:"baseline_values"`
