@@ -138,17 +138,20 @@ func runPair(ctx context.Context, cfg Config, o Options, i int) (r, base *Result
 	}
 	bo := o
 	bo.BinDir, bo.Idle, bo.Profile = o.BaselineBin, 0, ""
-	if BaselineFirst(i) {
+	tree := func() (err error) { r, err = runOnce(ctx, cfg, o); return err }
+	baseline := func() (err error) {
 		if base, err = runOnce(ctx, cfg, bo); err != nil {
-			return nil, nil, fmt.Errorf("the baseline's fleet: %w", err)
+			return fmt.Errorf("the baseline's fleet: %w", err)
 		}
+		return nil
 	}
-	if r, err = runOnce(ctx, cfg, o); err != nil {
-		return nil, nil, err
+	steps := []func() error{tree, baseline}
+	if BaselineFirst(i) {
+		steps[0], steps[1] = baseline, tree
 	}
-	if base == nil {
-		if base, err = runOnce(ctx, cfg, bo); err != nil {
-			return nil, nil, fmt.Errorf("the baseline's fleet: %w", err)
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, nil, err
 		}
 	}
 	return r, base, nil

@@ -114,6 +114,22 @@ func TestSummarizeBesideTheBaseline(t *testing.T) {
 	}
 }
 
+// A baseline that measured nothing (a persist-worker's CPU below /proc's 10 ms on a tiny
+// load) gives no ratio rather than an infinite one, which --json could not encode; it is
+// left out of the median and never counts as met.
+func TestSummarizeBesideABaselineOfZero(t *testing.T) {
+	run := func(pw float64) *Result { return &Result{PersistWorkerCPUMS: pw} }
+	s := Summarize([]*Result{run(0.01), run(0.2)}, []*Result{run(0), run(0.8)})
+	pw := s.Figures[2].SameSitting
+	if !slices.Equal(pw.Ratios, []float64{0, 0.25}) || pw.Median != 0.25 || pw.Met != 1 {
+		t.Fatalf("persist-worker beside a baseline of 0 then 0.8: %+v, want ratios 0 (none) and 0.25, median 0.25, 1 met", pw)
+	}
+	var out strings.Builder
+	if err := writeJSON(&out, []*Result{run(0.01), run(0.2)}, []*Result{run(0), run(0.8)}); err != nil {
+		t.Fatalf("--json beside a baseline of 0: %v", err)
+	}
+}
+
 // The baseline's fleet goes first in every other run, from the first.
 func TestBaselineFirstAlternates(t *testing.T) {
 	if !BaselineFirst(0) || BaselineFirst(1) || !BaselineFirst(2) {

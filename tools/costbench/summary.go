@@ -28,7 +28,8 @@ type Figure struct {
 // changed, as far as the machine held still between a pair's halves, and the issue's
 // target reads as a ratio to the issue's own baseline on any machine.
 type Ratio struct {
-	// Baseline is the baseline fleet's value in each run, Ratios each run's value over it.
+	// Baseline is the baseline fleet's value in each run, Ratios each run's value over it
+	// (0 where the baseline's is 0: no ratio, left out of Median, Min and Max).
 	Baseline []float64 `json:"baseline_values"`
 	Ratios   []float64 `json:"ratios"`
 	Median   float64   `json:"median_ratio"`
@@ -59,14 +60,21 @@ func Summarize(results, baselines []*Result) Summary {
 		if len(baselines) == len(results) && len(baselines) > 0 {
 			rt := &Ratio{Target: round3(target / base)}
 			rt.Baseline, _ = values(baselines, of, 0)
+			var measured []float64
 			for i, r := range results {
-				ratio := of(r) / of(baselines[i])
+				b := of(baselines[i])
+				if b <= 0 { // the baseline measured nothing: no ratio
+					rt.Ratios = append(rt.Ratios, 0)
+					continue
+				}
+				ratio := of(r) / b
 				rt.Ratios = append(rt.Ratios, round3(ratio))
+				measured = append(measured, round3(ratio))
 				if ratio <= target/base {
 					rt.Met++
 				}
 			}
-			rt.Median, rt.Min, rt.Max = spread(rt.Ratios)
+			rt.Median, rt.Min, rt.Max = spread(measured)
 			f.SameSitting = rt
 		}
 		return f
