@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -64,6 +65,10 @@ const (
 	ReasonTooManyLines    = "ERR_TOO_MANY_LINES"
 	ReasonInvalidKind     = "ERR_INVALID_KIND"
 	ReasonInvalidReason   = "ERR_INVALID_REASON"
+	// ReasonUncarriable refuses an event with a string that holds a character SQS and
+	// SNS cannot carry (U+FFFE or U+FFFF, which JSON does not escape): its result could
+	// never be published, and would hold up every later result of its entity.
+	ReasonUncarriable = "ERR_UNCARRIABLE"
 	// ReasonJunbanEvent refuses, on the orders queue, an event only junban submits
 	// (order.reservation_expired: the order-worker's scanner puts it into the turn
 	// itself), so that no sender can expire a reservation.
@@ -159,7 +164,7 @@ func DecodeLimits(body []byte, lim Limits) (Event, error) {
 	if ev.EventID == "" {
 		return Event{}, invalid(ReasonMissingField, "event_id is missing")
 	}
-	if err := cmp.Or(checkID("event_id", ev.EventID, event.MaxIDLength), checkLCID(ev.Type, ev.LCID)); err != nil {
+	if err := cmp.Or(checkEventID(ev.Type, ev.EventID), checkLCID(ev.Type, ev.LCID)); err != nil {
 		return Event{}, err
 	}
 	if ev.Type == "" {
@@ -180,7 +185,51 @@ func DecodeLimits(body []byte, lim Limits) (Event, error) {
 		return Event{}, err
 	}
 	ev.kind, ev.data = k, data
+	if !carriable(body) {
+		return Event{}, invalid(ReasonUncarriable, "a string holds U+FFFE or U+FFFF, which SQS and SNS cannot carry")
+	}
 	return ev, nil
+}
+
+// checkEventID checks an event's id like any other id, but for the one event junban
+// names itself: an order.reservation_expired's id may be in junban's namespace
+// (event.ExpiryEventID). The orders queue refuses that type (order.Worker), so no
+// sender's event holds event.OwnMark.
+func checkEventID(typ event.Type, id string) error {
+	if typ == event.OrderReservationExpired && strings.HasPrefix(id, event.OwnMark) {
+		if len(id) > event.MaxIDLength {
+			return invalid(ReasonIDTooLong, "event_id is %d bytes, longer than %d", len(id), event.MaxIDLength)
+		}
+		return checkID("event_id", strings.TrimPrefix(id, event.OwnMark), event.MaxIDLength)
+	}
+	return checkID("event_id", id, event.MaxIDLength)
+}
+
+// carriable reports whether every string of a JSON body is one SQS and SNS can carry
+// once junban has decoded and encoded it again: the body's own bytes (event.Carriable),
+// and no escape of U+FFFE or U+FFFF, which encoding/json writes back as raw characters.
+func carriable(body []byte) bool {
+	if !event.Carriable(string(body)) {
+		return false
+	}
+	for i := 0; ; {
+		j := bytes.Index(body[i:], []byte(`\u`))
+		if j < 0 {
+			return true
+		}
+		j += i
+		// An escape's backslash is preceded by an even number of backslashes.
+		k := j
+		for k > 0 && body[k-1] == '\\' {
+			k--
+		}
+		if (j-k)%2 == 0 && j+6 <= len(body) {
+			if h := strings.ToLower(string(body[j+2 : j+6])); h == "fffe" || h == "ffff" {
+				return false
+			}
+		}
+		i = j + 2
+	}
 }
 
 func (l Limits) maxLines() int { return cmp.Or(max(l.MaxLines, 0), MaxLinesLimit) }

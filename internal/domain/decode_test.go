@@ -225,6 +225,12 @@ func checkDecoded(t *testing.T, ev Event) {
 		}
 	}
 	ids = append(ids, lotOf(ev))
+	if ev.Type == event.OrderReservationExpired {
+		ids[0] = strings.TrimPrefix(ids[0], event.OwnMark) // junban's own event, in junban's own namespace
+	}
+	if b, err := json.Marshal(ev.Payload()); err != nil || !event.Carriable(string(b)) {
+		t.Fatalf("accepted data that encodes to %q (%v), which SQS cannot carry", b, err)
+	}
 	for i, id := range ids {
 		limit := event.MaxIDLength
 		if i == 1 && ev.Type == event.Drain {
@@ -350,6 +356,14 @@ var badIDs = map[string]string{
 	"escape":      "A\x1bB",
 	"DEL":         "A\x7fB",
 	"C1 control":  "A\u0085B",
+	// junban's own names: a quarantine's record, a redriven event's operations, an expiry.
+	"quarantine name": "E2~q1",
+	"quarantine part": "E2~q1.1",
+	"redrive name":    "G~1",
+	"expiry name":     "~expiry:1796036400000000:LC-1",
+	// What SQS and SNS cannot carry: every result naming it would be refused.
+	"U+FFFF": "FF-\uffff",
+	"U+FFFE": "FF-\ufffe",
 }
 
 // TestDecodeRefusesBadIDs: every id of every event type, with each bad character.
@@ -559,6 +573,38 @@ func BenchmarkDecode(b *testing.B) {
 	for b.Loop() {
 		if _, err := Decode(body, 0); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestDecodeRefusesWhatSQSCannotCarry: a string anywhere in an event (a reason, a best
+// before) that holds U+FFFE or U+FFFF, raw or as a JSON escape, would come back raw in
+// the event's result, which SQS refuses for ever; an escaped backslash before "uffff" is
+// text. Failed before the check: the events below decoded.
+func TestDecodeRefusesWhatSQSCannotCarry(t *testing.T) {
+	held := func(reason string) string {
+		return `{"event_id":"e1","type":"inventory.held","data":{"sku":"S","lot_id":"L","qty":1,"reason":"` + reason + `"}}`
+	}
+	for name, body := range map[string]string{
+		"escaped U+FFFF":       held(`count \uffff`),
+		"escaped U+FFFE":       held(`count \uFFFE`),
+		"raw U+FFFF":           held("count \uffff"),
+		"after a backslash":    held(`a\\\uffff`),
+		"in an unknown field":  `{"event_id":"e1","type":"payment.confirmed","lcid":"LC-1","note":"\uffff"}`,
+		"in occurred_at's way": `{"event_id":"e1","type":"payment.confirmed","lcid":"LC-1","data":{"x":"\uFfFf"}}`,
+	} {
+		_, err := Decode([]byte(body), 0)
+		if got := InvalidReason(err); got != ReasonUncarriable {
+			t.Errorf("%s: reason %q (%v), want %s", name, got, err, ReasonUncarriable)
+		}
+	}
+	for name, body := range map[string]string{
+		"an escaped backslash": held(`a\\uffff`),
+		"U+FFFD":               held(`\ufffd`),
+		"other escapes":        held(`\u00e9\ud83d\ude00`),
+	} {
+		if _, err := Decode([]byte(body), 0); err != nil {
+			t.Errorf("%s refused: %v", name, err)
 		}
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/junban/junban/internal/domain"
+	"github.com/junban/junban/internal/event"
 )
 
 // placedJSON is a valid order.placed as a shop sends it.
@@ -348,4 +350,21 @@ func jsonString(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestNoEnvelopeCarriesJunbansOwnNames: a sender's event that names itself as junban's
+// own records do (a quarantine's "<id>~q1", a redrive's "<id>~1", an expiry's
+// "~expiry:...") is refused in every envelope, before any turn. Failed before event.OwnMark
+// was refused: each decoded.
+func TestNoEnvelopeCarriesJunbansOwnNames(t *testing.T) {
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	for _, id := range []string{"E2~q1", "E2~q1.1", "G~1", event.ExpiryEventID("LC-1", time.Unix(1_796_036_400, 0))} {
+		ev := `{"event_id":` + q(id) + `,"type":"order.reservation_extended","lcid":"LC-1","data":{"hold_for":"1h"}}`
+		for name, body := range map[string]string{"raw": ev, "SNS": snsOf(ev, nil), "EventBridge": ebOf(rawJSON(ev), map[string]any{"detail-type": "order.reservation_extended"})} {
+			_, _, _, err := unwrapAndDecode(body)
+			if got := domain.InvalidReason(err); got != domain.ReasonInvalidID || !strings.Contains(err.Error(), "junban's own") {
+				t.Errorf("%s in %s: %q (%v), want %s", id, name, got, err, domain.ReasonInvalidID)
+			}
+		}
+	}
 }

@@ -26,10 +26,17 @@ const MaxIDLength = 255
 // DLQ's attributes. Such an event can never apply, however often it is retried.
 var ErrInvalidID = errors.New("event: invalid id")
 
-// CheckID reports whether id may name anything in an event: no "{" or "}", no control
-// character (NUL included), valid UTF-8. It does not bound the length (each field has its
-// own bound); the errors wrap ErrInvalidID. The order-worker's Decode and the webhook
-// gateway both call it, so that an id the gateway forwards always decodes.
+// OwnMark marks every name junban makes for itself: a quarantine's record
+// ("<event_id>~q<n>"), a redriven event's ledger operations ("<event_id>~<n>:..."), a
+// reservation's expiry ("~expiry:..."). CheckID refuses it in every id a sender sends, so
+// no event can take one of these names before junban does.
+const OwnMark = "~"
+
+// CheckID reports whether id may name anything in an event: no "{" or "}", no OwnMark, no
+// control character (NUL included), valid UTF-8, and nothing SQS and SNS cannot carry
+// (Carriable). It does not bound the length (each field has its own bound); the errors
+// wrap ErrInvalidID, and ErrReservedID for OwnMark. The order-worker's Decode and the
+// webhook gateway both call it, so that an id the gateway forwards always decodes.
 func CheckID(id string) error {
 	for i, r := range id {
 		switch {
@@ -39,10 +46,33 @@ func CheckID(id string) error {
 			return fmt.Errorf("%w: %.40q is not valid UTF-8 at byte %d", ErrInvalidID, id, i)
 		case unicode.IsControl(r):
 			return fmt.Errorf("%w: %.40q contains the control character %U at byte %d", ErrInvalidID, id, r, i)
+		case !carriableRune(r):
+			return fmt.Errorf("%w: %.40q contains %U at byte %d, which SQS and SNS cannot carry", ErrInvalidID, id, r, i)
+		case r == rune(OwnMark[0]):
+			return fmt.Errorf("%w: %.40q contains %q at byte %d", ErrReservedID, id, OwnMark, i)
 		}
 	}
 	return nil
 }
+
+// Carriable reports whether SQS and SNS can carry s in a message: valid UTF-8 of the
+// characters they document (#x9, #xA, #xD, #x20-#xD7FF, #xE000-#xFFFD, #x10000-#x10FFFF).
+// JSON escapes the control characters of a body, but not U+FFFE or U+FFFF.
+func Carriable(s string) bool {
+	for i, r := range s {
+		if r == utf8.RuneError && !validRuneAt(s, i) {
+			return false
+		}
+		if r < 0x20 && r != '\t' && r != '\n' && r != '\r' || !carriableRune(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// carriableRune: r is not one of the characters above 0x1F that SQS and SNS refuse (valid
+// UTF-8 holds no surrogate).
+func carriableRune(r rune) bool { return r != 0xFFFE && r != 0xFFFF }
 
 // SKUEntityPrefix begins the entity of a SKU's inventory events: "sku:" and the SKU. Every
 // other entity is an order's lcid (a drain names one of either kind; the hash tag of
@@ -59,6 +89,9 @@ var (
 	// SKUEntityPrefix): its events would run in a SKU's turn, among the warehouse's
 	// events, and write the order's state under the SKU's keys. It wraps ErrInvalidID.
 	ErrReservedLCID = fmt.Errorf("%w: reserved lcid", ErrInvalidID)
+	// ErrReservedID: an id holds OwnMark, which only the names junban makes for itself
+	// hold. It wraps ErrInvalidID.
+	ErrReservedID = fmt.Errorf("%w: holds junban's own mark %q", ErrInvalidID, OwnMark)
 )
 
 // CheckLCID reports whether lcid may name an order: at most MaxIDLength bytes, nothing
@@ -176,15 +209,17 @@ type ReservationExpiredData struct {
 }
 
 // ExpiryEventID is the event id of the order.reservation_expired for lcid's hold that
-// ends at holdUntil: one hold expires under one id, however many replicas find it due.
-// An id that would be longer than MaxIDLength names the lcid by its SHA-256 instead.
+// ends at holdUntil: "~expiry:<hold_until in unix µs>:<lcid>", in junban's own namespace
+// (OwnMark), so one hold expires under one id however many replicas find it due, and no
+// sender's event can take the id first. An id that would be longer than MaxIDLength names
+// the lcid by its SHA-256 instead ("~expiry:<µs>:h:<hex>").
 func ExpiryEventID(lcid string, holdUntil time.Time) string {
-	id := fmt.Sprintf("junban-expiry:%d:%s", holdUntil.UnixMicro(), lcid)
+	id := fmt.Sprintf("%sexpiry:%d:%s", OwnMark, holdUntil.UnixMicro(), lcid)
 	if len(id) <= MaxIDLength {
 		return id
 	}
 	sum := sha256.Sum256([]byte(lcid))
-	return fmt.Sprintf("junban-expiry:%d:h:%s", holdUntil.UnixMicro(), hex.EncodeToString(sum[:]))
+	return fmt.Sprintf("%sexpiry:%d:h:%s", OwnMark, holdUntil.UnixMicro(), hex.EncodeToString(sum[:]))
 }
 
 // InventoryReceivedData is the data of inventory.received: a planned lot arrived and

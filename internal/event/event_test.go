@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/junban/junban/internal/event"
 )
@@ -17,6 +18,56 @@ func TestCheckID(t *testing.T) {
 	for _, id := range []string{"{", "}", "a{b}c", "\x00", "a\nb", "\x7f", "\u0085", "a\xffb"} {
 		if err := event.CheckID(id); !errors.Is(err, event.ErrInvalidID) {
 			t.Errorf("%q: %v, want ErrInvalidID", id, err)
+		}
+	}
+}
+
+// TestCheckIDRefusesJunbansOwnMark: "~" marks every name junban makes for itself (a
+// quarantine's record, a redriven event's operations, an expiry's event), so no id a sender
+// sends may hold it.
+func TestCheckIDRefusesJunbansOwnMark(t *testing.T) {
+	for _, id := range []string{"~", "E2~q1", "E2~q1.1", "G~1", "~expiry:1:LC-1", "a~"} {
+		if err := event.CheckID(id); !errors.Is(err, event.ErrReservedID) || !errors.Is(err, event.ErrInvalidID) {
+			t.Errorf("%q: %v, want ErrReservedID", id, err)
+		}
+	}
+	lcid := "LC-1"
+	if id := event.ExpiryEventID(lcid, time.Unix(1_800_000_000, 0)); !strings.HasPrefix(id, event.OwnMark) {
+		t.Errorf("expiry id %q is not in junban's namespace", id)
+	}
+	if id := event.ExpiryEventID(strings.Repeat("x", event.MaxIDLength), time.Unix(1_800_000_000, 0)); !strings.HasPrefix(id, event.OwnMark) || len(id) > event.MaxIDLength {
+		t.Errorf("hashed expiry id %q is not in junban's namespace or too long", id)
+	}
+}
+
+// TestCheckIDRefusesWhatSQSCannotCarry: SQS and SNS take only #x9 | #xA | #xD |
+// #x20-#xD7FF | #xE000-#xFFFD | #x10000-#x10FFFF; an id outside that set would make every
+// result that names it unpublishable.
+func TestCheckIDRefusesWhatSQSCannotCarry(t *testing.T) {
+	for _, id := range []string{"FF-\uffff", "\ufffe", "a\uFFFFb"} {
+		if err := event.CheckID(id); !errors.Is(err, event.ErrInvalidID) {
+			t.Errorf("%q: %v, want ErrInvalidID", id, err)
+		}
+	}
+	for _, id := range []string{"\ufffd", "\U0001F600", "\ue000"} {
+		if err := event.CheckID(id); err != nil {
+			t.Errorf("%q refused: %v", id, err)
+		}
+	}
+}
+
+// TestCarriable: the characters SQS and SNS documents, at each edge of the allowed set.
+func TestCarriable(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		want bool
+	}{
+		{"plain", true}, {"\t\n\r", true}, {" ", true}, {"\ud7ff", true}, {"\ue000", true}, {"\ufffd", true},
+		{"\U00010000", true}, {"\U0010FFFF", true}, {"", true},
+		{"\x00", false}, {"\x1f", false}, {"\ufffe", false}, {"\uffff", false}, {"a\xffb", false},
+	} {
+		if got := event.Carriable(c.s); got != c.want {
+			t.Errorf("Carriable(%q) = %v, want %v", c.s, got, c.want)
 		}
 	}
 }
@@ -62,7 +113,7 @@ func FuzzCheckLCID(f *testing.F) {
 		if idErr != nil || len(lcid) > event.MaxIDLength || strings.HasPrefix(lcid, event.SKUEntityPrefix) {
 			t.Fatalf("CheckLCID accepted %q (CheckID: %v, %d bytes)", lcid, idErr, len(lcid))
 		}
-		if lcid != "" && strings.ContainsAny(lcid, "{}") {
+		if strings.ContainsAny(lcid, "{}"+event.OwnMark) || !event.Carriable(lcid) {
 			t.Fatalf("CheckLCID accepted %q, which cannot name keys", lcid)
 		}
 	})

@@ -2,3 +2,6 @@ package order
 
 // SetCrash makes p's steps fail where crash says (see Processor.crash).
 func SetCrash(p *Processor, crash func(point string) error) { p.crash = crash }
+
+// DoneKey is the key of an entity's done marker for an event id.
+var DoneKey = doneKey

@@ -1,10 +1,12 @@
 package order
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -166,6 +168,16 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 	if err != nil {
 		return err
 	}
+	if pending == nil {
+		// commit.lua found the record's done marker set and wrote nothing. It is this
+		// record's only when it holds this very record: the same script run again after
+		// its reply was lost. Anything else holds the name, and the undos are in no state.
+		if err := p.ownRecord(ctx, t.Entity, comps[0]); err != nil {
+			p.metrics.outcomes.WithLabelValues(string(ev.Type), "quarantined", "name_taken").Inc()
+			log.Error("quarantine not committed: its record's name is taken; the event stays in its turn", zap.String("record", comps[0].EventID), zap.Error(err))
+			return fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
+		}
+	}
 	p.metrics.outcomes.WithLabelValues(string(ev.Type), "quarantined", "undone").Inc()
 	log.Warn("event quarantined; its ledger operations were undone", zap.Int("undone", undone.Undone), zap.Int("generation", gen))
 	if err := p.flush(ctx, t, pending); err != nil {
@@ -246,21 +258,43 @@ func withLot(r event.Result, s ledger.SKU, lot ledger.Lot) event.Result {
 	return r
 }
 
-// quarantineID is the event id of the result of an event's gen-th quarantine:
-// "<event_id>~q<gen>", or "h:" and its SHA-256 when that is longer than a result's event
-// id may be (event.MaxIDLength).
-func quarantineID(eventID string, gen int) string {
-	return boundedResultID(eventID + "~q" + strconv.Itoa(gen))
+// ErrRecordNameTaken: the done marker of a quarantine's record holds another record, so
+// the quarantine cannot commit. No sender's event can take the name (event.OwnMark); a
+// marker left from before senders were refused it can.
+var ErrRecordNameTaken = errors.New("order: the name of the quarantine's record is taken")
+
+// ownRecord returns nil when r's done marker holds r itself, ErrRecordNameTaken otherwise.
+func (p *Processor) ownRecord(ctx context.Context, entity string, r event.Result) error {
+	body, err := domain.Marshal(r)
+	if err != nil {
+		return err
+	}
+	held, err := p.rc.Get(ctx, doneKey(p.cfg.Prefix, entity, r.EventID)).Bytes()
+	if err != nil {
+		return fmt.Errorf("order: the done marker of %s: %w", r.EventID, err)
+	}
+	if !bytes.Equal(held, body) {
+		return fmt.Errorf("%w: %s holds %.80q", ErrRecordNameTaken, r.EventID, held)
+	}
+	return nil
 }
 
-// boundedResultID is id, or "h:" and its SHA-256 when id is longer than a result's
-// event id may be.
+// quarantineID is the event id of the result of an event's gen-th quarantine:
+// "<event_id>~q<gen>" (event.OwnMark, which no sender's id holds), or a hash in the same
+// namespace when that is longer than a result's event id may be (event.MaxIDLength).
+func quarantineID(eventID string, gen int) string {
+	return boundedResultID(eventID + event.OwnMark + "q" + strconv.Itoa(gen))
+}
+
+// boundedResultID is id, or "~h:" and its SHA-256 when id is longer than a result's
+// event id may be: junban's own namespace, so that no sender's event id is ever the hash
+// of one of junban's records.
 func boundedResultID(id string) string {
 	if len(id) <= event.MaxIDLength {
 		return id
 	}
 	sum := sha256.Sum256([]byte(id))
-	return "h:" + hex.EncodeToString(sum[:])
+	return event.OwnMark + "h:" + hex.EncodeToString(sum[:])
 }
 
 // failureAttrs are the dead-letter attributes of a quarantined event: its failed runs and

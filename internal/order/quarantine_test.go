@@ -11,6 +11,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
@@ -353,5 +356,68 @@ func TestResultTooLargeIsQuarantinedAtOnce(t *testing.T) {
 	h.collect(2) // the quarantine's own (small) result, and Q6's
 	if r := h.result(small.EventID); r.Outcome != event.Applied {
 		t.Fatalf("next placement: %+v", r)
+	}
+}
+
+// A quarantine whose record's name is held by another record commits nothing and says
+// so: it fails (the event stays in its turn, quarantined again by its next run), logs at
+// error level, and never claims its undos were recorded. Once the name is free, the next
+// run commits the record. No sender can take the name now (event.OwnMark); a done marker
+// from before could. Broken variant tried: with commit's "done already" taken as success,
+// as it was, the quarantine logged "its ledger operations were undone", no record was
+// committed, and the state never counted the quarantine (so a redrive replayed the undone
+// operations).
+func TestQuarantineWhoseRecordNameIsTakenFailsLoudly(t *testing.T) {
+	t.Parallel()
+	flaky := &flakyLedger{fail: ":2:"}
+	flaky.on.Store(true)
+	core, logs := observer.New(zapcore.WarnLevel)
+	h := newHarnessWith(t, []ledger.SKU{
+		{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 10, "2027-01-01")}},
+		{SKU: "B", Lots: []ledger.Lot{onHand("B1", 1, 10, "2027-01-01")}},
+	}, harnessOptions{
+		ledger: func(l domain.Ledger) domain.Ledger { flaky.Ledger = l; return flaky },
+		turns: func(c *lockhandoff.Config) {
+			c.MaxAttempts = 2
+			c.HandlerRetries = 1
+			c.QuarantineMinAge = -1
+		},
+		processor: func(c *order.Config) { c.Logger = zap.New(core) },
+	})
+	place := placed("Q1", ledger.ModeShip, line("1", "A", 3), line("2", "B", 2))
+	taken := order.DoneKey(h.prefix, "Q1", place.EventID+event.OwnMark+"q1")
+	if err := h.rc.Set(context.Background(), taken, `{"event_id":"`+place.EventID+`~q1","outcome":"applied"}`, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.submit(place)
+
+	h.deadLetters(1)
+	failed := func() bool { return logs.FilterMessageSnippet("its record's name is taken").Len() > 0 }
+	for deadline := time.Now().Add(30 * time.Second); !failed() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !failed() {
+		t.Fatalf("no error says the quarantine could not commit; logs: %v", logs.All())
+	}
+	if n := logs.FilterMessageSnippet("ledger operations were undone").Len(); n != 0 {
+		t.Fatalf("the quarantine claimed its undos were recorded %d times", n)
+	}
+	if st, err := h.proc.Load(context.Background(), "Q1"); err != nil || st.Requeued[place.EventID] != 0 {
+		t.Fatalf("state while the name is taken: %+v %v (no quarantine may be counted)", st, err)
+	}
+
+	// The name freed, the next run commits the record.
+	if err := h.rc.Del(context.Background(), taken).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.collect(1)
+	if comp := h.result(place.EventID + "~q1"); comp.Outcome != event.Rejected || comp.Reason != order.ReasonQuarantined {
+		t.Fatalf("quarantine result %+v", comp)
+	}
+	if st, err := h.proc.Load(context.Background(), "Q1"); err != nil || st.Requeued[place.EventID] != 1 {
+		t.Fatalf("state after the quarantine: %+v %v", st, err)
+	}
+	if a := lotOf(t, h.led, "A"); a.Sellable != 10 || a.Allocated != 0 {
+		t.Fatalf("A after the quarantine: %+v (the first line's allocation must be undone)", a)
 	}
 }
