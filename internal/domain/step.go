@@ -243,7 +243,8 @@ type skuAt struct {
 // SKU "{<lcid>}<event_id>:<sku>:change"), so that two orders' events that share an event
 // id (upstream systems reuse them) never share an operation. A SKU's event names none:
 // "<event_id>:<lot>:<step>" (its entity is the SKU, whose turn dedups its events). After
-// the event's n-th quarantine the event id is "<event_id>~<n>". Ids longer than the
+// the event's n-th quarantine the event id is "<event_id>~<n>" (event.OwnMark: no sender's
+// event id holds it, so none can take these names first). Ids longer than the
 // ledger's bound are hashed (boundedOpID). The braces make the order's part unambiguous
 // (no id in an event may hold one) and keep these ids apart from every legacy one.
 func (t *txn) opID(line, step string) string {
@@ -271,7 +272,7 @@ func (t *txn) legacyOpID(line, step string) string {
 func (t *txn) rawOpID(line, step string) string {
 	id := t.ev.EventID
 	if t.gen > 0 {
-		id += "~" + strconv.Itoa(t.gen)
+		id += event.OwnMark + strconv.Itoa(t.gen)
 	}
 	return id + ":" + line + ":" + step
 }
