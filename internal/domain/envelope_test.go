@@ -270,6 +270,8 @@ func FuzzUnwrap(f *testing.F) {
 		snsOf(`{"type":"payment.confirmed","lcid":"L"}`, nil), snsOf("not json", nil),
 		ebOf(rawJSON(placedJSON), nil), ebOf(rawJSON(placedJSON), map[string]any{"detail-type": "Order Placed"}),
 		ebOf(rawJSON(`{"event_id":"e1","lcid":"L"}`), nil), ebOf(placedJSON, nil),
+		snsOf(strings.Replace(placedJSON, "evt-7f3a", "evt~q1", 1), nil), strings.Replace(placedJSON, "ord-1001", `ord-\uffff`, 1),
+		ebOf(rawJSON(strings.Replace(placedJSON, "SKU-0001", "SKU\uFFFE", 1)), map[string]any{"detail-type": "order.placed"}),
 		`{"Type":"Notification","TopicArn":"t","MessageId":"m","Message":"{\"Type\":\"x\",\"TopicArn\":\"y\"}"}`,
 		`{"detail-type":"payment.confirmed","source":"s","detail":{"event_id":"e","TYPE":"payment.confirmed","lcid":"L"}}`,
 	} {
@@ -309,6 +311,14 @@ func FuzzUnwrap(f *testing.F) {
 		}
 		if env.Kind == domain.EnvelopeEventBridge && string(ev.Type) != env.DetailType {
 			t.Fatalf("an EventBridge event of detail-type %q brought a %s", env.DetailType, ev.Type)
+		}
+		// No envelope brings an event under one of junban's own names, nor one whose
+		// strings SQS and SNS could not carry in its result.
+		if ev.Type != event.OrderReservationExpired && strings.Contains(ev.EventID, event.OwnMark) || strings.Contains(ev.LCID, event.OwnMark) {
+			t.Fatalf("accepted %q of %q in junban's own namespace", ev.EventID, ev.LCID)
+		}
+		if b, err := json.Marshal(ev.Payload()); err != nil || !event.Carriable(string(b)) || !event.Carriable(ev.EventID+ev.LCID) {
+			t.Fatalf("accepted an event whose result SQS cannot carry: %q %v", b, err)
 		}
 	})
 }
