@@ -52,7 +52,7 @@ func checkID(name, v string, max int) error {
 	case len(v) > max:
 		return badRequest("%s %s is longer than %d bytes", name, quoteID(v), max)
 	case event.CheckID(v) != nil:
-		return badRequest("%s %s holds a brace, "~", a control character, U+FFFE, U+FFFF or invalid UTF-8", name, quoteID(v))
+		return badRequest("%s %s holds a brace, ~, a control character, U+FFFE, U+FFFF or invalid UTF-8", name, quoteID(v))
 	}
 	return nil
 }
