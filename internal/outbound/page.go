@@ -130,15 +130,16 @@ func (q Query) Check() error {
 // in (txid, id) order has ended: txid below the snapshot's xmin. A row a slower
 // transaction commits later always comes after the cursor of any page served before, so
 // paging never skips one. Any transaction of the cluster holding an xid holds the pages
-// back until it ends.
-const pageSQL = `SELECT txid::text AS txid, id, body::text AS body FROM outbox
+// back until it ends. The text of the txid goes out under another name: ORDER BY txid
+// would sort an output column named txid, the text, where 10000 comes before 9999.
+const pageSQL = `SELECT txid::text AS txid_text, id, body::text AS body FROM outbox
 WHERE txid < pg_snapshot_xmin(pg_current_snapshot())
   AND (txid, id) > (CAST(CAST(? AS text) AS xid8), ?)`
 
 // lastVisibleSQL is the position of the last row pageSQL would serve, filters aside: a
 // filtered page that is not full has served every matching row up to it. In one
 // statement with the page (UNION ALL), both parts see one snapshot.
-const lastVisibleSQL = `SELECT txid::text AS txid, id, NULL AS body FROM outbox
+const lastVisibleSQL = `SELECT txid::text AS txid_text, id, NULL AS body FROM outbox
 WHERE txid < pg_snapshot_xmin(pg_current_snapshot())
   AND (txid, id) > (CAST(CAST(? AS text) AS xid8), ?)
 ORDER BY txid DESC, id DESC LIMIT 1`
@@ -177,9 +178,9 @@ func Page(ctx context.Context, db *gorm.DB, q Query) ([]json.RawMessage, Cursor,
 		args = append(args, after...)
 	}
 	var rows []struct {
-		Txid string
-		ID   int64
-		Body *string
+		TxidText string
+		ID       int64
+		Body     *string
 	}
 	if err := db.WithContext(ctx).Raw(sql, args...).Scan(&rows).Error; err != nil {
 		return nil, q.After, fmt.Errorf("outbound: page after %s: %w", q.After, err)
@@ -187,9 +188,9 @@ func Page(ctx context.Context, db *gorm.DB, q Query) ([]json.RawMessage, Cursor,
 	msgs := make([]json.RawMessage, 0, len(rows))
 	next, last := q.After, q.After
 	for _, r := range rows {
-		txid, err := strconv.ParseUint(r.Txid, 10, 64)
+		txid, err := strconv.ParseUint(r.TxidText, 10, 64)
 		if err != nil {
-			return nil, q.After, fmt.Errorf("outbound: page: txid %q of row %d: %w", r.Txid, r.ID, err)
+			return nil, q.After, fmt.Errorf("outbound: page: txid %q of row %d: %w", r.TxidText, r.ID, err)
 		}
 		if r.Body == nil {
 			last = Cursor{txid: txid, id: r.ID}

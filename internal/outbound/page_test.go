@@ -238,6 +238,81 @@ func TestPageFiltersAndLimit(t *testing.T) {
 	}
 }
 
+// setTxid moves the row of message id to transaction id txid, as if that transaction had
+// written it: the writer's own transactions cannot be made to take chosen ids.
+func setTxid(t *testing.T, db *gorm.DB, id string, txid uint64) {
+	t.Helper()
+	if err := db.Exec(`UPDATE outbox SET txid = CAST(CAST(? AS text) AS xid8) WHERE message_id = ?`,
+		fmt.Sprint(txid), id).Error; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pastBoundary makes the server's snapshot xmin pass xid: a young server has not yet
+// handed out that many transaction ids, and each subtransaction that writes takes one.
+func pastBoundary(t *testing.T, db *gorm.DB, xid uint64) {
+	t.Helper()
+	err := db.Transaction(func(tx *gorm.DB) error {
+		var xmin uint64
+		if err := tx.Raw(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&xmin).Error; err != nil || xmin > xid {
+			return err
+		}
+		if err := tx.Exec(`CREATE TEMP TABLE burn (i int) ON COMMIT DROP`).Error; err != nil {
+			return err
+		}
+		return tx.Exec(fmt.Sprintf(`DO $$ BEGIN FOR i IN 1..%d LOOP
+			BEGIN INSERT INTO burn VALUES (i); EXCEPTION WHEN OTHERS THEN RAISE; END;
+		END LOOP; END $$`, xid-xmin+1)).Error
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, time.Minute, fmt.Sprintf("the snapshot's xmin to pass %d", xid), func() bool {
+		var xmin uint64
+		if err := db.Raw(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&xmin).Error; err != nil {
+			t.Fatal(err)
+		}
+		return xmin > xid
+	})
+}
+
+// Pages follow the transaction ids' order, not their decimal spelling's: rows at txids
+// 9998, 9999, 10000, 10001 (their ids in another order) and one written by a transaction
+// of now are served once each, in that order, at limit 2, and a filter that matches none
+// of them moves the cursor past the last. The first four txids are set on the rows, the
+// server's own being past them (so every one is below the snapshot's xmin).
+// (Failed against `SELECT txid::text AS txid ... ORDER BY txid, id`, which sorted the
+// text: the first page served 10000 and 10001, and the next none; and against the same
+// alias in the last-visible query alone, whose cursor stopped at 9999.)
+func TestPageCrossesADigitBoundaryOfTransactionIDs(t *testing.T) {
+	db := testenv.Postgres(t)
+	const boundary = 10_000
+	pastBoundary(t, db, boundary+2)
+	want := make([]string, 4)
+	// Written in the order 3, 1, 4, 2 of their txids, so that ids do not give the order.
+	for _, i := range []int{2, 0, 3, 1} {
+		tx := boundary - 2 + uint64(i)
+		want[i] = insertMessage(t, db, OrderStatusChanged, fmt.Sprintf("LC-TX-%d", tx), 1)
+		setTxid(t, db, want[i], tx)
+	}
+	want = append(want, insertMessage(t, db, OrderStatusChanged, "LC-NOW", 1))
+
+	every := &reader{t: t, db: db, limit: 2}
+	every.readAll()
+	if !slices.Equal(every.seen, want) {
+		t.Fatalf("pages of 2 around txid %d read %q, want %q", boundary, every.seen, want)
+	}
+	none := &reader{t: t, db: db, kinds: []Kind{StockOut}}
+	if got := none.read(); len(got) != 0 || none.after != every.after {
+		t.Fatalf("stock.out: %q, cursor %s, want none and the cursor past every row %s", got, none.after, every.after)
+	}
+	one := &reader{t: t, db: db, limit: 1}
+	one.read()
+	if !slices.Equal(one.seen, want) {
+		t.Fatalf("pages of 1 read %q, want %q", one.seen, want)
+	}
+}
+
 // A cursor String gives comes back from ParseCursor as it was.
 func TestCursorRoundTrip(t *testing.T) {
 	for _, c := range []Cursor{{}, {txid: 1, id: 1}, {txid: 1<<64 - 1, id: 1<<63 - 1}, {txid: 4_294_967_296 + 751, id: 42}} {

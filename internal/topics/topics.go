@@ -324,9 +324,11 @@ func statements(doc map[string]any) []any {
 
 // Publish publishes events (junban events as JSON, at most 10) to topicARN, each with its
 // type in the message attribute TypeAttribute so that a filtered subscription sees it.
-// A FIFO topic (".fifo") gets each event's entity (its turn: the order's lcid, or the
-// SKU's for the warehouse's events) as its message group and its event id as its
-// deduplication id; there every event must be one junban would apply.
+// A FIFO topic (".fifo") gets the ids junban's FIFO orders queue gets (domain.OrderKeys,
+// sent as queue.FIFOID makes them): the event's entity (its turn: the order's lcid, or
+// the SKU's for the warehouse's events) as its message group, and its identity,
+// "{<entity>}<event_id>", as its deduplication id, so that two orders' events sharing an
+// event id are both delivered; there every event must be one junban would apply.
 func Publish(ctx context.Context, sn *sns.Client, topicARN string, events [][]byte) error {
 	if len(events) == 0 {
 		return nil
@@ -338,8 +340,7 @@ func Publish(ctx context.Context, sn *sns.Client, topicARN string, events [][]by
 	entries := make([]snstypes.PublishBatchRequestEntry, len(events))
 	for i, body := range events {
 		var head struct {
-			EventID string `json:"event_id"`
-			Type    string `json:"type"`
+			Type string `json:"type"`
 		}
 		if err := json.Unmarshal(body, &head); err != nil || head.Type == "" {
 			return fmt.Errorf("topics: publish: event %d has no type (%v)", i, err)
@@ -351,11 +352,12 @@ func Publish(ctx context.Context, sn *sns.Client, topicARN string, events [][]by
 			},
 		}
 		if fifo {
-			ev, err := domain.Decode(body, 0)
+			group, dedup, err := domain.OrderKeys(body)
 			if err != nil {
 				return fmt.Errorf("topics: publish to FIFO topic %s: event %d: %w", topicARN, i, err)
 			}
-			entries[i].MessageGroupId, entries[i].MessageDeduplicationId = aws.String(ev.Entity()), aws.String(head.EventID)
+			entries[i].MessageGroupId = aws.String(queue.FIFOID(group))
+			entries[i].MessageDeduplicationId = aws.String(queue.FIFOID(dedup))
 		}
 	}
 	out, err := sn.PublishBatch(ctx, &sns.PublishBatchInput{TopicArn: aws.String(topicARN), PublishBatchRequestEntries: entries})
