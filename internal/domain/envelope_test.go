@@ -295,7 +295,7 @@ func FuzzUnwrap(f *testing.F) {
 		ebOf(rawJSON(`{"event_id":"e1","lcid":"L"}`), nil), ebOf(placedJSON, nil),
 		`{"Type":"Notification","TopicArn":"t","MessageId":"m","Message":"{\"Type\":\"x\",\"TopicArn\":\"y\"}"}`,
 		`{"detail-type":"payment.confirmed","source":"s","detail":{"event_id":"e","TYPE":"payment.confirmed","lcid":"L"}}`,
-		snsOf(placedJSON, map[string]any{"TopicArn": strings.Repeat("é", 400), "MessageId": "m\xff" + strings.Repeat("m", 80)}),
+		snsOf(placedJSON, map[string]any{"TopicArn": strings.Repeat("é", 1000), "MessageId": "m\xff" + strings.Repeat("m", 80)}),
 		ebOf(rawJSON(placedJSON), map[string]any{"source": strings.Repeat("s", 300), "detail-type": strings.Repeat("d", 300)}),
 	} {
 		f.Add([]byte(s), 0)

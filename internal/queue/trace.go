@@ -20,13 +20,17 @@ func startSend(ctx context.Context, queue string, n int) (context.Context, trace
 
 // startProcess starts the consumer span of handling m from queue, the child of the span
 // that sent it: its traceparent attribute, else its AWSTraceHeader, else the trace
-// context carrier finds in its body (nil: none).
+// context carrier finds in its body (nil: none). While the process does not trace, a
+// message's trace context is ignored: the sender's would otherwise ride the no-op span
+// into what the handler sends and stores.
 func startProcess(ctx context.Context, queue string, m Message, carrier func([]byte) map[string]string) (context.Context, trace.Span) {
-	attrs := m.Attributes
-	if carrier != nil && attrs[AttrTraceParent] == "" && m.AWSTraceHeader == "" && tracing.Active() {
-		attrs = carrier(m.Body)
+	if tracing.Active() {
+		attrs := m.Attributes
+		if carrier != nil && attrs[AttrTraceParent] == "" && m.AWSTraceHeader == "" {
+			attrs = carrier(m.Body)
+		}
+		ctx = tracing.Extract(ctx, attrs, m.AWSTraceHeader)
 	}
-	ctx = tracing.Extract(ctx, attrs, m.AWSTraceHeader)
 	return tracing.Tracer().Start(ctx, "process "+queue,
 		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 			semconv.MessagingSystemAWSSQS,
@@ -44,6 +48,9 @@ func startProcess(ctx context.Context, queue string, m Message, carrier func([]b
 func startProcessBatch(ctx context.Context, queue string, ms []Message) (context.Context, trace.Span) {
 	links := make([]trace.Link, 0, len(ms))
 	for _, m := range ms {
+		if !tracing.Active() {
+			break // no span records the links
+		}
 		sc := trace.SpanContextFromContext(tracing.Extract(context.Background(), m.Attributes, m.AWSTraceHeader))
 		if sc.IsValid() && sc.IsSampled() {
 			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{semconv.MessagingMessageID(m.ID)}})
