@@ -48,9 +48,6 @@ func startProcess(ctx context.Context, queue string, m Message, carrier func([]b
 func startProcessBatch(ctx context.Context, queue string, ms []Message) (context.Context, trace.Span) {
 	links := make([]trace.Link, 0, len(ms))
 	for _, m := range ms {
-		if !tracing.Active() {
-			break // no span records the links
-		}
 		sc := trace.SpanContextFromContext(tracing.Extract(context.Background(), m.Attributes, m.AWSTraceHeader))
 		if sc.IsValid() && sc.IsSampled() {
 			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{semconv.MessagingMessageID(m.ID)}})
