@@ -5,8 +5,10 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/junban/junban/internal/event"
 )
@@ -72,6 +74,42 @@ type Envelope struct {
 	DetailType string
 	// Time is an EventBridge event's time, as it was written (informative).
 	Time string
+}
+
+// Bounds of an envelope's fields in a log line (Logged): the longest value AWS writes
+// fits whole; what a sender writes beyond it is cut.
+const (
+	// LogMaxEnvelopeID bounds SNS's MessageId and EventBridge's id (UUIDs, 36 bytes).
+	LogMaxEnvelopeID = 64
+	// LogMaxTopicArn bounds an SNS TopicArn: a topic's name is at most 256 characters,
+	// its ARN's partition, region and account at most 64 more.
+	LogMaxTopicArn = 320
+	// LogMaxEventBridgeField bounds an EventBridge source and detail-type (256 characters
+	// each at most, as PutEvents takes them).
+	LogMaxEventBridgeField = 256
+)
+
+// Logged returns env with each field a log line quotes (ID, TopicArn, Source,
+// DetailType) cut to its bound (LogMax*) at a character's start: a cut field ends with
+// "... (cut from N bytes)", so a line says which field was cut and how long it was.
+// Invalid UTF-8 is replaced. Subject, Time and Attributes are not logged.
+func (e Envelope) Logged() Envelope {
+	e.ID = clipLogged(e.ID, LogMaxEnvelopeID)
+	e.TopicArn = clipLogged(e.TopicArn, LogMaxTopicArn)
+	e.Source = clipLogged(e.Source, LogMaxEventBridgeField)
+	e.DetailType = clipLogged(e.DetailType, LogMaxEventBridgeField)
+	return e
+}
+
+func clipLogged(s string, n int) string {
+	if len(s) <= n {
+		return strings.ToValidUTF8(s, "\uFFFD")
+	}
+	cut := n
+	for i := 0; i < utf8.UTFMax-1 && !utf8.RuneStart(s[cut]); i++ {
+		cut-- // not inside a character, when s is valid UTF-8 there
+	}
+	return fmt.Sprintf("%s... (cut from %d bytes)", strings.ToValidUTF8(s[:cut], "\uFFFD"), len(s))
 }
 
 // SNSAttribute is one of an SNS notification's MessageAttributes as SNS writes it into the

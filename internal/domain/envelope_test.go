@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
@@ -259,6 +261,29 @@ func TestUnwrapBoundsTheMessageNotTheEvent(t *testing.T) {
 	}
 }
 
+// TestLoggedEnvelopeIsBounded: a log line quotes an envelope's sender-written fields up
+// to the longest AWS writes; a longer one is cut at a character's start and says how long
+// it was; AWS's own values are left whole.
+func TestLoggedEnvelopeIsBounded(t *testing.T) {
+	arn := "arn:aws:sns:ap-northeast-1:123456789012:" + strings.Repeat("t", 256)
+	whole := domain.Envelope{Kind: domain.EnvelopeSNS, ID: "22b80b92-fdea-4c2c-8f9d-bdfb0c7bf324", TopicArn: arn}
+	if got := whole.Logged(); !reflect.DeepEqual(got, whole) {
+		t.Errorf("AWS's own values changed: %+v", got)
+	}
+	long := domain.Envelope{Kind: domain.EnvelopeEventBridge, ID: strings.Repeat("i", 70),
+		Source: strings.Repeat("s", 255) + "é" + strings.Repeat("s", 10), DetailType: "order.placed\xff"}
+	got := long.Logged()
+	if want := strings.Repeat("i", domain.LogMaxEnvelopeID) + "... (cut from 70 bytes)"; got.ID != want {
+		t.Errorf("id %q, want %q", got.ID, want)
+	}
+	if want := strings.Repeat("s", 255) + "... (cut from 267 bytes)"; got.Source != want {
+		t.Errorf("source %q, want it cut before the é", got.Source)
+	}
+	if got.DetailType != "order.placed\uFFFD" {
+		t.Errorf("detail-type %q, want the invalid byte replaced", got.DetailType)
+	}
+}
+
 // FuzzUnwrap: Unwrap never panics; what it refuses it refuses with an *InvalidError and a
 // reason; a raw event comes back as it is; and the event it finds in an envelope, when
 // Decode takes it, is a raw event Unwrap and Decode would take the same if it came raw:
@@ -274,6 +299,8 @@ func FuzzUnwrap(f *testing.F) {
 		ebOf(rawJSON(strings.Replace(placedJSON, "SKU-0001", "SKU\uFFFE", 1)), map[string]any{"detail-type": "order.placed"}),
 		`{"Type":"Notification","TopicArn":"t","MessageId":"m","Message":"{\"Type\":\"x\",\"TopicArn\":\"y\"}"}`,
 		`{"detail-type":"payment.confirmed","source":"s","detail":{"event_id":"e","TYPE":"payment.confirmed","lcid":"L"}}`,
+		snsOf(placedJSON, map[string]any{"TopicArn": strings.Repeat("é", 1000), "MessageId": "m\xff" + strings.Repeat("m", 80)}),
+		ebOf(rawJSON(placedJSON), map[string]any{"source": strings.Repeat("s", 300), "detail-type": strings.Repeat("d", 300)}),
 	} {
 		f.Add([]byte(s), 0)
 	}
@@ -282,6 +309,17 @@ func FuzzUnwrap(f *testing.F) {
 			maxBytes = 0
 		}
 		inner, env, err := domain.Unwrap(body, maxBytes)
+		logged := env.Logged()
+		for _, f := range []struct {
+			v   string
+			max int
+		}{{logged.ID, domain.LogMaxEnvelopeID}, {logged.TopicArn, domain.LogMaxTopicArn},
+			{logged.Source, domain.LogMaxEventBridgeField}, {logged.DetailType, domain.LogMaxEventBridgeField}} {
+			// A replaced invalid byte grows to 3; the mark adds its length.
+			if len(f.v) > 3*f.max+len("... (cut from 262144 bytes)") || !utf8.ValidString(f.v) {
+				t.Fatalf("a logged envelope field of %d bytes (bound %d): %.80q", len(f.v), f.max, f.v)
+			}
+		}
 		if err != nil {
 			var ie *domain.InvalidError
 			if !errors.As(err, &ie) || ie.Reason == "" || inner != nil {

@@ -3,6 +3,7 @@ package order_test
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -142,4 +143,65 @@ func envelopesCounted(t *testing.T, reg *prometheus.Registry, kind string) float
 	}
 	t.Fatalf("no junban_order_envelopes_total{envelope=%q}", kind)
 	return 0
+}
+
+// TestEnvelopeFieldsInALogLineAreBounded: a sender writes an envelope's ids, topic ARN,
+// source and detail-type; a log line quotes each up to the longest value AWS sends, and
+// a longer one is cut with its length, so a 240 KB TopicArn makes a short line that
+// still says which field was cut. An envelope of AWS's own values is logged whole.
+var cutMark = regexp.MustCompile(`^(arn:aws:sns:ap-northeast-1:123456789012:)?[ab]{20}.*\.\.\. \(cut from [0-9]+ bytes\)$`)
+
+func TestEnvelopeFieldsInALogLineAreBounded(t *testing.T) {
+	var buf strings.Builder
+	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	w := &order.Worker{Turns: &recordingTurns{submitted: map[string][]string{}},
+		Log: zap.New(zapcore.NewCore(enc, zapcore.AddSync(&buf), zapcore.DebugLevel))}
+	huge, long := strings.Repeat("a", 240_000), strings.Repeat("b", 5_000)
+	edit := func(body string, set map[string]any) string {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(body), &m); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range set {
+			m[k] = v
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	cases := []struct {
+		name, body string
+		cut        []string
+	}{
+		{"sns unwrapped", edit(snsNotification(wrappedPlaced), map[string]any{"TopicArn": "arn:aws:sns:ap-northeast-1:123456789012:" + huge, "MessageId": long}),
+			[]string{"topic_arn", "sns_message_id"}},
+		{"sns refused", edit(snsNotification(wrappedPlaced), map[string]any{"TopicArn": huge, "Type": "SubscriptionConfirmation"}), []string{"topic_arn"}},
+		{"eventbridge unwrapped", edit(eventBridgeEvent("order.placed", wrappedPlaced), map[string]any{"source": huge, "id": long}),
+			[]string{"source", "eventbridge_id"}},
+		{"eventbridge refused", edit(eventBridgeEvent("order.placed", wrappedPlaced), map[string]any{"detail-type": huge}), []string{"detail_type"}},
+		{"whole", snsNotification(wrappedPlaced), nil},
+	}
+	for _, c := range cases {
+		buf.Reset()
+		w.Handle(context.Background(), queue.Message{ID: "m-1", Body: []byte(c.body)})
+		line := buf.String()
+		if line == "" || len(line) > 2048 {
+			t.Errorf("%s: a %d-byte log line, want one under 2 KB: %.300s", c.name, len(line), line)
+			continue
+		}
+		var fields map[string]any
+		if err := json.Unmarshal([]byte(line), &fields); err != nil {
+			t.Fatalf("%s: %v: %s", c.name, err, line)
+		}
+		for _, k := range c.cut {
+			if v, _ := fields[k].(string); !cutMark.MatchString(v) {
+				t.Errorf("%s: %s = %.80q..., want it cut and saying so", c.name, k, v)
+			}
+		}
+		if c.cut == nil && fields["topic_arn"] != "arn:aws:sns:ap-northeast-1:123456789012:shop-orders" {
+			t.Errorf("%s: topic_arn %v, want it whole", c.name, fields["topic_arn"])
+		}
+	}
 }

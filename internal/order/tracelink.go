@@ -100,11 +100,13 @@ func startStep(ctx context.Context, t lockhandoff.Turn, ev *domain.Event) (conte
 
 // traceResults names in each result the trace it belongs to: the step's, or, for a
 // parked event the step applied, its own (stamped when it was submitted), where a
-// "parked" span from its parking to now shows its wait, linked to the step. A result of
-// an unsampled trace names none.
+// "parked" span from its parking to now shows its wait, linked to the step. A result
+// names only a trace junban's own span records and samples: none for an unsampled trace,
+// and none while the process does not trace (a no-op span carries whatever trace its
+// context held, a sender's say).
 func traceResults(ctx context.Context, step trace.Span, parked []domain.Parked, ev domain.Event, results []event.Result) {
 	stepTrace := ""
-	if sc := step.SpanContext(); sc.IsValid() && sc.IsSampled() {
+	if sc := step.SpanContext(); step.IsRecording() && sc.IsValid() && sc.IsSampled() {
 		stepTrace = sc.TraceID().String()
 	}
 	for i := range results {
@@ -140,11 +142,13 @@ func unparked(ctx context.Context, step trace.Span, parked []domain.Parked, r ev
 			trace.WithLinks(trace.Link{SpanContext: step.SpanContext(), Attributes: []attribute.KeyValue{attribute.String("junban.link", "applied in step")}}),
 			trace.WithAttributes(attribute.String("junban.entity", r.Entity), attribute.String("junban.event_id", r.EventID),
 				attribute.String("junban.outcome", r.Outcome), attribute.String("junban.reason", r.Reason)))
+		own := span.SpanContext()
+		recorded := span.IsRecording() && own.IsSampled()
 		span.End(trace.WithTimestamp(now))
-		if !sc.IsSampled() {
+		if !recorded {
 			return "", true
 		}
-		return sc.TraceID().String(), true
+		return own.TraceID().String(), true
 	}
 	return "", false
 }

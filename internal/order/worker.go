@@ -127,8 +127,9 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) queue.Outcome {
 }
 
 // envelopeFields are the log fields of a message's envelope: its kind, and SNS's or
-// EventBridge's ids.
+// EventBridge's ids, each cut to its bound (a sender writes them).
 func envelopeFields(env domain.Envelope) []zap.Field {
+	env = env.Logged()
 	f := []zap.Field{zap.String("envelope", string(env.Kind))}
 	switch env.Kind {
 	case domain.EnvelopeSNS:

@@ -20,13 +20,17 @@ func startSend(ctx context.Context, queue string, n int) (context.Context, trace
 
 // startProcess starts the consumer span of handling m from queue, the child of the span
 // that sent it: its traceparent attribute, else its AWSTraceHeader, else the trace
-// context carrier finds in its body (nil: none).
+// context carrier finds in its body (nil: none). While the process does not trace, a
+// message's trace context is ignored: the sender's would otherwise ride the no-op span
+// into what the handler sends and stores.
 func startProcess(ctx context.Context, queue string, m Message, carrier func([]byte) map[string]string) (context.Context, trace.Span) {
-	attrs := m.Attributes
-	if carrier != nil && attrs[AttrTraceParent] == "" && m.AWSTraceHeader == "" && tracing.Active() {
-		attrs = carrier(m.Body)
+	if tracing.Active() {
+		attrs := m.Attributes
+		if carrier != nil && attrs[AttrTraceParent] == "" && m.AWSTraceHeader == "" {
+			attrs = carrier(m.Body)
+		}
+		ctx = tracing.Extract(ctx, attrs, m.AWSTraceHeader)
 	}
-	ctx = tracing.Extract(ctx, attrs, m.AWSTraceHeader)
 	return tracing.Tracer().Start(ctx, "process "+queue,
 		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 			semconv.MessagingSystemAWSSQS,

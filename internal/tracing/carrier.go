@@ -19,6 +19,11 @@ const (
 	AWSTraceHeader = "AWSTraceHeader"
 )
 
+// MaxTraceStateBytes bounds a tracestate junban takes from a message: W3C trace context
+// lets a vendor drop a tracestate longer than 512 characters, and otel's parser
+// (trace.ParseTraceState) already refuses one of more than 32 members or a malformed one.
+const MaxTraceStateBytes = 512
+
 // xrayHeader is the header name the X-Ray propagator reads.
 const xrayHeader = "X-Amzn-Trace-Id"
 

@@ -28,8 +28,29 @@ import (
 	"github.com/junban/junban/internal/logging"
 )
 
-// Propagator is how junban writes and reads a trace context: W3C trace context only.
-var Propagator propagation.TextMapPropagator = propagation.TraceContext{}
+// Propagator is how junban writes and reads a trace context: W3C trace context only,
+// whose tracestate is dropped when it is longer than MaxTraceStateBytes.
+var Propagator propagation.TextMapPropagator = boundedTraceContext{}
+
+// boundedTraceContext is otel's W3C propagator, reading no tracestate longer than
+// MaxTraceStateBytes (otel's parser takes up to 32 members of 512 bytes each, 16 KB,
+// which a sender could otherwise have junban store and pass on). The traceparent is
+// otel's to parse: a span context is written back as 55 characters.
+type boundedTraceContext struct{ propagation.TraceContext }
+
+func (p boundedTraceContext) Extract(ctx context.Context, carrier propagation.TextMapCarrier) context.Context {
+	return p.TraceContext.Extract(ctx, boundedCarrier{carrier})
+}
+
+type boundedCarrier struct{ propagation.TextMapCarrier }
+
+func (c boundedCarrier) Get(key string) string {
+	v := c.TextMapCarrier.Get(key)
+	if key == AttrTraceState && len(v) > MaxTraceStateBytes {
+		return ""
+	}
+	return v
+}
 
 // Enabled tells whether the environment asks for traces: an OTLP endpoint is set, the SDK
 // is not disabled (OTEL_SDK_DISABLED) and the traces exporter is not "none"
@@ -53,13 +74,15 @@ var ErrProtocol = errors.New("tracing: only OTEL_EXPORTER_OTLP_PROTOCOL=http/pro
 // batching OTLP/HTTP exporter, and the W3C propagator. The exporter takes its endpoint,
 // headers, timeout and compression from the OTEL_EXPORTER_OTLP_* variables and the
 // sampler from OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG (default parentbased_always_on).
-// Without an endpoint (Enabled) it installs only the propagator. shutdown flushes the
-// spans still buffered; call it before the process exits.
+// Without an endpoint (Enabled) it installs nothing, not even the propagator: a
+// request's trace context is then ignored, as a message's is (the queue consumer reads
+// none while the process does not trace). shutdown flushes the spans still buffered;
+// call it before the process exits.
 func Setup(ctx context.Context, service string, log *zap.Logger) (shutdown func(context.Context) error, err error) {
-	otel.SetTextMapPropagator(Propagator)
 	if !Enabled() {
 		return func(context.Context) error { return nil }, nil
 	}
+	otel.SetTextMapPropagator(Propagator)
 	for _, v := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
 		if p := os.Getenv(v); p != "" && p != "http/protobuf" {
 			return nil, fmt.Errorf("%w: %s=%s", ErrProtocol, v, p)

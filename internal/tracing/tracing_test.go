@@ -2,10 +2,13 @@ package tracing_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
@@ -84,6 +87,59 @@ func TestOffWithoutAnEndpoint(t *testing.T) {
 	defer span.End()
 	if span.IsRecording() || span.SpanContext().IsValid() {
 		t.Fatal("a span records without an endpoint")
+	}
+}
+
+// TestOffIgnoresARequestsTraceContext: without an endpoint, Setup installs no
+// propagator, so a request's traceparent (read by otelhttp through the global one) does
+// not reach what the process sends.
+func TestOffIgnoresARequestsTraceContext(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	prev := otel.GetTextMapPropagator()
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
+	t.Cleanup(func() { otel.SetTextMapPropagator(prev) })
+	setup(t, "webhook-gateway")
+	h := propagation.HeaderCarrier{}
+	h.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	if sc := trace.SpanContextFromContext(otel.GetTextMapPropagator().Extract(context.Background(), h)); sc.IsValid() {
+		t.Fatalf("a request's trace context %v read while tracing is off", sc.TraceID())
+	}
+}
+
+// TestExtractBoundsTheTraceState: a tracestate over MaxTraceStateBytes is dropped and
+// the traceparent kept; a shorter one is kept; one otel's parser refuses (more than 32
+// members) is dropped too. What Inject writes back is bounded the same.
+func TestExtractBoundsTheTraceState(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	members := func(n, size int) string {
+		m := make([]string, n)
+		for i := range m {
+			m[i] = fmt.Sprintf("k%02d=%s", i, strings.Repeat("v", size))
+		}
+		return strings.Join(m, ",")
+	}
+	for _, c := range []struct {
+		name, state, want string
+	}{
+		{"short", "shop=1,vendor=abc", "shop=1,vendor=abc"},
+		{"at the bound", members(8, 60)[:tracing.MaxTraceStateBytes-4] + "vvvv", members(8, 60)[:tracing.MaxTraceStateBytes-4] + "vvvv"},
+		{"16 KB of 32 members", members(32, 500), ""},
+		{"33 members", members(33, 1), ""},
+	} {
+		ctx := tracing.Extract(context.Background(), map[string]string{tracing.AttrTraceParent: tp, tracing.AttrTraceState: c.state}, "")
+		sc := trace.SpanContextFromContext(ctx)
+		if sc.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+			t.Errorf("%s: traceparent lost: %v", c.name, sc.TraceID())
+		}
+		if got := sc.TraceState().String(); got != c.want {
+			t.Errorf("%s: tracestate of %d bytes kept, want %d (%.60q)", c.name, len(got), len(c.want), got)
+		}
+		out := map[string]string{}
+		tracing.Inject(ctx, out)
+		if len(out[tracing.AttrTraceState]) > tracing.MaxTraceStateBytes || out[tracing.AttrTraceParent] != tp {
+			t.Errorf("%s: injected %d-byte tracestate, traceparent %q", c.name, len(out[tracing.AttrTraceState]), out[tracing.AttrTraceParent])
+		}
 	}
 }
 
