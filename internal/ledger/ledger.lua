@@ -64,14 +64,15 @@
 local key, opkey, op, ttl, fp = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
 
 -- recorded returns the outcome remembered under k for this request: nil when k has no
--- record, false when its record answers another request. A record is "#" <fingerprint>
--- "\n" <outcome>; one written before fingerprints is the outcome alone and answers any
--- request, as it did then (its first byte is a digit or 'E', never '#').
+-- record, false when its record answers another request. A record is "#", the request's
+-- fingerprint (its 16 bytes) and the outcome; one written before fingerprints is the
+-- outcome alone and answers any request, as it did then (its first byte is a digit or
+-- 'E', never '#').
 local function recorded(k)
   local rec = redis.call('GET', k)
   if not rec then return nil end
   if string.byte(rec, 1) ~= 35 then return rec end
-  if string.sub(rec, 2, #fp + 2) == fp .. '\n' then return string.sub(rec, #fp + 3) end
+  if string.sub(rec, 2, #fp + 1) == fp then return string.sub(rec, #fp + 2) end
   return false
 end
 
@@ -94,7 +95,7 @@ local function fmt(n) return string.format('%d', n) end
 
 -- remember stores the operation's outcome under its op id with the request's fingerprint.
 local function remember(outcome)
-  redis.call('SET', opkey, '#' .. fp .. '\n' .. outcome, 'EX', ttl)
+  redis.call('SET', opkey, '#' .. fp .. outcome, 'EX', ttl)
 end
 
 local function fail(code, detail)
