@@ -36,7 +36,7 @@ func TestChangeReleasesThenAllocates(t *testing.T) {
 		}
 		// A replay moves nothing and answers the first result.
 		again, err := inv.Apply(ctx, ChangeRequest{OpID: "c", SKU: "A", TargetDate: "2026-12-01", Mode: ModeShip,
-			Release: lotQty("L1", 1), Allocate: []int64{1}})
+			Release: lotQty("L1", 2), Allocate: []int64{1, 2}, Holder: "o1"})
 		if err != nil || !again.Replayed || !reflect.DeepEqual(movesOf(again), movesOf(r)) {
 			t.Fatalf("replay: %+v %v", again, err)
 		}
@@ -90,11 +90,14 @@ func TestChangeThatDoesNotFitMovesNothing(t *testing.T) {
 				if after, _ := inv.Snapshot(ctx, "A"); !reflect.DeepEqual(after, before) {
 					t.Errorf("state %+v, want as before %+v", after, before)
 				}
-				q.Release, q.Allocate = nil, []int64{1}
 				if r, err := inv.Apply(ctx, q); !r.Replayed {
-					t.Errorf("replay with other arguments: %+v %v, want the first refusal replayed", r, err)
+					t.Errorf("replay: %+v %v, want the first refusal replayed", r, err)
 				} else {
 					wantErr(t, err, c.want)
+				}
+				q.Release, q.Allocate = nil, []int64{1}
+				if r, err := inv.Apply(ctx, q); r.Replayed || !errors.Is(err, ErrOpConflict) {
+					t.Errorf("other arguments: %+v %v, want ErrOpConflict", r, err)
 				}
 			})
 		})

@@ -36,6 +36,10 @@ var (
 	ErrSKUExists = errors.New("ERR_SKU_EXISTS: the SKU exists")
 	// ErrLotExists: RegisterLot of a lot id the SKU has.
 	ErrLotExists = errors.New("ERR_LOT_EXISTS: the lot exists")
+	// ErrOpConflict: the op id is remembered for another request (other arguments, or
+	// another kind of operation); nothing moved and the record stays (docs/ledger.md,
+	// "Idempotency").
+	ErrOpConflict = errors.New("ERR_OP_CONFLICT: the op id is remembered for another request")
 )
 
 // reasons maps reason codes to errors: the one place where script error replies become
@@ -52,6 +56,7 @@ var reasons = map[string]error{
 	"ERR_LOT_STATE":        ErrLotState,
 	"ERR_SKU_EXISTS":       ErrSKUExists,
 	"ERR_LOT_EXISTS":       ErrLotExists,
+	"ERR_OP_CONFLICT":      ErrOpConflict,
 }
 
 // Reason returns the reason code of err ("ERR_SHORTAGE", ...), "ERR_INTERNAL" for an
@@ -91,6 +96,11 @@ func opError(op, sku string, sentinel error, detail string) error {
 		return fmt.Errorf("ledger: %s sku=%s: %w", op, sku, sentinel)
 	}
 	return fmt.Errorf("ledger: %s sku=%s: %w (%s)", op, sku, sentinel, detail)
+}
+
+// opConflict is the model's ErrOpConflict, worded as ledger.lua's.
+func opConflict(op, sku, opID string) error {
+	return opError(op, sku, ErrOpConflict, "op_id="+opID+" answered another request")
 }
 
 // scriptError maps an error reply of ledger.lua ("<CODE> <replayed 0|1> <detail>") to

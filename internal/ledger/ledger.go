@@ -142,16 +142,17 @@ func (l *Ledger) load(ctx context.Context, sku string) (created bool, err error)
 }
 
 // run calls ledger.lua, loading the SKU once if it is not in Redis and re-indexing it once
-// if the script asks to (ERR_REINDEX). legacy is the op id an older version named the
-// operation by ("" for none): its record is replayed when opID has none (docs/ledger.md,
-// "Operation ids").
+// if the script asks to (ERR_REINDEX). fp is the request's fingerprint: a record under
+// opID answers only a request with its fingerprint (ErrOpConflict otherwise). legacy is the
+// op id an older version named the operation by ("" for none): its record is replayed when
+// opID has none (docs/ledger.md, "Operation ids").
 //
 // Each call is a span "ledger <name>" (the script's op) with the SKU and the op id; a
 // refusal (ErrShortage, ...) is its outcome, not an error status.
-func (l *Ledger) run(ctx context.Context, name, opID, legacy, sku string, args ...any) (Result, error) {
+func (l *Ledger) run(ctx context.Context, name, fp, opID, legacy, sku string, args ...any) (Result, error) {
 	ctx, span := tracing.Tracer().Start(ctx, "ledger "+name, trace.WithAttributes(
 		attribute.String("junban.sku", sku), attribute.String("junban.op_id", opID)))
-	r, err := l.runScript(ctx, name, opID, legacy, sku, args...)
+	r, err := l.runScript(ctx, name, fp, opID, legacy, sku, args...)
 	r.LegacyOpID = legacy
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Bool("junban.replayed", r.Replayed))
@@ -165,12 +166,12 @@ func (l *Ledger) run(ctx context.Context, name, opID, legacy, sku string, args .
 	return r, err
 }
 
-func (l *Ledger) runScript(ctx context.Context, name, opID, legacy, sku string, args ...any) (Result, error) {
+func (l *Ledger) runScript(ctx context.Context, name, fp, opID, legacy, sku string, args ...any) (Result, error) {
 	keys := []string{Key(l.prefix, sku), opKey(l.prefix, sku, opID)}
 	if legacy != "" {
 		keys = append(keys, opKey(l.prefix, sku, legacy))
 	}
-	argv := append([]any{name, l.ttl}, args...)
+	argv := append([]any{name, l.ttl, fp}, args...)
 	loaded, reindexed := false, false
 	for {
 		res, err := ledgerScript.Run(ctx, l.rc, keys, argv...).Slice()
@@ -215,7 +216,7 @@ func (l *Ledger) runScript(ctx context.Context, name, opID, legacy, sku string, 
 // moveLots runs ledger.lua's move: the quantities in lots from one bucket to another,
 // then those in back the other way (op ids as run takes them), with the holder whose holdings change (or "") and the
 // reason the result carries (or "").
-func (l *Ledger) moveLots(ctx context.Context, opID, legacy, sku, from, to, holder, reason string, lots, back []LotQty) (Result, error) {
+func (l *Ledger) moveLots(ctx context.Context, fp, opID, legacy, sku, from, to, holder, reason string, lots, back []LotQty) (Result, error) {
 	args := make([]any, 0, 5+2*(len(lots)+len(back)))
 	args = append(args, from, to, holder, reason, len(lots))
 	for _, q := range lots {
@@ -224,7 +225,7 @@ func (l *Ledger) moveLots(ctx context.Context, opID, legacy, sku, from, to, hold
 	for _, q := range back {
 		args = append(args, q.LotID, q.Qty)
 	}
-	return l.run(ctx, "move", opID, legacy, sku, args...)
+	return l.run(ctx, "move", fp, opID, legacy, sku, args...)
 }
 
 func bucketCode(b string) string { return bucketCodes[b] }

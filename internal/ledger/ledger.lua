@@ -7,7 +7,8 @@
 -- KEYS[3]  optional: the record of the operation's legacy op id, the id an older worker
 --          named it by (docs/ledger.md, "Operation ids"): replayed when KEYS[2] has none;
 --          never written
--- ARGV[1]  operation, ARGV[2] retention of the op record in seconds, then per operation:
+-- ARGV[1]  operation, ARGV[2] retention of the op record in seconds, ARGV[3] the request's
+--          fingerprint (fingerprint.go), then per operation:
 --   alloc    qty target_date mode holder    mode: ship (sellable->allocated, safety check)
 --                                                 | reserve (sellable->reserved)
 --   move     from to holder reason n lot1 qty1 ... lotn qtyn back1 bqty1 ...
@@ -44,9 +45,12 @@
 --
 -- Returns {replayed 0|1, result text} (decodeResult in layout.go parses the text).
 -- Fails with the error reply "<CODE> <replayed 0|1> <detail>". Every outcome but
--- ERR_NOT_LOADED, ERR_REINDEX and ERR_REG_SEQ is remembered in KEYS[2], so a replay gets
--- the first answer and moves nothing (a replay of KEYS[3]'s record likewise). Nothing is
--- written to KEYS[1] unless the whole operation succeeds. The Go side answers the three:
+-- ERR_NOT_LOADED, ERR_REINDEX, ERR_REG_SEQ and ERR_OP_CONFLICT is remembered in KEYS[2]
+-- with the request's fingerprint, so a replay of the same request gets the first answer
+-- and moves nothing (a replay of KEYS[3]'s record likewise); a request with another
+-- fingerprint under KEYS[2] fails with ERR_OP_CONFLICT and changes nothing, and KEYS[3]'s
+-- record with another fingerprint is passed over. Nothing is written to KEYS[1] unless
+-- the whole operation succeeds. The Go side answers the three:
 --   ERR_NOT_LOADED           it loads the SKU and runs the operation again;
 --   ERR_REINDEX              the SKU was indexed in another key layout than KEY_LAYOUT, or
 --                            a lot the operation (re)indexes has no stored key for its meta
@@ -57,10 +61,28 @@
 --                            did not know it): it computes the keys from <reg> and runs the
 --                            operation again.
 
-local key, opkey, op, ttl = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
+local key, opkey, op, ttl, fp = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
 
-local prev = redis.call('GET', opkey)
-if not prev and KEYS[3] then prev = redis.call('GET', KEYS[3]) end
+-- recorded returns the outcome remembered under k for this request: nil when k has no
+-- record, false when its record answers another request. A record is "#", the request's
+-- fingerprint (its 16 bytes) and the outcome; one written before fingerprints is the
+-- outcome alone and answers any request, as it did then (its first byte is a digit or
+-- 'E', never '#').
+local function recorded(k)
+  local rec = redis.call('GET', k)
+  if not rec then return nil end
+  if string.byte(rec, 1) ~= 35 then return rec end
+  if string.sub(rec, 2, #fp + 1) == fp then return string.sub(rec, #fp + 2) end
+  return false
+end
+
+local prev = recorded(opkey)
+if prev == false then
+  return redis.error_reply('ERR_OP_CONFLICT 0 op_id=' .. string.sub(opkey, #key + 5) .. ' answered another request')
+end
+-- A legacy record of another request is another operation's (only an older worker wrote
+-- this one's there, without a fingerprint): it is not this one's outcome.
+if not prev and KEYS[3] then prev = recorded(KEYS[3]) or nil end
 if prev then
   if string.byte(prev, 1) == 69 then -- 'E': a remembered failure
     local code, detail = string.match(prev, '^E(%S+) (.*)$')
@@ -71,8 +93,13 @@ end
 
 local function fmt(n) return string.format('%d', n) end
 
+-- remember stores the operation's outcome under its op id with the request's fingerprint.
+local function remember(outcome)
+  redis.call('SET', opkey, '#' .. fp .. outcome, 'EX', ttl)
+end
+
 local function fail(code, detail)
-  redis.call('SET', opkey, 'E' .. code .. ' ' .. detail, 'EX', ttl)
+  remember('E' .. code .. ' ' .. detail)
   return redis.error_reply(code .. ' 0 ' .. detail)
 end
 
@@ -82,10 +109,10 @@ local head = redis.call('HMGET', key, 'v', 'ss', 'on', 'o:0', 'kl')
 
 if op == 'regsku' then
   if head[1] then return fail('ERR_SKU_EXISTS', '') end
-  if ARGV[4] ~= '1' then return redis.error_reply('ERR_NOT_LOADED 0 ') end
-  redis.call('HSET', key, 'v', '1', 'ss', ARGV[3], 'on', '1', 'o:0', '', 'n', '0', 'kl', KEY_LAYOUT)
-  local text = '1\ns\t' .. ARGV[3]
-  redis.call('SET', opkey, text, 'EX', ttl)
+  if ARGV[5] ~= '1' then return redis.error_reply('ERR_NOT_LOADED 0 ') end
+  redis.call('HSET', key, 'v', '1', 'ss', ARGV[4], 'on', '1', 'o:0', '', 'n', '0', 'kl', KEY_LAYOUT)
+  local text = '1\ns\t' .. ARGV[4]
+  remember(text)
   return {0, text}
 end
 
@@ -359,13 +386,13 @@ local function commit(extra)
     end
   end
   local text = table.concat(out, '\n')
-  redis.call('SET', opkey, text, 'EX', ttl)
+  remember(text)
   return {0, text}
 end
 
 if op == 'alloc' then
-  local qty, date, mode = tonumber(ARGV[3]), ARGV[4], ARGV[5]
-  holder = ARGV[6] or ''
+  local qty, date, mode = tonumber(ARGV[4]), ARGV[5], ARGV[6]
+  holder = ARGV[7] or ''
   local ss = tonumber(head[2])
   local need = allocNeed(qty, mode, ss)
   local cand, sell, sum = walkCandidates(key, head, date, need, function(lot)
@@ -404,26 +431,26 @@ local function lotsOf(first, last)
 end
 
 if op == 'move' then
-  local from, to, reason = ARGV[3], ARGV[4], ARGV[6]
-  holder = ARGV[5]
-  local split = 8 + 2 * tonumber(ARGV[7]) -- the first back pair
-  local unknown = fetch(lotsOf(8, #ARGV))
+  local from, to, reason = ARGV[4], ARGV[5], ARGV[7]
+  holder = ARGV[6]
+  local split = 9 + 2 * tonumber(ARGV[8]) -- the first back pair
+  local unknown = fetch(lotsOf(9, #ARGV))
   if unknown then return fail('ERR_UNKNOWN_LOT', 'lot=' .. unknown) end
-  local refused = moveEach(8, split - 1, from, to) or moveEach(split, #ARGV, to, from)
+  local refused = moveEach(9, split - 1, from, to) or moveEach(split, #ARGV, to, from)
   if refused then return refused end
   if reason ~= '' then return commit('c\t' .. reason) end
   return commit()
 end
 
 if op == 'change' then
-  local mode, date = ARGV[3], ARGV[4]
-  holder = ARGV[5]
+  local mode, date = ARGV[4], ARGV[5]
+  holder = ARGV[6]
   local b = 'r'
   if mode == 'ship' then b = 'a' end
-  local split = 7 + 2 * tonumber(ARGV[6]) -- the first allocation
-  local unknown = fetch(lotsOf(7, split - 1))
+  local split = 8 + 2 * tonumber(ARGV[7]) -- the first allocation
+  local unknown = fetch(lotsOf(8, split - 1))
   if unknown then return fail('ERR_UNKNOWN_LOT', 'lot=' .. unknown) end
-  local refused = moveEach(7, split - 1, b, 's')
+  local refused = moveEach(8, split - 1, b, 's')
   if refused then return refused end
   -- The allocations walk the index as the releases left it: a lot they gave units back
   -- to from zero is a candidate again, in its place.
@@ -450,14 +477,14 @@ end
 
 if op == 'ss' then
   local v = fmt(tonumber(head[1]) + 1)
-  redis.call('HSET', key, 'v', v, 'ss', ARGV[3])
-  local text = v .. '\ns\t' .. ARGV[3]
-  redis.call('SET', opkey, text, 'EX', ttl)
+  redis.call('HSET', key, 'v', v, 'ss', ARGV[4])
+  local text = v .. '\ns\t' .. ARGV[4]
+  remember(text)
   return {0, text}
 end
 
 if op == 'reglot' then
-  local lot = ARGV[3]
+  local lot = ARGV[4]
   if redis.call('HEXISTS', key, 'm:' .. lot) == 1 then return fail('ERR_LOT_EXISTS', 'lot=' .. lot) end
   -- n is the next registration number; a hash loaded before it existed has none, so it
   -- is found once from the lots' metas.
@@ -476,21 +503,21 @@ if op == 'reglot' then
     return fail('ERR_LOT_STATE', 'lot=' .. lot .. ' no registration number left after ' .. fmt(reg - 1))
   end
   -- Go computed the keys for the numbers from the one it expected the lot to get on.
-  local k = ARGV[12 + reg - tonumber(ARGV[11])]
-  if reg < tonumber(ARGV[11]) or not k then return redis.error_reply('ERR_REG_SEQ 0 ' .. fmt(reg)) end
-  local m = table.concat({ARGV[4], ARGV[5], ARGV[6], fmt(reg), ARGV[7], ARGV[8], ARGV[9]}, '\t')
+  local k = ARGV[13 + reg - tonumber(ARGV[12])]
+  if reg < tonumber(ARGV[12]) or not k then return redis.error_reply('ERR_REG_SEQ 0 ' .. fmt(reg)) end
+  local m = table.concat({ARGV[5], ARGV[6], ARGV[7], fmt(reg), ARGV[8], ARGV[9], ARGV[10]}, '\t')
   st[lot] = {m = m, m0 = m, s = 0, s0 = 0, r = 0, a = 0, h = 0, x = 0, d = 0, dirtyMeta = true, knew = k}
-  move(lot, 'e', 's', tonumber(ARGV[10]))
+  move(lot, 'e', 's', tonumber(ARGV[11]))
   writes = {'n', fmt(reg + 1)}
   return commit()
 end
 
-local lot = ARGV[3]
+local lot = ARGV[4]
 if fetch({lot}) then return fail('ERR_UNKNOWN_LOT', 'lot=' .. lot) end
 local l = touch(lot)
 
 if op == 'adjust' then
-  local delta = tonumber(ARGV[4])
+  local delta = tonumber(ARGV[5])
   if delta > 0 then
     move(lot, 'e', 's', delta)
   else
@@ -499,7 +526,7 @@ if op == 'adjust' then
     end
     move(lot, 's', 'e', -delta)
   end
-  return commit('c\t' .. ARGV[5])
+  return commit('c\t' .. ARGV[6])
 end
 
 if op == 'receive' then
@@ -508,8 +535,8 @@ if op == 'receive' then
     return fail('ERR_LOT_STATE', 'lot=' .. lot .. ' kind=' .. kind)
   end
   -- Go computed the key with the registration number it read.
-  if tonumber(ARGV[6]) ~= tonumber(reg) then return redis.error_reply('ERR_REG_SEQ 0 ' .. reg) end
-  local bb, counted = ARGV[4], tonumber(ARGV[5])
+  if tonumber(ARGV[7]) ~= tonumber(reg) then return redis.error_reply('ERR_REG_SEQ 0 ' .. reg) end
+  local bb, counted = ARGV[5], tonumber(ARGV[6])
   if counted > 0 then
     local diff = counted - (l.s + l.r + l.a + l.h)
     if diff > 0 then
@@ -522,7 +549,7 @@ if op == 'receive' then
     end
   end
   l.m = table.concat({'onhand', good, bb, reg, arr, vf, vt}, '\t')
-  l.dirtyMeta, l.knew = true, ARGV[7]
+  l.dirtyMeta, l.knew = true, ARGV[8]
   return commit()
 end
 
@@ -542,8 +569,8 @@ if op == 'recall' then
   table.sort(list)
   local byID = {}
   for i = 1, #hs, 2 do byID[hs[i]] = hs[i + 1] end
-  local out = {'c\t' .. ARGV[4], 'n\t' .. fmt(#list)}
-  for i = 1, math.min(#list, tonumber(ARGV[5])) do
+  local out = {'c\t' .. ARGV[5], 'n\t' .. fmt(#list)}
+  for i = 1, math.min(#list, tonumber(ARGV[6])) do
     out[#out + 1] = 'k\t' .. list[i] .. '\t' .. byID[list[i]]
   end
   return commit(table.concat(out, '\n'))

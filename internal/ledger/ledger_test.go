@@ -217,8 +217,9 @@ func TestReplayReturnsFirstResultAndMovesNothing(t *testing.T) {
 	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
 		first, err := inv.Apply(ctx, alloc("o1", "A", 2, "2026-12-01", ModeShip))
 		wantMoves(t, first, err, mv{"L", Sellable, Allocated, 2})
-		// The same op id with other arguments still gets the first answer.
-		again, err := inv.Apply(ctx, alloc("o1", "A", 1, "2026-12-01", ModeReserve))
+		// The same request under the op id gets the first answer (another request is
+		// refused: TestReplayOfAnotherRequestIsRefused).
+		again, err := inv.Apply(ctx, alloc("o1", "A", 2, "2026-12-01", ModeShip))
 		if err != nil || !again.Replayed {
 			t.Fatalf("replay: %+v %v", again, err)
 		}
@@ -273,7 +274,7 @@ func TestLegacyOpIDIsReplayedNeverWritten(t *testing.T) {
 		if _, err := inv.Apply(ctx, alloc("old-2", "A", 9, "2026-12-01", ModeShip)); !errors.Is(err, ErrShortage) {
 			t.Fatalf("old-2: %v", err)
 		}
-		b := alloc("new-2", "A", 1, "2026-12-01", ModeShip)
+		b := alloc("new-2", "A", 9, "2026-12-01", ModeShip)
 		b.LegacyOpID = "old-2"
 		if r, err := inv.Apply(ctx, b); !errors.Is(err, ErrShortage) || !r.Replayed {
 			t.Fatalf("legacy replay of a failure: %+v %v", r, err)

@@ -21,9 +21,11 @@ type Model struct {
 	holders map[string]map[string]map[string]int64
 }
 
+// modelOutcome is a remembered operation: its answer and its request's fingerprint.
 type modelOutcome struct {
 	res Result
 	err error
+	fp  string
 }
 
 // NewModel returns an empty Model that loads SKUs from loader (nil: only Put loads).
@@ -204,29 +206,36 @@ func (m *Model) holdersOf(sku, lot string) []Holder {
 	return out
 }
 
-// apply runs fn as one operation: replay memory, auto-load, all-or-nothing.
-func (m *Model) apply(ctx context.Context, name, opID, sku string, valid error, fn func(o *modelOp) (error, string)) (Result, error) {
-	return m.applyAs(ctx, name, opID, "", sku, "", valid, fn)
+// apply runs fn as one operation: replay memory, auto-load, all-or-nothing. fp is the
+// request's fingerprint: a remembered outcome answers only a request with its fingerprint.
+func (m *Model) apply(ctx context.Context, name, fp, opID, sku string, valid error, fn func(o *modelOp) (error, string)) (Result, error) {
+	return m.applyAs(ctx, name, fp, opID, "", sku, "", valid, fn)
 }
 
 // applyAs is apply for an operation of an order's event: its moves change holder's
 // holdings, and legacy ("" for none) is the op id an older worker named it by, whose
 // outcome is replayed when opID has none (as ledger.lua's KEYS[3]).
-func (m *Model) applyAs(ctx context.Context, name, opID, legacy, sku, holder string, valid error, fn func(o *modelOp) (error, string)) (Result, error) {
+func (m *Model) applyAs(ctx context.Context, name, fp, opID, legacy, sku, holder string, valid error, fn func(o *modelOp) (error, string)) (Result, error) {
 	if valid != nil {
 		return Result{OpID: opID, SKU: sku}, valid
 	}
-	r, err := m.applyOp(ctx, name, opID, legacy, sku, holder, fn)
+	r, err := m.applyOp(ctx, name, fp, opID, legacy, sku, holder, fn)
 	r.LegacyOpID = legacy
 	return r, err
 }
 
-func (m *Model) applyOp(ctx context.Context, name, opID, legacy, sku, holder string, fn func(o *modelOp) (error, string)) (Result, error) {
+func (m *Model) applyOp(ctx context.Context, name, fp, opID, legacy, sku, holder string, fn func(o *modelOp) (error, string)) (Result, error) {
 	for attempt := 0; ; attempt++ {
 		m.mu.Lock()
 		prev, ok := m.ops[[2]string{sku, opID}]
+		if ok && prev.fp != fp {
+			m.mu.Unlock()
+			return Result{OpID: opID, SKU: sku}, opConflict(name, sku, opID)
+		}
 		if !ok && legacy != "" {
+			// A legacy record of another request is another operation's (ledger.lua).
 			prev, ok = m.ops[[2]string{sku, legacy}]
+			ok = ok && prev.fp == fp
 		}
 		if ok {
 			m.mu.Unlock()
@@ -256,7 +265,7 @@ func (m *Model) applyOp(ctx context.Context, name, opID, legacy, sku, holder str
 		sentinel, detail := fn(o)
 		if sentinel != nil {
 			err := opError(name, sku, sentinel, detail)
-			m.ops[[2]string{sku, opID}] = modelOutcome{res: Result{OpID: opID, SKU: sku}, err: err}
+			m.ops[[2]string{sku, opID}] = modelOutcome{res: Result{OpID: opID, SKU: sku}, err: err, fp: fp}
 			m.mu.Unlock()
 			return Result{OpID: opID, SKU: sku}, err
 		}
@@ -277,7 +286,7 @@ func (m *Model) applyOp(ctx context.Context, name, opID, legacy, sku, holder str
 		for i := range r.Moves {
 			r.Moves[i].OpID, r.Moves[i].SKU, r.Moves[i].Version = opID, sku, s.Version
 		}
-		m.ops[[2]string{sku, opID}] = modelOutcome{res: r}
+		m.ops[[2]string{sku, opID}] = modelOutcome{res: r, fp: fp}
 		m.mu.Unlock()
 		r.Moves, r.Lots, r.Holders = slices.Clone(r.Moves), slices.Clone(r.Lots), slices.Clone(r.Holders)
 		return r, nil
@@ -378,8 +387,8 @@ func (o *modelOp) findLots(lists ...[]LotQty) (error, string) {
 	return nil, ""
 }
 
-func (m *Model) moveLots(ctx context.Context, name, opID, legacy, sku, holder, reason string, valid error, from, to string, lots, back []LotQty) (Result, error) {
-	return m.applyAs(ctx, name, opID, legacy, sku, holder, valid, func(o *modelOp) (error, string) {
+func (m *Model) moveLots(ctx context.Context, name, fp, opID, legacy, sku, holder, reason string, valid error, from, to string, lots, back []LotQty) (Result, error) {
+	return m.applyAs(ctx, name, fp, opID, legacy, sku, holder, valid, func(o *modelOp) (error, string) {
 		if err, detail := o.findLots(lots, back); err != nil {
 			return err, detail
 		}

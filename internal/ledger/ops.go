@@ -21,6 +21,9 @@ type Op interface {
 	model(ctx context.Context, m *Model) (Result, error)
 	// reversal says whether an UndoRequest of its moves takes it back.
 	reversal() Reversal
+	// fingerprint identifies the request (fingerprint.go): a replay of its op id answers
+	// from the record only when the fingerprints are equal.
+	fingerprint() string
 }
 
 // Reversal says what undoing an applied operation means (the order-worker's quarantine
@@ -96,11 +99,11 @@ func (r AllocateRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "alloc", r.OpID, r.LegacyOpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode), r.Holder)
+	return l.run(ctx, "alloc", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode), r.Holder)
 }
 
 func (r AllocateRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.applyAs(ctx, "alloc", r.OpID, r.LegacyOpID, r.SKU, r.Holder, r.validate(), func(o *modelOp) (error, string) {
+	return m.applyAs(ctx, "alloc", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, r.validate(), func(o *modelOp) (error, string) {
 		return o.allocate(r.Qty, r.TargetDate, r.Mode)
 	})
 }
@@ -110,11 +113,11 @@ func (r ReleaseRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.From), "s", r.Holder, "", r.Lots, nil)
+	return l.moveLots(ctx, r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.From), "s", r.Holder, "", r.Lots, nil)
 }
 
 func (r ReleaseRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), r.From, Sellable, r.Lots, nil)
+	return m.moveLots(ctx, "move", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), r.From, Sellable, r.Lots, nil)
 }
 
 // ConfirmRequest: moves reserved -> allocated in the given lots, without the safety check.
@@ -122,11 +125,11 @@ func (r ConfirmRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, "r", "a", r.Holder, "", r.Lots, nil)
+	return l.moveLots(ctx, r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "r", "a", r.Holder, "", r.Lots, nil)
 }
 
 func (r ConfirmRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), Reserved, Allocated, r.Lots, nil)
+	return m.moveLots(ctx, "move", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), Reserved, Allocated, r.Lots, nil)
 }
 
 // ShipRequest: moves allocated -> shipped in the given lots.
@@ -134,11 +137,11 @@ func (r ShipRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, "a", "x", r.Holder, "", r.Lots, nil)
+	return l.moveLots(ctx, r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "a", "x", r.Holder, "", r.Lots, nil)
 }
 
 func (r ShipRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), Allocated, Shipped, r.Lots, nil)
+	return m.moveLots(ctx, "move", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), Allocated, Shipped, r.Lots, nil)
 }
 
 // UndoRequest: moves the given quantities back from r.To to r.From: it reverses an allocation, a
@@ -149,11 +152,11 @@ func (r UndoRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.To), bucketCode(r.From), r.Holder, "", r.Lots, r.Back)
+	return l.moveLots(ctx, r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.To), bucketCode(r.From), r.Holder, "", r.Lots, r.Back)
 }
 
 func (r UndoRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), r.To, r.From, r.Lots, r.Back)
+	return m.moveLots(ctx, "move", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), r.To, r.From, r.Lots, r.Back)
 }
 
 // ChangeRequest: changes what an order holds of one SKU in one atomic operation: it releases
@@ -173,11 +176,11 @@ func (r ChangeRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
 	for _, q := range r.Allocate {
 		args = append(args, q)
 	}
-	return l.run(ctx, "change", r.OpID, r.LegacyOpID, r.SKU, args...)
+	return l.run(ctx, "change", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, args...)
 }
 
 func (r ChangeRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.applyAs(ctx, "change", r.OpID, r.LegacyOpID, r.SKU, r.Holder, r.validate(), func(o *modelOp) (error, string) {
+	return m.applyAs(ctx, "change", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, r.validate(), func(o *modelOp) (error, string) {
 		if err, detail := o.findLots(r.Release); err != nil {
 			return err, detail
 		}
@@ -206,12 +209,12 @@ func (r ReceiveRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
 	}
 	return withRegSeq("receive", r.SKU, reg, func(reg int64, _ int) (Result, error) {
 		key := allocKey(Lot{Kind: KindOnHand, BestBefore: r.BestBefore, RegSeq: reg})
-		return l.run(ctx, "receive", r.OpID, "", r.SKU, r.LotID, r.BestBefore, r.Qty, reg, key)
+		return l.run(ctx, "receive", r.fingerprint(), r.OpID, "", r.SKU, r.LotID, r.BestBefore, r.Qty, reg, key)
 	})
 }
 
 func (r ReceiveRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.apply(ctx, "receive", r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+	return m.apply(ctx, "receive", r.fingerprint(), r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
 		l := o.lot(r.LotID)
 		if l == nil {
 			return ErrUnknownLot, "lot=" + r.LotID
@@ -241,11 +244,11 @@ func (r AdjustRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "adjust", r.OpID, "", r.SKU, r.LotID, r.Delta, r.Reason)
+	return l.run(ctx, "adjust", r.fingerprint(), r.OpID, "", r.SKU, r.LotID, r.Delta, r.Reason)
 }
 
 func (r AdjustRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.apply(ctx, "adjust", r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+	return m.apply(ctx, "adjust", r.fingerprint(), r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
 		l := o.lot(r.LotID)
 		if l == nil {
 			return ErrUnknownLot, "lot=" + r.LotID
@@ -268,11 +271,11 @@ func (r HoldRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, "", r.SKU, "s", "h", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLots(ctx, r.fingerprint(), r.OpID, "", r.SKU, "s", "h", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 func (r HoldRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, "", r.SKU, "", r.Reason, r.validate(), Sellable, Hidden, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return m.moveLots(ctx, "move", r.fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.validate(), Sellable, Hidden, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // ReleaseHoldRequest: gives held units back to sale: hidden -> sellable.
@@ -280,11 +283,11 @@ func (r ReleaseHoldRequest) redis(ctx context.Context, l *Ledger) (Result, error
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, "", r.SKU, "h", "s", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLots(ctx, r.fingerprint(), r.OpID, "", r.SKU, "h", "s", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 func (r ReleaseHoldRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, "", r.SKU, "", r.Reason, r.validate(), Hidden, Sellable, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return m.moveLots(ctx, "move", r.fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.validate(), Hidden, Sellable, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // DamageRequest: records Qty units of a lot found damaged on a count: sellable -> defective.
@@ -293,11 +296,11 @@ func (r DamageRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.OpID, "", r.SKU, "s", "d", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLots(ctx, r.fingerprint(), r.OpID, "", r.SKU, "s", "d", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 func (r DamageRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.OpID, "", r.SKU, "", r.Reason, r.validate(), Sellable, Defective, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return m.moveLots(ctx, "move", r.fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.validate(), Sellable, Defective, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // RecallRequest: marks a whole lot defective: it is never a candidate again, its sellable and
@@ -308,11 +311,11 @@ func (r RecallRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "recall", r.OpID, "", r.SKU, r.LotID, r.Reason, MaxResultHolders)
+	return l.run(ctx, "recall", r.fingerprint(), r.OpID, "", r.SKU, r.LotID, r.Reason, MaxResultHolders)
 }
 
 func (r RecallRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.apply(ctx, "recall", r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+	return m.apply(ctx, "recall", r.fingerprint(), r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
 		l := o.lot(r.LotID)
 		if l == nil {
 			return ErrUnknownLot, "lot=" + r.LotID
@@ -342,7 +345,7 @@ func (r ReturnRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
 	if r.Defective {
 		to = "d"
 	}
-	return l.moveLots(ctx, r.OpID, r.LegacyOpID, r.SKU, "x", to, "", "", r.Lots, nil)
+	return l.moveLots(ctx, r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "x", to, "", "", r.Lots, nil)
 }
 
 func (r ReturnRequest) model(ctx context.Context, m *Model) (Result, error) {
@@ -350,7 +353,7 @@ func (r ReturnRequest) model(ctx context.Context, m *Model) (Result, error) {
 	if r.Defective {
 		to = Defective
 	}
-	return m.moveLots(ctx, "move", r.OpID, r.LegacyOpID, r.SKU, "", "", r.validate(), Shipped, to, r.Lots, nil)
+	return m.moveLots(ctx, "move", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "", "", r.validate(), Shipped, to, r.Lots, nil)
 }
 
 // RegisterSKURequest: creates a SKU with its safety stock at version 1. ErrSKUExists when Redis
@@ -363,12 +366,12 @@ func (r RegisterSKURequest) redis(ctx context.Context, l *Ledger) (Result, error
 	// Without creation the script answers ERR_NOT_LOADED for a SKU Redis does not have;
 	// run then asks the Loader. Only a SKU the Loader does not know either is created.
 	if l.loader != nil {
-		res, err := l.run(ctx, "regsku", r.OpID, "", r.SKU, ss, "0")
+		res, err := l.run(ctx, "regsku", r.fingerprint(), r.OpID, "", r.SKU, ss, "0")
 		if !errors.Is(err, ErrUnknownSKU) {
 			return res, err
 		}
 	}
-	return l.run(ctx, "regsku", r.OpID, "", r.SKU, ss, "1")
+	return l.run(ctx, "regsku", r.fingerprint(), r.OpID, "", r.SKU, ss, "1")
 }
 
 func (r RegisterSKURequest) model(ctx context.Context, m *Model) (Result, error) {
@@ -376,13 +379,19 @@ func (r RegisterSKURequest) model(ctx context.Context, m *Model) (Result, error)
 	if err := r.validate(); err != nil {
 		return fail(err)
 	}
-	key := [2]string{r.SKU, r.OpID}
-	m.mu.Lock()
-	if prev, ok := m.ops[key]; ok {
-		m.mu.Unlock()
+	key, fp := [2]string{r.SKU, r.OpID}, r.fingerprint()
+	replay := func(prev modelOutcome) (Result, error) {
+		if prev.fp != fp {
+			return fail(opConflict("regsku", r.SKU, r.OpID))
+		}
 		res := prev.res
 		res.Replayed = true
 		return res, prev.err
+	}
+	m.mu.Lock()
+	if prev, ok := m.ops[key]; ok {
+		m.mu.Unlock()
+		return replay(prev)
 	}
 	_, exists := m.skus[r.SKU]
 	m.mu.Unlock()
@@ -397,18 +406,16 @@ func (r RegisterSKURequest) model(ctx context.Context, m *Model) (Result, error)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if prev, ok := m.ops[key]; ok { // a concurrent call with the same op id
-		res := prev.res
-		res.Replayed = true
-		return res, prev.err
+		return replay(prev)
 	}
 	if _, ok := m.skus[r.SKU]; exists || ok {
 		err := opError("regsku", r.SKU, ErrSKUExists, "")
-		m.ops[key] = modelOutcome{res: Result{OpID: r.OpID, SKU: r.SKU}, err: err}
+		m.ops[key] = modelOutcome{res: Result{OpID: r.OpID, SKU: r.SKU}, err: err, fp: fp}
 		return fail(err)
 	}
 	m.skus[r.SKU] = &SKU{SKU: r.SKU, SafetyStock: r.SafetyStock, Version: 1, Lots: []Lot{}}
 	res := Result{OpID: r.OpID, SKU: r.SKU, Moves: []Move{}, Version: 1, Lots: []Lot{}, SafetyStock: r.SafetyStock}
-	m.ops[key] = modelOutcome{res: res}
+	m.ops[key] = modelOutcome{res: res, fp: fp}
 	return res, nil
 }
 
@@ -432,13 +439,13 @@ func (r RegisterLotRequest) redis(ctx context.Context, l *Ledger) (Result, error
 		for i := range int64(window) {
 			args = append(args, allocKey(Lot{Kind: n.Kind, BestBefore: n.BestBefore, RegSeq: reg + i}))
 		}
-		return l.run(ctx, "reglot", r.OpID, "", r.SKU, args...)
+		return l.run(ctx, "reglot", r.fingerprint(), r.OpID, "", r.SKU, args...)
 	})
 }
 
 func (r RegisterLotRequest) model(ctx context.Context, m *Model) (Result, error) {
 	n := r.Lot.withDefaults()
-	return m.apply(ctx, "reglot", r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+	return m.apply(ctx, "reglot", r.fingerprint(), r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
 		next := int64(0)
 		for _, l := range o.sku.Lots {
 			if l.LotID == n.LotID {
@@ -461,11 +468,11 @@ func (r SafetyStockRequest) redis(ctx context.Context, l *Ledger) (Result, error
 	if err := r.validate(); err != nil {
 		return Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "ss", r.OpID, "", r.SKU, r.SafetyStock)
+	return l.run(ctx, "ss", r.fingerprint(), r.OpID, "", r.SKU, r.SafetyStock)
 }
 
 func (r SafetyStockRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.apply(ctx, "ss", r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+	return m.apply(ctx, "ss", r.fingerprint(), r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
 		o.sku.SafetyStock = r.SafetyStock
 		o.safety = r.SafetyStock
 		return nil, ""

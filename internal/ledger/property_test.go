@@ -162,7 +162,8 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 		var st genStep
 		switch k := rng.IntN(100); {
 		case k < 10 && len(steps) > 0:
-			// Replay an earlier op id, sometimes with other arguments: the first answer wins.
+			// Replay an earlier op id, sometimes with other arguments: the same request gets
+			// the first answer, another is refused (ErrOpConflict).
 			st = steps[rng.IntN(len(steps))]
 			if st.alloc != nil && rng.IntN(2) == 0 {
 				a := *st.alloc
@@ -261,14 +262,33 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 		default:
 			st = genStep{name: "snapshot", snapshot: true}
 		}
+		if i > 0 && !st.snapshot && !strings.HasPrefix(st.name, "replay ") && rng.IntN(25) == 0 {
+			// Another request under an earlier op id (of any kind, on any SKU).
+			st.setOpID(fmt.Sprintf("op%d", rng.IntN(i)))
+			st.name = "reuse " + st.name
+		}
 		st.sku = sku
 		steps = append(steps, st)
 	}
 	return skus, steps
 }
 
+// setOpID gives the step's request another op id.
+func (s *genStep) setOpID(id string) {
+	for _, v := range []any{&s.alloc, &s.release, &s.lots, &s.receive, &s.hold, &s.recall, &s.ret, &s.undo, &s.change, &s.regSKU, &s.regLot, &s.ss, &s.adjust} {
+		p := reflect.ValueOf(v).Elem()
+		if p.IsNil() {
+			continue
+		}
+		c := reflect.New(p.Type().Elem())
+		c.Elem().Set(p.Elem())
+		c.Elem().FieldByName("OpID").SetString(id)
+		p.Set(c)
+	}
+}
+
 func (s genStep) run(inv Inventory) (Result, error) {
-	name := strings.TrimPrefix(s.name, "replay ")
+	name := strings.TrimPrefix(strings.TrimPrefix(s.name, "replay "), "reuse ")
 	switch {
 	case s.alloc != nil:
 		return inv.Apply(ctx, *s.alloc)

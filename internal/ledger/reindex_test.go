@@ -142,7 +142,7 @@ func TestIndexOfAnotherLayoutIsRebuiltBeforeUse(t *testing.T) {
 		writeIndexAs(t, rc, Key(prefix, s.SKU), fifoKey, "fifo-layout")
 	}
 
-	err = ledgerScript.Run(ctx, rc, []string{Key(prefix, "A"), opKey(prefix, "A", "raw")}, "alloc", "60", 1, "2026-12-01", "reserve", "").Err()
+	err = ledgerScript.Run(ctx, rc, []string{Key(prefix, "A"), opKey(prefix, "A", "raw")}, "alloc", "60", alloc("raw", "A", 1, "2026-12-01", ModeReserve).fingerprint(), 1, "2026-12-01", "reserve", "").Err()
 	if !isReindexReply(err) {
 		t.Fatalf("the script walked an index of another layout: %v", err)
 	}

@@ -50,13 +50,15 @@ const MaxResultHolders = 100
 
 // AllocateRequest asks for Qty units of a SKU valid on TargetDate.
 type AllocateRequest struct {
-	// OpID identifies the operation; a replay with the same OpID returns the first result.
+	// OpID identifies the operation; a replay of the same request with the same OpID
+	// returns the first result, another request under it fails with ErrOpConflict.
 	OpID string `json:"op_id"`
 	// LegacyOpID is the id an older version of the caller named the same operation by;
 	// empty for none. When OpID has no record, the ledger replays the record of
 	// LegacyOpID if there is one (an older worker may have applied the operation before
-	// it crashed); it never writes one under LegacyOpID. Release, Confirm, Ship, Undo,
-	// Change and Return take it too: the operations of an order's events.
+	// it crashed), unless that record answers another request; it never writes one under
+	// LegacyOpID. Release, Confirm, Ship, Undo, Change and Return take it too: the
+	// operations of an order's events.
 	LegacyOpID string `json:"legacy_op_id,omitempty"`
 	SKU        string `json:"sku"`
 	Qty        int64  `json:"qty"`

@@ -46,10 +46,12 @@ func TestRegisterSKU(t *testing.T) {
 		if r.Version != 1 || r.SafetyStock != 3 {
 			t.Fatalf("registered %+v", r)
 		}
-		r, err = inv.Apply(ctx, RegisterSKURequest{OpID: "s1", SKU: "NEW", SafetyStock: 9})
+		r, err = inv.Apply(ctx, RegisterSKURequest{OpID: "s1", SKU: "NEW", SafetyStock: 3})
 		if err != nil || !r.Replayed || r.SafetyStock != 3 {
 			t.Fatalf("replay: %+v %v", r, err)
 		}
+		_, err = inv.Apply(ctx, RegisterSKURequest{OpID: "s1", SKU: "NEW", SafetyStock: 9})
+		wantErr(t, err, ErrOpConflict)
 		_, err = inv.Apply(ctx, RegisterSKURequest{OpID: "s2", SKU: "NEW"})
 		wantErr(t, err, ErrSKUExists)
 		_, err = inv.Apply(ctx, RegisterSKURequest{OpID: "s3", SKU: "PG"})
