@@ -117,6 +117,10 @@ type Relay struct {
 	log       *zap.Logger
 	metrics   *RelayMetrics
 	kick      chan struct{}
+	// held are the entities whose row failed in the last round (neither taken nor parked):
+	// the next round retries each one's first row alone, after the others, and reads the
+	// window past their later rows, so an entity SNS keeps failing holds up no other.
+	held []string
 }
 
 // NewRelay checks cfg and returns a Relay; Run runs it.
@@ -308,17 +312,16 @@ func (r *Relay) round(ctx context.Context) (res roundResult) {
 	if !locked {
 		return roundResult{result: roundLocked}
 	}
-	var rows []row
-	if err := tx.Raw(`SELECT id, message_id, kind, entity, seq, body, created_at FROM outbox
-		WHERE published_at IS NULL AND parked_at IS NULL ORDER BY id LIMIT ?`, r.cfg.RoundMax).Scan(&rows).Error; err != nil {
+	rows, full, err := r.read(tx)
+	if err != nil {
 		return roundResult{result: roundFailed, err: fmt.Errorf("outbound: relay: read: %w", err)}
 	}
-	res = roundResult{read: len(rows), full: len(rows) == r.cfg.RoundMax}
+	res = roundResult{read: len(rows), full: full}
 	if len(rows) == 0 {
 		res.result = roundEmpty
 		return res
 	}
-	taken, parked, failures, err := r.publish(ctx, rows)
+	taken, parked, held, failures, err := r.publish(ctx, rows)
 	res.published, res.parked, res.failures = len(taken), len(parked), failures
 	if len(taken) > 0 {
 		if err := tx.Exec(`UPDATE outbox SET published_at = now() WHERE id IN ?`, taken).Error; err != nil {
@@ -335,6 +338,7 @@ func (r *Relay) round(ctx context.Context) (res roundResult) {
 			return roundResult{result: roundFailed, read: len(rows), err: fmt.Errorf("outbound: relay: commit: %w", err)}
 		}
 	}
+	r.held = held[:min(len(held), r.cfg.RoundMax)]
 	// Counted once committed: a parked row is set aside for good only then.
 	for _, p := range parked {
 		r.metrics.Parked.WithLabelValues(p.reason).Inc()
@@ -388,10 +392,37 @@ func snsChars(s string) bool {
 	return utf8.ValidString(s)
 }
 
+// read reads the rows of a round: up to RoundMax rows by id, those of the held entities
+// left out, and then the first row of each held entity. full tells whether the first read
+// was cut at RoundMax.
+func (r *Relay) read(tx *gorm.DB) (rows []row, full bool, err error) {
+	const cols = `SELECT id, message_id, kind, entity, seq, body, created_at FROM outbox WHERE published_at IS NULL AND parked_at IS NULL`
+	if len(r.held) == 0 {
+		err = tx.Raw(cols+` ORDER BY id LIMIT ?`, r.cfg.RoundMax).Scan(&rows).Error
+		return rows, len(rows) == r.cfg.RoundMax, err
+	}
+	if err := tx.Raw(cols+` AND entity NOT IN ? ORDER BY id LIMIT ?`, r.held, r.cfg.RoundMax).Scan(&rows).Error; err != nil {
+		return nil, false, err
+	}
+	full = len(rows) == r.cfg.RoundMax
+	var heads []row
+	// An entity's rows are found by its (entity, seq) index: its first unpublished one.
+	if err := tx.Raw(`SELECT DISTINCT ON (entity) id, message_id, kind, entity, seq, body, created_at FROM outbox
+		WHERE entity IN ? AND published_at IS NULL AND parked_at IS NULL ORDER BY entity, seq`, r.held).Scan(&heads).Error; err != nil {
+		return nil, false, err
+	}
+	return append(rows, heads...), full, nil
+}
+
 // publish publishes rows (ordered by id) through Publishers partitions, each entity's in
 // one of them in seq order, and returns the ids of the rows SNS took, the rows it can never
-// take (to park), how many it refused or did not answer for, and the first error of a call.
-func (r *Relay) publish(ctx context.Context, rows []row) (taken []int64, parked []parkedRow, failures int, err error) {
+// take (to park), the entities to hold for the next round, how many rows it refused or did
+// not answer for, and the first error of a call.
+func (r *Relay) publish(ctx context.Context, rows []row) (taken []int64, parked []parkedRow, hold []string, failures int, err error) {
+	held := make(map[string]bool, len(r.held))
+	for _, e := range r.held {
+		held[e] = true
+	}
 	parts := make([][]*row, r.cfg.Publishers)
 	for i := range rows {
 		h := fnv.New32a()
@@ -411,27 +442,28 @@ func (r *Relay) publish(ctx context.Context, rows []row) (taken []int64, parked 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t, pk, f, err := r.publishPart(ctx, part)
+			t, pk, hd, f, err := r.publishPart(ctx, part, held)
 			mu.Lock()
 			defer mu.Unlock()
-			taken, parked, failures = append(taken, t...), append(parked, pk...), failures+f
+			taken, parked, hold, failures = append(taken, t...), append(parked, pk...), append(hold, hd...), failures+f
 			if err != nil {
 				errs = append(errs, err)
 			}
 		}()
 	}
 	wg.Wait()
-	return taken, parked, failures, errors.Join(errs...)
+	return taken, parked, hold, failures, errors.Join(errs...)
 }
 
 // publishPart publishes one partition's rows, batches of up to ten entries and snsMaxBytes
-// bytes holding one row per entity at most. A row SNS can never take is parked, and its
-// entity's next row goes on; once an entity's row failed otherwise, its later rows wait
-// for the next round, so an entity's messages never overtake each other. A failed call
-// ends the partition's turn.
-func (r *Relay) publishPart(ctx context.Context, part []*row) (taken []int64, parked []parkedRow, failures int, err error) {
+// bytes holding one row per entity at most, and then the rows of the held entities, each
+// alone. A row SNS can never take is parked, and its entity's next row goes on; once an
+// entity's row failed otherwise, its later rows wait for the next round, so an entity's
+// messages never overtake each other, and the entity is held. A failed call ends the
+// partition's turn; the held entities it did not reach stay held.
+func (r *Relay) publishPart(ctx context.Context, part []*row, held map[string]bool) (taken []int64, parked []parkedRow, hold []string, failures int, err error) {
 	// Each entity's rows, in seq order, entities in the order of their first row.
-	var order []string
+	var order, heads []string
 	pending := map[string][]*row{}
 	for _, rw := range part {
 		if f := rw.fault(); f != "" {
@@ -439,26 +471,19 @@ func (r *Relay) publishPart(ctx context.Context, part []*row) (taken []int64, pa
 			continue
 		}
 		if _, ok := pending[rw.Entity]; !ok {
-			order = append(order, rw.Entity)
+			if held[rw.Entity] {
+				heads = append(heads, rw.Entity)
+			} else {
+				order = append(order, rw.Entity)
+			}
 		}
 		pending[rw.Entity] = append(pending[rw.Entity], rw)
 	}
-	for len(order) > 0 {
-		if ctx.Err() != nil {
-			return taken, parked, failures, ctx.Err()
-		}
-		batch := make([]*row, 0, batchMax)
-		size := 0
-		for _, e := range order {
-			rw := pending[e][0]
-			if len(batch) == batchMax || len(batch) > 0 && size+rw.size() > snsMaxBytes {
-				break
-			}
-			batch, size = append(batch, rw), size+rw.size()
-		}
+	// send sends batch, the first row of each of entities; a taken or parked row's entity
+	// goes on with its next row, a failed one's is held.
+	send := func(entities []string, batch []*row) (next []string, err error) {
 		out, err := r.send(ctx, batch)
-		next := order[:0]
-		for i, e := range order {
+		for i, e := range entities {
 			switch {
 			case i >= len(batch):
 				next = append(next, e)
@@ -470,7 +495,7 @@ func (r *Relay) publishPart(ctx context.Context, part []*row) (taken []int64, pa
 			default:
 				failures++
 				r.metrics.PublishFailures.Inc()
-				// Its later rows wait for the next round.
+				hold = append(hold, e)
 				continue
 			}
 			if len(pending[e]) > 1 {
@@ -478,12 +503,35 @@ func (r *Relay) publishPart(ctx context.Context, part []*row) (taken []int64, pa
 				next = append(next, e)
 			}
 		}
-		if err != nil {
-			return taken, parked, failures, err
-		}
-		order = next
+		return next, err
 	}
-	return taken, parked, failures, nil
+	for len(order) > 0 {
+		if ctx.Err() != nil {
+			return taken, parked, append(hold, heads...), failures, ctx.Err()
+		}
+		batch := make([]*row, 0, batchMax)
+		size := 0
+		for _, e := range order {
+			rw := pending[e][0]
+			if len(batch) == batchMax || len(batch) > 0 && size+rw.size() > snsMaxBytes {
+				break
+			}
+			batch, size = append(batch, rw), size+rw.size()
+		}
+		if order, err = send(order, batch); err != nil {
+			return taken, parked, append(hold, heads...), failures, err
+		}
+	}
+	// A held entity has one row read, its first: it goes alone, so that it fails no other.
+	for i, e := range heads {
+		if ctx.Err() != nil {
+			return taken, parked, append(hold, heads[i:]...), failures, ctx.Err()
+		}
+		if _, err := send([]string{e}, pending[e][:1]); err != nil {
+			return taken, parked, append(hold, heads[i+1:]...), failures, err
+		}
+	}
+	return taken, parked, hold, failures, nil
 }
 
 // outcome is what became of a row sent: SNS took it, or it is to be parked (why, and what

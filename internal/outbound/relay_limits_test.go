@@ -3,6 +3,7 @@ package outbound
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -330,4 +331,68 @@ func FuzzSNSChars(f *testing.F) {
 			t.Fatalf("size %d below the body's %d", rw.size(), len(s))
 		}
 	})
+}
+
+// failingSNS fails every call holding an entry whose message has mark in it, as SNS does
+// when it is in trouble (the call never reaches SNS); the others go through.
+type failingSNS struct {
+	inner SNSPublisher
+	mark  string
+}
+
+func (f *failingSNS) PublishBatch(ctx context.Context, in *sns.PublishBatchInput, opts ...func(*sns.Options)) (*sns.PublishBatchOutput, error) {
+	for _, e := range in.PublishBatchRequestEntries {
+		if strings.Contains(aws.ToString(e.Message), f.mark) {
+			return nil, errors.New("failing: InternalError")
+		}
+	}
+	return f.inner.PublishBatch(ctx, in, opts...)
+}
+
+// One entity whose every call fails (not the sender's fault: its rows are retried, never
+// parked), with 80 rows, more than a round's window of 40, among healthy entities of every
+// partition, its own too: every healthy row is published, and the stuck entity's rows
+// wait, none lost. (Fails with the window read by id alone: the stuck entity's rows fill
+// it and the healthy rows behind them are never read; and with the stuck entity's row in
+// the batches before the others of its partition: they fail with it.)
+func TestRelayStuckEntityStarvesNoOne(t *testing.T) {
+	db := testenv.Postgres(t)
+	pub := testenv.SNS(t)
+	topic := testenv.Topic(t, pub)
+	const publishers = 4
+	stuck := ""
+	for i := 0; stuck == ""; i++ {
+		if e := fmt.Sprintf("STUCK-LC-%d", i); partitionOf(e, publishers) == 0 {
+			stuck = e
+		}
+	}
+	insertWhole(t, db, bigMessage(t, stuck, 1, 500, "fail-me"))
+	insertRows(t, db, []string{stuck}, 79, 2)
+	entities := testEntities("W", 16)
+	insertRows(t, db, entities, 10, 1)
+	r := newTestRelay(t, db, &failingSNS{inner: pub, mark: "fail-me"}, topic, 40)
+	ctx := context.Background()
+	for i := 0; ; i++ {
+		all, _ := rowsLeft(t, db, 0, publishers)
+		if all == 80 {
+			break
+		}
+		if i == 40 {
+			t.Fatalf("after 40 rounds %d healthy rows unpublished", all-80)
+		}
+		r.round(ctx)
+	}
+	inPart0 := 0
+	for _, e := range entities {
+		if partitionOf(e, publishers) == 0 {
+			inPart0++
+		}
+	}
+	if inPart0 == 0 {
+		t.Fatal("no healthy entity shares the stuck entity's partition")
+	}
+	var n int64
+	if err := db.Raw(`SELECT count(*) FROM outbox WHERE entity = ? AND published_at IS NULL AND parked_at IS NULL`, stuck).Scan(&n).Error; err != nil || n != 80 {
+		t.Errorf("the stuck entity has %d rows waiting (%v), want all 80", n, err)
+	}
 }
