@@ -479,9 +479,9 @@ func (r *Relay) publishPart(ctx context.Context, part []*row, held map[string]bo
 		}
 		pending[rw.Entity] = append(pending[rw.Entity], rw)
 	}
-	// send sends batch, the first row of each of entities; a taken or parked row's entity
+	// try sends batch, the first row of each of entities; a taken or parked row's entity
 	// goes on with its next row, a failed one's is held.
-	send := func(entities []string, batch []*row) (next []string, err error) {
+	try := func(entities []string, batch []*row) (next []string, err error) {
 		out, err := r.send(ctx, batch)
 		for i, e := range entities {
 			switch {
@@ -518,7 +518,7 @@ func (r *Relay) publishPart(ctx context.Context, part []*row, held map[string]bo
 			}
 			batch, size = append(batch, rw), size+rw.size()
 		}
-		if order, err = send(order, batch); err != nil {
+		if order, err = try(order, batch); err != nil {
 			return taken, parked, append(hold, heads...), failures, err
 		}
 	}
@@ -527,7 +527,7 @@ func (r *Relay) publishPart(ctx context.Context, part []*row, held map[string]bo
 		if ctx.Err() != nil {
 			return taken, parked, append(hold, heads[i:]...), failures, ctx.Err()
 		}
-		if _, err := send([]string{e}, pending[e][:1]); err != nil {
+		if _, err := try([]string{e}, pending[e][:1]); err != nil {
 			return taken, parked, append(hold, heads[i+1:]...), failures, err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
+	"github.com/aws/smithy-go"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
@@ -394,5 +395,26 @@ func TestRelayStuckEntityStarvesNoOne(t *testing.T) {
 	var n int64
 	if err := db.Raw(`SELECT count(*) FROM outbox WHERE entity = ? AND published_at IS NULL AND parked_at IS NULL`, stuck).Scan(&n).Error; err != nil || n != 80 {
 		t.Errorf("the stuck entity has %d rows waiting (%v), want all 80", n, err)
+	}
+}
+
+// A whole call refused for a message's sake is split (and a row refused so alone parked);
+// the same codes about the topic, and any other error, are not the message's fault.
+func TestMessageFault(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&snstypes.BatchRequestTooLongException{Message: aws.String("The length of all the messages put together is more than the limit.")}, true},
+		{fmt.Errorf("outbound: publish 1 messages: %w", &snstypes.InvalidParameterException{Message: aws.String("Invalid parameter: Message too long")}), true},
+		{&smithy.GenericAPIError{Code: "ParameterValueInvalid", Message: "Message contains invalid characters"}, true},
+		{&snstypes.InvalidParameterException{Message: aws.String("Invalid parameter: TopicArn")}, false},
+		{&snstypes.NotFoundException{Message: aws.String("Topic does not exist")}, false},
+		{&smithy.GenericAPIError{Code: "Throttling", Message: "Rate exceeded"}, false},
+		{errors.New("connection reset"), false},
+	} {
+		if got := messageFault(c.err); got != c.want {
+			t.Errorf("messageFault(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
