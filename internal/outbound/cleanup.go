@@ -21,8 +21,8 @@ const (
 )
 
 // Cleanup deletes up to CleanupBatchDefault outbox rows created more than retention ago,
-// published ones only when publishedOnly (a relay runs: an unpublished row waits for it
-// however old), every one otherwise (no topic: GET /v1/events alone reads them). It runs
+// published or parked ones only when publishedOnly (a relay runs: an unpublished row waits
+// for it however old), every one otherwise (no topic: GET /v1/events alone reads them). It runs
 // under the outbox's advisory lock, so one replica cleans at a time; when another holds
 // it, Cleanup deletes nothing and says so with locked.
 func Cleanup(ctx context.Context, db *gorm.DB, retention time.Duration, publishedOnly bool) (deleted int64, locked bool, err error) {
@@ -37,7 +37,7 @@ func Cleanup(ctx context.Context, db *gorm.DB, retention time.Duration, publishe
 		}
 		cond := ""
 		if publishedOnly {
-			cond = " AND published_at IS NOT NULL"
+			cond = " AND (published_at IS NOT NULL OR parked_at IS NOT NULL)"
 		}
 		res := tx.Exec(`DELETE FROM outbox WHERE id IN (
 			SELECT id FROM outbox WHERE created_at < now() - make_interval(secs => ?)`+cond+` ORDER BY created_at LIMIT ?)`,

@@ -26,14 +26,19 @@ var roundResults = []string{roundPublished, roundPartial, roundEmpty, roundLocke
 type RelayMetrics struct {
 	// Published counts the messages SNS took, by kind (a copy counts again).
 	Published *prometheus.CounterVec
-	// PublishFailures counts the messages SNS refused or did not answer for.
+	// PublishFailures counts the messages SNS refused or did not answer for (they go again).
 	PublishFailures prometheus.Counter
+	// Parked counts the rows parked because SNS can never take them, by reason: too_large,
+	// invalid_characters, refused.
+	Parked *prometheus.CounterVec
 	// Rounds counts the relay's rounds by result: published, partial, empty, not_leader, failed.
 	Rounds *prometheus.CounterVec
 	// Lag is the time from a row's created_at to SNS taking it.
 	Lag prometheus.Histogram
-	// Depth is the number of unpublished rows (ReadStats).
+	// Depth is the number of rows neither published nor parked (ReadStats).
 	Depth prometheus.Gauge
+	// ParkedRows is the number of parked rows in the outbox (ReadStats).
+	ParkedRows prometheus.Gauge
 	// OldestUnpublished is the age of the oldest unpublished row (ReadStats).
 	OldestUnpublished prometheus.Gauge
 }
@@ -49,6 +54,10 @@ func newRelayMetrics(reg prometheus.Registerer) (*RelayMetrics, error) {
 			Namespace: ns, Subsystem: sub, Name: "publish_failures_total",
 			Help: "Outbound messages SNS refused or did not answer for; they are published again.",
 		}),
+		Parked: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "parked_total",
+			Help: "Outbox rows parked because SNS can never take them, by reason (too_large, invalid_characters, refused).",
+		}, []string{"reason"}),
 		Rounds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "relay_rounds_total",
 			Help: "Relay rounds by result (published, partial, empty, not_leader: another replica relays, failed).",
@@ -60,7 +69,11 @@ func newRelayMetrics(reg prometheus.Registerer) (*RelayMetrics, error) {
 		}),
 		Depth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "depth",
-			Help: "Outbox rows not yet published.",
+			Help: "Outbox rows neither published nor parked.",
+		}),
+		ParkedRows: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "parked",
+			Help: "Outbox rows parked (SNS can never take them); they wait for an operator.",
 		}),
 		OldestUnpublished: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "oldest_unpublished_seconds",
@@ -73,8 +86,11 @@ func newRelayMetrics(reg prometheus.Registerer) (*RelayMetrics, error) {
 	for _, r := range roundResults {
 		m.Rounds.WithLabelValues(r)
 	}
+	for _, r := range parkReasons {
+		m.Parked.WithLabelValues(r)
+	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.Published, m.PublishFailures, m.Rounds, m.Lag, m.Depth, m.OldestUnpublished} {
+		for _, c := range []prometheus.Collector{m.Published, m.PublishFailures, m.Parked, m.Rounds, m.Lag, m.Depth, m.ParkedRows, m.OldestUnpublished} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("outbound: metrics: %w", err)
 			}

@@ -10,30 +10,35 @@ import (
 
 // Stats is the outbox's state, as the relay's gauges and the console's overview show it.
 type Stats struct {
-	// Unpublished counts the rows the relay has not published (the outbox's depth).
+	// Unpublished counts the rows the relay has still to publish (the outbox's depth):
+	// neither published nor parked.
 	Unpublished int64
-	// OldestUnpublished is the age of the oldest of them (the relay's lag); 0 when none.
+	// Parked counts the parked rows: SNS can never take them, and the relay passes them by.
+	Parked int64
+	// OldestUnpublished is the age of the oldest unpublished row (the relay's lag); 0 when none.
 	OldestUnpublished time.Duration
 	// Rows counts every row (what the retention keeps).
 	Rows int64
 }
 
-// ReadStats reads the outbox's Stats. The unpublished rows are read through their partial
-// index; Rows is PostgreSQL's estimate (pg_class.reltuples), not a count.
+// ReadStats reads the outbox's Stats. The unpublished and parked rows are read through
+// their partial indexes; Rows is PostgreSQL's estimate (pg_class.reltuples), not a count.
 func ReadStats(ctx context.Context, db *gorm.DB) (Stats, error) {
 	var r struct {
 		Unpublished int64
+		Parked      int64
 		OldestAgeMs *float64
 		Rows        float64
 	}
 	err := db.WithContext(ctx).Raw(`SELECT
-	(SELECT count(*) FROM outbox WHERE published_at IS NULL) AS unpublished,
-	(SELECT extract(epoch FROM now() - min(created_at)) * 1000 FROM outbox WHERE published_at IS NULL) AS oldest_age_ms,
+	(SELECT count(*) FROM outbox WHERE published_at IS NULL AND parked_at IS NULL) AS unpublished,
+	(SELECT count(*) FROM outbox WHERE parked_at IS NOT NULL) AS parked,
+	(SELECT extract(epoch FROM now() - min(created_at)) * 1000 FROM outbox WHERE published_at IS NULL AND parked_at IS NULL) AS oldest_age_ms,
 	(SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = 'outbox'::regclass) AS rows`).Scan(&r).Error
 	if err != nil {
 		return Stats{}, fmt.Errorf("outbound: stats: %w", err)
 	}
-	s := Stats{Unpublished: r.Unpublished, Rows: int64(r.Rows)}
+	s := Stats{Unpublished: r.Unpublished, Parked: r.Parked, Rows: int64(r.Rows)}
 	if r.OldestAgeMs != nil && *r.OldestAgeMs > 0 {
 		s.OldestUnpublished = time.Duration(*r.OldestAgeMs * float64(time.Millisecond))
 	}
