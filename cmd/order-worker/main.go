@@ -410,8 +410,12 @@ func newProcessor(cfg Config, log *zap.Logger, d *deps, results *queue.Publisher
 	deadLetter := func(ctx context.Context, body []byte, reason string, attrs map[string]string) error {
 		return queue.DeadLetter(ctx, d.sqs, d.urls.ordersDLQ, body, reason, attrs, deadLetterKeys(d.urls.ordersDLQ, body))
 	}
+	resultsDeadLetter := func(ctx context.Context, body []byte, reason string, attrs map[string]string) error {
+		return queue.DeadLetter(ctx, d.sqs, d.urls.resultsDLQ, body, reason, attrs, resultDeadLetterKeys(d.urls.resultsDLQ, body))
+	}
 	return order.New(order.Config{
-		Redis: d.rc, Ledger: led, Publisher: results, DeadLetter: deadLetter, Logger: log, Registerer: d.reg,
+		Redis: d.rc, Ledger: led, Publisher: results, DeadLetter: deadLetter, ResultsDeadLetter: resultsDeadLetter,
+		MaxResultBytes: order.ResultBound(d.resultsMax), Logger: log, Registerer: d.reg,
 		Prefix: cfg.KeyPrefix, DoneRetention: cfg.DoneRetention, ParkTimeout: cfg.ParkTimeout,
 		Loader: order.PGLoader{DB: d.db}, Replication: d.repl, Policy: domain.Policy{ReservationTTL: cfg.ReservationTTL},
 	})
@@ -441,6 +445,20 @@ func deadLetterKeys(dlqURL string, body []byte) queue.Keys {
 		return queue.Keys{}
 	}
 	group, _, err := domain.OrderKeys(body)
+	if err != nil {
+		group = queue.DeadLetterGroup
+	}
+	return queue.Keys{Group: group, Dedup: "dead-letter-" + uuid.NewString()}
+}
+
+// resultDeadLetterKeys are the ids on a FIFO results DLQ of a result the results queue
+// refused: its entity's group (queue.DeadLetterGroup for a body that does not decode, such
+// as its quoted copy) and a new deduplication id, as deadLetterKeys.
+func resultDeadLetterKeys(dlqURL string, body []byte) queue.Keys {
+	if !queue.IsFIFO(dlqURL) {
+		return queue.Keys{}
+	}
+	group, _, err := domain.ResultKeys(body)
 	if err != nil {
 		group = queue.DeadLetterGroup
 	}
@@ -535,7 +553,8 @@ func quarantineMinAge(d time.Duration) time.Duration {
 // checkResultBound refuses to start when the largest result an accepted event can make
 // (JUNBAN_MAX_LINES) would not fit in the results queue's messages: such a result could
 // never be published, and its order would wait behind it. It returns the queue's maximum
-// message size, which the results publisher then keeps to.
+// message size, which the results publisher then keeps to, and the processor's bound of a
+// result follows (order.ResultBound).
 func checkResultBound(ctx context.Context, cfg Config, c *sqs.Client, resultsURL string, log *zap.Logger) (int, error) {
 	size, reported, err := queue.MaxMessageSize(ctx, c, resultsURL)
 	if err != nil {
@@ -549,11 +568,11 @@ func checkResultBound(ctx context.Context, cfg Config, c *sqs.Client, resultsURL
 	}
 	log.Info("results fit the results queue", zap.Int("max_lines", cfg.MaxLines),
 		zap.Int("worst_case_bytes", domain.WorstCaseResultBytes(cfg.MaxLines, domain.ResultLotsPerLine)),
-		zap.Int("max_message_bytes", size))
+		zap.Int("max_message_bytes", size), zap.Int("max_result_bytes", order.ResultBound(size)))
 	return size, nil
 }
 
-type queueURLs struct{ orders, ordersDLQ, results string }
+type queueURLs struct{ orders, ordersDLQ, results, resultsDLQ string }
 
 func resolve(ctx context.Context, cfg config.SQS, c *sqs.Client) (queueURLs, error) {
 	var u queueURLs
@@ -564,7 +583,10 @@ func resolve(ctx context.Context, cfg config.SQS, c *sqs.Client) (queueURLs, err
 	if u.ordersDLQ, err = queue.ResolveURL(ctx, c, cfg.OrdersDLQ); err != nil {
 		return u, err
 	}
-	u.results, err = queue.ResolveURL(ctx, c, cfg.ResultsQueue)
+	if u.results, err = queue.ResolveURL(ctx, c, cfg.ResultsQueue); err != nil {
+		return u, err
+	}
+	u.resultsDLQ, err = queue.ResolveURL(ctx, c, cfg.ResultsDLQ)
 	return u, err
 }
 

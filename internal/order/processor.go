@@ -13,9 +13,11 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/aws/smithy-go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
@@ -26,6 +28,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/redisscript"
 	"github.com/junban/junban/internal/replication"
 	"github.com/junban/junban/internal/tracing"
@@ -36,10 +39,18 @@ const (
 	DoneRetentionDefault = 7 * 24 * time.Hour
 	ParkTimeoutDefault   = 24 * time.Hour
 	MaxParkedDefault     = 100
-	// MaxResultBytesDefault is SQS's classic 256 KiB, less 8 KiB for attributes.
-	MaxResultBytesDefault = 248 * 1024
-	outboxBatch           = 10
+	// MaxResultBytesDefault is the bound of a result on a results queue of SQS's classic
+	// 256 KiB (ResultBound).
+	MaxResultBytesDefault = queue.MaxMessageSizeDefault - ResultAttributesReserve
+	// ResultAttributesReserve is the room a result's message keeps for its attributes (its
+	// trace context) within the results queue's MaximumMessageSize.
+	ResultAttributesReserve = 8 * 1024
+	outboxBatch             = 10
 )
+
+// ResultBound is the largest result body a results queue whose MaximumMessageSize is
+// maxMessageSize takes: that size less ResultAttributesReserve (Config.MaxResultBytes).
+func ResultBound(maxMessageSize int) int { return maxMessageSize - ResultAttributesReserve }
 
 // Config configures a Processor: its dependencies, then its bounds. Zero bounds take
 // the defaults above.
@@ -53,6 +64,11 @@ type Config struct {
 	// DeadLetter sends an event that can never apply to the orders DLQ; nil: such an
 	// event fails with ErrNoDeadLetter and stays where it is.
 	DeadLetter DeadLetter
+	// ResultsDeadLetter sends a result the results queue refused as the sender's fault
+	// (characters SQS cannot carry, a message over its size) to the results DLQ with
+	// ReasonResultRefused; nil: such a result fails with ErrNoDeadLetter and stays at the
+	// head of its entity's outbox.
+	ResultsDeadLetter DeadLetter
 	// Logger logs the processor's decisions; nil logs nothing.
 	Logger *zap.Logger
 	// Registerer receives the processor's metrics; nil registers none.
@@ -69,9 +85,10 @@ type Config struct {
 	MaxParked int
 	// MaxEventBytes bounds an event's body.
 	MaxEventBytes int
-	// MaxResultBytes bounds a result's body: the results queue's maximum message size,
-	// less room for its attributes. A step whose result would be larger is not committed:
-	// its event is quarantined at once with ERR_RESULT_TOO_LARGE (ResultTooLargeError).
+	// MaxResultBytes bounds a result's body: ResultBound of the results queue's
+	// MaximumMessageSize (the order-worker reads it at start). A step whose result would
+	// be larger is not committed: its event is quarantined at once with
+	// ERR_RESULT_TOO_LARGE (ResultTooLargeError). Default MaxResultBytesDefault.
 	MaxResultBytes int
 	// Loader restores an order that Redis lost from PostgreSQL; nil: none.
 	Loader Loader
@@ -90,6 +107,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.DeadLetter == nil {
 		c.DeadLetter = func(context.Context, []byte, string, map[string]string) error { return ErrNoDeadLetter }
+	}
+	if c.ResultsDeadLetter == nil {
+		c.ResultsDeadLetter = func(context.Context, []byte, string, map[string]string) error { return ErrNoDeadLetter }
 	}
 	if c.Prefix == "" {
 		c.Prefix = "junban"
@@ -137,6 +157,14 @@ type Publisher interface {
 // DeadLetter sends an event that can never apply to the orders DLQ with its reason.
 type DeadLetter func(ctx context.Context, body []byte, reason string, attrs map[string]string) error
 
+// ReasonResultRefused is the results DLQ's reason for a result the results queue refused
+// as the sender's fault; SQS's code follows it.
+const ReasonResultRefused = "ERR_RESULT_REFUSED"
+
+// AttrOriginalBytes is set on a refused result that the results DLQ refused as it was too,
+// and was sent quoted instead: the size of the result as it was.
+const AttrOriginalBytes = "junban-original-bytes"
+
 // ErrNoDeadLetter: an event had to be dead-lettered and the Processor has no DeadLetter.
 var ErrNoDeadLetter = errors.New("order: no dead-letter queue configured")
 
@@ -155,14 +183,16 @@ var (
 
 // Processor is the handler of every turn: lockhandoff calls Handle for each event.
 type Processor struct {
-	rc      redis.UniversalClient
-	ledger  domain.Ledger
-	pub     Publisher
-	dlq     DeadLetter
-	cfg     Config
-	now     func() time.Time
-	log     *zap.Logger
-	metrics *metrics
+	rc     redis.UniversalClient
+	ledger domain.Ledger
+	pub    Publisher
+	dlq    DeadLetter
+	// resultsDLQ takes the results the results queue refused.
+	resultsDLQ DeadLetter
+	cfg        Config
+	now        func() time.Time
+	log        *zap.Logger
+	metrics    *metrics
 	// crash, when set (tests), fails the step at a point: "commit" right before the commit,
 	// "committed" right after it.
 	crash func(point string) error
@@ -178,7 +208,7 @@ func New(cfg Config) (*Processor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Processor{rc: cfg.Redis, ledger: cfg.Ledger, pub: cfg.Publisher, dlq: cfg.DeadLetter, cfg: cfg,
+	return &Processor{rc: cfg.Redis, ledger: cfg.Ledger, pub: cfg.Publisher, dlq: cfg.DeadLetter, resultsDLQ: cfg.ResultsDeadLetter, cfg: cfg,
 		now: time.Now, log: cfg.Logger, metrics: m}, nil
 }
 
@@ -334,7 +364,7 @@ func (p *Processor) replay(ctx context.Context, t lockhandoff.Turn, ev domain.Ev
 	if err := p.replicated(ctx, t, ev); err != nil {
 		return err
 	}
-	if err := p.pub.PublishBatch(ctx, [][]byte{[]byte(stored)}); err != nil {
+	if n, err := p.publish(ctx, t.Entity, []string{stored}); n == 0 {
 		return fmt.Errorf("order: republish %s: %w", ev.EventID, err)
 	}
 	return p.flush(ctx, t, nil)
@@ -538,8 +568,11 @@ func commitError(err error) error {
 	return err
 }
 
-// flush publishes the outbox, oldest first, before the turn moves on. first, when not
-// nil, is the outbox's head as the commit read it.
+// flush publishes the outbox, oldest first, until it is empty, before the turn moves on.
+// first, when not nil, is the outbox's head as the commit read it. A result the results
+// queue refuses as the sender's fault goes to the results DLQ (publish) and leaves the
+// outbox with the others: it never holds back the results behind it. A failure a later
+// try may pass stops the flush at that result, with an error: the turn re-runs.
 func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []string) error {
 	outbox := p.key(t.Entity, "outbox")
 	for {
@@ -554,33 +587,112 @@ func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []strin
 		if len(items) == 0 {
 			return nil
 		}
-		bodies := make([][]byte, len(items))
-		for i, s := range items {
-			bodies[i] = []byte(s)
-		}
-		if err := p.pub.PublishBatch(ctx, bodies); err != nil {
+		n, err := p.publish(ctx, t.Entity, items)
+		if n == 0 {
 			return fmt.Errorf("order: publish results: %w", err)
 		}
-		p.metrics.published.Add(float64(len(bodies)))
 		// The last trim commits with the turn's next step (the handoff or the release),
 		// which fences it with the turn's token: the results are in SQS already, and the
 		// event leaves proc in the same script that trims its results. A trim that fails
 		// there leaves the event in proc: its re-run finds it done and publishes these
 		// results again (at least once).
-		if len(items) < outboxBatch && t.TrimWithStep(outbox, len(items), nil) == nil {
+		last := err == nil && len(items) < outboxBatch
+		if last && t.TrimWithStep(outbox, n, nil) == nil {
 			return nil
 		}
-		ok, err := ackScript.Run(ctx, p.rc, []string{p.key(t.Entity, "lock"), outbox}, t.Token, len(items)).Int()
-		if err != nil {
-			return fmt.Errorf("order: outbox ack: %w", err)
+		ok, aerr := ackScript.Run(ctx, p.rc, []string{p.key(t.Entity, "lock"), outbox}, t.Token, n).Int()
+		if aerr != nil {
+			return fmt.Errorf("order: outbox ack: %w", aerr)
 		}
 		if ok == 0 {
 			return fmt.Errorf("%w: %s", ErrFenced, t.Entity)
 		}
-		if len(items) < outboxBatch {
+		if last {
 			return nil
 		}
 	}
+}
+
+// publish sends results to the results queue and returns how many of them, from the
+// first, are done with: accepted, or refused as the sender's fault and dead-lettered
+// (deadLetterResult). err says why the next one is not (nil when all are).
+func (p *Processor) publish(ctx context.Context, entity string, items []string) (int, error) {
+	bodies := make([][]byte, len(items))
+	for i, s := range items {
+		bodies[i] = []byte(s)
+	}
+	err := p.pub.PublishBatch(ctx, bodies)
+	failed, ok := queue.EntryErrors(err)
+	if !ok {
+		return 0, err
+	}
+	for i := range bodies {
+		e := failed[i]
+		if e == nil {
+			p.metrics.published.Inc()
+			continue
+		}
+		if !e.Refused {
+			return i, err
+		}
+		if derr := p.deadLetterResult(ctx, entity, bodies[i], e); derr != nil {
+			return i, derr
+		}
+	}
+	return len(bodies), nil
+}
+
+// deadLetterResult sends a result the results queue refused to the results DLQ with
+// ReasonResultRefused and SQS's code. When the DLQ refuses the body as it is too (the same
+// characters, or a size over the DLQ's), it goes quoted instead (refusedResultBody), with
+// AttrOriginalBytes: it is never dropped. A send again after a failed trim may leave a
+// second copy.
+func (p *Processor) deadLetterResult(ctx context.Context, entity string, body []byte, refused *queue.EntryError) error {
+	reason := sqsText(ReasonResultRefused + ": " + cmp.Or(refused.Code, "refused before sending") + ": " + refused.Err.Error())
+	err := p.resultsDLQ(ctx, body, reason, nil)
+	var api smithy.APIError
+	if errors.As(err, &api) { // SQS answered: the DLQ refused the body as it is
+		attrs := map[string]string{AttrOriginalBytes: strconv.Itoa(len(body))}
+		if qerr := p.resultsDLQ(ctx, refusedResultBody(body), reason, attrs); qerr != nil {
+			err = errors.Join(err, qerr)
+		} else {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("order: dead-letter a refused result of %s: %w", entity, err)
+	}
+	p.metrics.refused.Inc()
+	p.log.With(tracing.LogFields(ctx)...).Warn("result refused by the results queue; dead-lettered", zap.String("entity", entity),
+		zap.Int("bytes", len(body)), zap.String("reason", reason))
+	return nil
+}
+
+// refusedResultBodyMax bounds a refused result's quoted copy: SQS's classic maximum
+// message size, which a results DLQ allows at least, less ResultAttributesReserve.
+const refusedResultBodyMax = queue.MaxMessageSizeDefault - ResultAttributesReserve
+
+// refusedResultBody is a result's body as the results DLQ takes it whatever it holds: Go
+// quoted, ASCII only (strconv.Unquote gives the body back), cut to refusedResultBodyMax.
+func refusedResultBody(body []byte) []byte {
+	q := strconv.QuoteToASCII(string(body))
+	if len(q) > refusedResultBodyMax {
+		q = q[:refusedResultBodyMax]
+	}
+	return []byte(q)
+}
+
+// sqsText replaces what SQS and SNS cannot carry in a message (outside #x9 | #xA | #xD |
+// #x20-#xD7FF | #xE000-#xFFFD | #x10000-#x10FFFF; invalid UTF-8 reads as U+FFFD) with U+FFFD.
+func sqsText(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == 0x9 || r == 0xA || r == 0xD, r >= 0x20 && r <= 0xD7FF,
+			r >= 0xE000 && r <= 0xFFFD, r >= 0x10000 && r <= 0x10FFFF:
+			return r
+		}
+		return '\uFFFD'
+	}, s)
 }
 
 // deadLetterUndecodable dead-letters parked events that no longer decode (a rule of
@@ -643,6 +755,7 @@ type metrics struct {
 	replayed  *prometheus.CounterVec
 	fenced    prometheus.Counter
 	published prometheus.Counter
+	refused   prometheus.Counter
 	expired   prometheus.Counter
 }
 
@@ -664,13 +777,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "junban", Subsystem: "order", Name: "results_published_total",
 			Help: "Results published from the outbox.",
 		}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "junban", Subsystem: "order", Name: "results_refused_total",
+			Help: "Results the results queue refused as the sender's fault, sent to the results DLQ with ERR_RESULT_REFUSED.",
+		}),
 		expired: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "junban", Subsystem: "reservations", Name: "expired_total",
 			Help: "Steps that expired an order's reservation (order.reservation_expired applied: its reserved units released).",
 		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.outcomes, m.replayed, m.fenced, m.published, m.expired} {
+		for _, c := range []prometheus.Collector{m.outcomes, m.replayed, m.fenced, m.published, m.refused, m.expired} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

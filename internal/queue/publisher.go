@@ -51,6 +51,72 @@ var (
 	errEarlierFailed = errors.New("queue: not sent: an earlier message of the batch failed, and a FIFO queue keeps their order")
 )
 
+// EntryError is the failure of one message of a PublishBatch, whose error joins one per
+// message that was not accepted.
+type EntryError struct {
+	// Index is the message's place among PublishBatch's bodies.
+	Index int
+	// Code is SQS's error code for the message ("InvalidMessageContents"); empty when SQS
+	// gave none (the message failed the publisher's own checks, or the call failed).
+	Code string
+	// Refused says the message can never be accepted as it is: SQS refused it as the
+	// sender's fault, or it failed the publisher's checks (ErrTooLarge, ErrEmptyBody,
+	// ErrTooManyAttributes, ErrNoGroupID, ErrNoDedupID). Sending it again fails again;
+	// any other failure may pass on a later try.
+	Refused bool
+	Err     error
+}
+
+func (e *EntryError) Error() string { return fmt.Sprintf("message %d: %v", e.Index, e.Err) }
+
+func (e *EntryError) Unwrap() error { return e.Err }
+
+// EntryErrors returns the EntryErrors a PublishBatch error joins, by message index; a
+// message without one was accepted. ok is false when err holds something else too (the
+// caller's context ended): which messages SQS accepted is then unknown.
+func EntryErrors(err error) (failed map[int]*EntryError, ok bool) {
+	if err == nil {
+		return nil, true
+	}
+	errs := []error{err}
+	if j, isJoin := err.(interface{ Unwrap() []error }); isJoin {
+		errs = j.Unwrap()
+	}
+	failed = make(map[int]*EntryError, len(errs))
+	for _, e := range errs {
+		ee, isEntry := e.(*EntryError)
+		if !isEntry {
+			return nil, false
+		}
+		failed[ee.Index] = ee
+	}
+	return failed, true
+}
+
+// sqsRefusal is SQS's answer failing one entry of a SendMessageBatch.
+type sqsRefusal struct {
+	queue, code, message string
+	senderFault          bool
+}
+
+func (r *sqsRefusal) Error() string {
+	return fmt.Sprintf("queue: publish to %s: %s: %s", r.queue, r.code, r.message)
+}
+
+// entryError names message i's failure, and whether sending it again can help.
+func entryError(i int, err error) *EntryError {
+	e := &EntryError{Index: i, Err: err}
+	var r *sqsRefusal
+	switch {
+	case errors.As(err, &r):
+		e.Code, e.Refused = r.code, r.senderFault
+	case errors.Is(err, ErrTooLarge), errors.Is(err, ErrEmptyBody), errors.Is(err, ErrTooManyAttributes),
+		errors.Is(err, ErrNoGroupID), errors.Is(err, ErrNoDedupID):
+		e.Refused = true
+	}
+	return e
+}
+
 // PublisherConfig configures a Publisher.
 type PublisherConfig struct {
 	// Client reaches SQS (required).
@@ -219,14 +285,16 @@ func (p *Publisher) Publish(ctx context.Context, body []byte, attrs map[string]s
 }
 
 // PublishBatch sends every body, each with the trace context of one send span for them
-// all (traceparent). Every body is checked
-// first: if one is too large (or, on a FIFO queue, has no ids), nothing is sent. Otherwise
-// it returns the errors of the messages SQS refused, joined; the others were accepted.
+// all (traceparent). It returns one *EntryError per message that was not accepted,
+// joined (EntryErrors reads them); the others were accepted. A message that can never be
+// accepted (too large, or, on a FIFO queue, without ids; or refused by SQS as the
+// sender's fault) fails alone, EntryError.Refused: the others are sent.
 //
 // On a FIFO queue the bodies keep their order: they go in SendMessageBatch calls of up to
 // ten, one call after the other, and never split across two calls in flight at once (SQS
 // orders a group's messages within a call by their place in it). After a call in which
-// one failed, the rest are not sent, and fail too: sent, they would overtake it.
+// one failed, the rest are not sent, and fail too (not Refused): sent, they would overtake
+// it, and PublishBatch does not know whether its caller gives it up.
 func (p *Publisher) PublishBatch(ctx context.Context, bodies [][]byte) (err error) {
 	ctx, span := startSend(ctx, p.cfg.Name, len(bodies))
 	defer func() { endSend(span, err) }()
@@ -235,20 +303,21 @@ func (p *Publisher) PublishBatch(ctx context.Context, bodies [][]byte) (err erro
 	for i, b := range bodies {
 		e, err := p.prepare(ctx, b, nil)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("message %d: %w", i, err))
+			p.m.publishErrors.Inc()
+			errs = append(errs, entryError(i, err))
+			continue
 		}
 		entries[i] = e
 	}
-	if len(errs) > 0 {
-		p.m.publishErrors.Add(float64(len(errs)))
-		return errors.Join(errs...)
-	}
 	if p.fifo {
-		return p.publishInOrder(ctx, entries)
+		return errors.Join(append(errs, p.publishInOrder(ctx, entries)...)...)
 	}
 	for i, e := range entries {
+		if e == nil {
+			continue
+		}
 		if err := p.enqueue(ctx, []*pubEntry{e}); err != nil {
-			errs = append(errs, fmt.Errorf("message %d: %w", i, err))
+			errs = append(errs, entryError(i, err))
 			entries[i] = nil
 		}
 	}
@@ -259,7 +328,7 @@ func (p *Publisher) PublishBatch(ctx context.Context, bodies [][]byte) (err erro
 		select {
 		case err := <-e.res:
 			if err != nil {
-				errs = append(errs, fmt.Errorf("message %d: %w", i, err))
+				errs = append(errs, entryError(i, err))
 			}
 		case <-ctx.Done():
 			return errors.Join(append(errs, ctx.Err())...)
@@ -268,44 +337,61 @@ func (p *Publisher) PublishBatch(ctx context.Context, bodies [][]byte) (err erro
 	return errors.Join(errs...)
 }
 
-// publishInOrder sends entries as runs that each go into one batch, one run after the
-// other, and stops after a run in which one failed.
-func (p *Publisher) publishInOrder(ctx context.Context, entries []*pubEntry) error {
+// publishInOrder sends entries (nil: refused before sending) as runs that each go into one
+// batch, one run after the other, and stops after a run in which one failed.
+func (p *Publisher) publishInOrder(ctx context.Context, entries []*pubEntry) []error {
 	var errs []error
 	for lo := 0; lo < len(entries); {
+		if entries[lo] == nil {
+			lo++
+			continue
+		}
 		hi, size := lo, 0
-		for hi < len(entries) && hi-lo < maxBatchEntries && size+entries[hi].size <= p.cfg.MaxBatchBytes {
-			size += entries[hi].size
+		var run []*pubEntry
+		at := map[*pubEntry]int{}
+		for hi < len(entries) && len(run) < maxBatchEntries {
+			if e := entries[hi]; e != nil {
+				if size+e.size > p.cfg.MaxBatchBytes {
+					break
+				}
+				size += e.size
+				at[e] = hi
+				run = append(run, e)
+			}
 			hi++
 		}
-		if err := p.enqueue(ctx, entries[lo:hi]); err != nil {
+		if err := p.enqueue(ctx, run); err != nil {
 			for i := lo; i < len(entries); i++ {
-				errs = append(errs, fmt.Errorf("message %d: %w", i, err))
+				if entries[i] != nil {
+					errs = append(errs, entryError(i, err))
+				}
 			}
-			return errors.Join(errs...)
+			return errs
 		}
 		failed := false
-		for i := lo; i < hi; i++ {
+		for _, e := range run {
 			select {
-			case err := <-entries[i].res:
+			case err := <-e.res:
 				if err != nil {
 					failed = true
-					errs = append(errs, fmt.Errorf("message %d: %w", i, err))
+					errs = append(errs, entryError(at[e], err))
 				}
 			case <-ctx.Done():
-				return errors.Join(append(errs, ctx.Err())...)
+				return append(errs, ctx.Err())
 			}
 		}
 		lo = hi
 		if failed && lo < len(entries) {
-			p.m.publishErrors.Add(float64(len(entries) - lo))
 			for i := lo; i < len(entries); i++ {
-				errs = append(errs, fmt.Errorf("message %d: %w", i, errEarlierFailed))
+				if entries[i] != nil {
+					p.m.publishErrors.Inc()
+					errs = append(errs, entryError(i, errEarlierFailed))
+				}
 			}
 			break
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // Stop refuses later Publish calls with ErrStopped, sends what is pending and waits for
@@ -467,7 +553,7 @@ func (p *Publisher) send(batch []*pubEntry) {
 		}
 		answered[i] = true
 		p.m.publishErrors.Inc()
-		batch[i].res <- fmt.Errorf("queue: publish to %s: %s: %s", p.cfg.Name, aws.ToString(f.Code), aws.ToString(f.Message))
+		batch[i].res <- &sqsRefusal{queue: p.cfg.Name, code: aws.ToString(f.Code), message: aws.ToString(f.Message), senderFault: f.SenderFault}
 	}
 	for _, s := range out.Successful {
 		i, convErr := strconv.Atoi(aws.ToString(s.Id))
