@@ -121,14 +121,18 @@ func NewMonitor(cfg MonitorConfig) (*Monitor, error) {
 //     short of replicas while the cluster has nodes to spare (a failed primary that will
 //     rejoin as a replica, replica migration) is warned of, not refused.
 //
-// Then it looks again every Interval until ctx ends or Stop. Off (Replicas 0), it does
-// nothing.
+// A primary that cannot be looked at is a warning, at start too. Then it looks again every
+// Interval until ctx ends or Stop. Off (Replicas 0), it does nothing.
 func (m *Monitor) Start(ctx context.Context) error {
 	if m.cfg.Replicas == 0 {
 		return nil
 	}
-	if _, err := m.check(ctx, true); err != nil {
+	if _, err := m.check(ctx, true); errors.Is(err, ErrTooFewReplicas) {
 		return err
+	} else if err != nil {
+		// A primary away at start (a failover under way) refuses nothing: the next looks
+		// see what replaces it.
+		m.cfg.Logger.Warn("could not look at the Redis replicas at start", zap.Error(err))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	m.mu.Lock()

@@ -203,3 +203,28 @@ func TestMonitorLooksAtEveryClusterPrimary(t *testing.T) {
 	}
 	again.Stop()
 }
+
+// A primary that does not answer at start (a failover under way, a restart) is a warning,
+// not a refusal: the worker starts, and the next looks see what replaces it.
+//
+// Broken variant tried: Start returning every error of its first look (the start failed
+// with "connection refused").
+func TestMonitorStartsWhileAPrimaryIsAway(t *testing.T) {
+	t.Parallel()
+	gone := testenv.StartRedisServer(t)
+	gone.Stop(t)
+	rc := redis.NewClient(&redis.Options{Addr: gone.Addr, MaxRetries: -1})
+	t.Cleanup(func() { rc.Close() })
+	log, logs := testenv.Logger(zapcore.WarnLevel)
+	m, err := replication.NewMonitor(replication.MonitorConfig{Redis: rc, Replicas: 1, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(context.Background()); err != nil {
+		t.Errorf("a primary away at start: %v, want a warning only", err)
+	}
+	m.Stop()
+	if logs.FilterMessage("could not look at the Redis replicas at start").Len() != 1 {
+		t.Errorf("warnings %v, want one that says the replicas could not be looked at", logs.All())
+	}
+}
