@@ -332,6 +332,10 @@ func openDeps(ctx context.Context, cfg Config, log *zap.Logger, rc, shared redis
 	if d.repl, err = cfg.RedisReplication.Waiter(ctx, rc, d.reg); err != nil {
 		return nil, err
 	}
+	// So is a replica count no primary can meet; fewer online is warned of while it runs.
+	if _, err = cfg.RedisReplication.Monitor(ctx, rc, d.reg, log); err != nil {
+		return nil, err
+	}
 	if d.db, err = openPostgres(cfg); err != nil {
 		return nil, err
 	}

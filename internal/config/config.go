@@ -282,10 +282,16 @@ type RedisReplication struct {
 	// WaitAOF asks for the primary's own AOF fsync as well (WAITAOF, Redis 7.2+, with
 	// appendonly yes): checked at start-up.
 	WaitAOF bool `env:"JUNBAN_REDIS_WAIT_AOF" envDefault:"false"`
+	// ReplicaCheckInterval is how often, after start, MinReplicas is compared with the
+	// replicas each primary has online.
+	ReplicaCheckInterval time.Duration `env:"JUNBAN_REDIS_REPLICA_CHECK_INTERVAL"`
 }
 
-// SetDefaults takes the timeout's default from replication.
-func (r *RedisReplication) SetDefaults() { r.ReplicaTimeout = replication.TimeoutDefault }
+// SetDefaults takes the defaults from replication.
+func (r *RedisReplication) SetDefaults() {
+	r.ReplicaTimeout = replication.TimeoutDefault
+	r.ReplicaCheckInterval = replication.CheckIntervalDefault
+}
 
 // MaxReplicaTimeout keeps a WAIT inside go-redis' default read timeout (3 s), which bounds
 // the replies of the pipeline it ends.
@@ -299,6 +305,9 @@ func (r RedisReplication) Validate() error {
 	}
 	if r.ReplicaTimeout < time.Millisecond || r.ReplicaTimeout > MaxReplicaTimeout {
 		p = append(p, fmt.Errorf("JUNBAN_REDIS_REPLICA_TIMEOUT: must be 1ms..%v (inside the Redis client's read timeout)", MaxReplicaTimeout))
+	}
+	if r.ReplicaCheckInterval < time.Second {
+		p = append(p, errors.New("JUNBAN_REDIS_REPLICA_CHECK_INTERVAL: must be at least 1s"))
 	}
 	return errors.Join(p...)
 }
@@ -314,6 +323,20 @@ func (r RedisReplication) Waiter(ctx context.Context, rc redis.UniversalClient, 
 		return nil, err
 	}
 	return w, nil
+}
+
+// Monitor starts comparing MinReplicas with the replicas each primary reports (off at 0):
+// it refuses a setting the servers can never meet, and warns (log, metrics in reg) every
+// ReplicaCheckInterval while a primary has fewer online, until ctx ends.
+func (r RedisReplication) Monitor(ctx context.Context, rc redis.UniversalClient, reg prometheus.Registerer, log *zap.Logger) (*replication.Monitor, error) {
+	m, err := replication.NewMonitor(replication.MonitorConfig{Redis: rc, Replicas: r.MinReplicas, Interval: r.ReplicaCheckInterval, Logger: log, Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Start(ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // Postgres says how to reach PostgreSQL.

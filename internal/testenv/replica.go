@@ -204,3 +204,38 @@ func waitUntil(t testing.TB, guard time.Duration, what string, f func() error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Stop kills the process (SIGKILL) and waits for it: its connections close, and a primary
+// forgets it as its replica.
+func (s *RedisServer) Stop(t testing.TB) {
+	t.Helper()
+	s.cmd.Process.Signal(syscall.SIGCONT)
+	if err := s.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Wait()
+}
+
+// RedisWithReplicas starts a primary and n replicas of it (replicaof), and waits until
+// the primary reports every replica online.
+func RedisWithReplicas(t testing.TB, n int) (primary *RedisServer, replicas []*RedisServer) {
+	t.Helper()
+	primary = StartRedisServer(t)
+	host, port, _ := strings.Cut(primary.Addr, ":")
+	for range n {
+		replicas = append(replicas, StartRedisServer(t, "--replicaof", host, port))
+	}
+	c := redis.NewClient(&redis.Options{Addr: primary.Addr})
+	defer c.Close()
+	waitUntil(t, 20*time.Second, "replicas online", func() error {
+		info, err := c.Info(context.Background(), "replication").Result()
+		if err != nil {
+			return err
+		}
+		if online := strings.Count(info, "state=online"); online != n {
+			return fmt.Errorf("%d of %d replicas of %s online", online, n, primary.Addr)
+		}
+		return nil
+	})
+	return primary, replicas
+}
