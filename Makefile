@@ -115,7 +115,7 @@ bench-cost: build stack
 
 ## bench-cost-baseline: bench cost three times, each run beside issue 34's baseline tree
 ## (BASELINE_REV, built from git into bin/baseline-<rev>) on the same load: ratios that
-## hold on any machine (docs/benchmarks.md, "The baseline in the same sitting")
+## hold on any machine (docs/performance.md, "Method")
 BASELINE_REV ?= c3ab7ea9a39744ebecc709da2fb65b40370244a0
 BASELINE_BIN := $(BIN)/baseline-$(BASELINE_REV)
 bench-cost-baseline: build stack $(BASELINE_BIN)/order-worker

@@ -36,8 +36,8 @@ import (
 // The shared round trips of the steps' single commands (pipeshare.Hook): one in flight at
 // a time, so that the commands that come while it is out wait for its reply and go
 // together in the next, at most 64 in one, each round trip bounded by 5 s whatever its
-// callers' contexts do. Measured in docs/benchmarks.md ("Shared round trips for the
-// steps' commands"); not a setting.
+// callers' contexts do. Measured in docs/performance.md ("Decisions kept"); not a
+// setting.
 const (
 	sharedRoundTrips       = 1
 	sharedRoundTripMax     = 64
@@ -53,9 +53,8 @@ type Config struct {
 	config.Postgres
 	config.SQS
 	// Concurrency is how many order events are handled at once. A handler mostly waits
-	// (about six Redis round trips, the results' send and the message's delete, each
-	// with its batching linger), so many are needed to keep two cores busy: 16 capped a
-	// worker at about 16 / 40 ms = 400 events/s (docs/benchmarks.md, "bench e2e").
+	// (Redis round trips, the results' send and the message's delete, each with its
+	// batching linger), so many are needed to keep two cores busy (docs/performance.md).
 	Concurrency int `env:"JUNBAN_CONCURRENCY"`
 	// Receivers is how many SQS receives the consumer keeps in flight (each up to 10
 	// messages): one at a time caps a worker at ten messages per round trip.

@@ -6,10 +6,9 @@ import (
 )
 
 // GCPercentDefault is the garbage collector's target of the workers when GOGC is not set.
-// Their live heap is small (tens of MB) and their work allocates a lot (JSON, SQS SDK
-// calls), so collecting when the heap has grown by 4x its live size instead of 1x spends
-// less CPU on marking for a few tens of MB more memory: in `junbanlab bench persist` the
-// batched path gained about 20 % throughput (docs/benchmarks.md, "GC target of the workers").
+// Their live heap is small and their work allocates a lot (JSON, SQS SDK calls), so
+// collecting less often spends less CPU for a few tens of MB more memory
+// (docs/performance.md, "Decisions kept").
 const GCPercentDefault = 400
 
 // TuneGC sets the garbage collector's target to GCPercentDefault unless the GOGC

@@ -7,13 +7,9 @@ import (
 
 // ProcsDefault is how many processors (GOMAXPROCS) the workers run Go code on when
 // GOMAXPROCS is not set: one. A worker waits on SQS, Redis and PostgreSQL nearly all the
-// time and spends well under a millisecond of CPU an event, so a second processor adds
-// little but wake-ups: each goroutine made ready wakes an idle thread to run it. With one,
-// `junbanlab bench cost` counted a third fewer context switches an event and the workers'
-// CPU an event fell by 14-15 % in a before-and-after, latency unchanged (docs/benchmarks.md,
-// "One processor per worker"). A fleet grows by replicas, one core each (docs/operations.md, "Capacity"), as
-// the Kubernetes manifests' 1-CPU limit has it; Go's own default there would be 2, as it
-// never goes below 2 for a CPU limit.
+// time, so a second processor adds little but wake-ups (docs/performance.md, "Decisions
+// kept"). A fleet grows by replicas, one core each (docs/runbooks/scaling.md, "Capacity"), as the
+// Kubernetes manifests' 1-CPU limit has it; Go's own default there would be 2.
 const ProcsDefault = 1
 
 // TuneProcs sets GOMAXPROCS to ProcsDefault unless the GOMAXPROCS environment variable is

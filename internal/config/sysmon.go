@@ -10,23 +10,11 @@ import (
 )
 
 // SysmonSetting is the GODEBUG setting the workers run with unless GODEBUG names
-// schedtrace itself: a scheduler trace every 2^31-1 ms (24.8 days), which in practice
-// never prints, and which keeps the Go runtime's monitor thread (sysmon) out of its deep
-// sleep.
-//
-// Without it, every time a worker has nothing to run (after each event's round trip to
-// SQS, Redis or PostgreSQL, at the fleet's usual load) sysmon parks; the next system call
-// wakes it, and it then checks the process every 20 us while it runs. In `junbanlab bench
-// cost` that monitor thread made most of each worker's context switches and about a sixth
-// of its CPU. With the setting it stays awake and slows its checks down to one every 10 ms
-// when there is nothing for it to do: the order-workers' context switches an event fell
-// from 11-12 to 4.7, the persist-worker's from 4.1 to 1.3, and both workers' CPU an event
-// by a fifth (docs/benchmarks.md, "The runtime's monitor thread"). An idle worker pays for
-// it with that check every 10 ms.
-//
-// The trace is measured from the host's boot: on a host up longer than 24.8 days, the
-// runtime prints one line of it ("SCHED ...") to standard error when the worker starts,
-// and another every 24.8 days. A fatal runtime error also prints the scheduler's state.
+// schedtrace itself: a scheduler trace every 2^31-1 ms (24.8 days), which keeps the Go
+// runtime's monitor thread (sysmon) awake instead of parking at every wait and waking at
+// the next system call; an idle worker pays a check every 10 ms. On a host up longer than
+// 24.8 days the runtime prints one "SCHED ..." line to standard error at start. Measured
+// in docs/performance.md ("Decisions kept").
 const SysmonSetting = "schedtrace=2147483647"
 
 // TuneSysmon makes a worker run with SysmonSetting. The runtime reads GODEBUG's

@@ -12,9 +12,9 @@ import (
 
 // The order-worker decodes every event at least twice (on receipt, to check it and find
 // its turn, and again in the turn) and the order's state once a step: with encoding/json
-// that was the largest Go cost of a step after the SQS calls and the Redis round trips
-// (docs/benchmarks.md, "What one event costs"). These decode with go-json instead, about
-// 4x faster with half the allocations (BenchmarkDecodeEvent), to the same values, with an
+// that was the largest Go cost of a step after the SQS calls and the Redis round trips.
+// These decode with go-json instead, faster and with fewer allocations (BenchmarkDecodeEvent;
+// docs/performance.md, "Decisions kept"), to the same values, with an
 // error for the same inputs (only its wording differs): FuzzJSONAsEncodingJSON holds the
 // two to that on events, envelopes and states, valid or not.
 

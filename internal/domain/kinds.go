@@ -149,7 +149,7 @@ func Kinds() []*Kind {
 	return out
 }
 
-// The kinds. Each step function is in step.go (orders) or warehouse.go (SKUs).
+// The kinds. Each step function, the orders' and the SKUs', is in step.go.
 func init() {
 	lines3 := []event.Line{{LineID: "1", SKU: "SKU-0001", Qty: 2}, {LineID: "2", SKU: "SKU-0002", Qty: 1}}
 	register(spec[event.OrderData]{

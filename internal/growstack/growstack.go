@@ -6,8 +6,7 @@
 // (the AWS SDK's middleware, go-redis's command path) pays several walks of a deep stack,
 // once per goroutine. The goroutines junban starts per message, per turn and per batch are
 // short-lived: they pay it every time. Grow, called first thing, makes the runtime size
-// the stack once, while it holds a single frame (docs/benchmarks.md, "Stacks grown at a
-// goroutine's start").
+// the stack once, while it holds a single frame (docs/performance.md, "Decisions kept").
 package growstack
 
 // keep is never true: with sink, it keeps the compiler from dropping Grow's array.

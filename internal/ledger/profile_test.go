@@ -16,7 +16,7 @@ import (
 // it runs the script cut short at successive points (and two reference scripts), in
 // turns, and prints Redis's time inside EVALSHA per call for each (INFO commandstats,
 // diffed around each batch; other clients' EVALSHAs on the same server blur it, so use a
-// server of its own: REDIS_URL=...). Run with LEDGER_PROFILE=1 (docs/benchmarks.md).
+// server of its own: REDIS_URL=...). Run with LEDGER_PROFILE=1 (docs/performance.md).
 func TestProfileScript(t *testing.T) {
 	if os.Getenv("LEDGER_PROFILE") == "" {
 		t.Skip("set LEDGER_PROFILE=1 to profile the script")

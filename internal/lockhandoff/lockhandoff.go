@@ -69,7 +69,7 @@ const (
 // at most sharedPipelines round trips in flight at once; calls beyond them wait and then
 // share one pipeline, of at most sharedPipelineMax calls, which saves Redis and this
 // process a system call pair per call under load. Handlers' own commands are not affected.
-// Measured in docs/benchmarks.md (bench lock, spread); not a setting.
+// Measured in docs/performance.md ("bench lock", "Decisions kept"); not a setting.
 const (
 	sharedPipelines   = 2
 	sharedPipelineMax = 64

@@ -125,8 +125,7 @@ func (h *Handoff) Sweep(ctx context.Context) (SweepStats, error) { return h.swee
 // pass that looked at them could only find them busy or idle, or find a handler's failure
 // whose re-run may as well wait: the pause between the runs of an envelope that keeps
 // failing. Looking at every entry cost each replica a script per entity touched in the
-// last IndexGrace on every pass, more Redis time than the events themselves
-// (docs/benchmarks.md, "What one event costs").
+// last IndexGrace on every pass (docs/performance.md, "Decisions kept").
 func (h *Handoff) sweep(ctx context.Context, minAge time.Duration) (SweepStats, error) {
 	var (
 		st        SweepStats

@@ -15,7 +15,7 @@ import (
 // handoff.lua, on a new entity each time, one call at a time, and reports the CPU a turn
 // costs the Redis server and this process; beside it, in the same run, two calls of a
 // script that does nothing, the same way: the part of a turn's cost that is the round
-// trips rather than the scripts' work (docs/benchmarks.md, "The floor under issue 34's
+// trips rather than the scripts' work (docs/lab/benchmarks.md, "The floor under issue 34's
 // targets"). The server's figure is its whole CPU over the loop (INFO cpu).
 //
 //	GOGC=400 GOMAXPROCS=1 go test -run '^$' -bench TurnScriptsCPU -benchtime 10000x -count 3 ./internal/lockhandoff/

@@ -31,9 +31,8 @@ const FullBackoffDefault = 5 * time.Second
 // queue, ledger, this package's Config).
 const (
 	// ConcurrencyDefault is how many order events are handled at once. A handler mostly
-	// waits (about six Redis round trips, the results' send and the message's delete), so
-	// many are needed to keep two cores busy: 16 capped a worker at about 400 events/s
-	// (docs/benchmarks.md, "bench e2e").
+	// waits (Redis round trips, the results' send and the message's delete), so many are
+	// needed to keep two cores busy (docs/performance.md, "Decisions kept").
 	ConcurrencyDefault = 128
 	// ReceiversDefault is how many SQS receives the consumer keeps in flight.
 	ReceiversDefault = 4
@@ -41,7 +40,7 @@ const (
 	// few are busy, so that it asks for ten messages rather than one or two.
 	ReceiveFillDefault = 20 * time.Millisecond
 	// ResultsLingerDefault is how long a batch of results waits for more before it is
-	// sent: fuller SendMessageBatch calls (docs/benchmarks.md, "bench e2e").
+	// sent: fuller SendMessageBatch calls (docs/performance.md, "Decisions kept").
 	ResultsLingerDefault = 8 * time.Millisecond
 	// DetachedTurnsDefault is how many turns may go on in the background after the message
 	// that took them was handled (lockhandoff.Config.Detached, whose zero is off).

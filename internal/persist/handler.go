@@ -49,7 +49,7 @@ const (
 	// ReceiveLingerDefault is the persist-worker's JUNBAN_SQS_RECEIVE_LINGER default,
 	// twice the order-worker's (queue.ReceiveLingerDefault): a result waits for its batch
 	// window anyway, and the longer linger brings more results a receive
-	// (docs/benchmarks.md, "The persist-worker's receive linger").
+	// (docs/performance.md, "Decisions kept").
 	ReceiveLingerDefault = 40 * time.Millisecond
 	// ConcurrencyDefault is how many batches per receiver may be handed over at once.
 	ConcurrencyDefault = 1

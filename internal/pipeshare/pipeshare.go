@@ -3,11 +3,9 @@
 // once to the goroutines already runnable, so that those about to send a call of their
 // own (the other events of the same receive) join it, and goes out: no added latency
 // beyond theirs while the load is light. Otherwise it waits, and whichever round trip
-// returns first sends every call that waited meanwhile in one pipeline. On the machines
-// junban is measured on, a round trip costs Redis about 30 us of CPU and the client about
-// 45 us before any command runs, and a call that shares a pipeline of eight about 5 us
-// (docs/benchmarks.md, "The floor under issue 34's targets"): sharing is where an event's
-// Redis time goes down.
+// returns first sends every call that waited meanwhile in one pipeline. A round trip costs
+// Redis and the client far more than a command that shares one, so sharing is where an
+// event's Redis time goes down (docs/performance.md, "Decisions kept").
 //
 // Batcher is the mechanism, for any kind of call; Hook applies it to every single command
 // of a go-redis client (lockhandoff applies it to its own scripts, with the replicas'

@@ -30,10 +30,9 @@ const (
 	// RetryMaxDefault caps the Retry backoff: SQS's maximum visibility timeout, 12 h.
 	RetryMaxDefault = 12 * time.Hour
 	// DeleteLingerDefault is how long a delete waits for others to share its
-	// DeleteMessageBatch (JUNBAN_SQS_DELETE_LINGER's default). At the demo's load 25 ms fills
-	// the order-workers' batches (9.9 of 10, against 5.9 at 10 ms) with no change in latency:
-	// a delete holds up nothing but the message's own retirement (docs/benchmarks.md,
-	// "What one event costs").
+	// DeleteMessageBatch (JUNBAN_SQS_DELETE_LINGER's default): a delete holds up nothing
+	// but the message's own retirement, so a linger that fills the batches costs no latency
+	// (docs/performance.md, "Decisions kept").
 	DeleteLingerDefault = 25 * time.Millisecond
 	// BatchMaxDefault is the most messages a batch consumer hands to one BatchHandler call.
 	BatchMaxDefault = 50
@@ -42,9 +41,8 @@ const (
 	// CallTimeoutDefault bounds one SQS call other than the long poll.
 	CallTimeoutDefault = 10 * time.Second
 	// ReceiveLingerDefault is the order-worker's JUNBAN_SQS_RECEIVE_LINGER default (see
-	// ConsumerConfig.ReceiveLinger, whose zero turns it off): at the demo's load it took
-	// the SQS requests of an event from 4.2 to 1.0 and those of an idle fleet from 72 to 9 a
-	// minute (docs/benchmarks.md, "What one event costs").
+	// ConsumerConfig.ReceiveLinger, whose zero turns it off; docs/performance.md,
+	// "Decisions kept").
 	ReceiveLingerDefault = 20 * time.Millisecond
 	// ReceiveLingerMax bounds ReceiveLinger: a linger is a few tens of milliseconds that
 	// a message may wait more; a second would be a latency, not a fill.

@@ -463,34 +463,18 @@ func (r *run) receiveInto(ctx context.Context, take func(context.Context) int, g
 	}
 }
 
-// pacer makes the receives a consumer keeps in flight follow how full they come back, as
-// Lambda's SQS pollers scale, instead of Receivers long polls each answered as soon as
-// one message is there (SQS, and the emulators, answer a long poll at once when any
-// message is visible: fixed receivers at a moderate rate each come back nearly empty,
-// and every receive is a request billed whatever it carries). It keeps a limit, from 1 to
-// Receivers, on the receives in flight:
+// pacer keeps the receives in flight between 1 and Receivers, following how full they
+// come back (SQS answers a long poll as soon as any message is visible, so fixed receivers
+// at a moderate rate each bring little and cost a request each):
 //
-//   - a receive that came back with all it asked for sends its receiver on at once (more
-//     may be waiting). backlogRun of them in a row from one receiver, none sent after a
-//     linger, are a backlog: the queue refilled each without waiting. The last raises
-//     the limit by one, and a parked receiver starts. One full receive is no backlog: a
-//     long poll woken by a producer's batch of ten comes back full too, and on an SQS
-//     that answers every waiting poll when a batch lands (the emulator: one gets the
-//     batch, the others come back empty at once) each receive in flight beyond one is an
-//     empty request per batch. Nor is a full receive after a linger, which may hold only
-//     what the linger let gather;
-//   - one that came back with fewer lowers it by one; if it brought some, its receiver
-//     then waits ReceiveLinger, still holding its turn, before the next receive, so that
-//     the messages arriving meanwhile come in one receive rather than one a receive;
-//   - an empty one (the long poll ran out, or another consumer took what woke it) lowers
-//     it by one, and its receiver polls again at once.
+//   - backlogRun full receives in a row from one receiver, none after a linger, raise the
+//     limit by one (a single full one may be a producer's batch that woke every poll);
+//   - a part-full one lowers it and its receiver lingers ReceiveLinger, holding its turn,
+//     so that what arrives meanwhile comes in one receive; an empty one lowers it.
 //
-// A receiver beyond the limit waits before its receive, sending nothing. So a steady flow
-// is taken by as few receives in flight as keep up with it, each lingering enough to come
-// back nearly full; a backlog brings full receives and up to Receivers of them; an idle
-// queue costs one long poll at a time instead of Receivers. A message waits at most
-// ReceiveLinger longer to be received. A nil pacer (ReceiveLinger 0) lets every receiver
-// go at once, as before.
+// A message waits at most ReceiveLinger longer to be received. A nil pacer (ReceiveLinger
+// 0) lets every receiver go at once. docs/queue.md, "Receive linger", has the rule and its
+// figures.
 type pacer struct {
 	linger time.Duration
 	most   int

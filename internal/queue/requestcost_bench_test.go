@@ -19,7 +19,7 @@ import (
 // time, through junban's SQS client (queue.NewClient, with its request counter), and
 // reports this process's CPU per request beside the time: what one SQS request costs a
 // worker whatever it carries, the SDK's middleware, signing, checksums and net/http
-// included (docs/benchmarks.md, "What one SQS request costs the client").
+// included (docs/lab/benchmarks.md, "What one SQS request costs the client").
 //
 //	GOGC=400 go test -run '^$' -bench SendMessageBatchCPU -benchtime 5000x -count 3 ./internal/queue/
 func BenchmarkSendMessageBatchCPU(b *testing.B) {

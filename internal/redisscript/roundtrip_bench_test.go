@@ -11,7 +11,7 @@ import (
 
 // BenchmarkScriptRoundTripCPU runs scripts by EVALSHA through go-redis and reports the
 // CPU each call costs this process and the Redis server: what a script's round trip costs
-// either side on this machine, and what a command in a script adds (docs/benchmarks.md,
+// either side on this machine, and what a command in a script adds (docs/lab/benchmarks.md,
 // "The floor under issue 34's targets"). "empty" names one key and one argument and
 // returns 1; "8 GETs" reads its key eight times. "serial" makes one call at a time, as a
 // lightly loaded worker does: the server sleeps and wakes for each. "pipelined" sends 8

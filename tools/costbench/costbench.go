@@ -2,7 +2,7 @@
 // junban process's CPU, Redis's CPU and commands, the SQS requests by queue and action
 // with the messages each carried, PostgreSQL's transactions and rows, per distinct event
 // of a demo-shaped load at a fixed rate; and the SQS requests of an idle fleet.
-// docs/benchmarks.md, "What one event costs", has the method and the figures.
+// docs/performance.md, "bench cost", has the method and the figures.
 package costbench
 
 import (

@@ -1,6 +1,6 @@
 // Package e2ebench holds the benchmarks that run junban's binaries end to end: events
 // per second from send to commit through both queues (Run), and availability reads while
-// an order-worker allocates (RunAPI). docs/benchmarks.md has the commands and figures.
+// an order-worker allocates (RunAPI). docs/performance.md has the commands and figures.
 package e2ebench
 
 import (
@@ -265,7 +265,7 @@ func measure(ctx context.Context, cfg Config, o Options, outbound bool, ceiling 
 	spec := loadgen.DefaultSpec(run)
 	spec.Orders = max(100, int(0.4*ceiling/2*d.Seconds()/5))
 	spec.SKUs, spec.StockPerLot = 200, 1_000_000
-	// The orders alone, all under way from the start, as in the figures of docs/benchmarks.md.
+	// The orders alone, all under way from the start, as in the figures of docs/performance.md.
 	spec.WarehouseShare, spec.Window = 0, 0
 	say("bench e2e: ceiling %.0f msg/s; sending %d orders through %d order-workers and a persist-worker", ceiling, spec.Orders, workers)
 	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: orders.URL})

@@ -2,7 +2,7 @@
 // orders whose holds end at one instant, under a background load at the demo's rate, and
 // the delay from that instant to each release committed in PostgreSQL (the inbox's
 // committed_at of the order.reservation_expired result), beside the in-turn latency of the
-// ordinary events sent in the same run. docs/benchmarks.md, "Expiry timeliness", has the
+// ordinary events sent in the same run. docs/performance.md, "Expiry timeliness", has the
 // command and the figures.
 package expirybench
 

@@ -1,6 +1,6 @@
 // Package persistbench measures results applied per second through the SQS emulator
 // into PostgreSQL, batched against one result per transaction (junbanlab bench persist;
-// docs/benchmarks.md).
+// docs/performance.md).
 package persistbench
 
 import (

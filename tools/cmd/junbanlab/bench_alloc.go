@@ -32,7 +32,7 @@ func benchAllocCmd() *cobra.Command {
 		Short: "benchmark the allocation script against its previous version, a JSON document and PostgreSQL",
 		Long: "alloc measures junban's allocation script against the script before the warehouse operations,\n" +
 			"a JSON-document script, PostgreSQL with SELECT ... FOR UPDATE and a trivial EVALSHA, on one\n" +
-			"hot SKU, and times RegisterLot beside an allocation: see docs/benchmarks.md. The script before\n" +
+			"hot SKU, and times RegisterLot beside an allocation: see docs/performance.md. The script before\n" +
 			"the warehouse operations is read from git (--baseline): run it inside a clone of junban.",
 		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runBenchAlloc(c.Context(), c.OutOrStdout(), o) },

@@ -29,7 +29,7 @@ func benchLockCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "lock",
 		Short: "benchmark the per-order turn against redsync",
-		Long:  "lock measures the per-order turn (lockhandoff) against redsync: see docs/benchmarks.md.",
+		Long:  "lock measures the per-order turn (lockhandoff) against redsync: see docs/performance.md.",
 		Args:  cli.NoArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return runBenchLock(c.Context(), c.OutOrStdout(), o) },
 	}
@@ -41,7 +41,7 @@ func benchLockCmd() *cobra.Command {
 	return c
 }
 
-// runBenchLock measures the per-order turn against redsync: see docs/benchmarks.md.
+// runBenchLock measures the per-order turn against redsync: see docs/performance.md.
 func runBenchLock(ctx context.Context, w io.Writer, o benchLockOptions) error {
 	cfg, err := config.Load[config.Redis]()
 	if err != nil {

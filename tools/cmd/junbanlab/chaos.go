@@ -24,7 +24,7 @@ func chaosCmd() *cobra.Command {
 		Use:   "chaos",
 		Short: "run a fault-injection load and check the invariants",
 		Long: "chaos runs the fleet under faults with its own Redis and PostgreSQL and checks the\n" +
-			"invariants (docs/benchmarks.md, \"chaos\"); it fails (exit 1) when one of them broke.\n" +
+			"invariants (docs/performance.md, \"chaos\"); it fails (exit 1) when one of them broke.\n" +
 			"With SNS beside SQS (AWS_ENDPOINT_URL_SNS, fauxqs) each run creates an outbound topic with\n" +
 			"a queue subscribed, the persist-worker publishes to it, and the check ends with what the\n" +
 			"queue got against the outbox: none missing, none unknown, no gap, every body valid\n" +

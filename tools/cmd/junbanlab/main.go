@@ -23,11 +23,11 @@ func main() {
 func newRootCmd() *cobra.Command {
 	return cli.NewRoot("junbanlab", "junban's lab: load generation, benchmarks and chaos against a junban stack",
 		"junbanlab is junban's lab: load generation, benchmarks and chaos against a junban stack\n"+
-			"(docs/benchmarks.md). The operator's commands are junbanctl's.\n\n"+
+			"(docs/performance.md). The operator's commands are junbanctl's.\n\n"+
 			"Every command reads its settings from the environment, as the services do (README.md,\n"+
 			"\"Configuration\"). Exit status: 0 success, 1 failure, 2 a mistake in the command line.",
 		loadgenCmd(),
-		cli.Group("bench", "benchmarks (docs/benchmarks.md)", benchLockCmd(), benchAllocCmd(), benchAPICmd(), benchE2ECmd(), benchExpiryCmd(), benchPersistCmd(), benchCostCmd()),
+		cli.Group("bench", "benchmarks (docs/performance.md)", benchLockCmd(), benchAllocCmd(), benchAPICmd(), benchE2ECmd(), benchExpiryCmd(), benchPersistCmd(), benchCostCmd()),
 		chaosCmd(),
 		cli.Group("outbound", "check what a consumer of the outbound topic received", outboundCheckCmd()),
 	)
