@@ -84,8 +84,8 @@ func EntryErrors(err error) (failed map[int]*EntryError, ok bool) {
 	}
 	failed = make(map[int]*EntryError, len(errs))
 	for _, e := range errs {
-		ee, isEntry := e.(*EntryError)
-		if !isEntry {
+		var ee *EntryError
+		if !errors.As(e, &ee) {
 			return nil, false
 		}
 		failed[ee.Index] = ee
