@@ -22,12 +22,12 @@ type AvailabilityRequest struct {
 	Qty int64 `json:"qty"`
 }
 
-func (r AvailabilityRequest) validate() error {
+func (r AvailabilityRequest) Validate() error {
 	if err := CheckSKU(r.SKU); err != nil {
 		return err
 	}
 	if r.Qty != 0 {
-		if err := checkQty("qty", r.Qty); err != nil {
+		if err := CheckQty("qty", r.Qty); err != nil {
 			return err
 		}
 	}
@@ -35,7 +35,7 @@ func (r AvailabilityRequest) validate() error {
 		return err
 	}
 	if r.Mode != ModeShip && r.Mode != ModeReserve {
-		return invalid("mode %q is neither %q nor %q", r.Mode, ModeShip, ModeReserve)
+		return Invalidf("mode %q is neither %q nor %q", r.Mode, ModeShip, ModeReserve)
 	}
 	return nil
 }
@@ -87,7 +87,8 @@ func (a Availability) Err() error {
 	if a.Reason == "" {
 		return nil
 	}
-	return opError("alloc", a.SKU, reasons[a.Reason], a.Detail)
+	sentinel, _ := ErrorOfReason(a.Reason)
+	return OpError("alloc", a.SKU, sentinel, a.Detail)
 }
 
 // Availability tells what an allocation of r.Mode on r.TargetDate would get now, and
@@ -95,7 +96,7 @@ func (a Availability) Err() error {
 // (candidates.lua) in a read-only script. It loads the SKU from the Loader when it is
 // not in Redis yet, as an allocation would.
 func (l *Ledger) Availability(ctx context.Context, r AvailabilityRequest) (Availability, error) {
-	if err := r.validate(); err != nil {
+	if err := r.Validate(); err != nil {
 		return Availability{}, err
 	}
 	// One call without a pipeline: the usual read of a storefront, kept cheap.
@@ -155,7 +156,7 @@ func (l *Ledger) AvailabilityMany(ctx context.Context, rs []AvailabilityRequest)
 	out := make([]AvailabilityAnswer, len(rs))
 	todo := make([]int, 0, len(rs))
 	for i, r := range rs {
-		if err := r.validate(); err != nil {
+		if err := r.Validate(); err != nil {
 			out[i].Err = err
 			continue
 		}
@@ -272,7 +273,7 @@ func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error
 		a.Take = append(a.Take, LotQty{LotID: str(take[i]), Qty: q})
 	}
 	if a.Reason != "" {
-		if _, known := reasons[a.Reason]; !known || strings.Contains(a.Reason, " ") {
+		if _, known := ErrorOfReason(a.Reason); !known || strings.Contains(a.Reason, " ") {
 			return bad()
 		}
 	}
@@ -280,7 +281,7 @@ func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error
 }
 
 // decodeRecordHead reads a candidate's attributes from its index record without the
-// field name: allocKey (kind, best-before or the planned marker, registration number) and
+// field name: AllocKey (kind, best-before or the planned marker, registration number) and
 // the validity period (indexRecord writes them; TestAllocKeyAndLayout keeps the two
 // in step).
 func decodeRecordHead(h string) (Candidate, bool) {
@@ -295,7 +296,7 @@ func decodeRecordHead(h string) (Candidate, bool) {
 	switch h[0] {
 	case 'o':
 		c.Kind, c.RegSeq = KindOnHand, reg
-		if bb := h[1:11]; bb != noBestFirst {
+		if bb := h[1:11]; bb != NoBestFirst {
 			c.BestBefore = bb
 		}
 	case 'p':

@@ -83,7 +83,7 @@ func BenchmarkValidateAllocate(b *testing.B) {
 	r := AllocateRequest{OpID: "evt_01JDW6Y2Q5:1:alloc", SKU: "SKU-1", Qty: 3, TargetDate: "2026-12-01", Mode: ModeShip}
 	b.ReportAllocs()
 	for range b.N {
-		if err := r.validate(); err != nil {
+		if err := r.Validate(); err != nil {
 			b.Fatal(err)
 		}
 	}

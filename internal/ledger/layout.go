@@ -23,7 +23,7 @@ import (
 //	    n        the next registration number (reg_seq) RegisterLot gives
 //	    kl       the key layout the index and the stored keys were written in (keyLayout)
 //	    m:<lot>  meta "kind\tgood\tbest_before\treg_seq\tarrives_at\tvalid_from\tvalid_to"
-//	    k:<lot>  the lot's stored key: allocKey of the lot, then the meta it was computed
+//	    k:<lot>  the lot's stored key: AllocKey of the lot, then the meta it was computed
 //	             for (a key whose meta is not the lot's is no key: an older version
 //	             changed the meta)
 //	    s:<lot>  sellable (read for every candidate an allocation looks at)
@@ -59,49 +59,16 @@ var bucketCodes = map[string]string{
 	Sellable: "s", Reserved: "r", Allocated: "a", Hidden: "h", Shipped: "x", Defective: "d",
 }
 
-// Candidate index records. Each is allocKey + valid_from + valid_to + "s:" + lot_id + "\n"
-// (the lot's sellable field), so records sort in allocation order; the scripts read them
-// at fixed offsets (candidates.lua's SORT_LEN, PERIOD_AT, FIELD_AT).
-const (
-	// MaxRegSeq is the largest registration number (reg_seq): 15 digits, below 2^53 for Lua.
-	MaxRegSeq = 999_999_999_999_999
-	// keyLen is the length of every allocKey (candidates.lua's SORT_LEN).
-	keyLen      = 26
-	noBestFirst = "9999-99-99" // on-hand lot without best-before: after every date
-	plannedBB   = "0000-00-00"
-)
-
-// allocKey returns the lot's key in the allocation order: sorted byte by byte, keys give
-// on-hand lots first by best-before (none = last) then registration order (FEFO), then
-// planned lots by descending registration order (LIFO). It is kind (o|p) + 10 characters
-// (the best-before, or a marker) + 15 digits (reg_seq, or its complement for a planned
-// lot): keyLen bytes.
-//
-// It is the only definition of the order. The Model sorts candidates by it; the load and
-// the re-index write it into the index records and into each lot's stored key (k:<lot>);
-// RegisterLot and Receive compute the key of the lot they (re)index and pass it to the
-// script. ledger.lua copies keys it is given or finds stored, and never builds one.
-func allocKey(l Lot) string {
-	if l.Kind == KindPlanned {
-		return fmt.Sprintf("p%s%015d", plannedBB, MaxRegSeq-l.RegSeq)
-	}
-	bb := l.BestBefore
-	if bb == "" {
-		bb = noBestFirst
-	}
-	return fmt.Sprintf("o%s%015d", bb, l.RegSeq)
-}
-
 func indexRecord(l Lot) string {
-	return allocKey(l) + l.ValidFrom + l.ValidTo + "s:" + l.LotID + "\n"
+	return AllocKey(l) + l.ValidFrom + l.ValidTo + "s:" + l.LotID + "\n"
 }
 
 // storedKey is the value of a lot's k:<lot> field: its key, then the meta it is the key
 // of. The script trusts a stored key only while the lot's meta is that meta.
-func storedKey(l Lot, meta string) string { return allocKey(l) + meta }
+func storedKey(l Lot, meta string) string { return AllocKey(l) + meta }
 
 // keyLayout names the layout of the index records and the stored keys: a digest of what
-// indexRecord writes for layoutProbe, so that any change to allocKey or indexRecord
+// indexRecord writes for layoutProbe, so that any change to AllocKey or indexRecord
 // changes it. Every SKU hash carries the layout it was written in (field kl); the scripts
 // carry this one (scriptHeader) and refuse a SKU in another with ERR_REINDEX, upon which
 // the Go side re-indexes the SKU (Reindex) and runs the operation again.
@@ -178,60 +145,6 @@ func decodeMeta(l *Lot, s string) error {
 	return nil
 }
 
-// CheckSKUState validates a SKU as loaded from PostgreSQL: ids, kinds, dates, registration
-// numbers unique and in range, no negative bucket.
-func CheckSKUState(s SKU) error {
-	if err := CheckSKU(s.SKU); err != nil {
-		return err
-	}
-	if s.SafetyStock < 0 || s.SafetyStock > MaxQty {
-		return invalid("sku %s: safety_stock %d out of range", s.SKU, s.SafetyStock)
-	}
-	seen := map[string]bool{}
-	regs := map[int64]string{}
-	for _, l := range s.Lots {
-		if err := CheckLotID(l.LotID); err != nil {
-			return err
-		}
-		if seen[l.LotID] {
-			return invalid("sku %s: lot %s twice", s.SKU, l.LotID)
-		}
-		seen[l.LotID] = true
-		if other, dup := regs[l.RegSeq]; dup {
-			return invalid("sku %s: lots %s and %s share reg_seq %d", s.SKU, other, l.LotID, l.RegSeq)
-		}
-		regs[l.RegSeq] = l.LotID
-		if l.RegSeq < 0 || l.RegSeq > MaxRegSeq {
-			return invalid("sku %s lot %s: reg_seq %d out of range", s.SKU, l.LotID, l.RegSeq)
-		}
-		if l.Kind != KindOnHand && l.Kind != KindPlanned {
-			return invalid("sku %s lot %s: kind %q", s.SKU, l.LotID, l.Kind)
-		}
-		for _, d := range []struct{ f, v string }{{"best_before", l.BestBefore}, {"arrives_at", l.ArrivesAt}} {
-			if d.v != "" {
-				if err := CheckDate(d.f, d.v); err != nil {
-					return err
-				}
-			}
-		}
-		if err := CheckDate("valid_from", l.ValidFrom); err != nil {
-			return err
-		}
-		if err := CheckDate("valid_to", l.ValidTo); err != nil {
-			return err
-		}
-		if l.ValidFrom > l.ValidTo {
-			return invalid("sku %s lot %s: valid_from after valid_to", s.SKU, l.LotID)
-		}
-		for _, q := range []int64{l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped} {
-			if q < 0 || q > 1000*MaxQty {
-				return invalid("sku %s lot %s: bucket quantity %d out of range", s.SKU, l.LotID, q)
-			}
-		}
-	}
-	return nil
-}
-
 // loadFields returns the hash of a SKU as field/value pairs.
 func loadFields(s SKU) []any {
 	chunks := buildIndex(s.Lots)
@@ -282,17 +195,8 @@ func decodeHash(sku string, h map[string]string) (SKU, error) {
 		}
 		s.Lots = append(s.Lots, l)
 	}
-	sortLots(s.Lots)
+	SortLots(s.Lots)
 	return s, nil
-}
-
-func sortLots(lots []Lot) {
-	sort.Slice(lots, func(i, j int) bool {
-		if lots[i].RegSeq != lots[j].RegSeq {
-			return lots[i].RegSeq < lots[j].RegSeq
-		}
-		return lots[i].LotID < lots[j].LotID
-	})
 }
 
 // decodeResult parses a success result of ledger.lua:

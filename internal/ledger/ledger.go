@@ -297,7 +297,7 @@ func (l *Ledger) Snapshot(ctx context.Context, sku string) (SKU, error) {
 		return SKU{}, fmt.Errorf("ledger: snapshot sku=%s: %w", sku, err)
 	}
 	if len(h) == 0 {
-		return SKU{}, opError("snapshot", sku, ErrNotLoaded, "")
+		return SKU{}, OpError("snapshot", sku, ErrNotLoaded, "")
 	}
 	return decodeHash(sku, h)
 }

@@ -502,17 +502,6 @@ func TestUnknownSKUAndAutoLoad(t *testing.T) {
 	})
 }
 
-func TestReasonCodes(t *testing.T) {
-	if Reason(nil) != "" || Reason(errors.New("x")) != "ERR_INTERNAL" {
-		t.Fatal("Reason of nil or foreign error")
-	}
-	for code, e := range reasons {
-		if got := Reason(fmt.Errorf("wrapped: %w", e)); got != code {
-			t.Errorf("Reason(%v) = %q, want %q", e, got, code)
-		}
-	}
-}
-
 // Concurrent first touches create the SKU once: an allocation applied after the first
 // load must never be overwritten by a later load.
 func TestConcurrentFirstTouchLoadsOnce(t *testing.T) {
@@ -639,9 +628,9 @@ func TestRejection(t *testing.T) {
 		reason string
 	}{
 		{nil, ""},
-		{opError("alloc", "A", ErrShortage, ""), "ERR_SHORTAGE"},
-		{opError("alloc", "A", ErrUnknownSKU, ""), "ERR_UNKNOWN_SKU"},
-		{opError("alloc", "A", ErrNotLoaded, ""), ""},
+		{OpError("alloc", "A", ErrShortage, ""), "ERR_SHORTAGE"},
+		{OpError("alloc", "A", ErrUnknownSKU, ""), "ERR_UNKNOWN_SKU"},
+		{OpError("alloc", "A", ErrNotLoaded, ""), ""},
 		{fmt.Errorf("ledger: alloc sku=A: %w", errors.New("redis: connection pool timeout")), ""},
 		{fmt.Errorf("ledger: alloc sku=A: %w", context.DeadlineExceeded), ""},
 	} {

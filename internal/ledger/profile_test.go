@@ -64,7 +64,7 @@ func TestProfileScript(t *testing.T) {
 		usec[i] = 1e9
 	}
 	n := 0
-	fp := AllocateRequest{SKU: "HOT", Qty: 1, TargetDate: "2026-12-01", Mode: ModeShip}.fingerprint()
+	fp := AllocateRequest{SKU: "HOT", Qty: 1, TargetDate: "2026-12-01", Mode: ModeShip}.Fingerprint()
 	for r := range rounds {
 		for vi, v := range variants {
 			sc := redis.NewScript(v.body)

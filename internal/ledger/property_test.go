@@ -129,7 +129,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 	heldIn := func(lots []Lot, bucket string) []LotQty {
 		var have []Lot
 		for _, l := range lots {
-			if *bucketOf(&l, bucket) > 0 {
+			if *BucketOf(&l, bucket) > 0 {
 				have = append(have, l)
 			}
 		}
@@ -139,7 +139,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 		out := []LotQty{}
 		for range 1 + rng.IntN(2) {
 			l := have[rng.IntN(len(have))]
-			out = append(out, LotQty{LotID: l.LotID, Qty: 1 + rng.Int64N(*bucketOf(&l, bucket))})
+			out = append(out, LotQty{LotID: l.LotID, Qty: 1 + rng.Int64N(*BucketOf(&l, bucket))})
 		}
 		return out
 	}
@@ -186,7 +186,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 			case 1:
 				c.Release = lotQtys(lots)
 			default:
-				c.Release = heldIn(lots, modeBucket(c.Mode))
+				c.Release = heldIn(lots, ModeBucket(c.Mode))
 			}
 			for range rng.IntN(4) {
 				c.Allocate = append(c.Allocate, qty())
@@ -471,10 +471,10 @@ func invariants(prev SKU, seen bool, now SKU, r Result, err error, st genStep) e
 			if (mv.From == External || mv.To == External) && st.receive == nil && st.adjust == nil && st.regLot == nil {
 				return fmt.Errorf("%s moved from/to external: %+v", st.name, mv)
 			}
-			if p := bucketOf(lt, mv.From); p != nil {
+			if p := BucketOf(lt, mv.From); p != nil {
 				*p -= mv.Qty
 			}
-			if p := bucketOf(lt, mv.To); p != nil {
+			if p := BucketOf(lt, mv.To); p != nil {
 				*p += mv.Qty
 			}
 		}
@@ -616,7 +616,7 @@ func TestHotSKUNeverOversold(t *testing.T) {
 // same records in the same order, in `on` chunks that are never empty (but a lone o:0) and
 // hold at most twice the load's chunk (ledger.lua edits one chunk, splitting or dropping
 // it, where a load writes chunks of indexChunk records); and its layout stamp and every
-// lot's stored key with allocKey's.
+// lot's stored key with AllocKey's.
 func checkIndex(h map[string]string, lots []Lot) error {
 	if h[fieldLayout] != keyLayout {
 		return fmt.Errorf("layout stamp %q, want %q", h[fieldLayout], keyLayout)

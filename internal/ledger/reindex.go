@@ -42,7 +42,7 @@ type Reindexed struct {
 func (r Reindexed) Stale() bool { return r.Layout || r.Index || r.Keys > 0 }
 
 // Reindex rewrites the SKU's candidate index, its lots' stored keys and its layout stamp
-// as the current key layout (allocKey) gives them, when any of them differs; with dryRun
+// as the current key layout (AllocKey) gives them, when any of them differs; with dryRun
 // it only tells what differs. It reads the SKU and computes every key in Go, then writes in
 // one script (reindex.lua) that takes the stock as operations left it meanwhile, so it may
 // run beside live traffic; only a lot an older version wrote in between makes it read

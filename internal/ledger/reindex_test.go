@@ -27,8 +27,8 @@ func TestAllocKeyAndLayout(t *testing.T) {
 		{Lot{Kind: KindOnHand, RegSeq: 7}, "o9999-99-99000000000000007"},
 		{Lot{Kind: KindPlanned, RegSeq: 7}, "p0000-00-00999999999999992"},
 	} {
-		if got := allocKey(tc.lot); got != tc.want || len(got) != keyLen {
-			t.Errorf("allocKey(%+v) = %q, want %q (%d bytes)", tc.lot, got, tc.want, keyLen)
+		if got := AllocKey(tc.lot); got != tc.want || len(got) != KeyLen {
+			t.Errorf("AllocKey(%+v) = %q, want %q (%d bytes)", tc.lot, got, tc.want, KeyLen)
 		}
 	}
 	if layoutOf(indexRecord) != keyLayout {
@@ -40,7 +40,7 @@ func TestAllocKeyAndLayout(t *testing.T) {
 	}
 	// The availability answer reads a candidate back from its record.
 	for _, l := range layoutProbe {
-		c, ok := decodeRecordHead(indexRecord(l)[:keyLen+20])
+		c, ok := decodeRecordHead(indexRecord(l)[:KeyLen+20])
 		want := Candidate{Kind: l.Kind, BestBefore: l.BestBefore, RegSeq: l.RegSeq, ValidFrom: l.ValidFrom, ValidTo: l.ValidTo}
 		if !ok || c != want {
 			t.Errorf("record of %+v reads back as %+v (%v)", l, c, ok)
@@ -48,7 +48,7 @@ func TestAllocKeyAndLayout(t *testing.T) {
 	}
 }
 
-// fifoKey is a key in another layout than allocKey's, as long: on-hand lots by
+// fifoKey is a key in another layout than AllocKey's, as long: on-hand lots by
 // registration order alone (first in, first out), then planned lots likewise.
 func fifoKey(l Lot) string {
 	kind := "o"
@@ -142,7 +142,7 @@ func TestIndexOfAnotherLayoutIsRebuiltBeforeUse(t *testing.T) {
 		writeIndexAs(t, rc, Key(prefix, s.SKU), fifoKey, "fifo-layout")
 	}
 
-	err = ledgerScript.Run(ctx, rc, []string{Key(prefix, "A"), opKey(prefix, "A", "raw")}, "alloc", "60", alloc("raw", "A", 1, "2026-12-01", ModeReserve).fingerprint(), 1, "2026-12-01", "reserve", "").Err()
+	err = ledgerScript.Run(ctx, rc, []string{Key(prefix, "A"), opKey(prefix, "A", "raw")}, "alloc", "60", alloc("raw", "A", 1, "2026-12-01", ModeReserve).Fingerprint(), 1, "2026-12-01", "reserve", "").Err()
 	if !isReindexReply(err) {
 		t.Fatalf("the script walked an index of another layout: %v", err)
 	}
