@@ -4,88 +4,89 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/junban/junban/internal/ledger/stock"
 	"strconv"
 )
 
 // Apply runs op on Redis: one atomic script on one SKU, loading the SKU from the Loader
 // first when Redis does not have it. Each operation's Redis run is its ledger.lua call
 // and arguments, below; TestApplyRunsEveryOp fails when an operation has none.
-func (l *Ledger) Apply(ctx context.Context, op Op) (Result, error) {
+func (l *Ledger) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
 	switch r := op.(type) {
-	case AllocateRequest:
+	case stock.AllocateRequest:
 		return l.applyAllocate(ctx, r)
-	case ReleaseRequest:
+	case stock.ReleaseRequest:
 		return l.applyRelease(ctx, r)
-	case ConfirmRequest:
+	case stock.ConfirmRequest:
 		return l.applyConfirm(ctx, r)
-	case ShipRequest:
+	case stock.ShipRequest:
 		return l.applyShip(ctx, r)
-	case UndoRequest:
+	case stock.UndoRequest:
 		return l.applyUndo(ctx, r)
-	case ChangeRequest:
+	case stock.ChangeRequest:
 		return l.applyChange(ctx, r)
-	case ReceiveRequest:
+	case stock.ReceiveRequest:
 		return l.applyReceive(ctx, r)
-	case AdjustRequest:
+	case stock.AdjustRequest:
 		return l.applyAdjust(ctx, r)
-	case HoldRequest:
+	case stock.HoldRequest:
 		return l.applyHold(ctx, r)
-	case ReleaseHoldRequest:
+	case stock.ReleaseHoldRequest:
 		return l.applyReleaseHold(ctx, r)
-	case DamageRequest:
+	case stock.DamageRequest:
 		return l.applyDamage(ctx, r)
-	case RecallRequest:
+	case stock.RecallRequest:
 		return l.applyRecall(ctx, r)
-	case ReturnRequest:
+	case stock.ReturnRequest:
 		return l.applyReturn(ctx, r)
-	case RegisterSKURequest:
+	case stock.RegisterSKURequest:
 		return l.applyRegisterSKU(ctx, r)
-	case RegisterLotRequest:
+	case stock.RegisterLotRequest:
 		return l.applyRegisterLot(ctx, r)
-	case SafetyStockRequest:
+	case stock.SafetyStockRequest:
 		return l.applySafetyStock(ctx, r)
 	}
-	return Result{}, fmt.Errorf("ledger: %T: %w: no Redis run for the operation", op, ErrInvalidRequest)
+	return stock.Result{}, fmt.Errorf("ledger: %T: %w: no Redis run for the operation", op, stock.ErrInvalidRequest)
 }
 
-func (l *Ledger) applyAllocate(ctx context.Context, r AllocateRequest) (Result, error) {
+func (l *Ledger) applyAllocate(ctx context.Context, r stock.AllocateRequest) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	return l.run(ctx, "alloc", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode), r.Holder)
 }
 
-func (l *Ledger) applyRelease(ctx context.Context, r ReleaseRequest) (Result, error) {
+func (l *Ledger) applyRelease(ctx context.Context, r stock.ReleaseRequest) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	return l.moveLots(ctx, r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.From), "s", r.Holder, "", r.Lots, nil)
 }
 
-func (l *Ledger) applyConfirm(ctx context.Context, r ConfirmRequest) (Result, error) {
+func (l *Ledger) applyConfirm(ctx context.Context, r stock.ConfirmRequest) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	return l.moveLots(ctx, r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "r", "a", r.Holder, "", r.Lots, nil)
 }
 
-func (l *Ledger) applyShip(ctx context.Context, r ShipRequest) (Result, error) {
+func (l *Ledger) applyShip(ctx context.Context, r stock.ShipRequest) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	return l.moveLots(ctx, r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "a", "x", r.Holder, "", r.Lots, nil)
 }
 
-func (l *Ledger) applyUndo(ctx context.Context, r UndoRequest) (Result, error) {
+func (l *Ledger) applyUndo(ctx context.Context, r stock.UndoRequest) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	return l.moveLots(ctx, r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.To), bucketCode(r.From), r.Holder, "", r.Lots, r.Back)
 }
 
-func (l *Ledger) applyChange(ctx context.Context, r ChangeRequest) (Result, error) {
+func (l *Ledger) applyChange(ctx context.Context, r stock.ChangeRequest) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	args := make([]any, 0, 4+2*len(r.Release)+len(r.Allocate))
 	args = append(args, string(r.Mode), r.TargetDate, r.Holder, len(r.Release))
@@ -98,59 +99,59 @@ func (l *Ledger) applyChange(ctx context.Context, r ChangeRequest) (Result, erro
 	return l.run(ctx, "change", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, args...)
 }
 
-func (l *Ledger) applyReceive(ctx context.Context, r ReceiveRequest) (Result, error) {
+func (l *Ledger) applyReceive(ctx context.Context, r stock.ReceiveRequest) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	// The received lot's key needs its registration number, which Redis holds.
 	reg, err := l.regSeqOf(ctx, r.SKU, r.LotID)
 	if err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, fmt.Errorf("ledger: receive sku=%s: %w", r.SKU, err)
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, fmt.Errorf("ledger: receive sku=%s: %w", r.SKU, err)
 	}
-	return withRegSeq("receive", r.SKU, reg, func(reg int64, _ int) (Result, error) {
-		key := AllocKey(Lot{Kind: KindOnHand, BestBefore: r.BestBefore, RegSeq: reg})
+	return withRegSeq("receive", r.SKU, reg, func(reg int64, _ int) (stock.Result, error) {
+		key := stock.AllocKey(stock.Lot{Kind: stock.KindOnHand, BestBefore: r.BestBefore, RegSeq: reg})
 		return l.run(ctx, "receive", r.Fingerprint(), r.OpID, "", r.SKU, r.LotID, r.BestBefore, r.Qty, reg, key)
 	})
 }
 
-func (l *Ledger) applyAdjust(ctx context.Context, r AdjustRequest) (Result, error) {
+func (l *Ledger) applyAdjust(ctx context.Context, r stock.AdjustRequest) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	return l.run(ctx, "adjust", r.Fingerprint(), r.OpID, "", r.SKU, r.LotID, r.Delta, r.Reason)
 }
 
-func (l *Ledger) applyHold(ctx context.Context, r HoldRequest) (Result, error) {
+func (l *Ledger) applyHold(ctx context.Context, r stock.HoldRequest) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.Fingerprint(), r.OpID, "", r.SKU, "s", "h", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLots(ctx, r.Fingerprint(), r.OpID, "", r.SKU, "s", "h", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
-func (l *Ledger) applyReleaseHold(ctx context.Context, r ReleaseHoldRequest) (Result, error) {
+func (l *Ledger) applyReleaseHold(ctx context.Context, r stock.ReleaseHoldRequest) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.Fingerprint(), r.OpID, "", r.SKU, "h", "s", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLots(ctx, r.Fingerprint(), r.OpID, "", r.SKU, "h", "s", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
-func (l *Ledger) applyDamage(ctx context.Context, r DamageRequest) (Result, error) {
+func (l *Ledger) applyDamage(ctx context.Context, r stock.DamageRequest) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.Fingerprint(), r.OpID, "", r.SKU, "s", "d", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLots(ctx, r.Fingerprint(), r.OpID, "", r.SKU, "s", "d", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
-func (l *Ledger) applyRecall(ctx context.Context, r RecallRequest) (Result, error) {
+func (l *Ledger) applyRecall(ctx context.Context, r stock.RecallRequest) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "recall", r.Fingerprint(), r.OpID, "", r.SKU, r.LotID, r.Reason, MaxResultHolders)
+	return l.run(ctx, "recall", r.Fingerprint(), r.OpID, "", r.SKU, r.LotID, r.Reason, stock.MaxResultHolders)
 }
 
-func (l *Ledger) applyReturn(ctx context.Context, r ReturnRequest) (Result, error) {
+func (l *Ledger) applyReturn(ctx context.Context, r stock.ReturnRequest) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	to := "s"
 	if r.Defective {
@@ -159,46 +160,53 @@ func (l *Ledger) applyReturn(ctx context.Context, r ReturnRequest) (Result, erro
 	return l.moveLots(ctx, r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "x", to, "", "", r.Lots, nil)
 }
 
-func (l *Ledger) applyRegisterSKU(ctx context.Context, r RegisterSKURequest) (Result, error) {
+func (l *Ledger) applyRegisterSKU(ctx context.Context, r stock.RegisterSKURequest) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	ss := strconv.FormatInt(r.SafetyStock, 10)
 	// Without creation the script answers ERR_NOT_LOADED for a SKU Redis does not have;
 	// run then asks the Loader. Only a SKU the Loader does not know either is created.
 	if l.loader != nil {
 		res, err := l.run(ctx, "regsku", r.Fingerprint(), r.OpID, "", r.SKU, ss, "0")
-		if !errors.Is(err, ErrUnknownSKU) {
+		if !errors.Is(err, stock.ErrUnknownSKU) {
 			return res, err
 		}
 	}
 	return l.run(ctx, "regsku", r.Fingerprint(), r.OpID, "", r.SKU, ss, "1")
 }
 
-func (l *Ledger) applyRegisterLot(ctx context.Context, r RegisterLotRequest) (Result, error) {
+func (l *Ledger) applyRegisterLot(ctx context.Context, r stock.RegisterLotRequest) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	n := r.Lot.WithDefaults()
 	// The new lot's key needs the registration number the script gives it: the SKU's next,
 	// read here; the script takes the key of the number it gives from those passed.
 	reg, err := l.nextRegSeq(ctx, r.SKU)
 	if err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, fmt.Errorf("ledger: reglot sku=%s: %w", r.SKU, err)
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, fmt.Errorf("ledger: reglot sku=%s: %w", r.SKU, err)
 	}
-	return withRegSeq("reglot", r.SKU, reg, func(reg int64, window int) (Result, error) {
+	return withRegSeq("reglot", r.SKU, reg, func(reg int64, window int) (stock.Result, error) {
 		args := make([]any, 0, 9+window)
 		args = append(args, n.LotID, n.Kind, boolCode(n.Good), n.BestBefore, n.ArrivesAt, n.ValidFrom, n.ValidTo, n.Sellable, reg)
 		for i := range int64(window) {
-			args = append(args, AllocKey(Lot{Kind: n.Kind, BestBefore: n.BestBefore, RegSeq: reg + i}))
+			args = append(args, stock.AllocKey(stock.Lot{Kind: n.Kind, BestBefore: n.BestBefore, RegSeq: reg + i}))
 		}
 		return l.run(ctx, "reglot", r.Fingerprint(), r.OpID, "", r.SKU, args...)
 	})
 }
 
-func (l *Ledger) applySafetyStock(ctx context.Context, r SafetyStockRequest) (Result, error) {
+func (l *Ledger) applySafetyStock(ctx context.Context, r stock.SafetyStockRequest) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	return l.run(ctx, "ss", r.Fingerprint(), r.OpID, "", r.SKU, r.SafetyStock)
+}
+
+func boolCode(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"errors"
+	"github.com/junban/junban/internal/ledger/stock"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,9 +12,9 @@ import (
 
 // wantConflict checks that err refuses a request under a remembered op id for another
 // request: ErrOpConflict, naming the op id, nothing replayed.
-func wantConflict(t *testing.T, r Result, err error, opID string) {
+func wantConflict(t *testing.T, r stock.Result, err error, opID string) {
 	t.Helper()
-	if !errors.Is(err, ErrOpConflict) {
+	if !errors.Is(err, stock.ErrOpConflict) {
 		t.Fatalf("error = %v (result %+v), want ErrOpConflict", err, r)
 	}
 	if !strings.Contains(err.Error(), opID) {
@@ -32,12 +33,12 @@ func wantConflict(t *testing.T, r Result, err error, opID string) {
 // Failed against the unchanged script and model (replay by op id alone): the allocation
 // of 1 under "o1" answered the allocation of 2 with Replayed set, no error.
 func TestReplayOfAnotherRequestIsRefused(t *testing.T) {
-	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 5)}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		a := alloc("o1", "A", 2, "2026-12-01", ModeShip)
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "2027-01-01", 5)}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		a := alloc("o1", "A", 2, "2026-12-01", stock.ModeShip)
 		a.Holder = "h1"
 		first, err := inv.Apply(ctx, a)
-		wantMoves(t, first, err, mv{"L", Sellable, Allocated, 2})
+		wantMoves(t, first, err, mv{"L", stock.Sellable, stock.Allocated, 2})
 		before, _ := inv.Snapshot(ctx, "A")
 
 		again, err := inv.Apply(ctx, a)
@@ -49,17 +50,17 @@ func TestReplayOfAnotherRequestIsRefused(t *testing.T) {
 			t.Fatalf("replay differs:\n%+v\n%+v", first, again)
 		}
 
-		other := func(f func(*AllocateRequest)) AllocateRequest { b := a; f(&b); return b }
-		for name, op := range map[string]Op{
-			"qty":     other(func(b *AllocateRequest) { b.Qty = 1 }),
-			"mode":    other(func(b *AllocateRequest) { b.Mode = ModeReserve }),
-			"date":    other(func(b *AllocateRequest) { b.TargetDate = "2026-12-02" }),
-			"holder":  other(func(b *AllocateRequest) { b.Holder = "h2" }),
-			"kind":    ConfirmRequest{OpID: "o1", SKU: "A", Lots: lotQty("L", 2), Holder: "h1"},
-			"release": ReleaseRequest{OpID: "o1", SKU: "A", From: Allocated, Lots: lotQty("L", 2), Holder: "h1"},
+		other := func(f func(*stock.AllocateRequest)) stock.AllocateRequest { b := a; f(&b); return b }
+		for name, op := range map[string]stock.Op{
+			"qty":     other(func(b *stock.AllocateRequest) { b.Qty = 1 }),
+			"mode":    other(func(b *stock.AllocateRequest) { b.Mode = stock.ModeReserve }),
+			"date":    other(func(b *stock.AllocateRequest) { b.TargetDate = "2026-12-02" }),
+			"holder":  other(func(b *stock.AllocateRequest) { b.Holder = "h2" }),
+			"kind":    stock.ConfirmRequest{OpID: "o1", SKU: "A", Lots: lotQty("L", 2), Holder: "h1"},
+			"release": stock.ReleaseRequest{OpID: "o1", SKU: "A", From: stock.Allocated, Lots: lotQty("L", 2), Holder: "h1"},
 		} {
 			r, err := inv.Apply(ctx, op)
-			if !errors.Is(err, ErrOpConflict) {
+			if !errors.Is(err, stock.ErrOpConflict) {
 				t.Fatalf("%s differs: %+v %v, want ErrOpConflict", name, r, err)
 			}
 			wantConflict(t, r, err, "o1")
@@ -69,12 +70,12 @@ func TestReplayOfAnotherRequestIsRefused(t *testing.T) {
 		}
 
 		// A remembered failure answers the same request, and refuses another.
-		_, err = inv.Apply(ctx, alloc("o2", "A", 9, "2026-12-01", ModeShip))
-		wantErr(t, err, ErrShortage)
-		r, err := inv.Apply(ctx, alloc("o2", "A", 1, "2026-12-01", ModeShip))
+		_, err = inv.Apply(ctx, alloc("o2", "A", 9, "2026-12-01", stock.ModeShip))
+		wantErr(t, err, stock.ErrShortage)
+		r, err := inv.Apply(ctx, alloc("o2", "A", 1, "2026-12-01", stock.ModeShip))
 		wantConflict(t, r, err, "o2")
-		r, err = inv.Apply(ctx, alloc("o2", "A", 9, "2026-12-01", ModeShip))
-		if !errors.Is(err, ErrShortage) || !r.Replayed {
+		r, err = inv.Apply(ctx, alloc("o2", "A", 9, "2026-12-01", stock.ModeShip))
+		if !errors.Is(err, stock.ErrShortage) || !r.Replayed {
 			t.Fatalf("the failed request again: %+v %v, want its shortage replayed", r, err)
 		}
 		if after, _ := inv.Snapshot(ctx, "A"); !reflect.DeepEqual(after, before) {
@@ -93,14 +94,14 @@ func TestReplayOfAnotherRequestIsRefused(t *testing.T) {
 // 4 moves (Replayed, no error) while L1 had 10 sellable and no holder.
 func TestUndoneChangeRefusesAnotherChangeUnderItsOpID(t *testing.T) {
 	const op = "{CMP-5}E2:S1:change"
-	s := SKU{SKU: "S1", Lots: []Lot{lot("L1", KindOnHand, 1, "2027-01-01", 10)}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		c := ChangeRequest{OpID: op, SKU: "S1", TargetDate: "2026-12-01", Mode: ModeReserve, Allocate: []int64{1, 3}, Holder: "CMP-5"}
+	s := stock.SKU{SKU: "S1", Lots: []stock.Lot{lot("L1", stock.KindOnHand, 1, "2027-01-01", 10)}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		c := stock.ChangeRequest{OpID: op, SKU: "S1", TargetDate: "2026-12-01", Mode: stock.ModeReserve, Allocate: []int64{1, 3}, Holder: "CMP-5"}
 		r, err := inv.Apply(ctx, c)
-		wantMoves(t, r, err, mv{"L1", Sellable, Reserved, 1}, mv{"L1", Sellable, Reserved, 3})
-		u, err := inv.Apply(ctx, UndoRequest{OpID: op + "-undo", SKU: "S1", From: Sellable, To: Reserved,
-			Lots: []LotQty{{LotID: "L1", Qty: 1}, {LotID: "L1", Qty: 3}}, Holder: "CMP-5"})
-		wantMoves(t, u, err, mv{"L1", Reserved, Sellable, 1}, mv{"L1", Reserved, Sellable, 3})
+		wantMoves(t, r, err, mv{"L1", stock.Sellable, stock.Reserved, 1}, mv{"L1", stock.Sellable, stock.Reserved, 3})
+		u, err := inv.Apply(ctx, stock.UndoRequest{OpID: op + "-undo", SKU: "S1", From: stock.Sellable, To: stock.Reserved,
+			Lots: []stock.LotQty{{LotID: "L1", Qty: 1}, {LotID: "L1", Qty: 3}}, Holder: "CMP-5"})
+		wantMoves(t, u, err, mv{"L1", stock.Reserved, stock.Sellable, 1}, mv{"L1", stock.Reserved, stock.Sellable, 3})
 		before, _ := inv.Snapshot(ctx, "S1")
 
 		c2 := c
@@ -111,12 +112,12 @@ func TestUndoneChangeRefusesAnotherChangeUnderItsOpID(t *testing.T) {
 		if !reflect.DeepEqual(after, before) || after.Lots[0].Sellable != 10 {
 			t.Fatalf("after the refused change %+v, want as before with 10 sellable: %+v", after, before)
 		}
-		if m, ok := inv.(*Model); ok && len(m.Holders("S1", "L1")) != 0 {
+		if m, ok := inv.(*stock.Model); ok && len(m.Holders("S1", "L1")) != 0 {
 			t.Fatalf("holders after the refused change: %+v", m.Holders("S1", "L1"))
 		}
 		// The undo's own record refuses another undo under its id too.
-		r, err = inv.Apply(ctx, UndoRequest{OpID: op + "-undo", SKU: "S1", From: Sellable, To: Reserved,
-			Lots: []LotQty{{LotID: "L1", Qty: 1}}, Holder: "CMP-5"})
+		r, err = inv.Apply(ctx, stock.UndoRequest{OpID: op + "-undo", SKU: "S1", From: stock.Sellable, To: stock.Reserved,
+			Lots: []stock.LotQty{{LotID: "L1", Qty: 1}}, Holder: "CMP-5"})
 		wantConflict(t, r, err, op+"-undo")
 	})
 }
@@ -129,21 +130,21 @@ func TestUndoneChangeRefusesAnotherChangeUnderItsOpID(t *testing.T) {
 // Failed against the unchanged script and model: the allocation replayed the adjustment
 // "e1:L:adjust" (a move from external) and allocated nothing.
 func TestLegacyOpIDOfAnotherRequestIsNotReplayed(t *testing.T) {
-	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 5)}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		if _, err := inv.Apply(ctx, AdjustRequest{OpID: "e1:L:adjust", SKU: "A", LotID: "L", Delta: 1, Reason: "count"}); err != nil {
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "2027-01-01", 5)}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		if _, err := inv.Apply(ctx, stock.AdjustRequest{OpID: "e1:L:adjust", SKU: "A", LotID: "L", Delta: 1, Reason: "count"}); err != nil {
 			t.Fatal(err)
 		}
-		a := alloc("{o1}e1:L:alloc", "A", 2, "2026-12-01", ModeShip)
+		a := alloc("{o1}e1:L:alloc", "A", 2, "2026-12-01", stock.ModeShip)
 		a.LegacyOpID = "e1:L:adjust"
 		r, err := inv.Apply(ctx, a)
-		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 2})
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Allocated, 2})
 		if r.Replayed || r.Version != 2 {
 			t.Fatalf("%+v, want applied at version 2", r)
 		}
 		// Its own record answers it from now on.
 		r, err = inv.Apply(ctx, a)
-		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 2})
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Allocated, 2})
 		if !r.Replayed || r.Version != 2 {
 			t.Fatalf("again: %+v, want its own answer replayed", r)
 		}
@@ -159,7 +160,7 @@ func TestLegacyOpIDOfAnotherRequestIsNotReplayed(t *testing.T) {
 // the upgraded worker's re-run.
 func TestRecordsWithoutFingerprintAreReplayed(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
-	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 5)}}
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "2027-01-01", 5)}}
 	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(s)})
 	if err != nil {
 		t.Fatal(err)
@@ -171,27 +172,27 @@ func TestRecordsWithoutFingerprintAreReplayed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rec) < 1+FingerprintBytes || rec[0] != '#' {
+		if len(rec) < 1+stock.FingerprintBytes || rec[0] != '#' {
 			t.Fatalf("record %q carries no fingerprint", rec)
 		}
-		if err := rc.Set(ctx, k, rec[1+FingerprintBytes:], 0).Err(); err != nil {
+		if err := rc.Set(ctx, k, rec[1+stock.FingerprintBytes:], 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	first, err := l.Apply(ctx, alloc("old", "A", 2, "2026-12-01", ModeShip))
-	wantMoves(t, first, err, mv{"L", Sellable, Allocated, 2})
+	first, err := l.Apply(ctx, alloc("old", "A", 2, "2026-12-01", stock.ModeShip))
+	wantMoves(t, first, err, mv{"L", stock.Sellable, stock.Allocated, 2})
 	stripped("old")
-	r, err := l.Apply(ctx, alloc("old", "A", 1, "2026-12-01", ModeReserve))
+	r, err := l.Apply(ctx, alloc("old", "A", 1, "2026-12-01", stock.ModeReserve))
 	if err != nil || !r.Replayed || !reflect.DeepEqual(movesOf(r), movesOf(first)) {
 		t.Fatalf("a record without fingerprint: %+v %v, want its answer replayed", r, err)
 	}
-	_, err = l.Apply(ctx, alloc("old-fail", "A", 9, "2026-12-01", ModeShip))
-	wantErr(t, err, ErrShortage)
+	_, err = l.Apply(ctx, alloc("old-fail", "A", 9, "2026-12-01", stock.ModeShip))
+	wantErr(t, err, stock.ErrShortage)
 	stripped("old-fail")
-	if r, err := l.Apply(ctx, alloc("old-fail", "A", 1, "2026-12-01", ModeShip)); !errors.Is(err, ErrShortage) || !r.Replayed {
+	if r, err := l.Apply(ctx, alloc("old-fail", "A", 1, "2026-12-01", stock.ModeShip)); !errors.Is(err, stock.ErrShortage) || !r.Replayed {
 		t.Fatalf("a failure without fingerprint: %+v %v, want its shortage replayed", r, err)
 	}
-	a := alloc("new", "A", 1, "2026-12-01", ModeShip)
+	a := alloc("new", "A", 1, "2026-12-01", stock.ModeShip)
 	a.LegacyOpID = "old"
 	r, err = l.Apply(ctx, a)
 	if err != nil || !r.Replayed || r.Version != first.Version {

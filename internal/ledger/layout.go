@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/junban/junban/internal/ledger/stock"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,16 +57,16 @@ const (
 
 // bucketCodes are the bucket names in ledger.lua's arguments.
 var bucketCodes = map[string]string{
-	Sellable: "s", Reserved: "r", Allocated: "a", Hidden: "h", Shipped: "x", Defective: "d",
+	stock.Sellable: "s", stock.Reserved: "r", stock.Allocated: "a", stock.Hidden: "h", stock.Shipped: "x", stock.Defective: "d",
 }
 
-func indexRecord(l Lot) string {
-	return AllocKey(l) + l.ValidFrom + l.ValidTo + "s:" + l.LotID + "\n"
+func indexRecord(l stock.Lot) string {
+	return stock.AllocKey(l) + l.ValidFrom + l.ValidTo + "s:" + l.LotID + "\n"
 }
 
 // storedKey is the value of a lot's k:<lot> field: its key, then the meta it is the key
 // of. The script trusts a stored key only while the lot's meta is that meta.
-func storedKey(l Lot, meta string) string { return AllocKey(l) + meta }
+func storedKey(l stock.Lot, meta string) string { return stock.AllocKey(l) + meta }
 
 // keyLayout names the layout of the index records and the stored keys: a digest of what
 // indexRecord writes for layoutProbe, so that any change to AllocKey or indexRecord
@@ -76,16 +77,16 @@ var keyLayout = layoutOf(indexRecord)
 
 // layoutProbe are lots of every kind of key: on hand with and without best-before,
 // planned, registration numbers at both ends.
-var layoutProbe = []Lot{
-	{LotID: "a", Kind: KindOnHand, BestBefore: "2027-01-31", RegSeq: 0, ValidFrom: MinDate, ValidTo: MaxDate},
-	{LotID: "b", Kind: KindOnHand, BestBefore: "", RegSeq: 7, ValidFrom: "2026-12-01", ValidTo: "2026-12-31"},
-	{LotID: "c", Kind: KindOnHand, BestBefore: "2026-12-15", RegSeq: MaxRegSeq, ValidFrom: MinDate, ValidTo: MaxDate},
-	{LotID: "d", Kind: KindPlanned, RegSeq: 0, ValidFrom: MinDate, ValidTo: MaxDate},
-	{LotID: "e", Kind: KindPlanned, RegSeq: 12345, ArrivesAt: "2026-12-03", ValidFrom: "2026-12-05", ValidTo: MaxDate},
-	{LotID: "f", Kind: KindPlanned, RegSeq: MaxRegSeq, ValidFrom: MinDate, ValidTo: MaxDate},
+var layoutProbe = []stock.Lot{
+	{LotID: "a", Kind: stock.KindOnHand, BestBefore: "2027-01-31", RegSeq: 0, ValidFrom: stock.MinDate, ValidTo: stock.MaxDate},
+	{LotID: "b", Kind: stock.KindOnHand, BestBefore: "", RegSeq: 7, ValidFrom: "2026-12-01", ValidTo: "2026-12-31"},
+	{LotID: "c", Kind: stock.KindOnHand, BestBefore: "2026-12-15", RegSeq: stock.MaxRegSeq, ValidFrom: stock.MinDate, ValidTo: stock.MaxDate},
+	{LotID: "d", Kind: stock.KindPlanned, RegSeq: 0, ValidFrom: stock.MinDate, ValidTo: stock.MaxDate},
+	{LotID: "e", Kind: stock.KindPlanned, RegSeq: 12345, ArrivesAt: "2026-12-03", ValidFrom: "2026-12-05", ValidTo: stock.MaxDate},
+	{LotID: "f", Kind: stock.KindPlanned, RegSeq: stock.MaxRegSeq, ValidFrom: stock.MinDate, ValidTo: stock.MaxDate},
 }
 
-func layoutOf(record func(Lot) string) string {
+func layoutOf(record func(stock.Lot) string) string {
 	h := sha256.New()
 	for _, l := range layoutProbe {
 		h.Write([]byte(record(l))) // a hash.Hash never returns an error
@@ -98,7 +99,7 @@ func scriptHeader() string { return "local KEY_LAYOUT = '" + keyLayout + "'\n" }
 
 // buildIndex returns the candidate index of lots, split into chunks: the good ones with
 // sellable stock, in allocation order. There is always at least one chunk.
-func buildIndex(lots []Lot) []string {
+func buildIndex(lots []stock.Lot) []string {
 	var records []string
 	for _, l := range lots {
 		if l.Good && l.Sellable > 0 {
@@ -122,7 +123,7 @@ func buildIndex(lots []Lot) []string {
 	return chunks
 }
 
-func encodeMeta(l Lot) string {
+func encodeMeta(l stock.Lot) string {
 	good := "0"
 	if l.Good {
 		good = "1"
@@ -131,7 +132,7 @@ func encodeMeta(l Lot) string {
 		l.ArrivesAt, l.ValidFrom, l.ValidTo}, "\t")
 }
 
-func decodeMeta(l *Lot, s string) error {
+func decodeMeta(l *stock.Lot, s string) error {
 	f := strings.Split(s, "\t")
 	if len(f) != 7 {
 		return fmt.Errorf("ledger: lot %s: bad meta %q", l.LotID, s)
@@ -146,7 +147,7 @@ func decodeMeta(l *Lot, s string) error {
 }
 
 // loadFields returns the hash of a SKU as field/value pairs.
-func loadFields(s SKU) []any {
+func loadFields(s stock.SKU) []any {
 	chunks := buildIndex(s.Lots)
 	next := int64(0)
 	for _, l := range s.Lots {
@@ -169,8 +170,8 @@ func loadFields(s SKU) []any {
 }
 
 // decodeHash turns a SKU hash (HGETALL) into a SKU, lots by registration order.
-func decodeHash(sku string, h map[string]string) (SKU, error) {
-	s := SKU{SKU: sku, Lots: []Lot{}}
+func decodeHash(sku string, h map[string]string) (stock.SKU, error) {
+	s := stock.SKU{SKU: sku, Lots: []stock.Lot{}}
 	var err error
 	if s.Version, err = strconv.ParseInt(h[fieldVersion], 10, 64); err != nil {
 		return s, fmt.Errorf("ledger: sku %s: bad version %q", sku, h[fieldVersion])
@@ -183,7 +184,7 @@ func decodeHash(sku string, h map[string]string) (SKU, error) {
 		if !ok {
 			continue
 		}
-		l := Lot{LotID: id}
+		l := stock.Lot{LotID: id}
 		if err := decodeMeta(&l, v); err != nil {
 			return s, err
 		}
@@ -195,7 +196,7 @@ func decodeHash(sku string, h map[string]string) (SKU, error) {
 		}
 		s.Lots = append(s.Lots, l)
 	}
-	SortLots(s.Lots)
+	stock.SortLots(s.Lots)
 	return s, nil
 }
 
@@ -209,9 +210,11 @@ func decodeHash(sku string, h map[string]string) (SKU, error) {
 //	s \t safety_stock                      RegisterSKU, SetSafetyStock
 //	n \t count                             Recall: the lot's holders
 //	k \t lcid \t qty                       Recall: one per holder listed
-func decodeResult(opID, sku, text string) (Result, error) {
-	r := Result{OpID: opID, SKU: sku, Moves: []Move{}, Lots: []Lot{}}
-	bad := func(line string) (Result, error) { return r, fmt.Errorf("ledger: bad script result line %q", line) }
+func decodeResult(opID, sku, text string) (stock.Result, error) {
+	r := stock.Result{OpID: opID, SKU: sku, Moves: []stock.Move{}, Lots: []stock.Lot{}}
+	bad := func(line string) (stock.Result, error) {
+		return r, fmt.Errorf("ledger: bad script result line %q", line)
+	}
 	line, rest, _ := strings.Cut(text, "\n")
 	var err error
 	if r.Version, err = strconv.ParseInt(line, 10, 64); err != nil {
@@ -230,7 +233,7 @@ func decodeResult(opID, sku, text string) (Result, error) {
 			if err != nil {
 				return bad(line)
 			}
-			r.Moves = append(r.Moves, Move{OpID: opID, Index: len(r.Moves), SKU: sku, LotID: lot, From: from, To: to, Qty: q, Version: r.Version})
+			r.Moves = append(r.Moves, stock.Move{OpID: opID, Index: len(r.Moves), SKU: sku, LotID: lot, From: from, To: to, Qty: q, Version: r.Version})
 		case "l":
 			l, err := decodeLotLine(f)
 			if err != nil {
@@ -254,7 +257,7 @@ func decodeResult(opID, sku, text string) (Result, error) {
 				return bad(line)
 			}
 			// A recall touches its one lot; the lot line comes before the holders.
-			r.Holders = append(r.Holders, Holder{LCID: lcid, LotID: r.Lots[len(r.Lots)-1].LotID, Qty: q})
+			r.Holders = append(r.Holders, stock.Holder{LCID: lcid, LotID: r.Lots[len(r.Lots)-1].LotID, Qty: q})
 		default:
 			return bad(line)
 		}
@@ -263,8 +266,8 @@ func decodeResult(opID, sku, text string) (Result, error) {
 }
 
 // decodeLotLine parses "lot \t <meta, 7 fields> \t sellable \t r a h x".
-func decodeLotLine(f string) (Lot, error) {
-	var l Lot
+func decodeLotLine(f string) (stock.Lot, error) {
+	var l stock.Lot
 	var fields [10]string
 	for i := range 9 {
 		var ok bool
@@ -289,7 +292,7 @@ func decodeLotLine(f string) (Lot, error) {
 
 // decodeBuckets parses the b:<lot> field "reserved allocated hidden shipped defective"
 // (four numbers in a hash written before the defective bucket: defective 0).
-func decodeBuckets(l *Lot, s string) error {
+func decodeBuckets(l *stock.Lot, s string) error {
 	all := s
 	l.Defective = 0
 	for i, q := range []*int64{&l.Reserved, &l.Allocated, &l.Hidden, &l.Shipped, &l.Defective} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"github.com/junban/junban/internal/ledger/stock"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,7 +50,7 @@ func (r Reindexed) Stale() bool { return r.Layout || r.Index || r.Keys > 0 }
 // again. Running it again changes nothing. An operation that meets a SKU in another
 // layout, or a lot without its key, runs it itself (ERR_REINDEX).
 func (l *Ledger) Reindex(ctx context.Context, sku string, dryRun bool) (Reindexed, error) {
-	if err := CheckSKU(sku); err != nil {
+	if err := stock.CheckSKU(sku); err != nil {
 		return Reindexed{SKU: sku}, err
 	}
 	key := Key(l.prefix, sku)
@@ -85,7 +86,7 @@ func (l *Ledger) Reindex(ctx context.Context, sku string, dryRun bool) (Reindexe
 
 // reindexPlan compares the SKU's hash h (lots decoded from it) with the current key layout
 // and returns what differs and reindex.lua's arguments.
-func reindexPlan(h map[string]string, lots []Lot) (Reindexed, []any) {
+func reindexPlan(h map[string]string, lots []stock.Lot) (Reindexed, []any) {
 	r := Reindexed{Found: true, Layout: h[fieldLayout] != keyLayout}
 	var have strings.Builder
 	on, err := strconv.Atoi(h[fieldChunks])

@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"github.com/junban/junban/internal/ledger/stock"
 	"strconv"
 	"strings"
 
@@ -15,12 +16,12 @@ import (
 func scriptError(op, sku string, err error) (e error, replayed, ok bool) {
 	msg := err.Error()
 	code, rest, _ := strings.Cut(msg, " ")
-	sentinel, known := ErrorOfReason(code)
+	sentinel, known := stock.ErrorOfReason(code)
 	if !known {
 		return err, false, false
 	}
 	flag, detail, _ := strings.Cut(rest, " ")
-	return OpError(op, sku, sentinel, detail), flag == "1", true
+	return stock.OpError(op, sku, sentinel, detail), flag == "1", true
 }
 
 // Replies of ledger.lua that the Go side answers itself and no caller sees (ledger.lua's

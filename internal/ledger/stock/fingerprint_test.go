@@ -1,4 +1,4 @@
-package ledger
+package stock
 
 import (
 	"encoding/hex"
@@ -120,3 +120,5 @@ func FuzzFingerprintTellsRequestsApart(f *testing.F) {
 		}
 	})
 }
+
+func lotQty(id string, q int64) []LotQty { return []LotQty{{LotID: id, Qty: q}} }

@@ -1,6 +1,6 @@
 // Package ledger keeps inventory in Redis: per SKU a small set of lots with buckets,
 // changed only by atomic Lua scripts that move quantities between buckets.
-package ledger
+package stock
 
 import "github.com/junban/junban/internal/event"
 
