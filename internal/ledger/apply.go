@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/junban/junban/internal/ledger/stock"
 	"strconv"
+
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // Apply runs op on Redis: one atomic script on one SKU, loading the SKU from the Loader
@@ -46,8 +47,11 @@ func (l *Ledger) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
 	case stock.SafetyStockRequest:
 		return l.applySafetyStock(ctx, r)
 	}
-	return stock.Result{}, fmt.Errorf("ledger: %T: %w: no Redis run for the operation", op, stock.ErrInvalidRequest)
+	return stock.Result{}, fmt.Errorf("ledger: %T: %w", op, errNoRedisRun)
 }
+
+// errNoRedisRun: Apply got an operation it has no ledger.lua call for.
+var errNoRedisRun = errors.New("no Redis run for the operation")
 
 func (l *Ledger) applyAllocate(ctx context.Context, r stock.AllocateRequest) (stock.Result, error) {
 	if err := r.Validate(); err != nil {

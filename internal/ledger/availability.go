@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/junban/junban/internal/ledger/stock"
 	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/redisscript"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/junban/junban/internal/ledger/stock"
 	"math/rand/v2"
 	"slices"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 

@@ -2,11 +2,11 @@ package ledger
 
 import (
 	"fmt"
-	"github.com/junban/junban/internal/ledger/stock"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 

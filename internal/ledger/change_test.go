@@ -2,9 +2,10 @@ package ledger
 
 import (
 	"errors"
-	"github.com/junban/junban/internal/ledger/stock"
 	"reflect"
 	"testing"
+
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // changeSKU: L1 (earliest best-before) has 3 allocated and nothing sellable, so it is no

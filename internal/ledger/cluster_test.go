@@ -3,13 +3,13 @@ package ledger
 import (
 	"context"
 	"fmt"
-	"github.com/junban/junban/internal/ledger/stock"
 	"os"
 	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 

@@ -2,11 +2,11 @@ package ledger
 
 import (
 	"errors"
-	"github.com/junban/junban/internal/ledger/stock"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 

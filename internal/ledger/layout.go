@@ -5,10 +5,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/junban/junban/internal/ledger/stock"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // Redis layout of one SKU (docs/ledger.md explains the choice):

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"github.com/junban/junban/internal/ledger/stock"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/junban/junban/internal/keyscan"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/tracing"
 )
 

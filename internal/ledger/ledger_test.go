@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/junban/junban/internal/ledger/stock"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"fmt"
-	"github.com/junban/junban/internal/ledger/stock"
 	"os"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 

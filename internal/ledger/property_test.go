@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/junban/junban/internal/ledger/stock"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 

@@ -4,12 +4,13 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"github.com/junban/junban/internal/ledger/stock"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 var (

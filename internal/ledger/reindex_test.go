@@ -3,7 +3,6 @@ package ledger
 import (
 	"errors"
 	"fmt"
-	"github.com/junban/junban/internal/ledger/stock"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 

@@ -3,11 +3,12 @@ package ledger
 import (
 	"errors"
 	"fmt"
-	"github.com/junban/junban/internal/ledger/stock"
 	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // scriptError maps an error reply of ledger.lua ("<CODE> <replayed 0|1> <detail>") to

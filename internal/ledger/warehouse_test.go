@@ -2,10 +2,10 @@ package ledger
 
 import (
 	"fmt"
-	"github.com/junban/junban/internal/ledger/stock"
 	"reflect"
 	"testing"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 
