@@ -1,3 +1,6 @@
+// Package ledger keeps inventory in Redis: per SKU a small set of lots with buckets,
+// changed only by atomic Lua scripts that move quantities between buckets. The
+// operations, results and errors it runs are internal/ledger/stock's.
 package ledger
 
 import (
