@@ -21,6 +21,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/queue"
@@ -246,7 +247,7 @@ func (f *fleet) equalsTheModel(t *testing.T, spec loadgen.Spec, s loadgen.Summar
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := ledger.NewModel(w.Loader())
+	model := stock.NewModel(w.Loader())
 	states, _, err := domain.Replay(context.Background(), model, domain.Policy{}, skusFirst(events), time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +268,7 @@ func (f *fleet) equalsTheModel(t *testing.T, spec loadgen.Spec, s loadgen.Summar
 		var lines []event.SnapshotLine
 		json.Unmarshal(row.Lines, &lines)
 		got := event.OrderSnapshot{LCID: row.LCID, Status: row.Status, Paid: row.Paid, Lines: lines,
-			Allocation: deref(row.Allocation), Mode: ledger.Mode(deref(row.Mode)), TargetDate: want.Order.TargetDate}
+			Allocation: deref(row.Allocation), Mode: stock.Mode(deref(row.Mode)), TargetDate: want.Order.TargetDate}
 		if a, b := jsonOf(got), jsonOf(want.Order); a != b || row.Seq != want.Seq {
 			t.Errorf("%s\npostgres seq %d %s\nmodel    seq %d %s", row.LCID, row.Seq, a, want.Seq, b)
 		}
@@ -306,11 +307,11 @@ func (f *fleet) ordersHoldWhatTheLotsSay(t *testing.T, run string) {
 		var bucket string
 		switch {
 		case r.Status == event.StatusShipped:
-			bucket = ledger.Shipped
+			bucket = stock.Shipped
 		case r.Status == event.StatusPlaced && deref(r.Allocation) == "allocated":
-			bucket = ledger.Allocated
+			bucket = stock.Allocated
 		case r.Status == event.StatusPlaced:
-			bucket = ledger.Reserved
+			bucket = stock.Reserved
 		default:
 			continue
 		}
@@ -336,7 +337,7 @@ func (f *fleet) ordersHoldWhatTheLotsSay(t *testing.T, run string) {
 		t.Fatal(err)
 	}
 	for _, l := range lots {
-		for bucket, v := range map[string]int64{ledger.Reserved: l.Reserved, ledger.Allocated: l.Allocated, ledger.Shipped: l.Shipped} {
+		for bucket, v := range map[string]int64{stock.Reserved: l.Reserved, stock.Allocated: l.Allocated, stock.Shipped: l.Shipped} {
 			if got := held[key{l.SKU, l.LotID, bucket}]; got != v {
 				t.Errorf("%s/%s %s: orders hold %d, the lot says %d", l.SKU, l.LotID, bucket, got, v)
 			}

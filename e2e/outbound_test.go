@@ -15,7 +15,7 @@ import (
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/outbound"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/queue"
@@ -74,8 +74,8 @@ func outboundToASubscriber(t *testing.T, fifo bool) {
 
 	run := "T" + testenv.ID()
 	sku := run + "-SKU"
-	if err := loadgen.Import(ctx, db, []ledger.SKU{{SKU: sku, Lots: []ledger.Lot{{
-		LotID: "L1", Kind: ledger.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1,
+	if err := loadgen.Import(ctx, db, []stock.SKU{{SKU: sku, Lots: []stock.Lot{{
+		LotID: "L1", Kind: stock.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1,
 		ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 5}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func outboundToASubscriber(t *testing.T, fifo bool) {
 		})
 	}
 	placed := func(qty int64) event.OrderData {
-		return event.OrderData{Mode: ledger.ModeShip, TargetDate: today, Lines: []event.Line{{LineID: "1", SKU: sku, Qty: qty}}}
+		return event.OrderData{Mode: stock.ModeShip, TargetDate: today, Lines: []event.Line{{LineID: "1", SKU: sku, Qty: qty}}}
 	}
 	send(event.OrderPlaced, "A", placed(2))
 	send(event.PaymentConfirmed, "A", nil)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/internal/topics"
@@ -25,8 +25,8 @@ func TestOrdersThroughSNSTopics(t *testing.T) {
 	ctx := context.Background()
 	run := "T" + testenv.ID()
 	sku := run + "-SKU"
-	if err := loadgen.Import(ctx, f.db, []ledger.SKU{{SKU: sku, Lots: []ledger.Lot{{
-		LotID: "L1", Kind: ledger.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1,
+	if err := loadgen.Import(ctx, f.db, []stock.SKU{{SKU: sku, Lots: []stock.Lot{{
+		LotID: "L1", Kind: stock.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1,
 		ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 1000}}}}); err != nil {
 		t.Fatal(err)
 	}

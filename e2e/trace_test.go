@@ -18,7 +18,7 @@ import (
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
@@ -114,8 +114,8 @@ func (f *tracedFleet) placeOrder(t *testing.T, name string) string {
 	t.Helper()
 	ctx := context.Background()
 	sku, lcid := f.run+"-"+name+"-SKU", f.run+"-"+name
-	if err := loadgen.Import(ctx, f.db, []ledger.SKU{{SKU: sku, Lots: []ledger.Lot{{
-		LotID: "L1", Kind: ledger.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1,
+	if err := loadgen.Import(ctx, f.db, []stock.SKU{{SKU: sku, Lots: []stock.Lot{{
+		LotID: "L1", Kind: stock.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1,
 		ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 10}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func (f *tracedFleet) placeOrder(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	defer pub.Stop(ctx)
-	data, _ := json.Marshal(event.OrderData{Mode: ledger.ModeShip, TargetDate: time.Now().UTC().Format("2006-01-02"),
+	data, _ := json.Marshal(event.OrderData{Mode: stock.ModeShip, TargetDate: time.Now().UTC().Format("2006-01-02"),
 		Lines: []event.Line{{LineID: "1", SKU: sku, Qty: 2}}})
 	e := event.Order{EventID: lcid + "-placed", Type: event.OrderPlaced, LCID: lcid, OccurredAt: time.Now().UTC(), Data: data}
 	b, err := json.Marshal(e)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/migrations"
@@ -132,9 +132,9 @@ func TestEntityKeysMigrationKeepsRows(t *testing.T) {
 		results = append(results, event.Result{
 			EventID: "dup-1", Entity: lcid, LCID: lcid, Seq: 1, Type: event.OrderPlaced, Outcome: event.Applied,
 			ProcessedAt: time.Now(), Order: &event.OrderSnapshot{LCID: lcid, Status: event.StatusPlaced},
-			SKUs: []ledger.SKU{{SKU: sku, Version: 4, Lots: []ledger.Lot{{LotID: sku + "-L1", Kind: ledger.KindOnHand, Good: true,
+			SKUs: []stock.SKU{{SKU: sku, Version: 4, Lots: []stock.Lot{{LotID: sku + "-L1", Kind: stock.KindOnHand, Good: true,
 				ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 7, Allocated: 3}}}},
-			Moves: []ledger.Move{{OpID: "dup-1:1:alloc", SKU: sku, LotID: sku + "-L1", From: "sellable", To: "allocated", Qty: 1, Version: 4}},
+			Moves: []stock.Move{{OpID: "dup-1:1:alloc", SKU: sku, LotID: sku + "-L1", From: "sellable", To: "allocated", Qty: 1, Version: 4}},
 		})
 	}
 	for round, want := range []persist.Status{persist.Applied, persist.Duplicate} {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/inventorydb"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // inventoryReport is what inventory import prints with --json.
@@ -40,7 +40,7 @@ Defaults: good=true, valid_from=%s, valid_to=%s, buckets 0, reg_seq next free.
 Every problem is reported with its line and field; nothing is written unless all lines are valid.
 SKUs that are live (loaded into Redis under JUNBAN_KEY_PREFIX, or with operations persisted)
 are refused with nothing written: Redis is their source of truth, and their stock changes
-through inventory.received and inventory.adjusted events.`, inventorydb.ImportColumns, ledger.MinDate, ledger.MaxDate),
+through inventory.received and inventory.adjusted events.`, inventorydb.ImportColumns, stock.MinDate, stock.MaxDate),
 		Args: cli.OneArg("FILE"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runInventoryImport(c.Context(), c.OutOrStdout(), args[0], dryRun, asJSON)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -97,7 +98,7 @@ func TestJSONOfTheDatabaseCommands(t *testing.T) {
 	}
 	// A SKU that PostgreSQL holds at a version Redis has not got: ahead.
 	ctx := context.Background()
-	if _, err := d.Ledger.Availability(ctx, ledger.AvailabilityRequest{SKU: "JS-1", TargetDate: "2026-12-01", Mode: ledger.ModeShip}); err != nil {
+	if _, err := d.Ledger.Availability(ctx, ledger.AvailabilityRequest{SKU: "JS-1", TargetDate: "2026-12-01", Mode: stock.ModeShip}); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.DB.Exec(`UPDATE skus SET version = version + 5 WHERE sku = 'JS-1'`).Error; err != nil {

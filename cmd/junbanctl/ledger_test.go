@@ -11,6 +11,7 @@ import (
 
 	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -27,12 +28,12 @@ func TestLedgerReindex(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sku := range []string{"A", "B", "C"} {
-		if _, err := led.Apply(ctx, ledger.RegisterSKURequest{OpID: "sku-" + sku, SKU: sku}); err != nil {
+		if _, err := led.Apply(ctx, stock.RegisterSKURequest{OpID: "sku-" + sku, SKU: sku}); err != nil {
 			t.Fatal(err)
 		}
 		for i, bb := range []string{"2027-03-01", "2027-01-01"} {
-			if _, err := led.Apply(ctx, ledger.RegisterLotRequest{OpID: "lot-" + sku + bb, SKU: sku,
-				Lot: ledger.NewLot{LotID: "L" + string(rune('1'+i)), Kind: ledger.KindOnHand, Good: true, BestBefore: bb, Sellable: 2}}); err != nil {
+			if _, err := led.Apply(ctx, stock.RegisterLotRequest{OpID: "lot-" + sku + bb, SKU: sku,
+				Lot: stock.NewLot{LotID: "L" + string(rune('1'+i)), Kind: stock.KindOnHand, Good: true, BestBefore: bb, Sellable: 2}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -85,7 +86,7 @@ func TestLedgerReindex(t *testing.T) {
 	}
 
 	// B allocates by best-before again.
-	r, err := led.Apply(ctx, ledger.AllocateRequest{OpID: "o1", SKU: "B", Qty: 1, TargetDate: "2026-12-01", Mode: ledger.ModeShip})
+	r, err := led.Apply(ctx, stock.AllocateRequest{OpID: "o1", SKU: "B", Qty: 1, TargetDate: "2026-12-01", Mode: stock.ModeShip})
 	if err != nil || len(r.Moves) != 1 || r.Moves[0].LotID != "L2" {
 		t.Fatalf("allocation after the reindex: %+v %v", r, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // readerDeps opens what api.Deps's readers need: Redis, PostgreSQL and the ledger over
@@ -44,18 +45,20 @@ func stockCmd() *cobra.Command {
 		Long: "stock prints a SKU's lots and buckets and, with --date, its availability: the same\n" +
 			"documents as GET /v1/skus/{sku} and /v1/skus/{sku}/availability.",
 		Args: cli.OneArg("SKU"),
-		RunE: func(c *cobra.Command, args []string) error { return stock(c.Context(), c.OutOrStdout(), args[0], o) },
+		RunE: func(c *cobra.Command, args []string) error {
+			return printStock(c.Context(), c.OutOrStdout(), args[0], o)
+		},
 	}
 	fs := c.Flags()
 	fs.StringVar(&o.date, "date", "", "target date (YYYY-MM-DD): also show what an allocation on it would get")
-	fs.StringVar(&o.mode, "mode", string(ledger.ModeShip), "allocation mode with --date: ship or reserve")
+	fs.StringVar(&o.mode, "mode", string(stock.ModeShip), "allocation mode with --date: ship or reserve")
 	fs.Int64Var(&o.qty, "qty", 0, "with --date: whether an allocation of this quantity would succeed")
 	fs.BoolVar(&o.asJSON, "json", false, "print the documents as JSON")
 	return c
 }
 
-func stock(ctx context.Context, w io.Writer, sku string, o stockOptions) error {
-	if o.date == "" && (o.qty != 0 || o.mode != string(ledger.ModeShip)) {
+func printStock(ctx context.Context, w io.Writer, sku string, o stockOptions) error {
+	if o.date == "" && (o.qty != 0 || o.mode != string(stock.ModeShip)) {
 		return cli.Usagef("stock: --mode and --qty need --date")
 	}
 	if o.qty < 0 {
@@ -72,7 +75,7 @@ func stock(ctx context.Context, w io.Writer, sku string, o stockOptions) error {
 	}
 	var av *ledger.Availability
 	if o.date != "" {
-		a, err := d.Ledger.Availability(ctx, ledger.AvailabilityRequest{SKU: sku, TargetDate: o.date, Mode: ledger.Mode(o.mode), Qty: o.qty})
+		a, err := d.Ledger.Availability(ctx, ledger.AvailabilityRequest{SKU: sku, TargetDate: o.date, Mode: stock.Mode(o.mode), Qty: o.qty})
 		if err != nil {
 			return err
 		}
@@ -105,7 +108,7 @@ func printSKU(w io.Writer, v api.SKUView) {
 
 func printAvailability(w io.Writer, a ledger.Availability) {
 	fmt.Fprintf(w, "availability on %s, %s: %d (sellable %d", a.TargetDate, a.Mode, a.Available, a.Sellable)
-	if a.Mode == ledger.ModeShip {
+	if a.Mode == stock.ModeShip {
 		fmt.Fprintf(w, " less safety stock %d", a.SafetyStock)
 	}
 	fmt.Fprintf(w, ") at version %d\n", a.Version)

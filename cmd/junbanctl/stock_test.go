@@ -13,6 +13,7 @@ import (
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/testenv"
 )
@@ -65,7 +66,7 @@ func TestStock(t *testing.T) {
 		Availability *ledger.Availability `json:"availability"`
 	}
 	must(json.Unmarshal(out.Bytes(), &doc))
-	want, err := d.Ledger.Availability(ctx, ledger.AvailabilityRequest{SKU: "ST-1", TargetDate: "2026-12-01", Mode: ledger.ModeReserve, Qty: 4})
+	want, err := d.Ledger.Availability(ctx, ledger.AvailabilityRequest{SKU: "ST-1", TargetDate: "2026-12-01", Mode: stock.ModeReserve, Qty: 4})
 	must(err)
 	if !reflect.DeepEqual(*doc.Availability, want) || doc.SKU.Source != "redis" || want.Take[0].LotID != "L2" {
 		t.Fatalf("stock --json: %+v, want %+v", doc.Availability, want)
@@ -84,8 +85,8 @@ func TestStock(t *testing.T) {
 func TestOrderInfo(t *testing.T) {
 	d := readerEnv(t)
 	ctx := context.Background()
-	st := domain.State{Seq: 2, Order: &event.OrderSnapshot{LCID: "LC-9", Status: "placed", Paid: true, Mode: ledger.ModeShip,
-		TargetDate: "2026-12-05", Lines: []event.SnapshotLine{{LineID: "1", SKU: "S", Qty: 2, Lots: []ledger.LotQty{{LotID: "L", Qty: 2}}}}}}
+	st := domain.State{Seq: 2, Order: &event.OrderSnapshot{LCID: "LC-9", Status: "placed", Paid: true, Mode: stock.ModeShip,
+		TargetDate: "2026-12-05", Lines: []event.SnapshotLine{{LineID: "1", SKU: "S", Qty: 2, Lots: []stock.LotQty{{LotID: "L", Qty: 2}}}}}}
 	raw, _ := json.Marshal(st)
 	if err := d.Redis.Set(ctx, order.StateKey(d.Prefix, "LC-9"), raw, time.Minute).Err(); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/tools/loadgen"
 )
@@ -57,8 +58,8 @@ func (f *fleet) deadLettered(want int, wait time.Duration) (reasons map[string]s
 func boundsInventory(skus ...string) loadgen.Workload {
 	var w loadgen.Workload
 	for _, s := range skus {
-		w.Inventory = append(w.Inventory, ledger.SKU{SKU: s, Lots: []ledger.Lot{{
-			LotID: "L1", Kind: ledger.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1,
+		w.Inventory = append(w.Inventory, stock.SKU{SKU: s, Lots: []stock.Lot{{
+			LotID: "L1", Kind: stock.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1,
 			ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 10_000}}})
 	}
 	return w
@@ -75,7 +76,7 @@ func TestTooManyLinesGoToTheDLQAndTheOrderGoesOn(t *testing.T) {
 	f.seed(boundsInventory(sku))
 	f.start(1)
 
-	d := event.OrderData{Mode: ledger.ModeShip, TargetDate: "2026-12-01"}
+	d := event.OrderData{Mode: stock.ModeShip, TargetDate: "2026-12-01"}
 	for i := range 2500 {
 		d.Lines = append(d.Lines, event.Line{LineID: fmt.Sprintf("line-%04d", i), SKU: sku, Qty: 1})
 	}

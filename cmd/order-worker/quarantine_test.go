@@ -14,6 +14,7 @@ import (
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/testenv"
@@ -76,7 +77,7 @@ func TestStuckOrderIsQuarantinedAndRedrivenOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qa := func() ledger.Lot {
+	qa := func() stock.Lot {
 		s, err := led.Snapshot(ctx, "QA")
 		if err != nil {
 			t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/tools/loadgen"
@@ -41,9 +41,9 @@ func TestResultTooLargeAppliesAfterTheQueueIsRaisedAndTheEventRedriven(t *testin
 	}
 	setMax(256 * 1024)
 	var w loadgen.Workload
-	s := ledger.SKU{SKU: sku}
+	s := stock.SKU{SKU: sku}
 	for i := range lots {
-		s.Lots = append(s.Lots, ledger.Lot{LotID: fmt.Sprintf("%03d-%s", i, strings.Repeat("l", ledger.MaxIDLen-4)), Kind: ledger.KindOnHand,
+		s.Lots = append(s.Lots, stock.Lot{LotID: fmt.Sprintf("%03d-%s", i, strings.Repeat("l", stock.MaxIDLen-4)), Kind: stock.KindOnHand,
 			Good: true, BestBefore: "2027-01-01", RegSeq: int64(i + 1), ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 1})
 	}
 	w.Inventory = append(w.Inventory, s)

@@ -10,6 +10,7 @@ import (
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/tools/loadgen"
 )
@@ -37,7 +38,7 @@ func (f *fleet) do(events ...event.Order) map[string]event.Result {
 	return out
 }
 
-func (f *fleet) snapshot(sku string) ledger.SKU {
+func (f *fleet) snapshot(sku string) stock.SKU {
 	f.t.Helper()
 	led, err := ledger.New(ledger.Config{Redis: f.rc, Prefix: f.prefix})
 	if err != nil {
@@ -50,13 +51,13 @@ func (f *fleet) snapshot(sku string) ledger.SKU {
 	return s
 }
 
-func lotOf(s ledger.SKU, id string) ledger.Lot {
+func lotOf(s stock.SKU, id string) stock.Lot {
 	for _, l := range s.Lots {
 		if l.LotID == id {
 			return l
 		}
 	}
-	return ledger.Lot{}
+	return stock.Lot{}
 }
 
 func wantOutcome(t *testing.T, rs map[string]event.Result, id, outcome, reason string) event.Result {
@@ -84,12 +85,12 @@ func movesOf(r event.Result) string {
 // a live SKU is taken next in the order FEFO/LIFO requires; the results reach PostgreSQL.
 func TestWarehouseEventsThroughTheQueue(t *testing.T) {
 	f := newFleet(t)
-	w := loadgen.Workload{Inventory: []ledger.SKU{
-		{SKU: "A", Lots: []ledger.Lot{
-			{LotID: "L1", Kind: ledger.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1, ValidFrom: ledger.MinDate, ValidTo: ledger.MaxDate, Sellable: 20},
-			{LotID: "P1", Kind: ledger.KindPlanned, Good: true, RegSeq: 2, ArrivesAt: "2026-12-20", ValidFrom: ledger.MinDate, ValidTo: ledger.MaxDate, Sellable: 5},
+	w := loadgen.Workload{Inventory: []stock.SKU{
+		{SKU: "A", Lots: []stock.Lot{
+			{LotID: "L1", Kind: stock.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1, ValidFrom: stock.MinDate, ValidTo: stock.MaxDate, Sellable: 20},
+			{LotID: "P1", Kind: stock.KindPlanned, Good: true, RegSeq: 2, ArrivesAt: "2026-12-20", ValidFrom: stock.MinDate, ValidTo: stock.MaxDate, Sellable: 5},
 		}},
-		{SKU: "B", Lots: []ledger.Lot{}}, // in PostgreSQL, never loaded into Redis
+		{SKU: "B", Lots: []stock.Lot{}}, // in PostgreSQL, never loaded into Redis
 	}}
 	f.seed(w)
 	f.start(1)
@@ -122,7 +123,7 @@ func TestWarehouseEventsThroughTheQueue(t *testing.T) {
 		wevent("o1-placed", event.OrderPlaced, "o1", M{"mode": "reserve", "target_date": "2026-12-01", "lines": []M{{"line_id": "l1", "sku": "A", "qty": 23}}}),
 	)
 	r = wantOutcome(t, rs, "lot-p2", event.Applied, "")
-	if p2 := lotOf(r.SKUs[0], "P2"); p2.RegSeq != 3 || p2.Sellable != 3 || p2.Kind != ledger.KindPlanned || p2.ValidTo != "2027-12-31" {
+	if p2 := lotOf(r.SKUs[0], "P2"); p2.RegSeq != 3 || p2.Sellable != 3 || p2.Kind != stock.KindPlanned || p2.ValidTo != "2027-12-31" {
 		t.Fatalf("lot-p2: %+v", r.SKUs)
 	}
 	wantOutcome(t, rs, "lot-n1", event.Applied, "")
@@ -190,7 +191,7 @@ func TestWarehouseEventsThroughTheQueue(t *testing.T) {
 		wevent("ret-cancelled", event.OrderReturned, "o3", M{"lines": []M{{"line_id": "l1", "qty": 1}}}),
 	)
 	r = wantOutcome(t, rs, "recall", event.Applied, "")
-	if r.HolderCount != 1 || len(r.Holders) != 1 || r.Holders[0] != (ledger.Holder{LCID: "o1", LotID: "P2", Qty: 2}) {
+	if r.HolderCount != 1 || len(r.Holders) != 1 || r.Holders[0] != (stock.Holder{LCID: "o1", LotID: "P2", Qty: 2}) {
 		t.Fatalf("recall holders %+v (count %d)", r.Holders, r.HolderCount)
 	}
 	if got := movesOf(r); got != "[P2:sellable>defective:1]" {
@@ -214,7 +215,7 @@ func TestWarehouseEventsThroughTheQueue(t *testing.T) {
 	}
 
 	// Sent again, every event is a duplicate: no stock moves, the versions stay.
-	before := map[string]ledger.SKU{"A": f.snapshot("A"), "NEW": f.snapshot("NEW")}
+	before := map[string]stock.SKU{"A": f.snapshot("A"), "NEW": f.snapshot("NEW")}
 	again := []event.Order{
 		wevent("sku-new", event.InventorySKURegistered, "", M{"sku": "NEW", "safety_stock": 2}),
 		wevent("lot-p2", event.InventoryLotRegistered, "", M{"sku": "A", "lot_id": "P2", "kind": "planned", "arrives_at": "2027-01-10", "valid_from": "2026-01-01", "valid_to": "2027-12-31", "sellable": 3}),
@@ -228,7 +229,7 @@ func TestWarehouseEventsThroughTheQueue(t *testing.T) {
 	f.send(again)
 	f.collect(map[string]bool{"touch-again": true}, time.Minute, nil)
 	f.settle()
-	after := map[string]ledger.SKU{"A": f.snapshot("A"), "NEW": f.snapshot("NEW")}
+	after := map[string]stock.SKU{"A": f.snapshot("A"), "NEW": f.snapshot("NEW")}
 	if a, b := after["NEW"], before["NEW"]; jsonOf(a) != jsonOf(b) {
 		t.Fatalf("duplicates changed NEW:\nbefore %s\nafter  %s", jsonOf(b), jsonOf(a))
 	}
@@ -304,7 +305,7 @@ func TestInvalidWarehouseEventsGoToTheDLQ(t *testing.T) {
 	}
 }
 
-func (f *fleet) snapshotIfLoaded(sku string) *ledger.SKU {
+func (f *fleet) snapshotIfLoaded(sku string) *stock.SKU {
 	led, err := ledger.New(ledger.Config{Redis: f.rc, Prefix: f.prefix})
 	if err != nil {
 		f.t.Fatal(err)

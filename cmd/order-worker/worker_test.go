@@ -21,6 +21,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
@@ -242,7 +243,7 @@ func (f *fleet) verify(w loadgen.Workload) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	model := ledger.NewModel(w.Loader())
+	model := stock.NewModel(w.Loader())
 	states, want, err := domain.Replay(ctx, model, domain.Policy{}, events, time.Now())
 	if err != nil {
 		f.t.Fatal(err)
@@ -402,7 +403,7 @@ func (f *fleet) settle() {
 
 // unversioned drops the moves' SKU versions: they count every operation on the SKU, so
 // they depend on how the run interleaved the orders, which the model does not replay.
-func unversioned(ms []ledger.Move) []ledger.Move {
+func unversioned(ms []stock.Move) []stock.Move {
 	out := slices.Clone(ms)
 	for i := range out {
 		out[i].Version = 0
@@ -438,9 +439,9 @@ func TestWorkerProcessesMatchTheReferenceModel(t *testing.T) {
 func TestExpiringReservationsMatchTheReferenceModel(t *testing.T) {
 	f := newFleet(t)
 	f.env = append(f.env, "JUNBAN_RESERVATION_SCAN_INTERVAL=100ms")
-	stock := []ledger.SKU{{SKU: "H-SKU", Lots: []ledger.Lot{{LotID: "L1", Kind: ledger.KindOnHand, Good: true,
+	skus := []stock.SKU{{SKU: "H-SKU", Lots: []stock.Lot{{LotID: "L1", Kind: stock.KindOnHand, Good: true,
 		BestBefore: "2027-01-01", RegSeq: 1, ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 1000}}}}
-	w := loadgen.Workload{Inventory: stock}
+	w := loadgen.Workload{Inventory: skus}
 	f.seed(w)
 	f.start(2)
 	now := time.Now().UTC().Truncate(time.Microsecond)
@@ -452,7 +453,7 @@ func TestExpiringReservationsMatchTheReferenceModel(t *testing.T) {
 		return e
 	}
 	place := func(lcid, holdFor string) event.Order {
-		return mk(lcid, event.OrderPlaced, event.OrderData{Mode: ledger.ModeReserve, TargetDate: "2026-12-01",
+		return mk(lcid, event.OrderPlaced, event.OrderData{Mode: stock.ModeReserve, TargetDate: "2026-12-01",
 			Lines: []event.Line{{LineID: "1", SKU: "H-SKU", Qty: 3}}, Hold: event.Hold{HoldFor: holdFor}})
 	}
 	var first, late []event.Order
@@ -546,8 +547,8 @@ func TestGracefulShutdownUnderLoadLosesNothing(t *testing.T) {
 
 func TestPoisonMessagesGoToTheDLQAndTheWorkerGoesOn(t *testing.T) {
 	f := newFleet(t)
-	f.seed(loadgen.Workload{Inventory: []ledger.SKU{{SKU: "P-SKU", Lots: []ledger.Lot{{
-		LotID: "L1", Kind: ledger.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1,
+	f.seed(loadgen.Workload{Inventory: []stock.SKU{{SKU: "P-SKU", Lots: []stock.Lot{{
+		LotID: "L1", Kind: stock.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1,
 		ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 10}}}}})
 	f.start(1)
 	poison := map[string]string{

@@ -11,7 +11,7 @@ import (
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
 )
@@ -22,9 +22,9 @@ func placedResult(lcid, sku string, seq int64) event.Result {
 	return event.Result{
 		EventID: "dup-1", Entity: lcid, LCID: lcid, Seq: seq, Type: event.OrderPlaced, Outcome: event.Applied,
 		ProcessedAt: time.Now().UTC(), Order: &event.OrderSnapshot{LCID: lcid, Status: event.StatusPlaced},
-		SKUs: []ledger.SKU{{SKU: sku, Version: 2, Lots: []ledger.Lot{{LotID: sku + "-L1", Kind: ledger.KindOnHand, Good: true,
+		SKUs: []stock.SKU{{SKU: sku, Version: 2, Lots: []stock.Lot{{LotID: sku + "-L1", Kind: stock.KindOnHand, Good: true,
 			ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 9, Allocated: 1}}}},
-		Moves: []ledger.Move{{OpID: "dup-1:1:alloc", SKU: sku, LotID: sku + "-L1", From: "sellable", To: "allocated", Qty: 1, Version: 2}},
+		Moves: []stock.Move{{OpID: "dup-1:1:alloc", SKU: sku, LotID: sku + "-L1", From: "sellable", To: "allocated", Qty: 1, Version: 2}},
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // The document is valid OpenAPI 3.1 and is what /openapi.json serves, without a token.
@@ -40,7 +41,7 @@ func TestOpenAPIDocument(t *testing.T) {
 // SKU: from Redis once loaded, from PostgreSQL (and said so) before; lots paginated.
 func TestSKU(t *testing.T) {
 	e := newEnv(t)
-	s := ledger.SKU{SKU: "SKU-1", SafetyStock: 2, Version: 3, Lots: []ledger.Lot{
+	s := stock.SKU{SKU: "SKU-1", SafetyStock: 2, Version: 3, Lots: []stock.Lot{
 		onhand("L1", 1, "2027-01-01", 5), onhand("L2", 2, "2026-12-20", 3), onhand("L3", 3, "", 7)}}
 	e.seedSKU(s)
 	code, body := e.do("GET", "/v1/skus/SKU-1", readToken, nil)
@@ -80,13 +81,13 @@ func TestSKU(t *testing.T) {
 
 func TestAvailabilityEndpoints(t *testing.T) {
 	e := newEnv(t)
-	e.seedSKU(ledger.SKU{SKU: "A", SafetyStock: 2, Lots: []ledger.Lot{
+	e.seedSKU(stock.SKU{SKU: "A", SafetyStock: 2, Lots: []stock.Lot{
 		onhand("L1", 1, "2027-01-01", 5), onhand("L2", 2, "2026-12-20", 3),
-		{LotID: "P1", Kind: ledger.KindPlanned, Good: true, RegSeq: 3, ValidFrom: "2026-12-10", ValidTo: ledger.MaxDate, Sellable: 10}}})
+		{LotID: "P1", Kind: stock.KindPlanned, Good: true, RegSeq: 3, ValidFrom: "2026-12-10", ValidTo: stock.MaxDate, Sellable: 10}}})
 	code, body := e.do("GET", "/v1/skus/A/availability?date=2026-12-01&qty=6", readToken, nil)
 	var a ledger.Availability
 	decode(t, body, &a)
-	if code != 200 || a.Available != 6 || !a.OK || !slices.Equal(a.Take, []ledger.LotQty{{LotID: "L2", Qty: 3}, {LotID: "L1", Qty: 3}}) || len(a.Candidates) != 2 {
+	if code != 200 || a.Available != 6 || !a.OK || !slices.Equal(a.Take, []stock.LotQty{{LotID: "L2", Qty: 3}, {LotID: "L1", Qty: 3}}) || len(a.Candidates) != 2 {
 		t.Fatalf("ship: %d %s", code, body)
 	}
 	code, body = e.do("GET", "/v1/skus/A/availability?date=2026-12-01&mode=ship&qty=7", readToken, nil)
@@ -120,7 +121,7 @@ func TestAvailabilityEndpoints(t *testing.T) {
 	var items []CartItem
 	for i := range 5 {
 		sku := fmt.Sprint("C", i)
-		e.seedSKU(ledger.SKU{SKU: sku, Lots: []ledger.Lot{onhand("L", 1, "", int64(i))}})
+		e.seedSKU(stock.SKU{SKU: sku, Lots: []stock.Lot{onhand("L", 1, "", int64(i))}})
 		items = append(items, CartItem{SKU: sku, Qty: 2})
 	}
 	items = append(items, CartItem{SKU: "NOPE", Qty: 1}, CartItem{SKU: "A"})

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // Bounds of the availability cache.
@@ -29,7 +29,7 @@ type availCache struct {
 
 type availKey struct {
 	sku, date string
-	mode      ledger.Mode
+	mode      stock.Mode
 	qty       int64
 }
 

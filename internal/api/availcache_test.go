@@ -9,6 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // A repeated availability read is answered from the script's answer at the SKU's current
@@ -17,7 +18,7 @@ import (
 // allocation.
 func TestAvailabilityCacheFollowsTheVersion(t *testing.T) {
 	e := newEnv(t)
-	e.seedSKU(ledger.SKU{SKU: "C", Lots: []ledger.Lot{onhand("L1", 1, "2027-01-01", 10)}})
+	e.seedSKU(stock.SKU{SKU: "C", Lots: []stock.Lot{onhand("L1", 1, "2027-01-01", 10)}})
 	read := func() ledger.Availability {
 		t.Helper()
 		code, body := e.do("GET", "/v1/skus/C/availability?date=2026-12-01&qty=2", readToken, nil)
@@ -33,8 +34,8 @@ func TestAvailabilityCacheFollowsTheVersion(t *testing.T) {
 	if hits := counterValue(t, e.api.m.availHits); hits != 1 || again.Version != first.Version || again.Sellable != 10 {
 		t.Fatalf("second read: %d cache hits, %+v", int(hits), again)
 	}
-	if _, err := e.api.d.Ledger.Apply(context.Background(), ledger.AllocateRequest{
-		OpID: "c-1", SKU: "C", Qty: 3, TargetDate: "2026-12-01", Mode: ledger.ModeShip}); err != nil {
+	if _, err := e.api.d.Ledger.Apply(context.Background(), stock.AllocateRequest{
+		OpID: "c-1", SKU: "C", Qty: 3, TargetDate: "2026-12-01", Mode: stock.ModeShip}); err != nil {
 		t.Fatal(err)
 	}
 	after := read()
@@ -51,7 +52,7 @@ func TestAvailabilityCacheEntriesExpire(t *testing.T) {
 	c := newAvailCache()
 	now := time.Unix(1000, 0)
 	c.now = func() time.Time { return now }
-	k := availKey{sku: "C", date: "2026-12-01", mode: ledger.ModeShip}
+	k := availKey{sku: "C", date: "2026-12-01", mode: stock.ModeShip}
 	c.put(k, 5, []byte("x"))
 	if _, ok := c.get(k, 5); !ok {
 		t.Fatal("fresh entry missed")

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // maxProblemBytes bounds a problem's body, whatever the request held.
@@ -94,7 +94,7 @@ func FuzzQueries(f *testing.F) {
 		}
 		if f, err := orderListQuery(q); err != nil {
 			refusedWell(t, "orders", err)
-		} else if (f.status != "" && !orderStatuses[f.status]) || (f.sku != "" && ledger.CheckSKU(f.sku) != nil) || (f.cursor != "" && !validID(f.cursor, event.MaxIDLength)) {
+		} else if (f.status != "" && !orderStatuses[f.status]) || (f.sku != "" && stock.CheckSKU(f.sku) != nil) || (f.cursor != "" && !validID(f.cursor, event.MaxIDLength)) {
 			t.Fatalf("orders %q: %+v", raw, f)
 		}
 		if h, err := holdListQuery(q); err != nil {
@@ -109,7 +109,7 @@ func FuzzQueries(f *testing.F) {
 		}
 		if a, err := availabilityQuery(q); err != nil {
 			refusedWell(t, "availability", err)
-		} else if ledger.CheckDate("date", a.TargetDate) != nil || (a.Mode != ledger.ModeShip && a.Mode != ledger.ModeReserve) || a.Qty < 0 || a.Qty > ledger.MaxQty {
+		} else if stock.CheckDate("date", a.TargetDate) != nil || (a.Mode != stock.ModeShip && a.Mode != stock.ModeReserve) || a.Qty < 0 || a.Qty > stock.MaxQty {
 			t.Fatalf("availability %q: %+v", raw, a)
 		}
 	})
@@ -158,11 +158,11 @@ func FuzzCartBody(f *testing.F) {
 			refusedWell(t, "cart", err)
 			return
 		}
-		if len(rs) < 1 || len(rs) > 10 || len(rs) != len(req.Items) || ledger.CheckDate("date", req.Date) != nil {
+		if len(rs) < 1 || len(rs) > 10 || len(rs) != len(req.Items) || stock.CheckDate("date", req.Date) != nil {
 			t.Fatalf("cart %q: %d requests, %+v", body, len(rs), req)
 		}
 		for i, a := range rs {
-			if a.SKU != req.Items[i].SKU || a.Qty < 0 || a.Qty > ledger.MaxQty || a.TargetDate != req.Date || (a.Mode != ledger.ModeShip && a.Mode != ledger.ModeReserve) {
+			if a.SKU != req.Items[i].SKU || a.Qty < 0 || a.Qty > stock.MaxQty || a.TargetDate != req.Date || (a.Mode != stock.ModeShip && a.Mode != stock.ModeReserve) {
 				t.Fatalf("cart %q: item %d %+v", body, i, a)
 			}
 		}

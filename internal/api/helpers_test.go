@@ -25,6 +25,7 @@ import (
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
@@ -219,7 +220,7 @@ func decode(t *testing.T, body []byte, v any) {
 }
 
 // seedSKU inserts a SKU and its lots into PostgreSQL (the ledger loads it on first use).
-func (e *env) seedSKU(s ledger.SKU) {
+func (e *env) seedSKU(s stock.SKU) {
 	e.t.Helper()
 	if err := e.db.Exec(`INSERT INTO skus (sku, safety_stock, version) VALUES (?, ?, ?)`, s.SKU, s.SafetyStock, s.Version).Error; err != nil {
 		e.t.Fatal(err)
@@ -241,7 +242,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.SKU, l.LotID, l.Kind, l.Go
 	}
 }
 
-func onhand(id string, reg int64, bb string, sellable int64) ledger.Lot {
-	return ledger.Lot{LotID: id, Kind: ledger.KindOnHand, Good: true, BestBefore: bb, RegSeq: reg,
-		ValidFrom: ledger.MinDate, ValidTo: ledger.MaxDate, Sellable: sellable}
+func onhand(id string, reg int64, bb string, sellable int64) stock.Lot {
+	return stock.Lot{LotID: id, Kind: stock.KindOnHand, Good: true, BestBefore: bb, RegSeq: reg,
+		ValidFrom: stock.MinDate, ValidTo: stock.MaxDate, Sellable: sellable}
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/persist"
 )
 
@@ -34,7 +34,7 @@ func TestListHolds(t *testing.T) {
 	for _, o := range orders {
 		rs = append(rs, event.Result{EventID: "e-" + o.lcid, Entity: o.lcid, LCID: o.lcid, Seq: 1, Type: event.OrderPlaced,
 			Outcome: event.Applied, ProcessedAt: base, Order: &event.OrderSnapshot{LCID: o.lcid, Status: o.status,
-				Mode: ledger.ModeReserve, Lines: []event.SnapshotLine{{LineID: "1", SKU: "S", Qty: 1}}, HoldUntil: o.hold}})
+				Mode: stock.ModeReserve, Lines: []event.SnapshotLine{{LineID: "1", SKU: "S", Qty: 1}}, HoldUntil: o.hold}})
 	}
 	if _, err := persist.Apply(context.Background(), e.db, rs); err != nil {
 		t.Fatal(err)

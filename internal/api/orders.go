@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 )
@@ -214,7 +214,7 @@ func orderListQuery(q url.Values) (orderFilter, error) {
 		if err := checkID("sku", f.sku, event.MaxIDLength); err != nil {
 			return f, err
 		}
-		if err := ledger.CheckSKU(f.sku); err != nil {
+		if err := stock.CheckSKU(f.sku); err != nil {
 			return f, err
 		}
 	}

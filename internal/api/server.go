@@ -26,6 +26,7 @@ import (
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 )
 
@@ -305,9 +306,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, r, ae.status, ae.typ, ae.detail, ae.reason)
 	case errors.As(err, &mbe):
 		writeProblem(w, r, http.StatusRequestEntityTooLarge, ProblemTooLarge, fmt.Sprintf("the body exceeds %d bytes", mbe.Limit), "")
-	case errors.Is(err, ledger.ErrInvalidRequest), errors.Is(err, ledger.ErrInvalidQuantity), errors.Is(err, lockhandoff.ErrInvalidEntity):
-		writeProblem(w, r, http.StatusBadRequest, ProblemInvalid, err.Error(), ledger.Reason(err))
-	case errors.Is(err, ledger.ErrUnknownSKU):
+	case errors.Is(err, stock.ErrInvalidRequest), errors.Is(err, stock.ErrInvalidQuantity), errors.Is(err, lockhandoff.ErrInvalidEntity):
+		writeProblem(w, r, http.StatusBadRequest, ProblemInvalid, err.Error(), stock.Reason(err))
+	case errors.Is(err, stock.ErrUnknownSKU):
 		writeProblem(w, r, http.StatusNotFound, ProblemNotFound, "no such SKU", "ERR_UNKNOWN_SKU")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		writeProblem(w, r, http.StatusServiceUnavailable, ProblemUnavailable, fmt.Sprintf("the request did not finish within %v", s.o.RequestTimeout), "")

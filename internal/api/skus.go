@@ -15,11 +15,12 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // SKUView is GET /v1/skus/{sku}.
 type SKUView struct {
-	ledger.SKU
+	stock.SKU
 	// Source is "redis" (the live state) or "postgres" (not loaded into Redis yet: the
 	// state the first allocation will load).
 	Source string `json:"source"`
@@ -62,13 +63,13 @@ func (d Deps) ReadSKU(ctx context.Context, sku string) (SKUView, error) {
 	if err := checkID("sku", sku, event.MaxIDLength); err != nil {
 		return SKUView{}, err
 	}
-	if err := ledger.CheckSKU(sku); err != nil {
+	if err := stock.CheckSKU(sku); err != nil {
 		return SKUView{}, err
 	}
 	v := SKUView{Source: "redis"}
 	var err error
 	v.SKU, err = d.Ledger.Snapshot(ctx, sku)
-	if errors.Is(err, ledger.ErrNotLoaded) {
+	if errors.Is(err, stock.ErrNotLoaded) {
 		v.Source = "postgres"
 		v.SKU, err = inventorydb.PGLoader{DB: d.DB}.LoadSKU(ctx, sku)
 		v.SKU.SKU = sku
@@ -76,21 +77,21 @@ func (d Deps) ReadSKU(ctx context.Context, sku string) (SKUView, error) {
 	return v, err
 }
 
-func availabilityParams(date, mode string) (ledger.Mode, error) {
+func availabilityParams(date, mode string) (stock.Mode, error) {
 	if date == "" {
 		return "", badRequest("date is required (YYYY-MM-DD)")
 	}
-	if len(date) != len(ledger.MinDate) {
+	if len(date) != len(stock.MinDate) {
 		return "", badRequest("date %s is not a date (YYYY-MM-DD)", quoteID(date))
 	}
-	if err := ledger.CheckDate("date", date); err != nil {
+	if err := stock.CheckDate("date", date); err != nil {
 		return "", err
 	}
 	switch mode {
-	case "", string(ledger.ModeShip):
-		return ledger.ModeShip, nil
-	case string(ledger.ModeReserve):
-		return ledger.ModeReserve, nil
+	case "", string(stock.ModeShip):
+		return stock.ModeShip, nil
+	case string(stock.ModeReserve):
+		return stock.ModeReserve, nil
 	}
 	return "", badRequest("mode %s is neither ship nor reserve", quoteID(mode))
 }
@@ -107,8 +108,8 @@ func availabilityQuery(q url.Values) (ledger.AvailabilityRequest, error) {
 	}
 	var qty int64
 	if v := q.Get("qty"); v != "" {
-		if qty, err = strconv.ParseInt(v, 10, 64); err != nil || qty < 1 || qty > ledger.MaxQty {
-			return ledger.AvailabilityRequest{}, badRequest("qty %s is not an integer within 1..%d", quoteID(v), ledger.MaxQty)
+		if qty, err = strconv.ParseInt(v, 10, 64); err != nil || qty < 1 || qty > stock.MaxQty {
+			return ledger.AvailabilityRequest{}, badRequest("qty %s is not an integer within 1..%d", quoteID(v), stock.MaxQty)
 		}
 	}
 	return ledger.AvailabilityRequest{TargetDate: q.Get("date"), Mode: mode, Qty: qty}, nil
@@ -161,8 +162,8 @@ type CartItem struct {
 // CartAnswer is the answer of POST /v1/availability: one item per requested SKU, in
 // order, each an availability or a problem of its own.
 type CartAnswer struct {
-	Date string      `json:"date"`
-	Mode ledger.Mode `json:"mode"`
+	Date string     `json:"date"`
+	Mode stock.Mode `json:"mode"`
 	// OK is true when every item asked a quantity and each would succeed.
 	OK    bool       `json:"ok"`
 	Items []CartLine `json:"items"`
@@ -195,8 +196,8 @@ func cartRequests(r *http.Request, maxItems int) (CartRequest, []ledger.Availabi
 	}
 	rs := make([]ledger.AvailabilityRequest, len(req.Items))
 	for i, it := range req.Items {
-		if it.Qty < 0 || it.Qty > ledger.MaxQty {
-			return req, nil, badRequest("items[%d].qty %d is not within 0..%d", i, it.Qty, ledger.MaxQty)
+		if it.Qty < 0 || it.Qty > stock.MaxQty {
+			return req, nil, badRequest("items[%d].qty %d is not within 0..%d", i, it.Qty, stock.MaxQty)
 		}
 		rs[i] = ledger.AvailabilityRequest{SKU: it.SKU, TargetDate: req.Date, Mode: mode, Qty: it.Qty}
 	}
@@ -221,11 +222,11 @@ func (s *Server) postAvailability(w http.ResponseWriter, r *http.Request) error 
 			av := a.Availability
 			line.Availability = &av
 			out.OK = out.OK && av.OK
-		case errors.Is(a.Err, ledger.ErrUnknownSKU):
+		case errors.Is(a.Err, stock.ErrUnknownSKU):
 			line.Problem = &Problem{Type: ProblemNotFound, Title: problemTitles[ProblemNotFound], Status: http.StatusNotFound, Detail: "no such SKU", Reason: "ERR_UNKNOWN_SKU"}
 			out.OK = false
-		case ledger.Reason(a.Err) != "ERR_INTERNAL":
-			line.Problem = &Problem{Type: ProblemInvalid, Title: problemTitles[ProblemInvalid], Status: http.StatusBadRequest, Detail: a.Err.Error(), Reason: ledger.Reason(a.Err)}
+		case stock.Reason(a.Err) != "ERR_INTERNAL":
+			line.Problem = &Problem{Type: ProblemInvalid, Title: problemTitles[ProblemInvalid], Status: http.StatusBadRequest, Detail: a.Err.Error(), Reason: stock.Reason(a.Err)}
 			out.OK = false
 		default:
 			return a.Err

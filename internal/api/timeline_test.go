@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/testenv"
 )
@@ -22,9 +22,9 @@ func TestTimelineMovesAreTheOrdersOwn(t *testing.T) {
 		rs = append(rs, event.Result{
 			EventID: "dup-1", Entity: lcid, LCID: lcid, Seq: 1, Type: event.OrderPlaced, Outcome: event.Applied,
 			ProcessedAt: time.Now(), Order: &event.OrderSnapshot{LCID: lcid, Status: event.StatusPlaced},
-			SKUs: []ledger.SKU{{SKU: sku, Version: 2, Lots: []ledger.Lot{{LotID: sku + "-L1", Kind: ledger.KindOnHand, Good: true,
+			SKUs: []stock.SKU{{SKU: sku, Version: 2, Lots: []stock.Lot{{LotID: sku + "-L1", Kind: stock.KindOnHand, Good: true,
 				ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 9, Allocated: 1}}}},
-			Moves: []ledger.Move{{OpID: "dup-1:1:alloc", SKU: sku, LotID: sku + "-L1", From: "sellable", To: "allocated", Qty: 1, Version: 2}},
+			Moves: []stock.Move{{OpID: "dup-1:1:alloc", SKU: sku, LotID: sku + "-L1", From: "sellable", To: "allocated", Qty: 1, Version: 2}},
 		})
 	}
 	rep, err := persist.Apply(ctx, db, rs)

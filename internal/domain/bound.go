@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // ResultMarginDivisor sets the margin CheckResultBound keeps below the results queue's
@@ -42,7 +42,7 @@ const (
 	// OneLot: a SKU's event whose one operation touches one lot.
 	OneLot
 	// OneLotWithHolders: OneLot, and the orders that hold the lot (at most
-	// ledger.MaxResultHolders of them: inventory.lot_recalled).
+	// stock.MaxResultHolders of them: inventory.lot_recalled).
 	OneLotWithHolders
 )
 
@@ -66,17 +66,17 @@ func WorstCaseResultOf(k *Kind, lines, lotsPerLine int) (r event.Result, ok bool
 // moves at most: a recall moves sellable and hidden units), its SKU version with that lot,
 // a refusal's detail, and with holders, the most a recall lists.
 func worstSKUResult(holders bool) event.Result {
-	ledgerID := func(c string) string { return strings.Repeat(c, ledger.MaxIDLen) }
+	ledgerID := func(c string) string { return strings.Repeat(c, stock.MaxIDLen) }
 	r := WorstCaseResult(0, 0)
 	r.Order, r.Moves, r.SKUs = nil, nil, nil
 	r.Entity = event.SKUEntityPrefix + ledgerID("s")
-	move := ledger.Move{OpID: ledgerID("o"), Index: 1, SKU: ledgerID("s"), LotID: ledgerID("l"),
-		From: ledger.Defective, To: ledger.Defective, Qty: ledger.MaxQty, Version: 1 << 53}
-	r.Moves = []ledger.Move{move, move}
-	r.SKUs = []ledger.SKU{{SKU: ledgerID("s"), SafetyStock: ledger.MaxQty, Version: 1 << 53, Lots: []ledger.Lot{worstLot()}}}
+	move := stock.Move{OpID: ledgerID("o"), Index: 1, SKU: ledgerID("s"), LotID: ledgerID("l"),
+		From: stock.Defective, To: stock.Defective, Qty: stock.MaxQty, Version: 1 << 53}
+	r.Moves = []stock.Move{move, move}
+	r.SKUs = []stock.SKU{{SKU: ledgerID("s"), SafetyStock: stock.MaxQty, Version: 1 << 53, Lots: []stock.Lot{worstLot()}}}
 	if holders {
-		for range ledger.MaxResultHolders {
-			r.Holders = append(r.Holders, ledger.Holder{LCID: strings.Repeat("c", event.MaxIDLength), LotID: ledgerID("l"), Qty: ledger.MaxQty})
+		for range stock.MaxResultHolders {
+			r.Holders = append(r.Holders, stock.Holder{LCID: strings.Repeat("c", event.MaxIDLength), LotID: ledgerID("l"), Qty: stock.MaxQty})
 		}
 		r.HolderCount = 1 << 53
 	}
@@ -85,7 +85,7 @@ func worstSKUResult(holders bool) event.Result {
 
 // WorstCaseResult builds the largest result an order event of at most lines lines can
 // make when each line holds at most lotsPerLine lots, with every id at its maximum length
-// (event.MaxIDLength, ledger.MaxIDLen) and every number at its widest.
+// (event.MaxIDLength, stock.MaxIDLen) and every number at its widest.
 //
 // The largest is an order.lines_changed that replaces each of an order's lines by a new
 // one and is refused at its last release: the processor's step (step.go) then allocated
@@ -96,7 +96,7 @@ func worstSKUResult(holders bool) event.Result {
 // lines and their undos), a cancellation, confirmation or shipment the same.
 func WorstCaseResult(lines, lotsPerLine int) event.Result {
 	id := func(c string) string { return strings.Repeat(c, event.MaxIDLength) }
-	ledgerID := func(c string) string { return strings.Repeat(c, ledger.MaxIDLen) }
+	ledgerID := func(c string) string { return strings.Repeat(c, stock.MaxIDLen) }
 	const (
 		wideSeq  = 1 << 53 // Lua numbers count versions and registration sequences
 		wideDate = "9999-12-31"
@@ -104,11 +104,11 @@ func WorstCaseResult(lines, lotsPerLine int) event.Result {
 	when := time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.FixedZone("", -(23*3600+59*60)))
 	snap := &event.OrderSnapshot{
 		LCID: id("c"), Status: event.StatusCancelled, Allocation: "allocated", Paid: true,
-		Mode: ledger.ModeReserve, TargetDate: wideDate,
+		Mode: stock.ModeReserve, TargetDate: wideDate,
 	}
-	lot := ledger.LotQty{LotID: ledgerID("l"), Qty: ledger.MaxQty}
+	lot := stock.LotQty{LotID: ledgerID("l"), Qty: stock.MaxQty}
 	for range lines {
-		ln := event.SnapshotLine{LineID: id("i"), SKU: ledgerID("s"), Qty: ledger.MaxQty}
+		ln := event.SnapshotLine{LineID: id("i"), SKU: ledgerID("s"), Qty: stock.MaxQty}
 		for range lotsPerLine {
 			ln.Lots = append(ln.Lots, lot)
 			// A shipped order's line also records what came back (order.returned).
@@ -123,13 +123,13 @@ func WorstCaseResult(lines, lotsPerLine int) event.Result {
 		Detail: strings.Repeat("d", modelDetailBytes), Order: snap, ProcessedAt: when,
 		TraceID: strings.Repeat("f", 32),
 	}
-	move := ledger.Move{
+	move := stock.Move{
 		OpID: ledgerID("o"), Index: lotsPerLine, SKU: ledgerID("s"), LotID: ledgerID("l"),
-		From: ledger.Allocated, To: ledger.Allocated, Qty: ledger.MaxQty, Version: wideSeq,
+		From: stock.Allocated, To: stock.Allocated, Qty: stock.MaxQty, Version: wideSeq,
 	}
 	full := worstLot()
 	for range 2 * (2*lines - 1) {
-		sku := ledger.SKU{SKU: ledgerID("s"), SafetyStock: ledger.MaxQty, Version: wideSeq}
+		sku := stock.SKU{SKU: ledgerID("s"), SafetyStock: stock.MaxQty, Version: wideSeq}
 		for range lotsPerLine {
 			r.Moves = append(r.Moves, move)
 			sku.Lots = append(sku.Lots, full)
@@ -140,14 +140,14 @@ func WorstCaseResult(lines, lotsPerLine int) event.Result {
 }
 
 // worstLot is a lot with every field at its widest.
-func worstLot() ledger.Lot {
+func worstLot() stock.Lot {
 	const wideSeq, wideDate = 1 << 53, "9999-12-31"
-	ledgerID := strings.Repeat("l", ledger.MaxIDLen)
-	return ledger.Lot{
+	ledgerID := strings.Repeat("l", stock.MaxIDLen)
+	return stock.Lot{
 		LotID: ledgerID, Kind: "planned", Good: true, BestBefore: wideDate, RegSeq: wideSeq,
-		ArrivesAt: wideDate, ValidFrom: wideDate, ValidTo: wideDate, Sellable: ledger.MaxQty,
-		Reserved: ledger.MaxQty, Allocated: ledger.MaxQty, Hidden: ledger.MaxQty, Shipped: ledger.MaxQty,
-		Defective: ledger.MaxQty,
+		ArrivesAt: wideDate, ValidFrom: wideDate, ValidTo: wideDate, Sellable: stock.MaxQty,
+		Reserved: stock.MaxQty, Allocated: stock.MaxQty, Hidden: stock.MaxQty, Shipped: stock.MaxQty,
+		Defective: stock.MaxQty,
 	}
 }
 

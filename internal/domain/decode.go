@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // MaxEventBytes is the default bound of an order event's body (SQS allows 256 KiB).
@@ -269,7 +269,7 @@ func checkLCID(typ event.Type, lcid string) error {
 // checkSKUAndLot bounds SKU and lot ids as the ledger does. A SKU names its inventory
 // events' entity ("sku:" and the SKU) and the ledger's keys, both by hash tag.
 func checkSKUAndLot(sku, lotID string) error {
-	return cmp.Or(checkID("data.sku", sku, ledger.MaxIDLen), checkID("data.lot_id", lotID, ledger.MaxIDLen))
+	return cmp.Or(checkID("data.sku", sku, stock.MaxIDLen), checkID("data.lot_id", lotID, stock.MaxIDLen))
 }
 
 func strictData(raw json.RawMessage, v any) error {
@@ -292,8 +292,8 @@ func validateLines(t event.Type, d *event.OrderData, maxLines int) error {
 		return invalid(ReasonTooManyLines, "data.lines has %d lines, the limit is %d", len(d.Lines), maxLines)
 	}
 	if t == event.OrderPlaced {
-		if d.Mode != ledger.ModeShip && d.Mode != ledger.ModeReserve {
-			return invalid(ReasonInvalidMode, "data.mode %q is neither %q nor %q", d.Mode, ledger.ModeShip, ledger.ModeReserve)
+		if d.Mode != stock.ModeShip && d.Mode != stock.ModeReserve {
+			return invalid(ReasonInvalidMode, "data.mode %q is neither %q nor %q", d.Mode, stock.ModeShip, stock.ModeReserve)
 		}
 		if !validDate(d.TargetDate) {
 			return invalid(ReasonInvalidDate, "data.target_date %q is not a date (YYYY-MM-DD)", d.TargetDate)
@@ -307,8 +307,8 @@ func validateLines(t event.Type, d *event.OrderData, maxLines int) error {
 		if l.LineID == "" || l.SKU == "" {
 			return invalid(ReasonMissingField, "data.lines[%d]: line_id and sku are required", i)
 		}
-		if len(l.LineID) > event.MaxIDLength || len(l.SKU) > ledger.MaxIDLen {
-			return invalid(ReasonIDTooLong, "data.lines[%d]: line_id (at most %d bytes) or sku (at most %d) too long", i, event.MaxIDLength, ledger.MaxIDLen)
+		if len(l.LineID) > event.MaxIDLength || len(l.SKU) > stock.MaxIDLen {
+			return invalid(ReasonIDTooLong, "data.lines[%d]: line_id (at most %d bytes) or sku (at most %d) too long", i, event.MaxIDLength, stock.MaxIDLen)
 		}
 		if err := cmp.Or(event.CheckID(l.LineID), event.CheckID(l.SKU)); err != nil {
 			return invalid(ReasonInvalidID, "data.lines[%d]: %v", i, err)
@@ -325,11 +325,11 @@ func validateLines(t event.Type, d *event.OrderData, maxLines int) error {
 }
 
 // checkReason bounds a warehouse event's reason as the ledger does: free text of 1..
-// ledger.MaxIDLen bytes without control characters (the ledger's records are lines of
+// stock.MaxIDLen bytes without control characters (the ledger's records are lines of
 // tab-separated fields).
 func checkReason(reason string) error {
-	if len(reason) > ledger.MaxIDLen {
-		return invalid(ReasonInvalidReason, "data.reason is %d bytes, longer than %d", len(reason), ledger.MaxIDLen)
+	if len(reason) > stock.MaxIDLen {
+		return invalid(ReasonInvalidReason, "data.reason is %d bytes, longer than %d", len(reason), stock.MaxIDLen)
 	}
 	if !utf8.ValidString(reason) || strings.IndexFunc(reason, unicode.IsControl) >= 0 {
 		return invalid(ReasonInvalidReason, "data.reason %.40q contains a control character or invalid UTF-8", reason)
@@ -346,10 +346,10 @@ func validateLot(d *event.LotRegisteredData) error {
 	if err := checkSKUAndLot(d.SKU, d.LotID); err != nil {
 		return err
 	}
-	if d.Kind != ledger.KindOnHand && d.Kind != ledger.KindPlanned {
-		return invalid(ReasonInvalidKind, "data.kind %q is neither %q nor %q", d.Kind, ledger.KindOnHand, ledger.KindPlanned)
+	if d.Kind != stock.KindOnHand && d.Kind != stock.KindPlanned {
+		return invalid(ReasonInvalidKind, "data.kind %q is neither %q nor %q", d.Kind, stock.KindOnHand, stock.KindPlanned)
 	}
-	if d.Kind == ledger.KindPlanned && d.BestBefore != "" {
+	if d.Kind == stock.KindPlanned && d.BestBefore != "" {
 		return invalid(ReasonInvalidDate, "data.best_before is set on a planned lot (it comes with inventory.received)")
 	}
 	for _, f := range []struct{ name, v string }{
@@ -362,8 +362,8 @@ func validateLot(d *event.LotRegisteredData) error {
 	if d.ValidFrom != "" && d.ValidTo != "" && d.ValidFrom > d.ValidTo {
 		return invalid(ReasonInvalidDate, "data.valid_from %s is after data.valid_to %s", d.ValidFrom, d.ValidTo)
 	}
-	if d.Sellable <= 0 || d.Sellable > ledger.MaxQty {
-		return invalid(ReasonInvalidQuantity, "data.sellable %d is not in 1..%d", d.Sellable, int64(ledger.MaxQty))
+	if d.Sellable <= 0 || d.Sellable > stock.MaxQty {
+		return invalid(ReasonInvalidQuantity, "data.sellable %d is not in 1..%d", d.Sellable, int64(stock.MaxQty))
 	}
 	return nil
 }
@@ -385,8 +385,8 @@ func validateReturn(d *event.ReturnedData, maxLines int) error {
 		if err := checkID(fmt.Sprintf("data.lines[%d].line_id", i), l.LineID, event.MaxIDLength); err != nil {
 			return err
 		}
-		if l.Qty <= 0 || l.Qty > ledger.MaxQty {
-			return invalid(ReasonInvalidQuantity, "data.lines[%d]: qty %d is not in 1..%d", i, l.Qty, int64(ledger.MaxQty))
+		if l.Qty <= 0 || l.Qty > stock.MaxQty {
+			return invalid(ReasonInvalidQuantity, "data.lines[%d]: qty %d is not in 1..%d", i, l.Qty, int64(stock.MaxQty))
 		}
 		if seen[l.LineID] {
 			return invalid(ReasonDuplicateLine, "data.lines[%d]: line_id %q appears twice", i, l.LineID)
@@ -432,11 +432,11 @@ func checkSafetyStock(sku string, ss int64) error {
 	if sku == "" {
 		return invalid(ReasonMissingField, "data.sku is required")
 	}
-	if err := checkID("data.sku", sku, ledger.MaxIDLen); err != nil {
+	if err := checkID("data.sku", sku, stock.MaxIDLen); err != nil {
 		return err
 	}
-	if ss < 0 || ss > ledger.MaxQty {
-		return invalid(ReasonInvalidQuantity, "data.safety_stock %d is not in 0..%d", ss, int64(ledger.MaxQty))
+	if ss < 0 || ss > stock.MaxQty {
+		return invalid(ReasonInvalidQuantity, "data.safety_stock %d is not in 0..%d", ss, int64(stock.MaxQty))
 	}
 	return nil
 }
@@ -449,8 +449,8 @@ func checkLotQty(d *event.LotQtyData, _ Limits) error {
 	if err := cmp.Or(checkSKUAndLot(d.SKU, d.LotID), checkReason(d.Reason)); err != nil {
 		return err
 	}
-	if d.Qty <= 0 || d.Qty > ledger.MaxQty {
-		return invalid(ReasonInvalidQuantity, "data.qty %d is not in 1..%d", d.Qty, int64(ledger.MaxQty))
+	if d.Qty <= 0 || d.Qty > stock.MaxQty {
+		return invalid(ReasonInvalidQuantity, "data.qty %d is not in 1..%d", d.Qty, int64(stock.MaxQty))
 	}
 	return nil
 }

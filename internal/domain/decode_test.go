@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 func TestDecodeRejectsBadInputWithAReason(t *testing.T) {
@@ -65,7 +65,7 @@ func TestDecodeRejectsBadInputWithAReason(t *testing.T) {
 func TestDecodeRejectsOverLongIDs(t *testing.T) {
 	at, over := strings.Repeat("x", event.MaxIDLength), strings.Repeat("x", event.MaxIDLength+1)
 	// SKU and lot ids are bounded as the ledger bounds them.
-	skuAt, skuOver := strings.Repeat("s", ledger.MaxIDLen), strings.Repeat("s", ledger.MaxIDLen+1)
+	skuAt, skuOver := strings.Repeat("s", stock.MaxIDLen), strings.Repeat("s", stock.MaxIDLen+1)
 	placed := func(eventID, lcid, lineID, sku string) string {
 		return `{"event_id":"` + eventID + `","type":"order.placed","lcid":"` + lcid + `","data":{"mode":"ship","target_date":"2026-12-01","lines":[` +
 			`{"line_id":"1","sku":"S","qty":1},{"line_id":"` + lineID + `","sku":"` + sku + `","qty":1}]}}`
@@ -296,7 +296,7 @@ func TestDecodeNormalizesHolds(t *testing.T) {
 
 // manyLines is an order.placed of n lines on one SKU.
 func manyLines(eventID, lcid string, n int) []byte {
-	d := event.OrderData{Mode: ledger.ModeShip, TargetDate: "2026-12-01"}
+	d := event.OrderData{Mode: stock.ModeShip, TargetDate: "2026-12-01"}
 	for i := range n {
 		d.Lines = append(d.Lines, event.Line{LineID: fmt.Sprintf("line-%04d", i), SKU: "SKU-ONE", Qty: 1})
 	}

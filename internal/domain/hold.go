@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // Policy is what the order-worker's configuration tells the steps. Replay takes the one
@@ -64,7 +64,7 @@ func resolveHold(h event.Hold, from time.Time) (time.Time, string) {
 // event has no occurred_at).
 func (t *txn) placedHold(d *event.OrderData) (*time.Time, string) {
 	if holdSet(d.Hold) {
-		if d.Mode != ledger.ModeReserve {
+		if d.Mode != stock.ModeReserve {
 			return nil, "a hold on a " + string(d.Mode) + "-mode order"
 		}
 		until, refusal := resolveHold(d.Hold, t.ev.OccurredAt)
@@ -73,7 +73,7 @@ func (t *txn) placedHold(d *event.OrderData) (*time.Time, string) {
 		}
 		return &until, ""
 	}
-	if d.Mode != ledger.ModeReserve || t.pol.ReservationTTL <= 0 {
+	if d.Mode != stock.ModeReserve || t.pol.ReservationTTL <= 0 {
 		return nil, ""
 	}
 	from := t.ev.OccurredAt
@@ -144,7 +144,7 @@ func (t *txn) expired(cur *event.OrderSnapshot, d *event.ReservationExpiredData)
 		}
 		lots := slices.Clone(ln.Lots)
 		slices.Reverse(lots)
-		if reason, err := t.keep(t.l.Apply(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ln.LineID, "expire"), SKU: ln.SKU, From: ledger.Reserved, Lots: lots, Holder: t.holder()})); err != nil || reason != "" {
+		if reason, err := t.keep(t.l.Apply(t.ctx, stock.ReleaseRequest{OpID: t.opID(ln.LineID, "expire"), SKU: ln.SKU, From: stock.Reserved, Lots: lots, Holder: t.holder()})); err != nil || reason != "" {
 			return transition{reason: reason}, err
 		}
 	}

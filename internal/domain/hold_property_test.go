@@ -9,7 +9,7 @@ import (
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // Random histories of orders with holds, stepped against the ledger's model: placements
@@ -47,8 +47,8 @@ func TestHoldHistoriesKeepTheStock(t *testing.T) {
 	for seed := range seeds {
 		rng := rand.New(rand.NewPCG(uint64(seed), 7))
 		ctx := context.Background()
-		m := ledger.NewModel(unknownSKUs{})
-		if _, err := m.Put(ledger.SKU{SKU: "A", Version: 1, Lots: []ledger.Lot{onHand("A1", 1, "2027-01-01", buckets{total})}}); err != nil {
+		m := stock.NewModel(unknownSKUs{})
+		if _, err := m.Put(stock.SKU{SKU: "A", Version: 1, Lots: []stock.Lot{onHand("A1", 1, "2027-01-01", buckets{total})}}); err != nil {
 			t.Fatal(err)
 		}
 		states := map[string]domain.State{}
@@ -172,7 +172,7 @@ func checkHoldStep(t *testing.T, where string, before domain.State, ev domain.Ev
 }
 
 // checkStock checks the lot against the orders and the holds against the orders' states.
-func checkStock(t *testing.T, where string, m *ledger.Model, states map[string]domain.State, total int64) {
+func checkStock(t *testing.T, where string, m *stock.Model, states map[string]domain.State, total int64) {
 	t.Helper()
 	s, err := m.Snapshot(context.Background(), "A")
 	if err != nil {
@@ -212,7 +212,7 @@ func checkStock(t *testing.T, where string, m *ledger.Model, states map[string]d
 	}
 }
 
-func sumLots(lots []ledger.LotQty) int64 {
+func sumLots(lots []stock.LotQty) int64 {
 	var n int64
 	for _, l := range lots {
 		n += l.Qty

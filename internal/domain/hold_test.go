@@ -5,7 +5,7 @@ import (
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // The holds of the cases: occurred is every event's occurred_at.
@@ -21,7 +21,7 @@ func holdUntil(t time.Time) event.Hold { return event.Hold{HoldUntil: &t} }
 func holdFor(d string) event.Hold { return event.Hold{HoldFor: d} }
 
 // placeHeld is an order.placed with a hold.
-func placeHeld(mode ledger.Mode, h event.Hold, lines ...event.Line) event.Order {
+func placeHeld(mode stock.Mode, h event.Hold, lines ...event.Line) event.Order {
 	return fromExample(event.OrderPlaced, func(d *event.OrderData) { d.Mode, d.Lines, d.Hold = mode, lines, h })
 }
 
@@ -158,7 +158,7 @@ func holdCases() []transitionCase {
 			want: expect{outcome: rejected, reason: domain.ReasonHoldNotDue, moves: ops()}},
 		{name: "ERR_INSUFFICIENT: line 1 is reserved again",
 			before: []event.Order{placeHeld(reserve, holdUntil(in2h), line("1", "A", 2), line("2", "B", 2))},
-			tamper: ledger.ReleaseRequest{OpID: "other:steal", SKU: "B", From: ledger.Reserved, Lots: []ledger.LotQty{at("B1", 2)}}, ev: expire(in2h),
+			tamper: stock.ReleaseRequest{OpID: "other:steal", SKU: "B", From: stock.Reserved, Lots: []stock.LotQty{at("B1", 2)}}, ev: expire(in2h),
 			want: expect{outcome: rejected, reason: "ERR_INSUFFICIENT", order: "placed/reserved/unpaid", hold: in2hStr, moves: ops(":1:expire", ":1:expire-undo")}},
 	}
 }

@@ -24,7 +24,7 @@ const (
 
 // Kind is everything junban knows of one event type, declared once, in this file: its
 // data and how it is checked, whose turn it runs in, what it does to the order or the
-// SKU (and so which ledger operations it runs: ledger.Op, whose Reversal is the
+// SKU (and so which ledger operations it runs: stock.Op, whose Reversal is the
 // quarantine's undo policy), what persistence does with its result beyond the common
 // rows, and a valid example. Decode, Step, persistence (SetsSafetyStock), the result
 // bound and the tests of docs/events.md, the OpenAPI document and loadgen all read the

@@ -12,7 +12,7 @@ import (
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // wireTypes returns the event types internal/event declares (its constants of type
@@ -153,8 +153,8 @@ func TestResultBoundCountsEveryKind(t *testing.T) {
 		if r.Type != k.Type || len(b) > all {
 			t.Errorf("%s: worst case of type %s, %d bytes, beyond the bound's %d", k.Type, r.Type, len(b), all)
 		}
-		if k.Type == event.InventoryLotRecalled && len(r.Holders) != ledger.MaxResultHolders {
-			t.Errorf("a recall's worst case lists %d holders, want %d", len(r.Holders), ledger.MaxResultHolders)
+		if k.Type == event.InventoryLotRecalled && len(r.Holders) != stock.MaxResultHolders {
+			t.Errorf("a recall's worst case lists %d holders, want %d", len(r.Holders), stock.MaxResultHolders)
 		}
 	}
 	recall, _ := domain.WorstCaseResultOf(domain.KindOf(event.InventoryLotRecalled), lines, lots)

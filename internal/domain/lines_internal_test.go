@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // linesFrom draws an order's old lines (each with its lots) and an order.lines_changed's
@@ -33,7 +33,7 @@ func linesFrom(data []byte) (old []event.SnapshotLine, next []event.Line) {
 			if i < 2 {
 				q = min(left, int64(1+b()%4))
 			}
-			ln.Lots = append(ln.Lots, ledger.LotQty{LotID: fmt.Sprint("L", i), Qty: q})
+			ln.Lots = append(ln.Lots, stock.LotQty{LotID: fmt.Sprint("L", i), Qty: q})
 			left -= q
 		}
 		old = append(old, ln)
@@ -121,19 +121,19 @@ func FuzzPlanChanges(f *testing.F) {
 		// A change's result as the ledger makes it: the releases' moves, then each raise's,
 		// spread over lots as data says.
 		for _, c := range changes {
-			r := ledger.Result{OpID: "op"}
+			r := stock.Result{OpID: "op"}
 			for _, lq := range c.release {
-				r.Moves = append(r.Moves, ledger.Move{LotID: lq.LotID, Qty: lq.Qty})
+				r.Moves = append(r.Moves, stock.Move{LotID: lq.LotID, Qty: lq.Qty})
 			}
 			var qty []int64
-			var want [][]ledger.LotQty
+			var want [][]stock.LotQty
 			for i, ln := range c.grow {
 				qty = append(qty, ln.Qty)
-				var took []ledger.LotQty
+				var took []stock.LotQty
 				for left, j := ln.Qty, 0; left > 0; j++ {
 					q := min(left, int64(1+(len(data)+i+j)%3))
-					took = append(took, ledger.LotQty{LotID: fmt.Sprint("N", j), Qty: q})
-					r.Moves = append(r.Moves, ledger.Move{LotID: fmt.Sprint("N", j), Qty: q})
+					took = append(took, stock.LotQty{LotID: fmt.Sprint("N", j), Qty: q})
+					r.Moves = append(r.Moves, stock.Move{LotID: fmt.Sprint("N", j), Qty: q})
 					left -= q
 				}
 				want = append(want, took)

@@ -8,7 +8,7 @@ import (
 	"github.com/junban/junban/internal/domain"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // An event whose ledger operation finds its op id remembered for another request is
@@ -20,7 +20,7 @@ import (
 // line 2 holding B1's 2 units by the replayed answer of 1 unit.
 func TestAnotherRequestUnderAnEventsOpIDRejectsIt(t *testing.T) {
 	const op = "{" + lcid + "}ev:2:alloc"
-	tamper := ledger.AllocateRequest{OpID: op, SKU: "B", Qty: 1, TargetDate: "2026-12-03", Mode: reserve}
+	tamper := stock.AllocateRequest{OpID: op, SKU: "B", Qty: 1, TargetDate: "2026-12-03", Mode: reserve}
 	ev := place(reserve, line("1", "A", 2), line("2", "B", 2))
 	runTransition(t, transitionCase{
 		name:   "ERR_OP_CONFLICT",
@@ -31,8 +31,8 @@ func TestAnotherRequestUnderAnEventsOpIDRejectsIt(t *testing.T) {
 	})
 
 	// The result's detail names the op id, for the operator.
-	m := ledger.NewModel(unknownSKUs{})
-	for _, s := range stock() {
+	m := stock.NewModel(unknownSKUs{})
+	for _, s := range stockSKUs() {
 		if _, err := m.Put(s); err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // FuzzOpIDs checks the op ids of any order's event that decodes: the ledger accepts each
@@ -20,7 +20,7 @@ func FuzzOpIDs(f *testing.F) {
 	f.Add("a/b", "a", "c", "b/c", 1)
 	f.Add("注文-1", "注文-2", "evt", "行", 2)
 	f.Add(strings.Repeat("l", event.MaxIDLength), strings.Repeat("m", event.MaxIDLength), strings.Repeat("e", event.MaxIDLength), strings.Repeat("1", event.MaxIDLength), 9)
-	f.Add("LC", "LC2", strings.Repeat("e", ledger.MaxIDLen-len(":1:alloc")), "1", 0)
+	f.Add("LC", "LC2", strings.Repeat("e", stock.MaxIDLen-len(":1:alloc")), "1", 0)
 	f.Fuzz(func(t *testing.T, lcid, other, eventID, lineID string, gen int) {
 		for _, id := range []string{eventID, lineID} {
 			if id == "" || len(id) > event.MaxIDLength || event.CheckID(id) != nil {
@@ -35,10 +35,10 @@ func FuzzOpIDs(f *testing.F) {
 		}
 		a := tx(lcid)
 		id, legacy := a.opID(lineID, "alloc"), a.legacyOpID(lineID, "alloc")
-		m := ledger.NewModel(nil) // no SKU: a valid request fails with ErrNotLoaded
+		m := stock.NewModel(nil) // no SKU: a valid request fails with ErrNotLoaded
 		for _, op := range [][2]string{{id, legacy}, {undoOpID(id), undoOpID(legacy)}} {
-			_, err := m.Apply(context.Background(), ledger.AllocateRequest{OpID: op[0], LegacyOpID: op[1], SKU: "S", Qty: 1, TargetDate: "2026-12-01", Mode: ledger.ModeShip})
-			if !errors.Is(err, ledger.ErrNotLoaded) {
+			_, err := m.Apply(context.Background(), stock.AllocateRequest{OpID: op[0], LegacyOpID: op[1], SKU: "S", Qty: 1, TargetDate: "2026-12-01", Mode: stock.ModeShip})
+			if !errors.Is(err, stock.ErrNotLoaded) {
 				t.Fatalf("op ids %q / %q: %v, want accepted (ErrNotLoaded)", op[0], op[1], err)
 			}
 		}

@@ -14,7 +14,7 @@ import (
 
 // Replay applies events through l the way the turns do, one entity at a time, each
 // entity's events in the order given, and returns every entity's final state and the
-// results. With ledger.Model as l it is the reference that tests compare a real run with;
+// results. With stock.Model as l it is the reference that tests compare a real run with;
 // pol is the run's (its reservation TTL), and the order.reservation_expired events the run's
 // workers submitted are among events, where they reached their turns.
 func Replay(ctx context.Context, l Ledger, pol Policy, events []Event, now time.Time) (map[string]State, []event.Result, error) {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // Rerun is what the quarantine learns by running an event once more on a recording
@@ -21,10 +21,10 @@ type Rerun struct {
 	Parked bool
 	// Err is the run's error: it failed again (a panic is an error too).
 	Err error
-	// Completed: an irreversible operation applied (ledger.ReversalOf), so the event
+	// Completed: an irreversible operation applied (stock.ReversalOf), so the event
 	// cannot be undone; when Err is nil the quarantine commits Result as a normal run's.
 	Completed bool
-	all, open []ledger.Result
+	all, open []stock.Result
 }
 
 // RerunEvent runs ev against st (Step's one event, without the parked ones) through l,
@@ -49,17 +49,17 @@ func RerunEvent(ctx context.Context, l Ledger, pol Policy, st State, ev Event, a
 type Undone struct {
 	// Undone counts the operations moved back.
 	Undone int
-	Moves  []ledger.Move
+	Moves  []stock.Move
 	// SKUs are the lots every recorded operation and undo left, one entry per SKU
 	// version, by SKU then version.
-	SKUs []ledger.SKU
+	SKUs []stock.SKU
 }
 
 // Undo moves back, newest first, what run's reversible operations moved and the run did
 // not move back itself, each by an op id of ev's (see undoOpID). A refused undo is an
 // error: the quarantine then leaves the event in its turn.
 func (run Rerun) Undo(ctx context.Context, l Ledger, ev Event) (Undone, error) {
-	undo := &txn{ctx: ctx, l: l, ev: ev, skus: map[skuAt]ledger.SKU{}}
+	undo := &txn{ctx: ctx, l: l, ev: ev, skus: map[skuAt]stock.SKU{}}
 	for _, r := range run.all {
 		undo.record(r)
 	}
@@ -81,31 +81,31 @@ func (run Rerun) Undo(ctx context.Context, l Ledger, ev Event) (Undone, error) {
 // recorder is a Ledger that keeps what each operation answered: all of them (their moves
 // and lots go into the quarantine's result), the reversible ones still open (moved
 // something, not undone since: what the quarantine moves back), and the irreversible ones
-// (ledger.ReversalOf), which the quarantine completes instead of undoing.
+// (stock.ReversalOf), which the quarantine completes instead of undoing.
 type recorder struct {
 	next Ledger
-	all  []ledger.Result
-	open []ledger.Result
+	all  []stock.Result
+	open []stock.Result
 	// irreversible: an irreversible operation applied.
 	irreversible bool
 }
 
 // Apply runs op and records what it answered.
-func (r *recorder) Apply(ctx context.Context, op ledger.Op) (ledger.Result, error) {
+func (r *recorder) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
 	res, err := r.next.Apply(ctx, op)
 	if err != nil {
 		return res, err
 	}
 	r.all = append(r.all, res)
-	switch ledger.ReversalOf(op) {
-	case ledger.Reversible:
+	switch stock.ReversalOf(op) {
+	case stock.Reversible:
 		if len(res.Moves) > 0 {
 			r.open = append(r.open, res)
 		}
-	case ledger.Reverses:
+	case stock.Reverses:
 		// The step's own rollback moved the operation it undoes back already.
-		r.open = slices.DeleteFunc(r.open, func(o ledger.Result) bool { return undoOpID(o.OpID) == res.OpID })
-	case ledger.Irreversible:
+		r.open = slices.DeleteFunc(r.open, func(o stock.Result) bool { return undoOpID(o.OpID) == res.OpID })
+	case stock.Irreversible:
 		// A receive changes a lot even when it moves nothing (planned becomes on hand).
 		r.irreversible = true
 	}

@@ -14,16 +14,16 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // Ledger is what the state machine needs of internal/ledger: *ledger.Ledger (Redis) and
-// *ledger.Model (the plain-Go reference) both provide it.
+// *stock.Model (the plain-Go reference) both provide it.
 type Ledger interface {
-	Apply(ctx context.Context, op ledger.Op) (ledger.Result, error)
+	Apply(ctx context.Context, op stock.Op) (stock.Result, error)
 }
 
-// Reasons of rejected events, beside the ledger's (ledger.Reason).
+// Reasons of rejected events, beside the ledger's (stock.Reason).
 const (
 	ReasonInvalidTransition = "ERR_INVALID_TRANSITION"
 	ReasonOrderExists       = "ERR_ORDER_EXISTS"
@@ -134,7 +134,7 @@ func (p Parked) EventID() string {
 // apply runs one event against st (changing it on success) and returns its result, or
 // parked=true when its precondition does not hold yet.
 func apply(ctx context.Context, l Ledger, pol Policy, st *State, ev Event, arrival int64, now time.Time) (event.Result, bool, error) {
-	t := &txn{ctx: ctx, l: l, pol: pol, now: now, ev: ev, gen: st.Requeued[ev.EventID], skus: map[skuAt]ledger.SKU{}}
+	t := &txn{ctx: ctx, l: l, pol: pol, now: now, ev: ev, gen: st.Requeued[ev.EventID], skus: map[skuAt]stock.SKU{}}
 	var (
 		tr  transition
 		err error
@@ -195,7 +195,7 @@ func apply(ctx context.Context, l Ledger, pol Policy, st *State, ev Event, arriv
 }
 
 // compareSKUAt orders a result's SKUs by name, then version.
-func compareSKUAt(a, b ledger.SKU) int {
+func compareSKUAt(a, b stock.SKU) int {
 	if c := cmp.Compare(a.SKU, b.SKU); c != 0 {
 		return c
 	}
@@ -210,17 +210,17 @@ type txn struct {
 	now   time.Time // the step's clock: only for a default hold of an event without occurred_at
 	ev    Event
 	gen   int // State.Requeued of the event
-	moves []ledger.Move
+	moves []stock.Move
 	// skus holds the lots each operation touched, at the SKU version it left: one entry
 	// per version, since other orders' operations on the SKU may come between two of
 	// this event's, and a lot one operation left is only known at that version.
-	skus map[skuAt]ledger.SKU
+	skus map[skuAt]stock.SKU
 	// done are the operations that moved something, in order: what rollback undoes.
-	done []ledger.Result
+	done []stock.Result
 	// refusals are what the ledger said when it refused an operation (and an undo).
 	refusals []string
 	// holders are the orders a recall found holding the lot.
-	holders     []ledger.Holder
+	holders     []stock.Holder
 	holderCount int
 }
 
@@ -258,7 +258,7 @@ func (t *txn) opID(line, step string) string {
 // legacyOpID is the id a worker that did not name the order gave an order's operation
 // ("" for a SKU's event, whose ids did not change). A step that such a worker applied and
 // did not commit (it crashed in between) is re-run by a newer one: the ledger replays
-// the operation's record under this id (ledger.AllocateRequest.LegacyOpID) instead of
+// the operation's record under this id (stock.AllocateRequest.LegacyOpID) instead of
 // applying it again. Such a record lives one op retention at most.
 func (t *txn) legacyOpID(line, step string) string {
 	if _, inventory := t.ev.InventorySKU(); inventory {
@@ -285,7 +285,7 @@ func undoOpID(op string) string { return boundedOpID(op + "-undo") }
 // operations as the older one did (or, where the naming changed, carries the older name
 // as the legacy op id: see legacyOpID).
 func boundedOpID(id string) string {
-	if len(id) <= ledger.MaxIDLen {
+	if len(id) <= stock.MaxIDLen {
 		return id
 	}
 	sum := sha256.Sum256([]byte(id))
@@ -293,25 +293,25 @@ func boundedOpID(id string) string {
 }
 
 // record keeps an operation's moves, and the lots it touched at the version it left.
-func (t *txn) record(r ledger.Result) {
+func (t *txn) record(r stock.Result) {
 	t.moves = append(t.moves, r.Moves...)
 	k := skuAt{r.SKU, r.Version}
 	s := t.skus[k]
 	// SafetyStock is the SKU's only for the operations that set it (0 for the others).
 	s.SKU, s.Version, s.SafetyStock = r.SKU, r.Version, r.SafetyStock
 	for _, lot := range r.Lots {
-		if i := slices.IndexFunc(s.Lots, func(l ledger.Lot) bool { return l.LotID == lot.LotID }); i >= 0 {
+		if i := slices.IndexFunc(s.Lots, func(l stock.Lot) bool { return l.LotID == lot.LotID }); i >= 0 {
 			s.Lots[i] = lot
 			continue
 		}
 		s.Lots = append(s.Lots, lot)
 	}
-	slices.SortFunc(s.Lots, func(a, b ledger.Lot) int { return cmp.Compare(a.LotID, b.LotID) })
+	slices.SortFunc(s.Lots, func(a, b stock.Lot) int { return cmp.Compare(a.LotID, b.LotID) })
 	t.skus[k] = s
 }
 
 // apply records an operation that the event may have to undo.
-func (t *txn) apply(r ledger.Result) {
+func (t *txn) apply(r stock.Result) {
 	t.record(r)
 	if len(r.Moves) > 0 {
 		t.done = append(t.done, r)
@@ -349,14 +349,14 @@ func (t *txn) rollback(reason string) (string, error) {
 // undoOf is the one ledger operation that moves op's moves back: its last moves' buckets
 // are From -> To, and Lots the moves between them; moves the other way (a change's
 // releases, before its allocations) are Back, moved back after Lots.
-func undoOf(op ledger.Result) (ledger.UndoRequest, error) {
+func undoOf(op stock.Result) (stock.UndoRequest, error) {
 	last := op.Moves[len(op.Moves)-1]
-	q := ledger.UndoRequest{OpID: undoOpID(op.OpID), SKU: op.SKU, From: last.From, To: last.To}
+	q := stock.UndoRequest{OpID: undoOpID(op.OpID), SKU: op.SKU, From: last.From, To: last.To}
 	if op.LegacyOpID != "" {
 		q.LegacyOpID = undoOpID(op.LegacyOpID)
 	}
 	for _, m := range op.Moves {
-		lq := ledger.LotQty{LotID: m.LotID, Qty: m.Qty}
+		lq := stock.LotQty{LotID: m.LotID, Qty: m.Qty}
 		switch {
 		case m.From == q.From && m.To == q.To:
 			q.Lots = append(q.Lots, lq)
@@ -371,12 +371,12 @@ func undoOf(op ledger.Result) (ledger.UndoRequest, error) {
 
 // rejectable tells a ledger error that rejects the event from a transient one.
 func rejectable(err error) (string, bool) {
-	return ledger.Rejection(err)
+	return stock.Rejection(err)
 }
 
 // keep records a ledger operation's result; an error that rejects the event becomes
 // its reason, any other error is returned (transient: nothing is committed).
-func (t *txn) keep(r ledger.Result, err error) (string, error) {
+func (t *txn) keep(r stock.Result, err error) (string, error) {
 	if err != nil {
 		if reason, ok := rejectable(err); ok {
 			t.refusals = append(t.refusals, err.Error())
@@ -390,24 +390,24 @@ func (t *txn) keep(r ledger.Result, err error) (string, error) {
 
 func bucketOf(allocation string) string {
 	if allocation == "allocated" {
-		return ledger.Allocated
+		return stock.Allocated
 	}
-	return ledger.Reserved
+	return stock.Reserved
 }
 
-func modeOf(allocation string) ledger.Mode {
+func modeOf(allocation string) stock.Mode {
 	if allocation == "allocated" {
-		return ledger.ModeShip
+		return stock.ModeShip
 	}
-	return ledger.ModeReserve
+	return stock.ModeReserve
 }
 
 // allocateLines allocates every line, or answers the reason the first line that could
 // not be allocated was refused (apply then undoes the lines allocated before it).
-func (t *txn) allocateLines(lines []event.Line, date string, mode ledger.Mode, step string) ([][]ledger.LotQty, string, error) {
-	held := make([][]ledger.LotQty, len(lines))
+func (t *txn) allocateLines(lines []event.Line, date string, mode stock.Mode, step string) ([][]stock.LotQty, string, error) {
+	held := make([][]stock.LotQty, len(lines))
 	for i, ln := range lines {
-		r, err := t.l.Apply(t.ctx, ledger.AllocateRequest{
+		r, err := t.l.Apply(t.ctx, stock.AllocateRequest{
 			OpID: t.opID(ln.LineID, step), LegacyOpID: t.legacyOpID(ln.LineID, step), SKU: ln.SKU, Qty: ln.Qty, TargetDate: date, Mode: mode, Holder: t.holder(),
 		})
 		if reason, err := t.keep(r, err); err != nil || reason != "" {
@@ -418,10 +418,10 @@ func (t *txn) allocateLines(lines []event.Line, date string, mode ledger.Mode, s
 	return held, "", nil
 }
 
-func lotsOf(moves []ledger.Move) []ledger.LotQty {
-	var out []ledger.LotQty
+func lotsOf(moves []stock.Move) []stock.LotQty {
+	var out []stock.LotQty
 	for _, m := range moves {
-		out = append(out, ledger.LotQty{LotID: m.LotID, Qty: m.Qty})
+		out = append(out, stock.LotQty{LotID: m.LotID, Qty: m.Qty})
 	}
 	return out
 }
@@ -433,7 +433,7 @@ func (t *txn) placed(cur *event.OrderSnapshot, d *event.OrderData) (transition, 
 	o := &event.OrderSnapshot{LCID: t.ev.LCID, Mode: d.Mode, TargetDate: d.TargetDate}
 	hold, refusal := t.placedHold(d)
 	var (
-		held   [][]ledger.LotQty
+		held   [][]stock.LotQty
 		reason string
 		err    error
 	)
@@ -453,7 +453,7 @@ func (t *txn) placed(cur *event.OrderSnapshot, d *event.OrderData) (transition, 
 	o.Status = event.StatusPlaced
 	o.HoldUntil = hold
 	o.Allocation = "reserved"
-	if d.Mode == ledger.ModeShip {
+	if d.Mode == stock.ModeShip {
 		o.Allocation = "allocated"
 	}
 	for i, ln := range d.Lines {
@@ -504,7 +504,7 @@ func (t *txn) allocateForShipment(cur *event.OrderSnapshot) (transition, error) 
 		return transition{}, nil
 	}
 	for _, ln := range cur.Lines {
-		if reason, err := t.keep(t.l.Apply(t.ctx, ledger.ConfirmRequest{OpID: t.opID(ln.LineID, "confirm"), LegacyOpID: t.legacyOpID(ln.LineID, "confirm"), SKU: ln.SKU, Lots: ln.Lots, Holder: t.holder()})); err != nil || reason != "" {
+		if reason, err := t.keep(t.l.Apply(t.ctx, stock.ConfirmRequest{OpID: t.opID(ln.LineID, "confirm"), LegacyOpID: t.legacyOpID(ln.LineID, "confirm"), SKU: ln.SKU, Lots: ln.Lots, Holder: t.holder()})); err != nil || reason != "" {
 			return transition{reason: reason}, err
 		}
 	}
@@ -518,7 +518,7 @@ func (t *txn) allocateForShipment(cur *event.OrderSnapshot) (transition, error) 
 // removed lines give back, and the raised and new lines' additional quantities.
 type skuChange struct {
 	sku     string
-	release []ledger.LotQty
+	release []stock.LotQty
 	grow    []event.Line // line id and the quantity it needs more
 }
 
@@ -543,13 +543,13 @@ func (t *txn) linesChanged(cur *event.OrderSnapshot, d *event.OrderData) (transi
 		return transition{reason: reason}, nil
 	}
 	changes, kept := planChanges(cur.Lines, d.Lines)
-	grown := map[string][]ledger.LotQty{}
+	grown := map[string][]stock.LotQty{}
 	for _, c := range changes {
 		qty := make([]int64, len(c.grow))
 		for i, ln := range c.grow {
 			qty[i] = ln.Qty
 		}
-		r, err := t.l.Apply(t.ctx, ledger.ChangeRequest{
+		r, err := t.l.Apply(t.ctx, stock.ChangeRequest{
 			OpID: t.opID(c.sku, "change"), LegacyOpID: t.legacyOpID(c.sku, "change"), SKU: c.sku, TargetDate: cur.TargetDate, Mode: modeOf(cur.Allocation),
 			Release: c.release, Allocate: qty, Holder: t.holder(),
 		})
@@ -576,7 +576,7 @@ func (t *txn) linesChanged(cur *event.OrderSnapshot, d *event.OrderData) (transi
 // planChanges groups the change from old to next lines by SKU, growing SKUs first, each
 // in order of first appearance (next lines, then old ones). kept are the lots each next
 // line keeps of its old line (same line id and SKU).
-func planChanges(old []event.SnapshotLine, next []event.Line) ([]*skuChange, map[string][]ledger.LotQty) {
+func planChanges(old []event.SnapshotLine, next []event.Line) ([]*skuChange, map[string][]stock.LotQty) {
 	bySKU := map[string]*skuChange{}
 	var skus []string
 	of := func(sku string) *skuChange {
@@ -598,7 +598,7 @@ func planChanges(old []event.SnapshotLine, next []event.Line) ([]*skuChange, map
 	for _, ln := range next {
 		want[ln.LineID] = ln
 	}
-	kept := map[string][]ledger.LotQty{}
+	kept := map[string][]stock.LotQty{}
 	was := map[string]event.SnapshotLine{}
 	for _, ol := range old {
 		was[ol.LineID] = ol
@@ -638,14 +638,14 @@ func planChanges(old []event.SnapshotLine, next []event.Line) ([]*skuChange, map
 
 // allocations splits a change's result into the lots each allocation took: its moves are
 // the nrelease releases', then each allocation's in turn, which sum to its quantity.
-func allocations(r ledger.Result, nrelease int, qty []int64) ([][]ledger.LotQty, error) {
-	held := make([][]ledger.LotQty, len(qty))
+func allocations(r stock.Result, nrelease int, qty []int64) ([][]stock.LotQty, error) {
+	held := make([][]stock.LotQty, len(qty))
 	moves := r.Moves[min(nrelease, len(r.Moves)):]
 	for i, q := range qty {
 		for q > 0 && len(moves) > 0 {
 			m := moves[0]
 			moves = moves[1:]
-			held[i] = append(held[i], ledger.LotQty{LotID: m.LotID, Qty: m.Qty})
+			held[i] = append(held[i], stock.LotQty{LotID: m.LotID, Qty: m.Qty})
 			q -= m.Qty
 		}
 		if q != 0 {
@@ -657,15 +657,15 @@ func allocations(r ledger.Result, nrelease int, qty []int64) ([][]ledger.LotQty,
 
 // splitLots keeps want units of lots (in allocation order) and gives back the rest,
 // taking from the last allocated lots first.
-func splitLots(lots []ledger.LotQty, want int64) (keep, give []ledger.LotQty) {
+func splitLots(lots []stock.LotQty, want int64) (keep, give []stock.LotQty) {
 	for _, lq := range lots {
 		switch {
 		case want >= lq.Qty:
 			keep = append(keep, lq)
 			want -= lq.Qty
 		case want > 0:
-			keep = append(keep, ledger.LotQty{LotID: lq.LotID, Qty: want})
-			give = append(give, ledger.LotQty{LotID: lq.LotID, Qty: lq.Qty - want})
+			keep = append(keep, stock.LotQty{LotID: lq.LotID, Qty: want})
+			give = append(give, stock.LotQty{LotID: lq.LotID, Qty: lq.Qty - want})
 			want = 0
 		default:
 			give = append(give, lq)
@@ -675,10 +675,10 @@ func splitLots(lots []ledger.LotQty, want int64) (keep, give []ledger.LotQty) {
 	return keep, give
 }
 
-func mergeLots(a, b []ledger.LotQty) []ledger.LotQty {
+func mergeLots(a, b []stock.LotQty) []stock.LotQty {
 	out := slices.Clone(a)
 	for _, lq := range b {
-		if i := slices.IndexFunc(out, func(x ledger.LotQty) bool { return x.LotID == lq.LotID }); i >= 0 {
+		if i := slices.IndexFunc(out, func(x stock.LotQty) bool { return x.LotID == lq.LotID }); i >= 0 {
 			out[i].Qty += lq.Qty
 			continue
 		}
@@ -704,7 +704,7 @@ func (t *txn) cancelled(cur *event.OrderSnapshot) (transition, error) {
 		}
 		lots := slices.Clone(ln.Lots)
 		slices.Reverse(lots)
-		if reason, err := t.keep(t.l.Apply(t.ctx, ledger.ReleaseRequest{OpID: t.opID(ln.LineID, "cancel"), LegacyOpID: t.legacyOpID(ln.LineID, "cancel"), SKU: ln.SKU, From: from, Lots: lots, Holder: t.holder()})); err != nil || reason != "" {
+		if reason, err := t.keep(t.l.Apply(t.ctx, stock.ReleaseRequest{OpID: t.opID(ln.LineID, "cancel"), LegacyOpID: t.legacyOpID(ln.LineID, "cancel"), SKU: ln.SKU, From: from, Lots: lots, Holder: t.holder()})); err != nil || reason != "" {
 			return transition{reason: reason}, err
 		}
 	}
@@ -731,7 +731,7 @@ func (t *txn) shipped(cur *event.OrderSnapshot) (transition, error) {
 		return transition{park: true}, nil
 	}
 	for _, ln := range cur.Lines {
-		if reason, err := t.keep(t.l.Apply(t.ctx, ledger.ShipRequest{OpID: t.opID(ln.LineID, "ship"), LegacyOpID: t.legacyOpID(ln.LineID, "ship"), SKU: ln.SKU, Lots: ln.Lots, Holder: t.holder()})); err != nil || reason != "" {
+		if reason, err := t.keep(t.l.Apply(t.ctx, stock.ShipRequest{OpID: t.opID(ln.LineID, "ship"), LegacyOpID: t.legacyOpID(ln.LineID, "ship"), SKU: ln.SKU, Lots: ln.Lots, Holder: t.holder()})); err != nil || reason != "" {
 			return transition{reason: reason}, err
 		}
 	}
@@ -743,50 +743,50 @@ func (t *txn) shipped(cur *event.OrderSnapshot) (transition, error) {
 // The SKU's own events: each runs one ledger operation, named after the entity it acts on
 // (the SKU or the lot), and changes no order.
 
-func (t *txn) warehouseOp(op ledger.Op) (transition, error) {
+func (t *txn) warehouseOp(op stock.Op) (transition, error) {
 	reason, err := t.keep(t.l.Apply(t.ctx, op))
 	return transition{reason: reason}, err
 }
 
 func (t *txn) received(d *event.InventoryReceivedData) (transition, error) {
-	return t.warehouseOp(ledger.ReceiveRequest{OpID: t.opID(d.LotID, "receive"), SKU: d.SKU, LotID: d.LotID, BestBefore: d.BestBefore, Qty: d.Qty})
+	return t.warehouseOp(stock.ReceiveRequest{OpID: t.opID(d.LotID, "receive"), SKU: d.SKU, LotID: d.LotID, BestBefore: d.BestBefore, Qty: d.Qty})
 }
 
 func (t *txn) adjusted(d *event.InventoryAdjustedData) (transition, error) {
-	return t.warehouseOp(ledger.AdjustRequest{OpID: t.opID(d.LotID, "adjust"), SKU: d.SKU, LotID: d.LotID, Delta: d.Delta, Reason: d.Reason})
+	return t.warehouseOp(stock.AdjustRequest{OpID: t.opID(d.LotID, "adjust"), SKU: d.SKU, LotID: d.LotID, Delta: d.Delta, Reason: d.Reason})
 }
 
 func (t *txn) registerSKU(d *event.SKURegisteredData) (transition, error) {
-	return t.warehouseOp(ledger.RegisterSKURequest{OpID: t.opID(d.SKU, "register"), SKU: d.SKU, SafetyStock: d.SafetyStock})
+	return t.warehouseOp(stock.RegisterSKURequest{OpID: t.opID(d.SKU, "register"), SKU: d.SKU, SafetyStock: d.SafetyStock})
 }
 
 func (t *txn) setSafetyStock(d *event.SafetyStockChangedData) (transition, error) {
-	return t.warehouseOp(ledger.SafetyStockRequest{OpID: t.opID(d.SKU, "safety_stock"), SKU: d.SKU, SafetyStock: d.SafetyStock})
+	return t.warehouseOp(stock.SafetyStockRequest{OpID: t.opID(d.SKU, "safety_stock"), SKU: d.SKU, SafetyStock: d.SafetyStock})
 }
 
 func (t *txn) registerLot(d *event.LotRegisteredData) (transition, error) {
 	good := d.Good == nil || *d.Good
-	return t.warehouseOp(ledger.RegisterLotRequest{OpID: t.opID(d.LotID, "register"), SKU: d.SKU, Lot: ledger.NewLot{
+	return t.warehouseOp(stock.RegisterLotRequest{OpID: t.opID(d.LotID, "register"), SKU: d.SKU, Lot: stock.NewLot{
 		LotID: d.LotID, Kind: d.Kind, Good: good, BestBefore: d.BestBefore, ArrivesAt: d.ArrivesAt,
 		ValidFrom: d.ValidFrom, ValidTo: d.ValidTo, Sellable: d.Sellable,
 	}})
 }
 
 func (t *txn) hold(d *event.LotQtyData) (transition, error) {
-	return t.warehouseOp(ledger.HoldRequest{OpID: t.opID(d.LotID, "hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason})
+	return t.warehouseOp(stock.HoldRequest{OpID: t.opID(d.LotID, "hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason})
 }
 
 func (t *txn) releaseHold(d *event.LotQtyData) (transition, error) {
-	return t.warehouseOp(ledger.ReleaseHoldRequest{OpID: t.opID(d.LotID, "release_hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason})
+	return t.warehouseOp(stock.ReleaseHoldRequest{OpID: t.opID(d.LotID, "release_hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason})
 }
 
 func (t *txn) damage(d *event.LotQtyData) (transition, error) {
-	return t.warehouseOp(ledger.DamageRequest{OpID: t.opID(d.LotID, "damage"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason})
+	return t.warehouseOp(stock.DamageRequest{OpID: t.opID(d.LotID, "damage"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason})
 }
 
 // recall also reports the orders that hold the lot.
 func (t *txn) recall(d *event.LotRecalledData) (transition, error) {
-	r, err := t.l.Apply(t.ctx, ledger.RecallRequest{OpID: t.opID(d.LotID, "recall"), SKU: d.SKU, LotID: d.LotID, Reason: d.Reason})
+	r, err := t.l.Apply(t.ctx, stock.RecallRequest{OpID: t.opID(d.LotID, "recall"), SKU: d.SKU, LotID: d.LotID, Reason: d.Reason})
 	t.holders, t.holderCount = r.Holders, r.HolderCount
 	reason, err := t.keep(r, err)
 	return transition{reason: reason}, err
@@ -815,7 +815,7 @@ func (t *txn) returned(cur *event.OrderSnapshot, d *event.ReturnedData) (transit
 			t.refusals = append(t.refusals, fmt.Sprintf("line %s: %d returned of %d shipped, %d more asked", rl.LineID, sumLots(ln.Returned), sumLots(ln.Lots), rl.Qty))
 			return rejected(ReasonReturnExceedsShipped)
 		}
-		r, err := t.l.Apply(t.ctx, ledger.ReturnRequest{OpID: t.opID(rl.LineID, "return"), LegacyOpID: t.legacyOpID(rl.LineID, "return"), SKU: ln.SKU, Lots: back, Defective: d.Defective})
+		r, err := t.l.Apply(t.ctx, stock.ReturnRequest{OpID: t.opID(rl.LineID, "return"), LegacyOpID: t.legacyOpID(rl.LineID, "return"), SKU: ln.SKU, Lots: back, Defective: d.Defective})
 		if reason, err := t.keep(r, err); err != nil || reason != "" {
 			return transition{reason: reason}, err
 		}
@@ -826,12 +826,12 @@ func (t *txn) returned(cur *event.OrderSnapshot, d *event.ReturnedData) (transit
 
 // returnable picks qty units to return from a line's shipped lots, the last allocated
 // first, leaving what each lot had back already; nil when fewer than qty are left.
-func returnable(shipped, returned []ledger.LotQty, qty int64) []ledger.LotQty {
+func returnable(shipped, returned []stock.LotQty, qty int64) []stock.LotQty {
 	had := map[string]int64{}
 	for _, r := range returned {
 		had[r.LotID] += r.Qty
 	}
-	var out []ledger.LotQty
+	var out []stock.LotQty
 	for i := len(shipped) - 1; i >= 0 && qty > 0; i-- {
 		lq := shipped[i]
 		left := lq.Qty - had[lq.LotID] // a line holds each lot once (mergeLots)
@@ -839,7 +839,7 @@ func returnable(shipped, returned []ledger.LotQty, qty int64) []ledger.LotQty {
 			continue
 		}
 		take := min(left, qty)
-		out = append(out, ledger.LotQty{LotID: lq.LotID, Qty: take})
+		out = append(out, stock.LotQty{LotID: lq.LotID, Qty: take})
 		qty -= take
 	}
 	if qty > 0 {
@@ -848,7 +848,7 @@ func returnable(shipped, returned []ledger.LotQty, qty int64) []ledger.LotQty {
 	return out
 }
 
-func sumLots(lots []ledger.LotQty) int64 {
+func sumLots(lots []stock.LotQty) int64 {
 	var n int64
 	for _, l := range lots {
 		n += l.Qty

@@ -13,18 +13,18 @@ import (
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // buckets are a lot's quantities: sellable, reserved, allocated, hidden, shipped, defective.
 type buckets [6]int64
 
-func bucketsOf(l ledger.Lot) buckets {
+func bucketsOf(l stock.Lot) buckets {
 	return buckets{l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped, l.Defective}
 }
 
 // lotState is what a lot is beside its buckets: "<kind> good=<bool> best_before=<date>".
-func lotState(l ledger.Lot) string {
+func lotState(l stock.Lot) string {
 	return fmt.Sprintf("%s good=%t best_before=%s", l.Kind, l.Good, l.BestBefore)
 }
 
@@ -34,8 +34,8 @@ const (
 	// parked: the event yields no result and waits in State.Parked.
 	parked = "parked"
 
-	ship    = ledger.ModeShip
-	reserve = ledger.ModeReserve
+	ship    = stock.ModeShip
+	reserve = stock.ModeReserve
 
 	// lcid is the one order of every case; a SKU's events run in the SKU's turn.
 	lcid = "O1"
@@ -52,28 +52,28 @@ var (
 // of 5, A2 first in FEFO order; B has one lot of 3; P has two planned lots, P2 (the newer,
 // first in LIFO order) with 8 of its 10 units reserved by nobody the model knows; H has 3
 // units held; Z's lot took the last registration number.
-func stock() []ledger.SKU {
-	return []ledger.SKU{
-		{SKU: "A", SafetyStock: 2, Version: 1, Lots: []ledger.Lot{
+func stockSKUs() []stock.SKU {
+	return []stock.SKU{
+		{SKU: "A", SafetyStock: 2, Version: 1, Lots: []stock.Lot{
 			onHand("A1", 1, "2027-03-01", buckets{5}), onHand("A2", 2, "2027-01-01", buckets{5})}},
-		{SKU: "B", Version: 1, Lots: []ledger.Lot{onHand("B1", 1, "2027-01-01", buckets{3})}},
-		{SKU: "P", Version: 1, Lots: []ledger.Lot{planned("P1", 1, buckets{10}), planned("P2", 2, buckets{2, 8})}},
-		{SKU: "H", Version: 1, Lots: []ledger.Lot{onHand("H1", 1, "2027-01-01", buckets{7, 0, 0, 3})}},
-		{SKU: "Z", Version: 1, Lots: []ledger.Lot{onHand("Z1", ledger.MaxRegSeq, "2027-01-01", buckets{1})}},
+		{SKU: "B", Version: 1, Lots: []stock.Lot{onHand("B1", 1, "2027-01-01", buckets{3})}},
+		{SKU: "P", Version: 1, Lots: []stock.Lot{planned("P1", 1, buckets{10}), planned("P2", 2, buckets{2, 8})}},
+		{SKU: "H", Version: 1, Lots: []stock.Lot{onHand("H1", 1, "2027-01-01", buckets{7, 0, 0, 3})}},
+		{SKU: "Z", Version: 1, Lots: []stock.Lot{onHand("Z1", stock.MaxRegSeq, "2027-01-01", buckets{1})}},
 	}
 }
 
-func onHand(id string, seq int64, bestBefore string, b buckets) ledger.Lot {
-	return withBuckets(ledger.Lot{LotID: id, Kind: ledger.KindOnHand, Good: true, BestBefore: bestBefore, RegSeq: seq,
+func onHand(id string, seq int64, bestBefore string, b buckets) stock.Lot {
+	return withBuckets(stock.Lot{LotID: id, Kind: stock.KindOnHand, Good: true, BestBefore: bestBefore, RegSeq: seq,
 		ValidFrom: "2026-01-01", ValidTo: "2027-12-31"}, b)
 }
 
-func planned(id string, seq int64, b buckets) ledger.Lot {
-	return withBuckets(ledger.Lot{LotID: id, Kind: ledger.KindPlanned, Good: true, RegSeq: seq, ArrivesAt: "2026-12-20",
+func planned(id string, seq int64, b buckets) stock.Lot {
+	return withBuckets(stock.Lot{LotID: id, Kind: stock.KindPlanned, Good: true, RegSeq: seq, ArrivesAt: "2026-12-20",
 		ValidFrom: "2026-01-01", ValidTo: "2027-12-31"}, b)
 }
 
-func withBuckets(l ledger.Lot, b buckets) ledger.Lot {
+func withBuckets(l stock.Lot, b buckets) stock.Lot {
 	l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped, l.Defective = b[0], b[1], b[2], b[3], b[4], b[5]
 	return l
 }
@@ -83,8 +83,8 @@ func withBuckets(l ledger.Lot, b buckets) ledger.Lot {
 // and a new SKU can be registered.
 type unknownSKUs struct{}
 
-func (unknownSKUs) LoadSKU(_ context.Context, sku string) (ledger.SKU, error) {
-	return ledger.SKU{}, fmt.Errorf("sku=%s: %w", sku, ledger.ErrUnknownSKU)
+func (unknownSKUs) LoadSKU(_ context.Context, sku string) (stock.SKU, error) {
+	return stock.SKU{}, fmt.Errorf("sku=%s: %w", sku, stock.ErrUnknownSKU)
 }
 
 // The events of the cases start from each kind's example in the registry, so a field a
@@ -130,7 +130,7 @@ func withID(id string, o event.Order) event.Order {
 	return o
 }
 
-func place(mode ledger.Mode, lines ...event.Line) event.Order {
+func place(mode stock.Mode, lines ...event.Line) event.Order {
 	return fromExample(event.OrderPlaced, func(d *event.OrderData) { d.Mode, d.Lines = mode, lines })
 }
 
@@ -163,7 +163,7 @@ func setSafety(sku string, safety int64) event.Order {
 func registerLot(sku, lot, kind string, sellable int64) event.Order {
 	return fromExample(event.InventoryLotRegistered, func(d *event.LotRegisteredData) {
 		d.SKU, d.LotID, d.Kind, d.Sellable = sku, lot, kind, sellable
-		if kind == ledger.KindOnHand {
+		if kind == stock.KindOnHand {
 			d.ArrivesAt, d.BestBefore = "", "2027-05-01"
 		}
 	})
@@ -181,11 +181,11 @@ func line(id, sku string, qty int64) event.Line { return event.Line{LineID: id, 
 
 func back(id string, qty int64) event.ReturnLine { return event.ReturnLine{LineID: id, Qty: qty} }
 
-func snap(id, sku string, qty int64, lots ...ledger.LotQty) event.SnapshotLine {
+func snap(id, sku string, qty int64, lots ...stock.LotQty) event.SnapshotLine {
 	return event.SnapshotLine{LineID: id, SKU: sku, Qty: qty, Lots: lots}
 }
 
-func at(lot string, qty int64) ledger.LotQty { return ledger.LotQty{LotID: lot, Qty: qty} }
+func at(lot string, qty int64) stock.LotQty { return stock.LotQty{LotID: lot, Qty: qty} }
 
 // ops is an expect.moves: never nil, so ops() expects no moves at all.
 func ops(suffixes ...string) []string { return append([]string{}, suffixes...) }
@@ -195,7 +195,7 @@ func ops(suffixes ...string) []string { return append([]string{}, suffixes...) }
 // order's turn can run it.
 type interleave struct {
 	after string
-	op    ledger.Op
+	op    stock.Op
 }
 
 type transitionCase struct {
@@ -204,7 +204,7 @@ type transitionCase struct {
 	before []event.Order
 	// tamper runs on the ledger after before, under an op id of nobody's: the ledger then
 	// disagrees with the order (as after a restore of Redis from PostgreSQL).
-	tamper ledger.Op
+	tamper stock.Op
 	// between runs during the step.
 	between *interleave
 	// pol is the policy of every step of the case (its reservation TTL).
@@ -238,7 +238,7 @@ type expect struct {
 	// event's prefix ("{<lcid>}<event_id>" for an order's event, "<event_id>" for a SKU's).
 	moves []string
 	// holders, when set, are the event's result's holders (a recall).
-	holders []ledger.Holder
+	holders []stock.Holder
 }
 
 func orderString(o *event.OrderSnapshot) string {
@@ -257,10 +257,10 @@ func orderString(o *event.OrderSnapshot) string {
 // with.
 func transitionCases() []transitionCase {
 	shipped3 := []event.Order{place(ship, line("1", "A", 3)), pay(), shipIt()}
-	twoLines := func(mode ledger.Mode) event.Order { return place(mode, line("1", "A", 2), line("2", "B", 2)) }
+	twoLines := func(mode stock.Mode) event.Order { return place(mode, line("1", "A", 2), line("2", "B", 2)) }
 	// Another op id takes line 2's units (B1, 2) out of the order's bucket.
-	stealB := func(from string) ledger.Op {
-		return ledger.ReleaseRequest{OpID: "other:steal", SKU: "B", From: from, Lots: []ledger.LotQty{at("B1", 2)}}
+	stealB := func(from string) stock.Op {
+		return stock.ReleaseRequest{OpID: "other:steal", SKU: "B", From: from, Lots: []stock.LotQty{at("B1", 2)}}
 	}
 	return []transitionCase{
 		// order.placed
@@ -281,7 +281,7 @@ func transitionCases() []transitionCase {
 		{name: "a recalled lot is no candidate", before: []event.Order{recall("A", "A2")}, ev: place(ship, line("1", "A", 3)),
 			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "A", 3, at("A1", 3))},
 				lots: map[string]buckets{"A/A1": {2, 0, 3}}}},
-		{name: "a registered SKU's registered lot", before: []event.Order{registerSKU("N", 0), registerLot("N", "N1", ledger.KindOnHand, 4)},
+		{name: "a registered SKU's registered lot", before: []event.Order{registerSKU("N", 0), registerLot("N", "N1", stock.KindOnHand, 4)},
 			ev:   place(ship, line("1", "N", 4)),
 			want: expect{outcome: applied, order: "placed/allocated/unpaid", lots: map[string]buckets{"N/N1": {0, 0, 4}}}},
 		{name: "a parked payment applies after", before: []event.Order{pay()}, ev: place(ship, line("1", "A", 3)),
@@ -338,7 +338,7 @@ func transitionCases() []transitionCase {
 		{name: "before placement parks", ev: allocate(), want: expect{outcome: parked}},
 		{name: "cancelled order: ERR_INVALID_TRANSITION", before: []event.Order{place(reserve, line("1", "A", 3)), cancel()}, ev: allocate(),
 			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "cancelled/reserved/unpaid"}},
-		{name: "ERR_INSUFFICIENT: line 1 is moved back", before: []event.Order{twoLines(reserve)}, tamper: stealB(ledger.Reserved), ev: allocate(),
+		{name: "ERR_INSUFFICIENT: line 1 is moved back", before: []event.Order{twoLines(reserve)}, tamper: stealB(stock.Reserved), ev: allocate(),
 			want: expect{outcome: rejected, reason: "ERR_INSUFFICIENT", order: "placed/reserved/unpaid", moves: ops(":1:confirm", ":1:confirm-undo")}},
 
 		// order.lines_changed
@@ -373,7 +373,7 @@ func transitionCases() []transitionCase {
 		{name: "ERR_SAFETY_STOCK", before: []event.Order{place(ship, line("1", "A", 2))}, ev: change(line("1", "A", 9)),
 			want: expect{outcome: rejected, reason: "ERR_SAFETY_STOCK", order: "placed/allocated/unpaid", moves: ops()}},
 		{name: "ERR_INSUFFICIENT: the lowered line's units are gone", before: []event.Order{place(ship, line("1", "A", 3))},
-			tamper: ledger.ReleaseRequest{OpID: "other:steal", SKU: "A", From: ledger.Allocated, Lots: []ledger.LotQty{at("A2", 3)}},
+			tamper: stock.ReleaseRequest{OpID: "other:steal", SKU: "A", From: stock.Allocated, Lots: []stock.LotQty{at("A2", 3)}},
 			ev:     change(line("1", "A", 1)),
 			want:   expect{outcome: rejected, reason: "ERR_INSUFFICIENT", order: "placed/allocated/unpaid", moves: ops()}},
 		{name: "cancelled order: ERR_INVALID_TRANSITION", before: []event.Order{place(ship, line("1", "A", 2)), cancel()}, ev: change(line("1", "A", 1)),
@@ -393,11 +393,11 @@ func transitionCases() []transitionCase {
 			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "shipped/allocated/paid"}},
 		{name: "rejected order: ERR_INVALID_TRANSITION", before: []event.Order{place(reserve, line("1", "A", 11))}, ev: cancel(),
 			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "rejected/-/unpaid"}},
-		{name: "ERR_INSUFFICIENT: line 1 is reserved again", before: []event.Order{twoLines(reserve)}, tamper: stealB(ledger.Reserved), ev: cancel(),
+		{name: "ERR_INSUFFICIENT: line 1 is reserved again", before: []event.Order{twoLines(reserve)}, tamper: stealB(stock.Reserved), ev: cancel(),
 			want: expect{outcome: rejected, reason: "ERR_INSUFFICIENT", order: "placed/reserved/unpaid", moves: ops(":1:cancel", ":1:cancel-undo")}},
 		{name: "ERR_UNDO_REFUSED: another order took line 1's units before the undo", before: []event.Order{twoLines(reserve)},
-			tamper: stealB(ledger.Reserved),
-			between: &interleave{after: ":1:cancel", op: ledger.AllocateRequest{OpID: "other:alloc", SKU: "A", Qty: 10,
+			tamper: stealB(stock.Reserved),
+			between: &interleave{after: ":1:cancel", op: stock.AllocateRequest{OpID: "other:alloc", SKU: "A", Qty: 10,
 				TargetDate: "2026-12-03", Mode: reserve, Holder: "O2"}},
 			ev: cancel(),
 			want: expect{outcome: rejected, reason: domain.ReasonUndoRefused, order: "placed/reserved/unpaid",
@@ -419,20 +419,20 @@ func transitionCases() []transitionCase {
 			want: expect{outcome: applied, order: "shipped/allocated/paid", moves: ops()}},
 		{name: "cancelled order: ERR_INVALID_TRANSITION", before: []event.Order{place(ship, line("1", "A", 3)), pay(), cancel()}, ev: shipIt(),
 			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "cancelled/allocated/paid"}},
-		{name: "ERR_INSUFFICIENT: line 1 is moved back", before: []event.Order{twoLines(ship), pay()}, tamper: stealB(ledger.Allocated), ev: shipIt(),
+		{name: "ERR_INSUFFICIENT: line 1 is moved back", before: []event.Order{twoLines(ship), pay()}, tamper: stealB(stock.Allocated), ev: shipIt(),
 			want: expect{outcome: rejected, reason: "ERR_INSUFFICIENT", order: "placed/allocated/paid", moves: ops(":1:ship", ":1:ship-undo")}},
 
 		// order.returned
 		{name: "back to sale", before: shipped3, ev: giveBack(false, back("1", 1)),
 			want: expect{outcome: applied, order: "shipped/allocated/paid",
-				lines: []event.SnapshotLine{{LineID: "1", SKU: "A", Qty: 3, Lots: []ledger.LotQty{at("A2", 3)}, Returned: []ledger.LotQty{at("A2", 1)}}},
+				lines: []event.SnapshotLine{{LineID: "1", SKU: "A", Qty: 3, Lots: []stock.LotQty{at("A2", 3)}, Returned: []stock.LotQty{at("A2", 1)}}},
 				lots:  map[string]buckets{"A/A2": {3, 0, 0, 0, 2}}, moves: ops(":1:return")}},
 		{name: "defective", before: shipped3, ev: giveBack(true, back("1", 1)),
 			want: expect{outcome: applied, order: "shipped/allocated/paid", lots: map[string]buckets{"A/A2": {2, 0, 0, 0, 2, 1}}}},
 		{name: "the last allocated lot first", before: []event.Order{place(ship, line("1", "A", 7)), pay(), shipIt()}, ev: giveBack(false, back("1", 3)),
 			want: expect{outcome: applied, order: "shipped/allocated/paid",
-				lines: []event.SnapshotLine{{LineID: "1", SKU: "A", Qty: 7, Lots: []ledger.LotQty{at("A2", 5), at("A1", 2)},
-					Returned: []ledger.LotQty{at("A1", 2), at("A2", 1)}}},
+				lines: []event.SnapshotLine{{LineID: "1", SKU: "A", Qty: 7, Lots: []stock.LotQty{at("A2", 5), at("A1", 2)},
+					Returned: []stock.LotQty{at("A1", 2), at("A2", 1)}}},
 				lots: map[string]buckets{"A/A1": {5}, "A/A2": {1, 0, 0, 0, 4}}}},
 		{name: "before shipment parks", before: []event.Order{place(ship, line("1", "A", 3))}, ev: giveBack(false, back("1", 1)),
 			want: expect{outcome: parked, order: "placed/allocated/unpaid"}},
@@ -444,11 +444,11 @@ func transitionCases() []transitionCase {
 		{name: "ERR_RETURN_EXCEEDS_SHIPPED after an earlier return", before: append(slices.Clone(shipped3), giveBack(false, back("1", 2))),
 			ev: giveBack(false, back("1", 2)),
 			want: expect{outcome: rejected, reason: domain.ReasonReturnExceedsShipped, order: "shipped/allocated/paid",
-				lines: []event.SnapshotLine{{LineID: "1", SKU: "A", Qty: 3, Lots: []ledger.LotQty{at("A2", 3)}, Returned: []ledger.LotQty{at("A2", 2)}}}}},
+				lines: []event.SnapshotLine{{LineID: "1", SKU: "A", Qty: 3, Lots: []stock.LotQty{at("A2", 3)}, Returned: []stock.LotQty{at("A2", 2)}}}}},
 		{name: "cancelled order: ERR_INVALID_TRANSITION", before: []event.Order{place(ship, line("1", "A", 3)), cancel()}, ev: giveBack(false, back("1", 1)),
 			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "cancelled/allocated/unpaid"}},
 		{name: "ERR_INSUFFICIENT: the shipped units are gone", before: shipped3,
-			tamper: ledger.ReturnRequest{OpID: "other:return", SKU: "A", Lots: []ledger.LotQty{at("A2", 3)}},
+			tamper: stock.ReturnRequest{OpID: "other:return", SKU: "A", Lots: []stock.LotQty{at("A2", 3)}},
 			ev:     giveBack(false, back("1", 1)),
 			want:   expect{outcome: rejected, reason: "ERR_INSUFFICIENT", order: "shipped/allocated/paid", moves: ops()}},
 
@@ -483,16 +483,16 @@ func transitionCases() []transitionCase {
 		{name: "ERR_UNKNOWN_SKU", ev: setSafety("NOPE", 8), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_SKU"}},
 
 		// inventory.lot_registered
-		{name: "a planned lot", ev: registerLot("A", "A3", ledger.KindPlanned, 48),
+		{name: "a planned lot", ev: registerLot("A", "A3", stock.KindPlanned, 48),
 			want: expect{outcome: applied, lots: map[string]buckets{"A/A3": {48}},
 				lotState: map[string]string{"A/A3": "planned good=true best_before="}, moves: ops(":A3:register")}},
-		{name: "an on-hand lot", ev: registerLot("A", "A3", ledger.KindOnHand, 6),
+		{name: "an on-hand lot", ev: registerLot("A", "A3", stock.KindOnHand, 6),
 			want: expect{outcome: applied, lots: map[string]buckets{"A/A3": {6}},
 				lotState: map[string]string{"A/A3": "onhand good=true best_before=2027-05-01"}}},
-		{name: "ERR_LOT_EXISTS", ev: registerLot("A", "A1", ledger.KindPlanned, 48), want: expect{outcome: rejected, reason: "ERR_LOT_EXISTS"}},
-		{name: "ERR_LOT_STATE: no registration number left", ev: registerLot("Z", "Z2", ledger.KindPlanned, 1),
+		{name: "ERR_LOT_EXISTS", ev: registerLot("A", "A1", stock.KindPlanned, 48), want: expect{outcome: rejected, reason: "ERR_LOT_EXISTS"}},
+		{name: "ERR_LOT_STATE: no registration number left", ev: registerLot("Z", "Z2", stock.KindPlanned, 1),
 			want: expect{outcome: rejected, reason: "ERR_LOT_STATE"}},
-		{name: "ERR_UNKNOWN_SKU", ev: registerLot("NOPE", "N1", ledger.KindPlanned, 1), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_SKU"}},
+		{name: "ERR_UNKNOWN_SKU", ev: registerLot("NOPE", "N1", stock.KindPlanned, 1), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_SKU"}},
 
 		// inventory.held, inventory.released_hold, inventory.damaged
 		{name: "sellable to hidden", ev: lotQty(event.InventoryHeld, "A", "A1", 2),
@@ -510,7 +510,7 @@ func transitionCases() []transitionCase {
 		{name: "sellable to defective; the order holding it is listed", before: []event.Order{place(ship, line("1", "A", 3))}, ev: recall("A", "A2"),
 			want: expect{outcome: applied, lots: map[string]buckets{"A/A2": {0, 0, 3, 0, 0, 2}},
 				lotState: map[string]string{"A/A2": "onhand good=false best_before=2027-01-01"},
-				holders:  []ledger.Holder{{LCID: lcid, LotID: "A2", Qty: 3}}, moves: ops(":A2:recall")}},
+				holders:  []stock.Holder{{LCID: lcid, LotID: "A2", Qty: 3}}, moves: ops(":A2:recall")}},
 		{name: "held units too", ev: recall("H", "H1"),
 			want: expect{outcome: applied, lots: map[string]buckets{"H/H1": {0, 0, 0, 0, 0, 10}},
 				lotState: map[string]string{"H/H1": "onhand good=false best_before=2027-01-01"}}},
@@ -537,7 +537,7 @@ func TestEveryTransitionAgainstTheModel(t *testing.T) {
 
 	t.Run("junban.drain has no step", func(t *testing.T) {
 		ev := decode(t, event.Order{Type: event.Drain, LCID: lcid, OccurredAt: occurred}, "drain")
-		if _, rs, err := domain.Step(context.Background(), ledger.NewModel(nil), domain.Policy{}, domain.State{}, ev, 1, now); err == nil || rs != nil {
+		if _, rs, err := domain.Step(context.Background(), stock.NewModel(nil), domain.Policy{}, domain.State{}, ev, 1, now); err == nil || rs != nil {
 			t.Errorf("step of a drain: %v results, error %v; want an error", rs, err)
 		}
 	})
@@ -568,8 +568,8 @@ func TestEveryTransitionAgainstTheModel(t *testing.T) {
 
 func runTransition(t *testing.T, c transitionCase) {
 	ctx := context.Background()
-	m := ledger.NewModel(unknownSKUs{})
-	for _, s := range stock() {
+	m := stock.NewModel(unknownSKUs{})
+	for _, s := range stockSKUs() {
 		if _, err := m.Put(s); err != nil {
 			t.Fatal(err)
 		}
@@ -698,7 +698,7 @@ func checkOutcome(t *testing.T, w expect, ev domain.Event, st, next domain.State
 // checkLedger checks every lot and SKU after against before: what the case names is as
 // named, the rest as it was; after a rejection (but a refused undo, which leaves what it
 // could not move back) or a park, everything is as it was.
-func checkLedger(t *testing.T, w expect, was, after map[string]ledger.SKU) {
+func checkLedger(t *testing.T, w expect, was, after map[string]stock.SKU) {
 	t.Helper()
 	still := w.outcome == parked || (w.outcome == rejected && w.reason != domain.ReasonUndoRefused)
 	wasLots, afterLots := lotsByKey(was), lotsByKey(after)
@@ -755,14 +755,14 @@ func checkLedger(t *testing.T, w expect, was, after map[string]ledger.SKU) {
 // interleaving is the model with another order's operation right after the step's
 // operation with op id after (once).
 type interleaving struct {
-	*ledger.Model
+	*stock.Model
 	t     *testing.T
 	after string
-	op    ledger.Op
+	op    stock.Op
 	done  bool
 }
 
-func (l *interleaving) Apply(ctx context.Context, op ledger.Op) (ledger.Result, error) {
+func (l *interleaving) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
 	r, err := l.Model.Apply(ctx, op)
 	if err == nil && r.OpID == l.after && !l.done {
 		l.done = true
@@ -826,7 +826,7 @@ func parkedCount(st domain.State, id string) int {
 // skusOf are the SKUs a case looks at: the stock's and those its expectation names.
 func skusOf(w expect) []string {
 	var out []string
-	for _, s := range stock() {
+	for _, s := range stockSKUs() {
 		out = append(out, s.SKU)
 	}
 	for key := range w.lots {
@@ -841,9 +841,9 @@ func skusOf(w expect) []string {
 }
 
 // snapshot reads the SKUs the model has of skus (a SKU it lacks is left out).
-func snapshot(t *testing.T, m *ledger.Model, skus []string) map[string]ledger.SKU {
+func snapshot(t *testing.T, m *stock.Model, skus []string) map[string]stock.SKU {
 	t.Helper()
-	out := map[string]ledger.SKU{}
+	out := map[string]stock.SKU{}
 	for _, sku := range skus {
 		s, err := m.Snapshot(context.Background(), sku)
 		if err != nil {
@@ -854,8 +854,8 @@ func snapshot(t *testing.T, m *ledger.Model, skus []string) map[string]ledger.SK
 	return out
 }
 
-func lotsByKey(skus map[string]ledger.SKU) map[string]ledger.Lot {
-	out := map[string]ledger.Lot{}
+func lotsByKey(skus map[string]stock.SKU) map[string]stock.Lot {
+	out := map[string]stock.Lot{}
 	for _, s := range skus {
 		for _, l := range s.Lots {
 			out[s.SKU+"/"+l.LotID] = l

@@ -18,6 +18,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // ImportColumns are the columns of an import file (CSV header names, JSON-lines keys).
@@ -69,7 +70,7 @@ type ImportSKU struct {
 // gives a new lot the next free one, in file order.
 type ImportLot struct {
 	Line   int
-	Lot    ledger.Lot
+	Lot    stock.Lot
 	RegSeq *int64
 }
 
@@ -235,7 +236,7 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 				}
 				return def
 			}
-			if ledger.CheckDate(field, v) != nil {
+			if stock.CheckDate(field, v) != nil {
 				bad(field, "%q is not a date (YYYY-MM-DD)", v)
 			}
 			return v
@@ -245,7 +246,7 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 			bad("sku", "required")
 			continue
 		}
-		if err := ledger.CheckSKU(sku); err != nil {
+		if err := stock.CheckSKU(sku); err != nil {
 			bad("sku", "%s", cleanMsg(err))
 			continue
 		}
@@ -267,14 +268,14 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 				continue
 			}
 			skuLine[sku] = n
-			ss, _ := num("safety_stock", ledger.MaxQty)
+			ss, _ := num("safety_stock", stock.MaxQty)
 			s.SafetyStock = &ss
 			continue
 		}
 		if row["safety_stock"] != "" {
 			bad("safety_stock", "belongs on the SKU row (a row without lot_id)")
 		}
-		if err := ledger.CheckLotID(lotID); err != nil {
+		if err := stock.CheckLotID(lotID); err != nil {
 			bad("lot_id", "%s", cleanMsg(err))
 			continue
 		}
@@ -283,9 +284,9 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 			continue
 		}
 		lotLine[[2]string{sku, lotID}] = n
-		l := ledger.Lot{LotID: lotID, Kind: row["kind"], Good: true}
-		if l.Kind != ledger.KindOnHand && l.Kind != ledger.KindPlanned {
-			bad("kind", "%q is neither %q nor %q", l.Kind, ledger.KindOnHand, ledger.KindPlanned)
+		l := stock.Lot{LotID: lotID, Kind: row["kind"], Good: true}
+		if l.Kind != stock.KindOnHand && l.Kind != stock.KindPlanned {
+			bad("kind", "%q is neither %q nor %q", l.Kind, stock.KindOnHand, stock.KindPlanned)
 		}
 		if g := row["good"]; g != "" {
 			b, err := strconv.ParseBool(g)
@@ -296,19 +297,19 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 		}
 		l.BestBefore = date("best_before", false, "")
 		l.ArrivesAt = date("arrives_at", false, "")
-		l.ValidFrom = date("valid_from", false, ledger.MinDate)
-		l.ValidTo = date("valid_to", false, ledger.MaxDate)
+		l.ValidFrom = date("valid_from", false, stock.MinDate)
+		l.ValidTo = date("valid_to", false, stock.MaxDate)
 		if l.ValidFrom > l.ValidTo {
 			bad("valid_to", "%s is before valid_from %s", l.ValidTo, l.ValidFrom)
 		}
-		l.Sellable, _ = num("sellable", ledger.MaxQty)
-		l.Reserved, _ = num("reserved", ledger.MaxQty)
-		l.Allocated, _ = num("allocated", ledger.MaxQty)
-		l.Hidden, _ = num("hidden", ledger.MaxQty)
-		l.Shipped, _ = num("shipped", ledger.MaxQty)
-		l.Defective, _ = num("defective", ledger.MaxQty)
+		l.Sellable, _ = num("sellable", stock.MaxQty)
+		l.Reserved, _ = num("reserved", stock.MaxQty)
+		l.Allocated, _ = num("allocated", stock.MaxQty)
+		l.Hidden, _ = num("hidden", stock.MaxQty)
+		l.Shipped, _ = num("shipped", stock.MaxQty)
+		l.Defective, _ = num("defective", stock.MaxQty)
 		il := ImportLot{Line: n, Lot: l}
-		if reg, ok := num("reg_seq", ledger.MaxRegSeq); ok {
+		if reg, ok := num("reg_seq", stock.MaxRegSeq); ok {
 			if regLine[sku] == nil {
 				regLine[sku] = map[int64]int{}
 			}
@@ -374,7 +375,7 @@ func liveError(skus []string) error {
 }
 
 func cleanMsg(err error) string {
-	return strings.TrimPrefix(err.Error(), "ledger: "+ledger.ErrInvalidRequest.Error()+": ")
+	return strings.TrimPrefix(err.Error(), "ledger: "+stock.ErrInvalidRequest.Error()+": ")
 }
 
 // ImportStats counts what WriteImport wrote.
@@ -503,10 +504,10 @@ func WriteImport(ctx context.Context, db *gorm.DB, skus []ImportSKU, loaded Live
 						l.RegSeq = next
 						next++
 					}
-					if l.RegSeq > ledger.MaxRegSeq {
+					if l.RegSeq > stock.MaxRegSeq {
 						// A later load would refuse the SKU, and every operation on it with it.
 						return fmt.Errorf("%w: sku %s lot %s: no registration sequence left after reg_seq %d; give the lot a reg_seq",
-							ledger.ErrInvalidRequest, s.SKU, l.LotID, ledger.MaxRegSeq)
+							stock.ErrInvalidRequest, s.SKU, l.LotID, stock.MaxRegSeq)
 					}
 				}
 				err := tx.Exec(`INSERT INTO lots (sku, lot_id, kind, good, best_before, reg_seq, arrives_at,

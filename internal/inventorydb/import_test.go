@@ -10,6 +10,7 @@ import (
 	"github.com/junban/junban/internal/testenv"
 
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 func TestImportCSVAndJSONLines(t *testing.T) {
@@ -45,10 +46,10 @@ B,,L9,onhand,false,,7,,,1
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ledger.SKU{SKU: "A", SafetyStock: 4, Lots: []ledger.Lot{
-		{LotID: "L1", Kind: ledger.KindOnHand, Good: true, BestBefore: "2027-01-15", RegSeq: 0, ValidFrom: ledger.MinDate, ValidTo: ledger.MaxDate, Sellable: 12},
-		{LotID: "L2", Kind: ledger.KindPlanned, Good: true, RegSeq: 1, ValidFrom: "2026-12-01", ValidTo: "2027-06-30", Sellable: 5},
-		{LotID: "L3", Kind: ledger.KindPlanned, Good: true, RegSeq: 2, ValidFrom: ledger.MinDate, ValidTo: ledger.MaxDate, Sellable: 20},
+	want := stock.SKU{SKU: "A", SafetyStock: 4, Lots: []stock.Lot{
+		{LotID: "L1", Kind: stock.KindOnHand, Good: true, BestBefore: "2027-01-15", RegSeq: 0, ValidFrom: stock.MinDate, ValidTo: stock.MaxDate, Sellable: 12},
+		{LotID: "L2", Kind: stock.KindPlanned, Good: true, RegSeq: 1, ValidFrom: "2026-12-01", ValidTo: "2027-06-30", Sellable: 5},
+		{LotID: "L3", Kind: stock.KindPlanned, Good: true, RegSeq: 2, ValidFrom: stock.MinDate, ValidTo: stock.MaxDate, Sellable: 20},
 	}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("loaded\n%+v\nwant\n%+v", got, want)
@@ -158,10 +159,10 @@ func TestImportRefusesAnAutomaticRegSeqPastTheLargest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WriteImport(ctx, db, skus, nil); !errors.Is(err, ledger.ErrInvalidRequest) || !strings.Contains(err.Error(), "lot R2") {
+	if _, err := WriteImport(ctx, db, skus, nil); !errors.Is(err, stock.ErrInvalidRequest) || !strings.Contains(err.Error(), "lot R2") {
 		t.Fatalf("import: %v, want ErrInvalidRequest naming lot R2", err)
 	}
-	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "R"); !errors.Is(err, ledger.ErrUnknownSKU) {
+	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "R"); !errors.Is(err, stock.ErrUnknownSKU) {
 		t.Fatalf("after the refused import: %v, want no SKU R (all or nothing)", err)
 	}
 }
@@ -191,7 +192,7 @@ func TestImportRefusesLiveSKUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Apply(ctx, alloc("o1", "A", 3, "2026-12-01", ledger.ModeReserve)); err != nil {
+	if _, err := l.Apply(ctx, alloc("o1", "A", 3, "2026-12-01", stock.ModeReserve)); err != nil {
 		t.Fatal(err)
 	}
 	// B has operations persisted (version 4 in PostgreSQL), but is not in this Redis.
@@ -214,7 +215,7 @@ func TestImportRefusesLiveSKUs(t *testing.T) {
 	if !reflect.DeepEqual(after, before) {
 		t.Errorf("a refused import changed A:\n%+v\nwant\n%+v", after, before)
 	}
-	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "D"); !errors.Is(err, ledger.ErrUnknownSKU) {
+	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "D"); !errors.Is(err, stock.ErrUnknownSKU) {
 		t.Errorf("a refused import wrote D: %v", err)
 	}
 	// Without a Redis check, PostgreSQL's version alone still refuses B.
@@ -246,7 +247,7 @@ func TestImportRefusesASKULoadedMeanwhile(t *testing.T) {
 	if _, err := WriteImport(ctx, db, skus, loadedSecondTime); !errors.Is(err, ErrLiveSKU) {
 		t.Fatalf("import of a SKU loaded meanwhile: %v, want ErrLiveSKU", err)
 	}
-	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "A"); !errors.Is(err, ledger.ErrUnknownSKU) {
+	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "A"); !errors.Is(err, stock.ErrUnknownSKU) {
 		t.Errorf("a refused import wrote A: %v", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // PGLoader loads SKUs from PostgreSQL (tables skus and lots, migrations/00001_init.sql and
@@ -35,15 +35,15 @@ const (
 )
 
 // LoadSKU implements Loader.
-func (p PGLoader) LoadSKU(ctx context.Context, sku string) (ledger.SKU, error) {
-	s := ledger.SKU{SKU: sku, Lots: []ledger.Lot{}}
+func (p PGLoader) LoadSKU(ctx context.Context, sku string) (stock.SKU, error) {
+	s := stock.SKU{SKU: sku, Lots: []stock.Lot{}}
 	err := p.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var head []struct{ SafetyStock, Version int64 }
 		if err := tx.Raw(LoadQuerySKU, sku).Scan(&head).Error; err != nil {
 			return err
 		}
 		if len(head) == 0 {
-			return fmt.Errorf("sku=%s: %w", sku, ledger.ErrUnknownSKU)
+			return fmt.Errorf("sku=%s: %w", sku, stock.ErrUnknownSKU)
 		}
 		s.SafetyStock, s.Version = head[0].SafetyStock, head[0].Version
 		return tx.Raw(LoadQueryLots, sku).Scan(&s.Lots).Error

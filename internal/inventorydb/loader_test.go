@@ -8,6 +8,7 @@ import (
 	"github.com/junban/junban/internal/testenv"
 
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 func TestPGLoader(t *testing.T) {
@@ -27,10 +28,10 @@ func TestPGLoader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ledger.SKU{SKU: "A", SafetyStock: 3, Version: 7, Lots: []ledger.Lot{
-		{LotID: "L1", Kind: ledger.KindOnHand, Good: false, BestBefore: "2027-01-31", RegSeq: 1, ValidFrom: ledger.MinDate, ValidTo: ledger.MaxDate,
+	want := stock.SKU{SKU: "A", SafetyStock: 3, Version: 7, Lots: []stock.Lot{
+		{LotID: "L1", Kind: stock.KindOnHand, Good: false, BestBefore: "2027-01-31", RegSeq: 1, ValidFrom: stock.MinDate, ValidTo: stock.MaxDate,
 			Sellable: 5, Allocated: 2, Hidden: 1, Shipped: 4, Defective: 6},
-		{LotID: "L2", Kind: ledger.KindPlanned, Good: true, RegSeq: 2, ArrivesAt: "2026-12-24", ValidFrom: "2026-12-01", ValidTo: "2027-06-30",
+		{LotID: "L2", Kind: stock.KindPlanned, Good: true, RegSeq: 2, ArrivesAt: "2026-12-24", ValidFrom: "2026-12-01", ValidTo: "2027-06-30",
 			Sellable: 10, Reserved: 1},
 	}}
 	if !reflect.DeepEqual(got, want) {
@@ -39,7 +40,7 @@ func TestPGLoader(t *testing.T) {
 	if s, err := (PGLoader{DB: db}).LoadSKU(ctx, "EMPTY"); err != nil || len(s.Lots) != 0 {
 		t.Fatalf("empty sku: %+v %v", s, err)
 	}
-	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "B"); !errors.Is(err, ledger.ErrUnknownSKU) {
+	if _, err := (PGLoader{DB: db}).LoadSKU(ctx, "B"); !errors.Is(err, stock.ErrUnknownSKU) {
 		t.Fatalf("unknown sku: %v", err)
 	}
 
@@ -49,8 +50,8 @@ func TestPGLoader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := l.Apply(ctx, alloc("o1", "A", 2, "2026-12-01", ledger.ModeReserve))
-	if err != nil || len(r.Moves) != 1 || r.Moves[0].LotID != "L2" || r.Moves[0].From != ledger.Sellable || r.Moves[0].To != ledger.Reserved || r.Moves[0].Qty != 2 {
+	r, err := l.Apply(ctx, alloc("o1", "A", 2, "2026-12-01", stock.ModeReserve))
+	if err != nil || len(r.Moves) != 1 || r.Moves[0].LotID != "L2" || r.Moves[0].From != stock.Sellable || r.Moves[0].To != stock.Reserved || r.Moves[0].Qty != 2 {
 		t.Fatalf("allocation through the loader: %+v %v", r.Moves, err)
 	}
 	snap, err := l.Snapshot(ctx, "A")
@@ -61,8 +62,8 @@ func TestPGLoader(t *testing.T) {
 	if !reflect.DeepEqual(snap, want) {
 		t.Fatalf("snapshot\n%+v\nwant\n%+v", snap, want)
 	}
-	_, err = l.Apply(ctx, alloc("o2", "B", 1, "2026-12-01", ledger.ModeReserve))
-	if !errors.Is(err, ledger.ErrUnknownSKU) {
+	_, err = l.Apply(ctx, alloc("o2", "B", 1, "2026-12-01", stock.ModeReserve))
+	if !errors.Is(err, stock.ErrUnknownSKU) {
 		t.Fatalf("unknown SKU: %v", err)
 	}
 }

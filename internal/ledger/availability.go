@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/redisscript"
 )
 
@@ -16,26 +17,26 @@ import (
 type AvailabilityRequest struct {
 	SKU string `json:"sku"`
 	// TargetDate is the date the lots must be valid on (YYYY-MM-DD).
-	TargetDate string `json:"target_date"`
-	Mode       Mode   `json:"mode"`
+	TargetDate string     `json:"target_date"`
+	Mode       stock.Mode `json:"mode"`
 	// Qty, when positive, asks whether an allocation of Qty would succeed; 0 asks nothing.
 	Qty int64 `json:"qty"`
 }
 
-func (r AvailabilityRequest) validate() error {
-	if err := CheckSKU(r.SKU); err != nil {
+func (r AvailabilityRequest) Validate() error {
+	if err := stock.CheckSKU(r.SKU); err != nil {
 		return err
 	}
 	if r.Qty != 0 {
-		if err := checkQty("qty", r.Qty); err != nil {
+		if err := stock.CheckQty("qty", r.Qty); err != nil {
 			return err
 		}
 	}
-	if err := CheckDate("target_date", r.TargetDate); err != nil {
+	if err := stock.CheckDate("target_date", r.TargetDate); err != nil {
 		return err
 	}
-	if r.Mode != ModeShip && r.Mode != ModeReserve {
-		return invalid("mode %q is neither %q nor %q", r.Mode, ModeShip, ModeReserve)
+	if r.Mode != stock.ModeShip && r.Mode != stock.ModeReserve {
+		return stock.Invalidf("mode %q is neither %q nor %q", r.Mode, stock.ModeShip, stock.ModeReserve)
 	}
 	return nil
 }
@@ -57,9 +58,9 @@ type Candidate struct {
 // Availability is what an allocation would get now: the answer of one atomic read with
 // the allocation script's own candidate rules.
 type Availability struct {
-	SKU        string `json:"sku"`
-	TargetDate string `json:"target_date"`
-	Mode       Mode   `json:"mode"`
+	SKU        string     `json:"sku"`
+	TargetDate string     `json:"target_date"`
+	Mode       stock.Mode `json:"mode"`
 	// Version is the SKU's version the answer was read at.
 	Version     int64 `json:"version"`
 	SafetyStock int64 `json:"safety_stock"`
@@ -74,11 +75,11 @@ type Availability struct {
 	// Qty is the quantity asked about (0: none); OK tells whether an allocation of it
 	// would succeed, Take what it would take, in order, and Reason ("ERR_SHORTAGE",
 	// "ERR_SAFETY_STOCK") and Detail why it would fail.
-	Qty    int64    `json:"qty"`
-	OK     bool     `json:"ok"`
-	Take   []LotQty `json:"take"`
-	Reason string   `json:"reason,omitempty"`
-	Detail string   `json:"detail,omitempty"`
+	Qty    int64          `json:"qty"`
+	OK     bool           `json:"ok"`
+	Take   []stock.LotQty `json:"take"`
+	Reason string         `json:"reason,omitempty"`
+	Detail string         `json:"detail,omitempty"`
 }
 
 // Err returns the error an allocation of Qty would get (ErrShortage, ErrSafetyStock),
@@ -87,7 +88,8 @@ func (a Availability) Err() error {
 	if a.Reason == "" {
 		return nil
 	}
-	return opError("alloc", a.SKU, reasons[a.Reason], a.Detail)
+	sentinel, _ := stock.ErrorOfReason(a.Reason)
+	return stock.OpError("alloc", a.SKU, sentinel, a.Detail)
 }
 
 // Availability tells what an allocation of r.Mode on r.TargetDate would get now, and
@@ -95,7 +97,7 @@ func (a Availability) Err() error {
 // (candidates.lua) in a read-only script. It loads the SKU from the Loader when it is
 // not in Redis yet, as an allocation would.
 func (l *Ledger) Availability(ctx context.Context, r AvailabilityRequest) (Availability, error) {
-	if err := r.validate(); err != nil {
+	if err := r.Validate(); err != nil {
 		return Availability{}, err
 	}
 	// One call without a pipeline: the usual read of a storefront, kept cheap.
@@ -117,7 +119,7 @@ func (l *Ledger) Availability(ctx context.Context, r AvailabilityRequest) (Avail
 // ERR_REINDEX (re-indexing it); again tells whether it did, so the script may run again.
 func (l *Ledger) prepare(ctx context.Context, sku string, scriptErr error) (again bool, err error) {
 	switch {
-	case errors.Is(scriptErr, ErrNotLoaded):
+	case errors.Is(scriptErr, stock.ErrNotLoaded):
 		return true, l.Load(ctx, sku)
 	case isReindexReply(scriptErr):
 		_, err := l.Reindex(ctx, sku, false)
@@ -130,7 +132,7 @@ func (l *Ledger) prepare(ctx context.Context, sku string, scriptErr error) (agai
 // ledger operation that changes the SKU bumps it, so an answer read at a version holds
 // for as long as the version does.
 func (l *Ledger) Version(ctx context.Context, sku string) (v int64, ok bool, err error) {
-	if err := CheckSKU(sku); err != nil {
+	if err := stock.CheckSKU(sku); err != nil {
 		return 0, false, err
 	}
 	v, err = l.rc.HGet(ctx, Key(l.prefix, sku), fieldVersion).Int64()
@@ -155,7 +157,7 @@ func (l *Ledger) AvailabilityMany(ctx context.Context, rs []AvailabilityRequest)
 	out := make([]AvailabilityAnswer, len(rs))
 	todo := make([]int, 0, len(rs))
 	for i, r := range rs {
-		if err := r.validate(); err != nil {
+		if err := r.Validate(); err != nil {
 			out[i].Err = err
 			continue
 		}
@@ -188,7 +190,7 @@ func (l *Ledger) AvailabilityMany(ctx context.Context, rs []AvailabilityRequest)
 	return out, nil
 }
 
-func isLedgerError(err error) bool { return Reason(err) != "ERR_INTERNAL" }
+func isLedgerError(err error) bool { return stock.Reason(err) != "ERR_INTERNAL" }
 
 // availabilityPipe runs the script for rs[todo...] in one pipeline (by EVAL_RO for the
 // calls Redis did not know the script for).
@@ -210,7 +212,7 @@ func (l *Ledger) availabilityPipe(ctx context.Context, rs []AvailabilityRequest,
 }
 
 func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error) {
-	a := Availability{SKU: r.SKU, TargetDate: r.TargetDate, Mode: r.Mode, Qty: r.Qty, Candidates: []Candidate{}, Take: []LotQty{}}
+	a := Availability{SKU: r.SKU, TargetDate: r.TargetDate, Mode: r.Mode, Qty: r.Qty, Candidates: []Candidate{}, Take: []stock.LotQty{}}
 	v, err := c.Slice()
 	if err != nil {
 		var rerr redis.Error
@@ -239,7 +241,7 @@ func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error
 		return bad()
 	}
 	a.Available = a.Sellable
-	if r.Mode == ModeShip {
+	if r.Mode == stock.ModeShip {
 		a.Available = max(a.Sellable-a.SafetyStock, 0)
 	}
 	a.Reason, a.Detail = str(v[3]), str(v[4])
@@ -269,10 +271,10 @@ func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error
 		if err != nil {
 			return bad()
 		}
-		a.Take = append(a.Take, LotQty{LotID: str(take[i]), Qty: q})
+		a.Take = append(a.Take, stock.LotQty{LotID: str(take[i]), Qty: q})
 	}
 	if a.Reason != "" {
-		if _, known := reasons[a.Reason]; !known || strings.Contains(a.Reason, " ") {
+		if _, known := stock.ErrorOfReason(a.Reason); !known || strings.Contains(a.Reason, " ") {
 			return bad()
 		}
 	}
@@ -280,7 +282,7 @@ func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error
 }
 
 // decodeRecordHead reads a candidate's attributes from its index record without the
-// field name: allocKey (kind, best-before or the planned marker, registration number) and
+// field name: AllocKey (kind, best-before or the planned marker, registration number) and
 // the validity period (indexRecord writes them; TestAllocKeyAndLayout keeps the two
 // in step).
 func decodeRecordHead(h string) (Candidate, bool) {
@@ -294,12 +296,12 @@ func decodeRecordHead(h string) (Candidate, bool) {
 	c := Candidate{ValidFrom: h[26:36], ValidTo: h[36:46]}
 	switch h[0] {
 	case 'o':
-		c.Kind, c.RegSeq = KindOnHand, reg
-		if bb := h[1:11]; bb != noBestFirst {
+		c.Kind, c.RegSeq = stock.KindOnHand, reg
+		if bb := h[1:11]; bb != stock.NoBestFirst {
 			c.BestBefore = bb
 		}
 	case 'p':
-		c.Kind, c.RegSeq = KindPlanned, MaxRegSeq-reg
+		c.Kind, c.RegSeq = stock.KindPlanned, stock.MaxRegSeq-reg
 	default:
 		return Candidate{}, false
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -37,7 +38,7 @@ func TestAvailabilityAgreesWithAllocation(t *testing.T) {
 		}
 		for k := range 6 {
 			s := skus[rng.IntN(len(skus))]
-			date, mode := genDates[rng.IntN(len(genDates))], Mode([]string{"ship", "reserve"}[rng.IntN(2)])
+			date, mode := genDates[rng.IntN(len(genDates))], stock.Mode([]string{"ship", "reserve"}[rng.IntN(2)])
 			a, err := l.Availability(ctx, AvailabilityRequest{SKU: s.SKU, TargetDate: date, Mode: mode})
 			if err != nil {
 				t.Fatalf("seq %d: availability %s %s %s: %v", seq, s.SKU, date, mode, err)
@@ -47,14 +48,14 @@ func TestAvailabilityAgreesWithAllocation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			byID := map[string]Lot{}
+			byID := map[string]stock.Lot{}
 			for _, lt := range snap.Lots {
 				byID[lt.LotID] = lt
 			}
 			for _, c := range a.Candidates {
 				lt := byID[c.LotID]
 				want := Candidate{LotID: lt.LotID, Kind: lt.Kind, BestBefore: lt.BestBefore, RegSeq: lt.RegSeq, ValidFrom: lt.ValidFrom, ValidTo: lt.ValidTo, Sellable: lt.Sellable}
-				if lt.Kind == KindPlanned {
+				if lt.Kind == stock.KindPlanned {
 					want.BestBefore = "" // planned lots sort without one
 				}
 				if c != want || !lt.Good || lt.Sellable == 0 || date < lt.ValidFrom || date > lt.ValidTo {
@@ -66,8 +67,8 @@ func TestAvailabilityAgreesWithAllocation(t *testing.T) {
 				t.Fatalf("seq %d: availability of n+1=%d: %+v %v", seq, n+1, over, err)
 			}
 			op := fmt.Sprintf("avail-%d", k)
-			_, err = l.Apply(ctx, AllocateRequest{OpID: op + "-over", SKU: s.SKU, Qty: n + 1, TargetDate: date, Mode: mode})
-			if Reason(err) != over.Reason || err.Error() != over.Err().Error() {
+			_, err = l.Apply(ctx, stock.AllocateRequest{OpID: op + "-over", SKU: s.SKU, Qty: n + 1, TargetDate: date, Mode: mode})
+			if stock.Reason(err) != over.Reason || err.Error() != over.Err().Error() {
 				t.Fatalf("seq %d: allocation of n+1=%d (%s %s): %v; availability said %s (%s)", seq, n+1, date, mode, err, over.Reason, over.Detail)
 			}
 			refused[over.Reason]++
@@ -78,13 +79,13 @@ func TestAvailabilityAgreesWithAllocation(t *testing.T) {
 			if err != nil || !at.OK || at.Reason != "" {
 				t.Fatalf("seq %d: availability of n=%d: %+v %v", seq, n, at, err)
 			}
-			r, err := l.Apply(ctx, AllocateRequest{OpID: op, SKU: s.SKU, Qty: n, TargetDate: date, Mode: mode})
+			r, err := l.Apply(ctx, stock.AllocateRequest{OpID: op, SKU: s.SKU, Qty: n, TargetDate: date, Mode: mode})
 			if err != nil {
 				t.Fatalf("seq %d: allocation of n=%d (%s %s): %v; availability %+v", seq, n, date, mode, err, at)
 			}
-			var took []LotQty
+			var took []stock.LotQty
 			for _, m := range r.Moves {
-				took = append(took, LotQty{LotID: m.LotID, Qty: m.Qty})
+				took = append(took, stock.LotQty{LotID: m.LotID, Qty: m.Qty})
 			}
 			if !slices.Equal(took, at.Take) {
 				t.Fatalf("seq %d: allocation of %d took %v, availability listed %v", seq, n, took, at.Take)
@@ -108,22 +109,22 @@ func TestAvailabilityAgreesWithAllocation(t *testing.T) {
 // script cannot write (its no-writes flag).
 func TestAvailabilityIsReadOnly(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
-	s := SKU{SKU: "A", SafetyStock: 2, Lots: []Lot{
-		lot("L1", KindOnHand, 1, "2027-01-01", 5), lot("L2", KindOnHand, 2, "2026-12-20", 3), lot("P1", KindPlanned, 3, "", 10)}}
+	s := stock.SKU{SKU: "A", SafetyStock: 2, Lots: []stock.Lot{
+		lot("L1", stock.KindOnHand, 1, "2027-01-01", 5), lot("L2", stock.KindOnHand, 2, "2026-12-20", 3), lot("P1", stock.KindPlanned, 3, "", 10)}}
 	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(s)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := l.Availability(ctx, AvailabilityRequest{SKU: "A", TargetDate: "2026-12-01", Mode: ModeShip, Qty: 9})
+	a, err := l.Availability(ctx, AvailabilityRequest{SKU: "A", TargetDate: "2026-12-01", Mode: stock.ModeShip, Qty: 9})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Sellable != 18 || a.Available != 16 || !a.OK || !slices.Equal(a.Take, []LotQty{{LotID: "L2", Qty: 3}, {LotID: "L1", Qty: 5}, {LotID: "P1", Qty: 1}}) {
+	if a.Sellable != 18 || a.Available != 16 || !a.OK || !slices.Equal(a.Take, []stock.LotQty{{LotID: "L2", Qty: 3}, {LotID: "L1", Qty: 5}, {LotID: "P1", Qty: 1}}) {
 		t.Fatalf("availability %+v", a)
 	}
 	before, _ := l.Snapshot(ctx, "A")
 	for range 3 {
-		if _, err := l.Availability(ctx, AvailabilityRequest{SKU: "A", TargetDate: "2026-12-01", Mode: ModeReserve, Qty: 18}); err != nil {
+		if _, err := l.Availability(ctx, AvailabilityRequest{SKU: "A", TargetDate: "2026-12-01", Mode: stock.ModeReserve, Qty: 18}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,10 +142,10 @@ func TestAvailabilityIsReadOnly(t *testing.T) {
 // an unknown SKU fails alone, and a SKU not loaded yet is loaded.
 func TestAvailabilityMany(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
-	var skus []SKU
+	var skus []stock.SKU
 	for i := range 20 {
-		skus = append(skus, SKU{SKU: fmt.Sprint("C", i), SafetyStock: int64(i % 3), Lots: []Lot{
-			lot("L1", KindOnHand, 1, "2027-01-01", int64(i)), lot("P1", KindPlanned, 2, "", 4)}})
+		skus = append(skus, stock.SKU{SKU: fmt.Sprint("C", i), SafetyStock: int64(i % 3), Lots: []stock.Lot{
+			lot("L1", stock.KindOnHand, 1, "2027-01-01", int64(i)), lot("P1", stock.KindPlanned, 2, "", 4)}})
 	}
 	loader := newMemLoader(skus...)
 	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: loader})
@@ -153,15 +154,15 @@ func TestAvailabilityMany(t *testing.T) {
 	}
 	var rs []AvailabilityRequest
 	for _, s := range skus {
-		rs = append(rs, AvailabilityRequest{SKU: s.SKU, TargetDate: "2026-12-01", Mode: ModeShip, Qty: 5})
+		rs = append(rs, AvailabilityRequest{SKU: s.SKU, TargetDate: "2026-12-01", Mode: stock.ModeShip, Qty: 5})
 	}
-	rs = append(rs, AvailabilityRequest{SKU: "nope", TargetDate: "2026-12-01", Mode: ModeShip},
-		AvailabilityRequest{SKU: "C1", TargetDate: "2026-13-01", Mode: ModeShip})
+	rs = append(rs, AvailabilityRequest{SKU: "nope", TargetDate: "2026-12-01", Mode: stock.ModeShip},
+		AvailabilityRequest{SKU: "C1", TargetDate: "2026-13-01", Mode: stock.ModeShip})
 	got, err := l.AvailabilityMany(ctx, rs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(got[20].Err, ErrUnknownSKU) || !errors.Is(got[21].Err, ErrInvalidRequest) {
+	if !errors.Is(got[20].Err, stock.ErrUnknownSKU) || !errors.Is(got[21].Err, stock.ErrInvalidRequest) {
 		t.Fatalf("bad requests: %v, %v", got[20].Err, got[21].Err)
 	}
 	if loader.calls != 21 {
@@ -193,11 +194,11 @@ func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // A cart of loaded SKUs is one round trip on a single Redis, however many SKUs it holds.
 func TestAvailabilityManyIsOneRoundTrip(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
-	var skus []SKU
+	var skus []stock.SKU
 	var rs []AvailabilityRequest
 	for i := range 50 {
-		skus = append(skus, SKU{SKU: fmt.Sprint("R", i), Lots: []Lot{lot("L1", KindOnHand, 1, "", 5)}})
-		rs = append(rs, AvailabilityRequest{SKU: fmt.Sprint("R", i), TargetDate: "2026-12-01", Mode: ModeReserve, Qty: 1})
+		skus = append(skus, stock.SKU{SKU: fmt.Sprint("R", i), Lots: []stock.Lot{lot("L1", stock.KindOnHand, 1, "", 5)}})
+		rs = append(rs, AvailabilityRequest{SKU: fmt.Sprint("R", i), TargetDate: "2026-12-01", Mode: stock.ModeReserve, Qty: 1})
 	}
 	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(skus...)})
 	if err != nil {

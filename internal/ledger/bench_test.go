@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -35,9 +36,9 @@ func BenchmarkAllocate(b *testing.B) {
 		for _, worst := range []bool{false, true} {
 			b.Run(fmt.Sprintf("lots=%d/worst=%v", n, worst), func(b *testing.B) {
 				rc, prefix := testenv.Redis(b)
-				s := SKU{SKU: "HOT", SafetyStock: 10, Lots: []Lot{}}
+				s := stock.SKU{SKU: "HOT", SafetyStock: 10, Lots: []stock.Lot{}}
 				for i := range n {
-					l := lot(fmt.Sprintf("LOT-%04d", i), KindOnHand, int64(i), fmt.Sprintf("2027-01-%02d", 1+i%28), 1_000_000_000)
+					l := lot(fmt.Sprintf("LOT-%04d", i), stock.KindOnHand, int64(i), fmt.Sprintf("2027-01-%02d", 1+i%28), 1_000_000_000)
 					if worst && i < n-1 {
 						l.Sellable = 0
 					}
@@ -53,7 +54,7 @@ func BenchmarkAllocate(b *testing.B) {
 				before, _ := rc.Info(ctx, "commandstats").Result()
 				b.ResetTimer()
 				for i := range b.N {
-					if _, err := l.Apply(ctx, alloc("op"+strconv.Itoa(i), "HOT", 1, "2026-12-01", ModeShip)); err != nil {
+					if _, err := l.Apply(ctx, alloc("op"+strconv.Itoa(i), "HOT", 1, "2026-12-01", stock.ModeShip)); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -80,10 +81,10 @@ func BenchmarkDecodeResult(b *testing.B) {
 }
 
 func BenchmarkValidateAllocate(b *testing.B) {
-	r := AllocateRequest{OpID: "evt_01JDW6Y2Q5:1:alloc", SKU: "SKU-1", Qty: 3, TargetDate: "2026-12-01", Mode: ModeShip}
+	r := stock.AllocateRequest{OpID: "evt_01JDW6Y2Q5:1:alloc", SKU: "SKU-1", Qty: 3, TargetDate: "2026-12-01", Mode: stock.ModeShip}
 	b.ReportAllocs()
 	for range b.N {
-		if err := r.validate(); err != nil {
+		if err := r.Validate(); err != nil {
 			b.Fatal(err)
 		}
 	}

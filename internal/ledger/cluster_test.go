@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -37,9 +38,9 @@ func TestCluster(t *testing.T) {
 			return iter.Err()
 		})
 	})
-	var skus []SKU
+	var skus []stock.SKU
 	for i := range 30 {
-		skus = append(skus, SKU{SKU: fmt.Sprint("SKU-", i), Lots: []Lot{lot("L", KindOnHand, 1, "", 10)}})
+		skus = append(skus, stock.SKU{SKU: fmt.Sprint("SKU-", i), Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "", 10)}})
 	}
 	l, err := New(Config{Redis: cc, Prefix: prefix, Loader: newMemLoader(skus...)})
 	if err != nil {
@@ -47,9 +48,9 @@ func TestCluster(t *testing.T) {
 	}
 	masters := map[string]bool{}
 	for _, s := range skus {
-		r, err := l.Apply(ctx, alloc("op", s.SKU, 3, "2026-12-01", ModeShip))
-		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 3})
-		if r, err := l.Apply(ctx, alloc("op", s.SKU, 3, "2026-12-01", ModeShip)); err != nil || !r.Replayed {
+		r, err := l.Apply(ctx, alloc("op", s.SKU, 3, "2026-12-01", stock.ModeShip))
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Allocated, 3})
+		if r, err := l.Apply(ctx, alloc("op", s.SKU, 3, "2026-12-01", stock.ModeShip)); err != nil || !r.Replayed {
 			t.Fatalf("replay on the cluster: %+v %v", r, err)
 		}
 		slot := cc.ClusterKeySlot(ctx, Key(prefix, s.SKU)).Val()
@@ -69,7 +70,7 @@ func TestCluster(t *testing.T) {
 	// A cart spans the masters: the pipeline reaches each, the script loaded on each.
 	var cart []AvailabilityRequest
 	for _, s := range skus {
-		cart = append(cart, AvailabilityRequest{SKU: s.SKU, TargetDate: "2026-12-01", Mode: ModeShip, Qty: 7})
+		cart = append(cart, AvailabilityRequest{SKU: s.SKU, TargetDate: "2026-12-01", Mode: stock.ModeShip, Qty: 7})
 	}
 	answers, err := l.AvailabilityMany(ctx, cart)
 	if err != nil {

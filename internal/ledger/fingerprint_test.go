@@ -1,20 +1,20 @@
 package ledger
 
 import (
-	"encoding/hex"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 
 // wantConflict checks that err refuses a request under a remembered op id for another
 // request: ErrOpConflict, naming the op id, nothing replayed.
-func wantConflict(t *testing.T, r Result, err error, opID string) {
+func wantConflict(t *testing.T, r stock.Result, err error, opID string) {
 	t.Helper()
-	if !errors.Is(err, ErrOpConflict) {
+	if !errors.Is(err, stock.ErrOpConflict) {
 		t.Fatalf("error = %v (result %+v), want ErrOpConflict", err, r)
 	}
 	if !strings.Contains(err.Error(), opID) {
@@ -33,12 +33,12 @@ func wantConflict(t *testing.T, r Result, err error, opID string) {
 // Failed against the unchanged script and model (replay by op id alone): the allocation
 // of 1 under "o1" answered the allocation of 2 with Replayed set, no error.
 func TestReplayOfAnotherRequestIsRefused(t *testing.T) {
-	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 5)}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		a := alloc("o1", "A", 2, "2026-12-01", ModeShip)
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "2027-01-01", 5)}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		a := alloc("o1", "A", 2, "2026-12-01", stock.ModeShip)
 		a.Holder = "h1"
 		first, err := inv.Apply(ctx, a)
-		wantMoves(t, first, err, mv{"L", Sellable, Allocated, 2})
+		wantMoves(t, first, err, mv{"L", stock.Sellable, stock.Allocated, 2})
 		before, _ := inv.Snapshot(ctx, "A")
 
 		again, err := inv.Apply(ctx, a)
@@ -50,17 +50,17 @@ func TestReplayOfAnotherRequestIsRefused(t *testing.T) {
 			t.Fatalf("replay differs:\n%+v\n%+v", first, again)
 		}
 
-		other := func(f func(*AllocateRequest)) AllocateRequest { b := a; f(&b); return b }
-		for name, op := range map[string]Op{
-			"qty":     other(func(b *AllocateRequest) { b.Qty = 1 }),
-			"mode":    other(func(b *AllocateRequest) { b.Mode = ModeReserve }),
-			"date":    other(func(b *AllocateRequest) { b.TargetDate = "2026-12-02" }),
-			"holder":  other(func(b *AllocateRequest) { b.Holder = "h2" }),
-			"kind":    ConfirmRequest{OpID: "o1", SKU: "A", Lots: lotQty("L", 2), Holder: "h1"},
-			"release": ReleaseRequest{OpID: "o1", SKU: "A", From: Allocated, Lots: lotQty("L", 2), Holder: "h1"},
+		other := func(f func(*stock.AllocateRequest)) stock.AllocateRequest { b := a; f(&b); return b }
+		for name, op := range map[string]stock.Op{
+			"qty":     other(func(b *stock.AllocateRequest) { b.Qty = 1 }),
+			"mode":    other(func(b *stock.AllocateRequest) { b.Mode = stock.ModeReserve }),
+			"date":    other(func(b *stock.AllocateRequest) { b.TargetDate = "2026-12-02" }),
+			"holder":  other(func(b *stock.AllocateRequest) { b.Holder = "h2" }),
+			"kind":    stock.ConfirmRequest{OpID: "o1", SKU: "A", Lots: lotQty("L", 2), Holder: "h1"},
+			"release": stock.ReleaseRequest{OpID: "o1", SKU: "A", From: stock.Allocated, Lots: lotQty("L", 2), Holder: "h1"},
 		} {
 			r, err := inv.Apply(ctx, op)
-			if !errors.Is(err, ErrOpConflict) {
+			if !errors.Is(err, stock.ErrOpConflict) {
 				t.Fatalf("%s differs: %+v %v, want ErrOpConflict", name, r, err)
 			}
 			wantConflict(t, r, err, "o1")
@@ -70,12 +70,12 @@ func TestReplayOfAnotherRequestIsRefused(t *testing.T) {
 		}
 
 		// A remembered failure answers the same request, and refuses another.
-		_, err = inv.Apply(ctx, alloc("o2", "A", 9, "2026-12-01", ModeShip))
-		wantErr(t, err, ErrShortage)
-		r, err := inv.Apply(ctx, alloc("o2", "A", 1, "2026-12-01", ModeShip))
+		_, err = inv.Apply(ctx, alloc("o2", "A", 9, "2026-12-01", stock.ModeShip))
+		wantErr(t, err, stock.ErrShortage)
+		r, err := inv.Apply(ctx, alloc("o2", "A", 1, "2026-12-01", stock.ModeShip))
 		wantConflict(t, r, err, "o2")
-		r, err = inv.Apply(ctx, alloc("o2", "A", 9, "2026-12-01", ModeShip))
-		if !errors.Is(err, ErrShortage) || !r.Replayed {
+		r, err = inv.Apply(ctx, alloc("o2", "A", 9, "2026-12-01", stock.ModeShip))
+		if !errors.Is(err, stock.ErrShortage) || !r.Replayed {
 			t.Fatalf("the failed request again: %+v %v, want its shortage replayed", r, err)
 		}
 		if after, _ := inv.Snapshot(ctx, "A"); !reflect.DeepEqual(after, before) {
@@ -94,14 +94,14 @@ func TestReplayOfAnotherRequestIsRefused(t *testing.T) {
 // 4 moves (Replayed, no error) while L1 had 10 sellable and no holder.
 func TestUndoneChangeRefusesAnotherChangeUnderItsOpID(t *testing.T) {
 	const op = "{CMP-5}E2:S1:change"
-	s := SKU{SKU: "S1", Lots: []Lot{lot("L1", KindOnHand, 1, "2027-01-01", 10)}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		c := ChangeRequest{OpID: op, SKU: "S1", TargetDate: "2026-12-01", Mode: ModeReserve, Allocate: []int64{1, 3}, Holder: "CMP-5"}
+	s := stock.SKU{SKU: "S1", Lots: []stock.Lot{lot("L1", stock.KindOnHand, 1, "2027-01-01", 10)}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		c := stock.ChangeRequest{OpID: op, SKU: "S1", TargetDate: "2026-12-01", Mode: stock.ModeReserve, Allocate: []int64{1, 3}, Holder: "CMP-5"}
 		r, err := inv.Apply(ctx, c)
-		wantMoves(t, r, err, mv{"L1", Sellable, Reserved, 1}, mv{"L1", Sellable, Reserved, 3})
-		u, err := inv.Apply(ctx, UndoRequest{OpID: op + "-undo", SKU: "S1", From: Sellable, To: Reserved,
-			Lots: []LotQty{{LotID: "L1", Qty: 1}, {LotID: "L1", Qty: 3}}, Holder: "CMP-5"})
-		wantMoves(t, u, err, mv{"L1", Reserved, Sellable, 1}, mv{"L1", Reserved, Sellable, 3})
+		wantMoves(t, r, err, mv{"L1", stock.Sellable, stock.Reserved, 1}, mv{"L1", stock.Sellable, stock.Reserved, 3})
+		u, err := inv.Apply(ctx, stock.UndoRequest{OpID: op + "-undo", SKU: "S1", From: stock.Sellable, To: stock.Reserved,
+			Lots: []stock.LotQty{{LotID: "L1", Qty: 1}, {LotID: "L1", Qty: 3}}, Holder: "CMP-5"})
+		wantMoves(t, u, err, mv{"L1", stock.Reserved, stock.Sellable, 1}, mv{"L1", stock.Reserved, stock.Sellable, 3})
 		before, _ := inv.Snapshot(ctx, "S1")
 
 		c2 := c
@@ -112,12 +112,12 @@ func TestUndoneChangeRefusesAnotherChangeUnderItsOpID(t *testing.T) {
 		if !reflect.DeepEqual(after, before) || after.Lots[0].Sellable != 10 {
 			t.Fatalf("after the refused change %+v, want as before with 10 sellable: %+v", after, before)
 		}
-		if m, ok := inv.(*Model); ok && len(m.Holders("S1", "L1")) != 0 {
+		if m, ok := inv.(*stock.Model); ok && len(m.Holders("S1", "L1")) != 0 {
 			t.Fatalf("holders after the refused change: %+v", m.Holders("S1", "L1"))
 		}
 		// The undo's own record refuses another undo under its id too.
-		r, err = inv.Apply(ctx, UndoRequest{OpID: op + "-undo", SKU: "S1", From: Sellable, To: Reserved,
-			Lots: []LotQty{{LotID: "L1", Qty: 1}}, Holder: "CMP-5"})
+		r, err = inv.Apply(ctx, stock.UndoRequest{OpID: op + "-undo", SKU: "S1", From: stock.Sellable, To: stock.Reserved,
+			Lots: []stock.LotQty{{LotID: "L1", Qty: 1}}, Holder: "CMP-5"})
 		wantConflict(t, r, err, op+"-undo")
 	})
 }
@@ -130,21 +130,21 @@ func TestUndoneChangeRefusesAnotherChangeUnderItsOpID(t *testing.T) {
 // Failed against the unchanged script and model: the allocation replayed the adjustment
 // "e1:L:adjust" (a move from external) and allocated nothing.
 func TestLegacyOpIDOfAnotherRequestIsNotReplayed(t *testing.T) {
-	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 5)}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		if _, err := inv.Apply(ctx, AdjustRequest{OpID: "e1:L:adjust", SKU: "A", LotID: "L", Delta: 1, Reason: "count"}); err != nil {
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "2027-01-01", 5)}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		if _, err := inv.Apply(ctx, stock.AdjustRequest{OpID: "e1:L:adjust", SKU: "A", LotID: "L", Delta: 1, Reason: "count"}); err != nil {
 			t.Fatal(err)
 		}
-		a := alloc("{o1}e1:L:alloc", "A", 2, "2026-12-01", ModeShip)
+		a := alloc("{o1}e1:L:alloc", "A", 2, "2026-12-01", stock.ModeShip)
 		a.LegacyOpID = "e1:L:adjust"
 		r, err := inv.Apply(ctx, a)
-		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 2})
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Allocated, 2})
 		if r.Replayed || r.Version != 2 {
 			t.Fatalf("%+v, want applied at version 2", r)
 		}
 		// Its own record answers it from now on.
 		r, err = inv.Apply(ctx, a)
-		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 2})
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Allocated, 2})
 		if !r.Replayed || r.Version != 2 {
 			t.Fatalf("again: %+v, want its own answer replayed", r)
 		}
@@ -160,7 +160,7 @@ func TestLegacyOpIDOfAnotherRequestIsNotReplayed(t *testing.T) {
 // the upgraded worker's re-run.
 func TestRecordsWithoutFingerprintAreReplayed(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
-	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 5)}}
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "2027-01-01", 5)}}
 	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(s)})
 	if err != nil {
 		t.Fatal(err)
@@ -172,27 +172,27 @@ func TestRecordsWithoutFingerprintAreReplayed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rec) < 1+fingerprintBytes || rec[0] != '#' {
+		if len(rec) < 1+stock.FingerprintBytes || rec[0] != '#' {
 			t.Fatalf("record %q carries no fingerprint", rec)
 		}
-		if err := rc.Set(ctx, k, rec[1+fingerprintBytes:], 0).Err(); err != nil {
+		if err := rc.Set(ctx, k, rec[1+stock.FingerprintBytes:], 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	first, err := l.Apply(ctx, alloc("old", "A", 2, "2026-12-01", ModeShip))
-	wantMoves(t, first, err, mv{"L", Sellable, Allocated, 2})
+	first, err := l.Apply(ctx, alloc("old", "A", 2, "2026-12-01", stock.ModeShip))
+	wantMoves(t, first, err, mv{"L", stock.Sellable, stock.Allocated, 2})
 	stripped("old")
-	r, err := l.Apply(ctx, alloc("old", "A", 1, "2026-12-01", ModeReserve))
+	r, err := l.Apply(ctx, alloc("old", "A", 1, "2026-12-01", stock.ModeReserve))
 	if err != nil || !r.Replayed || !reflect.DeepEqual(movesOf(r), movesOf(first)) {
 		t.Fatalf("a record without fingerprint: %+v %v, want its answer replayed", r, err)
 	}
-	_, err = l.Apply(ctx, alloc("old-fail", "A", 9, "2026-12-01", ModeShip))
-	wantErr(t, err, ErrShortage)
+	_, err = l.Apply(ctx, alloc("old-fail", "A", 9, "2026-12-01", stock.ModeShip))
+	wantErr(t, err, stock.ErrShortage)
 	stripped("old-fail")
-	if r, err := l.Apply(ctx, alloc("old-fail", "A", 1, "2026-12-01", ModeShip)); !errors.Is(err, ErrShortage) || !r.Replayed {
+	if r, err := l.Apply(ctx, alloc("old-fail", "A", 1, "2026-12-01", stock.ModeShip)); !errors.Is(err, stock.ErrShortage) || !r.Replayed {
 		t.Fatalf("a failure without fingerprint: %+v %v, want its shortage replayed", r, err)
 	}
-	a := alloc("new", "A", 1, "2026-12-01", ModeShip)
+	a := alloc("new", "A", 1, "2026-12-01", stock.ModeShip)
 	a.LegacyOpID = "old"
 	r, err = l.Apply(ctx, a)
 	if err != nil || !r.Replayed || r.Version != first.Version {
@@ -201,105 +201,4 @@ func TestRecordsWithoutFingerprintAreReplayed(t *testing.T) {
 	if snap, _ := l.Snapshot(ctx, "A"); snap.Version != 1 || snap.Lots[0].Sellable != 3 {
 		t.Fatalf("the replays moved stock: %+v", snap)
 	}
-}
-
-// The fingerprint's encoding is part of every op record: a change would make each
-// remembered operation refuse its own replay after an upgrade. These values pin it (the
-// first is the SHA-256 of "5:alloc3:TEA1:310:2026-12-014:ship4:LC-1", cut to 16 bytes).
-func TestFingerprintIsStable(t *testing.T) {
-	for _, c := range []struct {
-		op   Op
-		want string
-	}{
-		{AllocateRequest{OpID: "a", SKU: "TEA", Qty: 3, TargetDate: "2026-12-01", Mode: ModeShip, Holder: "LC-1"}, "f5df937bf80f609fdee4731eb4b46a61"},
-		{ChangeRequest{OpID: "c", SKU: "TEA", TargetDate: "2026-12-01", Mode: ModeReserve, Release: lotQty("L1", 2), Allocate: []int64{1, 3}, Holder: "LC-1"}, "dfaeb1e7b9552086746467af953a2cbf"},
-		{UndoRequest{OpID: "u", SKU: "TEA", From: Sellable, To: Reserved, Lots: lotQty("L1", 4), Back: lotQty("L2", 2), Holder: "LC-1"}, "9b879cd9aeb29bfb439f0c9674b80c84"},
-		{RegisterLotRequest{OpID: "r", SKU: "TEA", Lot: NewLot{LotID: "L3", Kind: KindOnHand, Good: true, BestBefore: "2027-01-01", Sellable: 10}}, "333c8e56004e2c65175afef531b69a98"},
-	} {
-		if got := hex.EncodeToString([]byte(c.op.fingerprint())); got != c.want {
-			t.Errorf("%T: fingerprint %s, want %s", c.op, got, c.want)
-		}
-	}
-}
-
-// Requests that differ only in their kind, or in the defaults a lot registration fills
-// in, are told apart, or not, as the script would see them.
-func TestFingerprintNamesTheKind(t *testing.T) {
-	lots := LotsRequest{OpID: "x", SKU: "A", Lots: lotQty("L", 1)}
-	hold := HoldRequest{OpID: "x", SKU: "A", LotID: "L", Qty: 1}
-	fps := map[string]string{}
-	for _, op := range []Op{ConfirmRequest(lots), ShipRequest(lots), hold, ReleaseHoldRequest(hold), DamageRequest(hold),
-		ReleaseRequest{OpID: "x", SKU: "A", From: Reserved, Lots: lotQty("L", 1)},
-		RegisterSKURequest{OpID: "x", SKU: "A"}, SafetyStockRequest{OpID: "x", SKU: "A"}} {
-		fp := op.fingerprint()
-		if len(fp) != fingerprintBytes {
-			t.Fatalf("%T: fingerprint %q", op, fp)
-		}
-		if prev, ok := fps[fp]; ok {
-			t.Errorf("%T and %s share a fingerprint", op, prev)
-		}
-		fps[fp] = reflect.TypeOf(op).Name()
-	}
-	a := RegisterLotRequest{SKU: "A", Lot: NewLot{LotID: "L", Kind: KindOnHand, Good: true, Sellable: 1}}
-	b := a
-	b.Lot.ValidFrom, b.Lot.ValidTo = MinDate, MaxDate
-	if a.fingerprint() != b.fingerprint() {
-		t.Error("a lot with the default period and one without differ")
-	}
-	b.OpID, b.Lot.Sellable = "other", 2
-	if a.fingerprint() == b.fingerprint() {
-		t.Error("lots of other quantities share a fingerprint")
-	}
-}
-
-// FuzzFingerprintTellsRequestsApart: the encoding under the hash is injective (two
-// lists of strings encode alike only when they are equal, however a sender splits the
-// bytes among fields: lot ids, holders and reasons come from events), so requests share a
-// fingerprint only when every argument is equal.
-func FuzzFingerprintTellsRequestsApart(f *testing.F) {
-	f.Add("L1\x00L2", "L1L2", "o1", int64(3), int64(1))
-	f.Add("a:1", "a\x001", "", int64(0), int64(-1))
-	f.Add("1:a", "1:a", "1:", int64(10), int64(1))
-	f.Add("", "\x00", "x", int64(1), int64(1))
-	f.Fuzz(func(t *testing.T, a, b, holder string, q1, q2 int64) {
-		la, lb := strings.Split(a, "\x00"), strings.Split(b, "\x00")
-		enc := func(xs []string) string {
-			fp := &fingerprint{}
-			for _, x := range xs {
-				fp.str(x)
-			}
-			return string(fp.b)
-		}
-		if eq := reflect.DeepEqual(la, lb); eq != (enc(la) == enc(lb)) {
-			t.Fatalf("%q and %q: equal %v, encodings %q %q", la, lb, eq, enc(la), enc(lb))
-		}
-		lotsOf := func(ids []string, q int64) []LotQty {
-			out := []LotQty{}
-			for _, id := range ids {
-				out = append(out, LotQty{LotID: id, Qty: q})
-			}
-			return out
-		}
-		reqs := []ChangeRequest{
-			{SKU: "S", Release: lotsOf(la, q1), Allocate: []int64{q2}, Holder: holder},
-			{SKU: "S", Release: lotsOf(lb, q1), Allocate: []int64{q2}, Holder: holder},
-			{SKU: "S", Release: lotsOf(la, q2), Allocate: []int64{q1}, Holder: holder},
-			{SKU: "S", Release: lotsOf(la, q1), Holder: holder + a},
-			{SKU: a, TargetDate: b, Holder: holder},
-			{SKU: a + b, Holder: holder},
-		}
-		for i := range reqs {
-			for j := range reqs {
-				same := reflect.DeepEqual(reqs[i], reqs[j])
-				if same != (reqs[i].fingerprint() == reqs[j].fingerprint()) {
-					t.Fatalf("%+v and %+v: equal %v, fingerprints %x %x", reqs[i], reqs[j], same, reqs[i].fingerprint(), reqs[j].fingerprint())
-				}
-			}
-		}
-		u := UndoRequest{SKU: "S", From: a, To: b, Holder: holder}
-		v := UndoRequest{SKU: "S", From: a + b, Holder: holder}
-		if (b == "") != (u.fingerprint() == v.fingerprint()) {
-			t.Fatalf("%+v and %+v: fingerprints %x %x", u, v, u.fingerprint(), v.fingerprint())
-		}
-	})
 }

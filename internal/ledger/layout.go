@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // Redis layout of one SKU (docs/ledger.md explains the choice):
@@ -23,7 +25,7 @@ import (
 //	    n        the next registration number (reg_seq) RegisterLot gives
 //	    kl       the key layout the index and the stored keys were written in (keyLayout)
 //	    m:<lot>  meta "kind\tgood\tbest_before\treg_seq\tarrives_at\tvalid_from\tvalid_to"
-//	    k:<lot>  the lot's stored key: allocKey of the lot, then the meta it was computed
+//	    k:<lot>  the lot's stored key: AllocKey of the lot, then the meta it was computed
 //	             for (a key whose meta is not the lot's is no key: an older version
 //	             changed the meta)
 //	    s:<lot>  sellable (read for every candidate an allocation looks at)
@@ -56,52 +58,19 @@ const (
 
 // bucketCodes are the bucket names in ledger.lua's arguments.
 var bucketCodes = map[string]string{
-	Sellable: "s", Reserved: "r", Allocated: "a", Hidden: "h", Shipped: "x", Defective: "d",
+	stock.Sellable: "s", stock.Reserved: "r", stock.Allocated: "a", stock.Hidden: "h", stock.Shipped: "x", stock.Defective: "d",
 }
 
-// Candidate index records. Each is allocKey + valid_from + valid_to + "s:" + lot_id + "\n"
-// (the lot's sellable field), so records sort in allocation order; the scripts read them
-// at fixed offsets (candidates.lua's SORT_LEN, PERIOD_AT, FIELD_AT).
-const (
-	// MaxRegSeq is the largest registration number (reg_seq): 15 digits, below 2^53 for Lua.
-	MaxRegSeq = 999_999_999_999_999
-	// keyLen is the length of every allocKey (candidates.lua's SORT_LEN).
-	keyLen      = 26
-	noBestFirst = "9999-99-99" // on-hand lot without best-before: after every date
-	plannedBB   = "0000-00-00"
-)
-
-// allocKey returns the lot's key in the allocation order: sorted byte by byte, keys give
-// on-hand lots first by best-before (none = last) then registration order (FEFO), then
-// planned lots by descending registration order (LIFO). It is kind (o|p) + 10 characters
-// (the best-before, or a marker) + 15 digits (reg_seq, or its complement for a planned
-// lot): keyLen bytes.
-//
-// It is the only definition of the order. The Model sorts candidates by it; the load and
-// the re-index write it into the index records and into each lot's stored key (k:<lot>);
-// RegisterLot and Receive compute the key of the lot they (re)index and pass it to the
-// script. ledger.lua copies keys it is given or finds stored, and never builds one.
-func allocKey(l Lot) string {
-	if l.Kind == KindPlanned {
-		return fmt.Sprintf("p%s%015d", plannedBB, MaxRegSeq-l.RegSeq)
-	}
-	bb := l.BestBefore
-	if bb == "" {
-		bb = noBestFirst
-	}
-	return fmt.Sprintf("o%s%015d", bb, l.RegSeq)
-}
-
-func indexRecord(l Lot) string {
-	return allocKey(l) + l.ValidFrom + l.ValidTo + "s:" + l.LotID + "\n"
+func indexRecord(l stock.Lot) string {
+	return stock.AllocKey(l) + l.ValidFrom + l.ValidTo + "s:" + l.LotID + "\n"
 }
 
 // storedKey is the value of a lot's k:<lot> field: its key, then the meta it is the key
 // of. The script trusts a stored key only while the lot's meta is that meta.
-func storedKey(l Lot, meta string) string { return allocKey(l) + meta }
+func storedKey(l stock.Lot, meta string) string { return stock.AllocKey(l) + meta }
 
 // keyLayout names the layout of the index records and the stored keys: a digest of what
-// indexRecord writes for layoutProbe, so that any change to allocKey or indexRecord
+// indexRecord writes for layoutProbe, so that any change to AllocKey or indexRecord
 // changes it. Every SKU hash carries the layout it was written in (field kl); the scripts
 // carry this one (scriptHeader) and refuse a SKU in another with ERR_REINDEX, upon which
 // the Go side re-indexes the SKU (Reindex) and runs the operation again.
@@ -109,16 +78,16 @@ var keyLayout = layoutOf(indexRecord)
 
 // layoutProbe are lots of every kind of key: on hand with and without best-before,
 // planned, registration numbers at both ends.
-var layoutProbe = []Lot{
-	{LotID: "a", Kind: KindOnHand, BestBefore: "2027-01-31", RegSeq: 0, ValidFrom: MinDate, ValidTo: MaxDate},
-	{LotID: "b", Kind: KindOnHand, BestBefore: "", RegSeq: 7, ValidFrom: "2026-12-01", ValidTo: "2026-12-31"},
-	{LotID: "c", Kind: KindOnHand, BestBefore: "2026-12-15", RegSeq: MaxRegSeq, ValidFrom: MinDate, ValidTo: MaxDate},
-	{LotID: "d", Kind: KindPlanned, RegSeq: 0, ValidFrom: MinDate, ValidTo: MaxDate},
-	{LotID: "e", Kind: KindPlanned, RegSeq: 12345, ArrivesAt: "2026-12-03", ValidFrom: "2026-12-05", ValidTo: MaxDate},
-	{LotID: "f", Kind: KindPlanned, RegSeq: MaxRegSeq, ValidFrom: MinDate, ValidTo: MaxDate},
+var layoutProbe = []stock.Lot{
+	{LotID: "a", Kind: stock.KindOnHand, BestBefore: "2027-01-31", RegSeq: 0, ValidFrom: stock.MinDate, ValidTo: stock.MaxDate},
+	{LotID: "b", Kind: stock.KindOnHand, BestBefore: "", RegSeq: 7, ValidFrom: "2026-12-01", ValidTo: "2026-12-31"},
+	{LotID: "c", Kind: stock.KindOnHand, BestBefore: "2026-12-15", RegSeq: stock.MaxRegSeq, ValidFrom: stock.MinDate, ValidTo: stock.MaxDate},
+	{LotID: "d", Kind: stock.KindPlanned, RegSeq: 0, ValidFrom: stock.MinDate, ValidTo: stock.MaxDate},
+	{LotID: "e", Kind: stock.KindPlanned, RegSeq: 12345, ArrivesAt: "2026-12-03", ValidFrom: "2026-12-05", ValidTo: stock.MaxDate},
+	{LotID: "f", Kind: stock.KindPlanned, RegSeq: stock.MaxRegSeq, ValidFrom: stock.MinDate, ValidTo: stock.MaxDate},
 }
 
-func layoutOf(record func(Lot) string) string {
+func layoutOf(record func(stock.Lot) string) string {
 	h := sha256.New()
 	for _, l := range layoutProbe {
 		h.Write([]byte(record(l))) // a hash.Hash never returns an error
@@ -131,7 +100,7 @@ func scriptHeader() string { return "local KEY_LAYOUT = '" + keyLayout + "'\n" }
 
 // buildIndex returns the candidate index of lots, split into chunks: the good ones with
 // sellable stock, in allocation order. There is always at least one chunk.
-func buildIndex(lots []Lot) []string {
+func buildIndex(lots []stock.Lot) []string {
 	var records []string
 	for _, l := range lots {
 		if l.Good && l.Sellable > 0 {
@@ -155,7 +124,7 @@ func buildIndex(lots []Lot) []string {
 	return chunks
 }
 
-func encodeMeta(l Lot) string {
+func encodeMeta(l stock.Lot) string {
 	good := "0"
 	if l.Good {
 		good = "1"
@@ -164,7 +133,7 @@ func encodeMeta(l Lot) string {
 		l.ArrivesAt, l.ValidFrom, l.ValidTo}, "\t")
 }
 
-func decodeMeta(l *Lot, s string) error {
+func decodeMeta(l *stock.Lot, s string) error {
 	f := strings.Split(s, "\t")
 	if len(f) != 7 {
 		return fmt.Errorf("ledger: lot %s: bad meta %q", l.LotID, s)
@@ -178,62 +147,8 @@ func decodeMeta(l *Lot, s string) error {
 	return nil
 }
 
-// CheckSKUState validates a SKU as loaded from PostgreSQL: ids, kinds, dates, registration
-// numbers unique and in range, no negative bucket.
-func CheckSKUState(s SKU) error {
-	if err := CheckSKU(s.SKU); err != nil {
-		return err
-	}
-	if s.SafetyStock < 0 || s.SafetyStock > MaxQty {
-		return invalid("sku %s: safety_stock %d out of range", s.SKU, s.SafetyStock)
-	}
-	seen := map[string]bool{}
-	regs := map[int64]string{}
-	for _, l := range s.Lots {
-		if err := CheckLotID(l.LotID); err != nil {
-			return err
-		}
-		if seen[l.LotID] {
-			return invalid("sku %s: lot %s twice", s.SKU, l.LotID)
-		}
-		seen[l.LotID] = true
-		if other, dup := regs[l.RegSeq]; dup {
-			return invalid("sku %s: lots %s and %s share reg_seq %d", s.SKU, other, l.LotID, l.RegSeq)
-		}
-		regs[l.RegSeq] = l.LotID
-		if l.RegSeq < 0 || l.RegSeq > MaxRegSeq {
-			return invalid("sku %s lot %s: reg_seq %d out of range", s.SKU, l.LotID, l.RegSeq)
-		}
-		if l.Kind != KindOnHand && l.Kind != KindPlanned {
-			return invalid("sku %s lot %s: kind %q", s.SKU, l.LotID, l.Kind)
-		}
-		for _, d := range []struct{ f, v string }{{"best_before", l.BestBefore}, {"arrives_at", l.ArrivesAt}} {
-			if d.v != "" {
-				if err := CheckDate(d.f, d.v); err != nil {
-					return err
-				}
-			}
-		}
-		if err := CheckDate("valid_from", l.ValidFrom); err != nil {
-			return err
-		}
-		if err := CheckDate("valid_to", l.ValidTo); err != nil {
-			return err
-		}
-		if l.ValidFrom > l.ValidTo {
-			return invalid("sku %s lot %s: valid_from after valid_to", s.SKU, l.LotID)
-		}
-		for _, q := range []int64{l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped} {
-			if q < 0 || q > 1000*MaxQty {
-				return invalid("sku %s lot %s: bucket quantity %d out of range", s.SKU, l.LotID, q)
-			}
-		}
-	}
-	return nil
-}
-
 // loadFields returns the hash of a SKU as field/value pairs.
-func loadFields(s SKU) []any {
+func loadFields(s stock.SKU) []any {
 	chunks := buildIndex(s.Lots)
 	next := int64(0)
 	for _, l := range s.Lots {
@@ -256,8 +171,8 @@ func loadFields(s SKU) []any {
 }
 
 // decodeHash turns a SKU hash (HGETALL) into a SKU, lots by registration order.
-func decodeHash(sku string, h map[string]string) (SKU, error) {
-	s := SKU{SKU: sku, Lots: []Lot{}}
+func decodeHash(sku string, h map[string]string) (stock.SKU, error) {
+	s := stock.SKU{SKU: sku, Lots: []stock.Lot{}}
 	var err error
 	if s.Version, err = strconv.ParseInt(h[fieldVersion], 10, 64); err != nil {
 		return s, fmt.Errorf("ledger: sku %s: bad version %q", sku, h[fieldVersion])
@@ -270,7 +185,7 @@ func decodeHash(sku string, h map[string]string) (SKU, error) {
 		if !ok {
 			continue
 		}
-		l := Lot{LotID: id}
+		l := stock.Lot{LotID: id}
 		if err := decodeMeta(&l, v); err != nil {
 			return s, err
 		}
@@ -282,17 +197,8 @@ func decodeHash(sku string, h map[string]string) (SKU, error) {
 		}
 		s.Lots = append(s.Lots, l)
 	}
-	sortLots(s.Lots)
+	stock.SortLots(s.Lots)
 	return s, nil
-}
-
-func sortLots(lots []Lot) {
-	sort.Slice(lots, func(i, j int) bool {
-		if lots[i].RegSeq != lots[j].RegSeq {
-			return lots[i].RegSeq < lots[j].RegSeq
-		}
-		return lots[i].LotID < lots[j].LotID
-	})
 }
 
 // decodeResult parses a success result of ledger.lua:
@@ -305,9 +211,11 @@ func sortLots(lots []Lot) {
 //	s \t safety_stock                      RegisterSKU, SetSafetyStock
 //	n \t count                             Recall: the lot's holders
 //	k \t lcid \t qty                       Recall: one per holder listed
-func decodeResult(opID, sku, text string) (Result, error) {
-	r := Result{OpID: opID, SKU: sku, Moves: []Move{}, Lots: []Lot{}}
-	bad := func(line string) (Result, error) { return r, fmt.Errorf("ledger: bad script result line %q", line) }
+func decodeResult(opID, sku, text string) (stock.Result, error) {
+	r := stock.Result{OpID: opID, SKU: sku, Moves: []stock.Move{}, Lots: []stock.Lot{}}
+	bad := func(line string) (stock.Result, error) {
+		return r, fmt.Errorf("ledger: bad script result line %q", line)
+	}
 	line, rest, _ := strings.Cut(text, "\n")
 	var err error
 	if r.Version, err = strconv.ParseInt(line, 10, 64); err != nil {
@@ -326,7 +234,7 @@ func decodeResult(opID, sku, text string) (Result, error) {
 			if err != nil {
 				return bad(line)
 			}
-			r.Moves = append(r.Moves, Move{OpID: opID, Index: len(r.Moves), SKU: sku, LotID: lot, From: from, To: to, Qty: q, Version: r.Version})
+			r.Moves = append(r.Moves, stock.Move{OpID: opID, Index: len(r.Moves), SKU: sku, LotID: lot, From: from, To: to, Qty: q, Version: r.Version})
 		case "l":
 			l, err := decodeLotLine(f)
 			if err != nil {
@@ -350,7 +258,7 @@ func decodeResult(opID, sku, text string) (Result, error) {
 				return bad(line)
 			}
 			// A recall touches its one lot; the lot line comes before the holders.
-			r.Holders = append(r.Holders, Holder{LCID: lcid, LotID: r.Lots[len(r.Lots)-1].LotID, Qty: q})
+			r.Holders = append(r.Holders, stock.Holder{LCID: lcid, LotID: r.Lots[len(r.Lots)-1].LotID, Qty: q})
 		default:
 			return bad(line)
 		}
@@ -359,8 +267,8 @@ func decodeResult(opID, sku, text string) (Result, error) {
 }
 
 // decodeLotLine parses "lot \t <meta, 7 fields> \t sellable \t r a h x".
-func decodeLotLine(f string) (Lot, error) {
-	var l Lot
+func decodeLotLine(f string) (stock.Lot, error) {
+	var l stock.Lot
 	var fields [10]string
 	for i := range 9 {
 		var ok bool
@@ -385,7 +293,7 @@ func decodeLotLine(f string) (Lot, error) {
 
 // decodeBuckets parses the b:<lot> field "reserved allocated hidden shipped defective"
 // (four numbers in a hash written before the defective bucket: defective 0).
-func decodeBuckets(l *Lot, s string) error {
+func decodeBuckets(l *stock.Lot, s string) error {
 	all := s
 	l.Defective = 0
 	for i, q := range []*int64{&l.Reserved, &l.Allocated, &l.Hidden, &l.Shipped, &l.Defective} {

@@ -1,3 +1,6 @@
+// Package ledger keeps inventory in Redis: per SKU a small set of lots with buckets,
+// changed only by atomic Lua scripts that move quantities between buckets. The
+// operations, results and errors it runs are internal/ledger/stock's.
 package ledger
 
 import (
@@ -14,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/junban/junban/internal/keyscan"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/tracing"
 )
 
@@ -49,7 +53,7 @@ type Config struct {
 	// Prefix starts every key (config.Redis.KeyPrefix; required, no '{' or '}').
 	Prefix string
 	// Loader supplies SKUs that are not in Redis yet; nil: such a SKU is ErrNotLoaded.
-	Loader Loader
+	Loader stock.Loader
 	// OpRetention is how long an op id and its result are remembered (rounded up to a
 	// second); a replay after that is applied anew. Zero means OpRetentionDefault.
 	OpRetention time.Duration
@@ -88,7 +92,7 @@ func (c Config) retentionSeconds() string {
 type Ledger struct {
 	rc     redis.UniversalClient
 	prefix string
-	loader Loader
+	loader stock.Loader
 	ttl    string
 }
 
@@ -104,13 +108,13 @@ func New(cfg Config) (*Ledger, error) {
 // Inventory is what both Ledger and Model do, so callers and tests can use either.
 type Inventory interface {
 	Load(ctx context.Context, sku string) error
-	Apply(ctx context.Context, op Op) (Result, error)
-	Snapshot(ctx context.Context, sku string) (SKU, error)
+	Apply(ctx context.Context, op stock.Op) (stock.Result, error)
+	Snapshot(ctx context.Context, sku string) (stock.SKU, error)
 }
 
 var (
 	_ Inventory = (*Ledger)(nil)
-	_ Inventory = (*Model)(nil)
+	_ Inventory = (*stock.Model)(nil)
 )
 
 // Load creates the SKU's state in Redis from the Loader unless it exists already.
@@ -120,18 +124,18 @@ func (l *Ledger) Load(ctx context.Context, sku string) error {
 }
 
 func (l *Ledger) load(ctx context.Context, sku string) (created bool, err error) {
-	if err := CheckSKU(sku); err != nil {
+	if err := stock.CheckSKU(sku); err != nil {
 		return false, err
 	}
 	if l.loader == nil {
-		return false, fmt.Errorf("ledger: load sku=%s: no loader: %w", sku, ErrNotLoaded)
+		return false, fmt.Errorf("ledger: load sku=%s: no loader: %w", sku, stock.ErrNotLoaded)
 	}
 	s, err := l.loader.LoadSKU(ctx, sku)
 	if err != nil {
 		return false, fmt.Errorf("ledger: load sku=%s: %w", sku, err)
 	}
 	s.SKU = sku
-	if err := CheckSKUState(s); err != nil {
+	if err := stock.CheckSKUState(s); err != nil {
 		return false, fmt.Errorf("ledger: load: %w", err)
 	}
 	n, err := loadScript.Run(ctx, l.rc, []string{Key(l.prefix, sku)}, loadFields(s)...).Int()
@@ -149,14 +153,14 @@ func (l *Ledger) load(ctx context.Context, sku string) (created bool, err error)
 //
 // Each call is a span "ledger <name>" (the script's op) with the SKU and the op id; a
 // refusal (ErrShortage, ...) is its outcome, not an error status.
-func (l *Ledger) run(ctx context.Context, name, fp, opID, legacy, sku string, args ...any) (Result, error) {
+func (l *Ledger) run(ctx context.Context, name, fp, opID, legacy, sku string, args ...any) (stock.Result, error) {
 	ctx, span := tracing.Tracer().Start(ctx, "ledger "+name, trace.WithAttributes(
 		attribute.String("junban.sku", sku), attribute.String("junban.op_id", opID)))
 	r, err := l.runScript(ctx, name, fp, opID, legacy, sku, args...)
 	r.LegacyOpID = legacy
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Bool("junban.replayed", r.Replayed))
-		if reason, ok := Rejection(err); ok {
+		if reason, ok := stock.Rejection(err); ok {
 			span.SetAttributes(attribute.String("junban.reason", reason))
 			span.End()
 			return r, err
@@ -166,7 +170,7 @@ func (l *Ledger) run(ctx context.Context, name, fp, opID, legacy, sku string, ar
 	return r, err
 }
 
-func (l *Ledger) runScript(ctx context.Context, name, fp, opID, legacy, sku string, args ...any) (Result, error) {
+func (l *Ledger) runScript(ctx context.Context, name, fp, opID, legacy, sku string, args ...any) (stock.Result, error) {
 	keys := []string{Key(l.prefix, sku), opKey(l.prefix, sku, opID)}
 	if legacy != "" {
 		keys = append(keys, opKey(l.prefix, sku, legacy))
@@ -178,33 +182,33 @@ func (l *Ledger) runScript(ctx context.Context, name, fp, opID, legacy, sku stri
 		if err != nil {
 			var rerr redis.Error
 			if !errors.As(err, &rerr) {
-				return Result{OpID: opID, SKU: sku}, fmt.Errorf("ledger: %s sku=%s: %w", name, sku, err)
+				return stock.Result{OpID: opID, SKU: sku}, fmt.Errorf("ledger: %s sku=%s: %w", name, sku, err)
 			}
 			if next, ok := regSeqReply(err); ok {
-				return Result{OpID: opID, SKU: sku}, next
+				return stock.Result{OpID: opID, SKU: sku}, next
 			}
 			if isReindexReply(err) && !reindexed {
 				reindexed = true
 				if _, err := l.Reindex(ctx, sku, false); err != nil {
-					return Result{OpID: opID, SKU: sku}, fmt.Errorf("ledger: %s sku=%s: %w", name, sku, err)
+					return stock.Result{OpID: opID, SKU: sku}, fmt.Errorf("ledger: %s sku=%s: %w", name, sku, err)
 				}
 				continue
 			}
 			e, replayed, ok := scriptError(name, sku, err)
 			if !ok {
-				return Result{OpID: opID, SKU: sku}, fmt.Errorf("ledger: %s sku=%s: %w", name, sku, err)
+				return stock.Result{OpID: opID, SKU: sku}, fmt.Errorf("ledger: %s sku=%s: %w", name, sku, err)
 			}
-			if errors.Is(e, ErrNotLoaded) && !loaded {
+			if errors.Is(e, stock.ErrNotLoaded) && !loaded {
 				loaded = true
 				if _, err := l.load(ctx, sku); err != nil {
-					return Result{OpID: opID, SKU: sku}, err
+					return stock.Result{OpID: opID, SKU: sku}, err
 				}
 				continue
 			}
-			return Result{OpID: opID, SKU: sku, Replayed: replayed}, e
+			return stock.Result{OpID: opID, SKU: sku, Replayed: replayed}, e
 		}
 		if len(res) != 2 {
-			return Result{OpID: opID, SKU: sku}, fmt.Errorf("ledger: %s sku=%s: unexpected reply %v", name, sku, res)
+			return stock.Result{OpID: opID, SKU: sku}, fmt.Errorf("ledger: %s sku=%s: unexpected reply %v", name, sku, res)
 		}
 		text, _ := res[1].(string)
 		r, err := decodeResult(opID, sku, text)
@@ -216,7 +220,7 @@ func (l *Ledger) runScript(ctx context.Context, name, fp, opID, legacy, sku stri
 // moveLots runs ledger.lua's move: the quantities in lots from one bucket to another,
 // then those in back the other way (op ids as run takes them), with the holder whose holdings change (or "") and the
 // reason the result carries (or "").
-func (l *Ledger) moveLots(ctx context.Context, fp, opID, legacy, sku, from, to, holder, reason string, lots, back []LotQty) (Result, error) {
+func (l *Ledger) moveLots(ctx context.Context, fp, opID, legacy, sku, from, to, holder, reason string, lots, back []stock.LotQty) (stock.Result, error) {
 	args := make([]any, 0, 5+2*(len(lots)+len(back)))
 	args = append(args, from, to, holder, reason, len(lots))
 	for _, q := range lots {
@@ -244,8 +248,8 @@ const (
 // reg+window-1, again from the number the script answers as long as the lot's was not
 // among them (ERR_REG_SEQ: op's first guess was stale, or other registrations came
 // first).
-func withRegSeq(name, sku string, reg int64, op func(reg int64, window int) (Result, error)) (Result, error) {
-	var res Result
+func withRegSeq(name, sku string, reg int64, op func(reg int64, window int) (stock.Result, error)) (stock.Result, error) {
+	var res stock.Result
 	window := regSeqWindow
 	for range regSeqAttempts {
 		var err error
@@ -279,7 +283,7 @@ func (l *Ledger) regSeqOf(ctx context.Context, sku, lot string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	lt := Lot{LotID: lot}
+	lt := stock.Lot{LotID: lot}
 	if err := decodeMeta(&lt, m); err != nil {
 		return 0, err
 	}
@@ -288,16 +292,16 @@ func (l *Ledger) regSeqOf(ctx context.Context, sku, lot string) (int64, error) {
 
 // Snapshot returns the SKU's current state, lots by registration order; ErrNotLoaded
 // when it is not in Redis.
-func (l *Ledger) Snapshot(ctx context.Context, sku string) (SKU, error) {
-	if err := CheckSKU(sku); err != nil {
-		return SKU{}, err
+func (l *Ledger) Snapshot(ctx context.Context, sku string) (stock.SKU, error) {
+	if err := stock.CheckSKU(sku); err != nil {
+		return stock.SKU{}, err
 	}
 	h, err := l.rc.HGetAll(ctx, Key(l.prefix, sku)).Result()
 	if err != nil {
-		return SKU{}, fmt.Errorf("ledger: snapshot sku=%s: %w", sku, err)
+		return stock.SKU{}, fmt.Errorf("ledger: snapshot sku=%s: %w", sku, err)
 	}
 	if len(h) == 0 {
-		return SKU{}, opError("snapshot", sku, ErrNotLoaded, "")
+		return stock.SKU{}, stock.OpError("snapshot", sku, stock.ErrNotLoaded, "")
 	}
 	return decodeHash(sku, h)
 }

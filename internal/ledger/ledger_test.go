@@ -5,42 +5,44 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 
 // memLoader serves SKUs from memory and counts calls.
 type memLoader struct {
 	mu    sync.Mutex
-	skus  map[string]SKU
+	skus  map[string]stock.SKU
 	calls int
 }
 
-func newMemLoader(skus ...SKU) *memLoader {
-	m := &memLoader{skus: map[string]SKU{}}
+func newMemLoader(skus ...stock.SKU) *memLoader {
+	m := &memLoader{skus: map[string]stock.SKU{}}
 	for _, s := range skus {
 		m.skus[s.SKU] = s
 	}
 	return m
 }
 
-func (m *memLoader) LoadSKU(_ context.Context, sku string) (SKU, error) {
+func (m *memLoader) LoadSKU(_ context.Context, sku string) (stock.SKU, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
 	s, ok := m.skus[sku]
 	if !ok {
-		return SKU{}, ErrUnknownSKU
+		return stock.SKU{}, stock.ErrUnknownSKU
 	}
 	return cloneSKU(s), nil
 }
 
 // impls returns a Ledger on real Redis and a Model over the same SKUs, so every rule is
 // checked on both.
-func impls(t *testing.T, skus ...SKU) map[string]Inventory {
+func impls(t *testing.T, skus ...stock.SKU) map[string]Inventory {
 	rc, prefix := testenv.Redis(t)
 	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(skus...)})
 	if err != nil {
@@ -48,13 +50,13 @@ func impls(t *testing.T, skus ...SKU) map[string]Inventory {
 	}
 	return map[string]Inventory{
 		"redis": l,
-		"model": NewModel(newMemLoader(skus...)),
+		"model": stock.NewModel(newMemLoader(skus...)),
 	}
 }
 
-func lot(id, kind string, reg int64, bb string, sellable int64) Lot {
-	return Lot{LotID: id, Kind: kind, Good: true, BestBefore: bb, RegSeq: reg,
-		ValidFrom: MinDate, ValidTo: MaxDate, Sellable: sellable}
+func lot(id, kind string, reg int64, bb string, sellable int64) stock.Lot {
+	return stock.Lot{LotID: id, Kind: kind, Good: true, BestBefore: bb, RegSeq: reg,
+		ValidFrom: stock.MinDate, ValidTo: stock.MaxDate, Sellable: sellable}
 }
 
 var ctx = context.Background()
@@ -64,7 +66,7 @@ type mv struct {
 	qty           int64
 }
 
-func movesOf(r Result) []mv {
+func movesOf(r stock.Result) []mv {
 	out := []mv{}
 	for i, m := range r.Moves {
 		if m.Index != i || m.OpID != r.OpID || m.SKU != r.SKU {
@@ -75,7 +77,7 @@ func movesOf(r Result) []mv {
 	return out
 }
 
-func wantMoves(t *testing.T, r Result, err error, want ...mv) {
+func wantMoves(t *testing.T, r stock.Result, err error, want ...mv) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("unexpected error %v", err)
@@ -92,28 +94,28 @@ func wantErr(t *testing.T, err, want error) {
 	}
 }
 
-func each(t *testing.T, skus []SKU, fn func(t *testing.T, inv Inventory)) {
+func each(t *testing.T, skus []stock.SKU, fn func(t *testing.T, inv Inventory)) {
 	for name, inv := range impls(t, skus...) {
 		t.Run(name, func(t *testing.T) { fn(t, inv) })
 	}
 }
 
-func alloc(op, sku string, qty int64, date string, mode Mode) AllocateRequest {
-	return AllocateRequest{OpID: op, SKU: sku, Qty: qty, TargetDate: date, Mode: mode}
+func alloc(op, sku string, qty int64, date string, mode stock.Mode) stock.AllocateRequest {
+	return stock.AllocateRequest{OpID: op, SKU: sku, Qty: qty, TargetDate: date, Mode: mode}
 }
 
 func TestFEFO(t *testing.T) {
-	s := SKU{SKU: "A", Lots: []Lot{
-		lot("late", KindOnHand, 1, "2027-03-01", 2),
-		lot("early-2", KindOnHand, 3, "2027-01-01", 2),
-		lot("early-1", KindOnHand, 2, "2027-01-01", 2),
-		lot("nobb", KindOnHand, 0, "", 2),
-		lot("planned", KindPlanned, 9, "", 2),
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{
+		lot("late", stock.KindOnHand, 1, "2027-03-01", 2),
+		lot("early-2", stock.KindOnHand, 3, "2027-01-01", 2),
+		lot("early-1", stock.KindOnHand, 2, "2027-01-01", 2),
+		lot("nobb", stock.KindOnHand, 0, "", 2),
+		lot("planned", stock.KindPlanned, 9, "", 2),
 	}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Apply(ctx, alloc("o1", "A", 7, "2026-12-01", ModeShip))
-		wantMoves(t, r, err, mv{"early-1", Sellable, Allocated, 2}, mv{"early-2", Sellable, Allocated, 2},
-			mv{"late", Sellable, Allocated, 2}, mv{"nobb", Sellable, Allocated, 1})
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		r, err := inv.Apply(ctx, alloc("o1", "A", 7, "2026-12-01", stock.ModeShip))
+		wantMoves(t, r, err, mv{"early-1", stock.Sellable, stock.Allocated, 2}, mv{"early-2", stock.Sellable, stock.Allocated, 2},
+			mv{"late", stock.Sellable, stock.Allocated, 2}, mv{"nobb", stock.Sellable, stock.Allocated, 1})
 		if r.Version != 1 || len(r.Lots) != 4 || r.Lots[3].LotID != "nobb" || r.Lots[3].Sellable != 1 || r.Lots[3].Allocated != 1 {
 			t.Fatalf("result %+v", r)
 		}
@@ -121,88 +123,88 @@ func TestFEFO(t *testing.T) {
 }
 
 func TestPlannedLIFOAfterOnHand(t *testing.T) {
-	s := SKU{SKU: "A", Lots: []Lot{
-		lot("p-old", KindPlanned, 1, "", 5),
-		lot("onhand", KindOnHand, 2, "2027-01-01", 1),
-		lot("p-new", KindPlanned, 3, "", 5),
-		lot("p-mid", KindPlanned, 2_000, "2026-01-01", 5),
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{
+		lot("p-old", stock.KindPlanned, 1, "", 5),
+		lot("onhand", stock.KindOnHand, 2, "2027-01-01", 1),
+		lot("p-new", stock.KindPlanned, 3, "", 5),
+		lot("p-mid", stock.KindPlanned, 2_000, "2026-01-01", 5),
 	}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Apply(ctx, alloc("o1", "A", 9, "2026-12-01", ModeReserve))
-		wantMoves(t, r, err, mv{"onhand", Sellable, Reserved, 1}, mv{"p-mid", Sellable, Reserved, 5},
-			mv{"p-new", Sellable, Reserved, 3})
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		r, err := inv.Apply(ctx, alloc("o1", "A", 9, "2026-12-01", stock.ModeReserve))
+		wantMoves(t, r, err, mv{"onhand", stock.Sellable, stock.Reserved, 1}, mv{"p-mid", stock.Sellable, stock.Reserved, 5},
+			mv{"p-new", stock.Sellable, stock.Reserved, 3})
 	})
 }
 
 func TestPeriodBothEdgesInclusive(t *testing.T) {
-	l := lot("L", KindOnHand, 1, "2027-01-01", 10)
+	l := lot("L", stock.KindOnHand, 1, "2027-01-01", 10)
 	l.ValidFrom, l.ValidTo = "2026-12-01", "2026-12-10"
-	s := SKU{SKU: "A", Lots: []Lot{l}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		_, err := inv.Apply(ctx, alloc("before", "A", 1, "2026-11-30", ModeShip))
-		wantErr(t, err, ErrShortage)
-		r, err := inv.Apply(ctx, alloc("first", "A", 1, "2026-12-01", ModeShip))
-		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
-		r, err = inv.Apply(ctx, alloc("last", "A", 1, "2026-12-10", ModeShip))
-		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
-		_, err = inv.Apply(ctx, alloc("after", "A", 1, "2026-12-11", ModeShip))
-		wantErr(t, err, ErrShortage)
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{l}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		_, err := inv.Apply(ctx, alloc("before", "A", 1, "2026-11-30", stock.ModeShip))
+		wantErr(t, err, stock.ErrShortage)
+		r, err := inv.Apply(ctx, alloc("first", "A", 1, "2026-12-01", stock.ModeShip))
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Allocated, 1})
+		r, err = inv.Apply(ctx, alloc("last", "A", 1, "2026-12-10", stock.ModeShip))
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Allocated, 1})
+		_, err = inv.Apply(ctx, alloc("after", "A", 1, "2026-12-11", stock.ModeShip))
+		wantErr(t, err, stock.ErrShortage)
 	})
 }
 
 func TestDefectiveNeverAllocated(t *testing.T) {
-	bad := lot("bad", KindOnHand, 1, "2026-01-01", 100)
+	bad := lot("bad", stock.KindOnHand, 1, "2026-01-01", 100)
 	bad.Good = false
-	s := SKU{SKU: "A", Lots: []Lot{bad, lot("ok", KindOnHand, 2, "2027-01-01", 3), lot("p", KindPlanned, 3, "", 3)}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		_, err := inv.Apply(ctx, alloc("o1", "A", 7, "2026-12-01", ModeReserve))
-		wantErr(t, err, ErrShortage)
-		r, err := inv.Apply(ctx, RecallRequest{OpID: "d1", SKU: "A", LotID: "ok", Reason: "supplier recall"})
-		wantMoves(t, r, err, mv{"ok", Sellable, Defective, 3})
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{bad, lot("ok", stock.KindOnHand, 2, "2027-01-01", 3), lot("p", stock.KindPlanned, 3, "", 3)}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		_, err := inv.Apply(ctx, alloc("o1", "A", 7, "2026-12-01", stock.ModeReserve))
+		wantErr(t, err, stock.ErrShortage)
+		r, err := inv.Apply(ctx, stock.RecallRequest{OpID: "d1", SKU: "A", LotID: "ok", Reason: "supplier recall"})
+		wantMoves(t, r, err, mv{"ok", stock.Sellable, stock.Defective, 3})
 		if r.Lots[0].Good || r.Version != 1 {
 			t.Fatalf("after Recall: %+v", r)
 		}
-		r, err = inv.Apply(ctx, alloc("o2", "A", 2, "2026-12-01", ModeReserve))
-		wantMoves(t, r, err, mv{"p", Sellable, Reserved, 2})
+		r, err = inv.Apply(ctx, alloc("o2", "A", 2, "2026-12-01", stock.ModeReserve))
+		wantMoves(t, r, err, mv{"p", stock.Sellable, stock.Reserved, 2})
 	})
 }
 
 func TestSafetyStockOnlyForShip(t *testing.T) {
-	s := SKU{SKU: "A", SafetyStock: 5, Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 10)}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		_, err := inv.Apply(ctx, alloc("s11", "A", 11, "2026-12-01", ModeShip))
-		wantErr(t, err, ErrShortage) // short in either mode: shortage, not safety stock
-		_, err = inv.Apply(ctx, alloc("s6", "A", 6, "2026-12-01", ModeShip))
-		wantErr(t, err, ErrSafetyStock)
-		r, err := inv.Apply(ctx, alloc("r6", "A", 6, "2026-12-01", ModeReserve))
-		wantMoves(t, r, err, mv{"L", Sellable, Reserved, 6})
-		_, err = inv.Apply(ctx, alloc("s1", "A", 1, "2026-12-01", ModeShip))
-		wantErr(t, err, ErrSafetyStock)
+	s := stock.SKU{SKU: "A", SafetyStock: 5, Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "2027-01-01", 10)}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		_, err := inv.Apply(ctx, alloc("s11", "A", 11, "2026-12-01", stock.ModeShip))
+		wantErr(t, err, stock.ErrShortage) // short in either mode: shortage, not safety stock
+		_, err = inv.Apply(ctx, alloc("s6", "A", 6, "2026-12-01", stock.ModeShip))
+		wantErr(t, err, stock.ErrSafetyStock)
+		r, err := inv.Apply(ctx, alloc("r6", "A", 6, "2026-12-01", stock.ModeReserve))
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Reserved, 6})
+		_, err = inv.Apply(ctx, alloc("s1", "A", 1, "2026-12-01", stock.ModeShip))
+		wantErr(t, err, stock.ErrSafetyStock)
 		// Confirm has no safety check: the stock is already set aside.
-		r, err = inv.Apply(ctx, ConfirmRequest{OpID: "c", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 6}}})
-		wantMoves(t, r, err, mv{"L", Reserved, Allocated, 6})
-		_, err = inv.Apply(ctx, alloc("r4", "A", 4, "2026-12-01", ModeReserve)) // reserve may dip into safety stock
+		r, err = inv.Apply(ctx, stock.ConfirmRequest{OpID: "c", SKU: "A", Lots: []stock.LotQty{{LotID: "L", Qty: 6}}})
+		wantMoves(t, r, err, mv{"L", stock.Reserved, stock.Allocated, 6})
+		_, err = inv.Apply(ctx, alloc("r4", "A", 4, "2026-12-01", stock.ModeReserve)) // reserve may dip into safety stock
 		if err != nil {
 			t.Fatal(err)
 		}
 	})
-	s2 := SKU{SKU: "B", SafetyStock: 5, Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 10)}}
-	each(t, []SKU{s2}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Apply(ctx, alloc("s5", "B", 5, "2026-12-01", ModeShip)) // S = ss + qty exactly
-		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 5})
+	s2 := stock.SKU{SKU: "B", SafetyStock: 5, Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "2027-01-01", 10)}}
+	each(t, []stock.SKU{s2}, func(t *testing.T, inv Inventory) {
+		r, err := inv.Apply(ctx, alloc("s5", "B", 5, "2026-12-01", stock.ModeShip)) // S = ss + qty exactly
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Allocated, 5})
 	})
 }
 
 func TestShortageMovesNothing(t *testing.T) {
-	s := SKU{SKU: "A", Lots: []Lot{lot("L1", KindOnHand, 1, "2027-01-01", 3), lot("L2", KindPlanned, 2, "", 3)}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L1", stock.KindOnHand, 1, "2027-01-01", 3), lot("L2", stock.KindPlanned, 2, "", 3)}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
 		if err := inv.Load(ctx, "A"); err != nil {
 			t.Fatal(err)
 		}
 		before, _ := inv.Snapshot(ctx, "A")
-		r, err := inv.Apply(ctx, alloc("o1", "A", 7, "2026-12-01", ModeReserve))
-		wantErr(t, err, ErrShortage)
-		if Reason(err) != "ERR_SHORTAGE" || len(r.Moves) != 0 || r.Version != 0 {
+		r, err := inv.Apply(ctx, alloc("o1", "A", 7, "2026-12-01", stock.ModeReserve))
+		wantErr(t, err, stock.ErrShortage)
+		if stock.Reason(err) != "ERR_SHORTAGE" || len(r.Moves) != 0 || r.Version != 0 {
 			t.Fatalf("result %+v err %v", r, err)
 		}
 		after, _ := inv.Snapshot(ctx, "A")
@@ -213,13 +215,13 @@ func TestShortageMovesNothing(t *testing.T) {
 }
 
 func TestReplayReturnsFirstResultAndMovesNothing(t *testing.T) {
-	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 3)}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		first, err := inv.Apply(ctx, alloc("o1", "A", 2, "2026-12-01", ModeShip))
-		wantMoves(t, first, err, mv{"L", Sellable, Allocated, 2})
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "2027-01-01", 3)}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		first, err := inv.Apply(ctx, alloc("o1", "A", 2, "2026-12-01", stock.ModeShip))
+		wantMoves(t, first, err, mv{"L", stock.Sellable, stock.Allocated, 2})
 		// The same request under the op id gets the first answer (another request is
 		// refused: TestReplayOfAnotherRequestIsRefused).
-		again, err := inv.Apply(ctx, alloc("o1", "A", 2, "2026-12-01", ModeShip))
+		again, err := inv.Apply(ctx, alloc("o1", "A", 2, "2026-12-01", stock.ModeShip))
 		if err != nil || !again.Replayed {
 			t.Fatalf("replay: %+v %v", again, err)
 		}
@@ -232,18 +234,18 @@ func TestReplayReturnsFirstResultAndMovesNothing(t *testing.T) {
 			t.Fatalf("replay moved stock: %+v", snap)
 		}
 		// A failure is remembered too: the same op id fails the same way after stock arrives.
-		_, err = inv.Apply(ctx, alloc("o2", "A", 5, "2026-12-01", ModeShip))
-		wantErr(t, err, ErrShortage)
-		if _, err := inv.Apply(ctx, AdjustRequest{OpID: "adj", SKU: "A", LotID: "L", Delta: 10, Reason: "count"}); err != nil {
+		_, err = inv.Apply(ctx, alloc("o2", "A", 5, "2026-12-01", stock.ModeShip))
+		wantErr(t, err, stock.ErrShortage)
+		if _, err := inv.Apply(ctx, stock.AdjustRequest{OpID: "adj", SKU: "A", LotID: "L", Delta: 10, Reason: "count"}); err != nil {
 			t.Fatal(err)
 		}
-		r, err := inv.Apply(ctx, alloc("o2", "A", 5, "2026-12-01", ModeShip))
-		wantErr(t, err, ErrShortage)
+		r, err := inv.Apply(ctx, alloc("o2", "A", 5, "2026-12-01", stock.ModeShip))
+		wantErr(t, err, stock.ErrShortage)
 		if !r.Replayed {
 			t.Fatalf("failed replay not flagged: %+v", r)
 		}
-		r, err = inv.Apply(ctx, alloc("o3", "A", 5, "2026-12-01", ModeShip))
-		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 5})
+		r, err = inv.Apply(ctx, alloc("o3", "A", 5, "2026-12-01", stock.ModeShip))
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Allocated, 5})
 	})
 }
 
@@ -255,15 +257,15 @@ func TestReplayReturnsFirstResultAndMovesNothing(t *testing.T) {
 // Failed against the script ignoring KEYS[3]: "new-1" allocated a second time (L's
 // sellable 0, version 2) instead of replaying "old-1".
 func TestLegacyOpIDIsReplayedNeverWritten(t *testing.T) {
-	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 4)}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		old, err := inv.Apply(ctx, alloc("old-1", "A", 2, "2026-12-01", ModeShip))
-		wantMoves(t, old, err, mv{"L", Sellable, Allocated, 2})
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "2027-01-01", 4)}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		old, err := inv.Apply(ctx, alloc("old-1", "A", 2, "2026-12-01", stock.ModeShip))
+		wantMoves(t, old, err, mv{"L", stock.Sellable, stock.Allocated, 2})
 
-		a := alloc("new-1", "A", 2, "2026-12-01", ModeShip)
+		a := alloc("new-1", "A", 2, "2026-12-01", stock.ModeShip)
 		a.LegacyOpID = "old-1"
 		r, err := inv.Apply(ctx, a)
-		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 2})
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Allocated, 2})
 		if !r.Replayed || r.OpID != "new-1" || r.LegacyOpID != "old-1" || r.Version != old.Version {
 			t.Fatalf("legacy replay: %+v, want old-1's answer, replayed, named new-1", r)
 		}
@@ -271,34 +273,34 @@ func TestLegacyOpIDIsReplayedNeverWritten(t *testing.T) {
 			t.Fatalf("the legacy replay moved stock: %+v", snap)
 		}
 		// A remembered failure replays the same way.
-		if _, err := inv.Apply(ctx, alloc("old-2", "A", 9, "2026-12-01", ModeShip)); !errors.Is(err, ErrShortage) {
+		if _, err := inv.Apply(ctx, alloc("old-2", "A", 9, "2026-12-01", stock.ModeShip)); !errors.Is(err, stock.ErrShortage) {
 			t.Fatalf("old-2: %v", err)
 		}
-		b := alloc("new-2", "A", 9, "2026-12-01", ModeShip)
+		b := alloc("new-2", "A", 9, "2026-12-01", stock.ModeShip)
 		b.LegacyOpID = "old-2"
-		if r, err := inv.Apply(ctx, b); !errors.Is(err, ErrShortage) || !r.Replayed {
+		if r, err := inv.Apply(ctx, b); !errors.Is(err, stock.ErrShortage) || !r.Replayed {
 			t.Fatalf("legacy replay of a failure: %+v %v", r, err)
 		}
 
 		// Neither id has a record: it applies, under its own id only.
-		c := alloc("new-3", "A", 1, "2026-12-01", ModeShip)
+		c := alloc("new-3", "A", 1, "2026-12-01", stock.ModeShip)
 		c.LegacyOpID = "old-3"
 		r, err = inv.Apply(ctx, c)
-		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Allocated, 1})
 		if r.Replayed {
 			t.Fatalf("new-3: %+v, want applied", r)
 		}
-		r, err = inv.Apply(ctx, alloc("old-3", "A", 1, "2026-12-01", ModeShip))
-		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
+		r, err = inv.Apply(ctx, alloc("old-3", "A", 1, "2026-12-01", stock.ModeShip))
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Allocated, 1})
 		if r.Replayed {
 			t.Fatalf("old-3 after new-3: %+v, want applied (nothing is written under a legacy id)", r)
 		}
 
 		// The op id's own record wins over the legacy one.
-		d := alloc("new-3", "A", 1, "2026-12-01", ModeShip)
+		d := alloc("new-3", "A", 1, "2026-12-01", stock.ModeShip)
 		d.LegacyOpID = "old-1"
 		r, err = inv.Apply(ctx, d)
-		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Allocated, 1})
 		if !r.Replayed || r.Version != 2 {
 			t.Fatalf("new-3 again: %+v, want its own answer (version 2)", r)
 		}
@@ -306,42 +308,42 @@ func TestLegacyOpIDIsReplayedNeverWritten(t *testing.T) {
 }
 
 func TestHiddenNeverCandidate(t *testing.T) {
-	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 5)}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Apply(ctx, HoldRequest{OpID: "h", SKU: "A", LotID: "L", Qty: 4, Reason: "count"})
-		wantMoves(t, r, err, mv{"L", Sellable, Hidden, 4})
-		_, err = inv.Apply(ctx, alloc("o1", "A", 2, "2026-12-01", ModeReserve))
-		wantErr(t, err, ErrShortage)
-		_, err = inv.Apply(ctx, ReleaseHoldRequest{OpID: "u", SKU: "A", LotID: "L", Qty: 5, Reason: "count done"})
-		wantErr(t, err, ErrInsufficient)
-		r, err = inv.Apply(ctx, ReleaseHoldRequest{OpID: "u2", SKU: "A", LotID: "L", Qty: 4, Reason: "count done"})
-		wantMoves(t, r, err, mv{"L", Hidden, Sellable, 4})
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "2027-01-01", 5)}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		r, err := inv.Apply(ctx, stock.HoldRequest{OpID: "h", SKU: "A", LotID: "L", Qty: 4, Reason: "count"})
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Hidden, 4})
+		_, err = inv.Apply(ctx, alloc("o1", "A", 2, "2026-12-01", stock.ModeReserve))
+		wantErr(t, err, stock.ErrShortage)
+		_, err = inv.Apply(ctx, stock.ReleaseHoldRequest{OpID: "u", SKU: "A", LotID: "L", Qty: 5, Reason: "count done"})
+		wantErr(t, err, stock.ErrInsufficient)
+		r, err = inv.Apply(ctx, stock.ReleaseHoldRequest{OpID: "u2", SKU: "A", LotID: "L", Qty: 4, Reason: "count done"})
+		wantMoves(t, r, err, mv{"L", stock.Hidden, stock.Sellable, 4})
 	})
 }
 
 func TestLifecycleReleaseConfirmShip(t *testing.T) {
-	s := SKU{SKU: "A", Lots: []Lot{lot("L1", KindOnHand, 1, "2027-01-01", 2), lot("L2", KindOnHand, 2, "2027-02-01", 5)}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Apply(ctx, alloc("a", "A", 4, "2026-12-01", ModeReserve))
-		wantMoves(t, r, err, mv{"L1", Sellable, Reserved, 2}, mv{"L2", Sellable, Reserved, 2})
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L1", stock.KindOnHand, 1, "2027-01-01", 2), lot("L2", stock.KindOnHand, 2, "2027-02-01", 5)}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		r, err := inv.Apply(ctx, alloc("a", "A", 4, "2026-12-01", stock.ModeReserve))
+		wantMoves(t, r, err, mv{"L1", stock.Sellable, stock.Reserved, 2}, mv{"L2", stock.Sellable, stock.Reserved, 2})
 		// Partial release: the caller takes from the line's lots in reverse allocation order.
-		r, err = inv.Apply(ctx, ReleaseRequest{OpID: "rel", SKU: "A", From: Reserved, Lots: []LotQty{{LotID: "L2", Qty: 1}}})
-		wantMoves(t, r, err, mv{"L2", Reserved, Sellable, 1})
-		_, err = inv.Apply(ctx, ConfirmRequest{OpID: "c0", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 2}, {LotID: "L2", Qty: 2}}})
-		wantErr(t, err, ErrInsufficient) // all or nothing: L1 must not have moved
-		_, err = inv.Apply(ctx, ConfirmRequest{OpID: "c1", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 2}, {LotID: "nope", Qty: 1}}})
-		wantErr(t, err, ErrUnknownLot)
-		r, err = inv.Apply(ctx, ConfirmRequest{OpID: "c2", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 1}, {LotID: "L2", Qty: 1}, {LotID: "L1", Qty: 1}}})
-		wantMoves(t, r, err, mv{"L1", Reserved, Allocated, 1}, mv{"L2", Reserved, Allocated, 1}, mv{"L1", Reserved, Allocated, 1})
+		r, err = inv.Apply(ctx, stock.ReleaseRequest{OpID: "rel", SKU: "A", From: stock.Reserved, Lots: []stock.LotQty{{LotID: "L2", Qty: 1}}})
+		wantMoves(t, r, err, mv{"L2", stock.Reserved, stock.Sellable, 1})
+		_, err = inv.Apply(ctx, stock.ConfirmRequest{OpID: "c0", SKU: "A", Lots: []stock.LotQty{{LotID: "L1", Qty: 2}, {LotID: "L2", Qty: 2}}})
+		wantErr(t, err, stock.ErrInsufficient) // all or nothing: L1 must not have moved
+		_, err = inv.Apply(ctx, stock.ConfirmRequest{OpID: "c1", SKU: "A", Lots: []stock.LotQty{{LotID: "L1", Qty: 2}, {LotID: "nope", Qty: 1}}})
+		wantErr(t, err, stock.ErrUnknownLot)
+		r, err = inv.Apply(ctx, stock.ConfirmRequest{OpID: "c2", SKU: "A", Lots: []stock.LotQty{{LotID: "L1", Qty: 1}, {LotID: "L2", Qty: 1}, {LotID: "L1", Qty: 1}}})
+		wantMoves(t, r, err, mv{"L1", stock.Reserved, stock.Allocated, 1}, mv{"L2", stock.Reserved, stock.Allocated, 1}, mv{"L1", stock.Reserved, stock.Allocated, 1})
 		if len(r.Lots) != 2 || r.Lots[0].Allocated != 2 || r.Lots[0].Reserved != 0 {
 			t.Fatalf("lots %+v", r.Lots)
 		}
-		r, err = inv.Apply(ctx, ShipRequest{OpID: "s", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 2}}})
-		wantMoves(t, r, err, mv{"L1", Allocated, Shipped, 2})
-		r, err = inv.Apply(ctx, ReleaseRequest{OpID: "rel2", SKU: "A", From: Allocated, Lots: []LotQty{{LotID: "L2", Qty: 1}}})
-		wantMoves(t, r, err, mv{"L2", Allocated, Sellable, 1})
+		r, err = inv.Apply(ctx, stock.ShipRequest{OpID: "s", SKU: "A", Lots: []stock.LotQty{{LotID: "L1", Qty: 2}}})
+		wantMoves(t, r, err, mv{"L1", stock.Allocated, stock.Shipped, 2})
+		r, err = inv.Apply(ctx, stock.ReleaseRequest{OpID: "rel2", SKU: "A", From: stock.Allocated, Lots: []stock.LotQty{{LotID: "L2", Qty: 1}}})
+		wantMoves(t, r, err, mv{"L2", stock.Allocated, stock.Sellable, 1})
 		snap, _ := inv.Snapshot(ctx, "A")
-		want := []Lot{s.Lots[0], s.Lots[1]}
+		want := []stock.Lot{s.Lots[0], s.Lots[1]}
 		want[0].Sellable, want[0].Shipped = 0, 2
 		want[1].Sellable = 5
 		if snap.Version != 5 || !reflect.DeepEqual(snap.Lots, want) {
@@ -351,124 +353,124 @@ func TestLifecycleReleaseConfirmShip(t *testing.T) {
 }
 
 func TestReceive(t *testing.T) {
-	s := SKU{SKU: "A", Lots: []Lot{
-		lot("old", KindOnHand, 1, "2027-05-01", 1),
-		lot("p1", KindPlanned, 2, "", 10),
-		lot("p2", KindPlanned, 3, "", 10),
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{
+		lot("old", stock.KindOnHand, 1, "2027-05-01", 1),
+		lot("p1", stock.KindPlanned, 2, "", 10),
+		lot("p2", stock.KindPlanned, 3, "", 10),
 	}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Apply(ctx, alloc("a", "A", 3, "2026-12-01", ModeReserve))
-		wantMoves(t, r, err, mv{"old", Sellable, Reserved, 1}, mv{"p2", Sellable, Reserved, 2})
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		r, err := inv.Apply(ctx, alloc("a", "A", 3, "2026-12-01", stock.ModeReserve))
+		wantMoves(t, r, err, mv{"old", stock.Sellable, stock.Reserved, 1}, mv{"p2", stock.Sellable, stock.Reserved, 2})
 		// p1 arrives short (8 of 10) with an earlier best-before: first in FEFO now.
-		r, err = inv.Apply(ctx, ReceiveRequest{OpID: "rc1", SKU: "A", LotID: "p1", BestBefore: "2027-01-01", Qty: 8})
-		wantMoves(t, r, err, mv{"p1", Sellable, External, 2})
-		if r.Lots[0].Kind != KindOnHand || r.Lots[0].BestBefore != "2027-01-01" {
+		r, err = inv.Apply(ctx, stock.ReceiveRequest{OpID: "rc1", SKU: "A", LotID: "p1", BestBefore: "2027-01-01", Qty: 8})
+		wantMoves(t, r, err, mv{"p1", stock.Sellable, stock.External, 2})
+		if r.Lots[0].Kind != stock.KindOnHand || r.Lots[0].BestBefore != "2027-01-01" {
 			t.Fatalf("received lot %+v", r.Lots[0])
 		}
-		_, err = inv.Apply(ctx, ReceiveRequest{OpID: "rc2", SKU: "A", LotID: "p1", BestBefore: "2027-01-01"})
-		wantErr(t, err, ErrLotState)
+		_, err = inv.Apply(ctx, stock.ReceiveRequest{OpID: "rc2", SKU: "A", LotID: "p1", BestBefore: "2027-01-01"})
+		wantErr(t, err, stock.ErrLotState)
 		// p2 arrives with more than planned (12 of 10, 2 of them reserved).
-		r, err = inv.Apply(ctx, ReceiveRequest{OpID: "rc3", SKU: "A", LotID: "p2", BestBefore: "2027-03-01", Qty: 12})
-		wantMoves(t, r, err, mv{"p2", External, Sellable, 2})
-		r, err = inv.Apply(ctx, alloc("b", "A", 9, "2026-12-01", ModeShip))
-		wantMoves(t, r, err, mv{"p1", Sellable, Allocated, 8}, mv{"p2", Sellable, Allocated, 1})
-		_, err = inv.Apply(ctx, ReceiveRequest{OpID: "rc4", SKU: "A", LotID: "zz"})
-		wantErr(t, err, ErrUnknownLot)
+		r, err = inv.Apply(ctx, stock.ReceiveRequest{OpID: "rc3", SKU: "A", LotID: "p2", BestBefore: "2027-03-01", Qty: 12})
+		wantMoves(t, r, err, mv{"p2", stock.External, stock.Sellable, 2})
+		r, err = inv.Apply(ctx, alloc("b", "A", 9, "2026-12-01", stock.ModeShip))
+		wantMoves(t, r, err, mv{"p1", stock.Sellable, stock.Allocated, 8}, mv{"p2", stock.Sellable, stock.Allocated, 1})
+		_, err = inv.Apply(ctx, stock.ReceiveRequest{OpID: "rc4", SKU: "A", LotID: "zz"})
+		wantErr(t, err, stock.ErrUnknownLot)
 	})
-	s2 := SKU{SKU: "B", Lots: []Lot{lot("p", KindPlanned, 1, "", 5)}}
-	each(t, []SKU{s2}, func(t *testing.T, inv Inventory) {
-		if _, err := inv.Apply(ctx, alloc("a", "B", 4, "2026-12-01", ModeReserve)); err != nil {
+	s2 := stock.SKU{SKU: "B", Lots: []stock.Lot{lot("p", stock.KindPlanned, 1, "", 5)}}
+	each(t, []stock.SKU{s2}, func(t *testing.T, inv Inventory) {
+		if _, err := inv.Apply(ctx, alloc("a", "B", 4, "2026-12-01", stock.ModeReserve)); err != nil {
 			t.Fatal(err)
 		}
 		// Counted 2 but 4 are reserved: the count cannot take reserved stock away.
-		_, err := inv.Apply(ctx, ReceiveRequest{OpID: "r", SKU: "B", LotID: "p", Qty: 2})
-		wantErr(t, err, ErrInsufficient)
-		r, err := inv.Apply(ctx, ReceiveRequest{OpID: "r2", SKU: "B", LotID: "p"})
+		_, err := inv.Apply(ctx, stock.ReceiveRequest{OpID: "r", SKU: "B", LotID: "p", Qty: 2})
+		wantErr(t, err, stock.ErrInsufficient)
+		r, err := inv.Apply(ctx, stock.ReceiveRequest{OpID: "r2", SKU: "B", LotID: "p"})
 		wantMoves(t, r, err)
 	})
 }
 
 func TestAdjust(t *testing.T) {
-	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 3)}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		_, err := inv.Apply(ctx, AdjustRequest{OpID: "a1", SKU: "A", LotID: "L", Delta: -4, Reason: "count"})
-		wantErr(t, err, ErrInsufficient)
-		r, err := inv.Apply(ctx, AdjustRequest{OpID: "a2", SKU: "A", LotID: "L", Delta: -3, Reason: "broken in aisle 3"})
-		wantMoves(t, r, err, mv{"L", Sellable, External, 3})
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "2027-01-01", 3)}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		_, err := inv.Apply(ctx, stock.AdjustRequest{OpID: "a1", SKU: "A", LotID: "L", Delta: -4, Reason: "count"})
+		wantErr(t, err, stock.ErrInsufficient)
+		r, err := inv.Apply(ctx, stock.AdjustRequest{OpID: "a2", SKU: "A", LotID: "L", Delta: -3, Reason: "broken in aisle 3"})
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.External, 3})
 		if r.Reason != "broken in aisle 3" {
 			t.Fatalf("reason %q", r.Reason)
 		}
-		r, err = inv.Apply(ctx, AdjustRequest{OpID: "a3", SKU: "A", LotID: "L", Delta: 7, Reason: "found"})
-		wantMoves(t, r, err, mv{"L", External, Sellable, 7})
+		r, err = inv.Apply(ctx, stock.AdjustRequest{OpID: "a3", SKU: "A", LotID: "L", Delta: 7, Reason: "found"})
+		wantMoves(t, r, err, mv{"L", stock.External, stock.Sellable, 7})
 	})
 }
 
 func TestInvalidRequestsNeverReachTheScript(t *testing.T) {
-	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 3)}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "2027-01-01", 3)}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
 		cases := []struct {
 			name string
 			do   func() error
 			want error
 		}{
-			{"zero qty", func() error { _, err := inv.Apply(ctx, alloc("x", "A", 0, "2026-12-01", ModeShip)); return err }, ErrInvalidQuantity},
-			{"negative qty", func() error { _, err := inv.Apply(ctx, alloc("x", "A", -1, "2026-12-01", ModeShip)); return err }, ErrInvalidQuantity},
+			{"zero qty", func() error { _, err := inv.Apply(ctx, alloc("x", "A", 0, "2026-12-01", stock.ModeShip)); return err }, stock.ErrInvalidQuantity},
+			{"negative qty", func() error { _, err := inv.Apply(ctx, alloc("x", "A", -1, "2026-12-01", stock.ModeShip)); return err }, stock.ErrInvalidQuantity},
 			{"huge qty", func() error {
-				_, err := inv.Apply(ctx, alloc("x", "A", MaxQty+1, "2026-12-01", ModeShip))
+				_, err := inv.Apply(ctx, alloc("x", "A", stock.MaxQty+1, "2026-12-01", stock.ModeShip))
 				return err
-			}, ErrInvalidQuantity},
-			{"bad date", func() error { _, err := inv.Apply(ctx, alloc("x", "A", 1, "2026-12-1", ModeShip)); return err }, ErrInvalidRequest},
-			{"no date", func() error { _, err := inv.Apply(ctx, alloc("x", "A", 1, "", ModeShip)); return err }, ErrInvalidRequest},
-			{"feb 30", func() error { _, err := inv.Apply(ctx, alloc("x", "A", 1, "2026-02-30", ModeShip)); return err }, ErrInvalidRequest},
-			{"bad mode", func() error { _, err := inv.Apply(ctx, alloc("x", "A", 1, "2026-12-01", "both")); return err }, ErrInvalidRequest},
-			{"no op id", func() error { _, err := inv.Apply(ctx, alloc("", "A", 1, "2026-12-01", ModeShip)); return err }, ErrInvalidRequest},
-			{"brace in sku", func() error { _, err := inv.Apply(ctx, alloc("x", "A}", 1, "2026-12-01", ModeShip)); return err }, ErrInvalidRequest},
+			}, stock.ErrInvalidQuantity},
+			{"bad date", func() error { _, err := inv.Apply(ctx, alloc("x", "A", 1, "2026-12-1", stock.ModeShip)); return err }, stock.ErrInvalidRequest},
+			{"no date", func() error { _, err := inv.Apply(ctx, alloc("x", "A", 1, "", stock.ModeShip)); return err }, stock.ErrInvalidRequest},
+			{"feb 30", func() error { _, err := inv.Apply(ctx, alloc("x", "A", 1, "2026-02-30", stock.ModeShip)); return err }, stock.ErrInvalidRequest},
+			{"bad mode", func() error { _, err := inv.Apply(ctx, alloc("x", "A", 1, "2026-12-01", "both")); return err }, stock.ErrInvalidRequest},
+			{"no op id", func() error { _, err := inv.Apply(ctx, alloc("", "A", 1, "2026-12-01", stock.ModeShip)); return err }, stock.ErrInvalidRequest},
+			{"brace in sku", func() error { _, err := inv.Apply(ctx, alloc("x", "A}", 1, "2026-12-01", stock.ModeShip)); return err }, stock.ErrInvalidRequest},
 			{"release from sellable", func() error {
-				_, err := inv.Apply(ctx, ReleaseRequest{OpID: "x", SKU: "A", From: Sellable, Lots: []LotQty{{LotID: "L", Qty: 1}}})
+				_, err := inv.Apply(ctx, stock.ReleaseRequest{OpID: "x", SKU: "A", From: stock.Sellable, Lots: []stock.LotQty{{LotID: "L", Qty: 1}}})
 				return err
-			}, ErrInvalidRequest},
+			}, stock.ErrInvalidRequest},
 			{"release no lots", func() error {
-				_, err := inv.Apply(ctx, ReleaseRequest{OpID: "x", SKU: "A", From: Reserved})
+				_, err := inv.Apply(ctx, stock.ReleaseRequest{OpID: "x", SKU: "A", From: stock.Reserved})
 				return err
-			}, ErrInvalidRequest},
+			}, stock.ErrInvalidRequest},
 			{"ship zero", func() error {
-				_, err := inv.Apply(ctx, ShipRequest{OpID: "x", SKU: "A", Lots: []LotQty{{LotID: "L", Qty: 0}}})
+				_, err := inv.Apply(ctx, stock.ShipRequest{OpID: "x", SKU: "A", Lots: []stock.LotQty{{LotID: "L", Qty: 0}}})
 				return err
-			}, ErrInvalidQuantity},
+			}, stock.ErrInvalidQuantity},
 			{"hide zero", func() error {
-				_, err := inv.Apply(ctx, HoldRequest{OpID: "x", SKU: "A", LotID: "L", Reason: "r"})
+				_, err := inv.Apply(ctx, stock.HoldRequest{OpID: "x", SKU: "A", LotID: "L", Reason: "r"})
 				return err
-			}, ErrInvalidQuantity},
+			}, stock.ErrInvalidQuantity},
 			{"adjust zero", func() error {
-				_, err := inv.Apply(ctx, AdjustRequest{OpID: "x", SKU: "A", LotID: "L", Reason: "r"})
+				_, err := inv.Apply(ctx, stock.AdjustRequest{OpID: "x", SKU: "A", LotID: "L", Reason: "r"})
 				return err
-			}, ErrInvalidQuantity},
+			}, stock.ErrInvalidQuantity},
 			{"adjust no reason", func() error {
-				_, err := inv.Apply(ctx, AdjustRequest{OpID: "x", SKU: "A", LotID: "L", Delta: 1})
+				_, err := inv.Apply(ctx, stock.AdjustRequest{OpID: "x", SKU: "A", LotID: "L", Delta: 1})
 				return err
-			}, ErrInvalidRequest},
+			}, stock.ErrInvalidRequest},
 			{"receive negative", func() error {
-				_, err := inv.Apply(ctx, ReceiveRequest{OpID: "x", SKU: "A", LotID: "L", Qty: -1})
+				_, err := inv.Apply(ctx, stock.ReceiveRequest{OpID: "x", SKU: "A", LotID: "L", Qty: -1})
 				return err
-			}, ErrInvalidQuantity},
+			}, stock.ErrInvalidQuantity},
 			{"receive bad date", func() error {
-				_, err := inv.Apply(ctx, ReceiveRequest{OpID: "x", SKU: "A", LotID: "L", BestBefore: "tomorrow"})
+				_, err := inv.Apply(ctx, stock.ReceiveRequest{OpID: "x", SKU: "A", LotID: "L", BestBefore: "tomorrow"})
 				return err
-			}, ErrInvalidRequest},
+			}, stock.ErrInvalidRequest},
 			{"legacy op id with a control character", func() error {
-				_, err := inv.Apply(ctx, UndoRequest{OpID: "x", LegacyOpID: "old\x01", SKU: "A", From: Sellable, To: Allocated, Lots: []LotQty{{LotID: "L", Qty: 1}}})
+				_, err := inv.Apply(ctx, stock.UndoRequest{OpID: "x", LegacyOpID: "old\x01", SKU: "A", From: stock.Sellable, To: stock.Allocated, Lots: []stock.LotQty{{LotID: "L", Qty: 1}}})
 				return err
-			}, ErrInvalidRequest},
+			}, stock.ErrInvalidRequest},
 			{"legacy op id too long", func() error {
-				a := alloc("x", "A", 1, "2026-12-01", ModeShip)
-				a.LegacyOpID = strings.Repeat("o", MaxIDLen+1)
+				a := alloc("x", "A", 1, "2026-12-01", stock.ModeShip)
+				a.LegacyOpID = strings.Repeat("o", stock.MaxIDLen+1)
 				_, err := inv.Apply(ctx, a)
 				return err
-			}, ErrInvalidRequest},
+			}, stock.ErrInvalidRequest},
 			{"lot id with newline", func() error {
-				_, err := inv.Apply(ctx, RecallRequest{OpID: "x", SKU: "A", LotID: "L\n", Reason: "r"})
+				_, err := inv.Apply(ctx, stock.RecallRequest{OpID: "x", SKU: "A", LotID: "L\n", Reason: "r"})
 				return err
-			}, ErrInvalidRequest},
+			}, stock.ErrInvalidRequest},
 		}
 		for _, c := range cases {
 			if err := c.do(); !errors.Is(err, c.want) {
@@ -476,8 +478,8 @@ func TestInvalidRequestsNeverReachTheScript(t *testing.T) {
 			}
 		}
 		// None of them was remembered: op id "x" is still free.
-		r, err := inv.Apply(ctx, alloc("x", "A", 1, "2026-12-01", ModeShip))
-		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
+		r, err := inv.Apply(ctx, alloc("x", "A", 1, "2026-12-01", stock.ModeShip))
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Allocated, 1})
 		if r.Version != 1 || r.Replayed {
 			t.Fatalf("result %+v", r)
 		}
@@ -485,32 +487,21 @@ func TestInvalidRequestsNeverReachTheScript(t *testing.T) {
 }
 
 func TestUnknownSKUAndAutoLoad(t *testing.T) {
-	s := SKU{SKU: "A", Version: 41, Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 3)}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		_, err := inv.Apply(ctx, alloc("x", "nope", 1, "2026-12-01", ModeShip))
-		wantErr(t, err, ErrUnknownSKU)
-		if Reason(err) != "ERR_UNKNOWN_SKU" {
-			t.Fatalf("reason %q", Reason(err))
+	s := stock.SKU{SKU: "A", Version: 41, Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "2027-01-01", 3)}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		_, err := inv.Apply(ctx, alloc("x", "nope", 1, "2026-12-01", stock.ModeShip))
+		wantErr(t, err, stock.ErrUnknownSKU)
+		if stock.Reason(err) != "ERR_UNKNOWN_SKU" {
+			t.Fatalf("reason %q", stock.Reason(err))
 		}
 		_, err = inv.Snapshot(ctx, "A")
-		wantErr(t, err, ErrNotLoaded)
-		r, err := inv.Apply(ctx, alloc("y", "A", 1, "2026-12-01", ModeShip))
-		wantMoves(t, r, err, mv{"L", Sellable, Allocated, 1})
+		wantErr(t, err, stock.ErrNotLoaded)
+		r, err := inv.Apply(ctx, alloc("y", "A", 1, "2026-12-01", stock.ModeShip))
+		wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Allocated, 1})
 		if r.Version != 42 {
 			t.Fatalf("version %d, want the loaded version + 1", r.Version)
 		}
 	})
-}
-
-func TestReasonCodes(t *testing.T) {
-	if Reason(nil) != "" || Reason(errors.New("x")) != "ERR_INTERNAL" {
-		t.Fatal("Reason of nil or foreign error")
-	}
-	for code, e := range reasons {
-		if got := Reason(fmt.Errorf("wrapped: %w", e)); got != code {
-			t.Errorf("Reason(%v) = %q, want %q", e, got, code)
-		}
-	}
 }
 
 // Concurrent first touches create the SKU once: an allocation applied after the first
@@ -518,7 +509,7 @@ func TestReasonCodes(t *testing.T) {
 func TestConcurrentFirstTouchLoadsOnce(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
 	const n = 32
-	loader := newMemLoader(SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "2027-01-01", 1000)}})
+	loader := newMemLoader(stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "2027-01-01", 1000)}})
 	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: loader})
 	if err != nil {
 		t.Fatal(err)
@@ -534,7 +525,7 @@ func TestConcurrentFirstTouchLoadsOnce(t *testing.T) {
 			if err != nil {
 				t.Error(err)
 			}
-			if _, err := l.Apply(ctx, alloc(fmt.Sprint("o", i), "A", 1, "2026-12-01", ModeShip)); err != nil {
+			if _, err := l.Apply(ctx, alloc(fmt.Sprint("o", i), "A", 1, "2026-12-01", stock.ModeShip)); err != nil {
 				t.Error(err)
 			}
 			if ok {
@@ -556,16 +547,16 @@ func TestConcurrentFirstTouchLoadsOnce(t *testing.T) {
 
 func TestScanSKUs(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
-	var skus []SKU
+	var skus []stock.SKU
 	for _, id := range []string{"A", "B", "C:1", "with space"} {
-		skus = append(skus, SKU{SKU: id, Lots: []Lot{lot("L", KindOnHand, 1, "", 1)}})
+		skus = append(skus, stock.SKU{SKU: id, Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "", 1)}})
 	}
 	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(skus...)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range skus {
-		if _, err := l.Apply(ctx, alloc("op", s.SKU, 1, "2026-12-01", ModeShip)); err != nil {
+		if _, err := l.Apply(ctx, alloc("op", s.SKU, 1, "2026-12-01", stock.ModeShip)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -580,11 +571,11 @@ func TestScanSKUs(t *testing.T) {
 
 func TestOpRecordExpires(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
-	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 1, "", 5)}}), OpRetention: 90 * 60e9})
+	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "", 5)}}), OpRetention: 90 * 60e9})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Apply(ctx, alloc("op", "A", 1, "2026-12-01", ModeShip)); err != nil {
+	if _, err := l.Apply(ctx, alloc("op", "A", 1, "2026-12-01", stock.ModeShip)); err != nil {
 		t.Fatal(err)
 	}
 	ttl, err := rc.TTL(ctx, opKey(prefix, "A", "op")).Result()
@@ -598,11 +589,11 @@ func TestOpRecordExpires(t *testing.T) {
 
 // A SKU with many lots loads in slices (the Lua stack bounds unpack) and reads back whole.
 func TestLoadManyLots(t *testing.T) {
-	s := SKU{SKU: "BIG", SafetyStock: 7, Version: 3, Lots: []Lot{}}
+	s := stock.SKU{SKU: "BIG", SafetyStock: 7, Version: 3, Lots: []stock.Lot{}}
 	for i := range 1200 {
-		l := lot(fmt.Sprintf("L%04d", i), KindOnHand, int64(i), fmt.Sprintf("2027-%02d-01", 1+i%12), int64(i%3))
+		l := lot(fmt.Sprintf("L%04d", i), stock.KindOnHand, int64(i), fmt.Sprintf("2027-%02d-01", 1+i%12), int64(i%3))
 		if i%5 == 0 {
-			l.Kind = KindPlanned
+			l.Kind = stock.KindPlanned
 		}
 		s.Lots = append(s.Lots, l)
 	}
@@ -621,12 +612,12 @@ func TestLoadManyLots(t *testing.T) {
 	if !reflect.DeepEqual(snap, s) {
 		t.Fatal("snapshot differs from the loaded SKU")
 	}
-	m := NewModel(newMemLoader(s))
+	m := stock.NewModel(newMemLoader(s))
 	for i, q := range []int64{1, 500, 2} {
-		req := alloc(fmt.Sprint("op", i), "BIG", q, "2026-12-01", ModeReserve)
+		req := alloc(fmt.Sprint("op", i), "BIG", q, "2026-12-01", stock.ModeReserve)
 		rr, rerr := l.Apply(ctx, req)
 		mr, merr := m.Apply(ctx, req)
-		if Reason(rerr) != Reason(merr) || !reflect.DeepEqual(rr, mr) {
+		if stock.Reason(rerr) != stock.Reason(merr) || !reflect.DeepEqual(rr, mr) {
 			t.Fatalf("allocation %d differs:\n%+v %v\n%+v %v", i, rr, rerr, mr, merr)
 		}
 	}
@@ -639,13 +630,13 @@ func TestRejection(t *testing.T) {
 		reason string
 	}{
 		{nil, ""},
-		{opError("alloc", "A", ErrShortage, ""), "ERR_SHORTAGE"},
-		{opError("alloc", "A", ErrUnknownSKU, ""), "ERR_UNKNOWN_SKU"},
-		{opError("alloc", "A", ErrNotLoaded, ""), ""},
+		{stock.OpError("alloc", "A", stock.ErrShortage, ""), "ERR_SHORTAGE"},
+		{stock.OpError("alloc", "A", stock.ErrUnknownSKU, ""), "ERR_UNKNOWN_SKU"},
+		{stock.OpError("alloc", "A", stock.ErrNotLoaded, ""), ""},
 		{fmt.Errorf("ledger: alloc sku=A: %w", errors.New("redis: connection pool timeout")), ""},
 		{fmt.Errorf("ledger: alloc sku=A: %w", context.DeadlineExceeded), ""},
 	} {
-		reason, ok := Rejection(c.err)
+		reason, ok := stock.Rejection(c.err)
 		if reason != c.reason || ok != (c.reason != "") {
 			t.Errorf("Rejection(%v) = %q %v, want %q", c.err, reason, ok, c.reason)
 		}
@@ -655,28 +646,38 @@ func TestRejection(t *testing.T) {
 // Undo moves an order's operation back, lot by lot, and only for the operations an
 // order makes; each move carries the version its operation left.
 func TestUndo(t *testing.T) {
-	s := SKU{SKU: "A", Lots: []Lot{lot("L1", KindOnHand, 1, "2027-01-01", 5)}}
-	each(t, []SKU{s}, func(t *testing.T, inv Inventory) {
-		r, err := inv.Apply(ctx, alloc("a", "A", 3, "2026-12-01", ModeReserve))
-		wantMoves(t, r, err, mv{"L1", Sellable, Reserved, 3})
-		r, err = inv.Apply(ctx, ConfirmRequest{OpID: "c", SKU: "A", Lots: []LotQty{{LotID: "L1", Qty: 3}}})
-		wantMoves(t, r, err, mv{"L1", Reserved, Allocated, 3})
-		r, err = inv.Apply(ctx, UndoRequest{OpID: "c-undo", SKU: "A", From: Reserved, To: Allocated, Lots: []LotQty{{LotID: "L1", Qty: 3}}})
-		wantMoves(t, r, err, mv{"L1", Allocated, Reserved, 3})
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L1", stock.KindOnHand, 1, "2027-01-01", 5)}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		r, err := inv.Apply(ctx, alloc("a", "A", 3, "2026-12-01", stock.ModeReserve))
+		wantMoves(t, r, err, mv{"L1", stock.Sellable, stock.Reserved, 3})
+		r, err = inv.Apply(ctx, stock.ConfirmRequest{OpID: "c", SKU: "A", Lots: []stock.LotQty{{LotID: "L1", Qty: 3}}})
+		wantMoves(t, r, err, mv{"L1", stock.Reserved, stock.Allocated, 3})
+		r, err = inv.Apply(ctx, stock.UndoRequest{OpID: "c-undo", SKU: "A", From: stock.Reserved, To: stock.Allocated, Lots: []stock.LotQty{{LotID: "L1", Qty: 3}}})
+		wantMoves(t, r, err, mv{"L1", stock.Allocated, stock.Reserved, 3})
 		if r.Moves[0].Version != r.Version || r.Version != 3 {
 			t.Fatalf("undo at version %d, its move at %d; want 3", r.Version, r.Moves[0].Version)
 		}
 		// The bucket no longer holds what the undo would take back.
-		_, err = inv.Apply(ctx, UndoRequest{OpID: "c-undo-2", SKU: "A", From: Reserved, To: Allocated, Lots: []LotQty{{LotID: "L1", Qty: 1}}})
-		wantErr(t, err, ErrInsufficient)
+		_, err = inv.Apply(ctx, stock.UndoRequest{OpID: "c-undo-2", SKU: "A", From: stock.Reserved, To: stock.Allocated, Lots: []stock.LotQty{{LotID: "L1", Qty: 1}}})
+		wantErr(t, err, stock.ErrInsufficient)
 		// Not an operation an order makes: hidden stock is never an order's.
-		_, err = inv.Apply(ctx, UndoRequest{OpID: "h-undo", SKU: "A", From: Sellable, To: Hidden, Lots: []LotQty{{LotID: "L1", Qty: 1}}})
-		wantErr(t, err, ErrInvalidRequest)
-		r, err = inv.Apply(ctx, UndoRequest{OpID: "a-undo", SKU: "A", From: Sellable, To: Reserved, Lots: []LotQty{{LotID: "L1", Qty: 3}}})
-		wantMoves(t, r, err, mv{"L1", Reserved, Sellable, 3})
+		_, err = inv.Apply(ctx, stock.UndoRequest{OpID: "h-undo", SKU: "A", From: stock.Sellable, To: stock.Hidden, Lots: []stock.LotQty{{LotID: "L1", Qty: 1}}})
+		wantErr(t, err, stock.ErrInvalidRequest)
+		r, err = inv.Apply(ctx, stock.UndoRequest{OpID: "a-undo", SKU: "A", From: stock.Sellable, To: stock.Reserved, Lots: []stock.LotQty{{LotID: "L1", Qty: 3}}})
+		wantMoves(t, r, err, mv{"L1", stock.Reserved, stock.Sellable, 3})
 		snap, _ := inv.Snapshot(ctx, "A")
 		if l := snap.Lots[0]; l.Sellable != 5 || l.Reserved != 0 || l.Allocated != 0 {
 			t.Fatalf("after the undos %+v, want all 5 sellable", l)
 		}
 	})
+}
+
+// cloneSKU returns a copy of s with its lots in registration order, as Snapshot answers.
+func cloneSKU(s stock.SKU) stock.SKU {
+	s.Lots = slices.Clone(s.Lots)
+	if s.Lots == nil {
+		s.Lots = []stock.Lot{}
+	}
+	stock.SortLots(s.Lots)
+	return s
 }

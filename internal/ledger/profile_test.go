@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -26,9 +27,9 @@ func TestProfileScript(t *testing.T) {
 	if lots == 0 {
 		lots = 20
 	}
-	s := SKU{SKU: "HOT", SafetyStock: 10, Lots: []Lot{}}
+	s := stock.SKU{SKU: "HOT", SafetyStock: 10, Lots: []stock.Lot{}}
 	for i := range lots {
-		s.Lots = append(s.Lots, lot(fmt.Sprintf("LOT-%04d", i), KindOnHand, int64(i), fmt.Sprintf("2027-01-%02d", 1+i%28), 1_000_000_000))
+		s.Lots = append(s.Lots, lot(fmt.Sprintf("LOT-%04d", i), stock.KindOnHand, int64(i), fmt.Sprintf("2027-01-%02d", 1+i%28), 1_000_000_000))
 	}
 	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(s), OpRetention: 600e9})
 	if err != nil {
@@ -64,7 +65,7 @@ func TestProfileScript(t *testing.T) {
 		usec[i] = 1e9
 	}
 	n := 0
-	fp := AllocateRequest{SKU: "HOT", Qty: 1, TargetDate: "2026-12-01", Mode: ModeShip}.fingerprint()
+	fp := stock.AllocateRequest{SKU: "HOT", Qty: 1, TargetDate: "2026-12-01", Mode: stock.ModeShip}.Fingerprint()
 	for r := range rounds {
 		for vi, v := range variants {
 			sc := redis.NewScript(v.body)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -24,19 +25,19 @@ var (
 type genStep struct {
 	name     string
 	sku      string
-	alloc    *AllocateRequest
-	release  *ReleaseRequest
-	lots     *LotsRequest
-	receive  *ReceiveRequest
-	hold     *HoldRequest
-	recall   *RecallRequest
-	ret      *ReturnRequest
-	undo     *UndoRequest
-	change   *ChangeRequest
-	regSKU   *RegisterSKURequest
-	regLot   *RegisterLotRequest
-	ss       *SafetyStockRequest
-	adjust   *AdjustRequest
+	alloc    *stock.AllocateRequest
+	release  *stock.ReleaseRequest
+	lots     *stock.LotsRequest
+	receive  *stock.ReceiveRequest
+	hold     *stock.HoldRequest
+	recall   *stock.RecallRequest
+	ret      *stock.ReturnRequest
+	undo     *stock.UndoRequest
+	change   *stock.ChangeRequest
+	regSKU   *stock.RegisterSKURequest
+	regLot   *stock.RegisterLotRequest
+	ss       *stock.SafetyStockRequest
+	adjust   *stock.AdjustRequest
 	snapshot bool
 }
 
@@ -54,11 +55,11 @@ var genDates = []string{"2026-11-30", "2026-12-01", "2026-12-05", "2026-12-10", 
 // genSequence draws SKUs and a sequence of operations on them from rng: several SKUs,
 // lots of both kinds with tied best-befores, defective lots, validity periods around
 // the target dates, replays of earlier op ids, unknown lots and SKUs, invalid requests.
-func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
+func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
-	var skus []SKU
+	var skus []stock.SKU
 	for i := range 1 + rng.IntN(3) {
-		s := SKU{SKU: fmt.Sprintf("S%d", i), SafetyStock: int64(rng.IntN(4)) * int64(rng.IntN(3)), Version: int64(rng.IntN(3)), Lots: []Lot{}}
+		s := stock.SKU{SKU: fmt.Sprintf("S%d", i), SafetyStock: int64(rng.IntN(4)) * int64(rng.IntN(3)), Version: int64(rng.IntN(3)), Lots: []stock.Lot{}}
 		nLots := rng.IntN(7)
 		if rng.IntN(16) == 0 {
 			// Enough lots for several index chunks, and a safety stock that makes ship
@@ -68,18 +69,18 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 		}
 		regs := rng.Perm(200)
 		for j := range nLots {
-			l := Lot{
-				LotID: fmt.Sprintf("L%d", j), Kind: pick(KindOnHand, KindOnHand, KindPlanned),
+			l := stock.Lot{
+				LotID: fmt.Sprintf("L%d", j), Kind: pick(stock.KindOnHand, stock.KindOnHand, stock.KindPlanned),
 				Good: rng.IntN(8) != 0, BestBefore: pick("", "2027-01-01", "2027-01-01", "2027-02-01", "2026-12-15"),
 				RegSeq:    int64(regs[j]),
 				ArrivesAt: pick("", "2026-12-03"),
-				ValidFrom: pick(MinDate, MinDate, "2026-12-01", "2026-12-05"),
-				ValidTo:   pick(MaxDate, MaxDate, "2026-12-05", "2026-12-10"),
+				ValidFrom: pick(stock.MinDate, stock.MinDate, "2026-12-01", "2026-12-05"),
+				ValidTo:   pick(stock.MaxDate, stock.MaxDate, "2026-12-05", "2026-12-10"),
 				Sellable:  int64(rng.IntN(10)), Reserved: int64(rng.IntN(4)), Allocated: int64(rng.IntN(4)),
 				Hidden: int64(rng.IntN(3)), Shipped: int64(rng.IntN(3)),
 			}
 			if rng.IntN(20) == 0 {
-				l.RegSeq = MaxRegSeq - int64(j)
+				l.RegSeq = stock.MaxRegSeq - int64(j)
 			}
 			if l.ValidFrom > l.ValidTo {
 				l.ValidFrom, l.ValidTo = l.ValidTo, l.ValidFrom
@@ -90,8 +91,8 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 	}
 	// Lots registered by the sequence, per SKU, so later steps name them too; S9 is in
 	// no loader, S8 only after the sequence registers it.
-	added := map[string][]Lot{}
-	skuOf := func() (string, []Lot) {
+	added := map[string][]stock.Lot{}
+	skuOf := func() (string, []stock.Lot) {
 		switch rng.IntN(30) {
 		case 0:
 			return "S9", nil // not in the loader
@@ -101,7 +102,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 		s := skus[rng.IntN(len(skus))]
 		return s.SKU, append(slices.Clone(s.Lots), added[s.SKU]...)
 	}
-	lotOf := func(lots []Lot) string {
+	lotOf := func(lots []stock.Lot) string {
 		if len(lots) == 0 || rng.IntN(25) == 0 {
 			return "LX"
 		}
@@ -117,29 +118,29 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 		}
 		return 1 + int64(rng.IntN(6))
 	}
-	lotQtys := func(lots []Lot) []LotQty {
-		out := []LotQty{}
+	lotQtys := func(lots []stock.Lot) []stock.LotQty {
+		out := []stock.LotQty{}
 		for range 1 + rng.IntN(3) {
-			out = append(out, LotQty{LotID: lotOf(lots), Qty: qty()})
+			out = append(out, stock.LotQty{LotID: lotOf(lots), Qty: qty()})
 		}
 		return out
 	}
 	// heldIn draws 1-2 quantities that lots hold in bucket at the start (Sellable, Reserved,
 	// Allocated), so that a change's releases and undos often apply; lotQtys when none does.
-	heldIn := func(lots []Lot, bucket string) []LotQty {
-		var have []Lot
+	heldIn := func(lots []stock.Lot, bucket string) []stock.LotQty {
+		var have []stock.Lot
 		for _, l := range lots {
-			if *bucketOf(&l, bucket) > 0 {
+			if *stock.BucketOf(&l, bucket) > 0 {
 				have = append(have, l)
 			}
 		}
 		if len(have) == 0 {
 			return lotQtys(lots)
 		}
-		out := []LotQty{}
+		out := []stock.LotQty{}
 		for range 1 + rng.IntN(2) {
 			l := have[rng.IntN(len(have))]
-			out = append(out, LotQty{LotID: l.LotID, Qty: 1 + rng.Int64N(*bucketOf(&l, bucket))})
+			out = append(out, stock.LotQty{LotID: l.LotID, Qty: 1 + rng.Int64N(*stock.BucketOf(&l, bucket))})
 		}
 		return out
 	}
@@ -180,13 +181,13 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 		case k < 37:
 			// An order's change on the SKU: releases of its lines, then allocations that
 			// may take what the releases gave back.
-			c := &ChangeRequest{OpID: op, LegacyOpID: legacy, SKU: sku, TargetDate: pick(genDates...), Mode: Mode(pick("ship", "reserve")), Holder: holderOf()}
+			c := &stock.ChangeRequest{OpID: op, LegacyOpID: legacy, SKU: sku, TargetDate: pick(genDates...), Mode: stock.Mode(pick("ship", "reserve")), Holder: holderOf()}
 			switch rng.IntN(5) {
 			case 0:
 			case 1:
 				c.Release = lotQtys(lots)
 			default:
-				c.Release = heldIn(lots, modeBucket(c.Mode))
+				c.Release = heldIn(lots, stock.ModeBucket(c.Mode))
 			}
 			for range rng.IntN(4) {
 				c.Allocate = append(c.Allocate, qty())
@@ -196,52 +197,52 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 			}
 			st = genStep{name: "change", change: c}
 		case k < 45:
-			st = genStep{name: "allocate", alloc: &AllocateRequest{OpID: op, LegacyOpID: legacy, SKU: sku, Qty: qty(),
-				TargetDate: pick(genDates...), Mode: Mode(pick("ship", "reserve")), Holder: holderOf()}}
+			st = genStep{name: "allocate", alloc: &stock.AllocateRequest{OpID: op, LegacyOpID: legacy, SKU: sku, Qty: qty(),
+				TargetDate: pick(genDates...), Mode: stock.Mode(pick("ship", "reserve")), Holder: holderOf()}}
 			if rng.IntN(40) == 0 {
 				st.alloc.Mode = "both" // invalid
 			}
 		case k < 55:
-			st = genStep{name: "release", release: &ReleaseRequest{OpID: op, LegacyOpID: legacy, SKU: sku, From: pick(Reserved, Allocated), Lots: lotQtys(lots), Holder: holderOf()}}
+			st = genStep{name: "release", release: &stock.ReleaseRequest{OpID: op, LegacyOpID: legacy, SKU: sku, From: pick(stock.Reserved, stock.Allocated), Lots: lotQtys(lots), Holder: holderOf()}}
 		case k < 62:
-			st = genStep{name: "confirm", lots: &LotsRequest{OpID: op, LegacyOpID: legacy, SKU: sku, Lots: lotQtys(lots), Holder: holderOf()}}
+			st = genStep{name: "confirm", lots: &stock.LotsRequest{OpID: op, LegacyOpID: legacy, SKU: sku, Lots: lotQtys(lots), Holder: holderOf()}}
 		case k < 68:
-			st = genStep{name: "ship", lots: &LotsRequest{OpID: op, LegacyOpID: legacy, SKU: sku, Lots: lotQtys(lots), Holder: holderOf()}}
+			st = genStep{name: "ship", lots: &stock.LotsRequest{OpID: op, LegacyOpID: legacy, SKU: sku, Lots: lotQtys(lots), Holder: holderOf()}}
 		case k < 75:
 			q := int64(0)
 			if rng.IntN(2) == 0 {
 				q = qty()
 			}
-			st = genStep{name: "receive", receive: &ReceiveRequest{OpID: op, SKU: sku, LotID: lotOf(lots),
+			st = genStep{name: "receive", receive: &stock.ReceiveRequest{OpID: op, SKU: sku, LotID: lotOf(lots),
 				BestBefore: pick("", "2026-12-20", "2027-01-01", "2027-03-01"), Qty: q}}
 		case k < 78:
-			st = genStep{name: pick("hold", "release_hold", "damage"), hold: &HoldRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Qty: qty(), Reason: pick("count", "qa", "")}}
+			st = genStep{name: pick("hold", "release_hold", "damage"), hold: &stock.HoldRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Qty: qty(), Reason: pick("count", "qa", "")}}
 		case k < 80:
-			st = genStep{name: "recall", recall: &RecallRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Reason: pick("supplier", "")}}
+			st = genStep{name: "recall", recall: &stock.RecallRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Reason: pick("supplier", "")}}
 		case k < 83:
-			st = genStep{name: "return", ret: &ReturnRequest{OpID: op, LegacyOpID: legacy, SKU: sku, Lots: lotQtys(lots), Defective: rng.IntN(3) == 0}}
+			st = genStep{name: "return", ret: &stock.ReturnRequest{OpID: op, LegacyOpID: legacy, SKU: sku, Lots: lotQtys(lots), Defective: rng.IntN(3) == 0}}
 		case k < 85:
-			from, to := pick(Sellable, Sellable, Reserved, Allocated, Shipped), pick(Reserved, Allocated, Sellable, Shipped)
-			st = genStep{name: "undo", undo: &UndoRequest{OpID: op, LegacyOpID: legacy, SKU: sku, From: from, To: to, Lots: lotQtys(lots), Holder: holderOf()}}
+			from, to := pick(stock.Sellable, stock.Sellable, stock.Reserved, stock.Allocated, stock.Shipped), pick(stock.Reserved, stock.Allocated, stock.Sellable, stock.Shipped)
+			st = genStep{name: "undo", undo: &stock.UndoRequest{OpID: op, LegacyOpID: legacy, SKU: sku, From: from, To: to, Lots: lotQtys(lots), Holder: holderOf()}}
 			if rng.IntN(3) == 0 { // the undo of a change: its allocations, then its releases
-				b := pick(Reserved, Allocated)
-				st.undo.From, st.undo.To, st.undo.Lots, st.undo.Back = Sellable, b, heldIn(lots, b), heldIn(lots, Sellable)
+				b := pick(stock.Reserved, stock.Allocated)
+				st.undo.From, st.undo.To, st.undo.Lots, st.undo.Back = stock.Sellable, b, heldIn(lots, b), heldIn(lots, stock.Sellable)
 				if rng.IntN(8) == 0 {
-					st.undo.From = Reserved // Allocated -> Reserved has no way back: refused
+					st.undo.From = stock.Reserved // Allocated -> Reserved has no way back: refused
 				}
 			}
 		case k < 87:
-			n := NewLot{LotID: fmt.Sprintf("N%d", i), Kind: pick(KindOnHand, KindPlanned), Good: rng.IntN(6) != 0,
+			n := stock.NewLot{LotID: fmt.Sprintf("N%d", i), Kind: pick(stock.KindOnHand, stock.KindPlanned), Good: rng.IntN(6) != 0,
 				ArrivesAt: pick("", "2026-12-04"), ValidFrom: pick("", "", "2026-12-01"), ValidTo: pick("", "", "2026-12-10"), Sellable: qty()}
-			if n.Kind == KindOnHand {
+			if n.Kind == stock.KindOnHand {
 				n.BestBefore = pick("", "2026-12-20", "2027-01-01")
 			}
 			if rng.IntN(10) == 0 && len(lots) > 0 {
 				n.LotID = lotOf(lots) // exists
 			}
-			st = genStep{name: "register_lot", regLot: &RegisterLotRequest{OpID: op, SKU: sku, Lot: n}}
+			st = genStep{name: "register_lot", regLot: &stock.RegisterLotRequest{OpID: op, SKU: sku, Lot: n}}
 			if sku != "S9" && n.Sellable > 0 {
-				l := Lot{LotID: n.LotID}
+				l := stock.Lot{LotID: n.LotID}
 				added[sku] = append(added[sku], l)
 			}
 		case k < 88:
@@ -249,16 +250,16 @@ func genSequence(rng *rand.Rand, nOps int) ([]SKU, []genStep) {
 			if rng.IntN(2) == 0 {
 				ssku = "S8"
 			}
-			st = genStep{name: "register_sku", regSKU: &RegisterSKURequest{OpID: op, SKU: ssku, SafetyStock: int64(rng.IntN(5)) - int64(rng.IntN(40)/39)}}
+			st = genStep{name: "register_sku", regSKU: &stock.RegisterSKURequest{OpID: op, SKU: ssku, SafetyStock: int64(rng.IntN(5)) - int64(rng.IntN(40)/39)}}
 			sku = ssku
 		case k < 89:
-			st = genStep{name: "safety_stock", ss: &SafetyStockRequest{OpID: op, SKU: sku, SafetyStock: int64(rng.IntN(8))}}
+			st = genStep{name: "safety_stock", ss: &stock.SafetyStockRequest{OpID: op, SKU: sku, SafetyStock: int64(rng.IntN(8))}}
 		case k < 96:
 			d := qty()
 			if rng.IntN(2) == 0 {
 				d = -d
 			}
-			st = genStep{name: "adjust", adjust: &AdjustRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Delta: d, Reason: pick("count", "damaged", "")}}
+			st = genStep{name: "adjust", adjust: &stock.AdjustRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Delta: d, Reason: pick("count", "damaged", "")}}
 		default:
 			st = genStep{name: "snapshot", snapshot: true}
 		}
@@ -287,7 +288,7 @@ func (s *genStep) setOpID(id string) {
 	}
 }
 
-func (s genStep) run(inv Inventory) (Result, error) {
+func (s genStep) run(inv Inventory) (stock.Result, error) {
 	name := strings.TrimPrefix(strings.TrimPrefix(s.name, "replay "), "reuse ")
 	switch {
 	case s.alloc != nil:
@@ -295,9 +296,9 @@ func (s genStep) run(inv Inventory) (Result, error) {
 	case s.release != nil:
 		return inv.Apply(ctx, *s.release)
 	case s.lots != nil && name == "ship":
-		return inv.Apply(ctx, ShipRequest(*s.lots))
+		return inv.Apply(ctx, stock.ShipRequest(*s.lots))
 	case s.lots != nil:
-		return inv.Apply(ctx, ConfirmRequest(*s.lots))
+		return inv.Apply(ctx, stock.ConfirmRequest(*s.lots))
 	case s.receive != nil:
 		return inv.Apply(ctx, *s.receive)
 	case s.adjust != nil:
@@ -305,9 +306,9 @@ func (s genStep) run(inv Inventory) (Result, error) {
 	case s.hold != nil && name == "hold":
 		return inv.Apply(ctx, *s.hold)
 	case s.hold != nil && name == "release_hold":
-		return inv.Apply(ctx, ReleaseHoldRequest(*s.hold))
+		return inv.Apply(ctx, stock.ReleaseHoldRequest(*s.hold))
 	case s.hold != nil:
-		return inv.Apply(ctx, DamageRequest(*s.hold))
+		return inv.Apply(ctx, stock.DamageRequest(*s.hold))
 	case s.recall != nil:
 		return inv.Apply(ctx, *s.recall)
 	case s.ret != nil:
@@ -323,14 +324,14 @@ func (s genStep) run(inv Inventory) (Result, error) {
 	case s.ss != nil:
 		return inv.Apply(ctx, *s.ss)
 	}
-	return Result{}, nil
+	return stock.Result{}, nil
 }
 
 // checkSequence runs steps against l and a fresh Model and returns the first
 // disagreement or broken invariant.
-func checkSequence(l *Ledger, skus []SKU, steps []genStep) error {
-	m := NewModel(newMemLoader(skus...))
-	snaps := map[string]SKU{}
+func checkSequence(l *Ledger, skus []stock.SKU, steps []genStep) error {
+	m := stock.NewModel(newMemLoader(skus...))
+	snaps := map[string]stock.SKU{}
 	for i, st := range steps {
 		if st.snapshot {
 			continue
@@ -338,10 +339,10 @@ func checkSequence(l *Ledger, skus []SKU, steps []genStep) error {
 		rr, rerr := st.run(l)
 		mr, merr := st.run(m)
 		where := fmt.Sprintf("step %d (%v)", i, st)
-		if Reason(rerr) != Reason(merr) {
+		if stock.Reason(rerr) != stock.Reason(merr) {
 			return fmt.Errorf("%s: redis error %v, model error %v", where, rerr, merr)
 		}
-		if Reason(rerr) == "ERR_INTERNAL" {
+		if stock.Reason(rerr) == "ERR_INTERNAL" {
 			return fmt.Errorf("%s: %v", where, rerr)
 		}
 		if !reflect.DeepEqual(normal(rr), normal(mr)) {
@@ -352,15 +353,15 @@ func checkSequence(l *Ledger, skus []SKU, steps []genStep) error {
 		if err != nil {
 			return err
 		}
-		var rs SKU
+		var rs stock.SKU
 		var rserr error
 		if len(h) == 0 {
-			rserr = ErrNotLoaded
+			rserr = stock.ErrNotLoaded
 		} else if rs, err = decodeHash(st.sku, h); err != nil {
 			return err
 		}
 		ms, mserr := m.Snapshot(ctx, st.sku)
-		if Reason(rserr) != Reason(mserr) {
+		if stock.Reason(rserr) != stock.Reason(mserr) {
 			return fmt.Errorf("%s: snapshot errors %v / %v", where, rserr, mserr)
 		}
 		if rserr != nil {
@@ -375,12 +376,12 @@ func checkSequence(l *Ledger, skus []SKU, steps []genStep) error {
 			if err != nil {
 				return err
 			}
-			var have []Holder
+			var have []stock.Holder
 			for lcid, q := range hh {
 				n, _ := strconv.ParseInt(q, 10, 64)
-				have = append(have, Holder{LCID: lcid, LotID: lt.LotID, Qty: n})
+				have = append(have, stock.Holder{LCID: lcid, LotID: lt.LotID, Qty: n})
 			}
-			slices.SortFunc(have, func(a, b Holder) int { return strings.Compare(a.LCID, b.LCID) })
+			slices.SortFunc(have, func(a, b stock.Holder) int { return strings.Compare(a.LCID, b.LCID) })
 			if want := m.Holders(st.sku, lt.LotID); !reflect.DeepEqual(have, want) {
 				return fmt.Errorf("%s: holders of %s differ\nredis %+v\nmodel %+v", where, lt.LotID, have, want)
 			}
@@ -403,7 +404,7 @@ func checkSequence(l *Ledger, skus []SKU, steps []genStep) error {
 	return nil
 }
 
-func normal(r Result) Result {
+func normal(r stock.Result) stock.Result {
 	if len(r.Moves) == 0 {
 		r.Moves = nil
 	}
@@ -421,7 +422,7 @@ func normal(r Result) Result {
 // adjust and lot registration change a lot's total; a registered lot comes after every
 // lot in registration order;
 // a successful op bumps the version by one, anything else changes nothing.
-func invariants(prev SKU, seen bool, now SKU, r Result, err error, st genStep) error {
+func invariants(prev stock.SKU, seen bool, now stock.SKU, r stock.Result, err error, st genStep) error {
 	for _, lt := range now.Lots {
 		for _, q := range []int64{lt.Sellable, lt.Reserved, lt.Allocated, lt.Hidden, lt.Shipped, lt.Defective} {
 			if q < 0 {
@@ -439,7 +440,7 @@ func invariants(prev SKU, seen bool, now SKU, r Result, err error, st genStep) e
 		if st.regLot != nil {
 			// The registered lot enters empty, with the SKU's next registration number;
 			// its quantity comes in by its move.
-			i := slices.IndexFunc(now.Lots, func(l Lot) bool { return l.LotID == st.regLot.Lot.LotID })
+			i := slices.IndexFunc(now.Lots, func(l stock.Lot) bool { return l.LotID == st.regLot.Lot.LotID })
 			if i < 0 {
 				return fmt.Errorf("registered lot %s missing", st.regLot.Lot.LotID)
 			}
@@ -449,7 +450,7 @@ func invariants(prev SKU, seen bool, now SKU, r Result, err error, st genStep) e
 					return fmt.Errorf("registered lot %s has reg_seq %d, not after %s's %d", nl.LotID, nl.RegSeq, l.LotID, l.RegSeq)
 				}
 			}
-			want.Lots = append(want.Lots, Lot{LotID: nl.LotID, Kind: nl.Kind, Good: nl.Good, BestBefore: nl.BestBefore,
+			want.Lots = append(want.Lots, stock.Lot{LotID: nl.LotID, Kind: nl.Kind, Good: nl.Good, BestBefore: nl.BestBefore,
 				RegSeq: nl.RegSeq, ArrivesAt: nl.ArrivesAt, ValidFrom: nl.ValidFrom, ValidTo: nl.ValidTo})
 		}
 		if st.ss != nil {
@@ -468,13 +469,13 @@ func invariants(prev SKU, seen bool, now SKU, r Result, err error, st genStep) e
 			if mv.Qty <= 0 {
 				return fmt.Errorf("move of %d", mv.Qty)
 			}
-			if (mv.From == External || mv.To == External) && st.receive == nil && st.adjust == nil && st.regLot == nil {
+			if (mv.From == stock.External || mv.To == stock.External) && st.receive == nil && st.adjust == nil && st.regLot == nil {
 				return fmt.Errorf("%s moved from/to external: %+v", st.name, mv)
 			}
-			if p := bucketOf(lt, mv.From); p != nil {
+			if p := stock.BucketOf(lt, mv.From); p != nil {
 				*p -= mv.Qty
 			}
-			if p := bucketOf(lt, mv.To); p != nil {
+			if p := stock.BucketOf(lt, mv.To); p != nil {
 				*p += mv.Qty
 			}
 		}
@@ -551,10 +552,10 @@ func FuzzScriptMatchesModel(f *testing.F) {
 // out: the allocated total never exceeds the stock and every unit is accounted for.
 func TestHotSKUNeverOversold(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
-	const stock, workers = 600, 64
-	s := SKU{SKU: "HOT", SafetyStock: 10, Lots: []Lot{}}
+	const units, workers = 600, 64
+	s := stock.SKU{SKU: "HOT", SafetyStock: 10, Lots: []stock.Lot{}}
 	for i := range 6 {
-		s.Lots = append(s.Lots, lot(fmt.Sprint("L", i), KindOnHand, int64(i), fmt.Sprintf("2027-0%d-01", 1+i%3), stock/6))
+		s.Lots = append(s.Lots, lot(fmt.Sprint("L", i), stock.KindOnHand, int64(i), fmt.Sprintf("2027-0%d-01", 1+i%3), units/6))
 	}
 	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(s)})
 	if err != nil {
@@ -569,22 +570,22 @@ func TestHotSKUNeverOversold(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), 7))
 			for i := 0; ; i++ {
-				mode := ModeShip
+				mode := stock.ModeShip
 				if rng.IntN(2) == 0 {
-					mode = ModeReserve
+					mode = stock.ModeReserve
 				}
 				q := 1 + rng.Int64N(4)
 				_, err := l.Apply(ctx, alloc(fmt.Sprintf("w%d-%d", w, i), "HOT", q, "2026-12-01", mode))
-				if errors.Is(err, ErrShortage) && q == 1 {
+				if errors.Is(err, stock.ErrShortage) && q == 1 {
 					return // nothing left for anyone
 				}
-				if err != nil && !errors.Is(err, ErrShortage) && !errors.Is(err, ErrSafetyStock) {
+				if err != nil && !errors.Is(err, stock.ErrShortage) && !errors.Is(err, stock.ErrSafetyStock) {
 					t.Error(err)
 					return
 				}
 				if err == nil {
 					mu.Lock()
-					if mode == ModeShip {
+					if mode == stock.ModeShip {
 						allocated += q
 					} else {
 						reserved += q
@@ -606,9 +607,9 @@ func TestHotSKUNeverOversold(t *testing.T) {
 		}
 		sell, res, all = sell+lt.Sellable, res+lt.Reserved, all+lt.Allocated
 	}
-	if res != reserved || all != allocated || sell+res+all != stock || sell != 0 {
+	if res != reserved || all != allocated || sell+res+all != units || sell != 0 {
 		t.Fatalf("sellable %d reserved %d (callers saw %d) allocated %d (callers saw %d), stock %d",
-			sell, res, reserved, all, allocated, stock)
+			sell, res, reserved, all, allocated, units)
 	}
 }
 
@@ -616,8 +617,8 @@ func TestHotSKUNeverOversold(t *testing.T) {
 // same records in the same order, in `on` chunks that are never empty (but a lone o:0) and
 // hold at most twice the load's chunk (ledger.lua edits one chunk, splitting or dropping
 // it, where a load writes chunks of indexChunk records); and its layout stamp and every
-// lot's stored key with allocKey's.
-func checkIndex(h map[string]string, lots []Lot) error {
+// lot's stored key with AllocKey's.
+func checkIndex(h map[string]string, lots []stock.Lot) error {
 	if h[fieldLayout] != keyLayout {
 		return fmt.Errorf("layout stamp %q, want %q", h[fieldLayout], keyLayout)
 	}

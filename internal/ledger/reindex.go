@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 var (
@@ -42,14 +44,14 @@ type Reindexed struct {
 func (r Reindexed) Stale() bool { return r.Layout || r.Index || r.Keys > 0 }
 
 // Reindex rewrites the SKU's candidate index, its lots' stored keys and its layout stamp
-// as the current key layout (allocKey) gives them, when any of them differs; with dryRun
+// as the current key layout (AllocKey) gives them, when any of them differs; with dryRun
 // it only tells what differs. It reads the SKU and computes every key in Go, then writes in
 // one script (reindex.lua) that takes the stock as operations left it meanwhile, so it may
 // run beside live traffic; only a lot an older version wrote in between makes it read
 // again. Running it again changes nothing. An operation that meets a SKU in another
 // layout, or a lot without its key, runs it itself (ERR_REINDEX).
 func (l *Ledger) Reindex(ctx context.Context, sku string, dryRun bool) (Reindexed, error) {
-	if err := CheckSKU(sku); err != nil {
+	if err := stock.CheckSKU(sku); err != nil {
 		return Reindexed{SKU: sku}, err
 	}
 	key := Key(l.prefix, sku)
@@ -85,7 +87,7 @@ func (l *Ledger) Reindex(ctx context.Context, sku string, dryRun bool) (Reindexe
 
 // reindexPlan compares the SKU's hash h (lots decoded from it) with the current key layout
 // and returns what differs and reindex.lua's arguments.
-func reindexPlan(h map[string]string, lots []Lot) (Reindexed, []any) {
+func reindexPlan(h map[string]string, lots []stock.Lot) (Reindexed, []any) {
 	r := Reindexed{Found: true, Layout: h[fieldLayout] != keyLayout}
 	var have strings.Builder
 	on, err := strconv.Atoi(h[fieldChunks])

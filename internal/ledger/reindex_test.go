@@ -14,33 +14,34 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 
 // The key is the allocation order, and the layout's name follows what it writes.
 func TestAllocKeyAndLayout(t *testing.T) {
 	for _, tc := range []struct {
-		lot  Lot
+		lot  stock.Lot
 		want string
 	}{
-		{Lot{Kind: KindOnHand, BestBefore: "2027-01-31", RegSeq: 7}, "o2027-01-31000000000000007"},
-		{Lot{Kind: KindOnHand, RegSeq: 7}, "o9999-99-99000000000000007"},
-		{Lot{Kind: KindPlanned, RegSeq: 7}, "p0000-00-00999999999999992"},
+		{stock.Lot{Kind: stock.KindOnHand, BestBefore: "2027-01-31", RegSeq: 7}, "o2027-01-31000000000000007"},
+		{stock.Lot{Kind: stock.KindOnHand, RegSeq: 7}, "o9999-99-99000000000000007"},
+		{stock.Lot{Kind: stock.KindPlanned, RegSeq: 7}, "p0000-00-00999999999999992"},
 	} {
-		if got := allocKey(tc.lot); got != tc.want || len(got) != keyLen {
-			t.Errorf("allocKey(%+v) = %q, want %q (%d bytes)", tc.lot, got, tc.want, keyLen)
+		if got := stock.AllocKey(tc.lot); got != tc.want || len(got) != stock.KeyLen {
+			t.Errorf("AllocKey(%+v) = %q, want %q (%d bytes)", tc.lot, got, tc.want, stock.KeyLen)
 		}
 	}
 	if layoutOf(indexRecord) != keyLayout {
 		t.Fatal("keyLayout is not the layout of indexRecord")
 	}
-	other := func(l Lot) string { return fifoKey(l) + l.ValidFrom + l.ValidTo + "s:" + l.LotID + "\n" }
+	other := func(l stock.Lot) string { return fifoKey(l) + l.ValidFrom + l.ValidTo + "s:" + l.LotID + "\n" }
 	if layoutOf(other) == keyLayout {
 		t.Fatal("another key gives the same layout name")
 	}
 	// The availability answer reads a candidate back from its record.
 	for _, l := range layoutProbe {
-		c, ok := decodeRecordHead(indexRecord(l)[:keyLen+20])
+		c, ok := decodeRecordHead(indexRecord(l)[:stock.KeyLen+20])
 		want := Candidate{Kind: l.Kind, BestBefore: l.BestBefore, RegSeq: l.RegSeq, ValidFrom: l.ValidFrom, ValidTo: l.ValidTo}
 		if !ok || c != want {
 			t.Errorf("record of %+v reads back as %+v (%v)", l, c, ok)
@@ -48,11 +49,11 @@ func TestAllocKeyAndLayout(t *testing.T) {
 	}
 }
 
-// fifoKey is a key in another layout than allocKey's, as long: on-hand lots by
+// fifoKey is a key in another layout than AllocKey's, as long: on-hand lots by
 // registration order alone (first in, first out), then planned lots likewise.
-func fifoKey(l Lot) string {
+func fifoKey(l stock.Lot) string {
 	kind := "o"
-	if l.Kind == KindPlanned {
+	if l.Kind == stock.KindPlanned {
 		kind = "p"
 	}
 	return fmt.Sprintf("%s%015d%10s", kind, l.RegSeq, "")
@@ -60,7 +61,7 @@ func fifoKey(l Lot) string {
 
 // writeIndexAs rewrites a loaded SKU's index and stored keys by hand, as a version whose
 // key was keyFn would have written them, stamped with stamp ("": no stamp).
-func writeIndexAs(t *testing.T, rc redis.UniversalClient, key string, keyFn func(Lot) string, stamp string) {
+func writeIndexAs(t *testing.T, rc redis.UniversalClient, key string, keyFn func(stock.Lot) string, stamp string) {
 	t.Helper()
 	h, err := rc.HGetAll(ctx, key).Result()
 	if err != nil {
@@ -116,12 +117,12 @@ func checkSKUIndex(t *testing.T, rc redis.UniversalClient, key string) {
 
 // layoutSKU has lots whose allocation order (early, late, nobb, planned) is not their
 // registration order (nobb, late, early, planned).
-func layoutSKU(name string) SKU {
-	return SKU{SKU: name, Lots: []Lot{
-		lot("nobb", KindOnHand, 0, "", 2),
-		lot("late", KindOnHand, 1, "2027-03-01", 2),
-		lot("early", KindOnHand, 2, "2027-01-01", 2),
-		lot("planned", KindPlanned, 3, "", 2),
+func layoutSKU(name string) stock.SKU {
+	return stock.SKU{SKU: name, Lots: []stock.Lot{
+		lot("nobb", stock.KindOnHand, 0, "", 2),
+		lot("late", stock.KindOnHand, 1, "2027-03-01", 2),
+		lot("early", stock.KindOnHand, 2, "2027-01-01", 2),
+		lot("planned", stock.KindPlanned, 3, "", 2),
 	}}
 }
 
@@ -129,12 +130,12 @@ func layoutSKU(name string) SKU {
 // operation that meets it (an allocation, an availability read) re-indexes it first.
 func TestIndexOfAnotherLayoutIsRebuiltBeforeUse(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
-	skus := []SKU{layoutSKU("A"), layoutSKU("B")}
+	skus := []stock.SKU{layoutSKU("A"), layoutSKU("B")}
 	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(skus...)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := NewModel(newMemLoader(skus...))
+	m := stock.NewModel(newMemLoader(skus...))
 	for _, s := range skus {
 		if err := l.Load(ctx, s.SKU); err != nil {
 			t.Fatal(err)
@@ -142,7 +143,7 @@ func TestIndexOfAnotherLayoutIsRebuiltBeforeUse(t *testing.T) {
 		writeIndexAs(t, rc, Key(prefix, s.SKU), fifoKey, "fifo-layout")
 	}
 
-	err = ledgerScript.Run(ctx, rc, []string{Key(prefix, "A"), opKey(prefix, "A", "raw")}, "alloc", "60", alloc("raw", "A", 1, "2026-12-01", ModeReserve).fingerprint(), 1, "2026-12-01", "reserve", "").Err()
+	err = ledgerScript.Run(ctx, rc, []string{Key(prefix, "A"), opKey(prefix, "A", "raw")}, "alloc", "60", alloc("raw", "A", 1, "2026-12-01", stock.ModeReserve).Fingerprint(), 1, "2026-12-01", "reserve", "").Err()
 	if !isReindexReply(err) {
 		t.Fatalf("the script walked an index of another layout: %v", err)
 	}
@@ -150,16 +151,16 @@ func TestIndexOfAnotherLayoutIsRebuiltBeforeUse(t *testing.T) {
 		t.Fatal("the refusal was remembered")
 	}
 
-	op := alloc("o1", "A", 3, "2026-12-01", ModeReserve)
+	op := alloc("o1", "A", 3, "2026-12-01", stock.ModeReserve)
 	rr, rerr := l.Apply(ctx, op)
 	mr, merr := m.Apply(ctx, op)
-	wantMoves(t, rr, rerr, mv{"early", Sellable, Reserved, 2}, mv{"late", Sellable, Reserved, 1})
+	wantMoves(t, rr, rerr, mv{"early", stock.Sellable, stock.Reserved, 2}, mv{"late", stock.Sellable, stock.Reserved, 1})
 	if merr != nil || !reflect.DeepEqual(rr, mr) {
 		t.Fatalf("redis %+v, model %+v %v", rr, mr, merr)
 	}
 	checkSKUIndex(t, rc, Key(prefix, "A"))
 
-	a, err := l.Availability(ctx, AvailabilityRequest{SKU: "B", TargetDate: "2026-12-01", Mode: ModeReserve})
+	a, err := l.Availability(ctx, AvailabilityRequest{SKU: "B", TargetDate: "2026-12-01", Mode: stock.ModeReserve})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,11 +191,11 @@ func TestReindexRestoresTheAllocationOrder(t *testing.T) {
 	// Stamped as the current layout, so that nothing but Reindex looks at the records.
 	writeIndexAs(t, rc, key, fifoKey, keyLayout)
 
-	m := NewModel(newMemLoader(s))
-	op := alloc("o1", "A", 3, "2026-12-01", ModeReserve)
+	m := stock.NewModel(newMemLoader(s))
+	op := alloc("o1", "A", 3, "2026-12-01", stock.ModeReserve)
 	rr, rerr := l.Apply(ctx, op)
 	mr, _ := m.Apply(ctx, op)
-	wantMoves(t, rr, rerr, mv{"nobb", Sellable, Reserved, 2}, mv{"late", Sellable, Reserved, 1})
+	wantMoves(t, rr, rerr, mv{"nobb", stock.Sellable, stock.Reserved, 2}, mv{"late", stock.Sellable, stock.Reserved, 1})
 	if reflect.DeepEqual(movesOf(rr), movesOf(mr)) {
 		t.Fatal("the index in another layout allocated as the model does")
 	}
@@ -221,14 +222,14 @@ func TestReindexRestoresTheAllocationOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m2 := NewModel(nil)
+	m2 := stock.NewModel(nil)
 	if _, err := m2.Put(snap); err != nil {
 		t.Fatal(err)
 	}
-	op = alloc("o2", "A", 4, "2026-12-01", ModeReserve)
+	op = alloc("o2", "A", 4, "2026-12-01", stock.ModeReserve)
 	rr, rerr = l.Apply(ctx, op)
 	mr, merr := m2.Apply(ctx, op)
-	wantMoves(t, rr, rerr, mv{"early", Sellable, Reserved, 2}, mv{"late", Sellable, Reserved, 1}, mv{"planned", Sellable, Reserved, 1})
+	wantMoves(t, rr, rerr, mv{"early", stock.Sellable, stock.Reserved, 2}, mv{"late", stock.Sellable, stock.Reserved, 1}, mv{"planned", stock.Sellable, stock.Reserved, 1})
 	if merr != nil || !reflect.DeepEqual(rr, mr) {
 		t.Fatalf("after the reindex: redis %+v, model %+v %v", rr, mr, merr)
 	}
@@ -246,33 +247,33 @@ func TestReindexRestoresTheAllocationOrder(t *testing.T) {
 // before, a lot it registered or received) is healed by the first operation that needs
 // the keys, which then answers as the model does.
 func TestOlderVersionsWritesAreHealed(t *testing.T) {
-	s := SKU{SKU: "A", Lots: []Lot{
-		lot("oh", KindOnHand, 0, "2027-02-01", 2),
-		lot("p", KindPlanned, 1, "", 2),
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{
+		lot("oh", stock.KindOnHand, 0, "2027-02-01", 2),
+		lot("p", stock.KindPlanned, 1, "", 2),
 	}}
 	cases := []struct {
 		name string
 		// older runs an operation on both and leaves the Redis hash as an older version
 		// would have.
-		older func(t *testing.T, l *Ledger, m *Model, key string)
+		older func(t *testing.T, l *Ledger, m *stock.Model, key string)
 	}{
-		{"loaded before stored keys", func(t *testing.T, l *Ledger, m *Model, key string) {
+		{"loaded before stored keys", func(t *testing.T, l *Ledger, m *stock.Model, key string) {
 			if err := l.Load(ctx, "A"); err != nil {
 				t.Fatal(err)
 			}
 			l.rc.HDel(ctx, key, fieldLayout, "k:oh", "k:p")
 		}},
-		{"received by an older version", func(t *testing.T, l *Ledger, m *Model, key string) {
+		{"received by an older version", func(t *testing.T, l *Ledger, m *stock.Model, key string) {
 			if err := l.Load(ctx, "A"); err != nil {
 				t.Fatal(err)
 			}
 			planned, _ := l.rc.HGet(ctx, key, "k:p").Result()
-			op := ReceiveRequest{OpID: "rcv", SKU: "A", LotID: "p", BestBefore: "2027-01-01"}
+			op := stock.ReceiveRequest{OpID: "rcv", SKU: "A", LotID: "p", BestBefore: "2027-01-01"}
 			applyBoth(t, l, m, op)
 			l.rc.HSet(ctx, key, "k:p", planned) // the planned lot's key, for its planned meta
 		}},
-		{"registered by an older version", func(t *testing.T, l *Ledger, m *Model, key string) {
-			op := RegisterLotRequest{OpID: "reg", SKU: "A", Lot: NewLot{LotID: "new", Kind: KindOnHand, Good: true, BestBefore: "2026-12-20", Sellable: 2}}
+		{"registered by an older version", func(t *testing.T, l *Ledger, m *stock.Model, key string) {
+			op := stock.RegisterLotRequest{OpID: "reg", SKU: "A", Lot: stock.NewLot{LotID: "new", Kind: stock.KindOnHand, Good: true, BestBefore: "2026-12-20", Sellable: 2}}
 			applyBoth(t, l, m, op)
 			l.rc.HDel(ctx, key, "k:new")
 		}},
@@ -284,27 +285,27 @@ func TestOlderVersionsWritesAreHealed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := NewModel(newMemLoader(s))
+			m := stock.NewModel(newMemLoader(s))
 			key := Key(prefix, "A")
 			tc.older(t, l, m, key)
 			// The lots the older version wrote cross zero, both ways: each needs its key.
-			r := applyBoth(t, l, m, alloc("first", "A", 4, "2026-12-01", ModeReserve))
-			var back []LotQty
+			r := applyBoth(t, l, m, alloc("first", "A", 4, "2026-12-01", stock.ModeReserve))
+			var back []stock.LotQty
 			for _, mv := range r.Moves {
-				back = append(back, LotQty{LotID: mv.LotID, Qty: 1})
+				back = append(back, stock.LotQty{LotID: mv.LotID, Qty: 1})
 			}
-			applyBoth(t, l, m, ReleaseRequest{OpID: "back", SKU: "A", From: Reserved, Lots: back})
+			applyBoth(t, l, m, stock.ReleaseRequest{OpID: "back", SKU: "A", From: stock.Reserved, Lots: back})
 			checkSKUIndex(t, rc, key)
 		})
 	}
 }
 
 // applyBoth applies op to the ledger and the model and fails unless they answer alike.
-func applyBoth(t *testing.T, l *Ledger, m *Model, op Op) Result {
+func applyBoth(t *testing.T, l *Ledger, m *stock.Model, op stock.Op) stock.Result {
 	t.Helper()
 	rr, rerr := l.Apply(ctx, op)
 	mr, merr := m.Apply(ctx, op)
-	if Reason(rerr) != Reason(merr) || !reflect.DeepEqual(normal(rr), normal(mr)) {
+	if stock.Reason(rerr) != stock.Reason(merr) || !reflect.DeepEqual(normal(rr), normal(mr)) {
 		t.Fatalf("%T: redis %+v %v, model %+v %v", op, rr, rerr, mr, merr)
 	}
 	if rerr != nil {
@@ -317,7 +318,7 @@ func applyBoth(t *testing.T, l *Ledger, m *Model, op Op) Result {
 // their key with it.
 func TestConcurrentRegistrations(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
-	s := SKU{SKU: "A", Lots: []Lot{lot("L", KindOnHand, 4, "2027-01-01", 1)}}
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L", stock.KindOnHand, 4, "2027-01-01", 1)}}
 	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(s)})
 	if err != nil {
 		t.Fatal(err)
@@ -329,12 +330,12 @@ func TestConcurrentRegistrations(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			kind, bb := KindOnHand, "2026-12-20"
+			kind, bb := stock.KindOnHand, "2026-12-20"
 			if i%2 == 0 {
-				kind, bb = KindPlanned, ""
+				kind, bb = stock.KindPlanned, ""
 			}
-			r, err := l.Apply(ctx, RegisterLotRequest{OpID: fmt.Sprint("r", i), SKU: "A",
-				Lot: NewLot{LotID: fmt.Sprint("N", i), Kind: kind, Good: true, BestBefore: bb, Sellable: 1}})
+			r, err := l.Apply(ctx, stock.RegisterLotRequest{OpID: fmt.Sprint("r", i), SKU: "A",
+				Lot: stock.NewLot{LotID: fmt.Sprint("N", i), Kind: kind, Good: true, BestBefore: bb, Sellable: 1}})
 			if err != nil {
 				t.Error(err)
 				return
@@ -357,14 +358,14 @@ func TestConcurrentRegistrations(t *testing.T) {
 // a fresh load would write it. Run with -race.
 func TestReindexBesideLiveOperations(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
-	const lots, stock = 60, 3
-	s := SKU{SKU: "HOT", Lots: []Lot{}}
+	const lots, perLot = 60, 3
+	s := stock.SKU{SKU: "HOT", Lots: []stock.Lot{}}
 	for i := range lots {
-		kind, bb := KindOnHand, fmt.Sprintf("2027-%02d-01", 1+(lots-i)%12)
+		kind, bb := stock.KindOnHand, fmt.Sprintf("2027-%02d-01", 1+(lots-i)%12)
 		if i%5 == 0 {
-			kind, bb = KindPlanned, ""
+			kind, bb = stock.KindPlanned, ""
 		}
-		s.Lots = append(s.Lots, lot(fmt.Sprintf("L%02d", i), kind, int64(i), bb, stock))
+		s.Lots = append(s.Lots, lot(fmt.Sprintf("L%02d", i), kind, int64(i), bb, perLot))
 	}
 	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(s)})
 	if err != nil {
@@ -382,7 +383,7 @@ func TestReindexBesideLiveOperations(t *testing.T) {
 	// apply runs op as a worker does: an operation that met a stale SKU again right after
 	// re-indexing it (the test makes it stale again and again) fails with an error that
 	// is no rejection, and the worker runs it again under the same op id.
-	apply := func(op Op) (Result, error) {
+	apply := func(op stock.Op) (stock.Result, error) {
 		for {
 			r, err := l.Apply(ctx, op)
 			if !isReindexReply(err) {
@@ -398,16 +399,16 @@ func TestReindexBesideLiveOperations(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(w), 3))
 			for i := 0; !stop.Load(); i++ {
 				holder := fmt.Sprintf("w%d-%d", w, i)
-				r, err := apply(AllocateRequest{OpID: holder, SKU: "HOT", Qty: 1 + rng.Int64N(4), TargetDate: "2026-12-01", Mode: ModeReserve, Holder: holder})
-				if errors.Is(err, ErrShortage) {
+				r, err := apply(stock.AllocateRequest{OpID: holder, SKU: "HOT", Qty: 1 + rng.Int64N(4), TargetDate: "2026-12-01", Mode: stock.ModeReserve, Holder: holder})
+				if errors.Is(err, stock.ErrShortage) {
 					continue
 				}
-				var back []LotQty
+				var back []stock.LotQty
 				for _, mv := range r.Moves {
-					back = append(back, LotQty{LotID: mv.LotID, Qty: mv.Qty})
+					back = append(back, stock.LotQty{LotID: mv.LotID, Qty: mv.Qty})
 				}
 				if err == nil {
-					_, err = apply(ReleaseRequest{OpID: holder + "-rel", SKU: "HOT", From: Reserved, Lots: back, Holder: holder})
+					_, err = apply(stock.ReleaseRequest{OpID: holder + "-rel", SKU: "HOT", From: stock.Reserved, Lots: back, Holder: holder})
 				}
 				if err != nil {
 					t.Error(err)
@@ -423,19 +424,19 @@ func TestReindexBesideLiveOperations(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := 0; i < 40 && !stop.Load(); i++ {
-			kind, bb := KindOnHand, "2026-12-24"
+			kind, bb := stock.KindOnHand, "2026-12-24"
 			if i%2 == 0 {
-				kind, bb = KindPlanned, ""
+				kind, bb = stock.KindPlanned, ""
 			}
-			if _, err := apply(RegisterLotRequest{OpID: fmt.Sprint("reg", i), SKU: "HOT",
-				Lot: NewLot{LotID: fmt.Sprint("N", i), Kind: kind, Good: true, BestBefore: bb, Sellable: stock}}); err != nil {
+			if _, err := apply(stock.RegisterLotRequest{OpID: fmt.Sprint("reg", i), SKU: "HOT",
+				Lot: stock.NewLot{LotID: fmt.Sprint("N", i), Kind: kind, Good: true, BestBefore: bb, Sellable: perLot}}); err != nil {
 				t.Error(err)
 				stop.Store(true)
 				return
 			}
-			added.Add(stock)
-			if kind == KindPlanned {
-				if _, err := apply(ReceiveRequest{OpID: fmt.Sprint("rcv", i), SKU: "HOT", LotID: fmt.Sprint("N", i), BestBefore: "2027-02-01"}); err != nil {
+			added.Add(perLot)
+			if kind == stock.KindPlanned {
+				if _, err := apply(stock.ReceiveRequest{OpID: fmt.Sprint("rcv", i), SKU: "HOT", LotID: fmt.Sprint("N", i), BestBefore: "2027-02-01"}); err != nil {
 					t.Error(err)
 					stop.Store(true)
 					return
@@ -493,7 +494,7 @@ func TestReindexBesideLiveOperations(t *testing.T) {
 			held += n
 		}
 	}
-	if want := lots*stock + added.Load(); total != want || held != reserved {
+	if want := lots*perLot + added.Load(); total != want || held != reserved {
 		t.Fatalf("%d units, want %d; %d reserved, the holders hold %d", total, want, reserved, held)
 	}
 	checkSKUIndex(t, rc, key)

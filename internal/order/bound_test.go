@@ -9,7 +9,7 @@ import (
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/queue"
 )
 
@@ -29,13 +29,13 @@ func padded(prefix string, n int, c string) string {
 func TestLargestAcceptedEventsResultFits(t *testing.T) {
 	t.Parallel()
 	const n, lots = domain.MaxLinesDefault, domain.ResultLotsPerLine
-	var skus []ledger.SKU
-	sku := func(i int) string { return padded(fmt.Sprintf("S%03d-", i), ledger.MaxIDLen, "s") }
+	var skus []stock.SKU
+	sku := func(i int) string { return padded(fmt.Sprintf("S%03d-", i), stock.MaxIDLen, "s") }
 	for i := range 2 * n {
-		s := ledger.SKU{SKU: sku(i)}
+		s := stock.SKU{SKU: sku(i)}
 		for j := range lots {
 			// One unit a lot: a line of `lots` units takes every lot of its SKU.
-			s.Lots = append(s.Lots, onHand(padded(fmt.Sprintf("L%03d-%d-", i, j), ledger.MaxIDLen, "l"), int64(j+1), 1, fmt.Sprintf("2027-01-%02d", j+1)))
+			s.Lots = append(s.Lots, onHand(padded(fmt.Sprintf("L%03d-%d-", i, j), stock.MaxIDLen, "l"), int64(j+1), 1, fmt.Sprintf("2027-01-%02d", j+1)))
 		}
 		skus = append(skus, s)
 	}
@@ -48,7 +48,7 @@ func TestLargestAcceptedEventsResultFits(t *testing.T) {
 		}
 		return ls
 	}
-	placedEv := ev(lcid, event.OrderPlaced, event.OrderData{Mode: ledger.ModeReserve, TargetDate: "2026-12-01", Lines: lines(0, "old")})
+	placedEv := ev(lcid, event.OrderPlaced, event.OrderData{Mode: stock.ModeReserve, TargetDate: "2026-12-01", Lines: lines(0, "old")})
 	placedEv.EventID = padded("placed-", event.MaxIDLength, "e")
 	h.submit(placedEv)
 	h.collect(1)
@@ -65,7 +65,7 @@ func TestLargestAcceptedEventsResultFits(t *testing.T) {
 	// The last old line's stock leaves its bucket behind the order's back, so that the
 	// order's release of it is refused after every other line was changed.
 	last := placedRes.Order.Lines[n-1]
-	if _, err := h.led.Apply(context.Background(), ledger.ReleaseRequest{OpID: "drift", SKU: last.SKU, From: ledger.Reserved, Lots: last.Lots}); err != nil {
+	if _, err := h.led.Apply(context.Background(), stock.ReleaseRequest{OpID: "drift", SKU: last.SKU, From: stock.Reserved, Lots: last.Lots}); err != nil {
 		t.Fatal(err)
 	}
 	changed := ev(lcid, event.OrderLinesChanged, event.OrderData{Lines: lines(n, "new")})

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/testenv"
@@ -86,8 +86,8 @@ func (h *harness) settle(entity string) {
 // event's first run, exactly once.
 func TestDuplicateDeliveryPublishesNothingAgain(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, []ledger.SKU{{SKU: "U", Lots: []ledger.Lot{onHand("U1", 1, 100, "2027-01-01")}}})
-	e := placed("DUP-1", ledger.ModeShip, line("1", "U", 3))
+	h := newHarness(t, []stock.SKU{{SKU: "U", Lots: []stock.Lot{onHand("U1", 1, 100, "2027-01-01")}}})
+	e := placed("DUP-1", stock.ModeShip, line("1", "U", 3))
 	h.submit(e)
 	h.settle("DUP-1")
 	if n := h.pub.count(e.EventID); n != 1 {
@@ -117,8 +117,8 @@ func TestDuplicateDeliveryPublishesNothingAgain(t *testing.T) {
 // turn re-runs the envelope left in proc first, and the re-run publishes the outbox.
 func TestCommittedResultIsPublishedBeforeADuplicateIsSkipped(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, []ledger.SKU{{SKU: "V", Lots: []ledger.Lot{onHand("V1", 1, 100, "2027-01-01")}}})
-	e := placed("DUP-2", ledger.ModeShip, line("1", "V", 2))
+	h := newHarness(t, []stock.SKU{{SKU: "V", Lots: []stock.Lot{onHand("V1", 1, 100, "2027-01-01")}}})
+	e := placed("DUP-2", stock.ModeShip, line("1", "V", 2))
 	h.pub.setFail(true)
 	h.submit(e)
 	st, err := order.LoadState(context.Background(), h.rc, h.prefix, "DUP-2")

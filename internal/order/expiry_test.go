@@ -17,6 +17,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/testenv"
@@ -64,7 +65,7 @@ func newScanner(t *testing.T, h *harness, turns order.Turns, lease time.Duration
 
 // heldOrder is a reserve-mode order of one unit of A that held until an hour ago.
 func heldOrder(lcid string, until time.Time) event.Order {
-	e := ev(lcid, event.OrderPlaced, event.OrderData{Mode: ledger.ModeReserve, TargetDate: "2026-12-01",
+	e := ev(lcid, event.OrderPlaced, event.OrderData{Mode: stock.ModeReserve, TargetDate: "2026-12-01",
 		Lines: []event.Line{line("1", "A", 1)}, Hold: event.Hold{HoldUntil: &until}})
 	e.OccurredAt = until.Add(-time.Hour)
 	return e
@@ -99,7 +100,7 @@ func orderOf(t *testing.T, h *harness, lcid string) *event.OrderSnapshot {
 	return st.Order
 }
 
-func lotA(t *testing.T, h *harness) ledger.Lot {
+func lotA(t *testing.T, h *harness) stock.Lot {
 	t.Helper()
 	s, err := h.led.Snapshot(context.Background(), "A")
 	if err != nil {
@@ -117,7 +118,7 @@ func lotA(t *testing.T, h *harness) ledger.Lot {
 func TestExpiryOnceWithTwoScannersRacing(t *testing.T) {
 	t.Parallel()
 	const n = 6
-	h := newHarness(t, []ledger.SKU{{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 2*n, "2027-01-01")}}})
+	h := newHarness(t, []stock.SKU{{SKU: "A", Lots: []stock.Lot{onHand("A1", 1, 2*n, "2027-01-01")}}})
 	now := time.Now()
 	clock := func() time.Time { return now }
 	place := func(tag string) []string {
@@ -215,7 +216,7 @@ func TestExpiryOnceWithTwoScannersRacing(t *testing.T) {
 // removes the entry after its commit.
 func TestExtendedHoldIsNotExpired(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, []ledger.SKU{{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 5, "2027-01-01")}}})
+	h := newHarness(t, []stock.SKU{{SKU: "A", Lots: []stock.Lot{onHand("A1", 1, 5, "2027-01-01")}}})
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	clock := func() time.Time { return now }
 	was, next := now.Add(-time.Minute), now.Add(time.Hour)
@@ -275,7 +276,7 @@ func TestCrashBetweenIndexAndCommitLosesNothing(t *testing.T) {
 		t.Run(point, func(t *testing.T) {
 			t.Parallel()
 			var once sync.Once
-			h := newHarnessWith(t, []ledger.SKU{{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 5, "2027-01-01")}}}, harnessOptions{})
+			h := newHarnessWith(t, []stock.SKU{{SKU: "A", Lots: []stock.Lot{onHand("A1", 1, 5, "2027-01-01")}}}, harnessOptions{})
 			order.SetCrash(h.proc, func(at string) error {
 				var err error
 				if at == point {
@@ -393,7 +394,7 @@ func TestRestoredOrderKeepsItsHold(t *testing.T) {
 	if cols == 0 {
 		t.Skip("orders.hold_until arrives with migration 00007")
 	}
-	seed(t, db, []ledger.SKU{{SKU: "R", Lots: []ledger.Lot{onHand("R1", 1, 10, "2027-01-01")}}})
+	seed(t, db, []stock.SKU{{SKU: "R", Lots: []stock.Lot{onHand("R1", 1, 10, "2027-01-01")}}})
 	hold := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
 	lines := `[{"line_id":"1","sku":"R","qty":2,"lots":[{"lot_id":"R1","qty":2}]}]`
 	if err := db.Exec(`INSERT INTO orders (lcid, status, allocation, paid, mode, target_date, lines, seq, last_event_id, hold_until)
@@ -496,7 +497,7 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func TestReservationMetrics(t *testing.T) {
 	t.Parallel()
 	procReg := prometheus.NewRegistry()
-	h := newHarnessWith(t, []ledger.SKU{{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 5, "2027-01-01")}}}, harnessOptions{
+	h := newHarnessWith(t, []stock.SKU{{SKU: "A", Lots: []stock.Lot{onHand("A1", 1, 5, "2027-01-01")}}}, harnessOptions{
 		processor: func(c *order.Config) { c.Registerer = procReg },
 	})
 	now := time.Now().UTC().Truncate(time.Second)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // skuVersion returns sku's version in led: one more for each operation that moved its
@@ -40,7 +41,7 @@ func wantLines(t *testing.T, o *event.OrderSnapshot, want ...event.SnapshotLine)
 	}
 }
 
-func lots(id string, qty int64) []ledger.LotQty { return []ledger.LotQty{{LotID: id, Qty: qty}} }
+func lots(id string, qty int64) []stock.LotQty { return []stock.LotQty{{LotID: id, Qty: qty}} }
 
 // An order holds line 1 = 3 and line 2 = 3 of a SKU with no spare unit; a change to
 // line 1 = 1 and line 2 = 5 fits once line 1's two units are released, and it applies:
@@ -52,8 +53,8 @@ func lots(id string, qty int64) []ledger.LotQty { return []ledger.LotQty{{LotID:
 // change was rejected with ERR_SHORTAGE.
 func TestLinesChangedReleasesBeforeItAllocates(t *testing.T) {
 	t.Parallel()
-	s := newStepper(t, ledger.SKU{SKU: "S", Version: 1, Lots: []ledger.Lot{onHand("S1", 1, 6, "2027-01-01")}})
-	if r := s.step(placed("L-net", ledger.ModeShip, line("1", "S", 3), line("2", "S", 3)), true); r.Outcome != event.Applied {
+	s := newStepper(t, stock.SKU{SKU: "S", Version: 1, Lots: []stock.Lot{onHand("S1", 1, 6, "2027-01-01")}})
+	if r := s.step(placed("L-net", stock.ModeShip, line("1", "S", 3), line("2", "S", 3)), true); r.Outcome != event.Applied {
 		t.Fatalf("placed: %s %s", r.Outcome, r.Reason)
 	}
 	if got := s.lot("S", "S1"); got != [5]int64{0, 0, 6, 0, 0} {
@@ -108,8 +109,8 @@ func TestLinesChangedReleasesBeforeItAllocates(t *testing.T) {
 // result, and the SKU's version moved on by two.
 func TestLinesChangedThatDoesNotFitMovesNothing(t *testing.T) {
 	t.Parallel()
-	s := newStepper(t, ledger.SKU{SKU: "S", Version: 1, Lots: []ledger.Lot{onHand("S1", 1, 7, "2027-01-01")}})
-	if r := s.step(placed("L-nofit", ledger.ModeShip, line("1", "S", 3), line("2", "S", 3)), true); r.Outcome != event.Applied {
+	s := newStepper(t, stock.SKU{SKU: "S", Version: 1, Lots: []stock.Lot{onHand("S1", 1, 7, "2027-01-01")}})
+	if r := s.step(placed("L-nofit", stock.ModeShip, line("1", "S", 3), line("2", "S", 3)), true); r.Outcome != event.Applied {
 		t.Fatalf("placed: %s %s", r.Outcome, r.Reason)
 	}
 	before, v := s.st, s.version("S")
@@ -145,24 +146,24 @@ func TestLinesChangedThatDoesNotFitMovesNothing(t *testing.T) {
 func TestLinesChangedRefusedOnTheSecondSKUUndoesTheFirst(t *testing.T) {
 	t.Parallel()
 	s := newStepper(t,
-		ledger.SKU{SKU: "A", Version: 1, Lots: []ledger.Lot{onHand("A1", 1, 6, "2027-01-01")}},
-		ledger.SKU{SKU: "B", Version: 1, Lots: []ledger.Lot{onHand("B1", 1, 2, "2027-01-01")}})
-	if r := s.step(placed("L-two", ledger.ModeShip, line("1", "A", 3), line("2", "A", 3), line("3", "B", 2)), true); r.Outcome != event.Applied {
+		stock.SKU{SKU: "A", Version: 1, Lots: []stock.Lot{onHand("A1", 1, 6, "2027-01-01")}},
+		stock.SKU{SKU: "B", Version: 1, Lots: []stock.Lot{onHand("B1", 1, 2, "2027-01-01")}})
+	if r := s.step(placed("L-two", stock.ModeShip, line("1", "A", 3), line("2", "A", 3), line("3", "B", 2)), true); r.Outcome != event.Applied {
 		t.Fatalf("placed: %s %s", r.Outcome, r.Reason)
 	}
 	before := s.st
 	change := ev("L-two", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "A", 1), line("2", "A", 5), line("3", "B", 3)}})
 	var other error
 	s.l.after[opPrefix(change)+":A:change"] = func() {
-		_, other = s.led.Apply(context.Background(), ledger.AllocateRequest{
-			OpID: "other:alloc", SKU: "A", Qty: 1, TargetDate: "2026-12-01", Mode: ledger.ModeReserve,
+		_, other = s.led.Apply(context.Background(), stock.AllocateRequest{
+			OpID: "other:alloc", SKU: "A", Qty: 1, TargetDate: "2026-12-01", Mode: stock.ModeReserve,
 		})
 	}
 	r := s.step(change, false)
 	if r.Outcome != event.Rejected || r.Reason != "ERR_SHORTAGE" {
 		t.Fatalf("%s %s (%s), want rejected ERR_SHORTAGE", r.Outcome, r.Reason, r.Detail)
 	}
-	if !errors.Is(other, ledger.ErrShortage) {
+	if !errors.Is(other, stock.ErrShortage) {
 		t.Errorf("the other order's allocation between A's change and its undo: %v, want ERR_SHORTAGE", other)
 	}
 	if !hasOp(r, opPrefix(change)+":A:change") || !hasOp(r, opPrefix(change)+":A:change-undo") {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // opPrefix is what the op ids of an order's event begin with: "{<lcid>}<event_id>".
@@ -30,10 +30,10 @@ func opsOf(r event.Result) map[string]bool {
 // results were applied with the same move "dup-1:1:alloc", but P1 had 1 unit allocated.
 func TestOrdersSharingAnEventIDEachGetTheirOwnOperations(t *testing.T) {
 	t.Parallel()
-	s1 := newStepper(t, ledger.SKU{SKU: "P", Version: 1, Lots: []ledger.Lot{onHand("P1", 1, 10, "2027-01-01")}})
+	s1 := newStepper(t, stock.SKU{SKU: "P", Version: 1, Lots: []stock.Lot{onHand("P1", 1, 10, "2027-01-01")}})
 	s2 := &stepper{t: t, led: s1.led, l: s1.l}
-	a := placed("LC-P1", ledger.ModeShip, line("1", "P", 1))
-	b := placed("LC-P2", ledger.ModeShip, line("1", "P", 1))
+	a := placed("LC-P1", stock.ModeShip, line("1", "P", 1))
+	b := placed("LC-P2", stock.ModeShip, line("1", "P", 1))
 	a.EventID, b.EventID = "dup-1", "dup-1"
 	ra := s1.step(a, true)
 	before := s2.st
@@ -73,13 +73,13 @@ func (s *stepper) older(e event.Order, undo bool) {
 	s.t.Helper()
 	ctx := context.Background()
 	op := e.EventID + ":1:alloc"
-	if _, err := s.led.Apply(ctx, ledger.AllocateRequest{OpID: op, SKU: "A", Qty: 2, TargetDate: "2026-12-01", Mode: ledger.ModeReserve, Holder: e.LCID}); err != nil {
+	if _, err := s.led.Apply(ctx, stock.AllocateRequest{OpID: op, SKU: "A", Qty: 2, TargetDate: "2026-12-01", Mode: stock.ModeReserve, Holder: e.LCID}); err != nil {
 		s.t.Fatal(err)
 	}
 	if !undo {
 		return
 	}
-	if _, err := s.led.Apply(ctx, ledger.UndoRequest{OpID: op + "-undo", SKU: "A", From: ledger.Sellable, To: ledger.Reserved, Lots: lots("A1", 2), Holder: e.LCID}); err != nil {
+	if _, err := s.led.Apply(ctx, stock.UndoRequest{OpID: op + "-undo", SKU: "A", From: stock.Sellable, To: stock.Reserved, Lots: lots("A1", 2), Holder: e.LCID}); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -98,7 +98,7 @@ func TestOlderWorkersOperationsAreReplayedNotAppliedTwice(t *testing.T) {
 	t.Run("applied", func(t *testing.T) {
 		s := newStepper(t, twoSKUs()...)
 		s.t = t
-		e := placed("LC-old-1", ledger.ModeReserve, line("1", "A", 2))
+		e := placed("LC-old-1", stock.ModeReserve, line("1", "A", 2))
 		s.older(e, false)
 		r := s.step(e, true)
 		if r.Outcome != event.Applied {
@@ -116,7 +116,7 @@ func TestOlderWorkersOperationsAreReplayedNotAppliedTwice(t *testing.T) {
 		// allocated (and, with undone, undone too).
 		s := newStepper(t, twoSKUs()...)
 		s.t = t
-		e := placed("LC-old-2", ledger.ModeReserve, line("1", "A", 2), line("2", "B", 20))
+		e := placed("LC-old-2", stock.ModeReserve, line("1", "A", 2), line("2", "B", 20))
 		s.older(e, undone)
 		r := s.step(e, true)
 		if r.Outcome != event.Rejected || r.Reason != "ERR_SHORTAGE" {

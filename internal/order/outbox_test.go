@@ -19,6 +19,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
@@ -41,7 +42,7 @@ func newOutboxRig(t *testing.T, sku string) *outboxRig {
 	t.Helper()
 	rc, prefix := testenv.Redis(t)
 	db := testenv.Postgres(t)
-	seed(t, db, []ledger.SKU{{SKU: sku, Version: 1, Lots: []ledger.Lot{onHand(sku+"-L1", 1, 100, "2027-01-01")}}})
+	seed(t, db, []stock.SKU{{SKU: sku, Version: 1, Lots: []stock.Lot{onHand(sku+"-L1", 1, 100, "2027-01-01")}}})
 	c := testenv.SQS(t)
 	r := &outboxRig{t: t, prefix: prefix, rc: rc, sqs: c, queues: testenv.NewFIFOQueues(t, c, 30)}
 	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: r.queues.Results.URL, Keys: domain.ResultKeys})

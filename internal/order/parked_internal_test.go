@@ -16,18 +16,19 @@ import (
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
 )
 
-type oneSKU ledger.SKU
+type oneSKU stock.SKU
 
-func (s oneSKU) LoadSKU(_ context.Context, sku string) (ledger.SKU, error) {
+func (s oneSKU) LoadSKU(_ context.Context, sku string) (stock.SKU, error) {
 	if sku != s.SKU {
-		return ledger.SKU{}, fmt.Errorf("sku=%s: %w", sku, ledger.ErrUnknownSKU)
+		return stock.SKU{}, fmt.Errorf("sku=%s: %w", sku, stock.ErrUnknownSKU)
 	}
-	return ledger.SKU(s), nil
+	return stock.SKU(s), nil
 }
 
 // A parked event that a step applied is not expired when that step is re-run after its
@@ -56,7 +57,7 @@ func TestParkedEventAppliedOnceIsNotExpiredOnTheReRun(t *testing.T) {
 		}
 		return e
 	}
-	place := order("e-place", event.OrderPlaced, event.OrderData{Mode: ledger.ModeShip, TargetDate: "2026-12-01", Lines: []event.Line{{LineID: "1", SKU: "P", Qty: 2}}})
+	place := order("e-place", event.OrderPlaced, event.OrderData{Mode: stock.ModeShip, TargetDate: "2026-12-01", Lines: []event.Line{{LineID: "1", SKU: "P", Qty: 2}}})
 	if err := handle(place, "tok", t0); err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +99,8 @@ func newParkedFixture(t *testing.T) (*Processor, *ledger.Ledger, redis.Universal
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pub.Stop(context.Background()) })
-	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: oneSKU{SKU: "P", Version: 1, Lots: []ledger.Lot{{
-		LotID: "P1", Kind: ledger.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1,
+	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: oneSKU{SKU: "P", Version: 1, Lots: []stock.Lot{{
+		LotID: "P1", Kind: stock.KindOnHand, Good: true, BestBefore: "2027-01-01", RegSeq: 1,
 		ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 10,
 	}}}})
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // Loader supplies an entity's last persisted state when Redis has none: after a Redis
@@ -52,7 +52,7 @@ func (p PGLoader) LoadOrder(ctx context.Context, lcid string) (*event.OrderSnaps
 		o.Allocation = *r.Allocation
 	}
 	if r.Mode != nil {
-		o.Mode = ledger.Mode(*r.Mode)
+		o.Mode = stock.Mode(*r.Mode)
 	}
 	if r.TargetDate != nil {
 		o.TargetDate = *r.TargetDate

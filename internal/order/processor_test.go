@@ -19,6 +19,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
@@ -42,7 +43,7 @@ type harness struct {
 }
 
 // seed writes SKUs and lots to PostgreSQL, where the ledger loads them from.
-func seed(t testing.TB, db *gorm.DB, skus []ledger.SKU) {
+func seed(t testing.TB, db *gorm.DB, skus []stock.SKU) {
 	t.Helper()
 	for _, s := range skus {
 		if err := db.Exec(`INSERT INTO skus (sku, safety_stock, version) VALUES (?, ?, ?)`, s.SKU, s.SafetyStock, s.Version).Error; err != nil {
@@ -67,12 +68,12 @@ func seed(t testing.TB, db *gorm.DB, skus []ledger.SKU) {
 	}
 }
 
-func onHand(id string, seq, qty int64, bestBefore string) ledger.Lot {
-	return ledger.Lot{LotID: id, Kind: ledger.KindOnHand, Good: true, BestBefore: bestBefore, RegSeq: seq,
+func onHand(id string, seq, qty int64, bestBefore string) stock.Lot {
+	return stock.Lot{LotID: id, Kind: stock.KindOnHand, Good: true, BestBefore: bestBefore, RegSeq: seq,
 		ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: qty}
 }
 
-func newHarness(t *testing.T, skus []ledger.SKU) *harness {
+func newHarness(t *testing.T, skus []stock.SKU) *harness {
 	t.Helper()
 	return newHarnessWith(t, skus, harnessOptions{})
 }
@@ -87,7 +88,7 @@ type harnessOptions struct {
 	processor func(*order.Config)
 }
 
-func newHarnessWith(t *testing.T, skus []ledger.SKU, opts harnessOptions) *harness {
+func newHarnessWith(t *testing.T, skus []stock.SKU, opts harnessOptions) *harness {
 	t.Helper()
 	rc, prefix := testenv.Redis(t)
 	db := testenv.Postgres(t)
@@ -213,7 +214,7 @@ func ev(lcid string, t event.Type, data any) event.Order {
 	return e
 }
 
-func placed(lcid string, mode ledger.Mode, lines ...event.Line) event.Order {
+func placed(lcid string, mode stock.Mode, lines ...event.Line) event.Order {
 	return ev(lcid, event.OrderPlaced, event.OrderData{Mode: mode, TargetDate: "2026-12-01", Lines: lines})
 }
 
@@ -221,9 +222,9 @@ func line(id, sku string, qty int64) event.Line { return event.Line{LineID: id, 
 
 func TestEveryTransitionAndRejection(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, []ledger.SKU{
-		{SKU: "A", SafetyStock: 2, Lots: []ledger.Lot{onHand("A1", 1, 5, "2027-03-01"), onHand("A2", 2, 5, "2027-01-01")}},
-		{SKU: "B", SafetyStock: 0, Lots: []ledger.Lot{onHand("B1", 1, 3, "2027-01-01")}},
+	h := newHarness(t, []stock.SKU{
+		{SKU: "A", SafetyStock: 2, Lots: []stock.Lot{onHand("A1", 1, 5, "2027-03-01"), onHand("A2", 2, 5, "2027-01-01")}},
+		{SKU: "B", SafetyStock: 0, Lots: []stock.Lot{onHand("B1", 1, 3, "2027-01-01")}},
 	})
 	type step struct {
 		ev      event.Order
@@ -236,28 +237,28 @@ func TestEveryTransitionAndRejection(t *testing.T) {
 		steps = append(steps, step{e, outcome, reason, status})
 	}
 	// A reserved order that goes all the way: pay, allocate, change lines, ship.
-	add(placed("O1", ledger.ModeReserve, line("1", "A", 3)), event.Applied, "", event.StatusPlaced)
+	add(placed("O1", stock.ModeReserve, line("1", "A", 3)), event.Applied, "", event.StatusPlaced)
 	add(ev("O1", event.OrderShipped, nil), "", "", "") // parked: unpaid and reserved
 	add(ev("O1", event.PaymentConfirmed, nil), event.Applied, "", event.StatusPlaced)
 	add(ev("O1", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "A", 2), line("2", "B", 1)}}), event.Applied, "", event.StatusPlaced)
 	add(ev("O1", event.OrderAllocateForShipment, nil), event.Applied, "", event.StatusPlaced) // the parked ship follows
 	add(ev("O1", event.OrderCancelled, nil), event.Rejected, domain.ReasonInvalidTransition, event.StatusShipped)
 	add(ev("O1", event.OrderShipped, nil), event.Applied, "", event.StatusShipped) // a repeat: no-op
-	add(placed("O1", ledger.ModeShip, line("1", "A", 1)), event.Rejected, domain.ReasonOrderExists, event.StatusShipped)
+	add(placed("O1", stock.ModeShip, line("1", "A", 1)), event.Rejected, domain.ReasonOrderExists, event.StatusShipped)
 	// Shortage and safety stock: A has 10 - 3 = 7 sellable left... minus what O1 holds.
-	add(placed("O2", ledger.ModeReserve, line("1", "A", 50)), event.Rejected, "ERR_SHORTAGE", event.StatusRejected)
-	add(placed("O3", ledger.ModeShip, line("1", "A", 7)), event.Rejected, "ERR_SAFETY_STOCK", event.StatusRejected)
-	add(placed("O4", ledger.ModeShip, line("1", "B", 1), line("2", "A", 60)), event.Rejected, "ERR_SHORTAGE", event.StatusRejected)
+	add(placed("O2", stock.ModeReserve, line("1", "A", 50)), event.Rejected, "ERR_SHORTAGE", event.StatusRejected)
+	add(placed("O3", stock.ModeShip, line("1", "A", 7)), event.Rejected, "ERR_SAFETY_STOCK", event.StatusRejected)
+	add(placed("O4", stock.ModeShip, line("1", "B", 1), line("2", "A", 60)), event.Rejected, "ERR_SHORTAGE", event.StatusRejected)
 	add(ev("O2", event.PaymentConfirmed, nil), event.Rejected, domain.ReasonInvalidTransition, event.StatusRejected)
-	add(placed("O5", ledger.ModeShip, line("1", "NOPE", 1)), event.Rejected, "ERR_UNKNOWN_SKU", event.StatusRejected)
+	add(placed("O5", stock.ModeShip, line("1", "NOPE", 1)), event.Rejected, "ERR_UNKNOWN_SKU", event.StatusRejected)
 	// Cancel releases; a second cancel is a no-op; a change after cancel is rejected.
-	add(placed("O6", ledger.ModeShip, line("1", "B", 2)), event.Applied, "", event.StatusPlaced)
+	add(placed("O6", stock.ModeShip, line("1", "B", 2)), event.Applied, "", event.StatusPlaced)
 	add(ev("O6", event.OrderCancelled, nil), event.Applied, "", event.StatusCancelled)
 	add(ev("O6", event.OrderCancelled, nil), event.Applied, "", event.StatusCancelled)
 	add(ev("O6", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "B", 1)}}), event.Rejected, domain.ReasonInvalidTransition, event.StatusCancelled)
 	add(ev("O6", event.OrderShipped, nil), event.Rejected, domain.ReasonInvalidTransition, event.StatusCancelled)
 	// A change that cannot be allocated leaves the order as it was.
-	add(placed("O7", ledger.ModeReserve, line("1", "B", 1)), event.Applied, "", event.StatusPlaced)
+	add(placed("O7", stock.ModeReserve, line("1", "B", 1)), event.Applied, "", event.StatusPlaced)
 	add(ev("O7", event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "B", 1), line("2", "A", 99)}}), event.Rejected, "ERR_SHORTAGE", event.StatusPlaced)
 
 	for _, s := range steps {
@@ -321,7 +322,7 @@ func TestEveryTransitionAndRejection(t *testing.T) {
 
 type bucketTotals struct{ sellable, reserved, allocated, hidden, shipped int64 }
 
-func totals(s ledger.SKU) bucketTotals {
+func totals(s stock.SKU) bucketTotals {
 	var b bucketTotals
 	for _, l := range s.Lots {
 		b.sellable += l.Sellable
@@ -335,8 +336,8 @@ func totals(s ledger.SKU) bucketTotals {
 
 func TestSameEventFiveTimesHasOneEffect(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, []ledger.SKU{{SKU: "C", Lots: []ledger.Lot{onHand("C1", 1, 100, "2027-01-01")}}})
-	e := placed("D1", ledger.ModeShip, line("1", "C", 4))
+	h := newHarness(t, []stock.SKU{{SKU: "C", Lots: []stock.Lot{onHand("C1", 1, 100, "2027-01-01")}}})
+	e := placed("D1", stock.ModeShip, line("1", "C", 4))
 	// Concurrently...
 	var wg sync.WaitGroup
 	for range 5 {
@@ -377,7 +378,7 @@ func TestOrderLostFromRedisIsRestoredFromPostgres(t *testing.T) {
 	t.Parallel()
 	rc, prefix := testenv.Redis(t)
 	db := testenv.Postgres(t)
-	seed(t, db, []ledger.SKU{{SKU: "R", Lots: []ledger.Lot{onHand("R1", 1, 10, "2027-01-01")}}})
+	seed(t, db, []stock.SKU{{SKU: "R", Lots: []stock.Lot{onHand("R1", 1, 10, "2027-01-01")}}})
 	c := testenv.SQS(t)
 	q := testenv.NewQueues(t, c, 30)
 	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: q.Results.URL})

@@ -17,7 +17,7 @@ import (
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/tracing"
@@ -193,7 +193,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 // lots' buckets and versions are what PostgreSQL needs) and the lots of each SKU version
 // are spread over as many results as they take, "<id>.1", "<id>.2", ...: PostgreSQL keeps
 // each lot row at its own version, so a version's lots may arrive in several results.
-func compensation(base event.Result, skus []ledger.SKU, st *domain.State, limit int) ([]event.Result, error) {
+func compensation(base event.Result, skus []stock.SKU, st *domain.State, limit int) ([]event.Result, error) {
 	size := func(r event.Result) (int, error) {
 		b, err := json.Marshal(r)
 		return len(b), err
@@ -244,7 +244,7 @@ func compensation(base event.Result, skus []ledger.SKU, st *domain.State, limit 
 
 // withLot returns r with lot added to SKU s's entry at s's version (a new entry when r
 // has none), leaving r's own slices as they are.
-func withLot(r event.Result, s ledger.SKU, lot ledger.Lot) event.Result {
+func withLot(r event.Result, s stock.SKU, lot stock.Lot) event.Result {
 	r.SKUs = slices.Clone(r.SKUs)
 	if n := len(r.SKUs); n > 0 && r.SKUs[n-1].SKU == s.SKU && r.SKUs[n-1].Version == s.Version {
 		last := r.SKUs[n-1]
@@ -253,7 +253,7 @@ func withLot(r event.Result, s ledger.SKU, lot ledger.Lot) event.Result {
 		return r
 	}
 	e := s
-	e.Lots = []ledger.Lot{lot}
+	e.Lots = []stock.Lot{lot}
 	r.SKUs = append(r.SKUs, e)
 	return r
 }

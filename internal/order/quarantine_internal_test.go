@@ -8,7 +8,7 @@ import (
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // A quarantine's result id fits what persistence accepts, whatever the event id's length.
@@ -26,13 +26,13 @@ func TestQuarantineIDFitsTheIDBound(t *testing.T) {
 // A quarantine's result is spread over several when one would not fit, each under the
 // limit, with every lot of every SKU version in exactly one of them, in seq order.
 func TestCompensationFitsTheLimit(t *testing.T) {
-	lot := func(id string) ledger.Lot {
-		return ledger.Lot{LotID: id, Kind: ledger.KindOnHand, Good: true, BestBefore: "2027-01-01", ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 5}
+	lot := func(id string) stock.Lot {
+		return stock.Lot{LotID: id, Kind: stock.KindOnHand, Good: true, BestBefore: "2027-01-01", ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 5}
 	}
-	var skus []ledger.SKU
+	var skus []stock.SKU
 	want := 0
 	for v := int64(1); v <= 3; v++ {
-		s := ledger.SKU{SKU: "A", Version: v}
+		s := stock.SKU{SKU: "A", Version: v}
 		for i := range 6 {
 			s.Lots = append(s.Lots, lot(fmt.Sprintf("L%d", i)))
 			want++
@@ -40,7 +40,7 @@ func TestCompensationFitsTheLimit(t *testing.T) {
 		skus = append(skus, s)
 	}
 	base := event.Result{EventID: "e~q1", Entity: "O1", LCID: "O1", Type: event.OrderPlaced, Outcome: event.Rejected,
-		Reason: ReasonQuarantined, Moves: []ledger.Move{{OpID: "e:1:alloc", SKU: "A", LotID: "L0", From: "sellable", To: "allocated", Qty: 1}}}
+		Reason: ReasonQuarantined, Moves: []stock.Move{{OpID: "e:1:alloc", SKU: "A", LotID: "L0", From: "sellable", To: "allocated", Qty: 1}}}
 	st := domain.State{Seq: 7}
 	one, err := compensation(base, skus, &st, 1<<20)
 	if err != nil || len(one) != 1 || len(one[0].Moves) != 1 || one[0].Seq != 8 || st.Seq != 8 {

@@ -18,6 +18,7 @@ import (
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/persist"
@@ -37,17 +38,17 @@ var errInjected = errors.New("test: injected ledger failure")
 
 // Apply fails an allocation or a change (an order.lines_changed's operation on a SKU)
 // whose op id contains fail, while on.
-func (f *flakyLedger) Apply(ctx context.Context, op ledger.Op) (ledger.Result, error) {
+func (f *flakyLedger) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
 	var opID string
 	switch r := op.(type) {
-	case ledger.AllocateRequest:
+	case stock.AllocateRequest:
 		opID = r.OpID
-	case ledger.ChangeRequest:
+	case stock.ChangeRequest:
 		opID = r.OpID
 	}
 	if f.on.Load() && opID != "" && strings.Contains(opID, f.fail) {
 		f.calls.Add(1)
-		return ledger.Result{}, errInjected
+		return stock.Result{}, errInjected
 	}
 	return f.Ledger.Apply(ctx, op)
 }
@@ -113,7 +114,7 @@ func (h *harness) reconcile() persist.ReconcileReport {
 	return rep
 }
 
-func lotOf(t *testing.T, led *ledger.Ledger, sku string) ledger.Lot {
+func lotOf(t *testing.T, led *ledger.Ledger, sku string) stock.Lot {
 	t.Helper()
 	s, err := led.Snapshot(context.Background(), sku)
 	if err != nil {
@@ -134,9 +135,9 @@ func TestFailingEventIsQuarantinedThenRedrivenOnce(t *testing.T) {
 	const maxAttempts = 3
 	flaky := &flakyLedger{fail: ":2:"}
 	flaky.on.Store(true)
-	h := newHarnessWith(t, []ledger.SKU{
-		{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 10, "2027-01-01")}},
-		{SKU: "B", Lots: []ledger.Lot{onHand("B1", 1, 10, "2027-01-01")}},
+	h := newHarnessWith(t, []stock.SKU{
+		{SKU: "A", Lots: []stock.Lot{onHand("A1", 1, 10, "2027-01-01")}},
+		{SKU: "B", Lots: []stock.Lot{onHand("B1", 1, 10, "2027-01-01")}},
 	}, harnessOptions{
 		ledger: func(l domain.Ledger) domain.Ledger { flaky.Ledger = l; return flaky },
 		turns: func(c *lockhandoff.Config) {
@@ -145,7 +146,7 @@ func TestFailingEventIsQuarantinedThenRedrivenOnce(t *testing.T) {
 			c.QuarantineMinAge = -1
 		},
 	})
-	place := placed("Q1", ledger.ModeShip, line("1", "A", 3), line("2", "B", 2))
+	place := placed("Q1", stock.ModeShip, line("1", "A", 3), line("2", "B", 2))
 	pay := ev("Q1", event.PaymentConfirmed, nil)
 	h.submit(place)
 	h.submit(pay)
@@ -207,13 +208,13 @@ func TestFailingEventIsQuarantinedThenRedrivenOnce(t *testing.T) {
 // never arrived.
 func TestUnpublishableResultIsKeptThroughTheQuarantine(t *testing.T) {
 	t.Parallel()
-	h := newHarnessWith(t, []ledger.SKU{{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 10, "2027-01-01")}}}, harnessOptions{
+	h := newHarnessWith(t, []stock.SKU{{SKU: "A", Lots: []stock.Lot{onHand("A1", 1, 10, "2027-01-01")}}}, harnessOptions{
 		turns: func(c *lockhandoff.Config) { c.MaxAttempts = 2; c.HandlerRetries = 1; c.QuarantineMinAge = -1 },
 	})
 	h.pub.mu.Lock()
 	h.pub.fail = true
 	h.pub.mu.Unlock()
-	place := placed("Q2", ledger.ModeShip, line("1", "A", 4))
+	place := placed("Q2", stock.ModeShip, line("1", "A", 4))
 	h.submit(place)
 	dl := h.deadLetters(1)
 	if !strings.HasPrefix(dl[0].reason, order.ReasonMaxAttempts) || !strings.Contains(dl[0].reason, "committed") {
@@ -246,10 +247,10 @@ type lostReplies struct {
 	calls atomic.Int64
 }
 
-func (l *lostReplies) Apply(ctx context.Context, op ledger.Op) (ledger.Result, error) {
+func (l *lostReplies) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
 	res, err := l.Ledger.Apply(ctx, op)
-	if _, adjust := op.(ledger.AdjustRequest); adjust && l.calls.Add(1) <= l.n {
-		return ledger.Result{}, errInjected
+	if _, adjust := op.(stock.AdjustRequest); adjust && l.calls.Add(1) <= l.n {
+		return stock.Result{}, errInjected
 	}
 	return res, err
 }
@@ -261,7 +262,7 @@ func (l *lostReplies) Apply(ctx context.Context, op ledger.Op) (ledger.Result, e
 func TestQuarantinedAdjustmentIsCompleted(t *testing.T) {
 	t.Parallel()
 	lost := &lostReplies{n: 2}
-	h := newHarnessWith(t, []ledger.SKU{{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 10, "2027-01-01")}}}, harnessOptions{
+	h := newHarnessWith(t, []stock.SKU{{SKU: "A", Lots: []stock.Lot{onHand("A1", 1, 10, "2027-01-01")}}}, harnessOptions{
 		ledger: func(l domain.Ledger) domain.Ledger { lost.Ledger = l; return lost },
 		turns:  func(c *lockhandoff.Config) { c.MaxAttempts = 2; c.HandlerRetries = 1; c.QuarantineMinAge = -1 },
 	})
@@ -295,14 +296,14 @@ func TestQuarantinedAdjustmentIsCompleted(t *testing.T) {
 func TestLaterEventsApplyAfterAQuarantine(t *testing.T) {
 	t.Parallel()
 	flaky := &flakyLedger{fail: ":B:change"}
-	h := newHarnessWith(t, []ledger.SKU{
-		{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 10, "2027-01-01")}},
-		{SKU: "B", Lots: []ledger.Lot{onHand("B1", 1, 10, "2027-01-01")}},
+	h := newHarnessWith(t, []stock.SKU{
+		{SKU: "A", Lots: []stock.Lot{onHand("A1", 1, 10, "2027-01-01")}},
+		{SKU: "B", Lots: []stock.Lot{onHand("B1", 1, 10, "2027-01-01")}},
 	}, harnessOptions{
 		ledger: func(l domain.Ledger) domain.Ledger { flaky.Ledger = l; return flaky },
 		turns:  func(c *lockhandoff.Config) { c.MaxAttempts = 2; c.HandlerRetries = 1; c.QuarantineMinAge = -1 },
 	})
-	place := placed("Q4", ledger.ModeShip, line("1", "A", 2), line("2", "A", 2))
+	place := placed("Q4", stock.ModeShip, line("1", "A", 2), line("2", "A", 2))
 	h.submit(place)
 	h.collect(1)
 	flaky.on.Store(true)
@@ -338,11 +339,11 @@ func TestLaterEventsApplyAfterAQuarantine(t *testing.T) {
 // the commit went through and the result waited in the outbox for ever.
 func TestResultTooLargeIsQuarantinedAtOnce(t *testing.T) {
 	t.Parallel()
-	h := newHarnessWith(t, []ledger.SKU{{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 10, "2027-01-01"), onHand("A2", 2, 10, "2027-02-01")}}}, harnessOptions{
+	h := newHarnessWith(t, []stock.SKU{{SKU: "A", Lots: []stock.Lot{onHand("A1", 1, 10, "2027-01-01"), onHand("A2", 2, 10, "2027-02-01")}}}, harnessOptions{
 		turns:     func(c *lockhandoff.Config) {},
 		processor: func(c *order.Config) { c.MaxResultBytes = 900 },
 	})
-	big := placed("Q5", ledger.ModeShip, line("1", "A", 15)) // two lots: a result over 900 bytes
+	big := placed("Q5", stock.ModeShip, line("1", "A", 15)) // two lots: a result over 900 bytes
 	h.submit(big)
 	dl := h.deadLetters(1)
 	if !strings.HasPrefix(dl[0].reason, order.ReasonResultTooLarge+": the result of "+big.EventID) {
@@ -351,7 +352,7 @@ func TestResultTooLargeIsQuarantinedAtOnce(t *testing.T) {
 	if a := lotOf(t, h.led, "A"); a.Allocated != 0 || a.Sellable != 10 {
 		t.Fatalf("A after the quarantine: %+v (nothing stays allocated)", a)
 	}
-	small := placed("Q6", ledger.ModeShip, line("1", "A", 1))
+	small := placed("Q6", stock.ModeShip, line("1", "A", 1))
 	h.submit(small)
 	h.collect(2) // the quarantine's own (small) result, and Q6's
 	if r := h.result(small.EventID); r.Outcome != event.Applied {
@@ -372,9 +373,9 @@ func TestQuarantineWhoseRecordNameIsTakenFailsLoudly(t *testing.T) {
 	flaky := &flakyLedger{fail: ":2:"}
 	flaky.on.Store(true)
 	core, logs := observer.New(zapcore.WarnLevel)
-	h := newHarnessWith(t, []ledger.SKU{
-		{SKU: "A", Lots: []ledger.Lot{onHand("A1", 1, 10, "2027-01-01")}},
-		{SKU: "B", Lots: []ledger.Lot{onHand("B1", 1, 10, "2027-01-01")}},
+	h := newHarnessWith(t, []stock.SKU{
+		{SKU: "A", Lots: []stock.Lot{onHand("A1", 1, 10, "2027-01-01")}},
+		{SKU: "B", Lots: []stock.Lot{onHand("B1", 1, 10, "2027-01-01")}},
 	}, harnessOptions{
 		ledger: func(l domain.Ledger) domain.Ledger { flaky.Ledger = l; return flaky },
 		turns: func(c *lockhandoff.Config) {
@@ -384,7 +385,7 @@ func TestQuarantineWhoseRecordNameIsTakenFailsLoudly(t *testing.T) {
 		},
 		processor: func(c *order.Config) { c.Logger = zap.New(core) },
 	})
-	place := placed("Q1", ledger.ModeShip, line("1", "A", 3), line("2", "B", 2))
+	place := placed("Q1", stock.ModeShip, line("1", "A", 3), line("2", "B", 2))
 	taken := order.DoneKey(h.prefix, "Q1", place.EventID+event.OwnMark+"q1")
 	if err := h.rc.Set(context.Background(), taken, `{"event_id":"`+place.EventID+`~q1","outcome":"applied"}`, time.Hour).Err(); err != nil {
 		t.Fatal(err)

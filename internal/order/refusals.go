@@ -9,6 +9,7 @@ import (
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // durableRefusals is the ledger of a step on a Redis Cluster with Config.Replication on:
@@ -39,9 +40,9 @@ func (p *Processor) stepLedger() domain.Ledger {
 
 // Apply runs op; a refusal is returned once replicated, and a refusal that is not (yet)
 // is a transient error: the step fails and runs again.
-func (l durableRefusals) Apply(ctx context.Context, op ledger.Op) (ledger.Result, error) {
+func (l durableRefusals) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
 	r, err := l.Ledger.Apply(ctx, op)
-	if _, refused := ledger.Rejection(err); !refused || r.SKU == "" {
+	if _, refused := stock.Rejection(err); !refused || r.SKU == "" {
 		return r, err
 	}
 	key := ledger.Key(l.p.cfg.Prefix, r.SKU)

@@ -18,6 +18,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
@@ -27,7 +28,7 @@ import (
 
 // replicatedHarness is newHarness on a primary of its own with one replica, its turns and
 // processor waiting for replicas (replicas 0: no WAIT). wrap, when set, wraps the handler.
-func replicatedHarness(t *testing.T, skus []ledger.SKU, replicas int, wrap func(lockhandoff.Handler) lockhandoff.Handler) (*harness, *testenv.RedisServer, *prometheus.Registry) {
+func replicatedHarness(t *testing.T, skus []stock.SKU, replicas int, wrap func(lockhandoff.Handler) lockhandoff.Handler) (*harness, *testenv.RedisServer, *prometheus.Registry) {
 	t.Helper()
 	primary, replica := testenv.RedisWithReplica(t)
 	rc := redis.NewClient(&redis.Options{Addr: primary.Addr})
@@ -114,12 +115,12 @@ func metric(t *testing.T, reg *prometheus.Registry, name string, labels ...strin
 // sent): the message was deleted and the result published with the replica stopped.
 func TestStoppedReplicaHoldsTheMessageAndTheResult(t *testing.T) {
 	t.Parallel()
-	h, replica, reg := replicatedHarness(t, []ledger.SKU{{SKU: "R", Version: 1, Lots: []ledger.Lot{onHand("R1", 1, 10, "2027-01-01")}}}, 1, nil)
+	h, replica, reg := replicatedHarness(t, []stock.SKU{{SKU: "R", Version: 1, Lots: []stock.Lot{onHand("R1", 1, 10, "2027-01-01")}}}, 1, nil)
 	seen := &outcomes{Turns: h.turns}
 	consumer := h.consume(seen)
 
 	replica.Pause(t)
-	e := placed("REPL-1", ledger.ModeReserve, line("1", "R", 2))
+	e := placed("REPL-1", stock.ModeReserve, line("1", "R", 2))
 	h.send(e)
 	// The first take, and the redelivery's, were short; so was a commit of a re-run.
 	testenv.WaitFor(t, 30*time.Second, "two short takes and a short commit", func() bool {
@@ -166,10 +167,10 @@ func TestStoppedReplicaHoldsTheResultOfACommit(t *testing.T) {
 	t.Parallel()
 	var e event.Order
 	g := newGate("")
-	h, replica, reg := replicatedHarness(t, []ledger.SKU{{SKU: "C", Version: 1, Lots: []ledger.Lot{onHand("C1", 1, 10, "2027-01-01")}}}, 1, func(next lockhandoff.Handler) lockhandoff.Handler {
+	h, replica, reg := replicatedHarness(t, []stock.SKU{{SKU: "C", Version: 1, Lots: []stock.Lot{onHand("C1", 1, 10, "2027-01-01")}}}, 1, func(next lockhandoff.Handler) lockhandoff.Handler {
 		return g.wrap(next)
 	})
-	e = placed("REPL-2", ledger.ModeReserve, line("1", "C", 3))
+	e = placed("REPL-2", stock.ModeReserve, line("1", "C", 3))
 	g.eventID = e.EventID
 	consumer := h.consume(h.turns)
 	t.Cleanup(g.release)
@@ -201,10 +202,10 @@ func TestStoppedReplicaHoldsTheResultOfACommit(t *testing.T) {
 // Waiter of 0 replicas as on: four WAITs reached the server.
 func TestNoReplicaRequiredSendsNoWait(t *testing.T) {
 	t.Parallel()
-	h, _, _ := replicatedHarness(t, []ledger.SKU{{SKU: "O", Version: 1, Lots: []ledger.Lot{onHand("O1", 1, 10, "2027-01-01")}}}, 0, nil)
+	h, _, _ := replicatedHarness(t, []stock.SKU{{SKU: "O", Version: 1, Lots: []stock.Lot{onHand("O1", 1, 10, "2027-01-01")}}}, 0, nil)
 	ctx := context.Background()
 	h.rc.ConfigResetStat(ctx)
-	h.submit(placed("OFF-1", ledger.ModeReserve, line("1", "O", 1)))
+	h.submit(placed("OFF-1", stock.ModeReserve, line("1", "O", 1)))
 	h.submit(ev("OFF-1", event.PaymentConfirmed, nil))
 	h.settle("OFF-1")
 	h.collect(2)
@@ -243,7 +244,7 @@ func TestReplicationCost(t *testing.T) {
 	t.Cleanup(func() { rc.Close() })
 	db := testenv.Postgres(t)
 	const orders, workers = 3000, 32
-	seed(t, db, []ledger.SKU{{SKU: "M", Version: 1, Lots: []ledger.Lot{onHand("M1", 1, 1_000_000, "2027-01-01")}}})
+	seed(t, db, []stock.SKU{{SKU: "M", Version: 1, Lots: []stock.Lot{onHand("M1", 1, 1_000_000, "2027-01-01")}}})
 	run := func(replicas int, round int) float64 {
 		prefix := fmt.Sprintf("%s-%d-%d", testenv.Name(t), replicas, round)
 		w, err := replication.New(replication.Config{Replicas: replicas, Timeout: 500 * time.Millisecond})
@@ -266,7 +267,7 @@ func TestReplicationCost(t *testing.T) {
 		defer func() { _ = turns.Stop(context.Background()) }()
 		bodies := make([][]byte, orders)
 		for i := range bodies {
-			bodies[i] = mustJSON(t, placed(fmt.Sprintf("M-%d", i), ledger.ModeReserve, line("1", "M", 1)))
+			bodies[i] = mustJSON(t, placed(fmt.Sprintf("M-%d", i), stock.ModeReserve, line("1", "M", 1)))
 		}
 		// The SKU loaded into Redis before the clock starts.
 		if _, err := turns.Submit(context.Background(), "M-0", bodies[0]); err != nil {
@@ -371,8 +372,8 @@ func newClusterStep(t *testing.T, wrap func(*clusterStep, domain.Ledger) domain.
 		t.Fatal(err)
 	}
 	lots := catalog{
-		s.sku:   {SKU: s.sku, Version: 1, Lots: []ledger.Lot{onHand("CS1", 1, 10, "2027-01-01")}},
-		s.short: {SKU: s.short, Version: 1, Lots: []ledger.Lot{onHand("CT1", 1, 1, "2027-01-01")}},
+		s.sku:   {SKU: s.sku, Version: 1, Lots: []stock.Lot{onHand("CS1", 1, 10, "2027-01-01")}},
+		s.short: {SKU: s.short, Version: 1, Lots: []stock.Lot{onHand("CT1", 1, 1, "2027-01-01")}},
 	}
 	if s.led, err = ledger.New(ledger.Config{Redis: rc, Prefix: s.prefix, Loader: lots}); err != nil {
 		t.Fatal(err)
@@ -430,7 +431,7 @@ func (s *clusterStep) version() int64 {
 func TestClusterStepMovesNoStockBeforeTheOrdersPrimaryConfirms(t *testing.T) {
 	t.Parallel()
 	s := newClusterStep(t, nil)
-	if err := s.handle(placed(s.lcid, ledger.ModeReserve, line("1", s.sku, 2))); err != nil {
+	if err := s.handle(placed(s.lcid, stock.ModeReserve, line("1", s.sku, 2))); err != nil {
 		t.Fatal(err)
 	}
 	v := s.version()
@@ -478,8 +479,8 @@ type pausing struct {
 	once sync.Once
 }
 
-func (l *pausing) Apply(ctx context.Context, op ledger.Op) (ledger.Result, error) {
-	if a, ok := op.(ledger.AllocateRequest); ok && a.SKU == l.s.short {
+func (l *pausing) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
+	if a, ok := op.(stock.AllocateRequest); ok && a.SKU == l.s.short {
 		l.once.Do(func() { l.s.replica.Pause(l.s.t) })
 	}
 	return l.Ledger.Apply(ctx, op)
@@ -508,7 +509,7 @@ func TestClusterRefusalIsReplicatedBeforeTheUndos(t *testing.T) {
 			s.replica.Resume(t)
 		}
 	}()
-	e := placed(s.lcid, ledger.ModeReserve, line("1", s.sku, 2), line("2", s.short, 5))
+	e := placed(s.lcid, stock.ModeReserve, line("1", s.sku, 2), line("2", s.short, 5))
 	if err := s.handle(e); !errors.Is(err, replication.ErrShort) {
 		t.Errorf("placement refused with the order's replica stopped: %v, want %v", err, replication.ErrShort)
 	}

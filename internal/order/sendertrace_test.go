@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/queue"
@@ -171,9 +171,9 @@ func (h *harness) persisted(results map[string]queue.Message, id string) string 
 // neither stored in Redis nor put on the result's message, and the result names no
 // trace, so inbox.trace_id stays empty.
 func TestSendersTraceContextIsIgnoredWhileTracingIsOff(t *testing.T) {
-	h := newHarness(t, []ledger.SKU{{SKU: "TO", Lots: []ledger.Lot{onHand("TO1", 1, 10, "2027-01-01")}}})
+	h := newHarness(t, []stock.SKU{{SKU: "TO", Lots: []stock.Lot{onHand("TO1", 1, 10, "2027-01-01")}}})
 	h.consume(h.turns)
-	e := placed("TO-1", ledger.ModeShip, line("1", "TO", 2))
+	e := placed("TO-1", stock.ModeShip, line("1", "TO", 2))
 	h.sendTraced(e)
 	msgs := h.resultMessages(e.EventID)
 	m := msgs[e.EventID]
@@ -199,8 +199,8 @@ func TestSendersTraceContextIsIgnoredWhileTracingIsOff(t *testing.T) {
 // sampled remote trace, while the process does not trace, names no trace in its result:
 // the trace id is only ever one of a span junban recorded.
 func TestResultNamesOnlyASpanJunbanRecorded(t *testing.T) {
-	h := newHarness(t, []ledger.SKU{{SKU: "TN", Lots: []ledger.Lot{onHand("TN1", 1, 10, "2027-01-01")}}})
-	e := placed("TN-1", ledger.ModeShip, line("1", "TN", 1))
+	h := newHarness(t, []stock.SKU{{SKU: "TN", Lots: []stock.Lot{onHand("TN1", 1, 10, "2027-01-01")}}})
+	e := placed("TN-1", stock.ModeShip, line("1", "TN", 1))
 	body, err := json.Marshal(e)
 	if err != nil {
 		t.Fatal(err)
@@ -228,8 +228,8 @@ func TestResultNamesOnlyASpanJunbanRecorded(t *testing.T) {
 // stored in Redis and the result's message carry none of it.
 func TestSendersTraceStateIsBoundedWhileTracing(t *testing.T) {
 	_, shutdown := testenv.Tracing(t, "order-worker")
-	h := newHarness(t, []ledger.SKU{{SKU: "TB", Lots: []ledger.Lot{onHand("TB1", 1, 10, "2027-01-01")}}})
-	e := placed("TB-1", ledger.ModeShip, line("1", "TB", 2))
+	h := newHarness(t, []stock.SKU{{SKU: "TB", Lots: []stock.Lot{onHand("TB1", 1, 10, "2027-01-01")}}})
+	e := placed("TB-1", stock.ModeShip, line("1", "TB", 2))
 	ctx := context.Background()
 	lock := lockhandoff.Key(h.prefix, e.LCID, "lock")
 	if err := h.rc.Set(ctx, lock, "another-replica", 0).Err(); err != nil {

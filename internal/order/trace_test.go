@@ -12,7 +12,7 @@ import (
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
@@ -25,8 +25,8 @@ import (
 func TestStepIsTracedAndItsResultNamesTheTrace(t *testing.T) {
 	rcv, shutdown := testenv.Tracing(t, "order-worker")
 
-	h := newHarness(t, []ledger.SKU{{SKU: "TR", Lots: []ledger.Lot{onHand("TR1", 1, 10, "2027-01-01")}}})
-	e := placed("TR-1", ledger.ModeShip, line("1", "TR", 2))
+	h := newHarness(t, []stock.SKU{{SKU: "TR", Lots: []stock.Lot{onHand("TR1", 1, 10, "2027-01-01")}}})
+	e := placed("TR-1", stock.ModeShip, line("1", "TR", 2))
 	body, err := json.Marshal(e)
 	if err != nil {
 		t.Fatal(err)
@@ -103,8 +103,8 @@ func linkOf(sc trace.SpanContext) string { return sc.TraceID().String() + "/" + 
 // trace).
 func TestQueuedEventIsSteppedInItsOwnTrace(t *testing.T) {
 	rcv, shutdown := testenv.Tracing(t, "order-worker")
-	h := newHarness(t, []ledger.SKU{{SKU: "TQ", Lots: []ledger.Lot{onHand("TQ1", 1, 10, "2027-01-01")}}})
-	e := placed("TQ-1", ledger.ModeShip, line("1", "TQ", 2))
+	h := newHarness(t, []stock.SKU{{SKU: "TQ", Lots: []stock.Lot{onHand("TQ1", 1, 10, "2027-01-01")}}})
+	e := placed("TQ-1", stock.ModeShip, line("1", "TQ", 2))
 	ctx := context.Background()
 	lock := lockhandoff.Key(h.prefix, e.LCID, "lock")
 	if err := h.rc.Set(ctx, lock, "another-replica", 0).Err(); err != nil {
@@ -154,9 +154,9 @@ func TestQueuedEventIsSteppedInItsOwnTrace(t *testing.T) {
 // span covers its wait, linked to the step that applied it.
 func TestParkedEventShowsItsWait(t *testing.T) {
 	rcv, shutdown := testenv.Tracing(t, "order-worker")
-	h := newHarness(t, []ledger.SKU{{SKU: "TP", Lots: []ledger.Lot{onHand("TP1", 1, 10, "2027-01-01")}}})
+	h := newHarness(t, []stock.SKU{{SKU: "TP", Lots: []stock.Lot{onHand("TP1", 1, 10, "2027-01-01")}}})
 	pay := ev("TP-1", event.PaymentConfirmed, nil)
-	place := placed("TP-1", ledger.ModeShip, line("1", "TP", 1))
+	place := placed("TP-1", stock.ModeShip, line("1", "TP", 1))
 	ctx := context.Background()
 	pctx, paySpan := otel.Tracer("test").Start(ctx, "process orders (payment)")
 	h.handleMessage(pctx, pay) // parked: no order yet
@@ -190,8 +190,8 @@ func TestParkedEventShowsItsWait(t *testing.T) {
 // no trace.
 func TestSampledOutQueuedEventCostsNoSpans(t *testing.T) {
 	rcv, shutdown := testenv.Tracing(t, "order-worker")
-	h := newHarness(t, []ledger.SKU{{SKU: "TS", Lots: []ledger.Lot{onHand("TS1", 1, 10, "2027-01-01")}}})
-	e := placed("TS-1", ledger.ModeShip, line("1", "TS", 2))
+	h := newHarness(t, []stock.SKU{{SKU: "TS", Lots: []stock.Lot{onHand("TS1", 1, 10, "2027-01-01")}}})
+	e := placed("TS-1", stock.ModeShip, line("1", "TS", 2))
 	ctx := context.Background()
 	lock := lockhandoff.Key(h.prefix, e.LCID, "lock")
 	if err := h.rc.Set(ctx, lock, "another-replica", 0).Err(); err != nil {

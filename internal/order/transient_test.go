@@ -11,6 +11,7 @@ import (
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 )
@@ -19,10 +20,10 @@ import (
 // reject the event: the handler fails, the event stays in proc, nothing is published, and
 // the sweeper's re-run with a working ledger applies it.
 //
-// Broken variant tried: rejectable treating ledger.Reason's "ERR_INTERNAL" (any error
+// Broken variant tried: rejectable treating stock.Reason's "ERR_INTERNAL" (any error
 // that is not the ledger's) as a reason: the order was published rejected.
 func TestTransientLedgerErrorIsNoRejection(t *testing.T) {
-	skus := []ledger.SKU{{SKU: "A", Version: 1, Lots: []ledger.Lot{onHand("L1", 1, 10, "2027-01-01")}}}
+	skus := []stock.SKU{{SKU: "A", Version: 1, Lots: []stock.Lot{onHand("L1", 1, 10, "2027-01-01")}}}
 	h := newHarness(t, skus)
 	prefix := h.prefix + "-broken"
 	away := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
@@ -40,7 +41,7 @@ func TestTransientLedgerErrorIsNoRejection(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = turns.Stop(context.Background()) })
-	e := placed("T1", ledger.ModeReserve, line("1", "A", 2))
+	e := placed("T1", stock.ModeReserve, line("1", "A", 2))
 	body, _ := json.Marshal(e)
 	if _, err := turns.Submit(context.Background(), "T1", body); err != nil {
 		t.Fatal(err)

@@ -12,16 +12,17 @@ import (
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 )
 
 // catalog is a Loader over fixed SKUs.
-type catalog map[string]ledger.SKU
+type catalog map[string]stock.SKU
 
-func (c catalog) LoadSKU(_ context.Context, sku string) (ledger.SKU, error) {
+func (c catalog) LoadSKU(_ context.Context, sku string) (stock.SKU, error) {
 	s, ok := c[sku]
 	if !ok {
-		return ledger.SKU{}, fmt.Errorf("sku=%s: %w", sku, ledger.ErrUnknownSKU)
+		return stock.SKU{}, fmt.Errorf("sku=%s: %w", sku, stock.ErrUnknownSKU)
 	}
 	return s, nil
 }
@@ -33,7 +34,7 @@ type meddling struct {
 	after map[string]func()
 }
 
-func (l meddling) then(opID string, r ledger.Result, err error) (ledger.Result, error) {
+func (l meddling) then(opID string, r stock.Result, err error) (stock.Result, error) {
 	if f := l.after[opID]; f != nil {
 		f()
 	}
@@ -41,14 +42,14 @@ func (l meddling) then(opID string, r ledger.Result, err error) (ledger.Result, 
 }
 
 // Apply runs op, then what comes after an allocation, a release or a change with its op id.
-func (l meddling) Apply(ctx context.Context, op ledger.Op) (ledger.Result, error) {
+func (l meddling) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
 	res, err := l.Ledger.Apply(ctx, op)
 	switch r := op.(type) {
-	case ledger.AllocateRequest:
+	case stock.AllocateRequest:
 		return l.then(r.OpID, res, err)
-	case ledger.ReleaseRequest:
+	case stock.ReleaseRequest:
 		return l.then(r.OpID, res, err)
-	case ledger.ChangeRequest:
+	case stock.ChangeRequest:
 		return l.then(r.OpID, res, err)
 	}
 	return res, err
@@ -62,7 +63,7 @@ type stepper struct {
 	st  domain.State
 }
 
-func newStepper(t *testing.T, skus ...ledger.SKU) *stepper {
+func newStepper(t *testing.T, skus ...stock.SKU) *stepper {
 	t.Helper()
 	rc, prefix := testenv.Redis(t)
 	c := catalog{}
@@ -113,17 +114,17 @@ func (s *stepper) lot(sku, id string) [5]int64 {
 	return [5]int64{}
 }
 
-func (s *stepper) take(opID, sku, from string, lots ...ledger.LotQty) {
+func (s *stepper) take(opID, sku, from string, lots ...stock.LotQty) {
 	s.t.Helper()
-	if _, err := s.led.Apply(context.Background(), ledger.ReleaseRequest{OpID: opID, SKU: sku, From: from, Lots: lots}); err != nil {
+	if _, err := s.led.Apply(context.Background(), stock.ReleaseRequest{OpID: opID, SKU: sku, From: from, Lots: lots}); err != nil {
 		s.t.Fatal(err)
 	}
 }
 
-func twoSKUs() []ledger.SKU {
-	return []ledger.SKU{
-		{SKU: "A", Version: 1, Lots: []ledger.Lot{onHand("A1", 1, 10, "2027-01-01")}},
-		{SKU: "B", Version: 1, Lots: []ledger.Lot{onHand("B1", 1, 10, "2027-01-01")}},
+func twoSKUs() []stock.SKU {
+	return []stock.SKU{
+		{SKU: "A", Version: 1, Lots: []stock.Lot{onHand("A1", 1, 10, "2027-01-01")}},
+		{SKU: "B", Version: 1, Lots: []stock.Lot{onHand("B1", 1, 10, "2027-01-01")}},
 	}
 }
 
@@ -149,28 +150,28 @@ func TestRefusedLaterLineUndoesTheEarlierOnes(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name  string
-		mode  ledger.Mode
+		mode  stock.Mode
 		setup func(s *stepper, lcid string) // after placement
 		ev    func(lcid string) event.Order
 		steal string // the bucket taken from B1
 		want  [5]int64
 		undo  string // line 1's undo op, after the event id
 	}{
-		{"cancel", ledger.ModeReserve, nil,
+		{"cancel", stock.ModeReserve, nil,
 			func(lcid string) event.Order { return ev(lcid, event.OrderCancelled, nil) },
-			ledger.Reserved, [5]int64{8, 2, 0, 0, 0}, ":1:cancel-undo"},
-		{"allocate for shipment", ledger.ModeReserve, nil,
+			stock.Reserved, [5]int64{8, 2, 0, 0, 0}, ":1:cancel-undo"},
+		{"allocate for shipment", stock.ModeReserve, nil,
 			func(lcid string) event.Order { return ev(lcid, event.OrderAllocateForShipment, nil) },
-			ledger.Reserved, [5]int64{8, 2, 0, 0, 0}, ":1:confirm-undo"},
-		{"ship", ledger.ModeShip,
+			stock.Reserved, [5]int64{8, 2, 0, 0, 0}, ":1:confirm-undo"},
+		{"ship", stock.ModeShip,
 			func(s *stepper, lcid string) { s.step(ev(lcid, event.PaymentConfirmed, nil), true) },
 			func(lcid string) event.Order { return ev(lcid, event.OrderShipped, nil) },
-			ledger.Allocated, [5]int64{8, 0, 2, 0, 0}, ":1:ship-undo"},
-		{"lines changed", ledger.ModeReserve, nil,
+			stock.Allocated, [5]int64{8, 0, 2, 0, 0}, ":1:ship-undo"},
+		{"lines changed", stock.ModeReserve, nil,
 			func(lcid string) event.Order {
 				return ev(lcid, event.OrderLinesChanged, event.OrderData{Lines: []event.Line{line("1", "A", 1), line("2", "B", 1)}})
 			},
-			ledger.Reserved, [5]int64{8, 2, 0, 0, 0}, ":A:change-undo"},
+			stock.Reserved, [5]int64{8, 2, 0, 0, 0}, ":A:change-undo"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -184,7 +185,7 @@ func TestRefusedLaterLineUndoesTheEarlierOnes(t *testing.T) {
 				c.setup(s, lcid)
 			}
 			before := s.st
-			s.take("other:steal", "B", c.steal, ledger.LotQty{LotID: "B1", Qty: 2})
+			s.take("other:steal", "B", c.steal, stock.LotQty{LotID: "B1", Qty: 2})
 
 			e := c.ev(lcid)
 			r := s.step(e, false)
@@ -221,15 +222,15 @@ func TestRefusedLaterLineUndoesTheEarlierOnes(t *testing.T) {
 func TestRefusedUndoRejectsTheEvent(t *testing.T) {
 	t.Parallel()
 	s := newStepper(t, twoSKUs()...)
-	if r := s.step(placed("U-undo", ledger.ModeReserve, line("1", "A", 2), line("2", "B", 2)), true); r.Outcome != event.Applied {
+	if r := s.step(placed("U-undo", stock.ModeReserve, line("1", "A", 2), line("2", "B", 2)), true); r.Outcome != event.Applied {
 		t.Fatalf("placed: %s %s", r.Outcome, r.Reason)
 	}
-	s.take("other:steal", "B", ledger.Reserved, ledger.LotQty{LotID: "B1", Qty: 2})
+	s.take("other:steal", "B", stock.Reserved, stock.LotQty{LotID: "B1", Qty: 2})
 	e := ev("U-undo", event.OrderCancelled, nil)
 	// Right after the cancel released line 1, another order allocates all of A.
 	s.l.after[opPrefix(e)+":1:cancel"] = func() {
-		if _, err := s.led.Apply(context.Background(), ledger.AllocateRequest{
-			OpID: "other:alloc", SKU: "A", Qty: 10, TargetDate: "2026-12-01", Mode: ledger.ModeReserve,
+		if _, err := s.led.Apply(context.Background(), stock.AllocateRequest{
+			OpID: "other:alloc", SKU: "A", Qty: 10, TargetDate: "2026-12-01", Mode: stock.ModeReserve,
 		}); err != nil {
 			t.Error(err)
 		}
@@ -259,12 +260,12 @@ func TestRefusedUndoRejectsTheEvent(t *testing.T) {
 // version (the code before): A1 was reported at line 2's version.
 func TestEachLotAtItsOwnOperationsVersion(t *testing.T) {
 	t.Parallel()
-	s := newStepper(t, ledger.SKU{SKU: "A", Version: 1, Lots: []ledger.Lot{
+	s := newStepper(t, stock.SKU{SKU: "A", Version: 1, Lots: []stock.Lot{
 		onHand("A1", 1, 3, "2027-01-01"), onHand("A2", 2, 10, "2027-06-01"),
 	}})
-	e := placed("U-versions", ledger.ModeReserve, line("1", "A", 2), line("2", "A", 3))
+	e := placed("U-versions", stock.ModeReserve, line("1", "A", 2), line("2", "A", 3))
 	s.l.after[opPrefix(e)+":1:alloc"] = func() {
-		if _, err := s.led.Apply(context.Background(), ledger.HoldRequest{OpID: "other:hide", SKU: "A", LotID: "A1", Qty: 1, Reason: "count"}); err != nil {
+		if _, err := s.led.Apply(context.Background(), stock.HoldRequest{OpID: "other:hide", SKU: "A", LotID: "A1", Qty: 1, Reason: "count"}); err != nil {
 			t.Error(err)
 		}
 	}
@@ -305,10 +306,10 @@ func TestLongIDsStillUndo(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ eventID, lineID string }{
 		{strings.Repeat("e", event.MaxIDLength), strings.Repeat("l", event.MaxIDLength)},
-		{strings.Repeat("e", ledger.MaxIDLen-len(":1:alloc")-2), "1"}, // op id 198 bytes
+		{strings.Repeat("e", stock.MaxIDLen-len(":1:alloc")-2), "1"}, // op id 198 bytes
 	} {
 		s := newStepper(t, twoSKUs()...)
-		e := placed("U-long", ledger.ModeReserve, line(c.lineID, "A", 2), line("2", "B", 20))
+		e := placed("U-long", stock.ModeReserve, line(c.lineID, "A", 2), line("2", "B", 20))
 		e.EventID = c.eventID
 		r := s.step(e, true)
 		if r.Outcome != event.Rejected || r.Reason != "ERR_SHORTAGE" {
@@ -317,7 +318,7 @@ func TestLongIDsStillUndo(t *testing.T) {
 		if got := s.lot("A", "A1"); got != [5]int64{10, 0, 0, 0, 0} {
 			t.Errorf("event id of %d bytes: A1 = %v, want all 10 sellable again", len(c.eventID), got)
 		}
-		if len(r.Moves) != 2 || r.Moves[0].OpID == r.Moves[1].OpID || r.Moves[1].From != ledger.Reserved {
+		if len(r.Moves) != 2 || r.Moves[0].OpID == r.Moves[1].OpID || r.Moves[1].From != stock.Reserved {
 			t.Errorf("event id of %d bytes: moves %+v, want line 1's allocation and its undo", len(c.eventID), r.Moves)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
@@ -133,13 +133,13 @@ func (g *gate) wrap(h lockhandoff.Handler) lockhandoff.Handler {
 // no FULL was ever seen.
 func TestWaitAtItsByteBoundKeepsTheMessageInSQS(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, []ledger.SKU{{SKU: "WB", Version: 1, Lots: []ledger.Lot{onHand("WB1", 1, 100, "2027-01-01")}}})
+	h := newHarness(t, []stock.SKU{{SKU: "WB", Version: 1, Lots: []stock.Lot{onHand("WB1", 1, 100, "2027-01-01")}}})
 	prefix := h.prefix + "-bytes"
 	proc, err := order.New(order.Config{Redis: h.rc, Ledger: h.led, Publisher: h.pub, Registerer: prometheus.NewRegistry(), Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e0 := placed("WB-1", ledger.ModeReserve, line("1", "WB", 1))
+	e0 := placed("WB-1", stock.ModeReserve, line("1", "WB", 1))
 	e1 := ev("WB-1", event.PaymentConfirmed, nil)
 	e2 := ev("WB-1", event.OrderCancelled, nil)
 	b1, _ := json.Marshal(e1)

@@ -18,6 +18,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/outbound"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/testenv"
@@ -43,14 +44,14 @@ func order(id, lcid string, seq int64, typ event.Type, status, alloc string, pai
 }
 
 // stock is an applied warehouse result listing sku with one on-hand lot of sellable units.
-func stock(id, sku string, version, safety, sellable int64) event.Result {
+func stockResult(id, sku string, version, safety, sellable int64) event.Result {
 	return event.Result{EventID: id, Entity: event.SKUEntityPrefix + sku, Seq: version, Type: event.InventorySafetyStockChanged,
 		Outcome: event.Applied, SKUs: []event.SKU{{SKU: sku, SafetyStock: safety, Version: version, Lots: []event.Lot{
-			{LotID: "L1", Kind: ledger.KindOnHand, Good: true, RegSeq: 1, ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: sellable, Reserved: 1},
+			{LotID: "L1", Kind: stock.KindOnHand, Good: true, RegSeq: 1, ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: sellable, Reserved: 1},
 			// Not valid today: counted in sellable, not in available_to_ship.
-			{LotID: "L2", Kind: ledger.KindPlanned, Good: true, RegSeq: 2, ValidFrom: "2027-01-01", ValidTo: "2027-12-31", Sellable: 100},
+			{LotID: "L2", Kind: stock.KindPlanned, Good: true, RegSeq: 2, ValidFrom: "2027-01-01", ValidTo: "2027-12-31", Sellable: 100},
 			// Not good: counted nowhere.
-			{LotID: "L3", Kind: ledger.KindOnHand, Good: false, RegSeq: 3, ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 7},
+			{LotID: "L3", Kind: stock.KindOnHand, Good: false, RegSeq: 3, ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 7},
 		}}},
 		ProcessedAt: at()}
 }
@@ -219,7 +220,7 @@ func TestStockLevels(t *testing.T) {
 	}
 	seen := 0
 	for i, s := range steps {
-		apply(t, db, w, stock(fmt.Sprintf("s%d", i), "TEA", int64(i+1), s.safety, s.sellable))
+		apply(t, db, w, stockResult(fmt.Sprintf("s%d", i), "TEA", int64(i+1), s.safety, s.sellable))
 		ms := outbox(t, db, "sku:TEA")
 		if got := kinds(ms[seen:]); got != s.want {
 			t.Fatalf("step %d (sellable %d, safety %d): messages %q, want %q", i, s.sellable, s.safety, got, s.want)
@@ -252,12 +253,12 @@ func btoi(b bool) int {
 
 func TestStockThresholdPerSKU(t *testing.T) {
 	db, w := testenv.Postgres(t), writer()
-	apply(t, db, w, stock("a1", "A", 1, 0, 50), stock("b1", "B", 1, 0, 50))
+	apply(t, db, w, stockResult("a1", "A", 1, 0, 50), stockResult("b1", "B", 1, 0, 50))
 	if err := db.Exec(`UPDATE skus SET low_stock_threshold = 60 WHERE sku = 'B'`).Error; err != nil {
 		t.Fatal(err)
 	}
 	// The threshold takes effect at the SKU's next move.
-	apply(t, db, w, stock("a2", "A", 2, 0, 49), stock("b2", "B", 2, 0, 49))
+	apply(t, db, w, stockResult("a2", "A", 2, 0, 49), stockResult("b2", "B", 2, 0, 49))
 	if got := kinds(outbox(t, db, "sku:A")); got != "1:stock.changed 2:stock.changed" {
 		t.Errorf("A (default threshold 10): %s", got)
 	}
@@ -301,7 +302,7 @@ func TestPoisonBatchWritesTheKeptResultsOnce(t *testing.T) {
 	poison := event.Result{EventID: "bad", Entity: "LC-X", LCID: "LC-X", Seq: 1, Type: event.OrderPlaced,
 		Outcome: event.Applied, Order: &event.OrderSnapshot{LCID: "LC-X", Status: "lost"}, ProcessedAt: at()}
 	rep := apply(t, db, w, order("a", "LC-A", 1, event.OrderPlaced, event.StatusPlaced, "", false), poison,
-		stock("s", "TEA", 1, 0, 5), order("b", "LC-B", 1, event.OrderPlaced, event.StatusPlaced, "", false))
+		stockResult("s", "TEA", 1, 0, 5), order("b", "LC-B", 1, event.OrderPlaced, event.StatusPlaced, "", false))
 	if !rep.Isolated || rep.Count(persist.Poison) != 1 || rep.Outbound != 4 {
 		t.Fatalf("isolated %v, poison %d, outbound %d", rep.Isolated, rep.Count(persist.Poison), rep.Outbound)
 	}
@@ -342,7 +343,7 @@ func TestConcurrentBatchesNumberWithoutGaps(t *testing.T) {
 				}
 				for _, sku := range skus {
 					if rnd.IntN(2) == 0 {
-						rs = append(rs, stock(fmt.Sprintf("g%d-b%d-%s", g, b, sku), sku, seq.Add(1), 0, int64(rnd.IntN(3)*8)))
+						rs = append(rs, stockResult(fmt.Sprintf("g%d-b%d-%s", g, b, sku), sku, seq.Add(1), 0, int64(rnd.IntN(3)*8)))
 					}
 				}
 				rep, err := persist.Apply(context.Background(), db, rs, persist.WithOutbound(w))
@@ -428,13 +429,13 @@ func TestAvailableToShipAgreesWithTheLedger(t *testing.T) {
 		sku              string
 		safety, sellable int64
 	}{{"AV-1", 0, 30}, {"AV-2", 4, 30}, {"AV-3", 40, 30}, {"AV-4", 0, 0}} {
-		apply(t, db, w, stock(fmt.Sprintf("av%d", i), c.sku, 1, c.safety, c.sellable))
+		apply(t, db, w, stockResult(fmt.Sprintf("av%d", i), c.sku, 1, c.safety, c.sellable))
 		ms := outbox(t, db, event.SKUEntityPrefix+c.sku)
 		if len(ms) == 0 || ms[0].Kind != outbound.StockChanged {
 			t.Fatalf("%s: messages %s", c.sku, kinds(ms))
 		}
 		d := data[outbound.StockData](t, ms[0])
-		a, err := led.Availability(context.Background(), ledger.AvailabilityRequest{SKU: c.sku, TargetDate: d.AsOf, Mode: ledger.ModeShip})
+		a, err := led.Availability(context.Background(), ledger.AvailabilityRequest{SKU: c.sku, TargetDate: d.AsOf, Mode: stock.ModeShip})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/outbound"
 )
 
@@ -457,7 +457,7 @@ func setsSettings(r event.Result) bool {
 	return r.Outcome == event.Applied && k != nil && k.SetsSafetyStock
 }
 
-func lotRow(sku string, version int64, l ledger.Lot) (LotRow, error) {
+func lotRow(sku string, version int64, l stock.Lot) (LotRow, error) {
 	if l.LotID == "" {
 		return LotRow{}, errors.New("no lot_id")
 	}

@@ -14,7 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/tools/resultgen"
@@ -214,12 +214,12 @@ func TestApplyPoisonKeepsTheRest(t *testing.T) {
 
 	negative := batch[3]
 	negative.EventID = "evt-negative"
-	negative.SKUs = []ledger.SKU{{SKU: negative.SKUs[0].SKU, Version: 1 << 40, Lots: []ledger.Lot{
-		{LotID: "L00", Kind: ledger.KindOnHand, Good: true, ValidFrom: "2026-01-01", ValidTo: "2027-01-01", Sellable: -5},
+	negative.SKUs = []stock.SKU{{SKU: negative.SKUs[0].SKU, Version: 1 << 40, Lots: []stock.Lot{
+		{LotID: "L00", Kind: stock.KindOnHand, Good: true, ValidFrom: "2026-01-01", ValidTo: "2027-01-01", Sellable: -5},
 	}}}
 	zeroMove := batch[5]
 	zeroMove.EventID = "evt-zero-move"
-	zeroMove.Moves = []ledger.Move{{OpID: "op-zero", SKU: "S", LotID: "L", From: "sellable", To: "allocated", Qty: 0}}
+	zeroMove.Moves = []stock.Move{{OpID: "op-zero", SKU: "S", LotID: "L", From: "sellable", To: "allocated", Qty: 0}}
 	badStatus := event.Result{EventID: "evt-bad-status", Entity: "LC-X", LCID: "LC-X", Seq: 1, Type: event.OrderPlaced,
 		Outcome: event.Applied, Order: &event.OrderSnapshot{LCID: "LC-X", Status: "lost"}}
 	noID := batch[7]
@@ -304,8 +304,8 @@ func TestApplyConcurrentBatchesDoNotDeadlock(t *testing.T) {
 				if worker == 1 {
 					s = skus - 1 - k // the other worker names the SKUs in reverse
 				}
-				r.SKUs = append(r.SKUs, ledger.SKU{SKU: fmt.Sprintf("S%02d", s), Version: int64(round*10 + i), Lots: []ledger.Lot{
-					{LotID: "L", Kind: ledger.KindOnHand, Good: true, ValidFrom: "2026-01-01", ValidTo: "2027-01-01", Sellable: int64(round)},
+				r.SKUs = append(r.SKUs, stock.SKU{SKU: fmt.Sprintf("S%02d", s), Version: int64(round*10 + i), Lots: []stock.Lot{
+					{LotID: "L", Kind: stock.KindOnHand, Good: true, ValidFrom: "2026-01-01", ValidTo: "2027-01-01", Sellable: int64(round)},
 				}})
 			}
 			rs = append(rs, r)
@@ -350,10 +350,10 @@ func idResult(eventID string) event.Result {
 		EventID: eventID, Entity: "LC-ID", LCID: "LC-ID", Seq: 1, Type: event.OrderPlaced,
 		Outcome: event.Applied, ProcessedAt: time.Now(),
 		Order: &event.OrderSnapshot{LCID: "LC-ID", Status: event.StatusPlaced},
-		SKUs: []ledger.SKU{{SKU: "S-ID", Version: 1, Lots: []ledger.Lot{
-			{LotID: "L-ID", Kind: ledger.KindOnHand, Good: true, ValidFrom: "2026-01-01", ValidTo: "2027-01-01", Sellable: 1, Allocated: 1},
+		SKUs: []stock.SKU{{SKU: "S-ID", Version: 1, Lots: []stock.Lot{
+			{LotID: "L-ID", Kind: stock.KindOnHand, Good: true, ValidFrom: "2026-01-01", ValidTo: "2027-01-01", Sellable: 1, Allocated: 1},
 		}}},
-		Moves: []ledger.Move{{OpID: "op-" + eventID, SKU: "S-ID", LotID: "L-ID", From: "sellable", To: "allocated", Qty: 1, Version: 1}},
+		Moves: []stock.Move{{OpID: "op-" + eventID, SKU: "S-ID", LotID: "L-ID", From: "sellable", To: "allocated", Qty: 1, Version: 1}},
 	}
 }
 
@@ -439,15 +439,15 @@ func TestApplyHugeReasonIsPoison(t *testing.T) {
 // Every lot row keeps its own entry's version, the SKU row the newest, and each move the
 // version of its own operation, whatever the order of arrival.
 func TestApplySKUListedTwiceInOneResult(t *testing.T) {
-	lot := func(id string, sellable int64) ledger.Lot {
-		return ledger.Lot{LotID: id, Kind: ledger.KindOnHand, Good: true, ValidFrom: "2026-01-01", ValidTo: "2027-01-01", Sellable: sellable}
+	lot := func(id string, sellable int64) stock.Lot {
+		return stock.Lot{LotID: id, Kind: stock.KindOnHand, Good: true, ValidFrom: "2026-01-01", ValidTo: "2027-01-01", Sellable: sellable}
 	}
 	e1 := event.Result{EventID: "E1", Entity: "LC-1", Seq: 1, Type: event.OrderLinesChanged, Outcome: event.Applied, ProcessedAt: time.Now(),
-		SKUs: []ledger.SKU{
-			{SKU: "S", Version: 5, Lots: []ledger.Lot{lot("L1", 1)}},
-			{SKU: "S", Version: 7, Lots: []ledger.Lot{lot("L2", 3)}},
+		SKUs: []stock.SKU{
+			{SKU: "S", Version: 5, Lots: []stock.Lot{lot("L1", 1)}},
+			{SKU: "S", Version: 7, Lots: []stock.Lot{lot("L2", 3)}},
 		},
-		Moves: []ledger.Move{
+		Moves: []stock.Move{
 			{OpID: "E1:1:place", Index: 0, SKU: "S", LotID: "L1", From: "sellable", To: "reserved", Qty: 1, Version: 5},
 			{OpID: "E1:2:place", Index: 0, SKU: "S", LotID: "L2", From: "sellable", To: "reserved", Qty: 1, Version: 7},
 			// Published before moves carried a version: the newest of the result's SKU.
@@ -455,8 +455,8 @@ func TestApplySKUListedTwiceInOneResult(t *testing.T) {
 		},
 	}
 	e2 := event.Result{EventID: "E2", Entity: "LC-2", Seq: 1, Type: event.OrderCancelled, Outcome: event.Applied, ProcessedAt: time.Now(),
-		SKUs:  []ledger.SKU{{SKU: "S", Version: 6, Lots: []ledger.Lot{lot("L1", 2)}}},
-		Moves: []ledger.Move{{OpID: "E2:1:cancel", Index: 0, SKU: "S", LotID: "L1", From: "reserved", To: "sellable", Qty: 1, Version: 6}},
+		SKUs:  []stock.SKU{{SKU: "S", Version: 6, Lots: []stock.Lot{lot("L1", 2)}}},
+		Moves: []stock.Move{{OpID: "E2:1:cancel", Index: 0, SKU: "S", LotID: "L1", From: "reserved", To: "sellable", Qty: 1, Version: 6}},
 	}
 	const want = `(L1,2,6)|(L2,3,7)|7|E1:1:place=5,E1:2:place=7,E1:3:place=7,E2:1:cancel=6`
 	for name, batches := range map[string][][]event.Result{

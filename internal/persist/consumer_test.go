@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
@@ -62,7 +62,7 @@ func TestConsumerPoisonToDLQ(t *testing.T) {
 	good := resultgen.New(cfg).Results(18)
 	poison := good[4]
 	poison.EventID = "evt-poison"
-	poison.Moves = []ledger.Move{{OpID: "op-poison", SKU: "S", LotID: "L", From: "sellable", To: "allocated", Qty: -1}}
+	poison.Moves = []stock.Move{{OpID: "op-poison", SKU: "S", LotID: "L", From: "sellable", To: "allocated", Qty: -1}}
 	msgs := bodies(t, append(append([]event.Result(nil), good...), poison))
 	msgs = append(msgs, `{"event_id": 12`)
 	sendBodies(t, c, qs.Results.URL, msgs)

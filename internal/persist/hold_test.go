@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/testenv"
 )
@@ -21,11 +21,11 @@ func holdOrder(lcid, status string, hold *time.Time) *event.OrderSnapshot {
 	if status != event.StatusPlaced {
 		alloc = ""
 	}
-	var lots []ledger.LotQty
+	var lots []stock.LotQty
 	if alloc != "" {
-		lots = []ledger.LotQty{{LotID: "L1", Qty: 2}}
+		lots = []stock.LotQty{{LotID: "L1", Qty: 2}}
 	}
-	return &event.OrderSnapshot{LCID: lcid, Status: status, Allocation: alloc, Mode: ledger.ModeReserve,
+	return &event.OrderSnapshot{LCID: lcid, Status: status, Allocation: alloc, Mode: stock.ModeReserve,
 		Lines: []event.SnapshotLine{{LineID: "1", SKU: "S", Qty: 2, Lots: lots}}, HoldUntil: hold}
 }
 
@@ -67,7 +67,7 @@ func TestApplyHoldUntil(t *testing.T) {
 	expired := event.Result{EventID: event.ExpiryEventID("LC-H", later), Entity: "LC-H", LCID: "LC-H", Seq: 3,
 		Type: event.OrderReservationExpired, Outcome: event.Applied, ProcessedAt: later,
 		Order: holdOrder("LC-H", event.StatusExpired, nil),
-		Moves: []ledger.Move{{OpID: "LC-H:1:release", SKU: "S", LotID: "L1", From: "reserved", To: "sellable", Qty: 2, Version: 9}}}
+		Moves: []stock.Move{{OpID: "LC-H:1:release", SKU: "S", LotID: "L1", From: "reserved", To: "sellable", Qty: 2, Version: 9}}}
 	// The expiry first, then the extension it followed: the newer seq stays.
 	if got, want := orderHold(t, do, read, "LC-H", []event.Result{expired}), "expired -"; got != want {
 		t.Errorf("expired: %q, want %q", got, want)

@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/testenv"
 )
@@ -22,11 +22,11 @@ func allocation(lcid, eventID string, seq int64, lineID, sku, op string, v, allo
 	return event.Result{
 		EventID: eventID, Entity: lcid, LCID: lcid, Seq: seq, Type: event.OrderPlaced, Outcome: event.Applied,
 		ProcessedAt: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC),
-		Order: &event.OrderSnapshot{LCID: lcid, Status: event.StatusPlaced, Allocation: "allocated", Mode: ledger.ModeShip,
+		Order: &event.OrderSnapshot{LCID: lcid, Status: event.StatusPlaced, Allocation: "allocated", Mode: stock.ModeShip,
 			Lines: []event.SnapshotLine{{LineID: lineID, SKU: sku, Qty: 1, Lots: []event.LotQty{{LotID: lot, Qty: 1}}}}},
-		SKUs: []ledger.SKU{{SKU: sku, Version: v, Lots: []ledger.Lot{{LotID: lot, Kind: ledger.KindOnHand, Good: true, RegSeq: 1,
+		SKUs: []stock.SKU{{SKU: sku, Version: v, Lots: []stock.Lot{{LotID: lot, Kind: stock.KindOnHand, Good: true, RegSeq: 1,
 			ValidFrom: "2026-01-01", ValidTo: "2027-12-31", Sellable: 10 - allocated, Allocated: allocated}}}},
-		Moves: []ledger.Move{{OpID: op, SKU: sku, LotID: lot, From: "sellable", To: "allocated", Qty: 1, Version: v}},
+		Moves: []stock.Move{{OpID: op, SKU: sku, LotID: lot, From: "sellable", To: "allocated", Qty: 1, Version: v}},
 	}
 }
 

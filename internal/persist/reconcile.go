@@ -18,14 +18,14 @@ import (
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // SKUSource is the inventory in Redis; *ledger.Ledger is one.
 type SKUSource interface {
-	// Snapshot returns a SKU's state; an error wrapping ledger.ErrNotLoaded when it is
+	// Snapshot returns a SKU's state; an error wrapping stock.ErrNotLoaded when it is
 	// not in Redis.
-	Snapshot(ctx context.Context, sku string) (ledger.SKU, error)
+	Snapshot(ctx context.Context, sku string) (stock.SKU, error)
 	// ScanSKUs calls fn with every SKU in Redis, possibly concurrently.
 	ScanSKUs(ctx context.Context, fn func(sku string) error) error
 }
@@ -291,7 +291,7 @@ func compareSKU(ctx context.Context, cfg ReconcileConfig, sku string) (*Drift, b
 		// The version guard writes only rows PostgreSQL holds at an older version than
 		// Redis's (in-step lots too, which change only in version), never one at Redis's
 		// version or a newer one the persist-worker wrote meanwhile.
-		if _, err := WriteSKUs(ctx, cfg.DB, []ledger.SKU{r}); err != nil {
+		if _, err := WriteSKUs(ctx, cfg.DB, []stock.SKU{r}); err != nil {
 			return nil, true, fmt.Errorf("persist: reconcile: repair sku %s: %w", sku, err)
 		}
 		p, now, ok, err := readSKU(ctx, cfg, sku)
@@ -309,17 +309,17 @@ func compareSKU(ctx context.Context, cfg ReconcileConfig, sku string) (*Drift, b
 
 // readSKU reads PostgreSQL's copy of a SKU (nil when it has none), then Redis's; ok is
 // false when Redis does not hold the SKU (any more).
-func readSKU(ctx context.Context, cfg ReconcileConfig, sku string) (*pgSKU, ledger.SKU, bool, error) {
+func readSKU(ctx context.Context, cfg ReconcileConfig, sku string) (*pgSKU, stock.SKU, bool, error) {
 	p, err := loadPGSKU(ctx, cfg.DB, sku)
 	if err != nil {
-		return nil, ledger.SKU{}, false, fmt.Errorf("persist: reconcile: sku %s in postgres: %w", sku, err)
+		return nil, stock.SKU{}, false, fmt.Errorf("persist: reconcile: sku %s in postgres: %w", sku, err)
 	}
 	r, err := cfg.SKUs.Snapshot(ctx, sku)
-	if errors.Is(err, ledger.ErrNotLoaded) {
-		return p, ledger.SKU{}, false, nil // gone since the scan
+	if errors.Is(err, stock.ErrNotLoaded) {
+		return p, stock.SKU{}, false, nil // gone since the scan
 	}
 	if err != nil {
-		return nil, ledger.SKU{}, false, fmt.Errorf("persist: reconcile: sku %s in redis: %w", sku, err)
+		return nil, stock.SKU{}, false, fmt.Errorf("persist: reconcile: sku %s in redis: %w", sku, err)
 	}
 	return p, r, true, nil
 }
@@ -334,7 +334,7 @@ type pgSKU struct {
 }
 
 type pgLot struct {
-	ledger.Lot
+	stock.Lot
 	// Version is the SKU version the lot row was written at.
 	Version int64
 }
@@ -367,7 +367,7 @@ func loadPGSKU(ctx context.Context, db *gorm.DB, sku string) (*pgSKU, error) {
 
 // skuDrift compares Redis's SKU r with PostgreSQL's copy p (nil when it has none); nil
 // when they agree.
-func skuDrift(r ledger.SKU, p *pgSKU) *Drift {
+func skuDrift(r stock.SKU, p *pgSKU) *Drift {
 	d := &Drift{Entity: "sku", Key: r.SKU, Redis: r.Version}
 	if p == nil {
 		d.Kind = Missing
@@ -459,7 +459,7 @@ func skuDrift(r ledger.SKU, p *pgSKU) *Drift {
 }
 
 // lotDiffs lists the fields of a lot that differ, "sellable redis=3 postgres=5".
-func lotDiffs(r, p ledger.Lot) []string {
+func lotDiffs(r, p stock.Lot) []string {
 	var out []string
 	rv, pv := reflect.ValueOf(r), reflect.ValueOf(p)
 	for i := range rv.NumField() {

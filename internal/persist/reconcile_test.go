@@ -18,6 +18,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/persist"
@@ -71,7 +72,7 @@ func TestReconcileReportsAndRepairsDrift(t *testing.T) {
 	db, led, catalog := loadedCatalog(t, 3, 2)
 	// SKU 0 moves on in Redis without its result reaching PostgreSQL: behind.
 	target := time.Now().AddDate(0, 0, 2).Format(time.DateOnly)
-	if _, err := led.Apply(ctx, ledger.AllocateRequest{OpID: "op-1", SKU: catalog[0].SKU, Qty: 3, TargetDate: target, Mode: ledger.ModeShip}); err != nil {
+	if _, err := led.Apply(ctx, stock.AllocateRequest{OpID: "op-1", SKU: catalog[0].SKU, Qty: 3, TargetDate: target, Mode: stock.ModeShip}); err != nil {
 		t.Fatal(err)
 	}
 	// SKU 1 is changed in PostgreSQL behind the ledger's back: diverged.
@@ -79,8 +80,8 @@ func TestReconcileReportsAndRepairsDrift(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Orders: one never persisted, one behind, one in step.
-	placed := &event.OrderSnapshot{LCID: "LC-B", Status: event.StatusPlaced, Allocation: "allocated", Mode: ledger.ModeShip,
-		TargetDate: target, Lines: []event.SnapshotLine{{LineID: "1", SKU: catalog[0].SKU, Qty: 3, Lots: []ledger.LotQty{{LotID: "L00", Qty: 3}}}}}
+	placed := &event.OrderSnapshot{LCID: "LC-B", Status: event.StatusPlaced, Allocation: "allocated", Mode: stock.ModeShip,
+		TargetDate: target, Lines: []event.SnapshotLine{{LineID: "1", SKU: catalog[0].SKU, Qty: 3, Lots: []stock.LotQty{{LotID: "L00", Qty: 3}}}}}
 	paid := *placed
 	paid.Paid = true
 	same := *placed
@@ -160,12 +161,12 @@ func TestReconcileReportsAndRepairsDrift(t *testing.T) {
 // between reconcile's reads.
 type hookedSKUs struct {
 	*ledger.Ledger
-	after func(ctx context.Context, n int, s ledger.SKU) error
+	after func(ctx context.Context, n int, s stock.SKU) error
 	mu    sync.Mutex
 	calls map[string]int
 }
 
-func (h *hookedSKUs) Snapshot(ctx context.Context, sku string) (ledger.SKU, error) {
+func (h *hookedSKUs) Snapshot(ctx context.Context, sku string) (stock.SKU, error) {
 	s, err := h.Ledger.Snapshot(ctx, sku)
 	if err != nil {
 		return s, err
@@ -182,7 +183,7 @@ func (h *hookedSKUs) Snapshot(ctx context.Context, sku string) (ledger.SKU, erro
 
 // loadedCatalog writes a catalog of skus SKUs with lots lots each to PostgreSQL and loads
 // every SKU into a ledger in Redis.
-func loadedCatalog(t *testing.T, skus, lots int) (*gorm.DB, *ledger.Ledger, []ledger.SKU) {
+func loadedCatalog(t *testing.T, skus, lots int) (*gorm.DB, *ledger.Ledger, []stock.SKU) {
 	t.Helper()
 	ctx := context.Background()
 	db := testenv.Postgres(t)
@@ -204,9 +205,9 @@ func loadedCatalog(t *testing.T, skus, lots int) (*gorm.DB, *ledger.Ledger, []le
 }
 
 // adjust takes one unit out of a lot in Redis and returns the operation's result.
-func adjust(t *testing.T, led *ledger.Ledger, op, sku, lot string) ledger.Result {
+func adjust(t *testing.T, led *ledger.Ledger, op, sku, lot string) stock.Result {
 	t.Helper()
-	res, err := led.Apply(context.Background(), ledger.AdjustRequest{OpID: op, SKU: sku, LotID: lot, Delta: -1, Reason: "count"})
+	res, err := led.Apply(context.Background(), stock.AdjustRequest{OpID: op, SKU: sku, LotID: lot, Delta: -1, Reason: "count"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,11 +216,11 @@ func adjust(t *testing.T, led *ledger.Ledger, op, sku, lot string) ledger.Result
 
 // persistOp applies the result event of a ledger operation, as the persist-worker does:
 // the SKU at the operation's version with the lots it touched.
-func persistOp(t *testing.T, db *gorm.DB, res ledger.Result) {
+func persistOp(t *testing.T, db *gorm.DB, res stock.Result) {
 	t.Helper()
 	apply(t, db, []event.Result{{
 		EventID: "evt-" + res.OpID, Entity: "sku:" + res.SKU, Seq: res.Version, Type: event.InventoryAdjusted,
-		Outcome: event.Applied, SKUs: []ledger.SKU{{SKU: res.SKU, Version: res.Version, Lots: res.Lots}},
+		Outcome: event.Applied, SKUs: []stock.SKU{{SKU: res.SKU, Version: res.Version, Lots: res.Lots}},
 	}})
 }
 
@@ -243,11 +244,11 @@ func reconcile(t *testing.T, cfg persist.ReconcileConfig) persist.ReconcileRepor
 // "order LC-1 ahead" for every entity.)
 func TestReconcileNoFalseAheadWhileLive(t *testing.T) {
 	db, led, catalog := loadedCatalog(t, 4, 2)
-	skus := &hookedSKUs{Ledger: led, after: func(ctx context.Context, n int, s ledger.SKU) error {
+	skus := &hookedSKUs{Ledger: led, after: func(ctx context.Context, n int, s stock.SKU) error {
 		if n > 1 {
 			return nil
 		}
-		res, err := led.Apply(ctx, ledger.AdjustRequest{OpID: "live-" + s.SKU, SKU: s.SKU, LotID: s.Lots[0].LotID, Delta: -1, Reason: "live"})
+		res, err := led.Apply(ctx, stock.AdjustRequest{OpID: "live-" + s.SKU, SKU: s.SKU, LotID: s.Lots[0].LotID, Delta: -1, Reason: "live"})
 		if err != nil {
 			return err
 		}
@@ -258,12 +259,12 @@ func TestReconcileNoFalseAheadWhileLive(t *testing.T) {
 		if now.Version != s.Version+1 || res.Version != now.Version {
 			return fmt.Errorf("sku %s went from version %d to %d", s.SKU, s.Version, now.Version)
 		}
-		_, err = persist.WriteSKUs(ctx, db, []ledger.SKU{now})
+		_, err = persist.WriteSKUs(ctx, db, []stock.SKU{now})
 		return err
 	}}
 	ords := &liveOrders{db: db, entries: map[string]orderEntry{}}
 	for _, lcid := range []string{"LC-1", "LC-2", "LC-3"} {
-		snap := &event.OrderSnapshot{LCID: lcid, Status: event.StatusPlaced, Mode: ledger.ModeShip}
+		snap := &event.OrderSnapshot{LCID: lcid, Status: event.StatusPlaced, Mode: stock.ModeShip}
 		apply(t, db, []event.Result{{EventID: "e-" + lcid, Entity: lcid, LCID: lcid, Seq: 1, Type: event.OrderPlaced, Outcome: event.Applied, Order: snap}})
 		ords.entries[lcid] = orderEntry{snap, 1}
 	}
@@ -368,8 +369,8 @@ func TestReconcileLotLagIsBehind(t *testing.T) {
 		t.Errorf("L00 row after the repair: sellable %d version %d, want %d and %d", l00.Sellable, l00.Version, r.Lots[0].Sellable, r.Version)
 	}
 	// The queued result arrives late: the version guard keeps the repaired row.
-	persistOp(t, db, ledger.Result{OpID: "op-1", SKU: sku, Version: catalog[0].Version + 1,
-		Lots: []ledger.Lot{catalog[0].Lots[0]}})
+	persistOp(t, db, stock.Result{OpID: "op-1", SKU: sku, Version: catalog[0].Version + 1,
+		Lots: []stock.Lot{catalog[0].Lots[0]}})
 	if rep = reconcile(t, persist.ReconcileConfig{DB: db, SKUs: led}); len(rep.Drifts) != 0 {
 		t.Fatalf("after the late result: drifts = %q, want none", drifts(rep))
 	}
@@ -391,11 +392,11 @@ func TestReconcileLotRowsNoResultExplains(t *testing.T) {
 	extra := catalog[0].Lots[1]
 	extra.LotID = "L99"
 	// SKU 0: a lot row Redis does not hold, written at the catalog's version.
-	if _, err := persist.WriteSKUs(ctx, db, []ledger.SKU{{SKU: catalog[0].SKU, Version: catalog[0].Version, Lots: []ledger.Lot{extra}}}); err != nil {
+	if _, err := persist.WriteSKUs(ctx, db, []stock.SKU{{SKU: catalog[0].SKU, Version: catalog[0].Version, Lots: []stock.Lot{extra}}}); err != nil {
 		t.Fatal(err)
 	}
 	// SKU 1: such a lot row written at a newer version than Redis's.
-	if _, err := persist.WriteSKUs(ctx, db, []ledger.SKU{{SKU: catalog[1].SKU, SafetyStock: catalog[1].SafetyStock, Version: catalog[1].Version + 5, Lots: []ledger.Lot{extra}}}); err != nil {
+	if _, err := persist.WriteSKUs(ctx, db, []stock.SKU{{SKU: catalog[1].SKU, SafetyStock: catalog[1].SafetyStock, Version: catalog[1].Version + 5, Lots: []stock.Lot{extra}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Exec(`UPDATE skus SET version = ? WHERE sku = ?`, catalog[1].Version, catalog[1].SKU).Error; err != nil {
@@ -449,13 +450,13 @@ func TestReconcileRepairSaysWhatIsLeft(t *testing.T) {
 	for _, s := range catalog {
 		adjust(t, led, "op-"+s.SKU, s.SKU, "L00") // not persisted: behind
 	}
-	skus := &hookedSKUs{Ledger: led, after: func(ctx context.Context, n int, s ledger.SKU) error {
+	skus := &hookedSKUs{Ledger: led, after: func(ctx context.Context, n int, s stock.SKU) error {
 		if n > 1 {
 			return nil
 		}
 		switch s.SKU {
 		case moving: // Redis moves on after reconcile read it
-			_, err := led.Apply(ctx, ledger.AdjustRequest{OpID: "later", SKU: s.SKU, LotID: "L01", Delta: -1, Reason: "count"})
+			_, err := led.Apply(ctx, stock.AdjustRequest{OpID: "later", SKU: s.SKU, LotID: "L01", Delta: -1, Reason: "count"})
 			return err
 		default: // L00's row is written at Redis's version, with other content, before the repair
 			return db.Exec(`UPDATE lots SET sellable = 1, version = ? WHERE sku = ? AND lot_id = 'L00'`, s.Version, s.SKU).Error
@@ -493,7 +494,7 @@ func TestReconcileIgnoresDoneKeysLikeStateKeys(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.Postgres(t)
 	rc, prefix := testenv.Redis(t)
-	snap := &event.OrderSnapshot{LCID: "LC-1", Status: event.StatusPlaced, Mode: ledger.ModeShip}
+	snap := &event.OrderSnapshot{LCID: "LC-1", Status: event.StatusPlaced, Mode: stock.ModeShip}
 	res := event.Result{EventID: "e}:state", Entity: "LC-1", LCID: "LC-1", Seq: 1, Type: event.OrderPlaced, Outcome: event.Applied, Order: snap}
 	apply(t, db, []event.Result{res})
 	state, _ := json.Marshal(domain.State{Seq: 1, Order: snap})

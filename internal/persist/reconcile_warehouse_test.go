@@ -9,7 +9,7 @@ import (
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/persist"
 )
 
@@ -30,7 +30,7 @@ func TestReconcileWarehouseDrift(t *testing.T) {
 	damaged, recalled, newLot, newSS, tamperedSS, tamperedDefective :=
 		catalog[0].SKU, catalog[1].SKU, catalog[2].SKU, catalog[3].SKU, catalog[4].SKU, catalog[5].SKU
 	const newSKU = "SKU-NEW"
-	must := func(res ledger.Result, err error) ledger.Result {
+	must := func(res stock.Result, err error) stock.Result {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
@@ -38,15 +38,15 @@ func TestReconcileWarehouseDrift(t *testing.T) {
 		return res
 	}
 	var late []event.Result // the results still queued, persisted after the repair
-	queued := func(typ event.Type, res ledger.Result) {
+	queued := func(typ event.Type, res stock.Result) {
 		late = append(late, skuResult("late-"+res.OpID, typ, res.Version, res))
 	}
-	queued(event.InventoryDamaged, must(led.Apply(ctx, ledger.DamageRequest{OpID: "op-damage", SKU: damaged, LotID: "L00", Qty: 3, Reason: "crushed"})))
-	queued(event.InventoryLotRecalled, must(led.Apply(ctx, ledger.RecallRequest{OpID: "op-recall", SKU: recalled, LotID: "L00", Reason: "recall"})))
-	queued(event.InventoryLotRegistered, must(led.Apply(ctx, ledger.RegisterLotRequest{OpID: "op-reglot", SKU: newLot, Lot: ledger.NewLot{
-		LotID: "L-NEW", Kind: ledger.KindPlanned, Good: true, ArrivesAt: "2027-03-01", Sellable: 40}})))
-	queued(event.InventorySKURegistered, must(led.Apply(ctx, ledger.RegisterSKURequest{OpID: "op-regsku", SKU: newSKU, SafetyStock: 6})))
-	ss := must(led.Apply(ctx, ledger.SafetyStockRequest{OpID: "op-ss", SKU: newSS, SafetyStock: catalog[3].SafetyStock + 10}))
+	queued(event.InventoryDamaged, must(led.Apply(ctx, stock.DamageRequest{OpID: "op-damage", SKU: damaged, LotID: "L00", Qty: 3, Reason: "crushed"})))
+	queued(event.InventoryLotRecalled, must(led.Apply(ctx, stock.RecallRequest{OpID: "op-recall", SKU: recalled, LotID: "L00", Reason: "recall"})))
+	queued(event.InventoryLotRegistered, must(led.Apply(ctx, stock.RegisterLotRequest{OpID: "op-reglot", SKU: newLot, Lot: stock.NewLot{
+		LotID: "L-NEW", Kind: stock.KindPlanned, Good: true, ArrivesAt: "2027-03-01", Sellable: 40}})))
+	queued(event.InventorySKURegistered, must(led.Apply(ctx, stock.RegisterSKURequest{OpID: "op-regsku", SKU: newSKU, SafetyStock: 6})))
+	ss := must(led.Apply(ctx, stock.SafetyStockRequest{OpID: "op-ss", SKU: newSS, SafetyStock: catalog[3].SafetyStock + 10}))
 	queued(event.InventorySafetyStockChanged, ss)
 	persistOp(t, db, adjust(t, led, "op-after-ss", newSS, "L00"))
 	// Changed in PostgreSQL behind the ledger's back, at Redis's version.
@@ -126,13 +126,13 @@ func TestReconcileWarehouseDrift(t *testing.T) {
 // an order behind with its lines differing, and a repair writes them.
 func TestReconcileOrderReturned(t *testing.T) {
 	db, led, catalog := loadedCatalog(t, 1, 1)
-	line := event.SnapshotLine{LineID: "1", SKU: catalog[0].SKU, Qty: 2, Lots: []ledger.LotQty{{LotID: "L00", Qty: 2}}}
-	shipped := &event.OrderSnapshot{LCID: "LC-R", Status: event.StatusShipped, Allocation: "allocated", Mode: ledger.ModeShip,
+	line := event.SnapshotLine{LineID: "1", SKU: catalog[0].SKU, Qty: 2, Lots: []stock.LotQty{{LotID: "L00", Qty: 2}}}
+	shipped := &event.OrderSnapshot{LCID: "LC-R", Status: event.StatusShipped, Allocation: "allocated", Mode: stock.ModeShip,
 		Lines: []event.SnapshotLine{line}}
 	apply(t, db, []event.Result{{EventID: "e-ship", Entity: "LC-R", LCID: "LC-R", Seq: 3, Type: event.OrderShipped,
 		Outcome: event.Applied, Order: shipped}})
 	returned := *shipped
-	line.Returned = []ledger.LotQty{{LotID: "L00", Qty: 1}}
+	line.Returned = []stock.LotQty{{LotID: "L00", Qty: 1}}
 	returned.Lines = []event.SnapshotLine{line}
 	src := orders{"LC-R": {&returned, 4}}
 

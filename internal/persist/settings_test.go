@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/tools/resultgen"
@@ -20,14 +20,14 @@ func TestApplyKeepsSafetyStock(t *testing.T) {
 	cfg := resultgen.Config{Prefix: testenv.ID() + "-", SKUs: 3, LotsPerSKU: 2}
 	db := seeded(t, cfg)
 	cat := resultgen.Catalog(cfg)
-	if _, err := persist.WriteSKUs(ctx, db, []ledger.SKU{{SKU: cat[0].SKU, SafetyStock: 7, Version: 2, Lots: cat[0].Lots}}); err != nil {
+	if _, err := persist.WriteSKUs(ctx, db, []stock.SKU{{SKU: cat[0].SKU, SafetyStock: 7, Version: 2, Lots: cat[0].Lots}}); err != nil {
 		t.Fatal(err)
 	}
 	// As the order-worker sends it: a newer version, the touched lot, no settings.
-	sku := ledger.SKU{SKU: cat[0].SKU, Version: 3, Lots: cat[0].Lots[:1]}
+	sku := stock.SKU{SKU: cat[0].SKU, Version: 3, Lots: cat[0].Lots[:1]}
 	apply(t, db, []event.Result{{
 		EventID: "evt-settings-1", Entity: "LC-settings", LCID: "LC-settings", Seq: 1,
-		Type: event.OrderPlaced, Outcome: event.Applied, SKUs: []ledger.SKU{sku},
+		Type: event.OrderPlaced, Outcome: event.Applied, SKUs: []stock.SKU{sku},
 		Order: &event.OrderSnapshot{LCID: "LC-settings", Status: event.StatusPlaced},
 	}})
 	var got struct {

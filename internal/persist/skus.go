@@ -6,7 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // WriteSKUs writes whole SKUs (settings and every lot) in one transaction, each row only
@@ -14,7 +14,7 @@ import (
 // stored settings version is older than the given version), and returns how many SKU
 // rows it wrote. Reconcile's repair uses it to rewrite PostgreSQL from Redis; tests and
 // the benchmark use it to load a catalog.
-func WriteSKUs(ctx context.Context, db *gorm.DB, skus []ledger.SKU) (int, error) {
+func WriteSKUs(ctx context.Context, db *gorm.DB, skus []stock.SKU) (int, error) {
 	var p prepared
 	for _, s := range skus {
 		if s.SKU == "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/testenv"
 )
@@ -22,17 +23,17 @@ import (
 const tpl = "TPL"
 
 // skuResult is the result event of a ledger operation on one SKU.
-func skuResult(eventID string, typ event.Type, seq int64, res ledger.Result) event.Result {
+func skuResult(eventID string, typ event.Type, seq int64, res stock.Result) event.Result {
 	return event.Result{
 		EventID: eventID, Entity: "sku:" + res.SKU, Seq: seq, Type: typ, Outcome: event.Applied,
 		Reason: res.Reason, ProcessedAt: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC),
-		SKUs:  []ledger.SKU{{SKU: res.SKU, SafetyStock: res.SafetyStock, Version: res.Version, Lots: res.Lots}},
+		SKUs:  []stock.SKU{{SKU: res.SKU, SafetyStock: res.SafetyStock, Version: res.Version, Lots: res.Lots}},
 		Moves: res.Moves,
 	}
 }
 
 // orderResult is the result event of an order's event that made one ledger operation.
-func orderResult(eventID string, typ event.Type, seq int64, res ledger.Result, snap event.OrderSnapshot) event.Result {
+func orderResult(eventID string, typ event.Type, seq int64, res stock.Result, snap event.OrderSnapshot) event.Result {
 	r := skuResult(eventID, typ, seq, res)
 	r.Entity, r.LCID, r.Order = snap.LCID, snap.LCID, &snap
 	// An order's operation does not read the safety stock back.
@@ -46,7 +47,7 @@ func orderResult(eventID string, typ event.Type, seq int64, res ledger.Result, s
 // to 3 (v4), a damage (v6), a defective return of the order (v7) and a recall of the lot
 // (v8). The shipment at v5 between them is left out: the later lot rows carry its effect.
 // It returns the SKU as Redis holds it at the end too.
-func warehouseResults(t *testing.T) ([]event.Result, ledger.SKU) {
+func warehouseResults(t *testing.T) ([]event.Result, stock.SKU) {
 	t.Helper()
 	ctx := context.Background()
 	rc, prefix := testenv.Redis(t)
@@ -55,23 +56,23 @@ func warehouseResults(t *testing.T) ([]event.Result, ledger.SKU) {
 		t.Fatal(err)
 	}
 	lcid := "LC-" + tpl
-	must := func(res ledger.Result, err error) ledger.Result {
+	must := func(res stock.Result, err error) stock.Result {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
-	regSKU := must(led.Apply(ctx, ledger.RegisterSKURequest{OpID: tpl + "-op1", SKU: tpl, SafetyStock: 2}))
-	regLot := must(led.Apply(ctx, ledger.RegisterLotRequest{OpID: tpl + "-op2", SKU: tpl, Lot: ledger.NewLot{
-		LotID: "L1", Kind: ledger.KindOnHand, Good: true, BestBefore: "2027-06-30", Sellable: 10}}))
-	alloc := must(led.Apply(ctx, ledger.AllocateRequest{OpID: tpl + "-op3", SKU: tpl, Qty: 4, TargetDate: "2027-01-15",
-		Mode: ledger.ModeShip, Holder: lcid}))
-	ss := must(led.Apply(ctx, ledger.SafetyStockRequest{OpID: tpl + "-op4", SKU: tpl, SafetyStock: 3}))
-	must(led.Apply(ctx, ledger.ShipRequest{OpID: tpl + "-op5", SKU: tpl, Lots: []ledger.LotQty{{LotID: "L1", Qty: 4}}, Holder: lcid}))
-	damage := must(led.Apply(ctx, ledger.DamageRequest{OpID: tpl + "-op6", SKU: tpl, LotID: "L1", Qty: 1, Reason: "crushed"}))
-	ret := must(led.Apply(ctx, ledger.ReturnRequest{OpID: tpl + "-op7", SKU: tpl, Lots: []ledger.LotQty{{LotID: "L1", Qty: 2}}, Defective: true}))
-	recall := must(led.Apply(ctx, ledger.RecallRequest{OpID: tpl + "-op8", SKU: tpl, LotID: "L1", Reason: "supplier recall"}))
+	regSKU := must(led.Apply(ctx, stock.RegisterSKURequest{OpID: tpl + "-op1", SKU: tpl, SafetyStock: 2}))
+	regLot := must(led.Apply(ctx, stock.RegisterLotRequest{OpID: tpl + "-op2", SKU: tpl, Lot: stock.NewLot{
+		LotID: "L1", Kind: stock.KindOnHand, Good: true, BestBefore: "2027-06-30", Sellable: 10}}))
+	alloc := must(led.Apply(ctx, stock.AllocateRequest{OpID: tpl + "-op3", SKU: tpl, Qty: 4, TargetDate: "2027-01-15",
+		Mode: stock.ModeShip, Holder: lcid}))
+	ss := must(led.Apply(ctx, stock.SafetyStockRequest{OpID: tpl + "-op4", SKU: tpl, SafetyStock: 3}))
+	must(led.Apply(ctx, stock.ShipRequest{OpID: tpl + "-op5", SKU: tpl, Lots: []stock.LotQty{{LotID: "L1", Qty: 4}}, Holder: lcid}))
+	damage := must(led.Apply(ctx, stock.DamageRequest{OpID: tpl + "-op6", SKU: tpl, LotID: "L1", Qty: 1, Reason: "crushed"}))
+	ret := must(led.Apply(ctx, stock.ReturnRequest{OpID: tpl + "-op7", SKU: tpl, Lots: []stock.LotQty{{LotID: "L1", Qty: 2}}, Defective: true}))
+	recall := must(led.Apply(ctx, stock.RecallRequest{OpID: tpl + "-op8", SKU: tpl, LotID: "L1", Reason: "supplier recall"}))
 	final, err := led.Snapshot(ctx, tpl)
 	if err != nil {
 		t.Fatal(err)
@@ -80,12 +81,12 @@ func warehouseResults(t *testing.T) ([]event.Result, ledger.SKU) {
 		t.Fatalf("the operations ended at version %d (recall %d), want 8", final.Version, recall.Version)
 	}
 
-	line := event.SnapshotLine{LineID: "1", SKU: tpl, Qty: 4, Lots: []ledger.LotQty{{LotID: "L1", Qty: 4}}}
-	placed := event.OrderSnapshot{LCID: lcid, Status: event.StatusPlaced, Allocation: "allocated", Mode: ledger.ModeShip,
+	line := event.SnapshotLine{LineID: "1", SKU: tpl, Qty: 4, Lots: []stock.LotQty{{LotID: "L1", Qty: 4}}}
+	placed := event.OrderSnapshot{LCID: lcid, Status: event.StatusPlaced, Allocation: "allocated", Mode: stock.ModeShip,
 		TargetDate: "2027-01-15", Lines: []event.SnapshotLine{line}}
 	returned := placed
 	returned.Status = event.StatusShipped
-	line.Returned = []ledger.LotQty{{LotID: "L1", Qty: 2}}
+	line.Returned = []stock.LotQty{{LotID: "L1", Qty: 2}}
 	returned.Lines = []event.SnapshotLine{line}
 	return []event.Result{
 		skuResult(tpl+"-e1", event.InventorySKURegistered, 1, regSKU),
@@ -276,15 +277,15 @@ func TestApplyWarehouseResultsInEveryOrder(t *testing.T) {
 func TestApplySafetyStockHasItsOwnVersion(t *testing.T) {
 	ss := func(id string, version, safety int64) event.Result {
 		return event.Result{EventID: id, Entity: "sku:S", Seq: version, Type: event.InventorySafetyStockChanged, Outcome: event.Applied,
-			ProcessedAt: time.Now(), SKUs: []ledger.SKU{{SKU: "S", SafetyStock: safety, Version: version, Lots: []ledger.Lot{}}}}
+			ProcessedAt: time.Now(), SKUs: []stock.SKU{{SKU: "S", SafetyStock: safety, Version: version, Lots: []stock.Lot{}}}}
 	}
 	alloc := event.Result{EventID: "alloc6", Entity: "LC-1", LCID: "LC-1", Seq: 1, Type: event.OrderPlaced, Outcome: event.Applied,
-		ProcessedAt: time.Now(), SKUs: []ledger.SKU{{SKU: "S", Version: 6, Lots: []ledger.Lot{
-			{LotID: "L1", Kind: ledger.KindOnHand, Good: true, ValidFrom: ledger.MinDate, ValidTo: ledger.MaxDate, Sellable: 9, Allocated: 1},
+		ProcessedAt: time.Now(), SKUs: []stock.SKU{{SKU: "S", Version: 6, Lots: []stock.Lot{
+			{LotID: "L1", Kind: stock.KindOnHand, Good: true, ValidFrom: stock.MinDate, ValidTo: stock.MaxDate, Sellable: 9, Allocated: 1},
 		}}}}
 	// Any other result's safety stock means nothing, even where it is not 0.
 	stray := alloc
-	stray.SKUs = []ledger.SKU{alloc.SKUs[0]}
+	stray.SKUs = []stock.SKU{alloc.SKUs[0]}
 	stray.SKUs[0].SafetyStock = 99
 	// A rejected setting's safety stock is not the SKU's, whatever else its SKU entry says.
 	rejected := ss("rej9", 9, 50)

@@ -25,6 +25,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // Defaults of Options.
@@ -135,26 +136,26 @@ const (
 // hotSKU returns a SKU with n lots, each with plenty of stock. In the worst case the
 // safety stock is all lots but one, so every ship allocation must read every lot's
 // sellable to prove that the safety stock holds.
-func hotSKU(name string, n int, worst bool) ledger.SKU {
-	s := ledger.SKU{SKU: name, SafetyStock: safetyStock, Lots: []ledger.Lot{}}
+func hotSKU(name string, n int, worst bool) stock.SKU {
+	s := stock.SKU{SKU: name, SafetyStock: safetyStock, Lots: []stock.Lot{}}
 	if worst {
 		s.SafetyStock = int64(n-1) * lotStock
 	}
 	for i := range n {
-		l := ledger.Lot{LotID: fmt.Sprintf("LOT-%04d", i), Kind: ledger.KindOnHand, Good: true,
+		l := stock.Lot{LotID: fmt.Sprintf("LOT-%04d", i), Kind: stock.KindOnHand, Good: true,
 			BestBefore: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, i).Format("2006-01-02"),
-			RegSeq:     int64(i), ValidFrom: ledger.MinDate, ValidTo: ledger.MaxDate, Sellable: lotStock}
+			RegSeq:     int64(i), ValidFrom: stock.MinDate, ValidTo: stock.MaxDate, Sellable: lotStock}
 		s.Lots = append(s.Lots, l)
 	}
 	return s
 }
 
-type loader map[string]ledger.SKU
+type loader map[string]stock.SKU
 
-func (m loader) LoadSKU(_ context.Context, sku string) (ledger.SKU, error) {
+func (m loader) LoadSKU(_ context.Context, sku string) (stock.SKU, error) {
 	s, ok := m[sku]
 	if !ok {
-		return s, ledger.ErrUnknownSKU
+		return s, stock.ErrUnknownSKU
 	}
 	return s, nil
 }
@@ -374,7 +375,7 @@ func setupJunban(ctx context.Context, rc redis.UniversalClient, opt Options, lot
 func allocOp(l *ledger.Ledger, sku string, holder bool) opFunc {
 	return func(ctx context.Context, n int64) error {
 		id := strconv.FormatInt(n, 10)
-		r := ledger.AllocateRequest{OpID: "op-" + id, SKU: sku, Qty: 1, TargetDate: targetDate, Mode: ledger.ModeShip}
+		r := stock.AllocateRequest{OpID: "op-" + id, SKU: sku, Qty: 1, TargetDate: targetDate, Mode: stock.ModeShip}
 		if holder {
 			r.Holder = "lc-" + id
 		}
@@ -479,8 +480,8 @@ func registerOp(l *ledger.Ledger, sku string, lots int, g *growthGate) opFunc {
 	return func(ctx context.Context, n int64) error {
 		id := strconv.FormatInt(n, 10)
 		return g.do(ctx, func() error {
-			_, err := l.Apply(ctx, ledger.RegisterLotRequest{OpID: "reg-" + id, SKU: sku,
-				Lot: ledger.NewLot{LotID: "NEW-" + id, Kind: ledger.KindOnHand, Good: true, BestBefore: bb, Sellable: lotStock}})
+			_, err := l.Apply(ctx, stock.RegisterLotRequest{OpID: "reg-" + id, SKU: sku,
+				Lot: stock.NewLot{LotID: "NEW-" + id, Kind: stock.KindOnHand, Good: true, BestBefore: bb, Sellable: lotStock}})
 			return err
 		})
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/junban/junban/internal/api"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // Defaults of Options.
@@ -91,12 +92,12 @@ type Report struct {
 	VersionsAdvanced int64 `json:"versions_advanced"`
 }
 
-type memLoader map[string]ledger.SKU
+type memLoader map[string]stock.SKU
 
-func (m memLoader) LoadSKU(_ context.Context, sku string) (ledger.SKU, error) {
+func (m memLoader) LoadSKU(_ context.Context, sku string) (stock.SKU, error) {
 	s, ok := m[sku]
 	if !ok {
-		return ledger.SKU{}, ledger.ErrUnknownSKU
+		return stock.SKU{}, stock.ErrUnknownSKU
 	}
 	return s, nil
 }
@@ -112,11 +113,11 @@ func Run(ctx context.Context, rc redis.UniversalClient, db *gorm.DB, opt Options
 		skus := memLoader{}
 		names = make([]string, opt.SKUs)
 		for i := range opt.SKUs {
-			s := ledger.SKU{SKU: fmt.Sprintf("BA-%03d", i), SafetyStock: 5}
+			s := stock.SKU{SKU: fmt.Sprintf("BA-%03d", i), SafetyStock: 5}
 			for j := range opt.Lots {
-				s.Lots = append(s.Lots, ledger.Lot{LotID: fmt.Sprintf("L%02d", j), Kind: ledger.KindOnHand, Good: true,
+				s.Lots = append(s.Lots, stock.Lot{LotID: fmt.Sprintf("L%02d", j), Kind: stock.KindOnHand, Good: true,
 					BestBefore: time.Date(2027, 1, 1+j, 0, 0, 0, 0, time.UTC).Format(time.DateOnly), RegSeq: int64(j),
-					ValidFrom: ledger.MinDate, ValidTo: ledger.MaxDate, Sellable: 1_000_000})
+					ValidFrom: stock.MinDate, ValidTo: stock.MaxDate, Sellable: 1_000_000})
 			}
 			skus[s.SKU], names[i] = s, s.SKU
 		}
@@ -135,7 +136,7 @@ func Run(ctx context.Context, rc redis.UniversalClient, db *gorm.DB, opt Options
 	versions := func() (int64, error) {
 		var rs []ledger.AvailabilityRequest
 		for _, n := range names {
-			rs = append(rs, ledger.AvailabilityRequest{SKU: n, TargetDate: date, Mode: ledger.ModeShip})
+			rs = append(rs, ledger.AvailabilityRequest{SKU: n, TargetDate: date, Mode: stock.ModeShip})
 		}
 		as, err := l.AvailabilityMany(ctx, rs)
 		var sum int64
@@ -245,13 +246,13 @@ func Run(ctx context.Context, rc redis.UniversalClient, db *gorm.DB, opt Options
 			for i := 0; actx.Err() == nil; i++ {
 				sku := names[rng.IntN(len(names))]
 				op := fmt.Sprintf("a%d-%d", a, i)
-				r, err := l.Apply(actx, ledger.AllocateRequest{OpID: op, SKU: sku, Qty: 2, TargetDate: date, Mode: ledger.ModeShip})
+				r, err := l.Apply(actx, stock.AllocateRequest{OpID: op, SKU: sku, Qty: 2, TargetDate: date, Mode: stock.ModeShip})
 				if err == nil {
-					var lots []ledger.LotQty
+					var lots []stock.LotQty
 					for _, m := range r.Moves {
-						lots = append(lots, ledger.LotQty{LotID: m.LotID, Qty: m.Qty})
+						lots = append(lots, stock.LotQty{LotID: m.LotID, Qty: m.Qty})
 					}
-					_, err = l.Apply(actx, ledger.ReleaseRequest{OpID: op + "-r", SKU: sku, From: ledger.Allocated, Lots: lots})
+					_, err = l.Apply(actx, stock.ReleaseRequest{OpID: op + "-r", SKU: sku, From: stock.Allocated, Lots: lots})
 				}
 				if err != nil {
 					if actx.Err() == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/tools/chaos"
@@ -142,7 +143,7 @@ func TestChaos(t *testing.T) {
 			continue
 		}
 		for _, l := range s.Lots {
-			if l.Sellable > 0 && l.Kind == ledger.KindOnHand {
+			if l.Sellable > 0 && l.Kind == stock.KindOnHand {
 				target = sku.SKU
 			}
 		}
@@ -153,7 +154,7 @@ func TestChaos(t *testing.T) {
 	if target == "" {
 		t.Fatal("no SKU with stock left to break")
 	}
-	z, err := led.Apply(ctx, ledger.AllocateRequest{OpID: "zombie:1:alloc", SKU: target, Qty: 1, TargetDate: "2026-12-15", Mode: ledger.ModeReserve})
+	z, err := led.Apply(ctx, stock.AllocateRequest{OpID: "zombie:1:alloc", SKU: target, Qty: 1, TargetDate: "2026-12-15", Mode: stock.ModeReserve})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestChaos(t *testing.T) {
 	if broken.HoldingMismatches == 0 || broken.DoubleApplied == 0 {
 		t.Errorf("an allocation applied twice went unnoticed: %+v", broken.Details)
 	}
-	if _, err := led.Apply(ctx, ledger.ReleaseRequest{OpID: "zombie:1:undo", SKU: target, From: ledger.Reserved, Lots: []ledger.LotQty{{LotID: z.Moves[0].LotID, Qty: 1}}}); err != nil {
+	if _, err := led.Apply(ctx, stock.ReleaseRequest{OpID: "zombie:1:undo", SKU: target, From: stock.Reserved, Lots: []stock.LotQty{{LotID: z.Moves[0].LotID, Qty: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -12,6 +12,7 @@ import (
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/tools/loadgen"
@@ -52,13 +53,13 @@ import (
 // defective.
 type buckets [6]int64
 
-var bucketNames = [6]string{ledger.Sellable, ledger.Reserved, ledger.Allocated, ledger.Hidden, ledger.Shipped, ledger.Defective}
+var bucketNames = [6]string{stock.Sellable, stock.Reserved, stock.Allocated, stock.Hidden, stock.Shipped, stock.Defective}
 
 func bucketIndex(name string) int { return slices.Index(bucketNames[:], name) }
 
 func (b buckets) total() int64 { return b[0] + b[1] + b[2] + b[3] + b[4] + b[5] }
 
-func bucketsOf(l ledger.Lot) buckets {
+func bucketsOf(l stock.Lot) buckets {
 	return buckets{l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped, l.Defective}
 }
 
@@ -302,7 +303,7 @@ func (e *Env) gather(ctx context.Context) (snapshot, error) {
 	}
 	for _, sku := range e.workload.SKUs() {
 		r, err := led.Snapshot(ctx, sku)
-		if errors.Is(err, ledger.ErrNotLoaded) {
+		if errors.Is(err, stock.ErrNotLoaded) {
 			continue // never loaded, or a new SKU whose registration was refused
 		}
 		if err != nil {
@@ -339,7 +340,7 @@ func (e *Env) gather(ctx context.Context) (snapshot, error) {
 			b[i] += m.Qty
 		}
 		s.moved[k] = b
-		switch ledger.External {
+		switch stock.External {
 		case m.FromBucket:
 			s.external[k] += m.Qty
 		case m.ToBucket:

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/tools/outboundcheck"
 )
 
@@ -17,7 +17,7 @@ import (
 func consistent() snapshot {
 	k := lotKey{"SKU-A", "L1"}
 	o := &event.OrderSnapshot{LCID: "LC-1", Status: event.StatusPlaced, Allocation: "reserved", Paid: true,
-		Lines: []event.SnapshotLine{{LineID: "1", SKU: "SKU-A", Qty: 3, Lots: []ledger.LotQty{{LotID: "L1", Qty: 3}}}}}
+		Lines: []event.SnapshotLine{{LineID: "1", SKU: "SKU-A", Qty: 3, Lots: []stock.LotQty{{LotID: "L1", Qty: 3}}}}}
 	return snapshot{
 		imported:    map[lotKey]buckets{k: {10, 0, 0, 0, 0}},
 		redisLots:   map[lotKey]buckets{k: {7, 3, 0, 0, 0}},
@@ -62,8 +62,8 @@ func warehouse() snapshot {
 	s.moved[k2] = buckets{5, 0, 0, 0, 0, 0}
 	s.external = map[lotKey]int64{k2: 5}
 	o := &event.OrderSnapshot{LCID: "LC-2", Status: event.StatusShipped, Allocation: "allocated", Paid: true,
-		Lines: []event.SnapshotLine{{LineID: "1", SKU: "SKU-A", Qty: 2, Lots: []ledger.LotQty{{LotID: "L1", Qty: 2}},
-			Returned: []ledger.LotQty{{LotID: "L1", Qty: 1}}}}}
+		Lines: []event.SnapshotLine{{LineID: "1", SKU: "SKU-A", Qty: 2, Lots: []stock.LotQty{{LotID: "L1", Qty: 2}},
+			Returned: []stock.LotQty{{LotID: "L1", Qty: 1}}}}}
 	s.redisOrders["LC-2"] = orderState{Seq: 4, Order: o}
 	s.pgOrders["LC-2"] = orderState{Seq: 4, Order: o}
 	s.inbox["LC-2"] = []int64{1, 2, 3, 4}

@@ -22,7 +22,7 @@ import (
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/migrations"
 	"github.com/junban/junban/tools/e2ebench"
@@ -263,7 +263,7 @@ func placeHolds(ctx context.Context, f *benchFleet, run string, n int, end time.
 	for i := range n {
 		lcid := fmt.Sprintf("%s-H-%05d", run, i)
 		lcids = append(lcids, lcid)
-		data, _ := json.Marshal(event.OrderData{Mode: ledger.ModeReserve, TargetDate: time.Now().AddDate(0, 0, 7).Format(time.DateOnly),
+		data, _ := json.Marshal(event.OrderData{Mode: stock.ModeReserve, TargetDate: time.Now().AddDate(0, 0, 7).Format(time.DateOnly),
 			Lines: []event.Line{{LineID: "1", SKU: f.skus[i%len(f.skus)], Qty: 1}}, Hold: event.Hold{HoldUntil: &end}})
 		b, _ := json.Marshal(event.Order{EventID: lcid + "-placed", Type: event.OrderPlaced, LCID: lcid, OccurredAt: time.Now().UTC(), Data: data})
 		bodies = append(bodies, b)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // The warehouse feed: what a WMS and an ERP tell junban while the shop sells. Purchase
@@ -66,7 +66,7 @@ type bookSKU struct {
 func (s *bookSKU) fefoFirst() *bookLot {
 	var first *bookLot
 	for _, l := range s.lots {
-		if !l.good || l.kind != ledger.KindOnHand {
+		if !l.good || l.kind != stock.KindOnHand {
 			continue
 		}
 		if first == nil || bbKey(l.bestBefore) < bbKey(first.bestBefore) {
@@ -96,13 +96,13 @@ func bbKey(bb string) string {
 func (s *bookSKU) take(qty int64) {
 	var order []*bookLot
 	for _, l := range s.lots {
-		if l.good && l.kind == ledger.KindOnHand {
+		if l.good && l.kind == stock.KindOnHand {
 			order = append(order, l)
 		}
 	}
 	slices.SortStableFunc(order, func(a, b *bookLot) int { return strings.Compare(bbKey(a.bestBefore), bbKey(b.bestBefore)) })
 	for i := len(s.lots) - 1; i >= 0; i-- {
-		if l := s.lots[i]; l.good && l.kind == ledger.KindPlanned {
+		if l := s.lots[i]; l.good && l.kind == stock.KindPlanned {
 			order = append(order, l)
 		}
 	}
@@ -138,7 +138,7 @@ type feed struct {
 	seen       map[string]bool
 }
 
-func newFeed(rng *rand.Rand, s Spec, target time.Time, inv []ledger.SKU) *feed {
+func newFeed(rng *rand.Rand, s Spec, target time.Time, inv []stock.SKU) *feed {
 	f := &feed{rng: rng, s: s, target: target, by: map[string]*bookSKU{}, seen: map[string]bool{}}
 	for _, sku := range inv {
 		b := &bookSKU{name: sku.SKU, safety: sku.SafetyStock}
@@ -295,7 +295,7 @@ func (f *feed) introduce(w *Workload, j int) {
 	from, to := f.validity()
 	var ids []string
 	for i := range 2 {
-		l := &bookLot{id: fmt.Sprintf("L%02d", i), kind: ledger.KindOnHand, good: true, sellable: max(1, f.s.StockPerLot)}
+		l := &bookLot{id: fmt.Sprintf("L%02d", i), kind: stock.KindOnHand, good: true, sellable: max(1, f.s.StockPerLot)}
 		l.bestBefore = f.date(f.target.AddDate(0, 1+i, 0))
 		b.maxBB = l.bestBefore
 		b.lots = append(b.lots, l)
@@ -327,14 +327,14 @@ func (f *feed) draw(w *Workload) {
 	case "purchase":
 		b.purchase++
 		q := max(1, f.s.StockPerLot/2)
-		l := &bookLot{id: fmt.Sprintf("PO%03d", b.purchase), kind: ledger.KindPlanned, good: true, sellable: q, registered: q}
+		l := &bookLot{id: fmt.Sprintf("PO%03d", b.purchase), kind: stock.KindPlanned, good: true, sellable: q, registered: q}
 		b.lots = append(b.lots, l)
 		f.emit(w, event.InventoryLotRegistered, event.LotRegisteredData{SKU: b.name, LotID: l.id, Kind: l.kind,
 			ArrivesAt: f.date(f.target.AddDate(0, 0, -5+f.rng.IntN(15))), ValidFrom: from, ValidTo: to, Sellable: l.sellable})
 		f.schedule(50+f.rng.IntN(350), func(f *feed, w *Workload) { f.receive(w, b, l) })
 	case "delivery":
 		b.delivery++
-		l := &bookLot{id: fmt.Sprintf("DL%03d", b.delivery), kind: ledger.KindOnHand, good: true, sellable: max(1, f.s.StockPerLot/2)}
+		l := &bookLot{id: fmt.Sprintf("DL%03d", b.delivery), kind: stock.KindOnHand, good: true, sellable: max(1, f.s.StockPerLot/2)}
 		l.bestBefore = f.nextBestBefore(b)
 		b.lots = append(b.lots, l)
 		f.emit(w, event.InventoryLotRegistered, event.LotRegisteredData{SKU: b.name, LotID: l.id, Kind: l.kind,
@@ -347,7 +347,7 @@ func (f *feed) draw(w *Workload) {
 		b.safety = ss
 		f.emit(w, event.InventorySafetyStockChanged, event.SafetyStockChangedData{SKU: b.name, SafetyStock: ss})
 	case "hold", "damage":
-		l := f.lotWith(b, func(l *bookLot) bool { return l.kind == ledger.KindOnHand && l.sellable > 0 })
+		l := f.lotWith(b, func(l *bookLot) bool { return l.kind == stock.KindOnHand && l.sellable > 0 })
 		if l == nil {
 			return
 		}
@@ -371,7 +371,7 @@ func (f *feed) draw(w *Workload) {
 		if f.s.FeedCommutes {
 			spare = b.fefoFirst()
 		}
-		l := f.lotWith(b, func(l *bookLot) bool { return l != spare && l.kind == ledger.KindOnHand && l.sellable > 1 })
+		l := f.lotWith(b, func(l *bookLot) bool { return l != spare && l.kind == stock.KindOnHand && l.sellable > 1 })
 		if l == nil {
 			return
 		}
@@ -418,7 +418,7 @@ func (f *feed) receive(w *Workload, b *bookSKU, l *bookLot) {
 		l.sellable += d.Qty - l.registered
 	}
 	if l.good {
-		l.kind, l.bestBefore = ledger.KindOnHand, d.BestBefore
+		l.kind, l.bestBefore = stock.KindOnHand, d.BestBefore
 	}
 	f.emit(w, event.InventoryReceived, d)
 	f.budget--

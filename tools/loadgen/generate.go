@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // Spec describes a workload. Shares are fractions in [0, 1].
@@ -103,7 +103,7 @@ func DefaultSpec(run string) Spec {
 // Workload is what a Spec generates.
 type Workload struct {
 	// Inventory is every SKU with its lots, for the import.
-	Inventory []ledger.SKU
+	Inventory []stock.SKU
 	// NewSKUs are the SKUs the feed registers during the run (inventory.sku_registered),
 	// in registration order; they are not in Inventory.
 	NewSKUs []string
@@ -168,11 +168,11 @@ func Generate(s Spec) Workload {
 		s.TargetDate = target.Format(time.DateOnly)
 	}
 	for i := 0; i < s.SKUs; i++ {
-		sku := ledger.SKU{SKU: SKUName(s.Run, i), SafetyStock: s.SafetyStock}
+		sku := stock.SKU{SKU: SKUName(s.Run, i), SafetyStock: s.SafetyStock}
 		for j := 0; j < s.LotsPerSKU; j++ {
-			lot := ledger.Lot{
+			lot := stock.Lot{
 				LotID:     fmt.Sprintf("L%02d", j),
-				Kind:      ledger.KindOnHand,
+				Kind:      stock.KindOnHand,
 				Good:      true,
 				RegSeq:    int64(j + 1),
 				ValidFrom: target.AddDate(0, -1, 0).Format(time.DateOnly),
@@ -182,7 +182,7 @@ func Generate(s Spec) Workload {
 			// Best-before dates out of registration order, so FEFO is visible.
 			lot.BestBefore = target.AddDate(0, 1+(j*7)%s.LotsPerSKU, 0).Format(time.DateOnly)
 			if j == s.LotsPerSKU-1 && s.LotsPerSKU > 1 {
-				lot.Kind = ledger.KindPlanned
+				lot.Kind = stock.KindPlanned
 				lot.BestBefore = ""
 				lot.ArrivesAt = target.AddDate(0, 0, -3).Format(time.DateOnly)
 				lot.Sellable = s.StockPerLot / 2
@@ -226,10 +226,10 @@ func Generate(s Spec) Workload {
 		plan.lines = lines
 		// The least the first line ever asks for: what a return of it may bring back.
 		firstMin := lines[0].Qty
-		mode := ledger.ModeShip
+		mode := stock.ModeShip
 		reserve := rng.Float64() < s.ReserveShare
 		if reserve {
-			mode = ledger.ModeReserve
+			mode = stock.ModeReserve
 		}
 		if reserve && s.HoldFor > 0 && rng.Float64() < s.AbandonedShare {
 			w.Abandoned = append(w.Abandoned, lcid)
@@ -335,7 +335,7 @@ func abandoned(w *Workload, rng *rand.Rand, s Spec, plan orderPlan, lines []even
 	if w.AtSend == nil {
 		w.AtSend = map[string]bool{}
 	}
-	placed := mk(1, event.OrderPlaced, event.OrderData{Mode: ledger.ModeReserve, TargetDate: s.TargetDate, Lines: lines,
+	placed := mk(1, event.OrderPlaced, event.OrderData{Mode: stock.ModeReserve, TargetDate: s.TargetDate, Lines: lines,
 		Hold: event.Hold{HoldFor: s.HoldFor.String()}})
 	evs := []event.Order{placed}
 	w.AtSend[placed.EventID] = true
@@ -392,17 +392,17 @@ func (p *skuPicker) pick() int {
 }
 
 // Loader serves the workload's inventory, as PostgreSQL would after the import: the
-// reference model (ledger.Model) loads from it.
-func (w Workload) Loader() ledger.Loader { return staticLoader(w.Inventory) }
+// reference model (stock.Model) loads from it.
+func (w Workload) Loader() stock.Loader { return staticLoader(w.Inventory) }
 
-type staticLoader []ledger.SKU
+type staticLoader []stock.SKU
 
-func (s staticLoader) LoadSKU(_ context.Context, sku string) (ledger.SKU, error) {
+func (s staticLoader) LoadSKU(_ context.Context, sku string) (stock.SKU, error) {
 	for _, k := range s {
 		if k.SKU == sku {
-			k.Lots = append([]ledger.Lot(nil), k.Lots...)
+			k.Lots = append([]stock.Lot(nil), k.Lots...)
 			return k, nil
 		}
 	}
-	return ledger.SKU{}, fmt.Errorf("sku=%s: %w", sku, ledger.ErrUnknownSKU)
+	return stock.SKU{}, fmt.Errorf("sku=%s: %w", sku, stock.ErrUnknownSKU)
 }

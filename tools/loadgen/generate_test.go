@@ -8,7 +8,7 @@ import (
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 func TestGenerateIsReproducibleAndShapedAsAsked(t *testing.T) {
@@ -200,7 +200,7 @@ func TestAbandonedOrders(t *testing.T) {
 			switch e.Type {
 			case event.OrderPlaced:
 				var d event.OrderData
-				if err := json.Unmarshal(e.Data, &d); err != nil || d.Mode != ledger.ModeReserve || d.HoldFor != "5s" {
+				if err := json.Unmarshal(e.Data, &d); err != nil || d.Mode != stock.ModeReserve || d.HoldFor != "5s" {
 					t.Fatalf("%s: placement %s (%v)", lcid, e.Data, err)
 				}
 			case event.OrderReservationExtended:

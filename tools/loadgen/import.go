@@ -6,13 +6,13 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/inventorydb"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // Import writes the inventory to PostgreSQL, where the ledger loads SKUs from, through
 // the same all-or-nothing upsert as `junbanctl inventory import`. It refuses SKUs with
 // operations persisted (a run name used again after its run): inventorydb.ErrLiveSKU.
-func Import(ctx context.Context, db *gorm.DB, skus []ledger.SKU) error {
+func Import(ctx context.Context, db *gorm.DB, skus []stock.SKU) error {
 	rows := make([]inventorydb.ImportSKU, 0, len(skus))
 	for _, s := range skus {
 		ss := s.SafetyStock

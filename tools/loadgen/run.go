@@ -15,7 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/progress"
 )
 
@@ -538,8 +538,8 @@ func (s *Summary) checkStock(ctx context.Context, db *gorm.DB, w Workload) error
 	for _, sku := range w.Inventory {
 		for _, l := range sku.Lots {
 			b := at(key{sku.SKU, l.LotID})
-			b[ledger.Sellable], b[ledger.Reserved], b[ledger.Allocated] = l.Sellable, l.Reserved, l.Allocated
-			b[ledger.Hidden], b[ledger.Shipped], b[ledger.Defective] = l.Hidden, l.Shipped, l.Defective
+			b[stock.Sellable], b[stock.Reserved], b[stock.Allocated] = l.Sellable, l.Reserved, l.Allocated
+			b[stock.Hidden], b[stock.Shipped], b[stock.Defective] = l.Hidden, l.Shipped, l.Defective
 			skuTotal[sku.SKU] += l.Sellable + l.Reserved + l.Allocated + l.Hidden + l.Shipped + l.Defective
 		}
 	}
@@ -549,13 +549,13 @@ func (s *Summary) checkStock(ctx context.Context, db *gorm.DB, w Workload) error
 		b[m.ToBucket] += m.Qty
 	}
 	for k, b := range want {
-		skuTotal[k.sku] -= b[ledger.External] // what came in from outside, less what left
+		skuTotal[k.sku] -= b[stock.External] // what came in from outside, less what left
 	}
 	held := map[string]int64{}
 	for _, r := range rows {
 		b := want[key{r.SKU, r.LotID}]
-		got := map[string]int64{ledger.Sellable: r.Sellable, ledger.Reserved: r.Reserved, ledger.Allocated: r.Allocated,
-			ledger.Hidden: r.Hidden, ledger.Shipped: r.Shipped, ledger.Defective: r.Defective}
+		got := map[string]int64{stock.Sellable: r.Sellable, stock.Reserved: r.Reserved, stock.Allocated: r.Allocated,
+			stock.Hidden: r.Hidden, stock.Shipped: r.Shipped, stock.Defective: r.Defective}
 		for bucket, q := range got {
 			if q != b[bucket] || q < 0 {
 				s.Unconserved++

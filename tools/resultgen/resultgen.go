@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 // Config sizes a generator.
@@ -34,7 +34,7 @@ type Config struct {
 type Gen struct {
 	cfg    Config
 	rng    *rand.Rand
-	skus   []*ledger.SKU
+	skus   []*stock.SKU
 	active []*order
 	nextID int
 	now    time.Time
@@ -65,17 +65,17 @@ func New(cfg Config) *Gen {
 	}
 	g := &Gen{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), now: cfg.Start}
 	for i := range cfg.SKUs {
-		s := &ledger.SKU{SKU: fmt.Sprintf("%sSKU-%04d", cfg.Prefix, i), SafetyStock: int64(g.rng.IntN(5)), Version: 1}
+		s := &stock.SKU{SKU: fmt.Sprintf("%sSKU-%04d", cfg.Prefix, i), SafetyStock: int64(g.rng.IntN(5)), Version: 1}
 		for j := range cfg.LotsPerSKU {
-			l := ledger.Lot{
-				LotID: fmt.Sprintf("L%02d", j), Kind: ledger.KindOnHand, Good: true, RegSeq: int64(j + 1),
+			l := stock.Lot{
+				LotID: fmt.Sprintf("L%02d", j), Kind: stock.KindOnHand, Good: true, RegSeq: int64(j + 1),
 				BestBefore: cfg.Start.AddDate(0, 1+j, 0).Format(time.DateOnly),
 				ValidFrom:  cfg.Start.AddDate(0, -1, 0).Format(time.DateOnly),
 				ValidTo:    cfg.Start.AddDate(1, 0, 0).Format(time.DateOnly),
 				Sellable:   1_000_000,
 			}
 			if j == cfg.LotsPerSKU-1 && j > 0 {
-				l.Kind, l.BestBefore = ledger.KindPlanned, ""
+				l.Kind, l.BestBefore = stock.KindPlanned, ""
 				l.ArrivesAt = cfg.Start.AddDate(0, 0, 14).Format(time.DateOnly)
 			}
 			s.Lots = append(s.Lots, l)
@@ -86,9 +86,9 @@ func New(cfg Config) *Gen {
 }
 
 // Catalog returns the SKUs as they were before the first result (version 1).
-func Catalog(cfg Config) []ledger.SKU {
+func Catalog(cfg Config) []stock.SKU {
 	g := New(cfg)
-	out := make([]ledger.SKU, len(g.skus))
+	out := make([]stock.SKU, len(g.skus))
 	for i, s := range g.skus {
 		out[i] = cloneSKU(*s)
 	}
@@ -132,9 +132,9 @@ func (g *Gen) Order() []event.Result {
 func (g *Gen) newOrder() *order {
 	g.nextID++
 	o := &order{lcid: fmt.Sprintf("%sLC-%07d", g.cfg.Prefix, g.nextID)}
-	mode := ledger.ModeShip
+	mode := stock.ModeShip
 	if g.rng.IntN(3) == 0 {
-		mode = ledger.ModeReserve
+		mode = stock.ModeReserve
 	}
 	o.snap = event.OrderSnapshot{LCID: o.lcid, Mode: mode, TargetDate: g.cfg.Start.AddDate(0, 0, 2).Format(time.DateOnly)}
 	nLines := 1 + g.rng.IntN(3)
@@ -143,7 +143,7 @@ func (g *Gen) newOrder() *order {
 		o.snap.Lines = append(o.snap.Lines, event.SnapshotLine{LineID: fmt.Sprint(l + 1), SKU: s.SKU, Qty: int64(1 + g.rng.IntN(5))})
 	}
 	o.steps = []event.Type{event.OrderPlaced, event.PaymentConfirmed}
-	if mode == ledger.ModeReserve {
+	if mode == stock.ModeReserve {
 		o.steps = append(o.steps, event.OrderAllocateForShipment)
 	}
 	switch g.rng.IntN(10) {
@@ -169,11 +169,11 @@ func (g *Gen) step(o *order) event.Result {
 		Type: typ, Outcome: event.Applied, ProcessedAt: g.now,
 	}
 	touched := map[string]map[string]bool{}
-	move := func(opID string, s *ledger.SKU, lot int, from, to string, qty int64, idx int) {
+	move := func(opID string, s *stock.SKU, lot int, from, to string, qty int64, idx int) {
 		l := &s.Lots[lot]
 		*bucket(l, from) -= qty
 		*bucket(l, to) += qty
-		r.Moves = append(r.Moves, ledger.Move{OpID: opID, Index: idx, SKU: s.SKU, LotID: l.LotID, From: from, To: to, Qty: qty})
+		r.Moves = append(r.Moves, stock.Move{OpID: opID, Index: idx, SKU: s.SKU, LotID: l.LotID, From: from, To: to, Qty: qty})
 		if touched[s.SKU] == nil {
 			touched[s.SKU] = map[string]bool{}
 		}
@@ -191,16 +191,16 @@ func (g *Gen) step(o *order) event.Result {
 			s.Version++
 		}
 	}
-	held := ledger.Allocated
+	held := stock.Allocated
 	if o.snap.Allocation == "reserved" {
-		held = ledger.Reserved
+		held = stock.Reserved
 	}
 
 	switch typ {
 	case event.OrderPlaced:
-		to, alloc := ledger.Allocated, "allocated"
-		if o.snap.Mode == ledger.ModeReserve {
-			to, alloc = ledger.Reserved, "reserved"
+		to, alloc := stock.Allocated, "allocated"
+		if o.snap.Mode == stock.ModeReserve {
+			to, alloc = stock.Reserved, "reserved"
 		}
 		for li := range o.snap.Lines {
 			line := &o.snap.Lines[li]
@@ -208,15 +208,15 @@ func (g *Gen) step(o *order) event.Result {
 			opID := fmt.Sprintf("%s:%s:alloc", evt, line.LineID)
 			need, k := line.Qty, 0
 			for lot := range s.Lots {
-				if need == 0 || s.Lots[lot].Kind != ledger.KindOnHand {
+				if need == 0 || s.Lots[lot].Kind != stock.KindOnHand {
 					continue
 				}
 				q := min(need, s.Lots[lot].Sellable)
 				if q == 0 {
 					continue
 				}
-				move(opID, s, lot, ledger.Sellable, to, q, k)
-				line.Lots = append(line.Lots, ledger.LotQty{LotID: s.Lots[lot].LotID, Qty: q})
+				move(opID, s, lot, stock.Sellable, to, q, k)
+				line.Lots = append(line.Lots, stock.LotQty{LotID: s.Lots[lot].LotID, Qty: q})
 				need -= q
 				k++
 			}
@@ -226,7 +226,7 @@ func (g *Gen) step(o *order) event.Result {
 	case event.PaymentConfirmed:
 		o.snap.Paid = true
 	case event.OrderAllocateForShipment:
-		moveHeld("confirm", ledger.Reserved, ledger.Allocated)
+		moveHeld("confirm", stock.Reserved, stock.Allocated)
 		o.snap.Allocation = "allocated"
 	case event.OrderLinesChanged:
 		// Lower the first line by one (if it can), releasing from its last lot.
@@ -234,7 +234,7 @@ func (g *Gen) step(o *order) event.Result {
 		if line.Qty > 1 {
 			s := g.sku(line.SKU)
 			last := &line.Lots[len(line.Lots)-1]
-			move(fmt.Sprintf("%s:%s:release", evt, line.LineID), s, g.lotIndex(s, last.LotID), held, ledger.Sellable, 1, 0)
+			move(fmt.Sprintf("%s:%s:release", evt, line.LineID), s, g.lotIndex(s, last.LotID), held, stock.Sellable, 1, 0)
 			s.Version++
 			line.Qty--
 			last.Qty--
@@ -245,10 +245,10 @@ func (g *Gen) step(o *order) event.Result {
 			r.Outcome, r.Reason = event.Rejected, "ERR_INVALID_TRANSITION"
 		}
 	case event.OrderCancelled:
-		moveHeld("release", held, ledger.Sellable)
+		moveHeld("release", held, stock.Sellable)
 		o.snap.Status = event.StatusCancelled
 	case event.OrderShipped:
-		moveHeld("ship", ledger.Allocated, ledger.Shipped)
+		moveHeld("ship", stock.Allocated, stock.Shipped)
 		o.snap.Status = event.StatusShipped
 	}
 
@@ -260,7 +260,7 @@ func (g *Gen) step(o *order) event.Result {
 			continue
 		}
 		// As the order-worker sends it: version and touched lots, no settings.
-		out := ledger.SKU{SKU: s.SKU, Version: s.Version}
+		out := stock.SKU{SKU: s.SKU, Version: s.Version}
 		for _, l := range s.Lots {
 			if lots[l.LotID] {
 				out.Lots = append(out.Lots, l)
@@ -271,7 +271,7 @@ func (g *Gen) step(o *order) event.Result {
 	return r
 }
 
-func (g *Gen) sku(name string) *ledger.SKU {
+func (g *Gen) sku(name string) *stock.SKU {
 	for _, s := range g.skus {
 		if s.SKU == name {
 			return s
@@ -280,7 +280,7 @@ func (g *Gen) sku(name string) *ledger.SKU {
 	panic("resultgen: unknown sku " + name)
 }
 
-func (g *Gen) lotIndex(s *ledger.SKU, lotID string) int {
+func (g *Gen) lotIndex(s *stock.SKU, lotID string) int {
 	for i, l := range s.Lots {
 		if l.LotID == lotID {
 			return i
@@ -289,17 +289,17 @@ func (g *Gen) lotIndex(s *ledger.SKU, lotID string) int {
 	panic("resultgen: unknown lot " + lotID)
 }
 
-func bucket(l *ledger.Lot, name string) *int64 {
+func bucket(l *stock.Lot, name string) *int64 {
 	switch name {
-	case ledger.Sellable:
+	case stock.Sellable:
 		return &l.Sellable
-	case ledger.Reserved:
+	case stock.Reserved:
 		return &l.Reserved
-	case ledger.Allocated:
+	case stock.Allocated:
 		return &l.Allocated
-	case ledger.Hidden:
+	case stock.Hidden:
 		return &l.Hidden
-	case ledger.Shipped:
+	case stock.Shipped:
 		return &l.Shipped
 	}
 	panic("resultgen: unknown bucket " + name)
@@ -310,13 +310,13 @@ func cloneSnapshot(s event.OrderSnapshot) event.OrderSnapshot {
 	out.Lines = make([]event.SnapshotLine, len(s.Lines))
 	for i, l := range s.Lines {
 		out.Lines[i] = l
-		out.Lines[i].Lots = append([]ledger.LotQty(nil), l.Lots...)
+		out.Lines[i].Lots = append([]stock.LotQty(nil), l.Lots...)
 	}
 	return out
 }
 
-func cloneSKU(s ledger.SKU) ledger.SKU {
+func cloneSKU(s stock.SKU) stock.SKU {
 	out := s
-	out.Lots = append([]ledger.Lot(nil), s.Lots...)
+	out.Lots = append([]stock.Lot(nil), s.Lots...)
 	return out
 }

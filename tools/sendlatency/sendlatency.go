@@ -15,7 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/tools/loadgen"
 )
 
@@ -87,7 +87,7 @@ func ParkedOnPurpose(sent []event.Order) map[string]bool {
 			if !st.placed {
 				var d event.OrderData
 				_ = json.Unmarshal(ev.Data, &d) // a placement without data counts as allocated
-				st.placed, st.allocated = true, d.Mode != ledger.ModeReserve
+				st.placed, st.allocated = true, d.Mode != stock.ModeReserve
 			}
 		case event.PaymentConfirmed, event.OrderLinesChanged, event.OrderAllocateForShipment, event.OrderCancelled:
 			if !st.placed {

@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 )
 
 func ev(id string, t event.Type, lcid string) event.Order {
 	return event.Order{EventID: id, Type: t, LCID: lcid}
 }
 
-func placed(id, lcid string, mode ledger.Mode) event.Order {
+func placed(id, lcid string, mode stock.Mode) event.Order {
 	e := ev(id, event.OrderPlaced, lcid)
 	e.Data, _ = json.Marshal(event.OrderData{Mode: mode})
 	return e
@@ -28,20 +28,20 @@ func placed(id, lcid string, mode ledger.Mode) event.Order {
 func TestParkedOnPurposeFollowsTheOrderPreconditions(t *testing.T) {
 	sent := []event.Order{
 		// A: in order.
-		placed("a1", "A", ledger.ModeShip), ev("a2", event.PaymentConfirmed, "A"), ev("a3", event.OrderShipped, "A"),
+		placed("a1", "A", stock.ModeShip), ev("a2", event.PaymentConfirmed, "A"), ev("a3", event.OrderShipped, "A"),
 		// B: paid and shipped before it was placed.
-		ev("b1", event.PaymentConfirmed, "B"), ev("b2", event.OrderShipped, "B"), placed("b3", "B", ledger.ModeShip),
+		ev("b1", event.PaymentConfirmed, "B"), ev("b2", event.OrderShipped, "B"), placed("b3", "B", stock.ModeShip),
 		// C: reserve mode, shipped before its allocation; the allocation releases it.
-		placed("c1", "C", ledger.ModeReserve), ev("c2", event.PaymentConfirmed, "C"), ev("c3", event.OrderShipped, "C"),
+		placed("c1", "C", stock.ModeReserve), ev("c2", event.PaymentConfirmed, "C"), ev("c3", event.OrderShipped, "C"),
 		ev("c4", event.OrderAllocateForShipment, "C"),
 		// D: shipped before the payment, then a line change before the payment too (not parked).
-		placed("d1", "D", ledger.ModeShip), ev("d2", event.OrderShipped, "D"), ev("d3", event.OrderLinesChanged, "D"),
+		placed("d1", "D", stock.ModeShip), ev("d2", event.OrderShipped, "D"), ev("d3", event.OrderLinesChanged, "D"),
 		ev("d4", event.PaymentConfirmed, "D"),
 		// E: cancelled, then a payment that is rejected, not parked.
-		placed("e1", "E", ledger.ModeShip), ev("e2", event.OrderCancelled, "E"), ev("e3", event.PaymentConfirmed, "E"),
+		placed("e1", "E", stock.ModeShip), ev("e2", event.OrderCancelled, "E"), ev("e3", event.PaymentConfirmed, "E"),
 		// F: everything before the placement, the placement last.
 		ev("f1", event.OrderLinesChanged, "F"), ev("f2", event.OrderAllocateForShipment, "F"), ev("f3", event.OrderCancelled, "F"),
-		placed("f4", "F", ledger.ModeReserve),
+		placed("f4", "F", stock.ModeReserve),
 	}
 	got := slices.Sorted(maps.Keys(ParkedOnPurpose(sent)))
 	want := []string{"b1", "b2", "c3", "d2", "f1", "f2", "f3"}

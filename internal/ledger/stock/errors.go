@@ -1,13 +1,9 @@
-package ledger
+package stock
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Errors of the ledger. Each has a reason code ("ERR_SHORTAGE", ...) that the scripts
@@ -59,6 +55,13 @@ var reasons = map[string]error{
 	"ERR_OP_CONFLICT":      ErrOpConflict,
 }
 
+// ErrorOfReason returns the error of a reason code ("ERR_SHORTAGE", ...), with ok false
+// for a code that is not the ledger's.
+func ErrorOfReason(code string) (err error, ok bool) {
+	err, ok = reasons[code]
+	return err, ok
+}
+
 // Reason returns the reason code of err ("ERR_SHORTAGE", ...), "ERR_INTERNAL" for an
 // error that is not the ledger's (Redis down, ...), and "" for nil.
 func Reason(err error) string {
@@ -90,8 +93,8 @@ func Rejection(err error) (reason string, ok bool) {
 	return reason, true
 }
 
-// opError builds the error of a failed operation: the sentinel with the op, SKU and detail.
-func opError(op, sku string, sentinel error, detail string) error {
+// OpError builds the error of a failed operation: the sentinel with the op, SKU and detail.
+func OpError(op, sku string, sentinel error, detail string) error {
 	if detail == "" {
 		return fmt.Errorf("ledger: %s sku=%s: %w", op, sku, sentinel)
 	}
@@ -100,51 +103,5 @@ func opError(op, sku string, sentinel error, detail string) error {
 
 // opConflict is the model's ErrOpConflict, worded as ledger.lua's.
 func opConflict(op, sku, opID string) error {
-	return opError(op, sku, ErrOpConflict, "op_id="+opID+" answered another request")
-}
-
-// scriptError maps an error reply of ledger.lua ("<CODE> <replayed 0|1> <detail>") to
-// an error value. ok is false when the reply is not one of the script's codes (a
-// connection error, NOSCRIPT, ...).
-func scriptError(op, sku string, err error) (e error, replayed, ok bool) {
-	msg := err.Error()
-	code, rest, _ := strings.Cut(msg, " ")
-	sentinel, known := reasons[code]
-	if !known {
-		return err, false, false
-	}
-	flag, detail, _ := strings.Cut(rest, " ")
-	return opError(op, sku, sentinel, detail), flag == "1", true
-}
-
-// Replies of ledger.lua that the Go side answers itself and no caller sees (ledger.lua's
-// header says when the script gives them).
-
-// regSeqMoved is ERR_REG_SEQ: the registration number the lot gets (RegisterLot) or has
-// (Receive), which its key needs, is not the one the Go side computed the key with.
-type regSeqMoved int64
-
-func (n regSeqMoved) Error() string {
-	return fmt.Sprintf("ledger: the lot's registration number is %d", int64(n))
-}
-
-// regSeqReply returns the registration number of an ERR_REG_SEQ reply.
-func regSeqReply(err error) (regSeqMoved, bool) {
-	var rerr redis.Error
-	if !errors.As(err, &rerr) {
-		return 0, false
-	}
-	rest, ok := strings.CutPrefix(rerr.Error(), "ERR_REG_SEQ 0 ")
-	if !ok {
-		return 0, false
-	}
-	n, perr := strconv.ParseInt(rest, 10, 64)
-	return regSeqMoved(n), perr == nil
-}
-
-// isReindexReply tells an ERR_REINDEX reply: the SKU's index is in another key layout, or
-// a lot has no stored key for its meta.
-func isReindexReply(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "ERR_REINDEX ")
+	return OpError(op, sku, ErrOpConflict, "op_id="+opID+" answered another request")
 }

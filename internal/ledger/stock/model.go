@@ -1,4 +1,4 @@
-package ledger
+package stock
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func cloneSKU(s SKU) SKU {
 	if s.Lots == nil {
 		s.Lots = []Lot{}
 	}
-	sortLots(s.Lots)
+	SortLots(s.Lots)
 	return s
 }
 
@@ -87,7 +87,7 @@ func (m *Model) Snapshot(ctx context.Context, sku string) (SKU, error) {
 	defer m.mu.Unlock()
 	s, ok := m.skus[sku]
 	if !ok {
-		return SKU{}, opError("snapshot", sku, ErrNotLoaded, "")
+		return SKU{}, OpError("snapshot", sku, ErrNotLoaded, "")
 	}
 	return cloneSKU(*s), nil
 }
@@ -124,7 +124,7 @@ func (o *modelOp) lot(id string) *Lot {
 	return nil
 }
 
-func bucketOf(l *Lot, b string) *int64 {
+func BucketOf(l *Lot, b string) *int64 {
 	switch b {
 	case Sellable:
 		return &l.Sellable
@@ -143,10 +143,10 @@ func bucketOf(l *Lot, b string) *int64 {
 }
 
 func (o *modelOp) move(l *Lot, from, to string, q int64) {
-	if p := bucketOf(l, from); p != nil {
+	if p := BucketOf(l, from); p != nil {
 		*p -= q
 	}
-	if p := bucketOf(l, to); p != nil {
+	if p := BucketOf(l, to); p != nil {
 		*p += q
 	}
 	o.moves = append(o.moves, Move{Index: len(o.moves), LotID: l.LotID, From: from, To: to, Qty: q})
@@ -254,7 +254,7 @@ func (m *Model) applyOp(ctx context.Context, name, fp, opID, legacy, sku, holder
 		if !ok {
 			m.mu.Unlock()
 			if attempt > 0 {
-				return Result{OpID: opID, SKU: sku}, opError(name, sku, ErrNotLoaded, "")
+				return Result{OpID: opID, SKU: sku}, OpError(name, sku, ErrNotLoaded, "")
 			}
 			if err := m.Load(ctx, sku); err != nil {
 				return Result{OpID: opID, SKU: sku}, err
@@ -264,7 +264,7 @@ func (m *Model) applyOp(ctx context.Context, name, fp, opID, legacy, sku, holder
 		o := &modelOp{sku: s, touched: map[string]int{}, holder: holder}
 		sentinel, detail := fn(o)
 		if sentinel != nil {
-			err := opError(name, sku, sentinel, detail)
+			err := OpError(name, sku, sentinel, detail)
 			m.ops[[2]string{sku, opID}] = modelOutcome{res: Result{OpID: opID, SKU: sku}, err: err, fp: fp}
 			m.mu.Unlock()
 			return Result{OpID: opID, SKU: sku}, err
@@ -294,7 +294,7 @@ func (m *Model) applyOp(ctx context.Context, name, fp, opID, legacy, sku, holder
 }
 
 // candidatesOf returns the lots that may serve an allocation on date, in allocation order:
-// by allocKey, as the script's index holds them.
+// by AllocKey, as the script's index holds them.
 func candidatesOf(lots []Lot, date string) []Lot {
 	type keyed struct {
 		key string
@@ -303,7 +303,7 @@ func candidatesOf(lots []Lot, date string) []Lot {
 	var ks []keyed
 	for _, l := range lots {
 		if l.Good && l.ValidFrom <= date && date <= l.ValidTo {
-			ks = append(ks, keyed{allocKey(l), l})
+			ks = append(ks, keyed{AllocKey(l), l})
 		}
 	}
 	slices.SortFunc(ks, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
@@ -339,7 +339,7 @@ func (o *modelOp) allocate(qty int64, date string, mode Mode) (error, string) {
 	if mode == ModeShip && sum < o.sku.SafetyStock+qty {
 		return ErrSafetyStock, fmt.Sprintf("requested=%d available=%d safety_stock=%d", qty, sum, o.sku.SafetyStock)
 	}
-	to := modeBucket(mode)
+	to := ModeBucket(mode)
 	rem := qty
 	for _, c := range cands {
 		if rem == 0 {
@@ -354,8 +354,8 @@ func (o *modelOp) allocate(qty int64, date string, mode Mode) (error, string) {
 	return nil, ""
 }
 
-// modeBucket is the bucket an allocation of mode moves to.
-func modeBucket(mode Mode) string {
+// ModeBucket is the bucket an allocation of mode moves to.
+func ModeBucket(mode Mode) string {
 	if mode == ModeShip {
 		return Allocated
 	}
@@ -367,7 +367,7 @@ func modeBucket(mode Mode) string {
 func (o *modelOp) moveEach(from, to string, lots []LotQty) (error, string) {
 	for _, q := range lots {
 		l := o.lot(q.LotID)
-		if have := *bucketOf(l, from); have < q.Qty {
+		if have := *BucketOf(l, from); have < q.Qty {
 			return ErrInsufficient, fmt.Sprintf("lot=%s %s=%d requested=%d", q.LotID, from, have, q.Qty)
 		}
 		o.move(l, from, to, q.Qty)

@@ -1,4 +1,4 @@
-package ledger
+package stock
 
 import (
 	"fmt"
@@ -20,22 +20,22 @@ const (
 	MaxDate = "9999-12-31"
 )
 
-func invalid(format string, a ...any) error {
+func Invalidf(format string, a ...any) error {
 	return fmt.Errorf("ledger: %w: %s", ErrInvalidRequest, fmt.Sprintf(format, a...))
 }
 
 func checkID(field, v string) error {
 	if v == "" {
-		return invalid("%s is empty", field)
+		return Invalidf("%s is empty", field)
 	}
 	if len(v) > MaxIDLen {
-		return invalid("%s is longer than %d bytes", field, MaxIDLen)
+		return Invalidf("%s is longer than %d bytes", field, MaxIDLen)
 	}
 	for i := 0; i < len(v); i++ {
 		// Control characters would break the scripts' text records; braces in a SKU
 		// would break its hash tag.
 		if c := v[i]; c < 0x20 || c == 0x7f || (field == "sku" && (c == '{' || c == '}')) {
-			return invalid("%s %q contains a forbidden character", field, v)
+			return Invalidf("%s %q contains a forbidden character", field, v)
 		}
 	}
 	return nil
@@ -58,7 +58,7 @@ func CheckSKU(sku string) error { return checkID("sku", sku) }
 // CheckLotID reports whether id is a valid lot id.
 func CheckLotID(id string) error { return checkID("lot_id", id) }
 
-func checkQty(field string, q int64) error {
+func CheckQty(field string, q int64) error {
 	if q <= 0 || q > MaxQty {
 		return fmt.Errorf("ledger: %w: %s=%d (want 1..%d)", ErrInvalidQuantity, field, q, MaxQty)
 	}
@@ -69,7 +69,7 @@ func checkQty(field string, q int64) error {
 func CheckDate(field, s string) error {
 	t, err := time.Parse(dateLayout, s)
 	if err != nil || t.Format(dateLayout) != s {
-		return invalid("%s %q is not a date (YYYY-MM-DD)", field, s)
+		return Invalidf("%s %q is not a date (YYYY-MM-DD)", field, s)
 	}
 	return nil
 }
@@ -84,46 +84,46 @@ func checkHeadAs(opID, legacy, sku string) error {
 	return CheckSKU(sku)
 }
 
-func (r AllocateRequest) validate() error {
+func (r AllocateRequest) Validate() error {
 	if err := checkHeadAs(r.OpID, r.LegacyOpID, r.SKU); err != nil {
 		return err
 	}
-	if err := checkQty("qty", r.Qty); err != nil {
+	if err := CheckQty("qty", r.Qty); err != nil {
 		return err
 	}
 	if err := CheckDate("target_date", r.TargetDate); err != nil {
 		return err
 	}
 	if r.Mode != ModeShip && r.Mode != ModeReserve {
-		return invalid("mode %q is neither %q nor %q", r.Mode, ModeShip, ModeReserve)
+		return Invalidf("mode %q is neither %q nor %q", r.Mode, ModeShip, ModeReserve)
 	}
 	return nil
 }
 
 func checkLots(lots []LotQty) error {
 	if len(lots) == 0 {
-		return invalid("no lots")
+		return Invalidf("no lots")
 	}
 	if len(lots) > 1000 {
-		return invalid("more than 1000 lots")
+		return Invalidf("more than 1000 lots")
 	}
 	for _, l := range lots {
 		if err := CheckLotID(l.LotID); err != nil {
 			return err
 		}
-		if err := checkQty("qty of lot "+l.LotID, l.Qty); err != nil {
+		if err := CheckQty("qty of lot "+l.LotID, l.Qty); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r ReleaseRequest) validate() error {
+func (r ReleaseRequest) Validate() error {
 	if err := checkHeadAs(r.OpID, r.LegacyOpID, r.SKU); err != nil {
 		return err
 	}
 	if r.From != Reserved && r.From != Allocated {
-		return invalid("from %q is neither %q nor %q", r.From, Reserved, Allocated)
+		return Invalidf("from %q is neither %q nor %q", r.From, Reserved, Allocated)
 	}
 	return checkLots(r.Lots)
 }
@@ -137,16 +137,16 @@ var undoable = map[[2]string]bool{
 	{Shipped, Sellable}:   true, {Shipped, Defective}: true, // returns
 }
 
-func (r UndoRequest) validate() error {
+func (r UndoRequest) Validate() error {
 	if err := checkHeadAs(r.OpID, r.LegacyOpID, r.SKU); err != nil {
 		return err
 	}
 	if !undoable[[2]string{r.From, r.To}] {
-		return invalid("%s -> %s is no operation an order makes", r.From, r.To)
+		return Invalidf("%s -> %s is no operation an order makes", r.From, r.To)
 	}
 	if len(r.Back) > 0 {
 		if !undoable[[2]string{r.To, r.From}] {
-			return invalid("back: %s -> %s is no operation an order makes", r.To, r.From)
+			return Invalidf("back: %s -> %s is no operation an order makes", r.To, r.From)
 		}
 		if err := checkLots(r.Back); err != nil {
 			return err
@@ -159,7 +159,7 @@ func (r UndoRequest) validate() error {
 // its releases.
 const MaxChangeAllocations = 1000
 
-func (r ChangeRequest) validate() error {
+func (r ChangeRequest) Validate() error {
 	if err := checkHeadAs(r.OpID, r.LegacyOpID, r.SKU); err != nil {
 		return err
 	}
@@ -167,13 +167,13 @@ func (r ChangeRequest) validate() error {
 		return err
 	}
 	if r.Mode != ModeShip && r.Mode != ModeReserve {
-		return invalid("mode %q is neither %q nor %q", r.Mode, ModeShip, ModeReserve)
+		return Invalidf("mode %q is neither %q nor %q", r.Mode, ModeShip, ModeReserve)
 	}
 	if len(r.Release) == 0 && len(r.Allocate) == 0 {
-		return invalid("a change that releases and allocates nothing")
+		return Invalidf("a change that releases and allocates nothing")
 	}
 	if len(r.Allocate) > MaxChangeAllocations {
-		return invalid("more than %d allocations", MaxChangeAllocations)
+		return Invalidf("more than %d allocations", MaxChangeAllocations)
 	}
 	if len(r.Release) > 0 {
 		if err := checkLots(r.Release); err != nil {
@@ -181,21 +181,21 @@ func (r ChangeRequest) validate() error {
 		}
 	}
 	for _, q := range r.Allocate {
-		if err := checkQty("qty", q); err != nil {
+		if err := CheckQty("qty", q); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r LotsRequest) validate() error {
+func (r LotsRequest) Validate() error {
 	if err := checkHeadAs(r.OpID, r.LegacyOpID, r.SKU); err != nil {
 		return err
 	}
 	return checkLots(r.Lots)
 }
 
-func (r ReceiveRequest) validate() error {
+func (r ReceiveRequest) Validate() error {
 	if err := checkHead(r.OpID, r.SKU); err != nil {
 		return err
 	}
@@ -208,12 +208,12 @@ func (r ReceiveRequest) validate() error {
 		}
 	}
 	if r.Qty != 0 {
-		return checkQty("qty", r.Qty)
+		return CheckQty("qty", r.Qty)
 	}
 	return nil
 }
 
-func (r AdjustRequest) validate() error {
+func (r AdjustRequest) Validate() error {
 	if err := checkHead(r.OpID, r.SKU); err != nil {
 		return err
 	}
@@ -224,36 +224,36 @@ func (r AdjustRequest) validate() error {
 	if d < 0 {
 		d = -d
 	}
-	if err := checkQty("delta", d); err != nil {
+	if err := CheckQty("delta", d); err != nil {
 		return err
 	}
 	if r.Reason == "" {
-		return invalid("adjustment without a reason")
+		return Invalidf("adjustment without a reason")
 	}
 	return checkID("reason", r.Reason)
 }
 
 func checkReason(reason string) error {
 	if reason == "" {
-		return invalid("no reason")
+		return Invalidf("no reason")
 	}
 	return checkID("reason", reason)
 }
 
-func (r HoldRequest) validate() error {
+func (r HoldRequest) Validate() error {
 	if err := checkHead(r.OpID, r.SKU); err != nil {
 		return err
 	}
 	if err := CheckLotID(r.LotID); err != nil {
 		return err
 	}
-	if err := checkQty("qty", r.Qty); err != nil {
+	if err := CheckQty("qty", r.Qty); err != nil {
 		return err
 	}
 	return checkReason(r.Reason)
 }
 
-func (r RecallRequest) validate() error {
+func (r RecallRequest) Validate() error {
 	if err := checkHead(r.OpID, r.SKU); err != nil {
 		return err
 	}
@@ -263,7 +263,7 @@ func (r RecallRequest) validate() error {
 	return checkReason(r.Reason)
 }
 
-func (r ReturnRequest) validate() error {
+func (r ReturnRequest) Validate() error {
 	if err := checkHeadAs(r.OpID, r.LegacyOpID, r.SKU); err != nil {
 		return err
 	}
@@ -277,22 +277,22 @@ func checkSafetyStock(ss int64) error {
 	return nil
 }
 
-func (r RegisterSKURequest) validate() error {
+func (r RegisterSKURequest) Validate() error {
 	if err := checkHead(r.OpID, r.SKU); err != nil {
 		return err
 	}
 	return checkSafetyStock(r.SafetyStock)
 }
 
-func (r SafetyStockRequest) validate() error {
+func (r SafetyStockRequest) Validate() error {
 	if err := checkHead(r.OpID, r.SKU); err != nil {
 		return err
 	}
 	return checkSafetyStock(r.SafetyStock)
 }
 
-// withDefaults fills an empty validity period with MinDate and MaxDate.
-func (n NewLot) withDefaults() NewLot {
+// WithDefaults fills an empty validity period with MinDate and MaxDate.
+func (n NewLot) WithDefaults() NewLot {
 	if n.ValidFrom == "" {
 		n.ValidFrom = MinDate
 	}
@@ -302,11 +302,11 @@ func (n NewLot) withDefaults() NewLot {
 	return n
 }
 
-func (r RegisterLotRequest) validate() error {
+func (r RegisterLotRequest) Validate() error {
 	if err := checkHead(r.OpID, r.SKU); err != nil {
 		return err
 	}
-	n := r.Lot.withDefaults()
+	n := r.Lot.WithDefaults()
 	if err := CheckLotID(n.LotID); err != nil {
 		return err
 	}
@@ -314,10 +314,10 @@ func (r RegisterLotRequest) validate() error {
 	case KindOnHand:
 	case KindPlanned:
 		if n.BestBefore != "" {
-			return invalid("a planned lot has no best_before until it is received")
+			return Invalidf("a planned lot has no best_before until it is received")
 		}
 	default:
-		return invalid("kind %q is neither %q nor %q", n.Kind, KindOnHand, KindPlanned)
+		return Invalidf("kind %q is neither %q nor %q", n.Kind, KindOnHand, KindPlanned)
 	}
 	for _, d := range []struct{ f, v string }{{"best_before", n.BestBefore}, {"arrives_at", n.ArrivesAt}} {
 		if d.v != "" {
@@ -333,7 +333,7 @@ func (r RegisterLotRequest) validate() error {
 		return err
 	}
 	if n.ValidFrom > n.ValidTo {
-		return invalid("valid_from %s is after valid_to %s", n.ValidFrom, n.ValidTo)
+		return Invalidf("valid_from %s is after valid_to %s", n.ValidFrom, n.ValidTo)
 	}
-	return checkQty("sellable", n.Sellable)
+	return CheckQty("sellable", n.Sellable)
 }

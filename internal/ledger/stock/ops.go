@@ -1,29 +1,28 @@
-package ledger
+package stock
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 )
 
 // Op is one ledger operation: a value of one of this package's request types
 // (AllocateRequest, ReleaseRequest, ... SafetyStockRequest), each declared once, below,
-// with what it runs on Redis (its ledger.lua call and arguments), what it does in the
-// reference Model, and whether the quarantine can undo it. Ledger.Apply and Model.Apply
-// run any of them, so a caller, the order's state machine and its quarantine recorder
-// name no operation: a new operation is a new type here, and the compiler asks for each
-// of its parts.
+// with what it does in the reference Model and whether the quarantine can undo it.
+// Model.Apply and internal/ledger's Ledger.Apply (Redis: a ledger.lua call per type) run
+// any of them, so a caller, the order's state machine and its quarantine recorder name no
+// operation: a new operation is a new type here, the compiler asks for its model parts,
+// and internal/ledger's TestApplyRunsEveryOp for its Redis run.
 type Op interface {
-	// redis runs the operation on Redis.
-	redis(ctx context.Context, l *Ledger) (Result, error)
+	// Validate checks the request's fields (ErrInvalidRequest, ErrInvalidQuantity).
+	Validate() error
 	// model runs it on the Model.
 	model(ctx context.Context, m *Model) (Result, error)
 	// reversal says whether an UndoRequest of its moves takes it back.
 	reversal() Reversal
-	// fingerprint identifies the request (fingerprint.go): a replay of its op id answers
+	// Fingerprint identifies the request (fingerprint.go): a replay of its op id answers
 	// from the record only when the fingerprints are equal.
-	fingerprint() string
+	Fingerprint() string
 }
 
 // Reversal says what undoing an applied operation means (the order-worker's quarantine
@@ -45,32 +44,28 @@ const (
 // ReversalOf returns op's Reversal.
 func ReversalOf(op Op) Reversal { return op.reversal() }
 
-// Apply runs op on Redis: one atomic script on one SKU, loading the SKU from the Loader
-// first when Redis does not have it.
-func (l *Ledger) Apply(ctx context.Context, op Op) (Result, error) { return op.redis(ctx, l) }
-
 // Apply runs op on the model.
 func (m *Model) Apply(ctx context.Context, op Op) (Result, error) { return op.model(ctx, m) }
 
 // ConfirmRequest confirms a reservation: reserved -> allocated in the given lots.
 type ConfirmRequest LotsRequest
 
-func (r ConfirmRequest) validate() error { return LotsRequest(r).validate() }
+func (r ConfirmRequest) Validate() error { return LotsRequest(r).Validate() }
 
 // ShipRequest ships allocated units: allocated -> shipped in the given lots.
 type ShipRequest LotsRequest
 
-func (r ShipRequest) validate() error { return LotsRequest(r).validate() }
+func (r ShipRequest) Validate() error { return LotsRequest(r).Validate() }
 
 // ReleaseHoldRequest gives held units back to sale: hidden -> sellable.
 type ReleaseHoldRequest HoldRequest
 
-func (r ReleaseHoldRequest) validate() error { return HoldRequest(r).validate() }
+func (r ReleaseHoldRequest) Validate() error { return HoldRequest(r).Validate() }
 
 // DamageRequest records damaged units: sellable -> defective.
 type DamageRequest HoldRequest
 
-func (r DamageRequest) validate() error { return HoldRequest(r).validate() }
+func (r DamageRequest) Validate() error { return HoldRequest(r).Validate() }
 
 func (AllocateRequest) reversal() Reversal    { return Reversible }
 func (ReleaseRequest) reversal() Reversal     { return Reversible }
@@ -89,74 +84,44 @@ func (RegisterSKURequest) reversal() Reversal { return Irreversible }
 func (RegisterLotRequest) reversal() Reversal { return Irreversible }
 func (SafetyStockRequest) reversal() Reversal { return Irreversible }
 
-// Each operation: its Redis run (ledger.lua's command and arguments) and its model.
+// Each operation's model.
 
 // AllocateRequest: sets aside Qty units from the lots valid on TargetDate: on-hand lots by
 // best-before (FEFO), then planned lots newest first (LIFO). ModeShip moves
 // sellable -> allocated and keeps safety stock (ErrSafetyStock); ModeReserve moves
 // sellable -> reserved. ErrShortage when the candidates cannot cover Qty.
-func (r AllocateRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.run(ctx, "alloc", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode), r.Holder)
-}
 
 func (r AllocateRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.applyAs(ctx, "alloc", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, r.validate(), func(o *modelOp) (error, string) {
+	return m.applyAs(ctx, "alloc", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, r.Validate(), func(o *modelOp) (error, string) {
 		return o.allocate(r.Qty, r.TargetDate, r.Mode)
 	})
 }
 
 // ReleaseRequest: returns the given quantities from r.From (Reserved or Allocated) to sellable.
-func (r ReleaseRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.moveLots(ctx, r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.From), "s", r.Holder, "", r.Lots, nil)
-}
 
 func (r ReleaseRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), r.From, Sellable, r.Lots, nil)
+	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.Validate(), r.From, Sellable, r.Lots, nil)
 }
 
 // ConfirmRequest: moves reserved -> allocated in the given lots, without the safety check.
-func (r ConfirmRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.moveLots(ctx, r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "r", "a", r.Holder, "", r.Lots, nil)
-}
 
 func (r ConfirmRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), Reserved, Allocated, r.Lots, nil)
+	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.Validate(), Reserved, Allocated, r.Lots, nil)
 }
 
 // ShipRequest: moves allocated -> shipped in the given lots.
-func (r ShipRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.moveLots(ctx, r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "a", "x", r.Holder, "", r.Lots, nil)
-}
 
 func (r ShipRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), Allocated, Shipped, r.Lots, nil)
+	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.Validate(), Allocated, Shipped, r.Lots, nil)
 }
 
 // UndoRequest: moves the given quantities back from r.To to r.From: it reverses an allocation, a
 // release, a confirm or a shipment that an order's event made, when a later line of the
 // same event was refused. It takes back exactly those lots, with no allocation order and
 // no safety check; ErrInsufficient when r.To no longer holds them.
-func (r UndoRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.moveLots(ctx, r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.To), bucketCode(r.From), r.Holder, "", r.Lots, r.Back)
-}
 
 func (r UndoRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.validate(), r.To, r.From, r.Lots, r.Back)
+	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.Validate(), r.To, r.From, r.Lots, r.Back)
 }
 
 // ChangeRequest: changes what an order holds of one SKU in one atomic operation: it releases
@@ -164,27 +129,13 @@ func (r UndoRequest) model(ctx context.Context, m *Model) (Result, error) {
 // r.Allocate in turn as Allocate would, over the state the releases left (a unit one line
 // gives back may serve another). When an allocation does not fit (ErrShortage,
 // ErrSafetyStock) or a release is not held (ErrInsufficient), nothing moves.
-func (r ChangeRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	args := make([]any, 0, 4+2*len(r.Release)+len(r.Allocate))
-	args = append(args, string(r.Mode), r.TargetDate, r.Holder, len(r.Release))
-	for _, q := range r.Release {
-		args = append(args, q.LotID, q.Qty)
-	}
-	for _, q := range r.Allocate {
-		args = append(args, q)
-	}
-	return l.run(ctx, "change", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, args...)
-}
 
 func (r ChangeRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.applyAs(ctx, "change", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, r.validate(), func(o *modelOp) (error, string) {
+	return m.applyAs(ctx, "change", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, r.Validate(), func(o *modelOp) (error, string) {
 		if err, detail := o.findLots(r.Release); err != nil {
 			return err, detail
 		}
-		if err, detail := o.moveEach(modeBucket(r.Mode), Sellable, r.Release); err != nil {
+		if err, detail := o.moveEach(ModeBucket(r.Mode), Sellable, r.Release); err != nil {
 			return err, detail
 		}
 		for _, q := range r.Allocate {
@@ -198,23 +149,9 @@ func (r ChangeRequest) model(ctx context.Context, m *Model) (Result, error) {
 
 // ReceiveRequest: turns a planned lot into an on-hand lot with its best-before; a counted
 // quantity different from the planned one moves the difference from or to External.
-func (r ReceiveRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	// The received lot's key needs its registration number, which Redis holds.
-	reg, err := l.regSeqOf(ctx, r.SKU, r.LotID)
-	if err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, fmt.Errorf("ledger: receive sku=%s: %w", r.SKU, err)
-	}
-	return withRegSeq("receive", r.SKU, reg, func(reg int64, _ int) (Result, error) {
-		key := allocKey(Lot{Kind: KindOnHand, BestBefore: r.BestBefore, RegSeq: reg})
-		return l.run(ctx, "receive", r.fingerprint(), r.OpID, "", r.SKU, r.LotID, r.BestBefore, r.Qty, reg, key)
-	})
-}
 
 func (r ReceiveRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.apply(ctx, "receive", r.fingerprint(), r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+	return m.apply(ctx, "receive", r.Fingerprint(), r.OpID, r.SKU, r.Validate(), func(o *modelOp) (error, string) {
 		l := o.lot(r.LotID)
 		if l == nil {
 			return ErrUnknownLot, "lot=" + r.LotID
@@ -240,15 +177,9 @@ func (r ReceiveRequest) model(ctx context.Context, m *Model) (Result, error) {
 
 // AdjustRequest: corrects a lot's sellable quantity by Delta (to or from External); sellable
 // never goes negative (ErrInsufficient).
-func (r AdjustRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.run(ctx, "adjust", r.fingerprint(), r.OpID, "", r.SKU, r.LotID, r.Delta, r.Reason)
-}
 
 func (r AdjustRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.apply(ctx, "adjust", r.fingerprint(), r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+	return m.apply(ctx, "adjust", r.Fingerprint(), r.OpID, r.SKU, r.Validate(), func(o *modelOp) (error, string) {
 		l := o.lot(r.LotID)
 		if l == nil {
 			return ErrUnknownLot, "lot=" + r.LotID
@@ -267,55 +198,31 @@ func (r AdjustRequest) model(ctx context.Context, m *Model) (Result, error) {
 }
 
 // HoldRequest: keeps Qty units of a lot back from sale: sellable -> hidden.
-func (r HoldRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.moveLots(ctx, r.fingerprint(), r.OpID, "", r.SKU, "s", "h", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
-}
 
 func (r HoldRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.validate(), Sellable, Hidden, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.Validate(), Sellable, Hidden, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // ReleaseHoldRequest: gives held units back to sale: hidden -> sellable.
-func (r ReleaseHoldRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.moveLots(ctx, r.fingerprint(), r.OpID, "", r.SKU, "h", "s", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
-}
 
 func (r ReleaseHoldRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.validate(), Hidden, Sellable, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.Validate(), Hidden, Sellable, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // DamageRequest: records Qty units of a lot found damaged on a count: sellable -> defective.
 // They are never a candidate again and stay accounted for in the lot.
-func (r DamageRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.moveLots(ctx, r.fingerprint(), r.OpID, "", r.SKU, "s", "d", "", r.Reason, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
-}
 
 func (r DamageRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.validate(), Sellable, Defective, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.Validate(), Sellable, Defective, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
 // RecallRequest: marks a whole lot defective: it is never a candidate again, its sellable and
 // hidden units move to defective, and its reserved and allocated units stay with the
 // orders that hold them, which the result lists (Result.Holders) so that the caller can
 // cancel or re-allocate them. Recalling a recalled lot moves what came back since.
-func (r RecallRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.run(ctx, "recall", r.fingerprint(), r.OpID, "", r.SKU, r.LotID, r.Reason, MaxResultHolders)
-}
 
 func (r RecallRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.apply(ctx, "recall", r.fingerprint(), r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+	return m.apply(ctx, "recall", r.Fingerprint(), r.OpID, r.SKU, r.Validate(), func(o *modelOp) (error, string) {
 		l := o.lot(r.LotID)
 		if l == nil {
 			return ErrUnknownLot, "lot=" + r.LotID
@@ -337,49 +244,24 @@ func (r RecallRequest) model(ctx context.Context, m *Model) (Result, error) {
 
 // ReturnRequest: brings shipped units back to the lots they left: shipped -> sellable, or
 // shipped -> defective with r.Defective.
-func (r ReturnRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	to := "s"
-	if r.Defective {
-		to = "d"
-	}
-	return l.moveLots(ctx, r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "x", to, "", "", r.Lots, nil)
-}
 
 func (r ReturnRequest) model(ctx context.Context, m *Model) (Result, error) {
 	to := Sellable
 	if r.Defective {
 		to = Defective
 	}
-	return m.moveLots(ctx, "move", r.fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "", "", r.validate(), Shipped, to, r.Lots, nil)
+	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "", "", r.Validate(), Shipped, to, r.Lots, nil)
 }
 
 // RegisterSKURequest: creates a SKU with its safety stock at version 1. ErrSKUExists when Redis
 // has it, or the Loader does (it is loaded then, as any operation would).
-func (r RegisterSKURequest) redis(ctx context.Context, l *Ledger) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	ss := strconv.FormatInt(r.SafetyStock, 10)
-	// Without creation the script answers ERR_NOT_LOADED for a SKU Redis does not have;
-	// run then asks the Loader. Only a SKU the Loader does not know either is created.
-	if l.loader != nil {
-		res, err := l.run(ctx, "regsku", r.fingerprint(), r.OpID, "", r.SKU, ss, "0")
-		if !errors.Is(err, ErrUnknownSKU) {
-			return res, err
-		}
-	}
-	return l.run(ctx, "regsku", r.fingerprint(), r.OpID, "", r.SKU, ss, "1")
-}
 
 func (r RegisterSKURequest) model(ctx context.Context, m *Model) (Result, error) {
 	fail := func(err error) (Result, error) { return Result{OpID: r.OpID, SKU: r.SKU}, err }
-	if err := r.validate(); err != nil {
+	if err := r.Validate(); err != nil {
 		return fail(err)
 	}
-	key, fp := [2]string{r.SKU, r.OpID}, r.fingerprint()
+	key, fp := [2]string{r.SKU, r.OpID}, r.Fingerprint()
 	replay := func(prev modelOutcome) (Result, error) {
 		if prev.fp != fp {
 			return fail(opConflict("regsku", r.SKU, r.OpID))
@@ -409,7 +291,7 @@ func (r RegisterSKURequest) model(ctx context.Context, m *Model) (Result, error)
 		return replay(prev)
 	}
 	if _, ok := m.skus[r.SKU]; exists || ok {
-		err := opError("regsku", r.SKU, ErrSKUExists, "")
+		err := OpError("regsku", r.SKU, ErrSKUExists, "")
 		m.ops[key] = modelOutcome{res: Result{OpID: r.OpID, SKU: r.SKU}, err: err, fp: fp}
 		return fail(err)
 	}
@@ -422,30 +304,10 @@ func (r RegisterSKURequest) model(ctx context.Context, m *Model) (Result, error)
 // RegisterLotRequest: adds a lot to a SKU, as the SKU's newest registration (so a planned lot is
 // the first LIFO takes, and an on-hand lot the last of its best-before in FEFO order). Its
 // Sellable moves in from External. ErrLotExists when the SKU has the lot id.
-func (r RegisterLotRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	n := r.Lot.withDefaults()
-	// The new lot's key needs the registration number the script gives it: the SKU's next,
-	// read here; the script takes the key of the number it gives from those passed.
-	reg, err := l.nextRegSeq(ctx, r.SKU)
-	if err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, fmt.Errorf("ledger: reglot sku=%s: %w", r.SKU, err)
-	}
-	return withRegSeq("reglot", r.SKU, reg, func(reg int64, window int) (Result, error) {
-		args := make([]any, 0, 9+window)
-		args = append(args, n.LotID, n.Kind, boolCode(n.Good), n.BestBefore, n.ArrivesAt, n.ValidFrom, n.ValidTo, n.Sellable, reg)
-		for i := range int64(window) {
-			args = append(args, allocKey(Lot{Kind: n.Kind, BestBefore: n.BestBefore, RegSeq: reg + i}))
-		}
-		return l.run(ctx, "reglot", r.fingerprint(), r.OpID, "", r.SKU, args...)
-	})
-}
 
 func (r RegisterLotRequest) model(ctx context.Context, m *Model) (Result, error) {
-	n := r.Lot.withDefaults()
-	return m.apply(ctx, "reglot", r.fingerprint(), r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+	n := r.Lot.WithDefaults()
+	return m.apply(ctx, "reglot", r.Fingerprint(), r.OpID, r.SKU, r.Validate(), func(o *modelOp) (error, string) {
 		next := int64(0)
 		for _, l := range o.sku.Lots {
 			if l.LotID == n.LotID {
@@ -464,24 +326,11 @@ func (r RegisterLotRequest) model(ctx context.Context, m *Model) (Result, error)
 }
 
 // SafetyStockRequest: sets a SKU's safety stock; the result carries it.
-func (r SafetyStockRequest) redis(ctx context.Context, l *Ledger) (Result, error) {
-	if err := r.validate(); err != nil {
-		return Result{OpID: r.OpID, SKU: r.SKU}, err
-	}
-	return l.run(ctx, "ss", r.fingerprint(), r.OpID, "", r.SKU, r.SafetyStock)
-}
 
 func (r SafetyStockRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.apply(ctx, "ss", r.fingerprint(), r.OpID, r.SKU, r.validate(), func(o *modelOp) (error, string) {
+	return m.apply(ctx, "ss", r.Fingerprint(), r.OpID, r.SKU, r.Validate(), func(o *modelOp) (error, string) {
 		o.sku.SafetyStock = r.SafetyStock
 		o.safety = r.SafetyStock
 		return nil, ""
 	})
-}
-
-func boolCode(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
 }

@@ -1,6 +1,7 @@
-// Package ledger keeps inventory in Redis: per SKU a small set of lots with buckets,
-// changed only by atomic Lua scripts that move quantities between buckets.
-package ledger
+// Package stock is the ledger's pure part: its operations (one request type each), their
+// results, validation, fingerprints and errors, and Model, the reference semantics in
+// plain Go. It imports no store: internal/ledger runs the same operations on Redis.
+package stock
 
 import "github.com/junban/junban/internal/event"
 

@@ -1,15 +1,15 @@
-package ledger
+package stock
 
 import (
 	"crypto/sha256"
 	"strconv"
 )
 
-// fingerprintBytes is how much of an operation's SHA-256 its fingerprint keeps: 128 bits,
+// FingerprintBytes is how much of an operation's SHA-256 its fingerprint keeps: 128 bits,
 // so that no sender can find a second request with a remembered request's fingerprint.
 // ledger.lua stores the bytes as they are in the op record (hex would make a record of
 // one lot 280 bytes instead of 248 by MEMORY USAGE).
-const fingerprintBytes = 16
+const FingerprintBytes = 16
 
 // fingerprint builds an operation's fingerprint: the SHA-256 of its kind, its SKU and
 // every argument that decides its effect or its answer, each written as its length, ':'
@@ -55,79 +55,86 @@ func (f *fingerprint) nums(ns []int64) *fingerprint {
 	return f
 }
 
-// sum returns the fingerprint as ledger.lua stores it: fingerprintBytes raw bytes.
+// sum returns the fingerprint as ledger.lua stores it: FingerprintBytes raw bytes.
 func (f *fingerprint) sum() string {
 	h := sha256.Sum256(f.b)
-	return string(h[:fingerprintBytes])
+	return string(h[:FingerprintBytes])
 }
 
 // The fingerprint of each operation: its kind and its arguments. The op id and the legacy
 // op id are not part of it: they name the record, they do not decide the effect.
 
-func (r AllocateRequest) fingerprint() string {
+func (r AllocateRequest) Fingerprint() string {
 	return newFingerprint("alloc", r.SKU).num(r.Qty).str(r.TargetDate).str(string(r.Mode)).str(r.Holder).sum()
 }
 
-func (r ReleaseRequest) fingerprint() string {
+func (r ReleaseRequest) Fingerprint() string {
 	return newFingerprint("release", r.SKU).str(r.From).lots(r.Lots).str(r.Holder).sum()
 }
 
-func (r ConfirmRequest) fingerprint() string {
+func (r ConfirmRequest) Fingerprint() string {
 	return newFingerprint("confirm", r.SKU).lots(r.Lots).str(r.Holder).sum()
 }
 
-func (r ShipRequest) fingerprint() string {
+func (r ShipRequest) Fingerprint() string {
 	return newFingerprint("ship", r.SKU).lots(r.Lots).str(r.Holder).sum()
 }
 
-func (r UndoRequest) fingerprint() string {
+func (r UndoRequest) Fingerprint() string {
 	return newFingerprint("undo", r.SKU).str(r.From).str(r.To).lots(r.Lots).lots(r.Back).str(r.Holder).sum()
 }
 
-func (r ChangeRequest) fingerprint() string {
+func (r ChangeRequest) Fingerprint() string {
 	return newFingerprint("change", r.SKU).str(r.TargetDate).str(string(r.Mode)).lots(r.Release).nums(r.Allocate).str(r.Holder).sum()
 }
 
-func (r ReceiveRequest) fingerprint() string {
+func (r ReceiveRequest) Fingerprint() string {
 	return newFingerprint("receive", r.SKU).str(r.LotID).str(r.BestBefore).num(r.Qty).sum()
 }
 
-func (r AdjustRequest) fingerprint() string {
+func (r AdjustRequest) Fingerprint() string {
 	return newFingerprint("adjust", r.SKU).str(r.LotID).num(r.Delta).str(r.Reason).sum()
 }
 
-func (r HoldRequest) fingerprint() string {
+func (r HoldRequest) Fingerprint() string {
 	return newFingerprint("hold", r.SKU).str(r.LotID).num(r.Qty).str(r.Reason).sum()
 }
 
-func (r ReleaseHoldRequest) fingerprint() string {
+func (r ReleaseHoldRequest) Fingerprint() string {
 	return newFingerprint("release_hold", r.SKU).str(r.LotID).num(r.Qty).str(r.Reason).sum()
 }
 
-func (r DamageRequest) fingerprint() string {
+func (r DamageRequest) Fingerprint() string {
 	return newFingerprint("damage", r.SKU).str(r.LotID).num(r.Qty).str(r.Reason).sum()
 }
 
-func (r RecallRequest) fingerprint() string {
+func (r RecallRequest) Fingerprint() string {
 	return newFingerprint("recall", r.SKU).str(r.LotID).str(r.Reason).sum()
 }
 
-func (r ReturnRequest) fingerprint() string {
+func (r ReturnRequest) Fingerprint() string {
 	return newFingerprint("return", r.SKU).lots(r.Lots).flag(r.Defective).sum()
 }
 
-func (r RegisterSKURequest) fingerprint() string {
+func (r RegisterSKURequest) Fingerprint() string {
 	return newFingerprint("regsku", r.SKU).num(r.SafetyStock).sum()
 }
 
 // The lot with its defaults, as the script receives it: a lot registered with an empty
 // period and one with the default period are the same request.
-func (r RegisterLotRequest) fingerprint() string {
-	n := r.Lot.withDefaults()
+func (r RegisterLotRequest) Fingerprint() string {
+	n := r.Lot.WithDefaults()
 	return newFingerprint("reglot", r.SKU).str(n.LotID).str(n.Kind).flag(n.Good).str(n.BestBefore).
 		str(n.ArrivesAt).str(n.ValidFrom).str(n.ValidTo).num(n.Sellable).sum()
 }
 
-func (r SafetyStockRequest) fingerprint() string {
+func (r SafetyStockRequest) Fingerprint() string {
 	return newFingerprint("ss", r.SKU).num(r.SafetyStock).sum()
+}
+
+func boolCode(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }

@@ -1,0 +1,216 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/junban/junban/internal/ledger/stock"
+)
+
+// Apply runs op on Redis: one atomic script on one SKU, loading the SKU from the Loader
+// first when Redis does not have it. Each operation's Redis run is its ledger.lua call
+// and arguments, below; TestApplyRunsEveryOp fails when an operation has none.
+func (l *Ledger) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
+	switch r := op.(type) {
+	case stock.AllocateRequest:
+		return l.applyAllocate(ctx, r)
+	case stock.ReleaseRequest:
+		return l.applyRelease(ctx, r)
+	case stock.ConfirmRequest:
+		return l.applyConfirm(ctx, r)
+	case stock.ShipRequest:
+		return l.applyShip(ctx, r)
+	case stock.UndoRequest:
+		return l.applyUndo(ctx, r)
+	case stock.ChangeRequest:
+		return l.applyChange(ctx, r)
+	case stock.ReceiveRequest:
+		return l.applyReceive(ctx, r)
+	case stock.AdjustRequest:
+		return l.applyAdjust(ctx, r)
+	case stock.HoldRequest:
+		return l.applyHold(ctx, r)
+	case stock.ReleaseHoldRequest:
+		return l.applyReleaseHold(ctx, r)
+	case stock.DamageRequest:
+		return l.applyDamage(ctx, r)
+	case stock.RecallRequest:
+		return l.applyRecall(ctx, r)
+	case stock.ReturnRequest:
+		return l.applyReturn(ctx, r)
+	case stock.RegisterSKURequest:
+		return l.applyRegisterSKU(ctx, r)
+	case stock.RegisterLotRequest:
+		return l.applyRegisterLot(ctx, r)
+	case stock.SafetyStockRequest:
+		return l.applySafetyStock(ctx, r)
+	}
+	return stock.Result{}, fmt.Errorf("ledger: %T: %w", op, errNoRedisRun)
+}
+
+// errNoRedisRun: Apply got an operation it has no ledger.lua call for.
+var errNoRedisRun = errors.New("no Redis run for the operation")
+
+func (l *Ledger) applyAllocate(ctx context.Context, r stock.AllocateRequest) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.run(ctx, "alloc", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode), r.Holder)
+}
+
+func (l *Ledger) applyRelease(ctx context.Context, r stock.ReleaseRequest) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.From), "s", r.Holder, "", r.Lots, nil)
+}
+
+func (l *Ledger) applyConfirm(ctx context.Context, r stock.ConfirmRequest) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "r", "a", r.Holder, "", r.Lots, nil)
+}
+
+func (l *Ledger) applyShip(ctx context.Context, r stock.ShipRequest) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "a", "x", r.Holder, "", r.Lots, nil)
+}
+
+func (l *Ledger) applyUndo(ctx context.Context, r stock.UndoRequest) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.To), bucketCode(r.From), r.Holder, "", r.Lots, r.Back)
+}
+
+func (l *Ledger) applyChange(ctx context.Context, r stock.ChangeRequest) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	args := make([]any, 0, 4+2*len(r.Release)+len(r.Allocate))
+	args = append(args, string(r.Mode), r.TargetDate, r.Holder, len(r.Release))
+	for _, q := range r.Release {
+		args = append(args, q.LotID, q.Qty)
+	}
+	for _, q := range r.Allocate {
+		args = append(args, q)
+	}
+	return l.run(ctx, "change", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, args...)
+}
+
+func (l *Ledger) applyReceive(ctx context.Context, r stock.ReceiveRequest) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	// The received lot's key needs its registration number, which Redis holds.
+	reg, err := l.regSeqOf(ctx, r.SKU, r.LotID)
+	if err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, fmt.Errorf("ledger: receive sku=%s: %w", r.SKU, err)
+	}
+	return withRegSeq("receive", r.SKU, reg, func(reg int64, _ int) (stock.Result, error) {
+		key := stock.AllocKey(stock.Lot{Kind: stock.KindOnHand, BestBefore: r.BestBefore, RegSeq: reg})
+		return l.run(ctx, "receive", r.Fingerprint(), r.OpID, "", r.SKU, r.LotID, r.BestBefore, r.Qty, reg, key)
+	})
+}
+
+func (l *Ledger) applyAdjust(ctx context.Context, r stock.AdjustRequest) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.run(ctx, "adjust", r.Fingerprint(), r.OpID, "", r.SKU, r.LotID, r.Delta, r.Reason)
+}
+
+func (l *Ledger) applyHold(ctx context.Context, r stock.HoldRequest) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.Fingerprint(), r.OpID, "", r.SKU, "s", "h", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+}
+
+func (l *Ledger) applyReleaseHold(ctx context.Context, r stock.ReleaseHoldRequest) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.Fingerprint(), r.OpID, "", r.SKU, "h", "s", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+}
+
+func (l *Ledger) applyDamage(ctx context.Context, r stock.DamageRequest) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.moveLots(ctx, r.Fingerprint(), r.OpID, "", r.SKU, "s", "d", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+}
+
+func (l *Ledger) applyRecall(ctx context.Context, r stock.RecallRequest) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.run(ctx, "recall", r.Fingerprint(), r.OpID, "", r.SKU, r.LotID, r.Reason, stock.MaxResultHolders)
+}
+
+func (l *Ledger) applyReturn(ctx context.Context, r stock.ReturnRequest) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	to := "s"
+	if r.Defective {
+		to = "d"
+	}
+	return l.moveLots(ctx, r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "x", to, "", "", r.Lots, nil)
+}
+
+func (l *Ledger) applyRegisterSKU(ctx context.Context, r stock.RegisterSKURequest) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	ss := strconv.FormatInt(r.SafetyStock, 10)
+	// Without creation the script answers ERR_NOT_LOADED for a SKU Redis does not have;
+	// run then asks the Loader. Only a SKU the Loader does not know either is created.
+	if l.loader != nil {
+		res, err := l.run(ctx, "regsku", r.Fingerprint(), r.OpID, "", r.SKU, ss, "0")
+		if !errors.Is(err, stock.ErrUnknownSKU) {
+			return res, err
+		}
+	}
+	return l.run(ctx, "regsku", r.Fingerprint(), r.OpID, "", r.SKU, ss, "1")
+}
+
+func (l *Ledger) applyRegisterLot(ctx context.Context, r stock.RegisterLotRequest) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	n := r.Lot.WithDefaults()
+	// The new lot's key needs the registration number the script gives it: the SKU's next,
+	// read here; the script takes the key of the number it gives from those passed.
+	reg, err := l.nextRegSeq(ctx, r.SKU)
+	if err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, fmt.Errorf("ledger: reglot sku=%s: %w", r.SKU, err)
+	}
+	return withRegSeq("reglot", r.SKU, reg, func(reg int64, window int) (stock.Result, error) {
+		args := make([]any, 0, 9+window)
+		args = append(args, n.LotID, n.Kind, boolCode(n.Good), n.BestBefore, n.ArrivesAt, n.ValidFrom, n.ValidTo, n.Sellable, reg)
+		for i := range int64(window) {
+			args = append(args, stock.AllocKey(stock.Lot{Kind: n.Kind, BestBefore: n.BestBefore, RegSeq: reg + i}))
+		}
+		return l.run(ctx, "reglot", r.Fingerprint(), r.OpID, "", r.SKU, args...)
+	})
+}
+
+func (l *Ledger) applySafetyStock(ctx context.Context, r stock.SafetyStockRequest) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.run(ctx, "ss", r.Fingerprint(), r.OpID, "", r.SKU, r.SafetyStock)
+}
+
+func boolCode(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}

@@ -1,0 +1,102 @@
+package stock
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Candidate index records. Each is AllocKey + valid_from + valid_to + "s:" + lot_id + "\n"
+// (the lot's sellable field), so records sort in allocation order; the scripts read them
+// at fixed offsets (candidates.lua's SORT_LEN, PERIOD_AT, FIELD_AT).
+const (
+	// MaxRegSeq is the largest registration number (reg_seq): 15 digits, below 2^53 for Lua.
+	MaxRegSeq = 999_999_999_999_999
+	// KeyLen is the length of every AllocKey (candidates.lua's SORT_LEN).
+	KeyLen      = 26
+	NoBestFirst = "9999-99-99" // on-hand lot without best-before: after every date
+	plannedBB   = "0000-00-00"
+)
+
+// AllocKey returns the lot's key in the allocation order: sorted byte by byte, keys give
+// on-hand lots first by best-before (none = last) then registration order (FEFO), then
+// planned lots by descending registration order (LIFO). It is kind (o|p) + 10 characters
+// (the best-before, or a marker) + 15 digits (reg_seq, or its complement for a planned
+// lot): KeyLen bytes.
+//
+// It is the only definition of the order. The Model sorts candidates by it; the load and
+// the re-index write it into the index records and into each lot's stored key (k:<lot>);
+// RegisterLot and Receive compute the key of the lot they (re)index and pass it to the
+// script. ledger.lua copies keys it is given or finds stored, and never builds one.
+func AllocKey(l Lot) string {
+	if l.Kind == KindPlanned {
+		return fmt.Sprintf("p%s%015d", plannedBB, MaxRegSeq-l.RegSeq)
+	}
+	bb := l.BestBefore
+	if bb == "" {
+		bb = NoBestFirst
+	}
+	return fmt.Sprintf("o%s%015d", bb, l.RegSeq)
+}
+
+// CheckSKUState validates a SKU as loaded from PostgreSQL: ids, kinds, dates, registration
+// numbers unique and in range, no negative bucket.
+func CheckSKUState(s SKU) error {
+	if err := CheckSKU(s.SKU); err != nil {
+		return err
+	}
+	if s.SafetyStock < 0 || s.SafetyStock > MaxQty {
+		return Invalidf("sku %s: safety_stock %d out of range", s.SKU, s.SafetyStock)
+	}
+	seen := map[string]bool{}
+	regs := map[int64]string{}
+	for _, l := range s.Lots {
+		if err := CheckLotID(l.LotID); err != nil {
+			return err
+		}
+		if seen[l.LotID] {
+			return Invalidf("sku %s: lot %s twice", s.SKU, l.LotID)
+		}
+		seen[l.LotID] = true
+		if other, dup := regs[l.RegSeq]; dup {
+			return Invalidf("sku %s: lots %s and %s share reg_seq %d", s.SKU, other, l.LotID, l.RegSeq)
+		}
+		regs[l.RegSeq] = l.LotID
+		if l.RegSeq < 0 || l.RegSeq > MaxRegSeq {
+			return Invalidf("sku %s lot %s: reg_seq %d out of range", s.SKU, l.LotID, l.RegSeq)
+		}
+		if l.Kind != KindOnHand && l.Kind != KindPlanned {
+			return Invalidf("sku %s lot %s: kind %q", s.SKU, l.LotID, l.Kind)
+		}
+		for _, d := range []struct{ f, v string }{{"best_before", l.BestBefore}, {"arrives_at", l.ArrivesAt}} {
+			if d.v != "" {
+				if err := CheckDate(d.f, d.v); err != nil {
+					return err
+				}
+			}
+		}
+		if err := CheckDate("valid_from", l.ValidFrom); err != nil {
+			return err
+		}
+		if err := CheckDate("valid_to", l.ValidTo); err != nil {
+			return err
+		}
+		if l.ValidFrom > l.ValidTo {
+			return Invalidf("sku %s lot %s: valid_from after valid_to", s.SKU, l.LotID)
+		}
+		for _, q := range []int64{l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped} {
+			if q < 0 || q > 1000*MaxQty {
+				return Invalidf("sku %s lot %s: bucket quantity %d out of range", s.SKU, l.LotID, q)
+			}
+		}
+	}
+	return nil
+}
+
+func SortLots(lots []Lot) {
+	sort.Slice(lots, func(i, j int) bool {
+		if lots[i].RegSeq != lots[j].RegSeq {
+			return lots[i].RegSeq < lots[j].RegSeq
+		}
+		return lots[i].LotID < lots[j].LotID
+	})
+}
