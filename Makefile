@@ -3,8 +3,12 @@
 GO        ?= go
 BIN       := bin
 BINARIES  := order-worker persist-worker webhook-gateway junban-api junbanctl
-# junban's lab (load, benchmarks, chaos): built beside the binaries, which link none of it.
+# junban's lab (load, benchmarks, chaos): a module of its own (tools/go.mod), built beside
+# the binaries, which link none of it. Every Go target below runs in both modules.
 TOOLS     := junbanlab
+LAB       := tools
+# The two modules are always built apart: a developer's own go.work changes nothing here.
+export GOWORK := off
 TEST_FLAGS ?= -race -count=1 -timeout 14m
 # The pinned golangci-lint: `go run` builds it once into the Go build cache.
 GOLANGCI_LINT_VERSION := v2.15.0
@@ -19,7 +23,8 @@ all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES)) $(addprefix ./tools/cmd/,$(TOOLS))
+	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+	cd $(LAB) && $(GO) build -o $(CURDIR)/$(BIN)/ $(addprefix ./cmd/,$(TOOLS))
 
 stack:
 	@scripts/stack.sh up
@@ -35,10 +40,12 @@ migrate: build stack
 
 vet:
 	$(GO) vet ./...
+	cd $(LAB) && $(GO) vet ./...
 
 ## lint: golangci-lint with .golangci.yml (linters and formatting)
 lint:
 	$(GOLANGCI_LINT) run ./...
+	cd $(LAB) && $(GOLANGCI_LINT) run ./...
 
 # Examples with an Output comment that need Redis: an example cannot skip itself.
 UNIT_SKIP := ^(Example|ExampleTurn_TrimWithStep)$$
@@ -51,11 +58,13 @@ UNIT_SKIP := ^(Example|ExampleTurn_TrimWithStep)$$
 UNIT_FLAGS ?=
 test-unit:
 	$(GO) test -short $(UNIT_FLAGS) -skip '$(UNIT_SKIP)' ./...
+	cd $(LAB) && $(GO) test -short $(UNIT_FLAGS) -skip '$(UNIT_SKIP)' ./...
 
 ## test: every test, against the real Redis, PostgreSQL and SQS emulator (started if absent),
 ## then the queue, end-to-end and DLQ tests again on the second emulator
 test: stack vet
 	$(GO) test $(TEST_FLAGS) ./...
+	cd $(LAB) && $(GO) test $(TEST_FLAGS) ./...
 	@$(MAKE) --no-print-directory test-other-sqs
 
 # The tests that depend most on how the SQS server behaves: the queue package, the end
@@ -78,7 +87,7 @@ test-other-sqs: stack
 console-screenshots: stack
 	@scripts/chromium.sh >/dev/null
 	@mkdir -p docs/console
-	JUNBAN_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run "TestConsoleInBrowser|TestConsoleSkipsAStuckTurn" -v ./internal/console/ | grep -E '^(---|ok|FAIL|    browser_test.go)'
+	cd $(LAB) && JUNBAN_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run "TestConsoleInBrowser|TestConsoleSkipsAStuckTurn" -v ./consolebrowser/ | grep -E '^(---|ok|FAIL|    browser_test.go)'
 
 ## demo: stack up, migrate, the binaries, a sample workload, a summary
 demo: build stack

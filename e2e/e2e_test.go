@@ -26,8 +26,8 @@ import (
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
+	"github.com/junban/junban/internal/testenv/loadgen"
 	"github.com/junban/junban/internal/topics"
-	"github.com/junban/junban/tools/loadgen"
 )
 
 type fleet struct {

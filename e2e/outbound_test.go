@@ -20,9 +20,9 @@ import (
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
+	"github.com/junban/junban/internal/testenv/loadgen"
+	"github.com/junban/junban/internal/testenv/outboundcheck"
 	"github.com/junban/junban/internal/topics"
-	"github.com/junban/junban/tools/loadgen"
-	"github.com/junban/junban/tools/outboundcheck"
 )
 
 // The fleet with the persist-worker publishing to an outbound topic, a shop's queue

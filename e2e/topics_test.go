@@ -11,8 +11,8 @@ import (
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/testenv"
+	"github.com/junban/junban/internal/testenv/loadgen"
 	"github.com/junban/junban/internal/topics"
-	"github.com/junban/junban/tools/loadgen"
 )
 
 // Orders published to real SNS topics reach PostgreSQL: the orders queue is subscribed

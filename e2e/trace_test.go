@@ -22,9 +22,9 @@ import (
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
+	"github.com/junban/junban/internal/testenv/loadgen"
 	"github.com/junban/junban/internal/webhook"
 	"github.com/junban/junban/internal/webhooksend"
-	"github.com/junban/junban/tools/loadgen"
 )
 
 // tracedFleet is the webhook-gateway, two order-workers and a persist-worker as processes,

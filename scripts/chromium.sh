@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs Debian's chromium when it is missing, for the console's browser tests
-# (internal/console). Prints the browser's path.
+# (tools/consolebrowser). Prints the browser's path.
 set -euo pipefail
 bin=${JUNBAN_CHROMIUM:-/usr/bin/chromium}
 if [ ! -x "$bin" ]; then

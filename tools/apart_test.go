@@ -1,9 +1,12 @@
-// Package tools_test checks that the tree under tools/ stays apart from what runs in
-// production: the binaries under cmd/ (the services and junbanctl) link none of it.
+// Package tools_test checks that the lab stays apart from what runs in production: the
+// binaries under cmd/ (the services and junbanctl) link none of tools/ nor of the test
+// fixtures under internal/testenv, and the services' go.mod requires none of the lab's
+// modules.
 package tools_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,9 +20,10 @@ import (
 const module = "github.com/junban/junban"
 
 // Every binary under cmd/ (the four services and junbanctl, and any added later) links no
-// package under tools/: `go list -deps`, the binary's own imports and theirs, tests
-// apart. A failure names the tools/ package and who imports it. (Fails with junbanctl
-// importing tools/loadgen again; tried.)
+// package under tools/ or internal/testenv (the fixtures the services' tests share with the
+// lab: loadgen, resultgen, fleet, outboundcheck): `go list -deps`, the binary's own imports
+// and theirs, tests apart. A failure names the package and who imports it. (Fails with
+// junbanctl importing internal/testenv/loadgen; tried.)
 func TestBinariesLinkNoTools(t *testing.T) {
 	root := testenv.RepoRoot()
 	dirs, err := os.ReadDir(filepath.Join(root, "cmd"))
@@ -43,12 +47,83 @@ func TestBinariesLinkNoTools(t *testing.T) {
 			t.Fatalf("go list -deps ./cmd/%s: no internal/config among %d packages: the listing is not the binary's", bin, len(deps))
 		}
 		for pkg := range deps {
-			if pkg == module+"/tools" || strings.HasPrefix(pkg, module+"/tools/") {
-				t.Errorf("cmd/%s links %s (imported by %s): tooling belongs to junbanlab, not to a binary that runs in production",
+			if under(pkg, module+"/tools") || under(pkg, module+"/internal/testenv") {
+				t.Errorf("cmd/%s links %s (imported by %s): tooling and test fixtures belong to junbanlab and the tests, not to a binary that runs in production",
 					bin, pkg, strings.Join(importersOf(deps, pkg), ", "))
 			}
 		}
 	}
+}
+
+// under says whether pkg is dir or a package below it.
+func under(pkg, dir string) bool { return pkg == dir || strings.HasPrefix(pkg, dir+"/") }
+
+// labOnly are the modules only the lab, the console's browser test or the benchmarks use,
+// and the lab's module itself: the services' go.mod requires none of them (tools/go.mod
+// does). The collector's pdata is not here: internal/testenv's OTLP receiver, which the
+// services' own trace tests use, decodes with it.
+var labOnly = []string{
+	"github.com/chromedp/chromedp",
+	"github.com/chromedp/cdproto",
+	"github.com/go-redsync/redsync",
+	module + "/tools",
+}
+
+// The services' go.mod requires none of labOnly, directly or as // indirect. (Fails with
+// the root go.mod of before the lab's module, which required chromedp, cdproto and
+// redsync; tried.)
+func TestServicesModuleRequiresNoLab(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := requires(string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := reqs["github.com/redis/go-redis/v9"]; !ok {
+		t.Fatalf("go.mod: no github.com/redis/go-redis/v9 among %d requirements: the parse is not go.mod's", len(reqs))
+	}
+	for mod := range reqs {
+		for _, lab := range labOnly {
+			if under(mod, lab) {
+				t.Errorf("go.mod requires %s, which only the lab uses: it belongs in tools/go.mod", mod)
+			}
+		}
+	}
+}
+
+// requires are the module paths of a go.mod's require directives, in blocks or on one line.
+func requires(gomod string) (map[string]bool, error) {
+	reqs := map[string]bool{}
+	inBlock := false
+	for i, line := range strings.Split(gomod, "\n") {
+		if c := strings.Index(line, "//"); c >= 0 {
+			line = line[:c]
+		}
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0:
+		case inBlock && f[0] == ")":
+			inBlock = false
+		case inBlock:
+			if len(f) != 2 {
+				return nil, fmt.Errorf("go.mod:%d: a requirement of %d fields: %q", i+1, len(f), line)
+			}
+			reqs[f[0]] = true
+		case f[0] == "require" && len(f) == 2 && f[1] == "(":
+			inBlock = true
+		case f[0] == "require":
+			if len(f) != 3 {
+				return nil, fmt.Errorf("go.mod:%d: a require of %d fields: %q", i+1, len(f), line)
+			}
+			reqs[f[1]] = true
+		}
+	}
+	if inBlock {
+		return nil, errors.New("go.mod: a require block with no closing parenthesis")
+	}
+	return reqs, nil
 }
 
 // listDeps is `go list -deps pkg`: every package the binary links, with its imports.

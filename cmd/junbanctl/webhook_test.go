@@ -12,8 +12,8 @@ import (
 	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/junban/junban/internal/testenv"
+	"github.com/junban/junban/internal/testenv/fleet"
 	"github.com/junban/junban/internal/webhook"
-	"github.com/junban/junban/tools/fleet"
 )
 
 // What `webhook send` sends as a Stripe provider is an event that stripe-go's own

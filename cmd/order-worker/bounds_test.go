@@ -17,7 +17,7 @@ import (
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/tools/loadgen"
+	"github.com/junban/junban/internal/testenv/loadgen"
 )
 
 // sendRaw puts each body on the orders queue as it is.

@@ -17,7 +17,7 @@ import (
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/tools/loadgen"
+	"github.com/junban/junban/internal/testenv/loadgen"
 )
 
 // The runbook's advice for ERR_RESULT_TOO_LARGE works as written: an order whose result

@@ -8,7 +8,7 @@ import (
 
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/tools/loadgen"
+	"github.com/junban/junban/internal/testenv/loadgen"
 )
 
 // A worker started before its queues exist (docker-compose starts it while the SQS

@@ -12,7 +12,7 @@ import (
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/persist"
-	"github.com/junban/junban/tools/loadgen"
+	"github.com/junban/junban/internal/testenv/loadgen"
 )
 
 // wevent builds an event of the warehouse's feed (or of an order, with lcid).

@@ -25,7 +25,7 @@ import (
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/tools/loadgen"
+	"github.com/junban/junban/internal/testenv/loadgen"
 )
 
 // fleet is a set of order-worker processes sharing one test's Redis prefix, schema and queues.

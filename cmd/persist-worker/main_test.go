@@ -27,7 +27,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/tools/resultgen"
+	"github.com/junban/junban/internal/testenv/resultgen"
 )
 
 // The test binary doubles as the worker: with this variable set it runs main.

@@ -10,7 +10,7 @@ import (
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/tools/resultgen"
+	"github.com/junban/junban/internal/testenv/resultgen"
 )
 
 // A worker started before its queues exist (docker-compose starts it beside an SQS that is

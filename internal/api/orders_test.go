@@ -14,7 +14,7 @@ import (
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/tools/loadgen"
+	"github.com/junban/junban/internal/testenv/loadgen"
 )
 
 // startFleet runs two order-workers and a persist-worker on the env's prefix, schema and

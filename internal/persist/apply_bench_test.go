@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/junban/junban/internal/persist"
-	"github.com/junban/junban/tools/resultgen"
+	"github.com/junban/junban/internal/testenv/resultgen"
 )
 
 // BenchmarkApply applies the stream of junbanlab bench persist straight to PostgreSQL,

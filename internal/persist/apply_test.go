@@ -17,7 +17,7 @@ import (
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/tools/resultgen"
+	"github.com/junban/junban/internal/testenv/resultgen"
 )
 
 // dump renders every row junban persists, without the timestamps PostgreSQL sets, so

@@ -18,7 +18,7 @@ import (
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/tools/resultgen"
+	"github.com/junban/junban/internal/testenv/resultgen"
 )
 
 func sendBodies(t *testing.T, c *sqs.Client, url string, bodies []string) {

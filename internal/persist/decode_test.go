@@ -7,7 +7,7 @@ import (
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/persist"
-	"github.com/junban/junban/tools/resultgen"
+	"github.com/junban/junban/internal/testenv/resultgen"
 )
 
 // DecodeResult gives the struct encoding/json gives, for every result of the stream of

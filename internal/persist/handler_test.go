@@ -16,7 +16,7 @@ import (
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/tools/resultgen"
+	"github.com/junban/junban/internal/testenv/resultgen"
 )
 
 // Many receive loops share a few appliers: eight HandleBatch calls at once through a

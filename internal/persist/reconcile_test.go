@@ -23,7 +23,7 @@ import (
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/tools/resultgen"
+	"github.com/junban/junban/internal/testenv/resultgen"
 )
 
 // orders is an OrderSource over a map: the order package's Redis state is not what

@@ -8,7 +8,7 @@ import (
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/tools/resultgen"
+	"github.com/junban/junban/internal/testenv/resultgen"
 )
 
 // A result's SKUs carry the version and the touched lots but not the SKU's settings:

@@ -42,12 +42,13 @@ func Binary(t testing.TB, name string) string {
 	}
 	path := filepath.Join(binDir, name)
 	if !binDone[name] {
-		pkg := "./cmd/" + name
-		if _, err := os.Stat(filepath.Join(RepoRoot(), "cmd", name)); err != nil {
-			pkg = "./tools/cmd/" + name
+		// junbanlab is built in the lab's module (tools/go.mod), the rest in the services'.
+		dir := RepoRoot()
+		if _, err := os.Stat(filepath.Join(dir, "cmd", name)); err != nil {
+			dir = filepath.Join(dir, "tools")
 		}
-		cmd := exec.Command("go", "build", "-o", path, pkg)
-		cmd.Dir = RepoRoot()
+		cmd := exec.Command("go", "build", "-o", path, "./cmd/"+name)
+		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("testenv: build %s: %v\n%s", name, err, out)
 		}

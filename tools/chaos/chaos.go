@@ -37,8 +37,8 @@ import (
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/testenv/loadgen"
 	"github.com/junban/junban/migrations"
-	"github.com/junban/junban/tools/loadgen"
 )
 
 // Defaults of Config.

@@ -15,7 +15,7 @@ import (
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/persist"
-	"github.com/junban/junban/tools/loadgen"
+	"github.com/junban/junban/internal/testenv/loadgen"
 )
 
 // How the checks find an event applied twice.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger/stock"
-	"github.com/junban/junban/tools/outboundcheck"
+	"github.com/junban/junban/internal/testenv/outboundcheck"
 )
 
 // consistent is the state after two events of one order, each applied once: LC-1 placed

@@ -14,7 +14,7 @@ import (
 	"github.com/junban/junban/internal/keyscan"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/queue"
-	"github.com/junban/junban/tools/loadgen"
+	"github.com/junban/junban/internal/testenv/loadgen"
 )
 
 // eventsPerOrder is a first guess of the events (with duplicates) one order of the

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/junban/junban/tools/loadgen"
-	"github.com/junban/junban/tools/outboundcheck"
+	"github.com/junban/junban/internal/testenv/loadgen"
+	"github.com/junban/junban/internal/testenv/outboundcheck"
 )
 
 // Report is what a chaos run did and found. The first eight fields are the contract of

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/procfs"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/junban/junban/tools/fleet"
+	"github.com/junban/junban/internal/testenv/fleet"
 )
 
 // snapshot is every counter the benchmark reads, at one moment; two make a delta.

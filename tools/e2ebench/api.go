@@ -15,10 +15,10 @@ import (
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/testenv/fleet"
+	"github.com/junban/junban/internal/testenv/loadgen"
 	"github.com/junban/junban/migrations"
 	"github.com/junban/junban/tools/apibench"
-	"github.com/junban/junban/tools/fleet"
-	"github.com/junban/junban/tools/loadgen"
 )
 
 // RunAPI runs the benchmark on a workload's SKUs while an order-worker (its own

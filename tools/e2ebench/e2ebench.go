@@ -23,10 +23,10 @@ import (
 
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/testenv/fleet"
+	"github.com/junban/junban/internal/testenv/loadgen"
+	"github.com/junban/junban/internal/testenv/outboundcheck"
 	"github.com/junban/junban/migrations"
-	"github.com/junban/junban/tools/fleet"
-	"github.com/junban/junban/tools/loadgen"
-	"github.com/junban/junban/tools/outboundcheck"
 	"github.com/junban/junban/tools/sendlatency"
 )
 

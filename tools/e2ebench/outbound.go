@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"gorm.io/gorm"
 
+	"github.com/junban/junban/internal/testenv/outboundcheck"
 	"github.com/junban/junban/internal/topics"
-	"github.com/junban/junban/tools/outboundcheck"
 )
 
 // outboundSettleTimeout bounds the wait, after the load, for the relay to publish every

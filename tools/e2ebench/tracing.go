@@ -9,7 +9,7 @@ import (
 	"slices"
 	"text/tabwriter"
 
-	"github.com/junban/junban/tools/fleet"
+	"github.com/junban/junban/internal/testenv/fleet"
 	"github.com/junban/junban/tools/otlpsink"
 )
 

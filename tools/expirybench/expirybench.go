@@ -24,10 +24,10 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/testenv/fleet"
+	"github.com/junban/junban/internal/testenv/loadgen"
 	"github.com/junban/junban/migrations"
 	"github.com/junban/junban/tools/e2ebench"
-	"github.com/junban/junban/tools/fleet"
-	"github.com/junban/junban/tools/loadgen"
 	"github.com/junban/junban/tools/sendlatency"
 )
 

@@ -30,8 +30,8 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/persist"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/testenv/resultgen"
 	"github.com/junban/junban/migrations"
-	"github.com/junban/junban/tools/resultgen"
 )
 
 // Options are the knobs of Run; the persist-worker's settings they mirror are named.

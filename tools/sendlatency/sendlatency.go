@@ -16,7 +16,7 @@ import (
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger/stock"
-	"github.com/junban/junban/tools/loadgen"
+	"github.com/junban/junban/internal/testenv/loadgen"
 )
 
 // Recorder passes order events on to the orders queue (or the gateway) and notes when

@@ -22,11 +22,11 @@ import (
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/testenv/fleet"
+	"github.com/junban/junban/internal/testenv/loadgen"
 	"github.com/junban/junban/internal/topics"
 	"github.com/junban/junban/internal/webhook"
 	"github.com/junban/junban/internal/webhooksend"
-	"github.com/junban/junban/tools/fleet"
-	"github.com/junban/junban/tools/loadgen"
 	"github.com/junban/junban/tools/sendlatency"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/queue"
-	"github.com/junban/junban/tools/outboundcheck"
+	"github.com/junban/junban/internal/testenv/outboundcheck"
 )
 
 // outboundCheckOptions are the flags of outbound check.

@@ -15,7 +15,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/outbound"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/tools/outboundcheck"
+	"github.com/junban/junban/internal/testenv/outboundcheck"
 )
 
 // outbound check drains the subscriber queue and passes (exit 0, the JSON report) when it

@@ -1,4 +1,7 @@
-package console
+// Package consolebrowser_test drives junban-api's console (internal/console, over its
+// exported API and the real binaries) in headless Chromium. It lives in the lab's module so
+// that the services' go.mod does not require chromedp.
+package consolebrowser_test
 
 import (
 	"context"
@@ -19,10 +22,13 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/api"
 	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/console"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
@@ -30,7 +36,7 @@ import (
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/tools/loadgen"
+	"github.com/junban/junban/internal/testenv/loadgen"
 )
 
 const (
@@ -72,7 +78,7 @@ type fleet struct {
 	pub    *queue.Publisher
 	srv    *httptest.Server
 	api    *api.Server
-	deps   *deps
+	db     *gorm.DB
 	spec   loadgen.Spec
 	w      loadgen.Workload
 	sum    loadgen.Summary
@@ -92,7 +98,7 @@ func startFleet(t *testing.T) *fleet {
 			s.Close()
 		}
 	})
-	f.deps = &deps{rc: rc, prefix: prefix, db: db}
+	f.db = db
 	sqsc := testenv.SQS(t)
 	f.q = testenv.NewQueues(t, sqsc, 5)
 	envv := append(testenv.Env(t),
@@ -128,11 +134,11 @@ func startFleet(t *testing.T) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := New(Config{API: f.api, Redis: rc, Prefix: prefix, DB: db, SQS: sqsc, Queues: f.sqsCfg})
+	cons, err := console.New(console.Config{API: f.api, Redis: rc, Prefix: prefix, DB: db, SQS: sqsc, Queues: f.sqsCfg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.srv = httptest.NewServer(Mount(f.api, cons))
+	f.srv = httptest.NewServer(console.Mount(f.api, cons))
 	t.Cleanup(f.srv.Close)
 
 	f.spec = loadgen.DefaultSpec("C" + testenv.ID())
@@ -146,6 +152,21 @@ func startFleet(t *testing.T) *fleet {
 		t.Fatalf("load: %d missing, %d persisted of %d distinct", f.sum.Missing, f.sum.Persisted, f.sum.Distinct)
 	}
 	return f
+}
+
+// insertOutboxRow writes an unpublished outbox row created ageSec seconds ago.
+func insertOutboxRow(t *testing.T, db *gorm.DB, lcid string, ageSec int) {
+	t.Helper()
+	id := uuid.NewString()
+	body, _ := json.Marshal(map[string]any{"id": id, "kind": "order.refused", "entity": lcid, "lcid": lcid, "seq": 1,
+		"occurred_at": "2026-12-01T10:00:00Z", "caused_by": map[string]string{"event_id": "evt-1", "type": "order.placed"},
+		"data": map[string]string{"reason": "ERR_SHORTAGE"}})
+	err := db.Exec(`INSERT INTO outbox (message_id, kind, entity, seq, body, created_at, published_at)
+VALUES (?, 'order.refused', ?, 1, ?, now() - make_interval(secs => ?), NULL)`,
+		id, lcid, string(body), ageSec).Error
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // browser is one headless Chromium with a fresh profile; it records every console
@@ -275,7 +296,7 @@ func httpSignIn(t *testing.T, base, token string) *http.Cookie {
 	}
 	resp.Body.Close()
 	for _, ck := range resp.Cookies() {
-		if ck.Name == CookieName && ck.Value != "" {
+		if ck.Name == console.CookieName && ck.Value != "" {
 			return ck
 		}
 	}
@@ -328,13 +349,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("overview did not refresh by itself: %v", err)
 	}
 	// An outbound event waiting for the relay shows up on the next refresh.
-	f.deps.insertOutboxRow(t, f.w.Orders[0], 30, false)
+	insertOutboxRow(t, f.db, f.w.Orders[0], 30)
 	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`Number(document.getElementById("outbox-depth").textContent) >= 1`,
 		chromedp.WithPollingTimeout(15*time.Second))); err != nil {
 		t.Fatalf("overview did not show the outbox row: %v", err)
 	}
 	// A reservation past its hold_until that no expiry ended shows as a due hold.
-	if err := f.deps.db.Exec(`INSERT INTO orders (lcid, status, mode, hold_until, seq, last_event_id)
+	if err := f.db.Exec(`INSERT INTO orders (lcid, status, mode, hold_until, seq, last_event_id)
 VALUES (?, 'placed', 'reserve', now() - interval '1 minute', 1, 'e-due')`, f.spec.Run+"-DUE").Error; err != nil {
 		t.Fatal(err)
 	}
@@ -520,11 +541,11 @@ func TestConsoleSkipsAStuckTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := New(Config{API: a, Redis: rc, Prefix: prefix, DB: db, SQS: sqsc, Queues: cfg})
+	cons, err := console.New(console.Config{API: a, Redis: rc, Prefix: prefix, DB: db, SQS: sqsc, Queues: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(Mount(a, cons))
+	srv := httptest.NewServer(console.Mount(a, cons))
 	t.Cleanup(srv.Close)
 
 	var mu sync.Mutex

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/tools/fleet"
+	"github.com/junban/junban/internal/testenv/fleet"
 )
 
 func TestStartWaitsForReadinessAndStopsCleanly(t *testing.T) {
