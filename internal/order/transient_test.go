@@ -35,7 +35,7 @@ func TestTransientLedgerErrorIsNoRejection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns, err := lockhandoff.New(lockhandoff.Config{Redis: h.rc, Prefix: prefix, HandlerRetries: 1, RetryBackoff: time.Millisecond, Handler: broken.Handle})
+	turns, err := lockhandoff.New(lockhandoff.Config{Redis: h.rc, Prefix: prefix, HandlerRetries: 1, RetryBackoff: time.Millisecond, Handler: broken, NeverQuarantine: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestTransientLedgerErrorIsNoRejection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns2, err := lockhandoff.New(lockhandoff.Config{Redis: h.rc, Prefix: prefix, Handler: fixed.Handle})
+	turns2, err := lockhandoff.New(lockhandoff.Config{Redis: h.rc, Prefix: prefix, Handler: fixed, NeverQuarantine: true})
 	if err != nil {
 		t.Fatal(err)
 	}
