@@ -484,7 +484,6 @@ func startTurns(ctx context.Context, cfg Config, log *zap.Logger, d *deps, pubs 
 		MaxWaitBytes:     cfg.MaxWaitBytes,
 		MaxAttempts:      cfg.MaxAttempts,
 		QuarantineMinAge: quarantineMinAge(cfg.QuarantineMinAge),
-		Quarantine:       proc.Quarantine,
 		DrainMaxEvents:   cfg.DrainMaxEvents,
 		DrainMaxTime:     cfg.DrainMaxTime,
 		Detached:         cfg.DetachedTurns,
@@ -493,7 +492,7 @@ func startTurns(ctx context.Context, cfg Config, log *zap.Logger, d *deps, pubs 
 		Nudge:            order.Nudger(nudges),
 		Logger:           log,
 		Registerer:       reg,
-		Handler:          proc.Handle,
+		Handler:          proc,
 	})
 	if err != nil {
 		return nil, err
@@ -525,7 +524,9 @@ func newConsumer(cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handof
 	if err != nil {
 		return nil, err
 	}
-	worker := &order.Worker{Turns: turns, MaxLines: cfg.MaxLines, Metrics: metrics, Log: log}
+	// The worker unwraps each message once, and starts its process span with the trace
+	// context it found there (an SNS notification's).
+	worker := &order.Worker{Turns: turns, MaxLines: cfg.MaxLines, Metrics: metrics, Log: log, Queue: queue.NameOf(d.urls.orders)}
 	return queue.NewConsumer(queue.ConsumerConfig{
 		Client:          d.sqs,
 		Handler:         worker.Handle,
@@ -540,7 +541,7 @@ func newConsumer(cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handof
 		ShutdownBudget:  cfg.ShutdownBudget,
 		Registerer:      d.reg,
 		Logger:          log,
-		TraceCarrier:    order.SNSTraceCarrier(domain.MaxEventBytes),
+		SpanInHandler:   true,
 	})
 }
 

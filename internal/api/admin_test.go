@@ -28,18 +28,17 @@ func TestStuckTurnsAndSkip(t *testing.T) {
 	hd, err := lockhandoff.New(lockhandoff.Config{
 		Redis:  e.rc,
 		Prefix: e.prefix, MaxAttempts: 1000, HandlerRetries: 1,
-		Quarantine: func(ctx context.Context, tn lockhandoff.Turn, env []byte, f lockhandoff.Failure) error {
+		Handler: lockhandoff.Funcs{OnQuarantine: func(ctx context.Context, tn lockhandoff.Turn, env []byte, f lockhandoff.Failure) (lockhandoff.Result, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			skipped = append(skipped, f)
-			return nil
-		},
-		Handler: func(ctx context.Context, tn lockhandoff.Turn, env []byte) error {
+			return lockhandoff.Result{}, nil
+		}, OnStep: func(ctx context.Context, tn lockhandoff.Turn, env []byte) (lockhandoff.Result, error) {
 			if tn.Entity == "LC-OK" {
-				return nil
+				return lockhandoff.Result{}, nil
 			}
-			return errors.New("stock service away")
-		},
+			return lockhandoff.Result{}, errors.New("stock service away")
+		}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ const maxErrorText = 1024
 // attemptsKey is the hash of the failed runs of the entity's envelope in proc.
 func attemptsKey(prefix, entity string) string { return Key(prefix, entity, "attempts") }
 
-// Failure is what the turn knows of an envelope's failed runs: a Quarantine hook gets it,
+// Failure is what the turn knows of an envelope's failed runs: Handler.Quarantine gets it,
 // and Inspect shows it.
 type Failure struct {
 	// Attempts counts the failed handler calls of the envelope, across turns and workers.
@@ -44,22 +44,10 @@ type Failure struct {
 	FirstAt, LastAt time.Time
 	// Skipped is true when an operator asked for the envelope's quarantine (Skip).
 	Skipped bool
-	// Immediate is true when the handler's error wrapped ErrQuarantineNow; LastError is
-	// that error's text.
+	// Immediate is true when the Step's Result asked for the quarantine; LastError is its
+	// error's text.
 	Immediate bool
 }
-
-// Quarantine takes an envelope out of the turn after Config.MaxAttempts failed runs, or
-// when an operator asked for it (Skip). It must leave the entity as if the envelope had
-// never run, or as if it had run to the end (the event's own rules: see internal/order),
-// and put the envelope where an operator finds it (a dead-letter queue). A nil error
-// moves the turn on to the next envelope; an error counts as another failed run.
-type Quarantine func(ctx context.Context, t Turn, envelope []byte, f Failure) error
-
-// ErrQuarantineNow, wrapped in a handler's error, says that no run of the envelope can
-// ever succeed (its result can never be published, say): the envelope goes to Quarantine
-// at once, without MaxAttempts or QuarantineMinAge, as Failure.Immediate.
-var ErrQuarantineNow = errors.New("lockhandoff: quarantine now")
 
 // ErrNothingToSkip is Skip's answer when the entity has no envelope in proc.
 var ErrNothingToSkip = errors.New("lockhandoff: no envelope in proc")
@@ -141,31 +129,33 @@ func errorText(err error) string {
 // due reports whether f takes its envelope out of the turn: an operator's skip, or
 // MaxAttempts failures spread over at least QuarantineMinAge (by the Redis clock).
 func (h *Handoff) due(f Failure) bool {
-	if h.cfg.Quarantine == nil {
+	if h.cfg.NeverQuarantine {
 		return false
 	}
 	return f.Skipped || (f.Attempts >= h.cfg.MaxAttempts && f.LastAt.Sub(f.FirstAt) >= h.cfg.QuarantineMinAge)
 }
 
-// quarantine hands e to Config.Quarantine. handledOK moves the turn on (the envelope
-// leaves proc with the step that follows); handledFailed leaves it in proc, to be
-// quarantined by its next run.
-func (h *Handoff) quarantine(l *lease, e entry, f Failure) (handled, []trim) {
+// quarantine hands e to Handler.Quarantine. handledOK moves the turn on (the envelope
+// leaves proc with the step that follows, with the trims returned); handledFailed leaves
+// it in proc, to be quarantined by its next run.
+func (h *Handoff) quarantine(l *lease, e entry, f Failure) (handled, []Trim) {
 	deadline := time.Now().Add(h.cfg.HandlerDeadline)
 	l.setDeadline(deadline)
 	qctx, cancel := context.WithDeadlineCause(l.ctx, deadline, errDeadline)
-	p := newPending(l.k)
-	t := Turn{Entity: l.entity, Seq: e.seq, Token: l.token, Rerun: true, trims: p}
-	err := callQuarantine(h.cfg.Quarantine, qctx, t, e.envelope, f)
+	t := Turn{Entity: l.entity, Seq: e.seq, Token: l.token, Rerun: true, k: l.k}
+	res, err := callQuarantine(h.handler, qctx, t, e.envelope, f)
 	cancel()
-	trims := p.take()
+	if err == nil {
+		err = checkTrims(l.k, res.Trims)
+	}
+	trims := res.Trims
 	l.setDeadline(time.Time{})
 	switch {
 	case l.isLost():
-		h.settle(trims, errLeaseLost)
+		h.settle(l.entity, e.envelope, trims, errLeaseLost)
 		return handledLost, nil
 	case err != nil:
-		h.settle(trims, errDropped)
+		h.settle(l.entity, e.envelope, trims, errDropped)
 		h.m.failed.Inc()
 		h.log.Warn("lockhandoff: quarantine failed; envelope left in proc",
 			zap.String("lcid", l.entity), zap.Int64("seq", e.seq), zap.Int("attempts", f.Attempts), zap.Error(err))
@@ -178,13 +168,13 @@ func (h *Handoff) quarantine(l *lease, e entry, f Failure) (handled, []trim) {
 	return handledOK, trims
 }
 
-func callQuarantine(q Quarantine, ctx context.Context, t Turn, envelope []byte, f Failure) (err error) {
+func callQuarantine(h Handler, ctx context.Context, t Turn, envelope []byte, f Failure) (res Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("lockhandoff: quarantine panicked: %v", r)
+			res, err = Result{}, fmt.Errorf("lockhandoff: quarantine panicked: %v", r)
 		}
 	}()
-	return q(ctx, t, envelope, f)
+	return h.Quarantine(ctx, t, envelope, f)
 }
 
 // TurnInfo is what Inspect reads of an entity's turn.
@@ -249,7 +239,7 @@ func Inspect(ctx context.Context, rc redis.UniversalClient, prefix, entity strin
 
 // Skip marks the entity's envelope in proc for quarantine and returns it: the worker that
 // runs it next (a holder whose run of it fails, a Resume or the sweeper's re-run) takes it
-// out of the turn through Config.Quarantine instead of running it. Send a drain nudge for
+// out of the turn through Handler.Quarantine instead of running it. Send a drain nudge for
 // the entity after it, so that a free turn is resumed at once. ErrNothingToSkip: proc is
 // empty.
 func Skip(ctx context.Context, rc redis.UniversalClient, prefix, entity string) ([]byte, error) {

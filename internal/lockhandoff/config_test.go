@@ -28,7 +28,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	defer rc.Close()
-	ok := Config{Redis: rc, Prefix: "p", Handler: func(context.Context, Turn, []byte) error { return nil }}
+	ok := Config{Redis: rc, Prefix: "p", Handler: steps(func(context.Context, Turn, []byte) error { return nil })}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("a Config with defaults: %v", err)
 	}

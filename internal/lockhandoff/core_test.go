@@ -254,10 +254,10 @@ func TestHelperProcess(t *testing.T) {
 		}
 		rc = redis.NewClient(opt)
 	}
-	hd, err := New(Config{Redis: rc, Prefix: os.Getenv(helperPrefix), LockTTL: 500 * time.Millisecond, Handler: func(ctx context.Context, turn Turn, env []byte) error {
+	hd, err := New(Config{Redis: rc, Prefix: os.Getenv(helperPrefix), LockTTL: 500 * time.Millisecond, NeverQuarantine: true, Handler: steps(func(ctx context.Context, turn Turn, env []byte) error {
 		fmt.Printf("HOLDING %d\n", turn.Seq)
 		select {}
-	}})
+	})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,13 +324,13 @@ func testWrongToken(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	k := hd.keys(entity)
-	// A committed trim (see TrimWithStep) is fenced by the same check.
+	// A trim returned with the step (see Trim) is fenced by the same check.
 	fenced := Key(prefix, entity, "fenced")
 	if err := rc.RPush(ctx, fenced, "a", "b").Err(); err != nil {
 		t.Fatal(err)
 	}
 	before := snapshotKeys(t, rc, prefix, entity)
-	w := []trim{{key: fenced, n: 1}}
+	w := []Trim{{Key: fenced, N: 1}}
 	if _, more, err := hd.runHandoff(ctx, k, "not-the-token", 1, w); !errors.Is(err, errLeaseLost) || more {
 		t.Errorf("handoff with a wrong token: %v %v, want errLeaseLost", more, err)
 	}

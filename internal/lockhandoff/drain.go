@@ -153,7 +153,7 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 		// the error path below gives the turn back with a context of its own. The
 		// handler's committed trims run in the handoff's script, before the handoff.
 		next, more, err := h.runHandoff(ctx, k, token, cur.seq, trims)
-		h.settle(trims, err)
+		h.settle(entity, cur.envelope, trims, err)
 		switch {
 		case errors.Is(err, errLeaseLost):
 			l.lose(errLeaseLost)
@@ -183,11 +183,11 @@ func (h *Handoff) drain(ctx context.Context, entity string, k keys, token string
 
 // leaveDone leaves the turn after the envelope cur was handled, committing its trims,
 // and nudges another replica to take over the backlog.
-func (h *Handoff) leaveDone(entity string, k keys, token string, cur entry, trims []trim) {
+func (h *Handoff) leaveDone(entity string, k keys, token string, cur entry, trims []Trim) {
 	ctx, cancel := h.bookkeepingCtx(context.Background())
 	defer cancel()
 	left, err := h.runLeave(ctx, k, token, true, trims)
-	h.settle(trims, err)
+	h.settle(entity, cur.envelope, trims, err)
 	h.afterLeave(ctx, entity, left, err, true)
 	if errors.Is(err, ErrTrimFailed) {
 		h.trimFailed(entity, k, token, cur, err)
@@ -253,9 +253,9 @@ const (
 )
 
 // handle runs the handler for one envelope, retrying a failure a bounded number of times
-// inside the turn. With handledOK it returns the trims the handler committed.
-func (h *Handoff) handle(l *lease, e entry) (handled, []trim) {
-	if e.rerun && h.cfg.Quarantine != nil {
+// inside the turn. With handledOK it returns the trims the handler returned.
+func (h *Handoff) handle(l *lease, e entry) (handled, []Trim) {
+	if e.rerun && !h.cfg.NeverQuarantine {
 		// An envelope left in proc may have failed its last allowed run just before its
 		// holder went away, or an operator asked for its skip: only a re-run can be due,
 		// so a first run pays no read.
@@ -274,20 +274,22 @@ func (h *Handoff) handle(l *lease, e entry) (handled, []trim) {
 		deadline := time.Now().Add(h.cfg.HandlerDeadline)
 		l.setDeadline(deadline)
 		hctx, cancel := context.WithDeadlineCause(l.ctx, deadline, errDeadline)
-		p := newPending(l.k)
-		t := Turn{Entity: l.entity, Seq: e.seq, Token: l.token, Rerun: e.rerun || attempt > 0, trims: p}
-		err := callHandler(h.handler, hctx, t, e.envelope)
+		t := Turn{Entity: l.entity, Seq: e.seq, Token: l.token, Rerun: e.rerun || attempt > 0, k: l.k}
+		res, err := callHandler(h.handler, hctx, t, e.envelope)
 		cause := context.Cause(hctx)
 		cancel()
-		trims := p.take()
+		if err == nil {
+			err = checkTrims(l.k, res.Trims)
+		}
+		trims := res.Trims
 		l.setDeadline(time.Time{})
 		if err == nil && !l.isLost() && !errors.Is(cause, errDeadline) {
 			return handledOK, trims
 		}
 		if l.isLost() {
-			h.settle(trims, errLeaseLost)
+			h.settle(l.entity, e.envelope, trims, errLeaseLost)
 		} else {
-			h.settle(trims, errDropped)
+			h.settle(l.entity, e.envelope, trims, errDropped)
 		}
 		switch {
 		case l.isLost():
@@ -306,7 +308,7 @@ func (h *Handoff) handle(l *lease, e entry) (handled, []trim) {
 			runErr = fmt.Errorf("%w (%v)", errDeadline, h.cfg.HandlerDeadline)
 		}
 		f, ok := h.recordFailure(l, e, runErr)
-		if h.cfg.Quarantine != nil && errors.Is(err, ErrQuarantineNow) {
+		if !h.cfg.NeverQuarantine && err != nil && res.Quarantine {
 			f.Immediate, f.LastError = true, errorText(err)
 			return h.quarantine(l, e, f)
 		}
@@ -347,13 +349,13 @@ func (h *Handoff) handle(l *lease, e entry) (handled, []trim) {
 	}
 }
 
-func callHandler(h Handler, ctx context.Context, t Turn, envelope []byte) (err error) {
+func callHandler(h Handler, ctx context.Context, t Turn, envelope []byte) (res Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("lockhandoff: handler panicked: %v", r)
+			res, err = Result{}, fmt.Errorf("lockhandoff: handler panicked: %v", r)
 		}
 	}()
-	return h(ctx, t, envelope)
+	return h.Step(ctx, t, envelope)
 }
 
 // lease keeps a turn's lock alive while its handlers run: renewal every LockTTL/3, token

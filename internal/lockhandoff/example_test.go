@@ -28,11 +28,13 @@ func Example() {
 		Prefix: prefix,
 		// The order-worker sends a drain message here; its consumer calls h.Resume.
 		Nudge: func(ctx context.Context, lcid string) error { return h.Resume(ctx, lcid) },
-		Handler: func(ctx context.Context, t lockhandoff.Turn, envelope []byte) error {
+		// The order-worker's handler, order's Processor, quarantines too.
+		NeverQuarantine: true,
+		Handler: lockhandoff.StepFunc(func(ctx context.Context, t lockhandoff.Turn, envelope []byte) (lockhandoff.Result, error) {
 			// Apply the event, fencing writes with t.Token (GET lock == token) in the script.
 			fmt.Printf("%s seq %d: %s\n", t.Entity, t.Seq, envelope)
-			return nil
-		},
+			return lockhandoff.Result{}, nil
+		}),
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -60,11 +62,10 @@ func Example() {
 	// turn
 }
 
-// A handler publishes the entity's outbox and drops what it published with the turn's
-// next step: the trim runs in the handoff's (or release's) script, only while the turn is
-// still this holder's, and the envelope leaves proc in the same script. done hears of it
-// once the step is back.
-func ExampleTurn_TrimWithStep() {
+// A handler publishes the entity's outbox and returns the trim of what it published: the
+// trim runs in the script of the turn's next step (the handoff or the release), only while
+// the turn is still this holder's, and the envelope leaves proc in the same script.
+func ExampleTurn_Trim() {
 	rc, prefix, cleanup, err := exampleRedis()
 	if err != nil {
 		fmt.Println(err)
@@ -76,16 +77,18 @@ func ExampleTurn_TrimWithStep() {
 	outbox := lockhandoff.Key(prefix, "LC-000124", "outbox") // the entity's hash tag
 	rc.RPush(ctx, outbox, "order.accepted", "order.shipped")
 	h, err := lockhandoff.New(lockhandoff.Config{
-		Redis:  rc,
-		Prefix: prefix,
-		Handler: func(ctx context.Context, t lockhandoff.Turn, envelope []byte) error {
+		Redis:           rc,
+		Prefix:          prefix,
+		NeverQuarantine: true,
+		Handler: lockhandoff.StepFunc(func(ctx context.Context, t lockhandoff.Turn, envelope []byte) (lockhandoff.Result, error) {
 			items, err := rc.LRange(ctx, outbox, 0, -1).Result()
 			if err != nil {
-				return err
+				return lockhandoff.Result{}, err
 			}
 			fmt.Println("published:", items) // to SQS, say
-			return t.TrimWithStep(outbox, len(items), func(err error) { fmt.Println("trimmed:", err) })
-		},
+			trim, err := t.Trim(outbox, len(items))
+			return lockhandoff.Result{Trims: []lockhandoff.Trim{trim}}, err
+		}),
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -99,7 +102,6 @@ func ExampleTurn_TrimWithStep() {
 	fmt.Println("left:", rc.LLen(ctx, outbox).Val())
 	// Output:
 	// published: [order.accepted order.shipped]
-	// trimmed: <nil>
 	// left: 0
 }
 

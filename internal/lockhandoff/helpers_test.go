@@ -38,8 +38,8 @@ const (
 )
 
 // newTestHandoff builds a Handoff with a fresh metrics registry, short timings by default
-// and the given overrides.
-func newTestHandoff(t *testing.T, rc redis.UniversalClient, prefix string, cfg Config, h Handler) (*Handoff, *prometheus.Registry) {
+// and the given overrides. Without cfg.Handler, its handler is h, with NeverQuarantine.
+func newTestHandoff(t *testing.T, rc redis.UniversalClient, prefix string, cfg Config, h func(ctx context.Context, t Turn, envelope []byte) error) (*Handoff, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	cfg.Prefix = prefix
@@ -53,13 +53,42 @@ func newTestHandoff(t *testing.T, rc redis.UniversalClient, prefix string, cfg C
 	if cfg.RetryBackoff == 0 {
 		cfg.RetryBackoff = time.Millisecond
 	}
-	cfg.Redis, cfg.Handler = rc, h
+	cfg.Redis = rc
+	if cfg.Handler == nil {
+		cfg.Handler, cfg.NeverQuarantine = steps(h), true
+	}
 	hd, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = hd.Stop(context.Background()) })
 	return hd, reg
+}
+
+// steps is a Handler that never quarantines, of a step that returns no trims.
+func steps(h func(ctx context.Context, t Turn, envelope []byte) error) StepFunc {
+	return func(ctx context.Context, t Turn, envelope []byte) (Result, error) {
+		return Result{}, h(ctx, t, envelope)
+	}
+}
+
+// testHandler is a Handler of two test functions.
+type testHandler struct {
+	step       func(ctx context.Context, t Turn, envelope []byte) (Result, error)
+	quarantine func(ctx context.Context, t Turn, envelope []byte, f Failure) error
+}
+
+func (h testHandler) Step(ctx context.Context, t Turn, envelope []byte) (Result, error) {
+	return h.step(ctx, t, envelope)
+}
+
+func (h testHandler) Quarantine(ctx context.Context, t Turn, envelope []byte, f Failure) (Result, error) {
+	return Result{}, h.quarantine(ctx, t, envelope, f)
+}
+
+// quarantining is a Handler of a step that returns no trims and a quarantine.
+func quarantining(step func(ctx context.Context, t Turn, envelope []byte) error, q func(ctx context.Context, t Turn, envelope []byte, f Failure) error) Handler {
+	return testHandler{step: steps(step), quarantine: q}
 }
 
 // recorder records handler calls in order.

@@ -80,7 +80,7 @@ const (
 type Config struct {
 	// Redis runs every script of the turns, the sweeper and the backlog index.
 	Redis redis.UniversalClient
-	// Handler applies each envelope (see Handler).
+	// Handler runs each envelope, and quarantines one the turn takes out (see Handler).
 	Handler Handler
 	// Prefix starts every key, e.g. "junban" (tests pass testenv's prefix).
 	Prefix string
@@ -119,19 +119,19 @@ type Config struct {
 	RetryBackoff time.Duration
 	// MaxAttempts bounds the failed handler calls of one envelope, counted in the entity's
 	// slot across retries, turns and workers: the run that reaches it hands the envelope to
-	// Quarantine, and the turn moves on. It applies only with a Quarantine hook.
+	// Handler.Quarantine, and the turn moves on. It does not apply with NeverQuarantine.
 	MaxAttempts int
 	// QuarantineMinAge is the least time between an envelope's first and last counted
 	// failure before MaxAttempts quarantines it, so that a short outage of a dependency
 	// does not; negative: none.
 	QuarantineMinAge time.Duration
-	// Quarantine takes an envelope out of the turn after MaxAttempts failed runs, or when an
-	// operator asked for it (Skip). Nil: a failing envelope is re-run for ever.
-	Quarantine Quarantine
+	// NeverQuarantine keeps every envelope in its turn: Handler.Quarantine is never called,
+	// and a failing envelope is re-run for ever.
+	NeverQuarantine bool
 	// Detached is how many turns may go on in the background after the Submit or Resume
 	// that took them returned. Such a call returns as soon as the turn's first envelope
 	// was handled, instead of after the whole drain: the step after it (the handoff or the
-	// release, with the trims the handler committed) and the envelopes handed off after
+	// release, with the trims the handler returned) and the envelopes handed off after
 	// it run on a goroutine of the turn's own, which Stop waits for. Until it returns, the
 	// turn follows the caller's context as an inline one does; after, only Stop (or a lost
 	// lease) ends it early; Stop's context bounds how long Stop waits for them. When Detached
@@ -167,6 +167,10 @@ type Hooks struct {
 	// BeforeStep is called by a turn after an envelope's handler succeeded and before the
 	// script of the step that follows (the handoff or the release).
 	BeforeStep func(entity string)
+	// AfterTrims is called once the trims a run of envelope returned were written with
+	// the step (err nil), or not: ErrTrimFailed, a lost lease, or the reason the run
+	// failed. Before the next envelope's run starts.
+	AfterTrims func(entity string, envelope []byte, err error)
 }
 
 func (c *Config) setDefaults() {
@@ -328,14 +332,10 @@ type Turn struct {
 	// Rerun is true when the envelope was left in proc by an earlier holder that crashed,
 	// failed or was abandoned; it may have been applied already (the handler is idempotent).
 	Rerun bool
-	// trims collects the run's TrimWithStep calls; nil in a Turn a handler did not get.
-	trims *pending
+	// k are the turn's own keys, which Trim checks against; zero in a Turn a handler did
+	// not get.
+	k keys
 }
-
-// Handler applies one envelope. It must be idempotent: an envelope is re-run after a crash,
-// a failure or a lost lease. Its ctx is cancelled when the lease is lost or the handler
-// passes Config.HandlerDeadline. An error leaves the envelope in proc to be re-run.
-type Handler func(ctx context.Context, t Turn, envelope []byte) error
 
 // Handoff runs the turns of one kind of entity.
 type Handoff struct {

@@ -40,7 +40,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		failed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "handler_failures_total", Help: "Turns left with the envelope in proc after the handler failed every retry."}),
 		quarantined: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
-			Name: "quarantined_total", Help: "Envelopes taken out of their turn by Config.Quarantine, after MaxAttempts failed runs or an operator's skip."}),
+			Name: "quarantined_total", Help: "Envelopes taken out of their turn by Handler.Quarantine, after MaxAttempts failed runs or an operator's skip."}),
 		recovered: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "backlogs_recovered_total", Help: "Backlogs whose turn the sweeper took after their holder left or died."}),
 		waited: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub,

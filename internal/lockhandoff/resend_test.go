@@ -40,7 +40,7 @@ func testHandoffSentAgain(t *testing.T, b backend) {
 	if err := rc.RPush(ctx, list, "a", "b", "c").Err(); err != nil {
 		t.Fatal(err)
 	}
-	w := []trim{{key: list, n: 1}}
+	w := []Trim{{Key: list, N: 1}}
 	next, more, err := hd.runHandoff(ctx, k, token, seq, w)
 	if err != nil || !more || string(next.envelope) != "e1" {
 		t.Fatalf("first handoff: %v %q %v", more, next.envelope, err)

@@ -179,10 +179,10 @@ func parseTake(v []any) (takeResult, error) {
 }
 
 // runHandoff runs handoff.lua for the envelope of seq, committing trims first (see
-// TrimWithStep). more says the turn moved on to next; without it, the turn was released.
+// Trim). more says the turn moved on to next; without it, the turn was released.
 // An error from statusErrors means nothing changed: ErrTrimFailed (a trim failed),
 // errLeaseLost, or errStaleStep (the step for seq ran already: a retried round trip).
-func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, seq int64, trims []trim) (next entry, more bool, err error) {
+func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, seq int64, trims []Trim) (next entry, more bool, err error) {
 	ks, args := trimArgs(trims, []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}, []any{token, h.cfg.LockTTL.Milliseconds(), seq})
 	v, err := h.evalShared(ctx, handoffScript, ks, args...).Slice()
 	if err != nil {
@@ -228,11 +228,11 @@ func (h *Handoff) runResume(ctx context.Context, k keys, token string) (entry, b
 	return e, true, nil
 }
 
-// runLeave releases the turn token-checked, committing trims first (see TrimWithStep);
+// runLeave releases the turn token-checked, committing trims first (see Trim);
 // done removes the envelope in proc. It returns the backlog left. An error from
 // statusErrors means nothing changed: errLeaseLost (the lock was not ours) or
 // ErrTrimFailed.
-func (h *Handoff) runLeave(ctx context.Context, k keys, token string, done bool, trims []trim) (left int64, err error) {
+func (h *Handoff) runLeave(ctx context.Context, k keys, token string, done bool, trims []Trim) (left int64, err error) {
 	d := "0"
 	if done {
 		d = "1"

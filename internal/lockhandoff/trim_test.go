@@ -17,25 +17,44 @@ func TestTrimFailedLeavesTheEnvelope(t *testing.T) {
 	testTrimFailed(t, single)
 }
 
-// doneLog records the calls of a trim's done.
+// doneLog records the calls of Hooks.AfterTrims.
 type doneLog struct {
 	mu    sync.Mutex
 	calls []string
 }
 
-func (d *doneLog) done(name string) func(error) {
-	return func(err error) {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		switch {
-		case errors.Is(err, ErrTrimFailed):
-			d.calls = append(d.calls, name+":failed")
-		case err != nil:
-			d.calls = append(d.calls, name+":"+err.Error())
-		default:
-			d.calls = append(d.calls, name+":OK")
-		}
+func (d *doneLog) hook(_ string, envelope []byte, err error) {
+	name := string(envelope)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case errors.Is(err, ErrTrimFailed):
+		d.calls = append(d.calls, name+":failed")
+	case err != nil:
+		d.calls = append(d.calls, name+":"+err.Error())
+	default:
+		d.calls = append(d.calls, name+":OK")
 	}
+}
+
+// trimming is a Handoff config whose handler is step, with NeverQuarantine, and whose
+// AfterTrims hook is log's (when not nil).
+func trimming(cfg Config, log *doneLog, step func(ctx context.Context, t Turn, envelope []byte) (Result, error)) Config {
+	cfg.Handler, cfg.NeverQuarantine = StepFunc(step), true
+	if log != nil {
+		cfg.Hooks.AfterTrims = log.hook
+	}
+	return cfg
+}
+
+// trimOf is the Result of one trim of key, n.
+func trimOf(t *testing.T, tr Turn, key string, n int) Result {
+	t.Helper()
+	w, err := tr.Trim(key, n)
+	if err != nil {
+		t.Errorf("Trim(%s, %d) in a handler: %v", key, n, err)
+	}
+	return Result{Trims: []Trim{w}}
 }
 
 func (d *doneLog) get() []string {
@@ -56,14 +75,15 @@ func fillList(t *testing.T, rc redis.UniversalClient, key string, n int) {
 	}
 }
 
-// A handler's committed trims run in its step's script: after it returned and before the
+// A handler's returned trims run in its step's script: after it returned and before the
 // next envelope's handler starts (with the handoff), or with the release (the turn's last
-// envelope, or a drain budget reached). Their outcomes reach done; a failed handler's
-// trims are dropped; TrimWithStep refuses a Turn that is not a running handler's, keys
+// envelope, or a drain budget reached). Their outcomes reach Hooks.AfterTrims; a failed
+// handler's trims are dropped; Trim refuses a Turn that is not a running handler's, keys
 // of another hash tag, the turn's own keys and a negative count.
 //
-// Broken variant tried: handoff.lua ignoring ARGV[3..] (the trims never ran): the second
-// handler saw the list whole, and done was called with a nil error all the same.
+// Broken variants tried: handoff.lua ignoring ARGV[3..] (the trims never ran): the second
+// handler saw the list whole, and AfterTrims was called with a nil error all the same;
+// handle not reporting a failed run's dropped trims: AfterTrims never heard of "fails".
 func testTrimRunsWithTheStep(t *testing.T, b backend) {
 	rc, prefix := b.client(t)
 	ctx := context.Background()
@@ -77,11 +97,11 @@ func testTrimRunsWithTheStep(t *testing.T, b backend) {
 		log   doneLog
 	)
 	var hd *Handoff
-	hd, _ = newTestHandoff(t, rc, prefix, Config{HandlerRetries: -1}, func(hctx context.Context, tr Turn, env []byte) error {
+	hd, _ = newTestHandoff(t, rc, prefix, trimming(Config{HandlerRetries: -1}, &log, func(hctx context.Context, tr Turn, env []byte) (Result, error) {
 		n, _ := rc.LLen(hctx, mark).Result()
 		mu.Lock()
 		seen = append(seen, fmt.Sprintf("%s@%d", env, n))
-		if saved.trims == nil {
+		if saved.Entity == "" {
 			saved = tr
 		}
 		mu.Unlock()
@@ -94,26 +114,24 @@ func testTrimRunsWithTheStep(t *testing.T, b backend) {
 				}
 			}
 		}
-		if err := tr.TrimWithStep(Key(prefix, "LC-other", "x"), 1, nil); !errors.Is(err, ErrOtherSlot) {
-			t.Errorf("TrimWithStep of another entity's key: %v, want ErrOtherSlot", err)
+		if _, err := tr.Trim(Key(prefix, "LC-other", "x"), 1); !errors.Is(err, ErrOtherSlot) {
+			t.Errorf("Trim of another entity's key: %v, want ErrOtherSlot", err)
 		}
-		// Trims TrimWithStep cannot send: the turn's own lists, a negative count.
+		// Trims the step cannot send: the turn's own lists, a negative count.
 		for _, bad := range []struct {
 			key string
 			n   int
 		}{{Key(prefix, entity, "lock"), 1}, {Key(prefix, entity, "wait"), 1}, {Key(prefix, entity, "proc"), 1}, {mark, -1}} {
-			if err := tr.TrimWithStep(bad.key, bad.n, nil); !errors.Is(err, ErrBadTrim) {
-				t.Errorf("TrimWithStep(%s, %d): %v, want ErrBadTrim", bad.key, bad.n, err)
+			if _, err := tr.Trim(bad.key, bad.n); !errors.Is(err, ErrBadTrim) {
+				t.Errorf("Trim(%s, %d): %v, want ErrBadTrim", bad.key, bad.n, err)
 			}
 		}
-		if err := tr.TrimWithStep(mark, 1, log.done(string(env))); err != nil {
-			t.Errorf("TrimWithStep in a handler: %v", err)
-		}
+		res := trimOf(t, tr, mark, 1)
 		if string(env) == "fails" {
-			return errors.New("boom")
+			return res, errors.New("boom")
 		}
-		return nil
-	})
+		return res, nil
+	}), nil)
 	if _, err := hd.Submit(ctx, entity, []byte("e0")); err != nil {
 		t.Fatal(err)
 	}
@@ -128,13 +146,13 @@ func testTrimRunsWithTheStep(t *testing.T, b backend) {
 		t.Errorf("mark = %q, want [2 3 4] (a failed handler's trim must be dropped)", got)
 	}
 	if want := []string{"e0:OK", "e1:OK", "fails:" + errDropped.Error()}; !slices.Equal(log.get(), want) {
-		t.Errorf("done calls %q, want %q", log.get(), want)
+		t.Errorf("AfterTrims calls %q, want %q", log.get(), want)
 	}
-	if err := s.TrimWithStep(mark, 1, nil); !errors.Is(err, ErrNotInTurn) {
-		t.Errorf("TrimWithStep after the handler returned: %v, want ErrNotInTurn", err)
+	if _, err := s.Trim(mark, 1); err != nil {
+		t.Errorf("Trim on a handler's Turn: %v", err)
 	}
-	if err := (Turn{Entity: entity}).TrimWithStep(mark, 1, nil); !errors.Is(err, ErrNotInTurn) {
-		t.Errorf("TrimWithStep on a Turn no handler was given: %v, want ErrNotInTurn", err)
+	if _, err := (Turn{Entity: entity}).Trim(mark, 1); !errors.Is(err, ErrNotInTurn) {
+		t.Errorf("Trim on a Turn no handler was given: %v, want ErrNotInTurn", err)
 	}
 
 	// With the release: a budget of one envelope leaves the turn after e0, committing its
@@ -143,14 +161,14 @@ func testTrimRunsWithTheStep(t *testing.T, b backend) {
 	fillList(t, rc, mark2, 3)
 	var log2 doneLog
 	var hd2 *Handoff
-	hd2, _ = newTestHandoff(t, rc, prefix+"-2", Config{DrainMaxEvents: 1}, func(hctx context.Context, tr Turn, env []byte) error {
+	hd2, _ = newTestHandoff(t, rc, prefix+"-2", trimming(Config{DrainMaxEvents: 1}, &log2, func(hctx context.Context, tr Turn, env []byte) (Result, error) {
 		if string(env) == "e0" {
 			if out, err := hd2.Submit(ctx, entity+"-2", []byte("e1")); err != nil || out != OutcomeQueued {
 				t.Errorf("e1: %v %v", out, err)
 			}
 		}
-		return tr.TrimWithStep(mark2, 1, log2.done(string(env)))
-	})
+		return trimOf(t, tr, mark2, 1), nil
+	}), nil)
 	if _, err := hd2.Submit(ctx, entity+"-2", []byte("e0")); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +177,7 @@ func testTrimRunsWithTheStep(t *testing.T, b backend) {
 		t.Errorf("after a leave on the budget, the list holds %d, want 2", got)
 	}
 	if want := []string{"e0:OK"}; !slices.Equal(log2.get(), want) {
-		t.Errorf("done calls %q, want %q", log2.get(), want)
+		t.Errorf("AfterTrims calls %q, want %q", log2.get(), want)
 	}
 	if proc := rc.LLen(ctx, k.proc).Val(); proc != 0 {
 		t.Errorf("proc holds %d after a leave with e0 done", proc)
@@ -187,17 +205,17 @@ func testTrimFailed(t *testing.T, b backend) {
 	rec := newRecorder()
 	var log doneLog
 	var hd *Handoff
-	hd, _ = newTestHandoff(t, rc, prefix, Config{}, func(hctx context.Context, tr Turn, env []byte) error {
+	hd, _ = newTestHandoff(t, rc, prefix, trimming(Config{}, &log, func(hctx context.Context, tr Turn, env []byte) (Result, error) {
 		rec.add(tr, env)
 		if string(env) == "e0" && !tr.Rerun {
 			if out, err := hd.Submit(ctx, entity, []byte("e1")); err != nil || out != OutcomeQueued {
 				t.Errorf("e1: %v %v", out, err)
 			}
 			// LTRIM on a string: WRONGTYPE, in the step's script.
-			return tr.TrimWithStep(str, 1, log.done("e0"))
+			return trimOf(t, tr, str, 1), nil
 		}
-		return tr.TrimWithStep(list, 1, log.done(string(env)))
-	})
+		return trimOf(t, tr, list, 1), nil
+	}), nil)
 	if _, err := hd.Submit(ctx, entity, []byte("e0")); err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +242,7 @@ func testTrimFailed(t *testing.T, b backend) {
 		t.Errorf("the list holds %d, want 3 (two trims)", got)
 	}
 	if want := []string{"e0:failed", "e0:OK", "e1:OK"}; !slices.Equal(log.get(), want) {
-		t.Errorf("done calls %q, want %q", log.get(), want)
+		t.Errorf("AfterTrims calls %q, want %q", log.get(), want)
 	}
 
 	// The same when the step is the release on a drain budget: the turn is left at once
@@ -232,14 +250,14 @@ func testTrimFailed(t *testing.T, b backend) {
 	//
 	// Broken variant tried: leaveDone without its trimFailed call: the lock stayed held.
 	var hd2 *Handoff
-	hd2, _ = newTestHandoff(t, rc, prefix+"-2", Config{DrainMaxEvents: 1}, func(hctx context.Context, tr Turn, env []byte) error {
+	hd2, _ = newTestHandoff(t, rc, prefix+"-2", trimming(Config{DrainMaxEvents: 1}, nil, func(hctx context.Context, tr Turn, env []byte) (Result, error) {
 		if string(env) == "e0" {
 			if out, err := hd2.Submit(ctx, entity, []byte("e1")); err != nil || out != OutcomeQueued {
 				t.Errorf("e1: %v %v", out, err)
 			}
 		}
-		return tr.TrimWithStep(str, 1, nil) // WRONGTYPE
-	})
+		return trimOf(t, tr, str, 1), nil // WRONGTYPE
+	}), nil)
 	if _, err := hd2.Submit(ctx, entity, []byte("e0")); err != nil {
 		t.Fatal(err)
 	}
@@ -252,10 +270,11 @@ func testTrimFailed(t *testing.T, b backend) {
 	}
 }
 
-// A trim's done that panics does not take the worker down while it holds the turn: the
-// panic is logged, and the turn goes on to the next envelope.
+// An AfterTrims hook that panics does not take the worker down while it holds the turn:
+// the panic is logged, and the turn goes on to the next envelope.
 //
-// Broken variant tried: settle calling done without its recover: the test binary crashed.
+// Broken variant tried: settle calling the hook without its recover: the test binary
+// crashed.
 func TestTrimDonePanicIsContained(t *testing.T) {
 	t.Parallel()
 	rc, prefix := single.client(t)
@@ -264,18 +283,45 @@ func TestTrimDonePanicIsContained(t *testing.T) {
 	list := Key(prefix, entity, "list")
 	fillList(t, rc, list, 5)
 	var hd *Handoff
-	hd, _ = newTestHandoff(t, rc, prefix, Config{}, func(hctx context.Context, tr Turn, env []byte) error {
+	cfg := trimming(Config{}, nil, func(hctx context.Context, tr Turn, env []byte) (Result, error) {
 		if string(env) == "e0" {
 			if _, err := hd.Submit(ctx, entity, []byte("e1")); err != nil {
 				t.Error(err)
 			}
 		}
-		return tr.TrimWithStep(list, 1, func(error) { panic("boom") })
+		return trimOf(t, tr, list, 1), nil
 	})
+	cfg.Hooks.AfterTrims = func(string, []byte, error) { panic("boom") }
+	hd, _ = newTestHandoff(t, rc, prefix, cfg, nil)
 	if _, err := hd.Submit(ctx, entity, []byte("e0")); err != nil {
 		t.Fatal(err)
 	}
 	if got := rc.LLen(ctx, list).Val(); got != 3 {
 		t.Errorf("the list holds %d after two envelopes, want 3", got)
+	}
+}
+
+// A Trim the handler built itself is checked when the run returns: one the step cannot
+// send (another entity's key) fails the run, and nothing is trimmed.
+//
+// Broken variant tried: handle without its checkTrims: the envelope left proc.
+func TestReturnedBadTrimFailsTheRun(t *testing.T) {
+	t.Parallel()
+	rc, prefix := single.client(t)
+	ctx := context.Background()
+	const entity = "LC-bad-trim"
+	other := Key(prefix, "LC-other", "list")
+	fillList(t, rc, other, 3)
+	hd, _ := newTestHandoff(t, rc, prefix, trimming(Config{HandlerRetries: -1}, nil, func(context.Context, Turn, []byte) (Result, error) {
+		return Result{Trims: []Trim{{Key: other, N: 1}}}, nil
+	}), nil)
+	if _, err := hd.Submit(ctx, entity, []byte("e0")); err != nil {
+		t.Fatal(err)
+	}
+	if got := rc.LLen(ctx, other).Val(); got != 3 {
+		t.Errorf("another entity's list holds %d, want 3", got)
+	}
+	if got := payloads(rc.LRange(ctx, hd.keys(entity).proc, 0, -1).Val()); !slices.Equal(got, []string{"e0"}) {
+		t.Errorf("proc = %q after a run with a bad trim, want [e0]", got)
 	}
 }

@@ -413,7 +413,7 @@ func TestRestoredOrderKeepsItsHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns, err := lockhandoff.New(lockhandoff.Config{Redis: rc, Prefix: prefix, Handler: proc.Handle})
+	turns, err := lockhandoff.New(lockhandoff.Config{Redis: rc, Prefix: prefix, Handler: proc, NeverQuarantine: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func newOutboxRig(t *testing.T, sku string) *outboxRig {
 		t.Fatal(err)
 	}
 	r.turns, err = lockhandoff.New(lockhandoff.Config{Redis: rc, Prefix: prefix, LockTTL: 2 * time.Second,
-		SweepInterval: 200 * time.Millisecond, Handler: r.proc.Handle})
+		SweepInterval: 200 * time.Millisecond, Handler: r.proc, NeverQuarantine: true})
 	if err != nil {
 		t.Fatal(err)
 	}

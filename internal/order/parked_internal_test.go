@@ -48,7 +48,8 @@ func TestParkedEventAppliedOnceIsNotExpiredOnTheReRun(t *testing.T) {
 		seq++
 		p.now = func() time.Time { return at }
 		body, _ := json.Marshal(e)
-		return p.Handle(ctx, lockhandoff.Turn{Entity: "O", Seq: seq, Token: token}, body)
+		_, err := p.Step(ctx, lockhandoff.Turn{Entity: "O", Seq: seq, Token: token}, body)
+		return err
 	}
 	order := func(id string, typ event.Type, data any) event.Order {
 		e := event.Order{EventID: id, Type: typ, LCID: "O", OccurredAt: t0}
@@ -131,7 +132,7 @@ func TestUndecodableParkedEventIsDeadLettered(t *testing.T) {
 	rc.Set(ctx, StateKey(prefix, "O"), raw, 0)
 	rc.Set(ctx, lockhandoff.Key(prefix, "O", "lock"), "tok", 0)
 	pay, _ := json.Marshal(event.Order{EventID: "e-pay", Type: event.PaymentConfirmed, LCID: "O", OccurredAt: time.Now()})
-	if err := p.Handle(ctx, lockhandoff.Turn{Entity: "O", Seq: 2, Token: "tok"}, pay); err != nil {
+	if _, err := p.Step(ctx, lockhandoff.Turn{Entity: "O", Seq: 2, Token: "tok"}, pay); err != nil {
 		t.Fatal(err)
 	}
 	got, err := p.Load(ctx, "O")

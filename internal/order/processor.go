@@ -181,7 +181,8 @@ var (
 	ackScript = redis.NewScript(ackLua)
 )
 
-// Processor is the handler of every turn: lockhandoff calls Handle for each event.
+// Processor is the handler of every turn (lockhandoff.Handler): lockhandoff calls Step for
+// each event, and Quarantine for one it takes out of the turn.
 type Processor struct {
 	rc     redis.UniversalClient
 	ledger domain.Ledger
@@ -223,33 +224,41 @@ func doneKey(prefix, entity, eventID string) string {
 	return lockhandoff.Key(prefix, entity, "done:"+eventID)
 }
 
-// Handle applies one envelope in the entity's turn. An error leaves the envelope where
-// it is (lockhandoff re-runs it); every step is idempotent.
+// Step applies one envelope in the entity's turn (the Handler's Step of lockhandoff). An
+// error leaves the envelope where it is (lockhandoff re-runs it); every step is
+// idempotent. The Result holds the trim of the outbox the step published, and asks for
+// the event's quarantine when its result can never be published (ResultTooLargeError).
 //
 // It runs in a span "step" with the event's id, type and entity and its outcome, in the
 // event's own trace (startStep); the ledger's scripts, the commit and the results' send
 // are its children.
-func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []byte) (err error) {
+func (p *Processor) Step(ctx context.Context, t lockhandoff.Turn, envelope []byte) (lockhandoff.Result, error) {
+	trims, err := p.step(ctx, t, envelope)
+	var tooLarge *ResultTooLargeError
+	return lockhandoff.Result{Trims: trims, Quarantine: errors.As(err, &tooLarge)}, err
+}
+
+func (p *Processor) step(ctx context.Context, t lockhandoff.Turn, envelope []byte) (trims []lockhandoff.Trim, err error) {
 	ev, err := domain.Decode(envelope, p.cfg.MaxEventBytes)
 	if err != nil {
 		// Validated before it was submitted, so only a changed validation rule gets here.
 		ctx, span := startStep(ctx, t, nil)
 		defer func() { tracing.End(span, err) }()
 		p.log.With(tracing.LogFields(ctx)...).Error("undecodable envelope in a turn", zap.String("entity", t.Entity), zap.Error(err))
-		return p.dlq(ctx, envelope, domain.InvalidReason(err), nil)
+		return nil, p.dlq(ctx, envelope, domain.InvalidReason(err), nil)
 	}
 	if ev.Type == event.Drain {
-		return nil
+		return nil, nil
 	}
 	ctx, span := startStep(ctx, t, &ev)
 	defer func() { tracing.End(span, err) }()
 	return p.handle(ctx, span, t, ev)
 }
 
-func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.Turn, ev domain.Event) error {
+func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.Turn, ev domain.Event) ([]lockhandoff.Trim, error) {
 	vals, err := p.readTurn(ctx, t.Entity, ev.EventID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if stored, ok := vals[0].(string); ok {
 		return p.replay(ctx, t, ev, stored)
@@ -260,13 +269,13 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 	)
 	if raw, ok := vals[1].(string); ok {
 		if st, err = domain.DecodeState([]byte(raw)); err != nil {
-			return fmt.Errorf("order: state of %s: %w", t.Entity, err)
+			return nil, fmt.Errorf("order: state of %s: %w", t.Entity, err)
 		}
 	} else if p.cfg.Loader != nil && ev.AboutExistingOrder() {
 		// No state in Redis for an event about an existing order: Redis may have lost it.
 		o, seq, found, err := p.cfg.Loader.LoadOrder(ctx, t.Entity)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if found {
 			st, restored = domain.State{Seq: seq, Order: o}, true
@@ -275,11 +284,11 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 	}
 	now := p.now()
 	if st, err = p.deadLetterUndecodable(ctx, t.Entity, st); err != nil {
-		return err
+		return nil, err
 	}
 	next, results, err := domain.Step(ctx, p.stepLedger(), p.cfg.Policy, st, ev, t.Seq, now)
 	if err != nil {
-		return fmt.Errorf("order: %s %s: %w", ev.Type, ev.EventID, err)
+		return nil, fmt.Errorf("order: %s %s: %w", ev.Type, ev.EventID, err)
 	}
 	// The results name the trace they were decided in, for the order's timeline.
 	traceResults(ctx, span, st.Parked, ev, results)
@@ -287,28 +296,28 @@ func (p *Processor) handle(ctx context.Context, span trace.Span, t lockhandoff.T
 	// may have moved stock in an earlier run of this step whose commit failed, and a re-run
 	// must apply it again, whatever the clock says now.
 	if next, err = p.expireParked(ctx, t.Entity, next, now); err != nil {
-		return err
+		return nil, err
 	}
 	if len(next.Parked) > p.cfg.MaxParked {
 		if next, err = p.deadLetterParked(ctx, t.Entity, next, len(next.Parked)-p.cfg.MaxParked, "ERR_TOO_MANY_PARKED"); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// The due index has a new hold before the commit that gives it to the order.
 	if err := p.indexBefore(ctx, t.Entity, st, next, restored); err != nil {
-		return err
+		return nil, err
 	}
 	if err := p.crashAt("commit"); err != nil {
-		return err
+		return nil, err
 	}
 	cctx, cspan := tracing.Tracer().Start(ctx, "commit")
 	pending, err := p.commit(cctx, t, ev, next, results)
 	tracing.End(cspan, err)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := p.crashAt("committed"); err != nil {
-		return err
+		return nil, err
 	}
 	p.unindexAfter(ctx, t.Entity, st, next)
 	if len(results) == 0 {
@@ -342,7 +351,7 @@ func (p *Processor) crashAt(point string) error {
 }
 
 // replay answers an event whose done marker is set: stored is the result it committed.
-func (p *Processor) replay(ctx context.Context, t lockhandoff.Turn, ev domain.Event, stored string) error {
+func (p *Processor) replay(ctx context.Context, t lockhandoff.Turn, ev domain.Event, stored string) ([]lockhandoff.Trim, error) {
 	if !t.Rerun {
 		// A duplicate delivery. Its result went into the outbox in the script that wrote
 		// this done marker, and an outbox entry leaves only after it was published. The
@@ -354,7 +363,7 @@ func (p *Processor) replay(ctx context.Context, t lockhandoff.Turn, ev domain.Ev
 		p.metrics.replayed.WithLabelValues(replayDuplicate).Inc()
 		n, err := p.rc.LLen(ctx, p.key(t.Entity, "outbox")).Result()
 		if err != nil || n == 0 {
-			return err
+			return nil, err
 		}
 		return p.flush(ctx, t, nil)
 	}
@@ -362,10 +371,10 @@ func (p *Processor) replay(ctx context.Context, t lockhandoff.Turn, ev domain.Ev
 	// whatever of the outbox that holder did not publish.
 	p.metrics.replayed.WithLabelValues(replayRerun).Inc()
 	if err := p.replicated(ctx, t, ev); err != nil {
-		return err
+		return nil, err
 	}
 	if n, err := p.publish(ctx, t.Entity, []string{stored}); n == 0 {
-		return fmt.Errorf("order: republish %s: %w", ev.EventID, err)
+		return nil, fmt.Errorf("order: republish %s: %w", ev.EventID, err)
 	}
 	return p.flush(ctx, t, nil)
 }
@@ -573,7 +582,7 @@ func commitError(err error) error {
 // queue refuses as the sender's fault goes to the results DLQ (publish) and leaves the
 // outbox with the others: it never holds back the results behind it. A failure a later
 // try may pass stops the flush at that result, with an error: the turn re-runs.
-func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []string) error {
+func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []string) ([]lockhandoff.Trim, error) {
 	outbox := p.key(t.Entity, "outbox")
 	for {
 		items := first
@@ -581,15 +590,15 @@ func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []strin
 		if items == nil {
 			var err error
 			if items, err = p.rc.LRange(ctx, outbox, 0, outboxBatch-1).Result(); err != nil {
-				return fmt.Errorf("order: outbox: %w", err)
+				return nil, fmt.Errorf("order: outbox: %w", err)
 			}
 		}
 		if len(items) == 0 {
-			return nil
+			return nil, nil
 		}
 		n, err := p.publish(ctx, t.Entity, items)
 		if n == 0 {
-			return fmt.Errorf("order: publish results: %w", err)
+			return nil, fmt.Errorf("order: publish results: %w", err)
 		}
 		// The last trim commits with the turn's next step (the handoff or the release),
 		// which fences it with the turn's token: the results are in SQS already, and the
@@ -597,18 +606,18 @@ func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []strin
 		// there leaves the event in proc: its re-run finds it done and publishes these
 		// results again (at least once).
 		last := err == nil && len(items) < outboxBatch
-		if last && t.TrimWithStep(outbox, n, nil) == nil {
-			return nil
+		if trim, terr := t.Trim(outbox, n); last && terr == nil {
+			return []lockhandoff.Trim{trim}, nil
 		}
 		ok, aerr := ackScript.Run(ctx, p.rc, []string{p.key(t.Entity, "lock"), outbox}, t.Token, n).Int()
 		if aerr != nil {
-			return fmt.Errorf("order: outbox ack: %w", aerr)
+			return nil, fmt.Errorf("order: outbox ack: %w", aerr)
 		}
 		if ok == 0 {
-			return fmt.Errorf("%w: %s", ErrFenced, t.Entity)
+			return nil, fmt.Errorf("%w: %s", ErrFenced, t.Entity)
 		}
 		if last {
-			return nil
+			return nil, nil
 		}
 	}
 }

@@ -82,7 +82,7 @@ func newHarness(t *testing.T, skus []stock.SKU) *harness {
 type harnessOptions struct {
 	// ledger wraps the processor's ledger (to inject failures).
 	ledger func(domain.Ledger) domain.Ledger
-	// turns changes the turn's configuration; the processor's Quarantine is set first.
+	// turns changes the turn's configuration; without it, the turn never quarantines.
 	turns func(*lockhandoff.Config)
 	// processor changes the processor's configuration.
 	processor func(*order.Config)
@@ -121,11 +121,11 @@ func newHarnessWith(t *testing.T, skus []stock.SKU, opts harnessOptions) *harnes
 		t.Fatal(err)
 	}
 	tc := lockhandoff.Config{Prefix: prefix, LockTTL: 2 * time.Second, SweepInterval: 200 * time.Millisecond}
+	tc.NeverQuarantine = opts.turns == nil
 	if opts.turns != nil {
-		tc.Quarantine = h.proc.Quarantine
 		opts.turns(&tc)
 	}
-	tc.Redis, tc.Handler = rc, h.proc.Handle
+	tc.Redis, tc.Handler = rc, h.proc
 	h.turns, err = lockhandoff.New(tc)
 	if err != nil {
 		t.Fatal(err)
@@ -400,7 +400,7 @@ func TestOrderLostFromRedisIsRestoredFromPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns, err := lockhandoff.New(lockhandoff.Config{Redis: rc, Prefix: prefix, Handler: proc.Handle})
+	turns, err := lockhandoff.New(lockhandoff.Config{Redis: rc, Prefix: prefix, Handler: proc, NeverQuarantine: true})
 	if err != nil {
 		t.Fatal(err)
 	}

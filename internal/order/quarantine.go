@@ -40,8 +40,9 @@ const (
 const ReasonResultTooLarge = "ERR_RESULT_TOO_LARGE"
 
 // ResultTooLargeError is the processor's error for a step whose result would be larger
-// than Config.MaxResultBytes. It wraps lockhandoff.ErrQuarantineNow: nothing was
-// committed, and no run of the event can do better.
+// than Config.MaxResultBytes. Step asks for the event's quarantine with it
+// (lockhandoff.Result.Quarantine): nothing was committed, and no run of the event can do
+// better.
 type ResultTooLargeError struct {
 	EventID      string
 	Bytes, Limit int
@@ -51,9 +52,7 @@ func (e *ResultTooLargeError) Error() string {
 	return fmt.Sprintf("%s: the result of %s would be %d bytes; the results queue takes %d", ReasonResultTooLarge, e.EventID, e.Bytes, e.Limit)
 }
 
-func (e *ResultTooLargeError) Unwrap() error { return lockhandoff.ErrQuarantineNow }
-
-// Quarantine is lockhandoff's Quarantine hook: it takes an event that keeps failing (or
+// Quarantine is lockhandoff.Handler's Quarantine: it takes an event that keeps failing (or
 // that an operator skipped) out of its turn so that the entity's later events go on, and
 // leaves nothing half-way:
 //
@@ -72,13 +71,18 @@ func (e *ResultTooLargeError) Unwrap() error { return lockhandoff.ErrQuarantineN
 // The event goes to the orders DLQ first, with the reason and the last error, so nothing
 // is lost if the worker dies in between (the next run quarantines it again; a second DLQ
 // copy is a duplicate to a redrive).
-func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope []byte, f lockhandoff.Failure) error {
+func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope []byte, f lockhandoff.Failure) (lockhandoff.Result, error) {
+	trims, err := p.quarantine(ctx, t, envelope, f)
+	return lockhandoff.Result{Trims: trims}, err
+}
+
+func (p *Processor) quarantine(ctx context.Context, t lockhandoff.Turn, envelope []byte, f lockhandoff.Failure) ([]lockhandoff.Trim, error) {
 	ev, err := domain.Decode(envelope, p.cfg.MaxEventBytes)
 	if err != nil {
-		return p.dlq(ctx, envelope, domain.InvalidReason(err), nil)
+		return nil, p.dlq(ctx, envelope, domain.InvalidReason(err), nil)
 	}
 	if ev.Type == event.Drain {
-		return nil
+		return nil, nil
 	}
 	reason := quarantineReason(f)
 	log := p.log.With(tracing.LogFields(ctx)...).With(zap.String("entity", t.Entity), zap.String("event_id", ev.EventID), zap.String("type", string(ev.Type)),
@@ -86,23 +90,24 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 
 	vals, err := p.readTurn(ctx, t.Entity, ev.EventID)
 	if err != nil {
-		return fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
+		return nil, fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
 	}
 	if _, done := vals[0].(string); done {
 		if err := p.dlq(ctx, envelope, reason+"; its effect was committed and stays", failureAttrs(f)); err != nil {
-			return err
+			return nil, err
 		}
-		if err := p.flush(ctx, t, nil); err != nil {
+		trims, err := p.flush(ctx, t, nil)
+		if err != nil {
 			log.Warn("quarantined event's results stay in the outbox until the entity's next publish", zap.Error(err))
 		}
 		p.metrics.outcomes.WithLabelValues(string(ev.Type), "quarantined", "committed").Inc()
 		log.Warn("event quarantined after its commit; its effect stays")
-		return nil
+		return trims, nil
 	}
 	var st domain.State
 	if raw, ok := vals[1].(string); ok {
 		if st, err = domain.DecodeState([]byte(raw)); err != nil {
-			return fmt.Errorf("order: state of %s: %w", t.Entity, err)
+			return nil, fmt.Errorf("order: state of %s: %w", t.Entity, err)
 		}
 	}
 
@@ -115,35 +120,36 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 		// An inventory event's one operation applied: it cannot be undone, so the event
 		// is completed. (Every inventory event has one operation only.)
 		if err := p.dlq(ctx, envelope, reason+"; its stock operation had applied: completed", failureAttrs(f)); err != nil {
-			return err
+			return nil, err
 		}
 		if err := p.indexBefore(ctx, t.Entity, st, run.State, false); err != nil {
-			return err
+			return nil, err
 		}
 		pending, err := p.commit(ctx, t, ev, run.State, []event.Result{run.Result})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		p.unindexAfter(ctx, t.Entity, st, run.State)
 		p.metrics.outcomes.WithLabelValues(string(ev.Type), "quarantined", "completed").Inc()
 		log.Warn("event quarantined; its stock operation had applied and is kept")
-		if err := p.flush(ctx, t, pending); err != nil {
+		trims, err := p.flush(ctx, t, pending)
+		if err != nil {
 			log.Warn("quarantined event's result stays in the outbox until the entity's next publish", zap.Error(err))
 		}
-		return nil
+		return trims, nil
 	}
 	if run.Completed {
-		return fmt.Errorf("order: quarantine %s: an operation that cannot be undone applied, and the step fails: %w", ev.EventID, run.Err)
+		return nil, fmt.Errorf("order: quarantine %s: an operation that cannot be undone applied, and the step fails: %w", ev.EventID, run.Err)
 	}
 
 	// Undo, newest first, what the event's runs moved and did not move back themselves.
 	undone, err := run.Undo(ctx, p.ledger, ev)
 	if err != nil {
-		return fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
+		return nil, fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
 	}
 
 	if err := p.dlq(ctx, envelope, reason, failureAttrs(f)); err != nil {
-		return err
+		return nil, err
 	}
 	gen := st.Requeued[ev.EventID] + 1
 	next := st
@@ -158,7 +164,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 		Detail: reason, Order: st.Order, Moves: undone.Moves, ProcessedAt: now.UTC(),
 	}, undone.SKUs, &next, p.cfg.MaxResultBytes)
 	if err != nil {
-		return fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
+		return nil, fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
 	}
 	// The compensation's own done marker guards the commit: after a crash, a second
 	// quarantine of the same run commits a second generation, never the same twice.
@@ -166,7 +172,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 	as.EventID = comps[0].EventID
 	pending, err := p.commit(ctx, t, as, next, comps)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if pending == nil {
 		// commit.lua found the record's done marker set and wrote nothing. It is this
@@ -175,15 +181,16 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 		if err := p.ownRecord(ctx, t.Entity, comps[0]); err != nil {
 			p.metrics.outcomes.WithLabelValues(string(ev.Type), "quarantined", "name_taken").Inc()
 			log.Error("quarantine not committed: its record's name is taken; the event stays in its turn", zap.String("record", comps[0].EventID), zap.Error(err))
-			return fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
+			return nil, fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
 		}
 	}
 	p.metrics.outcomes.WithLabelValues(string(ev.Type), "quarantined", "undone").Inc()
 	log.Warn("event quarantined; its ledger operations were undone", zap.Int("undone", undone.Undone), zap.Int("generation", gen))
-	if err := p.flush(ctx, t, pending); err != nil {
+	trims, err := p.flush(ctx, t, pending)
+	if err != nil {
 		log.Warn("quarantine's result stays in the outbox until the entity's next publish", zap.Error(err))
 	}
-	return nil
+	return trims, nil
 }
 
 // compensation returns the results that record a quarantine's undos: base with every

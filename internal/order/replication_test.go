@@ -56,14 +56,14 @@ func replicatedHarness(t *testing.T, skus []stock.SKU, replicas int, wrap func(l
 	if err != nil {
 		t.Fatal(err)
 	}
-	handler := h.proc.Handle
+	var handler lockhandoff.Handler = h.proc
 	if wrap != nil {
 		handler = wrap(handler)
 	}
 	h.turns, err = lockhandoff.New(lockhandoff.Config{
 		Redis: rc, Prefix: h.prefix, LockTTL: 2 * time.Second, SweepInterval: 200 * time.Millisecond,
 		RetryBackoff: 10 * time.Millisecond, Replication: w,
-		Handler: handler,
+		Handler: handler, NeverQuarantine: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +260,7 @@ func TestReplicationCost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		turns, err := lockhandoff.New(lockhandoff.Config{Redis: rc, Prefix: prefix, Detached: 128, Replication: w, Handler: proc.Handle})
+		turns, err := lockhandoff.New(lockhandoff.Config{Redis: rc, Prefix: prefix, Detached: 128, Replication: w, Handler: proc, NeverQuarantine: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -324,7 +324,7 @@ func mustJSON(t *testing.T, v any) []byte {
 // required, and an order whose turn lives on another primary than its SKU (sku), with a
 // second SKU of one unit on the order's own primary (short): what a failover of the
 // order's primary tests. The test holds the turn itself (its lock) and calls the
-// processor's Handle and Quarantine as the turns would.
+// processor's Step and Quarantine as the turns would.
 type clusterStep struct {
 	t       *testing.T
 	rc      *redis.ClusterClient
@@ -406,7 +406,8 @@ func (s *clusterStep) published() int {
 }
 
 func (s *clusterStep) handle(e event.Order) error {
-	return s.proc.Handle(context.Background(), s.turn(), mustJSON(s.t, e))
+	_, err := s.proc.Step(context.Background(), s.turn(), mustJSON(s.t, e))
+	return err
 }
 
 // version is the SKU's version (skuVersion).
@@ -451,7 +452,7 @@ func TestClusterStepMovesNoStockBeforeTheOrdersPrimaryConfirms(t *testing.T) {
 		t.Errorf("lines change with the order's replica stopped: the SKU went from version %d to %d", v, got)
 	}
 	cancel := ev(s.lcid, event.OrderCancelled, nil)
-	err := s.proc.Quarantine(context.Background(), s.turn(), mustJSON(t, cancel), lockhandoff.Failure{Attempts: 5, LastError: "test"})
+	_, err := s.proc.Quarantine(context.Background(), s.turn(), mustJSON(t, cancel), lockhandoff.Failure{Attempts: 5, LastError: "test"})
 	if !errors.Is(err, replication.ErrShort) {
 		t.Errorf("quarantine with the order's replica stopped: %v, want %v", err, replication.ErrShort)
 	}

@@ -9,8 +9,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
 
-	"github.com/junban/junban/internal/domain"
+	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
@@ -21,9 +22,13 @@ import (
 // TestSNSNotificationContinuesItsPublishersTrace: an event published to a real SNS topic
 // with a traceparent message attribute reaches a queue subscribed without raw delivery,
 // where the attribute is in the notification's body, not the SQS message's. With the
-// order-worker's carrier (SNSTraceCarrier) the consumer's process span continues the
-// publisher's trace, under the publisher's span; without it (the control, what the
-// consumer did before) the message starts a trace of its own.
+// order-worker's setting (the Worker, with its Queue, starts the process span from what it
+// unwrapped; the consumer's SpanInHandler) the process span continues the publisher's
+// trace, under the publisher's span; without it (the control: the consumer starts the
+// span from the message's attributes) the message starts a trace of its own.
+//
+// Broken variant tried: Worker.Handle passing nil for the context it found to
+// queue.StartProcess: the process span started a trace of its own.
 func TestSNSNotificationContinuesItsPublishersTrace(t *testing.T) {
 	rcv, shutdown := testenv.Tracing(t, "order-worker")
 	sn, c := testenv.SNS(t), testenv.SQS(t)
@@ -51,22 +56,20 @@ func TestSNSNotificationContinuesItsPublishersTrace(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	seen := func(q queue.Pair, carrier func([]byte) map[string]string) trace.SpanContext {
+	seen := func(q queue.Pair, inWorker bool) trace.SpanContext {
 		t.Helper()
-		got := make(chan trace.SpanContext, 1)
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
+		turns := &spanTurns{got: make(chan trace.SpanContext, 1), done: cancel}
+		got := turns.got
+		w := &order.Worker{Turns: turns, Log: zap.NewNop()}
+		if inWorker {
+			w.Queue = queue.NameOf(q.URL)
+		}
 		cons, err := queue.NewConsumer(queue.ConsumerConfig{
 			Client: c, QueueURL: q.URL, DLQURL: q.DLQURL, WaitTimeSeconds: 1,
-			TraceCarrier: carrier,
-			Handler: func(ctx context.Context, m queue.Message) queue.Outcome {
-				select {
-				case got <- trace.SpanContextFromContext(ctx):
-				default:
-				}
-				cancel()
-				return queue.Outcome{Verdict: queue.Done}
-			},
+			SpanInHandler: inWorker,
+			Handler:       w.Handle,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -83,8 +86,8 @@ func TestSNSNotificationContinuesItsPublishersTrace(t *testing.T) {
 		}
 	}
 
-	with := seen(withQ, order.SNSTraceCarrier(domain.MaxEventBytes))
-	without := seen(withoutQ, nil)
+	with := seen(withQ, true)
+	without := seen(withoutQ, false)
 	if err := shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -99,3 +102,21 @@ func TestSNSNotificationContinuesItsPublishersTrace(t *testing.T) {
 		t.Errorf("spans of the publisher's trace %v: want the process span under the publisher's span %s", spansOf(rcv, publisherTrace), publisherSpan)
 	}
 }
+
+// spanTurns is the Turns of a Worker that takes every submission: it hands on the span
+// context of the first, then calls done.
+type spanTurns struct {
+	got  chan trace.SpanContext
+	done func()
+}
+
+func (s *spanTurns) Submit(ctx context.Context, _ string, _ []byte) (lockhandoff.Outcome, error) {
+	select {
+	case s.got <- trace.SpanContextFromContext(ctx):
+	default:
+	}
+	s.done()
+	return lockhandoff.OutcomeQueued, nil
+}
+
+func (s *spanTurns) Resume(context.Context, string) error { return nil }

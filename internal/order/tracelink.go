@@ -1,7 +1,6 @@
 package order
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"time"
@@ -153,30 +152,23 @@ func unparked(ctx context.Context, step trace.Span, parked []domain.Parked, r ev
 	return "", false
 }
 
-// SNSTraceCarrier finds the trace context an SNS notification carries in its
+// snsTraceContext is the trace context an SNS notification carries in its
 // MessageAttributes (a topic subscribed without raw message delivery keeps a publisher's
-// attributes in the body, not in the SQS message's): the consumer's TraceCarrier, so that
-// an event published to a topic with a traceparent continues its publisher's trace. A
-// body that is not such a notification (maxBytes bounds it as Unwrap does), or whose
-// attributes are not strings, carries none.
-func SNSTraceCarrier(maxBytes int) func(body []byte) map[string]string {
-	return func(body []byte) map[string]string {
-		if !bytes.Contains(body, []byte(tracing.AttrTraceParent)) {
-			return nil
-		}
-		_, env, err := domain.Unwrap(body, maxBytes)
-		if err != nil || env.Kind != domain.EnvelopeSNS {
-			return nil
-		}
-		var out map[string]string
-		for _, name := range []string{tracing.AttrTraceParent, tracing.AttrTraceState} {
-			if a, ok := env.Attributes[name]; ok && a.Type == "String" {
-				if out == nil {
-					out = map[string]string{}
-				}
-				out[name] = a.Value
-			}
-		}
-		return out
+// attributes in the body, not in the SQS message's): the worker's process span continues
+// the publisher's trace with it. env and err are Unwrap's: a message Unwrap refused,
+// another envelope, or attributes that are not strings carry none (nil).
+func snsTraceContext(env domain.Envelope, err error) map[string]string {
+	if err != nil || env.Kind != domain.EnvelopeSNS {
+		return nil
 	}
+	var out map[string]string
+	for _, name := range []string{tracing.AttrTraceParent, tracing.AttrTraceState} {
+		if a, ok := env.Attributes[name]; ok && a.Type == "String" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[name] = a.Value
+		}
+	}
+	return out
 }

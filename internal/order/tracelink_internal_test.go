@@ -80,20 +80,21 @@ func FuzzQueuedContext(f *testing.F) {
 	})
 }
 
-// FuzzSNSTraceCarrier: whatever a body holds, the carrier answers without panicking, and
-// a context only from an SNS notification, of its traceparent and tracestate alone.
-func FuzzSNSTraceCarrier(f *testing.F) {
+// FuzzSNSTraceContext: whatever a body holds, its unwrapped envelope gives a context
+// without panicking, and only from an SNS notification, of its traceparent and tracestate
+// alone.
+func FuzzSNSTraceContext(f *testing.F) {
 	f.Add([]byte(`{"Type":"Notification","TopicArn":"arn:aws:sns:us-east-1:1:t","Message":"{\"event_id\":\"e\",\"type\":\"order.cancelled\",\"lcid\":\"O\"}",` +
 		`"MessageAttributes":{"traceparent":{"Type":"String","Value":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}}`))
 	f.Add([]byte(`{"event_id":"e","type":"order.cancelled","lcid":"O","traceparent":"x"}`))
 	f.Add([]byte(`{"Type":"Notification","TopicArn":"a","MessageAttributes":{"traceparent":{"Type":"Binary","Value":"AA=="}}}`))
-	carrier := SNSTraceCarrier(domain.MaxEventBytes)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got := carrier(body)
+		_, env, err := domain.Unwrap(body, domain.MaxEventBytes)
+		got := snsTraceContext(env, err)
 		if got == nil {
 			return
 		}
-		if _, env, err := domain.Unwrap(body, domain.MaxEventBytes); err != nil || env.Kind != domain.EnvelopeSNS {
+		if err != nil || env.Kind != domain.EnvelopeSNS {
 			t.Fatalf("a context %v from a body that is no SNS notification (%v)", got, err)
 		}
 		for k := range got {

@@ -36,7 +36,7 @@ func TestTransientLedgerErrorIsNoRejection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns, err := lockhandoff.New(lockhandoff.Config{Redis: h.rc, Prefix: prefix, HandlerRetries: 1, RetryBackoff: time.Millisecond, Handler: broken.Handle})
+	turns, err := lockhandoff.New(lockhandoff.Config{Redis: h.rc, Prefix: prefix, HandlerRetries: 1, RetryBackoff: time.Millisecond, Handler: broken, NeverQuarantine: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestTransientLedgerErrorIsNoRejection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns2, err := lockhandoff.New(lockhandoff.Config{Redis: h.rc, Prefix: prefix, Handler: fixed.Handle})
+	turns2, err := lockhandoff.New(lockhandoff.Config{Redis: h.rc, Prefix: prefix, Handler: fixed, NeverQuarantine: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func newGate(eventID string) *gate {
 func (g *gate) release() { g.done.Do(func() { close(g.open) }) }
 
 func (g *gate) wrap(h lockhandoff.Handler) lockhandoff.Handler {
-	return func(ctx context.Context, t lockhandoff.Turn, envelope []byte) error {
+	return lockhandoff.Funcs{OnStep: func(ctx context.Context, t lockhandoff.Turn, envelope []byte) (lockhandoff.Result, error) {
 		var e struct {
 			EventID string `json:"event_id"`
 		}
@@ -121,8 +121,8 @@ func (g *gate) wrap(h lockhandoff.Handler) lockhandoff.Handler {
 			g.heldOnce.Do(func() { close(g.held) })
 			<-g.open
 		}
-		return h(ctx, t, envelope)
-	}
+		return h.Step(ctx, t, envelope)
+	}, OnQuarantine: h.Quarantine}
 }
 
 // An order whose wait list is at its byte bound answers FULL: the worker leaves the
@@ -145,7 +145,7 @@ func TestWaitAtItsByteBoundKeepsTheMessageInSQS(t *testing.T) {
 	b1, _ := json.Marshal(e1)
 	g := newGate(e0.EventID)
 	// Room for e1's entry ("<13-digit ms>:" and its body) and not for a second one.
-	turns, err := lockhandoff.New(lockhandoff.Config{Redis: h.rc, Prefix: prefix, MaxWaitBytes: 14 + len(b1) + 10, Handler: g.wrap(proc.Handle)})
+	turns, err := lockhandoff.New(lockhandoff.Config{Redis: h.rc, Prefix: prefix, MaxWaitBytes: 14 + len(b1) + 10, Handler: g.wrap(proc), NeverQuarantine: true})
 	if err != nil {
 		t.Fatal(err)
 	}

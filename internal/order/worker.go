@@ -75,11 +75,21 @@ type Worker struct {
 	// Metrics counts the messages by envelope; nil counts nothing.
 	Metrics *WorkerMetrics
 	Log     *zap.Logger
+	// Queue, when set, is the name of the orders queue: Handle starts each message's
+	// process span (queue.StartProcess), from the message's attributes or, for an SNS
+	// notification, the trace context in its MessageAttributes, once it unwrapped the
+	// message (the consumer's SpanInHandler). Empty: the consumer starts it.
+	Queue string
 }
 
 // Handle is the queue.Handler of the orders queue.
-func (w *Worker) Handle(ctx context.Context, m queue.Message) queue.Outcome {
+func (w *Worker) Handle(ctx context.Context, m queue.Message) (out queue.Outcome) {
 	inner, env, err := domain.Unwrap(m.Body, w.MaxEventBytes)
+	if w.Queue != "" {
+		var span trace.Span
+		ctx, span = queue.StartProcess(ctx, w.Queue, m, snsTraceContext(env, err))
+		defer func() { queue.EndProcess(span, out) }()
+	}
 	w.Metrics.count(env.Kind)
 	var ev domain.Event
 	if err == nil {

@@ -124,11 +124,11 @@ type ConsumerConfig struct {
 	Registerer prometheus.Registerer
 	// Logger logs the consumer's decisions; nil logs nothing.
 	Logger *zap.Logger
-	// TraceCarrier, when set, finds the trace context a message carries in its body (an
-	// SNS notification's MessageAttributes, say) for a message whose attributes carry
-	// none: its traceparent and tracestate by name, nil when the body has none. It is
-	// called only while tracing is on (tracing.Active).
-	TraceCarrier func(body []byte) map[string]string
+	// SpanInHandler leaves the process span of each message to the Handler, which starts
+	// it with StartProcess once it has read the trace context the message's body carries
+	// (an SNS notification's MessageAttributes, say), and ends it with EndProcess. Off, the
+	// consumer starts it from the message's attributes. Not for a BatchHandler.
+	SpanInHandler bool
 }
 
 func (cfg *ConsumerConfig) setDefaults(batch bool) {

@@ -645,7 +645,14 @@ func (r *run) handleOne(t *tracked, m Message) {
 
 // handle runs the handler on m and carries out its outcome, which it returns.
 func (r *run) handle(t *tracked, m Message) Outcome {
-	ctx, span := startProcess(r.hctx, r.cfg.Name, m, r.cfg.TraceCarrier)
+	if r.cfg.SpanInHandler {
+		start := time.Now()
+		out := callHandler(r.hctx, r.h, m)
+		r.m.handlerDuration.Observe(time.Since(start).Seconds())
+		r.apply(t, m, out)
+		return out
+	}
+	ctx, span := startProcess(r.hctx, r.cfg.Name, m, nil)
 	start := time.Now()
 	out := callHandler(ctx, r.h, m)
 	r.m.handlerDuration.Observe(time.Since(start).Seconds())

@@ -18,16 +18,27 @@ func startSend(ctx context.Context, queue string, n int) (context.Context, trace
 	return tracing.StartSend(ctx, tracing.SQS, queue, n)
 }
 
+// StartProcess starts the consumer span of handling m from queue, for a handler that
+// starts it itself (ConsumerConfig.SpanInHandler) once it has read m's body: the child of
+// the span that sent m, named by its traceparent attribute, else its AWSTraceHeader, else
+// found, the trace context the handler found in the body (an SNS notification's
+// MessageAttributes, say; nil: none). End it with EndProcess.
+func StartProcess(ctx context.Context, queue string, m Message, found map[string]string) (context.Context, trace.Span) {
+	return startProcess(ctx, queue, m, found)
+}
+
+// EndProcess ends a span of StartProcess with the handler's outcome.
+func EndProcess(span trace.Span, out Outcome) { endProcess(span, out) }
+
 // startProcess starts the consumer span of handling m from queue, the child of the span
-// that sent it: its traceparent attribute, else its AWSTraceHeader, else the trace
-// context carrier finds in its body (nil: none). While the process does not trace, a
-// message's trace context is ignored: the sender's would otherwise ride the no-op span
-// into what the handler sends and stores.
-func startProcess(ctx context.Context, queue string, m Message, carrier func([]byte) map[string]string) (context.Context, trace.Span) {
+// that sent it: its traceparent attribute, else its AWSTraceHeader, else found (nil:
+// none). While the process does not trace, a message's trace context is ignored: the
+// sender's would otherwise ride the no-op span into what the handler sends and stores.
+func startProcess(ctx context.Context, queue string, m Message, found map[string]string) (context.Context, trace.Span) {
 	if tracing.Active() {
 		attrs := m.Attributes
-		if carrier != nil && attrs[AttrTraceParent] == "" && m.AWSTraceHeader == "" {
-			attrs = carrier(m.Body)
+		if found != nil && attrs[AttrTraceParent] == "" && m.AWSTraceHeader == "" {
+			attrs = found
 		}
 		ctx = tracing.Extract(ctx, attrs, m.AWSTraceHeader)
 	}

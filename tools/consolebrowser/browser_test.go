@@ -553,15 +553,14 @@ func TestConsoleSkipsAStuckTurn(t *testing.T) {
 	hd, err := lockhandoff.New(lockhandoff.Config{
 		Redis:  rc,
 		Prefix: prefix, MaxAttempts: 1000, HandlerRetries: 1,
-		Quarantine: func(ctx context.Context, tn lockhandoff.Turn, env []byte, f lockhandoff.Failure) error {
+		Handler: lockhandoff.Funcs{OnQuarantine: func(ctx context.Context, tn lockhandoff.Turn, env []byte, f lockhandoff.Failure) (lockhandoff.Result, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			quarantined = append(quarantined, f)
-			return nil
-		},
-		Handler: func(ctx context.Context, tn lockhandoff.Turn, env []byte) error {
-			return errors.New("stock service away")
-		},
+			return lockhandoff.Result{}, nil
+		}, OnStep: func(ctx context.Context, tn lockhandoff.Turn, env []byte) (lockhandoff.Result, error) {
+			return lockhandoff.Result{}, errors.New("stock service away")
+		}},
 	})
 	if err != nil {
 		t.Fatal(err)

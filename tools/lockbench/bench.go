@@ -71,8 +71,8 @@ type Hot struct {
 	RedsyncDefaultFairness float64 `json:"redsync_default_fairness"`
 	// HandoffOwnWriteEPS and HandoffOwnWriteP99Ms are handoff with the handler making its
 	// write (the trim) itself, in a round trip of its own before the handoff's, instead of
-	// committing it with the step (lockhandoff.TrimWithStep). Not targets: they show what
-	// TrimWithStep saves.
+	// committing it with the step (lockhandoff.Trim). Not targets: they show what
+	// a returned Trim saves.
 	HandoffOwnWriteEPS   float64 `json:"handoff_own_write_eps"`
 	HandoffOwnWriteP99Ms float64 `json:"handoff_own_write_p99_ms"`
 	// HandoffDrainEPS is the drain loop alone: one turn works through a wait list filled
@@ -290,7 +290,7 @@ func (b *background) nudge(ctx context.Context, h **lockhandoff.Handoff) func(co
 // channel was tried: 5-15 % slower, one more goroutine wake-up per event.) The handler's
 // write drops one element of the entity's list (filled before the run, as the order
 // processor's outbox is before its trim). With commit the handler commits the trim with the
-// turn's next step (lockhandoff.TrimWithStep), and its producer hears of the event when the
+// turn's next step (lockhandoff.Trim), and its producer hears of the event when the
 // trim is committed; without, the handler trims itself, a round trip before the
 // handoff's.
 func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options, commit bool) (Measurement, error) {
@@ -313,27 +313,29 @@ func hotHandoff(ctx context.Context, rc redis.UniversalClient, o Options, commit
 	var h *lockhandoff.Handoff
 	h, err := lockhandoff.New(lockhandoff.Config{
 		Redis:  rc,
-		Prefix: o.Prefix + ":handoff", Detached: o.Detached, Nudge: bg.nudge(ctx, &h),
-		Handler: func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
+		Prefix: o.Prefix + ":handoff", Detached: o.Detached, Nudge: bg.nudge(ctx, &h), NeverQuarantine: true,
+		Handler: lockhandoff.StepFunc(func(hctx context.Context, t lockhandoff.Turn, env []byte) (lockhandoff.Result, error) {
 			p := binary.BigEndian.Uint32(env)
 			sent := time.Duration(binary.BigEndian.Uint64(env[4:]))
 			ps[p].add(time.Since(base) - sent)
 			if commit {
-				err := t.TrimWithStep(listKey, 1, func(err error) {
-					if err != nil {
-						bg.fail(fmt.Errorf("committed trim: %w", err))
-					}
-					done[p] <- struct{}{}
-				})
+				trim, err := t.Trim(listKey, 1)
 				if err != nil {
 					done[p] <- struct{}{}
 				}
-				return err
+				return lockhandoff.Result{Trims: []lockhandoff.Trim{trim}}, err
 			}
 			err := rc.LTrim(hctx, listKey, 1, -1).Err()
 			done[p] <- struct{}{}
-			return err
-		},
+			return lockhandoff.Result{}, err
+		}),
+		// The producer hears of its event once the trim was written with the step.
+		Hooks: lockhandoff.Hooks{AfterTrims: func(_ string, env []byte, err error) {
+			if err != nil {
+				bg.fail(fmt.Errorf("committed trim: %w", err))
+			}
+			done[binary.BigEndian.Uint32(env)] <- struct{}{}
+		}},
 	})
 	if err != nil {
 		return Measurement{}, err
@@ -437,25 +439,27 @@ func hotDrain(ctx context.Context, rc redis.UniversalClient, o Options) (Measure
 	holding, gate, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	h, err := lockhandoff.New(lockhandoff.Config{
 		Redis:  rc,
-		Prefix: o.Prefix + ":drain", Detached: o.Detached, MaxWait: n, Nudge: bg.nudge(ctx, &h),
-		Handler: func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
+		Prefix: o.Prefix + ":drain", Detached: o.Detached, MaxWait: n, Nudge: bg.nudge(ctx, &h), NeverQuarantine: true,
+		Handler: lockhandoff.StepFunc(func(hctx context.Context, t lockhandoff.Turn, env []byte) (lockhandoff.Result, error) {
 			if len(env) == 1 { // the first event: hold the turn until the list is full
 				close(holding)
 				select {
 				case <-gate:
 				case <-hctx.Done():
 				}
-				return nil
+				return lockhandoff.Result{}, nil
 			}
-			return t.TrimWithStep(listKey, 1, func(err error) {
-				if err != nil {
-					bg.fail(fmt.Errorf("committed trim: %w", err))
-				}
-				if handled.Add(1) == int64(n) {
-					close(finished)
-				}
-			})
-		},
+			trim, err := t.Trim(listKey, 1)
+			return lockhandoff.Result{Trims: []lockhandoff.Trim{trim}}, err
+		}),
+		Hooks: lockhandoff.Hooks{AfterTrims: func(_ string, _ []byte, err error) {
+			if err != nil {
+				bg.fail(fmt.Errorf("committed trim: %w", err))
+			}
+			if handled.Add(1) == int64(n) {
+				close(finished)
+			}
+		}},
 	})
 	if err != nil {
 		return Measurement{}, err
@@ -629,14 +633,14 @@ func spreadRun(ctx context.Context, rc redis.UniversalClient, o Options) (detach
 		var h *lockhandoff.Handoff
 		h, err := lockhandoff.New(lockhandoff.Config{
 			Redis:  rc,
-			Prefix: prefix, Detached: detached, Nudge: bg.nudge(ctx, &h),
-			Handler: func(hctx context.Context, t lockhandoff.Turn, env []byte) error {
+			Prefix: prefix, Detached: detached, Nudge: bg.nudge(ctx, &h), NeverQuarantine: true,
+			Handler: lockhandoff.StepFunc(func(hctx context.Context, t lockhandoff.Turn, env []byte) (lockhandoff.Result, error) {
 				err := spreadScript.Run(hctx, rc, []string{lockhandoff.Key(prefix, t.Entity, "doc")}).Err()
 				if err == nil {
 					c.handled.Add(1)
 				}
-				return err
-			},
+				return lockhandoff.Result{}, err
+			}),
 		})
 		if err != nil {
 			return nil, err

@@ -90,7 +90,7 @@ func printBenchLock(w io.Writer, res lockbench.Result) {
 	fmt.Fprintf(w, "\nhot:    handoff/redsync-1ms eps %.2fx (target >= 2), p99 %.3f of redsync-1ms (target <= 0.2),\n"+
 		"        fairness %.3f (target >= 0.95), max %.3f of redsync-default (target <= 0.1)\n",
 		h.HandoffEPS/h.RedsyncTunedEPS, h.HandoffP99Ms/h.RedsyncTunedP99Ms, h.HandoffFairness, h.HandoffMaxMs/h.RedsyncDefaultMaxMs)
-	fmt.Fprintf(w, "        the handler making its write itself, a round trip before the handoff's (not TrimWithStep): eps %.2fx, p99 %.3f\n",
+	fmt.Fprintf(w, "        the handler making its write itself, a round trip before the handoff's (not a returned Trim): eps %.2fx, p99 %.3f\n",
 		h.HandoffOwnWriteEPS/h.RedsyncTunedEPS, h.HandoffOwnWriteP99Ms/h.RedsyncTunedP99Ms)
 	fmt.Fprintf(w, "        the drain loop alone (a wait list filled in advance, no producers; about the ceiling of handoff here): %.2fx\n",
 		h.HandoffDrainEPS/h.RedsyncTunedEPS)
