@@ -48,7 +48,7 @@ lint:
 	cd $(LAB) && $(GOLANGCI_LINT) run ./...
 
 # Examples with an Output comment that need Redis: an example cannot skip itself.
-UNIT_SKIP := ^(Example|ExampleTurn_TrimWithStep)$$
+UNIT_SKIP := ^(Example|ExampleTurn_Trim)$$
 
 ## test-unit: the tests that need no service, binary or server process (under -short,
 ## internal/testenv skips every test that asks it for one); no stack. The tests themselves
