@@ -238,7 +238,7 @@ func (p *Processor) Handle(ctx context.Context, t lockhandoff.Turn, envelope []b
 		p.log.With(tracing.LogFields(ctx)...).Error("undecodable envelope in a turn", zap.String("entity", t.Entity), zap.Error(err))
 		return p.dlq(ctx, envelope, domain.InvalidReason(err), nil)
 	}
-	if ev.Type == event.Drain {
+	if ev.Kind().Origin == domain.Nudge {
 		return nil
 	}
 	ctx, span := startStep(ctx, t, &ev)

@@ -77,7 +77,7 @@ func (p *Processor) Quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 	if err != nil {
 		return p.dlq(ctx, envelope, domain.InvalidReason(err), nil)
 	}
-	if ev.Type == event.Drain {
+	if ev.Kind().Origin == domain.Nudge {
 		return nil
 	}
 	reason := quarantineReason(f)
