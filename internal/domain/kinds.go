@@ -177,6 +177,10 @@ func Kinds() []*Kind {
 	return out
 }
 
+// The OpenAPI document's EventType and the kinds index of docs/events.md are written from
+// the registry.
+//go:generate go run ./kindsgen -openapi ../api/openapi.json -events ../../docs/events.md
+
 // The kinds. Each step function is a method of txn in step.go.
 func init() {
 	lines3 := []event.Line{{LineID: "1", SKU: "SKU-0001", Qty: 2}, {LineID: "2", SKU: "SKU-0002", Qty: 1}}
