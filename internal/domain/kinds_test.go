@@ -139,7 +139,7 @@ func TestResultBoundCountsEveryKind(t *testing.T) {
 	all := domain.WorstCaseResultBytes(lines, lots)
 	for _, k := range domain.Kinds() {
 		r, ok := domain.WorstCaseResultOf(k, lines, lots)
-		if ok != (k.Type != event.Drain) {
+		if ok != (k.Origin != domain.Nudge) {
 			t.Errorf("%s: a worst case %v", k.Type, ok)
 			continue
 		}
