@@ -250,10 +250,10 @@ func checkID(field, id string, limit int) error {
 
 // checkLCID checks an event's lcid: an OnNamed kind's (a drain's) names an entity to
 // drain, an lcid or a SKU's entity, held to CheckID and a bound that fits either; every
-// other event's (k nil: an unknown type) is an
-// order's, held to event.CheckLCID. An order's keys carry its lcid as their hash tag
-// (lockhandoff.CheckEntity), and its turn is the lcid's: an lcid with a brace would be
-// refused there at every attempt, one in a SKU's namespace would run in the SKU's turn.
+// other event's (k nil: an unknown type) is an order's, held to event.CheckLCID. An
+// order's keys carry its lcid as their hash tag (lockhandoff.CheckEntity), and its turn
+// is the lcid's: an lcid with a brace would be refused there at every attempt, one in a
+// SKU's namespace would run in the SKU's turn.
 func checkLCID(k *Kind, lcid string) error {
 	if k != nil && k.Entity == OnNamed {
 		return checkID("lcid", lcid, event.MaxIDLength+len(event.SKUEntityPrefix))
