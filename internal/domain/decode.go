@@ -104,9 +104,9 @@ func (e Event) Kind() *Kind { return e.kind }
 // *event.OrderData for order.placed, say).
 func (e Event) Payload() any { return e.data }
 
-// DrainOf is the entity a junban.drain names, or "" for every other event.
+// DrainOf is the entity a nudge (junban.drain) names, or "" for every other event.
 func (e Event) DrainOf() string {
-	if e.Type == event.Drain {
+	if e.kind != nil && e.kind.Origin == Nudge {
 		return e.LCID
 	}
 	return ""
@@ -122,11 +122,12 @@ func (e Event) Entity() string {
 }
 
 // AboutExistingOrder reports whether the event concerns an order that should already
-// exist, so that a turn with no state in Redis looks for it in PostgreSQL. Not a placement
-// (the common case of a new order; its ledger operations are idempotent by op id anyway),
-// and not an event of a SKU, which has no order row.
+// exist, so that a turn with no state in Redis looks for it in PostgreSQL. Not one that
+// opens its order (Kind.Opens: a placement, the common case of a new order; its ledger
+// operations are idempotent by op id anyway), and not an event of a SKU, which has no
+// order row.
 func (e Event) AboutExistingOrder() bool {
-	return e.kind != nil && e.kind.Entity != OnSKU && e.Type != event.OrderPlaced
+	return e.kind != nil && e.kind.Entity != OnSKU && !e.kind.Opens
 }
 
 // InventorySKU returns the SKU of a SKU's event, with ok; ok is false for the events of
@@ -164,13 +165,13 @@ func DecodeLimits(body []byte, lim Limits) (Event, error) {
 	if ev.EventID == "" {
 		return Event{}, invalid(ReasonMissingField, "event_id is missing")
 	}
-	if err := cmp.Or(checkEventID(ev.Type, ev.EventID), checkLCID(ev.Type, ev.LCID)); err != nil {
+	k := KindOf(ev.Type)
+	if err := cmp.Or(checkEventID(k, ev.EventID), checkLCID(k, ev.LCID)); err != nil {
 		return Event{}, err
 	}
 	if ev.Type == "" {
 		return Event{}, invalid(ReasonMissingField, "type is missing")
 	}
-	k := KindOf(ev.Type)
 	if k == nil {
 		return Event{}, invalid(ReasonUnknownType, "unknown event type %q", ev.Type)
 	}
@@ -191,12 +192,12 @@ func DecodeLimits(body []byte, lim Limits) (Event, error) {
 	return ev, nil
 }
 
-// checkEventID checks an event's id like any other id, but for the one event junban
-// names itself: an order.reservation_expired's id may be in junban's namespace
-// (event.ExpiryEventID). The orders queue refuses that type (order.Worker), so no
-// sender's event holds event.OwnMark.
-func checkEventID(typ event.Type, id string) error {
-	if typ == event.OrderReservationExpired && strings.HasPrefix(id, event.OwnMark) {
+// checkEventID checks an event's id like any other id, but for the events junban names
+// itself: an Own kind's id may be in junban's namespace (event.ExpiryEventID). The orders
+// queue refuses Own kinds (order.Worker), so no sender's event holds event.OwnMark. k is
+// nil for an unknown type.
+func checkEventID(k *Kind, id string) error {
+	if k != nil && k.Origin == Own && strings.HasPrefix(id, event.OwnMark) {
 		if len(id) > event.MaxIDLength {
 			return invalid(ReasonIDTooLong, "event_id is %d bytes, longer than %d", len(id), event.MaxIDLength)
 		}
@@ -247,13 +248,14 @@ func checkID(field, id string, limit int) error {
 	return nil
 }
 
-// checkLCID checks an event's lcid: a drain's names an entity to drain, an lcid or a
-// SKU's entity, held to CheckID and a bound that fits either; every other event's is an
-// order's, held to event.CheckLCID. An order's keys carry its lcid as their hash tag
-// (lockhandoff.CheckEntity), and its turn is the lcid's: an lcid with a brace would be
-// refused there at every attempt, one in a SKU's namespace would run in the SKU's turn.
-func checkLCID(typ event.Type, lcid string) error {
-	if typ == event.Drain {
+// checkLCID checks an event's lcid: an OnNamed kind's (a drain's) names an entity to
+// drain, an lcid or a SKU's entity, held to CheckID and a bound that fits either; every
+// other event's (k nil: an unknown type) is an order's, held to event.CheckLCID. An
+// order's keys carry its lcid as their hash tag (lockhandoff.CheckEntity), and its turn
+// is the lcid's: an lcid with a brace would be refused there at every attempt, one in a
+// SKU's namespace would run in the SKU's turn.
+func checkLCID(k *Kind, lcid string) error {
+	if k != nil && k.Entity == OnNamed {
 		return checkID("lcid", lcid, event.MaxIDLength+len(event.SKUEntityPrefix))
 	}
 	err := event.CheckLCID(lcid)

@@ -412,7 +412,8 @@ func TestDecodeRefusesBadIDs(t *testing.T) {
 
 // sampleBodies holds a valid body of every event type, an order's with the lcid given
 // (a drain's names it as the entity to drain): the decode tests' and FuzzDecode's seeds.
-// TestSampleBodiesCoverEveryType fails when a type has none.
+// A kind without a sample of its own gets its registered example;
+// TestSampleBodiesCoverEveryType fails for a type of internal/event with neither.
 func sampleBodies(lcid string) map[event.Type]string {
 	q, _ := json.Marshal(lcid)
 	order := func(typ event.Type, data string) string {
@@ -425,7 +426,7 @@ func sampleBodies(lcid string) map[event.Type]string {
 	sku := func(typ event.Type, data string) string {
 		return `{"event_id":"e-` + string(typ) + `","type":"` + string(typ) + `","occurred_at":"2026-12-01T08:00:00+09:00","data":` + data + `}`
 	}
-	return map[event.Type]string{
+	samples := map[event.Type]string{
 		event.OrderPlaced:                 order(event.OrderPlaced, `{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"SKU-A","qty":2},{"line_id":"2","sku":"SKU-B","qty":1}]}`),
 		event.OrderLinesChanged:           order(event.OrderLinesChanged, `{"lines":[{"line_id":"1","sku":"SKU-A","qty":3}]}`),
 		event.PaymentConfirmed:            order(event.PaymentConfirmed, ""),
@@ -446,6 +447,17 @@ func sampleBodies(lcid string) map[event.Type]string {
 		event.OrderReservationExpired:     order(event.OrderReservationExpired, `{"hold_until":"2026-12-01T18:30:00.123456789+09:00"}`),
 		event.Drain:                       order(event.Drain, ""),
 	}
+	// A kind without a sample of its own here gets its registered example.
+	for _, k := range Kinds() {
+		if _, ok := samples[k.Type]; !ok {
+			if k.Entity == OnSKU {
+				samples[k.Type] = sku(k.Type, string(k.Example))
+			} else {
+				samples[k.Type] = order(k.Type, string(k.Example))
+			}
+		}
+	}
+	return samples
 }
 
 // orderTypes are the types whose entity is their lcid.

@@ -22,16 +22,41 @@ const (
 	OnNamed
 )
 
+// Origin says who makes a kind's events, and so where they may come from.
+type Origin int
+
+const (
+	// FromSender: a shop's system sends the events, on the orders queue or through the
+	// webhook gateway.
+	FromSender Origin = iota + 1
+	// Own: junban makes the events and submits them into the turn itself
+	// (order.reservation_expired): the orders queue refuses them (ERR_JUNBAN_EVENT), and
+	// their event id may be in junban's namespace (event.OwnMark).
+	Own
+	// Nudge: junban's own message on the orders queue (junban.drain): a replica takes the
+	// turn of the entity its lcid names and drains its wait list; it never reaches the
+	// state machine, so it has no step and no result.
+	Nudge
+)
+
 // Kind is everything junban knows of one event type, declared once, in this file: its
 // data and how it is checked, whose turn it runs in, what it does to the order or the
 // SKU (and so which ledger operations it runs: stock.Op, whose Reversal is the
 // quarantine's undo policy), what persistence does with its result beyond the common
 // rows, and a valid example. Decode, Step, persistence (SetsSafetyStock), the result
 // bound and the tests of docs/events.md, the OpenAPI document and loadgen all read the
-// registry (Kinds, KindOf); a kind lacking a piece fails TestKindsAreComplete.
+// registry (Kinds, KindOf); a kind lacking a piece fails TestKindsAreComplete, and
+// internal/domain/kindsgen writes the OpenAPI document's EventType and the kinds index of
+// docs/events.md from it (go generate; TestGeneratedIsCurrent fails when they are stale).
 type Kind struct {
 	Type   event.Type
 	Entity Entity
+	// Origin says who makes the events: the worker refuses an Own kind from the queue and
+	// takes a Nudge's turn instead of submitting it.
+	Origin Origin
+	// Opens: the kind's events open their order (order.placed), so a turn with no state in
+	// Redis has no order to look for in PostgreSQL (Event.AboutExistingOrder).
+	Opens bool
 	// Doc says in one line what the event means (docs/events.md has the whole story).
 	Doc string
 	// SetsSafetyStock: the kind's applied result carries the safety stock its SKU was
@@ -72,6 +97,8 @@ type noData struct{}
 type spec[D any] struct {
 	Type            event.Type
 	Entity          Entity
+	Origin          Origin
+	Opens           bool
 	Doc             string
 	SetsSafetyStock bool
 	// Result: the shape of its largest result (every kind but the drain).
@@ -95,7 +122,7 @@ func register[D any](s spec[D]) {
 		panic(fmt.Sprintf("domain: kind %s registered twice", s.Type))
 	}
 	_, none := any(new(D)).(*noData)
-	k := &Kind{Type: s.Type, Entity: s.Entity, Doc: s.Doc, SetsSafetyStock: s.SetsSafetyStock, Result: s.Result}
+	k := &Kind{Type: s.Type, Entity: s.Entity, Origin: s.Origin, Opens: s.Opens, Doc: s.Doc, SetsSafetyStock: s.SetsSafetyStock, Result: s.Result}
 	if !none {
 		ex, err := json.Marshal(s.Example)
 		if err != nil {
@@ -127,7 +154,8 @@ func register[D any](s spec[D]) {
 			return s.Step(t, cur, data.(*D))
 		}
 	}
-	if (s.Step == nil) != (s.Entity == OnNamed) || (s.Result == NoResult) != (s.Entity == OnNamed) {
+	if (s.Step == nil) != (s.Entity == OnNamed) || (s.Result == NoResult) != (s.Entity == OnNamed) ||
+		(s.Origin == Nudge) != (s.Entity == OnNamed) {
 		panic(fmt.Sprintf("domain: kind %s: every kind but junban's drain has a Step and a Result shape", s.Type))
 	}
 	if (s.Entity == OnSKU) != (s.SKU != nil) {
@@ -149,11 +177,15 @@ func Kinds() []*Kind {
 	return out
 }
 
-// The kinds. Each step function, the orders' and the SKUs', is in step.go.
+// The OpenAPI document's EventType and the kinds index of docs/events.md are written from
+// the registry.
+//go:generate go run ./kindsgen -openapi ../api/openapi.json -events ../../docs/events.md
+
+// The kinds. Each step function is a method of txn in step.go.
 func init() {
 	lines3 := []event.Line{{LineID: "1", SKU: "SKU-0001", Qty: 2}, {LineID: "2", SKU: "SKU-0002", Qty: 1}}
 	register(spec[event.OrderData]{
-		Type: event.OrderPlaced, Entity: OnOrder, Result: OrderLines,
+		Type: event.OrderPlaced, Entity: OnOrder, Origin: FromSender, Opens: true, Result: OrderLines,
 		Doc:     "a new order: its lines are allocated (mode ship) or reserved (mode reserve) for its target date",
 		Example: event.OrderData{Mode: event.ModeShip, TargetDate: "2026-12-03", Lines: lines3},
 		Check: func(d *event.OrderData, lim Limits) error {
@@ -164,7 +196,7 @@ func init() {
 		},
 	})
 	register(spec[event.OrderData]{
-		Type: event.OrderLinesChanged, Entity: OnOrder, Result: OrderLines,
+		Type: event.OrderLinesChanged, Entity: OnOrder, Origin: FromSender, Result: OrderLines,
 		Doc:     "the order's lines become these: lowered and removed lines give units back, raised and new ones allocate",
 		Example: event.OrderData{Lines: []event.Line{{LineID: "1", SKU: "SKU-0001", Qty: 3}}},
 		Check: func(d *event.OrderData, lim Limits) error {
@@ -175,31 +207,31 @@ func init() {
 		},
 	})
 	register(spec[noData]{
-		Type: event.PaymentConfirmed, Entity: OnOrder, Result: OrderLines,
+		Type: event.PaymentConfirmed, Entity: OnOrder, Origin: FromSender, Result: OrderLines,
 		Doc: "the order is paid (a shipment waits for it)",
 		Step: func(_ *txn, cur *event.OrderSnapshot, _ *noData) (transition, error) {
 			return paymentConfirmed(cur), nil
 		},
 	})
 	register(spec[noData]{
-		Type: event.OrderAllocateForShipment, Entity: OnOrder, Result: OrderLines,
+		Type: event.OrderAllocateForShipment, Entity: OnOrder, Origin: FromSender, Result: OrderLines,
 		Doc: "a reserved order's units become allocated for shipment",
 		Step: func(t *txn, cur *event.OrderSnapshot, _ *noData) (transition, error) {
 			return t.allocateForShipment(cur)
 		},
 	})
 	register(spec[noData]{
-		Type: event.OrderCancelled, Entity: OnOrder, Result: OrderLines,
+		Type: event.OrderCancelled, Entity: OnOrder, Origin: FromSender, Result: OrderLines,
 		Doc:  "the order is cancelled: what it holds goes back to sale",
 		Step: func(t *txn, cur *event.OrderSnapshot, _ *noData) (transition, error) { return t.cancelled(cur) },
 	})
 	register(spec[noData]{
-		Type: event.OrderShipped, Entity: OnOrder, Result: OrderLines,
+		Type: event.OrderShipped, Entity: OnOrder, Origin: FromSender, Result: OrderLines,
 		Doc:  "a paid, allocated order left the warehouse",
 		Step: func(t *txn, cur *event.OrderSnapshot, _ *noData) (transition, error) { return t.shipped(cur) },
 	})
 	register(spec[event.ReturnedData]{
-		Type: event.OrderReturned, Entity: OnOrder, Result: OrderLines,
+		Type: event.OrderReturned, Entity: OnOrder, Origin: FromSender, Result: OrderLines,
 		Doc:     "units of a shipped order came back, to sale or (defective) to the defective bucket",
 		Example: event.ReturnedData{Lines: []event.ReturnLine{{LineID: "1", Qty: 1}}},
 		Check:   func(d *event.ReturnedData, lim Limits) error { return validateReturn(d, lim.maxLines()) },
@@ -209,7 +241,7 @@ func init() {
 	})
 	holdUntil := time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)
 	register(spec[event.ReservationExtendedData]{
-		Type: event.OrderReservationExtended, Entity: OnOrder, Result: OrderLines,
+		Type: event.OrderReservationExtended, Entity: OnOrder, Origin: FromSender, Result: OrderLines,
 		Doc:     "a reserve-mode order's hold moves to hold_until, or to hold_for after occurred_at",
 		Example: event.ReservationExtendedData{Hold: event.Hold{HoldUntil: &holdUntil}},
 		Check:   func(d *event.ReservationExtendedData, _ Limits) error { return checkHold(&d.Hold) },
@@ -218,7 +250,7 @@ func init() {
 		},
 	})
 	register(spec[event.ReservationExpiredData]{
-		Type: event.OrderReservationExpired, Entity: OnOrder, Result: OrderLines,
+		Type: event.OrderReservationExpired, Entity: OnOrder, Origin: Own, Result: OrderLines,
 		Doc:     "junban's own: the order's hold_until passed; its reserved units go back to sale and the order is expired",
 		Example: event.ReservationExpiredData{HoldUntil: holdUntil},
 		Check:   checkExpired,
@@ -227,7 +259,7 @@ func init() {
 		},
 	})
 	register(spec[event.InventoryReceivedData]{
-		Type: event.InventoryReceived, Entity: OnSKU, Result: OneLot,
+		Type: event.InventoryReceived, Entity: OnSKU, Origin: FromSender, Result: OneLot,
 		Doc:     "a planned lot arrived: it becomes on hand with its best-before and the quantity counted",
 		Example: event.InventoryReceivedData{SKU: "SKU-0001", LotID: "LOT-P1", BestBefore: "2027-06-30", Qty: 48},
 		Check:   checkReceived,
@@ -237,7 +269,7 @@ func init() {
 		},
 	})
 	register(spec[event.InventoryAdjustedData]{
-		Type: event.InventoryAdjusted, Entity: OnSKU, Result: OneLot,
+		Type: event.InventoryAdjusted, Entity: OnSKU, Origin: FromSender, Result: OneLot,
 		Doc:     "a stock count corrected a lot's sellable quantity",
 		Example: event.InventoryAdjustedData{SKU: "SKU-0001", LotID: "LOT-A1", Delta: -2, Reason: "count"},
 		Check:   checkAdjusted,
@@ -247,7 +279,7 @@ func init() {
 		},
 	})
 	register(spec[event.SKURegisteredData]{
-		Type: event.InventorySKURegistered, Entity: OnSKU, Result: OneLot, SetsSafetyStock: true,
+		Type: event.InventorySKURegistered, Entity: OnSKU, Origin: FromSender, Result: OneLot, SetsSafetyStock: true,
 		Doc:     "a new SKU and its safety stock",
 		Example: event.SKURegisteredData{SKU: "SKU-0100", SafetyStock: 5},
 		Check:   func(d *event.SKURegisteredData, _ Limits) error { return checkSafetyStock(d.SKU, d.SafetyStock) },
@@ -257,7 +289,7 @@ func init() {
 		},
 	})
 	register(spec[event.SafetyStockChangedData]{
-		Type: event.InventorySafetyStockChanged, Entity: OnSKU, Result: OneLot, SetsSafetyStock: true,
+		Type: event.InventorySafetyStockChanged, Entity: OnSKU, Origin: FromSender, Result: OneLot, SetsSafetyStock: true,
 		Doc:     "a SKU's safety stock changed",
 		Example: event.SafetyStockChangedData{SKU: "SKU-0001", SafetyStock: 8},
 		Check:   func(d *event.SafetyStockChangedData, _ Limits) error { return checkSafetyStock(d.SKU, d.SafetyStock) },
@@ -267,7 +299,7 @@ func init() {
 		},
 	})
 	register(spec[event.LotRegisteredData]{
-		Type: event.InventoryLotRegistered, Entity: OnSKU, Result: OneLot,
+		Type: event.InventoryLotRegistered, Entity: OnSKU, Origin: FromSender, Result: OneLot,
 		Doc: "a new lot of a SKU, planned (a purchase order's delivery) or on hand",
 		Example: event.LotRegisteredData{SKU: "SKU-0001", LotID: "LOT-P2", Kind: event.KindPlanned, ArrivesAt: "2026-12-20",
 			ValidFrom: "2026-12-01", ValidTo: "2027-12-31", Sellable: 48},
@@ -279,7 +311,7 @@ func init() {
 	})
 	lotQty := func(typ event.Type, doc string, step func(t *txn, d *event.LotQtyData) (transition, error)) {
 		register(spec[event.LotQtyData]{
-			Type: typ, Entity: OnSKU, Result: OneLot, Doc: doc,
+			Type: typ, Entity: OnSKU, Origin: FromSender, Result: OneLot, Doc: doc,
 			Example: event.LotQtyData{SKU: "SKU-0001", LotID: "LOT-A1", Qty: 2, Reason: "quality check"},
 			Check:   checkLotQty,
 			SKU:     func(d *event.LotQtyData) string { return d.SKU },
@@ -290,7 +322,7 @@ func init() {
 	lotQty(event.InventoryReleasedHold, "held units go back to sale (hidden -> sellable)", (*txn).releaseHold)
 	lotQty(event.InventoryDamaged, "units of a lot were found damaged (sellable -> defective)", (*txn).damage)
 	register(spec[event.LotRecalledData]{
-		Type: event.InventoryLotRecalled, Entity: OnSKU, Result: OneLotWithHolders,
+		Type: event.InventoryLotRecalled, Entity: OnSKU, Origin: FromSender, Result: OneLotWithHolders,
 		Doc:     "a whole lot is defective: never a candidate again; the result lists the orders holding it",
 		Example: event.LotRecalledData{SKU: "SKU-0001", LotID: "LOT-A1", Reason: "supplier recall"},
 		Check:   checkRecalled,
@@ -298,7 +330,7 @@ func init() {
 		Step:    func(t *txn, _ *event.OrderSnapshot, d *event.LotRecalledData) (transition, error) { return t.recall(d) },
 	})
 	register(spec[noData]{
-		Type: event.Drain, Entity: OnNamed, // no Step: a drain never reaches the state machine
+		Type: event.Drain, Entity: OnNamed, Origin: Nudge, // no Step: a drain never reaches the state machine
 		Doc: "junban's own nudge: a replica takes the named entity's turn and drains its wait list",
 	})
 }

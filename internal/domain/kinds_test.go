@@ -139,7 +139,7 @@ func TestResultBoundCountsEveryKind(t *testing.T) {
 	all := domain.WorstCaseResultBytes(lines, lots)
 	for _, k := range domain.Kinds() {
 		r, ok := domain.WorstCaseResultOf(k, lines, lots)
-		if ok != (k.Type != event.Drain) {
+		if ok != (k.Origin != domain.Nudge) {
 			t.Errorf("%s: a worst case %v", k.Type, ok)
 			continue
 		}
@@ -163,5 +163,51 @@ func TestResultBoundCountsEveryKind(t *testing.T) {
 	pb, _ := json.Marshal(placed)
 	if len(rb) <= len(pb) || all != len(rb) {
 		t.Errorf("one line: a recall's worst case %d bytes, an order's %d, the bound %d: want the recall's, the larger", len(rb), len(pb), all)
+	}
+}
+
+// Every kind says who makes its events, and what that implies holds: an Own kind's event
+// id may be in junban's namespace (its expiry id), a sender's may not; a Nudge names the
+// entity it drains; only a sender's order event opens its order; the Doc of junban's own
+// kinds says so. Fails for a kind registered without its Origin (the worker would not know whether to refuse it from the
+// queue, nor whether to step it), and for an Origin that does not match the kind.
+func TestKindsDeclareTheirOrigin(t *testing.T) {
+	opens := 0
+	for _, k := range domain.Kinds() {
+		switch k.Origin {
+		case domain.FromSender, domain.Own, domain.Nudge:
+		default:
+			t.Errorf("%s: no Origin (FromSender, Own or Nudge) in its registration", k.Type)
+			continue
+		}
+		// The doc a reader sees in the kinds index says whose the events are.
+		if strings.HasPrefix(k.Doc, "junban's own") != (k.Origin != domain.FromSender) {
+			t.Errorf("%s (origin %d): its Doc %q and its Origin disagree on whether it is junban's own", k.Type, k.Origin, k.Doc)
+		}
+		own, err := json.Marshal(event.Order{EventID: event.OwnMark + "expiry:LC-1", Type: k.Type, LCID: "LC-1", Data: k.Example})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = domain.Decode(own, 0)
+		if (err == nil) != (k.Origin == domain.Own) {
+			t.Errorf("%s (origin %d): an event id in junban's namespace decodes: %v", k.Type, k.Origin, err)
+		}
+		body, _ := json.Marshal(event.Order{EventID: "e-1", Type: k.Type, LCID: "sku:SKU-1", Data: k.Example})
+		ev, err := domain.Decode(body, 0)
+		if k.Origin == domain.Nudge && (err != nil || ev.DrainOf() != "sku:SKU-1" || k.Entity != domain.OnNamed) {
+			t.Errorf("%s: a nudge names the entity it drains: %q, %v", k.Type, ev.DrainOf(), err)
+		}
+		if k.Origin != domain.Nudge && err == nil && ev.DrainOf() != "" {
+			t.Errorf("%s: not a nudge, but drains %q", k.Type, ev.DrainOf())
+		}
+		if k.Opens {
+			opens++
+			if k.Entity != domain.OnOrder || k.Origin != domain.FromSender {
+				t.Errorf("%s: opens its order, but is not a sender's order event", k.Type)
+			}
+		}
+	}
+	if opens == 0 {
+		t.Error("no kind opens its order")
 	}
 }

@@ -247,7 +247,7 @@ func (p *Processor) step(ctx context.Context, t lockhandoff.Turn, envelope []byt
 		p.log.With(tracing.LogFields(ctx)...).Error("undecodable envelope in a turn", zap.String("entity", t.Entity), zap.Error(err))
 		return nil, p.dlq(ctx, envelope, domain.InvalidReason(err), nil)
 	}
-	if ev.Type == event.Drain {
+	if ev.Kind().Origin == domain.Nudge {
 		return nil, nil
 	}
 	ctx, span := startStep(ctx, t, &ev)

@@ -81,7 +81,7 @@ func (p *Processor) quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 	if err != nil {
 		return nil, p.dlq(ctx, envelope, domain.InvalidReason(err), nil)
 	}
-	if ev.Type == event.Drain {
+	if ev.Kind().Origin == domain.Nudge {
 		return nil, nil
 	}
 	reason := quarantineReason(f)

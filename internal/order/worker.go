@@ -101,9 +101,9 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) (out queue.Outcome
 		return queue.Outcome{Verdict: queue.Poison, Reason: err.Error()}
 	}
 	log = log.WithLazy(zap.String("event_id", ev.EventID), zap.String("entity", ev.Entity()))
-	if ev.Type == event.OrderReservationExpired {
+	if ev.Kind().Origin == domain.Own {
 		err := &domain.InvalidError{Reason: domain.ReasonJunbanEvent,
-			Detail: "order.reservation_expired is junban's own: the order-worker submits it into the turn when the hold passes; a message cannot"}
+			Detail: string(ev.Type) + " is junban's own: the order-worker submits it into the turn itself; a message cannot"}
 		log.Info("invalid order event", append(envelopeFields(env), zap.String("message_id", m.ID), zap.Error(err))...)
 		return queue.Outcome{Verdict: queue.Poison, Reason: err.Error()}
 	}
@@ -114,7 +114,7 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) (out queue.Outcome
 	if env.Kind != domain.EnvelopeRaw {
 		log.Debug("order event unwrapped", append(envelopeFields(env), zap.String("message_id", m.ID))...)
 	}
-	if ev.Type == event.Drain {
+	if ev.Kind().Origin == domain.Nudge {
 		if err := w.Turns.Resume(ctx, ev.DrainOf()); err != nil {
 			return queue.Outcome{Verdict: queue.Retry, Reason: err.Error()}
 		}

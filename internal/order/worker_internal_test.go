@@ -73,7 +73,7 @@ func TestWorkerSendsJunbansOwnNamesToTheDLQ(t *testing.T) {
 	w := &Worker{Log: zap.NewNop()}
 	hold := event.ExpiryEventID("LC-1", time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC))
 	for _, k := range domain.Kinds() {
-		if k.Type == event.OrderReservationExpired || k.Type == event.Drain {
+		if k.Origin != domain.FromSender {
 			continue
 		}
 		for _, o := range []event.Order{
