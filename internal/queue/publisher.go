@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/growstack"
 	"github.com/junban/junban/internal/tracing"
 )
@@ -40,6 +41,9 @@ var (
 	// ErrTooLarge: a message (body plus attributes) exceeds the queue's maximum message
 	// size. It is refused before sending, never truncated.
 	ErrTooLarge = errors.New("queue: message too large")
+	// ErrUncarriable: a body with a character SQS refuses (event.Carriable), refused here
+	// as SQS would (InvalidMessageContents), whatever the emulator in front accepts.
+	ErrUncarriable = errors.New("queue: a character SQS cannot carry")
 	// ErrEmptyBody: SQS refuses messages without a body.
 	ErrEmptyBody = errors.New("queue: empty message body")
 	// ErrTooManyAttributes: a message carries more than SQS's ten attributes.
@@ -103,6 +107,9 @@ func (r *sqsRefusal) Error() string {
 	return fmt.Sprintf("queue: publish to %s: %s: %s", r.queue, r.code, r.message)
 }
 
+// codeInvalidMessageContents is SQS's code for a body with a character it cannot carry.
+const codeInvalidMessageContents = "InvalidMessageContents"
+
 // entryError names message i's failure, and whether sending it again can help.
 func entryError(i int, err error) *EntryError {
 	e := &EntryError{Index: i, Err: err}
@@ -110,6 +117,8 @@ func entryError(i int, err error) *EntryError {
 	switch {
 	case errors.As(err, &r):
 		e.Code, e.Refused = r.code, r.senderFault
+	case errors.Is(err, ErrUncarriable):
+		e.Code, e.Refused = codeInvalidMessageContents, true
 	case errors.Is(err, ErrTooLarge), errors.Is(err, ErrEmptyBody), errors.Is(err, ErrTooManyAttributes),
 		errors.Is(err, ErrNoGroupID), errors.Is(err, ErrNoDedupID):
 		e.Refused = true
@@ -436,6 +445,9 @@ func (p *Publisher) prepare(ctx context.Context, body []byte, attrs map[string]s
 	size := messageSize(body, sqsAttrs)
 	if size > p.cfg.MaxMessageSize {
 		return nil, fmt.Errorf("%w: %d bytes (body %d), queue %s allows %d", ErrTooLarge, size, len(body), p.cfg.Name, p.cfg.MaxMessageSize)
+	}
+	if !event.Carriable(string(body)) {
+		return nil, fmt.Errorf("%w: queue %s", ErrUncarriable, p.cfg.Name)
 	}
 	e := &pubEntry{body: string(body), attrs: sqsAttrs, size: size, res: make(chan error, 1)}
 	if p.fifo {

@@ -15,9 +15,11 @@ import (
 )
 
 // A message SQS refuses as the sender's fault (U+FFFF, a character SQS cannot carry) fails
-// alone in a PublishBatch of one SendMessageBatch, as an EntryError that names its index
-// and SQS's code and says it is refused; the others are accepted. Broken variant: the
-// refusal reported as a plain error, without its code (no EntryError).
+// alone in a PublishBatch, as an EntryError that names its index and SQS's code and says
+// it is refused; the others are accepted. The publisher refuses it before sending, as SQS
+// does: local-aws-sqs accepts it. Broken variants: the refusal reported as a plain error,
+// without its code (no EntryError); without the publisher's own check, on local-aws-sqs,
+// all ten were accepted.
 func TestPublishBatchReportsARefusedMessageAlone(t *testing.T) {
 	t.Parallel()
 	testenv.EachQueueKind(t, func(t *testing.T, newQueues testenv.NewQueuesFunc) {
