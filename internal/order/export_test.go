@@ -11,3 +11,6 @@ var (
 	AckOutbox = ackOutbox
 	AckHash   = ackScript.Hash()
 )
+
+// CommitHash is commit.lua's SHA-1.
+var CommitHash = commitScript.Hash()
