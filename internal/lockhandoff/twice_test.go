@@ -108,14 +108,17 @@ func TestLeaveTwiceTrimsOnce(t *testing.T) {
 }
 
 // A take whose reply is lost is sent again by the client: the second run finds the turn
-// held by its own token and answers as the first did, or queues the envelope behind the
-// first send's; either way the envelope runs once.
+// held by its own token and answers TURN again, without a second push: the envelope runs
+// once.
+//
+// Broken variant tried: take.lua without its own-token check: the retry queued e0 behind
+// the turn its first send took, and no handler ran.
 func TestTakeTwiceRunsOnce(t *testing.T) {
 	t.Parallel()
 	const entity = "LC-twice-take"
 	r := newTwiceRig(t, entity, takeScript.Hash(), Config{HandlerRetries: -1})
 	if _, err := r.hd.Submit(context.Background(), entity, []byte("e0")); err != nil {
-		t.Logf("submit with its take's reply lost: %v", err)
+		t.Fatal(err)
 	}
 	if r.drop.Dropped() != 1 {
 		t.Fatalf("the proxy dropped %d replies, want 1", r.drop.Dropped())
