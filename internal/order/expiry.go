@@ -19,6 +19,7 @@ import (
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/replication"
 	"github.com/junban/junban/internal/tracing"
 )
 
@@ -76,7 +77,25 @@ func dueScore(t time.Time) int64 { return t.UnixMicro() }
 // IndexHold writes lcid's entry at hold: the handler's write before a commit, and a
 // re-index of restored orders (junbanctl holds reindex). A stale entry is harmless.
 func IndexHold(ctx context.Context, rc redis.UniversalClient, prefix, lcid string, hold time.Time) error {
-	err := rc.ZAdd(ctx, DueKey(prefix, DueShard(lcid)), redis.Z{Score: float64(dueScore(hold)), Member: lcid}).Err()
+	return indexHold(ctx, rc, nil, prefix, lcid, hold)
+}
+
+// indexHold is IndexHold followed, when w is on, by a WAIT on the due shard's primary
+// (another primary than the order's on a cluster, so the commit's WAIT does not cover
+// it): a commit that relies on the entry must not outlive it in a failover.
+func indexHold(ctx context.Context, rc redis.UniversalClient, w *replication.Waiter, prefix, lcid string, hold time.Time) error {
+	key := DueKey(prefix, DueShard(lcid))
+	z := redis.Z{Score: float64(dueScore(hold)), Member: lcid}
+	var err error
+	if w.On() {
+		var c *redis.IntCmd
+		err = w.Pipelined(ctx, rc, key, "due", func(pp redis.Pipeliner) { c = pp.ZAdd(ctx, key, z) })
+		if c != nil && c.Err() != nil {
+			err = c.Err()
+		}
+	} else {
+		err = rc.ZAdd(ctx, key, z).Err()
+	}
 	if err != nil {
 		return fmt.Errorf("order: index the hold of %s: %w", lcid, err)
 	}
@@ -116,7 +135,7 @@ func (p *Processor) indexBefore(ctx context.Context, lcid string, was, next doma
 	if h == nil || (sameHold(holdOf(was.Order), h) && !restored) {
 		return nil
 	}
-	return IndexHold(ctx, p.rc, p.cfg.Prefix, lcid, *h)
+	return indexHold(ctx, p.rc, p.cfg.Replication, p.cfg.Prefix, lcid, *h)
 }
 
 // unindexAfter removes the due entry of a hold the committed step cleared, while its score

@@ -10,7 +10,9 @@ package order
 import (
 	"cmp"
 	"context"
+	"crypto/sha1"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -609,17 +611,35 @@ func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []strin
 		if trim, terr := t.Trim(outbox, n); last && terr == nil {
 			return []lockhandoff.Trim{trim}, nil
 		}
-		ok, aerr := ackScript.Run(ctx, p.rc, []string{p.key(t.Entity, "lock"), outbox}, t.Token, n).Int()
+		ok, aerr := ackOutbox(ctx, p.rc, p.key(t.Entity, "lock"), outbox, t.Token, items[:n])
 		if aerr != nil {
 			return nil, fmt.Errorf("order: outbox ack: %w", aerr)
 		}
-		if ok == 0 {
+		if !ok {
 			return nil, fmt.Errorf("%w: %s", ErrFenced, t.Entity)
 		}
 		if last {
 			return nil, nil
 		}
 	}
+}
+
+// ackOutbox drops published, the outbox's oldest entries, while the turn of lock is token's;
+// ok is false when it is not. It names the entries it drops (see ack.lua), so a run sent
+// again after a lost reply drops nothing more.
+func ackOutbox(ctx context.Context, rc redis.Scripter, lock, outbox, token string, published []string) (ok bool, err error) {
+	if len(published) == 0 {
+		return true, nil
+	}
+	n, err := ackScript.Run(ctx, rc, []string{lock, outbox}, token, len(published),
+		sha1Hex(published[0]), sha1Hex(published[len(published)-1])).Int()
+	return n == 1, err
+}
+
+// sha1Hex is redis.sha1hex of s.
+func sha1Hex(s string) string {
+	h := sha1.Sum([]byte(s))
+	return hex.EncodeToString(h[:])
 }
 
 // publish sends results to the results queue and returns how many of them, from the
