@@ -366,8 +366,7 @@ func TestResultTooLargeIsQuarantinedAtOnce(t *testing.T) {
 // run commits the record. No sender can take the name now (event.OwnMark); a done marker
 // from before could. Broken variant tried: with commit's "done already" taken as success,
 // as it was, the quarantine logged "its ledger operations were undone", no record was
-// committed, and the state never counted the quarantine (so a redrive replayed the undone
-// operations).
+// committed, and the state never counted the quarantine.
 func TestQuarantineWhoseRecordNameIsTakenFailsLoudly(t *testing.T) {
 	t.Parallel()
 	flaky := &flakyLedger{fail: ":2:"}
