@@ -70,7 +70,7 @@ test: stack vet
 # The tests that depend most on how the SQS server behaves: the queue package, the end
 # to end run, and every DLQ path (the consumer's Poison, SQS's redrive, junbanctl dlq).
 OTHER_SQS_PACKAGES := ./internal/queue/ ./e2e/
-OTHER_SQS_DLQ      := ./cmd/junbanctl/ ./cmd/order-worker/ ./internal/persist/
+OTHER_SQS_DLQ      := ./cmd/junbanctl/ ./cmd/order-worker/ ./internal/postgres/persist/
 OTHER_SQS_DLQ_RUN  := TestDLQ|TestPoison|TestConsumerPoison
 
 ## test-other-sqs: the queue, e2e and DLQ tests on the emulator that AWS_ENDPOINT_URL_SQS

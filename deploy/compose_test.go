@@ -14,8 +14,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/junban/junban/internal/api"
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/http/api"
+	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/queue"
 )
 

@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/junban/junban/internal/outbound"
+	"github.com/junban/junban/internal/postgres/outbound"
 )
 
 // jsonBlock is a fenced json block of a Markdown file.

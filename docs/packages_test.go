@@ -55,7 +55,7 @@ var repoPath = regexp.MustCompile("`((?:cmd|internal|tools)(?:/[A-Za-z0-9_./-]*[
 // docs/architecture.md names every package under cmd/, internal/ and tools/ (in
 // backticks, as `internal/order`), and every such path it names exists. A package
 // added, moved or removed without its line fails here. (Fails with the line of
-// internal/keyscan removed, and with a line for internal/nothing added; tried.)
+// internal/redis/keyscan removed, and with a line for internal/nothing added; tried.)
 func TestArchitectureNamesEveryPackage(t *testing.T) {
 	root := repoRoot(t)
 	raw, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))

@@ -16,18 +16,18 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/aws/topics"
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/order"
-	"github.com/junban/junban/internal/persist"
+	"github.com/junban/junban/internal/platform/config"
+	"github.com/junban/junban/internal/postgres/inventorydb"
+	"github.com/junban/junban/internal/postgres/persist"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/internal/testenv/loadgen"
-	"github.com/junban/junban/internal/topics"
 )
 
 type fleet struct {

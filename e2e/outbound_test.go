@@ -12,17 +12,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/aws/topics"
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger/stock"
-	"github.com/junban/junban/internal/outbound"
-	"github.com/junban/junban/internal/persist"
+	"github.com/junban/junban/internal/platform/config"
+	"github.com/junban/junban/internal/postgres/outbound"
+	"github.com/junban/junban/internal/postgres/persist"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/internal/testenv/loadgen"
 	"github.com/junban/junban/internal/testenv/outboundcheck"
-	"github.com/junban/junban/internal/topics"
 )
 
 // The fleet with the persist-worker publishing to an outbound topic, a shop's queue

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junban/junban/internal/aws/topics"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger/stock"
-	"github.com/junban/junban/internal/persist"
+	"github.com/junban/junban/internal/postgres/persist"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/internal/testenv/loadgen"
-	"github.com/junban/junban/internal/topics"
 )
 
 // Orders published to real SNS topics reach PostgreSQL: the orders queue is subscribed

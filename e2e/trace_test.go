@@ -15,16 +15,16 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/http/webhook"
+	"github.com/junban/junban/internal/http/webhooksend"
 	"github.com/junban/junban/internal/ledger/stock"
-	"github.com/junban/junban/internal/persist"
+	"github.com/junban/junban/internal/platform/config"
+	"github.com/junban/junban/internal/postgres/persist"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/internal/testenv/loadgen"
-	"github.com/junban/junban/internal/webhook"
-	"github.com/junban/junban/internal/webhooksend"
 )
 
 // tracedFleet is the webhook-gateway, two order-workers and a persist-worker as processes,

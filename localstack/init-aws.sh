@@ -1,6 +1,6 @@
 #!/bin/bash
 # LocalStack ready hook (docker-compose.yml mounts it in /etc/localstack/init/ready.d):
-# - junban's queue pairs as `junbanctl queues create` makes them (internal/config's
+# - junban's queue pairs as `junbanctl queues create` makes them (internal/platform/config's
 #   SQS.Pairs): each dead-letter queue, then its work queue with the redrive policy to it
 #   and junbanctl's defaults (internal/queue/provision.go); and the same pairs as FIFO
 #   queues, as `junbanctl queues create --fifo` makes them (a FIFO queue's DLQ is FIFO too);

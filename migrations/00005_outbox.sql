@@ -1,4 +1,4 @@
--- Outbound events (internal/outbound, docs/outbound.md): the persist-worker writes what a
+-- Outbound events (internal/postgres/outbound, docs/outbound.md): the persist-worker writes what a
 -- batch of results changed into the outbox in the transaction that applies the batch, and
 -- its relay publishes the rows to an SNS topic; junban-api serves them from here too
 -- (GET /v1/events).

@@ -13,10 +13,10 @@ import (
 	"github.com/pressly/goose/v3"
 	"gorm.io/gorm"
 
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger/stock"
-	"github.com/junban/junban/internal/persist"
+	"github.com/junban/junban/internal/platform/config"
+	"github.com/junban/junban/internal/postgres/persist"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/migrations"
 )

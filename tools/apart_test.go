@@ -43,8 +43,8 @@ func TestBinariesLinkNoTools(t *testing.T) {
 	}
 	for _, bin := range bins {
 		deps := listDeps(t, root, "./cmd/"+bin)
-		if _, ok := deps[module+"/internal/config"]; !ok {
-			t.Fatalf("go list -deps ./cmd/%s: no internal/config among %d packages: the listing is not the binary's", bin, len(deps))
+		if _, ok := deps[module+"/internal/platform/config"]; !ok {
+			t.Fatalf("go list -deps ./cmd/%s: no internal/platform/config among %d packages: the listing is not the binary's", bin, len(deps))
 		}
 		for pkg := range deps {
 			if under(pkg, module+"/tools") || under(pkg, module+"/internal/testenv") {

@@ -1,6 +1,6 @@
 // Command junban-api serves junban's read side over HTTP: stock and availability,
 // orders with their timeline and turn, stuck turns and the dead-letter queues
-// (internal/api, docs/api.md), and the operator console at / (internal/console,
+// (internal/http/api, docs/api.md), and the operator console at / (internal/http/console,
 // docs/console.md).
 package main
 
@@ -21,16 +21,16 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
-	"github.com/junban/junban/internal/api"
-	"github.com/junban/junban/internal/config"
-	"github.com/junban/junban/internal/console"
 	"github.com/junban/junban/internal/domain"
-	"github.com/junban/junban/internal/health"
-	"github.com/junban/junban/internal/inventorydb"
+	"github.com/junban/junban/internal/http/api"
+	"github.com/junban/junban/internal/http/console"
+	"github.com/junban/junban/internal/http/health"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/platform/config"
+	"github.com/junban/junban/internal/platform/tracing"
+	"github.com/junban/junban/internal/postgres/inventorydb"
 	"github.com/junban/junban/internal/queue"
-	"github.com/junban/junban/internal/tracing"
 )
 
 // startTimeout bounds resolving the orders queue at start-up.
@@ -158,7 +158,7 @@ func (d *deps) close() {
 	d.rc.Close()
 }
 
-// buildHandler is the API with the operator console at `/` (internal/console), over the
+// buildHandler is the API with the operator console at `/` (internal/http/console), over the
 // API's handlers and tokens, answering only the names of JUNBAN_API_ALLOWED_HOSTS.
 func buildHandler(cfg api.Config, cs console.Settings, d *deps, log *zap.Logger, reg *prometheus.Registry) (http.Handler, error) {
 	led, err := ledger.New(ledger.Config{Redis: d.rc, Prefix: cfg.KeyPrefix, Loader: inventorydb.PGLoader{DB: d.db}})

@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
-	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/config"
-	"github.com/junban/junban/internal/dlq"
+	"github.com/junban/junban/internal/aws/dlq"
+	"github.com/junban/junban/internal/platform/cli"
+	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/queue"
 )
 

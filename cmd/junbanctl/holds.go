@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/order"
-	"github.com/junban/junban/internal/persist"
+	"github.com/junban/junban/internal/platform/cli"
+	"github.com/junban/junban/internal/postgres/persist"
 )
 
 // reindexReport is what holds reindex prints with --json.

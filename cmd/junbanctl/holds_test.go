@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junban/junban/internal/persist"
+	"github.com/junban/junban/internal/postgres/persist"
 	"github.com/junban/junban/internal/testenv"
 )
 

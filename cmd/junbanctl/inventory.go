@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger/stock"
+	"github.com/junban/junban/internal/platform/cli"
+	"github.com/junban/junban/internal/postgres/inventorydb"
 )
 
 // inventoryReport is what inventory import prints with --json.

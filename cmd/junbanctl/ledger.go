@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/platform/cli"
+	"github.com/junban/junban/internal/platform/config"
 )
 
 // ledgerCmd groups the commands that maintain the ledger's data in Redis.

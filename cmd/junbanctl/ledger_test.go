@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/ledger/stock"
+	"github.com/junban/junban/internal/platform/cli"
 	"github.com/junban/junban/internal/testenv"
 )
 

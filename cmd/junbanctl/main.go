@@ -5,13 +5,13 @@
 //
 // Exit status: 0 on success (and for --help, -h and help), 1 when the command failed,
 // 2 for a mistake in the command line (unknown command or flag, a missing or extra
-// argument, a flag value out of range), with the usage on standard error (internal/cli).
+// argument, a flag value out of range), with the usage on standard error (internal/platform/cli).
 package main
 
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/junban/junban/internal/cli"
+	"github.com/junban/junban/internal/platform/cli"
 )
 
 func main() {

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/junban/junban/internal/cli"
+	"github.com/junban/junban/internal/platform/cli"
 	"github.com/junban/junban/internal/testenv"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/junban/junban/internal/cli"
+	"github.com/junban/junban/internal/platform/cli"
 )
 
 // movedCmds are the commands that went to junbanlab with the tooling they run: hidden,

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/junban/junban/internal/api"
-	"github.com/junban/junban/internal/cli"
+	"github.com/junban/junban/internal/http/api"
+	"github.com/junban/junban/internal/platform/cli"
 )
 
 func orderCmd() *cobra.Command {

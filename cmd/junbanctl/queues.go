@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/platform/cli"
+	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/queue"
 )
 

@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/junban/junban/internal/cli"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/order"
-	"github.com/junban/junban/internal/persist"
-	"github.com/junban/junban/internal/progress"
+	"github.com/junban/junban/internal/platform/cli"
+	"github.com/junban/junban/internal/platform/progress"
+	"github.com/junban/junban/internal/postgres/persist"
 )
 
 // reconcileOptions are the flags of reconcile.

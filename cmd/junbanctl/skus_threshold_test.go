@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/testenv"
 )
 

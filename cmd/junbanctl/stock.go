@@ -8,11 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/junban/junban/internal/api"
-	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/inventorydb"
+	"github.com/junban/junban/internal/http/api"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/ledger/stock"
+	"github.com/junban/junban/internal/platform/cli"
+	"github.com/junban/junban/internal/postgres/inventorydb"
 )
 
 // readerDeps opens what api.Deps's readers need: Redis, PostgreSQL and the ledger over

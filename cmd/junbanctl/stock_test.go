@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junban/junban/internal/api"
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/http/api"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/order"

@@ -12,12 +12,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
-	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/aws/topics"
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/platform/cli"
+	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/queue"
-	"github.com/junban/junban/internal/topics"
 )
 
 // topicsOptions are the flags of topics subscribe.

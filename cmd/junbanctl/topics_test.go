@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/junban/junban/internal/cli"
+	"github.com/junban/junban/internal/aws/topics"
+	"github.com/junban/junban/internal/platform/cli"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/internal/topics"
 )
 
 // topics subscribe, run three times (raw; then a filter without raw; then the same again),

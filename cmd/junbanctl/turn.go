@@ -11,9 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/platform/cli"
+	"github.com/junban/junban/internal/platform/config"
 )
 
 // redisFromEnv connects to the Redis of REDIS_URL (JUNBAN_KEY_PREFIX, REDIS_CLUSTER) and

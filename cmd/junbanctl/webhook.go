@@ -22,12 +22,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/http/webhook"
+	"github.com/junban/junban/internal/http/webhooksend"
+	"github.com/junban/junban/internal/platform/cli"
+	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/queue"
-	"github.com/junban/junban/internal/webhook"
-	"github.com/junban/junban/internal/webhooksend"
 )
 
 // webhookFlags are the flags send and storm share: what to sign and where to send it.

@@ -11,9 +11,9 @@ import (
 	"github.com/stripe/stripe-go/v82"
 	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
 
+	"github.com/junban/junban/internal/http/webhook"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/internal/testenv/fleet"
-	"github.com/junban/junban/internal/webhook"
 )
 
 // What `webhook send` sends as a Stripe provider is an event that stripe-go's own

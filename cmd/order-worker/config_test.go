@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/domain"
+	"github.com/junban/junban/internal/platform/config"
 )
 
 // requiredEnv sets what config.Load requires, so that a test of the settings needs no stack

@@ -20,17 +20,17 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/domain"
-	"github.com/junban/junban/internal/health"
-	"github.com/junban/junban/internal/inventorydb"
+	"github.com/junban/junban/internal/http/health"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
-	"github.com/junban/junban/internal/pipeshare"
+	"github.com/junban/junban/internal/platform/config"
+	"github.com/junban/junban/internal/platform/tracing"
+	"github.com/junban/junban/internal/postgres/inventorydb"
 	"github.com/junban/junban/internal/queue"
-	"github.com/junban/junban/internal/replication"
-	"github.com/junban/junban/internal/tracing"
+	"github.com/junban/junban/internal/redis/pipeshare"
+	"github.com/junban/junban/internal/redis/replication"
 )
 
 // The shared round trips of the steps' single commands (pipeshare.Hook): one in flight at

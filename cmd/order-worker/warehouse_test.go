@@ -11,7 +11,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/ledger/stock"
-	"github.com/junban/junban/internal/persist"
+	"github.com/junban/junban/internal/postgres/persist"
 	"github.com/junban/junban/internal/testenv/loadgen"
 )
 

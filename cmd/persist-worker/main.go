@@ -1,6 +1,6 @@
 // Command persist-worker consumes result events from the results queue and writes them to
 // PostgreSQL in batches, one transaction per batch, idempotently and in any order
-// (internal/persist). A message is deleted only after its batch committed.
+// (internal/postgres/persist). A message is deleted only after its batch committed.
 package main
 
 import (
@@ -17,13 +17,13 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
-	"github.com/junban/junban/internal/config"
-	"github.com/junban/junban/internal/health"
-	"github.com/junban/junban/internal/outbound"
-	"github.com/junban/junban/internal/persist"
+	"github.com/junban/junban/internal/aws/topics"
+	"github.com/junban/junban/internal/http/health"
+	"github.com/junban/junban/internal/platform/config"
+	"github.com/junban/junban/internal/platform/tracing"
+	"github.com/junban/junban/internal/postgres/outbound"
+	"github.com/junban/junban/internal/postgres/persist"
 	"github.com/junban/junban/internal/queue"
-	"github.com/junban/junban/internal/topics"
-	"github.com/junban/junban/internal/tracing"
 	"github.com/junban/junban/migrations"
 )
 

@@ -14,11 +14,11 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/uuid"
 
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/aws/topics"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/outbound"
+	"github.com/junban/junban/internal/platform/config"
+	"github.com/junban/junban/internal/postgres/outbound"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/internal/topics"
 )
 
 // A persist-worker with a topic relays the outbox; killed (SIGKILL) in the middle of a

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junban/junban/internal/config"
-	"github.com/junban/junban/internal/persist"
+	"github.com/junban/junban/internal/platform/config"
+	"github.com/junban/junban/internal/postgres/persist"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/internal/testenv/resultgen"

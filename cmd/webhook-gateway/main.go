@@ -17,13 +17,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/domain"
-	"github.com/junban/junban/internal/health"
-	"github.com/junban/junban/internal/idempotency"
+	"github.com/junban/junban/internal/http/health"
+	"github.com/junban/junban/internal/http/webhook"
+	"github.com/junban/junban/internal/platform/config"
+	"github.com/junban/junban/internal/platform/tracing"
 	"github.com/junban/junban/internal/queue"
-	"github.com/junban/junban/internal/tracing"
-	"github.com/junban/junban/internal/webhook"
+	"github.com/junban/junban/internal/redis/idempotency"
 )
 
 // startTimeout bounds resolving the orders queue at start-up.

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junban/junban/internal/http/webhook"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/internal/webhook"
 )
 
 func TestMain(m *testing.M) {

@@ -179,7 +179,7 @@ func Kinds() []*Kind {
 
 // The OpenAPI document's EventType and the kinds index of docs/events.md are written from
 // the registry.
-//go:generate go run ./kindsgen -openapi ../api/openapi.json -events ../../docs/events.md
+//go:generate go run ./kindsgen -openapi ../http/api/openapi.json -events ../../docs/events.md
 
 // The kinds. Each step function is a method of txn in step.go.
 func init() {

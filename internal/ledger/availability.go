@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/junban/junban/internal/ledger/stock"
-	"github.com/junban/junban/internal/redisscript"
+	"github.com/junban/junban/internal/redis/redisscript"
 )
 
 // AvailabilityRequest asks what an allocation of Mode on TargetDate would get now.

@@ -16,9 +16,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/junban/junban/internal/keyscan"
 	"github.com/junban/junban/internal/ledger/stock"
-	"github.com/junban/junban/internal/tracing"
+	"github.com/junban/junban/internal/platform/tracing"
+	"github.com/junban/junban/internal/redis/keyscan"
 )
 
 var (

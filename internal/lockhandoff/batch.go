@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/junban/junban/internal/pipeshare"
-	"github.com/junban/junban/internal/replication"
+	"github.com/junban/junban/internal/redis/pipeshare"
+	"github.com/junban/junban/internal/redis/replication"
 )
 
 // batcher sends the scripts of concurrent turns (takes, handoffs, leaves) to Redis in shared

@@ -12,7 +12,7 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	"go.uber.org/zap"
 
-	"github.com/junban/junban/internal/growstack"
+	"github.com/junban/junban/internal/platform/growstack"
 )
 
 var (

@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/testenv"
 )
 

@@ -29,7 +29,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/junban/junban/internal/replication"
+	"github.com/junban/junban/internal/redis/replication"
 )
 
 // Key builds every key of an entity: prefix + ":{" + entity + "}:" + suffix, so all keys of

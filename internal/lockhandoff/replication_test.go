@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/junban/junban/internal/replication"
+	"github.com/junban/junban/internal/redis/replication"
 	"github.com/junban/junban/internal/testenv"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/junban/junban/internal/redisscript"
+	"github.com/junban/junban/internal/redis/redisscript"
 )
 
 var (

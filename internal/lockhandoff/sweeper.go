@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/junban/junban/internal/redisscript"
+	"github.com/junban/junban/internal/redis/redisscript"
 )
 
 // SweepStats says what one sweep did.

@@ -14,7 +14,7 @@ import (
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
-	"github.com/junban/junban/internal/replication"
+	"github.com/junban/junban/internal/redis/replication"
 	"github.com/junban/junban/internal/testenv"
 )
 

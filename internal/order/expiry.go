@@ -19,8 +19,8 @@ import (
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/lockhandoff"
-	"github.com/junban/junban/internal/replication"
-	"github.com/junban/junban/internal/tracing"
+	"github.com/junban/junban/internal/platform/tracing"
+	"github.com/junban/junban/internal/redis/replication"
 )
 
 // The due index: the orders whose reservation expires, spread over DueShards sorted sets

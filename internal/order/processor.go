@@ -30,10 +30,10 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/platform/tracing"
 	"github.com/junban/junban/internal/queue"
-	"github.com/junban/junban/internal/redisscript"
-	"github.com/junban/junban/internal/replication"
-	"github.com/junban/junban/internal/tracing"
+	"github.com/junban/junban/internal/redis/redisscript"
+	"github.com/junban/junban/internal/redis/replication"
 )
 
 // Defaults of Config.

@@ -19,8 +19,8 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/platform/tracing"
 	"github.com/junban/junban/internal/queue"
-	"github.com/junban/junban/internal/tracing"
 )
 
 // Reasons of a quarantine: the dead-letter reason of the envelope, and the reason of the

@@ -21,7 +21,7 @@ import (
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
-	"github.com/junban/junban/internal/persist"
+	"github.com/junban/junban/internal/postgres/persist"
 	"github.com/junban/junban/internal/queue"
 )
 

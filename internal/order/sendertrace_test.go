@@ -18,10 +18,10 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
-	"github.com/junban/junban/internal/persist"
+	"github.com/junban/junban/internal/platform/tracing"
+	"github.com/junban/junban/internal/postgres/persist"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/internal/tracing"
 )
 
 // A sender's trace context: a sampled traceparent and a tracestate of 32 members of 511

@@ -11,12 +11,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/junban/junban/internal/aws/topics"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/platform/tracing"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/internal/topics"
-	"github.com/junban/junban/internal/tracing"
 )
 
 // TestSNSNotificationContinuesItsPublishersTrace: an event published to a real SNS topic

@@ -7,7 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/keyscan"
+	"github.com/junban/junban/internal/redis/keyscan"
 )
 
 // Store reads the orders in Redis, for reconcile and tests; it writes nothing.

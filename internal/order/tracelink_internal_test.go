@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/junban/junban/internal/domain"
-	"github.com/junban/junban/internal/tracing"
+	"github.com/junban/junban/internal/platform/tracing"
 )
 
 func decodeEvent(t testing.TB, body string) domain.Event {

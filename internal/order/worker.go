@@ -17,8 +17,8 @@ import (
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/platform/tracing"
 	"github.com/junban/junban/internal/queue"
-	"github.com/junban/junban/internal/tracing"
 )
 
 // FullBackoffDefault is how long a message waits before SQS redelivers it when its

@@ -6,13 +6,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/junban/junban/internal/tracing"
+	"github.com/junban/junban/internal/platform/tracing"
 )
 
 // Message attributes junban sets itself.
 const (
 	// AttrTraceParent and AttrTraceState carry the W3C trace context of the send's span
-	// (internal/tracing); the consumer's span continues it.
+	// (internal/platform/tracing); the consumer's span continues it.
 	AttrTraceParent = tracing.AttrTraceParent
 	AttrTraceState  = tracing.AttrTraceState
 	// AttrDLQReason says why a message was dead-lettered.

@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.uber.org/zap"
 
-	"github.com/junban/junban/internal/growstack"
-	"github.com/junban/junban/internal/tracing"
+	"github.com/junban/junban/internal/platform/growstack"
+	"github.com/junban/junban/internal/platform/tracing"
 )
 
 func (r *run) handleBatch(ts []*tracked, ms []Message) {

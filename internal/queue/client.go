@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/platform/config"
 )
 
 // IdleConns is how many idle connections an SQS client keeps to its endpoint.
@@ -72,7 +72,7 @@ func NewClient(ctx context.Context, cfg config.SQS, opts ...ClientOption) (*sqs.
 // On loopback the answer often beats the transport's goroutine (a loaded machine, an
 // emulator that answers at once); seen in benchmarks and in the DLQ redrive's test.
 // Read, after the close, reports a clean end instead. Every AWS client of junban's wraps
-// its HTTP client so (SQS here, SNS in internal/topics), after the configuration is
+// its HTTP client so (SQS here, SNS in internal/aws/topics), after the configuration is
 // loaded: its custom CA bundle (AWS_CA_BUNDLE) needs the SDK's own client type.
 func GuardBodies(c aws.HTTPClient) aws.HTTPClient { return guarded{c} }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/platform/config"
 )
 
 // Consumer defaults.

@@ -17,8 +17,8 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	"go.uber.org/zap"
 
-	"github.com/junban/junban/internal/growstack"
-	"github.com/junban/junban/internal/tracing"
+	"github.com/junban/junban/internal/platform/growstack"
+	"github.com/junban/junban/internal/platform/tracing"
 )
 
 // ErrRunning: Run was called while the Consumer was already running.

@@ -17,8 +17,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/growstack"
-	"github.com/junban/junban/internal/tracing"
+	"github.com/junban/junban/internal/platform/growstack"
+	"github.com/junban/junban/internal/platform/tracing"
 )
 
 // Publisher defaults.
@@ -271,7 +271,7 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 }
 
 // Publish sends one message with the given string attributes, plus the trace context of
-// its send span (traceparent; internal/tracing). It returns when SQS accepted or refused
+// its send span (traceparent; internal/platform/tracing). It returns when SQS accepted or refused
 // the message, or when ctx ends; in the last case the message may still be sent
 // (at-least-once).
 func (p *Publisher) Publish(ctx context.Context, body []byte, attrs map[string]string) (err error) {

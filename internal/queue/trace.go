@@ -9,7 +9,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/junban/junban/internal/tracing"
+	"github.com/junban/junban/internal/platform/tracing"
 )
 
 // startSend starts the producer span of a send to queue (n messages, 1 for Publish). The

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/junban/junban/internal/tracing"
+	"github.com/junban/junban/internal/platform/tracing"
 )
 
 // Tracing installs service's tracing as its binary does (tracing.Setup), exporting to a

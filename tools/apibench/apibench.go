@@ -21,7 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
-	"github.com/junban/junban/internal/api"
+	"github.com/junban/junban/internal/http/api"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/ledger/stock"
 )

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/junban/junban/internal/keyscan"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/queue"
+	"github.com/junban/junban/internal/redis/keyscan"
 	"github.com/junban/junban/internal/testenv/loadgen"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/junban/junban/internal/aws/topics"
 	"github.com/junban/junban/internal/testenv/outboundcheck"
-	"github.com/junban/junban/internal/topics"
 )
 
 // OutboundSettleTimeoutDefault bounds how long Check waits, after quiescence, for the

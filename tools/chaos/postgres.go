@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/platform/config"
 )
 
 // postgresServer is chaos's own PostgreSQL cluster: initdb into a directory of its own,

@@ -1,4 +1,4 @@
-// Package consolebrowser_test drives junban-api's console (internal/console, over its
+// Package consolebrowser_test drives junban-api's console (internal/http/console, over its
 // exported API and the real binaries) in headless Chromium. It lives in the lab's module so
 // that the services' go.mod does not require chromedp.
 package consolebrowser_test
@@ -26,14 +26,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"gorm.io/gorm"
 
-	"github.com/junban/junban/internal/api"
-	"github.com/junban/junban/internal/config"
-	"github.com/junban/junban/internal/console"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/inventorydb"
+	"github.com/junban/junban/internal/http/api"
+	"github.com/junban/junban/internal/http/console"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/platform/config"
+	"github.com/junban/junban/internal/postgres/inventorydb"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/internal/testenv/loadgen"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/testenv"
 )
 

@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv/fleet"
 	"github.com/junban/junban/internal/testenv/loadgen"

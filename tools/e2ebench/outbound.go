@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"gorm.io/gorm"
 
+	"github.com/junban/junban/internal/aws/topics"
 	"github.com/junban/junban/internal/testenv/outboundcheck"
-	"github.com/junban/junban/internal/topics"
 )
 
 // outboundSettleTimeout bounds the wait, after the load, for the relay to publish every

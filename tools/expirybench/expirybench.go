@@ -20,9 +20,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"gorm.io/gorm"
 
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger/stock"
+	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv/fleet"
 	"github.com/junban/junban/internal/testenv/loadgen"

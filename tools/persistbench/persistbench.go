@@ -26,9 +26,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"gorm.io/gorm"
 
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/persist"
+	"github.com/junban/junban/internal/platform/config"
+	"github.com/junban/junban/internal/postgres/persist"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv/resultgen"
 	"github.com/junban/junban/migrations"

@@ -19,7 +19,7 @@ import (
 )
 
 func main() {
-	openapi := flag.String("openapi", "", "the OpenAPI document to update (internal/api/openapi.json)")
+	openapi := flag.String("openapi", "", "the OpenAPI document to update (internal/http/api/openapi.json)")
 	events := flag.String("events", "", "the Markdown page whose kinds index to update (docs/events.md)")
 	flag.Parse()
 	if *openapi == "" || *events == "" || flag.NArg() > 0 {

@@ -12,7 +12,7 @@ import (
 )
 
 const (
-	openapiFile = "../../api/openapi.json"
+	openapiFile = "../../http/api/openapi.json"
 	eventsFile  = "../../../docs/events.md"
 )
 

@@ -5,8 +5,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/junban/junban/internal/inventorydb"
 	"github.com/junban/junban/internal/ledger/stock"
+	"github.com/junban/junban/internal/postgres/inventorydb"
 )
 
 // Import writes the inventory to PostgreSQL, where the ledger loads SKUs from, through

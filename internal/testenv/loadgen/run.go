@@ -16,7 +16,7 @@ import (
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger/stock"
-	"github.com/junban/junban/internal/progress"
+	"github.com/junban/junban/internal/platform/progress"
 )
 
 // Publisher puts order events on the orders queue.

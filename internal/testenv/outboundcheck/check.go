@@ -11,7 +11,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/junban/junban/internal/outbound"
+	"github.com/junban/junban/internal/postgres/outbound"
 )
 
 // SampleMax is how many examples a Finding keeps.

@@ -15,10 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/junban/junban/internal/aws/topics"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/outbound"
+	"github.com/junban/junban/internal/postgres/outbound"
 	"github.com/junban/junban/internal/testenv"
-	"github.com/junban/junban/internal/topics"
 )
 
 // message builds a valid outbound message of kind k, entity and seq.

@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/junban/junban/internal/outbound"
+	"github.com/junban/junban/internal/postgres/outbound"
 )
 
 // Defaults of DrainOptions.

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/platform/config"
 )
 
 // benchRunE is the RunE of a benchmark that its package runs whole, from the settings it

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/platform/cli"
+	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/tools/apibench"
 	"github.com/junban/junban/tools/e2ebench"
 )

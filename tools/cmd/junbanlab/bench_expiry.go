@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/junban/junban/internal/cli"
+	"github.com/junban/junban/internal/platform/cli"
 	"github.com/junban/junban/tools/expirybench"
 )
 

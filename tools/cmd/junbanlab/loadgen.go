@@ -17,16 +17,16 @@ import (
 	"github.com/spf13/cobra"
 	"gorm.io/gorm"
 
-	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/aws/topics"
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/http/webhook"
+	"github.com/junban/junban/internal/http/webhooksend"
+	"github.com/junban/junban/internal/platform/cli"
+	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv/fleet"
 	"github.com/junban/junban/internal/testenv/loadgen"
-	"github.com/junban/junban/internal/topics"
-	"github.com/junban/junban/internal/webhook"
-	"github.com/junban/junban/internal/webhooksend"
 	"github.com/junban/junban/tools/sendlatency"
 )
 

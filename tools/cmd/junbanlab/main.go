@@ -4,7 +4,7 @@
 //
 // Exit status: 0 on success (and for --help, -h and help), 1 when the command failed (a
 // benchmark that could not run, a load or chaos run whose check found a problem), 2 for a
-// mistake in the command line, with the usage on standard error (internal/cli).
+// mistake in the command line, with the usage on standard error (internal/platform/cli).
 package main
 
 import (
@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/junban/junban/internal/cli"
+	"github.com/junban/junban/internal/platform/cli"
 )
 
 func main() {

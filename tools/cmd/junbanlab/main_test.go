@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/junban/junban/internal/cli"
+	"github.com/junban/junban/internal/platform/cli"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/tools/allocbench"
 	"github.com/junban/junban/tools/apibench"

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"gorm.io/gorm"
 
-	"github.com/junban/junban/internal/cli"
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/platform/cli"
+	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv/outboundcheck"
 )

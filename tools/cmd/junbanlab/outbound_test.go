@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/junban/junban/internal/config"
 	"github.com/junban/junban/internal/event"
-	"github.com/junban/junban/internal/outbound"
+	"github.com/junban/junban/internal/platform/config"
+	"github.com/junban/junban/internal/postgres/outbound"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/internal/testenv/outboundcheck"
 )

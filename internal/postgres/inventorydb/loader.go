@@ -1,0 +1,52 @@
+// Package inventorydb is the ledger's PostgreSQL side: PGLoader, which gives the ledger a
+// SKU for its first load into Redis, and the inventory import (junbanctl inventory import),
+// which writes SKUs and lots that are not live yet. Once a SKU is in Redis its changes
+// reach PostgreSQL only as results, through internal/postgres/persist.
+package inventorydb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"github.com/junban/junban/internal/ledger/stock"
+)
+
+// PGLoader loads SKUs from PostgreSQL (tables skus and lots, migrations/00001_init.sql and
+// 00003, which added the defective bucket).
+type PGLoader struct{ DB *gorm.DB }
+
+// LoadQuerySKU and LoadQueryLots are the queries PGLoader runs, in one repeatable-read
+// transaction so the SKU row and its lots come from one snapshot.
+// LotColumns are the columns of a lot row as Lot reads them; LoadQueryLots selects them.
+const (
+	LoadQuerySKU = `SELECT safety_stock, version FROM skus WHERE sku = ?`
+	LotColumns   = `lot_id, kind, good,
+       coalesce(to_char(best_before, 'YYYY-MM-DD'), '') AS best_before,
+       reg_seq,
+       coalesce(to_char(arrives_at, 'YYYY-MM-DD'), '') AS arrives_at,
+       to_char(valid_from, 'YYYY-MM-DD') AS valid_from,
+       to_char(valid_to, 'YYYY-MM-DD') AS valid_to,
+       sellable, reserved, allocated, hidden, shipped, defective`
+	LoadQueryLots = `SELECT ` + LotColumns + `
+  FROM lots WHERE sku = ? ORDER BY reg_seq, lot_id`
+)
+
+// LoadSKU implements Loader.
+func (p PGLoader) LoadSKU(ctx context.Context, sku string) (stock.SKU, error) {
+	s := stock.SKU{SKU: sku, Lots: []stock.Lot{}}
+	err := p.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var head []struct{ SafetyStock, Version int64 }
+		if err := tx.Raw(LoadQuerySKU, sku).Scan(&head).Error; err != nil {
+			return err
+		}
+		if len(head) == 0 {
+			return fmt.Errorf("sku=%s: %w", sku, stock.ErrUnknownSKU)
+		}
+		s.SafetyStock, s.Version = head[0].SafetyStock, head[0].Version
+		return tx.Raw(LoadQueryLots, sku).Scan(&s.Lots).Error
+	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	return s, err
+}
