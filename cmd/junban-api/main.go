@@ -10,9 +10,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -28,7 +25,8 @@ import (
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/platform/config"
-	"github.com/junban/junban/internal/platform/tracing"
+	"github.com/junban/junban/internal/platform/lifecycle"
+	"github.com/junban/junban/internal/platform/service"
 	"github.com/junban/junban/internal/postgres/inventorydb"
 	"github.com/junban/junban/internal/queue"
 )
@@ -49,39 +47,23 @@ type Config struct {
 // Validate checks both, every problem at once.
 func (c Config) Validate() error { return errors.Join(c.Config.Validate(), c.Console.Validate()) }
 
-func main() {
-	config.Exit(binary.Name, run())
-}
+func main() { service.Main(binary, service.Options{SecondSignalKills: true}, run) }
 
-func run() error {
-	if handled, err := config.Preflight[Config](binary, os.Args[1:]); handled {
-		return err
-	}
-	all, err := config.Load[Config]()
-	if err != nil {
-		return err
-	}
-	cfg := all.Config
-	log, done, err := tracing.Observe("junban-api", cfg.LogFormat, cfg.LogLevel)
-	if err != nil {
-		return err
-	}
-	defer done()
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-
-	reg := health.NewRegistry()
+// run wires the API and serves until the first SIGINT or SIGTERM; a second one kills it
+// at once. The API server, the admin server and the publisher stop in that order, within
+// JUNBAN_SHUTDOWN_BUDGET.
+func run(ctx context.Context, env service.Env[Config]) error {
+	cfg, log, reg := env.Config.Config, env.Log, env.Registry
 	d, err := openDeps(ctx, cfg, reg)
 	if err != nil {
 		return err
 	}
 	defer d.close()
-	handler, err := buildHandler(cfg, all.Console, d, log, reg)
+	handler, err := buildHandler(cfg, env.Config.Console, d, log, reg)
 	if err != nil {
 		return err
 	}
-	hs, err := startAdmin(ctx, cfg, d, log, reg)
+	hs, err := newAdmin(cfg, d, log, reg)
 	if err != nil {
 		return err
 	}
@@ -90,22 +72,18 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("listen on JUNBAN_API_ADDR %s: %w", srv.Addr, err)
 	}
-	read, _ := api.ParseTokens(string(cfg.ReadTokens))
-	admin, _ := api.ParseTokens(string(cfg.AdminTokens))
-	// The token counts, never the tokens.
-	log.Info("junban-api listening", zap.String("addr", ln.Addr().String()), zap.String("admin_addr", hs.Addr()),
-		zap.Int("read_tokens", len(read)), zap.Int("admin_tokens", len(admin)), zap.Bool("open", len(read)+len(admin) == 0),
-		zap.Stringer("allowed_hosts", cfg.Hosts()))
-
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("http server: %w", err)
-	case <-ctx.Done():
-	}
-	stop() // a second signal kills the process at once
-	return shutdown(cfg, log, srv, hs, d)
+	r := lifecycle.Runner{Logger: log, Budget: cfg.ShutdownBudget}
+	r.Add(lifecycle.Part{Name: "publisher", Service: lifecycle.Stopper(d.pub.Stop), LogStopError: true})
+	r.Add(lifecycle.Part{Name: "admin server", Service: hs, LogStopError: true})
+	r.Add(lifecycle.Part{Name: "api server", Service: lifecycle.NewHTTPServer(srv, ln)})
+	return r.Run(ctx, func() {
+		read, _ := api.ParseTokens(string(cfg.ReadTokens))
+		admin, _ := api.ParseTokens(string(cfg.AdminTokens))
+		// The token counts, never the tokens.
+		log.Info("junban-api listening", zap.String("addr", ln.Addr().String()), zap.String("admin_addr", hs.Addr()),
+			zap.Int("read_tokens", len(read)), zap.Int("admin_tokens", len(admin)), zap.Bool("open", len(read)+len(admin) == 0),
+			zap.Stringer("allowed_hosts", cfg.Hosts()))
+	})
 }
 
 // deps are what junban-api reads from and acts on.
@@ -182,8 +160,8 @@ func buildHandler(cfg api.Config, cs console.Settings, d *deps, log *zap.Logger,
 	return api.OnlyHosts(cfg.Hosts(), console.Mount(h, cons)), nil
 }
 
-// startAdmin starts /healthz, /readyz and /metrics on JUNBAN_HTTP_ADDR.
-func startAdmin(ctx context.Context, cfg api.Config, d *deps, log *zap.Logger, reg *prometheus.Registry) (*health.Server, error) {
+// newAdmin is the server of /healthz, /readyz and /metrics on JUNBAN_HTTP_ADDR.
+func newAdmin(cfg api.Config, d *deps, log *zap.Logger, reg *prometheus.Registry) (*health.Server, error) {
 	hs, err := health.New(health.Config{Addr: cfg.HTTPAddr, Registry: reg, Logger: log})
 	if err != nil {
 		return nil, err
@@ -191,22 +169,5 @@ func startAdmin(ctx context.Context, cfg api.Config, d *deps, log *zap.Logger, r
 	hs.AddCheck("redis", health.RedisCheck(d.rc))
 	hs.AddCheck("postgres", health.PostgresCheck(d.db))
 	hs.AddCheck("sqs", health.SQSCheck(d.sqs, d.ordersURL))
-	if err := hs.Start(ctx); err != nil {
-		return nil, fmt.Errorf("listen on JUNBAN_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
-	}
 	return hs, nil
-}
-
-// shutdown stops the API, the admin server and the publisher within the budget.
-func shutdown(cfg api.Config, log *zap.Logger, srv *http.Server, hs *health.Server, d *deps) error {
-	log.Info("junban-api shutting down", zap.Duration("budget", cfg.ShutdownBudget))
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownBudget)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	_ = hs.Stop(sctx)
-	_ = d.pub.Stop(sctx)
-	if err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	return nil
 }

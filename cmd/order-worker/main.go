@@ -7,9 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -26,7 +23,8 @@ import (
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/platform/config"
-	"github.com/junban/junban/internal/platform/tracing"
+	"github.com/junban/junban/internal/platform/lifecycle"
+	"github.com/junban/junban/internal/platform/service"
 	"github.com/junban/junban/internal/postgres/inventorydb"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/redis/pipeshare"
@@ -226,39 +224,22 @@ func (c Config) Validate() error {
 // binary is what --help says about order-worker.
 var binary = config.Binary{Name: "order-worker", Summary: "order-worker consumes order events from SQS, applies each in its order's turn with atomic\ninventory moves, and publishes one result per event to the results queue."}
 
-func main() {
-	config.Exit(binary.Name, run())
-}
+func main() { service.Main(binary, service.Options{TuneRuntime: true}, run) }
 
-func run() error {
-	if handled, err := config.Preflight[Config](binary, os.Args[1:]); handled {
-		return err
-	}
-	cfg, err := config.Load[Config]()
-	if err != nil {
-		return err
-	}
-	tuneErr := config.TuneRuntime() // may start the worker again in place (config.TuneSysmon)
-	log, done, err := tracing.Observe("order-worker", cfg.LogFormat, cfg.LogLevel)
-	if err != nil {
-		return err
-	}
-	defer done()
-	config.WarnUntuned(log, tuneErr)
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-
+// run wires the order-worker's parts and runs them: started in this order, stopped in the
+// reverse one (the consumer, the turns, the admin server, the publishers).
+func run(ctx context.Context, env service.Env[Config]) error {
+	cfg, log := env.Config, env.Log
 	rc, shared, err := openRedis(cfg)
 	if err != nil {
 		return err
 	}
 	defer func() { shared.Close(); rc.Close() }()
-	d, err := openDeps(ctx, cfg, log, rc, shared)
+	d, err := openDeps(ctx, cfg, log, rc, shared, env.Registry)
 	if err != nil {
 		return err
 	}
-	srv, err := startAdmin(ctx, cfg, log, d)
+	srv, err := newAdmin(cfg, log, d)
 	if err != nil {
 		return err
 	}
@@ -266,28 +247,30 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer pubs.stop(cfg.ShutdownBudget, log)
-	turns, err := startTurns(ctx, cfg, log, d, pubs)
+	turns, err := newTurns(cfg, log, d, pubs)
 	if err != nil {
+		_ = pubs.Stop(context.Background())
 		return err
 	}
-	consumer, err := newConsumer(cfg, log, d, turns)
+	consumer, err := newConsumer(cfg, log, d, turns.turns)
 	if err != nil {
+		_ = pubs.Stop(context.Background())
 		return err
 	}
-	log.Info("order-worker started", zap.String("orders", d.urls.orders), zap.String("results", d.urls.results))
-	runErr := consumer.Run(ctx)
-
-	// The consumer has finished or handed back its messages; leave the turns we hold.
-	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = turns.Stop(context.Background()) // no bound: nil
-	_ = srv.Stop(stopCtx)
+	r := lifecycle.Runner{Logger: log}
+	// A result the publishers did not send within the budget is not lost: its event's
+	// outbox keeps it, and the event's next run publishes it again.
+	r.Add(lifecycle.Part{Name: "publishers", Service: pubs, StopBound: cfg.ShutdownBudget, LogStopError: true})
+	r.Add(lifecycle.Part{Name: "admin server", Service: srv, StopBound: 5 * time.Second, LogStopError: true})
+	r.Add(lifecycle.Part{Name: "turns", Service: turns})
+	// The consumer bounds its own shutdown (JUNBAN_SHUTDOWN_BUDGET) and hands back what
+	// it did not handle.
+	r.Add(lifecycle.Part{Name: "consumer", Service: lifecycle.NewLoop(consumer.Run)})
+	err = r.Run(ctx, func() {
+		log.Info("order-worker started", zap.String("orders", d.urls.orders), zap.String("results", d.urls.results))
+	})
 	log.Info("order-worker stopped")
-	if runErr != nil && !errors.Is(runErr, context.Canceled) {
-		return runErr
-	}
-	return nil
+	return err
 }
 
 // deps are what the order-worker reads from and writes to.
@@ -324,8 +307,8 @@ func openRedis(cfg Config) (rc, shared redis.UniversalClient, err error) {
 }
 
 // openDeps checks Redis' replication, opens PostgreSQL and SQS and looks the queues up.
-func openDeps(ctx context.Context, cfg Config, log *zap.Logger, rc, shared redis.UniversalClient) (*deps, error) {
-	d := &deps{rc: rc, shared: shared, reg: health.NewRegistry()}
+func openDeps(ctx context.Context, cfg Config, log *zap.Logger, rc, shared redis.UniversalClient, reg *prometheus.Registry) (*deps, error) {
+	d := &deps{rc: rc, shared: shared, reg: reg}
 	var err error
 	// Before anything is consumed: a WAITAOF the servers cannot serve is refused here.
 	if d.repl, err = cfg.RedisReplication.Waiter(ctx, rc, d.reg); err != nil {
@@ -356,9 +339,9 @@ func openDeps(ctx context.Context, cfg Config, log *zap.Logger, rc, shared redis
 	return d, nil
 }
 
-// startAdmin starts /healthz, /readyz and /metrics (and with JUNBAN_PPROF the profiles and
-// the SQS call counts) on JUNBAN_HTTP_ADDR.
-func startAdmin(ctx context.Context, cfg Config, log *zap.Logger, d *deps) (*health.Server, error) {
+// newAdmin is the server of /healthz, /readyz and /metrics (and with JUNBAN_PPROF the
+// profiles and the SQS call counts) on JUNBAN_HTTP_ADDR.
+func newAdmin(cfg Config, log *zap.Logger, d *deps) (*health.Server, error) {
 	srv, err := health.New(health.Config{Addr: cfg.HTTPAddr, Registry: d.reg, Logger: log})
 	if err != nil {
 		return nil, err
@@ -373,7 +356,7 @@ func startAdmin(ctx context.Context, cfg Config, log *zap.Logger, d *deps) (*hea
 	srv.AddCheck("redis_replication", d.repl.Ready)
 	srv.AddCheck("postgres", health.PostgresCheck(d.db))
 	srv.AddCheck("sqs", health.SQSCheck(d.sqs, d.urls.orders))
-	return srv, srv.Start(ctx)
+	return srv, nil
 }
 
 // publishers send the results, and the nudges that wake a worker for a turn's backlog.
@@ -392,15 +375,12 @@ func newPublishers(cfg Config, log *zap.Logger, d *deps) (*publishers, error) {
 	return &publishers{results: results, nudges: nudges}, nil
 }
 
-// stop flushes what the publishers still hold, within budget.
-// stop flushes both publishers within budget. A result not sent by then is not lost: its
-// event's outbox keeps it, and the event's next run publishes it again.
-func (p *publishers) stop(budget time.Duration, log *zap.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), budget)
-	defer cancel()
-	if err := errors.Join(p.nudges.Stop(ctx), p.results.Stop(ctx)); err != nil {
-		log.Warn("publishers stopped before their last batch was sent", zap.Error(err))
-	}
+// Start does nothing: the publishers send from the moment they are made.
+func (p *publishers) Start(context.Context) error { return nil }
+
+// Stop flushes both publishers, at most until ctx ends.
+func (p *publishers) Stop(ctx context.Context) error {
+	return errors.Join(p.nudges.Stop(ctx), p.results.Stop(ctx))
 }
 
 // newProcessor is the handler of every turn: it applies an event with the ledger's moves
@@ -424,16 +404,10 @@ func newProcessor(cfg Config, log *zap.Logger, d *deps, results *queue.Publisher
 	})
 }
 
-// startScanner starts the scanner of the due holds, which submits their expiry into the
-// turns.
-func startScanner(ctx context.Context, cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handoff) (*order.Scanner, error) {
-	s, err := order.NewScanner(order.ScannerConfig{Redis: d.rc, Turns: turns, Prefix: cfg.KeyPrefix,
+// newScanner is the scanner of the due holds, which submits their expiry into the turns.
+func newScanner(cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handoff) (*order.Scanner, error) {
+	return order.NewScanner(order.ScannerConfig{Redis: d.rc, Turns: turns, Prefix: cfg.KeyPrefix,
 		Interval: cfg.ReservationScanInterval, Logger: log, Registerer: d.reg})
-	if err != nil {
-		return nil, err
-	}
-	s.Start(ctx)
-	return s, nil
 }
 
 // deadLetterKeys are the ids on a FIFO DLQ of an event the order-worker dead-letters from
@@ -468,8 +442,9 @@ func resultDeadLetterKeys(dlqURL string, body []byte) queue.Keys {
 	return queue.Keys{Group: group, Dedup: "dead-letter-" + uuid.NewString()}
 }
 
-// startTurns starts the entities' turns (lockhandoff), each running the processor.
-func startTurns(ctx context.Context, cfg Config, log *zap.Logger, d *deps, pubs *publishers) (*lockhandoff.Handoff, error) {
+// newTurns is the entities' turns (lockhandoff), each running the processor, with the
+// scanner that submits due holds into them.
+func newTurns(cfg Config, log *zap.Logger, d *deps, pubs *publishers) (*turnsService, error) {
 	proc, err := newProcessor(cfg, log, d, pubs.results)
 	if err != nil {
 		return nil, err
@@ -497,25 +472,45 @@ func startTurns(ctx context.Context, cfg Config, log *zap.Logger, d *deps, pubs 
 	if err != nil {
 		return nil, err
 	}
-	if err := turns.Start(ctx); err != nil {
-		return nil, err
-	}
-	scanner, err := startScanner(ctx, cfg, log, d, turns)
+	scanner, err := newScanner(cfg, log, d, turns)
 	if err != nil {
 		return nil, err
 	}
+	return &turnsService{turns: turns, scanner: scanner, budget: cfg.ShutdownBudget}, nil
+}
+
+// turnsService runs the turns and the scanner of due holds.
+type turnsService struct {
+	turns   *lockhandoff.Handoff
+	scanner *order.Scanner
+	budget  time.Duration
+}
+
+// Start starts the turns, then the scanner.
+func (t *turnsService) Start(ctx context.Context) error {
+	if err := t.turns.Start(ctx); err != nil {
+		return err
+	}
+	t.scanner.Start(ctx)
 	// On shutdown, every turn leaves after the envelope it runs, with a nudge for its
 	// backlog: those of the consumer's handlers, and the detached ones, which no handler
 	// waits for. A detached turn whose handler still runs when the consumer's handlers are
 	// cut short is cut short too (Stop's bound). The Stop after the consumer has returned
 	// waits for them all.
 	context.AfterFunc(ctx, func() {
-		scanner.Stop() // before the turns: a scan submits into them
-		bound, cancel := context.WithTimeout(context.Background(), queue.HandlerBudget(cfg.ShutdownBudget))
+		t.scanner.Stop() // before the turns: a scan submits into them
+		bound, cancel := context.WithTimeout(context.Background(), queue.HandlerBudget(t.budget))
 		defer cancel()
-		_ = turns.Stop(bound) // past the bound, the turns cut short left their envelopes in proc
+		_ = t.turns.Stop(bound) // past the bound, the turns cut short left their envelopes in proc
 	})
-	return turns, nil
+	return nil
+}
+
+// Stop stops the scanner, then waits for every turn to leave.
+func (t *turnsService) Stop(context.Context) error {
+	t.scanner.Stop()
+	_ = t.turns.Stop(context.Background()) // no bound: nil
+	return nil
 }
 
 // newConsumer is the consumer of the orders queue, which hands each event to its turn.

@@ -6,10 +6,6 @@ package main
 import (
 	"context"
 	"errors"
-	"os"
-	"os/signal"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -20,7 +16,8 @@ import (
 	"github.com/junban/junban/internal/aws/topics"
 	"github.com/junban/junban/internal/http/health"
 	"github.com/junban/junban/internal/platform/config"
-	"github.com/junban/junban/internal/platform/tracing"
+	"github.com/junban/junban/internal/platform/lifecycle"
+	"github.com/junban/junban/internal/platform/service"
 	"github.com/junban/junban/internal/postgres/outbound"
 	"github.com/junban/junban/internal/postgres/persist"
 	"github.com/junban/junban/internal/queue"
@@ -145,30 +142,12 @@ func (c Config) Validate() error {
 // binary is what --help says about persist-worker.
 var binary = config.Binary{Name: "persist-worker", Summary: "persist-worker consumes result events from the results queue and writes them to PostgreSQL\nin batches, one transaction per batch, idempotently and in any order."}
 
-func main() {
-	config.Exit(binary.Name, run())
-}
+func main() { service.Main(binary, service.Options{TuneRuntime: true}, run) }
 
-func run() error {
-	if handled, err := config.Preflight[Config](binary, os.Args[1:]); handled {
-		return err
-	}
-	cfg, err := config.Load[Config]()
-	if err != nil {
-		return err
-	}
-	tuneErr := config.TuneRuntime() // may start the worker again in place (config.TuneSysmon)
-	log, done, err := tracing.Observe("persist-worker", cfg.LogFormat, cfg.LogLevel)
-	if err != nil {
-		return err
-	}
-	defer done()
-	config.WarnUntuned(log, tuneErr)
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-
-	reg := health.NewRegistry()
+// run wires the persist-worker's parts and runs them: started in this order, stopped in
+// the reverse one (the consumer, the outbox's relay and cleanup, the admin server).
+func run(ctx context.Context, env service.Env[Config]) error {
+	cfg, log, reg := env.Config, env.Log, env.Registry
 	sqsClient, results, dlq, err := openQueues(ctx, cfg, log, reg)
 	if err != nil {
 		return err
@@ -189,7 +168,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	srv, err := startAdmin(ctx, cfg, log, reg, map[string]health.Check{
+	srv, err := newAdmin(cfg, log, reg, map[string]health.Check{
 		"postgres": health.PostgresCheck(db), "sqs": health.SQSCheck(sqsClient, results), "apply": h.Ready,
 	})
 	if err != nil {
@@ -199,31 +178,20 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	log.Info("persist-worker started", zap.String("results", results), zap.String("dlq", dlq),
-		zap.Int("receivers", cfg.Receivers), zap.Int("concurrency", cfg.Concurrency), zap.Int("appliers", cfg.Appliers),
-		zap.Int("batch_max", cfg.BatchMax))
-	background, err := startOutbound(ctx, cfg, log, reg, db, relay)
-	if err != nil {
+	r := lifecycle.Runner{Logger: log}
+	// The admin server's shutdown gets a second: the consumer took the budget.
+	r.Add(lifecycle.Part{Name: "admin server", Service: srv, StopBound: time.Second, LogStopError: true})
+	if err := addOutbound(&r, cfg, log, reg, db, relay); err != nil {
 		return err
 	}
-	return serve(ctx, cfg, log, consumer, background, srv)
-}
-
-// serve runs the consumer until ctx ends, waits for the outbound work, and stops the admin
-// server within what is left of the shutdown budget.
-func serve(ctx context.Context, cfg Config, log *zap.Logger, consumer *queue.Consumer, background *sync.WaitGroup, srv *health.Server) error {
-	start := time.Now()
-	runErr := consumer.Run(ctx)
-	background.Wait()
-
-	stopCtx, cancel := context.WithTimeout(context.Background(), max(cfg.ShutdownBudget-time.Since(start), time.Second))
-	defer cancel()
-	_ = srv.Stop(stopCtx)
+	r.Add(lifecycle.Part{Name: "consumer", Service: lifecycle.NewLoop(consumer.Run)})
+	err = r.Run(ctx, func() {
+		log.Info("persist-worker started", zap.String("results", results), zap.String("dlq", dlq),
+			zap.Int("receivers", cfg.Receivers), zap.Int("concurrency", cfg.Concurrency), zap.Int("appliers", cfg.Appliers),
+			zap.Int("batch_max", cfg.BatchMax))
+	})
 	log.Info("persist-worker stopped")
-	if runErr != nil && !errors.Is(runErr, context.Canceled) {
-		return runErr
-	}
-	return nil
+	return err
 }
 
 // newHandler applies the batches to PostgreSQL. A batch held while PostgreSQL is away goes
@@ -274,13 +242,12 @@ func newRelay(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.R
 	})
 }
 
-// startOutbound starts the relay (when there is one) and, with outbound events on, the
+// addOutbound adds the relay (when there is one) and, with outbound events on, the
 // outbox's retention cleanup: published rows only when a relay runs, every row otherwise.
-// Both stop when ctx ends; Wait waits for them.
-func startOutbound(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer, db *gorm.DB, relay *outbound.Relay) (*sync.WaitGroup, error) {
-	var wg sync.WaitGroup
+// Both end when the runner's context ends; one that fails logs why, and the worker goes on.
+func addOutbound(r *lifecycle.Runner, cfg Config, log *zap.Logger, reg prometheus.Registerer, db *gorm.DB, relay *outbound.Relay) error {
 	if !cfg.Outbound.On() {
-		return &wg, nil
+		return nil
 	}
 	cleaner, err := outbound.NewCleaner(outbound.CleanerConfig{
 		DB:            db,
@@ -290,24 +257,28 @@ func startOutbound(ctx context.Context, cfg Config, log *zap.Logger, reg prometh
 		Registerer:    reg,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	wg.Go(func() {
-		if err := cleaner.Run(ctx); err != nil {
-			log.Error("outbox cleanup stopped", zap.Error(err))
-		}
-	})
+	r.Add(lifecycle.Part{Name: "outbox cleanup", Service: lifecycle.NewLoop(logged(log, "outbox cleanup stopped", cleaner.Run))})
 	if relay != nil {
-		wg.Go(func() {
-			if err := relay.Run(ctx); err != nil {
-				log.Error("outbox relay stopped", zap.Error(err))
-			}
-		})
+		r.Add(lifecycle.Part{Name: "outbox relay", Service: lifecycle.NewLoop(logged(log, "outbox relay stopped", relay.Run))})
 	}
 	log.Info("outbox on", zap.Bool("relay", relay != nil), zap.String("topic", cfg.Outbound.TopicARN),
 		zap.Bool("fifo", cfg.Outbound.FIFO()), zap.Duration("retention", cfg.Outbound.Retention),
 		zap.Int64("low_stock_threshold", cfg.Outbound.LowStockThreshold))
-	return &wg, nil
+	return nil
+}
+
+// logged is run, whose error is logged as msg; it returns when ctx ends, so that a
+// background loop that failed does not end the worker.
+func logged(log *zap.Logger, msg string, run func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := run(ctx); err != nil {
+			log.Error(msg, zap.Error(err))
+		}
+		<-ctx.Done()
+		return nil
+	}
 }
 
 // openQueues opens SQS and finds the results queue and its DLQ, retrying while SQS does
@@ -365,9 +336,9 @@ func openPostgres(ctx context.Context, cfg Config, log *zap.Logger) (*gorm.DB, e
 	return db, nil
 }
 
-// startAdmin starts /healthz, /readyz (with checks) and /metrics on JUNBAN_HTTP_ADDR (and
-// /debug/pprof with JUNBAN_PPROF).
-func startAdmin(ctx context.Context, cfg Config, log *zap.Logger, reg *prometheus.Registry, checks map[string]health.Check) (*health.Server, error) {
+// newAdmin is the server of /healthz, /readyz (with checks) and /metrics on
+// JUNBAN_HTTP_ADDR (and /debug/pprof with JUNBAN_PPROF).
+func newAdmin(cfg Config, log *zap.Logger, reg *prometheus.Registry, checks map[string]health.Check) (*health.Server, error) {
 	srv, err := health.New(health.Config{Addr: cfg.HTTPAddr, Registry: reg, Logger: log})
 	if err != nil {
 		return nil, err
@@ -378,7 +349,7 @@ func startAdmin(ctx context.Context, cfg Config, log *zap.Logger, reg *prometheu
 	for name, c := range checks {
 		srv.AddCheck(name, c)
 	}
-	return srv, srv.Start(ctx)
+	return srv, nil
 }
 
 // newConsumer is the batch consumer of the results queue, which hands each batch to h.

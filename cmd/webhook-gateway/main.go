@@ -4,13 +4,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,7 +17,8 @@ import (
 	"github.com/junban/junban/internal/http/health"
 	"github.com/junban/junban/internal/http/webhook"
 	"github.com/junban/junban/internal/platform/config"
-	"github.com/junban/junban/internal/platform/tracing"
+	"github.com/junban/junban/internal/platform/lifecycle"
+	"github.com/junban/junban/internal/platform/service"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/redis/idempotency"
 )
@@ -32,37 +29,21 @@ const startTimeout = 15 * time.Second
 // binary is what --help says about webhook-gateway.
 var binary = config.Binary{Name: "webhook-gateway", Summary: "webhook-gateway turns payment providers' signed webhooks into junban order events, exactly\none per provider event (docs/webhooks.md)."}
 
-func main() {
-	config.Exit(binary.Name, run())
-}
+func main() { service.Main(binary, service.Options{SecondSignalKills: true}, run) }
 
-func run() error {
-	if handled, err := config.Preflight[webhook.Config](binary, os.Args[1:]); handled {
-		return err
-	}
-	cfg, err := config.Load[webhook.Config]()
-	if err != nil {
-		return err
-	}
+// run wires the gateway and serves until the first SIGINT or SIGTERM; a second one kills
+// it at once.
+func run(ctx context.Context, env service.Env[webhook.Config]) error {
+	cfg, log, reg := env.Config, env.Log, env.Registry
 	providers, err := cfg.ProviderList()
 	if err != nil {
 		return err
 	}
-	log, done, err := tracing.Observe("webhook-gateway", cfg.LogFormat, cfg.LogLevel)
-	if err != nil {
-		return err
-	}
-	defer done()
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-
 	rc, err := cfg.Redis.Client()
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	reg := health.NewRegistry()
 	sqsc, err := queue.NewClient(ctx, cfg.SQS, queue.CountRequests(reg))
 	if err != nil {
 		return err
@@ -85,8 +66,16 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	logListening(log, ls, providers, ordersURL)
-	return serve(ctx, stop, cfg, log, ls)
+	// Both listeners stop together, within one budget. Shutdown waits for in-flight
+	// deliveries, whose guarded sections finish or release.
+	r := lifecycle.Runner{Logger: log, Budget: cfg.ShutdownBudget}
+	r.Add(lifecycle.Part{Name: "listeners", Service: lifecycle.Together(
+		lifecycle.NewHTTPServer(ls[0].srv, ls[0].ln), lifecycle.NewHTTPServer(ls[1].srv, ls[1].ln))})
+	if err := r.Run(ctx, func() { logListening(log, ls, providers, ordersURL) }); err != nil {
+		return err
+	}
+	log.Info("webhook-gateway stopped")
+	return nil
 }
 
 // buildHandler is the webhook handler: each provider event guarded by its idempotency key,
@@ -146,43 +135,4 @@ func logListening(log *zap.Logger, ls []*listener, providers []webhook.Provider,
 		zap.String("admin_addr", ls[1].ln.Addr().String()),
 		zap.Strings("providers", names),
 		zap.String("orders_queue", ordersURL))
-}
-
-// serve runs the listeners until ctx ends (or one fails), then shuts them down.
-func serve(ctx context.Context, stop context.CancelFunc, cfg webhook.Config, log *zap.Logger, ls []*listener) error {
-	served := make(chan error, len(ls))
-	for _, l := range ls {
-		go func() { served <- l.srv.Serve(l.ln) }()
-	}
-	select {
-	case err := <-served:
-		return fmt.Errorf("http server: %w", err)
-	case <-ctx.Done():
-	}
-	stop() // a second signal kills the process at once
-	log.Info("webhook-gateway shutting down", zap.Duration("budget", cfg.ShutdownBudget))
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownBudget)
-	defer cancel()
-	// Both listeners stop together, within one budget. Shutdown waits for in-flight
-	// deliveries, whose guarded sections finish or release.
-	shut := make(chan error, len(ls))
-	for _, l := range ls {
-		go func() { shut <- l.srv.Shutdown(sctx) }()
-	}
-	var errs []error
-	for range ls {
-		if err := <-shut; err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("shutdown within JUNBAN_SHUTDOWN_BUDGET: %w", err)
-	}
-	for range ls {
-		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-	}
-	log.Info("webhook-gateway stopped")
-	return nil
 }

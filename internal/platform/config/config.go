@@ -200,6 +200,9 @@ type Common struct {
 // and SIGKILL.
 const ShutdownBudgetDefault = 25 * time.Second
 
+// CommonSettings is c: a binary's configuration, which embeds Common, answers it.
+func (c Common) CommonSettings() Common { return c }
+
 // SetDefaults sets the defaults that are named constants.
 func (c *Common) SetDefaults() { c.ShutdownBudget = ShutdownBudgetDefault }
 
