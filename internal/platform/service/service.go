@@ -74,10 +74,17 @@ func Run[C Configured](b config.Binary, opts Options, args []string, run func(ct
 		config.WarnUntuned(log, tuneErr)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	signaled, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if opts.SecondSignalKills {
-		context.AfterFunc(ctx, stop)
-	}
+	// run's context ends after the signals are let go (with SecondSignalKills), so that a
+	// second one during its shutdown is never caught.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	context.AfterFunc(signaled, func() {
+		if opts.SecondSignalKills {
+			stop()
+		}
+		cancel()
+	})
 	return run(ctx, Env[C]{Config: cfg, Log: log, Registry: health.NewRegistry()})
 }
