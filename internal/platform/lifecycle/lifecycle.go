@@ -139,7 +139,7 @@ type together []Service
 func (t together) Start(ctx context.Context) error {
 	for i, s := range t {
 		if err := s.Start(ctx); err != nil {
-			_ = together(t[:i]).Stop(ctx)
+			_ = t[:i].Stop(ctx)
 			return err
 		}
 	}
