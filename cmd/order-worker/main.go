@@ -259,7 +259,7 @@ func run(ctx context.Context, env service.Env[Config]) error {
 	}
 	r := lifecycle.Runner{Logger: log}
 	// A result the publishers did not send within the budget is not lost: its event's
-	// outbox keeps it, and the event's next run publishes it again.
+	// results list keeps it, and the event's next run publishes it again.
 	r.Add(lifecycle.Part{Name: "publishers", Service: pubs, StopBound: cfg.ShutdownBudget, LogStopError: true})
 	r.Add(lifecycle.Part{Name: "admin server", Service: srv, StopBound: 5 * time.Second, LogStopError: true})
 	r.Add(lifecycle.Part{Name: "turns", Service: turns})
