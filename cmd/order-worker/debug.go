@@ -13,8 +13,9 @@ import (
 // countCalls makes c count its SQS calls by operation and the Redis clients their round
 // trips (a pipeline is one), as junban_debug_sqs_calls_total and
 // junban_debug_redis_roundtrips_total. Only with JUNBAN_PPROF: it is there to see what one
-// event costs. The order-worker's client sends its single commands in pipelines of the
-// shared one (pipeshare.Hook), which therefore counts them, by the pipeline's first command.
+// event costs. The single commands that go through the shared round trips (deps.shared, a
+// pipeshare.Client) go out in pipelines of its own client, which counts them by the
+// pipeline's first command.
 func countCalls(c *sqs.Client, reg prometheus.Registerer, rcs ...redis.UniversalClient) (*sqs.Client, error) {
 	sqsCalls := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "junban", Subsystem: "debug", Name: "sqs_calls_total", Help: "SQS API calls by operation.",

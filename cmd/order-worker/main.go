@@ -31,7 +31,7 @@ import (
 	"github.com/junban/junban/internal/redis/replication"
 )
 
-// The shared round trips of the steps' single commands (pipeshare.Hook): one in flight at
+// The shared round trips of the steps' single commands (pipeshare.Client): one in flight at
 // a time, so that the commands that come while it is out wait for its reply and go
 // together in the next, at most 64 in one, each round trip bounded by 5 s whatever its
 // callers' contexts do. Measured in docs/performance.md ("Decisions kept"); not a
@@ -230,12 +230,12 @@ func main() { service.Main(binary, service.Options{TuneRuntime: true}, run) }
 // reverse one (the consumer, the turns, the admin server, the publishers).
 func run(ctx context.Context, env service.Env[Config]) error {
 	cfg, log := env.Config, env.Log
-	rc, shared, err := openRedis(cfg)
+	rc, sharedConn, err := openRedis(cfg)
 	if err != nil {
 		return err
 	}
-	defer func() { shared.Close(); rc.Close() }()
-	d, err := openDeps(ctx, cfg, log, rc, shared, env.Registry)
+	defer func() { sharedConn.Close(); rc.Close() }()
+	d, err := openDeps(ctx, cfg, log, rc, sharedConn, env.Registry)
 	if err != nil {
 		return err
 	}
@@ -275,40 +275,42 @@ func run(ctx context.Context, env service.Env[Config]) error {
 
 // deps are what the order-worker reads from and writes to.
 type deps struct {
+	// rc sends the pipelines (the turns' takes and handoffs, which lockhandoff shares
+	// itself; the commit's and the ledger's with the WAIT of their own connection) and
+	// what is not the steps' to share: the health check, replication's checks.
 	rc redis.UniversalClient
-	// shared sends rc's single commands, in shared pipelines (pipeshare.Hook).
-	shared redis.UniversalClient
-	reg    *prometheus.Registry
-	repl   *replication.Waiter
-	db     *gorm.DB
-	sqs    *sqs.Client
-	urls   queueURLs
+	// shared sends the single commands of the steps, the turns, the sweeper and the
+	// scanner (state reads, ledger, commit and ack scripts, renewals) in shared round
+	// trips, as pipelines of sharedConn: each component names it as its Shared.
+	shared     *pipeshare.Client
+	sharedConn redis.UniversalClient
+	reg        *prometheus.Registry
+	repl       *replication.Waiter
+	db         *gorm.DB
+	sqs        *sqs.Client
+	urls       queueURLs
 	// resultsMax is the results queue's maximum message size.
 	resultsMax int
 }
 
-// openRedis opens the order-worker's Redis client and the second one its single commands
-// go out on: the steps' commands (state reads, ledger and commit scripts, the sweeper's)
-// share round trips while one is in flight (pipeshare.Hook).
-func openRedis(cfg Config) (rc, shared redis.UniversalClient, err error) {
+// openRedis opens the order-worker's Redis client and a second one, which the shared
+// round trips of its single commands go out on (deps.shared), so that they keep
+// connections of their own.
+func openRedis(cfg Config) (rc, sharedConn redis.UniversalClient, err error) {
 	if rc, err = cfg.Redis.Client(); err != nil {
 		return nil, nil, err
 	}
-	if shared, err = cfg.Redis.Client(); err != nil {
+	if sharedConn, err = cfg.Redis.Client(); err != nil {
 		rc.Close()
 		return nil, nil, err
 	}
-	if _, err = pipeshare.Install(rc, shared, sharedRoundTrips, sharedRoundTripMax, sharedRoundTripTimeout); err != nil {
-		shared.Close()
-		rc.Close()
-		return nil, nil, err
-	}
-	return rc, shared, nil
+	return rc, sharedConn, nil
 }
 
 // openDeps checks Redis' replication, opens PostgreSQL and SQS and looks the queues up.
-func openDeps(ctx context.Context, cfg Config, log *zap.Logger, rc, shared redis.UniversalClient, reg *prometheus.Registry) (*deps, error) {
-	d := &deps{rc: rc, shared: shared, reg: reg}
+func openDeps(ctx context.Context, cfg Config, log *zap.Logger, rc, sharedConn redis.UniversalClient, reg *prometheus.Registry) (*deps, error) {
+	d := &deps{rc: rc, sharedConn: sharedConn, reg: reg,
+		shared: pipeshare.NewClient(sharedConn, sharedRoundTrips, sharedRoundTripMax, sharedRoundTripTimeout)}
 	var err error
 	// Before anything is consumed: a WAITAOF the servers cannot serve is refused here.
 	if d.repl, err = cfg.RedisReplication.Waiter(ctx, rc, d.reg); err != nil {
@@ -348,7 +350,7 @@ func newAdmin(cfg Config, log *zap.Logger, d *deps) (*health.Server, error) {
 	}
 	if cfg.Pprof {
 		srv.EnablePprof()
-		if d.sqs, err = countCalls(d.sqs, d.reg, d.rc, d.shared); err != nil {
+		if d.sqs, err = countCalls(d.sqs, d.reg, d.rc, d.sharedConn); err != nil {
 			return nil, err
 		}
 	}
@@ -386,7 +388,7 @@ func (p *publishers) Stop(ctx context.Context) error {
 // newProcessor is the handler of every turn: it applies an event with the ledger's moves
 // and publishes its results.
 func newProcessor(cfg Config, log *zap.Logger, d *deps, results *queue.Publisher) (*order.Processor, error) {
-	led, err := ledger.New(ledger.Config{Redis: d.rc, Prefix: cfg.KeyPrefix, Loader: inventorydb.PGLoader{DB: d.db}, OpRetention: cfg.OpRetention})
+	led, err := ledger.New(ledger.Config{Redis: d.rc, Shared: d.shared, Prefix: cfg.KeyPrefix, Loader: inventorydb.PGLoader{DB: d.db}, OpRetention: cfg.OpRetention})
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +399,7 @@ func newProcessor(cfg Config, log *zap.Logger, d *deps, results *queue.Publisher
 		return queue.DeadLetter(ctx, d.sqs, d.urls.resultsDLQ, body, reason, attrs, resultDeadLetterKeys(d.urls.resultsDLQ, body))
 	}
 	return order.New(order.Config{
-		Redis: d.rc, Ledger: led, Publisher: results, DeadLetter: deadLetter, ResultsDeadLetter: resultsDeadLetter,
+		Redis: d.rc, Shared: d.shared, Ledger: led, Publisher: results, DeadLetter: deadLetter, ResultsDeadLetter: resultsDeadLetter,
 		MaxResultBytes: order.ResultBound(d.resultsMax), Logger: log, Registerer: d.reg,
 		Prefix: cfg.KeyPrefix, DoneRetention: cfg.DoneRetention, ParkTimeout: cfg.ParkTimeout,
 		Loader: order.PGLoader{DB: d.db}, Replication: d.repl, Policy: domain.Policy{ReservationTTL: cfg.ReservationTTL},
@@ -406,7 +408,7 @@ func newProcessor(cfg Config, log *zap.Logger, d *deps, results *queue.Publisher
 
 // newScanner is the scanner of the due holds, which submits their expiry into the turns.
 func newScanner(cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handoff) (*order.Scanner, error) {
-	return order.NewScanner(order.ScannerConfig{Redis: d.rc, Turns: turns, Prefix: cfg.KeyPrefix,
+	return order.NewScanner(order.ScannerConfig{Redis: d.rc, Shared: d.shared, Turns: turns, Prefix: cfg.KeyPrefix,
 		Interval: cfg.ReservationScanInterval, Logger: log, Registerer: d.reg})
 }
 
@@ -452,6 +454,7 @@ func newTurns(cfg Config, log *zap.Logger, d *deps, pubs *publishers) (*turnsSer
 	rc, repl, reg, nudges := d.rc, d.repl, d.reg, pubs.nudges
 	turns, err := lockhandoff.New(lockhandoff.Config{
 		Redis:            rc,
+		Shared:           d.shared,
 		Prefix:           cfg.KeyPrefix,
 		LockTTL:          cfg.LockTTL,
 		HandlerDeadline:  cfg.HandlerDeadline,

@@ -102,7 +102,7 @@ func (l *Ledger) Availability(ctx context.Context, r AvailabilityRequest) (Avail
 	}
 	// One call without a pipeline: the usual read of a storefront, kept cheap.
 	for attempt := 0; ; attempt++ {
-		a, err := parseAvailability(r, availableScript.RunRO(ctx, l.rc, []string{Key(l.prefix, r.SKU)}, r.TargetDate, string(r.Mode), r.Qty))
+		a, err := parseAvailability(r, availableScript.RunRO(ctx, l.shared, []string{Key(l.prefix, r.SKU)}, r.TargetDate, string(r.Mode), r.Qty))
 		if attempt == 0 {
 			if again, err := l.prepare(ctx, r.SKU, err); again || err != nil {
 				if err != nil {
@@ -135,7 +135,7 @@ func (l *Ledger) Version(ctx context.Context, sku string) (v int64, ok bool, err
 	if err := stock.CheckSKU(sku); err != nil {
 		return 0, false, err
 	}
-	v, err = l.rc.HGet(ctx, Key(l.prefix, sku), fieldVersion).Int64()
+	v, err = l.shared.HGet(ctx, Key(l.prefix, sku), fieldVersion).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, false, nil
 	}

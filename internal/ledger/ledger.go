@@ -50,6 +50,10 @@ const OpRetentionDefault = 7 * 24 * time.Hour
 type Config struct {
 	// Redis holds the ledger (required).
 	Redis redis.UniversalClient
+	// Shared, when set, sends the ledger's single commands (its scripts and reads) in
+	// round trips shared with other callers (a pipeshare.Client on the same Redis); nil
+	// sends them on Redis. Pipelines and scans go on Redis either way.
+	Shared Commands
 	// Prefix starts every key (config.Redis.KeyPrefix; required, no '{' or '}').
 	Prefix string
 	// Loader supplies SKUs that are not in Redis yet; nil: such a SKU is ErrNotLoaded.
@@ -87,10 +91,20 @@ func (c Config) retentionSeconds() string {
 	return strconv.FormatInt(int64((c.OpRetention+time.Second-1)/time.Second), 10)
 }
 
+// Commands are the single commands the ledger sends: a go-redis client's, or a
+// pipeshare.Client's, which sends them in shared round trips.
+type Commands interface {
+	redis.Scripter
+	HGet(ctx context.Context, key, field string) *redis.StringCmd
+	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
+}
+
 // Ledger runs inventory operations on Redis. It is safe for concurrent use: every
 // operation is one atomic script on one SKU, with no lock and no retry loop.
 type Ledger struct {
-	rc     redis.UniversalClient
+	rc redis.UniversalClient
+	// shared sends the single commands: Config.Shared, or rc.
+	shared Commands
 	prefix string
 	loader stock.Loader
 	ttl    string
@@ -102,7 +116,11 @@ func New(cfg Config) (*Ledger, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Ledger{rc: cfg.Redis, prefix: cfg.Prefix, loader: cfg.Loader, ttl: cfg.retentionSeconds()}, nil
+	shared := cfg.Shared
+	if shared == nil {
+		shared = cfg.Redis
+	}
+	return &Ledger{rc: cfg.Redis, shared: shared, prefix: cfg.Prefix, loader: cfg.Loader, ttl: cfg.retentionSeconds()}, nil
 }
 
 // Inventory is what both Ledger and Model do, so callers and tests can use either.
@@ -138,7 +156,7 @@ func (l *Ledger) load(ctx context.Context, sku string) (created bool, err error)
 	if err := stock.CheckSKUState(s); err != nil {
 		return false, fmt.Errorf("ledger: load: %w", err)
 	}
-	n, err := loadScript.Run(ctx, l.rc, []string{Key(l.prefix, sku)}, loadFields(s)...).Int()
+	n, err := loadScript.Run(ctx, l.shared, []string{Key(l.prefix, sku)}, loadFields(s)...).Int()
 	if err != nil {
 		return false, fmt.Errorf("ledger: load sku=%s: %w", sku, err)
 	}
@@ -178,7 +196,7 @@ func (l *Ledger) runScript(ctx context.Context, name, fp, opID, legacy, sku stri
 	argv := append([]any{name, l.ttl, fp}, args...)
 	loaded, reindexed := false, false
 	for {
-		res, err := ledgerScript.Run(ctx, l.rc, keys, argv...).Slice()
+		res, err := ledgerScript.Run(ctx, l.shared, keys, argv...).Slice()
 		if err != nil {
 			var rerr redis.Error
 			if !errors.As(err, &rerr) {
@@ -266,7 +284,7 @@ func withRegSeq(name, sku string, reg int64, op func(reg int64, window int) (sto
 // nextRegSeq reads the registration number the SKU's next lot gets (0 when the hash has
 // none: the script then finds it). A guess: the script checks it.
 func (l *Ledger) nextRegSeq(ctx context.Context, sku string) (int64, error) {
-	n, err := l.rc.HGet(ctx, Key(l.prefix, sku), fieldNextReg).Int64()
+	n, err := l.shared.HGet(ctx, Key(l.prefix, sku), fieldNextReg).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -276,7 +294,7 @@ func (l *Ledger) nextRegSeq(ctx context.Context, sku string) (int64, error) {
 // regSeqOf reads a lot's registration number (-1 when Redis has no such lot yet). A guess
 // too: the script checks it.
 func (l *Ledger) regSeqOf(ctx context.Context, sku, lot string) (int64, error) {
-	m, err := l.rc.HGet(ctx, Key(l.prefix, sku), "m:"+lot).Result()
+	m, err := l.shared.HGet(ctx, Key(l.prefix, sku), "m:"+lot).Result()
 	if errors.Is(err, redis.Nil) {
 		return -1, nil
 	}
@@ -296,7 +314,7 @@ func (l *Ledger) Snapshot(ctx context.Context, sku string) (stock.SKU, error) {
 	if err := stock.CheckSKU(sku); err != nil {
 		return stock.SKU{}, err
 	}
-	h, err := l.rc.HGetAll(ctx, Key(l.prefix, sku)).Result()
+	h, err := l.shared.HGetAll(ctx, Key(l.prefix, sku)).Result()
 	if err != nil {
 		return stock.SKU{}, fmt.Errorf("ledger: snapshot sku=%s: %w", sku, err)
 	}

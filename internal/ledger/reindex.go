@@ -56,7 +56,7 @@ func (l *Ledger) Reindex(ctx context.Context, sku string, dryRun bool) (Reindexe
 	}
 	key := Key(l.prefix, sku)
 	for range reindexAttempts {
-		h, err := l.rc.HGetAll(ctx, key).Result()
+		h, err := l.shared.HGetAll(ctx, key).Result()
 		if err != nil {
 			return Reindexed{SKU: sku}, fmt.Errorf("ledger: reindex sku=%s: %w", sku, err)
 		}
@@ -72,7 +72,7 @@ func (l *Ledger) Reindex(ctx context.Context, sku string, dryRun bool) (Reindexe
 		if !r.Stale() || dryRun {
 			return r, nil
 		}
-		switch n, err := reindexScript.Run(ctx, l.rc, []string{key}, args...).Int(); {
+		switch n, err := reindexScript.Run(ctx, l.shared, []string{key}, args...).Int(); {
 		case err != nil:
 			return Reindexed{SKU: sku}, fmt.Errorf("ledger: reindex sku=%s: %w", sku, err)
 		case n == 1:

@@ -65,7 +65,7 @@ func (h *Handoff) recordFailure(l *lease, e entry, cause error) (f Failure, ok b
 	ctx, cancel := h.bookkeepingCtx(context.Background())
 	defer cancel()
 	text := errorText(cause)
-	v, err := attemptsScript.Run(ctx, h.rc, []string{l.k.lock, l.k.proc, attemptsKey(h.cfg.Prefix, l.entity)},
+	v, err := attemptsScript.Run(ctx, h.shared, []string{l.k.lock, l.k.proc, attemptsKey(h.cfg.Prefix, l.entity)},
 		l.token, digest(e.raw), text, attemptsRetention.Milliseconds()).Int64Slice()
 	if err == nil && len(v) < 1 {
 		err = errors.New("empty reply")
@@ -88,7 +88,7 @@ func (h *Handoff) recordFailure(l *lease, e entry, cause error) (f Failure, ok b
 }
 
 // readFailure reads the failure count of the envelope e (the zero Failure when it has none).
-func readFailure(ctx context.Context, rc redis.UniversalClient, prefix, entity string, raw []byte) (Failure, error) {
+func readFailure(ctx context.Context, rc Commands, prefix, entity string, raw []byte) (Failure, error) {
 	m, err := rc.HGetAll(ctx, attemptsKey(prefix, entity)).Result()
 	if err != nil {
 		return Failure{}, err

@@ -260,7 +260,7 @@ func (h *Handoff) handle(l *lease, e entry) (handled, []Trim) {
 		// holder went away, or an operator asked for its skip: only a re-run can be due,
 		// so a first run pays no read.
 		ctx, cancel := h.bookkeepingCtx(l.ctx)
-		f, err := readFailure(ctx, h.rc, h.cfg.Prefix, l.entity, e.raw)
+		f, err := readFailure(ctx, h.shared, h.cfg.Prefix, l.entity, e.raw)
 		cancel()
 		if err != nil {
 			h.log.Warn("lockhandoff: failure count not read", zap.String("lcid", l.entity), zap.Error(err))

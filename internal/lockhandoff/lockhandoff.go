@@ -15,6 +15,7 @@
 package lockhandoff
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -75,11 +76,25 @@ const (
 	sharedPipelineMax = 64
 )
 
+// Commands are the single commands a Handoff sends: a go-redis client's, or a
+// pipeshare.Client's, which sends them in shared round trips.
+type Commands interface {
+	redis.Scripter
+	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
+	ZScan(ctx context.Context, key string, cursor uint64, match string, count int64) *redis.ScanCmd
+}
+
 // Config configures a Handoff. Zero fields take the defaults above; Redis and Handler are
 // required.
 type Config struct {
 	// Redis runs every script of the turns, the sweeper and the backlog index.
 	Redis redis.UniversalClient
+	// Shared, when set, sends the turns' and the sweeper's single commands (renewals,
+	// resumes, failure counts, the backlog index's scan) in round trips shared with other
+	// callers (a pipeshare.Client on the same Redis); nil sends them on Redis. The takes,
+	// handoffs and leaves share pipelines of Redis of their own (see batcher), with WAIT
+	// where they need it.
+	Shared Commands
 	// Handler runs each envelope, and quarantines one the turn takes out (see Handler).
 	Handler Handler
 	// Prefix starts every key, e.g. "junban" (tests pass testenv's prefix).
@@ -339,7 +354,9 @@ type Turn struct {
 
 // Handoff runs the turns of one kind of entity.
 type Handoff struct {
-	rc      redis.UniversalClient
+	rc redis.UniversalClient
+	// shared sends the single commands: Config.Shared, or rc.
+	shared  Commands
 	cfg     Config
 	handler Handler
 	log     *zap.Logger
@@ -367,7 +384,7 @@ func New(cfg Config) (*Handoff, error) {
 		return nil, err
 	}
 	hd := &Handoff{
-		rc: rc, cfg: cfg, handler: h, log: cfg.Logger, m: m,
+		rc: rc, shared: cmp.Or[Commands](cfg.Shared, rc), cfg: cfg, handler: h, log: cfg.Logger, m: m,
 		batch:    newBatcher(rc, sharedPipelines, sharedPipelineMax, max(cfg.LockTTL, 5*time.Second), cfg.Replication),
 		stopping: make(chan struct{}),
 	}

@@ -205,7 +205,7 @@ func (h *Handoff) runHandoff(ctx context.Context, k keys, token string, seq int6
 // nothing waits.
 func (h *Handoff) runResume(ctx context.Context, k keys, token string) (entry, bool, error) {
 	sent := time.Now()
-	v, err := resumeScript.Run(ctx, h.rc, []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}, token, h.cfg.LockTTL.Milliseconds()).Slice()
+	v, err := resumeScript.Run(ctx, h.shared, []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}, token, h.cfg.LockTTL.Milliseconds()).Slice()
 	if err != nil {
 		return entry{}, false, err
 	}
@@ -257,12 +257,12 @@ func (h *Handoff) evalShared(ctx context.Context, s *redis.Script, keys []string
 		c = s.EvalSha(ctx, p, keys, args...)
 	})
 	if redisscript.NoScript(c) {
-		c = s.Run(ctx, h.rc, keys, args...)
+		c = s.Run(ctx, h.shared, keys, args...)
 	}
 	return c
 }
 
 func (h *Handoff) runRenew(ctx context.Context, k keys, token string) (bool, error) {
-	n, err := renewScript.Run(ctx, h.rc, []string{k.lock}, token, h.cfg.LockTTL.Milliseconds()).Int64()
+	n, err := renewScript.Run(ctx, h.shared, []string{k.lock}, token, h.cfg.LockTTL.Milliseconds()).Int64()
 	return n == 1, err
 }

@@ -149,7 +149,7 @@ func (h *Handoff) sweep(ctx context.Context, minAge time.Duration) (SweepStats, 
 		key := indexKey(h.cfg.Prefix, shard)
 		var cursor uint64
 		for {
-			vals, next, err := h.rc.ZScan(ctx, key, cursor, "", 256).Result()
+			vals, next, err := h.shared.ZScan(ctx, key, cursor, "", 256).Result()
 			if err != nil {
 				addErr(fmt.Errorf("scan %s: %w", key, err))
 				break

@@ -77,13 +77,14 @@ func dueScore(t time.Time) int64 { return t.UnixMicro() }
 // IndexHold writes lcid's entry at hold: the handler's write before a commit, and a
 // re-index of restored orders (junbanctl holds reindex). A stale entry is harmless.
 func IndexHold(ctx context.Context, rc redis.UniversalClient, prefix, lcid string, hold time.Time) error {
-	return indexHold(ctx, rc, nil, prefix, lcid, hold)
+	return indexHold(ctx, rc, rc, nil, prefix, lcid, hold)
 }
 
 // indexHold is IndexHold followed, when w is on, by a WAIT on the due shard's primary
 // (another primary than the order's on a cluster, so the commit's WAIT does not cover
-// it): a commit that relies on the entry must not outlive it in a failover.
-func indexHold(ctx context.Context, rc redis.UniversalClient, w *replication.Waiter, prefix, lcid string, hold time.Time) error {
+// it): a commit that relies on the entry must not outlive it in a failover. Without the
+// WAIT, the entry goes alone through shared.
+func indexHold(ctx context.Context, rc redis.UniversalClient, shared Commands, w *replication.Waiter, prefix, lcid string, hold time.Time) error {
 	key := DueKey(prefix, DueShard(lcid))
 	z := redis.Z{Score: float64(dueScore(hold)), Member: lcid}
 	var err error
@@ -94,7 +95,7 @@ func indexHold(ctx context.Context, rc redis.UniversalClient, w *replication.Wai
 			err = c.Err()
 		}
 	} else {
-		err = rc.ZAdd(ctx, key, z).Err()
+		err = shared.ZAdd(ctx, key, z).Err()
 	}
 	if err != nil {
 		return fmt.Errorf("order: index the hold of %s: %w", lcid, err)
@@ -104,7 +105,7 @@ func indexHold(ctx context.Context, rc redis.UniversalClient, w *replication.Wai
 
 // moveDue sets lcid's entry to next (nil: removes it) if its score is still was; it says
 // whether it did.
-func moveDue(ctx context.Context, rc redis.UniversalClient, prefix, lcid string, was int64, next *int64) (bool, error) {
+func moveDue(ctx context.Context, rc Commands, prefix, lcid string, was int64, next *int64) (bool, error) {
 	to := ""
 	if next != nil {
 		to = strconv.FormatInt(*next, 10)
@@ -135,7 +136,7 @@ func (p *Processor) indexBefore(ctx context.Context, lcid string, was, next doma
 	if h == nil || (sameHold(holdOf(was.Order), h) && !restored) {
 		return nil
 	}
-	return indexHold(ctx, p.rc, p.cfg.Replication, p.cfg.Prefix, lcid, *h)
+	return indexHold(ctx, p.rc, p.shared, p.cfg.Replication, p.cfg.Prefix, lcid, *h)
 }
 
 // unindexAfter removes the due entry of a hold the committed step cleared, while its score
@@ -146,7 +147,7 @@ func (p *Processor) unindexAfter(ctx context.Context, lcid string, was, next dom
 	if h == nil || holdOf(next.Order) != nil {
 		return
 	}
-	if _, err := moveDue(ctx, p.rc, p.cfg.Prefix, lcid, dueScore(*h), nil); err != nil {
+	if _, err := moveDue(ctx, p.shared, p.cfg.Prefix, lcid, dueScore(*h), nil); err != nil {
 		p.log.With(tracing.LogFields(ctx)...).Warn("due entry left to the scanner", zap.String("lcid", lcid), zap.Error(err))
 	}
 }
@@ -155,6 +156,10 @@ func (p *Processor) unindexAfter(ctx context.Context, lcid string, was, next dom
 type ScannerConfig struct {
 	// Redis holds the due index and the orders' state (required).
 	Redis redis.UniversalClient
+	// Shared, when set, sends the scanner's commands (the claim script, the state reads,
+	// the due entries' moves) in round trips shared with other callers (a
+	// pipeshare.Client on the same Redis); nil sends them on Redis.
+	Shared Commands
 	// Turns takes the expiry events (required): the order-worker's turns.
 	Turns Turns
 	// Prefix starts every key (the Processor's).
@@ -178,7 +183,9 @@ type ScannerConfig struct {
 // Scanner finds the due holds and submits their order.reservation_expired into the
 // orders' turns. Every order-worker replica runs one; the claim keeps them apart.
 type Scanner struct {
-	cfg    ScannerConfig
+	cfg ScannerConfig
+	// shared sends the scanner's commands: ScannerConfig.Shared, or Redis.
+	shared Commands
 	due    prometheus.Gauge
 	oldest prometheus.Gauge
 	stop   chan struct{}
@@ -208,7 +215,7 @@ func NewScanner(cfg ScannerConfig) (*Scanner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Scanner{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{}),
+	s := &Scanner{cfg: cfg, shared: cmp.Or[Commands](cfg.Shared, cfg.Redis), stop: make(chan struct{}), done: make(chan struct{}),
 		due: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "junban", Subsystem: "reservations", Name: "due",
 			Help: "Holds past their hold_until and not claimed by a scanner, at this replica's last scan (the expiry backlog).",
@@ -314,7 +321,7 @@ func (s *Scanner) claimScore(now time.Time) int64 { return dueScore(now.Add(s.cf
 // claim takes a shard's due entries (due.lua) and returns the shard's backlog and oldest
 // score before the claim, and the lcids claimed.
 func (s *Scanner) claim(ctx context.Context, shard int, now time.Time) (int64, *int64, []string, error) {
-	reply, err := dueScript.Run(ctx, s.cfg.Redis, []string{DueKey(s.cfg.Prefix, shard)},
+	reply, err := dueScript.Run(ctx, s.shared, []string{DueKey(s.cfg.Prefix, shard)},
 		dueScore(now), s.claimScore(now), s.cfg.Batch).Slice()
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("order: due shard %d: %w", shard, err)
@@ -347,7 +354,7 @@ func (s *Scanner) claim(ctx context.Context, shard int, now time.Time) (int64, *
 // claim's score, so a hold written since is never undone.
 func (s *Scanner) expire(ctx context.Context, lcid string, now time.Time) (bool, error) {
 	claimed := s.claimScore(now)
-	vals, err := s.cfg.Redis.MGet(ctx, StateKey(s.cfg.Prefix, lcid), lockhandoff.Key(s.cfg.Prefix, lcid, "lock")).Result()
+	vals, err := s.shared.MGet(ctx, StateKey(s.cfg.Prefix, lcid), lockhandoff.Key(s.cfg.Prefix, lcid, "lock")).Result()
 	if err != nil {
 		return false, fmt.Errorf("order: state of %s: %w", lcid, err)
 	}
@@ -363,11 +370,11 @@ func (s *Scanner) expire(ctx context.Context, lcid string, now time.Time) (bool,
 	case hold == nil && held:
 		return false, nil
 	case hold == nil:
-		_, err := moveDue(ctx, s.cfg.Redis, s.cfg.Prefix, lcid, claimed, nil)
+		_, err := moveDue(ctx, s.shared, s.cfg.Prefix, lcid, claimed, nil)
 		return false, err
 	case hold.After(now):
 		at := dueScore(*hold)
-		_, err := moveDue(ctx, s.cfg.Redis, s.cfg.Prefix, lcid, claimed, &at)
+		_, err := moveDue(ctx, s.shared, s.cfg.Prefix, lcid, claimed, &at)
 		return false, err
 	}
 	body, err := ExpiryEvent(lcid, *hold)

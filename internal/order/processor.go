@@ -54,11 +54,27 @@ const (
 // maxMessageSize takes: that size less ResultAttributesReserve (Config.MaxResultBytes).
 func ResultBound(maxMessageSize int) int { return maxMessageSize - ResultAttributesReserve }
 
+// Commands are the single commands the processor and the scanner send: a go-redis
+// client's, or a pipeshare.Client's, which sends them in shared round trips.
+type Commands interface {
+	redis.Scripter
+	Get(ctx context.Context, key string) *redis.StringCmd
+	MGet(ctx context.Context, keys ...string) *redis.SliceCmd
+	LLen(ctx context.Context, key string) *redis.IntCmd
+	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
+	ZAdd(ctx context.Context, key string, members ...redis.Z) *redis.IntCmd
+}
+
 // Config configures a Processor: its dependencies, then its bounds. Zero bounds take
 // the defaults above.
 type Config struct {
 	// Redis holds the orders' state, done markers and outbox (required).
 	Redis redis.UniversalClient
+	// Shared, when set, sends the processor's single commands (state reads, the commit
+	// and ack scripts, the due index's) in round trips shared with other callers (a
+	// pipeshare.Client on the same Redis); nil sends them on Redis. Pipelines, and with
+	// them every WAIT, go on Redis either way.
+	Shared Commands
 	// Ledger moves the stock (required).
 	Ledger domain.Ledger
 	// Publisher takes results to the results queue (required).
@@ -186,7 +202,9 @@ var (
 // Processor is the handler of every turn (lockhandoff.Handler): lockhandoff calls Step for
 // each event, and Quarantine for one it takes out of the turn.
 type Processor struct {
-	rc     redis.UniversalClient
+	rc redis.UniversalClient
+	// shared sends the single commands: Config.Shared, or rc.
+	shared Commands
 	ledger domain.Ledger
 	pub    Publisher
 	dlq    DeadLetter
@@ -211,7 +229,11 @@ func New(cfg Config) (*Processor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Processor{rc: cfg.Redis, ledger: cfg.Ledger, pub: cfg.Publisher, dlq: cfg.DeadLetter, resultsDLQ: cfg.ResultsDeadLetter, cfg: cfg,
+	shared := cfg.Shared
+	if shared == nil {
+		shared = cfg.Redis
+	}
+	return &Processor{rc: cfg.Redis, shared: shared, ledger: cfg.Ledger, pub: cfg.Publisher, dlq: cfg.DeadLetter, resultsDLQ: cfg.ResultsDeadLetter, cfg: cfg,
 		now: time.Now, log: cfg.Logger, metrics: m}, nil
 }
 
@@ -363,7 +385,7 @@ func (p *Processor) replay(ctx context.Context, t lockhandoff.Turn, ev domain.Ev
 		// Only a quarantine moves an event on with results unpublished: they stay
 		// in the outbox, which a duplicate (its redrive, say) publishes.
 		p.metrics.replayed.WithLabelValues(replayDuplicate).Inc()
-		n, err := p.rc.LLen(ctx, p.key(t.Entity, "outbox")).Result()
+		n, err := p.shared.LLen(ctx, p.key(t.Entity, "outbox")).Result()
 		if err != nil || n == 0 {
 			return nil, err
 		}
@@ -383,11 +405,11 @@ func (p *Processor) replay(ctx context.Context, t lockhandoff.Turn, ev domain.Ev
 
 // Load reads an entity's state (the zero State when it has none).
 func (p *Processor) Load(ctx context.Context, entity string) (domain.State, error) {
-	return LoadState(ctx, p.rc, p.cfg.Prefix, entity)
+	return LoadState(ctx, p.shared, p.cfg.Prefix, entity)
 }
 
 // LoadState reads an entity's state (the zero State when it has none).
-func LoadState(ctx context.Context, rc redis.UniversalClient, prefix, entity string) (domain.State, error) {
+func LoadState(ctx context.Context, rc Commands, prefix, entity string) (domain.State, error) {
 	var st domain.State
 	raw, err := rc.Get(ctx, StateKey(prefix, entity)).Bytes()
 	if errors.Is(err, redis.Nil) {
@@ -438,7 +460,7 @@ func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev domain.Ev
 		}
 		reply, err = c.Slice()
 	} else {
-		reply, err = commitScript.Run(ctx, p.rc, keys, args...).Slice()
+		reply, err = commitScript.Run(ctx, p.shared, keys, args...).Slice()
 	}
 	if err != nil {
 		err = commitError(err)
@@ -525,7 +547,7 @@ func (p *Processor) ledgerReplicated(ctx context.Context, entity string, results
 func (p *Processor) readTurn(ctx context.Context, entity, eventID string) ([]any, error) {
 	keys := []string{doneKey(p.cfg.Prefix, entity, eventID), StateKey(p.cfg.Prefix, entity)}
 	if _, ok := p.rc.(*redis.ClusterClient); !ok || !p.cfg.Replication.On() {
-		vals, err := p.rc.MGet(ctx, keys...).Result()
+		vals, err := p.shared.MGet(ctx, keys...).Result()
 		if err != nil {
 			return nil, fmt.Errorf("order: done marker and state: %w", err)
 		}
@@ -591,7 +613,7 @@ func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []strin
 		first = nil
 		if items == nil {
 			var err error
-			if items, err = p.rc.LRange(ctx, outbox, 0, outboxBatch-1).Result(); err != nil {
+			if items, err = p.shared.LRange(ctx, outbox, 0, outboxBatch-1).Result(); err != nil {
 				return nil, fmt.Errorf("order: outbox: %w", err)
 			}
 		}
@@ -611,7 +633,7 @@ func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []strin
 		if trim, terr := t.Trim(outbox, n); last && terr == nil {
 			return []lockhandoff.Trim{trim}, nil
 		}
-		ok, aerr := ackOutbox(ctx, p.rc, p.key(t.Entity, "lock"), outbox, t.Token, items[:n])
+		ok, aerr := ackOutbox(ctx, p.shared, p.key(t.Entity, "lock"), outbox, t.Token, items[:n])
 		if aerr != nil {
 			return nil, fmt.Errorf("order: outbox ack: %w", aerr)
 		}

@@ -276,7 +276,7 @@ func (p *Processor) ownRecord(ctx context.Context, entity string, r event.Result
 	if err != nil {
 		return err
 	}
-	held, err := p.rc.Get(ctx, doneKey(p.cfg.Prefix, entity, r.EventID)).Bytes()
+	held, err := p.shared.Get(ctx, doneKey(p.cfg.Prefix, entity, r.EventID)).Bytes()
 	if err != nil {
 		return fmt.Errorf("order: the done marker of %s: %w", r.EventID, err)
 	}

@@ -7,14 +7,13 @@
 // Redis and the client far more than a command that shares one, so sharing is where an
 // event's Redis time goes down (docs/performance.md, "Decisions kept").
 //
-// Batcher is the mechanism, for any kind of call; Hook applies it to every single command
-// of a go-redis client (lockhandoff applies it to its own scripts, with the replicas'
-// acknowledgement they need).
+// Batcher is the mechanism, for any kind of call; Client applies it to single commands,
+// for the callers that name it instead of a plain client (lockhandoff applies Batcher to its
+// own scripts, with the replicas' acknowledgement they need).
 package pipeshare
 
 import (
 	"context"
-	"errors"
 	"runtime"
 	"sync"
 	"time"
@@ -112,40 +111,38 @@ func (b *Batcher[T]) InFlight() int { b.mu.Lock(); defer b.mu.Unlock(); return b
 // Waiting: see InFlight.
 func (b *Batcher[T]) Waiting() int { b.mu.Lock(); defer b.mu.Unlock(); return len(b.pending) }
 
-// Hook is a go-redis hook that sends every single command of the client it is added to
-// through a Batcher, in pipelines of a second client to the same Redis (exec). Pipelines
-// of the hooked client pass through unchanged.
-//
-// The second client is what keeps it from deadlocking: go-redis sends a new connection's
-// handshake through its client's hooks, so a hook that ran its pipelines on its own client
-// could wait for a handshake queued behind the very pipeline that needs the connection.
+// Client sends single commands in pipelines shared by concurrent callers, on exec, through
+// a Batcher: its methods have go-redis's signatures, so that a caller that names a Client
+// where it would name a plain client (a small interface of its own) sends those commands
+// through shared round trips, and the rest of its commands (pipelines, WAIT, scans over a
+// cluster's nodes) on its plain client.
 //
 // Every command runs atomically and gets its own reply or error, as alone; what changes is
 // when it is sent, and that a caller waits for its whole pipeline's replies. A blocking
-// command (BLPOP, XREAD BLOCK, WAIT outside a pipeline) would hold every call queued behind
-// it: a client that sends them must not have this hook.
-type Hook struct {
-	b *Batcher[hookCall]
+// command (BLPOP, XREAD BLOCK, WAIT) would hold every call queued behind it: it must not go
+// through a Client, and a connection-scoped one (WAIT after a write) would count another
+// connection's writes.
+type Client struct {
+	exec redis.UniversalClient
+	b    *Batcher[call]
+	// builders are pipelines of exec that are never sent: go-redis's own methods build
+	// the commands (their arguments, a script's key position), which then go in a batch.
+	builders sync.Pool
 }
 
-// hookCall is one command and its caller's context: a command whose caller gave up before
+// call is one command and its caller's context: a command whose caller gave up before
 // its pipeline left is not sent, as go-redis does not send one whose context has ended.
-type hookCall struct {
+type call struct {
 	ctx context.Context
 	cmd redis.Cmder
 }
 
-// ErrSameClient is Install's answer when exec is the hooked client itself.
-var ErrSameClient = errors.New("pipeshare: exec must be a client of its own, not the hooked one")
-
-// Install adds a Hook to rc that runs rc's single commands in pipelines of exec (a second
-// client to the same Redis, with no Hook of its own), at most slots in flight, each of at
-// most size commands and bounded by timeout.
-func Install(rc, exec redis.UniversalClient, slots, size int, timeout time.Duration) (*Hook, error) {
-	if rc == exec {
-		return nil, ErrSameClient
-	}
-	h := &Hook{b: New(slots, size, timeout, func(ctx context.Context, calls []hookCall) {
+// NewClient returns a Client that sends its commands in pipelines of exec, at most slots in
+// flight, each of at most size commands and bounded by timeout.
+func NewClient(exec redis.UniversalClient, slots, size int, timeout time.Duration) *Client {
+	c := &Client{exec: exec}
+	c.builders.New = func() any { return exec.Pipeline() }
+	c.b = New(slots, size, timeout, func(ctx context.Context, calls []call) {
 		pipe := exec.Pipeline()
 		for _, c := range calls {
 			if err := c.ctx.Err(); err != nil {
@@ -157,27 +154,108 @@ func Install(rc, exec redis.UniversalClient, slots, size int, timeout time.Durat
 		if pipe.Len() > 0 {
 			_, _ = pipe.Exec(ctx) // each command carries its own reply or error
 		}
-	})}
-	rc.AddHook(h)
-	return h, nil
+	})
+	return c
 }
 
-// DialHook leaves dialling as it is.
-func (h *Hook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-// ProcessHook sends cmd in a shared pipeline and returns its own error; a command whose
+// Process sends cmd in a shared pipeline and returns its own error; a command whose
 // context ended while it waited fails with the context's error, unsent.
-func (h *Hook) ProcessHook(redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.b.Do(ctx, hookCall{ctx, cmd})
-		return cmd.Err()
-	}
-}
-
-// ProcessPipelineHook leaves the hooked client's own pipelines as they are.
-func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+func (c *Client) Process(ctx context.Context, cmd redis.Cmder) error {
+	c.b.Do(ctx, call{ctx, cmd})
+	return cmd.Err()
 }
 
 // Waiting is the number of commands waiting for a pipeline.
-func (h *Hook) Waiting() int { return h.b.Waiting() }
+func (c *Client) Waiting() int { return c.b.Waiting() }
+
+// send builds a command with build (on a pipeline that is never sent) and sends it.
+func send[C redis.Cmder](ctx context.Context, c *Client, build func(p redis.Pipeliner) C) C {
+	p := c.builders.Get().(redis.Pipeliner)
+	cmd := build(p)
+	p.Discard()
+	c.builders.Put(p)
+	_ = c.Process(ctx, cmd)
+	return cmd
+}
+
+// Eval, EvalSha, EvalRO and EvalShaRO are go-redis's (redis.Scripter), in shared round
+// trips: Script.Run and RunRO take a Client.
+func (c *Client) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return send(ctx, c, func(p redis.Pipeliner) *redis.Cmd { return p.Eval(ctx, script, keys, args...) })
+}
+
+// EvalSha: see Eval.
+func (c *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return send(ctx, c, func(p redis.Pipeliner) *redis.Cmd { return p.EvalSha(ctx, sha1, keys, args...) })
+}
+
+// EvalRO: see Eval.
+func (c *Client) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return send(ctx, c, func(p redis.Pipeliner) *redis.Cmd { return p.EvalRO(ctx, script, keys, args...) })
+}
+
+// EvalShaRO: see Eval.
+func (c *Client) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return send(ctx, c, func(p redis.Pipeliner) *redis.Cmd { return p.EvalShaRO(ctx, sha1, keys, args...) })
+}
+
+// ScriptExists and ScriptLoad complete redis.Scripter. They go on exec, alone: a cluster
+// client sends them to every primary, which a keyless command in a pipeline would not.
+func (c *Client) ScriptExists(ctx context.Context, hashes ...string) *redis.BoolSliceCmd {
+	return c.exec.ScriptExists(ctx, hashes...)
+}
+
+// ScriptLoad: see ScriptExists.
+func (c *Client) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
+	return c.exec.ScriptLoad(ctx, script)
+}
+
+// Get and the commands below are go-redis's, in shared round trips.
+func (c *Client) Get(ctx context.Context, key string) *redis.StringCmd {
+	return send(ctx, c, func(p redis.Pipeliner) *redis.StringCmd { return p.Get(ctx, key) })
+}
+
+// MGet: see Get.
+func (c *Client) MGet(ctx context.Context, keys ...string) *redis.SliceCmd {
+	return send(ctx, c, func(p redis.Pipeliner) *redis.SliceCmd { return p.MGet(ctx, keys...) })
+}
+
+// HGet: see Get.
+func (c *Client) HGet(ctx context.Context, key, field string) *redis.StringCmd {
+	return send(ctx, c, func(p redis.Pipeliner) *redis.StringCmd { return p.HGet(ctx, key, field) })
+}
+
+// HGetAll: see Get.
+func (c *Client) HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd {
+	return send(ctx, c, func(p redis.Pipeliner) *redis.MapStringStringCmd { return p.HGetAll(ctx, key) })
+}
+
+// LLen: see Get.
+func (c *Client) LLen(ctx context.Context, key string) *redis.IntCmd {
+	return send(ctx, c, func(p redis.Pipeliner) *redis.IntCmd { return p.LLen(ctx, key) })
+}
+
+// LRange: see Get.
+func (c *Client) LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd {
+	return send(ctx, c, func(p redis.Pipeliner) *redis.StringSliceCmd { return p.LRange(ctx, key, start, stop) })
+}
+
+// ZAdd: see Get.
+func (c *Client) ZAdd(ctx context.Context, key string, members ...redis.Z) *redis.IntCmd {
+	return send(ctx, c, func(p redis.Pipeliner) *redis.IntCmd { return p.ZAdd(ctx, key, members...) })
+}
+
+// ZScan: see Get. It is built here, as go-redis builds it, because its iterator sends the
+// next pages with the process it was built with: this Client's.
+func (c *Client) ZScan(ctx context.Context, key string, cursor uint64, match string, count int64) *redis.ScanCmd {
+	args := []any{"zscan", key, cursor}
+	if match != "" {
+		args = append(args, "match", match)
+	}
+	if count > 0 {
+		args = append(args, "count", count)
+	}
+	cmd := redis.NewScanCmd(ctx, c.Process, args...)
+	_ = c.Process(ctx, cmd)
+	return cmd
+}

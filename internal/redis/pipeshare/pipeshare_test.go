@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,26 +15,20 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/redis/pipeshare"
 	"github.com/junban/junban/internal/testenv"
 )
 
-// tripCounter counts the round trips a client makes for commands on keys of prefix: a
-// single command or a pipeline is one.
-type tripCounter struct {
-	prefix string
-	n      atomic.Int64
+// writeCounter counts what a client writes to Redis: one write a single command or a
+// pipeline, one round trip. It counts at the connection, under go-redis.
+type writeCounter struct{ n atomic.Int64 }
+
+type countedConn struct {
+	net.Conn
+	n *atomic.Int64
 }
 
-func (c *tripCounter) ours(cmds ...redis.Cmder) bool {
-	return slices.ContainsFunc(cmds, func(cmd redis.Cmder) bool {
-		return slices.ContainsFunc(cmd.Args(), func(a any) bool {
-			s, ok := a.(string)
-			return ok && strings.HasPrefix(s, c.prefix)
-		})
-	})
-}
+func (c countedConn) Write(b []byte) (int, error) { c.n.Add(1); return c.Conn.Write(b) }
 
 // slowScript keeps Redis busy for ms milliseconds: the round trip that carries it holds its
 // slot while other commands arrive.
@@ -49,61 +43,56 @@ return 1`, ms*1000))
 	return s
 }
 
-func (c *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if c.ours(cmd) {
-			c.n.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if c.ours(cmds...) {
-			c.n.Add(1)
-		}
-		return next(ctx, cmds)
-	}
-}
-
-// clients returns a client with the hook installed and the round-trip counter of what
-// reaches Redis (on exec, and on the hooked client itself).
-func clients(t *testing.T, slots int) (redis.UniversalClient, *pipeshare.Hook, *tripCounter, string) {
+// clients returns a plain client, a pipeshare.Client of at most slots round trips in
+// flight on a client of its own, and the counter of that client's writes to Redis, at 0
+// with its connection open.
+func clients(t *testing.T, slots int) (redis.UniversalClient, *pipeshare.Client, *writeCounter, string) {
 	t.Helper()
 	rc, prefix := testenv.Redis(t)
-	exec, err := config.Redis{URL: testenv.RedisURL(t)}.Client()
+	opt, err := redis.ParseURL(testenv.RedisURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
+	trips := &writeCounter{}
+	opt.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return countedConn{conn, &trips.n}, nil
+	}
+	exec := redis.NewClient(opt)
 	t.Cleanup(func() { exec.Close() })
-	trips := &tripCounter{prefix: prefix}
-	exec.AddHook(trips)
-	h, err := pipeshare.Install(rc, exec, slots, 64, 5*time.Second)
-	if err != nil {
+	c := pipeshare.NewClient(exec, slots, 64, 5*time.Second)
+	if err := c.Process(context.Background(), redis.NewStatusCmd(context.Background(), "ping")); err != nil {
 		t.Fatal(err)
 	}
-	rc.AddHook(trips) // inside the pipeshare hook: counts what the hooked client still sends itself
-	return rc, h, trips, prefix
+	trips.n.Store(0) // the handshake's, and the PING's
+	return rc, c, trips, prefix
+}
+
+func incrBy(ctx context.Context, c *pipeshare.Client, key string, n int) *redis.IntCmd {
+	cmd := redis.NewIntCmd(ctx, "incrby", key, n)
+	_ = c.Process(ctx, cmd)
+	return cmd
 }
 
 // Single commands that arrive while a round trip is in flight share the next one: with a
-// slow script holding the only slot, 30 callers' commands reach Redis in one pipeline, and
-// each caller gets its own reply. Broken variant tried: a hook that passes each command
-// on alone (ProcessHook returning next) never queues one, and this test, the next and the
-// cancellation test fail ("waited 10s for the callers queued").
+// slow script holding the only slot, 30 callers' commands reach Redis in one write, and
+// each caller gets its own reply. Broken variants tried: a Client whose Process sends each
+// command alone on exec never queues one ("waited 10s for the callers queued", here and in
+// the next test); one whose batches hold one command each made 31 writes (the next: 5).
 func TestConcurrentCommandsShareARoundTrip(t *testing.T) {
-	rc, h, trips, prefix := clients(t, 1)
+	rc, c, trips, prefix := clients(t, 1)
 	ctx := context.Background()
 	slow := slowScript(t, rc, 300)
-	trips.n.Store(0)
 
 	const callers = 30
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := slow.EvalSha(ctx, rc, []string{prefix + ":slow"}).Err(); err != nil {
+		if err := slow.EvalSha(ctx, c, []string{prefix + ":slow"}).Err(); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -113,14 +102,14 @@ func TestConcurrentCommandsShareARoundTrip(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			replies[i], _ = rc.IncrBy(ctx, prefix+":n:"+strconv.Itoa(i), int64(i)).Result()
+			replies[i], _ = incrBy(ctx, c, prefix+":n:"+strconv.Itoa(i), i).Result()
 		}()
 	}
-	testenv.WaitFor(t, 10*time.Second, "the callers queued", func() bool { return h.Waiting() == callers })
+	testenv.WaitFor(t, 10*time.Second, "the callers queued", func() bool { return c.Waiting() == callers })
 	wg.Wait()
 
 	if got := trips.n.Load(); got != 2 {
-		t.Errorf("%d round trips for 1 + %d commands, want 2", got, callers)
+		t.Errorf("%d writes for 1 + %d commands, want 2", got, callers)
 	}
 	for i, r := range replies {
 		if r != int64(i) {
@@ -132,34 +121,33 @@ func TestConcurrentCommandsShareARoundTrip(t *testing.T) {
 // In a shared pipeline, a command's error or nil reply is its own: a WRONGTYPE, a missing
 // key and a script error beside commands that succeed.
 func TestRepliesAndErrorsStayWithTheirCommand(t *testing.T) {
-	rc, h, trips, prefix := clients(t, 1)
+	rc, c, trips, prefix := clients(t, 1)
 	ctx := context.Background()
 	if err := rc.RPush(ctx, prefix+":list", "x").Err(); err != nil {
 		t.Fatal(err)
 	}
 	slow := slowScript(t, rc, 300)
-	trips.n.Store(0)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); slow.EvalSha(ctx, rc, []string{prefix + ":slow"}) }()
+	go func() { defer wg.Done(); slow.EvalSha(ctx, c, []string{prefix + ":slow"}) }()
 	testenv.WaitFor(t, 10*time.Second, "the slow script in flight", func() bool { return trips.n.Load() == 1 })
 
 	var wrongType, missing, scriptErr, set error
 	for _, f := range []func(){
-		func() { wrongType = rc.Get(ctx, prefix+":list").Err() },
-		func() { missing = rc.Get(ctx, prefix+":none").Err() },
+		func() { wrongType = c.Get(ctx, prefix+":list").Err() },
+		func() { missing = c.Get(ctx, prefix+":none").Err() },
 		func() {
-			scriptErr = rc.Eval(ctx, "return redis.error_reply('NOPE here')", []string{prefix + ":k"}).Err()
+			scriptErr = c.Eval(ctx, "return redis.error_reply('NOPE here')", []string{prefix + ":k"}).Err()
 		},
-		func() { set = rc.Set(ctx, prefix+":k", "v", 0).Err() },
+		func() { set = c.Process(ctx, redis.NewStatusCmd(ctx, "set", prefix+":k", "v")) },
 	} {
 		wg.Add(1)
 		go func() { defer wg.Done(); f() }()
 	}
-	testenv.WaitFor(t, 10*time.Second, "the four commands queued", func() bool { return h.Waiting() == 4 })
+	testenv.WaitFor(t, 10*time.Second, "the four commands queued", func() bool { return c.Waiting() == 4 })
 	wg.Wait()
 	if n := trips.n.Load(); n != 2 {
-		t.Errorf("%d round trips, want 2: the four commands were to share one", n)
+		t.Errorf("%d writes, want 2: the four commands were to share one", n)
 	}
 	got, err := rc.Get(ctx, prefix+":k").Result()
 
@@ -180,7 +168,7 @@ func TestRepliesAndErrorsStayWithTheirCommand(t *testing.T) {
 // Many callers at once, more than one pipeline holds: every command runs once, none is
 // stranded, and nothing is left waiting. Run under the race detector by make test.
 func TestEveryCallerIsServed(t *testing.T) {
-	rc, h, _, prefix := clients(t, 2)
+	rc, c, _, prefix := clients(t, 2)
 	ctx := context.Background()
 	const callers, each = 50, 40
 	var wg sync.WaitGroup
@@ -189,7 +177,7 @@ func TestEveryCallerIsServed(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				if err := rc.Incr(ctx, prefix+":n").Err(); err != nil {
+				if err := incrBy(ctx, c, prefix+":n", 1).Err(); err != nil {
 					t.Error(err)
 					return
 				}
@@ -206,36 +194,28 @@ func TestEveryCallerIsServed(t *testing.T) {
 	if n, _ := rc.Get(ctx, prefix+":n").Int(); n != callers*each {
 		t.Errorf("counter %d, want %d", n, callers*each)
 	}
-	if w := h.Waiting(); w != 0 {
+	if w := c.Waiting(); w != 0 {
 		t.Errorf("%d commands still waiting", w)
-	}
-}
-
-// A hook that ran its pipelines on its own client would deadlock on a new connection's
-// handshake (go-redis sends it through the client's hooks): Install refuses it.
-func TestInstallRefusesTheHookedClient(t *testing.T) {
-	rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
-	defer rc.Close()
-	if _, err := pipeshare.Install(rc, rc, 1, 8, time.Second); !errors.Is(err, pipeshare.ErrSameClient) {
-		t.Fatalf("Install(rc, rc): %v, want ErrSameClient", err)
 	}
 }
 
 // A caller whose context ends while its command waits still gets the command's outcome:
 // the pipeline runs whole (the leader's cancellation does not reach the others either).
 func TestALeadersCancellationDoesNotFailTheOthers(t *testing.T) {
-	rc, h, trips, prefix := clients(t, 1)
+	rc, c, trips, prefix := clients(t, 1)
 	slow := slowScript(t, rc, 200)
 	leaderCtx, cancel := context.WithCancel(context.Background())
-	trips.n.Store(0)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); slow.EvalSha(leaderCtx, rc, []string{prefix + ":slow"}) }()
-	testenv.WaitFor(t, 10*time.Second, "the slow script in flight", func() bool { return trips.n.Load() >= 1 })
+	go func() { defer wg.Done(); slow.EvalSha(leaderCtx, c, []string{prefix + ":slow"}) }()
+	testenv.WaitFor(t, 10*time.Second, "the slow script in flight", func() bool { return trips.n.Load() == 1 })
 	var setErr error
 	wg.Add(1)
-	go func() { defer wg.Done(); setErr = rc.Set(context.Background(), prefix+":k", "v", 0).Err() }()
-	testenv.WaitFor(t, 10*time.Second, "the SET queued", func() bool { return h.Waiting() == 1 })
+	go func() {
+		defer wg.Done()
+		setErr = c.Process(context.Background(), redis.NewStatusCmd(context.Background(), "set", prefix+":k", "v"))
+	}()
+	testenv.WaitFor(t, 10*time.Second, "the SET queued", func() bool { return c.Waiting() == 1 })
 	cancel()
 	wg.Wait()
 	if setErr != nil {
@@ -250,18 +230,17 @@ func TestALeadersCancellationDoesNotFailTheOthers(t *testing.T) {
 // error and writes nothing, as go-redis does with a command whose context has ended.
 // Broken variant tried: an exec that sends every queued command sets the key and fails.
 func TestACommandWhoseCallerGaveUpIsNotSent(t *testing.T) {
-	rc, h, trips, prefix := clients(t, 1)
+	rc, c, trips, prefix := clients(t, 1)
 	slow := slowScript(t, rc, 200)
-	trips.n.Store(0)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); slow.EvalSha(context.Background(), rc, []string{prefix + ":slow"}) }()
+	go func() { defer wg.Done(); slow.EvalSha(context.Background(), c, []string{prefix + ":slow"}) }()
 	testenv.WaitFor(t, 10*time.Second, "the slow script in flight", func() bool { return trips.n.Load() == 1 })
 	ctx, cancel := context.WithCancel(context.Background())
 	var setErr error
 	wg.Add(1)
-	go func() { defer wg.Done(); setErr = rc.Set(ctx, prefix+":k", "v", 0).Err() }()
-	testenv.WaitFor(t, 10*time.Second, "the SET queued", func() bool { return h.Waiting() == 1 })
+	go func() { defer wg.Done(); setErr = c.Process(ctx, redis.NewStatusCmd(ctx, "set", prefix+":k", "v")) }()
+	testenv.WaitFor(t, 10*time.Second, "the SET queued", func() bool { return c.Waiting() == 1 })
 	cancel()
 	wg.Wait()
 	if !errors.Is(setErr, context.Canceled) {
@@ -294,5 +273,70 @@ func TestRunnableCallersJoinTheFirstBatch(t *testing.T) {
 	}
 	if n := batches.Load(); n > rounds*callers/4 {
 		t.Errorf("%d batches for %d rounds of %d callers started together, want at most %d", n, rounds, callers, rounds*callers/4)
+	}
+}
+
+// The commands junban's components send through a Client answer as the plain client's
+// do: a script the server does not know yet runs through Script.Run's EVAL fallback
+// (EVALSHA's NOSCRIPT comes back as the command's own error), and a ZSCAN's iterator
+// fetches its later pages through the Client.
+func TestCommandsAnswerAsOnAPlainClient(t *testing.T) {
+	rc, c, trips, prefix := clients(t, 1)
+	ctx := context.Background()
+
+	fresh := redis.NewScript(fmt.Sprintf("return ARGV[1] .. '%s'", prefix)) // never loaded
+	if got, err := fresh.Run(ctx, c, []string{prefix + ":s"}, "x").Text(); err != nil || got != "x"+prefix {
+		t.Fatalf("Run of a script the server did not know: %q, %v", got, err)
+	}
+	if got, err := fresh.Run(ctx, c, []string{prefix + ":s"}, "y").Text(); err != nil || got != "y"+prefix {
+		t.Fatalf("Run of the same script again: %q, %v", got, err)
+	}
+
+	zs := make([]redis.Z, 600)
+	for i := range zs {
+		zs[i] = redis.Z{Score: float64(i), Member: "m" + strconv.Itoa(i)}
+	}
+	if n, err := c.ZAdd(ctx, prefix+":z", zs...).Result(); err != nil || n != int64(len(zs)) {
+		t.Fatalf("ZADD: %d, %v", n, err)
+	}
+	before := trips.n.Load()
+	seen := map[string]bool{}
+	it := c.ZScan(ctx, prefix+":z", 0, "", 100).Iterator()
+	for it.Next(ctx) {
+		seen[it.Val()] = true
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2*len(zs) { // members and scores
+		t.Errorf("ZSCAN's iterator saw %d members and scores, want %d", len(seen), 2*len(zs))
+	}
+	if pages := trips.n.Load() - before; pages < 2 {
+		t.Errorf("ZSCAN's pages: %d round trips through the Client, want the iterator's later pages there too", pages)
+	}
+
+	if err := rc.HSet(ctx, prefix+":h", "a", "1", "b", "2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.RPush(ctx, prefix+":l", "p", "q", "r").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.HGet(ctx, prefix+":h", "b").Result(); err != nil || v != "2" {
+		t.Errorf("HGET: %q, %v", v, err)
+	}
+	if m, err := c.HGetAll(ctx, prefix+":h").Result(); err != nil || len(m) != 2 || m["a"] != "1" {
+		t.Errorf("HGETALL: %v, %v", m, err)
+	}
+	if n, err := c.LLen(ctx, prefix+":l").Result(); err != nil || n != 3 {
+		t.Errorf("LLEN: %d, %v", n, err)
+	}
+	if l, err := c.LRange(ctx, prefix+":l", 1, -1).Result(); err != nil || !slices.Equal(l, []string{"q", "r"}) {
+		t.Errorf("LRANGE: %v, %v", l, err)
+	}
+	if v, err := c.MGet(ctx, prefix+":none", prefix+":s").Result(); err != nil || len(v) != 2 || v[0] != nil {
+		t.Errorf("MGET: %v, %v", v, err)
+	}
+	if ok, err := c.ScriptExists(ctx, fresh.Hash()).Result(); err != nil || !ok[0] {
+		t.Errorf("SCRIPT EXISTS after Run: %v, %v", ok, err)
 	}
 }
