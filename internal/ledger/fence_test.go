@@ -90,3 +90,31 @@ func TestRecordsWithoutFenceAreReplayed(t *testing.T) {
 		t.Fatalf("the replay moved stock: %+v", snap)
 	}
 }
+
+// An operation whose reply is lost is sent again by the client: the second run finds the
+// record the first wrote (same fingerprint, same fence) and answers its outcome, moving
+// nothing: the stock moves once and the caller gets the first run's moves.
+//
+// Broken variant tried: ledger.lua not looking at the record before it applies: the
+// second run reserved 2 more units (sellable 1, version 2).
+func TestApplyTwiceMovesOnce(t *testing.T) {
+	_, prefix := testenv.Redis(t)
+	d := testenv.StartReplyDropper(t, testenv.RedisAddr(t), testenv.ScriptCall(ledgerScript.Hash()))
+	rc := testenv.RedisVia(t, d.Addr())
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{lot("L", stock.KindOnHand, 1, "2027-01-01", 5)}}
+	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(s)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Load(ctx, "A"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.Apply(ctx, stock.Fenced{Op: alloc("twice", "A", 2, "2026-12-01", stock.ModeReserve), Fence: "4"})
+	if d.Dropped() != 1 {
+		t.Fatalf("the proxy dropped %d replies, want 1", d.Dropped())
+	}
+	wantMoves(t, r, err, mv{"L", stock.Sellable, stock.Reserved, 2})
+	if snap, _ := l.Snapshot(ctx, "A"); snap.Version != 1 || snap.Lots[0].Sellable != 3 {
+		t.Fatalf("after one allocation run twice: version %d, sellable %d, want 1 and 3", snap.Version, snap.Lots[0].Sellable)
+	}
+}
