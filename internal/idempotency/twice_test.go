@@ -91,4 +91,3 @@ func TestScriptsTwiceAnswerOnce(t *testing.T) {
 		}
 	})
 }
-
