@@ -18,8 +18,9 @@ import (
 // with nothing in wait or proc once a later Submit (e2) ran: a handoff run twice answers
 // STALE and leaves the next envelope in proc for the next turn (TestHandoffTwiceTrimsOnce).
 //
-// Broken variant tried: take.lua without the push marker's check (the cut take pipeline
-// of a queued envelope): an envelope's handler ran twice.
+// Broken variants tried: take.lua without the push marker's check (the take case): an
+// envelope's handler ran twice; handoff.lua running its trims before the seq check (the
+// handoff case): a step's trim was applied twice.
 func TestCutSharedPipelinesLoseNothingAndApplyOnce(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -30,11 +31,7 @@ func TestCutSharedPipelinesLoseNothingAndApplyOnce(t *testing.T) {
 			t.Parallel()
 			direct, prefix := testenv.Redis(t)
 			isScript := testenv.ScriptCall(c.script)
-			cut := testenv.StartPipelineCutter(t, testenv.RedisAddr(t), 1, func(args []string) bool {
-				// A queued take (e1), or the script after a handler ran: the cut part is
-				// then one that has an effect to repeat.
-				return isScript(args) && (c.name != "take" || slices.Contains(args, "e1"))
-			})
+			cut := testenv.StartPipelineCutter(t, testenv.RedisAddr(t), 1, func([]string) bool { return false })
 			rc := testenv.RedisVia(t, cut.Addr())
 			const entities = 4
 			var (
@@ -56,6 +53,17 @@ func TestCutSharedPipelinesLoseNothingAndApplyOnce(t *testing.T) {
 			for i := range entities {
 				fillList(t, direct, Key(prefix, fmt.Sprint("LC-cut-", i), "mark"), 5)
 			}
+			// A first turn loads the scripts: a cut of an EVALSHA answered NOSCRIPT would
+			// cut a script that never ran.
+			fillList(t, direct, Key(prefix, "LC-warm", "mark"), 5)
+			if _, err := hd.Submit(context.Background(), "LC-warm", []byte("e0")); err != nil {
+				t.Fatal(err)
+			}
+			cut.Arm(1, func(args []string) bool {
+				// A queued take (e1), or the script after a handler ran: the cut part is
+				// then one that has an effect to repeat.
+				return isScript(args) && (c.name != "take" || slices.Contains(args, "e1"))
+			})
 			var wg sync.WaitGroup
 			for i := range entities {
 				wg.Add(1)

@@ -15,7 +15,9 @@ import (
 // broke in the middle of a pipeline, after part of it ran. The pipeline's other commands
 // never reach the server. go-redis sends the whole pipeline again on a new connection, so
 // a test shows that the part that ran is not applied twice and the rest is not lost.
-// Replies of commands before the matched one are relayed.
+// Replies of commands before the matched one are relayed. A matched EVALSHA the server
+// answers NOSCRIPT is cut all the same (the script never ran): a test loads its scripts
+// before it arms the proxy.
 type PipelineCutter struct {
 	match func(args []string) bool
 	keep  int
