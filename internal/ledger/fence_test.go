@@ -39,6 +39,14 @@ func TestReplayAtAnotherFenceIsRefused(t *testing.T) {
 		if r, err := inv.Apply(ctx, a); err != nil || !r.Replayed {
 			t.Fatalf("without a fence: %+v %v, want the first answer replayed", r, err)
 		}
+		// Another request under the op id is a conflict, and leaves the record's fence.
+		other := alloc("o1", "A", 1, "2026-12-01", stock.ModeReserve)
+		if _, err := inv.Apply(ctx, stock.Fenced{Op: other, Fence: "9"}); !errors.Is(err, stock.ErrOpConflict) {
+			t.Fatalf("another request: %v, want ErrOpConflict", err)
+		}
+		if r, err := inv.Apply(ctx, stock.Fenced{Op: a, Fence: "3"}); err != nil || !r.Replayed {
+			t.Fatalf("at its own fence after a conflict: %+v %v, want the first answer replayed", r, err)
+		}
 
 		short := alloc("o2", "A", 9, "2026-12-01", stock.ModeReserve)
 		_, err = inv.Apply(ctx, stock.Fenced{Op: short, Fence: "3"})

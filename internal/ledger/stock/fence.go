@@ -1,6 +1,9 @@
 package stock
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Fenced is an operation made at one step of its entity: Fence names the step (the
 // order's, or the SKU's, result counter before the event's result, as text). The ledger
@@ -66,7 +69,8 @@ func (f Fenced) model(ctx context.Context, m *Model) (Result, error) {
 		}
 		return r, err
 	}
-	if _, kept := m.ops[key]; kept && f.Fence != "" {
+	// A conflict leaves the other request's record, and its fence, as they were.
+	if _, kept := m.ops[key]; kept && f.Fence != "" && !errors.Is(err, ErrOpConflict) {
 		m.fences[key] = f.Fence
 	}
 	return r, err
