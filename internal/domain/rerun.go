@@ -25,13 +25,15 @@ type Rerun struct {
 	// cannot be undone; when Err is nil the quarantine commits Result as a normal run's.
 	Completed bool
 	all, open []stock.Result
+	// seq is the state's result counter the run started from: its operations' fence.
+	seq int64
 }
 
 // RerunEvent runs ev against st (Step's one event, without the parked ones) through l,
 // recording what each ledger operation answered.
 func RerunEvent(ctx context.Context, l Ledger, pol Policy, st State, ev Event, arrival int64, now time.Time) Rerun {
 	rec := &recorder{next: l}
-	run := Rerun{State: st}
+	run := Rerun{State: st, seq: st.Seq}
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -59,7 +61,8 @@ type Undone struct {
 // not move back itself, each by an op id of ev's (see undoOpID). A refused undo is an
 // error: the quarantine then leaves the event in its turn.
 func (run Rerun) Undo(ctx context.Context, l Ledger, ev Event) (Undone, error) {
-	undo := &txn{ctx: ctx, l: l, ev: ev, skus: map[skuAt]stock.SKU{}}
+	// The undos are made at the run's fence, as the step's own rollback made them.
+	undo := &txn{ctx: ctx, l: fenced(l, run.seq), ev: ev, skus: map[skuAt]stock.SKU{}}
 	for _, r := range run.all {
 		undo.record(r)
 	}

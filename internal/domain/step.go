@@ -134,7 +134,7 @@ func (p Parked) EventID() string {
 // apply runs one event against st (changing it on success) and returns its result, or
 // parked=true when its precondition does not hold yet.
 func apply(ctx context.Context, l Ledger, pol Policy, st *State, ev Event, arrival int64, now time.Time) (event.Result, bool, error) {
-	t := &txn{ctx: ctx, l: l, pol: pol, now: now, ev: ev, gen: st.Requeued[ev.EventID], skus: map[skuAt]stock.SKU{}}
+	t := &txn{ctx: ctx, l: fenced(l, st.Seq), pol: pol, now: now, ev: ev, gen: st.Requeued[ev.EventID], skus: map[skuAt]stock.SKU{}}
 	var (
 		tr  transition
 		err error
@@ -192,6 +192,24 @@ func apply(ctx context.Context, l Ledger, pol Policy, st *State, ev Event, arriv
 	}
 	slices.SortFunc(res.SKUs, compareSKUAt)
 	return res, false, nil
+}
+
+// fencedLedger makes each operation at one fence (stock.Fenced): the entity's result
+// counter before the event's result. A re-run of a step that did not commit runs from the
+// same state, so its operations are made at the same fence and replay; an operation
+// remembered at another fence (the entity moved on since) is refused with
+// ERR_OP_FENCED instead of answering the old step's answer.
+type fencedLedger struct {
+	l     Ledger
+	fence string
+}
+
+func fenced(l Ledger, seq int64) fencedLedger {
+	return fencedLedger{l: l, fence: strconv.FormatInt(seq, 10)}
+}
+
+func (f fencedLedger) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
+	return f.l.Apply(ctx, stock.Fenced{Op: op, Fence: f.fence})
 }
 
 // compareSKUAt orders a result's SKUs by name, then version.

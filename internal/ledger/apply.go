@@ -12,40 +12,50 @@ import (
 // Apply runs op on Redis: one atomic script on one SKU, loading the SKU from the Loader
 // first when Redis does not have it. Each operation's Redis run is its ledger.lua call
 // and arguments, below; TestApplyRunsEveryOp fails when an operation has none.
+//
+// A stock.Fenced operation passes its fence to the script, which keeps it in the record
+// and refuses (ErrOpFenced) a replay asked at another fence.
 func (l *Ledger) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
+	op, fence := stock.Unfenced(op)
+	if op == nil {
+		return stock.Result{}, stock.ErrNoOp
+	}
+	if err := stock.CheckFence(fence); err != nil {
+		return stock.Result{}, err
+	}
 	switch r := op.(type) {
 	case stock.AllocateRequest:
-		return l.applyAllocate(ctx, r)
+		return l.applyAllocate(ctx, r, fence)
 	case stock.ReleaseRequest:
-		return l.applyRelease(ctx, r)
+		return l.applyRelease(ctx, r, fence)
 	case stock.ConfirmRequest:
-		return l.applyConfirm(ctx, r)
+		return l.applyConfirm(ctx, r, fence)
 	case stock.ShipRequest:
-		return l.applyShip(ctx, r)
+		return l.applyShip(ctx, r, fence)
 	case stock.UndoRequest:
-		return l.applyUndo(ctx, r)
+		return l.applyUndo(ctx, r, fence)
 	case stock.ChangeRequest:
-		return l.applyChange(ctx, r)
+		return l.applyChange(ctx, r, fence)
 	case stock.ReceiveRequest:
-		return l.applyReceive(ctx, r)
+		return l.applyReceive(ctx, r, fence)
 	case stock.AdjustRequest:
-		return l.applyAdjust(ctx, r)
+		return l.applyAdjust(ctx, r, fence)
 	case stock.HoldRequest:
-		return l.applyHold(ctx, r)
+		return l.applyHold(ctx, r, fence)
 	case stock.ReleaseHoldRequest:
-		return l.applyReleaseHold(ctx, r)
+		return l.applyReleaseHold(ctx, r, fence)
 	case stock.DamageRequest:
-		return l.applyDamage(ctx, r)
+		return l.applyDamage(ctx, r, fence)
 	case stock.RecallRequest:
-		return l.applyRecall(ctx, r)
+		return l.applyRecall(ctx, r, fence)
 	case stock.ReturnRequest:
-		return l.applyReturn(ctx, r)
+		return l.applyReturn(ctx, r, fence)
 	case stock.RegisterSKURequest:
-		return l.applyRegisterSKU(ctx, r)
+		return l.applyRegisterSKU(ctx, r, fence)
 	case stock.RegisterLotRequest:
-		return l.applyRegisterLot(ctx, r)
+		return l.applyRegisterLot(ctx, r, fence)
 	case stock.SafetyStockRequest:
-		return l.applySafetyStock(ctx, r)
+		return l.applySafetyStock(ctx, r, fence)
 	}
 	return stock.Result{}, fmt.Errorf("ledger: %T: %w", op, errNoRedisRun)
 }
@@ -53,42 +63,42 @@ func (l *Ledger) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
 // errNoRedisRun: Apply got an operation it has no ledger.lua call for.
 var errNoRedisRun = errors.New("no Redis run for the operation")
 
-func (l *Ledger) applyAllocate(ctx context.Context, r stock.AllocateRequest) (stock.Result, error) {
+func (l *Ledger) applyAllocate(ctx context.Context, r stock.AllocateRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "alloc", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode), r.Holder)
+	return l.run(ctx, "alloc", r.Fingerprint()+fence, r.OpID, r.LegacyOpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode), r.Holder)
 }
 
-func (l *Ledger) applyRelease(ctx context.Context, r stock.ReleaseRequest) (stock.Result, error) {
+func (l *Ledger) applyRelease(ctx context.Context, r stock.ReleaseRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.From), "s", r.Holder, "", r.Lots, nil)
+	return l.moveLots(ctx, r.Fingerprint()+fence, r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.From), "s", r.Holder, "", r.Lots, nil)
 }
 
-func (l *Ledger) applyConfirm(ctx context.Context, r stock.ConfirmRequest) (stock.Result, error) {
+func (l *Ledger) applyConfirm(ctx context.Context, r stock.ConfirmRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "r", "a", r.Holder, "", r.Lots, nil)
+	return l.moveLots(ctx, r.Fingerprint()+fence, r.OpID, r.LegacyOpID, r.SKU, "r", "a", r.Holder, "", r.Lots, nil)
 }
 
-func (l *Ledger) applyShip(ctx context.Context, r stock.ShipRequest) (stock.Result, error) {
+func (l *Ledger) applyShip(ctx context.Context, r stock.ShipRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "a", "x", r.Holder, "", r.Lots, nil)
+	return l.moveLots(ctx, r.Fingerprint()+fence, r.OpID, r.LegacyOpID, r.SKU, "a", "x", r.Holder, "", r.Lots, nil)
 }
 
-func (l *Ledger) applyUndo(ctx context.Context, r stock.UndoRequest) (stock.Result, error) {
+func (l *Ledger) applyUndo(ctx context.Context, r stock.UndoRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.To), bucketCode(r.From), r.Holder, "", r.Lots, r.Back)
+	return l.moveLots(ctx, r.Fingerprint()+fence, r.OpID, r.LegacyOpID, r.SKU, bucketCode(r.To), bucketCode(r.From), r.Holder, "", r.Lots, r.Back)
 }
 
-func (l *Ledger) applyChange(ctx context.Context, r stock.ChangeRequest) (stock.Result, error) {
+func (l *Ledger) applyChange(ctx context.Context, r stock.ChangeRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
@@ -100,10 +110,10 @@ func (l *Ledger) applyChange(ctx context.Context, r stock.ChangeRequest) (stock.
 	for _, q := range r.Allocate {
 		args = append(args, q)
 	}
-	return l.run(ctx, "change", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, args...)
+	return l.run(ctx, "change", r.Fingerprint()+fence, r.OpID, r.LegacyOpID, r.SKU, args...)
 }
 
-func (l *Ledger) applyReceive(ctx context.Context, r stock.ReceiveRequest) (stock.Result, error) {
+func (l *Ledger) applyReceive(ctx context.Context, r stock.ReceiveRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
@@ -114,46 +124,46 @@ func (l *Ledger) applyReceive(ctx context.Context, r stock.ReceiveRequest) (stoc
 	}
 	return withRegSeq("receive", r.SKU, reg, func(reg int64, _ int) (stock.Result, error) {
 		key := stock.AllocKey(stock.Lot{Kind: stock.KindOnHand, BestBefore: r.BestBefore, RegSeq: reg})
-		return l.run(ctx, "receive", r.Fingerprint(), r.OpID, "", r.SKU, r.LotID, r.BestBefore, r.Qty, reg, key)
+		return l.run(ctx, "receive", r.Fingerprint()+fence, r.OpID, "", r.SKU, r.LotID, r.BestBefore, r.Qty, reg, key)
 	})
 }
 
-func (l *Ledger) applyAdjust(ctx context.Context, r stock.AdjustRequest) (stock.Result, error) {
+func (l *Ledger) applyAdjust(ctx context.Context, r stock.AdjustRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "adjust", r.Fingerprint(), r.OpID, "", r.SKU, r.LotID, r.Delta, r.Reason)
+	return l.run(ctx, "adjust", r.Fingerprint()+fence, r.OpID, "", r.SKU, r.LotID, r.Delta, r.Reason)
 }
 
-func (l *Ledger) applyHold(ctx context.Context, r stock.HoldRequest) (stock.Result, error) {
+func (l *Ledger) applyHold(ctx context.Context, r stock.HoldRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.Fingerprint(), r.OpID, "", r.SKU, "s", "h", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLots(ctx, r.Fingerprint()+fence, r.OpID, "", r.SKU, "s", "h", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
-func (l *Ledger) applyReleaseHold(ctx context.Context, r stock.ReleaseHoldRequest) (stock.Result, error) {
+func (l *Ledger) applyReleaseHold(ctx context.Context, r stock.ReleaseHoldRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.Fingerprint(), r.OpID, "", r.SKU, "h", "s", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLots(ctx, r.Fingerprint()+fence, r.OpID, "", r.SKU, "h", "s", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
-func (l *Ledger) applyDamage(ctx context.Context, r stock.DamageRequest) (stock.Result, error) {
+func (l *Ledger) applyDamage(ctx context.Context, r stock.DamageRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.Fingerprint(), r.OpID, "", r.SKU, "s", "d", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLots(ctx, r.Fingerprint()+fence, r.OpID, "", r.SKU, "s", "d", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
 }
 
-func (l *Ledger) applyRecall(ctx context.Context, r stock.RecallRequest) (stock.Result, error) {
+func (l *Ledger) applyRecall(ctx context.Context, r stock.RecallRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "recall", r.Fingerprint(), r.OpID, "", r.SKU, r.LotID, r.Reason, stock.MaxResultHolders)
+	return l.run(ctx, "recall", r.Fingerprint()+fence, r.OpID, "", r.SKU, r.LotID, r.Reason, stock.MaxResultHolders)
 }
 
-func (l *Ledger) applyReturn(ctx context.Context, r stock.ReturnRequest) (stock.Result, error) {
+func (l *Ledger) applyReturn(ctx context.Context, r stock.ReturnRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
@@ -161,10 +171,10 @@ func (l *Ledger) applyReturn(ctx context.Context, r stock.ReturnRequest) (stock.
 	if r.Defective {
 		to = "d"
 	}
-	return l.moveLots(ctx, r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "x", to, "", "", r.Lots, nil)
+	return l.moveLots(ctx, r.Fingerprint()+fence, r.OpID, r.LegacyOpID, r.SKU, "x", to, "", "", r.Lots, nil)
 }
 
-func (l *Ledger) applyRegisterSKU(ctx context.Context, r stock.RegisterSKURequest) (stock.Result, error) {
+func (l *Ledger) applyRegisterSKU(ctx context.Context, r stock.RegisterSKURequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
@@ -172,15 +182,15 @@ func (l *Ledger) applyRegisterSKU(ctx context.Context, r stock.RegisterSKUReques
 	// Without creation the script answers ERR_NOT_LOADED for a SKU Redis does not have;
 	// run then asks the Loader. Only a SKU the Loader does not know either is created.
 	if l.loader != nil {
-		res, err := l.run(ctx, "regsku", r.Fingerprint(), r.OpID, "", r.SKU, ss, "0")
+		res, err := l.run(ctx, "regsku", r.Fingerprint()+fence, r.OpID, "", r.SKU, ss, "0")
 		if !errors.Is(err, stock.ErrUnknownSKU) {
 			return res, err
 		}
 	}
-	return l.run(ctx, "regsku", r.Fingerprint(), r.OpID, "", r.SKU, ss, "1")
+	return l.run(ctx, "regsku", r.Fingerprint()+fence, r.OpID, "", r.SKU, ss, "1")
 }
 
-func (l *Ledger) applyRegisterLot(ctx context.Context, r stock.RegisterLotRequest) (stock.Result, error) {
+func (l *Ledger) applyRegisterLot(ctx context.Context, r stock.RegisterLotRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
@@ -197,15 +207,15 @@ func (l *Ledger) applyRegisterLot(ctx context.Context, r stock.RegisterLotReques
 		for i := range int64(window) {
 			args = append(args, stock.AllocKey(stock.Lot{Kind: n.Kind, BestBefore: n.BestBefore, RegSeq: reg + i}))
 		}
-		return l.run(ctx, "reglot", r.Fingerprint(), r.OpID, "", r.SKU, args...)
+		return l.run(ctx, "reglot", r.Fingerprint()+fence, r.OpID, "", r.SKU, args...)
 	})
 }
 
-func (l *Ledger) applySafetyStock(ctx context.Context, r stock.SafetyStockRequest) (stock.Result, error) {
+func (l *Ledger) applySafetyStock(ctx context.Context, r stock.SafetyStockRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "ss", r.Fingerprint(), r.OpID, "", r.SKU, r.SafetyStock)
+	return l.run(ctx, "ss", r.Fingerprint()+fence, r.OpID, "", r.SKU, r.SafetyStock)
 }
 
 func boolCode(b bool) string {

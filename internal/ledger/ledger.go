@@ -164,8 +164,10 @@ func (l *Ledger) load(ctx context.Context, sku string) (created bool, err error)
 }
 
 // run calls ledger.lua, loading the SKU once if it is not in Redis and re-indexing it once
-// if the script asks to (ERR_REINDEX). fp is the request's fingerprint: a record under
-// opID answers only a request with its fingerprint (ErrOpConflict otherwise). legacy is the
+// if the script asks to (ERR_REINDEX). fp is the request's fingerprint followed by its
+// fence (stock.Fenced; none: the fingerprint alone): a record under opID answers only a
+// request with its fingerprint (ErrOpConflict otherwise), made at its fence when both
+// have one (ErrOpFenced otherwise). legacy is the
 // op id an older version named the operation by ("" for none): its record is replayed when
 // opID has none (docs/ledger.md, "Operation ids").
 //

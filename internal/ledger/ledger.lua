@@ -8,7 +8,9 @@
 --          named it by (docs/ledger.md, "Operation ids"): replayed when KEYS[2] has none;
 --          never written
 -- ARGV[1]  operation, ARGV[2] retention of the op record in seconds, ARGV[3] the request's
---          fingerprint (fingerprint.go), then per operation:
+--          fingerprint (fingerprint.go, 16 bytes) followed by its fence (stock.Fenced:
+--          digits naming the entity's step the request is made at; none: unfenced),
+--          then per operation:
 --   alloc    qty target_date mode holder    mode: ship (sellable->allocated, safety check)
 --                                                 | reserve (sellable->reserved)
 --   move     from to holder reason n lot1 qty1 ... lotn qtyn back1 bqty1 ...
@@ -45,11 +47,13 @@
 --
 -- Returns {replayed 0|1, result text} (decodeResult in layout.go parses the text).
 -- Fails with the error reply "<CODE> <replayed 0|1> <detail>". Every outcome but
--- ERR_NOT_LOADED, ERR_REINDEX, ERR_REG_SEQ and ERR_OP_CONFLICT is remembered in KEYS[2]
--- with the request's fingerprint, so a replay of the same request gets the first answer
--- and moves nothing (a replay of KEYS[3]'s record likewise); a request with another
+-- ERR_NOT_LOADED, ERR_REINDEX, ERR_REG_SEQ, ERR_OP_CONFLICT and ERR_OP_FENCED is remembered in KEYS[2]
+-- with the request's fingerprint and fence, so a replay of the same request gets the first
+-- answer and moves nothing (a replay of KEYS[3]'s record likewise); a request with another
 -- fingerprint under KEYS[2] fails with ERR_OP_CONFLICT and changes nothing, and KEYS[3]'s
--- record with another fingerprint is passed over. Nothing is written to KEYS[1] unless
+-- record with another fingerprint is passed over. A record kept at a fence answers a
+-- request made at another fence with ERR_OP_FENCED and changes nothing: the old answer is
+-- not the moved-on entity's (a record or a request without a fence replays as before). Nothing is written to KEYS[1] unless
 -- the whole operation succeeds. The Go side answers the three:
 --   ERR_NOT_LOADED           it loads the SKU and runs the operation again;
 --   ERR_REINDEX              the SKU was indexed in another key layout than KEY_LAYOUT, or
@@ -61,28 +65,41 @@
 --                            did not know it): it computes the keys from <reg> and runs the
 --                            operation again.
 
-local key, opkey, op, ttl, fp = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
+local key, opkey, op, ttl = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
+local fp, fence = string.sub(ARGV[3], 1, 16), string.sub(ARGV[3], 17)
 
--- recorded returns the outcome remembered under k for this request: nil when k has no
--- record, false when its record answers another request. A record is "#", the request's
--- fingerprint (its 16 bytes) and the outcome; one written before fingerprints is the
--- outcome alone and answers any request, as it did then (its first byte is a digit or
--- 'E', never '#').
+-- recorded returns the outcome remembered under k for this request and the fence it was
+-- made at ('' for none): nil when k has no record, false when its record answers another
+-- request. A record is "#", the request's fingerprint (its 16 bytes) and the outcome, or
+-- "%", the fingerprint, the fence's digits, "|" and the outcome; one written before
+-- fingerprints is the outcome alone and answers any request, as it did then (its first
+-- byte is a digit or 'E', never '#' or '%').
 local function recorded(k)
   local rec = redis.call('GET', k)
   if not rec then return nil end
-  if string.byte(rec, 1) ~= 35 then return rec end
-  if string.sub(rec, 2, #fp + 1) == fp then return string.sub(rec, #fp + 2) end
-  return false
+  local b = string.byte(rec, 1)
+  if b ~= 35 and b ~= 37 then return rec, '' end
+  if string.sub(rec, 2, #fp + 1) ~= fp then return false end
+  if b == 35 then return string.sub(rec, #fp + 2), '' end
+  local bar = string.find(rec, '|', #fp + 2, true)
+  return string.sub(rec, bar + 1), string.sub(rec, #fp + 2, bar - 1)
 end
 
-local prev = recorded(opkey)
+local function opName(k) return string.sub(k, #key + 5) end
+
+local prev, made = recorded(opkey)
 if prev == false then
-  return redis.error_reply('ERR_OP_CONFLICT 0 op_id=' .. string.sub(opkey, #key + 5) .. ' answered another request')
+  return redis.error_reply('ERR_OP_CONFLICT 0 op_id=' .. opName(opkey) .. ' answered another request')
 end
 -- A legacy record of another request is another operation's (only an older worker wrote
 -- this one's there, without a fingerprint): it is not this one's outcome.
-if not prev and KEYS[3] then prev = recorded(KEYS[3]) or nil end
+if not prev and KEYS[3] then
+  prev, made = recorded(KEYS[3])
+  if not prev then prev = nil end
+end
+if prev and made ~= '' and fence ~= '' and made ~= fence then
+  return redis.error_reply('ERR_OP_FENCED 0 op_id=' .. opName(opkey) .. ' made at fence ' .. made .. ', asked at ' .. fence)
+end
 if prev then
   if string.byte(prev, 1) == 69 then -- 'E': a remembered failure
     local code, detail = string.match(prev, '^E(%S+) (.*)$')
@@ -93,9 +110,14 @@ end
 
 local function fmt(n) return string.format('%d', n) end
 
--- remember stores the operation's outcome under its op id with the request's fingerprint.
+-- remember stores the operation's outcome under its op id with the request's fingerprint
+-- and fence.
 local function remember(outcome)
-  redis.call('SET', opkey, '#' .. fp .. outcome, 'EX', ttl)
+  if fence == '' then
+    redis.call('SET', opkey, '#' .. fp .. outcome, 'EX', ttl)
+  else
+    redis.call('SET', opkey, '%' .. fp .. fence .. '|' .. outcome, 'EX', ttl)
+  end
 end
 
 local function fail(code, detail)

@@ -66,7 +66,7 @@ func (h *Handoff) recordFailure(l *lease, e entry, cause error) (f Failure, ok b
 	defer cancel()
 	text := errorText(cause)
 	v, err := attemptsScript.Run(ctx, h.shared, []string{l.k.lock, l.k.proc, attemptsKey(h.cfg.Prefix, l.entity)},
-		l.token, digest(e.raw), text, attemptsRetention.Milliseconds()).Int64Slice()
+		l.token, digest(e.raw), text, attemptsRetention.Milliseconds(), newToken()).Int64Slice()
 	if err == nil && len(v) < 1 {
 		err = errors.New("empty reply")
 	}

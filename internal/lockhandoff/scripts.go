@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -99,11 +100,22 @@ type takeResult struct {
 // Key(prefix, entity, "waitbytes"), in the entity's slot.
 func (k keys) waitBytes() string { return k.wait + "bytes" }
 
+// pushed is the key of the push marker of the take with token (see take.lua):
+// Key(prefix, entity, "pushed:<token>"), in the entity's slot.
+func (k keys) pushed(token string) string {
+	return strings.TrimSuffix(k.wait, "wait") + "pushed:" + token
+}
+
+// pushMemory is how long a take's push marker lives: far longer than go-redis's retries
+// of one call (MaxRetries, each after a read timeout and a backoff), so a take sent again
+// after its reply was lost never appends its envelope a second time.
+const pushMemory = time.Minute
+
 // takeAndIndex runs take.lua and, in the same round trip, refreshes the entity's backlog
 // index entry. The push counts as done only when both succeeded.
 func (h *Handoff) takeAndIndex(ctx context.Context, entity string, k keys, token string, envelope []byte) (takeResult, error) {
-	ks := []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}
-	args := []any{token, h.cfg.LockTTL.Milliseconds(), h.cfg.MaxWait, envelope, h.cfg.MaxWaitBytes}
+	ks := []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes(), k.pushed(token)}
+	args := []any{token, h.cfg.LockTTL.Milliseconds(), h.cfg.MaxWait, envelope, h.cfg.MaxWaitBytes, pushMemory.Milliseconds()}
 	z := redis.Z{Score: float64(h.cfg.Now().UnixMilli()), Member: entity}
 	shard := h.indexShard(entity)
 

@@ -12,15 +12,19 @@
 -- ARGV[2] ttl    lease TTL in milliseconds
 -- ARGV[3] bound  LLEN wait at which the answer is FULL
 -- ARGV[4] envelope
+-- KEYS[6] pushed the take's push marker, Key(prefix, entity, "pushed:<token>"): set when
+--                this take appended its envelope to wait, kept ARGV[6] ms
 -- ARGV[5] max_bytes  the bytes of wait beyond which the answer is FULL. An empty wait
 --                always takes one entry: an envelope larger than the bound (SQS bounds it)
 --                would otherwise never be queued.
+-- ARGV[6] push marker's life in milliseconds: longer than the client's retries of one call
 --
 -- Entries in wait and proc are "<enqueued_at_ms>:<envelope>", the time taken from the
 -- server's clock so that the time waited is measured on one clock.
 --
 -- A take sent again (after a lost reply) finds its own token in lock: it answers TURN
--- again and writes nothing.
+-- again and writes nothing. One that queued finds its push marker: it answers QUEUED
+-- again and writes nothing (the envelope is in wait once).
 --
 -- Returns
 --   {STATUS_TURN, seq, entry, now_ms, depth, rerun}
@@ -50,6 +54,7 @@ local full = depth >= bound or (depth > 0 and bytes + #entry > tonumber(ARGV[5])
 local function push()
   local n = redis.call('RPUSH', KEYS[2], entry)
   redis.call('SET', KEYS[5], bytes + #entry)
+  redis.call('SET', KEYS[6], '1', 'PX', ARGV[6])
   return n
 end
 
@@ -61,6 +66,11 @@ if holder == ARGV[1] then
   if cur then
     return {STATUS_TURN, tonumber(redis.call('GET', KEYS[4])), cur, tonumber(now), depth, 1}
   end
+end
+if holder ~= ARGV[1] and redis.call('EXISTS', KEYS[6]) == 1 then
+  -- This very take appended its envelope already (tokens are never reused): answer
+  -- QUEUED again, without a second push.
+  return {STATUS_QUEUED, depth}
 end
 if holder then
   if full then

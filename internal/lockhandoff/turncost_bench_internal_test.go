@@ -36,8 +36,8 @@ func BenchmarkTurnScriptsCPU(b *testing.B) {
 			for b.Loop() {
 				n++
 				k := h.keys(strconv.Itoa(n))
-				ks := []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes()}
-				v, err := takeScript.EvalSha(ctx, rc, ks, "token", 30000, 100, envelope, 1<<20).Slice()
+				ks := []string{k.lock, k.wait, k.proc, k.seq, k.waitBytes(), k.pushed("token")}
+				v, err := takeScript.EvalSha(ctx, rc, ks, "token", 30000, 100, envelope, 1<<20, pushMemory.Milliseconds()).Slice()
 				if err != nil {
 					b.Fatal(err)
 				}

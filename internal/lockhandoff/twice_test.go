@@ -2,10 +2,12 @@ package lockhandoff
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/junban/junban/internal/testenv"
 )
@@ -124,4 +126,90 @@ func TestTakeTwiceRunsOnce(t *testing.T) {
 		t.Fatalf("the proxy dropped %d replies, want 1", r.drop.Dropped())
 	}
 	r.check(t, entity, "e2", []string{"e0", "e1", "e2"})
+}
+
+// A take that queued and whose reply is lost is sent again by the client: the second run
+// finds its push marker and answers QUEUED again, without a second push: the envelope is
+// in wait once and its handler runs once.
+//
+// Broken variant tried: take.lua without the push marker's check: e1 was appended twice,
+// and its handler ran twice ([e0 e1 e1 e2]).
+func TestTakeThatQueuedTwiceQueuesOnce(t *testing.T) {
+	t.Parallel()
+	const entity = "LC-twice-queued"
+	r := newTwiceRig(t, entity, takeScript.Hash(), Config{HandlerRetries: -1})
+	isTake := testenv.ScriptCall(takeScript.Hash())
+	r.drop.Arm(func(args []string) bool { return isTake(args) && slices.Contains(args, "e1") })
+	if _, err := r.hd.Submit(context.Background(), entity, []byte("e0")); err != nil {
+		t.Fatal(err)
+	}
+	if r.drop.Dropped() != 1 {
+		t.Fatalf("the proxy dropped %d replies, want 1", r.drop.Dropped())
+	}
+	r.check(t, entity, "e2", []string{"e0", "e1", "e2"})
+}
+
+// A resume whose reply is lost is sent again by the client: the second run finds the turn
+// held by its own token and answers TURN again with the envelope the first moved to proc:
+// the backlog runs once, in order.
+//
+// Broken variant tried: resume.lua without its own-token check: the retry answered BUSY,
+// the resume ran nothing, and the next Submit queued behind a turn nobody held until its
+// lease ran out.
+func TestResumeTwiceRunsOnce(t *testing.T) {
+	t.Parallel()
+	const entity = "LC-twice-resume"
+	r := newTwiceRig(t, entity, resumeScript.Hash(), Config{HandlerRetries: -1})
+	ctx := context.Background()
+	k := r.hd.keys(entity)
+	if err := r.hd.rc.RPush(ctx, k.wait, "1:e0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.hd.Resume(ctx, entity); err != nil {
+		t.Fatal(err)
+	}
+	if r.drop.Dropped() != 1 {
+		t.Fatalf("the proxy dropped %d replies, want 1", r.drop.Dropped())
+	}
+	r.check(t, entity, "e2", []string{"e0", "e1", "e2"})
+}
+
+// A failed run's count whose reply is lost is sent again by the client: the second run
+// finds its own run id in the hash and counts nothing more, so a quarantine at
+// JUNBAN_MAX_ATTEMPTS comes after that many failed runs, not fewer.
+//
+// Broken variant tried: attempts.lua without the run id's check: one failed run counted 2.
+func TestAttemptsTwiceCountsOnce(t *testing.T) {
+	t.Parallel()
+	direct, prefix := testenv.Redis(t)
+	drop := testenv.StartReplyDropper(t, testenv.RedisAddr(t), testenv.ScriptCall(attemptsScript.Hash()))
+	rc := testenv.RedisVia(t, drop.Addr())
+	hd, _ := newTestHandoff(t, rc, prefix, Config{}, func(context.Context, Turn, []byte) error { return nil })
+	ctx := context.Background()
+	const entity, token, raw = "LC-twice-attempts", "tok-1", "1:e0"
+	k := hd.keys(entity)
+	if err := direct.Set(ctx, k.lock, token, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := direct.RPush(ctx, k.proc, raw).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l := &lease{h: hd, entity: entity, k: k, token: token}
+	f, ok := hd.recordFailure(l, entry{raw: []byte(raw)}, errors.New("boom"))
+	if !ok {
+		t.Fatal("the failure was not counted")
+	}
+	if drop.Dropped() != 1 {
+		t.Fatalf("the proxy dropped %d replies, want 1", drop.Dropped())
+	}
+	n, err := direct.HGet(ctx, attemptsKey(prefix, entity), "n").Int()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Attempts != 1 || n != 1 {
+		t.Fatalf("one failed run counted %d (answered %d), want 1", n, f.Attempts)
+	}
+	if f, _ := hd.recordFailure(l, entry{raw: []byte(raw)}, errors.New("boom")); f.Attempts != 2 {
+		t.Fatalf("the next failed run answered %d, want 2", f.Attempts)
+	}
 }

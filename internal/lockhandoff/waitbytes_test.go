@@ -2,6 +2,7 @@ package lockhandoff
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"strings"
 	"testing"
@@ -56,8 +57,9 @@ func TestWaitBytesFollowEveryScript(t *testing.T) {
 	if err != nil || first.status != statusTurn {
 		t.Fatalf("take e0: %+v %v", first, err)
 	}
-	for _, e := range []string{"e1", strings.Repeat("x", 300), "e3"} {
-		if r, err := hd.takeAndIndex(ctx, entity, k, "tok-b", []byte(e)); err != nil || r.status != statusQueued {
+	for i, e := range []string{"e1", strings.Repeat("x", 300), "e3"} {
+		// Each take its own token, as Submit's are: a take's token names its push.
+		if r, err := hd.takeAndIndex(ctx, entity, k, fmt.Sprint("tok-b", i), []byte(e)); err != nil || r.status != statusQueued {
 			t.Fatalf("take %.5s: %+v %v", e, r, err)
 		}
 		waitBytesAgree(t, rc, k, "after a queued take")

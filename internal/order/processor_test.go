@@ -86,6 +86,9 @@ type harnessOptions struct {
 	turns func(*lockhandoff.Config)
 	// processor changes the processor's configuration.
 	processor func(*order.Config)
+	// redis is the client of the ledger, the processor and the turns (a proxy's); h.rc
+	// stays a direct one.
+	redis redis.UniversalClient
 }
 
 func newHarnessWith(t *testing.T, skus []stock.SKU, opts harnessOptions) *harness {
@@ -95,6 +98,9 @@ func newHarnessWith(t *testing.T, skus []stock.SKU, opts harnessOptions) *harnes
 	seed(t, db, skus)
 	c := testenv.SQS(t)
 	h := &harness{t: t, prefix: prefix, rc: rc, db: db, sqs: c, queues: testenv.NewQueues(t, c, 30), results: map[string][]event.Result{}}
+	if opts.redis != nil {
+		rc = opts.redis
+	}
 	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: h.queues.Results.URL})
 	if err != nil {
 		t.Fatal(err)

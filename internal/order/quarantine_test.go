@@ -40,7 +40,8 @@ var errInjected = errors.New("test: injected ledger failure")
 // whose op id contains fail, while on.
 func (f *flakyLedger) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
 	var opID string
-	switch r := op.(type) {
+	inner, _ := stock.Unfenced(op)
+	switch r := inner.(type) {
 	case stock.AllocateRequest:
 		opID = r.OpID
 	case stock.ChangeRequest:
@@ -249,7 +250,7 @@ type lostReplies struct {
 
 func (l *lostReplies) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
 	res, err := l.Ledger.Apply(ctx, op)
-	if _, adjust := op.(stock.AdjustRequest); adjust && l.calls.Add(1) <= l.n {
+	if _, adjust := unfenced(op).(stock.AdjustRequest); adjust && l.calls.Add(1) <= l.n {
 		return stock.Result{}, errInjected
 	}
 	return res, err

@@ -481,7 +481,7 @@ type pausing struct {
 }
 
 func (l *pausing) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
-	if a, ok := op.(stock.AllocateRequest); ok && a.SKU == l.s.short {
+	if a, ok := unfenced(op).(stock.AllocateRequest); ok && a.SKU == l.s.short {
 		l.once.Do(func() { l.s.replica.Pause(l.s.t) })
 	}
 	return l.Ledger.Apply(ctx, op)

@@ -44,7 +44,8 @@ func (l meddling) then(opID string, r stock.Result, err error) (stock.Result, er
 // Apply runs op, then what comes after an allocation, a release or a change with its op id.
 func (l meddling) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
 	res, err := l.Ledger.Apply(ctx, op)
-	switch r := op.(type) {
+	inner, _ := stock.Unfenced(op)
+	switch r := inner.(type) {
 	case stock.AllocateRequest:
 		return l.then(r.OpID, res, err)
 	case stock.ReleaseRequest:
@@ -322,4 +323,10 @@ func TestLongIDsStillUndo(t *testing.T) {
 			t.Errorf("event id of %d bytes: moves %+v, want line 1's allocation and its undo", len(c.eventID), r.Moves)
 		}
 	}
+}
+
+// unfenced is the operation a step made, without the fence domain.Step wraps it in.
+func unfenced(op stock.Op) stock.Op {
+	inner, _ := stock.Unfenced(op)
+	return inner
 }

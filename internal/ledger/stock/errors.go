@@ -36,6 +36,10 @@ var (
 	// another kind of operation); nothing moved and the record stays (docs/ledger.md,
 	// "Idempotency").
 	ErrOpConflict = errors.New("ERR_OP_CONFLICT: the op id is remembered for another request")
+	// ErrOpFenced: the op id is remembered for the same request made at another step of
+	// its entity (Fenced); nothing moved and the record stays (docs/ledger.md,
+	// "Fences").
+	ErrOpFenced = errors.New("ERR_OP_FENCED: the op id is remembered for another step of its entity")
 )
 
 // reasons maps reason codes to errors: the one place where script error replies become
@@ -53,6 +57,7 @@ var reasons = map[string]error{
 	"ERR_SKU_EXISTS":       ErrSKUExists,
 	"ERR_LOT_EXISTS":       ErrLotExists,
 	"ERR_OP_CONFLICT":      ErrOpConflict,
+	"ERR_OP_FENCED":        ErrOpFenced,
 }
 
 // ErrorOfReason returns the error of a reason code ("ERR_SHORTAGE", ...), with ok false

@@ -17,6 +17,8 @@ type Model struct {
 	loader Loader
 	skus   map[string]*SKU
 	ops    map[[2]string]modelOutcome
+	// fences: the fence (Fenced) each remembered operation was made at, when it had one.
+	fences map[[2]string]string
 	// holders: sku -> lot -> lcid -> reserved+allocated units the order holds.
 	holders map[string]map[string]map[string]int64
 }
@@ -31,6 +33,7 @@ type modelOutcome struct {
 // NewModel returns an empty Model that loads SKUs from loader (nil: only Put loads).
 func NewModel(loader Loader) *Model {
 	return &Model{loader: loader, skus: map[string]*SKU{}, ops: map[[2]string]modelOutcome{},
+		fences:  map[[2]string]string{},
 		holders: map[string]map[string]map[string]int64{}}
 }
 
