@@ -67,7 +67,7 @@ func TestCommandLineExitCodes(t *testing.T) {
 		{[]string{"bench", "e2e", "-h"}, 0, "--tracing", ""},
 		{[]string{"bench", "e2e", "--tracing", "--outbound"}, 2, "", "--tracing and --outbound"},
 		{[]string{"loadgen", "-orders", "0"}, 2, "", "-orders, -skus, -lots and -stock must be positive"},
-		{[]string{"chaos", "--events", "0"}, 2, "", "--events, --duration and --kills must be positive"},
+		{[]string{"chaos", "--events", "0"}, 2, "", "--events, --duration, --kills and --runs must be positive"},
 		{[]string{"bench", "alloc", "--baseline", "no-such-revision"}, 1, "", "no-such-revision"},
 		{[]string{"bench", "cost", "--baseline-bin", "/no/such/dir"}, 2, "", "no order-worker in /no/such/dir"},
 		{[]string{"outbound"}, 2, "", "needs a command"},
