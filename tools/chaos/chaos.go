@@ -361,16 +361,16 @@ type Env struct {
 	cluster *redisCluster // the Redis Cluster of the failover scenario
 	// redisProxy stands between the workers and the single Redis (Config.CutConnections).
 	redisProxy proxies
-	pg      *postgresServer
-	rc      redis.UniversalClient
-	db      *gorm.DB
-	sqs     *sqs.Client
-	orders  queue.Pair
-	results queue.Pair
-	queues  []string
-	workers []*proc // order-worker replicas
-	persist *proc
-	cancel  context.CancelFunc // ends the supervisors
+	pg         *postgresServer
+	rc         redis.UniversalClient
+	db         *gorm.DB
+	sqs        *sqs.Client
+	orders     queue.Pair
+	results    queue.Pair
+	queues     []string
+	workers    []*proc // order-worker replicas
+	persist    *proc
+	cancel     context.CancelFunc // ends the supervisors
 	// outbound is the run's outbound topic and subscriber queue; nil without SNS.
 	outbound  *outboundRun
 	stopDrain context.CancelFunc // ends the outbound drain
