@@ -410,7 +410,9 @@ func Start(ctx context.Context, cfg Config) (env *Env, err error) {
 	e.report.RedisCluster = cfg.RedisCluster
 	if cfg.RedisCluster {
 		e.report.MinRedisReplicas = cfg.MinRedisReplicas
-		e.report.ReplicaLagS = round1(max(0, cfg.ReplicaLag).Seconds())
+		if !cfg.ReplicaRestart {
+			e.report.ReplicaLagS = round1(max(0, cfg.ReplicaLag).Seconds())
+		}
 		e.report.MinRedisReplicasKnown = knowsMinReplicas(ctx, filepath.Join(bin, "order-worker"))
 		e.report.Replicas = cfg.Replicas
 		if e.cluster, err = startCluster(ctx, dir, cfg.NodeTimeout, cfg.Replicas); err != nil {

@@ -259,6 +259,7 @@ func (r Report) print(out io.Writer, title string) {
 	fmt.Fprintln(out, title)
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "seed\t%d\n", r.Seed)
 	fmt.Fprintf(tw, "events sent\t%d (%d distinct, %d duplicate deliveries)\n", r.Events, r.Distinct, r.Events-r.Distinct)
 	fmt.Fprintf(tw, "orders / SKUs\t%d / %d (+%d registered during the run)\n", r.Orders, r.SKUs, r.NewSKUs)
 	fmt.Fprintf(tw, "applied / rejected\t%d / %d%s\n", r.Applied, r.Rejected, fmtReasons(r.RejectedBy))

@@ -21,8 +21,9 @@ import (
 type chaosOptions struct {
 	json bool
 	// runs is the number of runs in a row (RunSeries); 1 with --redis-cluster runs the
-	// MIN_REPLICAS=0 baseline before the asserted run.
-	runs int
+	// MIN_REPLICAS=0 baseline before the asserted run, unless noBaseline.
+	runs       int
+	noBaseline bool
 }
 
 func chaosCmd() *cobra.Command {
@@ -64,6 +65,7 @@ func chaosCmd() *cobra.Command {
 	fs.IntVar(&cfg.MasterKills, "master-kills", chaos.MasterKillsDefault, "with --redis-cluster: SIGKILLs of a master, one after the other")
 	fs.DurationVar(&cfg.ReplicaLag, "replica-lag", chaos.ReplicaLagDefault, "with --redis-cluster: how long the victim's replica is stopped (SIGSTOP) before its master is killed, so that it lacks what the master acknowledged last (0: none)")
 	fs.DurationVar(&cfg.NodeTimeout, "node-timeout", chaos.NodeTimeoutDefault, "with --redis-cluster: the cluster's cluster-node-timeout (time to failover)")
+	fs.BoolVar(&o.noBaseline, "no-baseline", false, "with --redis-cluster: no JUNBAN_REDIS_MIN_REPLICAS=0 run before the asserted one")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON (--redis-cluster: the asserted run, the other as \"baseline\"; --runs above 1: a list)")
 	return c
 }
@@ -82,7 +84,7 @@ func runChaos(ctx context.Context, w io.Writer, cfg chaos.Config, o chaosOptions
 		return runChaosSeries(ctx, w, cfg, o)
 	}
 	run := chaos.Run
-	if cfg.RedisCluster && cfg.MinRedisReplicas > 0 {
+	if cfg.RedisCluster && cfg.MinRedisReplicas > 0 && !o.noBaseline {
 		run = chaos.RunFailover
 	}
 	rep, err := run(ctx, cfg)
