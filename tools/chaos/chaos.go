@@ -538,8 +538,9 @@ func (e *Env) workerRedisURL() string {
 	return e.redisConfig().URL
 }
 
-// cutConnections cuts every connection through the proxies; it returns the pairs cut.
-func (e *Env) cutConnections() int {
+// cutConnections cuts every connection through the proxies; it returns the pairs cut and
+// those cut in the middle of a call.
+func (e *Env) cutConnections() (pairs, midCall int) {
 	if e.cluster != nil {
 		return e.cluster.proxies.cut()
 	}

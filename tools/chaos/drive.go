@@ -247,12 +247,13 @@ func (e *Env) schedule() []fault {
 func (e *Env) cutLoop(ctx context.Context) error {
 	end := e.start.Add(time.Duration(0.95 * float64(e.cfg.SendDuration)))
 	for time.Now().Before(end) {
-		n := e.cutConnections()
+		n, mid := e.cutConnections()
 		e.mu.Lock()
 		e.report.ConnectionCuts++
 		e.report.ConnectionsCut += n
+		e.report.CutMidCall += mid
 		e.mu.Unlock()
-		e.fault(fmt.Sprintf("cut %d Redis connections", n))
+		e.fault(fmt.Sprintf("cut %d Redis connections, %d in the middle of a call", n, mid))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

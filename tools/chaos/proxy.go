@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,7 +21,7 @@ type cutProxy struct {
 	target string
 
 	mu     sync.Mutex
-	conns  map[net.Conn]struct{} // both ends of every pair
+	conns  map[net.Conn]*pair // both ends of every pair
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -31,7 +32,7 @@ func startProxy(target string) (*cutProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &cutProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &cutProxy{ln: ln, target: target, conns: map[net.Conn]*pair{}}
 	p.wg.Go(p.serve)
 	return p, nil
 }
@@ -63,18 +64,19 @@ func (p *cutProxy) pipe(c net.Conn) {
 		reset(c)
 		return
 	}
-	if !p.track(c, s) {
+	pr := &pair{}
+	if !p.track(pr, c, s) {
 		reset(c)
 		reset(s)
 		return
 	}
 	done := make(chan struct{}, 2)
-	cp := func(dst, src net.Conn) {
+	cp := func(dst io.Writer, src net.Conn) {
 		io.Copy(dst, src)
 		done <- struct{}{}
 	}
-	go cp(s, c)
-	go cp(c, s)
+	go cp(stamped{s, &pr.sent}, c)
+	go cp(stamped{c, &pr.answered}, s)
 	<-done
 	c.Close()
 	s.Close()
@@ -82,14 +84,32 @@ func (p *cutProxy) pipe(c net.Conn) {
 	p.untrack(c, s)
 }
 
-func (p *cutProxy) track(cs ...net.Conn) bool {
+// pair is one client's connection and its connection to the node: when bytes last went
+// each way (UnixNano).
+type pair struct{ sent, answered atomic.Int64 }
+
+// midCall tells whether the client's last bytes have had no answer yet: a call in flight.
+func (pr *pair) midCall() bool { return pr.sent.Load() > pr.answered.Load() }
+
+// stamped is a writer that records when it last wrote.
+type stamped struct {
+	w  io.Writer
+	at *atomic.Int64
+}
+
+func (s stamped) Write(b []byte) (int, error) {
+	s.at.Store(time.Now().UnixNano())
+	return s.w.Write(b)
+}
+
+func (p *cutProxy) track(pr *pair, cs ...net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return false
 	}
 	for _, c := range cs {
-		p.conns[c] = struct{}{}
+		p.conns[c] = pr
 	}
 	return true
 }
@@ -102,14 +122,22 @@ func (p *cutProxy) untrack(cs ...net.Conn) {
 	}
 }
 
-// cut resets every connection through the proxy and returns how many pairs it cut.
-func (p *cutProxy) cut() int {
+// cut resets every connection through the proxy and returns how many pairs it cut, and
+// how many of them in the middle of a call (a request sent, its reply not yet through).
+func (p *cutProxy) cut() (pairs, midCall int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for c := range p.conns {
+	seen := map[*pair]bool{}
+	for c, pr := range p.conns {
+		if !seen[pr] {
+			seen[pr] = true
+			if pr.midCall() {
+				midCall++
+			}
+		}
 		reset(c)
 	}
-	return len(p.conns) / 2
+	return len(seen), midCall
 }
 
 // close stops listening, cuts what is open and waits for the copying to end.
@@ -147,13 +175,15 @@ func startProxies(addrs []string) (proxies, error) {
 	return ps, nil
 }
 
-// cut cuts every connection of every proxy; it returns the pairs cut.
-func (ps proxies) cut() int {
-	n := 0
+// cut cuts every connection of every proxy; it returns the pairs cut, and those cut in
+// the middle of a call.
+func (ps proxies) cut() (pairs, midCall int) {
 	for _, p := range ps {
-		n += p.cut()
+		n, m := p.cut()
+		pairs += n
+		midCall += m
 	}
-	return n
+	return pairs, midCall
 }
 
 func (ps proxies) close() {

@@ -12,7 +12,7 @@ import (
 	"github.com/junban/junban/internal/testenv"
 )
 
-// A cut ends a call in flight: a BLPOP through the proxy that Redis holds (it would wait
+// A cut ends a call in flight, and counts it as cut in the middle of a call: a BLPOP through the proxy that Redis holds (it would wait
 // a minute for its list) fails at once with the connection's error, neither a value nor
 // redis.Nil, and the client's next call goes through the proxy again on a new
 // connection. Broken variant tried: cut that counts the connections without resetting
@@ -38,8 +38,8 @@ func TestProxyCutEndsACallInFlight(t *testing.T) {
 		list, err := rc.ClientList(context.Background()).Result()
 		return err == nil && strings.Contains(list, "cmd=blpop")
 	})
-	if n := ps.cut(); n != 1 {
-		t.Errorf("cut %d connections, want 1", n)
+	if n, mid := ps.cut(); n != 1 || mid != 1 {
+		t.Errorf("cut %d connections, %d in the middle of a call; want 1, 1", n, mid)
 	}
 	select {
 	case err := <-done:

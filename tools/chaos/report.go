@@ -64,9 +64,11 @@ type Report struct {
 	// DueAtKill is, per master kill, the entries of the holds' due index on the victim.
 	DueAtKill []int64 `json:"due_at_kill,omitempty"`
 	// ConnectionCuts counts the cuts of every worker's Redis connections, ConnectionsCut
-	// the connections they cut (Config.CutConnections).
+	// the connections they cut (Config.CutConnections), CutMidCall those cut with a
+	// request sent and its reply not yet through (a script that may or may not have run).
 	ConnectionCuts int `json:"connection_cuts,omitempty"`
 	ConnectionsCut int `json:"connections_cut,omitempty"`
+	CutMidCall     int `json:"cut_mid_call,omitempty"`
 	// Baseline is the same Redis Cluster scenario with JUNBAN_REDIS_MIN_REPLICAS=0,
 	// run before this one: reported, not asserted (see RunFailover).
 	Baseline *Report `json:"baseline,omitempty"`
@@ -277,7 +279,7 @@ func (r Report) print(out io.Writer, title string) {
 		fmt.Fprintf(tw, "PostgreSQL outage\t%.0f s\n", r.PGOutageS)
 	}
 	if r.ConnectionCuts > 0 {
-		fmt.Fprintf(tw, "Redis connections cut\t%d cuts, %d connections\n", r.ConnectionCuts, r.ConnectionsCut)
+		fmt.Fprintf(tw, "Redis connections cut\t%d cuts, %d connections, %d of them in the middle of a call\n", r.ConnectionCuts, r.ConnectionsCut, r.CutMidCall)
 	}
 	fmt.Fprintf(tw, "unexpected worker exits\t%d (restarted)\n", r.UnexpectedExits)
 	fmt.Fprintf(tw, "time\t%.1f s sending, %.1f s to quiescence, %.1f s in all (%.1f events/s)\n", r.SendS, r.QuiesceS, r.ElapsedS, r.EventsPerS)
