@@ -93,11 +93,20 @@ console-screenshots: stack
 demo: build stack
 	@scripts/demo.sh
 
-## chaos: fault injection under load (own Redis and PostgreSQL), then the invariants; then a
-## Redis Cluster failover under load, with JUNBAN_REDIS_MIN_REPLICAS=0 (reported) and 1 (asserted)
+## chaos: fault injection under load (own Redis and PostgreSQL), then the invariants; then the
+## Redis Cluster failover three times in a row (abandoned holds, every Redis connection cut
+## every 3 s, JUNBAN_REDIS_MIN_REPLICAS=1), a line per run; then two replicas per master
+## (MIN_REPLICAS 1, then 2) and a replica restarted from its AOF before its promotion
+CHAOS_FAILOVER := --redis-cluster --no-baseline --bin $(BIN)
+## Every scenario runs; the target fails at the end if any did.
 chaos: build stack
-	$(BIN)/junbanlab chaos --events 10000 --bin $(BIN)
-	$(BIN)/junbanlab chaos --redis-cluster --events 10000 --bin $(BIN)
+	@failed=""; \
+	$(BIN)/junbanlab chaos --events 10000 --bin $(BIN) || failed="$$failed single-Redis"; \
+	$(BIN)/junbanlab chaos $(CHAOS_FAILOVER) --runs 3 --cut-connections --events 10000 || failed="$$failed failover-x3"; \
+	$(BIN)/junbanlab chaos $(CHAOS_FAILOVER) --replicas 2 --min-replicas 1 --events 4000 --duration 30s || failed="$$failed replicas-2-min-1"; \
+	$(BIN)/junbanlab chaos $(CHAOS_FAILOVER) --replicas 2 --min-replicas 2 --events 4000 --duration 30s || failed="$$failed replicas-2-min-2"; \
+	$(BIN)/junbanlab chaos $(CHAOS_FAILOVER) --replica-restart --events 4000 --duration 30s || failed="$$failed replica-restart"; \
+	if [ -n "$$failed" ]; then echo "make chaos: failed:$$failed" >&2; exit 1; fi
 
 ## benchmarks: each prints its figures and compares with its baseline in the same run
 bench: bench-lock bench-alloc bench-persist bench-e2e bench-api

@@ -80,10 +80,15 @@ const (
 	// replica, a network blip) is what makes asynchronous replication lose writes.
 	ReplicaLagDefault = time.Second
 	// MinRedisReplicasDefault is the JUNBAN_REDIS_MIN_REPLICAS the Redis Cluster
-	// scenario asserts with; each master has one replica.
+	// scenario asserts with.
 	MinRedisReplicasDefault = 1
-	// clusterReplicas is the number of replicas of each master in the scenario.
-	clusterReplicas = 1
+	// ReplicasDefault is the number of replicas of each master in the scenario;
+	// maxReplicas the most it runs.
+	ReplicasDefault = 1
+	maxReplicas     = 2
+	// CutEveryDefault is the pause between two cuts of every worker's Redis connection
+	// when Config.CutConnections is on.
+	CutEveryDefault = 3 * time.Second
 	// failoverTimeout bounds the wait for a promotion, rejoinTimeout the wait for the
 	// killed node to be a replica in sync again.
 	failoverTimeout = 60 * time.Second
@@ -142,8 +147,24 @@ type Config struct {
 	// no lag.
 	ReplicaLag time.Duration
 	// MinRedisReplicas is passed to the order-workers as JUNBAN_REDIS_MIN_REPLICAS
-	// (Redis Cluster scenario only; 0 or 1).
+	// (Redis Cluster scenario only; at most Replicas).
 	MinRedisReplicas int
+	// Replicas is the number of replicas of each master (ReplicasDefault; 1 or 2).
+	Replicas int
+	// ReplicaRestart replaces the replica lag before each master kill: the victim's
+	// replica is SIGKILLed, its master SIGSTOPped (it can neither take writes nor feed
+	// the replica any more), the replica started again from its append-only file
+	// (appendfsync everysec) and, once it answers, the master SIGKILLed: the cluster
+	// promotes a replica that holds only what its AOF kept.
+	ReplicaRestart bool
+	// CutConnections puts a TCP proxy in front of each Redis node (the single Redis, or
+	// every cluster node, which then announces the proxy's port) and cuts every
+	// connection through them every CutEvery while the workload is sent: scripts and
+	// pipelines in flight lose their connection, before or after Redis ran them.
+	// Replication links between cluster nodes go through the proxies too.
+	CutConnections bool
+	// CutEvery is the pause between two cuts (CutEveryDefault).
+	CutEvery time.Duration
 	// BinDir holds order-worker and persist-worker; empty: see Binaries.
 	BinDir string
 	// WorkDir is where the temporary directory is made; empty: os.TempDir().
@@ -215,6 +236,12 @@ func (c *Config) setDefaults() {
 	if c.ReplicaLag == 0 {
 		c.ReplicaLag = ReplicaLagDefault
 	}
+	if c.Replicas <= 0 {
+		c.Replicas = ReplicasDefault
+	}
+	if c.CutEvery <= 0 {
+		c.CutEvery = CutEveryDefault
+	}
 	if c.OutboundSettleTimeout <= 0 {
 		c.OutboundSettleTimeout = OutboundSettleTimeoutDefault
 	}
@@ -235,10 +262,16 @@ func (c Config) Validate() error {
 	if c.PGOutage < 0 {
 		p = append(p, "PostgreSQL outage must not be negative")
 	}
-	if c.MinRedisReplicas < 0 || c.MinRedisReplicas > clusterReplicas {
-		p = append(p, fmt.Sprintf("min Redis replicas must be within 0..%d (the cluster's replicas per master)", clusterReplicas))
+	if c.Replicas < 1 || c.Replicas > maxReplicas {
+		p = append(p, fmt.Sprintf("replicas per master must be within 1..%d", maxReplicas))
 	}
-	if c.RedisCluster && c.ReplicaLag >= c.NodeTimeout {
+	if c.MinRedisReplicas < 0 || c.MinRedisReplicas > c.Replicas {
+		p = append(p, fmt.Sprintf("min Redis replicas must be within 0..%d (the cluster's replicas per master)", c.Replicas))
+	}
+	if c.ReplicaRestart && !c.RedisCluster {
+		p = append(p, "the replica restart needs the Redis Cluster scenario")
+	}
+	if c.RedisCluster && !c.ReplicaRestart && c.ReplicaLag >= c.NodeTimeout {
 		p = append(p, "the replica lag must be shorter than the cluster node timeout (or the replica is failed too)")
 	}
 	if c.MinRedisReplicas > 0 && !c.RedisCluster {
@@ -297,6 +330,28 @@ func RunFailover(ctx context.Context, cfg Config) (Report, error) {
 	return r, err
 }
 
+// RunSeries runs the scenario of cfg runs times in a row, each on servers and queues of
+// its own, run i with the seed cfg.Seed+i, and returns every report (one line each:
+// SeriesLine). It stops at the first error; a failed check is not one.
+func RunSeries(ctx context.Context, cfg Config, runs int) ([]Report, error) {
+	progress := cmp.Or[io.Writer](cfg.Progress, io.Discard)
+	seed := max(cfg.Seed, 1)
+	var reps []Report
+	for i := range runs {
+		c := cfg
+		c.Seed = seed + uint64(i)
+		fmt.Fprintf(progress, "chaos: run %d of %d, seed %d\n", i+1, runs, c.Seed)
+		r, err := Run(ctx, c)
+		r.Seed = c.Seed
+		reps = append(reps, r)
+		if err != nil {
+			return reps, fmt.Errorf("run %d of %d (seed %d): %w", i+1, runs, c.Seed, err)
+		}
+		fmt.Fprintln(progress, "chaos: "+r.SeriesLine(i+1, runs))
+	}
+	return reps, nil
+}
+
 // Env is a running chaos environment: own Redis and PostgreSQL, queues, the fleet.
 type Env struct {
 	cfg     Config
@@ -304,16 +359,18 @@ type Env struct {
 	binDir  string
 	redis   *redisServer  // the single Redis, or
 	cluster *redisCluster // the Redis Cluster of the failover scenario
-	pg      *postgresServer
-	rc      redis.UniversalClient
-	db      *gorm.DB
-	sqs     *sqs.Client
-	orders  queue.Pair
-	results queue.Pair
-	queues  []string
-	workers []*proc // order-worker replicas
-	persist *proc
-	cancel  context.CancelFunc // ends the supervisors
+	// redisProxy stands between the workers and the single Redis (Config.CutConnections).
+	redisProxy proxies
+	pg         *postgresServer
+	rc         redis.UniversalClient
+	db         *gorm.DB
+	sqs        *sqs.Client
+	orders     queue.Pair
+	results    queue.Pair
+	queues     []string
+	workers    []*proc // order-worker replicas
+	persist    *proc
+	cancel     context.CancelFunc // ends the supervisors
 	// outbound is the run's outbound topic and subscriber queue; nil without SNS.
 	outbound  *outboundRun
 	stopDrain context.CancelFunc // ends the outbound drain
@@ -353,13 +410,22 @@ func Start(ctx context.Context, cfg Config) (env *Env, err error) {
 	e.report.RedisCluster = cfg.RedisCluster
 	if cfg.RedisCluster {
 		e.report.MinRedisReplicas = cfg.MinRedisReplicas
-		e.report.ReplicaLagS = round1(max(0, cfg.ReplicaLag).Seconds())
+		if !cfg.ReplicaRestart {
+			e.report.ReplicaLagS = round1(max(0, cfg.ReplicaLag).Seconds())
+		}
 		e.report.MinRedisReplicasKnown = knowsMinReplicas(ctx, filepath.Join(bin, "order-worker"))
-		if e.cluster, err = startCluster(ctx, dir, cfg.NodeTimeout); err != nil {
+		e.report.Replicas = cfg.Replicas
+		if e.cluster, err = startCluster(ctx, dir, cfg.NodeTimeout, cfg.Replicas); err != nil {
 			return e, err
 		}
-		e.logf("Redis Cluster of 3 masters with a replica each on %s (appendonly yes, everysec; cluster-node-timeout %s)",
-			strings.Join(e.cluster.nodes, " "), cfg.NodeTimeout)
+		e.logf("Redis Cluster of 3 masters with %d replica(s) each on %s (appendonly yes, everysec; cluster-node-timeout %s)",
+			cfg.Replicas, strings.Join(e.cluster.nodes, " "), cfg.NodeTimeout)
+		if cfg.CutConnections {
+			if err = e.cluster.behindProxies(ctx, 30*time.Second); err != nil {
+				return e, err
+			}
+			e.logf("a cutting proxy in front of every node, announced as the node's port: %s", e.cluster.url())
+		}
 		if !e.report.MinRedisReplicasKnown && cfg.MinRedisReplicas > 0 {
 			e.logf("WARNING: order-worker does not read JUNBAN_REDIS_MIN_REPLICAS: this run acknowledges without waiting for a replica")
 		}
@@ -368,6 +434,12 @@ func Start(ctx context.Context, cfg Config) (env *Env, err error) {
 			return e, err
 		}
 		e.logf("redis-server on port %d (appendonly yes, appendfsync always)", e.redis.port)
+		if cfg.CutConnections {
+			if e.redisProxy, err = startProxies([]string{addr(e.redis.port)}); err != nil {
+				return e, err
+			}
+			e.logf("the workers reach Redis through a cutting proxy on %s", e.redisProxy.of(addr(e.redis.port)))
+		}
 	}
 	if e.pg, err = startPostgres(ctx, dir); err != nil {
 		return e, err
@@ -434,7 +506,7 @@ func (e *Env) childEnv(httpPort int) []string {
 		"JUNBAN_LOG_LEVEL=warn", "JUNBAN_LOG_FORMAT=json",
 		"JUNBAN_HTTP_ADDR=" + addr(httpPort),
 		"JUNBAN_SHUTDOWN_BUDGET=5s",
-		"REDIS_URL=" + e.redisConfig().URL,
+		"REDIS_URL=" + e.workerRedisURL(),
 		"REDIS_CLUSTER=" + strconv.FormatBool(e.cluster != nil),
 		"JUNBAN_KEY_PREFIX=" + KeyPrefix,
 		"DATABASE_URL=" + e.pg.url("junban"),
@@ -455,6 +527,24 @@ func (e *Env) redisConfig() config.Redis {
 		return config.Redis{URL: e.cluster.url(), Cluster: true, KeyPrefix: KeyPrefix}
 	}
 	return config.Redis{URL: e.redis.url(), KeyPrefix: KeyPrefix}
+}
+
+// workerRedisURL is how the workers reach Redis: as the checks do, but through the
+// cutting proxy in front of a single Redis (a cluster's nodes announce their proxies).
+func (e *Env) workerRedisURL() string {
+	if e.redisProxy != nil {
+		return fmt.Sprintf("redis://%s/0", e.redisProxy.of(addr(e.redis.port)))
+	}
+	return e.redisConfig().URL
+}
+
+// cutConnections cuts every connection through the proxies; it returns the pairs cut and
+// those cut in the middle of a call.
+func (e *Env) cutConnections() (pairs, midCall int) {
+	if e.cluster != nil {
+		return e.cluster.proxies.cut()
+	}
+	return e.redisProxy.cut()
 }
 
 // knowsMinReplicas tells whether the order-worker reads JUNBAN_REDIS_MIN_REPLICAS (its
@@ -546,6 +636,7 @@ func (e *Env) Close() {
 			sqlDB.Close()
 		}
 	}
+	e.redisProxy.close()
 	if e.redis != nil {
 		e.redis.close()
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/junban/junban/internal/lockhandoff"
 )
 
 // redisCluster is chaos's own Redis Cluster for the failover scenario: three masters with
@@ -28,6 +30,10 @@ type redisCluster struct {
 	log    string
 	seed   string
 	nodes  []string // host:port of every node, masters and replicas
+	// proxies, when set, stand in front of every node: each node announces its proxy's
+	// port (cluster-announce-port), so cluster clients and replication links go through
+	// them, and topology maps the announced addresses back to the nodes'.
+	proxies proxies
 }
 
 // clusterNode is one line of CLUSTER NODES.
@@ -83,7 +89,7 @@ func clusterScript() (string, error) {
 
 // startCluster starts the cluster in dir/redis-cluster and returns once every node says
 // cluster_state:ok and every replica is in sync with its master.
-func startCluster(ctx context.Context, dir string, nodeTimeout time.Duration) (*redisCluster, error) {
+func startCluster(ctx context.Context, dir string, nodeTimeout time.Duration, replicas int) (*redisCluster, error) {
 	for _, b := range []string{"redis-server", "redis-cli", "python3"} {
 		if _, err := exec.LookPath(b); err != nil {
 			return nil, fmt.Errorf("chaos: the Redis Cluster scenario needs %s: %w", b, err)
@@ -94,7 +100,7 @@ func startCluster(ctx context.Context, dir string, nodeTimeout time.Duration) (*
 		return nil, err
 	}
 	c := &redisCluster{script: script, dir: filepath.Join(dir, "redis-cluster"), log: logPath(dir, "redis-cluster")}
-	out, err := c.run(ctx, "up", "--replicas", strconv.Itoa(clusterReplicas), "--aof", "everysec",
+	out, err := c.run(ctx, "up", "--replicas", strconv.Itoa(replicas), "--aof", "everysec",
 		"--node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10), c.dir)
 	if err != nil {
 		// The script stops what it started when it fails, not when it is cut short.
@@ -109,9 +115,9 @@ func startCluster(ctx context.Context, dir string, nodeTimeout time.Duration) (*
 			c.nodes = append(c.nodes, v)
 		}
 	}
-	if c.seed == "" || len(c.nodes) != 6 {
+	if c.seed == "" || len(c.nodes) != 3*(1+replicas) {
 		c.close(false)
-		return nil, fmt.Errorf("chaos: %s up printed no seed or not six nodes:\n%s", script, out)
+		return nil, fmt.Errorf("chaos: %s up printed no seed or not %d nodes:\n%s", script, 3*(1+replicas), out)
 	}
 	return c, nil
 }
@@ -136,19 +142,71 @@ func (c *redisCluster) run(ctx context.Context, args ...string) ([]byte, error) 
 // url is a cluster URL naming every node, so that a client starting while one is down
 // still finds the cluster.
 func (c *redisCluster) url() string {
-	u := "redis://" + c.seed
+	u := "redis://" + c.proxies.of(c.seed)
 	sep := "?"
 	for _, n := range c.nodes {
 		if n != c.seed {
-			u += sep + "addr=" + n
+			u += sep + "addr=" + c.proxies.of(n)
 			sep = "&"
 		}
 	}
 	return u
 }
 
+// behindProxies puts a cutProxy in front of every node and has each node announce its
+// proxy's port (CONFIG SET cluster-announce-port, written to its redis.conf so that a
+// restart keeps it); it returns once every node's CLUSTER NODES names the proxies only.
+func (c *redisCluster) behindProxies(ctx context.Context, timeout time.Duration) error {
+	ps, err := startProxies(c.nodes)
+	if err != nil {
+		return err
+	}
+	c.proxies = ps
+	for _, a := range c.nodes {
+		rc := node(a)
+		err := rc.ConfigSet(ctx, "cluster-announce-port", strconv.Itoa(ps[a].port())).Err()
+		if err == nil {
+			err = rc.ConfigRewrite(ctx).Err()
+		}
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("chaos: announce the proxy of %s: %w", a, err)
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		left := ""
+		for _, a := range c.nodes {
+			rc := node(a)
+			s, err := rc.ClusterNodes(ctx).Result()
+			rc.Close()
+			if err != nil {
+				left = a + ": " + err.Error()
+				break
+			}
+			for _, n := range c.nodes {
+				if strings.Contains(s, " "+n+"@") {
+					left = a + " still sees " + n
+				}
+			}
+		}
+		if left == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("chaos: the proxies' ports not announced within %s: %s", timeout, left)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // close stops the nodes; keep leaves their directories (logs, AOF, nodes.conf).
 func (c *redisCluster) close(keep bool) {
+	c.proxies.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	what := "down"
@@ -179,7 +237,11 @@ func (c *redisCluster) topology(ctx context.Context, skip string) ([]clusterNode
 			last = err
 			continue
 		}
-		return parseClusterNodes(s)
+		nodes, err := parseClusterNodes(s)
+		for i := range nodes {
+			nodes[i].addr = c.proxies.node(nodes[i].addr)
+		}
+		return nodes, err
 	}
 	return nil, fmt.Errorf("chaos: no cluster node answers: %w", last)
 }
@@ -229,33 +291,76 @@ func parseClusterNodes(s string) ([]clusterNode, error) {
 	return out, sc.Err()
 }
 
-// victim picks the master to kill: the i-th (round robin, by first slot) of the masters
-// that serve slots and have a connected replica in sync. It returns the master and
-// that replica.
-func (c *redisCluster) victim(ctx context.Context, i int) (clusterNode, clusterNode, error) {
+// victim picks the master to kill and returns it with its replicas, the first of them in
+// sync. Among the masters that serve slots and have a replica in sync it takes the i-th
+// (round robin, by first slot); with preferDue, the one whose slots hold the most due
+// entries of holds instead (ties: round robin), so that the failover meets holds about to
+// end. due is the number of due entries on the victim.
+func (c *redisCluster) victim(ctx context.Context, i int, preferDue bool) (m clusterNode, replicas []clusterNode, due int64, err error) {
 	nodes, err := c.topology(ctx, "")
 	if err != nil {
-		return clusterNode{}, clusterNode{}, err
+		return clusterNode{}, nil, 0, err
 	}
-	type pair struct{ m, r clusterNode }
+	type pair struct {
+		m   clusterNode
+		rs  []clusterNode
+		due int64
+	}
 	var pairs []pair
 	for _, m := range nodes {
 		if !m.master || m.failing || len(m.slots) == 0 {
 			continue
 		}
+		var synced, others []clusterNode
 		for _, r := range nodes {
-			if !r.master && r.masterID == m.id && !r.failing && r.linked && c.inSync(ctx, r.addr) == nil {
-				pairs = append(pairs, pair{m, r})
-				break
+			if r.master || r.masterID != m.id {
+				continue
 			}
+			if !r.failing && r.linked && c.inSync(ctx, r.addr) == nil {
+				synced = append(synced, r)
+			} else {
+				others = append(others, r)
+			}
+		}
+		if len(synced) > 0 {
+			pairs = append(pairs, pair{m: m, rs: append(synced, others...)})
 		}
 	}
 	if len(pairs) == 0 {
-		return clusterNode{}, clusterNode{}, errors.New("chaos: no master with a replica in sync to kill")
+		return clusterNode{}, nil, 0, errors.New("chaos: no master with a replica in sync to kill")
 	}
 	slices.SortFunc(pairs, func(a, b pair) int { return a.m.slots[0].from - b.m.slots[0].from })
+	for k := range pairs {
+		if pairs[k].due, err = dueEntries(ctx, pairs[k].m.addr); err != nil {
+			return clusterNode{}, nil, 0, err
+		}
+	}
 	p := pairs[i%len(pairs)]
-	return p.m, p.r, nil
+	if preferDue {
+		for k := range pairs {
+			if q := pairs[(i+k)%len(pairs)]; q.due > p.due {
+				p = q
+			}
+		}
+	}
+	return p.m, p.rs, p.due, nil
+}
+
+// dueEntries counts the entries of the holds' due index (order.DueKey's shards) on the
+// node at addr.
+func dueEntries(ctx context.Context, addr string) (int64, error) {
+	rc := node(addr)
+	defer rc.Close()
+	var n int64
+	iter := rc.Scan(ctx, 0, lockhandoff.Key(KeyPrefix, "junban-due:*", "due"), 1000).Iterator()
+	for iter.Next(ctx) {
+		c, err := rc.ZCard(ctx, iter.Val()).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return 0, err
+		}
+		n += c
+	}
+	return n, iter.Err()
 }
 
 // inSync tells (nil) whether the node at addr is a replica whose link to its master is
@@ -293,25 +398,26 @@ func (c *redisCluster) probeKey(ctx context.Context, n clusterNode) (string, err
 	return "", fmt.Errorf("chaos: no probe key for slots %s", n.slotsString())
 }
 
-// waitPromoted waits until the surviving nodes show the replica as a master serving
-// slots and the cluster client rc reads a key of the dead master's slots again.
-func (c *redisCluster) waitPromoted(ctx context.Context, rc redis.UniversalClient, dead, replica clusterNode, probe string, timeout time.Duration) error {
+// waitPromoted waits until the surviving nodes show one of the candidates (the dead
+// master's replicas) as a master serving slots and the cluster client rc reads a key of
+// the dead master's slots again. It returns the promoted node.
+func (c *redisCluster) waitPromoted(ctx context.Context, rc redis.UniversalClient, dead clusterNode, candidates []clusterNode, probe string, timeout time.Duration) (clusterNode, error) {
 	deadline := time.Now().Add(timeout)
-	promoted := false
+	var promoted *clusterNode
 	for {
-		if !promoted {
+		if promoted == nil {
 			if nodes, err := c.topology(ctx, dead.addr); err == nil {
 				for _, n := range nodes {
-					if n.id == replica.id && n.master && !n.failing && len(n.slots) > 0 {
-						promoted = true
+					if n.master && !n.failing && len(n.slots) > 0 && slices.ContainsFunc(candidates, func(r clusterNode) bool { return r.id == n.id }) {
+						promoted = &n
 					}
 				}
 			}
 		}
-		if promoted {
+		if promoted != nil {
 			err := rc.Get(ctx, probe).Err()
 			if err == nil || errors.Is(err, redis.Nil) {
-				return nil
+				return *promoted, nil
 			}
 			if cc, ok := rc.(*redis.ClusterClient); ok {
 				// The client may still route the slots to the dead node: ask again.
@@ -319,11 +425,11 @@ func (c *redisCluster) waitPromoted(ctx context.Context, rc redis.UniversalClien
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("chaos: %s not promoted within %s (promoted in CLUSTER NODES: %v)", replica.addr, timeout, promoted)
+			return clusterNode{}, fmt.Errorf("chaos: no replica of %s promoted within %s (promoted in CLUSTER NODES: %v)", dead.addr, timeout, promoted != nil)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return clusterNode{}, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -56,6 +56,7 @@ func (e *Env) Drive(ctx context.Context) error {
 	e.workload = Workload(e.cfg)
 	w := e.workload
 	e.report.Events = len(w.Events)
+	e.report.Seed = e.cfg.Seed
 	e.report.Distinct = w.Distinct
 	e.report.Orders = len(w.Orders)
 	e.report.SKUs = len(w.Inventory)
@@ -202,6 +203,9 @@ func (e *Env) schedule() []fault {
 		replica := e.workers[i%len(e.workers)]
 		fs = append(fs, fault{at: frac(f), do: func(ctx context.Context) error { return e.killAndRestart(ctx, replica) }})
 	}
+	if e.cfg.CutConnections {
+		fs = append(fs, fault{at: frac(0.05), do: e.cutLoop})
+	}
 	if e.cluster != nil {
 		m := e.cfg.MasterKills
 		at := func(i int) time.Duration {
@@ -236,6 +240,27 @@ func (e *Env) schedule() []fault {
 	fs = append(fs, fault{at: pwAt, do: func(ctx context.Context) error { return e.killAndRestart(ctx, e.persist) }})
 	fs = append(fs, fault{at: frac(0.65), do: e.redisRestart})
 	return fs
+}
+
+// cutLoop cuts every worker's Redis connection every cfg.CutEvery until 95% of the
+// sending period.
+func (e *Env) cutLoop(ctx context.Context) error {
+	end := e.start.Add(time.Duration(0.95 * float64(e.cfg.SendDuration)))
+	for time.Now().Before(end) {
+		n, mid := e.cutConnections()
+		e.mu.Lock()
+		e.report.ConnectionCuts++
+		e.report.ConnectionsCut += n
+		e.report.CutMidCall += mid
+		e.mu.Unlock()
+		e.fault(fmt.Sprintf("cut %d Redis connections, %d in the middle of a call", n, mid))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(e.cfg.CutEvery):
+		}
+	}
+	return nil
 }
 
 func (e *Env) fault(what string) {
@@ -296,43 +321,30 @@ func (e *Env) redisRestart(ctx context.Context) error {
 }
 
 // masterFailover SIGKILLs the i-th master (round robin over the masters with a replica
-// in sync), waits until the cluster promoted its replica and the dead master's slots
-// answer again (a failover), then starts the killed node again and waits until it is a
-// replica in sync. A promotion that does not come is a finding (failovers short of
+// in sync; with abandoned holds, the one holding the most due entries), waits until the
+// cluster promoted one of its replicas and the dead master's slots answer again (a
+// failover), then starts the killed node again and waits until it is a replica in sync.
+// Before the kill, either a replica lags (cfg.ReplicaLag) or is restarted from its AOF
+// (cfg.ReplicaRestart). A promotion that does not come is a finding (failovers short of
 // master kills), not an error: the node is started again and the run goes on.
 func (e *Env) masterFailover(ctx context.Context, i int) error {
-	dead, replica, err := e.cluster.victim(ctx, i)
+	dead, replicas, due, err := e.cluster.victim(ctx, i, e.cfg.AbandonedShare > 0)
 	if err != nil {
 		return err
 	}
+	replica := replicas[0]
 	probe, err := e.cluster.probeKey(ctx, dead)
 	if err != nil {
 		return err
 	}
-	if lag := e.cfg.ReplicaLag; lag > 0 {
-		// Stopped, the replica cannot reconnect; the cut link makes sure that nothing
-		// written from now on waits in a socket buffer for it.
-		if err := e.cluster.pause(ctx, replica); err != nil {
-			return err
-		}
-		if err := e.cluster.cutReplicas(ctx, dead); err != nil {
-			e.cluster.resume(context.WithoutCancel(ctx), replica)
-			return err
-		}
-		e.fault(fmt.Sprintf("SIGSTOP Redis replica %s and cut its link for %s: its master %s acknowledges writes it does not have", replica.addr, lag, dead.addr))
-		select {
-		case <-ctx.Done():
-			e.cluster.resume(context.WithoutCancel(ctx), replica)
-			return ctx.Err()
-		case <-time.After(lag):
-		}
-	}
-	killErr := e.cluster.kill(context.WithoutCancel(ctx), dead)
-	if e.cfg.ReplicaLag > 0 {
-		// Resumed whatever happened: a replica left stopped would never be promoted.
-		if err := e.cluster.resume(context.WithoutCancel(ctx), replica); err != nil {
-			return err
-		}
+	var killErr error
+	switch {
+	case e.cfg.ReplicaRestart:
+		killErr = e.restartReplicaThenKill(ctx, dead, replica)
+	case e.cfg.ReplicaLag > 0:
+		killErr = e.lagReplicaThenKill(ctx, dead, replica)
+	default:
+		killErr = e.cluster.kill(context.WithoutCancel(ctx), dead)
 	}
 	if killErr != nil {
 		return killErr
@@ -340,9 +352,10 @@ func (e *Env) masterFailover(ctx context.Context, i int) error {
 	t0 := time.Now()
 	e.mu.Lock()
 	e.report.RedisMasterKills++
+	e.report.DueAtKill = append(e.report.DueAtKill, due)
 	e.mu.Unlock()
-	e.fault(fmt.Sprintf("SIGKILL Redis master %s (slots %s), SIGCONT its replica %s", dead.addr, dead.slotsString(), replica.addr))
-	if err := e.cluster.waitPromoted(ctx, e.rc, dead, replica, probe, failoverTimeout); err != nil {
+	e.fault(fmt.Sprintf("SIGKILL Redis master %s (slots %s, %d due entries of holds)", dead.addr, dead.slotsString(), due))
+	if promoted, err := e.cluster.waitPromoted(ctx, e.rc, dead, replicas, probe, failoverTimeout); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -353,7 +366,7 @@ func (e *Env) masterFailover(ctx context.Context, i int) error {
 		e.report.RedisFailovers++
 		e.report.FailoverS = append(e.report.FailoverS, s)
 		e.mu.Unlock()
-		e.fault(fmt.Sprintf("failover: replica %s is master of slots %s, answering %.1fs after the kill", replica.addr, dead.slotsString(), s))
+		e.fault(fmt.Sprintf("failover: replica %s is master of slots %s, answering %.1fs after the kill", promoted.addr, dead.slotsString(), s))
 	}
 	select {
 	case <-ctx.Done():
@@ -366,6 +379,59 @@ func (e *Env) masterFailover(ctx context.Context, i int) error {
 	}
 	e.fault(fmt.Sprintf("restarted %s: rejoined as a %s", dead.addr, role))
 	return nil
+}
+
+// lagReplicaThenKill stops the replica (SIGSTOP) and cuts the master's replication links
+// for cfg.ReplicaLag, then SIGKILLs the master and resumes the replica.
+func (e *Env) lagReplicaThenKill(ctx context.Context, dead, replica clusterNode) error {
+	// Stopped, the replica cannot reconnect; the cut link makes sure that nothing
+	// written from now on waits in a socket buffer for it.
+	if err := e.cluster.pause(ctx, replica); err != nil {
+		return err
+	}
+	if err := e.cluster.cutReplicas(ctx, dead); err != nil {
+		e.cluster.resume(context.WithoutCancel(ctx), replica)
+		return err
+	}
+	e.fault(fmt.Sprintf("SIGSTOP Redis replica %s and cut its link for %s: its master %s acknowledges writes it does not have", replica.addr, e.cfg.ReplicaLag, dead.addr))
+	select {
+	case <-ctx.Done():
+	case <-time.After(e.cfg.ReplicaLag):
+	}
+	killErr := e.cluster.kill(context.WithoutCancel(ctx), dead)
+	// Resumed whatever happened: a replica left stopped would never be promoted.
+	if err := e.cluster.resume(context.WithoutCancel(ctx), replica); err != nil {
+		return err
+	}
+	if killErr == nil {
+		e.fault("SIGCONT Redis replica " + replica.addr)
+	}
+	return cmp.Or(killErr, ctx.Err())
+}
+
+// restartReplicaThenKill SIGKILLs the replica, SIGSTOPs its master (which then neither
+// acknowledges a write nor feeds the replica), starts the replica again from its AOF,
+// and once it answers (its AOF loaded) SIGKILLs the stopped master: the replica goes into
+// the election with what its AOF kept, without a resync.
+func (e *Env) restartReplicaThenKill(ctx context.Context, dead, replica clusterNode) error {
+	wctx := context.WithoutCancel(ctx)
+	if err := e.cluster.kill(wctx, replica); err != nil {
+		return err
+	}
+	e.fault("SIGKILL Redis replica " + replica.addr)
+	if err := e.cluster.pause(wctx, dead); err != nil {
+		return err
+	}
+	if _, err := e.cluster.run(wctx, "start", e.cluster.dir, port(replica.addr)); err != nil {
+		e.cluster.resume(wctx, dead)
+		return err
+	}
+	e.mu.Lock()
+	e.report.ReplicaRestarts++
+	e.mu.Unlock()
+	e.fault(fmt.Sprintf("SIGSTOP Redis master %s; replica %s started again from its AOF and answers", dead.addr, replica.addr))
+	// SIGKILL ends a stopped process too.
+	return e.cluster.kill(wctx, dead)
 }
 
 // progress logs the persisted count every 5 s until done.

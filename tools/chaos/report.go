@@ -54,6 +54,21 @@ type Report struct {
 	// up after): the send rate (Config.SendDuration) while the fleet keeps up, less
 	// when it falls behind.
 	EventsPerS float64 `json:"events_per_s"`
+	// Seed is the workload's seed.
+	Seed uint64 `json:"seed"`
+	// Replicas is the number of replicas of each cluster master.
+	Replicas int `json:"replicas,omitempty"`
+	// ReplicaRestarts counts the replicas SIGKILLed and started again from their AOF just
+	// before their master was killed (Config.ReplicaRestart).
+	ReplicaRestarts int `json:"replica_restarts,omitempty"`
+	// DueAtKill is, per master kill, the entries of the holds' due index on the victim.
+	DueAtKill []int64 `json:"due_at_kill,omitempty"`
+	// ConnectionCuts counts the cuts of every worker's Redis connections, ConnectionsCut
+	// the connections they cut (Config.CutConnections), CutMidCall those cut with a
+	// request sent and its reply not yet through (a script that may or may not have run).
+	ConnectionCuts int `json:"connection_cuts,omitempty"`
+	ConnectionsCut int `json:"connections_cut,omitempty"`
+	CutMidCall     int `json:"cut_mid_call,omitempty"`
 	// Baseline is the same Redis Cluster scenario with JUNBAN_REDIS_MIN_REPLICAS=0,
 	// run before this one: reported, not asserted (see RunFailover).
 	Baseline *Report `json:"baseline,omitempty"`
@@ -183,6 +198,15 @@ func (r Report) Print(out io.Writer) {
 	r.print(out, title)
 }
 
+// SeriesLine is the run's line in a series (RunSeries): seed, events, events/s, result.
+func (r Report) SeriesLine(i, n int) string {
+	res := "ok: every invariant held"
+	if !r.OK() {
+		res = "FAILED: " + strings.Join(r.Problems(), "; ")
+	}
+	return fmt.Sprintf("run %d of %d: seed %d, %d events, %.1f events/s, %s", i, n, r.Seed, r.Events, r.EventsPerS, res)
+}
+
 // PrintSideBySide writes what the checks found in each run, one column per run.
 func PrintSideBySide(out io.Writer, runs ...Report) {
 	fmt.Fprintln(out, "side by side:")
@@ -204,6 +228,7 @@ func PrintSideBySide(out io.Writer, runs ...Report) {
 	row("events/s (first send to idle)", func(r Report) string { return fmt.Sprintf("%.1f", r.EventsPerS) })
 	row("worker SIGKILLs", func(r Report) string { return strconv.Itoa(r.Kills) })
 	row("master SIGKILLs / failovers", func(r Report) string { return fmt.Sprintf("%d / %d", r.RedisMasterKills, r.RedisFailovers) })
+	row("replicas per master", func(r Report) string { return strconv.Itoa(max(r.Replicas, 1)) })
 	row("replica lag before the kill", func(r Report) string { return fmt.Sprintf("%.1f s", r.ReplicaLagS) })
 	row("failover time", func(r Report) string { return fmtSeconds(r.FailoverS) })
 	row("quiescence", func(r Report) string { return strconv.FormatBool(r.Quiesced) })
@@ -236,17 +261,25 @@ func (r Report) print(out io.Writer, title string) {
 	fmt.Fprintln(out, title)
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "seed\t%d\n", r.Seed)
 	fmt.Fprintf(tw, "events sent\t%d (%d distinct, %d duplicate deliveries)\n", r.Events, r.Distinct, r.Events-r.Distinct)
 	fmt.Fprintf(tw, "orders / SKUs\t%d / %d (+%d registered during the run)\n", r.Orders, r.SKUs, r.NewSKUs)
 	fmt.Fprintf(tw, "applied / rejected\t%d / %d%s\n", r.Applied, r.Rejected, fmtReasons(r.RejectedBy))
 	fmt.Fprintf(tw, "  of which the warehouse's\t%d / %d%s\n", r.Warehouse.Applied, r.Warehouse.Rejected, fmtReasons(r.Warehouse.RejectedBy))
 	fmt.Fprintf(tw, "worker SIGKILLs\t%d\n", r.Kills)
 	if r.RedisCluster {
-		fmt.Fprintf(tw, "Redis Cluster\t3 masters, a replica each; order-workers with JUNBAN_REDIS_MIN_REPLICAS=%d%s\n", r.MinRedisReplicas, ignored(r))
-		fmt.Fprintf(tw, "Redis master SIGKILLs / failovers\t%d / %d (replica stopped %.1f s before each kill; slots answering again after %s)\n", r.RedisMasterKills, r.RedisFailovers, r.ReplicaLagS, fmtSeconds(r.FailoverS))
+		fmt.Fprintf(tw, "Redis Cluster\t3 masters, %d replica(s) each; order-workers with JUNBAN_REDIS_MIN_REPLICAS=%d%s\n", max(r.Replicas, 1), r.MinRedisReplicas, ignored(r))
+		before := fmt.Sprintf("replica stopped %.1f s before each kill", r.ReplicaLagS)
+		if r.ReplicaRestarts > 0 {
+			before = fmt.Sprintf("%d replica(s) restarted from their AOF just before", r.ReplicaRestarts)
+		}
+		fmt.Fprintf(tw, "Redis master SIGKILLs / failovers\t%d / %d (%s; slots answering again after %s; due entries on the victim %v)\n", r.RedisMasterKills, r.RedisFailovers, before, fmtSeconds(r.FailoverS), r.DueAtKill)
 	} else {
 		fmt.Fprintf(tw, "Redis restarts (SIGKILL, AOF)\t%d\n", r.RedisRestarts)
 		fmt.Fprintf(tw, "PostgreSQL outage\t%.0f s\n", r.PGOutageS)
+	}
+	if r.ConnectionCuts > 0 {
+		fmt.Fprintf(tw, "Redis connections cut\t%d cuts, %d connections, %d of them in the middle of a call\n", r.ConnectionCuts, r.ConnectionsCut, r.CutMidCall)
 	}
 	fmt.Fprintf(tw, "unexpected worker exits\t%d (restarted)\n", r.UnexpectedExits)
 	fmt.Fprintf(tw, "time\t%.1f s sending, %.1f s to quiescence, %.1f s in all (%.1f events/s)\n", r.SendS, r.QuiesceS, r.ElapsedS, r.EventsPerS)

@@ -17,9 +17,18 @@ import (
 	"github.com/junban/junban/tools/chaos"
 )
 
+// chaosOptions are the command's flags besides chaos.Config's.
+type chaosOptions struct {
+	json bool
+	// runs is the number of runs in a row (RunSeries); 1 with --redis-cluster runs the
+	// MIN_REPLICAS=0 baseline before the asserted run, unless noBaseline.
+	runs       int
+	noBaseline bool
+}
+
 func chaosCmd() *cobra.Command {
 	var cfg chaos.Config
-	var jsonOut bool
+	var o chaosOptions
 	c := &cobra.Command{
 		Use:   "chaos",
 		Short: "run a fault-injection load and check the invariants",
@@ -30,7 +39,7 @@ func chaosCmd() *cobra.Command {
 			"queue got against the outbox: none missing, none unknown, no gap, every body valid\n" +
 			"(copies counted: killed persist-workers make the relay publish some again).",
 		Args: cli.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return runChaos(c.Context(), c.OutOrStdout(), cfg, jsonOut) },
+		RunE: func(c *cobra.Command, _ []string) error { return runChaos(c.Context(), c.OutOrStdout(), cfg, o) },
 	}
 	fs := c.Flags()
 	fs.IntVar(&cfg.Events, "events", chaos.EventsDefault, "least number of events sent, duplicates included (the orders follow)")
@@ -47,19 +56,58 @@ func chaosCmd() *cobra.Command {
 	fs.StringVar(&cfg.WorkDir, "workdir", "", "where the temporary directory is made (default: the system's)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the temporary directory (worker logs, Redis and PostgreSQL data)")
 	fs.BoolVar(&cfg.RedisCluster, "redis-cluster", false, "the failover scenario: the fleet on a local Redis Cluster (3 masters, a replica each), a master SIGKILLed mid-run; run with JUNBAN_REDIS_MIN_REPLICAS=0 (reported) and then --min-replicas (asserted); no PostgreSQL outage")
-	fs.IntVar(&cfg.MinRedisReplicas, "min-replicas", chaos.MinRedisReplicasDefault, "with --redis-cluster: the order-workers' JUNBAN_REDIS_MIN_REPLICAS in the asserted run (0: one run only)")
+	fs.IntVar(&cfg.MinRedisReplicas, "min-replicas", chaos.MinRedisReplicasDefault, "with --redis-cluster: the order-workers' JUNBAN_REDIS_MIN_REPLICAS in the asserted run (0: one run only; at most --replicas)")
+	fs.IntVar(&cfg.Replicas, "replicas", chaos.ReplicasDefault, "with --redis-cluster: replicas of each master (1 or 2)")
+	fs.BoolVar(&cfg.ReplicaRestart, "replica-restart", false, "with --redis-cluster: instead of the replica lag, SIGKILL the victim's replica, SIGSTOP its master, start the replica again from its AOF, then SIGKILL the master")
+	fs.BoolVar(&cfg.CutConnections, "cut-connections", false, "put a TCP proxy in front of each Redis node for the workers and cut every connection through them every --cut-every while sending")
+	fs.DurationVar(&cfg.CutEvery, "cut-every", chaos.CutEveryDefault, "with --cut-connections: the pause between two cuts")
+	fs.IntVar(&o.runs, "runs", 1, "runs in a row, seeds --seed, --seed+1, ...; a line each (seed, events, events/s, result); with --redis-cluster and more than one run, no MIN_REPLICAS=0 baseline")
 	fs.IntVar(&cfg.MasterKills, "master-kills", chaos.MasterKillsDefault, "with --redis-cluster: SIGKILLs of a master, one after the other")
 	fs.DurationVar(&cfg.ReplicaLag, "replica-lag", chaos.ReplicaLagDefault, "with --redis-cluster: how long the victim's replica is stopped (SIGSTOP) before its master is killed, so that it lacks what the master acknowledged last (0: none)")
 	fs.DurationVar(&cfg.NodeTimeout, "node-timeout", chaos.NodeTimeoutDefault, "with --redis-cluster: the cluster's cluster-node-timeout (time to failover)")
-	fs.BoolVar(&jsonOut, "json", false, "print the report as JSON (--redis-cluster: the asserted run, the other as \"baseline\")")
+	fs.BoolVar(&o.noBaseline, "no-baseline", false, "with --redis-cluster: no JUNBAN_REDIS_MIN_REPLICAS=0 run before the asserted one")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON (--redis-cluster: the asserted run, the other as \"baseline\"; --runs above 1: a list)")
 	return c
 }
 
 // runChaos runs the fleet under faults with its own Redis and PostgreSQL and checks
 // the invariants (tools/chaos); it fails when one of them broke.
-func runChaos(ctx context.Context, w io.Writer, cfg chaos.Config, jsonOut bool) error {
-	if cfg.Events < 1 || cfg.SendDuration <= 0 || cfg.PGOutage < 0 || cfg.OrderWorkerKills < 1 {
-		return cli.Usagef("--events, --duration and --kills must be positive, --pg-outage not negative")
+func runChaos(ctx context.Context, w io.Writer, cfg chaos.Config, o chaosOptions) error {
+	if err := chaosUsage(&cfg, o); err != nil {
+		return err
+	}
+	if err := chaosServices(&cfg); err != nil {
+		return err
+	}
+	cfg.Progress = os.Stderr
+	if o.runs > 1 {
+		return runChaosSeries(ctx, w, cfg, o)
+	}
+	run := chaos.Run
+	if cfg.RedisCluster && cfg.MinRedisReplicas > 0 && !o.noBaseline {
+		run = chaos.RunFailover
+	}
+	rep, err := run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		if err := json.NewEncoder(w).Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		rep.Print(w)
+	}
+	if !rep.OK() {
+		return fmt.Errorf("chaos: %s", strings.Join(rep.Problems(), "; "))
+	}
+	return nil
+}
+
+// chaosUsage checks the flags and turns their zeros into Config's "none".
+func chaosUsage(cfg *chaos.Config, o chaosOptions) error {
+	if cfg.Events < 1 || cfg.SendDuration <= 0 || cfg.PGOutage < 0 || cfg.OrderWorkerKills < 1 || o.runs < 1 {
+		return cli.Usagef("--events, --duration, --kills and --runs must be positive, --pg-outage not negative")
 	}
 	if cfg.AbandonedShare < 0 || cfg.AbandonedShare > 0.5 || cfg.HoldFor < time.Second {
 		return cli.Usagef("--abandoned must be within [0, 0.5] and --hold-for at least 1s")
@@ -70,17 +118,23 @@ func runChaos(ctx context.Context, w io.Writer, cfg chaos.Config, jsonOut bool) 
 	if cfg.WarehouseShare == 0 {
 		cfg.WarehouseShare = -1 // none; zero in Config takes the default
 	}
-	if cfg.MasterKills < 1 || cfg.NodeTimeout <= 0 || cfg.ReplicaLag < -1 || cfg.MinRedisReplicas < 0 || cfg.MinRedisReplicas > 1 {
-		return cli.Usagef("--master-kills and --node-timeout must be positive, --replica-lag not negative, --min-replicas 0 or 1 (one replica per master)")
+	if cfg.MasterKills < 1 || cfg.NodeTimeout <= 0 || cfg.ReplicaLag < -1 || cfg.CutEvery <= 0 {
+		return cli.Usagef("--master-kills, --node-timeout and --cut-every must be positive, --replica-lag not negative")
 	}
-	run := chaos.Run
-	if cfg.RedisCluster {
-		if cfg.MinRedisReplicas > 0 {
-			run = chaos.RunFailover
+	if cfg.Replicas < 1 || cfg.Replicas > 2 || cfg.MinRedisReplicas < 0 || cfg.MinRedisReplicas > cfg.Replicas {
+		return cli.Usagef("--replicas must be 1 or 2, --min-replicas within 0..--replicas")
+	}
+	if !cfg.RedisCluster {
+		if cfg.ReplicaRestart {
+			return cli.Usagef("--replica-restart needs --redis-cluster")
 		}
-	} else {
 		cfg.MinRedisReplicas = 0 // a single Redis has no replica to wait for
 	}
+	return nil
+}
+
+// chaosServices reads the SQS and SNS endpoints and the credentials the workers get.
+func chaosServices(cfg *chaos.Config) error {
 	sqsCfg, err := config.Load[config.SQS]()
 	if err != nil {
 		return err
@@ -97,20 +151,38 @@ func runChaos(ctx context.Context, w io.Writer, cfg chaos.Config, jsonOut bool) 
 			cfg.ChildEnv = append(cfg.ChildEnv, k+"="+v)
 		}
 	}
-	cfg.Progress = os.Stderr
-	rep, err := run(ctx, cfg)
+	return nil
+}
+
+// runChaosSeries runs the scenario o.runs times, prints each report and then a line per
+// run; it fails when a run did.
+func runChaosSeries(ctx context.Context, w io.Writer, cfg chaos.Config, o chaosOptions) error {
+	reps, err := chaos.RunSeries(ctx, cfg, o.runs)
+	if o.json {
+		if jerr := json.NewEncoder(w).Encode(reps); jerr != nil {
+			return jerr
+		}
+	} else {
+		for i, r := range reps {
+			r.Print(w)
+			fmt.Fprintf(w, "\n(run %d of %d)\n\n", i+1, o.runs)
+		}
+		fmt.Fprintln(w, "runs:")
+		for i, r := range reps {
+			fmt.Fprintln(w, "  "+r.SeriesLine(i+1, o.runs))
+		}
+	}
 	if err != nil {
 		return err
 	}
-	if jsonOut {
-		if err := json.NewEncoder(w).Encode(rep); err != nil {
-			return err
+	failed := 0
+	for _, r := range reps {
+		if !r.OK() {
+			failed++
 		}
-	} else {
-		rep.Print(w)
 	}
-	if !rep.OK() {
-		return fmt.Errorf("chaos: %s", strings.Join(rep.Problems(), "; "))
+	if failed > 0 {
+		return fmt.Errorf("chaos: %d of %d runs failed", failed, o.runs)
 	}
 	return nil
 }
