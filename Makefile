@@ -17,7 +17,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 # file this names: nothing finds .junban/stack.env by itself.
 export JUNBAN_STACK_ENV ?= $(CURDIR)/.junban/stack.env
 
-.PHONY: all build stack stack-down stack-status migrate test test-unit test-other-sqs vet lint demo console-screenshots chaos bench bench-lock bench-alloc bench-persist bench-e2e bench-api bench-cost bench-cost-baseline bench-expiry clean
+.PHONY: all build release stack stack-down stack-status migrate test test-unit test-other-sqs vet lint demo console-screenshots chaos bench bench-lock bench-alloc bench-persist bench-e2e bench-api bench-cost bench-cost-baseline bench-expiry clean
 
 all: build
 
@@ -25,6 +25,12 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
 	cd $(LAB) && $(GO) build -o $(CURDIR)/$(BIN)/ $(addprefix ./cmd/,$(TOOLS))
+
+## release: every binary for linux/amd64 and linux/arm64, the SBOM (CycloneDX), VERSION and
+## SHA256SUMS into dist/<git describe>/ (scripts/release.sh; RELEASE_FLAGS=--dry-run prints it)
+RELEASE_FLAGS ?=
+release:
+	@scripts/release.sh $(RELEASE_FLAGS)
 
 stack:
 	@scripts/stack.sh up
@@ -149,4 +155,4 @@ bench-expiry: build stack
 	$(BIN)/junbanlab bench expiry
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist

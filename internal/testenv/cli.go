@@ -14,7 +14,8 @@ import (
 // (config.Preflight): --help and -h print the usage, with its flags and where its settings
 // are, and exit 0; --env-vars lists the variables; an unknown flag or an argument exits 2
 // with the usage on standard error (before, both were ignored and the binary started);
-// --check-config without settings fails, exit 1.
+// --check-config without settings fails, exit 1; --version prints the build; healthcheck
+// without settings fails, exit 1, and with a wrong flag exits 2.
 func CheckServiceCommandLine(t *testing.T, name string) {
 	t.Helper()
 	bin := Binary(t, name)
@@ -25,7 +26,11 @@ func CheckServiceCommandLine(t *testing.T, name string) {
 		code           int
 		stdout, stderr []string
 	}{
-		{[]string{"--help"}, 0, []string{usage, "--env-vars", "--check-config", "environment variables", "docs/operations.md"}, nil},
+		{[]string{"--help"}, 0, []string{usage, "--env-vars", "--check-config", "--version", name + " healthcheck", "environment variables", "docs/operations.md"}, nil},
+		{[]string{"--version"}, 0, []string{name + " ", "(revision ", ", go1."}, nil},
+		{[]string{"healthcheck"}, 1, nil, []string{"invalid configuration"}},
+		{[]string{"healthcheck", "--bogus"}, 2, nil, []string{"flag provided but not defined: -bogus", usage}},
+		{[]string{"healthcheck", "now"}, 2, nil, []string{"healthcheck takes no arguments"}},
 		{[]string{"-h"}, 0, []string{usage, "--env-vars"}, nil},
 		{[]string{"-help"}, 0, []string{usage}, nil},
 		{[]string{"--env-vars"}, 0, []string{"JUNBAN_LOG_LEVEL\tdefault=info"}, nil},

@@ -22,6 +22,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
+
+	"github.com/junban/junban/internal/platform/buildinfo"
 )
 
 // CheckTimeout bounds each readiness check.
@@ -70,10 +72,11 @@ type Server struct {
 	ln     net.Listener
 }
 
-// NewRegistry returns a registry with the Go and process collectors.
+// NewRegistry returns a registry with the Go and process collectors and the build's
+// junban_build_info.
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.Read().Collector())
 	return reg
 }
 

@@ -88,6 +88,9 @@ type Config struct {
 	AdminAddr string `env:"JUNBAN_WEBHOOK_ADMIN_ADDR"`
 }
 
+// HealthAddr is the admin listener's address: the public one serves no /readyz.
+func (c Config) HealthAddr() string { return c.AdminAddr }
+
 // SetDefaults gives the settings their named defaults (config.Load calls it).
 func (c *Config) SetDefaults() {
 	c.MaxBodyBytes = MaxBodyBytesDefault

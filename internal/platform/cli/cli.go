@@ -19,6 +19,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/junban/junban/internal/platform/buildinfo"
 )
 
 // ErrUsage marks an error in the command line: exit code 2.
@@ -44,6 +46,19 @@ func NewRoot(use, short, long string, subs ...*cobra.Command) *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %s: %w", ErrUsage, c.CommandPath(), err)
+	})
+	// --version and `version` print the same line as the services' --version.
+	line := buildinfo.Read().Line(use)
+	root.Version = line
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "print the version, the commit and the Go version",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(c.OutOrStdout(), line)
+			return err
+		},
 	})
 	root.AddCommand(subs...)
 	return root

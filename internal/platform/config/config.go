@@ -28,6 +28,7 @@ import (
 	"gorm.io/gorm"
 	gormlogger "gorm.io/gorm/logger"
 
+	"github.com/junban/junban/internal/platform/buildinfo"
 	"github.com/junban/junban/internal/redis/replication"
 )
 
@@ -507,14 +508,18 @@ func Preflight[T any](b Binary, args []string) (handled bool, err error) {
 	fs := flag.NewFlagSet(b.Name, flag.ContinueOnError)
 	envVars := fs.Bool("env-vars", false, "print the environment variables "+b.Name+" reads (name, then required or its default) and exit")
 	checkConfig := fs.Bool("check-config", false, "load and validate the configuration from the environment, say so and exit")
+	version := fs.Bool("version", false, "print the version, the commit and the Go version and exit")
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	var usage strings.Builder
-	fmt.Fprintf(&usage, "usage: %s [--env-vars | --check-config]\n\n%s\n\n", b.Name, b.Summary)
+	fmt.Fprintf(&usage, "usage: %s [--env-vars | --check-config | --version]\n       %s healthcheck [--ready]\n\n%s\n\n", b.Name, b.Name, b.Summary)
 	fmt.Fprintf(&usage, "%s takes its configuration from environment variables only: --env-vars lists them\n"+
 		"with their defaults; docs/configuration.md and docs/operations.md describe them.\n\nflags:\n", b.Name)
 	fs.VisitAll(func(f *flag.Flag) { fmt.Fprintf(&usage, "  --%-14s %s\n", f.Name, f.Usage) })
-	fmt.Fprintf(&usage, "  -h, --help       print this help and exit\n")
+	fmt.Fprintf(&usage, "  -h, --help       print this help and exit\n\n%s", healthcheckUsage)
+	if len(args) > 0 && args[0] == "healthcheck" {
+		return true, healthcheck[T](args[1:], usage.String())
+	}
 	err = fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -527,6 +532,9 @@ func Preflight[T any](b Binary, args []string) (handled bool, err error) {
 		return true, &UsageError{Err: err, Usage: usage.String()}
 	}
 	switch {
+	case *version:
+		fmt.Println(buildinfo.Read().Line(b.Name))
+		return true, nil
 	case *envVars:
 		vars, err := Vars[T]()
 		if err != nil {
