@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/platform/config"
 )
 
 // ecsServices are the services deploy/ecs runs on Fargate, each in a task definition

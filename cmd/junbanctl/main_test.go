@@ -64,7 +64,7 @@ func TestCommandLineExitCodes(t *testing.T) {
 		{[]string{"completion", "fish"}, 0, "complete -c junbanctl", ""},
 		{[]string{"version"}, 0, "junbanctl ", ""},
 		{[]string{"--version"}, 0, "(revision ", ""},
-		{[]string{"version", "now"}, 2, "", "unknown command"},
+		{[]string{"version", "now"}, 2, "", "takes no arguments"},
 		{nil, 2, "", "needs a command"},
 		{[]string{"bogus"}, 2, "", `unknown command "bogus"`},
 		{[]string{"dlq"}, 2, "", "Available Commands:"},

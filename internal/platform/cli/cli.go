@@ -54,7 +54,7 @@ func NewRoot(use, short, long string, subs ...*cobra.Command) *cobra.Command {
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "print the version, the commit and the Go version",
-		Args:  cobra.NoArgs,
+		Args:  NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			_, err := fmt.Fprintln(c.OutOrStdout(), line)
 			return err
