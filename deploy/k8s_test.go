@@ -251,7 +251,9 @@ type (
 		Containers []container `yaml:"containers"`
 	}
 	container struct {
-		Name    string `yaml:"name"`
+		Name    string   `yaml:"name"`
+		Image   string   `yaml:"image"`
+		Args    []string `yaml:"args"`
 		EnvFrom []struct {
 			ConfigMapRef *struct {
 				Name string `yaml:"name"`
