@@ -271,6 +271,9 @@ func TestPrometheusRuleInBaseMatchesRulesFile(t *testing.T) {
 // TestPrometheusRulesWithPromtool: promtool checks the rules and runs their unit tests
 // (every alert fires on its bad series and stays silent on its good ones).
 func TestPrometheusRulesWithPromtool(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs promtool (about 20 s of CPU); not in -short")
+	}
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Skip("promtool not found: scripts/promtool.sh installs it (Debian's package prometheus); make test-rules runs it")
