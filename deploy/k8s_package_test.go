@@ -613,3 +613,79 @@ func TestK8sMigrationJob(t *testing.T) {
 		t.Errorf("persist-worker JUNBAN_MIGRATE=%q: replicas started at once would race on the schema", got)
 	}
 }
+
+// TestK8sHTTPRoute: the Gateway routes POST /webhooks/ alone, to a port of the gateway's
+// Service that reaches the container's public port (never the admin port).
+func TestK8sHTTPRoute(t *testing.T) {
+	all := loadManifests(t)
+	routes := byKind(all, "HTTPRoute")
+	if len(routes) != 1 {
+		t.Fatalf("%d HTTPRoutes, want 1", len(routes))
+	}
+	var spec struct {
+		ParentRefs []struct {
+			Name      string `yaml:"name"`
+			Namespace string `yaml:"namespace"`
+		} `yaml:"parentRefs"`
+		Hostnames []string `yaml:"hostnames"`
+		Rules     []struct {
+			Matches []struct {
+				Path struct {
+					Type  string `yaml:"type"`
+					Value string `yaml:"value"`
+				} `yaml:"path"`
+				Method string `yaml:"method"`
+			} `yaml:"matches"`
+			BackendRefs []struct {
+				Name string `yaml:"name"`
+				Port int    `yaml:"port"`
+			} `yaml:"backendRefs"`
+		} `yaml:"rules"`
+	}
+	if err := routes[0].Spec.Decode(&spec); err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.ParentRefs) != 1 || spec.ParentRefs[0].Namespace != siteValue(t, "gateway-namespace") || spec.ParentRefs[0].Name != siteValue(t, "gateway-name") {
+		t.Errorf("parentRefs %+v: not the site's Gateway", spec.ParentRefs)
+	}
+	if !slices.Equal(spec.Hostnames, []string{siteValue(t, "webhook-host")}) {
+		t.Errorf("hostnames %v: not the site's webhook host", spec.Hostnames)
+	}
+	svc := find(all, "Service", "webhook-gateway")
+	if svc == nil {
+		t.Fatal("no Service webhook-gateway")
+	}
+	var svcSpec struct {
+		Ports []struct {
+			Port       int    `yaml:"port"`
+			TargetPort string `yaml:"targetPort"`
+		} `yaml:"ports"`
+	}
+	if err := svc.Spec.Decode(&svcSpec); err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Rules) == 0 {
+		t.Fatal("no rule")
+	}
+	for _, r := range spec.Rules {
+		for _, m := range r.Matches {
+			if m.Method != "POST" || m.Path.Type != "PathPrefix" || m.Path.Value != "/webhooks/" {
+				t.Errorf("match %+v: want POST on the path prefix /webhooks/ only", m)
+			}
+		}
+		if len(r.Matches) == 0 {
+			t.Error("a rule without matches routes every path")
+		}
+		for _, b := range r.BackendRefs {
+			target := ""
+			for _, p := range svcSpec.Ports {
+				if p.Port == b.Port {
+					target = p.TargetPort
+				}
+			}
+			if b.Name != "webhook-gateway" || target != "http" {
+				t.Errorf("backend %s:%d reaches container port %q, want the gateway's public port http", b.Name, b.Port, target)
+			}
+		}
+	}
+}
