@@ -17,7 +17,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 # file this names: nothing finds .junban/stack.env by itself.
 export JUNBAN_STACK_ENV ?= $(CURDIR)/.junban/stack.env
 
-.PHONY: all build release stack stack-down stack-status migrate test test-unit test-other-sqs vet lint demo console-screenshots chaos bench bench-lock bench-alloc bench-persist bench-e2e bench-api bench-cost bench-cost-baseline bench-expiry clean
+.PHONY: all build release stack stack-down stack-status migrate test test-unit test-rules promtool test-other-sqs vet lint demo console-screenshots chaos bench bench-lock bench-alloc bench-persist bench-e2e bench-api bench-cost bench-cost-baseline bench-expiry clean
 
 all: build
 
@@ -66,9 +66,19 @@ test-unit:
 	$(GO) test -short $(UNIT_FLAGS) -skip '$(UNIT_SKIP)' ./...
 	cd $(LAB) && $(GO) test -short $(UNIT_FLAGS) -skip '$(UNIT_SKIP)' ./...
 
+## test-rules: promtool (installed by scripts/promtool.sh when missing) checks the Prometheus
+## rules in deploy/prometheus and runs their unit tests. `make test` installs promtool and
+## go test ./deploy/ runs the same (TestPrometheusRulesWithPromtool).
+test-rules:
+	@promtool=$$(scripts/promtool.sh) && cd deploy/prometheus && \
+	  $$promtool check rules junban-rules.yaml && $$promtool test rules junban-rules_test.yaml
+
+promtool:
+	@scripts/promtool.sh >/dev/null
+
 ## test: every test, against the real Redis, PostgreSQL and SQS emulator (started if absent),
 ## then the queue, end-to-end and DLQ tests again on the second emulator
-test: stack vet
+test: stack vet promtool
 	$(GO) test $(TEST_FLAGS) ./...
 	cd $(LAB) && $(GO) test $(TEST_FLAGS) ./...
 	@$(MAKE) --no-print-directory test-other-sqs

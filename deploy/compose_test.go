@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"bufio"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -404,6 +405,124 @@ func TestLocalStackInitCheckFindsWhatIsMissing(t *testing.T) {
 		}
 		if len(initProblems(got, want)) == 0 {
 			t.Errorf("with %q as %q the script passes", strings.TrimSpace(edit.old), strings.TrimSpace(edit.new))
+		}
+	}
+}
+
+// composePinnedImage is an exact version: major.minor at least (PostgreSQL's releases are
+// two numbers), an optional suffix, an optional digest; never latest, a major alone or none.
+var composePinnedImage = regexp.MustCompile(`^[a-z0-9./-]+:\d+\.\d+(\.\d+)?(-[a-z0-9.]+)?(@sha256:[0-9a-f]{64})?$`)
+
+// composeNoHealthcheck are the long-running services without a health check, with the reason.
+var composeNoHealthcheck = map[string]string{
+	"order-worker":    "distroless image: no shell or HTTP client; /readyz is published on 8081",
+	"persist-worker":  "distroless image: no shell or HTTP client; /readyz is published on 8082",
+	"webhook-gateway": "distroless image: no shell or HTTP client; /readyz is published on 8083",
+	"junban-api":      "distroless image: no shell or HTTP client; /readyz is published on 8084",
+}
+
+type composeRuntime struct {
+	Services map[string]struct {
+		Image       string            `yaml:"image"`
+		Restart     string            `yaml:"restart"`
+		Ports       []string          `yaml:"ports"`
+		Environment map[string]string `yaml:"environment"`
+		Healthcheck *struct {
+			Test    any  `yaml:"test"`
+			Disable bool `yaml:"disable"`
+		} `yaml:"healthcheck"`
+		DependsOn map[string]struct {
+			Condition string `yaml:"condition"`
+		} `yaml:"depends_on"`
+	} `yaml:"services"`
+}
+
+// composeRuntimeProblems: every image pinned to an exact version; every long-running
+// service with a health check or a reason in composeNoHealthcheck (a one-shot step, one that
+// others wait for to complete, needs none); each junban service's health and metrics
+// listener (JUNBAN_HTTP_ADDR, the gateway's JUNBAN_WEBHOOK_ADMIN_ADDR) published on a host
+// port in 8081..8084, as the file's comments say.
+func composeRuntimeProblems(raw []byte) []string {
+	var cf composeRuntime
+	if err := yaml.Unmarshal(raw, &cf); err != nil {
+		return []string{err.Error()}
+	}
+	var problems []string
+	oneShot := map[string]bool{}
+	for _, s := range cf.Services {
+		for dep, d := range s.DependsOn {
+			if d.Condition == "service_completed_successfully" {
+				oneShot[dep] = true
+			}
+		}
+	}
+	for name, s := range cf.Services {
+		if s.Image != "" && !composePinnedImage.MatchString(s.Image) {
+			problems = append(problems, fmt.Sprintf("%s: image %q is not pinned to an exact version", name, s.Image))
+		}
+		has := s.Healthcheck != nil && !s.Healthcheck.Disable && s.Healthcheck.Test != nil
+		switch {
+		case oneShot[name]:
+		case has && composeNoHealthcheck[name] != "":
+			problems = append(problems, fmt.Sprintf("%s has a health check: drop it from composeNoHealthcheck", name))
+		case !has && composeNoHealthcheck[name] == "":
+			problems = append(problems, fmt.Sprintf("%s has no health check", name))
+		}
+	}
+	for _, bin := range binaries {
+		s := cf.Services[bin]
+		addr := s.Environment["JUNBAN_WEBHOOK_ADMIN_ADDR"]
+		if addr == "" {
+			addr = s.Environment["JUNBAN_HTTP_ADDR"]
+		}
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil || port == "0" {
+			problems = append(problems, fmt.Sprintf("%s: health and metrics on %q, not a fixed port", bin, addr))
+			continue
+		}
+		published := false
+		for _, p := range s.Ports {
+			parts := strings.Split(p, ":")
+			host, _ := strconv.Atoi(parts[len(parts)-2])
+			if parts[len(parts)-1] == port && host >= 8081 && host <= 8084 {
+				published = true
+			}
+		}
+		if !published {
+			problems = append(problems, fmt.Sprintf("%s: its health and metrics port %s is not published on 8081..8084 (ports %v)", bin, port, s.Ports))
+		}
+	}
+	slices.Sort(problems)
+	return problems
+}
+
+func TestDockerComposeRuntime(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range composeRuntimeProblems(raw) {
+		t.Error(p)
+	}
+	for name := range composeNoHealthcheck {
+		if !slices.Contains(composeServices, name) {
+			t.Errorf("composeNoHealthcheck names %s, no service of docker-compose.yml", name)
+		}
+	}
+	// Broken variants the check refuses: a floating tag, a service without a health check, the
+	// gateway's public port published where its health and metrics should be.
+	for _, c := range []struct{ from, to, want string }{
+		{"image: valkey/valkey:8.1.3", "image: valkey/valkey:8", "valkey: image"},
+		{"image: postgres:16.9", "image: postgres:latest", "postgres: image"},
+		{`test: ["CMD", "pg_isready", "-U", "postgres", "-d", "junban"]`, `disable: true`, "postgres has no health check"},
+		{`ports: ["8083:9090", "8085:8080"]`, `ports: ["8083:8080"]`, "webhook-gateway: its health and metrics port 9090"},
+	} {
+		broken := strings.Replace(string(raw), c.from, c.to, 1)
+		if broken == string(raw) {
+			t.Fatalf("docker-compose.yml has no %q to break", c.from)
+		}
+		if got := strings.Join(composeRuntimeProblems([]byte(broken)), "\n"); !strings.Contains(got, c.want) {
+			t.Errorf("with %q the check does not report %q: %s", c.to, c.want, got)
 		}
 	}
 }

@@ -344,26 +344,53 @@ func TestDashboardMetricsExist(t *testing.T) {
 		t.Errorf("the dashboard uses only %d junban series", len(used))
 	}
 
-	// Not an error (a new metric need not be charted at once), but worth seeing.
+	for _, name := range uncharted(code, used) {
+		t.Errorf("metric %s is neither on the dashboard nor in leftOffDashboard (with the reason)", name)
+	}
+	for name := range leftOffDashboard {
+		if _, ok := code[name]; !ok {
+			t.Errorf("leftOffDashboard names %s, which the code does not define", name)
+		}
+	}
+}
+
+// leftOffDashboard are the metric families of the code the dashboard does not chart, each
+// with the reason.
+var leftOffDashboard = map[string]string{
+	"junban_debug_sqs_calls_total":        "diagnosis only: exists with JUNBAN_PPROF=true (docs/operations.md)",
+	"junban_debug_redis_roundtrips_total": "diagnosis only: exists with JUNBAN_PPROF=true (docs/operations.md)",
+}
+
+// uncharted lists the junban metric families of the code that no dashboard series reads and
+// leftOffDashboard does not excuse.
+func uncharted(code map[string]metricKind, used map[string]bool) []string {
 	var missing []string
-	for name := range code {
-		if !strings.HasPrefix(name, "junban_") {
+	for name, kind := range code {
+		if !strings.HasPrefix(name, "junban_") || leftOffDashboard[name] != "" {
 			continue
 		}
-		charted := false
-		for ref := range used {
-			if strings.HasPrefix(ref, name) {
-				charted = true
-				break
-			}
+		charted := used[name]
+		if kind == histogram {
+			charted = charted || used[name+"_bucket"] || used[name+"_count"] || used[name+"_sum"]
 		}
 		if !charted {
 			missing = append(missing, name)
 		}
 	}
 	slices.Sort(missing)
-	if len(missing) > 0 {
-		t.Logf("metrics not on the dashboard: %s", strings.Join(missing, ", "))
+	return missing
+}
+
+// TestDashboardCoverageCheckFindsUnchartedMetric: a family charted by no panel is reported,
+// and a name that only begins like another's does not count as charting it.
+func TestDashboardCoverageCheckFindsUnchartedMetric(t *testing.T) {
+	code := map[string]metricKind{
+		"junban_outbox_parked": counterOrGauge, "junban_outbox_parked_total": counterOrGauge,
+		"junban_persist_lag_seconds": histogram, "junban_debug_sqs_calls_total": counterOrGauge,
+	}
+	used := map[string]bool{"junban_outbox_parked_total": true, "junban_persist_lag_seconds_bucket": true}
+	if got := uncharted(code, used); !slices.Equal(got, []string{"junban_outbox_parked"}) {
+		t.Errorf("uncharted = %v, want [junban_outbox_parked]", got)
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 
 	"github.com/yannh/kubeconform/pkg/validator"
 	"go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // k8sVersion is the Kubernetes release whose schemas deploy/k8s/schemas holds
@@ -54,30 +56,63 @@ func k8sValidator(t *testing.T) validator.Validator {
 	return v
 }
 
-// manifestFiles lists every YAML file under deploy/k8s but the schemas.
-func manifestFiles(t *testing.T) []string {
+// k8sSource is one stream of manifests: an overlay as kustomize renders it, or an example.
+type k8sSource struct {
+	name string
+	yaml []byte
+}
+
+// overlayNames lists the folders under deploy/k8s/overlays.
+func overlayNames(t *testing.T) []string {
 	t.Helper()
-	var files []string
-	root := k8sDir(t)
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && p == filepath.Join(root, "schemas") {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
-			files = append(files, p)
-		}
-		return nil
-	})
+	entries, err := os.ReadDir(filepath.Join(k8sDir(t), "overlays"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) == 0 {
-		t.Fatalf("no manifests under %s", root)
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
 	}
-	return files
+	if len(names) == 0 {
+		t.Fatal("no overlay under deploy/k8s/overlays")
+	}
+	return names
+}
+
+// renderOverlay builds deploy/k8s/overlays/<name> with kustomize, as `kubectl apply -k` does.
+func renderOverlay(t *testing.T, name string) []byte {
+	t.Helper()
+	return renderKustomization(t, filepath.Join(k8sDir(t), "overlays", name))
+}
+
+func renderKustomization(t *testing.T, dir string) []byte {
+	t.Helper()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	m, err := k.Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	out, err := m.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// k8sSources are what the checks read: every overlay rendered, and the example Secret.
+func k8sSources(t *testing.T) []k8sSource {
+	t.Helper()
+	var out []k8sSource
+	for _, name := range overlayNames(t) {
+		out = append(out, k8sSource{"deploy/k8s/overlays/" + name, renderOverlay(t, name)})
+	}
+	secret, err := os.ReadFile(filepath.Join(k8sDir(t), "examples", "secrets.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, k8sSource{"deploy/k8s/examples/secrets.yaml", secret})
 }
 
 func validate(v validator.Validator, name string, r io.Reader) []validator.Result {
@@ -96,14 +131,9 @@ func resultError(r validator.Result) string {
 func TestK8sManifestsAreValid(t *testing.T) {
 	v := k8sValidator(t)
 	kinds := map[string]int{}
-	for _, file := range manifestFiles(t) {
-		rel, _ := filepath.Rel(repoRoot(t), file)
-		t.Run(rel, func(t *testing.T) {
-			f, err := os.Open(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			results := validate(v, rel, f)
+	for _, src := range k8sSources(t) {
+		t.Run(src.name, func(t *testing.T) {
+			results := validate(v, src.name, bytes.NewReader(src.yaml))
 			if len(results) == 0 {
 				t.Fatal("no resources")
 			}
@@ -123,8 +153,10 @@ func TestK8sManifestsAreValid(t *testing.T) {
 		})
 	}
 	for kind, want := range map[string]int{
-		"Deployment": 3, "Service": 1, "PodDisruptionBudget": 3, "ConfigMap": 4, "Secret": 1,
-		"ServiceAccount": 3, "ScaledObject": 2, "TriggerAuthentication": 1,
+		"Deployment": 4, "Service": 2, "PodDisruptionBudget": 4, "ConfigMap": 5, "Secret": 1,
+		"ServiceAccount": 4, "ScaledObject": 2, "TriggerAuthentication": 1, "Job": 1,
+		"NetworkPolicy": 3, "PodMonitor": 2, "PrometheusRule": 1, "HTTPRoute": 1,
+		"HorizontalPodAutoscaler": 2, "Namespace": 1,
 	} {
 		if kinds[kind] < want {
 			t.Errorf("%d valid %s, want at least %d (all: %v)", kinds[kind], kind, want, kinds)
@@ -219,7 +251,9 @@ type (
 		Containers []container `yaml:"containers"`
 	}
 	container struct {
-		Name    string `yaml:"name"`
+		Name    string   `yaml:"name"`
+		Image   string   `yaml:"image"`
+		Args    []string `yaml:"args"`
 		EnvFrom []struct {
 			ConfigMapRef *struct {
 				Name string `yaml:"name"`
@@ -280,15 +314,24 @@ type (
 	}
 )
 
-// loadManifests decodes every resource under deploy/k8s.
+// loadManifests decodes the example overlay as kustomize renders it, and the example Secret.
 func loadManifests(t *testing.T) []manifest {
 	t.Helper()
+	secret, err := os.ReadFile(filepath.Join(k8sDir(t), "examples", "secrets.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decodeManifests(t, map[string][]byte{
+		"deploy/k8s/overlays/example":      renderOverlay(t, "example"),
+		"deploy/k8s/examples/secrets.yaml": secret,
+	})
+}
+
+// decodeManifests decodes the resources of each named stream.
+func decodeManifests(t *testing.T, streams map[string][]byte) []manifest {
+	t.Helper()
 	var all []manifest
-	for _, file := range manifestFiles(t) {
-		raw, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for file, raw := range streams {
 		dec := yaml.NewDecoder(bytes.NewReader(raw))
 		for {
 			var m manifest
@@ -354,7 +397,7 @@ func envOf(t *testing.T, all []manifest, c container) map[string]string {
 		case ef.ConfigMapRef != nil:
 			cm := find(all, "ConfigMap", ef.ConfigMapRef.Name)
 			if cm == nil {
-				t.Errorf("container %s: envFrom ConfigMap %q is not in deploy/k8s", c.Name, ef.ConfigMapRef.Name)
+				t.Errorf("container %s: envFrom ConfigMap %q is not in the rendered overlay", c.Name, ef.ConfigMapRef.Name)
 				continue
 			}
 			for k, v := range cm.Data {
@@ -393,7 +436,7 @@ func envOf(t *testing.T, all []manifest, c container) map[string]string {
 			ref := e.ValueFrom.ConfigMapKeyRef
 			cm := find(all, "ConfigMap", ref.Name)
 			if cm == nil {
-				t.Errorf("container %s: %s: ConfigMap %q is not in deploy/k8s", c.Name, e.Name, ref.Name)
+				t.Errorf("container %s: %s: ConfigMap %q is not in the rendered overlay", c.Name, e.Name, ref.Name)
 				continue
 			}
 			env[e.Name] = cm.Data[ref.Key]
@@ -558,7 +601,7 @@ func TestK8sWiring(t *testing.T) {
 		}
 		sa := find(all, "ServiceAccount", d.Template.Spec.ServiceAccountName)
 		if sa == nil {
-			t.Errorf("%s: ServiceAccount %q not in deploy/k8s", name, d.Template.Spec.ServiceAccountName)
+			t.Errorf("%s: ServiceAccount %q not in the rendered overlay", name, d.Template.Spec.ServiceAccountName)
 		} else if !strings.HasPrefix(sa.Metadata.Annotations["eks.amazonaws.com/role-arn"], "arn:aws:iam::") {
 			t.Errorf("%s: ServiceAccount %s has no IRSA role annotation", name, sa.Metadata.Name)
 		}
@@ -621,7 +664,7 @@ func TestK8sWiring(t *testing.T) {
 				kind = "TriggerAuthentication"
 			}
 			if find(all, kind, tr.AuthenticationRef.Name) == nil {
-				t.Errorf("ScaledObject %s: %s %q not in deploy/k8s", so.Metadata.Name, kind, tr.AuthenticationRef.Name)
+				t.Errorf("ScaledObject %s: %s %q not in the rendered overlay", so.Metadata.Name, kind, tr.AuthenticationRef.Name)
 			}
 		}
 	}

@@ -7,7 +7,10 @@
 //
 //   - k8s.io/kubernetes@<KubeVersion>: api/openapi-spec/swagger.json, the OpenAPI document of
 //     the Kubernetes API server of that release;
-//   - github.com/kedacore/keda/v2@<KedaVersion>: config/crd/bases/keda.sh_*.yaml, KEDA's CRDs.
+//   - github.com/kedacore/keda/v2@<KedaVersion>: config/crd/bases/keda.sh_*.yaml, KEDA's CRDs;
+//   - github.com/prometheus-operator/prometheus-operator@<PromOperatorVersion>: the CRDs of
+//     PodMonitor and PrometheusRule (example/prometheus-operator-crd/);
+//   - sigs.k8s.io/gateway-api@<GatewayAPIVersion>: the CRD of HTTPRoute (standard channel).
 //
 // The transformation is the one kubeconform's own schema repository applies
 // (openapi2jsonschema --expanded --kubernetes --stand-alone --strict, and kubeconform's
@@ -44,6 +47,11 @@ const (
 	KubeVersion = "1.35.4"
 	// KedaVersion is the KEDA release whose CRDs the ScaledObjects are checked against.
 	KedaVersion = "2.21.0"
+	// PromOperatorVersion is the prometheus-operator release of the PodMonitor and
+	// PrometheusRule CRDs (the newest the module proxy serves of its root module).
+	PromOperatorVersion = "0.88.0"
+	// GatewayAPIVersion is the Gateway API release of the HTTPRoute CRD.
+	GatewayAPIVersion = "1.6.3"
 )
 
 // builtin lists the Kubernetes kinds deploy/k8s uses: group ("" for core), version, kind.
@@ -54,14 +62,29 @@ var builtin = [][3]string{
 	{"", "v1", "Service"},
 	{"", "v1", "ServiceAccount"},
 	{"apps", "v1", "Deployment"},
+	{"autoscaling", "v2", "HorizontalPodAutoscaler"},
+	{"batch", "v1", "Job"},
+	{"networking.k8s.io", "v1", "NetworkPolicy"},
 	{"policy", "v1", "PodDisruptionBudget"},
 }
 
-// crds lists the CRD files of KEDA to convert.
-var crds = []string{
-	"config/crd/bases/keda.sh_scaledobjects.yaml",
-	"config/crd/bases/keda.sh_triggerauthentications.yaml",
-	"config/crd/bases/keda.sh_clustertriggerauthentications.yaml",
+// crds lists the CRD files to convert, by module.
+var crds = []struct {
+	module string
+	files  []string
+}{
+	{"github.com/kedacore/keda/v2@v" + KedaVersion, []string{
+		"config/crd/bases/keda.sh_scaledobjects.yaml",
+		"config/crd/bases/keda.sh_triggerauthentications.yaml",
+		"config/crd/bases/keda.sh_clustertriggerauthentications.yaml",
+	}},
+	{"github.com/prometheus-operator/prometheus-operator@v" + PromOperatorVersion, []string{
+		"example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml",
+		"example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml",
+	}},
+	{"sigs.k8s.io/gateway-api@v" + GatewayAPIVersion, []string{
+		"config/crd/standard/gateway.networking.k8s.io_httproutes.yaml",
+	}},
 }
 
 func main() {
@@ -71,15 +94,17 @@ func main() {
 		log.Fatalf("run from the repository root: %v", err)
 	}
 	kube := moduleDir("k8s.io/kubernetes@v" + KubeVersion)
-	keda := moduleDir("github.com/kedacore/keda/v2@v" + KedaVersion)
 
 	if err := genBuiltin(filepath.Join(kube, "api", "openapi-spec", "swagger.json"),
 		filepath.Join(out, "v"+KubeVersion+"-standalone-strict")); err != nil {
 		log.Fatal(err)
 	}
-	for _, f := range crds {
-		if err := genCRD(filepath.Join(keda, f), out); err != nil {
-			log.Fatal(err)
+	for _, c := range crds {
+		dir := moduleDir(c.module)
+		for _, f := range c.files {
+			if err := genCRD(filepath.Join(dir, f), out); err != nil {
+				log.Fatal(err)
+			}
 		}
 	}
 }
