@@ -12,7 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/junban/junban/internal/config"
+	"github.com/junban/junban/internal/platform/config"
 )
 
 // siteTokens are the words of the base that components/site replaces with the overlay's

@@ -4,8 +4,8 @@
 //
 // A release build sets the version and the revision with the linker:
 //
-//	go build -ldflags "-X github.com/junban/junban/internal/buildinfo.version=$(git describe --tags --always --dirty) \
-//	  -X github.com/junban/junban/internal/buildinfo.revision=$(git rev-parse HEAD)" ./cmd/order-worker
+//	go build -ldflags "-X github.com/junban/junban/internal/platform/buildinfo.version=$(git describe --tags --always --dirty) \
+//	  -X github.com/junban/junban/internal/platform/buildinfo.revision=$(git rev-parse HEAD)" ./cmd/order-worker
 //
 // Without them (go build, go run, go install) Read falls back to what the Go toolchain
 // stamped in the binary (debug.ReadBuildInfo): the module's version, or "devel", and the
