@@ -68,6 +68,8 @@ func refusals() []refusal {
 		{"valid_from after valid_to", `{"event_id":"e1","type":"inventory.lot_registered","data":{"sku":"S","lot_id":"L","kind":"onhand","valid_from":"2027-01-02","valid_to":"2027-01-01","sellable":1}}`, ReasonInvalidDate},
 		{"best_before on a planned lot", `{"event_id":"e1","type":"inventory.lot_registered","data":{"sku":"S","lot_id":"L","kind":"planned","best_before":"2027-01-01","sellable":1}}`, ReasonInvalidDate},
 		{"duplicate returned line", `{"event_id":"e1","type":"order.returned","lcid":"LC-1","data":{"lines":[{"line_id":"1","qty":1},{"line_id":"1","qty":1}]}}`, ReasonDuplicateLine},
+		{"uncarriable hold_for", `{"event_id":"e1","type":"order.reservation_extended","lcid":"LC-1","data":{"hold_for":"1h\uffff"}}`, ReasonUncarriable},
+		{"oversized within every field's bound", bigLinesChanged(700), ReasonTooLarge},
 		{"negative safety stock", `{"event_id":"e1","type":"inventory.sku_registered","data":{"sku":"S","safety_stock":-1}}`, ReasonInvalidQuantity},
 	}
 }
@@ -96,6 +98,21 @@ func TestDecodeVersion(t *testing.T) {
 	if !errors.As(err, &ie) || ie.Reason != ReasonUnsupportedVersion || !strings.Contains(ie.Detail, `"2"`) {
 		t.Errorf("version 2: %v, want %s naming the version", err, ReasonUnsupportedVersion)
 	}
+}
+
+// bigLinesChanged is an order.lines_changed of n lines, each id at its bound.
+func bigLinesChanged(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"event_id":"e1","type":"order.lines_changed","lcid":"LC-1","data":{"lines":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		id := fmt.Sprintf("%0*d", stock.MaxIDLen, i)
+		fmt.Fprintf(&b, `{"line_id":"%s","sku":"%s","qty":1}`, id, id)
+	}
+	b.WriteString(`]}}`)
+	return b.String()
 }
 
 func TestDecodeRejectsBadInputWithAReason(t *testing.T) {
