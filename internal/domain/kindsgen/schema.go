@@ -418,7 +418,7 @@ func inboundSchema(k *domain.Kind) (*obj, error) {
 			return nil, err
 		}
 		data := schemaOf(k.Type, reflect.TypeOf(k.NewData()), "", r)
-		data.set("examples", []any{json.RawMessage(k.Example)})
+		data.set("examples", []any{k.Example})
 		props.set("data", data)
 		if len(r[""]) > 0 {
 			req = append(req, "data")
