@@ -113,7 +113,12 @@ func quantity(lo, hi int64) *obj {
 	return o
 }
 
-func date() *obj     { return newObj("type", "string", "format", "date") }
+func date() *obj { return newObj("type", "string", "format", "date") }
+
+// optionalDate is a date the decoder also takes empty, as absent.
+func optionalDate() *obj {
+	return newObj("type", "string", "anyOf", []any{newObj("maxLength", 0), newObj("format", "date")})
+}
 func dateTime() *obj { return newObj("type", "string", "format", "date-time") }
 
 // reasonText is a warehouse event's reason as checkReason holds it.
@@ -148,10 +153,10 @@ var fieldRules = map[string]func() *obj{
 	"SKURegisteredData.safety_stock":      func() *obj { return quantity(0, stock.MaxQty) },
 	"SafetyStockChangedData.safety_stock": func() *obj { return quantity(0, stock.MaxQty) },
 	"LotRegisteredData.kind":              func() *obj { return newObj("enum", []string{stock.KindOnHand, stock.KindPlanned}) },
-	"LotRegisteredData.best_before":       date,
-	"LotRegisteredData.arrives_at":        date,
-	"LotRegisteredData.valid_from":        date,
-	"LotRegisteredData.valid_to":          date,
+	"LotRegisteredData.best_before":       optionalDate,
+	"LotRegisteredData.arrives_at":        optionalDate,
+	"LotRegisteredData.valid_from":        optionalDate,
+	"LotRegisteredData.valid_to":          optionalDate,
 	"LotRegisteredData.sellable":          func() *obj { return quantity(1, stock.MaxQty) },
 	"LotQtyData.qty":                      func() *obj { return quantity(1, stock.MaxQty) },
 	"LotQtyData.reason":                   reasonText,
@@ -182,7 +187,7 @@ var objectRules = map[string]func(o *obj){
 	// A planned lot's best-before comes with inventory.received.
 	"LotRegisteredData": func(o *obj) {
 		o.set("if", newObj("properties", newObj("kind", newObj("const", stock.KindPlanned)), "required", []string{"kind"}))
-		o.set("then", newObj("not", newObj("required", []string{"best_before"})))
+		o.set("then", newObj("properties", newObj("best_before", newObj("maxLength", 0))))
 	},
 }
 
