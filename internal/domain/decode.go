@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -73,6 +74,9 @@ const (
 	// (order.reservation_expired: the order-worker's scanner puts it into the turn
 	// itself), so that no sender can expire a reservation.
 	ReasonJunbanEvent = "ERR_JUNBAN_EVENT"
+	// ReasonUnsupportedVersion refuses an event whose version is not one of
+	// event.Versions: its fields may mean what this decoder does not know.
+	ReasonUnsupportedVersion = "ERR_UNSUPPORTED_VERSION"
 )
 
 func invalid(reason, format string, args ...any) error {
@@ -96,6 +100,10 @@ type Event struct {
 	data      any
 	rawLength int
 }
+
+// ContractVersion is the version the event follows: its own, or event.Version when it
+// names none.
+func (e Event) ContractVersion() string { return cmp.Or(e.Version, event.Version) }
 
 // Kind returns the event's kind.
 func (e Event) Kind() *Kind { return e.kind }
@@ -162,6 +170,9 @@ func DecodeLimits(body []byte, lim Limits) (Event, error) {
 		return Event{}, invalid(ReasonMalformedJSON, "%v", err)
 	}
 	ev.rawLength = len(body)
+	if ev.Version != "" && !slices.Contains(event.Versions, ev.Version) {
+		return Event{}, invalid(ReasonUnsupportedVersion, "version %.40q is not one of %q (absent means %q)", ev.Version, event.Versions, event.Version)
+	}
 	if ev.EventID == "" {
 		return Event{}, invalid(ReasonMissingField, "event_id is missing")
 	}

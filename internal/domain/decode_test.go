@@ -2,11 +2,13 @@ package domain
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,13 +18,18 @@ import (
 	"github.com/junban/junban/internal/ledger/stock"
 )
 
-func TestDecodeRejectsBadInputWithAReason(t *testing.T) {
+// refusal is a body Decode refuses, and the reason it gives.
+type refusal struct {
+	name, body, reason string
+}
+
+// refusals are the decoder's refusal cases: TestDecodeRejectsBadInputWithAReason holds
+// Decode to them, TestSchemasAndTheDecodersRefusals the published JSON Schemas.
+func refusals() []refusal {
 	placed := func(data string) string {
 		return `{"event_id":"e1","type":"order.placed","lcid":"LC-1","data":` + data + `}`
 	}
-	cases := []struct {
-		name, body, reason string
-	}{
+	return []refusal{
 		{"malformed json", `{"event_id":`, ReasonMalformedJSON},
 		{"not an object", `[1,2]`, ReasonMalformedJSON},
 		{"trailing data", `{"event_id":"e1","type":"payment.confirmed","lcid":"L"} {}`, ReasonMalformedJSON},
@@ -46,8 +53,70 @@ func TestDecodeRejectsBadInputWithAReason(t *testing.T) {
 		{"hold_until not a time", placed(`{"mode":"reserve","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"S","qty":1}],"hold_until":"tomorrow"}`), ReasonMalformedJSON},
 		{"expiry without its hold", `{"event_id":"e1","type":"order.reservation_expired","lcid":"LC-1","data":{}}`, ReasonMissingField},
 		{"extension with an unknown field", `{"event_id":"e1","type":"order.reservation_extended","lcid":"LC-1","data":{"hold_until":"2026-12-01T00:00:00Z","days":3}}`, ReasonMalformedJSON},
+		{"unknown version", `{"event_id":"e1","type":"payment.confirmed","lcid":"LC-1","version":"2"}`, ReasonUnsupportedVersion},
+		{"empty-looking version", `{"event_id":"e1","type":"payment.confirmed","lcid":"LC-1","version":" 1"}`, ReasonUnsupportedVersion},
+		{"version not a string", `{"event_id":"e1","type":"payment.confirmed","lcid":"LC-1","version":1}`, ReasonMalformedJSON},
+		{"brace in the lcid", `{"event_id":"e1","type":"payment.confirmed","lcid":"LC-{1}"}`, ReasonInvalidID},
+		{"lcid in a SKU's namespace", `{"event_id":"e1","type":"payment.confirmed","lcid":"sku:LC-1"}`, ReasonInvalidID},
+		{"own mark in the event id", `{"event_id":"e~1","type":"payment.confirmed","lcid":"LC-1"}`, ReasonInvalidID},
+		{"event id over 255 bytes in 255 characters", `{"event_id":"` + strings.Repeat("é", 200) + `","type":"payment.confirmed","lcid":"LC-1"}`, ReasonIDTooLong},
+		{"lot over its SKU's bound", `{"event_id":"e1","type":"inventory.adjusted","data":{"sku":"S","lot_id":"` + strings.Repeat("l", 201) + `","delta":1,"reason":"count"}}`, ReasonIDTooLong},
+		{"uncarriable reason", `{"event_id":"e1","type":"inventory.held","data":{"sku":"S","lot_id":"L","qty":1,"reason":"r\uffff"}}`, ReasonUncarriable},
+		{"control character in a reason", `{"event_id":"e1","type":"inventory.held","data":{"sku":"S","lot_id":"L","qty":1,"reason":"r\u0007"}}`, ReasonInvalidReason},
+		{"quantity over the bound", `{"event_id":"e1","type":"inventory.damaged","data":{"sku":"S","lot_id":"L","qty":1000000000001,"reason":"r"}}`, ReasonInvalidQuantity},
+		{"unknown lot kind", `{"event_id":"e1","type":"inventory.lot_registered","data":{"sku":"S","lot_id":"L","kind":"borrowed","sellable":1}}`, ReasonInvalidKind},
+		{"valid_from after valid_to", `{"event_id":"e1","type":"inventory.lot_registered","data":{"sku":"S","lot_id":"L","kind":"onhand","valid_from":"2027-01-02","valid_to":"2027-01-01","sellable":1}}`, ReasonInvalidDate},
+		{"best_before on a planned lot", `{"event_id":"e1","type":"inventory.lot_registered","data":{"sku":"S","lot_id":"L","kind":"planned","best_before":"2027-01-01","sellable":1}}`, ReasonInvalidDate},
+		{"duplicate returned line", `{"event_id":"e1","type":"order.returned","lcid":"LC-1","data":{"lines":[{"line_id":"1","qty":1},{"line_id":"1","qty":1}]}}`, ReasonDuplicateLine},
+		{"uncarriable hold_for", `{"event_id":"e1","type":"order.reservation_extended","lcid":"LC-1","data":{"hold_for":"1h\uffff"}}`, ReasonUncarriable},
+		{"oversized within every field's bound", bigLinesChanged(700), ReasonTooLarge},
+		{"negative safety stock", `{"event_id":"e1","type":"inventory.sku_registered","data":{"sku":"S","safety_stock":-1}}`, ReasonInvalidQuantity},
 	}
-	for _, c := range cases {
+}
+
+// An event without a version follows event.Version; one that names it is the same event;
+// any other is refused (refusals: "unknown version").
+func TestDecodeVersion(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"event_id":"e1","type":"payment.confirmed","lcid":"LC-1"}`:                                            event.Version,
+		`{"event_id":"e1","type":"payment.confirmed","lcid":"LC-1","version":"1"}`:                              "1",
+		`{"event_id":"e1","type":"payment.confirmed","lcid":"LC-1","version":null}`:                             event.Version,
+		`{"event_id":"e1","type":"payment.confirmed","lcid":"LC-1","Version":"1"}`:                              "1",
+		`{"event_id":"e1","type":"junban.drain","lcid":"sku:S","version":"1"}`:                                  "1",
+		`{"event_id":"e1","type":"inventory.sku_registered","version":"1","data":{"sku":"S","safety_stock":1}}`: "1",
+	} {
+		ev, err := Decode([]byte(body), 0)
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if got := ev.ContractVersion(); got != want {
+			t.Errorf("%s: version %q, want %q", body, got, want)
+		}
+	}
+	_, err := Decode([]byte(`{"event_id":"e1","type":"payment.confirmed","lcid":"LC-1","version":"2"}`), 0)
+	var ie *InvalidError
+	if !errors.As(err, &ie) || ie.Reason != ReasonUnsupportedVersion || !strings.Contains(ie.Detail, `"2"`) {
+		t.Errorf("version 2: %v, want %s naming the version", err, ReasonUnsupportedVersion)
+	}
+}
+
+// bigLinesChanged is an order.lines_changed of n lines, each id at its bound.
+func bigLinesChanged(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"event_id":"e1","type":"order.lines_changed","lcid":"LC-1","data":{"lines":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		id := fmt.Sprintf("%0*d", stock.MaxIDLen, i)
+		fmt.Fprintf(&b, `{"line_id":"%s","sku":"%s","qty":1}`, id, id)
+	}
+	b.WriteString(`]}}`)
+	return b.String()
+}
+
+func TestDecodeRejectsBadInputWithAReason(t *testing.T) {
+	for _, c := range refusals() {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Decode([]byte(c.body), 0)
 			if err == nil {
@@ -157,7 +226,10 @@ func FuzzDecode(f *testing.F) {
 		`{"event_id":"e1","type":"order.placed","lcid":"L","occurred_at":"2026-12-01T09:00:00Z","data":{"mode":"reserve","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"S","qty":1}],"hold_until":"2026-12-01T18:00:00.1234567-05:00"}}`,
 		`{"event_id":"e1","type":"order.placed","lcid":"L","data":{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"S","qty":1}],"hold_for":"-1h","hold_until":"0001-01-01T00:00:00Z"}}`,
 		`{"event_id":"e1","type":"order.reservation_extended","lcid":"L","data":{"hold_for":"1e9h"}}`,
-		`{"event_id":"e1","type":"order.reservation_expired","lcid":"L","data":{"hold_until":"9999-12-31T23:59:59.999999999Z"}}`} {
+		`{"event_id":"e1","type":"order.reservation_expired","lcid":"L","data":{"hold_until":"9999-12-31T23:59:59.999999999Z"}}`,
+		`{"event_id":"e1","type":"payment.confirmed","lcid":"L","version":"1"}`,
+		`{"event_id":"e1","type":"payment.confirmed","lcid":"L","VERSION":"2"}`,
+		`{"event_id":"e1","type":"payment.confirmed","lcid":"L","version":null}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -169,6 +241,9 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		checkDecoded(t, ev)
+		if !slices.Contains(event.Versions, ev.ContractVersion()) {
+			t.Fatalf("accepted %s, of version %q", body, ev.ContractVersion())
+		}
 		again, err := json.Marshal(ev.Order)
 		if err != nil {
 			t.Fatalf("accepted %s, which does not encode: %v", body, err)

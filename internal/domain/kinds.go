@@ -164,6 +164,13 @@ func register[D any](s spec[D]) {
 	kinds[s.Type] = k
 }
 
+// NewData returns a new zero value of the kind's data type, a pointer (a *noData for a
+// kind without data): what internal/domain/kindsgen reads the data's fields from.
+func (k *Kind) NewData() any { return k.newData() }
+
+// HasData reports whether the kind's events carry data.
+func (k *Kind) HasData() bool { return k.Example != nil }
+
 // KindOf returns the kind of t, or nil when junban knows no such event.
 func KindOf(t event.Type) *Kind { return kinds[t] }
 
@@ -179,7 +186,7 @@ func Kinds() []*Kind {
 
 // The OpenAPI document's EventType and the kinds index of docs/events.md are written from
 // the registry.
-//go:generate go run ./kindsgen -openapi ../http/api/openapi.json -events ../../docs/events.md
+//go:generate go run ./kindsgen -openapi ../http/api/openapi.json -events ../../docs/events.md -contracts ../../docs/contracts
 
 // The kinds. Each step function is a method of txn in step.go.
 func init() {

@@ -153,10 +153,21 @@ const (
 	Drain Type = "junban.drain"
 )
 
+// Version is the version of the wire contract junban writes and reads by default: an
+// order event without a version follows it, and every outbound message carries it. Within
+// a version the contract changes only by addition (docs/events.md, "Versions").
+const Version = "1"
+
+// Versions are the versions of the order events the decoder takes, oldest first.
+var Versions = []string{Version}
+
 // Order is the body of a message on the orders queue.
 type Order struct {
-	EventID    string          `json:"event_id"`
-	Type       Type            `json:"type"`
+	EventID string `json:"event_id"`
+	Type    Type   `json:"type"`
+	// Version is the contract's version the sender wrote the event to; absent means
+	// Version. The decoder refuses one it does not know (ERR_UNSUPPORTED_VERSION).
+	Version    string          `json:"version,omitempty"`
 	LCID       string          `json:"lcid,omitempty"`
 	OccurredAt time.Time       `json:"occurred_at"`
 	Data       json.RawMessage `json:"data,omitempty"`

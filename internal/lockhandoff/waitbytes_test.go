@@ -2,8 +2,8 @@ package lockhandoff
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 

@@ -1,7 +1,9 @@
 // Command kindsgen writes what is listed from internal/domain's registry of event kinds
-// into the files that publish it: the EventType schema of the API's OpenAPI document and
-// the kinds index of docs/events.md (between its kinds markers). The rest of each file is
-// kept byte for byte. Run by go generate in internal/domain; TestGeneratedIsCurrent fails
+// into the files that publish it: the EventType schema of the API's OpenAPI document, the
+// kinds index of docs/events.md (between its kinds markers), and the machine-readable
+// contracts of docs/contracts (a JSON Schema per kind and one of the result event, the
+// AsyncAPI document of the queues and the topic). The rest of each spliced file is kept byte for
+// byte. Run by go generate in internal/domain; TestGeneratedIsCurrent fails
 // when a committed file differs from what this writes.
 package main
 
@@ -12,21 +14,24 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"unicode"
 
 	"github.com/junban/junban/internal/domain"
+	"github.com/junban/junban/internal/event"
 )
 
 func main() {
 	openapi := flag.String("openapi", "", "the OpenAPI document to update (internal/http/api/openapi.json)")
 	events := flag.String("events", "", "the Markdown page whose kinds index to update (docs/events.md)")
+	dir := flag.String("contracts", "", "the folder of the machine-readable contracts to write (docs/contracts)")
 	flag.Parse()
-	if *openapi == "" || *events == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: kindsgen -openapi FILE -events FILE")
+	if *openapi == "" || *events == "" || *dir == "" || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: kindsgen -openapi FILE -events FILE -contracts DIR")
 		os.Exit(2)
 	}
-	if err := errors.Join(update(*openapi, openAPI), update(*events, eventsIndex)); err != nil {
+	if err := errors.Join(update(*openapi, openAPI), update(*events, eventsIndex), writeContracts(*dir)); err != nil {
 		fmt.Fprintln(os.Stderr, "kindsgen:", err)
 		os.Exit(1)
 	}
@@ -46,6 +51,75 @@ func update(file string, gen func([]byte) ([]byte, error)) error {
 		return nil
 	}
 	return os.WriteFile(file, out, 0o644)
+}
+
+// contracts returns the files of the contracts folder, by their path in it: a JSON
+// Schema per kind (inbound/<type>.schema.json), the result's, and the AsyncAPI document.
+func contracts() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	var err error
+	if out[resultFile], err = indent(resultSchema()); err != nil {
+		return nil, err
+	}
+	for _, k := range domain.Kinds() {
+		s, err := inboundSchema(k)
+		if err != nil {
+			return nil, err
+		}
+		if out[inboundFile(k.Type)], err = indent(s); err != nil {
+			return nil, err
+		}
+	}
+	doc, err := asyncAPI()
+	if err != nil {
+		return nil, err
+	}
+	if out[asyncAPIFile], err = indent(doc); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// The contracts folder's files.
+const (
+	inboundDir   = "inbound"
+	asyncAPIFile = "asyncapi.json"
+	resultFile   = "result.schema.json"
+)
+
+func inboundFile(t event.Type) string { return inboundDir + "/" + string(t) + ".schema.json" }
+
+// writeContracts writes the contracts into dir, each file only when it changed, and
+// removes a schema of a kind no longer registered.
+func writeContracts(dir string) error {
+	files, err := contracts()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, inboundDir), 0o755); err != nil {
+		return err
+	}
+	old, err := filepath.Glob(filepath.Join(dir, inboundDir, "*.schema.json"))
+	if err != nil {
+		return err
+	}
+	for _, f := range old {
+		if _, ok := files[inboundDir+"/"+filepath.Base(f)]; !ok {
+			if err := os.Remove(f); err != nil {
+				return err
+			}
+		}
+	}
+	for name, b := range files {
+		path := filepath.Join(dir, name)
+		if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, b) {
+			continue
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // eventTypeSchema is the OpenAPI schema of an event's type, its keys in this order.

@@ -3,17 +3,21 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/junban/junban/internal/domain"
+	"github.com/junban/junban/internal/event"
 )
 
 const (
-	openapiFile = "../../http/api/openapi.json"
-	eventsFile  = "../../../docs/events.md"
+	openapiFile  = "../../http/api/openapi.json"
+	eventsFile   = "../../../docs/events.md"
+	contractsDir = "../../../docs/contracts"
 )
 
 // The committed OpenAPI document and docs/events.md are what go generate writes from the
@@ -33,6 +37,84 @@ func TestGeneratedIsCurrent(t *testing.T) {
 		if !bytes.Equal(old, out) {
 			t.Errorf("%s is stale: run go generate ./internal/domain and commit the result", file)
 		}
+	}
+	files, err := contracts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sameContracts(contractsDir, files); err != nil {
+		t.Errorf("%v: run go generate ./internal/domain and commit the result", err)
+	}
+}
+
+// sameContracts reports the first difference between dir and files: a file that differs,
+// is missing, or is in dir's inbound folder without being generated.
+func sameContracts(dir string, files map[string][]byte) error {
+	for name, want := range files {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got, want) {
+			return fmt.Errorf("%s is stale", name)
+		}
+	}
+	extra, err := filepath.Glob(filepath.Join(dir, inboundDir, "*"))
+	if err != nil {
+		return err
+	}
+	for _, f := range extra {
+		if _, ok := files[inboundDir+"/"+filepath.Base(f)]; !ok {
+			return fmt.Errorf("%s is no kind's schema", f)
+		}
+	}
+	return nil
+}
+
+// writeContracts writes what contracts returns, and what it writes is what the staleness
+// check compares with: a schema edited by hand, or one of a kind no longer registered, is
+// found, and writing again puts the folder back.
+func TestContractsAreWrittenAndChecked(t *testing.T) {
+	dir := t.TempDir()
+	if err := writeContracts(dir); err != nil {
+		t.Fatal(err)
+	}
+	files, err := contracts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sameContracts(dir, files); err != nil {
+		t.Fatalf("just written: %v", err)
+	}
+	placed := filepath.Join(dir, inboundFile(event.OrderPlaced))
+	b, err := os.ReadFile(placed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(placed, bytes.Replace(b, []byte(`"minimum": 1`), []byte(`"minimum": 0`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(dir, inboundDir, "order.exploded.schema.json")
+	if err := os.WriteFile(gone, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := sameContracts(dir, files); err == nil {
+		t.Fatal("a schema edited by hand: no difference found")
+	}
+	if err := os.WriteFile(placed, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := sameContracts(dir, files); err == nil || !strings.Contains(err.Error(), "order.exploded") {
+		t.Fatalf("a schema of no kind: %v", err)
+	}
+	if err := writeContracts(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := sameContracts(dir, files); err != nil {
+		t.Fatalf("written again: %v", err)
+	}
+	if len(files) != len(domain.Kinds())+2 {
+		t.Errorf("%d files for %d kinds: a schema each, the result's and the AsyncAPI document", len(files), len(domain.Kinds()))
 	}
 }
 

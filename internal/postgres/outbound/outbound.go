@@ -49,6 +49,9 @@ type Message struct {
 	// ID is the message's stable id (a UUID): a copy has the same.
 	ID   string `json:"id"`
 	Kind Kind   `json:"kind"`
+	// Version is the contract's version the message follows: every message carries it,
+	// an empty one encodes as event.Version (docs/events.md, "Versions").
+	Version string `json:"version"`
 	// Entity is the order's lcid, or "sku:" and the SKU (event.SKUEntityPrefix).
 	Entity string `json:"entity"`
 	// LCID is the order's, on order kinds; SKU the SKU's, on stock kinds.
@@ -66,6 +69,15 @@ type Message struct {
 	// Data is the kind's payload: OrderStatusData, OrderRefusedData, StockData or
 	// StockLevelData.
 	Data json.RawMessage `json:"data"`
+}
+
+// MarshalJSON encodes m with its version, event.Version when m names none.
+func (m Message) MarshalJSON() ([]byte, error) {
+	type plain Message
+	if m.Version == "" {
+		m.Version = event.Version
+	}
+	return json.Marshal(plain(m))
 }
 
 // Cause names the event a message tells the effect of.

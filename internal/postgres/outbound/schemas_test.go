@@ -67,6 +67,31 @@ func TestEveryKindHasASchemaAndItsMessagesPass(t *testing.T) {
 	}
 }
 
+// A consumer that validates what it receives survives a field added within a version
+// (docs/events.md, "Versions"): a message with a field its schema does not name, at the
+// top, in data, or in a nested object, passes; and every message says its version.
+func TestSchemasTakeAnAddedField(t *testing.T) {
+	for k, b := range exampleMessages(t) {
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["version"] != event.Version {
+			t.Errorf("%s: version %v, want %q", k, m["version"], event.Version)
+		}
+		m["added_later"] = "x"
+		m["data"].(map[string]any)["added_later"] = 1
+		m["caused_by"].(map[string]any)["added_later"] = true
+		if lines, ok := m["data"].(map[string]any)["lines"].([]any); ok {
+			lines[0].(map[string]any)["added_later"] = []int{1}
+		}
+		added, _ := json.Marshal(m)
+		if err := Validate(added); err != nil {
+			t.Errorf("%s with added fields: %v\n%s", k, err, added)
+		}
+	}
+}
+
 // TestSchemasRefuse: each schema refuses what breaks its contract, so a test that validates
 // what it received can fail.
 func TestSchemasRefuse(t *testing.T) {
@@ -89,7 +114,8 @@ func TestSchemasRefuse(t *testing.T) {
 		"no caused_by":         edit(OrderRefused, func(m map[string]any) { delete(m, "caused_by") }),
 		"order on a sku":       edit(OrderRefused, func(m map[string]any) { m["entity"] = "sku:TEA-1" }),
 		"stock on an order":    edit(StockChanged, func(m map[string]any) { m["entity"] = "LC-1" }),
-		"unknown field":        edit(StockChanged, func(m map[string]any) { data(m)["extra"] = 1 }),
+		"no version":           edit(StockChanged, func(m map[string]any) { delete(m, "version") }),
+		"unknown version":      edit(StockChanged, func(m map[string]any) { m["version"] = "2" }),
 		"negative available":   edit(StockChanged, func(m map[string]any) { data(m)["available_to_ship"] = -1 }),
 		"reason not a code":    edit(OrderRefused, func(m map[string]any) { data(m)["reason"] = "shortage" }),
 		"unknown status":       edit(OrderStatusChanged, func(m map[string]any) { data(m)["to"] = "lost" }),
