@@ -46,3 +46,47 @@ func TestReleaseScriptDryRun(t *testing.T) {
 		t.Errorf("a dry run wrote %s (%v)", out, err)
 	}
 }
+
+// Every version of CHANGELOG.md is a tag v<version> of the repository, and every tag of
+// that form is a version of CHANGELOG.md. A clone made without tags has nothing to compare
+// and says so.
+func TestTagsMatchTheChangelog(t *testing.T) {
+	root := repoRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, "CHANGELOG.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := map[string]bool{}
+	for l := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(l, "## "); ok && v != "Unreleased\n" {
+			name, _, _ := strings.Cut(v, " ")
+			versions["v"+name] = true
+		}
+	}
+	if len(versions) == 0 {
+		t.Fatal("CHANGELOG.md names no released version")
+	}
+	cmd := exec.Command("git", "tag", "--list", "v[0-9]*")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git tag: %v", err)
+	}
+	tags := strings.Fields(string(out))
+	if len(tags) == 0 {
+		t.Logf("this clone has no tags; the CHANGELOG's %d versions are not compared", len(versions))
+		return
+	}
+	seen := map[string]bool{}
+	for _, tag := range tags {
+		seen[tag] = true
+		if !versions[tag] {
+			t.Errorf("tag %s is no version of CHANGELOG.md", tag)
+		}
+	}
+	for v := range versions {
+		if !seen[v] {
+			t.Errorf("CHANGELOG.md's version %s has no tag", v)
+		}
+	}
+}
