@@ -77,7 +77,7 @@ func TestReleaseBuildVersionMetricAndHealthcheck(t *testing.T) {
 		t.Fatalf("healthcheck --ready: exit %d, want 0 from %s/readyz\n%s", code, admin, out)
 	}
 	status, metrics := testenv.Get(t, "http://"+admin+"/metrics")
-	want := fmt.Sprintf(`junban_build_info{goversion="go`)
+	want := `junban_build_info{goversion="go`
 	line := ""
 	for l := range strings.Lines(metrics) {
 		if strings.HasPrefix(l, want) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -210,7 +209,3 @@ func (ps proxies) node(addr string) string {
 	return addr
 }
 
-func portOf(addr string) int {
-	n, _ := strconv.Atoi(port(addr))
-	return n
-}
