@@ -208,4 +208,3 @@ func (ps proxies) node(addr string) string {
 	}
 	return addr
 }
-
