@@ -26,6 +26,7 @@ import (
 	"github.com/junban/junban/internal/platform/lifecycle"
 	"github.com/junban/junban/internal/platform/service"
 	"github.com/junban/junban/internal/postgres/inventorydb"
+	"github.com/junban/junban/internal/postgres/orderdb"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/redis/pipeshare"
 	"github.com/junban/junban/internal/redis/replication"
@@ -402,7 +403,7 @@ func newProcessor(cfg Config, log *zap.Logger, d *deps, results *queue.Publisher
 		Redis: d.rc, Shared: d.shared, Ledger: led, Publisher: results, DeadLetter: deadLetter, ResultsDeadLetter: resultsDeadLetter,
 		MaxResultBytes: order.ResultBound(d.resultsMax), Logger: log, Registerer: d.reg,
 		Prefix: cfg.KeyPrefix, DoneRetention: cfg.DoneRetention, ParkTimeout: cfg.ParkTimeout,
-		Loader: order.PGLoader{DB: d.db}, Replication: d.repl, Policy: domain.Policy{ReservationTTL: cfg.ReservationTTL},
+		Loader: orderdb.PGLoader{DB: d.db}, Replication: d.repl, Policy: domain.Policy{ReservationTTL: cfg.ReservationTTL},
 	})
 }
 

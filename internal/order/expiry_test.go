@@ -20,6 +20,7 @@ import (
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/postgres/inventorydb"
+	"github.com/junban/junban/internal/postgres/orderdb"
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -401,7 +402,7 @@ func TestRestoredOrderKeepsItsHold(t *testing.T) {
 		VALUES ('LOST-H', 'placed', 'reserved', false, 'reserve', '2026-12-01', ?::jsonb, 3, 'x', ?)`, lines, hold).Error; err != nil {
 		t.Fatal(err)
 	}
-	o, _, found, err := order.PGLoader{DB: db}.LoadOrder(context.Background(), "LOST-H")
+	o, _, found, err := orderdb.PGLoader{DB: db}.LoadOrder(context.Background(), "LOST-H")
 	if err != nil || !found || o.HoldUntil == nil || !o.HoldUntil.Equal(hold) {
 		t.Fatalf("loaded %+v (found %v, %v), want hold_until %v", o, found, err, hold)
 	}
@@ -409,7 +410,7 @@ func TestRestoredOrderKeepsItsHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc, err := order.New(order.Config{Redis: rc, Ledger: led, Publisher: &discard{}, Prefix: prefix, Loader: order.PGLoader{DB: db}})
+	proc, err := order.New(order.Config{Redis: rc, Ledger: led, Publisher: &discard{}, Prefix: prefix, Loader: orderdb.PGLoader{DB: db}})
 	if err != nil {
 		t.Fatal(err)
 	}

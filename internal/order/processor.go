@@ -167,6 +167,15 @@ func (c Config) Validate() error {
 	return errors.Join(p...)
 }
 
+// Loader supplies an entity's last persisted state when Redis has none: after a Redis
+// data loss, orders come back from PostgreSQL like SKUs do (see docs/operations.md:
+// drain the results queue first, so PostgreSQL is up to date). orderdb.PGLoader is the
+// order-worker's.
+type Loader interface {
+	// LoadOrder returns the order and its result seq, or found=false.
+	LoadOrder(ctx context.Context, lcid string) (o *event.OrderSnapshot, seq int64, found bool, err error)
+}
+
 // Publisher takes results to the results queue; nil error means SQS accepted them all.
 type Publisher interface {
 	PublishBatch(ctx context.Context, bodies [][]byte) error
