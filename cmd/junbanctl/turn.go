@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/intake"
 	"github.com/junban/junban/internal/order/turninfo"
 	"github.com/junban/junban/internal/platform/cli"
 	"github.com/junban/junban/internal/platform/config"
@@ -131,7 +132,7 @@ func runTurnSkip(ctx context.Context, w io.Writer, entity string, asJSON bool) e
 		return err
 	}
 	defer pub.Stop(context.Background()) //nolint:errcheck // every Publish waited for its answer: nothing is left to flush
-	env, err := turninfo.Skip(ctx, rc, prefix, entity, order.Nudger(pub))
+	env, err := turninfo.Skip(ctx, rc, prefix, entity, intake.Nudger(pub))
 	if env == nil {
 		return err
 	}

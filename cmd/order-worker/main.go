@@ -22,6 +22,7 @@ import (
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/intake"
 	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/platform/lifecycle"
 	"github.com/junban/junban/internal/platform/service"
@@ -135,10 +136,10 @@ type Config struct {
 
 // SetDefaults takes every default from the package that owns the setting.
 func (c *Config) SetDefaults() {
-	c.Concurrency = order.ConcurrencyDefault
-	c.Receivers = order.ReceiversDefault
+	c.Concurrency = intake.ConcurrencyDefault
+	c.Receivers = intake.ReceiversDefault
 	c.ReceiveLinger = queue.ReceiveLingerDefault
-	c.ReceiveFill = order.ReceiveFillDefault
+	c.ReceiveFill = intake.ReceiveFillDefault
 	c.ResultsLinger = order.ResultsLingerDefault
 	c.DeleteLinger = queue.DeleteLingerDefault
 	c.LockTTL = lockhandoff.LockTTLDefault
@@ -468,7 +469,7 @@ func newTurns(cfg Config, log *zap.Logger, d *deps, pubs *publishers) (*turnsSer
 		Detached:         cfg.DetachedTurns,
 		SweepInterval:    cfg.SweepInterval,
 		Replication:      repl,
-		Nudge:            order.Nudger(nudges),
+		Nudge:            intake.Nudger(nudges),
 		Logger:           log,
 		Registerer:       reg,
 		Handler:          proc,
@@ -519,13 +520,13 @@ func (t *turnsService) Stop(context.Context) error {
 
 // newConsumer is the consumer of the orders queue, which hands each event to its turn.
 func newConsumer(cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handoff) (*queue.Consumer, error) {
-	metrics, err := order.NewWorkerMetrics(d.reg)
+	metrics, err := intake.NewWorkerMetrics(d.reg)
 	if err != nil {
 		return nil, err
 	}
 	// The worker unwraps each message once, and starts its process span with the trace
 	// context it found there (an SNS notification's).
-	worker := &order.Worker{Turns: turns, MaxLines: cfg.MaxLines, Metrics: metrics, Log: log, Queue: queue.NameOf(d.urls.orders)}
+	worker := &intake.Worker{Turns: turns, MaxLines: cfg.MaxLines, Metrics: metrics, Log: log, Queue: queue.NameOf(d.urls.orders)}
 	return queue.NewConsumer(queue.ConsumerConfig{
 		Client:          d.sqs,
 		Handler:         worker.Handle,

@@ -152,6 +152,11 @@ func (p *Processor) unindexAfter(ctx context.Context, lcid string, was, next dom
 	}
 }
 
+// Turns is what the scanner needs of lockhandoff: the expiries' submission.
+type Turns interface {
+	Submit(ctx context.Context, entity string, envelope []byte) (lockhandoff.Outcome, error)
+}
+
 // ScannerConfig configures a Scanner.
 type ScannerConfig struct {
 	// Redis holds the due index and the orders' state (required).
@@ -385,7 +390,7 @@ func (s *Scanner) expire(ctx context.Context, lcid string, now time.Time) (bool,
 	if err != nil {
 		return false, fmt.Errorf("order: expiry of %s: %w", lcid, err)
 	}
-	if _, err := s.cfg.Turns.Submit(ctx, lcid, stamp(ctx, ev, body, s.cfg.MaxEventBytes)); err != nil {
+	if _, err := s.cfg.Turns.Submit(ctx, lcid, Stamp(ctx, ev, body, s.cfg.MaxEventBytes)); err != nil {
 		return false, fmt.Errorf("order: submit the expiry of %s: %w", lcid, err)
 	}
 	return true, nil

@@ -36,6 +36,22 @@ import (
 	"github.com/junban/junban/internal/redis/replication"
 )
 
+// Defaults the order-worker passes on to its results publisher, its turns and its
+// PostgreSQL pool (the binary's JUNBAN_* variables take them; docs/configuration.md quotes
+// them). Its consumer's are intake's; the other defaults it passes on are those of the
+// packages it passes them to (lockhandoff, queue, ledger, this package's Config).
+const (
+	// ResultsLingerDefault is how long a batch of results waits for more before it is
+	// sent: fuller SendMessageBatch calls (docs/performance.md, "Decisions kept").
+	ResultsLingerDefault = 8 * time.Millisecond
+	// DetachedTurnsDefault is how many turns may go on in the background after the message
+	// that took them was handled (lockhandoff.Config.Detached, whose zero is off).
+	DetachedTurnsDefault = 128
+	// PGMaxConnsDefault bounds the order-worker's PostgreSQL connections (SKU and order
+	// loads on a cold Redis).
+	PGMaxConnsDefault = 8
+)
+
 // Defaults of Config.
 const (
 	DoneRetentionDefault = 7 * 24 * time.Hour

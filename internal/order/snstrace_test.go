@@ -13,7 +13,7 @@ import (
 
 	"github.com/junban/junban/internal/aws/topics"
 	"github.com/junban/junban/internal/lockhandoff"
-	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/intake"
 	"github.com/junban/junban/internal/platform/tracing"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
@@ -62,7 +62,7 @@ func TestSNSNotificationContinuesItsPublishersTrace(t *testing.T) {
 		defer cancel()
 		turns := &spanTurns{got: make(chan trace.SpanContext, 1), done: cancel}
 		got := turns.got
-		w := &order.Worker{Turns: turns, Log: zap.NewNop()}
+		w := &intake.Worker{Turns: turns, Log: zap.NewNop()}
 		if inWorker {
 			w.Queue = queue.NameOf(q.URL)
 		}
