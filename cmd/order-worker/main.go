@@ -22,6 +22,7 @@ import (
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/expiry"
 	"github.com/junban/junban/internal/order/intake"
 	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/platform/lifecycle"
@@ -130,7 +131,7 @@ type Config struct {
 	// ReservationTTL is the hold of a reserve-mode order.placed that names none, from its
 	// occurred_at (domain.Policy); 0: such a reservation never expires.
 	ReservationTTL time.Duration `env:"JUNBAN_RESERVATION_TTL"`
-	// ReservationScanInterval is how often the worker looks for due holds (order.Scanner).
+	// ReservationScanInterval is how often the worker looks for due holds (expiry.Scanner).
 	ReservationScanInterval time.Duration `env:"JUNBAN_RESERVATION_SCAN_INTERVAL"`
 }
 
@@ -158,7 +159,7 @@ func (c *Config) SetDefaults() {
 	c.OpRetention = ledger.OpRetentionDefault
 	c.WaitTimeSeconds = queue.WaitTimeSecondsDefault
 	c.PGMaxConns = order.PGMaxConnsDefault
-	c.ReservationScanInterval = order.ScanIntervalDefault
+	c.ReservationScanInterval = expiry.ScanIntervalDefault
 }
 
 // Validate checks what the parser cannot.
@@ -409,8 +410,8 @@ func newProcessor(cfg Config, log *zap.Logger, d *deps, results *queue.Publisher
 }
 
 // newScanner is the scanner of the due holds, which submits their expiry into the turns.
-func newScanner(cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handoff) (*order.Scanner, error) {
-	return order.NewScanner(order.ScannerConfig{Redis: d.rc, Shared: d.shared, Turns: turns, Prefix: cfg.KeyPrefix,
+func newScanner(cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handoff) (*expiry.Scanner, error) {
+	return expiry.NewScanner(expiry.ScannerConfig{Redis: d.rc, Shared: d.shared, Turns: turns, Prefix: cfg.KeyPrefix,
 		Interval: cfg.ReservationScanInterval, Logger: log, Registerer: d.reg})
 }
 
@@ -487,7 +488,7 @@ func newTurns(cfg Config, log *zap.Logger, d *deps, pubs *publishers) (*turnsSer
 // turnsService runs the turns and the scanner of due holds.
 type turnsService struct {
 	turns   *lockhandoff.Handoff
-	scanner *order.Scanner
+	scanner *expiry.Scanner
 	budget  time.Duration
 }
 

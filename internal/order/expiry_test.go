@@ -19,6 +19,7 @@ import (
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/expiry"
 	"github.com/junban/junban/internal/postgres/inventorydb"
 	"github.com/junban/junban/internal/postgres/orderdb"
 	"github.com/junban/junban/internal/testenv"
@@ -54,9 +55,9 @@ func (r *holding) forward(t *testing.T, h *harness) {
 	}
 }
 
-func newScanner(t *testing.T, h *harness, turns order.Turns, lease time.Duration, now func() time.Time) *order.Scanner {
+func newScanner(t *testing.T, h *harness, turns expiry.Turns, lease time.Duration, now func() time.Time) *expiry.Scanner {
 	t.Helper()
-	s, err := order.NewScanner(order.ScannerConfig{Redis: h.rc, Turns: turns, Prefix: h.prefix, Lease: lease, Now: now,
+	s, err := expiry.NewScanner(expiry.ScannerConfig{Redis: h.rc, Turns: turns, Prefix: h.prefix, Lease: lease, Now: now,
 		Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +165,7 @@ func TestExpiryOnceWithTwoScannersRacing(t *testing.T) {
 		a, b := newScanner(t, h, rec, time.Minute, clock), newScanner(t, h, rec, time.Minute, clock)
 		var wg sync.WaitGroup
 		counts := make([]int, 2)
-		for i, s := range []*order.Scanner{a, b} {
+		for i, s := range []*expiry.Scanner{a, b} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -196,7 +197,7 @@ func TestExpiryOnceWithTwoScannersRacing(t *testing.T) {
 		// A claim of a microsecond lapses before the other scanner looks.
 		a := newScanner(t, h, rec, time.Microsecond, clock)
 		b := newScanner(t, h, rec, time.Microsecond, func() time.Time { return now.Add(time.Millisecond) })
-		for _, s := range []*order.Scanner{a, b} {
+		for _, s := range []*expiry.Scanner{a, b} {
 			if _, err := s.Scan(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -343,7 +344,7 @@ func TestDueIndexOnACluster(t *testing.T) {
 		want[lcid] = true
 	}
 	rec := &holding{}
-	s, err := order.NewScanner(order.ScannerConfig{Redis: rc, Turns: rec, Prefix: "junban"})
+	s, err := expiry.NewScanner(expiry.ScannerConfig{Redis: rc, Turns: rec, Prefix: "junban"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +451,7 @@ func TestScannerKeepsTheEntryOfATurnInProgress(t *testing.T) {
 	rec := &holding{}
 	scan := func(at time.Time) {
 		t.Helper()
-		s, err := order.NewScanner(order.ScannerConfig{Redis: rc, Turns: rec, Prefix: prefix, Lease: time.Second,
+		s, err := expiry.NewScanner(expiry.ScannerConfig{Redis: rc, Turns: rec, Prefix: prefix, Lease: time.Second,
 			Now: func() time.Time { return at }})
 		if err != nil {
 			t.Fatal(err)
@@ -507,7 +508,7 @@ func TestReservationMetrics(t *testing.T) {
 	h.submit(heldOrder("MET-3", now.Add(time.Hour)))
 	rec := &holding{}
 	reg := prometheus.NewRegistry()
-	s, err := order.NewScanner(order.ScannerConfig{Redis: h.rc, Turns: rec, Prefix: h.prefix, Registerer: reg,
+	s, err := expiry.NewScanner(expiry.ScannerConfig{Redis: h.rc, Turns: rec, Prefix: h.prefix, Registerer: reg,
 		Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
