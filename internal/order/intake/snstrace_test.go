@@ -1,4 +1,4 @@
-package order_test
+package intake_test
 
 import (
 	"context"
@@ -120,3 +120,14 @@ func (s *spanTurns) Submit(ctx context.Context, _ string, _ []byte) (lockhandoff
 }
 
 func (s *spanTurns) Resume(context.Context, string) error { return nil }
+
+// spansOf are the received spans of trace id, by name.
+func spansOf(rcv *testenv.OTLPReceiver, id string) map[string]testenv.Span {
+	byName := map[string]testenv.Span{}
+	for _, s := range rcv.Spans() {
+		if s.TraceID == id {
+			byName[s.Name] = s
+		}
+	}
+	return byName
+}
