@@ -46,7 +46,7 @@ func everyKind(t *testing.T, run string) []producer.Event {
 }
 
 // workerDecodes is what the order-worker does with a message of the orders queue before
-// it submits the event to its turn (order.Worker.Handle): it finds the event in its
+// it submits the event to its turn (intake.Worker.Handle): it finds the event in its
 // envelope and decodes it within its default limits; it returns the event.
 func workerDecodes(t *testing.T, body string) domain.Event {
 	t.Helper()

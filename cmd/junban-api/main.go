@@ -23,7 +23,7 @@ import (
 	"github.com/junban/junban/internal/http/console"
 	"github.com/junban/junban/internal/http/health"
 	"github.com/junban/junban/internal/ledger"
-	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/intake"
 	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/platform/lifecycle"
 	"github.com/junban/junban/internal/platform/service"
@@ -145,7 +145,7 @@ func buildHandler(cfg api.Config, cs console.Settings, d *deps, log *zap.Logger,
 	}
 	h, err := api.New(api.ServerConfig{
 		Deps: api.Deps{Redis: d.rc, Prefix: cfg.KeyPrefix, DB: d.db, Ledger: led,
-			SQS: d.sqs, Queues: cfg.SQS, Nudge: order.Nudger(d.pub), TraceURL: cfg.TraceURL},
+			SQS: d.sqs, Queues: cfg.SQS, Nudge: intake.Nudger(d.pub), TraceURL: cfg.TraceURL},
 		Options: api.OptionsOf(cfg), Logger: log, Registerer: reg,
 	})
 	if err != nil {

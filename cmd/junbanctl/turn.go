@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/intake"
+	"github.com/junban/junban/internal/order/turninfo"
 	"github.com/junban/junban/internal/platform/cli"
 	"github.com/junban/junban/internal/platform/config"
 )
@@ -56,7 +58,7 @@ func turnShow(ctx context.Context, w io.Writer, entity string, asJSON bool) erro
 		return err
 	}
 	defer rc.Close()
-	r, err := order.InspectTurn(ctx, rc, prefix, entity)
+	r, err := turninfo.Inspect(ctx, rc, prefix, entity)
 	if err != nil {
 		return err
 	}
@@ -67,7 +69,7 @@ func turnShow(ctx context.Context, w io.Writer, entity string, asJSON bool) erro
 	return nil
 }
 
-func printTurn(w io.Writer, r order.TurnReport) {
+func printTurn(w io.Writer, r turninfo.Report) {
 	holder := "free"
 	if r.Holder != "" {
 		holder = fmt.Sprintf("%s (lease %v left)", r.Holder, time.Duration(r.LeaseLeftMs)*time.Millisecond)
@@ -130,7 +132,7 @@ func runTurnSkip(ctx context.Context, w io.Writer, entity string, asJSON bool) e
 		return err
 	}
 	defer pub.Stop(context.Background()) //nolint:errcheck // every Publish waited for its answer: nothing is left to flush
-	env, err := order.SkipTurn(ctx, rc, prefix, entity, order.Nudger(pub))
+	env, err := turninfo.Skip(ctx, rc, prefix, entity, intake.Nudger(pub))
 	if env == nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/turninfo"
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -53,7 +54,7 @@ func TestTurnShowAndSkip(t *testing.T) {
 	if err := ctl(ctx, &out, "turn show", []string{"--json", "LC-STUCK"}); err != nil {
 		t.Fatal(err)
 	}
-	var r order.TurnReport
+	var r turninfo.Report
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
@@ -81,7 +82,7 @@ func TestTurnShowAndSkip(t *testing.T) {
 	if drain == nil {
 		t.Fatalf("no drain nudge for LC-STUCK on the orders queue: %v", nudges)
 	}
-	if r, err := order.InspectTurn(ctx, rc, prefix, "LC-STUCK"); err != nil || r.Proc == nil || !r.Proc.SkipAsked {
+	if r, err := turninfo.Inspect(ctx, rc, prefix, "LC-STUCK"); err != nil || r.Proc == nil || !r.Proc.SkipAsked {
 		t.Fatalf("after skip: %+v %v", r.Proc, err)
 	}
 	// The drain's consumer resumes the order: the event is quarantined without a run.
@@ -94,7 +95,7 @@ func TestTurnShowAndSkip(t *testing.T) {
 	if len(skipped) != 1 || !skipped[0].Skipped || skipped[0].Attempts != 2 {
 		t.Fatalf("quarantined: %+v", skipped)
 	}
-	if r, _ := order.InspectTurn(ctx, rc, prefix, "LC-STUCK"); r.Proc != nil || r.Holder != "" {
+	if r, _ := turninfo.Inspect(ctx, rc, prefix, "LC-STUCK"); r.Proc != nil || r.Holder != "" {
 		t.Fatalf("turn after the skip: %+v", r)
 	}
 	if err := ctl(ctx, nil, "turn skip", []string{"LC-STUCK"}); !errors.Is(err, lockhandoff.ErrNothingToSkip) {

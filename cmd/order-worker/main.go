@@ -22,10 +22,13 @@ import (
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/expiry"
+	"github.com/junban/junban/internal/order/intake"
 	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/platform/lifecycle"
 	"github.com/junban/junban/internal/platform/service"
 	"github.com/junban/junban/internal/postgres/inventorydb"
+	"github.com/junban/junban/internal/postgres/orderdb"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/redis/pipeshare"
 	"github.com/junban/junban/internal/redis/replication"
@@ -128,16 +131,16 @@ type Config struct {
 	// ReservationTTL is the hold of a reserve-mode order.placed that names none, from its
 	// occurred_at (domain.Policy); 0: such a reservation never expires.
 	ReservationTTL time.Duration `env:"JUNBAN_RESERVATION_TTL"`
-	// ReservationScanInterval is how often the worker looks for due holds (order.Scanner).
+	// ReservationScanInterval is how often the worker looks for due holds (expiry.Scanner).
 	ReservationScanInterval time.Duration `env:"JUNBAN_RESERVATION_SCAN_INTERVAL"`
 }
 
 // SetDefaults takes every default from the package that owns the setting.
 func (c *Config) SetDefaults() {
-	c.Concurrency = order.ConcurrencyDefault
-	c.Receivers = order.ReceiversDefault
+	c.Concurrency = intake.ConcurrencyDefault
+	c.Receivers = intake.ReceiversDefault
 	c.ReceiveLinger = queue.ReceiveLingerDefault
-	c.ReceiveFill = order.ReceiveFillDefault
+	c.ReceiveFill = intake.ReceiveFillDefault
 	c.ResultsLinger = order.ResultsLingerDefault
 	c.DeleteLinger = queue.DeleteLingerDefault
 	c.LockTTL = lockhandoff.LockTTLDefault
@@ -156,7 +159,7 @@ func (c *Config) SetDefaults() {
 	c.OpRetention = ledger.OpRetentionDefault
 	c.WaitTimeSeconds = queue.WaitTimeSecondsDefault
 	c.PGMaxConns = order.PGMaxConnsDefault
-	c.ReservationScanInterval = order.ScanIntervalDefault
+	c.ReservationScanInterval = expiry.ScanIntervalDefault
 }
 
 // Validate checks what the parser cannot.
@@ -402,13 +405,13 @@ func newProcessor(cfg Config, log *zap.Logger, d *deps, results *queue.Publisher
 		Redis: d.rc, Shared: d.shared, Ledger: led, Publisher: results, DeadLetter: deadLetter, ResultsDeadLetter: resultsDeadLetter,
 		MaxResultBytes: order.ResultBound(d.resultsMax), Logger: log, Registerer: d.reg,
 		Prefix: cfg.KeyPrefix, DoneRetention: cfg.DoneRetention, ParkTimeout: cfg.ParkTimeout,
-		Loader: order.PGLoader{DB: d.db}, Replication: d.repl, Policy: domain.Policy{ReservationTTL: cfg.ReservationTTL},
+		Loader: orderdb.PGLoader{DB: d.db}, Replication: d.repl, Policy: domain.Policy{ReservationTTL: cfg.ReservationTTL},
 	})
 }
 
 // newScanner is the scanner of the due holds, which submits their expiry into the turns.
-func newScanner(cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handoff) (*order.Scanner, error) {
-	return order.NewScanner(order.ScannerConfig{Redis: d.rc, Shared: d.shared, Turns: turns, Prefix: cfg.KeyPrefix,
+func newScanner(cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handoff) (*expiry.Scanner, error) {
+	return expiry.NewScanner(expiry.ScannerConfig{Redis: d.rc, Shared: d.shared, Turns: turns, Prefix: cfg.KeyPrefix,
 		Interval: cfg.ReservationScanInterval, Logger: log, Registerer: d.reg})
 }
 
@@ -467,7 +470,7 @@ func newTurns(cfg Config, log *zap.Logger, d *deps, pubs *publishers) (*turnsSer
 		Detached:         cfg.DetachedTurns,
 		SweepInterval:    cfg.SweepInterval,
 		Replication:      repl,
-		Nudge:            order.Nudger(nudges),
+		Nudge:            intake.Nudger(nudges),
 		Logger:           log,
 		Registerer:       reg,
 		Handler:          proc,
@@ -485,7 +488,7 @@ func newTurns(cfg Config, log *zap.Logger, d *deps, pubs *publishers) (*turnsSer
 // turnsService runs the turns and the scanner of due holds.
 type turnsService struct {
 	turns   *lockhandoff.Handoff
-	scanner *order.Scanner
+	scanner *expiry.Scanner
 	budget  time.Duration
 }
 
@@ -518,13 +521,13 @@ func (t *turnsService) Stop(context.Context) error {
 
 // newConsumer is the consumer of the orders queue, which hands each event to its turn.
 func newConsumer(cfg Config, log *zap.Logger, d *deps, turns *lockhandoff.Handoff) (*queue.Consumer, error) {
-	metrics, err := order.NewWorkerMetrics(d.reg)
+	metrics, err := intake.NewWorkerMetrics(d.reg)
 	if err != nil {
 		return nil, err
 	}
 	// The worker unwraps each message once, and starts its process span with the trace
 	// context it found there (an SNS notification's).
-	worker := &order.Worker{Turns: turns, MaxLines: cfg.MaxLines, Metrics: metrics, Log: log, Queue: queue.NameOf(d.urls.orders)}
+	worker := &intake.Worker{Turns: turns, MaxLines: cfg.MaxLines, Metrics: metrics, Log: log, Queue: queue.NameOf(d.urls.orders)}
 	return queue.NewConsumer(queue.ConsumerConfig{
 		Client:          d.sqs,
 		Handler:         worker.Handle,

@@ -21,6 +21,7 @@ import (
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/expiry"
 	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/postgres/inventorydb"
 	"github.com/junban/junban/internal/queue"
@@ -218,7 +219,7 @@ func (f *fleet) verify(w loadgen.Workload) {
 		byID[e.EventID] = e
 	}
 	// The expiries are the workers' own events: each comes into the model from its result,
-	// at its arrival in its order's turn, as the worker submitted it (order.ExpiryEvent).
+	// at its arrival in its order's turn, as the worker submitted it (expiry.Event).
 	for id, rs := range f.results {
 		if _, sent := byID[id]; !sent && rs[0].Type == event.OrderReservationExpired {
 			byID[id] = expiryOf(f.t, rs[0])
@@ -308,7 +309,7 @@ func expiryOf(t *testing.T, r event.Result) event.Order {
 	if err != nil || len(parts) != 3 || event.ExpiryEventID(r.LCID, time.UnixMicro(us)) != r.EventID {
 		t.Fatalf("%s is no expiry event id of %s", r.EventID, r.LCID)
 	}
-	body, err := order.ExpiryEvent(r.LCID, time.UnixMicro(us))
+	body, err := expiry.Event(r.LCID, time.UnixMicro(us))
 	if err != nil {
 		t.Fatal(err)
 	}

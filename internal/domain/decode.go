@@ -205,7 +205,7 @@ func DecodeLimits(body []byte, lim Limits) (Event, error) {
 
 // checkEventID checks an event's id like any other id, but for the events junban names
 // itself: an Own kind's id may be in junban's namespace (event.ExpiryEventID). The orders
-// queue refuses Own kinds (order.Worker), so no sender's event holds event.OwnMark. k is
+// queue refuses Own kinds (intake.Worker), so no sender's event holds event.OwnMark. k is
 // nil for an unknown type.
 func checkEventID(k *Kind, id string) error {
 	if k != nil && k.Origin == Own && strings.HasPrefix(id, event.OwnMark) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,7 +18,9 @@ import (
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/expiry"
 	"github.com/junban/junban/internal/postgres/inventorydb"
+	"github.com/junban/junban/internal/postgres/orderdb"
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -53,9 +54,9 @@ func (r *holding) forward(t *testing.T, h *harness) {
 	}
 }
 
-func newScanner(t *testing.T, h *harness, turns order.Turns, lease time.Duration, now func() time.Time) *order.Scanner {
+func newScanner(t *testing.T, h *harness, turns expiry.Turns, lease time.Duration, now func() time.Time) *expiry.Scanner {
 	t.Helper()
-	s, err := order.NewScanner(order.ScannerConfig{Redis: h.rc, Turns: turns, Prefix: h.prefix, Lease: lease, Now: now,
+	s, err := expiry.NewScanner(expiry.ScannerConfig{Redis: h.rc, Turns: turns, Prefix: h.prefix, Lease: lease, Now: now,
 		Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +164,7 @@ func TestExpiryOnceWithTwoScannersRacing(t *testing.T) {
 		a, b := newScanner(t, h, rec, time.Minute, clock), newScanner(t, h, rec, time.Minute, clock)
 		var wg sync.WaitGroup
 		counts := make([]int, 2)
-		for i, s := range []*order.Scanner{a, b} {
+		for i, s := range []*expiry.Scanner{a, b} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -195,7 +196,7 @@ func TestExpiryOnceWithTwoScannersRacing(t *testing.T) {
 		// A claim of a microsecond lapses before the other scanner looks.
 		a := newScanner(t, h, rec, time.Microsecond, clock)
 		b := newScanner(t, h, rec, time.Microsecond, func() time.Time { return now.Add(time.Millisecond) })
-		for _, s := range []*order.Scanner{a, b} {
+		for _, s := range []*expiry.Scanner{a, b} {
 			if _, err := s.Scan(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -311,74 +312,6 @@ func TestCrashBetweenIndexAndCommitLosesNothing(t *testing.T) {
 	}
 }
 
-// Every shard of the due index is its own hash tag, and the shards spread over the
-// slots of a Redis Cluster; a scanner on a cluster claims and submits the due holds of
-// every shard (its scripts touch one shard's key each, its state read one order's slot).
-func TestDueIndexOnACluster(t *testing.T) {
-	t.Parallel()
-	slots := map[int64]bool{}
-	for shard := range order.DueShards {
-		slots[slot(order.DueKey("junban", shard))] = true
-	}
-	if len(slots) != order.DueShards {
-		t.Errorf("the %d shards are in %d slots, want one each", order.DueShards, len(slots))
-	}
-	seed := testenv.RedisCluster(t)
-	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{seed}})
-	t.Cleanup(func() { rc.Close() })
-	ctx := context.Background()
-	hold := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
-	want := map[string]bool{}
-	for i := range 40 {
-		lcid := fmt.Sprintf("CL-%d", i)
-		st := fmt.Sprintf(`{"seq":1,"order":{"lcid":%q,"status":"placed","allocation":"reserved","paid":false,"mode":"reserve","lines":[],"hold_until":%q}}`,
-			lcid, hold.Format(time.RFC3339Nano))
-		if err := rc.Set(ctx, order.StateKey("junban", lcid), st, 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := order.IndexHold(ctx, rc, "junban", lcid, hold); err != nil {
-			t.Fatal(err)
-		}
-		want[lcid] = true
-	}
-	rec := &holding{}
-	s, err := order.NewScanner(order.ScannerConfig{Redis: rc, Turns: rec, Prefix: "junban"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, err := s.Scan(ctx); err != nil || c != len(want) {
-		t.Fatalf("scan: %d submitted, %v; want %d", c, err, len(want))
-	}
-	for i, lcid := range rec.lcid {
-		ev, err := domain.Decode(rec.sent[i], 0)
-		if err != nil || ev.EventID != event.ExpiryEventID(lcid, hold) || !want[lcid] {
-			t.Errorf("submitted %s for %s: %v", rec.sent[i], lcid, err)
-		}
-		delete(want, lcid)
-	}
-}
-
-// slot is a key's Redis Cluster slot (CRC16 of its hash tag, modulo 16384).
-func slot(key string) int64 {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for _, b := range []byte(key) {
-		crc ^= uint16(b) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int64(crc % 16384)
-}
-
 // An order restored from PostgreSQL keeps its hold (orders.hold_until), and the step that
 // restores it writes its due entry (Redis lost the index with the state). Runs once the
 // orders table has the column (migration 00007).
@@ -401,7 +334,7 @@ func TestRestoredOrderKeepsItsHold(t *testing.T) {
 		VALUES ('LOST-H', 'placed', 'reserved', false, 'reserve', '2026-12-01', ?::jsonb, 3, 'x', ?)`, lines, hold).Error; err != nil {
 		t.Fatal(err)
 	}
-	o, _, found, err := order.PGLoader{DB: db}.LoadOrder(context.Background(), "LOST-H")
+	o, _, found, err := orderdb.PGLoader{DB: db}.LoadOrder(context.Background(), "LOST-H")
 	if err != nil || !found || o.HoldUntil == nil || !o.HoldUntil.Equal(hold) {
 		t.Fatalf("loaded %+v (found %v, %v), want hold_until %v", o, found, err, hold)
 	}
@@ -409,7 +342,7 @@ func TestRestoredOrderKeepsItsHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc, err := order.New(order.Config{Redis: rc, Ledger: led, Publisher: &discard{}, Prefix: prefix, Loader: order.PGLoader{DB: db}})
+	proc, err := order.New(order.Config{Redis: rc, Ledger: led, Publisher: &discard{}, Prefix: prefix, Loader: orderdb.PGLoader{DB: db}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,47 +360,6 @@ func TestRestoredOrderKeepsItsHold(t *testing.T) {
 	}
 	if got := dueEntries(t, rc, prefix)["LOST-H"]; got != hold.UnixMicro() {
 		t.Errorf("due entry %d, want %d", got, hold.UnixMicro())
-	}
-}
-
-// A claimed entry whose order holds no hold is dropped only while no holder is in the
-// order's turn: a step under way may have written the entry of a hold it has not
-// committed yet. Seen failing against the scanner that dropped it whatever the lock said
-// (the entry was gone while the turn was held).
-func TestScannerKeepsTheEntryOfATurnInProgress(t *testing.T) {
-	t.Parallel()
-	rc, prefix := testenv.Redis(t)
-	ctx := context.Background()
-	now := time.Now()
-	if err := order.IndexHold(ctx, rc, prefix, "BUSY-1", now.Add(-time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	lock := lockhandoff.Key(prefix, "BUSY-1", "lock")
-	if err := rc.Set(ctx, lock, "a-holder", time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	rec := &holding{}
-	scan := func(at time.Time) {
-		t.Helper()
-		s, err := order.NewScanner(order.ScannerConfig{Redis: rc, Turns: rec, Prefix: prefix, Lease: time.Second,
-			Now: func() time.Time { return at }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c, err := s.Scan(ctx); err != nil || c != 0 {
-			t.Fatalf("scan: %d submitted, %v; want none (no order holds a hold)", c, err)
-		}
-	}
-	scan(now)
-	if _, ok := dueEntries(t, rc, prefix)["BUSY-1"]; !ok {
-		t.Fatal("the entry of a turn in progress was dropped")
-	}
-	if err := rc.Del(ctx, lock).Err(); err != nil {
-		t.Fatal(err)
-	}
-	scan(now.Add(2 * time.Second)) // the claim is over, the turn free
-	if e, ok := dueEntries(t, rc, prefix)["BUSY-1"]; ok {
-		t.Errorf("an entry no order holds stays (score %d)", e)
 	}
 }
 
@@ -506,7 +398,7 @@ func TestReservationMetrics(t *testing.T) {
 	h.submit(heldOrder("MET-3", now.Add(time.Hour)))
 	rec := &holding{}
 	reg := prometheus.NewRegistry()
-	s, err := order.NewScanner(order.ScannerConfig{Redis: h.rc, Turns: rec, Prefix: h.prefix, Registerer: reg,
+	s, err := expiry.NewScanner(expiry.ScannerConfig{Redis: h.rc, Turns: rec, Prefix: h.prefix, Registerer: reg,
 		Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)

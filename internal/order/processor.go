@@ -36,6 +36,22 @@ import (
 	"github.com/junban/junban/internal/redis/replication"
 )
 
+// Defaults the order-worker passes on to its results publisher, its turns and its
+// PostgreSQL pool (the binary's JUNBAN_* variables take them; docs/configuration.md quotes
+// them). Its consumer's are intake's; the other defaults it passes on are those of the
+// packages it passes them to (lockhandoff, queue, ledger, this package's Config).
+const (
+	// ResultsLingerDefault is how long a batch of results waits for more before it is
+	// sent: fuller SendMessageBatch calls (docs/performance.md, "Decisions kept").
+	ResultsLingerDefault = 8 * time.Millisecond
+	// DetachedTurnsDefault is how many turns may go on in the background after the message
+	// that took them was handled (lockhandoff.Config.Detached, whose zero is off).
+	DetachedTurnsDefault = 128
+	// PGMaxConnsDefault bounds the order-worker's PostgreSQL connections (SKU and order
+	// loads on a cold Redis).
+	PGMaxConnsDefault = 8
+)
+
 // Defaults of Config.
 const (
 	DoneRetentionDefault = 7 * 24 * time.Hour
@@ -165,6 +181,15 @@ func (c Config) Validate() error {
 		p = append(p, fmt.Errorf("order: Prefix %q contains a hash tag brace", c.Prefix))
 	}
 	return errors.Join(p...)
+}
+
+// Loader supplies an entity's last persisted state when Redis has none: after a Redis
+// data loss, orders come back from PostgreSQL like SKUs do (see docs/operations.md:
+// drain the results queue first, so PostgreSQL is up to date). orderdb.PGLoader is the
+// order-worker's.
+type Loader interface {
+	// LoadOrder returns the order and its result seq, or found=false.
+	LoadOrder(ctx context.Context, lcid string) (o *event.OrderSnapshot, seq int64, found bool, err error)
 }
 
 // Publisher takes results to the results queue; nil error means SQS accepted them all.

@@ -22,6 +22,7 @@ import (
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/postgres/inventorydb"
+	"github.com/junban/junban/internal/postgres/orderdb"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
 )
@@ -402,7 +403,7 @@ func TestOrderLostFromRedisIsRestoredFromPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc, err := order.New(order.Config{Redis: rc, Ledger: led, Publisher: pub, Prefix: prefix, Loader: order.PGLoader{DB: db}})
+	proc, err := order.New(order.Config{Redis: rc, Ledger: led, Publisher: pub, Prefix: prefix, Loader: orderdb.PGLoader{DB: db}})
 	if err != nil {
 		t.Fatal(err)
 	}

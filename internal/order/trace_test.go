@@ -14,7 +14,7 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
-	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/intake"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
 )
@@ -76,7 +76,7 @@ func (h *harness) handleMessage(ctx context.Context, e event.Order) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	w := &order.Worker{Turns: h.turns, Log: zap.NewNop()}
+	w := &intake.Worker{Turns: h.turns, Log: zap.NewNop()}
 	if out := w.Handle(ctx, queue.Message{ID: e.EventID, Body: body}); out.Verdict != queue.Done {
 		h.t.Fatalf("%s: %+v", e.EventID, out)
 	}

@@ -18,14 +18,14 @@ import (
 // run by whichever replica holds the turn when its time comes, and parked (a payment
 // before its order) it is applied in a later event's step. So that its trace still
 // reaches its step, the consumer writes the message's trace context and the time into the
-// envelope it submits (stamp), and the step reads it back (startStep, unparked): the
+// envelope it submits (Stamp), and the step reads it back (startStep, unparked): the
 // event's wait and its step are spans of its own trace, linked to the holder's.
 
-// stamp returns the envelope to submit for ev: inner with ctx's trace context and the
+// Stamp returns the envelope to submit for ev: inner with ctx's trace context and the
 // time written in, while the process traces; inner as it came otherwise, but for trace
 // fields a sender wrote, which are dropped (only the order-worker writes them). A stamp
 // that would make the envelope longer than maxBytes is left out.
-func stamp(ctx context.Context, ev domain.Event, inner []byte, maxBytes int) []byte {
+func Stamp(ctx context.Context, ev domain.Event, inner []byte, maxBytes int) []byte {
 	o := ev.Order
 	sent := o.TraceParent != "" || o.TraceState != "" || o.QueuedAt != nil
 	o.TraceParent, o.TraceState, o.QueuedAt = "", "", nil
@@ -150,25 +150,4 @@ func unparked(ctx context.Context, step trace.Span, parked []domain.Parked, r ev
 		return own.TraceID().String(), true
 	}
 	return "", false
-}
-
-// snsTraceContext is the trace context an SNS notification carries in its
-// MessageAttributes (a topic subscribed without raw message delivery keeps a publisher's
-// attributes in the body, not in the SQS message's): the worker's process span continues
-// the publisher's trace with it. env and err are Unwrap's: a message Unwrap refused,
-// another envelope, or attributes that are not strings carry none (nil).
-func snsTraceContext(env domain.Envelope, err error) map[string]string {
-	if err != nil || env.Kind != domain.EnvelopeSNS {
-		return nil
-	}
-	var out map[string]string
-	for _, name := range []string{tracing.AttrTraceParent, tracing.AttrTraceState} {
-		if a, ok := env.Attributes[name]; ok && a.Type == "String" {
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[name] = a.Value
-		}
-	}
-	return out
 }

@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/junban/junban/internal/domain"
-	"github.com/junban/junban/internal/platform/tracing"
 )
 
 func decodeEvent(t testing.TB, body string) domain.Event {
@@ -27,13 +26,13 @@ func decodeEvent(t testing.TB, body string) domain.Event {
 // writes them, so a sender cannot choose the trace or the wait a turn records.
 func TestStampDropsASendersTraceFields(t *testing.T) {
 	plain := `{"event_id":"e1","type":"payment.confirmed","lcid":"O1","occurred_at":"2026-01-01T00:00:00Z"}`
-	if got := stamp(context.Background(), decodeEvent(t, plain), []byte(plain), domain.MaxEventBytes); string(got) != plain {
+	if got := Stamp(context.Background(), decodeEvent(t, plain), []byte(plain), domain.MaxEventBytes); string(got) != plain {
 		t.Errorf("an unstamped envelope changed: %s", got)
 	}
 	forged := `{"event_id":"e1","type":"payment.confirmed","lcid":"O1","occurred_at":"2026-01-01T00:00:00Z",` +
 		`"traceparent":"00-0102030405060708090a0b0c0d0e0f10-0102030405060708-01","tracestate":"a=b","queued_at":"2020-01-01T00:00:00Z"}`
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{9}, SpanID: trace.SpanID{9}, TraceFlags: trace.FlagsSampled})
-	got := stamp(trace.ContextWithSpanContext(context.Background(), sc), decodeEvent(t, forged), []byte(forged), domain.MaxEventBytes)
+	got := Stamp(trace.ContextWithSpanContext(context.Background(), sc), decodeEvent(t, forged), []byte(forged), domain.MaxEventBytes)
 	ev := decodeEvent(t, string(got))
 	if ev.TraceParent != "" || ev.TraceState != "" || ev.QueuedAt != nil {
 		t.Errorf("a sender's trace fields reached the turn: %s", got)
@@ -76,31 +75,6 @@ func FuzzQueuedContext(f *testing.F) {
 		}
 		if sc, ok := queuedContext(ev.Order); ok != sc.IsValid() {
 			t.Fatalf("ok %v for %+v", ok, sc)
-		}
-	})
-}
-
-// FuzzSNSTraceContext: whatever a body holds, its unwrapped envelope gives a context
-// without panicking, and only from an SNS notification, of its traceparent and tracestate
-// alone.
-func FuzzSNSTraceContext(f *testing.F) {
-	f.Add([]byte(`{"Type":"Notification","TopicArn":"arn:aws:sns:us-east-1:1:t","Message":"{\"event_id\":\"e\",\"type\":\"order.cancelled\",\"lcid\":\"O\"}",` +
-		`"MessageAttributes":{"traceparent":{"Type":"String","Value":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}}`))
-	f.Add([]byte(`{"event_id":"e","type":"order.cancelled","lcid":"O","traceparent":"x"}`))
-	f.Add([]byte(`{"Type":"Notification","TopicArn":"a","MessageAttributes":{"traceparent":{"Type":"Binary","Value":"AA=="}}}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		_, env, err := domain.Unwrap(body, domain.MaxEventBytes)
-		got := snsTraceContext(env, err)
-		if got == nil {
-			return
-		}
-		if err != nil || env.Kind != domain.EnvelopeSNS {
-			t.Fatalf("a context %v from a body that is no SNS notification (%v)", got, err)
-		}
-		for k := range got {
-			if k != tracing.AttrTraceParent && k != tracing.AttrTraceState {
-				t.Fatalf("carrier returned %q", k)
-			}
 		}
 	})
 }

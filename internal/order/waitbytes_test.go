@@ -19,13 +19,14 @@ import (
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/intake"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
 )
 
 // outcomes counts what Submit answered, for a test that waits for one.
 type outcomes struct {
-	order.Turns
+	intake.Turns
 	full, failed atomic.Int64
 }
 
@@ -40,11 +41,11 @@ func (o *outcomes) Submit(ctx context.Context, entity string, envelope []byte) (
 	return out, err
 }
 
-// consume runs an orders-queue consumer whose handler is an order.Worker over turns until
+// consume runs an orders-queue consumer whose handler is an intake.Worker over turns until
 // the test ends; a Retry comes back after a second. It returns the consumer's metrics.
-func (h *harness) consume(turns order.Turns) *prometheus.Registry {
+func (h *harness) consume(turns intake.Turns) *prometheus.Registry {
 	h.t.Helper()
-	w := &order.Worker{Turns: turns, FullBackoff: time.Second, Log: zaptest.NewLogger(h.t)}
+	w := &intake.Worker{Turns: turns, FullBackoff: time.Second, Log: zaptest.NewLogger(h.t)}
 	reg := prometheus.NewRegistry()
 	cons, err := queue.NewConsumer(queue.ConsumerConfig{
 		Client:   h.sqs,

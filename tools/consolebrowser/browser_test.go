@@ -31,7 +31,7 @@ import (
 	"github.com/junban/junban/internal/http/console"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/lockhandoff"
-	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/intake"
 	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/postgres/inventorydb"
 	"github.com/junban/junban/internal/queue"
@@ -126,7 +126,7 @@ func startFleet(t *testing.T) *fleet {
 		Deps: api.Deps{
 			Redis: rc, Prefix: prefix, DB: db,
 			Ledger: led,
-			SQS:    sqsc, Queues: f.sqsCfg, Nudge: order.Nudger(f.pub),
+			SQS:    sqsc, Queues: f.sqsCfg, Nudge: intake.Nudger(f.pub),
 		},
 		Options:    api.Options{ReadTokens: []string{readToken}, AdminTokens: []string{adminToken}},
 		Registerer: prometheus.NewRegistry(),
@@ -535,7 +535,7 @@ func TestConsoleSkipsAStuckTurn(t *testing.T) {
 	}
 	a, err := api.New(api.ServerConfig{
 		Deps: api.Deps{Redis: rc, Prefix: prefix, DB: db, Ledger: led,
-			SQS: sqsc, Queues: cfg, Nudge: order.Nudger(pub)},
+			SQS: sqsc, Queues: cfg, Nudge: intake.Nudger(pub)},
 		Options: api.Options{ReadTokens: []string{readToken}, AdminTokens: []string{adminToken}},
 	})
 	if err != nil {

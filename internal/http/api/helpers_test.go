@@ -24,7 +24,7 @@ import (
 
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/ledger/stock"
-	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/intake"
 	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/postgres/inventorydb"
 	"github.com/junban/junban/internal/queue"
@@ -114,7 +114,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 		SQS:    e.sqs,
 		Queues: config.SQS{OrdersQueue: e.q.OrdersName, OrdersDLQ: e.q.OrdersDLQName,
 			ResultsQueue: e.q.ResultsName, ResultsDLQ: e.q.ResultsDLQName},
-		Nudge: order.Nudger(pub),
+		Nudge: intake.Nudger(pub),
 	}
 	o := Options{ReadTokens: []string{readToken}, AdminTokens: []string{adminToken}}
 	for _, f := range opts {

@@ -12,6 +12,7 @@ import (
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/turninfo"
 )
 
 // OrderView is GET /v1/orders/{lcid}: the state in Redis, the timeline in PostgreSQL
@@ -25,8 +26,8 @@ type OrderView struct {
 	// Timeline are the order's events with a result in PostgreSQL, by seq.
 	Timeline []TimelineEvent `json:"timeline"`
 	// TimelineNextCursor continues the timeline; empty on its last page.
-	TimelineNextCursor string           `json:"timeline_next_cursor,omitempty"`
-	Turn               order.TurnReport `json:"turn"`
+	TimelineNextCursor string          `json:"timeline_next_cursor,omitempty"`
+	Turn               turninfo.Report `json:"turn"`
 }
 
 // TimelineEvent is one event of an order as persisted.
@@ -107,7 +108,7 @@ func (d Deps) ReadOrder(ctx context.Context, lcid string, limit int, afterSeq in
 	}
 	v := OrderView{LCID: lcid, Timeline: []TimelineEvent{}}
 	var err error
-	if v.Turn, err = order.InspectTurn(ctx, d.Redis, d.Prefix, lcid); err != nil {
+	if v.Turn, err = turninfo.Inspect(ctx, d.Redis, d.Prefix, lcid); err != nil {
 		return v, err
 	}
 	st, err := order.LoadState(ctx, d.Redis, d.Prefix, lcid)

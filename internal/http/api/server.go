@@ -42,7 +42,7 @@ type Deps struct {
 	// SQS and Queues reach the dead-letter queues; nil SQS: the DLQ endpoints answer 503.
 	SQS    *sqs.Client
 	Queues config.SQS
-	// Nudge wakes a worker for an entity after a skip (order.Nudger).
+	// Nudge wakes a worker for an entity after a skip (intake.Nudger).
 	Nudge func(ctx context.Context, entity string) error
 	// IndexShards is the order-workers' backlog index shard count (0: the default).
 	IndexShards int

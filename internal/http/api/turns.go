@@ -15,6 +15,7 @@ import (
 
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/turninfo"
 )
 
 // StuckTurn is one entry of GET /v1/turns/stuck.
@@ -22,8 +23,8 @@ type StuckTurn struct {
 	// Why lists what makes it stuck: "failed_runs" (its event in hand has failed runs),
 	// "old_event" (the event in hand waits longer than the bound), "orphaned_backlog"
 	// (events wait, none in hand, no holder, for longer than the bound).
-	Why  []string         `json:"why"`
-	Turn order.TurnReport `json:"turn"`
+	Why  []string        `json:"why"`
+	Turn turninfo.Report `json:"turn"`
 }
 
 // StuckList is GET /v1/turns/stuck.
@@ -82,7 +83,7 @@ func (s *Server) stuckTurns(w http.ResponseWriter, r *http.Request) error {
 			break
 		}
 		looked++
-		t, err := order.InspectTurn(ctx, s.d.Redis, s.d.Prefix, e.Entity)
+		t, err := turninfo.Inspect(ctx, s.d.Redis, s.d.Prefix, e.Entity)
 		if errors.Is(err, lockhandoff.ErrInvalidEntity) {
 			continue
 		}
@@ -132,7 +133,7 @@ func (s *Server) skipTurn(w http.ResponseWriter, r *http.Request) error {
 	if nudge == nil {
 		return &apiError{status: http.StatusServiceUnavailable, typ: ProblemUnavailable, detail: "no orders queue to nudge a worker with"}
 	}
-	env, err := order.SkipTurn(r.Context(), s.d.Redis, s.d.Prefix, lcid, nudge)
+	env, err := turninfo.Skip(r.Context(), s.d.Redis, s.d.Prefix, lcid, nudge)
 	if errors.Is(err, lockhandoff.ErrNothingToSkip) {
 		return &apiError{status: http.StatusConflict, typ: ProblemConflict, detail: "the turn of " + lcid + " has no event in hand"}
 	}

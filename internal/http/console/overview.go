@@ -11,7 +11,7 @@ import (
 	"github.com/junban/junban/internal/aws/dlq"
 	"github.com/junban/junban/internal/http/api"
 	"github.com/junban/junban/internal/lockhandoff"
-	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/turninfo"
 	"github.com/junban/junban/internal/postgres/outbound"
 	"github.com/junban/junban/internal/queue"
 )
@@ -170,7 +170,7 @@ FROM orders WHERE status = 'placed' AND hold_until IS NOT NULL AND hold_until <=
 				sm.InFlightMore = true
 				break
 			}
-			t, err := order.InspectTurn(ctx, c.d.Redis, c.d.Prefix, e.Entity)
+			t, err := turninfo.Inspect(ctx, c.d.Redis, c.d.Prefix, e.Entity)
 			if err != nil {
 				continue
 			}

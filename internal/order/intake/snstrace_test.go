@@ -1,4 +1,4 @@
-package order_test
+package intake_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/junban/junban/internal/aws/topics"
 	"github.com/junban/junban/internal/lockhandoff"
-	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/intake"
 	"github.com/junban/junban/internal/platform/tracing"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
@@ -62,7 +62,7 @@ func TestSNSNotificationContinuesItsPublishersTrace(t *testing.T) {
 		defer cancel()
 		turns := &spanTurns{got: make(chan trace.SpanContext, 1), done: cancel}
 		got := turns.got
-		w := &order.Worker{Turns: turns, Log: zap.NewNop()}
+		w := &intake.Worker{Turns: turns, Log: zap.NewNop()}
 		if inWorker {
 			w.Queue = queue.NameOf(q.URL)
 		}
@@ -120,3 +120,14 @@ func (s *spanTurns) Submit(ctx context.Context, _ string, _ []byte) (lockhandoff
 }
 
 func (s *spanTurns) Resume(context.Context, string) error { return nil }
+
+// spansOf are the received spans of trace id, by name.
+func spansOf(rcv *testenv.OTLPReceiver, id string) map[string]testenv.Span {
+	byName := map[string]testenv.Span{}
+	for _, s := range rcv.Spans() {
+		if s.TraceID == id {
+			byName[s.Name] = s
+		}
+	}
+	return byName
+}

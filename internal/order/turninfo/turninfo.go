@@ -1,4 +1,8 @@
-package order
+// Package turninfo is what an operator sees and does of an entity's turn: Inspect reads
+// the turn, the order's parked events and its results list (junbanctl turn show, junban-api's
+// stuck turns and the console), Skip asks for the quarantine of the event in hand
+// (junbanctl turn skip, junban-api's skip).
+package turninfo
 
 import (
 	"context"
@@ -9,10 +13,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/order"
 )
 
-// TurnReport is what an operator sees of an entity's turn (junbanctl turn show).
-type TurnReport struct {
+// Report is what an operator sees of an entity's turn (junbanctl turn show).
+type Report struct {
 	Entity string `json:"entity"`
 	// Holder is the token of the worker that holds the turn ("" when free); LeaseLeftMs
 	// is its lease's TTL.
@@ -54,22 +59,22 @@ type ParkedReport struct {
 	ParkedAt time.Time `json:"parked_at"`
 }
 
-// InspectTurn reads an entity's turn, its state's parked events and its outbox. It
-// writes nothing.
-func InspectTurn(ctx context.Context, rc redis.UniversalClient, prefix, entity string) (TurnReport, error) {
+// Inspect reads an entity's turn, its state's parked events and its outbox. It writes
+// nothing.
+func Inspect(ctx context.Context, rc redis.UniversalClient, prefix, entity string) (Report, error) {
 	info, err := lockhandoff.Inspect(ctx, rc, prefix, entity)
 	if err != nil {
-		return TurnReport{}, err
+		return Report{}, err
 	}
-	st, err := LoadState(ctx, rc, prefix, entity)
+	st, err := order.LoadState(ctx, rc, prefix, entity)
 	if err != nil {
-		return TurnReport{}, err
+		return Report{}, err
 	}
 	outbox, err := rc.LLen(ctx, lockhandoff.Key(prefix, entity, "outbox")).Result()
 	if err != nil {
-		return TurnReport{}, fmt.Errorf("order: outbox of %s: %w", entity, err)
+		return Report{}, fmt.Errorf("order: outbox of %s: %w", entity, err)
 	}
-	r := TurnReport{
+	r := Report{
 		Entity: entity, Holder: info.Holder, LeaseLeftMs: info.LeaseLeft.Milliseconds(), Seq: info.Seq,
 		WaitDepth: info.WaitDepth, Outbox: outbox, ResultSeq: st.Seq, Parked: []ParkedReport{},
 	}
@@ -101,10 +106,10 @@ func InspectTurn(ctx context.Context, rc redis.UniversalClient, prefix, entity s
 	return r, nil
 }
 
-// SkipTurn asks for the quarantine of the entity's event in proc (lockhandoff.Skip) and
+// Skip asks for the quarantine of the entity's event in proc (lockhandoff.Skip) and
 // nudges a worker to resume the entity, so that a free turn acts on it at once; a held
 // one acts when its run of the event ends. It returns the event that will be dead-lettered.
-func SkipTurn(ctx context.Context, rc redis.UniversalClient, prefix, entity string, nudge func(ctx context.Context, entity string) error) ([]byte, error) {
+func Skip(ctx context.Context, rc redis.UniversalClient, prefix, entity string, nudge func(ctx context.Context, entity string) error) ([]byte, error) {
 	env, err := lockhandoff.Skip(ctx, rc, prefix, entity)
 	if err != nil {
 		return nil, err

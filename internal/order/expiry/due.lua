@@ -1,4 +1,4 @@
--- due.lua: claims the due entries of one shard of the due index (internal/order/expiry.go).
+-- due.lua: claims the due entries of one shard of the due index (internal/order/expiry, Scanner.claim).
 -- KEYS[1] the shard (a sorted set: member an lcid, score its hold_until in unix µs).
 -- ARGV[1] now (µs), ARGV[2] the claim's score (now + the lease, µs), ARGV[3] the batch.
 -- Returns {backlog, oldest score or false, lcid1, lcid2, ...}: backlog and oldest are of

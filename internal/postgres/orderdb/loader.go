@@ -1,4 +1,6 @@
-package order
+// Package orderdb is the order's PostgreSQL side: PGLoader, which gives the order's step
+// (internal/order) an order Redis lost, from the orders table persist writes.
+package orderdb
 
 import (
 	"context"
@@ -12,18 +14,10 @@ import (
 	"github.com/junban/junban/internal/ledger/stock"
 )
 
-// Loader supplies an entity's last persisted state when Redis has none: after a Redis
-// data loss, orders come back from PostgreSQL like SKUs do (see docs/operations.md:
-// drain the results queue first, so PostgreSQL is up to date).
-type Loader interface {
-	// LoadOrder returns the order and its result seq, or found=false.
-	LoadOrder(ctx context.Context, lcid string) (o *event.OrderSnapshot, seq int64, found bool, err error)
-}
-
 // PGLoader reads orders from PostgreSQL's orders table.
 type PGLoader struct{ DB *gorm.DB }
 
-// LoadOrder implements Loader.
+// LoadOrder implements order.Loader.
 func (p PGLoader) LoadOrder(ctx context.Context, lcid string) (*event.OrderSnapshot, int64, bool, error) {
 	var rows []struct {
 		Status     string

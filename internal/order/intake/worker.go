@@ -1,4 +1,9 @@
-package order
+// Package intake is the order-worker's intake of the orders queue: Worker.Handle, the
+// consumer's handler, unwraps and decodes each message, sends an invalid one to the DLQ
+// with its reason and submits a valid one into its entity's turn, where the order's step
+// (internal/order) applies it. Nudger is lockhandoff's Nudge hook: the drain message it
+// handles.
+package intake
 
 import (
 	"cmp"
@@ -17,6 +22,7 @@ import (
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/platform/tracing"
 	"github.com/junban/junban/internal/queue"
 )
@@ -25,10 +31,8 @@ import (
 // entity's wait list is full.
 const FullBackoffDefault = 5 * time.Second
 
-// Defaults of the order-worker's consumer, results publisher and turns (the binary's
-// JUNBAN_* variables take them; docs/configuration.md quotes them). The other defaults the
-// order-worker passes on are those of the packages it passes them to (lockhandoff,
-// queue, ledger, this package's Config).
+// Defaults of the order-worker's consumer of the orders queue (the binary's JUNBAN_*
+// variables take them; docs/configuration.md quotes them).
 const (
 	// ConcurrencyDefault is how many order events are handled at once. A handler mostly
 	// waits (Redis round trips, the results' send and the message's delete), so many are
@@ -39,15 +43,6 @@ const (
 	// ReceiveFillDefault is how long a receive waits for more free handlers when all but a
 	// few are busy, so that it asks for ten messages rather than one or two.
 	ReceiveFillDefault = 20 * time.Millisecond
-	// ResultsLingerDefault is how long a batch of results waits for more before it is
-	// sent: fuller SendMessageBatch calls (docs/performance.md, "Decisions kept").
-	ResultsLingerDefault = 8 * time.Millisecond
-	// DetachedTurnsDefault is how many turns may go on in the background after the message
-	// that took them was handled (lockhandoff.Config.Detached, whose zero is off).
-	DetachedTurnsDefault = 128
-	// PGMaxConnsDefault bounds the order-worker's PostgreSQL connections (SKU and order
-	// loads on a cold Redis).
-	PGMaxConnsDefault = 8
 )
 
 // Turns is what the worker needs of lockhandoff.
@@ -120,7 +115,7 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) (out queue.Outcome
 		}
 		return queue.Outcome{Verdict: queue.Done}
 	}
-	_, err = w.Turns.Submit(ctx, ev.Entity(), stamp(ctx, ev, inner, cmp.Or(w.MaxEventBytes, domain.MaxEventBytes)))
+	_, err = w.Turns.Submit(ctx, ev.Entity(), order.Stamp(ctx, ev, inner, cmp.Or(w.MaxEventBytes, domain.MaxEventBytes)))
 	switch {
 	case errors.Is(err, lockhandoff.ErrQueueFull):
 		after := w.FullBackoff
@@ -205,4 +200,25 @@ func Nudger(pub interface {
 		}
 		return nil
 	}
+}
+
+// snsTraceContext is the trace context an SNS notification carries in its
+// MessageAttributes (a topic subscribed without raw message delivery keeps a publisher's
+// attributes in the body, not in the SQS message's): the worker's process span continues
+// the publisher's trace with it. env and err are Unwrap's: a message Unwrap refused,
+// another envelope, or attributes that are not strings carry none (nil).
+func snsTraceContext(env domain.Envelope, err error) map[string]string {
+	if err != nil || env.Kind != domain.EnvelopeSNS {
+		return nil
+	}
+	var out map[string]string
+	for _, name := range []string{tracing.AttrTraceParent, tracing.AttrTraceState} {
+		if a, ok := env.Attributes[name]; ok && a.Type == "String" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[name] = a.Value
+		}
+	}
+	return out
 }

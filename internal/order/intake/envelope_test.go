@@ -1,4 +1,4 @@
-package order_test
+package intake_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/lockhandoff"
-	"github.com/junban/junban/internal/order"
+	"github.com/junban/junban/internal/order/intake"
 	"github.com/junban/junban/internal/queue"
 )
 
@@ -64,12 +64,12 @@ func eventBridgeEvent(detailType, detail string) string {
 func TestWorkerSubmitsTheEventInsideTheEnvelope(t *testing.T) {
 	turns := &recordingTurns{submitted: map[string][]string{}}
 	reg := prometheus.NewRegistry()
-	metrics, err := order.NewWorkerMetrics(reg)
+	metrics, err := intake.NewWorkerMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zapcore.InfoLevel)
-	w := &order.Worker{Turns: turns, Metrics: metrics, Log: zap.New(core)}
+	w := &intake.Worker{Turns: turns, Metrics: metrics, Log: zap.New(core)}
 	handle := func(body string) queue.Outcome {
 		return w.Handle(context.Background(), queue.Message{ID: "m-1", Body: []byte(body)})
 	}
@@ -154,7 +154,7 @@ var cutMark = regexp.MustCompile(`^(arn:aws:sns:ap-northeast-1:123456789012:)?[a
 func TestEnvelopeFieldsInALogLineAreBounded(t *testing.T) {
 	var buf strings.Builder
 	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
-	w := &order.Worker{Turns: &recordingTurns{submitted: map[string][]string{}},
+	w := &intake.Worker{Turns: &recordingTurns{submitted: map[string][]string{}},
 		Log: zap.New(zapcore.NewCore(enc, zapcore.AddSync(&buf), zapcore.DebugLevel))}
 	huge, long := strings.Repeat("a", 240_000), strings.Repeat("b", 5_000)
 	edit := func(body string, set map[string]any) string {
