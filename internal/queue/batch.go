@@ -60,8 +60,9 @@ func (r *run) handleBatch(ts []*tracked, ms []Message) {
 
 // batchItem is a received message on its way into a shared batch.
 type batchItem struct {
-	t *tracked
-	m Message
+	t  *tracked
+	m  Message
+	at time.Time // its receive
 }
 
 // receiveBatches: cfg.Receivers receive loops feed one batch at a time, which goes to a
@@ -90,8 +91,9 @@ func (r *run) feedBatches(ctx context.Context, credits chan struct{}, in chan<- 
 		func(ctx context.Context) int { return room(ctx, credits, r.cfg.MaxMessages, 0) },
 		func(n int) { giveBack(credits, n) },
 		func(ts []*tracked, ms []Message) {
+			now := time.Now()
 			for i := range ms {
-				in <- batchItem{ts[i], ms[i]}
+				in <- batchItem{ts[i], ms[i], now}
 			}
 		})
 }
@@ -104,6 +106,7 @@ func (r *run) cutBatches(ctx context.Context, in <-chan batchItem, credits chan 
 	var (
 		ts     []*tracked
 		ms     []Message
+		ats    []time.Time // each message's receive
 		timer  *time.Timer
 		window <-chan time.Time
 	)
@@ -115,8 +118,8 @@ func (r *run) cutBatches(ctx context.Context, in <-chan batchItem, credits chan 
 		if len(ms) == 0 {
 			return
 		}
-		bt, bm := ts, ms
-		ts, ms = nil, nil
+		bt, bm, bat := ts, ms, ats
+		ts, ms, ats = nil, nil, nil
 		select {
 		case r.sem <- struct{}{}:
 		default:
@@ -129,6 +132,10 @@ func (r *run) cutBatches(ctx context.Context, in <-chan batchItem, credits chan 
 				giveBack(credits, len(bt))
 				return
 			}
+		}
+		now := time.Now()
+		for _, at := range bat {
+			r.m.batchWait.Observe(now.Sub(at).Seconds())
 		}
 		r.handlers.Add(1)
 		go func() {
@@ -143,7 +150,7 @@ func (r *run) cutBatches(ctx context.Context, in <-chan batchItem, credits chan 
 				cut()
 				return
 			}
-			ts, ms = append(ts, it.t), append(ms, it.m)
+			ts, ms, ats = append(ts, it.t), append(ms, it.m), append(ats, it.at)
 			if len(ms) == 1 {
 				timer = time.NewTimer(r.cfg.BatchWindow)
 				window = timer.C
