@@ -69,7 +69,9 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 
 // NewBatchConsumer returns a Consumer that collects up to cfg.BatchMax messages (from one
 // or more receives, within cfg.BatchWindow of the first) and hands them to one bh call,
-// up to cfg.Concurrency calls at once. cfg.Receivers receives stay in flight and fill one
+// up to cfg.Concurrency calls at once. A batch waits for company only while a call is in
+// flight or its receives come back full (a backlog): a part-full receive with no call in
+// flight goes at once, and a batch collecting goes when the calls in flight returned. cfg.Receivers receives stay in flight and fill one
 // batch at a time between them, so that batches stay large whatever the number of
 // receivers.
 func NewBatchConsumer(cfg ConsumerConfig) (*Consumer, error) {
