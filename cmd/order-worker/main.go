@@ -68,8 +68,8 @@ type Config struct {
 	// nearly full receives rather than many nearly empty ones (each a billed request).
 	// 0 keeps Receivers receives in flight.
 	ReceiveLinger time.Duration `env:"JUNBAN_SQS_RECEIVE_LINGER"`
-	// ResultsLinger is the longest a batch of results waits for more (up to ten per
-	// SendMessageBatch) while another send is in flight; with none, it goes at once. Each SQS call costs the endpoint about as much
+	// ResultsLinger is how long a batch of results waits for more (up to ten per
+	// SendMessageBatch) before it is sent. Each SQS call costs the endpoint about as much
 	// whatever its size: fuller batches leave it more for the rest.
 	ResultsLinger time.Duration `env:"JUNBAN_RESULTS_LINGER"`
 	// DeleteLinger is how long a delete of the orders queue waits for others to share

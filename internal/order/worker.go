@@ -39,9 +39,8 @@ const (
 	// ReceiveFillDefault is how long a receive waits for more free handlers when all but a
 	// few are busy, so that it asks for ten messages rather than one or two.
 	ReceiveFillDefault = 20 * time.Millisecond
-	// ResultsLingerDefault is the longest a batch of results waits for more while another
-	// send is in flight (with none, it goes at once): fuller SendMessageBatch calls under
-	// load (docs/performance.md, "Decisions kept").
+	// ResultsLingerDefault is how long a batch of results waits for more before it is
+	// sent: fuller SendMessageBatch calls (docs/performance.md, "Decisions kept").
 	ResultsLingerDefault = 8 * time.Millisecond
 	// DetachedTurnsDefault is how many turns may go on in the background after the message
 	// that took them was handled (lockhandoff.Config.Detached, whose zero is off).

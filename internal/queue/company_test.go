@@ -1,107 +1,21 @@
 package queue_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/smithy-go/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv"
 )
 
-// forever is a linger or batch window no test waits out: a message that waits for it
-// fails its test's generous deadline instead.
+// forever is a batch window no test waits out: a message that waits for it fails its
+// test's generous deadline instead.
 const forever = 10 * time.Minute
-
-// TestPublisherSendsALoneMessageAtOnce: with nothing in flight, a message goes without
-// waiting for its Linger. Seen failing (the Publish's deadline passed) with the batch
-// sent only when full or at Linger, the rule before.
-func TestPublisherSendsALoneMessageAtOnce(t *testing.T) {
-	t.Parallel()
-	c := testenv.SQS(t)
-	q := testenv.NewQueues(t, c, 30).Orders
-	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: q.URL, Linger: forever})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Stop(context.Background())
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := pub.Publish(ctx, []byte("lone"), nil); err != nil {
-		t.Fatalf("a lone Publish with a Linger of %v: %v", forever, err)
-	}
-}
-
-// TestPublisherFillsBatchesWhileOneIsInFlight: while a SendMessageBatch is in flight
-// (held at the client), the messages published meanwhile gather into full batches, and
-// the rest go as soon as the calls in flight answered, without waiting for the Linger.
-// Counted in calls, not time. Seen failing with every message sent at once whatever was
-// in flight (100 calls for 100 messages), and (the deadline passed) without the wake-up
-// when the calls in flight answered.
-func TestPublisherFillsBatchesWhileOneIsInFlight(t *testing.T) {
-	t.Parallel()
-	base := testenv.SQS(t)
-	q := testenv.NewQueues(t, base, 30).Orders
-	var calls, messages atomic.Int32
-	held, release := make(chan struct{}), make(chan struct{})
-	var sent atomic.Bool
-	c := sqs.New(base.Options(), func(o *sqs.Options) {
-		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
-			return s.Initialize.Add(middleware.InitializeMiddlewareFunc("junbanHoldFirstSend",
-				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-					if b, ok := in.Parameters.(*sqs.SendMessageBatchInput); ok {
-						calls.Add(1)
-						messages.Add(int32(len(b.Entries)))
-						if !sent.Swap(true) {
-							close(held)
-							<-release
-						}
-					}
-					return next.HandleInitialize(ctx, in)
-				}), middleware.After)
-		})
-	})
-	pub, err := queue.NewPublisher(queue.PublisherConfig{Client: c, QueueURL: q.URL, Linger: forever})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Stop(context.Background())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-
-	const n = 100
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	wg.Go(func() { errs[0] = pub.Publish(ctx, []byte("m0"), nil) })
-	<-held
-	for i := 1; i < n; i++ {
-		wg.Go(func() { errs[i] = pub.Publish(ctx, []byte("m"+strconv.Itoa(i)), nil) })
-	}
-	// The full batches of the 99 go while the first call is held.
-	testenv.WaitFor(t, 30*time.Second, "nine full batches behind the held call", func() bool { return calls.Load() >= 10 })
-	close(release)
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("publish %d: %v", i, err)
-		}
-	}
-	if messages.Load() != n {
-		t.Fatalf("%d messages sent, want %d", messages.Load(), n)
-	}
-	if per := float64(n) / float64(calls.Load()); per < 5 {
-		t.Fatalf("%d SendMessageBatch calls for %d messages (%.1f a call), want 5 or more a call", calls.Load(), n, per)
-	}
-}
 
 // TestBatchConsumerCutsALoneReceiveAtOnce: a batch consumer hands a part-full receive to
 // its BatchHandler at once when no call is in flight, without waiting for its

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -146,9 +145,8 @@ type PublisherConfig struct {
 	// MaxBatchBytes bounds the payload of one SendMessageBatch; it must be at least
 	// MaxMessageSize. Default MaxBatchBytesDefault (or MaxMessageSize when larger).
 	MaxBatchBytes int
-	// Linger is the longest a batch waits for more messages after its first one (up to
-	// ten entries) while other batches are in flight; with none in flight it goes at once
-	// (see Publisher). Default LingerDefault.
+	// Linger is how long a batch waits for more messages after its first one (up to ten
+	// entries). Default LingerDefault.
 	Linger time.Duration
 	// MaxInFlightBatches bounds concurrent SendMessageBatch calls. Default MaxInFlightBatchesDefault.
 	MaxInFlightBatches int
@@ -219,10 +217,8 @@ func (cfg PublisherConfig) Validate() error {
 }
 
 // Publisher sends messages to one queue. Concurrent Publish calls are gathered into
-// SendMessageBatch requests (up to ten entries): a message goes at once when no request
-// is in flight, else with what arrives until the requests in flight answered or Linger
-// passed. Each caller waits for its own entry's answer, so a nil error means SQS accepted
-// that message.
+// SendMessageBatch requests (up to ten entries, or what arrived within Linger); each
+// caller waits for its own entry's answer, so a nil error means SQS accepted that message.
 // It is safe for concurrent use.
 //
 // On a FIFO queue every message carries the group and deduplication ids of
@@ -242,10 +238,6 @@ type Publisher struct {
 	loop   chan struct{}    // closed when the batching loop ended
 	sends  sync.WaitGroup
 	sem    chan struct{}
-	// inFlight counts the SendMessageBatch calls in flight; idle wakes the batcher when
-	// it drops to zero (see run).
-	inFlight atomic.Int32
-	idle     chan struct{}
 }
 
 type pubEntry struct {
@@ -274,7 +266,6 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 		reqs: make(chan []*pubEntry),
 		loop: make(chan struct{}),
 		sem:  make(chan struct{}, cfg.MaxInFlightBatches),
-		idle: make(chan struct{}, 1),
 	}
 	go p.run()
 	return p, nil
@@ -489,12 +480,9 @@ func (p *Publisher) enqueue(ctx context.Context, run []*pubEntry) error {
 	}
 }
 
-// run gathers entries into batches. A batch is sent at once while no SendMessageBatch of
-// the publisher is in flight (a lone message waits for nothing); while one is, it waits
-// for company until the calls in flight all answered or Linger after its first entry,
-// whichever comes first, so that under load batches fill during the round trips. It is
-// also sent when it holds ten entries, or when the next run of entries would push it over
-// ten or over MaxBatchBytes.
+// run gathers entries into batches: a batch is sent when it holds ten entries, when the
+// next run of entries would push it over ten or over MaxBatchBytes, or Linger after its
+// first entry.
 func (p *Publisher) run() {
 	defer close(p.loop)
 	timer := time.NewTimer(time.Hour)
@@ -510,17 +498,10 @@ func (p *Publisher) run() {
 		batch, bytes = nil, 0
 		p.sem <- struct{}{}
 		p.sends.Add(1)
-		p.inFlight.Add(1)
 		go func() {
 			growstack.Grow()
 			defer func() { <-p.sem; p.sends.Done() }()
 			p.send(b)
-			if p.inFlight.Add(-1) == 0 {
-				select {
-				case p.idle <- struct{}{}:
-				default: // a wake-up is pending already
-				}
-			}
 		}()
 	}
 	for {
@@ -545,11 +526,7 @@ func (p *Publisher) run() {
 				timer.Reset(p.cfg.Linger)
 			}
 			batch, bytes = append(batch, run...), bytes+size
-			if len(batch) == maxBatchEntries || p.inFlight.Load() == 0 {
-				flush()
-			}
-		case <-p.idle:
-			if p.inFlight.Load() == 0 {
+			if len(batch) == maxBatchEntries {
 				flush()
 			}
 		case <-linger:
