@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
@@ -58,14 +59,25 @@ func (r *run) handleBatch(ts []*tracked, ms []Message) {
 	wg.Wait()
 }
 
+// received is one receive's messages on their way into a shared batch; full says the
+// receive brought MaxMessages (a backlog may be behind it).
+type received struct {
+	items []batchItem
+	full  bool
+}
+
 // batchItem is a received message on its way into a shared batch.
 type batchItem struct {
-	t *tracked
-	m Message
+	t  *tracked
+	m  Message
+	at time.Time // its receive
 }
 
 // receiveBatches: cfg.Receivers receive loops feed one batch at a time, which goes to a
-// BatchHandler when it holds BatchMax messages or BatchWindow after its first. Several
+// BatchHandler when it holds BatchMax messages or BatchWindow after its first, and at
+// once when a part-full receive (no backlog behind it) finds no BatchHandler call in
+// flight, or when the calls in flight all returned: a lone receive waits for nothing,
+// and under load a batch fills while the ones before it are handled. Several
 // receives in flight keep up with a backlog, and the batches stay as large as the flow
 // allows: with one collecting loop per receiver instead, each batch would get only its
 // share of the flow (many small transactions downstream).
@@ -75,7 +87,7 @@ type batchItem struct {
 // collected can fill while Concurrency others are handled.
 func (r *run) receiveBatches(ctx context.Context) {
 	credits := make(chan struct{}, (r.cfg.Concurrency+1)*r.cfg.BatchMax)
-	in := make(chan batchItem, r.cfg.Receivers*r.cfg.MaxMessages)
+	in := make(chan received, r.cfg.Receivers)
 	var loops sync.WaitGroup
 	for range r.cfg.Receivers {
 		loops.Go(func() { r.feedBatches(ctx, credits, in) })
@@ -85,27 +97,35 @@ func (r *run) receiveBatches(ctx context.Context) {
 }
 
 // feedBatches receives for the shared batch while it has credit.
-func (r *run) feedBatches(ctx context.Context, credits chan struct{}, in chan<- batchItem) {
+func (r *run) feedBatches(ctx context.Context, credits chan struct{}, in chan<- received) {
 	r.receiveInto(ctx,
 		func(ctx context.Context) int { return room(ctx, credits, r.cfg.MaxMessages, 0) },
 		func(n int) { giveBack(credits, n) },
 		func(ts []*tracked, ms []Message) {
+			now := time.Now()
+			items := make([]batchItem, len(ms))
 			for i := range ms {
-				in <- batchItem{ts[i], ms[i]}
+				items[i] = batchItem{ts[i], ms[i], now}
 			}
+			in <- received{items, len(ms) >= r.cfg.MaxMessages}
 		})
 }
 
-// cutBatches collects what the receive loops bring into batches and starts one
-// BatchHandler call per batch, at most Concurrency at once. It returns when every loop
-// stopped (ctx ended) and the last batch was started or, with no handler free by then,
-// handed back to SQS.
-func (r *run) cutBatches(ctx context.Context, in <-chan batchItem, credits chan struct{}) {
+// cutBatches collects what the receive loops bring into batches (each receive's messages
+// together) and starts one BatchHandler call per batch, at most Concurrency at once (see
+// receiveBatches for when a batch goes). It returns when every loop stopped (ctx ended)
+// and the last batch was started or, with no handler free by then, handed back to SQS.
+func (r *run) cutBatches(ctx context.Context, in <-chan received, credits chan struct{}) {
 	var (
 		ts     []*tracked
 		ms     []Message
+		ats    []time.Time // each message's receive
 		timer  *time.Timer
 		window <-chan time.Time
+		// calls counts the BatchHandler calls in flight; idle wakes the loop when it
+		// drops to zero.
+		calls atomic.Int32
+		idle  = make(chan struct{}, 1)
 	)
 	cut := func() {
 		if timer != nil {
@@ -115,8 +135,8 @@ func (r *run) cutBatches(ctx context.Context, in <-chan batchItem, credits chan 
 		if len(ms) == 0 {
 			return
 		}
-		bt, bm := ts, ms
-		ts, ms = nil, nil
+		bt, bm, bat := ts, ms, ats
+		ts, ms, ats = nil, nil, nil
 		select {
 		case r.sem <- struct{}{}:
 		default:
@@ -130,25 +150,45 @@ func (r *run) cutBatches(ctx context.Context, in <-chan batchItem, credits chan 
 				return
 			}
 		}
+		now := time.Now()
+		for _, at := range bat {
+			r.m.batchWait.Observe(now.Sub(at).Seconds())
+		}
 		r.handlers.Add(1)
+		calls.Add(1)
 		go func() {
 			r.handleBatch(bt, bm)
 			giveBack(credits, len(bt))
+			if calls.Add(-1) == 0 {
+				select {
+				case idle <- struct{}{}:
+				default: // a wake-up is pending already
+				}
+			}
 		}()
 	}
 	for {
 		select {
-		case it, ok := <-in:
+		case rec, ok := <-in:
 			if !ok {
 				cut()
 				return
 			}
-			ts, ms = append(ts, it.t), append(ms, it.m)
-			if len(ms) == 1 {
-				timer = time.NewTimer(r.cfg.BatchWindow)
-				window = timer.C
+			for _, it := range rec.items {
+				ts, ms, ats = append(ts, it.t), append(ms, it.m), append(ats, it.at)
+				if len(ms) == 1 {
+					timer = time.NewTimer(r.cfg.BatchWindow)
+					window = timer.C
+				}
+				if len(ms) >= r.cfg.BatchMax {
+					cut()
+				}
 			}
-			if len(ms) >= r.cfg.BatchMax {
+			if !rec.full && calls.Load() == 0 {
+				cut()
+			}
+		case <-idle:
+			if calls.Load() == 0 {
 				cut()
 			}
 		case <-window:

@@ -36,7 +36,7 @@ const (
 	DeleteLingerDefault = 25 * time.Millisecond
 	// BatchMaxDefault is the most messages a batch consumer hands to one BatchHandler call.
 	BatchMaxDefault = 50
-	// BatchWindowDefault is how long a batch consumer keeps collecting after a batch's first message.
+	// BatchWindowDefault is the longest a batch consumer keeps collecting after a batch's first message.
 	BatchWindowDefault = 500 * time.Millisecond
 	// CallTimeoutDefault bounds one SQS call other than the long poll.
 	CallTimeoutDefault = 10 * time.Second
@@ -111,8 +111,10 @@ type ConsumerConfig struct {
 	// BatchMax is the most messages a batch consumer hands to one BatchHandler call.
 	// Default BatchMaxDefault.
 	BatchMax int
-	// BatchWindow is how long a batch consumer keeps collecting messages after the
-	// first one of a batch. Default BatchWindowDefault.
+	// BatchWindow is the longest a batch consumer keeps collecting messages after the
+	// first one of a batch; a part-full receive with no BatchHandler call in flight goes
+	// at once, and a batch collecting goes when the calls in flight returned (see
+	// NewBatchConsumer). Default BatchWindowDefault.
 	BatchWindow time.Duration
 	// ShutdownBudget is how long Run waits for in-flight handlers once its context
 	// ended; then their contexts are cancelled and their messages handed back to SQS.

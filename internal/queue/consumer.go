@@ -69,7 +69,9 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 
 // NewBatchConsumer returns a Consumer that collects up to cfg.BatchMax messages (from one
 // or more receives, within cfg.BatchWindow of the first) and hands them to one bh call,
-// up to cfg.Concurrency calls at once. cfg.Receivers receives stay in flight and fill one
+// up to cfg.Concurrency calls at once. A batch waits for company only while a call is in
+// flight or its receives come back full (a backlog): a part-full receive with no call in
+// flight goes at once, and a batch collecting goes when the calls in flight returned. cfg.Receivers receives stay in flight and fill one
 // batch at a time between them, so that batches stay large whatever the number of
 // receivers.
 func NewBatchConsumer(cfg ConsumerConfig) (*Consumer, error) {
@@ -287,16 +289,18 @@ func (r *run) receive(ctx context.Context, n int, wait int) ([]types.Message, er
 		QueueUrl:            aws.String(r.cfg.QueueURL),
 		MaxNumberOfMessages: int32(n),
 		WaitTimeSeconds:     int32(wait),
-		// Only the receive count and the X-Ray trace header are read: asking for every
-		// system attribute makes each answer longer for both sides to encode and parse. The emulator answers system
-		// attributes only to AttributeNames; real SQS to both.
+		// Only the receive count, the X-Ray trace header and the send time are read: asking
+		// for every system attribute makes each answer longer for both sides to encode and
+		// parse. The emulator answers system attributes only to AttributeNames; real SQS to both.
 		AttributeNames: []types.QueueAttributeName{
 			types.QueueAttributeName(types.MessageSystemAttributeNameApproximateReceiveCount),
 			types.QueueAttributeName(types.MessageSystemAttributeNameAWSTraceHeader),
+			types.QueueAttributeName(types.MessageSystemAttributeNameSentTimestamp),
 		},
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{
 			types.MessageSystemAttributeNameApproximateReceiveCount,
 			types.MessageSystemAttributeNameAWSTraceHeader,
+			types.MessageSystemAttributeNameSentTimestamp,
 		},
 		MessageAttributeNames: []string{"All"},
 	}
@@ -339,6 +343,12 @@ func (r *run) track(sm types.Message) (*tracked, Message, bool) {
 	rc, err := strconv.Atoi(sm.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	if err != nil || rc < 1 {
 		rc = 1
+	}
+	if rc == 1 {
+		// A redelivery's age is its visibility timeouts, not the path's.
+		if ms, err := strconv.ParseInt(sm.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64); err == nil {
+			r.m.receiveAge.Observe(max(time.Since(time.UnixMilli(ms)), 0).Seconds())
+		}
 	}
 	return t, Message{
 		ID:             id,

@@ -603,34 +603,46 @@ func TestBatchConsumerSharedBackPressure(t *testing.T) {
 }
 
 // TestBatchConsumerSharedShutdown: a batch still collecting when Run stops is handled (a
-// handler is free), not dropped.
+// handler is free), not dropped. A batch collects while another call is in flight (a lone
+// one goes at once): the first, of one message, is held until the second was handled.
 func TestBatchConsumerSharedShutdown(t *testing.T) {
 	t.Parallel()
 	c := testenv.SQS(t)
 	q := testenv.NewQueues(t, c, 30).Results
-	sendBodies(t, c, q.URL, bodies("sd", 5)...)
 
 	rec := newRecorder()
 	cfg := consumerConfig(t, q)
 	reg := prometheus.NewRegistry()
 	cfg.Registerer = reg
-	cfg.BatchMax, cfg.BatchWindow, cfg.Receivers = 100, time.Minute, 2
+	cfg.BatchMax, cfg.BatchWindow, cfg.Receivers, cfg.Concurrency = 100, time.Minute, 2, 2
 	cfg.Client = c
-	cfg.BatchHandler = recordDone(rec, nil)
+	var calls atomic.Int32
+	held, release := make(chan struct{}), make(chan struct{})
+	cfg.BatchHandler = recordDone(rec, func(ms []queue.Message) {
+		if calls.Add(1) == 1 {
+			close(held)
+			<-release
+			return
+		}
+		close(release)
+	})
 	cons, err := queue.NewBatchConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stop := start(t, cons)
-	testenv.WaitFor(t, 30*time.Second, "the 5 messages to be received", func() bool { return metricValue(t, reg, "junban_queue_received_total") == 5 })
-	if rec.distinct() != 0 {
-		t.Fatal("a batch went out before its window or BatchMax")
+	sendBodies(t, c, q.URL, "first")
+	<-held
+	sendBodies(t, c, q.URL, bodies("sd", 5)...)
+	testenv.WaitFor(t, 30*time.Second, "the 5 messages to be received", func() bool { return metricValue(t, reg, "junban_queue_received_total") == 6 })
+	if calls.Load() != 1 {
+		t.Fatal("a batch went out before its window, BatchMax or the call in flight returned")
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	if rec.distinct() != 5 {
-		t.Fatalf("handled %d of the 5 collected messages at shutdown", rec.distinct())
+	if rec.distinct() != 6 {
+		t.Fatalf("handled %d of the 6 messages (5 collected) at shutdown", rec.distinct())
 	}
 	if n := queueDepth(t, c, q.URL) + inFlight(t, c, q.URL); n != 0 {
 		t.Fatalf("%d messages left in the queue", n)

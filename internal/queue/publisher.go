@@ -245,6 +245,7 @@ type pubEntry struct {
 	attrs        map[string]types.MessageAttributeValue
 	group, dedup *string // a FIFO queue's ids; nil for a standard queue
 	size         int
+	at           time.Time  // its Publish (or PublishBatch)
 	res          chan error // buffered: the sender never blocks on a caller that gave up
 }
 
@@ -449,7 +450,7 @@ func (p *Publisher) prepare(ctx context.Context, body []byte, attrs map[string]s
 	if !event.Carriable(string(body)) {
 		return nil, fmt.Errorf("%w: queue %s", ErrUncarriable, p.cfg.Name)
 	}
-	e := &pubEntry{body: string(body), attrs: sqsAttrs, size: size, res: make(chan error, 1)}
+	e := &pubEntry{body: string(body), attrs: sqsAttrs, size: size, at: time.Now(), res: make(chan error, 1)}
 	if p.fifo {
 		var k Keys
 		var err error
@@ -547,7 +548,15 @@ func (p *Publisher) send(batch []*pubEntry) {
 			MessageDeduplicationId: e.dedup,
 		}
 	}
+	start := time.Now()
+	for _, e := range batch {
+		p.m.linger.Observe(start.Sub(e.at).Seconds())
+	}
 	out, err := p.c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(p.cfg.QueueURL), Entries: entries})
+	end := time.Now()
+	for _, e := range batch {
+		p.m.publish.Observe(end.Sub(e.at).Seconds())
+	}
 	if err != nil {
 		err = fmt.Errorf("queue: publish to %s: %w", p.cfg.Name, err)
 		p.log.Warn("send batch failed", zap.Int("messages", len(batch)), zap.Error(err))

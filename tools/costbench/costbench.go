@@ -114,6 +114,7 @@ func Run(ctx context.Context, cfg Config, o Options, w io.Writer) error {
 				fmt.Fprintf(w, "\nthe baseline's fleet (%s), the same load:\n", o.BaselineBin)
 				base.print(w)
 			}
+			printPath(w, r, base)
 		}
 	}
 	if o.JSON {

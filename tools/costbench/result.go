@@ -64,6 +64,8 @@ type Result struct {
 	PGCPUMS *float64 `json:"pg_cpu_ms_per_event,omitempty"`
 
 	InTurn sendlatency.Stats `json:"in_turn"`
+	// Path is where an event's time went, stage by stage (pathStages).
+	Path []Stage `json:"path,omitempty"`
 
 	Idle *IdleResult `json:"idle,omitempty"`
 }
@@ -105,7 +107,7 @@ func newResult(o Options, s loadgen.Summary, before, after *snapshot, inTurn sen
 	r := &Result{
 		Rate: o.Rate, Orders: s.Orders, SKUs: s.SKUs, OrderWorkers: o.Workers,
 		Events: s.Distinct, Sent: s.Sent, ElapsedS: s.ElapsedS, EventsPerS: s.EventsPerS,
-		CPUMS: map[string]float64{}, InTurn: inTurn,
+		CPUMS: map[string]float64{}, InTurn: inTurn, Path: pathBreakdown(before, after),
 	}
 	for name, v := range after.cpu {
 		ms := (v - before.cpu[name]) * 1000 / n
@@ -254,6 +256,11 @@ func (r *Result) rounded() *Result {
 		c.RedisTop[i].PerEvent = round3(c.RedisTop[i].PerEvent)
 	}
 	c.SQS, c.Producer = roundRows(r.SQS), roundRows(r.Producer)
+	c.Path = slices.Clone(r.Path)
+	for i := range c.Path {
+		p := &c.Path[i]
+		p.MeanMS, p.P50MS, p.P99MS = round3(p.MeanMS), round3(p.P50MS), round3(p.P99MS)
+	}
 	if r.Idle != nil {
 		c.Idle = r.Idle.rounded()
 	}

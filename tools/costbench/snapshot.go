@@ -42,6 +42,8 @@ type snapshot struct {
 	// pg_stat_database's xact_commit counts every session's, the benchmark's own reads
 	// included, at three to four times as many.
 	batches float64
+	// hists are the event path's histograms (pathStages), summed over the processes.
+	hists map[histKey]*hist
 }
 
 // sqsKey is one series of the SQS counters; role is the queue's role ("orders",
@@ -59,7 +61,7 @@ func take(ctx context.Context, procs []*fleet.Proc, e *env) (*snapshot, error) {
 	run, rc, db := e.run, e.rc, e.db
 	s := &snapshot{
 		cpu: map[string]float64{}, switches: map[string]float64{}, requests: map[sqsKey]float64{}, messages: map[sqsKey]float64{},
-		producerRequests: map[sqsKey]float64{}, producerMessages: map[sqsKey]float64{},
+		producerRequests: map[sqsKey]float64{}, producerMessages: map[sqsKey]float64{}, hists: map[histKey]*hist{},
 	}
 	mfs, err := e.producer.Gather()
 	if err != nil {
@@ -84,8 +86,8 @@ func take(ctx context.Context, procs []*fleet.Proc, e *env) (*snapshot, error) {
 		if n, ok := contextSwitches(p.Pid()); ok {
 			s.switches[p.Name] = n
 		}
-		lines, err := scrape(ctx, p.Addr, "process_cpu_seconds_total", "junban_sqs_requests_total", "junban_sqs_messages_total",
-			"junban_persist_batch_size_count")
+		lines, err := scrape(ctx, p.Addr, append([]string{"process_cpu_seconds_total", "junban_sqs_requests_total", "junban_sqs_messages_total",
+			"junban_persist_batch_size_count"}, pathSeries()...)...)
 		if err != nil {
 			return nil, fmt.Errorf("costbench: %s: %w", p.Name, err)
 		}
@@ -99,6 +101,13 @@ func take(ctx context.Context, procs []*fleet.Proc, e *env) (*snapshot, error) {
 				s.messages[sqsKey{role(l.labels["queue"], run), l.labels["action"], ""}] += l.value
 			case "junban_persist_batch_size_count":
 				s.batches += l.value
+			}
+			if family, suffix, ok := pathFamily(l.name); ok {
+				q := l.labels["queue"]
+				if q != "" {
+					q = role(q, run)
+				}
+				addSample(s.hists, l, family, suffix, q)
 			}
 		}
 	}
