@@ -767,11 +767,11 @@ func (t *txn) warehouseOp(op stock.Op) (transition, error) {
 }
 
 func (t *txn) received(d *event.InventoryReceivedData) (transition, error) {
-	return t.warehouseOp(stock.ReceiveRequest{OpID: t.opID(d.LotID, "receive"), SKU: d.SKU, LotID: d.LotID, BestBefore: d.BestBefore, Qty: d.Qty})
+	return t.warehouseOp(stock.ReceiveRequest{OpID: t.opID(d.LotID, "receive"), SKU: d.SKU, LotID: d.LotID, BestBefore: d.BestBefore, Qty: d.Qty, Location: d.Location})
 }
 
 func (t *txn) adjusted(d *event.InventoryAdjustedData) (transition, error) {
-	return t.warehouseOp(stock.AdjustRequest{OpID: t.opID(d.LotID, "adjust"), SKU: d.SKU, LotID: d.LotID, Delta: d.Delta, Reason: d.Reason})
+	return t.warehouseOp(stock.AdjustRequest{OpID: t.opID(d.LotID, "adjust"), SKU: d.SKU, LotID: d.LotID, Delta: d.Delta, Reason: d.Reason, Location: d.Location})
 }
 
 func (t *txn) registerSKU(d *event.SKURegisteredData) (transition, error) {
@@ -786,25 +786,25 @@ func (t *txn) registerLot(d *event.LotRegisteredData) (transition, error) {
 	good := d.Good == nil || *d.Good
 	return t.warehouseOp(stock.RegisterLotRequest{OpID: t.opID(d.LotID, "register"), SKU: d.SKU, Lot: stock.NewLot{
 		LotID: d.LotID, Kind: d.Kind, Good: good, BestBefore: d.BestBefore, ArrivesAt: d.ArrivesAt,
-		ValidFrom: d.ValidFrom, ValidTo: d.ValidTo, Sellable: d.Sellable,
+		ValidFrom: d.ValidFrom, ValidTo: d.ValidTo, Sellable: d.Sellable, Location: d.Location,
 	}})
 }
 
 func (t *txn) hold(d *event.LotQtyData) (transition, error) {
-	return t.warehouseOp(stock.HoldRequest{OpID: t.opID(d.LotID, "hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason})
+	return t.warehouseOp(stock.HoldRequest{OpID: t.opID(d.LotID, "hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
 }
 
 func (t *txn) releaseHold(d *event.LotQtyData) (transition, error) {
-	return t.warehouseOp(stock.ReleaseHoldRequest{OpID: t.opID(d.LotID, "release_hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason})
+	return t.warehouseOp(stock.ReleaseHoldRequest{OpID: t.opID(d.LotID, "release_hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
 }
 
 func (t *txn) damage(d *event.LotQtyData) (transition, error) {
-	return t.warehouseOp(stock.DamageRequest{OpID: t.opID(d.LotID, "damage"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason})
+	return t.warehouseOp(stock.DamageRequest{OpID: t.opID(d.LotID, "damage"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
 }
 
 // recall also reports the orders that hold the lot.
 func (t *txn) recall(d *event.LotRecalledData) (transition, error) {
-	r, err := t.l.Apply(t.ctx, stock.RecallRequest{OpID: t.opID(d.LotID, "recall"), SKU: d.SKU, LotID: d.LotID, Reason: d.Reason})
+	r, err := t.l.Apply(t.ctx, stock.RecallRequest{OpID: t.opID(d.LotID, "recall"), SKU: d.SKU, LotID: d.LotID, Reason: d.Reason, Location: d.Location})
 	t.holders, t.holderCount = r.Holders, r.HolderCount
 	reason, err := t.keep(r, err)
 	return transition{reason: reason}, err

@@ -242,6 +242,9 @@ type InventoryReceivedData struct {
 	// Qty is the quantity counted on arrival; the difference to the planned sellable
 	// quantity is an adjustment. Zero or absent keeps the planned quantity.
 	Qty int64 `json:"qty,omitempty"`
+	// Location is the lot's location: optional; when given, the lot must be stored
+	// there (ERR_LOCATION otherwise).
+	Location string `json:"location,omitempty"`
 }
 
 // InventoryAdjustedData is the data of inventory.adjusted: a stock count correction of
@@ -251,6 +254,9 @@ type InventoryAdjustedData struct {
 	LotID  string `json:"lot_id"`
 	Delta  int64  `json:"delta"`
 	Reason string `json:"reason"`
+	// Location is the lot's location: optional; when given, the lot must be stored
+	// there (ERR_LOCATION otherwise).
+	Location string `json:"location,omitempty"`
 }
 
 // SKURegisteredData is the data of inventory.sku_registered: a new SKU and its settings.
@@ -281,6 +287,8 @@ type LotRegisteredData struct {
 	ValidTo    string `json:"valid_to,omitempty"`
 	// Sellable is the lot's quantity.
 	Sellable int64 `json:"sellable"`
+	// Location is the location the lot is stored at; absent: the default location.
+	Location string `json:"location,omitempty"`
 }
 
 // LotQtyData is the data of inventory.held, inventory.released_hold and
@@ -290,6 +298,9 @@ type LotQtyData struct {
 	LotID  string `json:"lot_id"`
 	Qty    int64  `json:"qty"`
 	Reason string `json:"reason"`
+	// Location is the lot's location: optional; when given, the lot must be stored
+	// there (ERR_LOCATION otherwise).
+	Location string `json:"location,omitempty"`
 }
 
 // LotRecalledData is the data of inventory.lot_recalled: the whole lot is defective.
@@ -297,6 +308,9 @@ type LotRecalledData struct {
 	SKU    string `json:"sku"`
 	LotID  string `json:"lot_id"`
 	Reason string `json:"reason"`
+	// Location is the lot's location: optional; when given, the lot must be stored
+	// there (ERR_LOCATION otherwise).
+	Location string `json:"location,omitempty"`
 }
 
 // ReturnedData is the data of order.returned: units of a shipped order come back.

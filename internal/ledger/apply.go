@@ -124,7 +124,7 @@ func (l *Ledger) applyReceive(ctx context.Context, r stock.ReceiveRequest, fence
 	}
 	return withRegSeq("receive", r.SKU, reg, func(reg int64, _ int) (stock.Result, error) {
 		key := stock.AllocKey(stock.Lot{Kind: stock.KindOnHand, BestBefore: r.BestBefore, RegSeq: reg})
-		return l.run(ctx, "receive", r.Fingerprint()+fence, r.OpID, "", r.SKU, r.LotID, r.BestBefore, r.Qty, reg, key)
+		return l.run(ctx, at("receive", r.Location), r.Fingerprint()+fence, r.OpID, "", r.SKU, r.LotID, r.BestBefore, r.Qty, reg, key)
 	})
 }
 
@@ -132,35 +132,35 @@ func (l *Ledger) applyAdjust(ctx context.Context, r stock.AdjustRequest, fence s
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "adjust", r.Fingerprint()+fence, r.OpID, "", r.SKU, r.LotID, r.Delta, r.Reason)
+	return l.run(ctx, at("adjust", r.Location), r.Fingerprint()+fence, r.OpID, "", r.SKU, r.LotID, r.Delta, r.Reason)
 }
 
 func (l *Ledger) applyHold(ctx context.Context, r stock.HoldRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.Fingerprint()+fence, r.OpID, "", r.SKU, "s", "h", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLotsAt(ctx, r.Fingerprint()+fence, r.OpID, r.SKU, "s", "h", r.Reason, r.LotID, r.Qty, r.Location)
 }
 
 func (l *Ledger) applyReleaseHold(ctx context.Context, r stock.ReleaseHoldRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.Fingerprint()+fence, r.OpID, "", r.SKU, "h", "s", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLotsAt(ctx, r.Fingerprint()+fence, r.OpID, r.SKU, "h", "s", r.Reason, r.LotID, r.Qty, r.Location)
 }
 
 func (l *Ledger) applyDamage(ctx context.Context, r stock.DamageRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.Fingerprint()+fence, r.OpID, "", r.SKU, "s", "d", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLotsAt(ctx, r.Fingerprint()+fence, r.OpID, r.SKU, "s", "d", r.Reason, r.LotID, r.Qty, r.Location)
 }
 
 func (l *Ledger) applyRecall(ctx context.Context, r stock.RecallRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "recall", r.Fingerprint()+fence, r.OpID, "", r.SKU, r.LotID, r.Reason, stock.MaxResultHolders)
+	return l.run(ctx, at("recall", r.Location), r.Fingerprint()+fence, r.OpID, "", r.SKU, r.LotID, r.Reason, stock.MaxResultHolders)
 }
 
 func (l *Ledger) applyReturn(ctx context.Context, r stock.ReturnRequest, fence string) (stock.Result, error) {
@@ -207,7 +207,7 @@ func (l *Ledger) applyRegisterLot(ctx context.Context, r stock.RegisterLotReques
 		for i := range int64(window) {
 			args = append(args, stock.AllocKey(stock.Lot{Kind: n.Kind, BestBefore: n.BestBefore, RegSeq: reg + i}))
 		}
-		return l.run(ctx, "reglot", r.Fingerprint()+fence, r.OpID, "", r.SKU, args...)
+		return l.run(ctx, at("reglot", n.Location), r.Fingerprint()+fence, r.OpID, "", r.SKU, args...)
 	})
 }
 
@@ -216,6 +216,15 @@ func (l *Ledger) applySafetyStock(ctx context.Context, r stock.SafetyStockReques
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	return l.run(ctx, "ss", r.Fingerprint()+fence, r.OpID, "", r.SKU, r.SafetyStock)
+}
+
+// at is the script's operation argument for an operation that names a location: the
+// operation, a tab and the location (ledger.lua's wantLoc); the operation alone for none.
+func at(op, location string) string {
+	if location == "" {
+		return op
+	}
+	return op + "\t" + location
 }
 
 func boolCode(b bool) string {

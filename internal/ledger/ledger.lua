@@ -66,6 +66,14 @@
 --                            operation again.
 
 local key, opkey, op, ttl = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
+-- ARGV[1] is the operation, or the operation, a tab and a location (wantLoc): the location
+-- a registered lot is stored at (reglot), or where the lots an operation names must be
+-- (ERR_LOCATION otherwise: receive, adjust, recall, move).
+local wantLoc = ''
+do
+  local tab = string.find(op, '\t', 1, true)
+  if tab then op, wantLoc = string.sub(op, 1, tab - 1), string.sub(op, tab + 1) end
+end
 local fp, fence = string.sub(ARGV[3], 1, 16), string.sub(ARGV[3], 17)
 
 -- recorded returns the outcome remembered under k for this request and the fence it was
@@ -176,19 +184,30 @@ local function fetch(lots)
       f[#f + 1] = 'm:' .. lot
       f[#f + 1] = 's:' .. lot
       f[#f + 1] = 'b:' .. lot
+      f[#f + 1] = 'p:' .. lot
     end
   end
   if #f == 0 then return nil end
   local v = redis.call('HMGET', key, unpack(f))
   for i, lot in ipairs(want) do
-    local b = (i - 1) * 3
+    local b = (i - 1) * 4
     if not v[b + 1] then return lot end
     -- "r a h x d"; a hash written before the defective bucket has "r a h x".
     local r, a, h, x, d = string.match(v[b + 3], '^(%d+) (%d+) (%d+) (%d+) ?(%d*)$')
     local sv = tonumber(v[b + 2])
-    st[lot] = {m = v[b + 1], m0 = v[b + 1], s = sv, s0 = sv, r = tonumber(r), a = tonumber(a), h = tonumber(h), x = tonumber(x), d = tonumber(d) or 0}
+    st[lot] = {m = v[b + 1], m0 = v[b + 1], s = sv, s0 = sv, r = tonumber(r), a = tonumber(a), h = tonumber(h), x = tonumber(x), d = tonumber(d) or 0, p = v[b + 4] or ''}
   end
   return nil
+end
+
+-- atLoc returns the error reply of a lot (fetched) not stored at wantLoc, nil when it
+-- is or no location is named. p:<lot> holds a lot's location; none: the default location.
+local function atLoc(lot)
+  if wantLoc == '' then return nil end
+  local have = st[lot].p
+  if have == '' then have = 'default' end
+  if have == wantLoc then return nil end
+  return fail('ERR_LOCATION', 'lot=' .. lot .. ' location=' .. have .. ' requested=' .. wantLoc)
 end
 
 -- touch adds a lot to the result (and to the write) once, in order of first touch.
@@ -375,7 +394,11 @@ local function commit(extra)
     w[n + 2] = sv
     w[n + 3] = 'b:' .. lot
     w[n + 4] = bv
-    out[#out + 1] = 'l\t' .. lot .. '\t' .. l.m .. '\t' .. sv .. '\t' .. bv
+    if l.p ~= '' then
+      out[#out + 1] = 'l\t' .. lot .. '\t' .. l.m .. '\t' .. sv .. '\t' .. bv .. '\t' .. l.p
+    else
+      out[#out + 1] = 'l\t' .. lot .. '\t' .. l.m .. '\t' .. sv .. '\t' .. bv
+    end
   end
   if extra then out[#out + 1] = extra end
   for _, f in ipairs(writes) do w[#w + 1] = f end
@@ -458,6 +481,10 @@ if op == 'move' then
   local split = 9 + 2 * tonumber(ARGV[8]) -- the first back pair
   local unknown = fetch(lotsOf(9, #ARGV))
   if unknown then return fail('ERR_UNKNOWN_LOT', 'lot=' .. unknown) end
+  for i = 9, split - 1, 2 do
+    local e = atLoc(ARGV[i])
+    if e then return e end
+  end
   local refused = moveEach(9, split - 1, from, to) or moveEach(split, #ARGV, to, from)
   if refused then return refused end
   if reason ~= '' then return commit('c\t' .. reason) end
@@ -528,14 +555,20 @@ if op == 'reglot' then
   local k = ARGV[13 + reg - tonumber(ARGV[12])]
   if reg < tonumber(ARGV[12]) or not k then return redis.error_reply('ERR_REG_SEQ 0 ' .. fmt(reg)) end
   local m = table.concat({ARGV[5], ARGV[6], ARGV[7], fmt(reg), ARGV[8], ARGV[9], ARGV[10]}, '\t')
-  st[lot] = {m = m, m0 = m, s = 0, s0 = 0, r = 0, a = 0, h = 0, x = 0, d = 0, dirtyMeta = true, knew = k}
+  st[lot] = {m = m, m0 = m, s = 0, s0 = 0, r = 0, a = 0, h = 0, x = 0, d = 0, dirtyMeta = true, knew = k, p = wantLoc}
   move(lot, 'e', 's', tonumber(ARGV[11]))
   writes = {'n', fmt(reg + 1)}
+  -- The default location is stored as none (Go passes it so): a lot without p: is there.
+  if wantLoc ~= '' then writes[3], writes[4] = 'p:' .. lot, wantLoc end
   return commit()
 end
 
 local lot = ARGV[4]
 if fetch({lot}) then return fail('ERR_UNKNOWN_LOT', 'lot=' .. lot) end
+do
+  local e = atLoc(lot)
+  if e then return e end
+end
 local l = touch(lot)
 
 if op == 'adjust' then

@@ -173,6 +173,11 @@ var fieldRules = map[string]func() *obj{
 	"LotQtyData.lot_id":                   skuID,
 	"LotRecalledData.sku":                 skuID,
 	"LotRecalledData.lot_id":              skuID,
+	"InventoryReceivedData.location":      location,
+	"InventoryAdjustedData.location":      location,
+	"LotRegisteredData.location":          location,
+	"LotQtyData.location":                 location,
+	"LotRecalledData.location":            location,
 	"LotRegisteredData.good":              func() *obj { return newObj("type", "boolean", "description", "default true") },
 	"ReturnedData.defective":              func() *obj { return newObj("type", "boolean") },
 	"OrderData.target_date@order.lines_changed": func() *obj {
@@ -181,6 +186,13 @@ var fieldRules = map[string]func() *obj{
 }
 
 func skuID() *obj { return id(stock.MaxIDLen, "") }
+
+// location is a location id an inventory event may name (stock.CheckLocation); empty is
+// taken as absent.
+func location() *obj {
+	return newObj("type", "string", "maxLength", stock.MaxLocationLen, "pattern", "^[A-Za-z0-9._-]*$",
+		"description", "a location id; absent: the default location (lot_registered) or no check")
+}
 
 // objectRules are the rules across an object's fields, by the Go type and kind.
 var objectRules = map[string]func(o *obj){

@@ -390,10 +390,25 @@ func (o *modelOp) findLots(lists ...[]LotQty) (error, string) {
 	return nil, ""
 }
 
-func (m *Model) moveLots(ctx context.Context, name, fp, opID, legacy, sku, holder, reason string, valid error, from, to string, lots, back []LotQty) (Result, error) {
+// atLocation checks that lot l is stored at location (empty: any).
+func atLocation(l *Lot, location string) (error, string) {
+	if location == "" || LocationOf(*l) == location {
+		return nil, ""
+	}
+	return ErrLocation, "lot=" + l.LotID + " location=" + LocationOf(*l) + " requested=" + location
+}
+
+// moveLots moves lots from -> to, then back to -> from; location, when not empty, is
+// where every lot moved must be stored.
+func (m *Model) moveLots(ctx context.Context, name, fp, opID, legacy, sku, holder, reason string, valid error, from, to string, lots, back []LotQty, location string) (Result, error) {
 	return m.applyAs(ctx, name, fp, opID, legacy, sku, holder, valid, func(o *modelOp) (error, string) {
 		if err, detail := o.findLots(lots, back); err != nil {
 			return err, detail
+		}
+		for _, q := range lots {
+			if err, detail := atLocation(o.lot(q.LotID), location); err != nil {
+				return err, detail
+			}
 		}
 		if err, detail := o.moveEach(from, to, lots); err != nil {
 			return err, detail
