@@ -481,7 +481,7 @@ func lotRow(sku string, version int64, l stock.Lot) (LotRow, error) {
 		SKU: sku, LotID: l.LotID, Kind: l.Kind, Good: l.Good, BestBefore: bb, RegSeq: l.RegSeq,
 		ArrivesAt: arr, ValidFrom: from, ValidTo: to,
 		Sellable: l.Sellable, Reserved: l.Reserved, Allocated: l.Allocated, Hidden: l.Hidden, Shipped: l.Shipped,
-		Defective: l.Defective, Version: version,
+		Defective: l.Defective, Version: version, Location: stock.LocationOf(l),
 	}, nil
 }
 

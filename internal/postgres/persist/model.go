@@ -48,7 +48,9 @@ type LotRow struct {
 	Shipped    int64
 	Defective  int64
 	// Version is the SKU version this row was written at.
-	Version   int64
+	Version int64
+	// Location is the location the lot is stored at ("default" for the default one).
+	Location  string
 	UpdatedAt time.Time
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/postgres/pgtx"
 )
 
@@ -55,20 +56,33 @@ ON CONFLICT (sku) DO UPDATE SET version = greatest(skus.version, excluded.versio
 WHERE skus.version < excluded.version OR skus.settings_version < excluded.settings_version`
 
 // A lot row is only ever replaced by one written at a newer SKU version.
+//
+// A lot's location never changes: a row keeps the one it has unless the newer one names
+// a location other than the default (a result of a version from before locations says
+// none for every lot, which is the default); setLotLocationsSQL writes a location that
+// an older result came before.
 const upsertLotsSQL = `INSERT INTO lots (sku, lot_id, kind, good, best_before, reg_seq, arrives_at, valid_from, valid_to,
-	sellable, reserved, allocated, hidden, shipped, defective, version, updated_at)
+	sellable, reserved, allocated, hidden, shipped, defective, version, location, updated_at)
 SELECT u.*, now()
 FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::date[], $6::bigint[], $7::date[], $8::date[], $9::date[],
-	$10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[])
+	$10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::text[])
 	AS u (sku, lot_id, kind, good, best_before, reg_seq, arrives_at, valid_from, valid_to,
-		sellable, reserved, allocated, hidden, shipped, defective, version)
+		sellable, reserved, allocated, hidden, shipped, defective, version, location)
 ON CONFLICT (sku, lot_id) DO UPDATE SET kind = excluded.kind, good = excluded.good,
+	location = CASE WHEN excluded.location <> 'default' THEN excluded.location ELSE lots.location END,
 	best_before = excluded.best_before, reg_seq = excluded.reg_seq, arrives_at = excluded.arrives_at,
 	valid_from = excluded.valid_from, valid_to = excluded.valid_to, sellable = excluded.sellable,
 	reserved = excluded.reserved, allocated = excluded.allocated, hidden = excluded.hidden,
 	shipped = excluded.shipped, defective = excluded.defective, version = excluded.version,
 	updated_at = excluded.updated_at
 WHERE lots.version < excluded.version`
+
+// setLotLocationsSQL writes the locations other than the default that lot rows name, over
+// a row that a result naming none wrote first (a result of a version from before
+// locations, at a newer SKU version: upsertLotsSQL does not touch the row then).
+const setLotLocationsSQL = `UPDATE lots SET location = u.location
+FROM unnest($1::text[], $2::text[], $3::text[]) AS u (sku, lot_id, location)
+WHERE lots.sku = u.sku AND lots.lot_id = u.lot_id AND lots.location <> u.location`
 
 // Moves are an append-only ledger: a move recorded once is never written again. A move is
 // keyed as the ledger keys its operation, by SKU and op id, and its index.
@@ -176,6 +190,7 @@ func upsertLots(tx *gorm.DB, rows []LotRow) (int, error) {
 		bestBefore, arrives                                       = col[*time.Time](rows), col[*time.Time](rows)
 		from, to                                                  = col[time.Time](rows), col[time.Time](rows)
 		regSeqs, ver                                              = col[int64](rows), col[int64](rows)
+		locations                                                 = col[string](rows)
 		sellable, reserved, allocated, hidden, shipped, defective = col[int64](rows), col[int64](rows), col[int64](rows), col[int64](rows), col[int64](rows), col[int64](rows)
 	)
 	for i, r := range rows {
@@ -183,9 +198,25 @@ func upsertLots(tx *gorm.DB, rows []LotRow) (int, error) {
 		arrives[i], from[i], to[i] = r.ArrivesAt, r.ValidFrom, r.ValidTo
 		sellable[i], reserved[i], allocated[i], hidden[i], shipped[i], defective[i], ver[i] =
 			r.Sellable, r.Reserved, r.Allocated, r.Hidden, r.Shipped, r.Defective, r.Version
+		locations[i] = r.Location
 	}
-	return pgtx.Exec(tx, upsertLotsSQL, skus, lotIDs, kinds, good, bestBefore, regSeqs, arrives, from, to,
-		sellable, reserved, allocated, hidden, shipped, defective, ver)
+	n, err := pgtx.Exec(tx, upsertLotsSQL, skus, lotIDs, kinds, good, bestBefore, regSeqs, arrives, from, to,
+		sellable, reserved, allocated, hidden, shipped, defective, ver, locations)
+	if err != nil {
+		return n, err
+	}
+	var lskus, llots, llocs []string
+	for _, r := range rows {
+		if r.Location != stock.DefaultLocation {
+			lskus, llots, llocs = append(lskus, r.SKU), append(llots, r.LotID), append(llocs, r.Location)
+		}
+	}
+	if len(lskus) > 0 {
+		if _, err := pgtx.Exec(tx, setLotLocationsSQL, lskus, llots, llocs); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // moveKey identifies a move: the ledger operation's SKU and op id, and the index.
