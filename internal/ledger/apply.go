@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/junban/junban/internal/ledger/stock"
@@ -67,7 +68,11 @@ func (l *Ledger) applyAllocate(ctx context.Context, r stock.AllocateRequest, fen
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "alloc", r.Fingerprint()+fence, r.OpID, r.LegacyOpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode), r.Holder)
+	args := []any{r.Qty, r.TargetDate, string(r.Mode), r.Holder}
+	if r.Route != nil {
+		args = append(args, routeArgs(r.Route)...)
+	}
+	return l.run(ctx, "alloc", r.Fingerprint()+fence, r.OpID, r.LegacyOpID, r.SKU, args...)
 }
 
 func (l *Ledger) applyRelease(ctx context.Context, r stock.ReleaseRequest, fence string) (stock.Result, error) {
@@ -216,6 +221,23 @@ func (l *Ledger) applySafetyStock(ctx context.Context, r stock.SafetyStockReques
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	return l.run(ctx, "ss", r.Fingerprint()+fence, r.OpID, "", r.SKU, r.SafetyStock)
+}
+
+// routeArgs are a routed allocation's arguments: "route", the no-split flag, and the
+// eligible locations with their positions (stock.Route.Positions), by id.
+func routeArgs(r *stock.Route) []any {
+	pos := r.Positions()
+	ids := make([]string, 0, len(pos))
+	for id := range pos {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	args := make([]any, 0, 3+2*len(ids))
+	args = append(args, "route", boolCode(r.NoSplit), len(ids))
+	for _, id := range ids {
+		args = append(args, id, pos[id])
+	}
+	return args
 }
 
 // at is the script's operation argument for an operation that names a location: the

@@ -13,6 +13,10 @@
 --          then per operation:
 --   alloc    qty target_date mode holder    mode: ship (sellable->allocated, safety check)
 --                                                 | reserve (sellable->reserved)
+--            [route nosplit n loc1 pos1 ... locn posn]
+--                                           a routed allocation (stock.Route): only lots at
+--                                           the n locations, by position, then key;
+--                                           nosplit 1: all from one location
 --   move     from to holder reason n lot1 qty1 ... lotn qtyn back1 bqty1 ...
 --                                           bucket codes s r a h x d (release, confirm,
 --                                           ship, undo, hold, release hold, damage, return);
@@ -440,6 +444,57 @@ if op == 'alloc' then
   holder = ARGV[7] or ''
   local ss = tonumber(head[2])
   local need = allocNeed(qty, mode, ss)
+  if ARGV[8] == 'route' then
+    -- A routed allocation: the candidates at the eligible locations (pos: location ->
+    -- position), ordered by position, then by their key; every candidate is read.
+    local noSplit, pos = ARGV[9] == '1', {}
+    for i = 11, 10 + 2 * tonumber(ARGV[10]), 2 do pos[ARGV[i]] = tonumber(ARGV[i + 1]) end
+    local cand, sell, _, heads = walkCandidates(key, head, date, math.huge, nil, 1024, true)
+    local el, sum = {}, 0
+    for i = 1, #cand, 1000 do
+      local f = {}
+      for j = i, math.min(i + 999, #cand) do f[#f + 1] = 'p:' .. candidateLot(cand, j) end
+      local v = redis.call('HMGET', key, unpack(f))
+      for j = 1, #f do
+        local c = i + j - 1
+        local loc = v[j] or 'default'
+        local p = pos[loc]
+        if p then
+          el[#el + 1] = {k = string.format('%06d', p) .. string.sub(heads[c], 1, SORT_LEN), f = cand[c], s = sell[c], loc = loc}
+          sum = sum + sell[c]
+        end
+      end
+    end
+    table.sort(el, function(a, b) return a.k < b.k end)
+    local code, detail = refusal(qty, need, sum, ss)
+    if code then return fail(code, detail) end
+    if noSplit then
+      -- The first location, in this order, whose candidates cover qty takes it all.
+      local by, order, best, chosen = {}, {}, 0, nil
+      for _, e in ipairs(el) do
+        if not by[e.loc] then by[e.loc] = 0; order[#order + 1] = e.loc end
+        by[e.loc] = by[e.loc] + e.s
+      end
+      for _, l in ipairs(order) do
+        if by[l] >= qty then chosen = l; break end
+        if by[l] > best then best = by[l] end
+      end
+      if not chosen then
+        return fail('ERR_SHORTAGE', 'requested=' .. fmt(qty) .. ' available=' .. fmt(best) .. ' no_split')
+      end
+      local only = {}
+      for _, e in ipairs(el) do if e.loc == chosen then only[#only + 1] = e end end
+      el = only
+    end
+    local c2, s2 = {}, {}
+    for i, e in ipairs(el) do c2[i], s2[i] = e.f, e.s end
+    local lots, take = takeLots(c2, s2, qty)
+    fetch(lots)
+    local to = 'r'
+    if mode == 'ship' then to = 'a' end
+    for i, lot in ipairs(lots) do move(lot, 's', to, take[i]) end
+    return commit()
+  end
   local cand, sell, sum = walkCandidates(key, head, date, need, function(lot)
     fetch({lot})
     return st[lot].s

@@ -108,3 +108,89 @@ func TestLotsWithoutLocationAreAtTheDefault(t *testing.T) {
 	_, err = l.Apply(ctx, stock.HoldRequest{OpID: "h2", SKU: "A", LotID: "L", Qty: 1, Reason: "count", Location: "wh-2"})
 	wantErr(t, err, stock.ErrLocation)
 }
+
+// locLot is an on-hand lot at a location.
+func locLot(id, location string, reg int64, bb string, sellable int64) stock.Lot {
+	l := lot(id, stock.KindOnHand, reg, bb, sellable)
+	l.Location = location
+	return l
+}
+
+func ptr(f float64) *float64 { return &f }
+
+// A routed allocation takes only from eligible locations (enabled and shipping, or the
+// pinned one), in the order its strategies give, each breaking the ties of the one before,
+// and the lots' own order last; no_split takes everything from the first location that
+// covers the quantity.
+func TestRoutedAllocation(t *testing.T) {
+	locs := []stock.Location{
+		{ID: "default", Kind: stock.LocationWarehouse, Rank: 2, Ships: true, Enabled: true, Lat: ptr(52.52), Lon: ptr(13.40)}, // Berlin
+		{ID: "west", Kind: stock.LocationWarehouse, Rank: 1, Ships: true, Enabled: true, Lat: ptr(48.86), Lon: ptr(2.35)},     // Paris
+		{ID: "store", Kind: stock.LocationStore, Rank: 0, Ships: false, Pickup: true, Enabled: true},
+		{ID: "off", Kind: stock.LocationWarehouse, Rank: 0, Ships: true, Enabled: false},
+	}
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{
+		locLot("d1", "", 0, "2027-03-01", 4),
+		locLot("w1", "west", 1, "2027-05-01", 3),
+		locLot("w2", "west", 2, "2027-01-01", 2),
+		locLot("s1", "store", 3, "2026-12-20", 9),
+		locLot("o1", "off", 4, "2026-12-10", 9),
+	}}
+	route := func(nosplit bool, pinned string, shipTo *stock.Coordinates, ss ...stock.Strategy) *stock.Route {
+		return &stock.Route{Strategies: ss, ShipTo: shipTo, Pinned: pinned, NoSplit: nosplit, Locations: locs}
+	}
+	warsaw := &stock.Coordinates{Lat: 52.23, Lon: 21.01}
+	cases := []struct {
+		name  string
+		route *stock.Route
+		qty   int64
+		want  []mv
+		err   error
+	}{
+		{"ranked: west first, FEFO within", route(false, "", nil, stock.StrategyRanked), 6, []mv{{"w2", "sellable", "allocated", 2}, {"w1", "sellable", "allocated", 3}, {"d1", "sellable", "allocated", 1}}, nil},
+		{"closest to Warsaw: Berlin first", route(false, "", warsaw, stock.StrategyClosest), 5, []mv{{"d1", "sellable", "allocated", 4}, {"w2", "sellable", "allocated", 1}}, nil},
+		{"fefo_network: earliest expiry anywhere eligible", route(false, "", nil, stock.StrategyFEFONetwork, stock.StrategyRanked), 3, []mv{{"w2", "sellable", "allocated", 2}, {"d1", "sellable", "allocated", 1}}, nil},
+		{"no strategy: the lots' own order", route(false, "", nil), 3, []mv{{"w2", "sellable", "allocated", 2}, {"d1", "sellable", "allocated", 1}}, nil},
+		{"pinned pickup at a store that does not ship", route(false, "store", nil, stock.StrategyPinned), 2, []mv{{"s1", "sellable", "allocated", 2}}, nil},
+		{"no split: the first location that covers it", route(true, "", warsaw, stock.StrategyClosest), 5, []mv{{"w2", "sellable", "allocated", 2}, {"w1", "sellable", "allocated", 3}}, nil},
+		{"no split: the first location when it covers it", route(true, "", warsaw, stock.StrategyClosest), 4, []mv{{"d1", "sellable", "allocated", 4}}, nil},
+		{"no split: none covers it", route(true, "", nil, stock.StrategyRanked), 6, nil, stock.ErrShortage},
+		{"only eligible stock counts", route(false, "", nil, stock.StrategyRanked), 10, nil, stock.ErrShortage},
+		{"a disabled pinned location has nothing", route(false, "off", nil), 1, nil, stock.ErrShortage},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+				a := alloc("r"+string(rune('a'+i)), "A", c.qty, "2026-12-01", stock.ModeShip)
+				a.Route = c.route
+				r, err := inv.Apply(ctx, a)
+				if c.err != nil {
+					wantErr(t, err, c.err)
+					return
+				}
+				wantMoves(t, r, err, c.want...)
+			})
+		})
+	}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		a := alloc("bad", "A", 1, "2026-12-01", stock.ModeShip)
+		a.Route = &stock.Route{Strategies: []stock.Strategy{stock.StrategyClosest}}
+		_, err := inv.Apply(ctx, a)
+		wantErr(t, err, stock.ErrInvalidRequest)
+		// The route is part of the request: another route under the op id is refused.
+		a = alloc("x", "A", 1, "2026-12-01", stock.ModeShip)
+		a.Route = route(false, "", nil, stock.StrategyRanked)
+		if _, err := inv.Apply(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		a.Route = route(true, "", nil, stock.StrategyRanked)
+		_, err = inv.Apply(ctx, a)
+		wantErr(t, err, stock.ErrOpConflict)
+		// The shop's locations are not: a re-run after a location changed replays.
+		a.Route = route(false, "", nil, stock.StrategyRanked)
+		a.Route.Locations = nil
+		if r, err := inv.Apply(ctx, a); err != nil || !r.Replayed {
+			t.Fatalf("replay with other locations: %+v %v", r, err)
+		}
+	})
+}

@@ -55,6 +55,38 @@ var genDates = []string{"2026-11-30", "2026-12-01", "2026-12-05", "2026-12-10", 
 // genSequence draws SKUs and a sequence of operations on them from rng: several SKUs,
 // lots of both kinds with tied best-befores, defective lots, validity periods around
 // the target dates, replays of earlier op ids, unknown lots and SKUs, invalid requests.
+// genRoute draws a route over the generator's locations (the default, wh-2, store-1)
+// with random settings, strategies, ship_to, a pinned location and no_split; sometimes an
+// invalid one.
+func genRoute(rng *rand.Rand) *stock.Route {
+	r := &stock.Route{NoSplit: rng.IntN(3) == 0}
+	for _, id := range []string{stock.DefaultLocation, "wh-2", "store-1"} {
+		if rng.IntN(8) == 0 {
+			continue // unknown to the shop: not eligible
+		}
+		l := stock.Location{ID: id, Kind: stock.LocationWarehouse, Rank: rng.IntN(3), Ships: rng.IntN(4) != 0, Enabled: rng.IntN(6) != 0}
+		if rng.IntN(3) != 0 {
+			lat, lon := float64(rng.IntN(180)-90), float64(rng.IntN(360)-180)
+			l.Lat, l.Lon = &lat, &lon
+		}
+		r.Locations = append(r.Locations, l)
+	}
+	all := []stock.Strategy{stock.StrategyRanked, stock.StrategyClosest, stock.StrategyFEFONetwork, stock.StrategyPinned}
+	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	r.Strategies = all[:rng.IntN(len(all)+1)]
+	if slices.Contains(r.Strategies, stock.StrategyClosest) || rng.IntN(4) == 0 {
+		r.ShipTo = &stock.Coordinates{Lat: float64(rng.IntN(180) - 90), Lon: float64(rng.IntN(360) - 180)}
+	}
+	if slices.Contains(r.Strategies, stock.StrategyPinned) || rng.IntN(6) == 0 {
+		r.Pinned = []string{stock.DefaultLocation, "wh-2", "store-1"}[rng.IntN(3)]
+	}
+	if rng.IntN(30) == 0 {
+		r.ShipTo = nil // invalid with closest
+		r.Strategies = append(r.Strategies, stock.StrategyClosest)
+	}
+	return r
+}
+
 // location is the location a lot operation names ("" for none, and for every other
 // operation): every lot it moves must be stored there.
 func (s genStep) location() string {
@@ -226,6 +258,9 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 				TargetDate: pick(genDates...), Mode: stock.Mode(pick("ship", "reserve")), Holder: holderOf()}}
 			if rng.IntN(40) == 0 {
 				st.alloc.Mode = "both" // invalid
+			}
+			if rng.IntN(3) == 0 {
+				st.alloc.Route = genRoute(rng)
 			}
 		case k < 55:
 			st = genStep{name: "release", release: &stock.ReleaseRequest{OpID: op, LegacyOpID: legacy, SKU: sku, From: pick(stock.Reserved, stock.Allocated), Lots: lotQtys(lots), Holder: holderOf()}}
@@ -496,6 +531,17 @@ func invariants(prev stock.SKU, seen bool, now stock.SKU, r stock.Result, err er
 			lt := &want.Lots[i]
 			if mv.Qty <= 0 {
 				return fmt.Errorf("move of %d", mv.Qty)
+			}
+			if st.alloc != nil && st.alloc.Route != nil {
+				// A routed allocation takes only at eligible locations, and with no_split
+				// at one.
+				at := stock.LocationOf(*lt)
+				if _, ok := st.alloc.Route.Positions()[at]; !ok {
+					return fmt.Errorf("routed allocation took lot %s at %s, not eligible", lt.LotID, at)
+				}
+				if first := stock.LocationOf(want.Lots[idx[r.Moves[0].LotID]]); st.alloc.Route.NoSplit && at != first {
+					return fmt.Errorf("no-split allocation took at %s and %s", first, at)
+				}
 			}
 			if loc := st.location(); loc != "" && stock.LocationOf(*lt) != loc {
 				return fmt.Errorf("%s named location %s and moved lot %s at %s", st.name, loc, lt.LotID, stock.LocationOf(*lt))

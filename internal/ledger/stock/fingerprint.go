@@ -74,7 +74,7 @@ func (f *fingerprint) sum() string {
 // op id are not part of it: they name the record, they do not decide the effect.
 
 func (r AllocateRequest) Fingerprint() string {
-	return newFingerprint("alloc", r.SKU).num(r.Qty).str(r.TargetDate).str(string(r.Mode)).str(r.Holder).sum()
+	return newFingerprint("alloc", r.SKU).num(r.Qty).str(r.TargetDate).str(string(r.Mode)).str(r.Holder).route(r.Route).sum()
 }
 
 func (r ReleaseRequest) Fingerprint() string {

@@ -93,7 +93,7 @@ func (SafetyStockRequest) reversal() Reversal { return Irreversible }
 
 func (r AllocateRequest) model(ctx context.Context, m *Model) (Result, error) {
 	return m.applyAs(ctx, "alloc", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, r.Validate(), func(o *modelOp) (error, string) {
-		return o.allocate(r.Qty, r.TargetDate, r.Mode)
+		return o.allocateVia(r.Qty, r.TargetDate, r.Mode, r.Route)
 	})
 }
 

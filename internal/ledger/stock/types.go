@@ -83,6 +83,9 @@ type AllocateRequest struct {
 	// Release, Confirm, Ship and Undo name the same holder, so that the ledger knows who
 	// holds each lot's reserved and allocated units (Recall lists them).
 	Holder string `json:"holder,omitempty"`
+	// Route, when set, limits the candidates to the eligible locations and orders them by
+	// its strategies (route.go); nil: every lot alike, in the lots' own order.
+	Route *Route `json:"route,omitempty"`
 }
 
 // ReleaseRequest returns quantities held in From (Reserved or Allocated) to sellable.

@@ -97,7 +97,7 @@ func (r AllocateRequest) Validate() error {
 	if r.Mode != ModeShip && r.Mode != ModeReserve {
 		return Invalidf("mode %q is neither %q nor %q", r.Mode, ModeShip, ModeReserve)
 	}
-	return nil
+	return r.Route.Validate()
 }
 
 func checkLots(lots []LotQty) error {
