@@ -147,7 +147,7 @@ func worstLot() stock.Lot {
 		LotID: ledgerID, Kind: "planned", Good: true, BestBefore: wideDate, RegSeq: wideSeq,
 		ArrivesAt: wideDate, ValidFrom: wideDate, ValidTo: wideDate, Sellable: stock.MaxQty,
 		Reserved: stock.MaxQty, Allocated: stock.MaxQty, Hidden: stock.MaxQty, Shipped: stock.MaxQty,
-		Defective: stock.MaxQty,
+		Defective: stock.MaxQty, Location: strings.Repeat("w", stock.MaxLocationLen),
 	}
 }
 
