@@ -69,6 +69,10 @@ const (
 	// ReasonInvalidLocation: data.location is not a location id (stock.CheckLocation:
 	// 1..64 ASCII letters, digits, '.', '_' and '-').
 	ReasonInvalidLocation = "ERR_INVALID_LOCATION"
+	// ReasonInvalidRoute: an order.placed's routing fields do not make a route (an unknown
+	// or repeated strategy, "closest" without ship_to, "pinned" without pickup_location,
+	// coordinates out of range), or an order.lines_changed carries them.
+	ReasonInvalidRoute = "ERR_INVALID_ROUTE"
 	// ReasonUncarriable refuses an event with a string that holds a character SQS and
 	// SNS cannot carry (U+FFFE or U+FFFF, which JSON does not escape): its result could
 	// never be published, and would hold up every later result of its entity.
@@ -315,7 +319,45 @@ func validDate(s string) bool {
 	return err == nil
 }
 
+// checkRoute checks an order event's routing fields: order.placed's make a valid route,
+// order.lines_changed has none.
+func checkRoute(t event.Type, d *event.OrderData) error {
+	if !d.Routed() {
+		return nil
+	}
+	if t != event.OrderPlaced {
+		return invalid(ReasonInvalidRoute, "data.allocation, ship_to, pickup_location and no_split belong to order.placed")
+	}
+	if err := checkLocation(d.PickupLocation); err != nil {
+		return invalid(ReasonInvalidLocation, "data.pickup_location %q is not a location id (1..%d letters, digits, '.', '_' and '-')",
+			d.PickupLocation, stock.MaxLocationLen)
+	}
+	if err := routeOf(d, nil).Validate(); err != nil {
+		return invalid(ReasonInvalidRoute, "data: %v", strings.TrimPrefix(err.Error(), "ledger: ERR_INVALID_REQUEST: invalid request: "))
+	}
+	return nil
+}
+
+// routeOf is the route of an order.placed's data: its strategies, or defaults when it
+// names none.
+func routeOf(d *event.OrderData, defaults []stock.Strategy) *stock.Route {
+	r := &stock.Route{Pinned: d.PickupLocation, NoSplit: d.NoSplit}
+	for _, s := range d.Allocation {
+		r.Strategies = append(r.Strategies, stock.Strategy(s))
+	}
+	if len(r.Strategies) == 0 {
+		r.Strategies = slices.Clone(defaults)
+	}
+	if d.ShipTo != nil {
+		r.ShipTo = &stock.Coordinates{Lat: d.ShipTo.Lat, Lon: d.ShipTo.Lon}
+	}
+	return r
+}
+
 func validateLines(t event.Type, d *event.OrderData, maxLines int) error {
+	if err := checkRoute(t, d); err != nil {
+		return err
+	}
 	if len(d.Lines) > maxLines {
 		return invalid(ReasonTooManyLines, "data.lines has %d lines, the limit is %d", len(d.Lines), maxLines)
 	}

@@ -197,6 +197,26 @@ type OrderData struct {
 	// fields; neither: JUNBAN_RESERVATION_TTL, whose 0 means never). Not for ship mode,
 	// nor for order.lines_changed.
 	Hold
+	// Routing, order.placed only: where the lines may be allocated from. Allocation names
+	// the strategies, chained as tie-breakers ("ranked", "closest", "pinned",
+	// "fefo_network"; none: the worker's JUNBAN_ALLOCATION_STRATEGIES); ShipTo is where
+	// the order goes ("closest"); PickupLocation pins the one location the order is
+	// collected at; NoSplit takes each line from one location.
+	Allocation     []string     `json:"allocation,omitempty"`
+	ShipTo         *Coordinates `json:"ship_to,omitempty"`
+	PickupLocation string       `json:"pickup_location,omitempty"`
+	NoSplit        bool         `json:"no_split,omitempty"`
+}
+
+// Coordinates are a point in degrees: latitude -90..90, longitude -180..180.
+type Coordinates struct {
+	Lat float64 `json:"lat"`
+	Lon float64 `json:"lon"`
+}
+
+// Routed tells an order.placed that names where its lines are allocated from.
+func (d *OrderData) Routed() bool {
+	return len(d.Allocation) > 0 || d.ShipTo != nil || d.PickupLocation != "" || d.NoSplit
 }
 
 // Hold names the end of a reservation: HoldUntil, an instant (RFC 3339), or HoldFor, a

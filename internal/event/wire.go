@@ -88,6 +88,9 @@ type SKU struct {
 type LotQty struct {
 	LotID string `json:"lot_id"`
 	Qty   int64  `json:"qty"`
+	// Location is, in an order's snapshot, the location of the lot a line holds, when it
+	// is not the default one (what each location must ship). Requests ignore it.
+	Location string `json:"location,omitempty"`
 }
 
 // Holder is an order holding reserved or allocated units of a lot: what a recall

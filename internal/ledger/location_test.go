@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
@@ -193,4 +195,30 @@ func TestRoutedAllocation(t *testing.T) {
 			t.Fatalf("replay with other locations: %+v %v", r, err)
 		}
 	})
+}
+
+// The cache answers from its last read within its TTL and reads again after it; with no
+// TTL it reads every time.
+func TestLocationCache(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	west := stock.Location{ID: "west", Kind: stock.LocationWarehouse, Rank: 1, Ships: true, Enabled: true}
+	if err := PublishLocations(ctx, rc, prefix, []stock.Location{west}, false); err != nil {
+		t.Fatal(err)
+	}
+	kept, fresh := NewLocationCache(rc, prefix, time.Hour), NewLocationCache(rc, prefix, 0)
+	for _, c := range []*LocationCache{kept, fresh} {
+		if got, err := c.Locations(ctx); err != nil || len(got) != 2 || got[0].ID != "default" || !reflect.DeepEqual(got[1], west) {
+			t.Fatalf("first read %+v %v", got, err)
+		}
+	}
+	west.Enabled = false
+	if err := PublishLocations(ctx, rc, prefix, []stock.Location{west}, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := kept.Locations(ctx); !got[1].Enabled {
+		t.Fatal("the cache read again within its TTL")
+	}
+	if got, _ := fresh.Locations(ctx); got[1].Enabled {
+		t.Fatal("a cache without TTL kept its last read")
+	}
 }

@@ -3,6 +3,8 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -69,4 +71,37 @@ func ReadLocations(ctx context.Context, rc redis.UniversalClient, prefix string)
 	}
 	stock.SortLocations(out)
 	return out, nil
+}
+
+// LocationCache reads the locations hash at most once per TTL and gives the last read
+// in between, so that an allocation needs no read of its own (domain.LocationSource). A
+// location the shop changes reaches the workers within the TTL.
+type LocationCache struct {
+	rc     redis.UniversalClient
+	prefix string
+	ttl    time.Duration
+
+	mu   sync.Mutex
+	at   time.Time
+	locs []stock.Location
+}
+
+// NewLocationCache returns a cache of prefix's locations hash; ttl <= 0 reads every time.
+func NewLocationCache(rc redis.UniversalClient, prefix string, ttl time.Duration) *LocationCache {
+	return &LocationCache{rc: rc, prefix: prefix, ttl: ttl}
+}
+
+// Locations implements domain.LocationSource.
+func (c *LocationCache) Locations(ctx context.Context) ([]stock.Location, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.locs != nil && c.ttl > 0 && time.Since(c.at) < c.ttl {
+		return c.locs, nil
+	}
+	locs, err := ReadLocations(ctx, c.rc, c.prefix)
+	if err != nil {
+		return nil, err
+	}
+	c.locs, c.at = locs, time.Now()
+	return locs, nil
 }
