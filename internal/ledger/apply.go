@@ -108,6 +108,9 @@ func (l *Ledger) applyChange(ctx context.Context, r stock.ChangeRequest, fence s
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	args := make([]any, 0, 4+2*len(r.Release)+len(r.Allocate))
+	if r.Route != nil {
+		args = append(args, routeArgs(r.Route)...)
+	}
 	args = append(args, string(r.Mode), r.TargetDate, r.Holder, len(r.Release))
 	for _, q := range r.Release {
 		args = append(args, q.LotID, q.Qty)

@@ -22,7 +22,7 @@
 --                                           ship, undo, hold, release hold, damage, return);
 --                                           the n lots move from -> to, then the back
 --                                           lots to -> from (the undo of a change)
---   change   mode date holder n lot1 qty1 ... lotn qtyn aqty1 aqty2 ...
+--   change   [route nosplit m loc1 pos1 ...] mode date holder n lot1 qty1 ... lotn qtyn aqty1 aqty2 ...
 --                                           an order's change on the SKU: releases the n
 --                                           lots from mode's bucket (ship: a, reserve: r),
 --                                           then allocates each aqty in turn as alloc does,
@@ -439,55 +439,74 @@ local function commit(extra)
   return {0, text}
 end
 
+-- routeArgs reads a route's arguments from ARGV[at]: the no-split flag, n, then n
+-- location/position pairs. Returns pos (location -> position), noSplit and the index of
+-- the first argument after them.
+local function routeArgs(at)
+  local pos, n = {}, tonumber(ARGV[at + 1])
+  for i = at + 2, at + 1 + 2 * n, 2 do pos[ARGV[i]] = tonumber(ARGV[i + 1]) end
+  return pos, ARGV[at] == '1', at + 2 + 2 * n
+end
+
+-- routedCandidates returns a routed allocation's candidates and their sellable: those at
+-- the eligible locations (pos: location -> position), ordered by position, then by their
+-- key; with noSplit, only the first location's, in that order, whose candidates cover
+-- qty. Every candidate is read (chunks and known as walkCandidates takes them). Returns
+-- nil, the reason code and its detail when the allocation does not fit.
+local function routedCandidates(date, pos, noSplit, qty, need, ss, chunks, known)
+  local cand, sell, _, heads = walkCandidates(key, head, date, math.huge, nil, 1024, true, chunks, known)
+  local el, sum = {}, 0
+  for i = 1, #cand, 1000 do
+    local f = {}
+    for j = i, math.min(i + 999, #cand) do f[#f + 1] = 'p:' .. candidateLot(cand, j) end
+    local v = redis.call('HMGET', key, unpack(f))
+    for j = 1, #f do
+      local c = i + j - 1
+      local loc = v[j] or 'default'
+      local p = pos[loc]
+      if p then
+        el[#el + 1] = {k = string.format('%06d', p) .. string.sub(heads[c], 1, SORT_LEN), f = cand[c], s = sell[c], loc = loc}
+        sum = sum + sell[c]
+      end
+    end
+  end
+  table.sort(el, function(a, b) return a.k < b.k end)
+  local code, detail = refusal(qty, need, sum, ss)
+  if code then return nil, code, detail end
+  if noSplit then
+    -- The first location, in this order, whose candidates cover qty takes it all.
+    local by, order, best, chosen = {}, {}, 0, nil
+    for _, e in ipairs(el) do
+      if e.s > 0 then
+        if not by[e.loc] then by[e.loc] = 0; order[#order + 1] = e.loc end
+        by[e.loc] = by[e.loc] + e.s
+      end
+    end
+    for _, l in ipairs(order) do
+      if by[l] >= qty then chosen = l; break end
+      if by[l] > best then best = by[l] end
+    end
+    if not chosen then
+      return nil, 'ERR_SHORTAGE', 'requested=' .. fmt(qty) .. ' available=' .. fmt(best) .. ' no_split'
+    end
+    local only = {}
+    for _, e in ipairs(el) do if e.loc == chosen then only[#only + 1] = e end end
+    el = only
+  end
+  local c2, s2 = {}, {}
+  for i, e in ipairs(el) do c2[i], s2[i] = e.f, e.s end
+  return c2, s2
+end
+
 if op == 'alloc' then
   local qty, date, mode = tonumber(ARGV[4]), ARGV[5], ARGV[6]
   holder = ARGV[7] or ''
   local ss = tonumber(head[2])
   local need = allocNeed(qty, mode, ss)
   if ARGV[8] == 'route' then
-    -- A routed allocation: the candidates at the eligible locations (pos: location ->
-    -- position), ordered by position, then by their key; every candidate is read.
-    local noSplit, pos = ARGV[9] == '1', {}
-    for i = 11, 10 + 2 * tonumber(ARGV[10]), 2 do pos[ARGV[i]] = tonumber(ARGV[i + 1]) end
-    local cand, sell, _, heads = walkCandidates(key, head, date, math.huge, nil, 1024, true)
-    local el, sum = {}, 0
-    for i = 1, #cand, 1000 do
-      local f = {}
-      for j = i, math.min(i + 999, #cand) do f[#f + 1] = 'p:' .. candidateLot(cand, j) end
-      local v = redis.call('HMGET', key, unpack(f))
-      for j = 1, #f do
-        local c = i + j - 1
-        local loc = v[j] or 'default'
-        local p = pos[loc]
-        if p then
-          el[#el + 1] = {k = string.format('%06d', p) .. string.sub(heads[c], 1, SORT_LEN), f = cand[c], s = sell[c], loc = loc}
-          sum = sum + sell[c]
-        end
-      end
-    end
-    table.sort(el, function(a, b) return a.k < b.k end)
-    local code, detail = refusal(qty, need, sum, ss)
-    if code then return fail(code, detail) end
-    if noSplit then
-      -- The first location, in this order, whose candidates cover qty takes it all.
-      local by, order, best, chosen = {}, {}, 0, nil
-      for _, e in ipairs(el) do
-        if not by[e.loc] then by[e.loc] = 0; order[#order + 1] = e.loc end
-        by[e.loc] = by[e.loc] + e.s
-      end
-      for _, l in ipairs(order) do
-        if by[l] >= qty then chosen = l; break end
-        if by[l] > best then best = by[l] end
-      end
-      if not chosen then
-        return fail('ERR_SHORTAGE', 'requested=' .. fmt(qty) .. ' available=' .. fmt(best) .. ' no_split')
-      end
-      local only = {}
-      for _, e in ipairs(el) do if e.loc == chosen then only[#only + 1] = e end end
-      el = only
-    end
-    local c2, s2 = {}, {}
-    for i, e in ipairs(el) do c2[i], s2[i] = e.f, e.s end
+    local pos, noSplit = routeArgs(9)
+    local c2, s2, detail = routedCandidates(date, pos, noSplit, qty, need, ss)
+    if not c2 then return fail(s2, detail) end
     local lots, take = takeLots(c2, s2, qty)
     fetch(lots)
     local to = 'r'
@@ -547,14 +566,21 @@ if op == 'move' then
 end
 
 if op == 'change' then
-  local mode, date = ARGV[4], ARGV[5]
-  holder = ARGV[6]
+  -- A routed change: its route's arguments first (o: how many).
+  local o, pos, noSplit = 0, nil, false
+  if ARGV[4] == 'route' then
+    local nxt
+    pos, noSplit, nxt = routeArgs(5)
+    o = nxt - 4
+  end
+  local mode, date = ARGV[4 + o], ARGV[5 + o]
+  holder = ARGV[6 + o]
   local b = 'r'
   if mode == 'ship' then b = 'a' end
-  local split = 8 + 2 * tonumber(ARGV[7]) -- the first allocation
-  local unknown = fetch(lotsOf(8, split - 1))
+  local split = 8 + o + 2 * tonumber(ARGV[7 + o]) -- the first allocation
+  local unknown = fetch(lotsOf(8 + o, split - 1))
   if unknown then return fail('ERR_UNKNOWN_LOT', 'lot=' .. unknown) end
-  local refused = moveEach(8, split - 1, b, 's')
+  local refused = moveEach(8 + o, split - 1, b, 's')
   if refused then return refused end
   -- The allocations walk the index as the releases left it: a lot they gave units back
   -- to from zero is a candidate again, in its place.
@@ -569,9 +595,18 @@ if op == 'change' then
   for i = split, #ARGV do
     local qty = tonumber(ARGV[i])
     local need = allocNeed(qty, mode, ss)
-    local cand, sell, sum = walkCandidates(key, head, date, need, first, 1, false, ch, st)
-    local code, detail = refusal(qty, need, sum, ss)
-    if code then return fail(code, detail) end
+    local cand, sell
+    if pos then
+      local code, detail
+      cand, code, detail = routedCandidates(date, pos, noSplit, qty, need, ss, ch, st)
+      if not cand then return fail(code, detail) end
+      sell = code
+    else
+      local sum
+      cand, sell, sum = walkCandidates(key, head, date, need, first, 1, false, ch, st)
+      local code, detail = refusal(qty, need, sum, ss)
+      if code then return fail(code, detail) end
+    end
     local lots, take = takeLots(cand, sell, qty)
     fetch(lots)
     for j, lot in ipairs(lots) do move(lot, 's', b, take[j]) end

@@ -222,3 +222,35 @@ func TestLocationCache(t *testing.T) {
 		t.Fatal("a cache without TTL kept its last read")
 	}
 }
+
+// A routed change allocates each quantity as a routed allocation would, over the state
+// its releases left: what it gives back at one location is taken again only where the
+// route allows.
+func TestRoutedChange(t *testing.T) {
+	locs := []stock.Location{
+		{ID: "default", Kind: stock.LocationWarehouse, Rank: 1, Ships: true, Enabled: true},
+		{ID: "store", Kind: stock.LocationStore, Ships: false, Pickup: true, Enabled: true},
+	}
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{
+		func() stock.Lot { l := lot("d1", stock.KindOnHand, 0, "2027-03-01", 0); l.Allocated = 2; return l }(),
+		locLot("s1", "store", 1, "2026-12-20", 3),
+	}}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		// Give back 2 at the default location, allocate 4 at the store: only 3 there.
+		c := stock.ChangeRequest{OpID: "c1", SKU: "A", TargetDate: "2026-12-01", Mode: stock.ModeShip,
+			Release: []stock.LotQty{{LotID: "d1", Qty: 2}}, Allocate: []int64{4},
+			Route: &stock.Route{Pinned: "store", Locations: locs}}
+		_, err := inv.Apply(ctx, c)
+		wantErr(t, err, stock.ErrShortage)
+		c.OpID, c.Allocate = "c2", []int64{3}
+		r, err := inv.Apply(ctx, c)
+		wantMoves(t, r, err, mv{"d1", stock.Allocated, stock.Sellable, 2}, mv{"s1", stock.Sellable, stock.Allocated, 3})
+		// Routed to shipping locations only, the unit given back at the store is not
+		// taken again: the default location serves.
+		c = stock.ChangeRequest{OpID: "c3", SKU: "A", TargetDate: "2026-12-01", Mode: stock.ModeShip,
+			Release: []stock.LotQty{{LotID: "s1", Qty: 1}}, Allocate: []int64{2},
+			Route: &stock.Route{Strategies: []stock.Strategy{stock.StrategyRanked}, Locations: locs}}
+		r, err = inv.Apply(ctx, c)
+		wantMoves(t, r, err, mv{"s1", stock.Allocated, stock.Sellable, 1}, mv{"d1", stock.Sellable, stock.Allocated, 2})
+	})
+}

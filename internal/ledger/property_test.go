@@ -55,6 +55,11 @@ var genDates = []string{"2026-11-30", "2026-12-01", "2026-12-05", "2026-12-10", 
 // genSequence draws SKUs and a sequence of operations on them from rng: several SKUs,
 // lots of both kinds with tied best-befores, defective lots, validity periods around
 // the target dates, replays of earlier op ids, unknown lots and SKUs, invalid requests.
+func mapHas(m map[string]int, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
 // genRoute draws a route over the generator's locations (the default, wh-2, store-1)
 // with random settings, strategies, ship_to, a pinned location and no_split; sometimes an
 // invalid one.
@@ -251,6 +256,9 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 			}
 			if len(c.Release) == 0 && len(c.Allocate) == 0 && rng.IntN(10) != 0 {
 				c.Allocate = []int64{qty()}
+			}
+			if rng.IntN(3) == 0 {
+				c.Route = genRoute(rng)
 			}
 			st = genStep{name: "change", change: c}
 		case k < 45:
@@ -541,6 +549,12 @@ func invariants(prev stock.SKU, seen bool, now stock.SKU, r stock.Result, err er
 				}
 				if first := stock.LocationOf(want.Lots[idx[r.Moves[0].LotID]]); st.alloc.Route.NoSplit && at != first {
 					return fmt.Errorf("no-split allocation took at %s and %s", first, at)
+				}
+			}
+			if st.change != nil && st.change.Route != nil && mv.From == stock.Sellable {
+				// A routed change's allocations take only at eligible locations.
+				if at := stock.LocationOf(*lt); !mapHas(st.change.Route.Positions(), at) {
+					return fmt.Errorf("routed change took lot %s at %s, not eligible", lt.LotID, at)
 				}
 			}
 			if loc := st.location(); loc != "" && stock.LocationOf(*lt) != loc {

@@ -94,7 +94,7 @@ func (r UndoRequest) Fingerprint() string {
 }
 
 func (r ChangeRequest) Fingerprint() string {
-	return newFingerprint("change", r.SKU).str(r.TargetDate).str(string(r.Mode)).lots(r.Release).nums(r.Allocate).str(r.Holder).sum()
+	return newFingerprint("change", r.SKU).str(r.TargetDate).str(string(r.Mode)).lots(r.Release).nums(r.Allocate).str(r.Holder).route(r.Route).sum()
 }
 
 func (r ReceiveRequest) Fingerprint() string {

@@ -329,12 +329,6 @@ func (o *modelOp) now() []Lot {
 	return lots
 }
 
-// allocate moves qty from the candidates' sellable to mode's bucket, in allocation order,
-// or returns why it cannot.
-func (o *modelOp) allocate(qty int64, date string, mode Mode) (error, string) {
-	return o.allocateVia(qty, date, mode, nil)
-}
-
 // routed keeps the candidates at the route's eligible locations, ordered by their
 // location's position, then by AllocKey (cands are in AllocKey order).
 func routed(cands []Lot, route *Route) []Lot {
@@ -379,7 +373,8 @@ func oneLocation(cands []Lot, qty int64) (out []Lot, best int64, ok bool) {
 	return nil, best, false
 }
 
-// allocateVia is allocate over the candidates of route (nil: every lot alike).
+// allocateVia moves qty from the candidates' sellable to mode's bucket, in allocation
+// order (routed by route; nil: every lot alike), or returns why it cannot.
 func (o *modelOp) allocateVia(qty int64, date string, mode Mode, route *Route) (error, string) {
 	cands := candidatesOf(o.now(), date)
 	if route != nil {

@@ -139,7 +139,7 @@ func (r ChangeRequest) model(ctx context.Context, m *Model) (Result, error) {
 			return err, detail
 		}
 		for _, q := range r.Allocate {
-			if err, detail := o.allocate(q, r.TargetDate, r.Mode); err != nil {
+			if err, detail := o.allocateVia(q, r.TargetDate, r.Mode, r.Route); err != nil {
 				return err, detail
 			}
 		}

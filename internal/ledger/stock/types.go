@@ -137,6 +137,8 @@ type ChangeRequest struct {
 	// Release), then each allocation's in turn, which sum to its quantity.
 	Allocate []int64 `json:"allocate,omitempty"`
 	Holder   string  `json:"holder,omitempty"`
+	// Route routes each allocation as AllocateRequest's does; nil: every lot alike.
+	Route *Route `json:"route,omitempty"`
 }
 
 // LotsRequest names quantities in given lots (Confirm, Ship).

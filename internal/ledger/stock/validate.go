@@ -185,7 +185,7 @@ func (r ChangeRequest) Validate() error {
 			return err
 		}
 	}
-	return nil
+	return r.Route.Validate()
 }
 
 func (r LotsRequest) Validate() error {
