@@ -332,15 +332,18 @@ func checkRoute(t event.Type, d *event.OrderData) error {
 		return invalid(ReasonInvalidLocation, "data.pickup_location %q is not a location id (1..%d letters, digits, '.', '_' and '-')",
 			d.PickupLocation, stock.MaxLocationLen)
 	}
-	if err := routeOf(d, nil).Validate(); err != nil {
+	if err := routeOf(d.Routing(), nil).Validate(); err != nil {
 		return invalid(ReasonInvalidRoute, "data: %v", strings.TrimPrefix(err.Error(), "ledger: ERR_INVALID_REQUEST: invalid request: "))
 	}
 	return nil
 }
 
-// routeOf is the route of an order.placed's data: its strategies, or defaults when it
-// names none.
-func routeOf(d *event.OrderData, defaults []stock.Strategy) *stock.Route {
+// routeOf is the route of an order's routing fields (nil: none): its strategies, or
+// defaults when it names none.
+func routeOf(d *event.Routing, defaults []stock.Strategy) *stock.Route {
+	if d == nil {
+		d = &event.Routing{}
+	}
 	r := &stock.Route{Pinned: d.PickupLocation, NoSplit: d.NoSplit}
 	for _, s := range d.Allocation {
 		r.Strategies = append(r.Strategies, stock.Strategy(s))

@@ -466,16 +466,16 @@ func locationIn(r stock.Result, lot string) string {
 	return ""
 }
 
-// route is an order.placed's route: its routing fields with the shop's default strategies
-// (those that need a field the order lacks left out), over the shop's locations; nil for
-// an order without routing fields when the shop has no default.
-func (t *txn) route(d *event.OrderData) (*stock.Route, error) {
-	if !d.Routed() && len(t.pol.Strategies) == 0 {
+// route is an order's route: its order.placed's routing fields with the shop's default
+// strategies (those that need a field the order lacks left out), over the shop's
+// locations; nil for an order without routing fields when the shop has no default.
+func (t *txn) route(d *event.Routing) (*stock.Route, error) {
+	if d == nil && len(t.pol.Strategies) == 0 {
 		return nil, nil
 	}
 	var defaults []stock.Strategy
 	for _, s := range t.pol.Strategies {
-		if (s == stock.StrategyClosest && d.ShipTo == nil) || (s == stock.StrategyPinned && d.PickupLocation == "") {
+		if (s == stock.StrategyClosest && (d == nil || d.ShipTo == nil)) || (s == stock.StrategyPinned && (d == nil || d.PickupLocation == "")) {
 			continue
 		}
 		defaults = append(defaults, s)
@@ -508,7 +508,7 @@ func (t *txn) placed(cur *event.OrderSnapshot, d *event.OrderData) (transition, 
 		reason = ReasonInvalidHold
 	} else {
 		var route *stock.Route
-		if route, err = t.route(d); err != nil {
+		if route, err = t.route(d.Routing()); err != nil {
 			return transition{}, err
 		}
 		if held, reason, err = t.allocateLines(d.Lines, d.TargetDate, d.Mode, "alloc", route); err != nil {
@@ -524,6 +524,7 @@ func (t *txn) placed(cur *event.OrderSnapshot, d *event.OrderData) (transition, 
 	}
 	o.Status = event.StatusPlaced
 	o.HoldUntil = hold
+	o.Route = d.Routing()
 	o.Allocation = "reserved"
 	if d.Mode == stock.ModeShip {
 		o.Allocation = "allocated"
@@ -621,9 +622,16 @@ func (t *txn) linesChanged(cur *event.OrderSnapshot, d *event.OrderData) (transi
 		for i, ln := range c.grow {
 			qty[i] = ln.Qty
 		}
+		var route *stock.Route
+		if len(qty) > 0 { // a change that only gives back takes from nowhere
+			var err error
+			if route, err = t.route(cur.Route); err != nil {
+				return transition{}, err
+			}
+		}
 		r, err := t.l.Apply(t.ctx, stock.ChangeRequest{
 			OpID: t.opID(c.sku, "change"), LegacyOpID: t.legacyOpID(c.sku, "change"), SKU: c.sku, TargetDate: cur.TargetDate, Mode: modeOf(cur.Allocation),
-			Release: c.release, Allocate: qty, Holder: t.holder(),
+			Release: c.release, Allocate: qty, Holder: t.holder(), Route: route,
 		})
 		if reason, err := t.keep(r, err); err != nil || reason != "" {
 			return transition{reason: reason}, err

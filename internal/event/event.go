@@ -219,6 +219,14 @@ func (d *OrderData) Routed() bool {
 	return len(d.Allocation) > 0 || d.ShipTo != nil || d.PickupLocation != "" || d.NoSplit
 }
 
+// Routing returns the data's routing fields, nil when it names none.
+func (d *OrderData) Routing() *Routing {
+	if !d.Routed() {
+		return nil
+	}
+	return &Routing{Allocation: d.Allocation, ShipTo: d.ShipTo, PickupLocation: d.PickupLocation, NoSplit: d.NoSplit}
+}
+
 // Hold names the end of a reservation: HoldUntil, an instant (RFC 3339), or HoldFor, a
 // duration from the event's occurred_at (Go syntax: "30m", "72h"). At most one is set.
 type Hold struct {
@@ -395,6 +403,17 @@ type OrderSnapshot struct {
 	// HoldUntil is when a placed reserve-mode order's reservation expires (absent: never,
 	// or no longer: paid, allocated for shipment, or finished). Microsecond precision.
 	HoldUntil *time.Time `json:"hold_until,omitempty"`
+	// Route is where its order.placed said the lines are allocated from (absent: it named
+	// none): order.lines_changed allocates the same way.
+	Route *Routing `json:"route,omitempty"`
+}
+
+// Routing are an order.placed's routing fields, as its order keeps them.
+type Routing struct {
+	Allocation     []string     `json:"allocation,omitempty"`
+	ShipTo         *Coordinates `json:"ship_to,omitempty"`
+	PickupLocation string       `json:"pickup_location,omitempty"`
+	NoSplit        bool         `json:"no_split,omitempty"`
 }
 
 // SnapshotLine is an order line with the lots that hold its quantity.

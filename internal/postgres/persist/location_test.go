@@ -4,10 +4,12 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/ledger/stock"
+	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/postgres/inventorydb"
 	"github.com/junban/junban/internal/testenv"
 )
@@ -71,5 +73,30 @@ func TestLotLocationsArePersistedAndLoaded(t *testing.T) {
 				t.Fatalf("loaded\n%+v\nRedis holds\n%+v", got, want)
 			}
 		})
+	}
+}
+
+// An order's route reaches orders.route and comes back with the order's load from
+// PostgreSQL (after a Redis data loss); an order without one stores NULL and loads none.
+func TestOrderRouteIsPersistedAndLoaded(t *testing.T) {
+	db := testenv.Postgres(t)
+	routed := event.OrderSnapshot{LCID: "LC-R", Status: event.StatusPlaced, Allocation: "allocated", Mode: stock.ModeShip,
+		TargetDate: "2026-12-01", Lines: []event.SnapshotLine{{LineID: "1", SKU: "A", Qty: 2,
+			Lots: []stock.LotQty{{LotID: "L1", Qty: 2, Location: "west"}}}},
+		Route: &event.Routing{Allocation: []string{"closest", "ranked"}, ShipTo: &event.Coordinates{Lat: 52.52, Lon: 13.405}, PickupLocation: "west", NoSplit: true}}
+	plain := routed
+	plain.LCID, plain.Route = "LC-P", nil
+	for i, o := range []event.OrderSnapshot{routed, plain} {
+		apply(t, db, []event.Result{{EventID: "e" + o.LCID, Entity: o.LCID, LCID: o.LCID, Seq: int64(i + 1),
+			Type: event.OrderPlaced, Outcome: event.Applied, Order: &o, ProcessedAt: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}})
+	}
+	for _, want := range []event.OrderSnapshot{routed, plain} {
+		got, _, ok, err := order.PGLoader{DB: db}.LoadOrder(context.Background(), want.LCID)
+		if err != nil || !ok {
+			t.Fatalf("load %s: %v %v", want.LCID, ok, err)
+		}
+		if !reflect.DeepEqual(*got, want) {
+			t.Fatalf("loaded\n%+v\nwant\n%+v", *got, want)
+		}
 	}
 }

@@ -69,7 +69,9 @@ type OrderRow struct {
 	Lines json.RawMessage `gorm:"type:jsonb"`
 	// HoldUntil is when a placed reserve-mode order's reservation expires (nil: never, or
 	// no longer), from the snapshot, to the microsecond.
-	HoldUntil   *time.Time
+	HoldUntil *time.Time
+	// Route is the order's route (event.Routing) as JSON; nil: none.
+	Route       json.RawMessage `gorm:"type:jsonb"`
 	Seq         int64
 	LastEventID string
 	UpdatedAt   time.Time

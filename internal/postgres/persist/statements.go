@@ -30,13 +30,14 @@ const storedInboxSQL = `SELECT entity, event_id, seq, type, outcome, reason FROM
 WHERE (entity, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
 
 // An order row is only ever replaced by a newer seq of its entity.
-const upsertOrdersSQL = `INSERT INTO orders (lcid, status, allocation, paid, mode, target_date, lines, hold_until, seq, last_event_id, updated_at)
-SELECT u.lcid, u.status, u.allocation, u.paid, u.mode, u.target_date, u.lines::jsonb, u.hold_until, u.seq, u.last_event_id, now()
-FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::date[], $7::text[], $8::timestamptz[], $9::bigint[], $10::text[])
-	AS u (lcid, status, allocation, paid, mode, target_date, lines, hold_until, seq, last_event_id)
+const upsertOrdersSQL = `INSERT INTO orders (lcid, status, allocation, paid, mode, target_date, lines, hold_until, seq, last_event_id, route, updated_at)
+SELECT u.lcid, u.status, u.allocation, u.paid, u.mode, u.target_date, u.lines::jsonb, u.hold_until, u.seq, u.last_event_id,
+	NULLIF(u.route, '')::jsonb, now()
+FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::date[], $7::text[], $8::timestamptz[], $9::bigint[], $10::text[], $11::text[])
+	AS u (lcid, status, allocation, paid, mode, target_date, lines, hold_until, seq, last_event_id, route)
 ON CONFLICT (lcid) DO UPDATE SET status = excluded.status, allocation = excluded.allocation,
 	paid = excluded.paid, mode = excluded.mode, target_date = excluded.target_date, lines = excluded.lines,
-	hold_until = excluded.hold_until, seq = excluded.seq, last_event_id = excluded.last_event_id, updated_at = excluded.updated_at
+	hold_until = excluded.hold_until, route = excluded.route, seq = excluded.seq, last_event_id = excluded.last_event_id, updated_at = excluded.updated_at
 WHERE orders.seq < excluded.seq`
 
 // A SKU row's version only moves forward, and so, on its own, does its safety stock: a
@@ -154,16 +155,18 @@ func upsertOrders(tx *gorm.DB, rows []OrderRow) (int, error) {
 		paid                            = col[bool](rows)
 		targets, holds                  = col[*time.Time](rows), col[*time.Time](rows)
 		seqs                            = col[int64](rows)
+		routes                          = col[string](rows)
 	)
 	for i, r := range rows {
 		lcids[i], statuses[i], allocations[i], paid[i], modes[i] = r.LCID, r.Status, r.Allocation, r.Paid, r.Mode
 		targets[i], lines[i], seqs[i], lastIDs[i] = r.TargetDate, string(r.Lines), r.Seq, r.LastEventID
 		holds[i] = r.HoldUntil
+		routes[i] = string(r.Route)
 		if r.Lines == nil {
 			lines[i] = "[]"
 		}
 	}
-	return pgtx.Exec(tx, upsertOrdersSQL, lcids, statuses, allocations, paid, modes, targets, lines, holds, seqs, lastIDs)
+	return pgtx.Exec(tx, upsertOrdersSQL, lcids, statuses, allocations, paid, modes, targets, lines, holds, seqs, lastIDs, routes)
 }
 
 // upsertSKUs writes SKU rows where their version or their settings version is newer and
