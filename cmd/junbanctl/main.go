@@ -31,7 +31,7 @@ func newRootCmd() *cobra.Command {
 		stockCmd(), orderCmd(), reconcileCmd(),
 		cli.Group("holds", "the reservations that expire", holdsReindexCmd()),
 		cli.Group("skus", "a SKU's settings in PostgreSQL", skusThresholdCmd()),
-		ledgerCmd(),
+		ledgerCmd(), locationsCmd(),
 		cli.Group("queues", "create the queues", queuesCreateCmd()),
 		cli.Group("topics", "create SNS topics and subscribe queues to them", topicsCreateCmd(), topicsSubscribeCmd()),
 		cli.Group("webhook", "send signed webhooks to a running gateway", webhookSendCmd(), webhookStormCmd()),

@@ -58,6 +58,9 @@ func TestConfigRefusesWhatLockhandoffWould(t *testing.T) {
 		// A negative TTL would make every default hold end before its order was placed.
 		"JUNBAN_RESERVATION_TTL":           "-1m",
 		"JUNBAN_RESERVATION_SCAN_INTERVAL": "0s",
+		// A default strategy no order could run would reject every order.
+		"JUNBAN_ALLOCATION_STRATEGIES": "ranked,cheapest",
+		"JUNBAN_LOCATIONS_TTL":         "-1s",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(name, value)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -20,6 +21,7 @@ import (
 	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/http/health"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order"
 	"github.com/junban/junban/internal/order/expiry"
@@ -131,6 +133,13 @@ type Config struct {
 	// ReservationTTL is the hold of a reserve-mode order.placed that names none, from its
 	// occurred_at (domain.Policy); 0: such a reservation never expires.
 	ReservationTTL time.Duration `env:"JUNBAN_RESERVATION_TTL"`
+	// AllocationStrategies are the shop's default allocation strategies for an
+	// order.placed that names none (domain.Policy.Strategies), comma-separated; none: such
+	// an order allocates from every lot alike.
+	AllocationStrategies []string `env:"JUNBAN_ALLOCATION_STRATEGIES" envSeparator:","`
+	// LocationsTTL is how long the worker keeps the shop's locations it read from Redis
+	// (ledger.LocationCache): a location changed reaches routed allocations within it.
+	LocationsTTL time.Duration `env:"JUNBAN_LOCATIONS_TTL" envDefault:"5s"`
 	// ReservationScanInterval is how often the worker looks for due holds (expiry.Scanner).
 	ReservationScanInterval time.Duration `env:"JUNBAN_RESERVATION_SCAN_INTERVAL"`
 }
@@ -164,7 +173,7 @@ func (c *Config) SetDefaults() {
 
 // Validate checks what the parser cannot.
 func (c Config) Validate() error {
-	p := []error{c.Common.Validate(), c.Redis.Validate(), c.Startup.Validate(), c.RedisReplication.Validate()}
+	p := append([]error{c.Common.Validate(), c.Redis.Validate(), c.Startup.Validate(), c.RedisReplication.Validate()}, c.locationProblems()...)
 	if c.Concurrency < 1 {
 		p = append(p, errors.New("JUNBAN_CONCURRENCY: must be at least 1"))
 	}
@@ -405,8 +414,34 @@ func newProcessor(cfg Config, log *zap.Logger, d *deps, results *queue.Publisher
 		Redis: d.rc, Shared: d.shared, Ledger: led, Publisher: results, DeadLetter: deadLetter, ResultsDeadLetter: resultsDeadLetter,
 		MaxResultBytes: order.ResultBound(d.resultsMax), Logger: log, Registerer: d.reg,
 		Prefix: cfg.KeyPrefix, DoneRetention: cfg.DoneRetention, ParkTimeout: cfg.ParkTimeout,
-		Loader: orderdb.PGLoader{DB: d.db}, Replication: d.repl, Policy: domain.Policy{ReservationTTL: cfg.ReservationTTL},
+		Loader: orderdb.PGLoader{DB: d.db}, Replication: d.repl, Policy: domain.Policy{
+			ReservationTTL: cfg.ReservationTTL, Strategies: strategiesOf(cfg.AllocationStrategies),
+			Locations: ledger.NewLocationCache(d.rc, cfg.KeyPrefix, cfg.LocationsTTL),
+		},
 	})
+}
+
+// locationProblems are the problems of the location settings.
+func (c Config) locationProblems() []error {
+	var p []error
+	if r := (stock.Route{Strategies: strategiesOf(c.AllocationStrategies), ShipTo: &stock.Coordinates{}, Pinned: "p"}); r.Validate() != nil {
+		p = append(p, fmt.Errorf("JUNBAN_ALLOCATION_STRATEGIES: %v", r.Validate()))
+	}
+	if c.LocationsTTL < 0 {
+		p = append(p, errors.New("JUNBAN_LOCATIONS_TTL: must not be negative"))
+	}
+	return p
+}
+
+// strategiesOf are JUNBAN_ALLOCATION_STRATEGIES's strategies.
+func strategiesOf(names []string) []stock.Strategy {
+	var out []stock.Strategy
+	for _, n := range names {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, stock.Strategy(n))
+		}
+	}
+	return out
 }
 
 // newScanner is the scanner of the due holds, which submits their expiry into the turns.

@@ -105,6 +105,8 @@ func WorstCaseResult(lines, lotsPerLine int) event.Result {
 	snap := &event.OrderSnapshot{
 		LCID: id("c"), Status: event.StatusCancelled, Allocation: "allocated", Paid: true,
 		Mode: stock.ModeReserve, TargetDate: wideDate,
+		Route: &event.Routing{Allocation: []string{"fefo_network", "closest", "ranked", "pinned", "ranked", "ranked", "ranked", "ranked"},
+			ShipTo: &event.Coordinates{Lat: -89.12345678901234, Lon: -179.12345678901234}, PickupLocation: strings.Repeat("w", stock.MaxLocationLen), NoSplit: true},
 	}
 	lot := stock.LotQty{LotID: ledgerID("l"), Qty: stock.MaxQty}
 	for range lines {
@@ -147,7 +149,7 @@ func worstLot() stock.Lot {
 		LotID: ledgerID, Kind: "planned", Good: true, BestBefore: wideDate, RegSeq: wideSeq,
 		ArrivesAt: wideDate, ValidFrom: wideDate, ValidTo: wideDate, Sellable: stock.MaxQty,
 		Reserved: stock.MaxQty, Allocated: stock.MaxQty, Hidden: stock.MaxQty, Shipped: stock.MaxQty,
-		Defective: stock.MaxQty,
+		Defective: stock.MaxQty, Location: strings.Repeat("w", stock.MaxLocationLen),
 	}
 }
 

@@ -187,6 +187,7 @@ func FuzzSchemasAcceptWhatTheDecoderAccepts(f *testing.F) {
 		f.Add([]byte(c.body))
 	}
 	f.Add([]byte(`{"event_id":"e1","type":"inventory.lot_registered","data":{"sku":"S","lot_id":"L","kind":"planned","best_before":"","arrives_at":"","sellable":1}}`))
+	f.Add([]byte(`{"event_id":"e1","type":"order.placed","lcid":"L","data":{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"S","qty":1}],"allocation":["fefo_network","closest"],"ship_to":{"lat":-90,"lon":180},"pickup_location":"w","no_split":false}}`))
 	schemas := map[event.Type]*jsonschema.Schema{}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		if len(schemas) == 0 {

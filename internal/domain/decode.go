@@ -66,6 +66,13 @@ const (
 	ReasonTooManyLines    = "ERR_TOO_MANY_LINES"
 	ReasonInvalidKind     = "ERR_INVALID_KIND"
 	ReasonInvalidReason   = "ERR_INVALID_REASON"
+	// ReasonInvalidLocation: data.location is not a location id (stock.CheckLocation:
+	// 1..64 ASCII letters, digits, '.', '_' and '-').
+	ReasonInvalidLocation = "ERR_INVALID_LOCATION"
+	// ReasonInvalidRoute: an order.placed's routing fields do not make a route (an unknown
+	// or repeated strategy, "closest" without ship_to, "pinned" without pickup_location,
+	// coordinates out of range), or an order.lines_changed carries them.
+	ReasonInvalidRoute = "ERR_INVALID_ROUTE"
 	// ReasonUncarriable refuses an event with a string that holds a character SQS and
 	// SNS cannot carry (U+FFFE or U+FFFF, which JSON does not escape): its result could
 	// never be published, and would hold up every later result of its entity.
@@ -285,6 +292,18 @@ func checkSKUAndLot(sku, lotID string) error {
 	return cmp.Or(checkID("data.sku", sku, stock.MaxIDLen), checkID("data.lot_id", lotID, stock.MaxIDLen))
 }
 
+// checkLocation checks the location an inventory event may name (absent: none).
+func checkLocation(location string) error {
+	if location == "" {
+		return nil
+	}
+	if err := stock.CheckLocation(location); err != nil {
+		return invalid(ReasonInvalidLocation, "data.location %q is not a location id (1..%d letters, digits, '.', '_' and '-')",
+			location, stock.MaxLocationLen)
+	}
+	return nil
+}
+
 func strictData(raw json.RawMessage, v any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return invalid(ReasonMissingField, "data is missing")
@@ -300,7 +319,48 @@ func validDate(s string) bool {
 	return err == nil
 }
 
+// checkRoute checks an order event's routing fields: order.placed's make a valid route,
+// order.lines_changed has none.
+func checkRoute(t event.Type, d *event.OrderData) error {
+	if !d.Routed() {
+		return nil
+	}
+	if t != event.OrderPlaced {
+		return invalid(ReasonInvalidRoute, "data.allocation, ship_to, pickup_location and no_split belong to order.placed")
+	}
+	if err := checkLocation(d.PickupLocation); err != nil {
+		return invalid(ReasonInvalidLocation, "data.pickup_location %q is not a location id (1..%d letters, digits, '.', '_' and '-')",
+			d.PickupLocation, stock.MaxLocationLen)
+	}
+	if err := routeOf(d.Routing(), nil).Validate(); err != nil {
+		return invalid(ReasonInvalidRoute, "data: %v", strings.TrimPrefix(err.Error(), "ledger: ERR_INVALID_REQUEST: invalid request: "))
+	}
+	return nil
+}
+
+// routeOf is the route of an order's routing fields (nil: none): its strategies, or
+// defaults when it names none.
+func routeOf(d *event.Routing, defaults []stock.Strategy) *stock.Route {
+	if d == nil {
+		d = &event.Routing{}
+	}
+	r := &stock.Route{Pinned: d.PickupLocation, NoSplit: d.NoSplit}
+	for _, s := range d.Allocation {
+		r.Strategies = append(r.Strategies, stock.Strategy(s))
+	}
+	if len(r.Strategies) == 0 {
+		r.Strategies = slices.Clone(defaults)
+	}
+	if d.ShipTo != nil {
+		r.ShipTo = &stock.Coordinates{Lat: d.ShipTo.Lat, Lon: d.ShipTo.Lon}
+	}
+	return r
+}
+
 func validateLines(t event.Type, d *event.OrderData, maxLines int) error {
+	if err := checkRoute(t, d); err != nil {
+		return err
+	}
 	if len(d.Lines) > maxLines {
 		return invalid(ReasonTooManyLines, "data.lines has %d lines, the limit is %d", len(d.Lines), maxLines)
 	}
@@ -378,6 +438,9 @@ func validateLot(d *event.LotRegisteredData) error {
 	if d.Sellable <= 0 || d.Sellable > stock.MaxQty {
 		return invalid(ReasonInvalidQuantity, "data.sellable %d is not in 1..%d", d.Sellable, int64(stock.MaxQty))
 	}
+	if err := checkLocation(d.Location); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -424,7 +487,7 @@ func checkReceived(d *event.InventoryReceivedData, _ Limits) error {
 	if d.Qty < 0 {
 		return invalid(ReasonInvalidQuantity, "data.qty %d is negative", d.Qty)
 	}
-	return nil
+	return checkLocation(d.Location)
 }
 
 func checkAdjusted(d *event.InventoryAdjustedData, _ Limits) error {
@@ -437,7 +500,7 @@ func checkAdjusted(d *event.InventoryAdjustedData, _ Limits) error {
 	if d.Delta == 0 {
 		return invalid(ReasonInvalidQuantity, "data.delta is zero")
 	}
-	return nil
+	return checkLocation(d.Location)
 }
 
 // checkSafetyStock checks inventory.sku_registered's and inventory.safety_stock_changed's data.
@@ -465,12 +528,12 @@ func checkLotQty(d *event.LotQtyData, _ Limits) error {
 	if d.Qty <= 0 || d.Qty > stock.MaxQty {
 		return invalid(ReasonInvalidQuantity, "data.qty %d is not in 1..%d", d.Qty, int64(stock.MaxQty))
 	}
-	return nil
+	return checkLocation(d.Location)
 }
 
 func checkRecalled(d *event.LotRecalledData, _ Limits) error {
 	if d.SKU == "" || d.LotID == "" || d.Reason == "" {
 		return invalid(ReasonMissingField, "data.sku, data.lot_id and data.reason are required")
 	}
-	return cmp.Or(checkSKUAndLot(d.SKU, d.LotID), checkReason(d.Reason))
+	return cmp.Or(checkSKUAndLot(d.SKU, d.LotID), checkReason(d.Reason), checkLocation(d.Location))
 }

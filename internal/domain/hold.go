@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -16,6 +17,18 @@ type Policy struct {
 	// event's occurred_at (JUNBAN_RESERVATION_TTL; 0: such an order holds until it is
 	// cancelled, paid or allocated for shipment).
 	ReservationTTL time.Duration
+	// Strategies are the shop's default allocation strategies, for an order.placed that
+	// names none (JUNBAN_ALLOCATION_STRATEGIES). With none, an order.placed without
+	// routing fields allocates from every lot alike, as before locations.
+	Strategies []stock.Strategy
+	// Locations gives the shop's locations for a routed allocation (the order-worker's
+	// cache of the Redis hash, ledger.LocationCache); nil: the default location alone.
+	Locations LocationSource
+}
+
+// LocationSource gives the shop's locations.
+type LocationSource interface {
+	Locations(ctx context.Context) ([]stock.Location, error)
 }
 
 // normalizeHold makes a hold's instant UTC and microsecond precise, as the snapshot, the

@@ -354,7 +354,7 @@ func (t *txn) rollback(reason string) (string, error) {
 			if _, ok := rejectable(err); !ok {
 				return "", fmt.Errorf("order: undo %s: %w", op.OpID, err)
 			}
-			t.refusals = append(t.refusals, fmt.Sprintf("undo of %s (lots %v) refused: %v", op.OpID, lotsOf(op.Moves), err))
+			t.refusals = append(t.refusals, fmt.Sprintf("undo of %s (lots %v) refused: %v", op.OpID, movedLots(op.Moves), err))
 			reason = ReasonUndoRefused
 			continue
 		}
@@ -422,26 +422,74 @@ func modeOf(allocation string) stock.Mode {
 
 // allocateLines allocates every line, or answers the reason the first line that could
 // not be allocated was refused (apply then undoes the lines allocated before it).
-func (t *txn) allocateLines(lines []event.Line, date string, mode stock.Mode, step string) ([][]stock.LotQty, string, error) {
+func (t *txn) allocateLines(lines []event.Line, date string, mode stock.Mode, step string, route *stock.Route) ([][]stock.LotQty, string, error) {
 	held := make([][]stock.LotQty, len(lines))
 	for i, ln := range lines {
 		r, err := t.l.Apply(t.ctx, stock.AllocateRequest{
 			OpID: t.opID(ln.LineID, step), LegacyOpID: t.legacyOpID(ln.LineID, step), SKU: ln.SKU, Qty: ln.Qty, TargetDate: date, Mode: mode, Holder: t.holder(),
+			Route: route,
 		})
 		if reason, err := t.keep(r, err); err != nil || reason != "" {
 			return nil, reason, err
 		}
-		held[i] = lotsOf(r.Moves)
+		held[i] = lotsOf(r)
 	}
 	return held, "", nil
 }
 
-func lotsOf(moves []stock.Move) []stock.LotQty {
+// movedLots are the lots and quantities of moves.
+func movedLots(moves []stock.Move) []stock.LotQty {
 	var out []stock.LotQty
 	for _, m := range moves {
 		out = append(out, stock.LotQty{LotID: m.LotID, Qty: m.Qty})
 	}
 	return out
+}
+
+// lotsOf are the lots an allocation took, with their locations (the result's lots say
+// them).
+func lotsOf(r stock.Result) []stock.LotQty {
+	var out []stock.LotQty
+	for _, m := range r.Moves {
+		out = append(out, stock.LotQty{LotID: m.LotID, Qty: m.Qty, Location: locationIn(r, m.LotID)})
+	}
+	return out
+}
+
+// locationIn is lot's location as r's lots say it ("" for the default).
+func locationIn(r stock.Result, lot string) string {
+	for _, l := range r.Lots {
+		if l.LotID == lot {
+			return l.Location
+		}
+	}
+	return ""
+}
+
+// route is an order's route: its order.placed's routing fields with the shop's default
+// strategies (those that need a field the order lacks left out), over the shop's
+// locations; nil for an order without routing fields when the shop has no default.
+func (t *txn) route(d *event.Routing) (*stock.Route, error) {
+	if d == nil && len(t.pol.Strategies) == 0 {
+		return nil, nil
+	}
+	var defaults []stock.Strategy
+	for _, s := range t.pol.Strategies {
+		if (s == stock.StrategyClosest && (d == nil || d.ShipTo == nil)) || (s == stock.StrategyPinned && (d == nil || d.PickupLocation == "")) {
+			continue
+		}
+		defaults = append(defaults, s)
+	}
+	r := routeOf(d, defaults)
+	r.Locations = []stock.Location{stock.DefaultLocationSettings()}
+	if t.pol.Locations != nil {
+		locs, err := t.pol.Locations.Locations(t.ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.Locations = locs
+	}
+	return r, nil
 }
 
 func (t *txn) placed(cur *event.OrderSnapshot, d *event.OrderData) (transition, error) {
@@ -458,8 +506,14 @@ func (t *txn) placed(cur *event.OrderSnapshot, d *event.OrderData) (transition, 
 	if refusal != "" {
 		t.refusals = append(t.refusals, refusal)
 		reason = ReasonInvalidHold
-	} else if held, reason, err = t.allocateLines(d.Lines, d.TargetDate, d.Mode, "alloc"); err != nil {
-		return transition{}, err
+	} else {
+		var route *stock.Route
+		if route, err = t.route(d.Routing()); err != nil {
+			return transition{}, err
+		}
+		if held, reason, err = t.allocateLines(d.Lines, d.TargetDate, d.Mode, "alloc", route); err != nil {
+			return transition{}, err
+		}
 	}
 	if reason != "" {
 		o.Status = event.StatusRejected
@@ -470,6 +524,7 @@ func (t *txn) placed(cur *event.OrderSnapshot, d *event.OrderData) (transition, 
 	}
 	o.Status = event.StatusPlaced
 	o.HoldUntil = hold
+	o.Route = d.Routing()
 	o.Allocation = "reserved"
 	if d.Mode == stock.ModeShip {
 		o.Allocation = "allocated"
@@ -567,9 +622,16 @@ func (t *txn) linesChanged(cur *event.OrderSnapshot, d *event.OrderData) (transi
 		for i, ln := range c.grow {
 			qty[i] = ln.Qty
 		}
+		var route *stock.Route
+		if len(qty) > 0 { // a change that only gives back takes from nowhere
+			var err error
+			if route, err = t.route(cur.Route); err != nil {
+				return transition{}, err
+			}
+		}
 		r, err := t.l.Apply(t.ctx, stock.ChangeRequest{
 			OpID: t.opID(c.sku, "change"), LegacyOpID: t.legacyOpID(c.sku, "change"), SKU: c.sku, TargetDate: cur.TargetDate, Mode: modeOf(cur.Allocation),
-			Release: c.release, Allocate: qty, Holder: t.holder(),
+			Release: c.release, Allocate: qty, Holder: t.holder(), Route: route,
 		})
 		if reason, err := t.keep(r, err); err != nil || reason != "" {
 			return transition{reason: reason}, err
@@ -663,7 +725,7 @@ func allocations(r stock.Result, nrelease int, qty []int64) ([][]stock.LotQty, e
 		for q > 0 && len(moves) > 0 {
 			m := moves[0]
 			moves = moves[1:]
-			held[i] = append(held[i], stock.LotQty{LotID: m.LotID, Qty: m.Qty})
+			held[i] = append(held[i], stock.LotQty{LotID: m.LotID, Qty: m.Qty, Location: locationIn(r, m.LotID)})
 			q -= m.Qty
 		}
 		if q != 0 {
@@ -682,8 +744,8 @@ func splitLots(lots []stock.LotQty, want int64) (keep, give []stock.LotQty) {
 			keep = append(keep, lq)
 			want -= lq.Qty
 		case want > 0:
-			keep = append(keep, stock.LotQty{LotID: lq.LotID, Qty: want})
-			give = append(give, stock.LotQty{LotID: lq.LotID, Qty: lq.Qty - want})
+			keep = append(keep, stock.LotQty{LotID: lq.LotID, Qty: want, Location: lq.Location})
+			give = append(give, stock.LotQty{LotID: lq.LotID, Qty: lq.Qty - want, Location: lq.Location})
 			want = 0
 		default:
 			give = append(give, lq)
@@ -767,11 +829,11 @@ func (t *txn) warehouseOp(op stock.Op) (transition, error) {
 }
 
 func (t *txn) received(d *event.InventoryReceivedData) (transition, error) {
-	return t.warehouseOp(stock.ReceiveRequest{OpID: t.opID(d.LotID, "receive"), SKU: d.SKU, LotID: d.LotID, BestBefore: d.BestBefore, Qty: d.Qty})
+	return t.warehouseOp(stock.ReceiveRequest{OpID: t.opID(d.LotID, "receive"), SKU: d.SKU, LotID: d.LotID, BestBefore: d.BestBefore, Qty: d.Qty, Location: d.Location})
 }
 
 func (t *txn) adjusted(d *event.InventoryAdjustedData) (transition, error) {
-	return t.warehouseOp(stock.AdjustRequest{OpID: t.opID(d.LotID, "adjust"), SKU: d.SKU, LotID: d.LotID, Delta: d.Delta, Reason: d.Reason})
+	return t.warehouseOp(stock.AdjustRequest{OpID: t.opID(d.LotID, "adjust"), SKU: d.SKU, LotID: d.LotID, Delta: d.Delta, Reason: d.Reason, Location: d.Location})
 }
 
 func (t *txn) registerSKU(d *event.SKURegisteredData) (transition, error) {
@@ -786,25 +848,25 @@ func (t *txn) registerLot(d *event.LotRegisteredData) (transition, error) {
 	good := d.Good == nil || *d.Good
 	return t.warehouseOp(stock.RegisterLotRequest{OpID: t.opID(d.LotID, "register"), SKU: d.SKU, Lot: stock.NewLot{
 		LotID: d.LotID, Kind: d.Kind, Good: good, BestBefore: d.BestBefore, ArrivesAt: d.ArrivesAt,
-		ValidFrom: d.ValidFrom, ValidTo: d.ValidTo, Sellable: d.Sellable,
+		ValidFrom: d.ValidFrom, ValidTo: d.ValidTo, Sellable: d.Sellable, Location: d.Location,
 	}})
 }
 
 func (t *txn) hold(d *event.LotQtyData) (transition, error) {
-	return t.warehouseOp(stock.HoldRequest{OpID: t.opID(d.LotID, "hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason})
+	return t.warehouseOp(stock.HoldRequest{OpID: t.opID(d.LotID, "hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
 }
 
 func (t *txn) releaseHold(d *event.LotQtyData) (transition, error) {
-	return t.warehouseOp(stock.ReleaseHoldRequest{OpID: t.opID(d.LotID, "release_hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason})
+	return t.warehouseOp(stock.ReleaseHoldRequest{OpID: t.opID(d.LotID, "release_hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
 }
 
 func (t *txn) damage(d *event.LotQtyData) (transition, error) {
-	return t.warehouseOp(stock.DamageRequest{OpID: t.opID(d.LotID, "damage"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason})
+	return t.warehouseOp(stock.DamageRequest{OpID: t.opID(d.LotID, "damage"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
 }
 
 // recall also reports the orders that hold the lot.
 func (t *txn) recall(d *event.LotRecalledData) (transition, error) {
-	r, err := t.l.Apply(t.ctx, stock.RecallRequest{OpID: t.opID(d.LotID, "recall"), SKU: d.SKU, LotID: d.LotID, Reason: d.Reason})
+	r, err := t.l.Apply(t.ctx, stock.RecallRequest{OpID: t.opID(d.LotID, "recall"), SKU: d.SKU, LotID: d.LotID, Reason: d.Reason, Location: d.Location})
 	t.holders, t.holderCount = r.Holders, r.HolderCount
 	reason, err := t.keep(r, err)
 	return transition{reason: reason}, err
@@ -857,7 +919,7 @@ func returnable(shipped, returned []stock.LotQty, qty int64) []stock.LotQty {
 			continue
 		}
 		take := min(left, qty)
-		out = append(out, stock.LotQty{LotID: lq.LotID, Qty: take})
+		out = append(out, stock.LotQty{LotID: lq.LotID, Qty: take, Location: lq.Location})
 		qty -= take
 	}
 	if qty > 0 {

@@ -60,7 +60,36 @@ func stockSKUs() []stock.SKU {
 		{SKU: "P", Version: 1, Lots: []stock.Lot{planned("P1", 1, buckets{10}), planned("P2", 2, buckets{2, 8})}},
 		{SKU: "H", Version: 1, Lots: []stock.Lot{onHand("H1", 1, "2027-01-01", buckets{7, 0, 0, 3})}},
 		{SKU: "Z", Version: 1, Lots: []stock.Lot{onHand("Z1", stock.MaxRegSeq, "2027-01-01", buckets{1})}},
+		// Lots at three locations (testLocations): the store's expires first.
+		{SKU: "L", Version: 1, Lots: []stock.Lot{onHand("L1", 1, "2027-03-01", buckets{4}),
+			atLocation(onHand("L2", 2, "2027-01-01", buckets{3}), "west"), atLocation(onHand("L3", 3, "2026-12-20", buckets{5}), "store")}},
 	}
+}
+
+func atLocation(l stock.Lot, location string) stock.Lot {
+	l.Location = location
+	return l
+}
+
+// testLocations are the shop's locations of SKU L's lots: the default warehouse (rank 2),
+// a western one (rank 1) and a store that does not ship and offers pickup.
+type testLocations struct{}
+
+func (testLocations) Locations(context.Context) ([]stock.Location, error) {
+	return []stock.Location{
+		{ID: stock.DefaultLocation, Kind: stock.LocationWarehouse, Rank: 2, Ships: true, Enabled: true},
+		{ID: "west", Kind: stock.LocationWarehouse, Rank: 1, Ships: true, Enabled: true},
+		{ID: "store", Kind: stock.LocationStore, Pickup: true, Enabled: true},
+	}, nil
+}
+
+// placeVia is an order.placed with routing fields.
+func placeVia(route func(d *event.OrderData), lines ...event.Line) event.Order {
+	return fromExample(event.OrderPlaced, func(d *event.OrderData) { d.Mode, d.Lines = ship, lines; route(d) })
+}
+
+func atLoc(lot string, qty int64, location string) stock.LotQty {
+	return stock.LotQty{LotID: lot, Qty: qty, Location: location}
 }
 
 func onHand(id string, seq int64, bestBefore string, b buckets) stock.Lot {
@@ -278,6 +307,37 @@ func transitionCases() []transitionCase {
 		{name: "planned lots, the newest first", ev: place(ship, line("1", "P", 3)),
 			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "P", 3, at("P2", 2), at("P1", 1))},
 				lots: map[string]buckets{"P/P2": {0, 8, 2}, "P/P1": {9, 0, 1}}}},
+		{name: "without a route and a default strategy: every lot alike, at any location", ev: place(ship, line("1", "L", 6)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "L", 6, atLoc("L3", 5, "store"), atLoc("L2", 1, "west"))},
+				lots: map[string]buckets{"L/L3": {0, 0, 5}, "L/L2": {2, 0, 1}}}},
+		{name: "the shop's default strategy: ranked, shipping locations only", pol: domain.Policy{Strategies: []stock.Strategy{stock.StrategyRanked}, Locations: testLocations{}},
+			ev: place(ship, line("1", "L", 4)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "L", 4, atLoc("L2", 3, "west"), at("L1", 1))},
+				lots: map[string]buckets{"L/L2": {0, 0, 3}, "L/L1": {3, 0, 1}}}},
+		{name: "the shop's default leaves out the store: ERR_SHORTAGE", pol: domain.Policy{Strategies: []stock.Strategy{stock.StrategyRanked}, Locations: testLocations{}},
+			ev:   place(ship, line("1", "L", 8)),
+			want: expect{outcome: rejected, reason: "ERR_SHORTAGE", order: "rejected/-/unpaid"}},
+		{name: "a pickup at the store, which does not ship", pol: domain.Policy{Locations: testLocations{}},
+			ev: placeVia(func(d *event.OrderData) { d.PickupLocation = "store" }, line("1", "L", 2)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "L", 2, atLoc("L3", 2, "store"))},
+				lots: map[string]buckets{"L/L3": {3, 0, 2}}}},
+		{name: "no_split: the first ranked location that covers the line", pol: domain.Policy{Locations: testLocations{}},
+			ev: placeVia(func(d *event.OrderData) { d.Allocation, d.NoSplit = []string{"ranked"}, true }, line("1", "L", 4)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "L", 4, at("L1", 4))},
+				lots: map[string]buckets{"L/L1": {0, 0, 4}}}},
+		{name: "the order's strategies over the shop's: fefo_network", pol: domain.Policy{Strategies: []stock.Strategy{stock.StrategyRanked}, Locations: testLocations{}},
+			ev: placeVia(func(d *event.OrderData) { d.Allocation = []string{"fefo_network"} }, line("1", "L", 4)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "L", 4, atLoc("L2", 3, "west"), at("L1", 1))},
+				lots: map[string]buckets{"L/L2": {0, 0, 3}, "L/L1": {3, 0, 1}}}},
+		{name: "a routed order keeps its route: a raised line takes only at its pickup location", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{placeVia(func(d *event.OrderData) { d.PickupLocation = "west" }, line("1", "L", 2))},
+			ev:     change(line("1", "L", 5)),
+			want:   expect{outcome: rejected, reason: "ERR_SHORTAGE", order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "L", 2, atLoc("L2", 2, "west"))}}},
+		{name: "a routed order's raised line within its pickup location", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{placeVia(func(d *event.OrderData) { d.PickupLocation = "west" }, line("1", "L", 2))},
+			ev:     change(line("1", "L", 3)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "L", 3, atLoc("L2", 3, "west"))},
+				lots: map[string]buckets{"L/L2": {0, 0, 3}}}},
 		{name: "a recalled lot is no candidate", before: []event.Order{recall("A", "A2")}, ev: place(ship, line("1", "A", 3)),
 			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "A", 3, at("A1", 3))},
 				lots: map[string]buckets{"A/A1": {2, 0, 3}}}},

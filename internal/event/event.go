@@ -197,6 +197,34 @@ type OrderData struct {
 	// fields; neither: JUNBAN_RESERVATION_TTL, whose 0 means never). Not for ship mode,
 	// nor for order.lines_changed.
 	Hold
+	// Routing, order.placed only: where the lines may be allocated from. Allocation names
+	// the strategies, chained as tie-breakers ("ranked", "closest", "pinned",
+	// "fefo_network"; none: the worker's JUNBAN_ALLOCATION_STRATEGIES); ShipTo is where
+	// the order goes ("closest"); PickupLocation pins the one location the order is
+	// collected at; NoSplit takes each line from one location.
+	Allocation     []string     `json:"allocation,omitempty"`
+	ShipTo         *Coordinates `json:"ship_to,omitempty"`
+	PickupLocation string       `json:"pickup_location,omitempty"`
+	NoSplit        bool         `json:"no_split,omitempty"`
+}
+
+// Coordinates are a point in degrees: latitude -90..90, longitude -180..180.
+type Coordinates struct {
+	Lat float64 `json:"lat"`
+	Lon float64 `json:"lon"`
+}
+
+// Routed tells an order.placed that names where its lines are allocated from.
+func (d *OrderData) Routed() bool {
+	return len(d.Allocation) > 0 || d.ShipTo != nil || d.PickupLocation != "" || d.NoSplit
+}
+
+// Routing returns the data's routing fields, nil when it names none.
+func (d *OrderData) Routing() *Routing {
+	if !d.Routed() {
+		return nil
+	}
+	return &Routing{Allocation: d.Allocation, ShipTo: d.ShipTo, PickupLocation: d.PickupLocation, NoSplit: d.NoSplit}
 }
 
 // Hold names the end of a reservation: HoldUntil, an instant (RFC 3339), or HoldFor, a
@@ -242,6 +270,9 @@ type InventoryReceivedData struct {
 	// Qty is the quantity counted on arrival; the difference to the planned sellable
 	// quantity is an adjustment. Zero or absent keeps the planned quantity.
 	Qty int64 `json:"qty,omitempty"`
+	// Location is the lot's location: optional; when given, the lot must be stored
+	// there (ERR_LOCATION otherwise).
+	Location string `json:"location,omitempty"`
 }
 
 // InventoryAdjustedData is the data of inventory.adjusted: a stock count correction of
@@ -251,6 +282,9 @@ type InventoryAdjustedData struct {
 	LotID  string `json:"lot_id"`
 	Delta  int64  `json:"delta"`
 	Reason string `json:"reason"`
+	// Location is the lot's location: optional; when given, the lot must be stored
+	// there (ERR_LOCATION otherwise).
+	Location string `json:"location,omitempty"`
 }
 
 // SKURegisteredData is the data of inventory.sku_registered: a new SKU and its settings.
@@ -281,6 +315,8 @@ type LotRegisteredData struct {
 	ValidTo    string `json:"valid_to,omitempty"`
 	// Sellable is the lot's quantity.
 	Sellable int64 `json:"sellable"`
+	// Location is the location the lot is stored at; absent: the default location.
+	Location string `json:"location,omitempty"`
 }
 
 // LotQtyData is the data of inventory.held, inventory.released_hold and
@@ -290,6 +326,9 @@ type LotQtyData struct {
 	LotID  string `json:"lot_id"`
 	Qty    int64  `json:"qty"`
 	Reason string `json:"reason"`
+	// Location is the lot's location: optional; when given, the lot must be stored
+	// there (ERR_LOCATION otherwise).
+	Location string `json:"location,omitempty"`
 }
 
 // LotRecalledData is the data of inventory.lot_recalled: the whole lot is defective.
@@ -297,6 +336,9 @@ type LotRecalledData struct {
 	SKU    string `json:"sku"`
 	LotID  string `json:"lot_id"`
 	Reason string `json:"reason"`
+	// Location is the lot's location: optional; when given, the lot must be stored
+	// there (ERR_LOCATION otherwise).
+	Location string `json:"location,omitempty"`
 }
 
 // ReturnedData is the data of order.returned: units of a shipped order come back.
@@ -361,6 +403,17 @@ type OrderSnapshot struct {
 	// HoldUntil is when a placed reserve-mode order's reservation expires (absent: never,
 	// or no longer: paid, allocated for shipment, or finished). Microsecond precision.
 	HoldUntil *time.Time `json:"hold_until,omitempty"`
+	// Route is where its order.placed said the lines are allocated from (absent: it named
+	// none): order.lines_changed allocates the same way.
+	Route *Routing `json:"route,omitempty"`
+}
+
+// Routing are an order.placed's routing fields, as its order keeps them.
+type Routing struct {
+	Allocation     []string     `json:"allocation,omitempty"`
+	ShipTo         *Coordinates `json:"ship_to,omitempty"`
+	PickupLocation string       `json:"pickup_location,omitempty"`
+	NoSplit        bool         `json:"no_split,omitempty"`
 }
 
 // SnapshotLine is an order line with the lots that hold its quantity.

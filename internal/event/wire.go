@@ -67,7 +67,14 @@ type Lot struct {
 	Hidden    int64  `json:"hidden"`
 	Shipped   int64  `json:"shipped"`
 	Defective int64  `json:"defective"`
+	// Location is the location the lot is stored at; empty (absent on the wire): the
+	// shop's default location, DefaultLocation.
+	Location string `json:"location,omitempty"`
 }
+
+// DefaultLocation is the id of the shop's default location: the location of every lot
+// registered without one, and of every lot from before locations.
+const DefaultLocation = "default"
 
 // SKU is a SKU's settings, version and lots.
 type SKU struct {
@@ -81,6 +88,9 @@ type SKU struct {
 type LotQty struct {
 	LotID string `json:"lot_id"`
 	Qty   int64  `json:"qty"`
+	// Location is, in an order's snapshot, the location of the lot a line holds, when it
+	// is not the default one (what each location must ship). Requests ignore it.
+	Location string `json:"location,omitempty"`
 }
 
 // Holder is an order holding reserved or allocated units of a lot: what a recall

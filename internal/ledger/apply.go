@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/junban/junban/internal/ledger/stock"
@@ -67,7 +68,11 @@ func (l *Ledger) applyAllocate(ctx context.Context, r stock.AllocateRequest, fen
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "alloc", r.Fingerprint()+fence, r.OpID, r.LegacyOpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode), r.Holder)
+	args := []any{r.Qty, r.TargetDate, string(r.Mode), r.Holder}
+	if r.Route != nil {
+		args = append(args, routeArgs(r.Route)...)
+	}
+	return l.run(ctx, "alloc", r.Fingerprint()+fence, r.OpID, r.LegacyOpID, r.SKU, args...)
 }
 
 func (l *Ledger) applyRelease(ctx context.Context, r stock.ReleaseRequest, fence string) (stock.Result, error) {
@@ -103,6 +108,9 @@ func (l *Ledger) applyChange(ctx context.Context, r stock.ChangeRequest, fence s
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	args := make([]any, 0, 4+2*len(r.Release)+len(r.Allocate))
+	if r.Route != nil {
+		args = append(args, routeArgs(r.Route)...)
+	}
 	args = append(args, string(r.Mode), r.TargetDate, r.Holder, len(r.Release))
 	for _, q := range r.Release {
 		args = append(args, q.LotID, q.Qty)
@@ -124,7 +132,7 @@ func (l *Ledger) applyReceive(ctx context.Context, r stock.ReceiveRequest, fence
 	}
 	return withRegSeq("receive", r.SKU, reg, func(reg int64, _ int) (stock.Result, error) {
 		key := stock.AllocKey(stock.Lot{Kind: stock.KindOnHand, BestBefore: r.BestBefore, RegSeq: reg})
-		return l.run(ctx, "receive", r.Fingerprint()+fence, r.OpID, "", r.SKU, r.LotID, r.BestBefore, r.Qty, reg, key)
+		return l.run(ctx, at("receive", r.Location), r.Fingerprint()+fence, r.OpID, "", r.SKU, r.LotID, r.BestBefore, r.Qty, reg, key)
 	})
 }
 
@@ -132,35 +140,35 @@ func (l *Ledger) applyAdjust(ctx context.Context, r stock.AdjustRequest, fence s
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "adjust", r.Fingerprint()+fence, r.OpID, "", r.SKU, r.LotID, r.Delta, r.Reason)
+	return l.run(ctx, at("adjust", r.Location), r.Fingerprint()+fence, r.OpID, "", r.SKU, r.LotID, r.Delta, r.Reason)
 }
 
 func (l *Ledger) applyHold(ctx context.Context, r stock.HoldRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.Fingerprint()+fence, r.OpID, "", r.SKU, "s", "h", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLotsAt(ctx, r.Fingerprint()+fence, r.OpID, r.SKU, "s", "h", r.Reason, r.LotID, r.Qty, r.Location)
 }
 
 func (l *Ledger) applyReleaseHold(ctx context.Context, r stock.ReleaseHoldRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.Fingerprint()+fence, r.OpID, "", r.SKU, "h", "s", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLotsAt(ctx, r.Fingerprint()+fence, r.OpID, r.SKU, "h", "s", r.Reason, r.LotID, r.Qty, r.Location)
 }
 
 func (l *Ledger) applyDamage(ctx context.Context, r stock.DamageRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.moveLots(ctx, r.Fingerprint()+fence, r.OpID, "", r.SKU, "s", "d", "", r.Reason, []stock.LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return l.moveLotsAt(ctx, r.Fingerprint()+fence, r.OpID, r.SKU, "s", "d", r.Reason, r.LotID, r.Qty, r.Location)
 }
 
 func (l *Ledger) applyRecall(ctx context.Context, r stock.RecallRequest, fence string) (stock.Result, error) {
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "recall", r.Fingerprint()+fence, r.OpID, "", r.SKU, r.LotID, r.Reason, stock.MaxResultHolders)
+	return l.run(ctx, at("recall", r.Location), r.Fingerprint()+fence, r.OpID, "", r.SKU, r.LotID, r.Reason, stock.MaxResultHolders)
 }
 
 func (l *Ledger) applyReturn(ctx context.Context, r stock.ReturnRequest, fence string) (stock.Result, error) {
@@ -207,7 +215,7 @@ func (l *Ledger) applyRegisterLot(ctx context.Context, r stock.RegisterLotReques
 		for i := range int64(window) {
 			args = append(args, stock.AllocKey(stock.Lot{Kind: n.Kind, BestBefore: n.BestBefore, RegSeq: reg + i}))
 		}
-		return l.run(ctx, "reglot", r.Fingerprint()+fence, r.OpID, "", r.SKU, args...)
+		return l.run(ctx, at("reglot", n.Location), r.Fingerprint()+fence, r.OpID, "", r.SKU, args...)
 	})
 }
 
@@ -216,6 +224,32 @@ func (l *Ledger) applySafetyStock(ctx context.Context, r stock.SafetyStockReques
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
 	return l.run(ctx, "ss", r.Fingerprint()+fence, r.OpID, "", r.SKU, r.SafetyStock)
+}
+
+// routeArgs are a routed allocation's arguments: "route", the no-split flag, and the
+// eligible locations with their positions (stock.Route.Positions), by id.
+func routeArgs(r *stock.Route) []any {
+	pos := r.Positions()
+	ids := make([]string, 0, len(pos))
+	for id := range pos {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	args := make([]any, 0, 3+2*len(ids))
+	args = append(args, "route", boolCode(r.NoSplit), len(ids))
+	for _, id := range ids {
+		args = append(args, id, pos[id])
+	}
+	return args
+}
+
+// at is the script's operation argument for an operation that names a location: the
+// operation, a tab and the location (ledger.lua's wantLoc); the operation alone for none.
+func at(op, location string) string {
+	if location == "" {
+		return op
+	}
+	return op + "\t" + location
 }
 
 func boolCode(b bool) string {

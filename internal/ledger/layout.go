@@ -32,6 +32,9 @@ import (
 //	    b:<lot>  the other buckets "reserved allocated hidden shipped defective" (read
 //	             and written together, only for the lots an operation touches; a hash
 //	             written before the defective bucket existed has four)
+//	    p:<lot>  the location the lot is stored at; absent: the default location (every
+//	             lot from before locations, and every lot registered without one).
+//	             Written once, when the lot is registered or loaded
 //	<prefix>:inv:{<sku>}:op:<op_id>    string, the op's result, expires after Config.OpRetention
 //	<prefix>:inv:{<sku>}:h:<lot>       hash lcid -> the reserved+allocated units the order
 //	                                   holds in the lot (operations that name a holder)
@@ -166,8 +169,19 @@ func loadFields(s stock.SKU) []any {
 		out = append(out, "m:"+l.LotID, meta, "k:"+l.LotID, storedKey(l, meta),
 			"s:"+l.LotID, strconv.FormatInt(l.Sellable, 10),
 			"b:"+l.LotID, fmt.Sprintf("%d %d %d %d %d", l.Reserved, l.Allocated, l.Hidden, l.Shipped, l.Defective))
+		if loc := storedLocation(l.Location); loc != "" {
+			out = append(out, "p:"+l.LotID, loc)
+		}
 	}
 	return out
+}
+
+// storedLocation is the p:<lot> value of a lot at location: none for the default.
+func storedLocation(location string) string {
+	if location == stock.DefaultLocation {
+		return ""
+	}
+	return location
 }
 
 // decodeHash turns a SKU hash (HGETALL) into a SKU, lots by registration order.
@@ -195,6 +209,7 @@ func decodeHash(sku string, h map[string]string) (stock.SKU, error) {
 		if err := decodeBuckets(&l, h["b:"+id]); err != nil {
 			return s, fmt.Errorf("ledger: sku %s lot %s: %w", sku, id, err)
 		}
+		l.Location = h["p:"+id]
 		s.Lots = append(s.Lots, l)
 	}
 	stock.SortLots(s.Lots)
@@ -206,7 +221,8 @@ func decodeHash(sku string, h map[string]string) (stock.SKU, error) {
 //	<version>
 //	m \t lot \t from \t to \t qty          one per move, in order
 //	l \t lot \t <meta, 7 fields> \t sellable \t "reserved allocated hidden shipped defective"
-//	                                       one per touched lot
+//	  [\t location]                       one per touched lot; the location only for a
+//	                                       lot not at the default one
 //	c \t reason                            operations with a reason
 //	s \t safety_stock                      RegisterSKU, SetSafetyStock
 //	n \t count                             Recall: the lot's holders
@@ -266,7 +282,7 @@ func decodeResult(opID, sku, text string) (stock.Result, error) {
 	return r, nil
 }
 
-// decodeLotLine parses "lot \t <meta, 7 fields> \t sellable \t r a h x".
+// decodeLotLine parses "lot \t <meta, 7 fields> \t sellable \t r a h x d [\t location]".
 func decodeLotLine(f string) (stock.Lot, error) {
 	var l stock.Lot
 	var fields [10]string
@@ -279,6 +295,7 @@ func decodeLotLine(f string) (stock.Lot, error) {
 	}
 	fields[9] = f
 	l.LotID = fields[0]
+	fields[9], l.Location, _ = strings.Cut(fields[9], "\t")
 	l.Kind, l.Good, l.BestBefore, l.ArrivesAt, l.ValidFrom, l.ValidTo =
 		fields[1], fields[2] == "1", fields[3], fields[5], fields[6], fields[7]
 	var err error

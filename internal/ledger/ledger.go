@@ -173,10 +173,14 @@ func (l *Ledger) load(ctx context.Context, sku string) (created bool, err error)
 //
 // Each call is a span "ledger <name>" (the script's op) with the SKU and the op id; a
 // refusal (ErrShortage, ...) is its outcome, not an error status.
+//
+// name may carry a location after a tab (at): the script reads it, the span and the
+// errors name the operation alone.
 func (l *Ledger) run(ctx context.Context, name, fp, opID, legacy, sku string, args ...any) (stock.Result, error) {
-	ctx, span := tracing.Tracer().Start(ctx, "ledger "+name, trace.WithAttributes(
+	op, _, _ := strings.Cut(name, "\t")
+	ctx, span := tracing.Tracer().Start(ctx, "ledger "+op, trace.WithAttributes(
 		attribute.String("junban.sku", sku), attribute.String("junban.op_id", opID)))
-	r, err := l.runScript(ctx, name, fp, opID, legacy, sku, args...)
+	r, err := l.runScript(ctx, name, op, fp, opID, legacy, sku, args...)
 	r.LegacyOpID = legacy
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Bool("junban.replayed", r.Replayed))
@@ -190,12 +194,12 @@ func (l *Ledger) run(ctx context.Context, name, fp, opID, legacy, sku string, ar
 	return r, err
 }
 
-func (l *Ledger) runScript(ctx context.Context, name, fp, opID, legacy, sku string, args ...any) (stock.Result, error) {
+func (l *Ledger) runScript(ctx context.Context, arg, name, fp, opID, legacy, sku string, args ...any) (stock.Result, error) {
 	keys := []string{Key(l.prefix, sku), opKey(l.prefix, sku, opID)}
 	if legacy != "" {
 		keys = append(keys, opKey(l.prefix, sku, legacy))
 	}
-	argv := append([]any{name, l.ttl, fp}, args...)
+	argv := append([]any{arg, l.ttl, fp}, args...)
 	loaded, reindexed := false, false
 	for {
 		res, err := ledgerScript.Run(ctx, l.shared, keys, argv...).Slice()
@@ -250,6 +254,12 @@ func (l *Ledger) moveLots(ctx context.Context, fp, opID, legacy, sku, from, to, 
 		args = append(args, q.LotID, q.Qty)
 	}
 	return l.run(ctx, "move", fp, opID, legacy, sku, args...)
+}
+
+// moveLotsAt moves qty units of one lot, which must be stored at location (empty: any),
+// from one bucket to another: a hold, its release, a damage.
+func (l *Ledger) moveLotsAt(ctx context.Context, fp, opID, sku, from, to, reason, lot string, qty int64, location string) (stock.Result, error) {
+	return l.run(ctx, at("move", location), fp, opID, "", sku, from, to, "", reason, 1, lot, qty)
 }
 
 func bucketCode(b string) string { return bucketCodes[b] }

@@ -13,12 +13,16 @@
 --          then per operation:
 --   alloc    qty target_date mode holder    mode: ship (sellable->allocated, safety check)
 --                                                 | reserve (sellable->reserved)
+--            [route nosplit n loc1 pos1 ... locn posn]
+--                                           a routed allocation (stock.Route): only lots at
+--                                           the n locations, by position, then key;
+--                                           nosplit 1: all from one location
 --   move     from to holder reason n lot1 qty1 ... lotn qtyn back1 bqty1 ...
 --                                           bucket codes s r a h x d (release, confirm,
 --                                           ship, undo, hold, release hold, damage, return);
 --                                           the n lots move from -> to, then the back
 --                                           lots to -> from (the undo of a change)
---   change   mode date holder n lot1 qty1 ... lotn qtyn aqty1 aqty2 ...
+--   change   [route nosplit m loc1 pos1 ...] mode date holder n lot1 qty1 ... lotn qtyn aqty1 aqty2 ...
 --                                           an order's change on the SKU: releases the n
 --                                           lots from mode's bucket (ship: a, reserve: r),
 --                                           then allocates each aqty in turn as alloc does,
@@ -66,6 +70,14 @@
 --                            operation again.
 
 local key, opkey, op, ttl = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
+-- ARGV[1] is the operation, or the operation, a tab and a location (wantLoc): the location
+-- a registered lot is stored at (reglot), or where the lots an operation names must be
+-- (ERR_LOCATION otherwise: receive, adjust, recall, move).
+local wantLoc = ''
+do
+  local tab = string.find(op, '\t', 1, true)
+  if tab then op, wantLoc = string.sub(op, 1, tab - 1), string.sub(op, tab + 1) end
+end
 local fp, fence = string.sub(ARGV[3], 1, 16), string.sub(ARGV[3], 17)
 
 -- recorded returns the outcome remembered under k for this request and the fence it was
@@ -176,19 +188,30 @@ local function fetch(lots)
       f[#f + 1] = 'm:' .. lot
       f[#f + 1] = 's:' .. lot
       f[#f + 1] = 'b:' .. lot
+      f[#f + 1] = 'p:' .. lot
     end
   end
   if #f == 0 then return nil end
   local v = redis.call('HMGET', key, unpack(f))
   for i, lot in ipairs(want) do
-    local b = (i - 1) * 3
+    local b = (i - 1) * 4
     if not v[b + 1] then return lot end
     -- "r a h x d"; a hash written before the defective bucket has "r a h x".
     local r, a, h, x, d = string.match(v[b + 3], '^(%d+) (%d+) (%d+) (%d+) ?(%d*)$')
     local sv = tonumber(v[b + 2])
-    st[lot] = {m = v[b + 1], m0 = v[b + 1], s = sv, s0 = sv, r = tonumber(r), a = tonumber(a), h = tonumber(h), x = tonumber(x), d = tonumber(d) or 0}
+    st[lot] = {m = v[b + 1], m0 = v[b + 1], s = sv, s0 = sv, r = tonumber(r), a = tonumber(a), h = tonumber(h), x = tonumber(x), d = tonumber(d) or 0, p = v[b + 4] or ''}
   end
   return nil
+end
+
+-- atLoc returns the error reply of a lot (fetched) not stored at wantLoc, nil when it
+-- is or no location is named. p:<lot> holds a lot's location; none: the default location.
+local function atLoc(lot)
+  if wantLoc == '' then return nil end
+  local have = st[lot].p
+  if have == '' then have = 'default' end
+  if have == wantLoc then return nil end
+  return fail('ERR_LOCATION', 'lot=' .. lot .. ' location=' .. have .. ' requested=' .. wantLoc)
 end
 
 -- touch adds a lot to the result (and to the write) once, in order of first touch.
@@ -375,7 +398,11 @@ local function commit(extra)
     w[n + 2] = sv
     w[n + 3] = 'b:' .. lot
     w[n + 4] = bv
-    out[#out + 1] = 'l\t' .. lot .. '\t' .. l.m .. '\t' .. sv .. '\t' .. bv
+    if l.p ~= '' then
+      out[#out + 1] = 'l\t' .. lot .. '\t' .. l.m .. '\t' .. sv .. '\t' .. bv .. '\t' .. l.p
+    else
+      out[#out + 1] = 'l\t' .. lot .. '\t' .. l.m .. '\t' .. sv .. '\t' .. bv
+    end
   end
   if extra then out[#out + 1] = extra end
   for _, f in ipairs(writes) do w[#w + 1] = f end
@@ -412,11 +439,81 @@ local function commit(extra)
   return {0, text}
 end
 
+-- routeArgs reads a route's arguments from ARGV[at]: the no-split flag, n, then n
+-- location/position pairs. Returns pos (location -> position), noSplit and the index of
+-- the first argument after them.
+local function routeArgs(at)
+  local pos, n = {}, tonumber(ARGV[at + 1])
+  for i = at + 2, at + 1 + 2 * n, 2 do pos[ARGV[i]] = tonumber(ARGV[i + 1]) end
+  return pos, ARGV[at] == '1', at + 2 + 2 * n
+end
+
+-- routedCandidates returns a routed allocation's candidates and their sellable: those at
+-- the eligible locations (pos: location -> position), ordered by position, then by their
+-- key; with noSplit, only the first location's, in that order, whose candidates cover
+-- qty. Every candidate is read (chunks and known as walkCandidates takes them). Returns
+-- nil, the reason code and its detail when the allocation does not fit.
+local function routedCandidates(date, pos, noSplit, qty, need, ss, chunks, known)
+  local cand, sell, _, heads = walkCandidates(key, head, date, math.huge, nil, 1024, true, chunks, known)
+  local el, sum = {}, 0
+  for i = 1, #cand, 1000 do
+    local f = {}
+    for j = i, math.min(i + 999, #cand) do f[#f + 1] = 'p:' .. candidateLot(cand, j) end
+    local v = redis.call('HMGET', key, unpack(f))
+    for j = 1, #f do
+      local c = i + j - 1
+      local loc = v[j] or 'default'
+      local p = pos[loc]
+      if p then
+        el[#el + 1] = {k = string.format('%06d', p) .. string.sub(heads[c], 1, SORT_LEN), f = cand[c], s = sell[c], loc = loc}
+        sum = sum + sell[c]
+      end
+    end
+  end
+  table.sort(el, function(a, b) return a.k < b.k end)
+  local code, detail = refusal(qty, need, sum, ss)
+  if code then return nil, code, detail end
+  if noSplit then
+    -- The first location, in this order, whose candidates cover qty takes it all.
+    local by, order, best, chosen = {}, {}, 0, nil
+    for _, e in ipairs(el) do
+      if e.s > 0 then
+        if not by[e.loc] then by[e.loc] = 0; order[#order + 1] = e.loc end
+        by[e.loc] = by[e.loc] + e.s
+      end
+    end
+    for _, l in ipairs(order) do
+      if by[l] >= qty then chosen = l; break end
+      if by[l] > best then best = by[l] end
+    end
+    if not chosen then
+      return nil, 'ERR_SHORTAGE', 'requested=' .. fmt(qty) .. ' available=' .. fmt(best) .. ' no_split'
+    end
+    local only = {}
+    for _, e in ipairs(el) do if e.loc == chosen then only[#only + 1] = e end end
+    el = only
+  end
+  local c2, s2 = {}, {}
+  for i, e in ipairs(el) do c2[i], s2[i] = e.f, e.s end
+  return c2, s2
+end
+
 if op == 'alloc' then
   local qty, date, mode = tonumber(ARGV[4]), ARGV[5], ARGV[6]
   holder = ARGV[7] or ''
   local ss = tonumber(head[2])
   local need = allocNeed(qty, mode, ss)
+  if ARGV[8] == 'route' then
+    local pos, noSplit = routeArgs(9)
+    local c2, s2, detail = routedCandidates(date, pos, noSplit, qty, need, ss)
+    if not c2 then return fail(s2, detail) end
+    local lots, take = takeLots(c2, s2, qty)
+    fetch(lots)
+    local to = 'r'
+    if mode == 'ship' then to = 'a' end
+    for i, lot in ipairs(lots) do move(lot, 's', to, take[i]) end
+    return commit()
+  end
   local cand, sell, sum = walkCandidates(key, head, date, need, function(lot)
     fetch({lot})
     return st[lot].s
@@ -458,6 +555,10 @@ if op == 'move' then
   local split = 9 + 2 * tonumber(ARGV[8]) -- the first back pair
   local unknown = fetch(lotsOf(9, #ARGV))
   if unknown then return fail('ERR_UNKNOWN_LOT', 'lot=' .. unknown) end
+  for i = 9, split - 1, 2 do
+    local e = atLoc(ARGV[i])
+    if e then return e end
+  end
   local refused = moveEach(9, split - 1, from, to) or moveEach(split, #ARGV, to, from)
   if refused then return refused end
   if reason ~= '' then return commit('c\t' .. reason) end
@@ -465,14 +566,21 @@ if op == 'move' then
 end
 
 if op == 'change' then
-  local mode, date = ARGV[4], ARGV[5]
-  holder = ARGV[6]
+  -- A routed change: its route's arguments first (o: how many).
+  local o, pos, noSplit = 0, nil, false
+  if ARGV[4] == 'route' then
+    local nxt
+    pos, noSplit, nxt = routeArgs(5)
+    o = nxt - 4
+  end
+  local mode, date = ARGV[4 + o], ARGV[5 + o]
+  holder = ARGV[6 + o]
   local b = 'r'
   if mode == 'ship' then b = 'a' end
-  local split = 8 + 2 * tonumber(ARGV[7]) -- the first allocation
-  local unknown = fetch(lotsOf(8, split - 1))
+  local split = 8 + o + 2 * tonumber(ARGV[7 + o]) -- the first allocation
+  local unknown = fetch(lotsOf(8 + o, split - 1))
   if unknown then return fail('ERR_UNKNOWN_LOT', 'lot=' .. unknown) end
-  local refused = moveEach(8, split - 1, b, 's')
+  local refused = moveEach(8 + o, split - 1, b, 's')
   if refused then return refused end
   -- The allocations walk the index as the releases left it: a lot they gave units back
   -- to from zero is a candidate again, in its place.
@@ -487,9 +595,18 @@ if op == 'change' then
   for i = split, #ARGV do
     local qty = tonumber(ARGV[i])
     local need = allocNeed(qty, mode, ss)
-    local cand, sell, sum = walkCandidates(key, head, date, need, first, 1, false, ch, st)
-    local code, detail = refusal(qty, need, sum, ss)
-    if code then return fail(code, detail) end
+    local cand, sell
+    if pos then
+      local code, detail
+      cand, code, detail = routedCandidates(date, pos, noSplit, qty, need, ss, ch, st)
+      if not cand then return fail(code, detail) end
+      sell = code
+    else
+      local sum
+      cand, sell, sum = walkCandidates(key, head, date, need, first, 1, false, ch, st)
+      local code, detail = refusal(qty, need, sum, ss)
+      if code then return fail(code, detail) end
+    end
     local lots, take = takeLots(cand, sell, qty)
     fetch(lots)
     for j, lot in ipairs(lots) do move(lot, 's', b, take[j]) end
@@ -528,14 +645,20 @@ if op == 'reglot' then
   local k = ARGV[13 + reg - tonumber(ARGV[12])]
   if reg < tonumber(ARGV[12]) or not k then return redis.error_reply('ERR_REG_SEQ 0 ' .. fmt(reg)) end
   local m = table.concat({ARGV[5], ARGV[6], ARGV[7], fmt(reg), ARGV[8], ARGV[9], ARGV[10]}, '\t')
-  st[lot] = {m = m, m0 = m, s = 0, s0 = 0, r = 0, a = 0, h = 0, x = 0, d = 0, dirtyMeta = true, knew = k}
+  st[lot] = {m = m, m0 = m, s = 0, s0 = 0, r = 0, a = 0, h = 0, x = 0, d = 0, dirtyMeta = true, knew = k, p = wantLoc}
   move(lot, 'e', 's', tonumber(ARGV[11]))
   writes = {'n', fmt(reg + 1)}
+  -- The default location is stored as none (Go passes it so): a lot without p: is there.
+  if wantLoc ~= '' then writes[3], writes[4] = 'p:' .. lot, wantLoc end
   return commit()
 end
 
 local lot = ARGV[4]
 if fetch({lot}) then return fail('ERR_UNKNOWN_LOT', 'lot=' .. lot) end
+do
+  local e = atLoc(lot)
+  if e then return e end
+end
 local l = touch(lot)
 
 if op == 'adjust' then

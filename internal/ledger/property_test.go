@@ -55,6 +55,59 @@ var genDates = []string{"2026-11-30", "2026-12-01", "2026-12-05", "2026-12-10", 
 // genSequence draws SKUs and a sequence of operations on them from rng: several SKUs,
 // lots of both kinds with tied best-befores, defective lots, validity periods around
 // the target dates, replays of earlier op ids, unknown lots and SKUs, invalid requests.
+func mapHas(m map[string]int, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// genRoute draws a route over the generator's locations (the default, wh-2, store-1)
+// with random settings, strategies, ship_to, a pinned location and no_split; sometimes an
+// invalid one.
+func genRoute(rng *rand.Rand) *stock.Route {
+	r := &stock.Route{NoSplit: rng.IntN(3) == 0}
+	for _, id := range []string{stock.DefaultLocation, "wh-2", "store-1"} {
+		if rng.IntN(8) == 0 {
+			continue // unknown to the shop: not eligible
+		}
+		l := stock.Location{ID: id, Kind: stock.LocationWarehouse, Rank: rng.IntN(3), Ships: rng.IntN(4) != 0, Enabled: rng.IntN(6) != 0}
+		if rng.IntN(3) != 0 {
+			lat, lon := float64(rng.IntN(180)-90), float64(rng.IntN(360)-180)
+			l.Lat, l.Lon = &lat, &lon
+		}
+		r.Locations = append(r.Locations, l)
+	}
+	all := []stock.Strategy{stock.StrategyRanked, stock.StrategyClosest, stock.StrategyFEFONetwork, stock.StrategyPinned}
+	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	r.Strategies = all[:rng.IntN(len(all)+1)]
+	if slices.Contains(r.Strategies, stock.StrategyClosest) || rng.IntN(4) == 0 {
+		r.ShipTo = &stock.Coordinates{Lat: float64(rng.IntN(180) - 90), Lon: float64(rng.IntN(360) - 180)}
+	}
+	if slices.Contains(r.Strategies, stock.StrategyPinned) || rng.IntN(6) == 0 {
+		r.Pinned = []string{stock.DefaultLocation, "wh-2", "store-1"}[rng.IntN(3)]
+	}
+	if rng.IntN(30) == 0 {
+		r.ShipTo = nil // invalid with closest
+		r.Strategies = append(r.Strategies, stock.StrategyClosest)
+	}
+	return r
+}
+
+// location is the location a lot operation names ("" for none, and for every other
+// operation): every lot it moves must be stored there.
+func (s genStep) location() string {
+	switch {
+	case s.receive != nil:
+		return s.receive.Location
+	case s.hold != nil:
+		return s.hold.Location
+	case s.recall != nil:
+		return s.recall.Location
+	case s.adjust != nil:
+		return s.adjust.Location
+	}
+	return ""
+}
+
 func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
 	var skus []stock.SKU
@@ -82,6 +135,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 			if rng.IntN(20) == 0 {
 				l.RegSeq = stock.MaxRegSeq - int64(j)
 			}
+			l.Location = pick("", "", "wh-2", "store-1")
 			if l.ValidFrom > l.ValidTo {
 				l.ValidFrom, l.ValidTo = l.ValidTo, l.ValidFrom
 			}
@@ -109,6 +163,14 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 		return lots[rng.IntN(len(lots))].LotID
 	}
 	holderOf := func() string { return pick("", "o1", "o2", "o3") }
+	// locOf is the location a lot operation names: mostly none, the lots' locations, the
+	// default's id, sometimes an invalid one.
+	locOf := func() string {
+		if rng.IntN(60) == 0 {
+			return "wh 2" // invalid
+		}
+		return pick("", "", "", stock.DefaultLocation, "wh-2", "store-1")
+	}
 	qty := func() int64 {
 		if rng.IntN(60) == 0 {
 			return int64(rng.IntN(2)) - 1 // 0 or -1: invalid
@@ -195,12 +257,18 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 			if len(c.Release) == 0 && len(c.Allocate) == 0 && rng.IntN(10) != 0 {
 				c.Allocate = []int64{qty()}
 			}
+			if rng.IntN(3) == 0 {
+				c.Route = genRoute(rng)
+			}
 			st = genStep{name: "change", change: c}
 		case k < 45:
 			st = genStep{name: "allocate", alloc: &stock.AllocateRequest{OpID: op, LegacyOpID: legacy, SKU: sku, Qty: qty(),
 				TargetDate: pick(genDates...), Mode: stock.Mode(pick("ship", "reserve")), Holder: holderOf()}}
 			if rng.IntN(40) == 0 {
 				st.alloc.Mode = "both" // invalid
+			}
+			if rng.IntN(3) == 0 {
+				st.alloc.Route = genRoute(rng)
 			}
 		case k < 55:
 			st = genStep{name: "release", release: &stock.ReleaseRequest{OpID: op, LegacyOpID: legacy, SKU: sku, From: pick(stock.Reserved, stock.Allocated), Lots: lotQtys(lots), Holder: holderOf()}}
@@ -214,11 +282,11 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 				q = qty()
 			}
 			st = genStep{name: "receive", receive: &stock.ReceiveRequest{OpID: op, SKU: sku, LotID: lotOf(lots),
-				BestBefore: pick("", "2026-12-20", "2027-01-01", "2027-03-01"), Qty: q}}
+				BestBefore: pick("", "2026-12-20", "2027-01-01", "2027-03-01"), Qty: q, Location: locOf()}}
 		case k < 78:
-			st = genStep{name: pick("hold", "release_hold", "damage"), hold: &stock.HoldRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Qty: qty(), Reason: pick("count", "qa", "")}}
+			st = genStep{name: pick("hold", "release_hold", "damage"), hold: &stock.HoldRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Qty: qty(), Reason: pick("count", "qa", ""), Location: locOf()}}
 		case k < 80:
-			st = genStep{name: "recall", recall: &stock.RecallRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Reason: pick("supplier", "")}}
+			st = genStep{name: "recall", recall: &stock.RecallRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Reason: pick("supplier", ""), Location: locOf()}}
 		case k < 83:
 			st = genStep{name: "return", ret: &stock.ReturnRequest{OpID: op, LegacyOpID: legacy, SKU: sku, Lots: lotQtys(lots), Defective: rng.IntN(3) == 0}}
 		case k < 85:
@@ -233,7 +301,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 			}
 		case k < 87:
 			n := stock.NewLot{LotID: fmt.Sprintf("N%d", i), Kind: pick(stock.KindOnHand, stock.KindPlanned), Good: rng.IntN(6) != 0,
-				ArrivesAt: pick("", "2026-12-04"), ValidFrom: pick("", "", "2026-12-01"), ValidTo: pick("", "", "2026-12-10"), Sellable: qty()}
+				ArrivesAt: pick("", "2026-12-04"), ValidFrom: pick("", "", "2026-12-01"), ValidTo: pick("", "", "2026-12-10"), Sellable: qty(), Location: locOf()}
 			if n.Kind == stock.KindOnHand {
 				n.BestBefore = pick("", "2026-12-20", "2027-01-01")
 			}
@@ -259,7 +327,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 			if rng.IntN(2) == 0 {
 				d = -d
 			}
-			st = genStep{name: "adjust", adjust: &stock.AdjustRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Delta: d, Reason: pick("count", "damaged", "")}}
+			st = genStep{name: "adjust", adjust: &stock.AdjustRequest{OpID: op, SKU: sku, LotID: lotOf(lots), Delta: d, Reason: pick("count", "damaged", ""), Location: locOf()}}
 		default:
 			st = genStep{name: "snapshot", snapshot: true}
 		}
@@ -450,8 +518,11 @@ func invariants(prev stock.SKU, seen bool, now stock.SKU, r stock.Result, err er
 					return fmt.Errorf("registered lot %s has reg_seq %d, not after %s's %d", nl.LotID, nl.RegSeq, l.LotID, l.RegSeq)
 				}
 			}
+			// Its location is the request's, the default's stored as none; no other
+			// operation changes a lot's location (the metadata copied below leaves it out).
 			want.Lots = append(want.Lots, stock.Lot{LotID: nl.LotID, Kind: nl.Kind, Good: nl.Good, BestBefore: nl.BestBefore,
-				RegSeq: nl.RegSeq, ArrivesAt: nl.ArrivesAt, ValidFrom: nl.ValidFrom, ValidTo: nl.ValidTo})
+				RegSeq: nl.RegSeq, ArrivesAt: nl.ArrivesAt, ValidFrom: nl.ValidFrom, ValidTo: nl.ValidTo,
+				Location: st.regLot.Lot.WithDefaults().Location})
 		}
 		if st.ss != nil {
 			want.SafetyStock = st.ss.SafetyStock
@@ -468,6 +539,26 @@ func invariants(prev stock.SKU, seen bool, now stock.SKU, r stock.Result, err er
 			lt := &want.Lots[i]
 			if mv.Qty <= 0 {
 				return fmt.Errorf("move of %d", mv.Qty)
+			}
+			if st.alloc != nil && st.alloc.Route != nil {
+				// A routed allocation takes only at eligible locations, and with no_split
+				// at one.
+				at := stock.LocationOf(*lt)
+				if _, ok := st.alloc.Route.Positions()[at]; !ok {
+					return fmt.Errorf("routed allocation took lot %s at %s, not eligible", lt.LotID, at)
+				}
+				if first := stock.LocationOf(want.Lots[idx[r.Moves[0].LotID]]); st.alloc.Route.NoSplit && at != first {
+					return fmt.Errorf("no-split allocation took at %s and %s", first, at)
+				}
+			}
+			if st.change != nil && st.change.Route != nil && mv.From == stock.Sellable {
+				// A routed change's allocations take only at eligible locations.
+				if at := stock.LocationOf(*lt); !mapHas(st.change.Route.Positions(), at) {
+					return fmt.Errorf("routed change took lot %s at %s, not eligible", lt.LotID, at)
+				}
+			}
+			if loc := st.location(); loc != "" && stock.LocationOf(*lt) != loc {
+				return fmt.Errorf("%s named location %s and moved lot %s at %s", st.name, loc, lt.LotID, stock.LocationOf(*lt))
 			}
 			if (mv.From == stock.External || mv.To == stock.External) && st.receive == nil && st.adjust == nil && st.regLot == nil {
 				return fmt.Errorf("%s moved from/to external: %+v", st.name, mv)

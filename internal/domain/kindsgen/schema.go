@@ -173,14 +173,33 @@ var fieldRules = map[string]func() *obj{
 	"LotQtyData.lot_id":                   skuID,
 	"LotRecalledData.sku":                 skuID,
 	"LotRecalledData.lot_id":              skuID,
-	"LotRegisteredData.good":              func() *obj { return newObj("type", "boolean", "description", "default true") },
-	"ReturnedData.defective":              func() *obj { return newObj("type", "boolean") },
+	"OrderData.allocation@order.placed": func() *obj {
+		return newObj("maxItems", stock.MaxStrategies, "uniqueItems", true, "items", newObj("enum",
+			[]string{string(stock.StrategyRanked), string(stock.StrategyClosest), string(stock.StrategyPinned), string(stock.StrategyFEFONetwork)}))
+	},
+	"OrderData.pickup_location@order.placed": location,
+	"Coordinates.lat":                        func() *obj { return newObj("type", "number", "minimum", -90, "maximum", 90) },
+	"Coordinates.lon":                        func() *obj { return newObj("type", "number", "minimum", -180, "maximum", 180) },
+	"InventoryReceivedData.location":         location,
+	"InventoryAdjustedData.location":         location,
+	"LotRegisteredData.location":             location,
+	"LotQtyData.location":                    location,
+	"LotRecalledData.location":               location,
+	"LotRegisteredData.good":                 func() *obj { return newObj("type", "boolean", "description", "default true") },
+	"ReturnedData.defective":                 func() *obj { return newObj("type", "boolean") },
 	"OrderData.target_date@order.lines_changed": func() *obj {
 		return newObj("type", "string", "description", "not read by order.lines_changed")
 	},
 }
 
 func skuID() *obj { return id(stock.MaxIDLen, "") }
+
+// location is a location id an inventory event may name (stock.CheckLocation); empty is
+// taken as absent.
+func location() *obj {
+	return newObj("type", "string", "maxLength", stock.MaxLocationLen, "pattern", "^[A-Za-z0-9._-]*$",
+		"description", "a location id; absent: the default location (lot_registered) or no check")
+}
 
 // objectRules are the rules across an object's fields, by the Go type and kind.
 var objectRules = map[string]func(o *obj){
@@ -221,6 +240,8 @@ func schemaOf(k event.Type, t reflect.Type, path string, req map[string][]string
 		return newObj("type", "boolean")
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
 		return newObj("type", "integer")
+	case t.Kind() == reflect.Float64:
+		return newObj("type", "number")
 	case t.Kind() == reflect.Slice && req == nil:
 		// A reader's: Go writes a nil slice as null.
 		return newObj("type", []string{"array", "null"}, "items", schemaOf(k, t.Elem(), path+"[]", req))

@@ -28,6 +28,8 @@ var (
 	// ErrLotState: the lot is not in the state the operation needs (receiving a lot that
 	// is not planned).
 	ErrLotState = errors.New("ERR_LOT_STATE: lot is not in the required state")
+	// ErrLocation: the operation names a location the lot is not stored at.
+	ErrLocation = errors.New("ERR_LOCATION: the lot is not stored at the location named")
 	// ErrSKUExists: RegisterSKU of a SKU that Redis or the Loader knows.
 	ErrSKUExists = errors.New("ERR_SKU_EXISTS: the SKU exists")
 	// ErrLotExists: RegisterLot of a lot id the SKU has.
@@ -54,6 +56,7 @@ var reasons = map[string]error{
 	"ERR_INVALID_REQUEST":  ErrInvalidRequest,
 	"ERR_INSUFFICIENT":     ErrInsufficient,
 	"ERR_LOT_STATE":        ErrLotState,
+	"ERR_LOCATION":         ErrLocation,
 	"ERR_SKU_EXISTS":       ErrSKUExists,
 	"ERR_LOT_EXISTS":       ErrLotExists,
 	"ERR_OP_CONFLICT":      ErrOpConflict,

@@ -47,6 +47,15 @@ func (f *fingerprint) lots(qs []LotQty) *fingerprint {
 	return f
 }
 
+// loc writes a location a request names, when it names one: a request without one
+// writes what it wrote before locations, so its records still answer its replay.
+func (f *fingerprint) loc(l string) *fingerprint {
+	if l == "" {
+		return f
+	}
+	return f.str("@").str(l)
+}
+
 func (f *fingerprint) nums(ns []int64) *fingerprint {
 	f.num(int64(len(ns)))
 	for _, n := range ns {
@@ -65,7 +74,7 @@ func (f *fingerprint) sum() string {
 // op id are not part of it: they name the record, they do not decide the effect.
 
 func (r AllocateRequest) Fingerprint() string {
-	return newFingerprint("alloc", r.SKU).num(r.Qty).str(r.TargetDate).str(string(r.Mode)).str(r.Holder).sum()
+	return newFingerprint("alloc", r.SKU).num(r.Qty).str(r.TargetDate).str(string(r.Mode)).str(r.Holder).route(r.Route).sum()
 }
 
 func (r ReleaseRequest) Fingerprint() string {
@@ -85,31 +94,31 @@ func (r UndoRequest) Fingerprint() string {
 }
 
 func (r ChangeRequest) Fingerprint() string {
-	return newFingerprint("change", r.SKU).str(r.TargetDate).str(string(r.Mode)).lots(r.Release).nums(r.Allocate).str(r.Holder).sum()
+	return newFingerprint("change", r.SKU).str(r.TargetDate).str(string(r.Mode)).lots(r.Release).nums(r.Allocate).str(r.Holder).route(r.Route).sum()
 }
 
 func (r ReceiveRequest) Fingerprint() string {
-	return newFingerprint("receive", r.SKU).str(r.LotID).str(r.BestBefore).num(r.Qty).sum()
+	return newFingerprint("receive", r.SKU).str(r.LotID).str(r.BestBefore).num(r.Qty).loc(r.Location).sum()
 }
 
 func (r AdjustRequest) Fingerprint() string {
-	return newFingerprint("adjust", r.SKU).str(r.LotID).num(r.Delta).str(r.Reason).sum()
+	return newFingerprint("adjust", r.SKU).str(r.LotID).num(r.Delta).str(r.Reason).loc(r.Location).sum()
 }
 
 func (r HoldRequest) Fingerprint() string {
-	return newFingerprint("hold", r.SKU).str(r.LotID).num(r.Qty).str(r.Reason).sum()
+	return newFingerprint("hold", r.SKU).str(r.LotID).num(r.Qty).str(r.Reason).loc(r.Location).sum()
 }
 
 func (r ReleaseHoldRequest) Fingerprint() string {
-	return newFingerprint("release_hold", r.SKU).str(r.LotID).num(r.Qty).str(r.Reason).sum()
+	return newFingerprint("release_hold", r.SKU).str(r.LotID).num(r.Qty).str(r.Reason).loc(r.Location).sum()
 }
 
 func (r DamageRequest) Fingerprint() string {
-	return newFingerprint("damage", r.SKU).str(r.LotID).num(r.Qty).str(r.Reason).sum()
+	return newFingerprint("damage", r.SKU).str(r.LotID).num(r.Qty).str(r.Reason).loc(r.Location).sum()
 }
 
 func (r RecallRequest) Fingerprint() string {
-	return newFingerprint("recall", r.SKU).str(r.LotID).str(r.Reason).sum()
+	return newFingerprint("recall", r.SKU).str(r.LotID).str(r.Reason).loc(r.Location).sum()
 }
 
 func (r ReturnRequest) Fingerprint() string {
@@ -125,7 +134,7 @@ func (r RegisterSKURequest) Fingerprint() string {
 func (r RegisterLotRequest) Fingerprint() string {
 	n := r.Lot.WithDefaults()
 	return newFingerprint("reglot", r.SKU).str(n.LotID).str(n.Kind).flag(n.Good).str(n.BestBefore).
-		str(n.ArrivesAt).str(n.ValidFrom).str(n.ValidTo).num(n.Sellable).sum()
+		str(n.ArrivesAt).str(n.ValidFrom).str(n.ValidTo).num(n.Sellable).loc(n.Location).sum()
 }
 
 func (r SafetyStockRequest) Fingerprint() string {

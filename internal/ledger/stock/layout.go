@@ -64,6 +64,11 @@ func CheckSKUState(s SKU) error {
 		if l.RegSeq < 0 || l.RegSeq > MaxRegSeq {
 			return Invalidf("sku %s lot %s: reg_seq %d out of range", s.SKU, l.LotID, l.RegSeq)
 		}
+		if l.Location != "" {
+			if err := CheckLocation(l.Location); err != nil {
+				return Invalidf("sku %s lot %s: %v", s.SKU, l.LotID, err)
+			}
+		}
 		if l.Kind != KindOnHand && l.Kind != KindPlanned {
 			return Invalidf("sku %s lot %s: kind %q", s.SKU, l.LotID, l.Kind)
 		}

@@ -1,6 +1,7 @@
 package stock
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -328,10 +329,57 @@ func (o *modelOp) now() []Lot {
 	return lots
 }
 
-// allocate moves qty from the candidates' sellable to mode's bucket, in allocation order,
-// or returns why it cannot.
-func (o *modelOp) allocate(qty int64, date string, mode Mode) (error, string) {
+// routed keeps the candidates at the route's eligible locations, ordered by their
+// location's position, then by AllocKey (cands are in AllocKey order).
+func routed(cands []Lot, route *Route) []Lot {
+	pos := route.Positions()
+	var out []Lot
+	for _, c := range cands {
+		if _, ok := pos[LocationOf(c)]; ok {
+			out = append(out, c)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Lot) int { return cmp.Compare(pos[LocationOf(a)], pos[LocationOf(b)]) })
+	return out
+}
+
+// oneLocation keeps the candidates of the first location whose sellable covers qty, the
+// locations taken in the order of their first candidate with sellable stock; ok false
+// when none does, with the largest location's sellable.
+func oneLocation(cands []Lot, qty int64) (out []Lot, best int64, ok bool) {
+	sums := map[string]int64{}
+	var order []string
+	for _, c := range cands {
+		if c.Sellable == 0 {
+			continue // no candidate in the script's index
+		}
+		l := LocationOf(c)
+		if _, seen := sums[l]; !seen {
+			order = append(order, l)
+		}
+		sums[l] += c.Sellable
+	}
+	for _, l := range order {
+		if sums[l] >= qty {
+			for _, c := range cands {
+				if LocationOf(c) == l {
+					out = append(out, c)
+				}
+			}
+			return out, 0, true
+		}
+		best = max(best, sums[l])
+	}
+	return nil, best, false
+}
+
+// allocateVia moves qty from the candidates' sellable to mode's bucket, in allocation
+// order (routed by route; nil: every lot alike), or returns why it cannot.
+func (o *modelOp) allocateVia(qty int64, date string, mode Mode, route *Route) (error, string) {
 	cands := candidatesOf(o.now(), date)
+	if route != nil {
+		cands = routed(cands, route)
+	}
 	var sum int64
 	for _, c := range cands {
 		sum += c.Sellable
@@ -341,6 +389,13 @@ func (o *modelOp) allocate(qty int64, date string, mode Mode) (error, string) {
 	}
 	if mode == ModeShip && sum < o.sku.SafetyStock+qty {
 		return ErrSafetyStock, fmt.Sprintf("requested=%d available=%d safety_stock=%d", qty, sum, o.sku.SafetyStock)
+	}
+	if route != nil && route.NoSplit {
+		one, best, ok := oneLocation(cands, qty)
+		if !ok {
+			return ErrShortage, fmt.Sprintf("requested=%d available=%d no_split", qty, best)
+		}
+		cands = one
 	}
 	to := ModeBucket(mode)
 	rem := qty
@@ -390,10 +445,25 @@ func (o *modelOp) findLots(lists ...[]LotQty) (error, string) {
 	return nil, ""
 }
 
-func (m *Model) moveLots(ctx context.Context, name, fp, opID, legacy, sku, holder, reason string, valid error, from, to string, lots, back []LotQty) (Result, error) {
+// atLocation checks that lot l is stored at location (empty: any).
+func atLocation(l *Lot, location string) (error, string) {
+	if location == "" || LocationOf(*l) == location {
+		return nil, ""
+	}
+	return ErrLocation, "lot=" + l.LotID + " location=" + LocationOf(*l) + " requested=" + location
+}
+
+// moveLots moves lots from -> to, then back to -> from; location, when not empty, is
+// where every lot moved must be stored.
+func (m *Model) moveLots(ctx context.Context, name, fp, opID, legacy, sku, holder, reason string, valid error, from, to string, lots, back []LotQty, location string) (Result, error) {
 	return m.applyAs(ctx, name, fp, opID, legacy, sku, holder, valid, func(o *modelOp) (error, string) {
 		if err, detail := o.findLots(lots, back); err != nil {
 			return err, detail
+		}
+		for _, q := range lots {
+			if err, detail := atLocation(o.lot(q.LotID), location); err != nil {
+				return err, detail
+			}
 		}
 		if err, detail := o.moveEach(from, to, lots); err != nil {
 			return err, detail

@@ -93,26 +93,26 @@ func (SafetyStockRequest) reversal() Reversal { return Irreversible }
 
 func (r AllocateRequest) model(ctx context.Context, m *Model) (Result, error) {
 	return m.applyAs(ctx, "alloc", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, r.Validate(), func(o *modelOp) (error, string) {
-		return o.allocate(r.Qty, r.TargetDate, r.Mode)
+		return o.allocateVia(r.Qty, r.TargetDate, r.Mode, r.Route)
 	})
 }
 
 // ReleaseRequest: returns the given quantities from r.From (Reserved or Allocated) to sellable.
 
 func (r ReleaseRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.Validate(), r.From, Sellable, r.Lots, nil)
+	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.Validate(), r.From, Sellable, r.Lots, nil, "")
 }
 
 // ConfirmRequest: moves reserved -> allocated in the given lots, without the safety check.
 
 func (r ConfirmRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.Validate(), Reserved, Allocated, r.Lots, nil)
+	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.Validate(), Reserved, Allocated, r.Lots, nil, "")
 }
 
 // ShipRequest: moves allocated -> shipped in the given lots.
 
 func (r ShipRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.Validate(), Allocated, Shipped, r.Lots, nil)
+	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.Validate(), Allocated, Shipped, r.Lots, nil, "")
 }
 
 // UndoRequest: moves the given quantities back from r.To to r.From: it reverses an allocation, a
@@ -121,7 +121,7 @@ func (r ShipRequest) model(ctx context.Context, m *Model) (Result, error) {
 // no safety check; ErrInsufficient when r.To no longer holds them.
 
 func (r UndoRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.Validate(), r.To, r.From, r.Lots, r.Back)
+	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, r.Holder, "", r.Validate(), r.To, r.From, r.Lots, r.Back, "")
 }
 
 // ChangeRequest: changes what an order holds of one SKU in one atomic operation: it releases
@@ -139,7 +139,7 @@ func (r ChangeRequest) model(ctx context.Context, m *Model) (Result, error) {
 			return err, detail
 		}
 		for _, q := range r.Allocate {
-			if err, detail := o.allocate(q, r.TargetDate, r.Mode); err != nil {
+			if err, detail := o.allocateVia(q, r.TargetDate, r.Mode, r.Route); err != nil {
 				return err, detail
 			}
 		}
@@ -155,6 +155,9 @@ func (r ReceiveRequest) model(ctx context.Context, m *Model) (Result, error) {
 		l := o.lot(r.LotID)
 		if l == nil {
 			return ErrUnknownLot, "lot=" + r.LotID
+		}
+		if err, detail := atLocation(l, r.Location); err != nil {
+			return err, detail
 		}
 		if l.Kind != KindPlanned {
 			return ErrLotState, "lot=" + r.LotID + " kind=" + l.Kind
@@ -184,6 +187,9 @@ func (r AdjustRequest) model(ctx context.Context, m *Model) (Result, error) {
 		if l == nil {
 			return ErrUnknownLot, "lot=" + r.LotID
 		}
+		if err, detail := atLocation(l, r.Location); err != nil {
+			return err, detail
+		}
 		if r.Delta > 0 {
 			o.move(l, External, Sellable, r.Delta)
 		} else {
@@ -200,20 +206,20 @@ func (r AdjustRequest) model(ctx context.Context, m *Model) (Result, error) {
 // HoldRequest: keeps Qty units of a lot back from sale: sellable -> hidden.
 
 func (r HoldRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.Validate(), Sellable, Hidden, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.Validate(), Sellable, Hidden, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil, r.Location)
 }
 
 // ReleaseHoldRequest: gives held units back to sale: hidden -> sellable.
 
 func (r ReleaseHoldRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.Validate(), Hidden, Sellable, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.Validate(), Hidden, Sellable, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil, r.Location)
 }
 
 // DamageRequest: records Qty units of a lot found damaged on a count: sellable -> defective.
 // They are never a candidate again and stay accounted for in the lot.
 
 func (r DamageRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.Validate(), Sellable, Defective, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil)
+	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.Validate(), Sellable, Defective, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil, r.Location)
 }
 
 // RecallRequest: marks a whole lot defective: it is never a candidate again, its sellable and
@@ -226,6 +232,9 @@ func (r RecallRequest) model(ctx context.Context, m *Model) (Result, error) {
 		l := o.lot(r.LotID)
 		if l == nil {
 			return ErrUnknownLot, "lot=" + r.LotID
+		}
+		if err, detail := atLocation(l, r.Location); err != nil {
+			return err, detail
 		}
 		l.Good = false
 		if l.Sellable > 0 {
@@ -250,7 +259,7 @@ func (r ReturnRequest) model(ctx context.Context, m *Model) (Result, error) {
 	if r.Defective {
 		to = Defective
 	}
-	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "", "", r.Validate(), Shipped, to, r.Lots, nil)
+	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, r.LegacyOpID, r.SKU, "", "", r.Validate(), Shipped, to, r.Lots, nil, "")
 }
 
 // RegisterSKURequest: creates a SKU with its safety stock at version 1. ErrSKUExists when Redis
@@ -319,7 +328,7 @@ func (r RegisterLotRequest) model(ctx context.Context, m *Model) (Result, error)
 			return ErrLotState, fmt.Sprintf("lot=%s no registration number left after %d", n.LotID, next-1)
 		}
 		o.sku.Lots = append(o.sku.Lots, Lot{LotID: n.LotID, Kind: n.Kind, Good: n.Good, BestBefore: n.BestBefore,
-			RegSeq: next, ArrivesAt: n.ArrivesAt, ValidFrom: n.ValidFrom, ValidTo: n.ValidTo})
+			RegSeq: next, ArrivesAt: n.ArrivesAt, ValidFrom: n.ValidFrom, ValidTo: n.ValidTo, Location: n.Location})
 		o.move(o.lot(n.LotID), External, Sellable, n.Sellable)
 		return nil, ""
 	})

@@ -39,6 +39,19 @@ const (
 	KindPlanned = event.KindPlanned
 )
 
+// DefaultLocation is the id of the shop's default location. A lot's Location is empty
+// for it: the location of every lot registered without one and of every lot from before
+// locations.
+const DefaultLocation = event.DefaultLocation
+
+// LocationOf returns the id of the location a lot is stored at.
+func LocationOf(l Lot) string {
+	if l.Location == "" {
+		return DefaultLocation
+	}
+	return l.Location
+}
+
 // Allocation modes.
 const (
 	ModeShip    = event.ModeShip
@@ -70,6 +83,9 @@ type AllocateRequest struct {
 	// Release, Confirm, Ship and Undo name the same holder, so that the ledger knows who
 	// holds each lot's reserved and allocated units (Recall lists them).
 	Holder string `json:"holder,omitempty"`
+	// Route, when set, limits the candidates to the eligible locations and orders them by
+	// its strategies (route.go); nil: every lot alike, in the lots' own order.
+	Route *Route `json:"route,omitempty"`
 }
 
 // ReleaseRequest returns quantities held in From (Reserved or Allocated) to sellable.
@@ -121,6 +137,8 @@ type ChangeRequest struct {
 	// Release), then each allocation's in turn, which sum to its quantity.
 	Allocate []int64 `json:"allocate,omitempty"`
 	Holder   string  `json:"holder,omitempty"`
+	// Route routes each allocation as AllocateRequest's does; nil: every lot alike.
+	Route *Route `json:"route,omitempty"`
 }
 
 // LotsRequest names quantities in given lots (Confirm, Ship).
@@ -144,6 +162,9 @@ type ReceiveRequest struct {
 	// Qty is the counted quantity; 0 keeps the planned quantity. The difference to the
 	// lot's sellable+reserved+allocated+hidden is a move from or to External.
 	Qty int64 `json:"qty"`
+	// Location, when not empty, is the location the lot must be stored at
+	// (ErrLocation otherwise); empty: no check (the lot id names the lot and its place).
+	Location string `json:"location,omitempty"`
 }
 
 // HoldRequest names a quantity of one lot with a reason: Hold (sellable -> hidden),
@@ -154,6 +175,9 @@ type HoldRequest struct {
 	LotID  string `json:"lot_id"`
 	Qty    int64  `json:"qty"`
 	Reason string `json:"reason"`
+	// Location, when not empty, is the location the lot must be stored at
+	// (ErrLocation otherwise); empty: no check (the lot id names the lot and its place).
+	Location string `json:"location,omitempty"`
 }
 
 // RecallRequest marks a whole lot defective (Recall).
@@ -162,6 +186,9 @@ type RecallRequest struct {
 	SKU    string `json:"sku"`
 	LotID  string `json:"lot_id"`
 	Reason string `json:"reason"`
+	// Location, when not empty, is the location the lot must be stored at
+	// (ErrLocation otherwise); empty: no check (the lot id names the lot and its place).
+	Location string `json:"location,omitempty"`
 }
 
 // ReturnRequest brings shipped units back (Return): to sellable, or to defective when
@@ -205,6 +232,9 @@ type NewLot struct {
 	ValidTo   string `json:"valid_to,omitempty"`
 	// Sellable is the lot's quantity (1..MaxQty), moved in from External.
 	Sellable int64 `json:"sellable"`
+	// Location is the location the lot is stored at; empty or DefaultLocation: the
+	// default location (stored as empty).
+	Location string `json:"location,omitempty"`
 }
 
 // RegisterLotRequest adds a lot to a SKU (RegisterLot).
@@ -222,6 +252,9 @@ type AdjustRequest struct {
 	LotID  string `json:"lot_id"`
 	Delta  int64  `json:"delta"`
 	Reason string `json:"reason"`
+	// Location, when not empty, is the location the lot must be stored at
+	// (ErrLocation otherwise); empty: no check (the lot id names the lot and its place).
+	Location string `json:"location,omitempty"`
 }
 
 // Result is what one operation did.

@@ -97,7 +97,7 @@ func (r AllocateRequest) Validate() error {
 	if r.Mode != ModeShip && r.Mode != ModeReserve {
 		return Invalidf("mode %q is neither %q nor %q", r.Mode, ModeShip, ModeReserve)
 	}
-	return nil
+	return r.Route.Validate()
 }
 
 func checkLots(lots []LotQty) error {
@@ -185,7 +185,7 @@ func (r ChangeRequest) Validate() error {
 			return err
 		}
 	}
-	return nil
+	return r.Route.Validate()
 }
 
 func (r LotsRequest) Validate() error {
@@ -208,9 +208,11 @@ func (r ReceiveRequest) Validate() error {
 		}
 	}
 	if r.Qty != 0 {
-		return CheckQty("qty", r.Qty)
+		if err := CheckQty("qty", r.Qty); err != nil {
+			return err
+		}
 	}
-	return nil
+	return checkOptLocation(r.Location)
 }
 
 func (r AdjustRequest) Validate() error {
@@ -230,7 +232,40 @@ func (r AdjustRequest) Validate() error {
 	if r.Reason == "" {
 		return Invalidf("adjustment without a reason")
 	}
-	return checkID("reason", r.Reason)
+	if err := checkID("reason", r.Reason); err != nil {
+		return err
+	}
+	return checkOptLocation(r.Location)
+}
+
+// MaxLocationLen bounds a location id.
+const MaxLocationLen = 64
+
+// CheckLocation reports whether id is a valid location id: 1..MaxLocationLen bytes of
+// ASCII letters, digits, '.', '_' and '-' (so it is safe in a script's arguments, a key, a
+// metric label and a URL path, and no sender can make one of junban's "~" names).
+func CheckLocation(id string) error {
+	if id == "" {
+		return Invalidf("location is empty")
+	}
+	if len(id) > MaxLocationLen {
+		return Invalidf("location is longer than %d bytes", MaxLocationLen)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return Invalidf("location %q: only letters, digits, '.', '_' and '-'", id)
+		}
+	}
+	return nil
+}
+
+// checkOptLocation checks a location a request may name (empty: none).
+func checkOptLocation(id string) error {
+	if id == "" {
+		return nil
+	}
+	return CheckLocation(id)
 }
 
 func checkReason(reason string) error {
@@ -250,7 +285,10 @@ func (r HoldRequest) Validate() error {
 	if err := CheckQty("qty", r.Qty); err != nil {
 		return err
 	}
-	return checkReason(r.Reason)
+	if err := checkReason(r.Reason); err != nil {
+		return err
+	}
+	return checkOptLocation(r.Location)
 }
 
 func (r RecallRequest) Validate() error {
@@ -260,7 +298,10 @@ func (r RecallRequest) Validate() error {
 	if err := CheckLotID(r.LotID); err != nil {
 		return err
 	}
-	return checkReason(r.Reason)
+	if err := checkReason(r.Reason); err != nil {
+		return err
+	}
+	return checkOptLocation(r.Location)
 }
 
 func (r ReturnRequest) Validate() error {
@@ -291,8 +332,12 @@ func (r SafetyStockRequest) Validate() error {
 	return checkSafetyStock(r.SafetyStock)
 }
 
-// WithDefaults fills an empty validity period with MinDate and MaxDate.
+// WithDefaults fills an empty validity period with MinDate and MaxDate, and writes the
+// default location as empty.
 func (n NewLot) WithDefaults() NewLot {
+	if n.Location == DefaultLocation {
+		n.Location = ""
+	}
 	if n.ValidFrom == "" {
 		n.ValidFrom = MinDate
 	}
@@ -334,6 +379,9 @@ func (r RegisterLotRequest) Validate() error {
 	}
 	if n.ValidFrom > n.ValidTo {
 		return Invalidf("valid_from %s is after valid_to %s", n.ValidFrom, n.ValidTo)
+	}
+	if err := checkOptLocation(n.Location); err != nil {
+		return err
 	}
 	return CheckQty("sellable", n.Sellable)
 }

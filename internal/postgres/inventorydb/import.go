@@ -25,7 +25,7 @@ import (
 // A row without lot_id is a SKU row and carries safety_stock; a row with lot_id is a
 // lot row and carries the lot's fields.
 var ImportColumns = []string{"sku", "safety_stock", "lot_id", "kind", "good", "best_before", "reg_seq",
-	"arrives_at", "valid_from", "valid_to", "sellable", "reserved", "allocated", "hidden", "shipped", "defective"}
+	"arrives_at", "valid_from", "valid_to", "sellable", "reserved", "allocated", "hidden", "shipped", "defective", "location"}
 
 // LineError is one problem of an import file.
 type LineError struct {
@@ -308,6 +308,12 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 		l.Hidden, _ = num("hidden", stock.MaxQty)
 		l.Shipped, _ = num("shipped", stock.MaxQty)
 		l.Defective, _ = num("defective", stock.MaxQty)
+		if loc := row["location"]; loc != "" && loc != stock.DefaultLocation {
+			if err := stock.CheckLocation(loc); err != nil {
+				bad("location", "%q is not a location id (1..%d letters, digits, '.', '_' and '-')", loc, stock.MaxLocationLen)
+			}
+			l.Location = loc
+		}
 		il := ImportLot{Line: n, Lot: l}
 		if reg, ok := num("reg_seq", stock.MaxRegSeq); ok {
 			if regLine[sku] == nil {
@@ -511,15 +517,15 @@ func WriteImport(ctx context.Context, db *gorm.DB, skus []ImportSKU, loaded Live
 					}
 				}
 				err := tx.Exec(`INSERT INTO lots (sku, lot_id, kind, good, best_before, reg_seq, arrives_at,
-						valid_from, valid_to, sellable, reserved, allocated, hidden, shipped, defective)
-					VALUES (?, ?, ?, ?, NULLIF(?, '')::date, ?, NULLIF(?, '')::date, ?::date, ?::date, ?, ?, ?, ?, ?, ?)
-					ON CONFLICT (sku, lot_id) DO UPDATE SET kind = EXCLUDED.kind, good = EXCLUDED.good,
+						valid_from, valid_to, sellable, reserved, allocated, hidden, shipped, defective, location)
+					VALUES (?, ?, ?, ?, NULLIF(?, '')::date, ?, NULLIF(?, '')::date, ?::date, ?::date, ?, ?, ?, ?, ?, ?, ?)
+					ON CONFLICT (sku, lot_id) DO UPDATE SET kind = EXCLUDED.kind, good = EXCLUDED.good, location = EXCLUDED.location,
 						best_before = EXCLUDED.best_before, reg_seq = EXCLUDED.reg_seq, arrives_at = EXCLUDED.arrives_at,
 						valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to, sellable = EXCLUDED.sellable,
 						reserved = EXCLUDED.reserved, allocated = EXCLUDED.allocated, hidden = EXCLUDED.hidden,
 						shipped = EXCLUDED.shipped, defective = EXCLUDED.defective, updated_at = now()`,
 					s.SKU, l.LotID, l.Kind, l.Good, l.BestBefore, l.RegSeq, l.ArrivesAt, l.ValidFrom, l.ValidTo,
-					l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped, l.Defective).Error
+					l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped, l.Defective, stock.LocationOf(l)).Error
 				if err != nil {
 					return fmt.Errorf("line %d: lot %s of %s: %w", il.Line, l.LotID, s.SKU, err)
 				}

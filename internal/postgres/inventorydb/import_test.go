@@ -298,3 +298,45 @@ func TestImportDefectiveColumn(t *testing.T) {
 		t.Fatalf("bad defective cells: %v", err)
 	}
 }
+
+// The location column puts a lot at a location (empty or "default": the default one,
+// which loads as none); a SKU row may not carry it, and a bad id is its line's error.
+// The lots load into Redis where the file put them.
+func TestImportLocationColumn(t *testing.T) {
+	db := testenv.Postgres(t)
+	file := "sku,lot_id,kind,sellable,location\nA,L1,onhand,5,wh-2\nA,L2,onhand,4,\nA,L3,onhand,1,default\n"
+	skus, err := ParseImport(strings.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteImport(ctx, db, skus, nil); err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct{ LotID, Location string }
+	if err := db.Raw(`SELECT lot_id, location FROM lots WHERE sku = 'A' ORDER BY lot_id`).Scan(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || rows[0].Location != "wh-2" || rows[1].Location != "default" || rows[2].Location != "default" {
+		t.Fatalf("rows %+v", rows)
+	}
+	rc, prefix := testenv.Redis(t)
+	l, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: PGLoader{DB: db}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Apply(ctx, stock.HoldRequest{OpID: "h", SKU: "A", LotID: "L2", Qty: 1, Reason: "r", Location: "wh-2"})
+	if !errors.Is(err, stock.ErrLocation) {
+		t.Fatalf("hold of a default lot at wh-2: %v", err)
+	}
+	a, err := l.Snapshot(ctx, "A")
+	if err != nil || a.Lots[0].Location != "wh-2" || a.Lots[1].Location != "" || a.Lots[2].Location != "" {
+		t.Fatalf("A in Redis: %+v %v", a, err)
+	}
+
+	_, err = ParseImport(strings.NewReader("sku,safety_stock,lot_id,kind,sellable,location\nA,1,,,,wh-2\nA,,L1,onhand,1,wh 2\n"))
+	var ie ImportErrors
+	if !errors.As(err, &ie) || len(ie) != 2 || ie[0].Field != "location" || ie[0].Line != 2 ||
+		ie[1].Field != "location" || ie[1].Line != 3 {
+		t.Fatalf("bad location cells: %v", err)
+	}
+}

@@ -14,8 +14,9 @@ import (
 	"github.com/junban/junban/internal/ledger/stock"
 )
 
-// PGLoader loads SKUs from PostgreSQL (tables skus and lots, migrations/00001_init.sql and
-// 00003, which added the defective bucket).
+// PGLoader loads SKUs from PostgreSQL (tables skus and lots, migrations/00001_init.sql,
+// 00003, which added the defective bucket, and 00009, which added the lot's location: the
+// default location reads as none, as the ledger keeps it).
 type PGLoader struct{ DB *gorm.DB }
 
 // LoadQuerySKU and LoadQueryLots are the queries PGLoader runs, in one repeatable-read
@@ -29,7 +30,8 @@ const (
        coalesce(to_char(arrives_at, 'YYYY-MM-DD'), '') AS arrives_at,
        to_char(valid_from, 'YYYY-MM-DD') AS valid_from,
        to_char(valid_to, 'YYYY-MM-DD') AS valid_to,
-       sellable, reserved, allocated, hidden, shipped, defective`
+       sellable, reserved, allocated, hidden, shipped, defective,
+       CASE WHEN location = 'default' THEN '' ELSE location END AS location`
 	LoadQueryLots = `SELECT ` + LotColumns + `
   FROM lots WHERE sku = ? ORDER BY reg_seq, lot_id`
 )

@@ -28,11 +28,13 @@ func (p PGLoader) LoadOrder(ctx context.Context, lcid string) (*event.OrderSnaps
 		Lines      []byte
 		Seq        int64
 		HoldUntil  *time.Time
+		Route      *string
 	}
 	// hold_until (migration 00007) is read through the row's JSON, so that a worker whose
 	// database has not had that migration yet reads no hold instead of failing.
 	err := p.DB.WithContext(ctx).Raw(`SELECT status, allocation, paid, mode, to_char(target_date, 'YYYY-MM-DD') AS target_date, lines, seq,
-		(to_jsonb(orders) ->> 'hold_until')::timestamptz AS hold_until
+		(to_jsonb(orders) ->> 'hold_until')::timestamptz AS hold_until,
+		(to_jsonb(orders) -> 'route')::text AS route
 		FROM orders WHERE lcid = ?`, lcid).Scan(&rows).Error
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("order: load %s from postgres: %w", lcid, err)
@@ -54,6 +56,12 @@ func (p PGLoader) LoadOrder(ctx context.Context, lcid string) (*event.OrderSnaps
 	if r.HoldUntil != nil {
 		h := r.HoldUntil.UTC().Truncate(time.Microsecond)
 		o.HoldUntil = &h
+	}
+	if r.Route != nil && *r.Route != "null" {
+		o.Route = new(event.Routing)
+		if err := json.Unmarshal([]byte(*r.Route), o.Route); err != nil {
+			return nil, 0, false, fmt.Errorf("order: route of %s: %w", lcid, err)
+		}
 	}
 	if err := json.Unmarshal(r.Lines, &o.Lines); err != nil {
 		return nil, 0, false, fmt.Errorf("order: lines of %s: %w", lcid, err)

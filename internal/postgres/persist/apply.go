@@ -391,10 +391,16 @@ func prepare(index int, r event.Result) (prepared, error) {
 		if err != nil {
 			return p, invalid(r, "order %s: lines: %v", lcid, err)
 		}
+		var route json.RawMessage
+		if o.Route != nil {
+			if route, err = json.Marshal(o.Route); err != nil {
+				return p, invalid(r, "order %s: route: %v", lcid, err)
+			}
+		}
 		p.order = &OrderRow{
 			LCID: lcid, Status: o.Status, Allocation: optString(o.Allocation), Paid: o.Paid,
 			Mode: optString(string(o.Mode)), TargetDate: td, Lines: js, HoldUntil: holdUntil(o.HoldUntil),
-			Seq: r.Seq, LastEventID: r.EventID,
+			Route: route, Seq: r.Seq, LastEventID: r.EventID,
 		}
 	}
 
@@ -481,7 +487,7 @@ func lotRow(sku string, version int64, l stock.Lot) (LotRow, error) {
 		SKU: sku, LotID: l.LotID, Kind: l.Kind, Good: l.Good, BestBefore: bb, RegSeq: l.RegSeq,
 		ArrivesAt: arr, ValidFrom: from, ValidTo: to,
 		Sellable: l.Sellable, Reserved: l.Reserved, Allocated: l.Allocated, Hidden: l.Hidden, Shipped: l.Shipped,
-		Defective: l.Defective, Version: version,
+		Defective: l.Defective, Version: version, Location: stock.LocationOf(l),
 	}, nil
 }
 

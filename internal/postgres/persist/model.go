@@ -48,7 +48,9 @@ type LotRow struct {
 	Shipped    int64
 	Defective  int64
 	// Version is the SKU version this row was written at.
-	Version   int64
+	Version int64
+	// Location is the location the lot is stored at ("default" for the default one).
+	Location  string
 	UpdatedAt time.Time
 }
 
@@ -67,7 +69,9 @@ type OrderRow struct {
 	Lines json.RawMessage `gorm:"type:jsonb"`
 	// HoldUntil is when a placed reserve-mode order's reservation expires (nil: never, or
 	// no longer), from the snapshot, to the microsecond.
-	HoldUntil   *time.Time
+	HoldUntil *time.Time
+	// Route is the order's route (event.Routing) as JSON; nil: none.
+	Route       json.RawMessage `gorm:"type:jsonb"`
 	Seq         int64
 	LastEventID string
 	UpdatedAt   time.Time

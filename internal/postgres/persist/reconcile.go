@@ -516,6 +516,29 @@ func readOrder(ctx context.Context, cfg ReconcileConfig, lcid string) (*OrderRow
 	return &rows[0], snap, seq, nil
 }
 
+// routeText is an order's route as comparable text: its JSON, re-encoded from
+// PostgreSQL's jsonb (which orders keys its own way); "" for none.
+func routeText(v any) string {
+	switch r := v.(type) {
+	case *event.Routing:
+		if r == nil {
+			return ""
+		}
+		b, _ := json.Marshal(r)
+		return string(b)
+	case json.RawMessage:
+		if len(r) == 0 || string(r) == "null" {
+			return ""
+		}
+		var rt event.Routing
+		if err := json.Unmarshal(r, &rt); err != nil {
+			return "invalid: " + string(r)
+		}
+		return routeText(&rt)
+	}
+	return ""
+}
+
 // orderDrift compares Redis's order r at seq with PostgreSQL's row p (nil when it has
 // none); nil when they agree.
 func orderDrift(lcid string, r *event.OrderSnapshot, seq int64, p *OrderRow) *Drift {
@@ -540,6 +563,7 @@ func orderDrift(lcid string, r *event.OrderSnapshot, seq int64, p *OrderRow) *Dr
 	}
 	field("target_date", r.TargetDate, td)
 	field("hold_until", holdText(r.HoldUntil), holdText(p.HoldUntil))
+	field("route", routeText(r.Route), routeText(p.Route))
 	var lines []event.SnapshotLine
 	if err := json.Unmarshal(p.Lines, &lines); err != nil {
 		d.Details = append(d.Details, fmt.Sprintf("lines: postgres holds no lines: %v", err))

@@ -5,6 +5,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/postgres/pgtx"
 )
 
@@ -29,13 +30,14 @@ const storedInboxSQL = `SELECT entity, event_id, seq, type, outcome, reason FROM
 WHERE (entity, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
 
 // An order row is only ever replaced by a newer seq of its entity.
-const upsertOrdersSQL = `INSERT INTO orders (lcid, status, allocation, paid, mode, target_date, lines, hold_until, seq, last_event_id, updated_at)
-SELECT u.lcid, u.status, u.allocation, u.paid, u.mode, u.target_date, u.lines::jsonb, u.hold_until, u.seq, u.last_event_id, now()
-FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::date[], $7::text[], $8::timestamptz[], $9::bigint[], $10::text[])
-	AS u (lcid, status, allocation, paid, mode, target_date, lines, hold_until, seq, last_event_id)
+const upsertOrdersSQL = `INSERT INTO orders (lcid, status, allocation, paid, mode, target_date, lines, hold_until, seq, last_event_id, route, updated_at)
+SELECT u.lcid, u.status, u.allocation, u.paid, u.mode, u.target_date, u.lines::jsonb, u.hold_until, u.seq, u.last_event_id,
+	NULLIF(u.route, '')::jsonb, now()
+FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::date[], $7::text[], $8::timestamptz[], $9::bigint[], $10::text[], $11::text[])
+	AS u (lcid, status, allocation, paid, mode, target_date, lines, hold_until, seq, last_event_id, route)
 ON CONFLICT (lcid) DO UPDATE SET status = excluded.status, allocation = excluded.allocation,
 	paid = excluded.paid, mode = excluded.mode, target_date = excluded.target_date, lines = excluded.lines,
-	hold_until = excluded.hold_until, seq = excluded.seq, last_event_id = excluded.last_event_id, updated_at = excluded.updated_at
+	hold_until = excluded.hold_until, route = excluded.route, seq = excluded.seq, last_event_id = excluded.last_event_id, updated_at = excluded.updated_at
 WHERE orders.seq < excluded.seq`
 
 // A SKU row's version only moves forward, and so, on its own, does its safety stock: a
@@ -55,20 +57,33 @@ ON CONFLICT (sku) DO UPDATE SET version = greatest(skus.version, excluded.versio
 WHERE skus.version < excluded.version OR skus.settings_version < excluded.settings_version`
 
 // A lot row is only ever replaced by one written at a newer SKU version.
+//
+// A lot's location never changes: a row keeps the one it has unless the newer one names
+// a location other than the default (a result of a version from before locations says
+// none for every lot, which is the default); setLotLocationsSQL writes a location that
+// an older result came before.
 const upsertLotsSQL = `INSERT INTO lots (sku, lot_id, kind, good, best_before, reg_seq, arrives_at, valid_from, valid_to,
-	sellable, reserved, allocated, hidden, shipped, defective, version, updated_at)
+	sellable, reserved, allocated, hidden, shipped, defective, version, location, updated_at)
 SELECT u.*, now()
 FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::date[], $6::bigint[], $7::date[], $8::date[], $9::date[],
-	$10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[])
+	$10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::text[])
 	AS u (sku, lot_id, kind, good, best_before, reg_seq, arrives_at, valid_from, valid_to,
-		sellable, reserved, allocated, hidden, shipped, defective, version)
+		sellable, reserved, allocated, hidden, shipped, defective, version, location)
 ON CONFLICT (sku, lot_id) DO UPDATE SET kind = excluded.kind, good = excluded.good,
+	location = CASE WHEN excluded.location <> 'default' THEN excluded.location ELSE lots.location END,
 	best_before = excluded.best_before, reg_seq = excluded.reg_seq, arrives_at = excluded.arrives_at,
 	valid_from = excluded.valid_from, valid_to = excluded.valid_to, sellable = excluded.sellable,
 	reserved = excluded.reserved, allocated = excluded.allocated, hidden = excluded.hidden,
 	shipped = excluded.shipped, defective = excluded.defective, version = excluded.version,
 	updated_at = excluded.updated_at
 WHERE lots.version < excluded.version`
+
+// setLotLocationsSQL writes the locations other than the default that lot rows name, over
+// a row that a result naming none wrote first (a result of a version from before
+// locations, at a newer SKU version: upsertLotsSQL does not touch the row then).
+const setLotLocationsSQL = `UPDATE lots SET location = u.location
+FROM unnest($1::text[], $2::text[], $3::text[]) AS u (sku, lot_id, location)
+WHERE lots.sku = u.sku AND lots.lot_id = u.lot_id AND lots.location <> u.location`
 
 // Moves are an append-only ledger: a move recorded once is never written again. A move is
 // keyed as the ledger keys its operation, by SKU and op id, and its index.
@@ -140,16 +155,18 @@ func upsertOrders(tx *gorm.DB, rows []OrderRow) (int, error) {
 		paid                            = col[bool](rows)
 		targets, holds                  = col[*time.Time](rows), col[*time.Time](rows)
 		seqs                            = col[int64](rows)
+		routes                          = col[string](rows)
 	)
 	for i, r := range rows {
 		lcids[i], statuses[i], allocations[i], paid[i], modes[i] = r.LCID, r.Status, r.Allocation, r.Paid, r.Mode
 		targets[i], lines[i], seqs[i], lastIDs[i] = r.TargetDate, string(r.Lines), r.Seq, r.LastEventID
 		holds[i] = r.HoldUntil
+		routes[i] = string(r.Route)
 		if r.Lines == nil {
 			lines[i] = "[]"
 		}
 	}
-	return pgtx.Exec(tx, upsertOrdersSQL, lcids, statuses, allocations, paid, modes, targets, lines, holds, seqs, lastIDs)
+	return pgtx.Exec(tx, upsertOrdersSQL, lcids, statuses, allocations, paid, modes, targets, lines, holds, seqs, lastIDs, routes)
 }
 
 // upsertSKUs writes SKU rows where their version or their settings version is newer and
@@ -176,6 +193,7 @@ func upsertLots(tx *gorm.DB, rows []LotRow) (int, error) {
 		bestBefore, arrives                                       = col[*time.Time](rows), col[*time.Time](rows)
 		from, to                                                  = col[time.Time](rows), col[time.Time](rows)
 		regSeqs, ver                                              = col[int64](rows), col[int64](rows)
+		locations                                                 = col[string](rows)
 		sellable, reserved, allocated, hidden, shipped, defective = col[int64](rows), col[int64](rows), col[int64](rows), col[int64](rows), col[int64](rows), col[int64](rows)
 	)
 	for i, r := range rows {
@@ -183,9 +201,25 @@ func upsertLots(tx *gorm.DB, rows []LotRow) (int, error) {
 		arrives[i], from[i], to[i] = r.ArrivesAt, r.ValidFrom, r.ValidTo
 		sellable[i], reserved[i], allocated[i], hidden[i], shipped[i], defective[i], ver[i] =
 			r.Sellable, r.Reserved, r.Allocated, r.Hidden, r.Shipped, r.Defective, r.Version
+		locations[i] = r.Location
 	}
-	return pgtx.Exec(tx, upsertLotsSQL, skus, lotIDs, kinds, good, bestBefore, regSeqs, arrives, from, to,
-		sellable, reserved, allocated, hidden, shipped, defective, ver)
+	n, err := pgtx.Exec(tx, upsertLotsSQL, skus, lotIDs, kinds, good, bestBefore, regSeqs, arrives, from, to,
+		sellable, reserved, allocated, hidden, shipped, defective, ver, locations)
+	if err != nil {
+		return n, err
+	}
+	var lskus, llots, llocs []string
+	for _, r := range rows {
+		if r.Location != stock.DefaultLocation {
+			lskus, llots, llocs = append(lskus, r.SKU), append(llots, r.LotID), append(llocs, r.Location)
+		}
+	}
+	if len(lskus) > 0 {
+		if _, err := pgtx.Exec(tx, setLotLocationsSQL, lskus, llots, llocs); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // moveKey identifies a move: the ledger operation's SKU and op id, and the index.
