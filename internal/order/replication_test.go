@@ -554,8 +554,7 @@ func (l *pausingChange) Apply(ctx context.Context, op stock.Op) (stock.Result, e
 // and when that answer is a refusal the event is rejected before it reaches the later
 // operation again, which nothing undoes. A lines change that grows a line on one SKU and
 // gives back another SKU's units then leaves those units sellable while the order, its
-// change rejected, still holds them (the failover chaos run's "allocated 0, orders
-// hold 2").
+// change rejected, still holds them.
 //
 // Seen failing without the wait between the operations (durableLedger's pending): with
 // the replica of the short SKU's primary stopped after its change applied there, the
