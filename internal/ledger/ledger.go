@@ -225,6 +225,15 @@ func (l *Ledger) runScript(ctx context.Context, arg, name, fp, opID, legacy, sku
 			if errors.Is(e, stock.ErrNotLoaded) && !loaded {
 				loaded = true
 				if _, err := l.load(ctx, sku); err != nil {
+					if name != "regsku" && errors.Is(err, stock.ErrUnknownSKU) {
+						kept, rerr := l.rememberUnknownSKU(ctx, keys[1], fp)
+						if rerr != nil {
+							return stock.Result{OpID: opID, SKU: sku}, fmt.Errorf("ledger: %s sku=%s: remember the unknown SKU: %w", name, sku, rerr)
+						}
+						if !kept {
+							continue // another run's record came first: the script answers from it
+						}
+					}
 					return stock.Result{OpID: opID, SKU: sku}, err
 				}
 				continue
@@ -239,6 +248,30 @@ func (l *Ledger) runScript(ctx context.Context, arg, name, fp, opID, legacy, sku
 		r.Replayed = res[0] == int64(1)
 		return r, err
 	}
+}
+
+// rememberScript stores an operation's record unless it has one (KEYS[1] the record,
+// ARGV[1] the record as ledger.lua writes it, ARGV[2] its retention in seconds); 1 when
+// it stored it.
+var rememberScript = redis.NewScript(`return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) and 1 or 0`)
+
+// rememberUnknownSKU records ERR_UNKNOWN_SKU under an operation's op id (key) for the
+// request fp (its fingerprint and fence), as ledger.lua records a refusal, unless the op id
+// has a record: kept says whether it stored it. The Loader's answer is remembered like
+// the script's own refusals, so that a re-run of the step that met it meets it again
+// even once the SKU is registered: the step undid its earlier operations on the refusal,
+// and a re-run that applied instead would replay their records and never reach the
+// undos again. A new operation (another op id) on the registered SKU runs anew.
+func (l *Ledger) rememberUnknownSKU(ctx context.Context, key, fp string) (kept bool, err error) {
+	const outcome = "EERR_UNKNOWN_SKU unknown to the ledger and its loader"
+	// "#", the fingerprint and the outcome; with a fence, "%", the fingerprint, the fence's
+	// digits, "|" and the outcome.
+	rec := "#" + fp + outcome
+	if len(fp) > stock.FingerprintBytes {
+		rec = "%" + fp + "|" + outcome
+	}
+	n, err := rememberScript.Run(ctx, l.shared, []string{key}, rec, l.ttl).Int()
+	return n == 1, err
 }
 
 // moveLots runs ledger.lua's move: the quantities in lots from one bucket to another,

@@ -112,7 +112,10 @@ func (p *Processor) quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 	}
 
 	now := p.now()
-	run := domain.RerunEvent(ctx, p.stepLedger(), p.cfg.Policy, st, ev, t.Seq, now)
+	// One step ledger for the re-run and the undos: an undo on another primary waits for
+	// the replicas of the re-run's last operation, as a step's own rollback does.
+	l := p.stepLedger()
+	run := domain.RerunEvent(ctx, l, p.cfg.Policy, st, ev, t.Seq, now)
 	if run.Err != nil {
 		log.Info("quarantine: the step failed again; undoing what it reached", zap.Error(run.Err))
 	}
@@ -143,7 +146,7 @@ func (p *Processor) quarantine(ctx context.Context, t lockhandoff.Turn, envelope
 	}
 
 	// Undo, newest first, what the event's runs moved and did not move back themselves.
-	undone, err := run.Undo(ctx, p.ledger, ev)
+	undone, err := run.Undo(ctx, l, ev)
 	if err != nil {
 		return nil, fmt.Errorf("order: quarantine %s: %w", ev.EventID, err)
 	}

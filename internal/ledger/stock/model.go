@@ -3,6 +3,7 @@ package stock
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -261,6 +262,17 @@ func (m *Model) applyOp(ctx context.Context, name, fp, opID, legacy, sku, holder
 				return Result{OpID: opID, SKU: sku}, OpError(name, sku, ErrNotLoaded, "")
 			}
 			if err := m.Load(ctx, sku); err != nil {
+				// The Loader's unknown SKU is remembered as a refusal (Ledger's
+				// rememberUnknownSKU), unless another run's record came first.
+				if name != "regsku" && errors.Is(err, ErrUnknownSKU) {
+					m.mu.Lock()
+					if _, had := m.ops[[2]string{sku, opID}]; had {
+						m.mu.Unlock()
+						continue
+					}
+					m.ops[[2]string{sku, opID}] = modelOutcome{res: Result{OpID: opID, SKU: sku}, err: err, fp: fp}
+					m.mu.Unlock()
+				}
 				return Result{OpID: opID, SKU: sku}, err
 			}
 			continue
