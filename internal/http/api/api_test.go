@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -76,6 +77,42 @@ func TestSKU(t *testing.T) {
 		if code, body := e.do("GET", path, readToken, nil); code != want {
 			t.Errorf("GET %s: %d, want %d: %s", path, code, want, body)
 		}
+	}
+}
+
+// A SKU with lots at two locations answers per location beside the total, and so does
+// the cart; a SKU at the default location only answers as before locations.
+func TestAvailabilityPerLocation(t *testing.T) {
+	e := newEnv(t)
+	store := onhand("S1", 3, "2027-02-01", 4)
+	store.Location = "store-1"
+	e.seedSKU(stock.SKU{SKU: "M", SafetyStock: 2, Lots: []stock.Lot{
+		onhand("L1", 1, "2027-01-01", 5), onhand("L2", 2, "2026-12-20", 3), store}})
+	e.seedSKU(stock.SKU{SKU: "D", Lots: []stock.Lot{onhand("L1", 1, "2027-01-01", 5)}})
+	code, body := e.do("GET", "/v1/skus/M/availability?date=2026-12-01&qty=4", readToken, nil)
+	var a ledger.Availability
+	decode(t, body, &a)
+	want := []ledger.LocationAvailability{
+		{Location: "default", Sellable: 8, Available: 6, OK: true},
+		{Location: "store-1", Sellable: 4, Available: 2, OK: false},
+	}
+	if code != 200 || a.Sellable != 12 || a.Available != 10 || !a.OK || !slices.Equal(a.Locations, want) {
+		t.Fatalf("two locations: %d %s", code, body)
+	}
+	code, body = e.do("POST", "/v1/availability", readToken, CartRequest{Date: "2026-12-01", Mode: "reserve", Items: []CartItem{{SKU: "M", Qty: 5}, {SKU: "D"}}})
+	var c CartAnswer
+	decode(t, body, &c)
+	want = []ledger.LocationAvailability{
+		{Location: "default", Sellable: 8, Available: 8, OK: true},
+		{Location: "store-1", Sellable: 4, Available: 4, OK: false},
+	}
+	if code != 200 || c.Items[0].Availability == nil || !slices.Equal(c.Items[0].Availability.Locations, want) ||
+		c.Items[1].Availability == nil || c.Items[1].Availability.Locations != nil {
+		t.Fatalf("cart: %d %s", code, body)
+	}
+	code, body = e.do("GET", "/v1/skus/D/availability?date=2026-12-01", readToken, nil)
+	if code != 200 || bytes.Contains(body, []byte(`"locations"`)) {
+		t.Fatalf("default location only: %d %s", code, body)
 	}
 }
 
