@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -113,6 +114,38 @@ func TestAvailabilityPerLocation(t *testing.T) {
 	code, body = e.do("GET", "/v1/skus/D/availability?date=2026-12-01", readToken, nil)
 	if code != 200 || bytes.Contains(body, []byte(`"locations"`)) {
 		t.Fatalf("default location only: %d %s", code, body)
+	}
+	// ?location= answers for one of the shop's locations; one it lacks is a 404.
+	if err := ledger.PublishLocations(context.Background(), e.rc, e.prefix, []stock.Location{
+		{ID: "store-1", Kind: stock.LocationStore, Pickup: true, Enabled: true},
+		{ID: "wh-9", Kind: stock.LocationWarehouse, Ships: true, Enabled: true},
+	}, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		want ledger.LocationAvailability
+	}{
+		{"/v1/skus/M/availability?date=2026-12-01&qty=2&location=store-1", ledger.LocationAvailability{Location: "store-1", Sellable: 4, Available: 2, OK: true}},
+		{"/v1/skus/M/availability?date=2026-12-01&qty=2&location=wh-9", ledger.LocationAvailability{Location: "wh-9"}},
+		{"/v1/skus/D/availability?date=2026-12-01&qty=2&location=default", ledger.LocationAvailability{Location: "default", Sellable: 5, Available: 5, OK: true}},
+		{"/v1/skus/D/availability?date=2026-12-01&qty=2&location=store-1", ledger.LocationAvailability{Location: "store-1"}},
+	} {
+		code, body := e.do("GET", c.path, readToken, nil)
+		a = ledger.Availability{}
+		decode(t, body, &a)
+		if code != 200 || !slices.Equal(a.Locations, []ledger.LocationAvailability{c.want}) {
+			t.Fatalf("GET %s: %d %s, want locations [%+v]", c.path, code, body, c.want)
+		}
+	}
+	for path, want := range map[string]int{
+		"/v1/skus/M/availability?date=2026-12-01&location=nowhere": 404,
+		"/v1/skus/M/availability?date=2026-12-01&location=":        400,
+		"/v1/skus/M/availability?date=2026-12-01&location=%7Ex":    400,
+	} {
+		if code, body := e.do("GET", path, readToken, nil); code != want {
+			t.Errorf("GET %s: %d, want %d: %s", path, code, want, body)
+		}
 	}
 }
 
