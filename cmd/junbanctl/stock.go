@@ -126,6 +126,18 @@ func printAvailability(w io.Writer, a ledger.Availability) {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", i+1, c.LotID, c.Kind, dash(c.BestBefore), c.Sellable, t)
 	}
 	tw.Flush()
+	if len(a.Locations) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "LOCATION\tSELLABLE\tAVAILABLE PINNED THERE\tQTY FITS")
+		for _, l := range a.Locations {
+			fits := "-"
+			if a.Qty > 0 {
+				fits = fmt.Sprint(l.OK)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", l.Location, l.Sellable, l.Available, fits)
+		}
+		tw.Flush()
+	}
 	switch {
 	case a.Qty == 0:
 	case a.OK:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,34 @@ func TestStock(t *testing.T) {
 	}
 	if err := ctl(ctx, &out, "stock", []string{"NOPE"}); err == nil {
 		t.Error("stock of an unknown SKU: no error")
+	}
+}
+
+// stock --date of a SKU with lots at two locations prints the answer per location.
+func TestStockPerLocation(t *testing.T) {
+	d := readerEnv(t)
+	ctx := context.Background()
+	for _, q := range []string{`INSERT INTO skus (sku, safety_stock, version) VALUES ('SL-1', 1, 1)`,
+		`INSERT INTO lots (sku, lot_id, kind, best_before, reg_seq, valid_from, valid_to, sellable, location) VALUES
+  ('SL-1', 'L1', 'onhand', '2027-01-01', 1, '0001-01-01', '9999-12-31', 5, 'default'),
+  ('SL-1', 'S1', 'onhand', '2026-12-20', 2, '0001-01-01', '9999-12-31', 3, 'store-1')`} {
+		if err := d.DB.Exec(q).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	if err := ctl(ctx, &out, "stock", []string{"--date", "2026-12-01", "--qty", "3", "SL-1"}); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^availability on 2026-12-01, ship: 7 `),
+		regexp.MustCompile(`(?m)^default\s+5\s+4\s+true$`),
+		regexp.MustCompile(`(?m)^store-1\s+3\s+2\s+false$`),
+	} {
+		if !want.MatchString(s) {
+			t.Fatalf("stock per location: no %s in\n%s", want, s)
+		}
 	}
 }
 

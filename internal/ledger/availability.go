@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -80,6 +81,23 @@ type Availability struct {
 	Take   []stock.LotQty `json:"take"`
 	Reason string         `json:"reason,omitempty"`
 	Detail string         `json:"detail,omitempty"`
+	// Locations is the answer per location with candidates, by id; absent when every
+	// candidate is at the default location (the answer is then what it was before
+	// locations).
+	Locations []LocationAvailability `json:"locations,omitempty"`
+}
+
+// LocationAvailability is what an allocation pinned to one location would get: the
+// candidates stored there, with the SKU's safety stock over them (docs/ledger.md,
+// "Locations", rule 4 with Pinned).
+type LocationAvailability struct {
+	Location string `json:"location"`
+	// Sellable is the location's candidates' sellable quantity.
+	Sellable int64 `json:"sellable"`
+	// Available is Sellable, less the safety stock for ModeShip (never below 0).
+	Available int64 `json:"available"`
+	// OK tells whether an allocation of the request's Qty there would succeed.
+	OK bool `json:"ok"`
 }
 
 // Err returns the error an allocation of Qty would get (ErrShortage, ErrSafetyStock),
@@ -226,7 +244,7 @@ func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error
 	bad := func() (Availability, error) {
 		return a, fmt.Errorf("ledger: availability sku=%s: unexpected reply %v", r.SKU, v)
 	}
-	if len(v) != 7 {
+	if len(v) != 8 {
 		return bad()
 	}
 	str := func(x any) string { s, _ := x.(string); return s }
@@ -273,6 +291,23 @@ func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error
 		}
 		a.Take = append(a.Take, stock.LotQty{LotID: str(take[i]), Qty: q})
 	}
+	locs, _ := v[7].([]any)
+	for i := 0; i+1 < len(locs); i += 2 {
+		sell, err := num(locs[i+1])
+		if err != nil {
+			return bad()
+		}
+		la := LocationAvailability{Location: str(locs[i]), Sellable: sell, Available: sell}
+		if la.Location == "" {
+			la.Location = stock.DefaultLocation
+		}
+		if r.Mode == stock.ModeShip {
+			la.Available = max(sell-a.SafetyStock, 0)
+		}
+		la.OK = r.Qty > 0 && la.Available >= r.Qty
+		a.Locations = append(a.Locations, la)
+	}
+	slices.SortFunc(a.Locations, func(x, y LocationAvailability) int { return strings.Compare(x.Location, y.Location) })
 	if a.Reason != "" {
 		if _, known := stock.ErrorOfReason(a.Reason); !known || strings.Contains(a.Reason, " ") {
 			return bad()

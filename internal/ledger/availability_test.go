@@ -222,3 +222,84 @@ func TestAvailabilityManyIsOneRoundTrip(t *testing.T) {
 		t.Fatalf("%d pipelines and %d single calls for a cart of 50, want 1 and 0", c.pipelines.Load(), c.calls.Load())
 	}
 }
+
+// Availability answers per location beside the total: each location's candidates'
+// sellable, and what an allocation pinned there gets (the SKU's safety stock over that
+// location alone), which a pinned allocation confirms; a SKU whose candidates are all at
+// the default location has no per-location answer.
+func TestAvailabilityPerLocation(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	late := locLot("late", "wh-2", 4, "2027-01-01", 7)
+	late.ValidFrom = "2027-01-01" // not a candidate on 2026-12-01
+	s := stock.SKU{SKU: "A", SafetyStock: 2, Lots: []stock.Lot{
+		locLot("d1", "", 0, "2027-03-01", 4),
+		locLot("s1", "store-1", 1, "2027-02-01", 3),
+		locLot("s2", "store-1", 2, "2027-04-01", 2),
+		locLot("w1", "wh-2", 3, "2027-05-01", 5),
+		late,
+	}}
+	plain := stock.SKU{SKU: "B", Lots: []stock.Lot{lot("b1", stock.KindOnHand, 0, "2027-01-01", 3)}}
+	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(s, plain)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	locs := []stock.Location{
+		stock.DefaultLocationSettings(),
+		{ID: "store-1", Kind: stock.LocationStore, Pickup: true, Enabled: true},
+		{ID: "wh-2", Kind: stock.LocationWarehouse, Rank: 1, Ships: true, Enabled: true},
+	}
+	for _, c := range []struct {
+		mode stock.Mode
+		qty  int64
+		want []LocationAvailability
+	}{
+		{stock.ModeShip, 3, []LocationAvailability{{"default", 4, 2, false}, {"store-1", 5, 3, true}, {"wh-2", 5, 3, true}}},
+		{stock.ModeReserve, 5, []LocationAvailability{{"default", 4, 4, false}, {"store-1", 5, 5, true}, {"wh-2", 5, 5, true}}},
+		{stock.ModeShip, 0, []LocationAvailability{{"default", 4, 2, false}, {"store-1", 5, 3, false}, {"wh-2", 5, 3, false}}},
+	} {
+		a, err := l.Availability(ctx, AvailabilityRequest{SKU: "A", TargetDate: "2026-12-01", Mode: c.mode, Qty: c.qty})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Sellable != 14 || !slices.Equal(a.Locations, c.want) {
+			t.Fatalf("%s qty %d: sellable %d, locations %+v, want 14, %+v", c.mode, c.qty, a.Sellable, a.Locations, c.want)
+		}
+	}
+	// Each location's available is what an allocation pinned there gets, and no more.
+	a, err := l.Availability(ctx, AvailabilityRequest{SKU: "A", TargetDate: "2026-12-01", Mode: stock.ModeShip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, la := range a.Locations {
+		req := alloc(fmt.Sprintf("over%d", i), "A", la.Available+1, "2026-12-01", stock.ModeShip)
+		req.Route = &stock.Route{Pinned: la.Location, Locations: locs}
+		if _, err := l.Apply(ctx, req); !errors.Is(err, stock.ErrSafetyStock) && !errors.Is(err, stock.ErrShortage) {
+			t.Fatalf("%s: an allocation of %d pinned there: %v, want a refusal", la.Location, la.Available+1, err)
+		}
+	}
+	b, err := l.Availability(ctx, AvailabilityRequest{SKU: "B", TargetDate: "2026-12-01", Mode: stock.ModeShip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Locations != nil || b.Available != 3 {
+		t.Fatalf("a SKU at the default location only: %+v", b)
+	}
+	// And it gets that much there: each on a ledger of its own, over the same stock.
+	for i, la := range a.Locations {
+		li, err := New(Config{Redis: rc, Prefix: fmt.Sprintf("%s:fit%d", prefix, i), Loader: newMemLoader(s)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := alloc("fit", "A", la.Available, "2026-12-01", stock.ModeShip)
+		req.Route = &stock.Route{Pinned: la.Location, Locations: locs}
+		r, err := li.Apply(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: an allocation of %d pinned there: %v", la.Location, la.Available, err)
+		}
+		for _, lt := range r.Lots {
+			if stock.LocationOf(lt) != la.Location {
+				t.Fatalf("%s: took lot %s at %s", la.Location, lt.LotID, stock.LocationOf(lt))
+			}
+		}
+	}
+}

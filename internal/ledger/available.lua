@@ -6,7 +6,7 @@
 -- KEYS[1]  the SKU hash               <prefix>:inv:{<sku>}
 -- ARGV[1]  target date (YYYY-MM-DD), ARGV[2] mode (ship | reserve), ARGV[3] qty (0: none)
 --
--- Returns {version, safety_stock, sum, code, detail, candidates, take}:
+-- Returns {version, safety_stock, sum, code, detail, candidates, take, locations}:
 --   sum         the sellable of every candidate valid on the date
 --   code        the reason an allocation of qty would get ('' when it would succeed or
 --               qty is 0), detail its detail text
@@ -15,6 +15,9 @@
 --               layout.go), so the reply is one string however many lots there are
 --   take        flat {lot, qty, ...}: what an allocation of qty would take, in order
 --               (empty when it would fail)
+--   locations   flat {location, sellable, ...}: the candidates' sellable per location
+--               (p:<lot>, '' for the default location), in no order; empty when every
+--               candidate is at the default location
 -- Fails with the error reply "ERR_NOT_LOADED 0 " when the SKU is not in Redis, and
 -- "ERR_REINDEX 0 " when its index is in another key layout than KEY_LAYOUT (the Go side
 -- re-indexes it and asks again).
@@ -50,9 +53,29 @@ if qty > 0 then
   end
 end
 
+-- The candidates' locations, in chunks of 1024 (unpack is bounded by the Lua stack).
+local byLoc, other = {}, false
+for at = 1, #cand, 1024 do
+  local f = {}
+  for i = at, math.min(at + 1023, #cand) do f[#f + 1] = 'p:' .. candidateLot(cand, i) end
+  local p = redis.call('HMGET', key, unpack(f))
+  for j = 1, #f do
+    local loc = p[j] or ''
+    if loc ~= '' then other = true end
+    byLoc[loc] = (byLoc[loc] or 0) + sell[at + j - 1]
+  end
+end
+local locs = {}
+if other then
+  for loc, s in pairs(byLoc) do
+    locs[#locs + 1] = loc
+    locs[#locs + 1] = string.format('%d', s)
+  end
+end
+
 local out = {}
 for i = 1, #cand do
   out[i] = heads[i] .. string.format('%d', sell[i]) .. '\t' .. candidateLot(cand, i)
 end
 
-return {head[1], head[2], string.format('%d', sum), code, detail, table.concat(out, '\n'), take}
+return {head[1], head[2], string.format('%d', sum), code, detail, table.concat(out, '\n'), take, locs}

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -72,6 +74,74 @@ func TestSKU(t *testing.T) {
 		"/v1/skus/SKU-1?cursor=%21%21":      400,
 		"/v1/skus/SKU-1?colour=red":         400,
 		"/v1/skus/" + url.PathEscape("{x}"): 400,
+	} {
+		if code, body := e.do("GET", path, readToken, nil); code != want {
+			t.Errorf("GET %s: %d, want %d: %s", path, code, want, body)
+		}
+	}
+}
+
+// A SKU with lots at two locations answers per location beside the total, and so does
+// the cart; a SKU at the default location only answers as before locations.
+func TestAvailabilityPerLocation(t *testing.T) {
+	e := newEnv(t)
+	store := onhand("S1", 3, "2027-02-01", 4)
+	store.Location = "store-1"
+	e.seedSKU(stock.SKU{SKU: "M", SafetyStock: 2, Lots: []stock.Lot{
+		onhand("L1", 1, "2027-01-01", 5), onhand("L2", 2, "2026-12-20", 3), store}})
+	e.seedSKU(stock.SKU{SKU: "D", Lots: []stock.Lot{onhand("L1", 1, "2027-01-01", 5)}})
+	code, body := e.do("GET", "/v1/skus/M/availability?date=2026-12-01&qty=4", readToken, nil)
+	var a ledger.Availability
+	decode(t, body, &a)
+	want := []ledger.LocationAvailability{
+		{Location: "default", Sellable: 8, Available: 6, OK: true},
+		{Location: "store-1", Sellable: 4, Available: 2, OK: false},
+	}
+	if code != 200 || a.Sellable != 12 || a.Available != 10 || !a.OK || !slices.Equal(a.Locations, want) {
+		t.Fatalf("two locations: %d %s", code, body)
+	}
+	code, body = e.do("POST", "/v1/availability", readToken, CartRequest{Date: "2026-12-01", Mode: "reserve", Items: []CartItem{{SKU: "M", Qty: 5}, {SKU: "D"}}})
+	var c CartAnswer
+	decode(t, body, &c)
+	want = []ledger.LocationAvailability{
+		{Location: "default", Sellable: 8, Available: 8, OK: true},
+		{Location: "store-1", Sellable: 4, Available: 4, OK: false},
+	}
+	if code != 200 || c.Items[0].Availability == nil || !slices.Equal(c.Items[0].Availability.Locations, want) ||
+		c.Items[1].Availability == nil || c.Items[1].Availability.Locations != nil {
+		t.Fatalf("cart: %d %s", code, body)
+	}
+	code, body = e.do("GET", "/v1/skus/D/availability?date=2026-12-01", readToken, nil)
+	if code != 200 || bytes.Contains(body, []byte(`"locations"`)) {
+		t.Fatalf("default location only: %d %s", code, body)
+	}
+	// ?location= answers for one of the shop's locations; one it lacks is a 404.
+	if err := ledger.PublishLocations(context.Background(), e.rc, e.prefix, []stock.Location{
+		{ID: "store-1", Kind: stock.LocationStore, Pickup: true, Enabled: true},
+		{ID: "wh-9", Kind: stock.LocationWarehouse, Ships: true, Enabled: true},
+	}, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		want ledger.LocationAvailability
+	}{
+		{"/v1/skus/M/availability?date=2026-12-01&qty=2&location=store-1", ledger.LocationAvailability{Location: "store-1", Sellable: 4, Available: 2, OK: true}},
+		{"/v1/skus/M/availability?date=2026-12-01&qty=2&location=wh-9", ledger.LocationAvailability{Location: "wh-9"}},
+		{"/v1/skus/D/availability?date=2026-12-01&qty=2&location=default", ledger.LocationAvailability{Location: "default", Sellable: 5, Available: 5, OK: true}},
+		{"/v1/skus/D/availability?date=2026-12-01&qty=2&location=store-1", ledger.LocationAvailability{Location: "store-1"}},
+	} {
+		code, body := e.do("GET", c.path, readToken, nil)
+		a = ledger.Availability{}
+		decode(t, body, &a)
+		if code != 200 || !slices.Equal(a.Locations, []ledger.LocationAvailability{c.want}) {
+			t.Fatalf("GET %s: %d %s, want locations [%+v]", c.path, code, body, c.want)
+		}
+	}
+	for path, want := range map[string]int{
+		"/v1/skus/M/availability?date=2026-12-01&location=nowhere": 404,
+		"/v1/skus/M/availability?date=2026-12-01&location=":        400,
+		"/v1/skus/M/availability?date=2026-12-01&location=%7Ex":    400,
 	} {
 		if code, body := e.do("GET", path, readToken, nil); code != want {
 			t.Errorf("GET %s: %d, want %d: %s", path, code, want, body)

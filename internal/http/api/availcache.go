@@ -31,6 +31,7 @@ type availKey struct {
 	sku, date string
 	mode      stock.Mode
 	qty       int64
+	location  string
 }
 
 type availEntry struct {

@@ -74,7 +74,8 @@ func FuzzPathIDs(f *testing.F) {
 // Every endpoint's query: a short 4xx problem or values within their bounds.
 func FuzzQueries(f *testing.F) {
 	for _, s := range []string{"", "limit=10&cursor=" + encodeCursor("LC-1"), "status=placed&sku=A", "status=nope",
-		"date=2026-12-01&mode=reserve&qty=3", "date=2026-02-30", "date=2026-12-01&qty=1e3", "older_than=5m",
+		"date=2026-12-01&mode=reserve&qty=3", "date=2026-12-01&location=store-1",
+		"date=2026-12-01&location=", "date=2026-12-01&location=%7E", "date=2026-12-01&location=" + strings.Repeat("l", 65), "date=2026-02-30", "date=2026-12-01&qty=1e3", "older_than=5m",
 		"older_than=-1s", "cursor=%00", "cursor=" + encodeCursor("LC\x00"), "cursor=" + encodeCursor("12"),
 		"limit=-1", "limit=99999999999999999999", "x=1", "due_before=2026-12-03T09:00:00Z&limit=5",
 		"due_before=2026-12-03T09:00:00.123456789+09:00", "due_before=2026-13-03T09:00:00Z", "due_before=%00", "due_before=0001-01-01T00:00:00Z", "sku=%7Bx%7D", "sku=" + strings.Repeat("s", 300), "a=1&a=2;b"} {
@@ -107,10 +108,11 @@ func FuzzQueries(f *testing.F) {
 		} else if age <= 0 || limit < 1 || limit > 500 || (cursor != "" && !validID(cursor, MaxEntityLength)) {
 			t.Fatalf("stuck %q: %v %d %q", raw, age, limit, cursor)
 		}
-		if a, err := availabilityQuery(q); err != nil {
+		if a, loc, err := availabilityQuery(q); err != nil {
 			refusedWell(t, "availability", err)
-		} else if stock.CheckDate("date", a.TargetDate) != nil || (a.Mode != stock.ModeShip && a.Mode != stock.ModeReserve) || a.Qty < 0 || a.Qty > stock.MaxQty {
-			t.Fatalf("availability %q: %+v", raw, a)
+		} else if stock.CheckDate("date", a.TargetDate) != nil || (a.Mode != stock.ModeShip && a.Mode != stock.ModeReserve) || a.Qty < 0 || a.Qty > stock.MaxQty ||
+			(loc != "" && stock.CheckLocation(loc) != nil) || (loc == "" && q.Has("location")) {
+			t.Fatalf("availability %q: %+v, location %q", raw, a, loc)
 		}
 	})
 }

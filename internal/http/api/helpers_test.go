@@ -233,9 +233,9 @@ func (e *env) seedSKU(s stock.SKU) {
 		if l.ArrivesAt != "" {
 			arr = l.ArrivesAt
 		}
-		err := e.db.Exec(`INSERT INTO lots (sku, lot_id, kind, good, best_before, reg_seq, arrives_at, valid_from, valid_to, sellable, reserved, allocated, hidden, shipped)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.SKU, l.LotID, l.Kind, l.Good, bb, l.RegSeq, arr, l.ValidFrom, l.ValidTo,
-			l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped).Error
+		err := e.db.Exec(`INSERT INTO lots (sku, lot_id, kind, good, best_before, reg_seq, arrives_at, valid_from, valid_to, sellable, reserved, allocated, hidden, shipped, location)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.SKU, l.LotID, l.Kind, l.Good, bb, l.RegSeq, arr, l.ValidFrom, l.ValidTo,
+			l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped, stock.LocationOf(l)).Error
 		if err != nil {
 			e.t.Fatal(err)
 		}

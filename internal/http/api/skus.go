@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -96,33 +97,68 @@ func availabilityParams(date, mode string) (stock.Mode, error) {
 	return "", badRequest("mode %s is neither ship nor reserve", quoteID(mode))
 }
 
-// availabilityQuery reads the query of GET /v1/skus/{sku}/availability: date, mode
-// and qty (SKU left empty).
-func availabilityQuery(q url.Values) (ledger.AvailabilityRequest, error) {
-	if err := onlyParams(q, "date", "mode", "qty"); err != nil {
-		return ledger.AvailabilityRequest{}, err
+// availabilityQuery reads the query of GET /v1/skus/{sku}/availability: date, mode,
+// qty (SKU left empty) and location ("" when none is asked).
+func availabilityQuery(q url.Values) (ledger.AvailabilityRequest, string, error) {
+	if err := onlyParams(q, "date", "mode", "qty", "location"); err != nil {
+		return ledger.AvailabilityRequest{}, "", err
 	}
 	mode, err := availabilityParams(q.Get("date"), q.Get("mode"))
 	if err != nil {
-		return ledger.AvailabilityRequest{}, err
+		return ledger.AvailabilityRequest{}, "", err
 	}
 	var qty int64
 	if v := q.Get("qty"); v != "" {
 		if qty, err = strconv.ParseInt(v, 10, 64); err != nil || qty < 1 || qty > stock.MaxQty {
-			return ledger.AvailabilityRequest{}, badRequest("qty %s is not an integer within 1..%d", quoteID(v), stock.MaxQty)
+			return ledger.AvailabilityRequest{}, "", badRequest("qty %s is not an integer within 1..%d", quoteID(v), stock.MaxQty)
 		}
 	}
-	return ledger.AvailabilityRequest{TargetDate: q.Get("date"), Mode: mode, Qty: qty}, nil
+	loc := q.Get("location")
+	if _, asked := q["location"]; asked {
+		if err := stock.CheckLocation(loc); err != nil {
+			return ledger.AvailabilityRequest{}, "", badRequest("location %s is not a location id", quoteID(loc))
+		}
+	}
+	return ledger.AvailabilityRequest{TargetDate: q.Get("date"), Mode: mode, Qty: qty}, loc, nil
+}
+
+// forLocation keeps a's answer for location loc alone: its entry of a.Locations (one of
+// nothing when no candidate is there), or the whole answer's when every candidate is at
+// the default location.
+func forLocation(a ledger.Availability, loc string) ledger.Availability {
+	one := ledger.LocationAvailability{Location: loc}
+	switch {
+	case a.Locations == nil && loc == stock.DefaultLocation && len(a.Candidates) > 0:
+		one.Sellable, one.Available = a.Sellable, a.Available
+		one.OK = a.Qty > 0 && one.Available >= a.Qty
+	default:
+		for _, l := range a.Locations {
+			if l.Location == loc {
+				one = l
+			}
+		}
+	}
+	a.Locations = []ledger.LocationAvailability{one}
+	return a
 }
 
 func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
-	req, err := availabilityQuery(r.URL.Query())
+	req, loc, err := availabilityQuery(r.URL.Query())
 	if err != nil {
 		return err
 	}
 	sku := r.PathValue("sku")
 	req.SKU = sku
-	key := availKey{sku: sku, date: req.TargetDate, mode: req.Mode, qty: req.Qty}
+	if loc != "" {
+		locs, err := ledger.ReadLocations(r.Context(), s.d.Redis, s.d.Prefix)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(locs, func(l stock.Location) bool { return l.ID == loc }) {
+			return notFound("", "no such location %s", quoteID(loc))
+		}
+	}
+	key := availKey{sku: sku, date: req.TargetDate, mode: req.Mode, qty: req.Qty, location: loc}
 	// The SKU's version first: an answer the script gave at this very version is the
 	// answer now (every ledger operation bumps it), and costs no walk.
 	if v, ok, err := s.d.Ledger.Version(r.Context(), sku); err == nil && ok {
@@ -135,6 +171,9 @@ func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
 	a, err := s.d.Ledger.Availability(r.Context(), req)
 	if err != nil {
 		return err
+	}
+	if loc != "" {
+		a = forLocation(a, loc)
 	}
 	enc, err := gojson.Marshal(a)
 	if err != nil {
