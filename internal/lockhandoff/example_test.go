@@ -62,7 +62,7 @@ func Example() {
 	// turn
 }
 
-// A handler publishes the entity's outbox and returns the trim of what it published: the
+// A handler publishes the entity's results list and returns the trim of what it published: the
 // trim runs in the script of the turn's next step (the handoff or the release), only while
 // the turn is still this holder's, and the envelope leaves proc in the same script.
 func ExampleTurn_Trim() {

@@ -42,7 +42,7 @@ type Result struct {
 
 // Trim drops the first N elements of the list Key (LTRIM Key N -1) inside the script of
 // the turn's next step. It saves a handler's last write its own round trip: the order
-// processor trims the outbox it has just published this way, so a hot entity costs one
+// processor trims the results list it has just published this way, so a hot entity costs one
 // round trip an event instead of two.
 //
 // A trim commits with the step as if the handler had made it before returning, with

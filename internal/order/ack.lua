@@ -1,10 +1,10 @@
--- Drops the n oldest outbox entries after they were published, only while the turn is
+-- Drops the n oldest results list entries after they were published, only while the turn is
 -- ours: a zombie holder must not trim results that the new holder has not published.
--- Safe to run twice (a client retry after a lost reply): it trims only while the outbox
+-- Safe to run twice (a client retry after a lost reply): it trims only while the results list
 -- still starts with the entries it names, the first and the n-th by their SHA-1; once
 -- they are gone it is a no-op and the results behind them stay.
 -- KEYS[1] lock
--- KEYS[2] outbox
+-- KEYS[2] results list
 -- ARGV[1] token
 -- ARGV[2] n
 -- ARGV[3] SHA-1 (hex) of the first entry to drop

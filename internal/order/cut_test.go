@@ -15,9 +15,9 @@ import (
 
 // An order's step writes through pipelines: its take with the backlog index entry, its
 // commit (with a WAIT when replicas are required), and the handoff that carries its
-// outbox trim (the ack of the published result). Each case cuts one of them after its
+// results list trim (the ack of the published result). Each case cuts one of them after its
 // first command, once the server ran it; go-redis sends the pipeline again. The
-// placement's stock moves once, its result is published once, the outbox ends empty, the
+// placement's stock moves once, its result is published once, the results list ends empty, the
 // turn ends with nothing in wait or proc, and the order's next event (a cancellation)
 // applies once.
 //

@@ -60,7 +60,7 @@ func (r *recorder) count(eventID string) int {
 	return r.sent[eventID]
 }
 
-// settle waits until the entity's turn is free with nothing in proc, wait or outbox:
+// settle waits until the entity's turn is free with nothing in proc, wait or results list:
 // every handler that will run has run.
 func (h *harness) settle(entity string) {
 	h.t.Helper()
@@ -114,7 +114,7 @@ func TestDuplicateDeliveryPublishesNothingAgain(t *testing.T) {
 
 // A result committed but never published (the holder's publish failed, as if it had
 // crashed there) is published before a duplicate delivery of its event is skipped: the
-// turn re-runs the envelope left in proc first, and the re-run publishes the outbox.
+// turn re-runs the envelope left in proc first, and the re-run publishes the results list.
 func TestCommittedResultIsPublishedBeforeADuplicateIsSkipped(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, []stock.SKU{{SKU: "V", Lots: []stock.Lot{onHand("V1", 1, 100, "2027-01-01")}}})

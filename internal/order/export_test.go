@@ -6,9 +6,9 @@ func SetCrash(p *Processor, crash func(point string) error) { p.crash = crash }
 // DoneKey is the key of an entity's done marker for an event id.
 var DoneKey = doneKey
 
-// AckOutbox runs ack.lua as flush does, and AckHash is its SHA-1.
+// AckResults runs ack.lua as flush does, and AckHash is its SHA-1.
 var (
-	AckOutbox = ackOutbox
+	AckResults = ackResults
 	AckHash   = ackScript.Hash()
 )
 

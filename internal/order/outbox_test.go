@@ -121,11 +121,11 @@ type receivedMessage struct {
 }
 
 // A result the results queue refuses as the sender's fault (U+FFFF, which SQS cannot
-// carry) at the head of an entity's outbox, followed by twelve good ones: the entity's
+// carry) at the head of an entity's results list, followed by twelve good ones: the entity's
 // next events run, the twelve and theirs reach the results queue in order, the refused
 // one is in the results DLQ with ERR_RESULT_REFUSED and SQS's code (its body quoted,
-// since the DLQ refuses it as it is too), and the outbox is empty. Before, every publish
-// of the outbox failed on its head, and the entity's turn was wedged for good.
+// since the DLQ refuses it as it is too), and the results list is empty. Before, every publish
+// of the results list failed on its head, and the entity's turn was wedged for good.
 func TestRefusedResultIsDeadLetteredAndTheOutboxDrains(t *testing.T) {
 	t.Parallel()
 	run := testenv.ID()

@@ -63,7 +63,7 @@ const (
 	// ResultAttributesReserve is the room a result's message keeps for its attributes (its
 	// trace context) within the results queue's MaximumMessageSize.
 	ResultAttributesReserve = 8 * 1024
-	outboxBatch             = 10
+	resultsListBatch        = 10
 )
 
 // ResultBound is the largest result body a results queue whose MaximumMessageSize is
@@ -84,7 +84,7 @@ type Commands interface {
 // Config configures a Processor: its dependencies, then its bounds. Zero bounds take
 // the defaults above.
 type Config struct {
-	// Redis holds the orders' state, done markers and outbox (required).
+	// Redis holds the orders' state, done markers and results list (required).
 	Redis redis.UniversalClient
 	// Shared, when set, sends the processor's single commands (state reads, the commit
 	// and ack scripts, the due index's) in round trips shared with other callers (a
@@ -101,7 +101,7 @@ type Config struct {
 	// ResultsDeadLetter sends a result the results queue refused as the sender's fault
 	// (characters SQS cannot carry, a message over its size) to the results DLQ with
 	// ReasonResultRefused; nil: such a result fails with ErrNoDeadLetter and stays at the
-	// head of its entity's outbox.
+	// head of its entity's results list.
 	ResultsDeadLetter DeadLetter
 	// Logger logs the processor's decisions; nil logs nothing.
 	Logger *zap.Logger
@@ -275,7 +275,7 @@ func doneKey(prefix, entity, eventID string) string {
 
 // Step applies one envelope in the entity's turn (the Handler's Step of lockhandoff). An
 // error leaves the envelope where it is (lockhandoff re-runs it); every step is
-// idempotent. The Result holds the trim of the outbox the step published, and asks for
+// idempotent. The Result holds the trim of the results list the step published, and asks for
 // the event's quarantine when its result can never be published (ResultTooLargeError).
 //
 // It runs in a span "step" with the event's id, type and entity and its outcome, in the
@@ -402,13 +402,13 @@ func (p *Processor) crashAt(point string) error {
 // replay answers an event whose done marker is set: stored is the result it committed.
 func (p *Processor) replay(ctx context.Context, t lockhandoff.Turn, ev domain.Event, stored string) ([]lockhandoff.Trim, error) {
 	if !t.Rerun {
-		// A duplicate delivery. Its result went into the outbox in the script that wrote
-		// this done marker, and an outbox entry leaves only after it was published. The
-		// event that committed it stays in proc until its handler published the outbox,
+		// A duplicate delivery. Its result went into the results list in the script that wrote
+		// this done marker, and a results list entry leaves only after it was published. The
+		// event that committed it stays in proc until its handler published the results list,
 		// and a turn starts from proc: so by the time a duplicate has the turn, that
 		// result is in SQS already. Nothing is sent again (docs/architecture.md).
 		// Only a quarantine moves an event on with results unpublished: they stay
-		// in the outbox, which a duplicate (its redrive, say) publishes.
+		// in the results list, which a duplicate (its redrive, say) publishes.
 		p.metrics.replayed.WithLabelValues(replayDuplicate).Inc()
 		n, err := p.shared.LLen(ctx, p.key(t.Entity, "outbox")).Result()
 		if err != nil || n == 0 {
@@ -417,7 +417,7 @@ func (p *Processor) replay(ctx context.Context, t lockhandoff.Turn, ev domain.Ev
 		return p.flush(ctx, t, nil)
 	}
 	// A re-run of what an earlier holder left in proc: the same result again, then
-	// whatever of the outbox that holder did not publish.
+	// whatever of the results list that holder did not publish.
 	p.metrics.replayed.WithLabelValues(replayRerun).Inc()
 	if err := p.replicated(ctx, t, ev); err != nil {
 		return nil, err
@@ -449,7 +449,7 @@ func LoadState(ctx context.Context, rc Commands, prefix, entity string) (domain.
 	return st, nil
 }
 
-// commit runs commit.lua and returns the oldest outbox entries to publish.
+// commit runs commit.lua and returns the oldest results list entries to publish.
 func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev domain.Event, st domain.State, results []event.Result) ([]string, error) {
 	stateJSON, err := domain.Marshal(st)
 	if err != nil {
@@ -496,7 +496,7 @@ func (p *Processor) commit(ctx context.Context, t lockhandoff.Turn, ev domain.Ev
 		return nil, err
 	}
 	if len(reply) < 2 {
-		// Done already: flush reads the outbox itself, once what the earlier run
+		// Done already: flush reads the results list itself, once what the earlier run
 		// committed is on the replicas (this run's script wrote nothing to wait for).
 		return nil, p.replicated(ctx, t, ev)
 	}
@@ -626,20 +626,20 @@ func commitError(err error) error {
 	return err
 }
 
-// flush publishes the outbox, oldest first, until it is empty, before the turn moves on.
-// first, when not nil, is the outbox's head as the commit read it. A result the results
+// flush publishes the results list, oldest first, until it is empty, before the turn moves on.
+// first, when not nil, is the results list's head as the commit read it. A result the results
 // queue refuses as the sender's fault goes to the results DLQ (publish) and leaves the
-// outbox with the others: it never holds back the results behind it. A failure a later
+// results list with the others: it never holds back the results behind it. A failure a later
 // try may pass stops the flush at that result, with an error: the turn re-runs.
 func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []string) ([]lockhandoff.Trim, error) {
-	outbox := p.key(t.Entity, "outbox")
+	list := p.key(t.Entity, "outbox")
 	for {
 		items := first
 		first = nil
 		if items == nil {
 			var err error
-			if items, err = p.shared.LRange(ctx, outbox, 0, outboxBatch-1).Result(); err != nil {
-				return nil, fmt.Errorf("order: outbox: %w", err)
+			if items, err = p.shared.LRange(ctx, list, 0, resultsListBatch-1).Result(); err != nil {
+				return nil, fmt.Errorf("order: results list: %w", err)
 			}
 		}
 		if len(items) == 0 {
@@ -654,13 +654,13 @@ func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []strin
 		// event leaves proc in the same script that trims its results. A trim that fails
 		// there leaves the event in proc: its re-run finds it done and publishes these
 		// results again (at least once).
-		last := err == nil && len(items) < outboxBatch
-		if trim, terr := t.Trim(outbox, n); last && terr == nil {
+		last := err == nil && len(items) < resultsListBatch
+		if trim, terr := t.Trim(list, n); last && terr == nil {
 			return []lockhandoff.Trim{trim}, nil
 		}
-		ok, aerr := ackOutbox(ctx, p.shared, p.key(t.Entity, "lock"), outbox, t.Token, items[:n])
+		ok, aerr := ackResults(ctx, p.shared, p.key(t.Entity, "lock"), list, t.Token, items[:n])
 		if aerr != nil {
-			return nil, fmt.Errorf("order: outbox ack: %w", aerr)
+			return nil, fmt.Errorf("order: results list ack: %w", aerr)
 		}
 		if !ok {
 			return nil, fmt.Errorf("%w: %s", ErrFenced, t.Entity)
@@ -671,14 +671,14 @@ func (p *Processor) flush(ctx context.Context, t lockhandoff.Turn, first []strin
 	}
 }
 
-// ackOutbox drops published, the outbox's oldest entries, while the turn of lock is token's;
+// ackOutbox drops published, the results list's oldest entries, while the turn of lock is token's;
 // ok is false when it is not. It names the entries it drops (see ack.lua), so a run sent
 // again after a lost reply drops nothing more.
-func ackOutbox(ctx context.Context, rc redis.Scripter, lock, outbox, token string, published []string) (ok bool, err error) {
+func ackResults(ctx context.Context, rc redis.Scripter, lock, list, token string, published []string) (ok bool, err error) {
 	if len(published) == 0 {
 		return true, nil
 	}
-	n, err := ackScript.Run(ctx, rc, []string{lock, outbox}, token, len(published),
+	n, err := ackScript.Run(ctx, rc, []string{lock, list}, token, len(published),
 		sha1Hex(published[0]), sha1Hex(published[len(published)-1])).Int()
 	return n == 1, err
 }
@@ -851,7 +851,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		published: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "junban", Subsystem: "order", Name: "results_published_total",
-			Help: "Results published from the outbox.",
+			Help: "Results published from the results lists.",
 		}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "junban", Subsystem: "order", Name: "results_refused_total",

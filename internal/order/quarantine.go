@@ -57,7 +57,7 @@ func (e *ResultTooLargeError) Error() string {
 // leaves nothing half-way:
 //
 //   - an event whose commit happened (its done marker exists) keeps its effect; its
-//     results stay in the outbox until SQS takes them (now, or with the entity's next
+//     results stay in the results list until SQS takes them (now, or with the entity's next
 //     publish), and a redrive of it is a duplicate;
 //   - otherwise the event's own ledger operations are undone. The step is run again on a
 //     recording ledger (each operation a failed run made answers its remembered result;

@@ -203,7 +203,7 @@ func TestFailingEventIsQuarantinedThenRedrivenOnce(t *testing.T) {
 }
 
 // A result that cannot be published, whatever the run: the event is quarantined with its
-// effect kept (it was committed), and the result stays in the outbox until SQS takes it,
+// effect kept (it was committed), and the result stays in the results list until SQS takes it,
 // here at the redrive, a duplicate. Never neither: the stock stays allocated and the result
 // arrives. Broken variant tried: with the duplicate path publishing nothing, the result
 // never arrived.
@@ -337,7 +337,7 @@ func TestLaterEventsApplyAfterAQuarantine(t *testing.T) {
 // A step whose result would not fit in the results queue's messages is not committed: the
 // event is quarantined at its first run with ERR_RESULT_TOO_LARGE and what it allocated is
 // undone, and the order's next event applies. Broken variant tried: without the size check,
-// the commit went through and the result waited in the outbox for ever.
+// the commit went through and the result waited in the results list for ever.
 func TestResultTooLargeIsQuarantinedAtOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarnessWith(t, []stock.SKU{{SKU: "A", Lots: []stock.Lot{onHand("A1", 1, 10, "2027-01-01"), onHand("A2", 2, 10, "2027-02-01")}}}, harnessOptions{

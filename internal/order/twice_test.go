@@ -17,7 +17,7 @@ import (
 // and drops the reply: go-redis sends it again, and the second run must not drop the
 // results behind the acknowledged ones, which were never published.
 //
-// Broken variant tried: ack.lua trimming by its count alone (LTRIM key n -1): the outbox
+// Broken variant tried: ack.lua trimming by its count alone (LTRIM key n -1): the results list
 // was [r5], not [r3 r4 r5].
 func TestAckTwiceDropsNothingUnpublished(t *testing.T) {
 	t.Parallel()
@@ -33,7 +33,7 @@ func TestAckTwiceDropsNothingUnpublished(t *testing.T) {
 	if err := rc.RPush(ctx, outbox, results).Err(); err != nil {
 		t.Fatal(err)
 	}
-	ok, err := order.AckOutbox(ctx, rc, lock, outbox, "tok", results[:2])
+	ok, err := order.AckResults(ctx, rc, lock, outbox, "tok", results[:2])
 	if err != nil || !ok {
 		t.Fatalf("ack: ok %v, err %v", ok, err)
 	}
@@ -50,7 +50,7 @@ func TestAckTwiceDropsNothingUnpublished(t *testing.T) {
 }
 
 // A commit whose reply is lost is sent again by the client: the second run finds the
-// event done ({0}) and the step publishes what the first run put in the outbox, so the
+// event done ({0}) and the step publishes what the first run put in the results list, so the
 // stock moves once and the result is published once.
 //
 // Broken variant tried: commit.lua without its done check: 2 results published.
@@ -94,7 +94,7 @@ func TestCommitTwiceAppliesOnce(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d results published, want 1", n)
 	}
-	// The outbox's trim commits with the turn's next step.
+	// The results list's trim commits with the turn's next step.
 	for _, tr := range res.Trims {
 		if tr.N != 1 {
 			t.Errorf("trim %+v, want the one result", tr)

@@ -29,7 +29,7 @@ type Report struct {
 	Proc *ProcReport `json:"proc,omitempty"`
 	// WaitDepth is the number of events waiting behind it.
 	WaitDepth int64 `json:"wait_depth"`
-	// Outbox is the number of committed results not yet accepted by SQS.
+	// Results list is the number of committed results not yet accepted by SQS.
 	Outbox int64 `json:"outbox"`
 	// Parked are the events waiting for their precondition.
 	Parked []ParkedReport `json:"parked"`
@@ -59,7 +59,7 @@ type ParkedReport struct {
 	ParkedAt time.Time `json:"parked_at"`
 }
 
-// Inspect reads an entity's turn, its state's parked events and its outbox. It writes
+// Inspect reads an entity's turn, its state's parked events and its results list. It writes
 // nothing.
 func Inspect(ctx context.Context, rc redis.UniversalClient, prefix, entity string) (Report, error) {
 	info, err := lockhandoff.Inspect(ctx, rc, prefix, entity)
