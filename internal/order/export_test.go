@@ -9,7 +9,7 @@ var DoneKey = doneKey
 // AckResults runs ack.lua as flush does, and AckHash is its SHA-1.
 var (
 	AckResults = ackResults
-	AckHash   = ackScript.Hash()
+	AckHash    = ackScript.Hash()
 )
 
 // CommitHash is commit.lua's SHA-1.
