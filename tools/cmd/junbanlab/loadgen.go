@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"github.com/junban/junban/internal/http/webhook"
 	"github.com/junban/junban/internal/http/webhooksend"
 	"github.com/junban/junban/internal/platform/cli"
+	"github.com/junban/junban/internal/postgres/inventorydb"
 	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv/fleet"
@@ -41,6 +43,7 @@ type loadgenOptions struct {
 	workerMetrics      string
 	jsonOut            bool
 	expiryWait         time.Duration
+	locations          bool
 }
 
 func loadgenCmd() *cobra.Command {
@@ -82,6 +85,8 @@ func loadgenCmd() *cobra.Command {
 	fs.Float64Var(&o.webhookShare, "webhook-share", 0.3, "share of payments sent as webhooks (with -gateway)")
 	fs.Float64Var(&o.viaSNS, "via-sns", 0, "share of the events published through an SNS topic the orders queue is subscribed to (non-raw delivery), 0..1")
 	fs.StringVar(&o.topic, "topic", "", "with -via-sns: the topic's ARN (default: the topic "+loadgenTopic+", created where missing)")
+	fs.BoolVar(&o.locations, "locations", false, "spread the lots over the shop's registered locations (junbanctl locations set) and route every order: pickups (-pickup) or a ship_to near a shipping location")
+	fs.Float64Var(&spec.PickupShare, "pickup", 0.15, "with -locations: share of the orders collected at a location that offers pickup")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the summary as JSON")
 	fs.StringVar(&o.workerMetrics, "worker-metrics", "", "comma-separated host:port of the order-workers' health listeners; with it, the summary adds the deliveries they found done")
 	return c
@@ -104,6 +109,14 @@ func runLoadgen(ctx context.Context, w io.Writer, o loadgenOptions) error {
 	db, err := pg.Open()
 	if err != nil {
 		return err
+	}
+	if o.locations {
+		if spec.Locations, err = inventorydb.Locations(ctx, db); err != nil {
+			return err
+		}
+		if len(spec.Locations) == 0 {
+			return errors.New("loadgen: -locations: the shop has no registered locations (junbanctl locations set)")
+		}
 	}
 	sqsCfg, err := config.Load[config.SQS]()
 	if err != nil {
@@ -144,8 +157,9 @@ func runLoadgen(ctx context.Context, w io.Writer, o loadgenOptions) error {
 		return err
 	}
 	// The exit status is the check's, with --json too: scripts test it.
-	if s.Missing > 0 || s.Oversold > 0 || s.Unconserved > 0 {
-		return fmt.Errorf("loadgen: %d results missing, %d SKUs oversold, %d lots not conserved", s.Missing, s.Oversold, s.Unconserved)
+	if s.Missing > 0 || s.Oversold > 0 || s.Unconserved > 0 || s.OversoldLocations > 0 {
+		return fmt.Errorf("loadgen: %d results missing, %d SKUs oversold, %d locations oversold, %d lots not conserved",
+			s.Missing, s.Oversold, s.OversoldLocations, s.Unconserved)
 	}
 	return nil
 }
