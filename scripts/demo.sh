@@ -121,7 +121,7 @@ echo "== load: $ORDERS orders, ~$RATE events/s, 20% duplicate deliveries, paymen
 # sell out towards the end.
 RUN=${DEMO_RUN:-demo$(date +%s)}
 "$bin/junbanlab" loadgen -run "$RUN" -orders "$ORDERS" -rate "$RATE" -skus 40 -lots 4 -stock 180 -safety-stock 10 -skew 0.6 \
-  -locations -pickup "${DEMO_PICKUP:-0.15}" \
+  -locations wh-east,wh-west,store-sf -pickup "${DEMO_PICKUP:-0.15}" \
   -warehouse "$WAREHOUSE" -duplicates 0.2 -out-of-order 0.2 -shuffle 0.1 -via-sns "$VIA_SNS" \
   -abandoned "$ABANDONED" -hold-for "$HOLD_FOR" -extend 0.3 \
   -gateway "http://127.0.0.1:$gw_port" -provider demo -webhook-share 0.3 \
