@@ -118,6 +118,7 @@ CHAOS_FAILOVER := --redis-cluster --no-baseline --bin $(BIN)
 chaos: build stack
 	@failed=""; \
 	$(BIN)/junbanlab chaos --events 10000 --bin $(BIN) || failed="$$failed single-Redis"; \
+	$(BIN)/junbanlab chaos --locations --events 4000 --duration 30s --bin $(BIN) || failed="$$failed locations"; \
 	$(BIN)/junbanlab chaos $(CHAOS_FAILOVER) --runs 3 --cut-connections --events 10000 || failed="$$failed failover-x3"; \
 	$(BIN)/junbanlab chaos $(CHAOS_FAILOVER) --replicas 2 --min-replicas 1 --events 4000 --duration 30s || failed="$$failed replicas-2-min-1"; \
 	$(BIN)/junbanlab chaos $(CHAOS_FAILOVER) --replicas 2 --min-replicas 2 --events 4000 --duration 30s || failed="$$failed replicas-2-min-2"; \

@@ -71,6 +71,15 @@ start() { # start NAME BINARY PORT [READY_PORT] (the health port; /readyz on REA
 
 echo "== junban demo =="
 "$bin/junbanctl" migrate
+# The shop's three locations: two warehouses on either coast that ship online orders, and
+# a store that only hands orders over (pickup). Lots are spread over them; an order ships
+# from the warehouse closest to its ship_to (then by rank), or is collected at the store.
+"$bin/junbanctl" locations set wh-east --kind warehouse --rank 1 --lat 40.71 --lon -74.01 >/dev/null
+"$bin/junbanctl" locations set wh-west --kind warehouse --rank 2 --lat 34.05 --lon -118.24 >/dev/null
+"$bin/junbanctl" locations set store-sf --kind store --rank 3 --ships=false --pickup --lat 37.77 --lon -122.42 >/dev/null
+export JUNBAN_ALLOCATION_STRATEGIES=${JUNBAN_ALLOCATION_STRATEGIES:-closest,ranked}
+echo "locations:"
+"$bin/junbanctl" locations list | sed 's/^/  /'
 gw_port=$(free_port)
 ow1_port=$(free_port)
 start order-worker-1 order-worker "$ow1_port"
@@ -110,11 +119,18 @@ echo "== load: $ORDERS orders, ~$RATE events/s, 20% duplicate deliveries, paymen
 # A shop, not a shortage: 40 SKUs whose popularity falls off gently (-skew 0.6), stocked
 # for the run's demand, so that most orders succeed and the hottest one or two SKUs
 # sell out towards the end.
-"$bin/junbanlab" loadgen -orders "$ORDERS" -rate "$RATE" -skus 40 -lots 4 -stock 180 -safety-stock 10 -skew 0.6 \
+RUN=${DEMO_RUN:-demo$(date +%s)}
+"$bin/junbanlab" loadgen -run "$RUN" -orders "$ORDERS" -rate "$RATE" -skus 40 -lots 4 -stock 180 -safety-stock 10 -skew 0.6 \
+  -locations wh-east,wh-west,store-sf -pickup "${DEMO_PICKUP:-0.15}" \
   -warehouse "$WAREHOUSE" -duplicates 0.2 -out-of-order 0.2 -shuffle 0.1 -via-sns "$VIA_SNS" \
   -abandoned "$ABANDONED" -hold-for "$HOLD_FOR" -extend 0.3 \
   -gateway "http://127.0.0.1:$gw_port" -provider demo -webhook-share 0.3 \
   -worker-metrics "127.0.0.1:$ow1_port,127.0.0.1:$ow2_port" | tee "$logs/summary.txt"
+
+echo
+echo "== the hottest SKU, per location: lots, buckets and what an order could get =="
+# (on the workload's target date, loadgen's default)
+"$bin/junbanctl" stock --date 2026-12-15 "$RUN-SKU-000"
 
 echo
 echo "== reconcile: Redis (source of truth) against PostgreSQL =="
@@ -139,6 +155,10 @@ What the numbers show:
     releases, damage, recalls, safety stock changes, new SKUs and returns ran in their
     SKU's (or order's) turn beside the orders; the few refused are what a shop sees too
     (a release after a recall took the held units, a return of a refused shipment);
+  - per location: the lots at each of the three locations, what came in there, and what
+    its orders hold and took (shipped); oversold locations 0: no location gave more than
+    it had. The store ships nothing but its pickups: a shipped order took only the
+    warehouses' stock, the closest first;
   - lots not conserved 0: every bucket of every lot is its import plus the moves in
     PostgreSQL, stock coming in or going out only through the warehouse's moves;
   - duplicate deliveries sent, found done by the order-workers, and applied + rejected =

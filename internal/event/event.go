@@ -437,3 +437,6 @@ const (
 	// allocated for shipment; its reserved units were released.
 	StatusExpired = "expired"
 )
+
+// Statuses are every order status, in the order above.
+var Statuses = []string{StatusPlaced, StatusCancelled, StatusShipped, StatusRejected, StatusExpired}

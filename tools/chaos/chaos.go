@@ -165,6 +165,11 @@ type Config struct {
 	CutConnections bool
 	// CutEvery is the pause between two cuts (CutEveryDefault).
 	CutEvery time.Duration
+	// Locations spreads the lots over the shop's three locations (Locations: two
+	// warehouses that ship, a store that only hands over) and routes every order, a pickup
+	// at the store or a ship_to near a warehouse, with the workers' default strategies
+	// closest, then ranked.
+	Locations bool
 	// BinDir holds order-worker and persist-worker; empty: see Binaries.
 	BinDir string
 	// WorkDir is where the temporary directory is made; empty: os.TempDir().
@@ -517,6 +522,9 @@ func (e *Env) childEnv(httpPort int) []string {
 	}
 	if e.cfg.SQS.Endpoint != "" {
 		env = append(env, "AWS_ENDPOINT_URL_SQS="+e.cfg.SQS.Endpoint)
+	}
+	if e.cfg.Locations {
+		env = append(env, "JUNBAN_ALLOCATION_STRATEGIES=closest,ranked")
 	}
 	return append(env, e.cfg.ChildEnv...)
 }

@@ -11,7 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
+	"github.com/junban/junban/internal/postgres/inventorydb"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/redis/keyscan"
 	"github.com/junban/junban/internal/testenv/loadgen"
@@ -38,6 +41,9 @@ func Workload(cfg Config) loadgen.Workload {
 		s.StockPerLot = 100
 		s.DuplicateShare = cfg.DuplicateShare
 		s.WarehouseShare = max(cfg.WarehouseShare, 0)
+		if cfg.Locations {
+			s.Locations, s.PickupShare = Locations(), PickupShareDefault
+		}
 		if cfg.AbandonedShare > 0 && s.ReserveShare > 0 {
 			// loadgen's share is of the reserve orders.
 			s.AbandonedShare, s.HoldFor, s.ExtendShare = min(cfg.AbandonedShare/s.ReserveShare, 1), cfg.HoldFor, 0.3
@@ -61,6 +67,9 @@ func (e *Env) Drive(ctx context.Context) error {
 	e.report.Orders = len(w.Orders)
 	e.report.SKUs = len(w.Inventory)
 	e.report.NewSKUs = len(w.NewSKUs)
+	if err := e.registerLocations(ctx, w.Locations); err != nil {
+		return err
+	}
 	if err := loadgen.Import(ctx, e.db, w.Inventory); err != nil {
 		return fmt.Errorf("chaos: import inventory: %w", err)
 	}
@@ -595,4 +604,37 @@ func (e *Env) awaitExpiries(ctx context.Context, abandoned []string) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// PickupShareDefault is the share of the orders picked up at the store (Config.Locations).
+const PickupShareDefault = 0.15
+
+// Locations are the shop's locations of a run with Config.Locations: two warehouses on
+// either coast that ship, and a store that only hands orders over.
+func Locations() []stock.Location {
+	at := func(lat, lon float64) (*float64, *float64) { return &lat, &lon }
+	east, west, store := stock.Location{ID: "wh-east", Kind: stock.LocationWarehouse, Rank: 1, Ships: true, Enabled: true},
+		stock.Location{ID: "wh-west", Kind: stock.LocationWarehouse, Rank: 2, Ships: true, Enabled: true},
+		stock.Location{ID: "store-sf", Kind: stock.LocationStore, Rank: 3, Pickup: true, Enabled: true}
+	east.Lat, east.Lon = at(40.71, -74.01)
+	west.Lat, west.Lon = at(34.05, -118.24)
+	store.Lat, store.Lon = at(37.77, -122.42)
+	return []stock.Location{east, west, store}
+}
+
+// registerLocations registers the run's locations as junbanctl locations set does:
+// PostgreSQL's table, then the workers' Redis hash.
+func (e *Env) registerLocations(ctx context.Context, locs []stock.Location) error {
+	for _, l := range locs {
+		if err := inventorydb.PutLocation(ctx, e.db, l); err != nil {
+			return fmt.Errorf("chaos: register location %s: %w", l.ID, err)
+		}
+	}
+	if len(locs) == 0 {
+		return nil
+	}
+	if err := ledger.PublishLocations(ctx, e.rc, KeyPrefix, locs, false); err != nil {
+		return fmt.Errorf("chaos: publish locations: %w", err)
+	}
+	return nil
 }

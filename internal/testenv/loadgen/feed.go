@@ -300,7 +300,8 @@ func (f *feed) introduce(w *Workload, j int) {
 		b.maxBB = l.bestBefore
 		b.lots = append(b.lots, l)
 		ids = append(ids, f.emit(w, event.InventoryLotRegistered, event.LotRegisteredData{
-			SKU: name, LotID: l.id, Kind: l.kind, BestBefore: l.bestBefore, ValidFrom: from, ValidTo: to, Sellable: l.sellable}))
+			SKU: name, LotID: l.id, Kind: l.kind, BestBefore: l.bestBefore, ValidFrom: from, ValidTo: to, Sellable: l.sellable,
+			Location: f.s.locationAt(i)}))
 	}
 	w.Gates = append(w.Gates, Gate{At: len(w.Events), After: ids})
 	f.budget -= 3
@@ -330,7 +331,8 @@ func (f *feed) draw(w *Workload) {
 		l := &bookLot{id: fmt.Sprintf("PO%03d", b.purchase), kind: stock.KindPlanned, good: true, sellable: q, registered: q}
 		b.lots = append(b.lots, l)
 		f.emit(w, event.InventoryLotRegistered, event.LotRegisteredData{SKU: b.name, LotID: l.id, Kind: l.kind,
-			ArrivesAt: f.date(f.target.AddDate(0, 0, -5+f.rng.IntN(15))), ValidFrom: from, ValidTo: to, Sellable: l.sellable})
+			ArrivesAt: f.date(f.target.AddDate(0, 0, -5+f.rng.IntN(15))), ValidFrom: from, ValidTo: to, Sellable: l.sellable,
+			Location: f.s.locationAt(b.purchase)})
 		f.schedule(50+f.rng.IntN(350), func(f *feed, w *Workload) { f.receive(w, b, l) })
 	case "delivery":
 		b.delivery++
@@ -338,7 +340,7 @@ func (f *feed) draw(w *Workload) {
 		l.bestBefore = f.nextBestBefore(b)
 		b.lots = append(b.lots, l)
 		f.emit(w, event.InventoryLotRegistered, event.LotRegisteredData{SKU: b.name, LotID: l.id, Kind: l.kind,
-			BestBefore: l.bestBefore, ValidFrom: from, ValidTo: to, Sellable: l.sellable})
+			BestBefore: l.bestBefore, ValidFrom: from, ValidTo: to, Sellable: l.sellable, Location: f.s.locationAt(b.delivery)})
 	case "safety":
 		ss := f.s.SafetyStock/2 + f.rng.Int64N(f.s.SafetyStock+3)
 		if ss == b.safety {

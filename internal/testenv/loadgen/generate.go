@@ -79,6 +79,14 @@ type Spec struct {
 	// one orders take from while it lasts). New lots and receipts always carry a
 	// best-before after every lot the SKU has, so FEFO takes them last either way.
 	FeedCommutes bool
+	// Locations are the shop's locations (as registered: junbanctl locations set). With
+	// some, the lots are spread over them in turn, and every order is routed: a share
+	// PickupShare is collected at a location that offers pickup (pickup_location), the
+	// others ship to a point near one of the shipping locations (ship_to). Without, every
+	// lot is at the default location and no order names a route.
+	Locations []stock.Location
+	// PickupShare of the orders are pickups (with Locations).
+	PickupShare float64
 }
 
 // Defaults of DefaultSpec that the demo and `junbanlab loadgen` quote.
@@ -119,6 +127,8 @@ type Workload struct {
 	EarlyPayments []string
 	// Abandoned lists the abandoned orders' lcids (Spec.AbandonedShare).
 	Abandoned []string
+	// Locations are the spec's locations the lots are spread over (Spec.Locations).
+	Locations []stock.Location
 	// AtSend are the events whose occurred_at Run sets to the moment it first sends them:
 	// the abandoned orders' placements and extensions.
 	AtSend map[string]bool
@@ -161,7 +171,7 @@ type orderPlan struct {
 // Generate makes the workload of s.
 func Generate(s Spec) Workload {
 	rng := rand.New(rand.NewPCG(s.Seed, s.Seed^0x9e3779b97f4a7c15))
-	var w Workload
+	w := Workload{Locations: s.Locations}
 	target, err := time.Parse(time.DateOnly, s.TargetDate)
 	if err != nil {
 		target = time.Now().AddDate(0, 0, 14)
@@ -187,12 +197,16 @@ func Generate(s Spec) Workload {
 				lot.ArrivesAt = target.AddDate(0, 0, -3).Format(time.DateOnly)
 				lot.Sellable = s.StockPerLot / 2
 			}
+			lot.Location = s.locationAt(i + j)
 			sku.Lots = append(sku.Lots, lot)
 		}
 		w.Inventory = append(w.Inventory, sku)
 	}
 	f := newFeed(rng, s, target, w.Inventory)
 	pick := newSKUPicker(rng, s.SKUs, s.SKUSkew)
+	// Routes draw from their own source, so that a spec without locations makes the
+	// workload it always made.
+	route := newRouter(s)
 	plans := make([]orderPlan, 0, s.Orders)
 	for o := 0; o < s.Orders; o++ {
 		for range f.newSKUsFrom(o) {
@@ -233,11 +247,13 @@ func Generate(s Spec) Workload {
 		}
 		if reserve && s.HoldFor > 0 && rng.Float64() < s.AbandonedShare {
 			w.Abandoned = append(w.Abandoned, lcid)
-			plan = abandoned(&w, rng, s, plan, lines, mk)
+			plan = abandoned(&w, rng, s, plan, lines, mk, route)
 			plans = append(plans, plan)
 			continue
 		}
-		evs := []event.Order{mk(1, event.OrderPlaced, event.OrderData{Mode: mode, TargetDate: s.TargetDate, Lines: lines})}
+		placed := event.OrderData{Mode: mode, TargetDate: s.TargetDate, Lines: lines}
+		route.apply(&placed)
+		evs := []event.Order{mk(1, event.OrderPlaced, placed)}
 		if rng.Float64() < s.ChangeShare {
 			changed := append([]event.Line(nil), lines...)
 			changed[0].Qty = 1 + rng.Int64N(max(1, s.MaxQty))
@@ -331,12 +347,13 @@ func Generate(s Spec) Workload {
 // abandoned plans an abandoned checkout: a reserve-mode placement with a hold, perhaps an
 // extension of it, a duplicate now and then, and nothing after; its stock is released
 // only when junban expires the hold.
-func abandoned(w *Workload, rng *rand.Rand, s Spec, plan orderPlan, lines []event.Line, mk func(int, event.Type, any) event.Order) orderPlan {
+func abandoned(w *Workload, rng *rand.Rand, s Spec, plan orderPlan, lines []event.Line, mk func(int, event.Type, any) event.Order, route *router) orderPlan {
 	if w.AtSend == nil {
 		w.AtSend = map[string]bool{}
 	}
-	placed := mk(1, event.OrderPlaced, event.OrderData{Mode: stock.ModeReserve, TargetDate: s.TargetDate, Lines: lines,
-		Hold: event.Hold{HoldFor: s.HoldFor.String()}})
+	data := event.OrderData{Mode: stock.ModeReserve, TargetDate: s.TargetDate, Lines: lines, Hold: event.Hold{HoldFor: s.HoldFor.String()}}
+	route.apply(&data)
+	placed := mk(1, event.OrderPlaced, data)
 	evs := []event.Order{placed}
 	w.AtSend[placed.EventID] = true
 	if rng.Float64() < s.ExtendShare {
@@ -405,4 +422,55 @@ func (s staticLoader) LoadSKU(_ context.Context, sku string) (stock.SKU, error) 
 		}
 	}
 	return stock.SKU{}, fmt.Errorf("sku=%s: %w", sku, stock.ErrUnknownSKU)
+}
+
+// locationAt is the location of the n-th lot spread over the spec's locations in turn;
+// "" (the default location) without locations.
+func (s Spec) locationAt(n int) string {
+	if len(s.Locations) == 0 {
+		return ""
+	}
+	return s.Locations[n%len(s.Locations)].ID
+}
+
+// router gives orders their routes over a spec's locations (Spec.Locations).
+type router struct {
+	rng     *rand.Rand
+	share   float64
+	pickups []string
+	ships   []stock.Location // shipping locations with coordinates
+}
+
+func newRouter(s Spec) *router {
+	r := &router{rng: rand.New(rand.NewPCG(s.Seed^0x10ca7e, s.Seed)), share: s.PickupShare}
+	for _, l := range s.Locations {
+		if !l.Enabled {
+			continue
+		}
+		if l.Pickup {
+			r.pickups = append(r.pickups, l.ID)
+		}
+		if l.Ships && l.Lat != nil {
+			r.ships = append(r.ships, l)
+		}
+	}
+	return r
+}
+
+// apply routes an order.placed: a pickup at a location that offers it (a share of the
+// orders), else a ship_to within about two degrees of a shipping location. Without
+// locations it leaves the order unrouted.
+func (r *router) apply(d *event.OrderData) {
+	if len(r.pickups) > 0 && r.rng.Float64() < r.share {
+		d.PickupLocation = r.pickups[r.rng.IntN(len(r.pickups))]
+		return
+	}
+	if len(r.ships) == 0 {
+		return
+	}
+	l := r.ships[r.rng.IntN(len(r.ships))]
+	d.ShipTo = &event.Coordinates{
+		Lat: math.Round((max(-89, min(89, *l.Lat+4*r.rng.Float64()-2)))*1e4) / 1e4,
+		Lon: math.Round((max(-179, min(179, *l.Lon+4*r.rng.Float64()-2)))*1e4) / 1e4,
+	}
 }

@@ -226,3 +226,89 @@ func TestAbandonedOrders(t *testing.T) {
 		t.Errorf("without -hold-for: %d abandoned", len(w.Abandoned))
 	}
 }
+
+// With locations, every lot is at one of them and every placement is routed: a pickup
+// at a location that offers pickup, or a ship_to near a shipping location; the events
+// stay valid. The same spec without locations is the workload it was: no lot names a
+// location and no placement a route, and its events are those of a spec whose pickup
+// share alone differs (the routes draw from their own source).
+func TestGenerateSpreadsLotsAndRoutesOrdersOverLocations(t *testing.T) {
+	lat, lon := 40.0, -74.0
+	spec := DefaultSpec("T")
+	spec.Orders, spec.WarehouseShare, spec.PickupShare = 300, 0.1, 0.2
+	spec.Locations = []stock.Location{
+		{ID: "wh", Kind: stock.LocationWarehouse, Rank: 1, Ships: true, Enabled: true, Lat: &lat, Lon: &lon},
+		{ID: "store", Kind: stock.LocationStore, Rank: 2, Pickup: true, Enabled: true, Lat: &lat, Lon: &lon},
+	}
+	w := Generate(spec)
+	at := map[string]int{}
+	for _, s := range w.Inventory {
+		for _, l := range s.Lots {
+			at[l.Location]++
+		}
+	}
+	if at["wh"] == 0 || at["store"] == 0 || at["wh"]+at["store"] != spec.SKUs*spec.LotsPerSKU {
+		t.Fatalf("lots by location %v", at)
+	}
+	var pickups, shipTo int
+	for _, e := range w.Events {
+		if _, err := domain.Decode(mustJSON(t, e), 0); err != nil {
+			t.Fatalf("generated an invalid event: %v", err)
+		}
+		switch e.Type {
+		case event.OrderPlaced:
+			var d event.OrderData
+			if err := json.Unmarshal(e.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case d.PickupLocation == "store":
+				pickups++
+			case d.ShipTo != nil && d.PickupLocation == "" && d.ShipTo.Lat >= 38 && d.ShipTo.Lat <= 42:
+				shipTo++
+			default:
+				t.Fatalf("placement %s routed neither to the pickup store nor near the warehouse: %s", e.EventID, e.Data)
+			}
+		case event.InventoryLotRegistered:
+			var d event.LotRegisteredData
+			if err := json.Unmarshal(e.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Location != "wh" && d.Location != "store" {
+				t.Fatalf("lot registered at %q", d.Location)
+			}
+		}
+	}
+	if pickups == 0 || shipTo == 0 {
+		t.Fatalf("%d pickups, %d shipped to a point", pickups, shipTo)
+	}
+
+	plain := DefaultSpec("T")
+	plain.Orders, plain.WarehouseShare = 300, 0.1
+	other := plain
+	other.PickupShare = 0.9
+	a, b := Generate(plain), Generate(other)
+	if string(mustJSON(t, a)) != string(mustJSON(t, b)) {
+		t.Fatal("without locations, the pickup share changed the workload")
+	}
+	for _, e := range a.Events {
+		if e.Type == event.OrderPlaced {
+			var d event.OrderData
+			if err := json.Unmarshal(e.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Routed() {
+				t.Fatalf("placement %s routed without locations: %s", e.EventID, e.Data)
+			}
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -104,6 +104,27 @@ type Summary struct {
 	// event done and had no effect (SQS redeliveries included; a duplicate of an event
 	// still parked is absorbed by the parked list instead); nil when not counted.
 	DuplicatesFoundDone *int `json:"duplicates_found_done,omitempty"`
+
+	// Locations are the figures per location the run's lots are at, by location id; set
+	// when the workload spreads its lots over locations (Spec.Locations).
+	Locations []LocationFigures `json:"locations,omitempty"`
+	// OversoldLocations counts locations whose orders hold more than came in there.
+	OversoldLocations int `json:"oversold_locations"`
+}
+
+// LocationFigures are the run's lots at one location, in PostgreSQL after the run.
+type LocationFigures struct {
+	Location string `json:"location"`
+	Lots     int    `json:"lots"`
+	// In is what came in, from the import and the moves (imported, plus what moves
+	// brought in from outside, less what they took out): not read from the lots.
+	In int64 `json:"in"`
+	// Sellable, Held (reserved and allocated, not shipped yet), Shipped and Defective are
+	// the lots' buckets summed.
+	Sellable  int64 `json:"sellable"`
+	Held      int64 `json:"held"`
+	Shipped   int64 `json:"shipped"`
+	Defective int64 `json:"defective"`
 }
 
 // Outcomes counts the results of one kind of event.
@@ -513,10 +534,10 @@ func (s *Summary) countEarlyPayments(ctx context.Context, db *gorm.DB, w Workloa
 func (s *Summary) checkStock(ctx context.Context, db *gorm.DB, w Workload) error {
 	prefix := w.Inventory[0].SKU[:strings.LastIndex(w.Inventory[0].SKU, "-SKU-")] + "-SKU-%"
 	var rows []struct {
-		SKU, LotID                                                string
+		SKU, LotID, Location                                      string
 		Sellable, Reserved, Allocated, Hidden, Shipped, Defective int64
 	}
-	if err := db.WithContext(ctx).Raw(`SELECT sku, lot_id, sellable, reserved, allocated, hidden, shipped, defective FROM lots WHERE sku LIKE ?`, prefix).Scan(&rows).Error; err != nil {
+	if err := db.WithContext(ctx).Raw(`SELECT sku, lot_id, location, sellable, reserved, allocated, hidden, shipped, defective FROM lots WHERE sku LIKE ?`, prefix).Scan(&rows).Error; err != nil {
 		return err
 	}
 	var moves []struct {
@@ -529,6 +550,7 @@ func (s *Summary) checkStock(ctx context.Context, db *gorm.DB, w Workload) error
 	type key struct{ sku, lot string }
 	want := map[key]map[string]int64{}
 	skuTotal := map[string]int64{}
+	lotIn := map[key]int64{} // imported, then plus what came in from outside
 	at := func(k key) map[string]int64 {
 		if want[k] == nil {
 			want[k] = map[string]int64{}
@@ -541,6 +563,7 @@ func (s *Summary) checkStock(ctx context.Context, db *gorm.DB, w Workload) error
 			b[stock.Sellable], b[stock.Reserved], b[stock.Allocated] = l.Sellable, l.Reserved, l.Allocated
 			b[stock.Hidden], b[stock.Shipped], b[stock.Defective] = l.Hidden, l.Shipped, l.Defective
 			skuTotal[sku.SKU] += l.Sellable + l.Reserved + l.Allocated + l.Hidden + l.Shipped + l.Defective
+			lotIn[key{sku.SKU, l.LotID}] = l.Sellable + l.Reserved + l.Allocated + l.Hidden + l.Shipped + l.Defective
 		}
 	}
 	for _, m := range moves {
@@ -550,9 +573,24 @@ func (s *Summary) checkStock(ctx context.Context, db *gorm.DB, w Workload) error
 	}
 	for k, b := range want {
 		skuTotal[k.sku] -= b[stock.External] // what came in from outside, less what left
+		lotIn[k] -= b[stock.External]
 	}
 	held := map[string]int64{}
+	byLoc := map[string]*LocationFigures{}
 	for _, r := range rows {
+		if len(w.Locations) > 0 {
+			f := byLoc[r.Location]
+			if f == nil {
+				f = &LocationFigures{Location: r.Location}
+				byLoc[r.Location] = f
+			}
+			f.Lots++
+			f.In += lotIn[key{r.SKU, r.LotID}]
+			f.Sellable += r.Sellable
+			f.Held += r.Reserved + r.Allocated
+			f.Shipped += r.Shipped
+			f.Defective += r.Defective
+		}
 		b := want[key{r.SKU, r.LotID}]
 		got := map[string]int64{stock.Sellable: r.Sellable, stock.Reserved: r.Reserved, stock.Allocated: r.Allocated,
 			stock.Hidden: r.Hidden, stock.Shipped: r.Shipped, stock.Defective: r.Defective}
@@ -569,6 +607,14 @@ func (s *Summary) checkStock(ctx context.Context, db *gorm.DB, w Workload) error
 			s.Oversold++
 		}
 	}
+	for _, f := range byLoc {
+		// What a location's orders hold or took is at most what came in there.
+		if f.Held+f.Shipped > f.In {
+			s.OversoldLocations++
+		}
+		s.Locations = append(s.Locations, *f)
+	}
+	slices.SortFunc(s.Locations, func(a, b LocationFigures) int { return strings.Compare(a.Location, b.Location) })
 	return nil
 }
 
@@ -638,6 +684,13 @@ func (s Summary) Print(out io.Writer) {
 		fmt.Fprintf(tw, "abandoned reservations\t%d (%d expired, %d still held)\n", s.Abandoned, s.Expired, s.HoldsLeft)
 	}
 	fmt.Fprintf(tw, "oversold SKUs\t%d\n", s.Oversold)
+	if len(s.Locations) > 0 {
+		fmt.Fprintf(tw, "oversold locations\t%d\n", s.OversoldLocations)
+		fmt.Fprintf(tw, "per location\tlots / in / sellable / held / shipped / defective\n")
+		for _, f := range s.Locations {
+			fmt.Fprintf(tw, "  %s\t%d / %d / %d / %d / %d / %d\n", f.Location, f.Lots, f.In, f.Sellable, f.Held, f.Shipped, f.Defective)
+		}
+	}
 	fmt.Fprintf(tw, "lots not conserved\t%d\n", s.Unconserved)
 	fmt.Fprintf(tw, "orders DLQ\t%d\n", s.DLQ)
 	fmt.Fprintf(tw, "send -> commit p50 / p95 / p99\t%.0f / %.0f / %.0f ms\n", s.P50MS, s.P95MS, s.P99MS)

@@ -61,6 +61,7 @@ func chaosCmd() *cobra.Command {
 	fs.BoolVar(&cfg.ReplicaRestart, "replica-restart", false, "with --redis-cluster: instead of the replica lag, SIGKILL the victim's replica, SIGSTOP its master, start the replica again from its AOF, then SIGKILL the master")
 	fs.BoolVar(&cfg.CutConnections, "cut-connections", false, "put a TCP proxy in front of each Redis node for the workers and cut every connection through them every --cut-every while sending")
 	fs.DurationVar(&cfg.CutEvery, "cut-every", chaos.CutEveryDefault, "with --cut-connections: the pause between two cuts")
+	fs.BoolVar(&cfg.Locations, "locations", false, "spread the lots over three locations (two warehouses that ship, a store that only hands over) and route every order: pickups at the store, the others closest then ranked")
 	fs.IntVar(&o.runs, "runs", 1, "runs in a row, seeds --seed, --seed+1, ...; a line each (seed, events, events/s, result); with --redis-cluster and more than one run, no MIN_REPLICAS=0 baseline")
 	fs.IntVar(&cfg.MasterKills, "master-kills", chaos.MasterKillsDefault, "with --redis-cluster: SIGKILLs of a master, one after the other")
 	fs.DurationVar(&cfg.ReplicaLag, "replica-lag", chaos.ReplicaLagDefault, "with --redis-cluster: how long the victim's replica is stopped (SIGSTOP) before its master is killed, so that it lacks what the master acknowledged last (0: none)")

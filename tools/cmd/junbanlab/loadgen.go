@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,8 +24,10 @@ import (
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/http/webhook"
 	"github.com/junban/junban/internal/http/webhooksend"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/platform/cli"
 	"github.com/junban/junban/internal/platform/config"
+	"github.com/junban/junban/internal/postgres/inventorydb"
 	"github.com/junban/junban/internal/queue"
 	"github.com/junban/junban/internal/testenv/fleet"
 	"github.com/junban/junban/internal/testenv/loadgen"
@@ -41,6 +45,7 @@ type loadgenOptions struct {
 	workerMetrics      string
 	jsonOut            bool
 	expiryWait         time.Duration
+	locations          string
 }
 
 func loadgenCmd() *cobra.Command {
@@ -82,6 +87,8 @@ func loadgenCmd() *cobra.Command {
 	fs.Float64Var(&o.webhookShare, "webhook-share", 0.3, "share of payments sent as webhooks (with -gateway)")
 	fs.Float64Var(&o.viaSNS, "via-sns", 0, "share of the events published through an SNS topic the orders queue is subscribed to (non-raw delivery), 0..1")
 	fs.StringVar(&o.topic, "topic", "", "with -via-sns: the topic's ARN (default: the topic "+loadgenTopic+", created where missing)")
+	fs.StringVar(&o.locations, "locations", "", "comma-separated ids of the shop's registered locations (junbanctl locations set), or \"all\": spread the lots over them and route every order, a pickup (-pickup) or a ship_to near a shipping location")
+	fs.Float64Var(&spec.PickupShare, "pickup", 0.15, "with -locations: share of the orders collected at a location that offers pickup")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the summary as JSON")
 	fs.StringVar(&o.workerMetrics, "worker-metrics", "", "comma-separated host:port of the order-workers' health listeners; with it, the summary adds the deliveries they found done")
 	return c
@@ -104,6 +111,11 @@ func runLoadgen(ctx context.Context, w io.Writer, o loadgenOptions) error {
 	db, err := pg.Open()
 	if err != nil {
 		return err
+	}
+	if o.locations != "" {
+		if spec.Locations, err = registeredLocations(ctx, db, o.locations); err != nil {
+			return err
+		}
 	}
 	sqsCfg, err := config.Load[config.SQS]()
 	if err != nil {
@@ -144,8 +156,9 @@ func runLoadgen(ctx context.Context, w io.Writer, o loadgenOptions) error {
 		return err
 	}
 	// The exit status is the check's, with --json too: scripts test it.
-	if s.Missing > 0 || s.Oversold > 0 || s.Unconserved > 0 {
-		return fmt.Errorf("loadgen: %d results missing, %d SKUs oversold, %d lots not conserved", s.Missing, s.Oversold, s.Unconserved)
+	if s.Missing > 0 || s.Oversold > 0 || s.Unconserved > 0 || s.OversoldLocations > 0 {
+		return fmt.Errorf("loadgen: %d results missing, %d SKUs oversold, %d locations oversold, %d lots not conserved",
+			s.Missing, s.Oversold, s.OversoldLocations, s.Unconserved)
 	}
 	return nil
 }
@@ -245,6 +258,30 @@ func printLoadgen(ctx context.Context, w io.Writer, db *gorm.DB, rec *sendlatenc
 	fmt.Fprintf(w, "send -> commit, applied in turn      %s\n", inTurn)
 	fmt.Fprintf(w, "send -> commit, parked on purpose    %s\n", parked)
 	return nil
+}
+
+// registeredLocations returns the registered locations named in list (comma-separated
+// ids, or "all"), in the registry's order.
+func registeredLocations(ctx context.Context, db *gorm.DB, list string) ([]stock.Location, error) {
+	all, err := inventorydb.Locations(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	if list == "all" {
+		if len(all) == 0 {
+			return nil, errors.New("loadgen: -locations all: the shop has no registered locations (junbanctl locations set)")
+		}
+		return all, nil
+	}
+	var out []stock.Location
+	for _, id := range strings.Split(list, ",") {
+		i := slices.IndexFunc(all, func(l stock.Location) bool { return l.ID == id })
+		if i < 0 {
+			return nil, fmt.Errorf("loadgen: -locations: %q is not a registered location (junbanctl locations list)", id)
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
 }
 
 // gatewayWebhook delivers a payment as provider p would, signed, to the gateway.

@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/junban/junban/internal/ledger/stock"
+	"github.com/junban/junban/internal/postgres/inventorydb"
 	"github.com/junban/junban/internal/testenv"
 )
 
@@ -89,5 +91,30 @@ func TestLoadgenViaSNSPublishesAShareThroughTheTopic(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%s on the queue %d times", id, n)
 		}
+	}
+}
+
+// -locations names registered locations (or all of them); a name the registry lacks is
+// an error, not a location loadgen would make up.
+func TestLoadgenLocationsAreTheRegisteredOnes(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	for _, l := range []stock.Location{
+		{ID: "wh-a", Kind: stock.LocationWarehouse, Rank: 1, Ships: true, Enabled: true},
+		{ID: "store-b", Kind: stock.LocationStore, Rank: 2, Pickup: true, Enabled: true},
+	} {
+		if err := inventorydb.PutLocation(ctx, db, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := registeredLocations(ctx, db, "store-b,wh-a")
+	if err != nil || len(got) != 2 || got[0].ID != "store-b" || !got[0].Pickup || got[1].ID != "wh-a" {
+		t.Fatalf("store-b,wh-a: %+v, %v", got, err)
+	}
+	if got, err := registeredLocations(ctx, db, "all"); err != nil || len(got) != 3 || got[0].ID != "default" { // the migration registers the default location
+		t.Fatalf("all: %+v, %v", got, err)
+	}
+	if _, err := registeredLocations(ctx, db, "wh-a,nowhere"); err == nil || !strings.Contains(err.Error(), `"nowhere" is not a registered location`) {
+		t.Fatalf("an unregistered location: %v", err)
 	}
 }
