@@ -221,6 +221,30 @@ func TestLocationCache(t *testing.T) {
 	if got, _ := fresh.Locations(ctx); got[1].Enabled {
 		t.Fatal("a cache without TTL kept its last read")
 	}
+	if s, err := kept.Shop(ctx, true); err != nil || !s.Registered || s.All[1].Enabled {
+		t.Fatalf("a fresh read within the TTL: %+v %v", s, err)
+	}
+	if s, _ := kept.Shop(ctx, false); s.All[1].Enabled {
+		t.Fatal("the cache did not keep its fresh read")
+	}
+}
+
+// A shop that has registered no location has the default one alone, and says so.
+func TestShopWithoutLocations(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	s, err := NewLocationCache(rc, prefix, time.Hour).Shop(ctx, false)
+	if err != nil || s.Registered || !reflect.DeepEqual(s, stock.DefaultShopLocations()) {
+		t.Fatalf("no locations: %+v %v", s, err)
+	}
+	if !s.Has("default") || !s.Has("") || s.Has("west") {
+		t.Fatalf("Has: %+v", s)
+	}
+	if err := PublishLocations(ctx, rc, prefix, []stock.Location{stock.DefaultLocationSettings()}, false); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := ReadShopLocations(ctx, rc, prefix); err != nil || !s.Registered || len(s.All) != 1 {
+		t.Fatalf("the default location registered: %+v %v", s, err)
+	}
 }
 
 // A routed change allocates each quantity as a routed allocation would, over the state
