@@ -278,3 +278,80 @@ func TestRoutedChange(t *testing.T) {
 		wantMoves(t, r, err, mv{"s1", stock.Allocated, stock.Sellable, 1}, mv{"d1", stock.Sellable, stock.Allocated, 2})
 	})
 }
+
+// A fewest_splits allocation takes at its plan's locations first, in the plan's order,
+// and refuses with ErrStalePlan, moving nothing, when they no longer cover its quantity
+// (the refusal is remembered; the plan is not in the fingerprint, so a request with
+// another plan under the op id replays it). The plan goes into the SKU's one script.
+func TestPlannedAllocation(t *testing.T) {
+	locs := []stock.Location{
+		{ID: "default", Kind: stock.LocationWarehouse, Rank: 0, Ships: true, Enabled: true},
+		{ID: "wh-2", Kind: stock.LocationWarehouse, Rank: 1, Ships: true, Enabled: true},
+		{ID: "wh-3", Kind: stock.LocationWarehouse, Rank: 2, Ships: true, Enabled: true},
+	}
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{
+		lot("d1", stock.KindOnHand, 0, "2027-01-01", 2),
+		locLot("w2", "wh-2", 1, "2027-02-01", 3),
+		locLot("w3", "wh-3", 2, "2026-12-20", 4),
+	}}
+	route := func(plan ...string) *stock.Route {
+		return &stock.Route{Strategies: []stock.Strategy{stock.StrategyFewestSplits, stock.StrategyRanked}, Locations: locs, Plan: plan}
+	}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		alloc := func(id string, qty int64, r *stock.Route) (stock.Result, error) {
+			return inv.Apply(ctx, stock.AllocateRequest{OpID: id, SKU: "A", Qty: qty, TargetDate: "2026-12-01", Mode: stock.ModeShip, Route: r})
+		}
+		r, err := alloc("p1", 3, route("wh-2"))
+		wantMoves(t, r, err, mv{"w2", stock.Sellable, stock.Allocated, 3})
+		r, err = alloc("p2", 5, route("wh-3", "default"))
+		wantMoves(t, r, err, mv{"w3", stock.Sellable, stock.Allocated, 4}, mv{"d1", stock.Sellable, stock.Allocated, 1})
+		// wh-2 is empty now: a plan made before is stale, though default could serve.
+		_, err = alloc("p3", 1, route("wh-2"))
+		wantErr(t, err, stock.ErrStalePlan)
+		_, err = alloc("p3", 1, route("default"))
+		wantErr(t, err, stock.ErrStalePlan)
+		// Without a plan the strategy tells no location apart.
+		r, err = alloc("p4", 1, route())
+		wantMoves(t, r, err, mv{"d1", stock.Sellable, stock.Allocated, 1})
+		// The network's shortage comes before the plan's.
+		_, err = alloc("p5", 1, route("wh-2"))
+		wantErr(t, err, stock.ErrShortage)
+		_, err = alloc("p6", 1, &stock.Route{Strategies: []stock.Strategy{stock.StrategyRanked}, Locations: locs, Plan: []string{"wh-2"}})
+		wantErr(t, err, stock.ErrInvalidRequest)
+	})
+}
+
+// The plan: one location that covers the whole order, the first in order; else the
+// greedy cover by the fewest locations.
+func TestPlanFewestSplits(t *testing.T) {
+	order := []string{"a", "b", "c"}
+	for _, c := range []struct {
+		name     string
+		demand   map[string]int64
+		sellable map[string]map[string]int64
+		want     map[string][]string
+		ok       bool
+	}{
+		{name: "the first location that covers the whole order",
+			demand:   map[string]int64{"X": 2, "Y": 1},
+			sellable: map[string]map[string]int64{"X": {"a": 5, "b": 2, "c": 2}, "Y": {"b": 1, "c": 1}},
+			want:     map[string][]string{"X": {"b"}, "Y": {"b"}}, ok: true},
+		{name: "no whole cover: the location covering most units first, then the rest",
+			demand:   map[string]int64{"X": 3, "Y": 2},
+			sellable: map[string]map[string]int64{"X": {"a": 3, "b": 1}, "Y": {"b": 2, "c": 2}},
+			want:     map[string][]string{"X": {"a"}, "Y": {"b"}}, ok: true},
+		{name: "a tie goes to the first in order",
+			demand:   map[string]int64{"X": 4},
+			sellable: map[string]map[string]int64{"X": {"a": 2, "b": 2, "c": 2}},
+			want:     map[string][]string{"X": {"a", "b"}}, ok: true},
+		{name: "not coverable",
+			demand:   map[string]int64{"X": 4, "Y": 1},
+			sellable: map[string]map[string]int64{"X": {"a": 2, "b": 1}, "Y": {"c": 1}},
+			ok:       false},
+	} {
+		got, ok := stock.PlanFewestSplits(c.demand, c.sellable, order)
+		if ok != c.ok || (ok && !reflect.DeepEqual(got, c.want)) {
+			t.Errorf("%s: %v %v, want %v %v", c.name, got, ok, c.want, c.ok)
+		}
+	}
+}
