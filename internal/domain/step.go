@@ -135,6 +135,7 @@ func (p Parked) EventID() string {
 // parked=true when its precondition does not hold yet.
 func apply(ctx context.Context, l Ledger, pol Policy, st *State, ev Event, arrival int64, now time.Time) (event.Result, bool, error) {
 	t := &txn{ctx: ctx, l: fenced(l, st.Seq), pol: pol, now: now, ev: ev, gen: st.Requeued[ev.EventID], skus: map[skuAt]stock.SKU{}}
+	t.stock, _ = l.(LocationStock)
 	var (
 		tr  transition
 		err error
@@ -242,6 +243,9 @@ type txn struct {
 	holderCount int
 	// locs is the shop's locations as the step read them (txn.shop).
 	locs *stock.ShopLocations
+	// stock reads the SKUs' stock per location for a fewest_splits plan (nil: the
+	// ledger cannot, and orders are not planned).
+	stock LocationStock
 }
 
 // holder is who the event's ledger operations hold stock for: the order, for an order's
@@ -427,16 +431,32 @@ func modeOf(allocation string) stock.Mode {
 func (t *txn) allocateLines(lines []event.Line, date string, mode stock.Mode, step string, route *stock.Route) ([][]stock.LotQty, string, error) {
 	held := make([][]stock.LotQty, len(lines))
 	for i, ln := range lines {
-		r, err := t.l.Apply(t.ctx, stock.AllocateRequest{
-			OpID: t.opID(ln.LineID, step), LegacyOpID: t.legacyOpID(ln.LineID, step), SKU: ln.SKU, Qty: ln.Qty, TargetDate: date, Mode: mode, Holder: t.holder(),
-			Route: route,
-		})
-		if reason, err := t.keep(r, err); err != nil || reason != "" {
+		lots, reason, err := t.allocateLine(ln, date, mode, step, route, nil)
+		if err != nil || reason != "" {
 			return nil, reason, err
 		}
-		held[i] = lotsOf(r)
+		held[i] = lots
 	}
 	return held, "", nil
+}
+
+// allocateLine allocates one line by route, with its SKU's plan of plans (fewest_splits)
+// when there is one, and returns the lots it took or the reason it was refused.
+func (t *txn) allocateLine(ln event.Line, date string, mode stock.Mode, step string, route *stock.Route, plans map[string][]string) ([]stock.LotQty, string, error) {
+	r := route
+	if plan := plans[ln.SKU]; len(plan) > 0 {
+		planned := *route
+		planned.Plan = plan
+		r = &planned
+	}
+	res, err := t.l.Apply(t.ctx, stock.AllocateRequest{
+		OpID: t.opID(ln.LineID, step), LegacyOpID: t.legacyOpID(ln.LineID, step), SKU: ln.SKU, Qty: ln.Qty, TargetDate: date, Mode: mode, Holder: t.holder(),
+		Route: r,
+	})
+	if reason, err := t.keep(res, err); err != nil || reason != "" {
+		return nil, reason, err
+	}
+	return lotsOf(res), "", nil
 }
 
 // movedLots are the lots and quantities of moves.
@@ -477,6 +497,9 @@ func (t *txn) placedLines(d *event.OrderData) ([][]stock.LotQty, string, error) 
 	route, err := t.route(d.Routing())
 	if err != nil {
 		return nil, "", err
+	}
+	if route != nil && slices.Contains(route.Strategies, stock.StrategyFewestSplits) {
+		return t.allocatePlanned(d.Lines, d.TargetDate, d.Mode, route)
 	}
 	return t.allocateLines(d.Lines, d.TargetDate, d.Mode, "alloc", route)
 }

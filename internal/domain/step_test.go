@@ -63,6 +63,11 @@ func stockSKUs() []stock.SKU {
 		// Lots at three locations (testLocations): the store's expires first.
 		{SKU: "L", Version: 1, Lots: []stock.Lot{onHand("L1", 1, "2027-03-01", buckets{4}),
 			atLocation(onHand("L2", 2, "2027-01-01", buckets{3}), "west"), atLocation(onHand("L3", 3, "2026-12-20", buckets{5}), "store")}},
+		// Two SKUs at three shipping locations (testLocations), for fewest_splits.
+		{SKU: "S", Version: 1, Lots: []stock.Lot{onHand("S1", 1, "2027-03-01", buckets{3}),
+			atLocation(onHand("S2", 2, "2027-01-01", buckets{2}), "west"), atLocation(onHand("S3", 3, "2027-02-01", buckets{4}), "south")}},
+		{SKU: "T", Version: 1, Lots: []stock.Lot{onHand("T1", 1, "2027-03-01", buckets{1}),
+			atLocation(onHand("T3", 3, "2027-02-01", buckets{2}), "south")}},
 	}
 }
 
@@ -72,8 +77,8 @@ func atLocation(l stock.Lot, location string) stock.Lot {
 }
 
 // testLocations are the shop's locations of SKU L's lots: the default warehouse (rank 2),
-// a western one (rank 1) and a store that does not ship and offers pickup. A fresh read
-// also finds "east", which the shop has just registered.
+// a western one (rank 1) and a store that does not ship and offers pickup; and a southern
+// warehouse (rank 3). A fresh read also finds "east", which the shop has just registered.
 type testLocations struct{}
 
 func (testLocations) Shop(_ context.Context, fresh bool) (stock.ShopLocations, error) {
@@ -81,12 +86,16 @@ func (testLocations) Shop(_ context.Context, fresh bool) (stock.ShopLocations, e
 		{ID: stock.DefaultLocation, Kind: stock.LocationWarehouse, Rank: 2, Ships: true, Enabled: true},
 		{ID: "west", Kind: stock.LocationWarehouse, Rank: 1, Ships: true, Enabled: true},
 		{ID: "store", Kind: stock.LocationStore, Pickup: true, Enabled: true},
+		{ID: "south", Kind: stock.LocationWarehouse, Rank: 3, Ships: true, Enabled: true},
 	}}
 	if fresh {
 		s.All = append(s.All, stock.Location{ID: "east", Kind: stock.LocationWarehouse, Rank: 3, Ships: true, Enabled: true})
 	}
 	return s, nil
 }
+
+// fewestSplits routes an order by fewest_splits, then rank.
+func fewestSplits(d *event.OrderData) { d.Allocation = []string{"fewest_splits", "ranked"} }
 
 // placeVia is an order.placed with routing fields.
 func placeVia(route func(d *event.OrderData), lines ...event.Line) event.Order {
@@ -347,6 +356,36 @@ func transitionCases() []transitionCase {
 		{name: "a pickup at a location the shop has just registered", pol: domain.Policy{Locations: testLocations{}},
 			ev:   placeVia(func(d *event.OrderData) { d.PickupLocation = "east" }, line("1", "L", 2)),
 			want: expect{outcome: rejected, reason: "ERR_SHORTAGE", order: "rejected/-/unpaid", moves: ops()}},
+		{name: "fewest_splits: the first location that covers the whole order", pol: domain.Policy{Locations: testLocations{}},
+			ev: placeVia(fewestSplits, line("1", "S", 3), line("2", "T", 1)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "S", 3, at("S1", 3)), snap("2", "T", 1, at("T1", 1))},
+				lots: map[string]buckets{"S/S1": {0, 0, 3}, "T/T1": {0, 0, 1}}, moves: ops(":1:alloc", ":2:alloc")}},
+		{name: "fewest_splits: a whole cover of lower rank before a split at the first", pol: domain.Policy{Locations: testLocations{}},
+			ev: placeVia(fewestSplits, line("1", "S", 4), line("2", "T", 2)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "S", 4, atLoc("S3", 4, "south")), snap("2", "T", 2, atLoc("T3", 2, "south"))},
+				lots: map[string]buckets{"S/S3": {0, 0, 4}, "T/T3": {0, 0, 2}}}},
+		{name: "fewest_splits: no location covers the order, two do", pol: domain.Policy{Locations: testLocations{}},
+			ev: placeVia(fewestSplits, line("1", "S", 6), line("2", "T", 3)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid",
+				lines: []event.SnapshotLine{snap("1", "S", 6, atLoc("S3", 4, "south"), at("S1", 2)), snap("2", "T", 3, atLoc("T3", 2, "south"), at("T1", 1))},
+				lots:  map[string]buckets{"S/S3": {0, 0, 4}, "S/S1": {1, 0, 2}, "T/T3": {0, 0, 2}, "T/T1": {0, 0, 1}}}},
+		{name: "fewest_splits: a stale plan is made again for the lines from the refused one on", pol: domain.Policy{Locations: testLocations{}},
+			ev:      placeVia(fewestSplits, line("1", "S", 3), line("2", "T", 1)),
+			between: &interleave{after: ":1:alloc", op: stock.HoldRequest{OpID: "other:hold", SKU: "T", LotID: "T1", Qty: 1, Reason: "count"}},
+			want: expect{outcome: applied, order: "placed/allocated/unpaid",
+				lines: []event.SnapshotLine{snap("1", "S", 3, at("S1", 3)), snap("2", "T", 1, atLoc("T3", 1, "south"))},
+				lots:  map[string]buckets{"S/S1": {0, 0, 3}, "T/T3": {1, 0, 1}, "T/T1": {0, 0, 0, 1}},
+				moves: ops(":1:alloc", ":2:alloc~replan")}},
+		{name: "fewest_splits: the replan covers the lines from the refused one on", pol: domain.Policy{Locations: testLocations{}},
+			ev:      placeVia(fewestSplits, line("1", "S", 1), line("2", "T", 1), line("3", "S", 2)),
+			between: &interleave{after: ":1:alloc", op: stock.HoldRequest{OpID: "other:hold", SKU: "T", LotID: "T1", Qty: 1, Reason: "count"}},
+			want: expect{outcome: applied, order: "placed/allocated/unpaid",
+				lines: []event.SnapshotLine{snap("1", "S", 1, at("S1", 1)), snap("2", "T", 1, atLoc("T3", 1, "south")), snap("3", "S", 2, atLoc("S3", 2, "south"))},
+				lots:  map[string]buckets{"S/S1": {2, 0, 1}, "S/S3": {2, 0, 2}, "T/T3": {1, 0, 1}, "T/T1": {0, 0, 0, 1}},
+				moves: ops(":1:alloc", ":2:alloc~replan", ":3:alloc~replan")}},
+		{name: "fewest_splits: ERR_SHORTAGE when no locations cover the order", pol: domain.Policy{Locations: testLocations{}},
+			ev:   placeVia(fewestSplits, line("1", "S", 2), line("2", "T", 4)),
+			want: expect{outcome: rejected, reason: "ERR_SHORTAGE", order: "rejected/-/unpaid", moves: ops(":1:alloc", ":1:alloc-undo")}},
 		{name: "a pickup at the store, which does not ship", pol: domain.Policy{Locations: testLocations{}},
 			ev: placeVia(func(d *event.OrderData) { d.PickupLocation = "store" }, line("1", "L", 2)),
 			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "L", 2, atLoc("L3", 2, "store"))},

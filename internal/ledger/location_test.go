@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -300,6 +301,13 @@ func TestPlannedAllocation(t *testing.T) {
 	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
 		alloc := func(id string, qty int64, r *stock.Route) (stock.Result, error) {
 			return inv.Apply(ctx, stock.AllocateRequest{OpID: id, SKU: "A", Qty: qty, TargetDate: "2026-12-01", Mode: stock.ModeShip, Route: r})
+		}
+		// What a plan reads: the candidates' sellable per location.
+		got, err := inv.(interface {
+			SellableByLocation(ctx context.Context, sku, date string) (map[string]int64, error)
+		}).SellableByLocation(ctx, "A", "2026-12-01")
+		if want := map[string]int64{"default": 2, "wh-2": 3, "wh-3": 4}; err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("sellable by location %v %v", got, err)
 		}
 		r, err := alloc("p1", 3, route("wh-2"))
 		wantMoves(t, r, err, mv{"w2", stock.Sellable, stock.Allocated, 3})

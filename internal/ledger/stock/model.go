@@ -449,7 +449,9 @@ func (m *Model) SellableByLocation(ctx context.Context, sku, date string) (map[s
 	}
 	out := map[string]int64{}
 	for _, c := range candidatesOf(s.Lots, date) {
-		out[LocationOf(c)] += c.Sellable
+		if c.Sellable > 0 {
+			out[LocationOf(c)] += c.Sellable
+		}
 	}
 	return out, nil
 }
