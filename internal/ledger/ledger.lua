@@ -461,25 +461,39 @@ end
 -- routedCandidates returns a routed allocation's candidates and their sellable: those at
 -- the eligible locations (pos: location -> position), ordered by position, then by their
 -- key; with noSplit, only the first location's, in that order, whose candidates cover
--- qty. Every candidate is read (chunks and known as walkCandidates takes them). Returns
--- nil, the reason code and its detail when the allocation does not fit.
+-- qty (chunks and known as walkCandidates takes them). Returns nil, the reason code and
+-- its detail when the allocation does not fit.
 local function routedCandidates(date, pos, noSplit, qty, need, ss, plan, chunks, known)
-  local cand, sell, _, heads = walkCandidates(key, head, date, math.huge, nil, 1024, true, chunks, known)
-  local el, sum = {}, 0
-  for i = 1, #cand, 1000 do
-    local f = {}
-    for j = i, math.min(i + 999, #cand) do f[#f + 1] = 'p:' .. candidateLot(cand, j) end
-    local v = redis.call('HMGET', key, unpack(f))
-    for j = 1, #f do
-      local c = i + j - 1
-      local loc = v[j] or 'default'
-      local p = pos[loc]
-      if p then
-        el[#el + 1] = {k = string.format('%06d', p) .. string.sub(heads[c], 1, SORT_LEN), f = cand[c], s = sell[c], loc = loc}
-        sum = sum + sell[c]
+  -- The walk reads the candidates in the allocation order and their locations, chunk by
+  -- chunk. Without noSplit or a plan it stops once the eligible candidates read cover need
+  -- and those at the first position (top) alone cover qty: every later candidate comes
+  -- after them in the order, so the lots taken are the same as after reading them all,
+  -- and the refusal checks pass either way. Otherwise it reads every candidate.
+  local top = math.huge
+  for _, p in pairs(pos) do top = math.min(top, p) end
+  local el, sum, atTop = {}, 0, 0
+  local early = not noSplit and not plan
+  local function classify(cand, sell, heads, from)
+    for i = from, #cand, 1000 do
+      local f = {}
+      for j = i, math.min(i + 999, #cand) do f[#f + 1] = 'p:' .. candidateLot(cand, j) end
+      local v = redis.call('HMGET', key, unpack(f))
+      for j = 1, #f do
+        local c = i + j - 1
+        local loc = v[j] or 'default'
+        local p = pos[loc]
+        if p then
+          el[#el + 1] = {k = string.format('%06d', p) .. string.sub(heads[c], 1, SORT_LEN), f = cand[c], s = sell[c], loc = loc}
+          sum = sum + sell[c]
+          if p == top then atTop = atTop + sell[c] end
+        end
       end
     end
+    return early and sum >= need and atTop >= qty
   end
+  local chunk0 = 1024
+  if early then chunk0 = 4 end
+  walkCandidates(key, head, date, math.huge, nil, chunk0, true, chunks, known, classify)
   table.sort(el, function(a, b) return a.k < b.k end)
   local code, detail = refusal(qty, need, sum, ss)
   if code then return nil, code, detail end

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -362,4 +363,28 @@ func TestPlanFewestSplits(t *testing.T) {
 			t.Errorf("%s: %v %v, want %v %v", c.name, got, ok, c.want, c.ok)
 		}
 	}
+}
+
+// A routed allocation may stop reading candidates once the top position's alone cover
+// the quantity; until they do, it reads on, past every other location's lots. Here the
+// top location (ranked first) has the earliest lot of 1 unit and the latest of 5, with
+// eight of another location's lots between them in the allocation order: 3 units take
+// the top location's two lots, and none of the others. Seen failing against a walk that
+// stopped once the eligible candidates read covered the need (it took 1 from a1 and 2
+// from the other location's b0).
+func TestRoutedAllocationReadsOnUntilTheTopLocationCovers(t *testing.T) {
+	locs := []stock.Location{
+		{ID: "a", Kind: stock.LocationWarehouse, Rank: 0, Ships: true, Enabled: true},
+		{ID: "b", Kind: stock.LocationWarehouse, Rank: 1, Ships: true, Enabled: true},
+	}
+	s := stock.SKU{SKU: "A", SafetyStock: 2, Lots: []stock.Lot{locLot("a1", "a", 0, "2026-12-05", 1), locLot("a2", "a", 1, "2027-12-01", 5)}}
+	for i := range 8 {
+		s.Lots = append(s.Lots, locLot(fmt.Sprintf("b%d", i), "b", int64(2+i), fmt.Sprintf("2027-0%d-01", 1+i), 3))
+	}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		a := alloc("top", "A", 3, "2026-12-01", stock.ModeShip)
+		a.Route = &stock.Route{Strategies: []stock.Strategy{stock.StrategyRanked}, Locations: locs}
+		r, err := inv.Apply(ctx, a)
+		wantMoves(t, r, err, mv{"a1", "sellable", "allocated", 1}, mv{"a2", "sellable", "allocated", 2})
+	})
 }
