@@ -105,7 +105,7 @@ func WorstCaseResult(lines, lotsPerLine int) event.Result {
 	snap := &event.OrderSnapshot{
 		LCID: id("c"), Status: event.StatusCancelled, Allocation: "allocated", Paid: true,
 		Mode: stock.ModeReserve, TargetDate: wideDate,
-		Route: &event.Routing{Allocation: []string{"fefo_network", "closest", "ranked", "pinned", "ranked", "ranked", "ranked", "ranked"},
+		Route: &event.Routing{Allocation: []string{"fewest_splits", "fefo_network", "closest", "ranked", "pinned", "ranked", "ranked", "ranked"},
 			ShipTo: &event.Coordinates{Lat: -89.12345678901234, Lon: -179.12345678901234}, PickupLocation: strings.Repeat("w", stock.MaxLocationLen), NoSplit: true},
 	}
 	lot := stock.LotQty{LotID: ledgerID("l"), Qty: stock.MaxQty}

@@ -18,17 +18,19 @@ type Policy struct {
 	// cancelled, paid or allocated for shipment).
 	ReservationTTL time.Duration
 	// Strategies are the shop's default allocation strategies, for an order.placed that
-	// names none (JUNBAN_ALLOCATION_STRATEGIES). With none, an order.placed without
-	// routing fields allocates from every lot alike, as before locations.
+	// names none (JUNBAN_ALLOCATION_STRATEGIES; none: ranked, once the shop has registered
+	// locations). An order.placed without routing fields in a shop without registered
+	// locations and without defaults allocates from every lot alike, as before locations.
 	Strategies []stock.Strategy
-	// Locations gives the shop's locations for a routed allocation (the order-worker's
-	// cache of the Redis hash, ledger.LocationCache); nil: the default location alone.
+	// Locations gives the shop's locations (the order-worker's cache of the Redis hash,
+	// ledger.LocationCache); nil: the default location alone, none registered.
 	Locations LocationSource
 }
 
-// LocationSource gives the shop's locations.
+// LocationSource gives the shop's locations; fresh reads them anew, whatever a cache's
+// age (a step does before it refuses a location it does not know).
 type LocationSource interface {
-	Locations(ctx context.Context) ([]stock.Location, error)
+	Shop(ctx context.Context, fresh bool) (stock.ShopLocations, error)
 }
 
 // normalizeHold makes a hold's instant UTC and microsecond precise, as the snapshot, the

@@ -135,6 +135,7 @@ func (p Parked) EventID() string {
 // parked=true when its precondition does not hold yet.
 func apply(ctx context.Context, l Ledger, pol Policy, st *State, ev Event, arrival int64, now time.Time) (event.Result, bool, error) {
 	t := &txn{ctx: ctx, l: fenced(l, st.Seq), pol: pol, now: now, ev: ev, gen: st.Requeued[ev.EventID], skus: map[skuAt]stock.SKU{}}
+	t.stock, _ = l.(LocationStock)
 	var (
 		tr  transition
 		err error
@@ -240,6 +241,11 @@ type txn struct {
 	// holders are the orders a recall found holding the lot.
 	holders     []stock.Holder
 	holderCount int
+	// locs is the shop's locations as the step read them (txn.shop).
+	locs *stock.ShopLocations
+	// stock reads the SKUs' stock per location for a fewest_splits plan (nil: the
+	// ledger cannot, and orders are not planned).
+	stock LocationStock
 }
 
 // holder is who the event's ledger operations hold stock for: the order, for an order's
@@ -425,16 +431,32 @@ func modeOf(allocation string) stock.Mode {
 func (t *txn) allocateLines(lines []event.Line, date string, mode stock.Mode, step string, route *stock.Route) ([][]stock.LotQty, string, error) {
 	held := make([][]stock.LotQty, len(lines))
 	for i, ln := range lines {
-		r, err := t.l.Apply(t.ctx, stock.AllocateRequest{
-			OpID: t.opID(ln.LineID, step), LegacyOpID: t.legacyOpID(ln.LineID, step), SKU: ln.SKU, Qty: ln.Qty, TargetDate: date, Mode: mode, Holder: t.holder(),
-			Route: route,
-		})
-		if reason, err := t.keep(r, err); err != nil || reason != "" {
+		lots, reason, err := t.allocateLine(ln, date, mode, step, route, nil)
+		if err != nil || reason != "" {
 			return nil, reason, err
 		}
-		held[i] = lotsOf(r)
+		held[i] = lots
 	}
 	return held, "", nil
+}
+
+// allocateLine allocates one line by route, with its SKU's plan of plans (fewest_splits)
+// when there is one, and returns the lots it took or the reason it was refused.
+func (t *txn) allocateLine(ln event.Line, date string, mode stock.Mode, step string, route *stock.Route, plans map[string][]string) ([]stock.LotQty, string, error) {
+	r := route
+	if plan := plans[ln.SKU]; len(plan) > 0 {
+		planned := *route
+		planned.Plan = plan
+		r = &planned
+	}
+	res, err := t.l.Apply(t.ctx, stock.AllocateRequest{
+		OpID: t.opID(ln.LineID, step), LegacyOpID: t.legacyOpID(ln.LineID, step), SKU: ln.SKU, Qty: ln.Qty, TargetDate: date, Mode: mode, Holder: t.holder(),
+		Route: r,
+	})
+	if reason, err := t.keep(res, err); err != nil || reason != "" {
+		return nil, reason, err
+	}
+	return lotsOf(res), "", nil
 }
 
 // movedLots are the lots and quantities of moves.
@@ -466,30 +488,20 @@ func locationIn(r stock.Result, lot string) string {
 	return ""
 }
 
-// route is an order's route: its order.placed's routing fields with the shop's default
-// strategies (those that need a field the order lacks left out), over the shop's
-// locations; nil for an order without routing fields when the shop has no default.
-func (t *txn) route(d *event.Routing) (*stock.Route, error) {
-	if d == nil && len(t.pol.Strategies) == 0 {
-		return nil, nil
+// placedLines allocates an order.placed's lines by its route, or answers why not (a
+// pickup at a location the shop lacks, the first line's refusal).
+func (t *txn) placedLines(d *event.OrderData) ([][]stock.LotQty, string, error) {
+	if reason, err := t.unknownLocation(d.PickupLocation); err != nil || reason != "" {
+		return nil, reason, err
 	}
-	var defaults []stock.Strategy
-	for _, s := range t.pol.Strategies {
-		if (s == stock.StrategyClosest && (d == nil || d.ShipTo == nil)) || (s == stock.StrategyPinned && (d == nil || d.PickupLocation == "")) {
-			continue
-		}
-		defaults = append(defaults, s)
+	route, err := t.route(d.Routing())
+	if err != nil {
+		return nil, "", err
 	}
-	r := routeOf(d, defaults)
-	r.Locations = []stock.Location{stock.DefaultLocationSettings()}
-	if t.pol.Locations != nil {
-		locs, err := t.pol.Locations.Locations(t.ctx)
-		if err != nil {
-			return nil, err
-		}
-		r.Locations = locs
+	if route != nil && slices.Contains(route.Strategies, stock.StrategyFewestSplits) {
+		return t.allocatePlanned(d.Lines, d.TargetDate, d.Mode, route)
 	}
-	return r, nil
+	return t.allocateLines(d.Lines, d.TargetDate, d.Mode, "alloc", route)
 }
 
 func (t *txn) placed(cur *event.OrderSnapshot, d *event.OrderData) (transition, error) {
@@ -506,14 +518,8 @@ func (t *txn) placed(cur *event.OrderSnapshot, d *event.OrderData) (transition, 
 	if refusal != "" {
 		t.refusals = append(t.refusals, refusal)
 		reason = ReasonInvalidHold
-	} else {
-		var route *stock.Route
-		if route, err = t.route(d.Routing()); err != nil {
-			return transition{}, err
-		}
-		if held, reason, err = t.allocateLines(d.Lines, d.TargetDate, d.Mode, "alloc", route); err != nil {
-			return transition{}, err
-		}
+	} else if held, reason, err = t.placedLines(d); err != nil {
+		return transition{}, err
 	}
 	if reason != "" {
 		o.Status = event.StatusRejected
@@ -829,11 +835,11 @@ func (t *txn) warehouseOp(op stock.Op) (transition, error) {
 }
 
 func (t *txn) received(d *event.InventoryReceivedData) (transition, error) {
-	return t.warehouseOp(stock.ReceiveRequest{OpID: t.opID(d.LotID, "receive"), SKU: d.SKU, LotID: d.LotID, BestBefore: d.BestBefore, Qty: d.Qty, Location: d.Location})
+	return t.atKnownLocation(d.Location, stock.ReceiveRequest{OpID: t.opID(d.LotID, "receive"), SKU: d.SKU, LotID: d.LotID, BestBefore: d.BestBefore, Qty: d.Qty, Location: d.Location})
 }
 
 func (t *txn) adjusted(d *event.InventoryAdjustedData) (transition, error) {
-	return t.warehouseOp(stock.AdjustRequest{OpID: t.opID(d.LotID, "adjust"), SKU: d.SKU, LotID: d.LotID, Delta: d.Delta, Reason: d.Reason, Location: d.Location})
+	return t.atKnownLocation(d.Location, stock.AdjustRequest{OpID: t.opID(d.LotID, "adjust"), SKU: d.SKU, LotID: d.LotID, Delta: d.Delta, Reason: d.Reason, Location: d.Location})
 }
 
 func (t *txn) registerSKU(d *event.SKURegisteredData) (transition, error) {
@@ -846,26 +852,29 @@ func (t *txn) setSafetyStock(d *event.SafetyStockChangedData) (transition, error
 
 func (t *txn) registerLot(d *event.LotRegisteredData) (transition, error) {
 	good := d.Good == nil || *d.Good
-	return t.warehouseOp(stock.RegisterLotRequest{OpID: t.opID(d.LotID, "register"), SKU: d.SKU, Lot: stock.NewLot{
+	return t.atKnownLocation(d.Location, stock.RegisterLotRequest{OpID: t.opID(d.LotID, "register"), SKU: d.SKU, Lot: stock.NewLot{
 		LotID: d.LotID, Kind: d.Kind, Good: good, BestBefore: d.BestBefore, ArrivesAt: d.ArrivesAt,
 		ValidFrom: d.ValidFrom, ValidTo: d.ValidTo, Sellable: d.Sellable, Location: d.Location,
 	}})
 }
 
 func (t *txn) hold(d *event.LotQtyData) (transition, error) {
-	return t.warehouseOp(stock.HoldRequest{OpID: t.opID(d.LotID, "hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
+	return t.atKnownLocation(d.Location, stock.HoldRequest{OpID: t.opID(d.LotID, "hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
 }
 
 func (t *txn) releaseHold(d *event.LotQtyData) (transition, error) {
-	return t.warehouseOp(stock.ReleaseHoldRequest{OpID: t.opID(d.LotID, "release_hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
+	return t.atKnownLocation(d.Location, stock.ReleaseHoldRequest{OpID: t.opID(d.LotID, "release_hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
 }
 
 func (t *txn) damage(d *event.LotQtyData) (transition, error) {
-	return t.warehouseOp(stock.DamageRequest{OpID: t.opID(d.LotID, "damage"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
+	return t.atKnownLocation(d.Location, stock.DamageRequest{OpID: t.opID(d.LotID, "damage"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
 }
 
 // recall also reports the orders that hold the lot.
 func (t *txn) recall(d *event.LotRecalledData) (transition, error) {
+	if reason, err := t.unknownLocation(d.Location); err != nil || reason != "" {
+		return transition{reason: reason}, err
+	}
 	r, err := t.l.Apply(t.ctx, stock.RecallRequest{OpID: t.opID(d.LotID, "recall"), SKU: d.SKU, LotID: d.LotID, Reason: d.Reason, Location: d.Location})
 	t.holders, t.holderCount = r.Holders, r.HolderCount
 	reason, err := t.keep(r, err)

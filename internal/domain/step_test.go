@@ -63,6 +63,11 @@ func stockSKUs() []stock.SKU {
 		// Lots at three locations (testLocations): the store's expires first.
 		{SKU: "L", Version: 1, Lots: []stock.Lot{onHand("L1", 1, "2027-03-01", buckets{4}),
 			atLocation(onHand("L2", 2, "2027-01-01", buckets{3}), "west"), atLocation(onHand("L3", 3, "2026-12-20", buckets{5}), "store")}},
+		// Two SKUs at three shipping locations (testLocations), for fewest_splits.
+		{SKU: "S", Version: 1, Lots: []stock.Lot{onHand("S1", 1, "2027-03-01", buckets{3}),
+			atLocation(onHand("S2", 2, "2027-01-01", buckets{2}), "west"), atLocation(onHand("S3", 3, "2027-02-01", buckets{4}), "south")}},
+		{SKU: "T", Version: 1, Lots: []stock.Lot{onHand("T1", 1, "2027-03-01", buckets{1}),
+			atLocation(onHand("T3", 3, "2027-02-01", buckets{2}), "south")}},
 	}
 }
 
@@ -72,16 +77,25 @@ func atLocation(l stock.Lot, location string) stock.Lot {
 }
 
 // testLocations are the shop's locations of SKU L's lots: the default warehouse (rank 2),
-// a western one (rank 1) and a store that does not ship and offers pickup.
+// a western one (rank 1) and a store that does not ship and offers pickup; and a southern
+// warehouse (rank 3). A fresh read also finds "east", which the shop has just registered.
 type testLocations struct{}
 
-func (testLocations) Locations(context.Context) ([]stock.Location, error) {
-	return []stock.Location{
+func (testLocations) Shop(_ context.Context, fresh bool) (stock.ShopLocations, error) {
+	s := stock.ShopLocations{Registered: true, All: []stock.Location{
 		{ID: stock.DefaultLocation, Kind: stock.LocationWarehouse, Rank: 2, Ships: true, Enabled: true},
 		{ID: "west", Kind: stock.LocationWarehouse, Rank: 1, Ships: true, Enabled: true},
 		{ID: "store", Kind: stock.LocationStore, Pickup: true, Enabled: true},
-	}, nil
+		{ID: "south", Kind: stock.LocationWarehouse, Rank: 3, Ships: true, Enabled: true},
+	}}
+	if fresh {
+		s.All = append(s.All, stock.Location{ID: "east", Kind: stock.LocationWarehouse, Rank: 3, Ships: true, Enabled: true})
+	}
+	return s, nil
 }
+
+// fewestSplits routes an order by fewest_splits, then rank.
+func fewestSplits(d *event.OrderData) { d.Allocation = []string{"fewest_splits", "ranked"} }
 
 // placeVia is an order.placed with routing fields.
 func placeVia(route func(d *event.OrderData), lines ...event.Line) event.Order {
@@ -195,6 +209,13 @@ func registerLot(sku, lot, kind string, sellable int64) event.Order {
 		if kind == stock.KindOnHand {
 			d.ArrivesAt, d.BestBefore = "", "2027-05-01"
 		}
+	})
+}
+
+// registerLotAt registers a planned lot of 48 units at location.
+func registerLotAt(sku, lot, location string) event.Order {
+	return fromExample(event.InventoryLotRegistered, func(d *event.LotRegisteredData) {
+		d.SKU, d.LotID, d.Sellable, d.Location = sku, lot, 48, location
 	})
 }
 
@@ -317,6 +338,54 @@ func transitionCases() []transitionCase {
 		{name: "the shop's default leaves out the store: ERR_SHORTAGE", pol: domain.Policy{Strategies: []stock.Strategy{stock.StrategyRanked}, Locations: testLocations{}},
 			ev:   place(ship, line("1", "L", 8)),
 			want: expect{outcome: rejected, reason: "ERR_SHORTAGE", order: "rejected/-/unpaid"}},
+		{name: "registered locations route every order: ranked without defaults, shipping locations only", pol: domain.Policy{Locations: testLocations{}},
+			ev: place(ship, line("1", "L", 4)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "L", 4, atLoc("L2", 3, "west"), at("L1", 1))},
+				lots: map[string]buckets{"L/L2": {0, 0, 3}, "L/L1": {3, 0, 1}}}},
+		{name: "registered locations route every order: the store's lots are no candidates, ERR_SHORTAGE", pol: domain.Policy{Locations: testLocations{}},
+			ev:   place(ship, line("1", "L", 8)),
+			want: expect{outcome: rejected, reason: "ERR_SHORTAGE", order: "rejected/-/unpaid"}},
+		{name: "registered locations route a change of an order placed without a route", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{place(ship, line("1", "L", 1))},
+			ev:     change(line("1", "L", 4)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "L", 4, atLoc("L2", 3, "west"), at("L1", 1))},
+				lots: map[string]buckets{"L/L2": {0, 0, 3}, "L/L1": {3, 0, 1}}}},
+		{name: "ERR_UNKNOWN_LOCATION: a pickup at a location the shop lacks", pol: domain.Policy{Locations: testLocations{}},
+			ev:   placeVia(func(d *event.OrderData) { d.PickupLocation = "north" }, line("1", "L", 2)),
+			want: expect{outcome: rejected, reason: domain.ReasonUnknownLocation, order: "rejected/-/unpaid", moves: ops()}},
+		{name: "a pickup at a location the shop has just registered", pol: domain.Policy{Locations: testLocations{}},
+			ev:   placeVia(func(d *event.OrderData) { d.PickupLocation = "east" }, line("1", "L", 2)),
+			want: expect{outcome: rejected, reason: "ERR_SHORTAGE", order: "rejected/-/unpaid", moves: ops()}},
+		{name: "fewest_splits: the first location that covers the whole order", pol: domain.Policy{Locations: testLocations{}},
+			ev: placeVia(fewestSplits, line("1", "S", 3), line("2", "T", 1)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "S", 3, at("S1", 3)), snap("2", "T", 1, at("T1", 1))},
+				lots: map[string]buckets{"S/S1": {0, 0, 3}, "T/T1": {0, 0, 1}}, moves: ops(":1:alloc", ":2:alloc")}},
+		{name: "fewest_splits: a whole cover of lower rank before a split at the first", pol: domain.Policy{Locations: testLocations{}},
+			ev: placeVia(fewestSplits, line("1", "S", 4), line("2", "T", 2)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "S", 4, atLoc("S3", 4, "south")), snap("2", "T", 2, atLoc("T3", 2, "south"))},
+				lots: map[string]buckets{"S/S3": {0, 0, 4}, "T/T3": {0, 0, 2}}}},
+		{name: "fewest_splits: no location covers the order, two do", pol: domain.Policy{Locations: testLocations{}},
+			ev: placeVia(fewestSplits, line("1", "S", 6), line("2", "T", 3)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid",
+				lines: []event.SnapshotLine{snap("1", "S", 6, atLoc("S3", 4, "south"), at("S1", 2)), snap("2", "T", 3, atLoc("T3", 2, "south"), at("T1", 1))},
+				lots:  map[string]buckets{"S/S3": {0, 0, 4}, "S/S1": {1, 0, 2}, "T/T3": {0, 0, 2}, "T/T1": {0, 0, 1}}}},
+		{name: "fewest_splits: a stale plan is made again for the lines from the refused one on", pol: domain.Policy{Locations: testLocations{}},
+			ev:      placeVia(fewestSplits, line("1", "S", 3), line("2", "T", 1)),
+			between: &interleave{after: ":1:alloc", op: stock.HoldRequest{OpID: "other:hold", SKU: "T", LotID: "T1", Qty: 1, Reason: "count"}},
+			want: expect{outcome: applied, order: "placed/allocated/unpaid",
+				lines: []event.SnapshotLine{snap("1", "S", 3, at("S1", 3)), snap("2", "T", 1, atLoc("T3", 1, "south"))},
+				lots:  map[string]buckets{"S/S1": {0, 0, 3}, "T/T3": {1, 0, 1}, "T/T1": {0, 0, 0, 1}},
+				moves: ops(":1:alloc", ":2:alloc~replan")}},
+		{name: "fewest_splits: the replan covers the lines from the refused one on", pol: domain.Policy{Locations: testLocations{}},
+			ev:      placeVia(fewestSplits, line("1", "S", 1), line("2", "T", 1), line("3", "S", 2)),
+			between: &interleave{after: ":1:alloc", op: stock.HoldRequest{OpID: "other:hold", SKU: "T", LotID: "T1", Qty: 1, Reason: "count"}},
+			want: expect{outcome: applied, order: "placed/allocated/unpaid",
+				lines: []event.SnapshotLine{snap("1", "S", 1, at("S1", 1)), snap("2", "T", 1, atLoc("T3", 1, "south")), snap("3", "S", 2, atLoc("S3", 2, "south"))},
+				lots:  map[string]buckets{"S/S1": {2, 0, 1}, "S/S3": {2, 0, 2}, "T/T3": {1, 0, 1}, "T/T1": {0, 0, 0, 1}},
+				moves: ops(":1:alloc", ":2:alloc~replan", ":3:alloc~replan")}},
+		{name: "fewest_splits: ERR_SHORTAGE when no locations cover the order", pol: domain.Policy{Locations: testLocations{}},
+			ev:   placeVia(fewestSplits, line("1", "S", 2), line("2", "T", 4)),
+			want: expect{outcome: rejected, reason: "ERR_SHORTAGE", order: "rejected/-/unpaid", moves: ops(":1:alloc", ":1:alloc-undo")}},
 		{name: "a pickup at the store, which does not ship", pol: domain.Policy{Locations: testLocations{}},
 			ev: placeVia(func(d *event.OrderData) { d.PickupLocation = "store" }, line("1", "L", 2)),
 			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "L", 2, atLoc("L3", 2, "store"))},
@@ -550,6 +619,16 @@ func transitionCases() []transitionCase {
 			want: expect{outcome: applied, lots: map[string]buckets{"A/A3": {6}},
 				lotState: map[string]string{"A/A3": "onhand good=true best_before=2027-05-01"}}},
 		{name: "ERR_LOT_EXISTS", ev: registerLot("A", "A1", stock.KindPlanned, 48), want: expect{outcome: rejected, reason: "ERR_LOT_EXISTS"}},
+		{name: "a lot at one of the shop's locations", pol: domain.Policy{Locations: testLocations{}}, ev: registerLotAt("A", "A3", "west"),
+			want: expect{outcome: applied, lots: map[string]buckets{"A/A3": {48}}}},
+		{name: "a lot at a location the shop has just registered", pol: domain.Policy{Locations: testLocations{}}, ev: registerLotAt("A", "A3", "east"),
+			want: expect{outcome: applied, lots: map[string]buckets{"A/A3": {48}}}},
+		{name: "ERR_UNKNOWN_LOCATION: a lot at a location the shop lacks", pol: domain.Policy{Locations: testLocations{}}, ev: registerLotAt("A", "A3", "north"),
+			want: expect{outcome: rejected, reason: domain.ReasonUnknownLocation, moves: ops()}},
+		{name: "ERR_UNKNOWN_LOCATION: a lot at a location in a shop without registered locations", ev: registerLotAt("A", "A3", "west"),
+			want: expect{outcome: rejected, reason: domain.ReasonUnknownLocation, moves: ops()}},
+		{name: "a lot at the default location in a shop without registered locations", ev: registerLotAt("A", "A3", "default"),
+			want: expect{outcome: applied, lots: map[string]buckets{"A/A3": {48}}}},
 		{name: "ERR_LOT_STATE: no registration number left", ev: registerLot("Z", "Z2", stock.KindPlanned, 1),
 			want: expect{outcome: rejected, reason: "ERR_LOT_STATE"}},
 		{name: "ERR_UNKNOWN_SKU", ev: registerLot("NOPE", "N1", stock.KindPlanned, 1), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_SKU"}},
@@ -559,6 +638,12 @@ func transitionCases() []transitionCase {
 			want: expect{outcome: applied, lots: map[string]buckets{"A/A1": {3, 0, 0, 2}}, moves: ops(":A1:hold")}},
 		{name: "ERR_INSUFFICIENT", ev: lotQty(event.InventoryHeld, "A", "A1", 6), want: expect{outcome: rejected, reason: "ERR_INSUFFICIENT"}},
 		{name: "ERR_UNKNOWN_LOT", ev: lotQty(event.InventoryHeld, "A", "A9", 1), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_LOT"}},
+		{name: "ERR_UNKNOWN_LOCATION: a hold names a location the shop lacks", pol: domain.Policy{Locations: testLocations{}},
+			ev:   fromExample(event.InventoryHeld, func(d *event.LotQtyData) { d.SKU, d.LotID, d.Qty, d.Location = "L", "L2", 1, "north" }),
+			want: expect{outcome: rejected, reason: domain.ReasonUnknownLocation}},
+		{name: "a hold names the lot's location", pol: domain.Policy{Locations: testLocations{}},
+			ev:   fromExample(event.InventoryHeld, func(d *event.LotQtyData) { d.SKU, d.LotID, d.Qty, d.Location = "L", "L2", 1, "west" }),
+			want: expect{outcome: applied, lots: map[string]buckets{"L/L2": {2, 0, 0, 1}}}},
 		{name: "hidden to sellable", ev: lotQty(event.InventoryReleasedHold, "H", "H1", 2),
 			want: expect{outcome: applied, lots: map[string]buckets{"H/H1": {9, 0, 0, 1}}, moves: ops(":H1:release_hold")}},
 		{name: "ERR_INSUFFICIENT", ev: lotQty(event.InventoryReleasedHold, "H", "H1", 4), want: expect{outcome: rejected, reason: "ERR_INSUFFICIENT"}},

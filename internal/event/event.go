@@ -199,7 +199,7 @@ type OrderData struct {
 	Hold
 	// Routing, order.placed only: where the lines may be allocated from. Allocation names
 	// the strategies, chained as tie-breakers ("ranked", "closest", "pinned",
-	// "fefo_network"; none: the worker's JUNBAN_ALLOCATION_STRATEGIES); ShipTo is where
+	// "fefo_network", "fewest_splits"; none: the worker's JUNBAN_ALLOCATION_STRATEGIES); ShipTo is where
 	// the order goes ("closest"); PickupLocation pins the one location the order is
 	// collected at; NoSplit takes each line from one location.
 	Allocation     []string     `json:"allocation,omitempty"`

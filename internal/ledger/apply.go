@@ -227,7 +227,8 @@ func (l *Ledger) applySafetyStock(ctx context.Context, r stock.SafetyStockReques
 }
 
 // routeArgs are a routed allocation's arguments: "route", the no-split flag, and the
-// eligible locations with their positions (stock.Route.Positions), by id.
+// eligible locations with their positions (stock.Route.Positions), by id; then, for a
+// route with a plan, "plan", its length and its locations.
 func routeArgs(r *stock.Route) []any {
 	pos := r.Positions()
 	ids := make([]string, 0, len(pos))
@@ -235,10 +236,16 @@ func routeArgs(r *stock.Route) []any {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	args := make([]any, 0, 3+2*len(ids))
+	args := make([]any, 0, 5+2*len(ids)+len(r.Plan))
 	args = append(args, "route", boolCode(r.NoSplit), len(ids))
 	for _, id := range ids {
 		args = append(args, id, pos[id])
+	}
+	if len(r.Plan) > 0 {
+		args = append(args, "plan", len(r.Plan))
+		for _, l := range r.Plan {
+			args = append(args, l)
+		}
 	}
 	return args
 }

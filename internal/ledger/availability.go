@@ -342,3 +342,26 @@ func decodeRecordHead(h string) (Candidate, bool) {
 	}
 	return c, true
 }
+
+// SellableByLocation is the sellable of sku's candidates on date per location (only
+// locations with candidates), from one availability read: what the order-worker's
+// fewest_splits plan reads (domain.LocationStock).
+func (l *Ledger) SellableByLocation(ctx context.Context, sku, date string) (map[string]int64, error) {
+	a, err := l.Availability(ctx, AvailabilityRequest{SKU: sku, TargetDate: date, Mode: stock.ModeReserve})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	if len(a.Locations) == 0 {
+		if a.Sellable > 0 {
+			out[stock.DefaultLocation] = a.Sellable
+		}
+		return out, nil
+	}
+	for _, la := range a.Locations {
+		if la.Sellable > 0 {
+			out[la.Location] = la.Sellable
+		}
+	}
+	return out, nil
+}

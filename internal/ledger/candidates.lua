@@ -29,7 +29,9 @@ local FIELD_AT = SORT_LEN + PERIOD_LEN    -- the field name starts after the per
 -- An operation that changed lots before it allocates (ledger.lua's change) passes what it
 -- has not written yet: chunks, the index as edited (every chunk, chunks[1] is o:0), and
 -- known, lot -> state whose s is the lot's sellable now.
-local function walkCandidates(key, head, date, need, first, chunk0, keepHeads, chunks, known)
+-- stop, when given, is called after each chunk with cand, sell, heads and the index in
+-- them of the chunk's first candidate; the walk ends when it returns true.
+local function walkCandidates(key, head, date, need, first, chunk0, keepHeads, chunks, known, stop)
   local cand, sell, sum, heads = {}, {}, 0, {}
   local ALWAYS = '0001-01-019999-12-31'
   local nchunks, cur = tonumber(head[3]), head[4]
@@ -69,6 +71,7 @@ local function walkCandidates(key, head, date, need, first, chunk0, keepHeads, c
       end
     end
     chunk = math.min(chunk * 4, 1024) -- unpack is bounded by the Lua stack
+    if stop and stop(cand, sell, heads, #cand - #f + 1) then break end
   end
   return cand, sell, sum, heads
 end

@@ -13,16 +13,18 @@
 --          then per operation:
 --   alloc    qty target_date mode holder    mode: ship (sellable->allocated, safety check)
 --                                                 | reserve (sellable->reserved)
---            [route nosplit n loc1 pos1 ... locn posn]
+--            [route nosplit n loc1 pos1 ... locn posn [plan k ploc1 ... plock]]
 --                                           a routed allocation (stock.Route): only lots at
 --                                           the n locations, by position, then key;
---                                           nosplit 1: all from one location
+--                                           nosplit 1: all from one location; plan: the
+--                                           k planned locations must cover qty
+--                                           (ERR_STALE_PLAN)
 --   move     from to holder reason n lot1 qty1 ... lotn qtyn back1 bqty1 ...
 --                                           bucket codes s r a h x d (release, confirm,
 --                                           ship, undo, hold, release hold, damage, return);
 --                                           the n lots move from -> to, then the back
 --                                           lots to -> from (the undo of a change)
---   change   [route nosplit m loc1 pos1 ...] mode date holder n lot1 qty1 ... lotn qtyn aqty1 aqty2 ...
+--   change   [route nosplit m loc1 pos1 ... [plan k ...]] mode date holder n lot1 qty1 ... lotn qtyn aqty1 aqty2 ...
 --                                           an order's change on the SKU: releases the n
 --                                           lots from mode's bucket (ship: a, reserve: r),
 --                                           then allocates each aqty in turn as alloc does,
@@ -440,39 +442,68 @@ local function commit(extra)
 end
 
 -- routeArgs reads a route's arguments from ARGV[at]: the no-split flag, n, then n
--- location/position pairs. Returns pos (location -> position), noSplit and the index of
--- the first argument after them.
+-- location/position pairs, then optionally 'plan', k and k planned locations. Returns pos
+-- (location -> position), noSplit, the index of the first argument after them and plan
+-- (location -> true; nil for none).
 local function routeArgs(at)
   local pos, n = {}, tonumber(ARGV[at + 1])
   for i = at + 2, at + 1 + 2 * n, 2 do pos[ARGV[i]] = tonumber(ARGV[i + 1]) end
-  return pos, ARGV[at] == '1', at + 2 + 2 * n
+  local nxt, plan = at + 2 + 2 * n, nil
+  if ARGV[nxt] == 'plan' then
+    plan = {}
+    local k = tonumber(ARGV[nxt + 1])
+    for i = nxt + 2, nxt + 1 + k do plan[ARGV[i]] = true end
+    nxt = nxt + 2 + k
+  end
+  return pos, ARGV[at] == '1', nxt, plan
 end
 
 -- routedCandidates returns a routed allocation's candidates and their sellable: those at
 -- the eligible locations (pos: location -> position), ordered by position, then by their
 -- key; with noSplit, only the first location's, in that order, whose candidates cover
--- qty. Every candidate is read (chunks and known as walkCandidates takes them). Returns
--- nil, the reason code and its detail when the allocation does not fit.
-local function routedCandidates(date, pos, noSplit, qty, need, ss, chunks, known)
-  local cand, sell, _, heads = walkCandidates(key, head, date, math.huge, nil, 1024, true, chunks, known)
-  local el, sum = {}, 0
-  for i = 1, #cand, 1000 do
-    local f = {}
-    for j = i, math.min(i + 999, #cand) do f[#f + 1] = 'p:' .. candidateLot(cand, j) end
-    local v = redis.call('HMGET', key, unpack(f))
-    for j = 1, #f do
-      local c = i + j - 1
-      local loc = v[j] or 'default'
-      local p = pos[loc]
-      if p then
-        el[#el + 1] = {k = string.format('%06d', p) .. string.sub(heads[c], 1, SORT_LEN), f = cand[c], s = sell[c], loc = loc}
-        sum = sum + sell[c]
+-- qty (chunks and known as walkCandidates takes them). Returns nil, the reason code and
+-- its detail when the allocation does not fit.
+local function routedCandidates(date, pos, noSplit, qty, need, ss, plan, chunks, known)
+  -- The walk reads the candidates in the allocation order and their locations, chunk by
+  -- chunk. Without noSplit or a plan it stops once the eligible candidates read cover need
+  -- and those at the first position (top) alone cover qty: every later candidate comes
+  -- after them in the order, so the lots taken are the same as after reading them all,
+  -- and the refusal checks pass either way. Otherwise it reads every candidate.
+  local top = math.huge
+  for _, p in pairs(pos) do top = math.min(top, p) end
+  local el, sum, atTop = {}, 0, 0
+  local early = not noSplit and not plan
+  local function classify(cand, sell, heads, from)
+    for i = from, #cand, 1000 do
+      local f = {}
+      for j = i, math.min(i + 999, #cand) do f[#f + 1] = 'p:' .. candidateLot(cand, j) end
+      local v = redis.call('HMGET', key, unpack(f))
+      for j = 1, #f do
+        local c = i + j - 1
+        local loc = v[j] or 'default'
+        local p = pos[loc]
+        if p then
+          el[#el + 1] = {k = string.format('%06d', p) .. string.sub(heads[c], 1, SORT_LEN), f = cand[c], s = sell[c], loc = loc}
+          sum = sum + sell[c]
+          if p == top then atTop = atTop + sell[c] end
+        end
       end
     end
+    return early and sum >= need and atTop >= qty
   end
+  local chunk0 = 1024
+  if early then chunk0 = 4 end
+  walkCandidates(key, head, date, math.huge, nil, chunk0, true, chunks, known, classify)
   table.sort(el, function(a, b) return a.k < b.k end)
   local code, detail = refusal(qty, need, sum, ss)
   if code then return nil, code, detail end
+  if plan then
+    local planned = 0
+    for _, e in ipairs(el) do if plan[e.loc] then planned = planned + e.s end end
+    if planned < qty then
+      return nil, 'ERR_STALE_PLAN', 'requested=' .. fmt(qty) .. ' planned=' .. fmt(planned)
+    end
+  end
   if noSplit then
     -- The first location, in this order, whose candidates cover qty takes it all.
     local by, order, best, chosen = {}, {}, 0, nil
@@ -504,8 +535,8 @@ if op == 'alloc' then
   local ss = tonumber(head[2])
   local need = allocNeed(qty, mode, ss)
   if ARGV[8] == 'route' then
-    local pos, noSplit = routeArgs(9)
-    local c2, s2, detail = routedCandidates(date, pos, noSplit, qty, need, ss)
+    local pos, noSplit, _, plan = routeArgs(9)
+    local c2, s2, detail = routedCandidates(date, pos, noSplit, qty, need, ss, plan)
     if not c2 then return fail(s2, detail) end
     local lots, take = takeLots(c2, s2, qty)
     fetch(lots)
@@ -567,10 +598,10 @@ end
 
 if op == 'change' then
   -- A routed change: its route's arguments first (o: how many).
-  local o, pos, noSplit = 0, nil, false
+  local o, pos, noSplit, plan = 0, nil, false, nil
   if ARGV[4] == 'route' then
     local nxt
-    pos, noSplit, nxt = routeArgs(5)
+    pos, noSplit, nxt, plan = routeArgs(5)
     o = nxt - 4
   end
   local mode, date = ARGV[4 + o], ARGV[5 + o]
@@ -598,7 +629,7 @@ if op == 'change' then
     local cand, sell
     if pos then
       local code, detail
-      cand, code, detail = routedCandidates(date, pos, noSplit, qty, need, ss, ch, st)
+      cand, code, detail = routedCandidates(date, pos, noSplit, qty, need, ss, plan, ch, st)
       if not cand then return fail(code, detail) end
       sell = code
     else

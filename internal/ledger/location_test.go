@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -221,6 +223,30 @@ func TestLocationCache(t *testing.T) {
 	if got, _ := fresh.Locations(ctx); got[1].Enabled {
 		t.Fatal("a cache without TTL kept its last read")
 	}
+	if s, err := kept.Shop(ctx, true); err != nil || !s.Registered || s.All[1].Enabled {
+		t.Fatalf("a fresh read within the TTL: %+v %v", s, err)
+	}
+	if s, _ := kept.Shop(ctx, false); s.All[1].Enabled {
+		t.Fatal("the cache did not keep its fresh read")
+	}
+}
+
+// A shop that has registered no location has the default one alone, and says so.
+func TestShopWithoutLocations(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	s, err := NewLocationCache(rc, prefix, time.Hour).Shop(ctx, false)
+	if err != nil || s.Registered || !reflect.DeepEqual(s, stock.DefaultShopLocations()) {
+		t.Fatalf("no locations: %+v %v", s, err)
+	}
+	if !s.Has("default") || !s.Has("") || s.Has("west") {
+		t.Fatalf("Has: %+v", s)
+	}
+	if err := PublishLocations(ctx, rc, prefix, []stock.Location{stock.DefaultLocationSettings()}, false); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := ReadShopLocations(ctx, rc, prefix); err != nil || !s.Registered || len(s.All) != 1 {
+		t.Fatalf("the default location registered: %+v %v", s, err)
+	}
 }
 
 // A routed change allocates each quantity as a routed allocation would, over the state
@@ -252,5 +278,113 @@ func TestRoutedChange(t *testing.T) {
 			Route: &stock.Route{Strategies: []stock.Strategy{stock.StrategyRanked}, Locations: locs}}
 		r, err = inv.Apply(ctx, c)
 		wantMoves(t, r, err, mv{"s1", stock.Allocated, stock.Sellable, 1}, mv{"d1", stock.Sellable, stock.Allocated, 2})
+	})
+}
+
+// A fewest_splits allocation takes at its plan's locations first, in the plan's order,
+// and refuses with ErrStalePlan, moving nothing, when they no longer cover its quantity
+// (the refusal is remembered; the plan is not in the fingerprint, so a request with
+// another plan under the op id replays it). The plan goes into the SKU's one script.
+func TestPlannedAllocation(t *testing.T) {
+	locs := []stock.Location{
+		{ID: "default", Kind: stock.LocationWarehouse, Rank: 0, Ships: true, Enabled: true},
+		{ID: "wh-2", Kind: stock.LocationWarehouse, Rank: 1, Ships: true, Enabled: true},
+		{ID: "wh-3", Kind: stock.LocationWarehouse, Rank: 2, Ships: true, Enabled: true},
+	}
+	s := stock.SKU{SKU: "A", Lots: []stock.Lot{
+		lot("d1", stock.KindOnHand, 0, "2027-01-01", 2),
+		locLot("w2", "wh-2", 1, "2027-02-01", 3),
+		locLot("w3", "wh-3", 2, "2026-12-20", 4),
+	}}
+	route := func(plan ...string) *stock.Route {
+		return &stock.Route{Strategies: []stock.Strategy{stock.StrategyFewestSplits, stock.StrategyRanked}, Locations: locs, Plan: plan}
+	}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		alloc := func(id string, qty int64, r *stock.Route) (stock.Result, error) {
+			return inv.Apply(ctx, stock.AllocateRequest{OpID: id, SKU: "A", Qty: qty, TargetDate: "2026-12-01", Mode: stock.ModeShip, Route: r})
+		}
+		// What a plan reads: the candidates' sellable per location.
+		got, err := inv.(interface {
+			SellableByLocation(ctx context.Context, sku, date string) (map[string]int64, error)
+		}).SellableByLocation(ctx, "A", "2026-12-01")
+		if want := map[string]int64{"default": 2, "wh-2": 3, "wh-3": 4}; err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("sellable by location %v %v", got, err)
+		}
+		r, err := alloc("p1", 3, route("wh-2"))
+		wantMoves(t, r, err, mv{"w2", stock.Sellable, stock.Allocated, 3})
+		r, err = alloc("p2", 5, route("wh-3", "default"))
+		wantMoves(t, r, err, mv{"w3", stock.Sellable, stock.Allocated, 4}, mv{"d1", stock.Sellable, stock.Allocated, 1})
+		// wh-2 is empty now: a plan made before is stale, though default could serve.
+		_, err = alloc("p3", 1, route("wh-2"))
+		wantErr(t, err, stock.ErrStalePlan)
+		_, err = alloc("p3", 1, route("default"))
+		wantErr(t, err, stock.ErrStalePlan)
+		// Without a plan the strategy tells no location apart.
+		r, err = alloc("p4", 1, route())
+		wantMoves(t, r, err, mv{"d1", stock.Sellable, stock.Allocated, 1})
+		// The network's shortage comes before the plan's.
+		_, err = alloc("p5", 1, route("wh-2"))
+		wantErr(t, err, stock.ErrShortage)
+		_, err = alloc("p6", 1, &stock.Route{Strategies: []stock.Strategy{stock.StrategyRanked}, Locations: locs, Plan: []string{"wh-2"}})
+		wantErr(t, err, stock.ErrInvalidRequest)
+	})
+}
+
+// The plan: one location that covers the whole order, the first in order; else the
+// greedy cover by the fewest locations.
+func TestPlanFewestSplits(t *testing.T) {
+	order := []string{"a", "b", "c"}
+	for _, c := range []struct {
+		name     string
+		demand   map[string]int64
+		sellable map[string]map[string]int64
+		want     map[string][]string
+		ok       bool
+	}{
+		{name: "the first location that covers the whole order",
+			demand:   map[string]int64{"X": 2, "Y": 1},
+			sellable: map[string]map[string]int64{"X": {"a": 5, "b": 2, "c": 2}, "Y": {"b": 1, "c": 1}},
+			want:     map[string][]string{"X": {"b"}, "Y": {"b"}}, ok: true},
+		{name: "no whole cover: the location covering most units first, then the rest",
+			demand:   map[string]int64{"X": 3, "Y": 2},
+			sellable: map[string]map[string]int64{"X": {"a": 3, "b": 1}, "Y": {"b": 2, "c": 2}},
+			want:     map[string][]string{"X": {"a"}, "Y": {"b"}}, ok: true},
+		{name: "a tie goes to the first in order",
+			demand:   map[string]int64{"X": 4},
+			sellable: map[string]map[string]int64{"X": {"a": 2, "b": 2, "c": 2}},
+			want:     map[string][]string{"X": {"a", "b"}}, ok: true},
+		{name: "not coverable",
+			demand:   map[string]int64{"X": 4, "Y": 1},
+			sellable: map[string]map[string]int64{"X": {"a": 2, "b": 1}, "Y": {"c": 1}},
+			ok:       false},
+	} {
+		got, ok := stock.PlanFewestSplits(c.demand, c.sellable, order)
+		if ok != c.ok || (ok && !reflect.DeepEqual(got, c.want)) {
+			t.Errorf("%s: %v %v, want %v %v", c.name, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// A routed allocation may stop reading candidates once the top position's alone cover
+// the quantity; until they do, it reads on, past every other location's lots. Here the
+// top location (ranked first) has the earliest lot of 1 unit and the latest of 5, with
+// eight of another location's lots between them in the allocation order: 3 units take
+// the top location's two lots, and none of the others. Seen failing against a walk that
+// stopped once the eligible candidates read covered the need (it took 1 from a1 and 2
+// from the other location's b0).
+func TestRoutedAllocationReadsOnUntilTheTopLocationCovers(t *testing.T) {
+	locs := []stock.Location{
+		{ID: "a", Kind: stock.LocationWarehouse, Rank: 0, Ships: true, Enabled: true},
+		{ID: "b", Kind: stock.LocationWarehouse, Rank: 1, Ships: true, Enabled: true},
+	}
+	s := stock.SKU{SKU: "A", SafetyStock: 2, Lots: []stock.Lot{locLot("a1", "a", 0, "2026-12-05", 1), locLot("a2", "a", 1, "2027-12-01", 5)}}
+	for i := range 8 {
+		s.Lots = append(s.Lots, locLot(fmt.Sprintf("b%d", i), "b", int64(2+i), fmt.Sprintf("2027-0%d-01", 1+i), 3))
+	}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		a := alloc("top", "A", 3, "2026-12-01", stock.ModeShip)
+		a.Route = &stock.Route{Strategies: []stock.Strategy{stock.StrategyRanked}, Locations: locs}
+		r, err := inv.Apply(ctx, a)
+		wantMoves(t, r, err, mv{"a1", "sellable", "allocated", 1}, mv{"a2", "sellable", "allocated", 2})
 	})
 }

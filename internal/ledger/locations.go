@@ -51,18 +51,25 @@ func PublishLocations(ctx context.Context, rc redis.UniversalClient, prefix stri
 // ReadLocations returns the published locations by rank, then id. The default location
 // is among them with stock.DefaultLocationSettings while the shop has not set it.
 func ReadLocations(ctx context.Context, rc redis.UniversalClient, prefix string) ([]stock.Location, error) {
+	s, err := ReadShopLocations(ctx, rc, prefix)
+	return s.All, err
+}
+
+// ReadShopLocations returns the published locations as ReadLocations does, and whether
+// the shop has registered any (the hash is not empty).
+func ReadShopLocations(ctx context.Context, rc redis.UniversalClient, prefix string) (stock.ShopLocations, error) {
 	h, err := rc.HGetAll(ctx, LocationsKey(prefix)).Result()
 	if err != nil {
-		return nil, fmt.Errorf("ledger: read locations: %w", err)
+		return stock.ShopLocations{}, fmt.Errorf("ledger: read locations: %w", err)
 	}
 	out := make([]stock.Location, 0, len(h)+1)
 	for id, v := range h {
 		l, err := stock.DecodeLocation(v)
 		if err != nil {
-			return nil, fmt.Errorf("ledger: location %s: %w", id, err)
+			return stock.ShopLocations{}, fmt.Errorf("ledger: location %s: %w", id, err)
 		}
 		if l.ID != id {
-			return nil, fmt.Errorf("ledger: location field %s holds location %s", id, l.ID)
+			return stock.ShopLocations{}, fmt.Errorf("ledger: location field %s holds location %s", id, l.ID)
 		}
 		out = append(out, l)
 	}
@@ -70,12 +77,14 @@ func ReadLocations(ctx context.Context, rc redis.UniversalClient, prefix string)
 		out = append(out, stock.DefaultLocationSettings())
 	}
 	stock.SortLocations(out)
-	return out, nil
+	return stock.ShopLocations{All: out, Registered: len(h) > 0}, nil
 }
 
 // LocationCache reads the locations hash at most once per TTL and gives the last read
 // in between, so that an allocation needs no read of its own (domain.LocationSource). A
-// location the shop changes reaches the workers within the TTL.
+// location the shop changes reaches the workers within the TTL; a location the shop just
+// registered is found at once by a fresh read (Shop), which a step makes before it
+// refuses a location it does not know.
 type LocationCache struct {
 	rc     redis.UniversalClient
 	prefix string
@@ -83,7 +92,8 @@ type LocationCache struct {
 
 	mu   sync.Mutex
 	at   time.Time
-	locs []stock.Location
+	shop stock.ShopLocations
+	read bool
 }
 
 // NewLocationCache returns a cache of prefix's locations hash; ttl <= 0 reads every time.
@@ -91,17 +101,24 @@ func NewLocationCache(rc redis.UniversalClient, prefix string, ttl time.Duration
 	return &LocationCache{rc: rc, prefix: prefix, ttl: ttl}
 }
 
-// Locations implements domain.LocationSource.
+// Locations returns the shop's locations as ReadLocations does, through the cache.
 func (c *LocationCache) Locations(ctx context.Context) ([]stock.Location, error) {
+	s, err := c.Shop(ctx, false)
+	return s.All, err
+}
+
+// Shop implements domain.LocationSource: the last read within the TTL, or, with fresh
+// or after the TTL, a new one.
+func (c *LocationCache) Shop(ctx context.Context, fresh bool) (stock.ShopLocations, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.locs != nil && c.ttl > 0 && time.Since(c.at) < c.ttl {
-		return c.locs, nil
+	if !fresh && c.read && c.ttl > 0 && time.Since(c.at) < c.ttl {
+		return c.shop, nil
 	}
-	locs, err := ReadLocations(ctx, c.rc, c.prefix)
+	s, err := ReadShopLocations(ctx, c.rc, c.prefix)
 	if err != nil {
-		return nil, err
+		return stock.ShopLocations{}, err
 	}
-	c.locs, c.at = locs, time.Now()
-	return locs, nil
+	c.shop, c.at, c.read = s, time.Now(), true
+	return s, nil
 }

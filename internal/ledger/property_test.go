@@ -76,7 +76,7 @@ func genRoute(rng *rand.Rand) *stock.Route {
 		}
 		r.Locations = append(r.Locations, l)
 	}
-	all := []stock.Strategy{stock.StrategyRanked, stock.StrategyClosest, stock.StrategyFEFONetwork, stock.StrategyPinned}
+	all := []stock.Strategy{stock.StrategyRanked, stock.StrategyClosest, stock.StrategyFEFONetwork, stock.StrategyPinned, stock.StrategyFewestSplits}
 	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 	r.Strategies = all[:rng.IntN(len(all)+1)]
 	if slices.Contains(r.Strategies, stock.StrategyClosest) || rng.IntN(4) == 0 {
@@ -84,6 +84,15 @@ func genRoute(rng *rand.Rand) *stock.Route {
 	}
 	if slices.Contains(r.Strategies, stock.StrategyPinned) || rng.IntN(6) == 0 {
 		r.Pinned = []string{stock.DefaultLocation, "wh-2", "store-1"}[rng.IntN(3)]
+	}
+	if slices.Contains(r.Strategies, stock.StrategyFewestSplits) || rng.IntN(30) == 0 {
+		// A plan (invalid without fewest_splits), sometimes naming a location the shop lacks.
+		for _, id := range []string{stock.DefaultLocation, "wh-2", "store-1", "gone"} {
+			if rng.IntN(2) == 0 {
+				r.Plan = append(r.Plan, id)
+			}
+		}
+		rng.Shuffle(len(r.Plan), func(i, j int) { r.Plan[i], r.Plan[j] = r.Plan[j], r.Plan[i] })
 	}
 	if rng.IntN(30) == 0 {
 		r.ShipTo = nil // invalid with closest
@@ -546,6 +555,9 @@ func invariants(prev stock.SKU, seen bool, now stock.SKU, r stock.Result, err er
 				at := stock.LocationOf(*lt)
 				if _, ok := st.alloc.Route.Positions()[at]; !ok {
 					return fmt.Errorf("routed allocation took lot %s at %s, not eligible", lt.LotID, at)
+				}
+				if rt := st.alloc.Route; len(rt.Plan) > 0 && !rt.NoSplit && rt.Strategies[0] == stock.StrategyFewestSplits && !slices.Contains(rt.Plan, at) {
+					return fmt.Errorf("planned allocation took lot %s at %s, not in its plan %v", lt.LotID, at, rt.Plan)
 				}
 				if first := stock.LocationOf(want.Lots[idx[r.Moves[0].LotID]]); st.alloc.Route.NoSplit && at != first {
 					return fmt.Errorf("no-split allocation took at %s and %s", first, at)

@@ -43,6 +43,17 @@ type durableLedger struct {
 	pending string
 }
 
+// SellableByLocation reads through to the ledger (domain.LocationStock) without a
+// replication wait: a read moves nothing, and a plan made from a stale one is refused by
+// the allocation's own check (ERR_STALE_PLAN).
+func (l *durableLedger) SellableByLocation(ctx context.Context, sku, date string) (map[string]int64, error) {
+	r, ok := l.Ledger.(domain.LocationStock)
+	if !ok {
+		return nil, fmt.Errorf("order: the ledger reads no stock per location: %w", stock.ErrInvalidRequest)
+	}
+	return r.SellableByLocation(ctx, sku, date)
+}
+
 // stepLedger is the ledger a step runs on: a durableLedger where it is needed, one per
 // step (it remembers the step's last operation).
 func (p *Processor) stepLedger() domain.Ledger {

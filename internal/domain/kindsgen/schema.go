@@ -175,7 +175,8 @@ var fieldRules = map[string]func() *obj{
 	"LotRecalledData.lot_id":              skuID,
 	"OrderData.allocation@order.placed": func() *obj {
 		return newObj("maxItems", stock.MaxStrategies, "uniqueItems", true, "items", newObj("enum",
-			[]string{string(stock.StrategyRanked), string(stock.StrategyClosest), string(stock.StrategyPinned), string(stock.StrategyFEFONetwork)}))
+			[]string{string(stock.StrategyRanked), string(stock.StrategyClosest), string(stock.StrategyPinned), string(stock.StrategyFEFONetwork),
+				string(stock.StrategyFewestSplits)}))
 	},
 	"OrderData.pickup_location@order.placed": location,
 	"Coordinates.lat":                        func() *obj { return newObj("type", "number", "minimum", -90, "maximum", 90) },

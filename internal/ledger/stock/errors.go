@@ -30,6 +30,9 @@ var (
 	ErrLotState = errors.New("ERR_LOT_STATE: lot is not in the required state")
 	// ErrLocation: the operation names a location the lot is not stored at.
 	ErrLocation = errors.New("ERR_LOCATION: the lot is not stored at the location named")
+	// ErrStalePlan: a fewest_splits allocation's planned locations (Route.Plan) no longer
+	// cover its quantity: the stock moved since the plan's read.
+	ErrStalePlan = errors.New("ERR_STALE_PLAN: the planned locations no longer cover the quantity")
 	// ErrSKUExists: RegisterSKU of a SKU that Redis or the Loader knows.
 	ErrSKUExists = errors.New("ERR_SKU_EXISTS: the SKU exists")
 	// ErrLotExists: RegisterLot of a lot id the SKU has.
@@ -57,6 +60,7 @@ var reasons = map[string]error{
 	"ERR_INSUFFICIENT":     ErrInsufficient,
 	"ERR_LOT_STATE":        ErrLotState,
 	"ERR_LOCATION":         ErrLocation,
+	"ERR_STALE_PLAN":       ErrStalePlan,
 	"ERR_SKU_EXISTS":       ErrSKUExists,
 	"ERR_LOT_EXISTS":       ErrLotExists,
 	"ERR_OP_CONFLICT":      ErrOpConflict,

@@ -89,3 +89,23 @@ func DecodeLocation(s string) (Location, error) {
 func SortLocations(ls []Location) {
 	slices.SortFunc(ls, func(a, b Location) int { return cmp.Or(cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.ID, b.ID)) })
 }
+
+// ShopLocations are the shop's locations as the workers read them.
+type ShopLocations struct {
+	// All are the locations by rank, then id, the default location among them (with
+	// DefaultLocationSettings until the shop sets it).
+	All []Location
+	// Registered: the shop has registered locations (the published hash is not empty).
+	// Without, every lot is at the default location and an order needs no route.
+	Registered bool
+}
+
+// Has tells whether id is one of the shop's locations; the default location always is.
+func (s ShopLocations) Has(id string) bool {
+	return id == "" || id == DefaultLocation || slices.ContainsFunc(s.All, func(l Location) bool { return l.ID == id })
+}
+
+// DefaultShopLocations are a shop's locations before it registers any: the default one.
+func DefaultShopLocations() ShopLocations {
+	return ShopLocations{All: []Location{DefaultLocationSettings()}}
+}

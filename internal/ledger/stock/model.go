@@ -402,6 +402,17 @@ func (o *modelOp) allocateVia(qty int64, date string, mode Mode, route *Route) (
 	if mode == ModeShip && sum < o.sku.SafetyStock+qty {
 		return ErrSafetyStock, fmt.Sprintf("requested=%d available=%d safety_stock=%d", qty, sum, o.sku.SafetyStock)
 	}
+	if route != nil && len(route.Plan) > 0 {
+		var planned int64
+		for _, c := range cands {
+			if slices.Contains(route.Plan, LocationOf(c)) {
+				planned += c.Sellable
+			}
+		}
+		if planned < qty {
+			return ErrStalePlan, fmt.Sprintf("requested=%d planned=%d", qty, planned)
+		}
+	}
 	if route != nil && route.NoSplit {
 		one, best, ok := oneLocation(cands, qty)
 		if !ok {
@@ -422,6 +433,27 @@ func (o *modelOp) allocateVia(qty int64, date string, mode Mode, route *Route) (
 		}
 	}
 	return nil, ""
+}
+
+// SellableByLocation is the sellable of sku's candidates on date per location (only
+// locations with candidates): what a fewest_splits plan reads.
+func (m *Model) SellableByLocation(ctx context.Context, sku, date string) (map[string]int64, error) {
+	s, err := m.Snapshot(ctx, sku)
+	if errors.Is(err, ErrNotLoaded) {
+		if err = m.Load(ctx, sku); err == nil {
+			s, err = m.Snapshot(ctx, sku)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, c := range candidatesOf(s.Lots, date) {
+		if c.Sellable > 0 {
+			out[LocationOf(c)] += c.Sellable
+		}
+	}
+	return out, nil
 }
 
 // ModeBucket is the bucket an allocation of mode moves to.

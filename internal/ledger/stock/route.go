@@ -2,6 +2,7 @@ package stock
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -24,7 +25,16 @@ const (
 	// StrategyFEFONetwork: the earliest-expiring valid lot anywhere eligible: the lots'
 	// own order, over every eligible location alike; strategies after it never decide.
 	StrategyFEFONetwork Strategy = "fefo_network"
+	// StrategyFewestSplits: the locations of the route's Plan first, in the plan's order
+	// (PlanFewestSplits: one location that covers the whole order, else a greedy cover by
+	// the fewest locations), the other eligible locations after them. The plan is made on
+	// the Go side from a read of the order's SKUs; the allocation refuses with
+	// ErrStalePlan when the plan's locations no longer cover its quantity.
+	StrategyFewestSplits Strategy = "fewest_splits"
 )
+
+// MaxPlan bounds a Route's Plan.
+const MaxPlan = 1000
 
 // MaxStrategies bounds a Route's chain.
 const MaxStrategies = 8
@@ -49,6 +59,11 @@ type Route struct {
 	// the environment of the request, like the stock, not part of it (not in its
 	// fingerprint: a re-run after the shop changed a location replays the first answer).
 	Locations []Location `json:"-"`
+	// Plan are the locations a StrategyFewestSplits allocation planned for its line, in
+	// order; none: no plan (the strategy then tells no location apart). The environment
+	// of the request, like Locations (made from a read of the stock), so not in its
+	// fingerprint: a re-run of a step that planned otherwise replays the first answer.
+	Plan []string `json:"-"`
 }
 
 // Validate checks the route's own fields (ErrInvalidRequest).
@@ -62,7 +77,7 @@ func (r *Route) Validate() error {
 	seen := map[Strategy]bool{}
 	for _, s := range r.Strategies {
 		switch s {
-		case StrategyRanked, StrategyFEFONetwork:
+		case StrategyRanked, StrategyFEFONetwork, StrategyFewestSplits:
 		case StrategyClosest:
 			if r.ShipTo == nil {
 				return Invalidf("strategy closest without ship_to")
@@ -85,6 +100,20 @@ func (r *Route) Validate() error {
 	if r.Pinned != "" {
 		if err := CheckLocation(r.Pinned); err != nil {
 			return err
+		}
+	}
+	if len(r.Plan) > 0 && !seen[StrategyFewestSplits] {
+		return Invalidf("a plan without strategy %s", StrategyFewestSplits)
+	}
+	if len(r.Plan) > MaxPlan {
+		return Invalidf("a plan of more than %d locations", MaxPlan)
+	}
+	for i, l := range r.Plan {
+		if err := CheckLocation(l); err != nil {
+			return err
+		}
+		if slices.Contains(r.Plan[:i], l) {
+			return Invalidf("location %s twice in the plan", l)
 		}
 	}
 	return nil
@@ -123,6 +152,8 @@ func (r *Route) Positions() map[string]int {
 				} else {
 					k = append(k, 1)
 				}
+			case StrategyFewestSplits:
+				k = append(k, float64(planIndex(r.Plan, l.ID)))
 			case StrategyFEFONetwork:
 				break chain
 			}
@@ -141,6 +172,83 @@ func (r *Route) Positions() map[string]int {
 		pos[l.ID] = p
 	}
 	return pos
+}
+
+// planIndex is id's place in plan, len(plan) for a location the plan lacks.
+func planIndex(plan []string, id string) int {
+	if i := slices.Index(plan, id); i >= 0 {
+		return i
+	}
+	return len(plan)
+}
+
+// PlanOrder is the order in which PlanFewestSplits considers the eligible locations:
+// by their positions without a plan (the chain's other strategies), then id.
+func (r *Route) PlanOrder() []string {
+	un := *r
+	un.Plan = nil
+	pos := un.Positions()
+	ids := make([]string, 0, len(pos))
+	for id := range pos {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Or(cmp.Compare(pos[a], pos[b]), cmp.Compare(a, b)) })
+	return ids
+}
+
+// PlanFewestSplits plans an order over locations (in PlanOrder's order): demand is each
+// SKU's quantity over the order's lines, sellable each SKU's candidates' sellable per
+// location. The first location whose sellable covers every SKU's demand serves the whole
+// order. Else locations are chosen greedily: each time the one that covers the most of
+// the units still uncovered (summing, per SKU, the smaller of what is uncovered and its
+// sellable there), the first in order on a tie, until every unit is covered. Returns,
+// per SKU, the chosen locations that serve it, in the order chosen; ok false when the
+// locations cannot cover the order.
+func PlanFewestSplits(demand map[string]int64, sellable map[string]map[string]int64, locations []string) (map[string][]string, bool) {
+	skus := slices.Sorted(maps.Keys(demand))
+	for _, l := range locations {
+		if !slices.ContainsFunc(skus, func(s string) bool { return sellable[s][l] < demand[s] }) {
+			plan := make(map[string][]string, len(skus))
+			for _, s := range skus {
+				plan[s] = []string{l}
+			}
+			return plan, true
+		}
+	}
+	left := maps.Clone(demand)
+	plan := make(map[string][]string, len(skus))
+	chosen := map[string]bool{}
+	for {
+		var best string
+		var gain int64
+		for _, l := range locations {
+			if chosen[l] {
+				continue
+			}
+			var g int64
+			for _, s := range skus {
+				g += min(left[s], sellable[s][l])
+			}
+			if g > gain {
+				best, gain = l, g
+			}
+		}
+		if gain == 0 {
+			return nil, false
+		}
+		chosen[best] = true
+		done := true
+		for _, s := range skus {
+			if t := min(left[s], sellable[s][best]); t > 0 {
+				plan[s] = append(plan[s], best)
+				left[s] -= t
+			}
+			done = done && left[s] == 0
+		}
+		if done {
+			return plan, true
+		}
+	}
 }
 
 // distanceKm is the great-circle distance from c to l, +Inf when l has no coordinates.
