@@ -1,6 +1,10 @@
 package ledger
 
 import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/junban/junban/internal/ledger/stock"
@@ -160,4 +164,89 @@ func stringOf(c byte, n int) string {
 		b[i] = c
 	}
 	return string(b)
+}
+
+// Over a random sequence of transfers, receipts, cancels, allocations and releases, every
+// step keeps the counts: per location, its buckets change by its lots' moves; over the
+// SKU, by nothing (no step here moves to or from external); units in transit are in
+// their transit lots only, which are on hand nowhere until received.
+func TestTransfersCountUnitsOnce(t *testing.T) {
+	each(t, []stock.SKU{transferSKU()}, func(t *testing.T, inv Inventory) {
+		rng := rand.New(rand.NewPCG(7, 11))
+		locs := []string{stock.DefaultLocation, "wh-1", "store"}
+		prev, err := inv.Snapshot(ctx, "T")
+		if errors.Is(err, stock.ErrNotLoaded) {
+			if _, err := inv.Apply(ctx, stock.SafetyStockRequest{OpID: "load", SKU: "T"}); err != nil {
+				t.Fatal(err)
+			}
+			prev, err = inv.Snapshot(ctx, "T")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		open := map[string]bool{}
+		applied := 0
+		for i := range 300 {
+			op := fmt.Sprintf("s%d", i)
+			var req stock.Op
+			switch k := rng.IntN(10); {
+			case k < 4:
+				from, to := locs[rng.IntN(3)], locs[rng.IntN(3)]
+				if from == to {
+					continue
+				}
+				id := fmt.Sprintf("TR%d", i)
+				ids = append(ids, id)
+				req = stock.TransferRequest{OpID: op, SKU: "T", TransferID: id, From: from, To: to, Qty: 1 + rng.Int64N(4), ArrivesAt: "2026-12-20"}
+			case k < 6 && len(ids) > 0:
+				req = stock.TransferReceiveRequest{OpID: op, SKU: "T", TransferID: ids[rng.IntN(len(ids))], Qty: 1 + rng.Int64N(4)}
+			case k < 8 && len(ids) > 0:
+				req = stock.TransferCancelRequest{OpID: op, SKU: "T", TransferID: ids[rng.IntN(len(ids))]}
+			default:
+				req = stock.AllocateRequest{OpID: op, SKU: "T", Qty: 1 + rng.Int64N(3), TargetDate: "2026-12-22", Mode: stock.ModeReserve}
+			}
+			r, err := inv.Apply(ctx, req)
+			if err != nil {
+				if _, ok := stock.Rejection(err); !ok {
+					t.Fatal(err)
+				}
+				continue
+			}
+			applied++
+			switch q := req.(type) {
+			case stock.TransferRequest:
+				open[q.TransferID] = true
+			case stock.TransferReceiveRequest:
+				delete(open, q.TransferID)
+			case stock.TransferCancelRequest:
+				delete(open, q.TransferID)
+			}
+			now, err := inv.Snapshot(ctx, "T")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := conserved(prev, now, r); err != nil {
+				t.Fatalf("step %d %+v: %v", i, req, err)
+			}
+			var total0, total1 int64
+			for _, l := range prev.Lots {
+				total0 += l.Sellable + l.Reserved + l.Allocated + l.Hidden + l.Shipped + l.Defective
+			}
+			for _, l := range now.Lots {
+				total1 += l.Sellable + l.Reserved + l.Allocated + l.Hidden + l.Shipped + l.Defective
+				// A transit lot is on hand only once its transfer was received.
+				if id, _, ok := strings.Cut(l.LotID, "~"); ok && open[id] && l.Kind != stock.KindPlanned {
+					t.Fatalf("step %d: lot %+v of a transfer in transit is on hand", i, l)
+				}
+			}
+			if total0 != total1 {
+				t.Fatalf("step %d %+v: %d units before, %d after", i, req, total0, total1)
+			}
+			prev = now
+		}
+		if applied < 30 {
+			t.Fatalf("only %d steps applied", applied)
+		}
+	})
 }
