@@ -145,7 +145,7 @@ const (
 	InventoryTransferRequested Type = "inventory.transfer_requested"
 	InventoryTransferReceived  Type = "inventory.transfer_received"
 	InventoryTransferCancelled Type = "inventory.transfer_cancelled"
-	OrderReturned               Type = "order.returned"
+	OrderReturned              Type = "order.returned"
 	// OrderReservationExtended moves a reserve-mode order's hold_until (docs/events.md).
 	OrderReservationExtended Type = "order.reservation_extended"
 	// OrderReservationExpired is junban's own: the order-worker submits it into the
