@@ -44,6 +44,9 @@ const (
 	// OneLotWithHolders: OneLot, and the orders that hold the lot (at most
 	// stock.MaxResultHolders of them: inventory.lot_recalled).
 	OneLotWithHolders
+	// TransferLots: a transfer's event, whose one operation touches at most
+	// stock.MaxTransferLots source lots and as many transit lots, two moves each.
+	TransferLots
 )
 
 // WorstCaseResultOf builds the largest result an event of kind k can make, with at most
@@ -55,6 +58,15 @@ func WorstCaseResultOf(k *Kind, lines, lotsPerLine int) (r event.Result, ok bool
 		r = WorstCaseResult(lines, lotsPerLine)
 	case OneLot, OneLotWithHolders:
 		r = worstSKUResult(k.Result == OneLotWithHolders)
+	case TransferLots:
+		r = worstSKUResult(false)
+		lots := make([]stock.Lot, 0, 2*stock.MaxTransferLots)
+		moves := make([]stock.Move, 0, 2*stock.MaxTransferLots)
+		for range 2 * stock.MaxTransferLots {
+			lots = append(lots, worstLot())
+			moves = append(moves, r.Moves[0])
+		}
+		r.SKUs[0].Lots, r.Moves = lots, moves
 	default:
 		return event.Result{}, false
 	}

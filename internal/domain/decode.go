@@ -537,3 +537,47 @@ func checkRecalled(d *event.LotRecalledData, _ Limits) error {
 	}
 	return cmp.Or(checkSKUAndLot(d.SKU, d.LotID), checkReason(d.Reason), checkLocation(d.Location))
 }
+
+// checkTransferID checks a transfer event's sku and transfer_id.
+func checkTransferID(sku, id string) error {
+	if sku == "" || id == "" {
+		return invalid(ReasonMissingField, "data.sku and data.transfer_id are required")
+	}
+	return cmp.Or(checkID("data.sku", sku, stock.MaxIDLen), checkID("data.transfer_id", id, stock.MaxIDLen))
+}
+
+func checkTransferRequested(d *event.TransferRequestedData, _ Limits) error {
+	if err := checkTransferID(d.SKU, d.TransferID); err != nil {
+		return err
+	}
+	for _, l := range []struct{ field, id string }{{"from_location", d.FromLocation}, {"to_location", d.ToLocation}} {
+		if err := stock.CheckLocation(l.id); err != nil {
+			return invalid(ReasonInvalidLocation, "data.%s %q is not a location id (1..%d letters, digits, '.', '_' and '-')",
+				l.field, l.id, stock.MaxLocationLen)
+		}
+	}
+	if d.FromLocation == d.ToLocation {
+		return invalid(ReasonInvalidLocation, "data.from_location and data.to_location are both %q", d.FromLocation)
+	}
+	if d.Qty <= 0 || d.Qty > stock.MaxQty {
+		return invalid(ReasonInvalidQuantity, "data.qty %d is not in 1..%d", d.Qty, int64(stock.MaxQty))
+	}
+	if !validDate(d.ArrivesAt) {
+		return invalid(ReasonInvalidDate, "data.arrives_at %q is not a date (YYYY-MM-DD)", d.ArrivesAt)
+	}
+	return nil
+}
+
+func checkTransferReceived(d *event.TransferReceivedData, _ Limits) error {
+	if err := checkTransferID(d.SKU, d.TransferID); err != nil {
+		return err
+	}
+	if d.Qty <= 0 || d.Qty > stock.MaxQty {
+		return invalid(ReasonInvalidQuantity, "data.qty %d is not in 1..%d", d.Qty, int64(stock.MaxQty))
+	}
+	return nil
+}
+
+func checkTransferCancelled(d *event.TransferCancelledData, _ Limits) error {
+	return checkTransferID(d.SKU, d.TransferID)
+}

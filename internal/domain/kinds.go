@@ -336,6 +336,37 @@ func init() {
 		SKU:     func(d *event.LotRecalledData) string { return d.SKU },
 		Step:    func(t *txn, _ *event.OrderSnapshot, d *event.LotRecalledData) (transition, error) { return t.recall(d) },
 	})
+	register(spec[event.TransferRequestedData]{
+		Type: event.InventoryTransferRequested, Entity: OnSKU, Origin: FromSender, Result: TransferLots,
+		Doc: "units leave a location's on-hand lots, earliest expiry first, into transit to another location, which may promise them as planned stock",
+		Example: event.TransferRequestedData{SKU: "SKU-0001", TransferID: "TR-1", FromLocation: "default", ToLocation: "store-1",
+			Qty: 12, ArrivesAt: "2026-12-05"},
+		Check: checkTransferRequested,
+		SKU:   func(d *event.TransferRequestedData) string { return d.SKU },
+		Step: func(t *txn, _ *event.OrderSnapshot, d *event.TransferRequestedData) (transition, error) {
+			return t.transferRequested(d)
+		},
+	})
+	register(spec[event.TransferReceivedData]{
+		Type: event.InventoryTransferReceived, Entity: OnSKU, Origin: FromSender, Result: TransferLots,
+		Doc:     "a transfer arrived: its units are on hand at the destination, and what the count is short of what was sent is defective",
+		Example: event.TransferReceivedData{SKU: "SKU-0001", TransferID: "TR-1", Qty: 11},
+		Check:   checkTransferReceived,
+		SKU:     func(d *event.TransferReceivedData) string { return d.SKU },
+		Step: func(t *txn, _ *event.OrderSnapshot, d *event.TransferReceivedData) (transition, error) {
+			return t.transferReceived(d)
+		},
+	})
+	register(spec[event.TransferCancelledData]{
+		Type: event.InventoryTransferCancelled, Entity: OnSKU, Origin: FromSender, Result: TransferLots,
+		Doc:     "a transfer in transit is called off: its units go back to the lots they left",
+		Example: event.TransferCancelledData{SKU: "SKU-0001", TransferID: "TR-1"},
+		Check:   checkTransferCancelled,
+		SKU:     func(d *event.TransferCancelledData) string { return d.SKU },
+		Step: func(t *txn, _ *event.OrderSnapshot, d *event.TransferCancelledData) (transition, error) {
+			return t.transferCancelled(d)
+		},
+	})
 	register(spec[noData]{
 		Type: event.Drain, Entity: OnNamed, Origin: Nudge, // no Step: a drain never reaches the state machine
 		Doc: "junban's own nudge: a replica takes the named entity's turn and drains its wait list",

@@ -881,6 +881,21 @@ func (t *txn) recall(d *event.LotRecalledData) (transition, error) {
 	return transition{reason: reason}, err
 }
 
+// A transfer's events each run one ledger operation on the SKU, named after the transfer.
+
+func (t *txn) transferRequested(d *event.TransferRequestedData) (transition, error) {
+	return t.warehouseOp(stock.TransferRequest{OpID: t.opID(d.TransferID, "transfer"), SKU: d.SKU, TransferID: d.TransferID,
+		From: d.FromLocation, To: d.ToLocation, Qty: d.Qty, ArrivesAt: d.ArrivesAt})
+}
+
+func (t *txn) transferReceived(d *event.TransferReceivedData) (transition, error) {
+	return t.warehouseOp(stock.TransferReceiveRequest{OpID: t.opID(d.TransferID, "transfer_receive"), SKU: d.SKU, TransferID: d.TransferID, Qty: d.Qty})
+}
+
+func (t *txn) transferCancelled(d *event.TransferCancelledData) (transition, error) {
+	return t.warehouseOp(stock.TransferCancelRequest{OpID: t.opID(d.TransferID, "transfer_cancel"), SKU: d.SKU, TransferID: d.TransferID})
+}
+
 // returned brings back units of a shipped order's lines: per line, from the lots it
 // shipped from, last allocated first, never more than a lot shipped and has not had
 // back. A return before the shipment waits (parked) for it.

@@ -227,6 +227,20 @@ func recall(sku, lot string) event.Order {
 	return fromExample(event.InventoryLotRecalled, func(d *event.LotRecalledData) { d.SKU, d.LotID = sku, lot })
 }
 
+func transfer(sku, from, to string, qty int64) event.Order {
+	return fromExample(event.InventoryTransferRequested, func(d *event.TransferRequestedData) {
+		d.SKU, d.FromLocation, d.ToLocation, d.Qty = sku, from, to, qty
+	})
+}
+
+func transferIn(sku string, qty int64) event.Order {
+	return fromExample(event.InventoryTransferReceived, func(d *event.TransferReceivedData) { d.SKU, d.Qty = sku, qty })
+}
+
+func transferOff(sku string) event.Order {
+	return fromExample(event.InventoryTransferCancelled, func(d *event.TransferCancelledData) { d.SKU = sku })
+}
+
 func line(id, sku string, qty int64) event.Line { return event.Line{LineID: id, SKU: sku, Qty: qty} }
 
 func back(id string, qty int64) event.ReturnLine { return event.ReturnLine{LineID: id, Qty: qty} }
@@ -660,6 +674,20 @@ func transitionCases() []transitionCase {
 			want: expect{outcome: applied, lots: map[string]buckets{"H/H1": {0, 0, 0, 0, 0, 10}},
 				lotState: map[string]string{"H/H1": "onhand good=false best_before=2027-01-01"}}},
 		{name: "ERR_UNKNOWN_LOT", ev: recall("A", "A9"), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_LOT"}},
+
+		// inventory.transfer_requested, _received, _cancelled (the example's transfer TR-1)
+		{name: "units leave the source's lots into a transit lot at the destination", ev: transfer("L", "west", "store", 2),
+			want: expect{outcome: applied, lots: map[string]buckets{"L/L2": {1}, "L/TR-1~L2": {2}},
+				lotState: map[string]string{"L/TR-1~L2": "planned good=true best_before=2027-01-01"}, moves: ops(":TR-1:transfer")}},
+		{name: "ERR_SHORTAGE", ev: transfer("L", stock.DefaultLocation, "west", 5), want: expect{outcome: rejected, reason: "ERR_SHORTAGE"}},
+		{name: "the transit lot is on hand, the shortfall defective", before: []event.Order{transfer("L", "west", "store", 3)}, ev: transferIn("L", 2),
+			want: expect{outcome: applied, lots: map[string]buckets{"L/L2": {0}, "L/TR-1~L2": {2, 0, 0, 0, 0, 1}},
+				lotState: map[string]string{"L/TR-1~L2": "onhand good=true best_before=2027-01-01"}, moves: ops(":TR-1:transfer_receive")}},
+		{name: "ERR_UNKNOWN_TRANSFER", ev: transferIn("L", 2), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_TRANSFER"}},
+		{name: "the units go back", before: []event.Order{transfer("L", "west", "store", 3)}, ev: transferOff("L"),
+			want: expect{outcome: applied, lots: map[string]buckets{"L/L2": {3}, "L/TR-1~L2": {0}}, moves: ops(":TR-1:transfer_cancel")}},
+		{name: "ERR_TRANSFER_STATE", before: []event.Order{transfer("L", "west", "store", 3), transferIn("L", 3)}, ev: transferOff("L"),
+			want: expect{outcome: rejected, reason: "ERR_TRANSFER_STATE"}},
 	}
 }
 

@@ -141,7 +141,11 @@ const (
 	InventoryReleasedHold       Type = "inventory.released_hold"
 	InventoryDamaged            Type = "inventory.damaged"
 	InventoryLotRecalled        Type = "inventory.lot_recalled"
-	OrderReturned               Type = "order.returned"
+	// Transfers of a SKU's units between two locations (docs/ledger.md, "Transfers").
+	InventoryTransferRequested Type = "inventory.transfer_requested"
+	InventoryTransferReceived  Type = "inventory.transfer_received"
+	InventoryTransferCancelled Type = "inventory.transfer_cancelled"
+	OrderReturned              Type = "order.returned"
 	// OrderReservationExtended moves a reserve-mode order's hold_until (docs/events.md).
 	OrderReservationExtended Type = "order.reservation_extended"
 	// OrderReservationExpired is junban's own: the order-worker submits it into the
@@ -329,6 +333,35 @@ type LotQtyData struct {
 	// Location is the lot's location: optional; when given, the lot must be stored
 	// there (ERR_LOCATION otherwise).
 	Location string `json:"location,omitempty"`
+}
+
+// TransferRequestedData is the data of inventory.transfer_requested: Qty units of a SKU
+// leave From's on-hand lots, earliest expiry first, and are in transit to To until
+// ArrivesAt.
+type TransferRequestedData struct {
+	SKU        string `json:"sku"`
+	TransferID string `json:"transfer_id"`
+	// FromLocation and ToLocation are location ids ("default" for the default one).
+	FromLocation string `json:"from_location"`
+	ToLocation   string `json:"to_location"`
+	Qty          int64  `json:"qty"`
+	// ArrivesAt is the date the units are expected at the destination (YYYY-MM-DD).
+	ArrivesAt string `json:"arrives_at"`
+}
+
+// TransferReceivedData is the data of inventory.transfer_received: the transfer arrived
+// and Qty units were counted; what is short of what was sent is a loss (defective).
+type TransferReceivedData struct {
+	SKU        string `json:"sku"`
+	TransferID string `json:"transfer_id"`
+	Qty        int64  `json:"qty"`
+}
+
+// TransferCancelledData is the data of inventory.transfer_cancelled: the units go back
+// to the lots they left.
+type TransferCancelledData struct {
+	SKU        string `json:"sku"`
+	TransferID string `json:"transfer_id"`
 }
 
 // LotRecalledData is the data of inventory.lot_recalled: the whole lot is defective.

@@ -16,6 +16,11 @@ const (
 	// broken: accounted for, never sellable (docs/ledger.md).
 	Defective = "defective"
 	External  = "external"
+	// Transit is where a transfer's units are between two locations' lots: a transfer's
+	// moves take units out of the source's lots to it and into the destination's transit
+	// lots from it (and back on a cancel), each operation's transit moves netting to zero,
+	// so a unit in transit is counted once, in its transit lot (docs/ledger.md, "Transfers").
+	Transit = "transit"
 )
 
 // Lot kinds.

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/junban/junban/internal/ledger/stock"
 )
 
@@ -57,6 +59,12 @@ func (l *Ledger) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
 		return l.applyRegisterLot(ctx, r, fence)
 	case stock.SafetyStockRequest:
 		return l.applySafetyStock(ctx, r, fence)
+	case stock.TransferRequest:
+		return l.applyTransfer(ctx, r, fence)
+	case stock.TransferReceiveRequest:
+		return l.applyTransferReceive(ctx, r, fence)
+	case stock.TransferCancelRequest:
+		return l.applyTransferCancel(ctx, r, fence)
 	}
 	return stock.Result{}, fmt.Errorf("ledger: %T: %w", op, errNoRedisRun)
 }
@@ -264,4 +272,103 @@ func boolCode(b bool) string {
 		return "1"
 	}
 	return "0"
+}
+
+func (l *Ledger) applyTransfer(ctx context.Context, r stock.TransferRequest, fence string) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	// The transit lots' keys need the registration numbers the script gives them, as
+	// RegisterLot's: from the SKU's next, one per lot taken (at most MaxTransferLots).
+	reg, err := l.nextRegSeq(ctx, r.SKU)
+	if err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, fmt.Errorf("ledger: transfer sku=%s: %w", r.SKU, err)
+	}
+	return withRegSeq("transfer", r.SKU, reg, func(reg int64, window int) (stock.Result, error) {
+		window = max(window, 2*stock.MaxTransferLots)
+		args := make([]any, 0, 7+window)
+		args = append(args, r.TransferID, r.From, r.To, r.Qty, r.ArrivesAt, reg, stock.MaxTransferLots)
+		for i := range int64(window) {
+			args = append(args, stock.AllocKey(stock.Lot{Kind: stock.KindPlanned, RegSeq: reg + i}))
+		}
+		return l.run(ctx, "transfer", r.Fingerprint()+fence, r.OpID, "", r.SKU, args...)
+	})
+}
+
+func (l *Ledger) applyTransferReceive(ctx context.Context, r stock.TransferReceiveRequest, fence string) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	// The transit lots' on-hand keys need their best-before and registration number:
+	// read from the transfer's record and their metas (fixed since the request made
+	// them); the script checks that the record names the same lots.
+	for range regSeqAttempts {
+		args, err := l.transitKeys(ctx, r.SKU, r.TransferID)
+		if err != nil {
+			return stock.Result{OpID: r.OpID, SKU: r.SKU}, fmt.Errorf("ledger: transfer_receive sku=%s: %w", r.SKU, err)
+		}
+		res, err := l.run(ctx, "treceive", r.Fingerprint()+fence, r.OpID, "", r.SKU, append([]any{r.TransferID, r.Qty}, args...)...)
+		var moved regSeqMoved
+		if !errors.As(err, &moved) {
+			return res, err
+		}
+	}
+	return stock.Result{OpID: r.OpID, SKU: r.SKU}, fmt.Errorf("ledger: transfer_receive sku=%s: the transfer's record changed %d times", r.SKU, regSeqAttempts)
+}
+
+// transitKeys returns treceive's arguments after the count: the number of the transfer's
+// transit lots, then each with its key as an on-hand lot (none when Redis has no record).
+func (l *Ledger) transitKeys(ctx context.Context, sku, transferID string) ([]any, error) {
+	key := Key(l.prefix, sku)
+	rec, err := l.shared.HGet(ctx, key, "t:"+transferID).Result()
+	if errors.Is(err, redis.Nil) {
+		return []any{0}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	t, err := stock.DecodeTransfer(rec)
+	if err != nil {
+		return nil, err
+	}
+	fields := make([]string, len(t.Lots))
+	for i, tl := range t.Lots {
+		fields[i] = "m:" + tl.Transit
+	}
+	metas, err := l.rc.HMGet(ctx, key, fields...).Result()
+	if err != nil {
+		return nil, err
+	}
+	args := []any{len(t.Lots)}
+	for i, tl := range t.Lots {
+		lt := stock.Lot{LotID: tl.Transit, Kind: stock.KindOnHand}
+		if m, ok := metas[i].(string); ok {
+			if err := decodeMeta(&lt, m); err != nil {
+				return nil, err
+			}
+		}
+		lt.Kind = stock.KindOnHand
+		args = append(args, tl.Transit, stock.AllocKey(lt))
+	}
+	return args, nil
+}
+
+func (l *Ledger) applyTransferCancel(ctx context.Context, r stock.TransferCancelRequest, fence string) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.run(ctx, "tcancel", r.Fingerprint()+fence, r.OpID, "", r.SKU, r.TransferID)
+}
+
+// Transfer returns a SKU's transfer as Redis holds it, ok false when it has none by that id.
+func (l *Ledger) Transfer(ctx context.Context, sku, id string) (stock.Transfer, bool, error) {
+	rec, err := l.shared.HGet(ctx, Key(l.prefix, sku), "t:"+id).Result()
+	if errors.Is(err, redis.Nil) {
+		return stock.Transfer{}, false, nil
+	}
+	if err != nil {
+		return stock.Transfer{}, false, fmt.Errorf("ledger: transfer sku=%s: %w", sku, err)
+	}
+	t, err := stock.DecodeTransfer(rec)
+	return t, err == nil, err
 }

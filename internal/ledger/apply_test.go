@@ -25,6 +25,7 @@ func TestApplyRunsEveryOp(t *testing.T) {
 		stock.UndoRequest{}, stock.ChangeRequest{}, stock.ReceiveRequest{}, stock.AdjustRequest{},
 		stock.HoldRequest{}, stock.ReleaseHoldRequest{}, stock.DamageRequest{}, stock.RecallRequest{},
 		stock.ReturnRequest{}, stock.RegisterSKURequest{}, stock.RegisterLotRequest{}, stock.SafetyStockRequest{},
+		stock.TransferRequest{}, stock.TransferReceiveRequest{}, stock.TransferCancelRequest{},
 		stock.Fenced{},
 	}
 	var listed []string

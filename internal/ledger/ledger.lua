@@ -41,6 +41,19 @@
 --                                           allocKey with reg, reg+1, ... (registrations at
 --                                           the same time take the numbers in between)
 --   ss       safety_stock
+--   transfer transfer_id from to qty arrives_at reg max_lots key1 ... keyn
+--                                           takes qty from the good on-hand lots at from
+--                                           (index order), sellable -> transit, into new
+--                                           planned lots at to (transit -> sellable);
+--                                           reg and the keys as reglot's, one number per
+--                                           lot taken; t:<transfer_id> records it
+--   treceive transfer_id counted n lot1 key1 ... lotn keyn
+--                                           the transfer's transit lots (as Go read its
+--                                           record) become on hand, keyi the on-hand key
+--                                           of loti; the shortfall moves sellable ->
+--                                           defective, last lot first
+--   tcancel  transfer_id                    the transit lots' units go back to their
+--                                           source lots (sellable -> transit -> sellable)
 --   regsku   safety_stock create            create 1: make the SKU when Redis lacks it
 --
 -- holder ("" for none) is the order whose holdings the moves change: a move into
@@ -67,9 +80,11 @@
 --                            (written by an older version): it re-indexes the SKU
 --                            (reindex.lua) and runs the operation again;
 --   ERR_REG_SEQ <reg>        Go passed no key for the lot's registration number <reg>
---                            (reglot: other lots were registered meanwhile; receive: Go
---                            did not know it): it computes the keys from <reg> and runs the
---                            operation again.
+--                            (reglot, transfer: other lots were registered meanwhile;
+--                            receive: Go did not know it; treceive, with reg -1: the
+--                            transfer's lots are not the ones Go read): it computes the
+--                            keys from <reg> (treceive: reads the record again) and runs
+--                            the operation again.
 
 local key, opkey, op, ttl = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
 -- ARGV[1] is the operation, or the operation, a tab and a location (wantLoc): the location
@@ -158,7 +173,7 @@ end
 -- An index in another layout would be walked, and edited, in another order.
 if head[5] ~= KEY_LAYOUT then return reindex() end
 
-local names = {s = 'sellable', r = 'reserved', a = 'allocated', h = 'hidden', x = 'shipped', d = 'defective', e = 'external'}
+local names = {s = 'sellable', r = 'reserved', a = 'allocated', h = 'hidden', x = 'shipped', d = 'defective', e = 'external', t = 'transit'}
 -- held marks the buckets whose units an order holds.
 local held = {r = 1, a = 1}
 
@@ -226,10 +241,14 @@ local function touch(lot)
   return l
 end
 
+-- outside marks the move ends that are no bucket of a lot: external (the outside world)
+-- and transit (a transfer's units between two locations' lots).
+local outside = {e = true, t = true}
+
 local function move(lot, from, to, qty)
   local l = touch(lot)
-  if from ~= 'e' then l[from] = l[from] - qty end
-  if to ~= 'e' then l[to] = l[to] + qty end
+  if not outside[from] then l[from] = l[from] - qty end
+  if not outside[to] then l[to] = l[to] + qty end
   moves[#moves + 1] = string.format('m\t%s\t%s\t%s\t%d', lot, names[from], names[to], qty)
   if holder ~= '' then
     local dh = ((held[to] or 0) - (held[from] or 0)) * qty
@@ -653,11 +672,9 @@ if op == 'ss' then
   return {0, text}
 end
 
-if op == 'reglot' then
-  local lot = ARGV[4]
-  if redis.call('HEXISTS', key, 'm:' .. lot) == 1 then return fail('ERR_LOT_EXISTS', 'lot=' .. lot) end
-  -- n is the next registration number; a hash loaded before it existed has none, so it
-  -- is found once from the lots' metas.
+-- nextReg returns the next registration number, n; a hash loaded before it existed has
+-- none, so it is found once from the lots' metas.
+local function nextReg()
   local reg = tonumber(redis.call('HGET', key, 'n'))
   if not reg then
     reg = 0
@@ -669,6 +686,13 @@ if op == 'reglot' then
       end
     end
   end
+  return reg
+end
+
+if op == 'reglot' then
+  local lot = ARGV[4]
+  if redis.call('HEXISTS', key, 'm:' .. lot) == 1 then return fail('ERR_LOT_EXISTS', 'lot=' .. lot) end
+  local reg = nextReg()
   if reg > 999999999999999 then -- the index's 15 digits (layout.go's MaxRegSeq)
     return fail('ERR_LOT_STATE', 'lot=' .. lot .. ' no registration number left after ' .. fmt(reg - 1))
   end
@@ -681,6 +705,170 @@ if op == 'reglot' then
   writes = {'n', fmt(reg + 1)}
   -- The default location is stored as none (Go passes it so): a lot without p: is there.
   if wantLoc ~= '' then writes[3], writes[4] = 'p:' .. lot, wantLoc end
+  return commit()
+end
+
+-- Transfers (docs/ledger.md, "Transfers"). t:<transfer_id> holds a transfer:
+-- "state \t from \t to", then "source \t transit \t qty" per lot taken (stock.EncodeTransfer).
+
+local function transferText(state, t)
+  local out = {state .. '\t' .. t.from .. '\t' .. t.to}
+  for _, x in ipairs(t.lots) do out[#out + 1] = x.src .. '\t' .. x.tl .. '\t' .. fmt(x.qty) end
+  return table.concat(out, '\n')
+end
+
+-- transferOf returns the transfer in transit by id with the units it sent, or nil and
+-- the error reply of its absence or its state.
+local function transferOf(tid)
+  local rec = redis.call('HGET', key, 't:' .. tid)
+  if not rec then return nil, fail('ERR_UNKNOWN_TRANSFER', 'transfer=' .. tid) end
+  local t, sent = {lots = {}}, 0
+  for ln in string.gmatch(rec, '[^\n]+') do
+    if not t.state then
+      t.state, t.from, t.to = string.match(ln, '^([^\t]*)\t([^\t]*)\t([^\t]*)$')
+    else
+      local src, tl, q = string.match(ln, '^([^\t]*)\t([^\t]*)\t(%d+)$')
+      t.lots[#t.lots + 1] = {src = src, tl = tl, qty = tonumber(q)}
+      sent = sent + tonumber(q)
+    end
+  end
+  if t.state ~= 'in_transit' then return nil, fail('ERR_TRANSFER_STATE', 'transfer=' .. tid .. ' state=' .. t.state) end
+  return t, sent
+end
+
+if op == 'transfer' then
+  local tid, from, to, qty, arr, reg0, maxLots = ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
+  if redis.call('HEXISTS', key, 't:' .. tid) == 1 then return fail('ERR_TRANSFER_EXISTS', 'transfer=' .. tid) end
+  -- The sources: the index's on-hand records (good lots with sellable stock, whatever
+  -- their period), in its order (FEFO), at from.
+  local chunks = {head[4]}
+  if nchunks > 1 then
+    local f = {}
+    for i = 1, nchunks - 1 do f[i] = 'o:' .. i end
+    local v = redis.call('HMGET', key, unpack(f))
+    for i = 1, nchunks - 1 do chunks[i + 1] = v[i] end
+  end
+  local onhand = {}
+  for _, c in ipairs(chunks) do
+    local pos = 1
+    while pos <= #c do
+      local nl = string.find(c, '\n', pos + FIELD_AT, true)
+      if string.byte(c, pos) == 111 then onhand[#onhand + 1] = string.sub(c, pos + FIELD_AT + 2, nl - 1) end -- 'o'
+      pos = nl + 1
+    end
+  end
+  fetch(onhand)
+  local src, sum = {}, 0
+  for _, lot in ipairs(onhand) do
+    local p = st[lot].p
+    if p == '' then p = 'default' end
+    if p == from then
+      src[#src + 1] = lot
+      sum = sum + st[lot].s
+    end
+  end
+  if sum < qty then
+    return fail('ERR_SHORTAGE', 'requested=' .. fmt(qty) .. ' available=' .. fmt(sum) .. ' location=' .. from)
+  end
+  local t, rem = {from = from, to = to, lots = {}}, qty
+  for _, lot in ipairs(src) do
+    if rem == 0 then break end
+    local q = math.min(rem, st[lot].s)
+    -- stock.TransitLotID
+    local tl = tid .. '~' .. lot
+    if #tl > 200 then tl = '~' .. redis.sha1hex(tl) end
+    t.lots[#t.lots + 1] = {src = lot, tl = tl, qty = q}
+    rem = rem - q
+  end
+  if #t.lots > maxLots then
+    return fail('ERR_TRANSFER_LOTS', 'transfer=' .. tid .. ' lots=' .. #t.lots .. ' max=' .. maxLots)
+  end
+  for _, x in ipairs(t.lots) do
+    if redis.call('HEXISTS', key, 'm:' .. x.tl) == 1 then return fail('ERR_LOT_EXISTS', 'lot=' .. x.tl) end
+  end
+  local reg = nextReg()
+  if reg + #t.lots - 1 > 999999999999999 then -- the index's 15 digits (layout.go's MaxRegSeq)
+    return fail('ERR_LOT_STATE', 'lot=' .. t.lots[1].tl .. ' no registration number left after ' .. fmt(reg - 1))
+  end
+  if reg < reg0 or not ARGV[10 + reg - reg0 + #t.lots] then return redis.error_reply('ERR_REG_SEQ 0 ' .. fmt(reg)) end
+  -- The default location is stored as none.
+  local toP = to
+  if to == 'default' then toP = '' end
+  writes = {'n', fmt(reg + #t.lots), 't:' .. tid, transferText('in_transit', t)}
+  for i, x in ipairs(t.lots) do
+    local _, _, bb, _, _, vf, vt = indexOps().parseMeta(st[x.src].m)
+    move(x.src, 's', 't', x.qty)
+    local m = table.concat({'planned', '1', bb, fmt(reg + i - 1), arr, vf, vt}, '\t')
+    st[x.tl] = {m = m, m0 = m, s = 0, s0 = 0, r = 0, a = 0, h = 0, x = 0, d = 0, dirtyMeta = true,
+      knew = ARGV[10 + reg - reg0 + i], p = toP}
+    move(x.tl, 't', 's', x.qty)
+    if toP ~= '' then writes[#writes + 1] = 'p:' .. x.tl; writes[#writes + 1] = toP end
+  end
+  return commit()
+end
+
+if op == 'treceive' then
+  local tid, counted = ARGV[4], tonumber(ARGV[5])
+  local t, sent = transferOf(tid)
+  if not t then return sent end
+  if counted > sent then
+    return fail('ERR_TRANSFER_STATE', 'transfer=' .. tid .. ' sent=' .. fmt(sent) .. ' counted=' .. fmt(counted))
+  end
+  -- Go passed each transit lot's on-hand key, from the record as it read it.
+  local lots = {}
+  for i, x in ipairs(t.lots) do
+    if ARGV[5 + 2 * i] ~= x.tl then return redis.error_reply('ERR_REG_SEQ 0 -1') end
+    lots[i] = x.tl
+  end
+  if tonumber(ARGV[6]) ~= #t.lots then return redis.error_reply('ERR_REG_SEQ 0 -1') end
+  local unknown = fetch(lots)
+  if unknown then return fail('ERR_UNKNOWN_LOT', 'lot=' .. unknown) end
+  local sell = 0
+  for _, lot in ipairs(lots) do sell = sell + touch(lot).s end
+  local short = sent - counted
+  if sell < short then
+    return fail('ERR_INSUFFICIENT', 'transfer=' .. tid .. ' sellable=' .. fmt(sell) .. ' short_by=' .. fmt(short))
+  end
+  for i = #lots, 1, -1 do
+    if short == 0 then break end
+    local q = math.min(short, st[lots[i]].s)
+    if q > 0 then
+      move(lots[i], 's', 'd', q)
+      short = short - q
+    end
+  end
+  for i, lot in ipairs(lots) do
+    local l = st[lot]
+    local _, good, bb, reg, arr, vf, vt = indexOps().parseMeta(l.m)
+    l.m = table.concat({'onhand', good, bb, reg, arr, vf, vt}, '\t')
+    l.dirtyMeta, l.knew = true, ARGV[6 + 2 * i]
+  end
+  writes = {'t:' .. tid, transferText('received', t)}
+  return commit()
+end
+
+if op == 'tcancel' then
+  local tid = ARGV[4]
+  local t, sent = transferOf(tid)
+  if not t then return sent end
+  local tls, srcs = {}, {}
+  for i, x in ipairs(t.lots) do tls[i], srcs[i] = x.tl, x.src end
+  local unknown = fetch(tls)
+  if unknown then return fail('ERR_UNKNOWN_LOT', 'lot=' .. unknown) end
+  for _, x in ipairs(t.lots) do
+    local l = touch(x.tl)
+    if l.s < x.qty then
+      return fail('ERR_TRANSFER_PROMISED', 'transfer=' .. tid .. ' lot=' .. x.tl .. ' promised=' .. fmt(x.qty - l.s))
+    end
+  end
+  unknown = fetch(srcs)
+  if unknown then return fail('ERR_UNKNOWN_LOT', 'lot=' .. unknown) end
+  for _, lot in ipairs(srcs) do touch(lot) end
+  for _, x in ipairs(t.lots) do
+    move(x.tl, 's', 't', x.qty)
+    move(x.src, 't', 's', x.qty)
+  end
+  writes = {'t:' .. tid, transferText('cancelled', t)}
   return commit()
 end
 

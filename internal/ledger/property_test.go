@@ -38,11 +38,14 @@ type genStep struct {
 	regLot   *stock.RegisterLotRequest
 	ss       *stock.SafetyStockRequest
 	adjust   *stock.AdjustRequest
+	transfer *stock.TransferRequest
+	treceive *stock.TransferReceiveRequest
+	tcancel  *stock.TransferCancelRequest
 	snapshot bool
 }
 
 func (s genStep) String() string {
-	for _, v := range []any{s.alloc, s.release, s.lots, s.receive, s.hold, s.recall, s.ret, s.undo, s.change, s.regSKU, s.regLot, s.ss, s.adjust} {
+	for _, v := range []any{s.alloc, s.release, s.lots, s.receive, s.hold, s.recall, s.ret, s.undo, s.change, s.regSKU, s.regLot, s.ss, s.adjust, s.transfer, s.treceive, s.tcancel} {
 		if !reflect.ValueOf(v).IsNil() {
 			return fmt.Sprintf("%s %+v", s.name, reflect.ValueOf(v).Elem().Interface())
 		}
@@ -215,10 +218,62 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 		}
 		return out
 	}
+	// transfers are the transfer requests drawn so far, so that receipts, cancels and
+	// requests name them again, mostly on their SKU.
+	var transfers []*stock.TransferRequest
+	earlier := func(sku string) (string, string, int64) {
+		if len(transfers) == 0 || rng.IntN(12) == 0 {
+			return sku, "TRX", 1 + int64(rng.IntN(6))
+		}
+		t := transfers[rng.IntN(len(transfers))]
+		if rng.IntN(8) == 0 {
+			return sku, t.TransferID, t.Qty
+		}
+		return t.SKU, t.TransferID, t.Qty
+	}
 	var steps []genStep
 	for i := range nOps {
 		op := fmt.Sprintf("op%d", i)
 		sku, lots := skuOf()
+		if rng.IntN(100) < 12 {
+			// Transfers: requests between the locations (sometimes under a taken id, to
+			// the source itself, or with junban's mark), receipts counting what was sent,
+			// less, or more, cancels.
+			var st genStep
+			switch k := rng.IntN(10); {
+			case k < 5:
+				locs := []string{stock.DefaultLocation, "wh-2", "store-1"}
+				rng.Shuffle(len(locs), func(i, j int) { locs[i], locs[j] = locs[j], locs[i] })
+				t := &stock.TransferRequest{OpID: op, SKU: sku, TransferID: fmt.Sprintf("TR%d", i), From: locs[0], To: locs[1], Qty: 1 + int64(rng.IntN(4)), ArrivesAt: pick("2026-12-04", "2026-12-08")}
+				switch rng.IntN(20) {
+				case 0, 1:
+					_, t.TransferID, _ = earlier(sku)
+				case 2:
+					t.TransferID = "T~1" // invalid
+				case 3:
+					t.To = t.From // invalid
+				case 4:
+					t.Qty = qty()
+				}
+				transfers = append(transfers, t)
+				st = genStep{name: "transfer", transfer: t}
+			case k < 8:
+				s, id, q := earlier(sku)
+				sku = s
+				q = max(1, q-int64(rng.IntN(3))+int64(rng.IntN(8)/7))
+				if rng.IntN(30) == 0 {
+					q = 0 // invalid
+				}
+				st = genStep{name: "transfer_receive", treceive: &stock.TransferReceiveRequest{OpID: op, SKU: sku, TransferID: id, Qty: q}}
+			default:
+				s, id, _ := earlier(sku)
+				sku = s
+				st = genStep{name: "transfer_cancel", tcancel: &stock.TransferCancelRequest{OpID: op, SKU: sku, TransferID: id}}
+			}
+			st.sku = sku
+			steps = append(steps, st)
+			continue
+		}
 		// An order's operations sometimes carry a legacy op id: an earlier step's (whose
 		// record, if that step left one on this SKU, is replayed), one never used, or an
 		// invalid one.
@@ -353,7 +408,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 
 // setOpID gives the step's request another op id.
 func (s *genStep) setOpID(id string) {
-	for _, v := range []any{&s.alloc, &s.release, &s.lots, &s.receive, &s.hold, &s.recall, &s.ret, &s.undo, &s.change, &s.regSKU, &s.regLot, &s.ss, &s.adjust} {
+	for _, v := range []any{&s.alloc, &s.release, &s.lots, &s.receive, &s.hold, &s.recall, &s.ret, &s.undo, &s.change, &s.regSKU, &s.regLot, &s.ss, &s.adjust, &s.transfer, &s.treceive, &s.tcancel} {
 		p := reflect.ValueOf(v).Elem()
 		if p.IsNil() {
 			continue
@@ -400,6 +455,12 @@ func (s genStep) run(inv Inventory) (stock.Result, error) {
 		return inv.Apply(ctx, *s.regLot)
 	case s.ss != nil:
 		return inv.Apply(ctx, *s.ss)
+	case s.transfer != nil:
+		return inv.Apply(ctx, *s.transfer)
+	case s.treceive != nil:
+		return inv.Apply(ctx, *s.treceive)
+	case s.tcancel != nil:
+		return inv.Apply(ctx, *s.tcancel)
 	}
 	return stock.Result{}, nil
 }
@@ -468,6 +529,25 @@ func checkSequence(l *Ledger, skus []stock.SKU, steps []genStep) error {
 				}
 			}
 		}
+		// The transfer a step names is the same in both, state and lots.
+		var tid string
+		switch {
+		case st.transfer != nil:
+			tid = st.transfer.TransferID
+		case st.treceive != nil:
+			tid = st.treceive.TransferID
+		case st.tcancel != nil:
+			tid = st.tcancel.TransferID
+		}
+		if tid != "" {
+			rt, rok, err := l.Transfer(ctx, st.sku, tid)
+			if err != nil {
+				return err
+			}
+			if mt, mok := m.Transfer(st.sku, tid); rok != mok || !reflect.DeepEqual(rt, mt) {
+				return fmt.Errorf("%s: transfer %s differs\nredis %v %+v\nmodel %v %+v", where, tid, rok, rt, mok, mt)
+			}
+		}
 		// The candidate index the script maintains is exactly the one a fresh load builds.
 		if err := checkIndex(h, rs.Lots); err != nil {
 			return fmt.Errorf("%s: %v", where, err)
@@ -533,6 +613,27 @@ func invariants(prev stock.SKU, seen bool, now stock.SKU, r stock.Result, err er
 				RegSeq: nl.RegSeq, ArrivesAt: nl.ArrivesAt, ValidFrom: nl.ValidFrom, ValidTo: nl.ValidTo,
 				Location: st.regLot.Lot.WithDefaults().Location})
 		}
+		if st.transfer != nil {
+			// The transit lots enter empty, after every lot in registration order, at the
+			// destination; their units come by their moves from transit.
+			for _, mv := range r.Moves {
+				if mv.From != stock.Transit {
+					continue
+				}
+				i := slices.IndexFunc(now.Lots, func(l stock.Lot) bool { return l.LotID == mv.LotID })
+				nl := now.Lots[i]
+				for _, l := range want.Lots {
+					if l.RegSeq >= nl.RegSeq {
+						return fmt.Errorf("transit lot %s has reg_seq %d, not after %s's %d", nl.LotID, nl.RegSeq, l.LotID, l.RegSeq)
+					}
+				}
+				if stock.LocationOf(nl) != st.transfer.To || nl.Kind != stock.KindPlanned {
+					return fmt.Errorf("transit lot %+v of a transfer to %s", nl, st.transfer.To)
+				}
+				want.Lots = append(want.Lots, stock.Lot{LotID: nl.LotID, Kind: nl.Kind, Good: nl.Good, BestBefore: nl.BestBefore,
+					RegSeq: nl.RegSeq, ArrivesAt: nl.ArrivesAt, ValidFrom: nl.ValidFrom, ValidTo: nl.ValidTo, Location: nl.Location})
+			}
+		}
 		if st.ss != nil {
 			want.SafetyStock = st.ss.SafetyStock
 		}
@@ -575,6 +676,13 @@ func invariants(prev stock.SKU, seen bool, now stock.SKU, r stock.Result, err er
 			if (mv.From == stock.External || mv.To == stock.External) && st.receive == nil && st.adjust == nil && st.regLot == nil {
 				return fmt.Errorf("%s moved from/to external: %+v", st.name, mv)
 			}
+			if (mv.From == stock.Transit || mv.To == stock.Transit) && st.transfer == nil && st.tcancel == nil {
+				return fmt.Errorf("%s moved from/to transit: %+v", st.name, mv)
+			}
+			if st.transfer != nil && mv.From == stock.Sellable && mv.To == stock.Transit &&
+				(stock.LocationOf(*lt) != st.transfer.From || lt.Kind != stock.KindOnHand || !lt.Good) {
+				return fmt.Errorf("transfer from %s took from lot %+v", st.transfer.From, *lt)
+			}
 			if p := stock.BucketOf(lt, mv.From); p != nil {
 				*p -= mv.Qty
 			}
@@ -587,6 +695,9 @@ func invariants(prev stock.SKU, seen bool, now stock.SKU, r stock.Result, err er
 			c := now.Lots[i]
 			want.Lots[i].Kind, want.Lots[i].BestBefore, want.Lots[i].Good = c.Kind, c.BestBefore, c.Good
 		}
+	}
+	if err := conserved(prev, now, r); err != nil {
+		return err
 	}
 	if !reflect.DeepEqual(want, now) {
 		return fmt.Errorf("state is not the state before plus the moves\nbefore %+v\nmoves  %+v\nwant   %+v\nnow    %+v", prev, r.Moves, want, now)
@@ -752,6 +863,69 @@ func checkIndex(h map[string]string, lots []stock.Lot) error {
 		if n := strings.Count(c, "\n"); (n == 0 && len(have) > 1) || n > 2*indexChunk {
 			return bad(fmt.Sprintf("a chunk of %d records", n))
 		}
+	}
+	return nil
+}
+
+// conserved checks an operation's effect on the stock's counts: per location, the units
+// in its lots' buckets change by the moves into and out of its lots (its imports and its
+// moves equal its buckets); over the SKU, only by what came from or went to external:
+// a transfer's moves to and from transit net to zero, so a unit in transit is counted
+// once, in its transit lot, which is on hand nowhere until its receipt.
+func conserved(prev, now stock.SKU, r stock.Result) error {
+	units := func(l stock.Lot) int64 {
+		return l.Sellable + l.Reserved + l.Allocated + l.Hidden + l.Shipped + l.Defective
+	}
+	at := map[string]string{}
+	delta := map[string]int64{}
+	for _, l := range prev.Lots {
+		at[l.LotID] = stock.LocationOf(l)
+		delta[stock.LocationOf(l)] -= units(l)
+	}
+	for _, l := range now.Lots {
+		at[l.LotID] = stock.LocationOf(l)
+		delta[stock.LocationOf(l)] += units(l)
+	}
+	var network, transit int64
+	for _, mv := range r.Moves {
+		if r.Replayed {
+			break
+		}
+		inside := func(b string) bool { return b != stock.External && b != stock.Transit }
+		if inside(mv.From) {
+			delta[at[mv.LotID]] += mv.Qty
+		}
+		if inside(mv.To) {
+			delta[at[mv.LotID]] -= mv.Qty
+		}
+		switch {
+		case mv.From == stock.External:
+			network += mv.Qty
+		case mv.To == stock.External:
+			network -= mv.Qty
+		case mv.To == stock.Transit:
+			transit += mv.Qty
+		case mv.From == stock.Transit:
+			transit -= mv.Qty
+		}
+	}
+	for loc, d := range delta {
+		if d != 0 {
+			return fmt.Errorf("location %s: its buckets changed by %d more than its moves", loc, d)
+		}
+	}
+	if transit != 0 {
+		return fmt.Errorf("%d units went to transit and did not come out of it", transit)
+	}
+	var before, after int64
+	for _, l := range prev.Lots {
+		before += units(l)
+	}
+	for _, l := range now.Lots {
+		after += units(l)
+	}
+	if after-before != network {
+		return fmt.Errorf("the network's units changed by %d, its external moves by %d", after-before, network)
 	}
 	return nil
 }

@@ -187,6 +187,17 @@ var fieldRules = map[string]func() *obj{
 	"LotQtyData.location":                    location,
 	"LotRecalledData.location":               location,
 	"LotRegisteredData.good":                 func() *obj { return newObj("type", "boolean", "description", "default true") },
+	"TransferRequestedData.sku":              skuID,
+	"TransferRequestedData.transfer_id":      skuID,
+	"TransferRequestedData.from_location":    location,
+	"TransferRequestedData.to_location":      location,
+	"TransferRequestedData.qty":              func() *obj { return quantity(1, stock.MaxQty) },
+	"TransferRequestedData.arrives_at":       date,
+	"TransferReceivedData.sku":               skuID,
+	"TransferReceivedData.transfer_id":       skuID,
+	"TransferReceivedData.qty":               func() *obj { return quantity(1, stock.MaxQty) },
+	"TransferCancelledData.sku":              skuID,
+	"TransferCancelledData.transfer_id":      skuID,
 	"ReturnedData.defective":                 func() *obj { return newObj("type", "boolean") },
 	"OrderData.target_date@order.lines_changed": func() *obj {
 		return newObj("type", "string", "description", "not read by order.lines_changed")

@@ -37,6 +37,18 @@ var (
 	ErrSKUExists = errors.New("ERR_SKU_EXISTS: the SKU exists")
 	// ErrLotExists: RegisterLot of a lot id the SKU has.
 	ErrLotExists = errors.New("ERR_LOT_EXISTS: the lot exists")
+	// ErrTransferExists: a transfer request under a transfer id the SKU has taken.
+	ErrTransferExists = errors.New("ERR_TRANSFER_EXISTS: the SKU has a transfer with this id")
+	// ErrUnknownTransfer: a receipt or cancel of a transfer the SKU does not have.
+	ErrUnknownTransfer = errors.New("ERR_UNKNOWN_TRANSFER: no such transfer")
+	// ErrTransferState: a receipt or cancel of a transfer received or cancelled already,
+	// or a receipt counting more than was sent.
+	ErrTransferState = errors.New("ERR_TRANSFER_STATE: the transfer is not in transit as the operation needs")
+	// ErrTransferPromised: a cancel of a transfer whose transit units the destination
+	// has promised (reserved, allocated or shipped).
+	ErrTransferPromised = errors.New("ERR_TRANSFER_PROMISED: the destination promised units in transit")
+	// ErrTransferLots: a transfer would take from more than MaxTransferLots lots.
+	ErrTransferLots = errors.New("ERR_TRANSFER_LOTS: the transfer would take from too many lots")
 	// ErrOpConflict: the op id is remembered for another request (other arguments, or
 	// another kind of operation); nothing moved and the record stays (docs/ledger.md,
 	// "Idempotency").
@@ -50,21 +62,26 @@ var (
 // reasons maps reason codes to errors: the one place where script error replies become
 // Go values.
 var reasons = map[string]error{
-	"ERR_SHORTAGE":         ErrShortage,
-	"ERR_SAFETY_STOCK":     ErrSafetyStock,
-	"ERR_NOT_LOADED":       ErrNotLoaded,
-	"ERR_UNKNOWN_SKU":      ErrUnknownSKU,
-	"ERR_UNKNOWN_LOT":      ErrUnknownLot,
-	"ERR_INVALID_QUANTITY": ErrInvalidQuantity,
-	"ERR_INVALID_REQUEST":  ErrInvalidRequest,
-	"ERR_INSUFFICIENT":     ErrInsufficient,
-	"ERR_LOT_STATE":        ErrLotState,
-	"ERR_LOCATION":         ErrLocation,
-	"ERR_STALE_PLAN":       ErrStalePlan,
-	"ERR_SKU_EXISTS":       ErrSKUExists,
-	"ERR_LOT_EXISTS":       ErrLotExists,
-	"ERR_OP_CONFLICT":      ErrOpConflict,
-	"ERR_OP_FENCED":        ErrOpFenced,
+	"ERR_SHORTAGE":          ErrShortage,
+	"ERR_SAFETY_STOCK":      ErrSafetyStock,
+	"ERR_NOT_LOADED":        ErrNotLoaded,
+	"ERR_UNKNOWN_SKU":       ErrUnknownSKU,
+	"ERR_UNKNOWN_LOT":       ErrUnknownLot,
+	"ERR_INVALID_QUANTITY":  ErrInvalidQuantity,
+	"ERR_INVALID_REQUEST":   ErrInvalidRequest,
+	"ERR_INSUFFICIENT":      ErrInsufficient,
+	"ERR_LOT_STATE":         ErrLotState,
+	"ERR_LOCATION":          ErrLocation,
+	"ERR_STALE_PLAN":        ErrStalePlan,
+	"ERR_SKU_EXISTS":        ErrSKUExists,
+	"ERR_LOT_EXISTS":        ErrLotExists,
+	"ERR_TRANSFER_EXISTS":   ErrTransferExists,
+	"ERR_UNKNOWN_TRANSFER":  ErrUnknownTransfer,
+	"ERR_TRANSFER_STATE":    ErrTransferState,
+	"ERR_TRANSFER_PROMISED": ErrTransferPromised,
+	"ERR_TRANSFER_LOTS":     ErrTransferLots,
+	"ERR_OP_CONFLICT":       ErrOpConflict,
+	"ERR_OP_FENCED":         ErrOpFenced,
 }
 
 // ErrorOfReason returns the error of a reason code ("ERR_SHORTAGE", ...), with ok false

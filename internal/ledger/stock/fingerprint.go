@@ -147,3 +147,15 @@ func boolCode(b bool) string {
 	}
 	return "0"
 }
+
+func (r TransferRequest) Fingerprint() string {
+	return newFingerprint("transfer", r.SKU).str(r.TransferID).str(r.From).str(r.To).num(r.Qty).str(r.ArrivesAt).sum()
+}
+
+func (r TransferReceiveRequest) Fingerprint() string {
+	return newFingerprint("transfer_receive", r.SKU).str(r.TransferID).num(r.Qty).sum()
+}
+
+func (r TransferCancelRequest) Fingerprint() string {
+	return newFingerprint("transfer_cancel", r.SKU).str(r.TransferID).sum()
+}

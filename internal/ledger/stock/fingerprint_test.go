@@ -32,6 +32,9 @@ func TestFingerprintIsStable(t *testing.T) {
 		{ChangeRequest{OpID: "c", SKU: "TEA", TargetDate: "2026-12-01", Mode: ModeReserve, Release: lotQty("L1", 2), Allocate: []int64{1, 3}, Holder: "LC-1"}, "dfaeb1e7b9552086746467af953a2cbf"},
 		{UndoRequest{OpID: "u", SKU: "TEA", From: Sellable, To: Reserved, Lots: lotQty("L1", 4), Back: lotQty("L2", 2), Holder: "LC-1"}, "9b879cd9aeb29bfb439f0c9674b80c84"},
 		{RegisterLotRequest{OpID: "r", SKU: "TEA", Lot: NewLot{LotID: "L3", Kind: KindOnHand, Good: true, BestBefore: "2027-01-01", Sellable: 10}}, "333c8e56004e2c65175afef531b69a98"},
+		{TransferRequest{OpID: "t", SKU: "TEA", TransferID: "TR-1", From: DefaultLocation, To: "store-1", Qty: 12, ArrivesAt: "2026-12-05"}, "a9c4150d9255c33d85eb2be29ab5b71c"},
+		{TransferReceiveRequest{OpID: "v", SKU: "TEA", TransferID: "TR-1", Qty: 11}, "8b1d329cd922cdc39c97001320330b2f"},
+		{TransferCancelRequest{OpID: "c", SKU: "TEA", TransferID: "TR-1"}, "ad3db38229a4f738dee14b5a5beeb7e3"},
 	} {
 		if got := hex.EncodeToString([]byte(c.op.Fingerprint())); got != c.want {
 			t.Errorf("%T: fingerprint %s, want %s", c.op, got, c.want)
@@ -47,7 +50,8 @@ func TestFingerprintNamesTheKind(t *testing.T) {
 	fps := map[string]string{}
 	for _, op := range []Op{ConfirmRequest(lots), ShipRequest(lots), hold, ReleaseHoldRequest(hold), DamageRequest(hold),
 		ReleaseRequest{OpID: "x", SKU: "A", From: Reserved, Lots: lotQty("L", 1)},
-		RegisterSKURequest{OpID: "x", SKU: "A"}, SafetyStockRequest{OpID: "x", SKU: "A"}} {
+		RegisterSKURequest{OpID: "x", SKU: "A"}, SafetyStockRequest{OpID: "x", SKU: "A"},
+		TransferReceiveRequest{OpID: "x", SKU: "A", TransferID: "L", Qty: 1}, TransferCancelRequest{OpID: "x", SKU: "A", TransferID: "L"}} {
 		fp := op.Fingerprint()
 		if len(fp) != FingerprintBytes {
 			t.Fatalf("%T: fingerprint %q", op, fp)
@@ -117,6 +121,11 @@ func FuzzFingerprintTellsRequestsApart(f *testing.F) {
 		v := UndoRequest{SKU: "S", From: a + b, Holder: holder}
 		if (b == "") != (u.Fingerprint() == v.Fingerprint()) {
 			t.Fatalf("%+v and %+v: fingerprints %x %x", u, v, u.Fingerprint(), v.Fingerprint())
+		}
+		tr := TransferRequest{SKU: "S", TransferID: a, From: b, To: holder, Qty: q1}
+		ts := TransferRequest{SKU: "S", TransferID: a + b, To: holder, Qty: q1}
+		if (b == "") != (tr.Fingerprint() == ts.Fingerprint()) {
+			t.Fatalf("%+v and %+v: fingerprints %x %x", tr, ts, tr.Fingerprint(), ts.Fingerprint())
 		}
 	})
 }

@@ -23,6 +23,8 @@ type Model struct {
 	fences map[[2]string]string
 	// holders: sku -> lot -> lcid -> reserved+allocated units the order holds.
 	holders map[string]map[string]map[string]int64
+	// transfers: sku -> transfer id -> the transfer (transfer.go).
+	transfers map[string]map[string]*Transfer
 }
 
 // modelOutcome is a remembered operation: its answer and its request's fingerprint.
@@ -36,7 +38,7 @@ type modelOutcome struct {
 func NewModel(loader Loader) *Model {
 	return &Model{loader: loader, skus: map[string]*SKU{}, ops: map[[2]string]modelOutcome{},
 		fences:  map[[2]string]string{},
-		holders: map[string]map[string]map[string]int64{}}
+		holders: map[string]map[string]map[string]int64{}, transfers: map[string]map[string]*Transfer{}}
 }
 
 // Put loads s unless its SKU is loaded already (like Load); it reports whether it did.

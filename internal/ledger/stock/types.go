@@ -3,7 +3,12 @@
 // plain Go. It imports no store: internal/ledger runs the same operations on Redis.
 package stock
 
-import "github.com/junban/junban/internal/event"
+import (
+	"crypto/sha1" //nolint:gosec // TransitLotID: ledger.lua has redis.sha1hex
+	"encoding/hex"
+
+	"github.com/junban/junban/internal/event"
+)
 
 // The ledger's values are the wire contract's (internal/event owns their names and JSON
 // form): a result event carries them as they are.
@@ -31,6 +36,7 @@ const (
 	Shipped   = event.Shipped
 	Defective = event.Defective
 	External  = event.External
+	Transit   = event.Transit
 )
 
 // Lot kinds.
@@ -255,6 +261,55 @@ type AdjustRequest struct {
 	// Location, when not empty, is the location the lot must be stored at
 	// (ErrLocation otherwise); empty: no check (the lot id names the lot and its place).
 	Location string `json:"location,omitempty"`
+}
+
+// TransferRequest sends Qty units of a SKU from one location to another (docs/ledger.md,
+// "Transfers"): they leave the source's on-hand lots, earliest expiry first, into transit
+// lots at the destination (planned, arriving ArrivesAt) named TransitLotID.
+type TransferRequest struct {
+	OpID string `json:"op_id"`
+	SKU  string `json:"sku"`
+	// TransferID names the transfer; a SKU takes each once.
+	TransferID string `json:"transfer_id"`
+	// From and To are location ids (DefaultLocation for the default one), not equal.
+	From string `json:"from"`
+	To   string `json:"to"`
+	Qty  int64  `json:"qty"`
+	// ArrivesAt is the date the units are expected at To (YYYY-MM-DD).
+	ArrivesAt string `json:"arrives_at"`
+}
+
+// TransferReceiveRequest receives a transfer at its destination: its transit lots become
+// on hand; Qty is the count, and what is short of what was sent goes to defective.
+type TransferReceiveRequest struct {
+	OpID       string `json:"op_id"`
+	SKU        string `json:"sku"`
+	TransferID string `json:"transfer_id"`
+	Qty        int64  `json:"qty"`
+}
+
+// TransferCancelRequest cancels a transfer in transit: its units go back to the lots
+// they left.
+type TransferCancelRequest struct {
+	OpID       string `json:"op_id"`
+	SKU        string `json:"sku"`
+	TransferID string `json:"transfer_id"`
+}
+
+// MaxTransferLots bounds the source lots one transfer takes from (ErrTransferLots beyond),
+// so that its result fits in one queue message.
+const MaxTransferLots = 16
+
+// TransitLotID is the id of the lot a transfer makes at its destination for the units it
+// takes from lot: the transfer id, "~" and the lot id, or, when that is longer than
+// MaxIDLen, "~" and its SHA-1 in hex. "~" is junban's own mark: no sender's lot has it.
+func TransitLotID(transferID, lot string) string {
+	id := transferID + "~" + lot
+	if len(id) <= MaxIDLen {
+		return id
+	}
+	sum := sha1.Sum([]byte(id)) //nolint:gosec // a name, not a secret: ledger.lua's redis.sha1hex
+	return "~" + hex.EncodeToString(sum[:])
 }
 
 // Result is what one operation did.

@@ -2,6 +2,7 @@ package stock
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -384,4 +385,55 @@ func (r RegisterLotRequest) Validate() error {
 		return err
 	}
 	return CheckQty("sellable", n.Sellable)
+}
+
+// CheckTransferID reports whether id may name a transfer: an id without junban's "~"
+// (TransitLotID joins it to a lot id with one).
+func CheckTransferID(id string) error {
+	if err := checkID("transfer_id", id); err != nil {
+		return err
+	}
+	if strings.Contains(id, "~") {
+		return Invalidf("transfer_id %q contains \"~\", junban's own mark", id)
+	}
+	return nil
+}
+
+func (r TransferRequest) Validate() error {
+	if err := checkHead(r.OpID, r.SKU); err != nil {
+		return err
+	}
+	if err := CheckTransferID(r.TransferID); err != nil {
+		return err
+	}
+	if err := CheckLocation(r.From); err != nil {
+		return Invalidf("from: %v", err)
+	}
+	if err := CheckLocation(r.To); err != nil {
+		return Invalidf("to: %v", err)
+	}
+	if r.From == r.To {
+		return Invalidf("transfer from %s to itself", r.From)
+	}
+	if err := CheckQty("qty", r.Qty); err != nil {
+		return err
+	}
+	return CheckDate("arrives_at", r.ArrivesAt)
+}
+
+func (r TransferReceiveRequest) Validate() error {
+	if err := checkHead(r.OpID, r.SKU); err != nil {
+		return err
+	}
+	if err := CheckTransferID(r.TransferID); err != nil {
+		return err
+	}
+	return CheckQty("qty", r.Qty)
+}
+
+func (r TransferCancelRequest) Validate() error {
+	if err := checkHead(r.OpID, r.SKU); err != nil {
+		return err
+	}
+	return CheckTransferID(r.TransferID)
 }

@@ -39,6 +39,7 @@ var feedKinds = []struct {
 	weight float64
 }{
 	{"purchase", 0.22}, {"delivery", 0.10}, {"safety", 0.10}, {"hold", 0.23}, {"damage", 0.17}, {"count", 0.05}, {"recall", 0.03},
+	{"transfer", 0.02},
 }
 
 type bookLot struct {
@@ -50,6 +51,8 @@ type bookLot struct {
 	sellable, hidden int64
 	// registered is the quantity the lot was registered with (a planned lot's order).
 	registered int64
+	// transit: a transfer's lot at the store, whose id holds junban's "~": no event names it.
+	transit bool
 }
 
 type bookSKU struct {
@@ -59,6 +62,7 @@ type bookSKU struct {
 	maxBB    string
 	purchase int // lots registered by the feed, for their ids
 	delivery int
+	transfer int // transfers sent, for their ids
 }
 
 // fefoFirst is the lot an allocation takes first: on-hand lots by best-before (none
@@ -383,6 +387,30 @@ func (f *feed) draw(w *Workload) {
 		}
 		l.sellable += d
 		f.emit(w, event.InventoryAdjusted, event.InventoryAdjustedData{SKU: b.name, LotID: l.id, Delta: d, Reason: pick(f.rng, "cycle count", "found on a count", "missing on a count")})
+	case "transfer":
+		// A unit sent from the default location to a store: mostly called back, else
+		// received there. It leaves the lot orders take from first, so not with
+		// FeedCommutes.
+		l := b.fefoFirst()
+		if f.s.FeedCommutes || l == nil || l.sellable < 2 {
+			return
+		}
+		b.transfer++
+		id := fmt.Sprintf("TR%03d", b.transfer)
+		l.sellable--
+		f.emit(w, event.InventoryTransferRequested, event.TransferRequestedData{SKU: b.name, TransferID: id,
+			FromLocation: stock.DefaultLocation, ToLocation: "store-1", Qty: 1, ArrivesAt: f.date(f.target.AddDate(0, 0, 2))})
+		f.schedule(20+f.rng.IntN(200), func(f *feed, w *Workload) {
+			f.budget--
+			if f.rng.Float64() < 0.7 {
+				l.sellable++
+				f.emit(w, event.InventoryTransferCancelled, event.TransferCancelledData{SKU: b.name, TransferID: id})
+				return
+			}
+			b.lots = append(b.lots, &bookLot{id: stock.TransitLotID(id, l.id), kind: stock.KindOnHand, good: true,
+				bestBefore: l.bestBefore, sellable: 1, transit: true})
+			f.emit(w, event.InventoryTransferReceived, event.TransferReceivedData{SKU: b.name, TransferID: id, Qty: 1})
+		})
 	case "recall":
 		spare := (*bookLot)(nil)
 		if f.s.FeedCommutes {
@@ -401,7 +429,7 @@ func (f *feed) draw(w *Workload) {
 func (f *feed) lotWith(b *bookSKU, ok func(*bookLot) bool) *bookLot {
 	var c []*bookLot
 	for _, l := range b.lots {
-		if l.good && ok(l) {
+		if l.good && !l.transit && ok(l) {
 			c = append(c, l)
 		}
 	}
