@@ -47,6 +47,12 @@ const (
 	// ReasonInvalidHold refuses a hold the order cannot take: on a ship-mode order, on an
 	// order that is not placed in reserve mode, or one that ends before the event occurred.
 	ReasonInvalidHold = "ERR_INVALID_HOLD"
+	// ReasonAlreadyAtLocation refuses an order.allocation_moved whose line holds units at
+	// its to_location only: there is nothing to move.
+	ReasonAlreadyAtLocation = "ERR_ALREADY_AT_LOCATION"
+	// ReasonLocationUnavailable refuses an order.allocation_moved to a location the shop
+	// does not have or has disabled.
+	ReasonLocationUnavailable = "ERR_LOCATION_UNAVAILABLE"
 )
 
 // State is everything junban keeps of one entity in its turn: the order (nil before
@@ -818,6 +824,73 @@ func (t *txn) shipped(cur *event.OrderSnapshot) (transition, error) {
 	o := clone(cur)
 	o.Status = event.StatusShipped
 	return transition{next: o}, nil
+}
+
+// allocationMoved moves a placed order's line to one location: one ledger operation on its
+// SKU (MoveAllocation) gives back the units the line holds at other locations and
+// allocates the same quantity, in the same bucket, at the destination alone, or moves
+// nothing (ERR_SHORTAGE naming the location). The line keeps its units at the destination
+// and adds the new ones (mergeLots). The operation's op id names the destination after
+// event.OwnMark ("move~<location>"), a step no sender's line id can make.
+func (t *txn) allocationMoved(cur *event.OrderSnapshot, d *event.AllocationMovedData) (transition, error) {
+	if cur == nil {
+		return transition{park: true}, nil
+	}
+	if reason, expired := needsReservation(cur); expired {
+		return rejected(reason)
+	}
+	if cur.Status != event.StatusPlaced {
+		t.refusals = append(t.refusals, fmt.Sprintf("the order is %s: its allocation cannot move", cur.Status))
+		return rejected(ReasonInvalidTransition)
+	}
+	i := slices.IndexFunc(cur.Lines, func(l event.SnapshotLine) bool { return l.LineID == d.LineID })
+	if i < 0 {
+		t.refusals = append(t.refusals, fmt.Sprintf("line %s is not a line of the order", d.LineID))
+		return rejected(ReasonUnknownLine)
+	}
+	ln := cur.Lines[i]
+	var stay, give []stock.LotQty
+	for _, lq := range ln.Lots {
+		if cmp.Or(lq.Location, stock.DefaultLocation) == d.ToLocation {
+			stay = append(stay, lq)
+		} else {
+			give = append(give, lq)
+		}
+	}
+	if len(give) == 0 {
+		t.refusals = append(t.refusals, fmt.Sprintf("line %s holds units at %s only", d.LineID, d.ToLocation))
+		return rejected(ReasonAlreadyAtLocation)
+	}
+	if ok, err := t.locationEnabled(d.ToLocation); err != nil || !ok {
+		if err == nil {
+			t.refusals = append(t.refusals, fmt.Sprintf("location %s is not an enabled location of the shop", d.ToLocation))
+		}
+		return transition{reason: ReasonLocationUnavailable}, err
+	}
+	slices.Reverse(give) // the last allocated first, as every give-back
+	r, err := t.l.Apply(t.ctx, stock.MoveAllocationRequest{
+		OpID: t.opID(ln.LineID, "move"+event.OwnMark+d.ToLocation), SKU: ln.SKU, TargetDate: cur.TargetDate,
+		Mode: modeOf(cur.Allocation), Release: give, To: d.ToLocation, Holder: t.holder(),
+	})
+	if reason, err := t.keep(r, err); err != nil || reason != "" {
+		return transition{reason: reason}, err
+	}
+	o := clone(cur)
+	o.Lines[i].Lots = mergeLots(stay, lotsOf(stock.Result{Moves: r.Moves[len(give):], Lots: r.Lots}))
+	return transition{next: o}, nil
+}
+
+// locationEnabled reports whether the shop has location id enabled (without locations
+// set, only the default location, which is).
+func (t *txn) locationEnabled(id string) (bool, error) {
+	locs := []stock.Location{stock.DefaultLocationSettings()}
+	if t.pol.Locations != nil {
+		var err error
+		if locs, err = t.pol.Locations.Locations(t.ctx); err != nil {
+			return false, err
+		}
+	}
+	return slices.ContainsFunc(locs, func(l stock.Location) bool { return l.ID == id && l.Enabled }), nil
 }
 
 // The SKU's own events: each runs one ledger operation, named after the entity it acts on

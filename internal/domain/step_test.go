@@ -206,6 +206,25 @@ func recall(sku, lot string) event.Order {
 	return fromExample(event.InventoryLotRecalled, func(d *event.LotRecalledData) { d.SKU, d.LotID = sku, lot })
 }
 
+func moveTo(lineID, location string) event.Order {
+	return fromExample(event.OrderAllocationMoved, func(d *event.AllocationMovedData) { d.LineID, d.ToLocation = lineID, location })
+}
+
+func registerLotAt(sku, lot string, sellable int64, location string) event.Order {
+	return fromExample(event.InventoryLotRegistered, func(d *event.LotRegisteredData) {
+		d.SKU, d.LotID, d.Kind, d.Sellable, d.ArrivesAt, d.BestBefore, d.Location = sku, lot, stock.KindOnHand, sellable, "", "2027-05-01", location
+	})
+}
+
+// disabledWest are testLocations with the western warehouse disabled.
+type disabledWest struct{}
+
+func (disabledWest) Locations(ctx context.Context) ([]stock.Location, error) {
+	locs, _ := testLocations{}.Locations(ctx)
+	locs[1].Enabled = false
+	return locs, nil
+}
+
 func line(id, sku string, qty int64) event.Line { return event.Line{LineID: id, SKU: sku, Qty: qty} }
 
 func back(id string, qty int64) event.ReturnLine { return event.ReturnLine{LineID: id, Qty: qty} }
@@ -266,6 +285,8 @@ type expect struct {
 	// moves, when set, are the op ids of the event's result's moves, in order, past the
 	// event's prefix ("{<lcid>}<event_id>" for an order's event, "<event_id>" for a SKU's).
 	moves []string
+	// detail, when set, is part of the event's result's detail (a rejection's).
+	detail string
 	// holders, when set, are the event's result's holders (a recall).
 	holders []stock.Holder
 }
@@ -438,6 +459,41 @@ func transitionCases() []transitionCase {
 			want:   expect{outcome: rejected, reason: "ERR_INSUFFICIENT", order: "placed/allocated/unpaid", moves: ops()}},
 		{name: "cancelled order: ERR_INVALID_TRANSITION", before: []event.Order{place(ship, line("1", "A", 2)), cancel()}, ev: change(line("1", "A", 1)),
 			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "cancelled/allocated/unpaid"}},
+
+		// order.allocation_moved
+		{name: "a line's units at the store move to the western warehouse", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{place(ship, line("1", "L", 3))}, ev: moveTo("1", "west"),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "L", 3, atLoc("L2", 3, "west"))},
+				lots: map[string]buckets{"L/L3": {5}, "L/L2": {0, 0, 3}}, moves: ops(":1:move~west")}},
+		{name: "reserved units stay reserved at the destination", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{place(reserve, line("1", "L", 4))}, ev: moveTo("1", stock.DefaultLocation),
+			want: expect{outcome: applied, order: "placed/reserved/unpaid", lines: []event.SnapshotLine{snap("1", "L", 4, at("L1", 4))},
+				lots: map[string]buckets{"L/L3": {5}, "L/L1": {0, 4}}, moves: ops(":1:move~default")}},
+		{name: "to a store that does not ship: the line keeps its units there and adds the new ones", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{place(ship, line("1", "L", 6)), registerLotAt("L", "L4", 4, "store")}, ev: moveTo("1", "store"),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "L", 6, atLoc("L3", 5, "store"), atLoc("L4", 1, "store"))},
+				lots: map[string]buckets{"L/L2": {3}, "L/L4": {3, 0, 1}}}},
+		{name: "the destination cannot cover the line: ERR_SHORTAGE naming it, nothing moves", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{place(ship, line("1", "L", 5))}, ev: moveTo("1", stock.DefaultLocation),
+			want: expect{outcome: rejected, reason: "ERR_SHORTAGE", detail: "requested=5 available=4 location=default", order: "placed/allocated/unpaid",
+				lines: []event.SnapshotLine{snap("1", "L", 5, atLoc("L3", 5, "store"))}}},
+		{name: "a line already at the destination only: ERR_ALREADY_AT_LOCATION", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{place(ship, line("1", "L", 3))}, ev: moveTo("1", "store"),
+			want: expect{outcome: rejected, reason: domain.ReasonAlreadyAtLocation, order: "placed/allocated/unpaid"}},
+		{name: "a location the shop lacks: ERR_LOCATION_UNAVAILABLE", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{place(ship, line("1", "L", 3))}, ev: moveTo("1", "east"),
+			want: expect{outcome: rejected, reason: domain.ReasonLocationUnavailable, order: "placed/allocated/unpaid"}},
+		{name: "a disabled location: ERR_LOCATION_UNAVAILABLE", pol: domain.Policy{Locations: disabledWest{}},
+			before: []event.Order{place(ship, line("1", "L", 3))}, ev: moveTo("1", "west"),
+			want: expect{outcome: rejected, reason: domain.ReasonLocationUnavailable, order: "placed/allocated/unpaid"}},
+		{name: "an unknown line: ERR_UNKNOWN_LINE", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{place(ship, line("1", "L", 3))}, ev: moveTo("2", "west"),
+			want: expect{outcome: rejected, reason: domain.ReasonUnknownLine, order: "placed/allocated/unpaid"}},
+		{name: "a shipped order: ERR_INVALID_TRANSITION", before: shipped3, ev: moveTo("1", "west"),
+			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "shipped/allocated/paid"}},
+		{name: "a cancelled order: ERR_INVALID_TRANSITION", before: []event.Order{place(ship, line("1", "L", 3)), cancel()}, ev: moveTo("1", "west"),
+			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "cancelled/allocated/unpaid"}},
+		{name: "before placement parks", ev: moveTo("1", "west"), want: expect{outcome: parked}},
 
 		// order.cancelled
 		{name: "releases what an allocated order holds", before: []event.Order{place(ship, line("1", "A", 3))}, ev: cancel(),
@@ -685,6 +741,9 @@ func runTransition(t *testing.T, c transitionCase) {
 			if got := opsOf(t, r, opPrefix(ev)); !slices.Equal(got, w.moves) {
 				t.Errorf("moves by %v, want %v", got, w.moves)
 			}
+		}
+		if w.detail != "" && !strings.Contains(r.Detail, w.detail) {
+			t.Errorf("detail %q, want it to hold %q", r.Detail, w.detail)
 		}
 		if w.holders != nil && (!reflect.DeepEqual(r.Holders, w.holders) || r.HolderCount != len(w.holders)) {
 			t.Errorf("holders %+v (%d), want %+v", r.Holders, r.HolderCount, w.holders)

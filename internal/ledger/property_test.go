@@ -34,6 +34,7 @@ type genStep struct {
 	ret      *stock.ReturnRequest
 	undo     *stock.UndoRequest
 	change   *stock.ChangeRequest
+	moveTo   *stock.MoveAllocationRequest
 	regSKU   *stock.RegisterSKURequest
 	regLot   *stock.RegisterLotRequest
 	ss       *stock.SafetyStockRequest
@@ -42,7 +43,7 @@ type genStep struct {
 }
 
 func (s genStep) String() string {
-	for _, v := range []any{s.alloc, s.release, s.lots, s.receive, s.hold, s.recall, s.ret, s.undo, s.change, s.regSKU, s.regLot, s.ss, s.adjust} {
+	for _, v := range []any{s.alloc, s.release, s.lots, s.receive, s.hold, s.recall, s.ret, s.undo, s.change, s.moveTo, s.regSKU, s.regLot, s.ss, s.adjust} {
 		if !reflect.ValueOf(v).IsNil() {
 			return fmt.Sprintf("%s %+v", s.name, reflect.ValueOf(v).Elem().Interface())
 		}
@@ -240,7 +241,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 			}
 			st.name = "replay " + strings.TrimPrefix(st.name, "replay ")
 			sku = st.sku
-		case k < 37:
+		case k < 33:
 			// An order's change on the SKU: releases of its lines, then allocations that
 			// may take what the releases gave back.
 			c := &stock.ChangeRequest{OpID: op, LegacyOpID: legacy, SKU: sku, TargetDate: pick(genDates...), Mode: stock.Mode(pick("ship", "reserve")), Holder: holderOf()}
@@ -261,6 +262,21 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 				c.Route = genRoute(rng)
 			}
 			st = genStep{name: "change", change: c}
+		case k < 37:
+			// A line's allocation moved to one location: releases of its lots, then their
+			// sum allocated there alone.
+			m := &stock.MoveAllocationRequest{OpID: op, SKU: sku, TargetDate: pick(genDates...), Mode: stock.Mode(pick("ship", "reserve")),
+				To: pick(stock.DefaultLocation, "wh-2", "store-1"), Holder: holderOf()}
+			switch rng.IntN(6) {
+			case 0:
+				m.Release = lotQtys(lots)
+			default:
+				m.Release = heldIn(lots, stock.ModeBucket(m.Mode))
+			}
+			if rng.IntN(40) == 0 {
+				m.To = pick("", "wh 2") // invalid
+			}
+			st = genStep{name: "move_alloc", moveTo: m}
 		case k < 45:
 			st = genStep{name: "allocate", alloc: &stock.AllocateRequest{OpID: op, LegacyOpID: legacy, SKU: sku, Qty: qty(),
 				TargetDate: pick(genDates...), Mode: stock.Mode(pick("ship", "reserve")), Holder: holderOf()}}
@@ -344,7 +360,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 
 // setOpID gives the step's request another op id.
 func (s *genStep) setOpID(id string) {
-	for _, v := range []any{&s.alloc, &s.release, &s.lots, &s.receive, &s.hold, &s.recall, &s.ret, &s.undo, &s.change, &s.regSKU, &s.regLot, &s.ss, &s.adjust} {
+	for _, v := range []any{&s.alloc, &s.release, &s.lots, &s.receive, &s.hold, &s.recall, &s.ret, &s.undo, &s.change, &s.moveTo, &s.regSKU, &s.regLot, &s.ss, &s.adjust} {
 		p := reflect.ValueOf(v).Elem()
 		if p.IsNil() {
 			continue
@@ -385,6 +401,8 @@ func (s genStep) run(inv Inventory) (stock.Result, error) {
 		return inv.Apply(ctx, *s.undo)
 	case s.change != nil:
 		return inv.Apply(ctx, *s.change)
+	case s.moveTo != nil:
+		return inv.Apply(ctx, *s.moveTo)
 	case s.regSKU != nil:
 		return inv.Apply(ctx, *s.regSKU)
 	case s.regLot != nil:
@@ -556,6 +574,9 @@ func invariants(prev stock.SKU, seen bool, now stock.SKU, r stock.Result, err er
 				if at := stock.LocationOf(*lt); !mapHas(st.change.Route.Positions(), at) {
 					return fmt.Errorf("routed change took lot %s at %s, not eligible", lt.LotID, at)
 				}
+			}
+			if st.moveTo != nil && mv.From == stock.Sellable && stock.LocationOf(*lt) != st.moveTo.To {
+				return fmt.Errorf("move to %s took lot %s at %s", st.moveTo.To, lt.LotID, stock.LocationOf(*lt))
 			}
 			if loc := st.location(); loc != "" && stock.LocationOf(*lt) != loc {
 				return fmt.Errorf("%s named location %s and moved lot %s at %s", st.name, loc, lt.LotID, stock.LocationOf(*lt))
