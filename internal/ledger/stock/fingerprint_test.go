@@ -32,6 +32,8 @@ func TestFingerprintIsStable(t *testing.T) {
 		{ChangeRequest{OpID: "c", SKU: "TEA", TargetDate: "2026-12-01", Mode: ModeReserve, Release: lotQty("L1", 2), Allocate: []int64{1, 3}, Holder: "LC-1"}, "dfaeb1e7b9552086746467af953a2cbf"},
 		{UndoRequest{OpID: "u", SKU: "TEA", From: Sellable, To: Reserved, Lots: lotQty("L1", 4), Back: lotQty("L2", 2), Holder: "LC-1"}, "9b879cd9aeb29bfb439f0c9674b80c84"},
 		{RegisterLotRequest{OpID: "r", SKU: "TEA", Lot: NewLot{LotID: "L3", Kind: KindOnHand, Good: true, BestBefore: "2027-01-01", Sellable: 10}}, "333c8e56004e2c65175afef531b69a98"},
+		// SHA-256 of "10:move_alloc3:TEA10:2026-12-014:ship1:12:L11:27:store-14:LC-1".
+		{MoveAllocationRequest{OpID: "m", SKU: "TEA", TargetDate: "2026-12-01", Mode: ModeShip, Release: lotQty("L1", 2), To: "store-1", Holder: "LC-1"}, "b94480f08cb479a19cb3c418d0e66b12"},
 	} {
 		if got := hex.EncodeToString([]byte(c.op.Fingerprint())); got != c.want {
 			t.Errorf("%T: fingerprint %s, want %s", c.op, got, c.want)
