@@ -602,9 +602,9 @@ type skuChange struct {
 }
 
 // linesChanged makes the order's lines the event's. Each SKU's lines change in one ledger
-// operation (Change) that releases what its lowered and removed lines give back (their
-// last allocated lots first) and then allocates its raised and new lines, so a unit one
-// line gives back may serve another, and a SKU whose raises do not fit changes not at all.
+// operation (Change) that releases what its lowered and removed lines give back (from the
+// end of each line's lots, splitLots) and then allocates its raised and new lines in the
+// event's order, so a unit one line gives back may serve another, and a SKU whose raises do not fit changes not at all.
 // SKUs whose lines grow go first, the SKUs that only release after them: when a SKU
 // refuses, apply undoes the SKUs changed before it, and no release but a growing SKU's has
 // been seen by other orders by then.
@@ -741,8 +741,10 @@ func allocations(r stock.Result, nrelease int, qty []int64) ([][]stock.LotQty, e
 	return held, nil
 }
 
-// splitLots keeps want units of lots (in allocation order) and gives back the rest,
-// taking from the last allocated lots first.
+// splitLots keeps the first want units of a line's lots and gives back the rest, from the
+// end of the list first. A line lists its lots in the order it first took them (mergeLots
+// keeps a lot taken again in its place), so a line that took a lot twice gives back the
+// lot after it before those units (docs/events.md, "Which units go back").
 func splitLots(lots []stock.LotQty, want int64) (keep, give []stock.LotQty) {
 	for _, lq := range lots {
 		switch {
@@ -761,6 +763,8 @@ func splitLots(lots []stock.LotQty, want int64) (keep, give []stock.LotQty) {
 	return keep, give
 }
 
+// mergeLots appends b's lots to a line's lots a: a lot a lists already keeps its place,
+// its quantity added.
 func mergeLots(a, b []stock.LotQty) []stock.LotQty {
 	out := slices.Clone(a)
 	for _, lq := range b {
@@ -977,8 +981,8 @@ func (t *txn) returned(cur *event.OrderSnapshot, d *event.ReturnedData) (transit
 	return transition{next: o}, nil
 }
 
-// returnable picks qty units to return from a line's shipped lots, the last allocated
-// first, leaving what each lot had back already; nil when fewer than qty are left.
+// returnable picks qty units to return from a line's shipped lots, from the end of the
+// list first (as splitLots), leaving what each lot had back already; nil when fewer than qty are left.
 func returnable(shipped, returned []stock.LotQty, qty int64) []stock.LotQty {
 	had := map[string]int64{}
 	for _, r := range returned {
