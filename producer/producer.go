@@ -48,6 +48,8 @@ type (
 	ReturnedData = event.ReturnedData
 	// ReturnLine is a quantity of one order line that came back.
 	ReturnLine = event.ReturnLine
+	// AllocationMovedData is the data of order.allocation_moved.
+	AllocationMovedData = event.AllocationMovedData
 	// InventoryReceivedData is the data of inventory.received.
 	InventoryReceivedData = event.InventoryReceivedData
 	// InventoryAdjustedData is the data of inventory.adjusted.
@@ -76,6 +78,7 @@ const (
 	OrderCancelled              = event.OrderCancelled
 	OrderShipped                = event.OrderShipped
 	OrderReturned               = event.OrderReturned
+	OrderAllocationMoved        = event.OrderAllocationMoved
 	OrderReservationExtended    = event.OrderReservationExtended
 	InventoryReceived           = event.InventoryReceived
 	InventoryAdjusted           = event.InventoryAdjusted

@@ -472,6 +472,20 @@ func validateReturn(d *event.ReturnedData, maxLines int) error {
 	return nil
 }
 
+func checkAllocationMoved(d *event.AllocationMovedData, _ Limits) error {
+	if d.LineID == "" || d.ToLocation == "" {
+		return invalid(ReasonMissingField, "data.line_id and data.to_location are required")
+	}
+	if err := checkID("data.line_id", d.LineID, event.MaxIDLength); err != nil {
+		return err
+	}
+	if err := stock.CheckLocation(d.ToLocation); err != nil {
+		return invalid(ReasonInvalidLocation, "data.to_location %q is not a location id (1..%d letters, digits, '.', '_' and '-')",
+			d.ToLocation, stock.MaxLocationLen)
+	}
+	return nil
+}
+
 // The checks of the warehouse's events, beyond strict JSON (kinds.go names them).
 
 func checkReceived(d *event.InventoryReceivedData, _ Limits) error {

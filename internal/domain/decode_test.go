@@ -253,6 +253,8 @@ func FuzzDecode(f *testing.F) {
 		`{"event_id":"e1","type":"inventory.transfer_received","data":{"sku":"S","transfer_id":"T","qty":-1,"lot_id":"L"}}`,
 		`{"event_id":"e1","type":"inventory.transfer_cancelled","data":{"sku":"S","transfer_id":"T"}}`,
 		`{"event_id":"e1","type":"inventory.transfer_cancelled","data":{"sku":"S{","transfer_id":""}}`,
+		`{"event_id":"e1","type":"order.allocation_moved","lcid":"L","data":{"line_id":"1~2","to_location":"wh 2"}}`,
+		`{"event_id":"e1","type":"order.allocation_moved","lcid":"L","data":{"line_id":"1","to_location":"default"}}`,
 		`{"event_id":"e1","type":"order.placed","lcid":"L","occurred_at":"2026-12-01T09:00:00Z","data":{"mode":"reserve","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"S","qty":1}],"hold_until":"2026-12-01T18:00:00.1234567-05:00"}}`,
 		`{"event_id":"e1","type":"order.placed","lcid":"L","data":{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"S","qty":1}],"hold_for":"-1h","hold_until":"0001-01-01T00:00:00Z"}}`,
 		`{"event_id":"e1","type":"order.reservation_extended","lcid":"L","data":{"hold_for":"1e9h"}}`,
@@ -539,6 +541,7 @@ func sampleBodies(lcid string) map[event.Type]string {
 		event.OrderCancelled:              order(event.OrderCancelled, ""),
 		event.OrderShipped:                order(event.OrderShipped, ""),
 		event.OrderReturned:               order(event.OrderReturned, `{"lines":[{"line_id":"1","qty":1}],"defective":true}`),
+		event.OrderAllocationMoved:        order(event.OrderAllocationMoved, `{"line_id":"1","to_location":"store-1"}`),
 		event.InventoryReceived:           sku(event.InventoryReceived, `{"sku":"SKU-B","lot_id":"L1","best_before":"2027-01-01","qty":5}`),
 		event.InventoryAdjusted:           sku(event.InventoryAdjusted, `{"sku":"SKU-B","lot_id":"L1","delta":-2,"reason":"count"}`),
 		event.InventorySKURegistered:      sku(event.InventorySKURegistered, `{"sku":"SKU-B","safety_stock":3}`),
@@ -571,7 +574,7 @@ func sampleBodies(lcid string) map[event.Type]string {
 // orderTypes are the types whose entity is their lcid.
 var orderTypes = []event.Type{event.OrderPlaced, event.OrderLinesChanged, event.PaymentConfirmed,
 	event.OrderAllocateForShipment, event.OrderCancelled, event.OrderShipped, event.OrderReturned,
-	event.OrderReservationExtended, event.OrderReservationExpired}
+	event.OrderAllocationMoved, event.OrderReservationExtended, event.OrderReservationExpired}
 
 // Every Type constant of internal/event has a sample body, and each decodes.
 func TestSampleBodiesCoverEveryType(t *testing.T) {

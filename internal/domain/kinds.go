@@ -246,6 +246,15 @@ func init() {
 			return t.returned(cur, d)
 		},
 	})
+	register(spec[event.AllocationMovedData]{
+		Type: event.OrderAllocationMoved, Entity: OnOrder, Origin: FromSender, Result: OrderLines,
+		Doc:     "a placed order's line takes its units from to_location only: what it holds elsewhere goes back, the same quantity is allocated there",
+		Example: event.AllocationMovedData{LineID: "1", ToLocation: "store-1"},
+		Check:   checkAllocationMoved,
+		Step: func(t *txn, cur *event.OrderSnapshot, d *event.AllocationMovedData) (transition, error) {
+			return t.allocationMoved(cur, d)
+		},
+	})
 	holdUntil := time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)
 	register(spec[event.ReservationExtendedData]{
 		Type: event.OrderReservationExtended, Entity: OnOrder, Origin: FromSender, Result: OrderLines,

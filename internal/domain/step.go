@@ -47,6 +47,12 @@ const (
 	// ReasonInvalidHold refuses a hold the order cannot take: on a ship-mode order, on an
 	// order that is not placed in reserve mode, or one that ends before the event occurred.
 	ReasonInvalidHold = "ERR_INVALID_HOLD"
+	// ReasonAlreadyAtLocation refuses an order.allocation_moved whose line holds units at
+	// its to_location only: there is nothing to move.
+	ReasonAlreadyAtLocation = "ERR_ALREADY_AT_LOCATION"
+	// ReasonLocationUnavailable refuses an order.allocation_moved to a location the shop
+	// does not have or has disabled.
+	ReasonLocationUnavailable = "ERR_LOCATION_UNAVAILABLE"
 )
 
 // State is everything junban keeps of one entity in its turn: the order (nil before
@@ -602,9 +608,9 @@ type skuChange struct {
 }
 
 // linesChanged makes the order's lines the event's. Each SKU's lines change in one ledger
-// operation (Change) that releases what its lowered and removed lines give back (their
-// last allocated lots first) and then allocates its raised and new lines, so a unit one
-// line gives back may serve another, and a SKU whose raises do not fit changes not at all.
+// operation (Change) that releases what its lowered and removed lines give back (from the
+// end of each line's lots, splitLots) and then allocates its raised and new lines in the
+// event's order, so a unit one line gives back may serve another, and a SKU whose raises do not fit changes not at all.
 // SKUs whose lines grow go first, the SKUs that only release after them: when a SKU
 // refuses, apply undoes the SKUs changed before it, and no release but a growing SKU's has
 // been seen by other orders by then.
@@ -741,8 +747,10 @@ func allocations(r stock.Result, nrelease int, qty []int64) ([][]stock.LotQty, e
 	return held, nil
 }
 
-// splitLots keeps want units of lots (in allocation order) and gives back the rest,
-// taking from the last allocated lots first.
+// splitLots keeps the first want units of a line's lots and gives back the rest, from the
+// end of the list first. A line lists its lots in the order it first took them (mergeLots
+// keeps a lot taken again in its place), so a line that took a lot twice gives back the
+// lot after it before those units (docs/events.md, "Which units go back").
 func splitLots(lots []stock.LotQty, want int64) (keep, give []stock.LotQty) {
 	for _, lq := range lots {
 		switch {
@@ -761,6 +769,8 @@ func splitLots(lots []stock.LotQty, want int64) (keep, give []stock.LotQty) {
 	return keep, give
 }
 
+// mergeLots appends b's lots to a line's lots a: a lot a lists already keeps its place,
+// its quantity added.
 func mergeLots(a, b []stock.LotQty) []stock.LotQty {
 	out := slices.Clone(a)
 	for _, lq := range b {
@@ -826,6 +836,76 @@ func (t *txn) shipped(cur *event.OrderSnapshot) (transition, error) {
 	return transition{next: o}, nil
 }
 
+// allocationMoved moves a placed order's line to one location: one ledger operation on its
+// SKU (MoveAllocation) gives back the units the line holds at other locations and
+// allocates the same quantity, in the same bucket, at the destination alone, or moves
+// nothing (ERR_SHORTAGE naming the location). The line keeps its units at the destination
+// and adds the new ones (mergeLots). The operation's op id names the destination after
+// event.OwnMark ("move~<location>"), a step no sender's line id can make.
+func (t *txn) allocationMoved(cur *event.OrderSnapshot, d *event.AllocationMovedData) (transition, error) {
+	if cur == nil {
+		return transition{park: true}, nil
+	}
+	if reason, expired := needsReservation(cur); expired {
+		return rejected(reason)
+	}
+	if cur.Status != event.StatusPlaced {
+		t.refusals = append(t.refusals, fmt.Sprintf("the order is %s: its allocation cannot move", cur.Status))
+		return rejected(ReasonInvalidTransition)
+	}
+	i := slices.IndexFunc(cur.Lines, func(l event.SnapshotLine) bool { return l.LineID == d.LineID })
+	if i < 0 {
+		t.refusals = append(t.refusals, fmt.Sprintf("line %s is not a line of the order", d.LineID))
+		return rejected(ReasonUnknownLine)
+	}
+	ln := cur.Lines[i]
+	var stay, give []stock.LotQty
+	for _, lq := range ln.Lots {
+		if cmp.Or(lq.Location, stock.DefaultLocation) == d.ToLocation {
+			stay = append(stay, lq)
+		} else {
+			give = append(give, lq)
+		}
+	}
+	if len(give) == 0 {
+		t.refusals = append(t.refusals, fmt.Sprintf("line %s holds units at %s only", d.LineID, d.ToLocation))
+		return rejected(ReasonAlreadyAtLocation)
+	}
+	if ok, err := t.locationEnabled(d.ToLocation); err != nil || !ok {
+		if err == nil {
+			t.refusals = append(t.refusals, fmt.Sprintf("location %s is not an enabled location of the shop", d.ToLocation))
+		}
+		return transition{reason: ReasonLocationUnavailable}, err
+	}
+	slices.Reverse(give) // the last allocated first, as every give-back
+	r, err := t.l.Apply(t.ctx, stock.MoveAllocationRequest{
+		OpID: t.opID(ln.LineID, "move"+event.OwnMark+d.ToLocation), SKU: ln.SKU, TargetDate: cur.TargetDate,
+		Mode: modeOf(cur.Allocation), Release: give, To: d.ToLocation, Holder: t.holder(),
+	})
+	if reason, err := t.keep(r, err); err != nil || reason != "" {
+		return transition{reason: reason}, err
+	}
+	o := clone(cur)
+	o.Lines[i].Lots = mergeLots(stay, lotsOf(stock.Result{Moves: r.Moves[len(give):], Lots: r.Lots}))
+	return transition{next: o}, nil
+}
+
+// locationEnabled reports whether the shop has location id enabled (without locations
+// registered, only the default location, which is), read anew before saying no so that
+// a location just registered or enabled is known whatever the cache's age.
+func (t *txn) locationEnabled(id string) (bool, error) {
+	for _, fresh := range []bool{false, true} {
+		s, err := t.shop(fresh)
+		if err != nil {
+			return false, err
+		}
+		if slices.ContainsFunc(s.All, func(l stock.Location) bool { return l.ID == id && l.Enabled }) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // The SKU's own events: each runs one ledger operation, named after the entity it acts on
 // (the SKU or the lot), and changes no order.
 
@@ -883,7 +963,15 @@ func (t *txn) recall(d *event.LotRecalledData) (transition, error) {
 
 // A transfer's events each run one ledger operation on the SKU, named after the transfer.
 
+// transferRequested refuses a transfer from or to a location the shop has not
+// registered (ReasonUnknownLocation), as any lot named at one: its transit lots would be
+// lots at an unknown location.
 func (t *txn) transferRequested(d *event.TransferRequestedData) (transition, error) {
+	for _, l := range []string{d.FromLocation, d.ToLocation} {
+		if reason, err := t.unknownLocation(l); err != nil || reason != "" {
+			return transition{reason: reason}, err
+		}
+	}
 	return t.warehouseOp(stock.TransferRequest{OpID: t.opID(d.TransferID, "transfer"), SKU: d.SKU, TransferID: d.TransferID,
 		From: d.FromLocation, To: d.ToLocation, Qty: d.Qty, ArrivesAt: d.ArrivesAt})
 }
@@ -928,8 +1016,8 @@ func (t *txn) returned(cur *event.OrderSnapshot, d *event.ReturnedData) (transit
 	return transition{next: o}, nil
 }
 
-// returnable picks qty units to return from a line's shipped lots, the last allocated
-// first, leaving what each lot had back already; nil when fewer than qty are left.
+// returnable picks qty units to return from a line's shipped lots, from the end of the
+// list first (as splitLots), leaving what each lot had back already; nil when fewer than qty are left.
 func returnable(shipped, returned []stock.LotQty, qty int64) []stock.LotQty {
 	had := map[string]int64{}
 	for _, r := range returned {

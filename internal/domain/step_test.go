@@ -94,6 +94,9 @@ func (testLocations) Shop(_ context.Context, fresh bool) (stock.ShopLocations, e
 	return s, nil
 }
 
+// pickupAtStore is an order collected at the store.
+func pickupAtStore(d *event.OrderData) { d.PickupLocation = "store" }
+
 // fewestSplits routes an order by fewest_splits, then rank.
 func fewestSplits(d *event.OrderData) { d.Allocation = []string{"fewest_splits", "ranked"} }
 
@@ -241,6 +244,25 @@ func transferOff(sku string) event.Order {
 	return fromExample(event.InventoryTransferCancelled, func(d *event.TransferCancelledData) { d.SKU = sku })
 }
 
+func moveTo(lineID, location string) event.Order {
+	return fromExample(event.OrderAllocationMoved, func(d *event.AllocationMovedData) { d.LineID, d.ToLocation = lineID, location })
+}
+
+func registerOnHandAt(sku, lot string, sellable int64, location string) event.Order {
+	return fromExample(event.InventoryLotRegistered, func(d *event.LotRegisteredData) {
+		d.SKU, d.LotID, d.Kind, d.Sellable, d.ArrivesAt, d.BestBefore, d.Location = sku, lot, stock.KindOnHand, sellable, "", "2027-05-01", location
+	})
+}
+
+// disabledWest are testLocations with the western warehouse disabled.
+type disabledWest struct{}
+
+func (disabledWest) Shop(ctx context.Context, fresh bool) (stock.ShopLocations, error) {
+	s, _ := testLocations{}.Shop(ctx, fresh)
+	s.All[1].Enabled = false
+	return s, nil
+}
+
 func line(id, sku string, qty int64) event.Line { return event.Line{LineID: id, SKU: sku, Qty: qty} }
 
 func back(id string, qty int64) event.ReturnLine { return event.ReturnLine{LineID: id, Qty: qty} }
@@ -301,6 +323,8 @@ type expect struct {
 	// moves, when set, are the op ids of the event's result's moves, in order, past the
 	// event's prefix ("{<lcid>}<event_id>" for an order's event, "<event_id>" for a SKU's).
 	moves []string
+	// detail, when set, is part of the event's result's detail (a rejection's).
+	detail string
 	// holders, when set, are the event's result's holders (a recall).
 	holders []stock.Holder
 }
@@ -522,6 +546,41 @@ func transitionCases() []transitionCase {
 		{name: "cancelled order: ERR_INVALID_TRANSITION", before: []event.Order{place(ship, line("1", "A", 2)), cancel()}, ev: change(line("1", "A", 1)),
 			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "cancelled/allocated/unpaid"}},
 
+		// order.allocation_moved
+		{name: "a line's units at the store move to the western warehouse", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{placeVia(pickupAtStore, line("1", "L", 3))}, ev: moveTo("1", "west"),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "L", 3, atLoc("L2", 3, "west"))},
+				lots: map[string]buckets{"L/L3": {5}, "L/L2": {0, 0, 3}}, moves: ops(":1:move~west")}},
+		{name: "reserved units stay reserved at the destination", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{place(reserve, line("1", "L", 4))}, ev: moveTo("1", stock.DefaultLocation),
+			want: expect{outcome: applied, order: "placed/reserved/unpaid", lines: []event.SnapshotLine{snap("1", "L", 4, at("L1", 4))},
+				lots: map[string]buckets{"L/L2": {3}, "L/L1": {0, 4}}, moves: ops(":1:move~default")}},
+		{name: "to a store that does not ship: the line's units come from the store's lots, FEFO", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{place(ship, line("1", "L", 6)), registerOnHandAt("L", "L4", 4, "store")}, ev: moveTo("1", "store"),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "L", 6, atLoc("L3", 5, "store"), atLoc("L4", 1, "store"))},
+				lots: map[string]buckets{"L/L2": {3}, "L/L1": {4}, "L/L3": {0, 0, 5}, "L/L4": {3, 0, 1}}}},
+		{name: "the destination cannot cover the line: ERR_SHORTAGE naming it, nothing moves", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{place(ship, line("1", "L", 5))}, ev: moveTo("1", stock.DefaultLocation),
+			want: expect{outcome: rejected, reason: "ERR_SHORTAGE", detail: "requested=3 available=2 location=default", order: "placed/allocated/unpaid",
+				lines: []event.SnapshotLine{snap("1", "L", 5, atLoc("L2", 3, "west"), at("L1", 2))}}},
+		{name: "a line already at the destination only: ERR_ALREADY_AT_LOCATION", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{place(ship, line("1", "L", 3))}, ev: moveTo("1", "west"),
+			want: expect{outcome: rejected, reason: domain.ReasonAlreadyAtLocation, order: "placed/allocated/unpaid"}},
+		{name: "a location the shop lacks: ERR_LOCATION_UNAVAILABLE", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{place(ship, line("1", "L", 3))}, ev: moveTo("1", "north"),
+			want: expect{outcome: rejected, reason: domain.ReasonLocationUnavailable, order: "placed/allocated/unpaid"}},
+		{name: "a disabled location: ERR_LOCATION_UNAVAILABLE", pol: domain.Policy{Locations: disabledWest{}},
+			before: []event.Order{place(ship, line("1", "L", 3))}, ev: moveTo("1", "west"),
+			want: expect{outcome: rejected, reason: domain.ReasonLocationUnavailable, order: "placed/allocated/unpaid"}},
+		{name: "an unknown line: ERR_UNKNOWN_LINE", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{place(ship, line("1", "L", 3))}, ev: moveTo("2", "west"),
+			want: expect{outcome: rejected, reason: domain.ReasonUnknownLine, order: "placed/allocated/unpaid"}},
+		{name: "a shipped order: ERR_INVALID_TRANSITION", before: shipped3, ev: moveTo("1", "west"),
+			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "shipped/allocated/paid"}},
+		{name: "a cancelled order: ERR_INVALID_TRANSITION", before: []event.Order{place(ship, line("1", "L", 3)), cancel()}, ev: moveTo("1", "west"),
+			want: expect{outcome: rejected, reason: domain.ReasonInvalidTransition, order: "cancelled/allocated/unpaid"}},
+		{name: "before placement parks", ev: moveTo("1", "west"), want: expect{outcome: parked}},
+
 		// order.cancelled
 		{name: "releases what an allocated order holds", before: []event.Order{place(ship, line("1", "A", 3))}, ev: cancel(),
 			want: expect{outcome: applied, order: "cancelled/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "A", 3)},
@@ -676,18 +735,20 @@ func transitionCases() []transitionCase {
 		{name: "ERR_UNKNOWN_LOT", ev: recall("A", "A9"), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_LOT"}},
 
 		// inventory.transfer_requested, _received, _cancelled (the example's transfer TR-1)
-		{name: "units leave the source's lots into a transit lot at the destination", ev: transfer("L", "west", "store", 2),
+		{pol: domain.Policy{Locations: testLocations{}}, name: "units leave the source's lots into a transit lot at the destination", ev: transfer("L", "west", "store", 2),
 			want: expect{outcome: applied, lots: map[string]buckets{"L/L2": {1}, "L/TR-1~L2": {2}},
 				lotState: map[string]string{"L/TR-1~L2": "planned good=true best_before=2027-01-01"}, moves: ops(":TR-1:transfer")}},
-		{name: "ERR_SHORTAGE", ev: transfer("L", stock.DefaultLocation, "west", 5), want: expect{outcome: rejected, reason: "ERR_SHORTAGE"}},
-		{name: "the transit lot is on hand, the shortfall defective", before: []event.Order{transfer("L", "west", "store", 3)}, ev: transferIn("L", 2),
+		{pol: domain.Policy{Locations: testLocations{}}, name: "ERR_SHORTAGE", ev: transfer("L", stock.DefaultLocation, "west", 5), want: expect{outcome: rejected, reason: "ERR_SHORTAGE"}},
+		{pol: domain.Policy{Locations: testLocations{}}, name: "the transit lot is on hand, the shortfall defective", before: []event.Order{transfer("L", "west", "store", 3)}, ev: transferIn("L", 2),
 			want: expect{outcome: applied, lots: map[string]buckets{"L/L2": {0}, "L/TR-1~L2": {2, 0, 0, 0, 0, 1}},
 				lotState: map[string]string{"L/TR-1~L2": "onhand good=true best_before=2027-01-01"}, moves: ops(":TR-1:transfer_receive")}},
-		{name: "ERR_UNKNOWN_TRANSFER", ev: transferIn("L", 2), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_TRANSFER"}},
-		{name: "the units go back", before: []event.Order{transfer("L", "west", "store", 3)}, ev: transferOff("L"),
+		{pol: domain.Policy{Locations: testLocations{}}, name: "ERR_UNKNOWN_TRANSFER", ev: transferIn("L", 2), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_TRANSFER"}},
+		{pol: domain.Policy{Locations: testLocations{}}, name: "the units go back", before: []event.Order{transfer("L", "west", "store", 3)}, ev: transferOff("L"),
 			want: expect{outcome: applied, lots: map[string]buckets{"L/L2": {3}, "L/TR-1~L2": {0}}, moves: ops(":TR-1:transfer_cancel")}},
-		{name: "ERR_TRANSFER_STATE", before: []event.Order{transfer("L", "west", "store", 3), transferIn("L", 3)}, ev: transferOff("L"),
+		{pol: domain.Policy{Locations: testLocations{}}, name: "ERR_TRANSFER_STATE", before: []event.Order{transfer("L", "west", "store", 3), transferIn("L", 3)}, ev: transferOff("L"),
 			want: expect{outcome: rejected, reason: "ERR_TRANSFER_STATE"}},
+		{name: "ERR_UNKNOWN_LOCATION: a transfer to a location the shop lacks", pol: domain.Policy{Locations: testLocations{}},
+			ev: transfer("L", "west", "north", 2), want: expect{outcome: rejected, reason: domain.ReasonUnknownLocation}},
 	}
 }
 
@@ -798,6 +859,9 @@ func runTransition(t *testing.T, c transitionCase) {
 			if got := opsOf(t, r, opPrefix(ev)); !slices.Equal(got, w.moves) {
 				t.Errorf("moves by %v, want %v", got, w.moves)
 			}
+		}
+		if w.detail != "" && !strings.Contains(r.Detail, w.detail) {
+			t.Errorf("detail %q, want it to hold %q", r.Detail, w.detail)
 		}
 		if w.holders != nil && (!reflect.DeepEqual(r.Holders, w.holders) || r.HolderCount != len(w.holders)) {
 			t.Errorf("holders %+v (%d), want %+v", r.Holders, r.HolderCount, w.holders)

@@ -146,6 +146,8 @@ const (
 	InventoryTransferReceived  Type = "inventory.transfer_received"
 	InventoryTransferCancelled Type = "inventory.transfer_cancelled"
 	OrderReturned              Type = "order.returned"
+	// OrderAllocationMoved moves one line's allocation to one location (customer service).
+	OrderAllocationMoved Type = "order.allocation_moved"
 	// OrderReservationExtended moves a reserve-mode order's hold_until (docs/events.md).
 	OrderReservationExtended Type = "order.reservation_extended"
 	// OrderReservationExpired is junban's own: the order-worker submits it into the
@@ -379,6 +381,13 @@ type ReturnedData struct {
 	Lines []ReturnLine `json:"lines"`
 	// Defective sends the units to the lots' defective bucket instead of sellable.
 	Defective bool `json:"defective,omitempty"`
+}
+
+// AllocationMovedData is the data of order.allocation_moved: the units line LineID holds
+// at other locations are given back and allocated at ToLocation instead.
+type AllocationMovedData struct {
+	LineID     string `json:"line_id"`
+	ToLocation string `json:"to_location"`
 }
 
 // ReturnLine is a quantity of one order line that came back.

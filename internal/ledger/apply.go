@@ -39,6 +39,8 @@ func (l *Ledger) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
 		return l.applyUndo(ctx, r, fence)
 	case stock.ChangeRequest:
 		return l.applyChange(ctx, r, fence)
+	case stock.MoveAllocationRequest:
+		return l.applyMoveAllocation(ctx, r, fence)
 	case stock.ReceiveRequest:
 		return l.applyReceive(ctx, r, fence)
 	case stock.AdjustRequest:
@@ -127,6 +129,18 @@ func (l *Ledger) applyChange(ctx context.Context, r stock.ChangeRequest, fence s
 		args = append(args, q)
 	}
 	return l.run(ctx, "change", r.Fingerprint()+fence, r.OpID, r.LegacyOpID, r.SKU, args...)
+}
+
+func (l *Ledger) applyMoveAllocation(ctx context.Context, r stock.MoveAllocationRequest, fence string) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	args := make([]any, 0, 5+2*len(r.Release))
+	args = append(args, r.To, string(r.Mode), r.TargetDate, r.Holder, len(r.Release))
+	for _, q := range r.Release {
+		args = append(args, q.LotID, q.Qty)
+	}
+	return l.run(ctx, "move_alloc", r.Fingerprint()+fence, r.OpID, "", r.SKU, args...)
 }
 
 func (l *Ledger) applyReceive(ctx context.Context, r stock.ReceiveRequest, fence string) (stock.Result, error) {

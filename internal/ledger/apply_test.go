@@ -22,7 +22,7 @@ import (
 func TestApplyRunsEveryOp(t *testing.T) {
 	ops := []stock.Op{
 		stock.AllocateRequest{}, stock.ReleaseRequest{}, stock.ConfirmRequest{}, stock.ShipRequest{},
-		stock.UndoRequest{}, stock.ChangeRequest{}, stock.ReceiveRequest{}, stock.AdjustRequest{},
+		stock.UndoRequest{}, stock.ChangeRequest{}, stock.MoveAllocationRequest{}, stock.ReceiveRequest{}, stock.AdjustRequest{},
 		stock.HoldRequest{}, stock.ReleaseHoldRequest{}, stock.DamageRequest{}, stock.RecallRequest{},
 		stock.ReturnRequest{}, stock.RegisterSKURequest{}, stock.RegisterLotRequest{}, stock.SafetyStockRequest{},
 		stock.TransferRequest{}, stock.TransferReceiveRequest{}, stock.TransferCancelRequest{},

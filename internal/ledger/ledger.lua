@@ -29,6 +29,11 @@
 --                                           lots from mode's bucket (ship: a, reserve: r),
 --                                           then allocates each aqty in turn as alloc does,
 --                                           all or nothing
+--   move_alloc to mode date holder n lot1 qty1 ... lotn qtyn
+--                                           a line's allocation moved to location to:
+--                                           releases the n lots as change does, then
+--                                           allocates their sum from the lots at to alone,
+--                                           all or nothing (a refusal's detail names to)
 --   receive  lot best_before counted reg key
 --                                           counted 0 keeps the planned quantity; reg is
 --                                           the lot's reg_seq as Go read it, key its
@@ -661,6 +666,31 @@ if op == 'change' then
     fetch(lots)
     for j, lot in ipairs(lots) do move(lot, 's', b, take[j]) end
   end
+  return commit()
+end
+
+if op == 'move_alloc' then
+  -- A line's allocation moved to one location: the releases as a change's, then their
+  -- sum allocated at that location alone (a route of one location), all or nothing.
+  local to, mode, date = ARGV[4], ARGV[5], ARGV[6]
+  holder = ARGV[7]
+  local b = 'r'
+  if mode == 'ship' then b = 'a' end
+  local unknown = fetch(lotsOf(9, #ARGV))
+  if unknown then return fail('ERR_UNKNOWN_LOT', 'lot=' .. unknown) end
+  local refused = moveEach(9, #ARGV, b, 's')
+  if refused then return refused end
+  for _, lot in ipairs(touched) do
+    if not indexLot(lot) then return reindex() end
+  end
+  local qty = 0
+  for i = 10, #ARGV, 2 do qty = qty + tonumber(ARGV[i]) end
+  local ss = tonumber(head[2])
+  local cand, sell, detail = routedCandidates(date, {[to] = 0}, false, qty, allocNeed(qty, mode, ss), ss, ch, st)
+  if not cand then return fail(sell, detail .. ' location=' .. to) end
+  local lots, take = takeLots(cand, sell, qty)
+  fetch(lots)
+  for j, lot in ipairs(lots) do move(lot, 's', b, take[j]) end
   return commit()
 end
 

@@ -34,6 +34,7 @@ type genStep struct {
 	ret      *stock.ReturnRequest
 	undo     *stock.UndoRequest
 	change   *stock.ChangeRequest
+	moveTo   *stock.MoveAllocationRequest
 	regSKU   *stock.RegisterSKURequest
 	regLot   *stock.RegisterLotRequest
 	ss       *stock.SafetyStockRequest
@@ -45,7 +46,7 @@ type genStep struct {
 }
 
 func (s genStep) String() string {
-	for _, v := range []any{s.alloc, s.release, s.lots, s.receive, s.hold, s.recall, s.ret, s.undo, s.change, s.regSKU, s.regLot, s.ss, s.adjust, s.transfer, s.treceive, s.tcancel} {
+	for _, v := range []any{s.alloc, s.release, s.lots, s.receive, s.hold, s.recall, s.ret, s.undo, s.change, s.moveTo, s.regSKU, s.regLot, s.ss, s.adjust, s.transfer, s.treceive, s.tcancel} {
 		if !reflect.ValueOf(v).IsNil() {
 			return fmt.Sprintf("%s %+v", s.name, reflect.ValueOf(v).Elem().Interface())
 		}
@@ -304,7 +305,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 			}
 			st.name = "replay " + strings.TrimPrefix(st.name, "replay ")
 			sku = st.sku
-		case k < 37:
+		case k < 33:
 			// An order's change on the SKU: releases of its lines, then allocations that
 			// may take what the releases gave back.
 			c := &stock.ChangeRequest{OpID: op, LegacyOpID: legacy, SKU: sku, TargetDate: pick(genDates...), Mode: stock.Mode(pick("ship", "reserve")), Holder: holderOf()}
@@ -325,6 +326,21 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 				c.Route = genRoute(rng)
 			}
 			st = genStep{name: "change", change: c}
+		case k < 37:
+			// A line's allocation moved to one location: releases of its lots, then their
+			// sum allocated there alone.
+			m := &stock.MoveAllocationRequest{OpID: op, SKU: sku, TargetDate: pick(genDates...), Mode: stock.Mode(pick("ship", "reserve")),
+				To: pick(stock.DefaultLocation, "wh-2", "store-1"), Holder: holderOf()}
+			switch rng.IntN(6) {
+			case 0:
+				m.Release = lotQtys(lots)
+			default:
+				m.Release = heldIn(lots, stock.ModeBucket(m.Mode))
+			}
+			if rng.IntN(40) == 0 {
+				m.To = pick("", "wh 2") // invalid
+			}
+			st = genStep{name: "move_alloc", moveTo: m}
 		case k < 45:
 			st = genStep{name: "allocate", alloc: &stock.AllocateRequest{OpID: op, LegacyOpID: legacy, SKU: sku, Qty: qty(),
 				TargetDate: pick(genDates...), Mode: stock.Mode(pick("ship", "reserve")), Holder: holderOf()}}
@@ -408,7 +424,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 
 // setOpID gives the step's request another op id.
 func (s *genStep) setOpID(id string) {
-	for _, v := range []any{&s.alloc, &s.release, &s.lots, &s.receive, &s.hold, &s.recall, &s.ret, &s.undo, &s.change, &s.regSKU, &s.regLot, &s.ss, &s.adjust, &s.transfer, &s.treceive, &s.tcancel} {
+	for _, v := range []any{&s.alloc, &s.release, &s.lots, &s.receive, &s.hold, &s.recall, &s.ret, &s.undo, &s.change, &s.moveTo, s.moveTo, &s.regSKU, &s.regLot, &s.ss, &s.adjust, &s.transfer, &s.treceive, &s.tcancel} {
 		p := reflect.ValueOf(v).Elem()
 		if p.IsNil() {
 			continue
@@ -449,6 +465,8 @@ func (s genStep) run(inv Inventory) (stock.Result, error) {
 		return inv.Apply(ctx, *s.undo)
 	case s.change != nil:
 		return inv.Apply(ctx, *s.change)
+	case s.moveTo != nil:
+		return inv.Apply(ctx, *s.moveTo)
 	case s.regSKU != nil:
 		return inv.Apply(ctx, *s.regSKU)
 	case s.regLot != nil:
@@ -669,6 +687,9 @@ func invariants(prev stock.SKU, seen bool, now stock.SKU, r stock.Result, err er
 				if at := stock.LocationOf(*lt); !mapHas(st.change.Route.Positions(), at) {
 					return fmt.Errorf("routed change took lot %s at %s, not eligible", lt.LotID, at)
 				}
+			}
+			if st.moveTo != nil && mv.From == stock.Sellable && stock.LocationOf(*lt) != st.moveTo.To {
+				return fmt.Errorf("move to %s took lot %s at %s", st.moveTo.To, lt.LotID, stock.LocationOf(*lt))
 			}
 			if loc := st.location(); loc != "" && stock.LocationOf(*lt) != loc {
 				return fmt.Errorf("%s named location %s and moved lot %s at %s", st.name, loc, lt.LotID, stock.LocationOf(*lt))

@@ -144,6 +144,8 @@ func skuOf(op stock.Op) string {
 		return r.SKU
 	case stock.ChangeRequest:
 		return r.SKU
+	case stock.MoveAllocationRequest:
+		return r.SKU
 	case stock.ReturnRequest:
 		return r.SKU
 	}

@@ -97,6 +97,10 @@ func (r ChangeRequest) Fingerprint() string {
 	return newFingerprint("change", r.SKU).str(r.TargetDate).str(string(r.Mode)).lots(r.Release).nums(r.Allocate).str(r.Holder).route(r.Route).sum()
 }
 
+func (r MoveAllocationRequest) Fingerprint() string {
+	return newFingerprint("move_alloc", r.SKU).str(r.TargetDate).str(string(r.Mode)).lots(r.Release).str(r.To).str(r.Holder).sum()
+}
+
 func (r ReceiveRequest) Fingerprint() string {
 	return newFingerprint("receive", r.SKU).str(r.LotID).str(r.BestBefore).num(r.Qty).loc(r.Location).sum()
 }

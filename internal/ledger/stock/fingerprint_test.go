@@ -35,6 +35,8 @@ func TestFingerprintIsStable(t *testing.T) {
 		{TransferRequest{OpID: "t", SKU: "TEA", TransferID: "TR-1", From: DefaultLocation, To: "store-1", Qty: 12, ArrivesAt: "2026-12-05"}, "a9c4150d9255c33d85eb2be29ab5b71c"},
 		{TransferReceiveRequest{OpID: "v", SKU: "TEA", TransferID: "TR-1", Qty: 11}, "8b1d329cd922cdc39c97001320330b2f"},
 		{TransferCancelRequest{OpID: "c", SKU: "TEA", TransferID: "TR-1"}, "ad3db38229a4f738dee14b5a5beeb7e3"},
+		// SHA-256 of "10:move_alloc3:TEA10:2026-12-014:ship1:12:L11:27:store-14:LC-1".
+		{MoveAllocationRequest{OpID: "m", SKU: "TEA", TargetDate: "2026-12-01", Mode: ModeShip, Release: lotQty("L1", 2), To: "store-1", Holder: "LC-1"}, "b94480f08cb479a19cb3c418d0e66b12"},
 	} {
 		if got := hex.EncodeToString([]byte(c.op.Fingerprint())); got != c.want {
 			t.Errorf("%T: fingerprint %s, want %s", c.op, got, c.want)

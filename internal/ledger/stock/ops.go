@@ -67,22 +67,23 @@ type DamageRequest HoldRequest
 
 func (r DamageRequest) Validate() error { return HoldRequest(r).Validate() }
 
-func (AllocateRequest) reversal() Reversal    { return Reversible }
-func (ReleaseRequest) reversal() Reversal     { return Reversible }
-func (ConfirmRequest) reversal() Reversal     { return Reversible }
-func (ShipRequest) reversal() Reversal        { return Reversible }
-func (ChangeRequest) reversal() Reversal      { return Reversible }
-func (ReturnRequest) reversal() Reversal      { return Reversible }
-func (UndoRequest) reversal() Reversal        { return Reverses }
-func (ReceiveRequest) reversal() Reversal     { return Irreversible }
-func (AdjustRequest) reversal() Reversal      { return Irreversible }
-func (HoldRequest) reversal() Reversal        { return Irreversible }
-func (ReleaseHoldRequest) reversal() Reversal { return Irreversible }
-func (DamageRequest) reversal() Reversal      { return Irreversible }
-func (RecallRequest) reversal() Reversal      { return Irreversible }
-func (RegisterSKURequest) reversal() Reversal { return Irreversible }
-func (RegisterLotRequest) reversal() Reversal { return Irreversible }
-func (SafetyStockRequest) reversal() Reversal { return Irreversible }
+func (AllocateRequest) reversal() Reversal       { return Reversible }
+func (ReleaseRequest) reversal() Reversal        { return Reversible }
+func (ConfirmRequest) reversal() Reversal        { return Reversible }
+func (ShipRequest) reversal() Reversal           { return Reversible }
+func (ChangeRequest) reversal() Reversal         { return Reversible }
+func (MoveAllocationRequest) reversal() Reversal { return Reversible }
+func (ReturnRequest) reversal() Reversal         { return Reversible }
+func (UndoRequest) reversal() Reversal           { return Reverses }
+func (ReceiveRequest) reversal() Reversal        { return Irreversible }
+func (AdjustRequest) reversal() Reversal         { return Irreversible }
+func (HoldRequest) reversal() Reversal           { return Irreversible }
+func (ReleaseHoldRequest) reversal() Reversal    { return Irreversible }
+func (DamageRequest) reversal() Reversal         { return Irreversible }
+func (RecallRequest) reversal() Reversal         { return Irreversible }
+func (RegisterSKURequest) reversal() Reversal    { return Irreversible }
+func (RegisterLotRequest) reversal() Reversal    { return Irreversible }
+func (SafetyStockRequest) reversal() Reversal    { return Irreversible }
 
 // Each operation's model.
 
@@ -142,6 +143,30 @@ func (r ChangeRequest) model(ctx context.Context, m *Model) (Result, error) {
 			if err, detail := o.allocateVia(q, r.TargetDate, r.Mode, r.Route); err != nil {
 				return err, detail
 			}
+		}
+		return nil, ""
+	})
+}
+
+// MoveAllocationRequest: releases r.Release from the bucket r.Mode allocates to, then
+// allocates their sum at r.To alone as Allocate would there, over the state the releases
+// left; when r.To cannot cover it, nothing moves and the refusal's detail names r.To.
+
+func (r MoveAllocationRequest) model(ctx context.Context, m *Model) (Result, error) {
+	return m.applyAs(ctx, "move_alloc", r.Fingerprint(), r.OpID, "", r.SKU, r.Holder, r.Validate(), func(o *modelOp) (error, string) {
+		if err, detail := o.findLots(r.Release); err != nil {
+			return err, detail
+		}
+		if err, detail := o.moveEach(ModeBucket(r.Mode), Sellable, r.Release); err != nil {
+			return err, detail
+		}
+		var qty int64
+		for _, q := range r.Release {
+			qty += q.Qty
+		}
+		at := &Route{Pinned: r.To, Locations: []Location{{ID: r.To, Enabled: true}}}
+		if err, detail := o.allocateVia(qty, r.TargetDate, r.Mode, at); err != nil {
+			return err, detail + " location=" + r.To
 		}
 		return nil, ""
 	})

@@ -147,6 +147,27 @@ type ChangeRequest struct {
 	Route *Route `json:"route,omitempty"`
 }
 
+// MoveAllocationRequest moves what one order's line holds of one SKU to one location, in
+// one operation (MoveAllocation): it releases Release (the line's units at the other
+// locations) from the bucket Mode allocates to, then allocates their sum, in the same
+// bucket, from the lots at To alone, in the lots' own order (on-hand by best-before, then
+// planned newest first), with the safety check of ship, over the state the releases left.
+// To need not ship; that it is enabled is the caller's to check (the shop's locations are
+// not the ledger's). All or nothing: when To cannot cover it (ErrShortage,
+// ErrSafetyStock, with a detail naming To), nothing is released either.
+type MoveAllocationRequest struct {
+	OpID       string `json:"op_id"`
+	SKU        string `json:"sku"`
+	TargetDate string `json:"target_date"`
+	Mode       Mode   `json:"mode"`
+	// Release are the units given back, lot by lot (at most 1000 entries); the result's
+	// moves are theirs (one per entry), then the allocation's at To.
+	Release []LotQty `json:"release"`
+	// To is the location the units are allocated at.
+	To     string `json:"to"`
+	Holder string `json:"holder,omitempty"`
+}
+
 // LotsRequest names quantities in given lots (Confirm, Ship).
 type LotsRequest struct {
 	OpID string `json:"op_id"`

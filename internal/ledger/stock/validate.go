@@ -189,6 +189,32 @@ func (r ChangeRequest) Validate() error {
 	return r.Route.Validate()
 }
 
+func (r MoveAllocationRequest) Validate() error {
+	if err := checkHeadAs(r.OpID, "", r.SKU); err != nil {
+		return err
+	}
+	if err := CheckDate("target_date", r.TargetDate); err != nil {
+		return err
+	}
+	if r.Mode != ModeShip && r.Mode != ModeReserve {
+		return Invalidf("mode %q is neither %q nor %q", r.Mode, ModeShip, ModeReserve)
+	}
+	if len(r.Release) == 0 {
+		return Invalidf("a move that releases nothing")
+	}
+	if err := checkLots(r.Release); err != nil {
+		return err
+	}
+	var sum int64
+	for _, q := range r.Release {
+		sum += q.Qty
+	}
+	if err := CheckQty("qty", sum); err != nil {
+		return err
+	}
+	return CheckLocation(r.To)
+}
+
 func (r LotsRequest) Validate() error {
 	if err := checkHeadAs(r.OpID, r.LegacyOpID, r.SKU); err != nil {
 		return err

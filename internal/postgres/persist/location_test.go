@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junban/junban/internal/domain"
 	"github.com/junban/junban/internal/event"
 	"github.com/junban/junban/internal/ledger"
 	"github.com/junban/junban/internal/ledger/stock"
@@ -100,3 +101,72 @@ func TestOrderRouteIsPersistedAndLoaded(t *testing.T) {
 		}
 	}
 }
+
+// An order.allocation_moved run on Redis reaches PostgreSQL through its result: the lots
+// it gave back and took, with their locations, and the order whose line now holds units
+// at the destination, each loading back as Redis and the order-worker hold them.
+func TestMovedAllocationIsPersisted(t *testing.T) {
+	ctx := context.Background()
+	rc, prefix := testenv.Redis(t)
+	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := func(id, typ, data string) domain.Event {
+		ev, err := domain.Decode([]byte(`{"event_id":"`+id+`","type":"`+typ+`","lcid":"LC-M","occurred_at":"2026-12-01T09:00:00Z","data":`+data+`}`), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	sku := func(id, typ, data string) domain.Event {
+		ev, err := domain.Decode([]byte(`{"event_id":"`+id+`","type":"`+typ+`","occurred_at":"2026-12-01T08:00:00Z","data":`+data+`}`), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	evs := []domain.Event{
+		sku("s", "inventory.sku_registered", `{"sku":"MV","safety_stock":0}`),
+		sku("l1", "inventory.lot_registered", `{"sku":"MV","lot_id":"D","kind":"onhand","best_before":"2027-01-01","sellable":5}`),
+		sku("l2", "inventory.lot_registered", `{"sku":"MV","lot_id":"S","kind":"onhand","best_before":"2027-02-01","sellable":5,"location":"store-1"}`),
+		body("p", "order.placed", `{"mode":"ship","target_date":"2026-12-01","lines":[{"line_id":"1","sku":"MV","qty":3}]}`),
+		body("m", "order.allocation_moved", `{"line_id":"1","to_location":"store-1"}`),
+	}
+	pol := domain.Policy{Locations: fixedLocations{{ID: stock.DefaultLocation, Kind: stock.LocationWarehouse, Ships: true, Enabled: true},
+		{ID: "store-1", Kind: stock.LocationStore, Pickup: true, Enabled: true}}}
+	states, results, err := domain.Replay(ctx, led, pol, evs, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := results[len(results)-1]
+	if last.Type != event.OrderAllocationMoved || last.Outcome != event.Applied {
+		t.Fatalf("the move: %+v", last)
+	}
+	db := testenv.Postgres(t)
+	apply(t, db, results)
+	want, err := led.Snapshot(ctx, "MV")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := inventorydb.PGLoader{DB: db}.LoadSKU(ctx, "MV")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("loaded\n%+v\nRedis holds\n%+v", got, want)
+	}
+	order, _, ok, err := orderdb.PGLoader{DB: db}.LoadOrder(ctx, "LC-M")
+	if err != nil || !ok {
+		t.Fatalf("load LC-M: %v %v", ok, err)
+	}
+	if lots := order.Lines[0].Lots; !reflect.DeepEqual(lots, []stock.LotQty{{LotID: "S", Qty: 3, Location: "store-1"}}) ||
+		!reflect.DeepEqual(*order, *states["LC-M"].Order) {
+		t.Fatalf("loaded order\n%+v\nthe worker holds\n%+v", *order, *states["LC-M"].Order)
+	}
+}
+
+// fixedLocations are a shop's locations.
+type fixedLocations []stock.Location
+
+func (f fixedLocations) Locations(context.Context) ([]stock.Location, error) { return f, nil }

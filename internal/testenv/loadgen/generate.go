@@ -272,6 +272,12 @@ func Generate(s Spec) Workload {
 			}
 			evs = append(evs, mk(10+c, event.OrderLinesChanged, event.OrderData{Lines: changed}))
 		}
+		// Customer service moves the first line to the default location, where every
+		// generated lot is: rejected (ERR_ALREADY_AT_LOCATION; ERR_INVALID_TRANSITION once the
+		// order ended).
+		if rng.Float64() < s.ChangeShare/4 {
+			evs = append(evs, mk(9, event.OrderAllocationMoved, event.AllocationMovedData{LineID: lines[0].LineID, ToLocation: stock.DefaultLocation}))
+		}
 		payment := mk(3, event.PaymentConfirmed, nil)
 		if rng.Float64() < s.OutOfOrderShare {
 			evs = append([]event.Order{payment}, evs...)
