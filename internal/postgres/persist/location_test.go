@@ -169,4 +169,6 @@ func TestMovedAllocationIsPersisted(t *testing.T) {
 // fixedLocations are a shop's locations.
 type fixedLocations []stock.Location
 
-func (f fixedLocations) Locations(context.Context) ([]stock.Location, error) { return f, nil }
+func (f fixedLocations) Shop(context.Context, bool) (stock.ShopLocations, error) {
+	return stock.ShopLocations{All: f, Registered: true}, nil
+}
