@@ -30,18 +30,25 @@ const (
 	OrderRefused Kind = "order.refused"
 	// StockChanged: a SKU's stock figures changed.
 	StockChanged Kind = "stock.changed"
-	// StockLow: a SKU's available-to-ship fell to its low-stock threshold or below (and is
-	// still above 0).
+	// StockLow: a SKU's available-to-ship (the network's: docs/outbound.md, "The network")
+	// fell to its low-stock threshold or below (and is still above 0).
 	StockLow Kind = "stock.low"
 	// StockOut: a SKU's available-to-ship fell to 0.
 	StockOut Kind = "stock.out"
 	// StockBack: a SKU's available-to-ship rose to a better level (from out to low or ok,
 	// from low to ok).
 	StockBack Kind = "stock.back"
+	// StockLocationLow, StockLocationOut and StockLocationBack are stock.low, stock.out and
+	// stock.back of one location's stock of a SKU (the message's Location), whether or not
+	// the location counts toward the network.
+	StockLocationLow  Kind = "stock.location_low"
+	StockLocationOut  Kind = "stock.location_out"
+	StockLocationBack Kind = "stock.location_back"
 )
 
 // Kinds are the outbound kinds, in the order docs/outbound.md describes them.
-var Kinds = []Kind{OrderStatusChanged, OrderRefused, StockChanged, StockLow, StockOut, StockBack}
+var Kinds = []Kind{OrderStatusChanged, OrderRefused, StockChanged, StockLow, StockOut, StockBack,
+	StockLocationLow, StockLocationOut, StockLocationBack}
 
 // Message is one outbound event, as published (the SNS message's body) and as
 // GET /v1/events serves it.
@@ -57,6 +64,9 @@ type Message struct {
 	// LCID is the order's, on order kinds; SKU the SKU's, on stock kinds.
 	LCID string `json:"lcid,omitempty"`
 	SKU  string `json:"sku,omitempty"`
+	// Location is the location a stock.location_* message tells about; absent on every
+	// other kind.
+	Location string `json:"location,omitempty"`
 	// Seq is the entity's outbound sequence: 1 for its first message, then one more for
 	// each, with no gap. Consumers order an entity's messages by it.
 	Seq int64 `json:"seq"`
@@ -130,7 +140,8 @@ const (
 )
 
 // StockData is the data of stock.changed: a SKU's figures in PostgreSQL after the batch
-// that changed them.
+// that changed them. The SKU's figures are the network's: they count only the lots at
+// locations that count toward it (LocationStock.Network).
 type StockData struct {
 	// Version is the SKU's ledger version of the newest result applied.
 	Version     int64 `json:"version"`
@@ -147,14 +158,35 @@ type StockData struct {
 	// Level is AvailableToShip against Threshold: ok, low or out.
 	Level     string `json:"level"`
 	Threshold int64  `json:"threshold"`
+	// Locations are the figures per location holding lots of the SKU, by id; absent when
+	// every lot is at the default location and it counts toward the network (the SKU's
+	// figures are then its figures).
+	Locations []LocationStock `json:"locations,omitempty"`
 }
 
-// StockLevelData is the data of stock.low, stock.out and stock.back.
+// LocationStock is one location's stock of a SKU: its good lots' sums, its
+// available-to-ship (less the SKU's whole safety stock, as an allocation pinned there
+// counts it) and level.
+type LocationStock struct {
+	Location string `json:"location"`
+	// Network tells whether the location counts toward the SKU's figures: it is enabled
+	// and ships, or it is the default location and the shop has not described it.
+	Network         bool   `json:"network"`
+	Sellable        int64  `json:"sellable"`
+	Reserved        int64  `json:"reserved"`
+	Allocated       int64  `json:"allocated"`
+	AvailableToShip int64  `json:"available_to_ship"`
+	Level           string `json:"level"`
+}
+
+// StockLevelData is the data of stock.low, stock.out and stock.back, and of their
+// stock.location_* (of one location's figures).
 type StockLevelData struct {
 	AvailableToShip int64  `json:"available_to_ship"`
 	Threshold       int64  `json:"threshold"`
 	Level           string `json:"level"`
-	// Previous is the level the SKU's last level message (or, before any, ok) told.
+	// Previous is the level the SKU's (the location's) last level message, or before any
+	// ok, told.
 	Previous string `json:"previous"`
 	AsOf     string `json:"as_of"`
 }

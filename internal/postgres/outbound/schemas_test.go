@@ -18,6 +18,9 @@ func exampleMessages(t *testing.T) map[Kind][]byte {
 	msg := func(k Kind, entity string, data any) []byte {
 		m := Message{ID: "7d4b2c1e-0b7a-4f39-9a51-3c1f2d6e8a90", Kind: k, Entity: entity, Seq: 3, OccurredAt: at,
 			CausedBy: Cause{EventID: "evt-1", Type: event.OrderPlaced}}
+		if strings.HasPrefix(string(k), "stock.location_") {
+			m.Location = "store-1"
+		}
 		if sku, ok := strings.CutPrefix(entity, event.SKUEntityPrefix); ok {
 			m.SKU = sku
 		} else {
@@ -42,10 +45,18 @@ func exampleMessages(t *testing.T) map[Kind][]byte {
 		}),
 		OrderRefused: msg(OrderRefused, "LC-1", OrderRefusedData{Reason: "ERR_SHORTAGE", Detail: "short by 2", Status: "rejected"}),
 		StockChanged: msg(StockChanged, "sku:TEA-1", StockData{Version: 12, SafetyStock: 2, Sellable: 40, Reserved: 3,
-			Allocated: 5, AvailableToShip: 38, AsOf: "2026-12-02", Level: LevelOK, Threshold: 10}),
+			Allocated: 5, AvailableToShip: 38, AsOf: "2026-12-02", Level: LevelOK, Threshold: 10, Locations: []LocationStock{
+				{Location: "default", Network: true, Sellable: 40, Reserved: 3, Allocated: 5, AvailableToShip: 38, Level: LevelOK},
+				{Location: "store-1", Sellable: 4, AvailableToShip: 2, Level: LevelLow}}}),
 		StockLow:  msg(StockLow, "sku:TEA-1", StockLevelData{AvailableToShip: 4, Threshold: 10, Level: LevelLow, Previous: LevelOK, AsOf: "2026-12-02"}),
 		StockOut:  msg(StockOut, "sku:TEA-1", StockLevelData{AvailableToShip: 0, Threshold: 10, Level: LevelOut, Previous: LevelLow, AsOf: "2026-12-02"}),
 		StockBack: msg(StockBack, "sku:TEA-1", StockLevelData{AvailableToShip: 25, Threshold: 10, Level: LevelOK, Previous: LevelOut, AsOf: "2026-12-02"}),
+		StockLocationLow: msg(StockLocationLow, "sku:TEA-1", StockLevelData{AvailableToShip: 2, Threshold: 10, Level: LevelLow,
+			Previous: LevelOK, AsOf: "2026-12-02"}),
+		StockLocationOut: msg(StockLocationOut, "sku:TEA-1", StockLevelData{AvailableToShip: 0, Threshold: 10, Level: LevelOut,
+			Previous: LevelLow, AsOf: "2026-12-02"}),
+		StockLocationBack: msg(StockLocationBack, "sku:TEA-1", StockLevelData{AvailableToShip: 25, Threshold: 10, Level: LevelOK,
+			Previous: LevelOut, AsOf: "2026-12-02"}),
 	}
 }
 
@@ -107,23 +118,26 @@ func TestSchemasRefuse(t *testing.T) {
 	}
 	data := func(m map[string]any) map[string]any { return m["data"].(map[string]any) }
 	cases := map[string][]byte{
-		"not JSON":             []byte("{"),
-		"unknown kind":         edit(StockChanged, func(m map[string]any) { m["kind"] = "stock.gone" }),
-		"seq 0":                edit(StockChanged, func(m map[string]any) { m["seq"] = 0 }),
-		"id not a UUID":        edit(StockChanged, func(m map[string]any) { m["id"] = "x" }),
-		"no caused_by":         edit(OrderRefused, func(m map[string]any) { delete(m, "caused_by") }),
-		"order on a sku":       edit(OrderRefused, func(m map[string]any) { m["entity"] = "sku:TEA-1" }),
-		"stock on an order":    edit(StockChanged, func(m map[string]any) { m["entity"] = "LC-1" }),
-		"no version":           edit(StockChanged, func(m map[string]any) { delete(m, "version") }),
-		"unknown version":      edit(StockChanged, func(m map[string]any) { m["version"] = "2" }),
-		"negative available":   edit(StockChanged, func(m map[string]any) { data(m)["available_to_ship"] = -1 }),
-		"reason not a code":    edit(OrderRefused, func(m map[string]any) { data(m)["reason"] = "shortage" }),
-		"unknown status":       edit(OrderStatusChanged, func(m map[string]any) { data(m)["to"] = "lost" }),
-		"nothing changed":      edit(OrderStatusChanged, func(m map[string]any) { data(m)["changed"] = []string{} }),
-		"hold_until not time":  edit(OrderStatusChanged, func(m map[string]any) { data(m)["hold_until"] = "tomorrow" }),
-		"low that is out":      edit(StockLow, func(m map[string]any) { data(m)["level"] = "out" }),
-		"back from ok":         edit(StockBack, func(m map[string]any) { data(m)["previous"] = "ok" }),
-		"occurred_at not time": edit(StockOut, func(m map[string]any) { m["occurred_at"] = "yesterday" }),
+		"not JSON":                      []byte("{"),
+		"unknown kind":                  edit(StockChanged, func(m map[string]any) { m["kind"] = "stock.gone" }),
+		"seq 0":                         edit(StockChanged, func(m map[string]any) { m["seq"] = 0 }),
+		"id not a UUID":                 edit(StockChanged, func(m map[string]any) { m["id"] = "x" }),
+		"no caused_by":                  edit(OrderRefused, func(m map[string]any) { delete(m, "caused_by") }),
+		"order on a sku":                edit(OrderRefused, func(m map[string]any) { m["entity"] = "sku:TEA-1" }),
+		"stock on an order":             edit(StockChanged, func(m map[string]any) { m["entity"] = "LC-1" }),
+		"no version":                    edit(StockChanged, func(m map[string]any) { delete(m, "version") }),
+		"unknown version":               edit(StockChanged, func(m map[string]any) { m["version"] = "2" }),
+		"negative available":            edit(StockChanged, func(m map[string]any) { data(m)["available_to_ship"] = -1 }),
+		"reason not a code":             edit(OrderRefused, func(m map[string]any) { data(m)["reason"] = "shortage" }),
+		"unknown status":                edit(OrderStatusChanged, func(m map[string]any) { data(m)["to"] = "lost" }),
+		"nothing changed":               edit(OrderStatusChanged, func(m map[string]any) { data(m)["changed"] = []string{} }),
+		"hold_until not time":           edit(OrderStatusChanged, func(m map[string]any) { data(m)["hold_until"] = "tomorrow" }),
+		"low that is out":               edit(StockLow, func(m map[string]any) { data(m)["level"] = "out" }),
+		"back from ok":                  edit(StockBack, func(m map[string]any) { data(m)["previous"] = "ok" }),
+		"occurred_at not time":          edit(StockOut, func(m map[string]any) { m["occurred_at"] = "yesterday" }),
+		"location out without location": edit(StockLocationOut, func(m map[string]any) { delete(m, "location") }),
+		"location not an id":            edit(StockLocationLow, func(m map[string]any) { m["location"] = "a b" }),
+		"location without network":      edit(StockChanged, func(m map[string]any) { delete(data(m)["locations"].([]any)[0].(map[string]any), "network") }),
 	}
 	for name, b := range cases {
 		if err := Validate(b); err == nil {
