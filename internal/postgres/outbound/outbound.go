@@ -13,6 +13,8 @@ package outbound
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/junban/junban/internal/event"
@@ -110,6 +112,9 @@ type OrderStatusData struct {
 	TargetDate string     `json:"target_date,omitempty"`
 	// Lines are the order's lines with the lots allocated to each (and returned from it).
 	Lines []event.SnapshotLine `json:"lines"`
+	// Locations group the lots the lines hold by the lots' location, by id: what each
+	// location must ship. Absent when no line holds a lot.
+	Locations []OrderLocation `json:"locations,omitempty"`
 	// HoldUntil is when a placed reserve-mode order's reservation expires (absent: never,
 	// or no longer).
 	HoldUntil *time.Time `json:"hold_until,omitempty"`
@@ -117,6 +122,47 @@ type OrderStatusData struct {
 	// order's first message), "hold_until" (when the order has a hold, and when it moves
 	// or ends).
 	Changed []string `json:"changed"`
+}
+
+// OrderLocation is one location's part of an order: the lines holding lots stored there,
+// each with those lots alone.
+type OrderLocation struct {
+	Location string              `json:"location"`
+	Lines    []OrderLocationLine `json:"lines"`
+}
+
+// OrderLocationLine is a line's lots at one location.
+type OrderLocationLine struct {
+	LineID string         `json:"line_id"`
+	SKU    string         `json:"sku"`
+	Lots   []event.LotQty `json:"lots"`
+}
+
+// ByLocation groups the lots lines hold by their location (event.DefaultLocation for a lot
+// that names none), locations by id, lines and lots in their order; nil when no line
+// holds a lot.
+func ByLocation(lines []event.SnapshotLine) []OrderLocation {
+	var out []OrderLocation
+	for _, l := range lines {
+		for _, lot := range l.Lots {
+			loc := lot.Location
+			if loc == "" {
+				loc = event.DefaultLocation
+			}
+			i := slices.IndexFunc(out, func(o OrderLocation) bool { return o.Location == loc })
+			if i < 0 {
+				out, i = append(out, OrderLocation{Location: loc}), len(out)
+			}
+			o := &out[i]
+			if n := len(o.Lines); n == 0 || o.Lines[n-1].LineID != l.LineID || o.Lines[n-1].SKU != l.SKU {
+				o.Lines = append(o.Lines, OrderLocationLine{LineID: l.LineID, SKU: l.SKU})
+			}
+			last := &o.Lines[len(o.Lines)-1]
+			last.Lots = append(last.Lots, event.LotQty{LotID: lot.LotID, Qty: lot.Qty})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b OrderLocation) int { return strings.Compare(a.Location, b.Location) })
+	return out
 }
 
 // OrderRefusedData is the data of order.refused.

@@ -171,6 +171,38 @@ func TestOrderStatusChanged(t *testing.T) {
 	}
 }
 
+// order.status_changed groups the lots its lines hold by their location: what each
+// location must ship.
+func TestOrderStatusChangedByLocation(t *testing.T) {
+	db, w := testenv.Postgres(t), writer()
+	r := order("e1", "LC-1", 1, event.OrderPlaced, event.StatusPlaced, "allocated", true)
+	r.Order.Lines = []event.SnapshotLine{
+		{LineID: "1", SKU: "TEA", Qty: 5, Lots: []event.LotQty{{LotID: "T1", Qty: 2, Location: "wh-2"}, {LotID: "T2", Qty: 1},
+			{LotID: "T3", Qty: 2, Location: "wh-2"}}},
+		{LineID: "2", SKU: "CUP", Qty: 1, Lots: []event.LotQty{{LotID: "C1", Qty: 1, Location: "store-1"}}},
+		{LineID: "3", SKU: "POT", Qty: 1},
+	}
+	apply(t, db, w, r)
+	ms := outbox(t, db, "LC-1")
+	if len(ms) != 1 {
+		t.Fatalf("messages %s", kinds(ms))
+	}
+	got := data[outbound.OrderStatusData](t, ms[0]).Locations
+	want := []outbound.OrderLocation{
+		{Location: "default", Lines: []outbound.OrderLocationLine{{LineID: "1", SKU: "TEA", Lots: []event.LotQty{{LotID: "T2", Qty: 1}}}}},
+		{Location: "store-1", Lines: []outbound.OrderLocationLine{{LineID: "2", SKU: "CUP", Lots: []event.LotQty{{LotID: "C1", Qty: 1}}}}},
+		{Location: "wh-2", Lines: []outbound.OrderLocationLine{{LineID: "1", SKU: "TEA", Lots: []event.LotQty{{LotID: "T1", Qty: 2}, {LotID: "T3", Qty: 2}}}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("locations %+v\nwant %+v", got, want)
+	}
+	// An order no line of which holds a lot has none.
+	apply(t, db, w, order("e2", "LC-2", 1, event.OrderPlaced, event.StatusPlaced, "", false))
+	if d := data[outbound.OrderStatusData](t, outbox(t, db, "LC-2")[0]); d.Locations != nil {
+		t.Errorf("an order without lots: locations %+v", d.Locations)
+	}
+}
+
 func TestOrderRefused(t *testing.T) {
 	db, w := testenv.Postgres(t), writer()
 	refused := func(id, lcid string, seq int64, order *event.OrderSnapshot) event.Result {
