@@ -98,10 +98,10 @@ func printStock(ctx context.Context, w io.Writer, sku string, o stockOptions) er
 func printSKU(w io.Writer, v api.SKUView) {
 	fmt.Fprintf(w, "sku:           %s (from %s)\nversion:       %d\nsafety stock:  %d\n", v.SKU.SKU, v.Source, v.Version, v.SafetyStock)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LOT\tKIND\tGOOD\tBEST BEFORE\tREG\tVALID\tSELLABLE\tRESERVED\tALLOCATED\tHIDDEN\tSHIPPED")
+	fmt.Fprintln(tw, "LOT\tLOCATION\tKIND\tGOOD\tBEST BEFORE\tREG\tVALID\tSELLABLE\tRESERVED\tALLOCATED\tHIDDEN\tSHIPPED")
 	for _, l := range v.Lots {
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%d\t%s..%s\t%d\t%d\t%d\t%d\t%d\n", l.LotID, l.Kind, l.Good, dash(l.BestBefore), l.RegSeq,
-			l.ValidFrom, l.ValidTo, l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%d\t%s..%s\t%d\t%d\t%d\t%d\t%d\n", l.LotID, stock.LocationOf(l), l.Kind, l.Good,
+			dash(l.BestBefore), l.RegSeq, l.ValidFrom, l.ValidTo, l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped)
 	}
 	tw.Flush()
 }
