@@ -363,6 +363,36 @@ func TestStockPerLocation(t *testing.T) {
 	}
 }
 
+// The stock levels gauge counts the SKUs low or out as last told, for the network and per
+// described location, every location the shop has not described under one label.
+func TestReadStockLevels(t *testing.T) {
+	db := testenv.Postgres(t)
+	w := &outbound.Writer{LowStockThreshold: 2, Now: func() time.Time { return today }}
+	if err := db.Exec(`INSERT INTO locations (location, ships) VALUES ('wh-2', true)`).Error; err != nil {
+		t.Fatal(err)
+	}
+	apply(t, db, w,
+		locatedResult("a", "A", 1, map[string]int64{"default": 0, "wh-2": 1}),
+		locatedResult("b", "B", 1, map[string]int64{"default": 0, "wh-2": 0, "nowhere-1": 5, "nowhere-2": 0}),
+		locatedResult("c", "C", 1, map[string]int64{"default": 9}))
+	got, err := outbound.ReadStockLevels(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(got, func(a, b outbound.StockLevel) int { return strings.Compare(a.Location+a.Level, b.Location+b.Level) })
+	want := []outbound.StockLevel{
+		{Location: "default", Level: "out", SKUs: 2},
+		{Location: "wh-2", Level: "low", SKUs: 1},
+		{Location: "wh-2", Level: "out", SKUs: 1},
+		{Location: outbound.NetworkLabel, Level: "low", SKUs: 1},
+		{Location: outbound.NetworkLabel, Level: "out", SKUs: 1},
+		{Location: outbound.OtherLocationLabel, Level: "out", SKUs: 1},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("levels %+v\nwant %+v", got, want)
+	}
+}
+
 // A shop whose every lot is at the default location, which ships, gets the messages it
 // got before locations: no locations array, no per-location message.
 func TestStockAtTheDefaultLocationAlone(t *testing.T) {
