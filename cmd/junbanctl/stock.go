@@ -73,18 +73,22 @@ func printStock(ctx context.Context, w io.Writer, sku string, o stockOptions) er
 	if err != nil {
 		return err
 	}
-	var av *ledger.Availability
+	var av *api.AvailabilityAnswer
 	if o.date != "" {
 		a, err := d.Ledger.Availability(ctx, ledger.AvailabilityRequest{SKU: sku, TargetDate: o.date, Mode: stock.Mode(o.mode), Qty: o.qty})
 		if err != nil {
 			return err
 		}
-		av = &a
+		ans, err := d.WithNetwork(ctx, a)
+		if err != nil {
+			return err
+		}
+		av = &ans
 	}
 	if o.asJSON {
 		return cli.WriteJSON(w, struct {
-			SKU          api.SKUView          `json:"sku"`
-			Availability *ledger.Availability `json:"availability,omitempty"`
+			SKU          api.SKUView             `json:"sku"`
+			Availability *api.AvailabilityAnswer `json:"availability,omitempty"`
 		}{v, av})
 	}
 	printSKU(w, v)
@@ -106,7 +110,7 @@ func printSKU(w io.Writer, v api.SKUView) {
 	tw.Flush()
 }
 
-func printAvailability(w io.Writer, a ledger.Availability) {
+func printAvailability(w io.Writer, a api.AvailabilityAnswer) {
 	fmt.Fprintf(w, "availability on %s, %s: %d (sellable %d", a.TargetDate, a.Mode, a.Available, a.Sellable)
 	if a.Mode == stock.ModeShip {
 		fmt.Fprintf(w, " less safety stock %d", a.SafetyStock)
@@ -128,15 +132,18 @@ func printAvailability(w io.Writer, a ledger.Availability) {
 	tw.Flush()
 	if len(a.Locations) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "LOCATION\tSELLABLE\tAVAILABLE PINNED THERE\tQTY FITS")
+		fmt.Fprintln(tw, "LOCATION\tSELLABLE\tAVAILABLE PINNED THERE\tQTY FITS\tNETWORK")
 		for _, l := range a.Locations {
 			fits := "-"
 			if a.Qty > 0 {
 				fits = fmt.Sprint(l.OK)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", l.Location, l.Sellable, l.Available, fits)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%v\n", l.Location, l.Sellable, l.Available, fits, l.Network)
 		}
 		tw.Flush()
+	}
+	if n := a.Network; n != nil {
+		fmt.Fprintf(w, "network (the locations that are enabled and ship): %d available (sellable %d)\n", n.Available, n.Sellable)
 	}
 	switch {
 	case a.Qty == 0:

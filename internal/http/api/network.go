@@ -61,13 +61,13 @@ func networkOf(a ledger.Availability, locs []stock.Location) AvailabilityAnswer 
 	return out
 }
 
-// withNetwork answers a with its locations marked, reading the shop's locations only when
-// a answers per location.
-func (s *Server) withNetwork(ctx context.Context, a ledger.Availability) (AvailabilityAnswer, error) {
+// WithNetwork answers a with its locations marked, reading the shop's locations only when
+// a answers per location: what the API answers and junbanctl stock prints.
+func (d Deps) WithNetwork(ctx context.Context, a ledger.Availability) (AvailabilityAnswer, error) {
 	if len(a.Locations) == 0 {
 		return AvailabilityAnswer{Availability: a}, nil
 	}
-	locs, err := ledger.ReadLocations(ctx, s.d.Redis, s.d.Prefix)
+	locs, err := ledger.ReadLocations(ctx, d.Redis, d.Prefix)
 	if err != nil {
 		return AvailabilityAnswer{}, err
 	}

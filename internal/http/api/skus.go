@@ -175,7 +175,7 @@ func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
 	if loc != "" {
 		a = forLocation(a, loc)
 	}
-	ans, err := s.withNetwork(r.Context(), a)
+	ans, err := s.d.WithNetwork(r.Context(), a)
 	if err != nil {
 		return err
 	}
