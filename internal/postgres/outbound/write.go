@@ -282,7 +282,7 @@ func statusChange(e *entity, row orderRow, hasRow bool, rs []event.Result) (Orde
 	st, _ := json.Marshal(now)
 	e.state = string(st)
 	d := OrderStatusData{From: was.Status, To: row.status, Paid: row.paid, Mode: event.Mode(row.mode),
-		TargetDate: row.targetDate, Lines: lines, HoldUntil: hold, Changed: changed}
+		TargetDate: row.targetDate, Lines: lines, Locations: ByLocation(lines), HoldUntil: hold, Changed: changed}
 	if row.allocation != "" {
 		d.Allocation = &row.allocation
 	}
