@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/junban/junban/internal/ledger"
@@ -104,10 +107,20 @@ func TestJSONOfTheDatabaseCommands(t *testing.T) {
 	if err := d.DB.Exec(`UPDATE skus SET version = version + 5 WHERE sku = 'JS-1'`).Error; err != nil {
 		t.Fatal(err)
 	}
+	// And a lot row at store-1 that Redis does not hold: the drift names its location.
+	if err := d.DB.Exec(`INSERT INTO lots (sku, lot_id, kind, best_before, reg_seq, valid_from, valid_to, sellable, location)
+VALUES ('JS-1', 'X9', 'onhand', '2027-01-01', 9, '0001-01-01', '9999-12-31', 1, 'store-1')`).Error; err != nil {
+		t.Fatal(err)
+	}
 	var drift reconcileJSON
 	err := decode(t, &drift, "reconcile")
 	if err == nil || drift.Remaining != 1 || len(drift.Drifts) != 1 || drift.Drifts[0].Key != "JS-1" ||
-		drift.Drifts[0].Entity != "sku" || drift.Drifts[0].Kind == "" || len(drift.Hints) == 0 || !drift.OrdersCompared {
+		drift.Drifts[0].Entity != "sku" || drift.Drifts[0].Kind == "" || len(drift.Hints) == 0 || !drift.OrdersCompared ||
+		!slices.Equal(drift.Drifts[0].Locations, []string{"store-1"}) || !maps.Equal(drift.ByLocation, map[string]int{"store-1": 1}) {
 		t.Fatalf("reconcile with a drift: %+v, %v (want an error: the exit status is the check's)", drift, err)
+	}
+	var out bytes.Buffer
+	if err := ctl(ctx, &out, "reconcile", nil); err == nil || !strings.Contains(out.String(), "SKUs drifting by location (of their differing lots): store-1 1\n") {
+		t.Fatalf("reconcile's text: %v\n%s", err, out.String())
 	}
 }

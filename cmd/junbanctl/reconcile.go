@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -104,6 +106,13 @@ func printReconcile(w io.Writer, prefix string, o reconcileOptions, rep persist.
 	if n := len(rep.Drifts) - o.maxDrifts; o.maxDrifts > 0 && n > 0 {
 		fmt.Fprintf(w, "  ... and %d more (--max-drifts 0 prints all)\n", n)
 	}
+	if by := rep.ByLocation(); len(by) > 0 {
+		var parts []string
+		for _, l := range slices.Sorted(maps.Keys(by)) {
+			parts = append(parts, fmt.Sprintf("%s %d", l, by[l]))
+		}
+		fmt.Fprintf(w, "SKUs drifting by location (of their differing lots): %s\n", strings.Join(parts, ", "))
+	}
 	fmt.Fprintln(w)
 	if o.repair {
 		fmt.Fprintf(w, "repaired %d: rewrote the SKU and lot rows (orders: the order row) from Redis where PostgreSQL was behind or missing\n", repairedCount(rep))
@@ -135,25 +144,29 @@ type reconcileJSON struct {
 	Repaired       int         `json:"repaired"`
 	Remaining      int         `json:"remaining"`
 	Drifts         []driftJSON `json:"drifts"`
-	Hints          []string    `json:"hints"`
+	// ByLocation counts the SKUs whose remaining drift involves a lot at each location.
+	ByLocation map[string]int `json:"by_location"`
+	Hints      []string       `json:"hints"`
 }
 
 // driftJSON is one persist.Drift.
 type driftJSON struct {
-	Entity   string     `json:"entity"`
-	Key      string     `json:"key"`
-	Kind     string     `json:"kind"`
-	Redis    int64      `json:"redis"`
-	Postgres int64      `json:"postgres"`
-	Details  []string   `json:"details"`
-	Repaired bool       `json:"repaired"`
-	MovedOn  bool       `json:"moved_on,omitempty"`
-	Left     *driftJSON `json:"left,omitempty"`
+	Entity   string   `json:"entity"`
+	Key      string   `json:"key"`
+	Kind     string   `json:"kind"`
+	Redis    int64    `json:"redis"`
+	Postgres int64    `json:"postgres"`
+	Details  []string `json:"details"`
+	// Locations are a SKU's differing lots' locations.
+	Locations []string   `json:"locations,omitempty"`
+	Repaired  bool       `json:"repaired"`
+	MovedOn   bool       `json:"moved_on,omitempty"`
+	Left      *driftJSON `json:"left,omitempty"`
 }
 
 func newDriftJSON(d persist.Drift) driftJSON {
 	j := driftJSON{Entity: d.Entity, Key: d.Key, Kind: string(d.Kind), Redis: d.Redis, Postgres: d.Postgres,
-		Details: append([]string{}, d.Details...), Repaired: d.Repaired, MovedOn: d.MovedOn()}
+		Details: append([]string{}, d.Details...), Locations: d.Locations, Repaired: d.Repaired, MovedOn: d.MovedOn()}
 	if d.Left != nil {
 		l := newDriftJSON(*d.Left)
 		j.Left = &l
@@ -163,7 +176,7 @@ func newDriftJSON(d persist.Drift) driftJSON {
 
 func newReconcileJSON(prefix string, repair bool, rep persist.ReconcileReport) reconcileJSON {
 	j := reconcileJSON{KeyPrefix: prefix, SKUs: rep.SKUs, Orders: rep.Orders, OrdersCompared: rep.OrdersCompared,
-		Repair: repair, Repaired: repairedCount(rep), Remaining: rep.Remaining(), Drifts: []driftJSON{}, Hints: []string{}}
+		Repair: repair, Repaired: repairedCount(rep), Remaining: rep.Remaining(), Drifts: []driftJSON{}, ByLocation: rep.ByLocation(), Hints: []string{}}
 	for _, d := range rep.Drifts {
 		j.Drifts = append(j.Drifts, newDriftJSON(d))
 	}

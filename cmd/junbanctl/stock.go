@@ -73,18 +73,22 @@ func printStock(ctx context.Context, w io.Writer, sku string, o stockOptions) er
 	if err != nil {
 		return err
 	}
-	var av *ledger.Availability
+	var av *api.AvailabilityAnswer
 	if o.date != "" {
 		a, err := d.Ledger.Availability(ctx, ledger.AvailabilityRequest{SKU: sku, TargetDate: o.date, Mode: stock.Mode(o.mode), Qty: o.qty})
 		if err != nil {
 			return err
 		}
-		av = &a
+		ans, err := d.WithNetwork(ctx, a)
+		if err != nil {
+			return err
+		}
+		av = &ans
 	}
 	if o.asJSON {
 		return cli.WriteJSON(w, struct {
-			SKU          api.SKUView          `json:"sku"`
-			Availability *ledger.Availability `json:"availability,omitempty"`
+			SKU          api.SKUView             `json:"sku"`
+			Availability *api.AvailabilityAnswer `json:"availability,omitempty"`
 		}{v, av})
 	}
 	printSKU(w, v)
@@ -98,15 +102,15 @@ func printStock(ctx context.Context, w io.Writer, sku string, o stockOptions) er
 func printSKU(w io.Writer, v api.SKUView) {
 	fmt.Fprintf(w, "sku:           %s (from %s)\nversion:       %d\nsafety stock:  %d\n", v.SKU.SKU, v.Source, v.Version, v.SafetyStock)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LOT\tKIND\tGOOD\tBEST BEFORE\tREG\tVALID\tSELLABLE\tRESERVED\tALLOCATED\tHIDDEN\tSHIPPED")
+	fmt.Fprintln(tw, "LOT\tLOCATION\tKIND\tGOOD\tBEST BEFORE\tREG\tVALID\tSELLABLE\tRESERVED\tALLOCATED\tHIDDEN\tSHIPPED")
 	for _, l := range v.Lots {
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%d\t%s..%s\t%d\t%d\t%d\t%d\t%d\n", l.LotID, l.Kind, l.Good, dash(l.BestBefore), l.RegSeq,
-			l.ValidFrom, l.ValidTo, l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%d\t%s..%s\t%d\t%d\t%d\t%d\t%d\n", l.LotID, stock.LocationOf(l), l.Kind, l.Good,
+			dash(l.BestBefore), l.RegSeq, l.ValidFrom, l.ValidTo, l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped)
 	}
 	tw.Flush()
 }
 
-func printAvailability(w io.Writer, a ledger.Availability) {
+func printAvailability(w io.Writer, a api.AvailabilityAnswer) {
 	fmt.Fprintf(w, "availability on %s, %s: %d (sellable %d", a.TargetDate, a.Mode, a.Available, a.Sellable)
 	if a.Mode == stock.ModeShip {
 		fmt.Fprintf(w, " less safety stock %d", a.SafetyStock)
@@ -128,15 +132,18 @@ func printAvailability(w io.Writer, a ledger.Availability) {
 	tw.Flush()
 	if len(a.Locations) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "LOCATION\tSELLABLE\tAVAILABLE PINNED THERE\tQTY FITS")
+		fmt.Fprintln(tw, "LOCATION\tSELLABLE\tAVAILABLE PINNED THERE\tQTY FITS\tNETWORK")
 		for _, l := range a.Locations {
 			fits := "-"
 			if a.Qty > 0 {
 				fits = fmt.Sprint(l.OK)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", l.Location, l.Sellable, l.Available, fits)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%v\n", l.Location, l.Sellable, l.Available, fits, l.Network)
 		}
 		tw.Flush()
+	}
+	if n := a.Network; n != nil {
+		fmt.Fprintf(w, "network (the locations that are enabled and ship): %d available (sellable %d)\n", n.Available, n.Sellable)
 	}
 	switch {
 	case a.Qty == 0:

@@ -82,7 +82,8 @@ func TestStock(t *testing.T) {
 	}
 }
 
-// stock --date of a SKU with lots at two locations prints the answer per location.
+// stock of a SKU with lots at two locations prints each lot's location, and with --date
+// the answer per location.
 func TestStockPerLocation(t *testing.T) {
 	d := readerEnv(t)
 	ctx := context.Background()
@@ -100,9 +101,13 @@ func TestStockPerLocation(t *testing.T) {
 	}
 	s := out.String()
 	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^LOT\s+LOCATION\s+KIND\s`),
+		regexp.MustCompile(`(?m)^L1\s+default\s+onhand\s`),
+		regexp.MustCompile(`(?m)^S1\s+store-1\s+onhand\s`),
 		regexp.MustCompile(`(?m)^availability on 2026-12-01, ship: 7 `),
-		regexp.MustCompile(`(?m)^default\s+5\s+4\s+true$`),
-		regexp.MustCompile(`(?m)^store-1\s+3\s+2\s+false$`),
+		regexp.MustCompile(`(?m)^default\s+5\s+4\s+true\s+true$`),
+		regexp.MustCompile(`(?m)^store-1\s+3\s+2\s+false\s+false$`),
+		regexp.MustCompile(`(?m)^network \(the locations that are enabled and ship\): 4 available \(sellable 5\)$`),
 	} {
 		if !want.MatchString(s) {
 			t.Fatalf("stock per location: no %s in\n%s", want, s)

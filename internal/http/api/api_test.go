@@ -93,6 +93,7 @@ func TestAvailabilityPerLocation(t *testing.T) {
 	code, body := e.do("GET", "/v1/skus/M/availability?date=2026-12-01&qty=4", readToken, nil)
 	var a ledger.Availability
 	decode(t, body, &a)
+	availBody := body
 	want := []ledger.LocationAvailability{
 		{Location: "default", Sellable: 8, Available: 6, OK: true},
 		{Location: "store-1", Sellable: 4, Available: 2, OK: false},
@@ -100,14 +101,31 @@ func TestAvailabilityPerLocation(t *testing.T) {
 	if code != 200 || a.Sellable != 12 || a.Available != 10 || !a.OK || !slices.Equal(a.Locations, want) {
 		t.Fatalf("two locations: %d %s", code, body)
 	}
+	// GET /v1/skus/{sku} shows where each lot is (absent: the default location).
+	code, body = e.do("GET", "/v1/skus/M", readToken, nil)
+	var v SKUView
+	decode(t, body, &v)
+	if code != 200 || len(v.Lots) != 3 || v.Lots[0].Location != "" || v.Lots[2].Location != "store-1" {
+		t.Fatalf("GET /v1/skus/M: %d %s", code, body)
+	}
+	// The shop has described no location: the default one counts toward the network, a
+	// location it lacks does not.
+	var n AvailabilityAnswer
+	body = availBody
+	decode(t, body, &n)
+	if n.Network == nil || *n.Network != (NetworkAvailability{Sellable: 8, Available: 6, OK: true}) ||
+		len(n.Locations) != 2 || !n.Locations[0].Network || n.Locations[1].Network {
+		t.Fatalf("two locations, the network: %s", body)
+	}
 	code, body = e.do("POST", "/v1/availability", readToken, CartRequest{Date: "2026-12-01", Mode: "reserve", Items: []CartItem{{SKU: "M", Qty: 5}, {SKU: "D"}}})
 	var c CartAnswer
 	decode(t, body, &c)
-	want = []ledger.LocationAvailability{
-		{Location: "default", Sellable: 8, Available: 8, OK: true},
-		{Location: "store-1", Sellable: 4, Available: 4, OK: false},
+	wantCart := []LocationAnswer{
+		{LocationAvailability: ledger.LocationAvailability{Location: "default", Sellable: 8, Available: 8, OK: true}, Network: true},
+		{LocationAvailability: ledger.LocationAvailability{Location: "store-1", Sellable: 4, Available: 4, OK: false}},
 	}
-	if code != 200 || c.Items[0].Availability == nil || !slices.Equal(c.Items[0].Availability.Locations, want) ||
+	if code != 200 || c.Items[0].Availability == nil || !slices.Equal(c.Items[0].Availability.Locations, wantCart) ||
+		*c.Items[0].Availability.Network != (NetworkAvailability{Sellable: 8, Available: 8, OK: true}) ||
 		c.Items[1].Availability == nil || c.Items[1].Availability.Locations != nil {
 		t.Fatalf("cart: %d %s", code, body)
 	}
@@ -137,6 +155,27 @@ func TestAvailabilityPerLocation(t *testing.T) {
 		if code != 200 || !slices.Equal(a.Locations, []ledger.LocationAvailability{c.want}) {
 			t.Fatalf("GET %s: %d %s, want locations [%+v]", c.path, code, body, c.want)
 		}
+	}
+	// A store the shop described, enabled but not shipping, does not count.
+	code, body = e.do("GET", "/v1/skus/M/availability?date=2026-12-01&qty=8", readToken, nil)
+	n = AvailabilityAnswer{}
+	decode(t, body, &n)
+	if code != 200 || n.Network == nil || *n.Network != (NetworkAvailability{Sellable: 8, Available: 6, OK: false}) ||
+		len(n.Locations) != 2 || n.Locations[1].Network {
+		t.Fatalf("a store that does not ship: %d %s", code, body)
+	}
+	// A store that ships counts toward the network.
+	if err := ledger.PublishLocations(context.Background(), e.rc, e.prefix, []stock.Location{
+		{ID: "store-1", Kind: stock.LocationStore, Ships: true, Enabled: true},
+	}, false); err != nil {
+		t.Fatal(err)
+	}
+	code, body = e.do("GET", "/v1/skus/M/availability?date=2026-12-01&qty=9", readToken, nil)
+	n = AvailabilityAnswer{}
+	decode(t, body, &n)
+	if code != 200 || n.Network == nil || *n.Network != (NetworkAvailability{Sellable: 12, Available: 10, OK: true}) ||
+		len(n.Locations) != 2 || !n.Locations[1].Network {
+		t.Fatalf("a store that ships: %d %s", code, body)
 	}
 	for path, want := range map[string]int{
 		"/v1/skus/M/availability?date=2026-12-01&location=nowhere": 404,

@@ -175,7 +175,14 @@ func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
 	if loc != "" {
 		a = forLocation(a, loc)
 	}
-	enc, err := gojson.Marshal(a)
+	ans, err := s.d.WithNetwork(r.Context(), a)
+	if err != nil {
+		return err
+	}
+	if loc != "" {
+		ans.Network = nil // one location's answer: the network's figures are the whole answer's
+	}
+	enc, err := gojson.Marshal(ans)
 	if err != nil {
 		return err
 	}
@@ -210,9 +217,9 @@ type CartAnswer struct {
 
 // CartLine is one answer of a cart.
 type CartLine struct {
-	SKU          string               `json:"sku"`
-	Availability *ledger.Availability `json:"availability,omitempty"`
-	Problem      *Problem             `json:"problem,omitempty"`
+	SKU          string              `json:"sku"`
+	Availability *AvailabilityAnswer `json:"availability,omitempty"`
+	Problem      *Problem            `json:"problem,omitempty"`
 }
 
 // cartRequests reads a POST /v1/availability body into one request per item, at most
@@ -254,11 +261,17 @@ func (s *Server) postAvailability(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	out := CartAnswer{Date: req.Date, Mode: mode, OK: true, Items: make([]CartLine, len(answers))}
+	var locs []stock.Location // read once, for the first answer per location
 	for i, a := range answers {
 		line := CartLine{SKU: req.Items[i].SKU}
 		switch {
 		case a.Err == nil:
-			av := a.Availability
+			if len(a.Availability.Locations) > 0 && locs == nil {
+				if locs, err = ledger.ReadLocations(r.Context(), s.d.Redis, s.d.Prefix); err != nil {
+					return err
+				}
+			}
+			av := networkOf(a.Availability, locs)
 			line.Availability = &av
 			out.OK = out.OK && av.OK
 		case errors.Is(a.Err, stock.ErrUnknownSKU):

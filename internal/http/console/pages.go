@@ -17,7 +17,6 @@ import (
 
 	"github.com/junban/junban/internal/aws/dlq"
 	"github.com/junban/junban/internal/http/api"
-	"github.com/junban/junban/internal/ledger"
 )
 
 var funcs = template.FuncMap{
@@ -129,7 +128,7 @@ type skuData struct {
 	Max      int64
 	Date     string
 	Mode     string
-	Avail    *ledger.Availability
+	Avail    *api.AvailabilityAnswer
 	AvailErr *api.Problem
 	Moves    []SKUMove
 	// Chart is the SVG polyline of sellable over the moves, oldest first.
@@ -161,7 +160,7 @@ func (c *Console) skuPage(w http.ResponseWriter, r *http.Request, s session) {
 			d.Total["shipped"] += l.Shipped
 			d.Max = max(d.Max, l.Sellable+l.Reserved+l.Allocated+l.Hidden+l.Shipped)
 		}
-		var a ledger.Availability
+		var a api.AvailabilityAnswer
 		_, ap := c.callAPI(r, s, "GET", "/v1/skus/"+url.PathEscape(sku)+"/availability?date="+url.QueryEscape(d.Date)+"&mode="+url.QueryEscape(d.Mode), nil, &a)
 		if ap == nil {
 			d.Avail = &a

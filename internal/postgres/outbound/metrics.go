@@ -41,6 +41,9 @@ type RelayMetrics struct {
 	ParkedRows prometheus.Gauge
 	// OldestUnpublished is the age of the oldest unpublished row (ReadStats).
 	OldestUnpublished prometheus.Gauge
+	// StockLevels counts the SKUs low or out as last told, by location (a described
+	// location's id, ~network, ~other) and level (ReadStockLevels).
+	StockLevels *prometheus.GaugeVec
 }
 
 func newRelayMetrics(reg prometheus.Registerer) (*RelayMetrics, error) {
@@ -79,6 +82,10 @@ func newRelayMetrics(reg prometheus.Registerer) (*RelayMetrics, error) {
 			Namespace: ns, Subsystem: sub, Name: "oldest_unpublished_seconds",
 			Help: "Age of the oldest outbox row not yet published; 0 when none.",
 		}),
+		StockLevels: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "stock_levels",
+			Help: "SKUs low or out as the outbound events last told, by location (a described location's id, ~network for the network, ~other for undescribed ones) and level.",
+		}, []string{"location", "level"}),
 	}
 	for _, k := range Kinds {
 		m.Published.WithLabelValues(string(k))
@@ -89,8 +96,9 @@ func newRelayMetrics(reg prometheus.Registerer) (*RelayMetrics, error) {
 	for _, r := range parkReasons {
 		m.Parked.WithLabelValues(r)
 	}
+	setStockLevels(m.StockLevels, nil)
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.Published, m.PublishFailures, m.Parked, m.Rounds, m.Lag, m.Depth, m.ParkedRows, m.OldestUnpublished} {
+		for _, c := range []prometheus.Collector{m.Published, m.PublishFailures, m.Parked, m.Rounds, m.Lag, m.Depth, m.ParkedRows, m.OldestUnpublished, m.StockLevels} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("outbound: metrics: %w", err)
 			}
@@ -111,4 +119,16 @@ func newDeletedCounter(reg prometheus.Registerer) (prometheus.Counter, error) {
 		}
 	}
 	return c, nil
+}
+
+// setStockLevels makes g say levels: a location no longer low or out loses its series,
+// and the network's are always there.
+func setStockLevels(g *prometheus.GaugeVec, levels []StockLevel) {
+	g.Reset()
+	for _, l := range []string{LevelLow, LevelOut} {
+		g.WithLabelValues(NetworkLabel, l)
+	}
+	for _, l := range levels {
+		g.WithLabelValues(l.Location, l.Level).Set(float64(l.SKUs))
+	}
 }

@@ -13,6 +13,8 @@ package outbound
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/junban/junban/internal/event"
@@ -30,18 +32,25 @@ const (
 	OrderRefused Kind = "order.refused"
 	// StockChanged: a SKU's stock figures changed.
 	StockChanged Kind = "stock.changed"
-	// StockLow: a SKU's available-to-ship fell to its low-stock threshold or below (and is
-	// still above 0).
+	// StockLow: a SKU's available-to-ship (the network's: docs/outbound.md, "The network")
+	// fell to its low-stock threshold or below (and is still above 0).
 	StockLow Kind = "stock.low"
 	// StockOut: a SKU's available-to-ship fell to 0.
 	StockOut Kind = "stock.out"
 	// StockBack: a SKU's available-to-ship rose to a better level (from out to low or ok,
 	// from low to ok).
 	StockBack Kind = "stock.back"
+	// StockLocationLow, StockLocationOut and StockLocationBack are stock.low, stock.out and
+	// stock.back of one location's stock of a SKU (the message's Location), whether or not
+	// the location counts toward the network.
+	StockLocationLow  Kind = "stock.location_low"
+	StockLocationOut  Kind = "stock.location_out"
+	StockLocationBack Kind = "stock.location_back"
 )
 
 // Kinds are the outbound kinds, in the order docs/outbound.md describes them.
-var Kinds = []Kind{OrderStatusChanged, OrderRefused, StockChanged, StockLow, StockOut, StockBack}
+var Kinds = []Kind{OrderStatusChanged, OrderRefused, StockChanged, StockLow, StockOut, StockBack,
+	StockLocationLow, StockLocationOut, StockLocationBack}
 
 // Message is one outbound event, as published (the SNS message's body) and as
 // GET /v1/events serves it.
@@ -57,6 +66,9 @@ type Message struct {
 	// LCID is the order's, on order kinds; SKU the SKU's, on stock kinds.
 	LCID string `json:"lcid,omitempty"`
 	SKU  string `json:"sku,omitempty"`
+	// Location is the location a stock.location_* message tells about; absent on every
+	// other kind.
+	Location string `json:"location,omitempty"`
 	// Seq is the entity's outbound sequence: 1 for its first message, then one more for
 	// each, with no gap. Consumers order an entity's messages by it.
 	Seq int64 `json:"seq"`
@@ -100,6 +112,9 @@ type OrderStatusData struct {
 	TargetDate string     `json:"target_date,omitempty"`
 	// Lines are the order's lines with the lots allocated to each (and returned from it).
 	Lines []event.SnapshotLine `json:"lines"`
+	// Locations group the lots the lines hold by the lots' location, by id: what each
+	// location must ship. Absent when no line holds a lot.
+	Locations []OrderLocation `json:"locations,omitempty"`
 	// HoldUntil is when a placed reserve-mode order's reservation expires (absent: never,
 	// or no longer).
 	HoldUntil *time.Time `json:"hold_until,omitempty"`
@@ -107,6 +122,47 @@ type OrderStatusData struct {
 	// order's first message), "hold_until" (when the order has a hold, and when it moves
 	// or ends).
 	Changed []string `json:"changed"`
+}
+
+// OrderLocation is one location's part of an order: the lines holding lots stored there,
+// each with those lots alone.
+type OrderLocation struct {
+	Location string              `json:"location"`
+	Lines    []OrderLocationLine `json:"lines"`
+}
+
+// OrderLocationLine is a line's lots at one location.
+type OrderLocationLine struct {
+	LineID string         `json:"line_id"`
+	SKU    string         `json:"sku"`
+	Lots   []event.LotQty `json:"lots"`
+}
+
+// ByLocation groups the lots lines hold by their location (event.DefaultLocation for a lot
+// that names none), locations by id, lines and lots in their order; nil when no line
+// holds a lot.
+func ByLocation(lines []event.SnapshotLine) []OrderLocation {
+	var out []OrderLocation
+	for _, l := range lines {
+		for _, lot := range l.Lots {
+			loc := lot.Location
+			if loc == "" {
+				loc = event.DefaultLocation
+			}
+			i := slices.IndexFunc(out, func(o OrderLocation) bool { return o.Location == loc })
+			if i < 0 {
+				out, i = append(out, OrderLocation{Location: loc}), len(out)
+			}
+			o := &out[i]
+			if n := len(o.Lines); n == 0 || o.Lines[n-1].LineID != l.LineID || o.Lines[n-1].SKU != l.SKU {
+				o.Lines = append(o.Lines, OrderLocationLine{LineID: l.LineID, SKU: l.SKU})
+			}
+			last := &o.Lines[len(o.Lines)-1]
+			last.Lots = append(last.Lots, event.LotQty{LotID: lot.LotID, Qty: lot.Qty})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b OrderLocation) int { return strings.Compare(a.Location, b.Location) })
+	return out
 }
 
 // OrderRefusedData is the data of order.refused.
@@ -130,7 +186,8 @@ const (
 )
 
 // StockData is the data of stock.changed: a SKU's figures in PostgreSQL after the batch
-// that changed them.
+// that changed them. The SKU's figures are the network's: they count only the lots at
+// locations that count toward it (LocationStock.Network).
 type StockData struct {
 	// Version is the SKU's ledger version of the newest result applied.
 	Version     int64 `json:"version"`
@@ -147,14 +204,35 @@ type StockData struct {
 	// Level is AvailableToShip against Threshold: ok, low or out.
 	Level     string `json:"level"`
 	Threshold int64  `json:"threshold"`
+	// Locations are the figures per location holding lots of the SKU, by id; absent when
+	// every lot is at the default location and it counts toward the network (the SKU's
+	// figures are then its figures).
+	Locations []LocationStock `json:"locations,omitempty"`
 }
 
-// StockLevelData is the data of stock.low, stock.out and stock.back.
+// LocationStock is one location's stock of a SKU: its good lots' sums, its
+// available-to-ship (less the SKU's whole safety stock, as an allocation pinned there
+// counts it) and level.
+type LocationStock struct {
+	Location string `json:"location"`
+	// Network tells whether the location counts toward the SKU's figures: it is enabled
+	// and ships, or it is the default location and the shop has not described it.
+	Network         bool   `json:"network"`
+	Sellable        int64  `json:"sellable"`
+	Reserved        int64  `json:"reserved"`
+	Allocated       int64  `json:"allocated"`
+	AvailableToShip int64  `json:"available_to_ship"`
+	Level           string `json:"level"`
+}
+
+// StockLevelData is the data of stock.low, stock.out and stock.back, and of their
+// stock.location_* (of one location's figures).
 type StockLevelData struct {
 	AvailableToShip int64  `json:"available_to_ship"`
 	Threshold       int64  `json:"threshold"`
 	Level           string `json:"level"`
-	// Previous is the level the SKU's last level message (or, before any, ok) told.
+	// Previous is the level the SKU's (the location's) last level message, or before any
+	// ok, told.
 	Previous string `json:"previous"`
 	AsOf     string `json:"as_of"`
 }

@@ -242,6 +242,11 @@ func (r *Relay) readStats(ctx context.Context) {
 		} else if ctx.Err() == nil {
 			r.log.Debug("outbox stats", zap.Error(err))
 		}
+		if levels, err := ReadStockLevels(ctx, r.cfg.DB); err == nil {
+			setStockLevels(r.metrics.StockLevels, levels)
+		} else if ctx.Err() == nil {
+			r.log.Debug("outbox stock levels", zap.Error(err))
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -18,6 +18,9 @@ func exampleMessages(t *testing.T) map[Kind][]byte {
 	msg := func(k Kind, entity string, data any) []byte {
 		m := Message{ID: "7d4b2c1e-0b7a-4f39-9a51-3c1f2d6e8a90", Kind: k, Entity: entity, Seq: 3, OccurredAt: at,
 			CausedBy: Cause{EventID: "evt-1", Type: event.OrderPlaced}}
+		if strings.HasPrefix(string(k), "stock.location_") {
+			m.Location = "store-1"
+		}
 		if sku, ok := strings.CutPrefix(entity, event.SKUEntityPrefix); ok {
 			m.SKU = sku
 		} else {
@@ -37,15 +40,26 @@ func exampleMessages(t *testing.T) map[Kind][]byte {
 		OrderStatusChanged: msg(OrderStatusChanged, "LC-1", OrderStatusData{
 			From: ptr("placed"), To: "placed", Allocation: ptr("allocated"), Paid: true, Mode: event.ModeShip,
 			TargetDate: "2026-12-03",
-			Lines:      []event.SnapshotLine{{LineID: "1", SKU: "TEA-1", Qty: 2, Lots: []event.LotQty{{LotID: "L1", Qty: 2}}}},
-			Changed:    []string{"allocation", "lines"},
+			Lines: []event.SnapshotLine{{LineID: "1", SKU: "TEA-1", Qty: 3,
+				Lots: []event.LotQty{{LotID: "L1", Qty: 2}, {LotID: "L9", Qty: 1, Location: "wh-2"}}}},
+			Locations: ByLocation([]event.SnapshotLine{{LineID: "1", SKU: "TEA-1", Qty: 3,
+				Lots: []event.LotQty{{LotID: "L1", Qty: 2}, {LotID: "L9", Qty: 1, Location: "wh-2"}}}}),
+			Changed: []string{"allocation", "lines"},
 		}),
 		OrderRefused: msg(OrderRefused, "LC-1", OrderRefusedData{Reason: "ERR_SHORTAGE", Detail: "short by 2", Status: "rejected"}),
 		StockChanged: msg(StockChanged, "sku:TEA-1", StockData{Version: 12, SafetyStock: 2, Sellable: 40, Reserved: 3,
-			Allocated: 5, AvailableToShip: 38, AsOf: "2026-12-02", Level: LevelOK, Threshold: 10}),
+			Allocated: 5, AvailableToShip: 38, AsOf: "2026-12-02", Level: LevelOK, Threshold: 10, Locations: []LocationStock{
+				{Location: "default", Network: true, Sellable: 40, Reserved: 3, Allocated: 5, AvailableToShip: 38, Level: LevelOK},
+				{Location: "store-1", Sellable: 4, AvailableToShip: 2, Level: LevelLow}}}),
 		StockLow:  msg(StockLow, "sku:TEA-1", StockLevelData{AvailableToShip: 4, Threshold: 10, Level: LevelLow, Previous: LevelOK, AsOf: "2026-12-02"}),
 		StockOut:  msg(StockOut, "sku:TEA-1", StockLevelData{AvailableToShip: 0, Threshold: 10, Level: LevelOut, Previous: LevelLow, AsOf: "2026-12-02"}),
 		StockBack: msg(StockBack, "sku:TEA-1", StockLevelData{AvailableToShip: 25, Threshold: 10, Level: LevelOK, Previous: LevelOut, AsOf: "2026-12-02"}),
+		StockLocationLow: msg(StockLocationLow, "sku:TEA-1", StockLevelData{AvailableToShip: 2, Threshold: 10, Level: LevelLow,
+			Previous: LevelOK, AsOf: "2026-12-02"}),
+		StockLocationOut: msg(StockLocationOut, "sku:TEA-1", StockLevelData{AvailableToShip: 0, Threshold: 10, Level: LevelOut,
+			Previous: LevelLow, AsOf: "2026-12-02"}),
+		StockLocationBack: msg(StockLocationBack, "sku:TEA-1", StockLevelData{AvailableToShip: 25, Threshold: 10, Level: LevelOK,
+			Previous: LevelOut, AsOf: "2026-12-02"}),
 	}
 }
 
@@ -124,6 +138,12 @@ func TestSchemasRefuse(t *testing.T) {
 		"low that is out":      edit(StockLow, func(m map[string]any) { data(m)["level"] = "out" }),
 		"back from ok":         edit(StockBack, func(m map[string]any) { data(m)["previous"] = "ok" }),
 		"occurred_at not time": edit(StockOut, func(m map[string]any) { m["occurred_at"] = "yesterday" }),
+		"order location without lots": edit(OrderStatusChanged, func(m map[string]any) {
+			data(m)["locations"].([]any)[0].(map[string]any)["lines"].([]any)[0].(map[string]any)["lots"] = []any{}
+		}),
+		"location out without location": edit(StockLocationOut, func(m map[string]any) { delete(m, "location") }),
+		"location not an id":            edit(StockLocationLow, func(m map[string]any) { m["location"] = "a b" }),
+		"location without network":      edit(StockChanged, func(m map[string]any) { delete(data(m)["locations"].([]any)[0].(map[string]any), "network") }),
 	}
 	for name, b := range cases {
 		if err := Validate(b); err == nil {

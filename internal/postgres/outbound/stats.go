@@ -44,3 +44,42 @@ func ReadStats(ctx context.Context, db *gorm.DB) (Stats, error) {
 	}
 	return s, nil
 }
+
+// Labels of junban_outbox_stock_levels that are no location's id ("~" is junban's own
+// mark, refused in every id a sender or the shop names).
+const (
+	// NetworkLabel stands for the network's levels (stock.low, stock.out).
+	NetworkLabel = "~network"
+	// OtherLocationLabel stands for every location the shop has not described, so that the
+	// label's values stay the shop's few locations whatever ids lots name.
+	OtherLocationLabel = "~other"
+)
+
+// StockLevel counts the SKUs at one level at one location, as the outbound events last
+// told it.
+type StockLevel struct {
+	// Location is a described location's id, NetworkLabel or OtherLocationLabel.
+	Location string
+	// Level is LevelLow or LevelOut.
+	Level string
+	SKUs  int64 `gorm:"column:skus"`
+}
+
+// ReadStockLevels counts the SKUs whose last level message (stock.low, stock.out, or a
+// location's stock.location_*) left them low or out, for the network and per location.
+// It reads every SKU's outbox_entities row that holds such a level.
+func ReadStockLevels(ctx context.Context, db *gorm.DB) ([]StockLevel, error) {
+	var out []StockLevel
+	err := db.WithContext(ctx).Raw(`SELECT ? AS location, state->>'level' AS level, count(*) AS skus
+FROM outbox_entities WHERE state->>'level' IN ('low', 'out') GROUP BY 2
+UNION ALL
+SELECT coalesce(l.location, ?), e.value, count(*)
+FROM outbox_entities o CROSS JOIN LATERAL jsonb_each_text(o.state->'location_levels') e
+LEFT JOIN locations l ON l.location = e.key
+WHERE o.state->'location_levels' IS NOT NULL GROUP BY 1, 2
+ORDER BY 1, 2`, NetworkLabel, OtherLocationLabel).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("outbound: stock levels: %w", err)
+	}
+	return out, nil
+}

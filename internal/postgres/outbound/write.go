@@ -38,16 +38,20 @@ const (
 	readOrdersSQL   = `SELECT lcid, status, coalesce(allocation, ''), paid, coalesce(mode, ''),
 	coalesce(to_char(target_date, 'YYYY-MM-DD'), ''), lines::text, last_event_id, hold_until
 FROM orders WHERE lcid = ANY($1)`
-	// readSKUsSQL sums a SKU's good lots as the ledger's availability counts them: the
-	// candidates of an order to ship on $3 are the good lots valid on that day.
+	// readSKUsSQL sums a SKU's good lots per location as the ledger's availability counts
+	// them: the candidates of an order to ship on $3 are the good lots valid on that day.
+	// network tells whether the location counts toward the storefront's figures: an
+	// enabled location that ships, or the default location while the shop has not
+	// described it (ledger.ReadLocations' rule). A SKU without lots has one row, location ''.
 	readSKUsSQL = `SELECT s.sku, s.version, s.safety_stock, coalesce(s.low_stock_threshold, $2),
+	coalesce(l.location, ''), coalesce(bool_and(loc.enabled AND loc.ships), l.location = 'default', false),
 	coalesce(sum(l.sellable) FILTER (WHERE l.good), 0),
 	coalesce(sum(l.reserved) FILTER (WHERE l.good), 0),
 	coalesce(sum(l.allocated) FILTER (WHERE l.good), 0),
 	coalesce(sum(l.sellable) FILTER (WHERE l.good AND l.valid_from <= $3::date AND $3::date <= l.valid_to), 0)
-FROM skus s LEFT JOIN lots l ON l.sku = s.sku
+FROM skus s LEFT JOIN lots l ON l.sku = s.sku LEFT JOIN locations loc ON loc.location = l.location
 WHERE s.sku = ANY($1)
-GROUP BY s.sku`
+GROUP BY s.sku, l.location`
 	insertOutboxSQL = `INSERT INTO outbox (message_id, kind, entity, seq, body)
 SELECT u.id, u.kind, u.entity, u.seq, u.body::json
 FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[], $5::text[]) AS u (id, kind, entity, seq, body)`
@@ -82,6 +86,11 @@ type skuState struct {
 	Figures *skuFigures `json:"figures,omitempty"`
 	// Level is the last level message's; "" before any (ok).
 	Level string `json:"level,omitempty"`
+	// Locations are the per-location figures the last stock.changed told.
+	Locations []LocationStock `json:"locations,omitempty"`
+	// LocationLevels are the last stock.location_* message's level per location; a
+	// location absent: ok.
+	LocationLevels map[string]string `json:"location_levels,omitempty"`
 }
 
 // entity is a locked outbox_entities row and the messages the batch adds to it.
@@ -194,12 +203,12 @@ func (w *Writer) orderMessages(tx *gorm.DB, orders map[string][]event.Result, lo
 				if hasRow {
 					d.Status = row.status
 				}
-				if err := e.add(OrderRefused, lcid, r, d); err != nil {
+				if err := e.add(OrderRefused, lcid, "", r, d); err != nil {
 					return err
 				}
 			}
 			if i == changedBy {
-				if err := e.add(OrderStatusChanged, lcid, r, status); err != nil {
+				if err := e.add(OrderStatusChanged, lcid, "", r, status); err != nil {
 					return err
 				}
 			}
@@ -273,17 +282,21 @@ func statusChange(e *entity, row orderRow, hasRow bool, rs []event.Result) (Orde
 	st, _ := json.Marshal(now)
 	e.state = string(st)
 	d := OrderStatusData{From: was.Status, To: row.status, Paid: row.paid, Mode: event.Mode(row.mode),
-		TargetDate: row.targetDate, Lines: lines, HoldUntil: hold, Changed: changed}
+		TargetDate: row.targetDate, Lines: lines, Locations: ByLocation(lines), HoldUntil: hold, Changed: changed}
 	if row.allocation != "" {
 		d.Allocation = &row.allocation
 	}
 	return d, by
 }
 
-// skuRow is what Write reads of a SKU: its row and its good lots' sums.
+// skuRow is what Write reads of a SKU: its row, the network's sums and each location's.
 type skuRow struct {
-	version int64
-	figures skuFigures
+	version   int64
+	figures   skuFigures
+	locations []LocationStock
+	// elsewhere: some lot is at a location other than the default one, or at one that does
+	// not count toward the network.
+	elsewhere bool
 }
 
 func (w *Writer) stockMessages(tx *gorm.DB, skus map[string]event.Result, locked map[string]*entity) error {
@@ -299,19 +312,35 @@ func (w *Writer) stockMessages(tx *gorm.DB, skus map[string]event.Result, locked
 	for sku := range skus {
 		names = append(names, sku)
 	}
-	rows := make(map[string]skuRow, len(names))
+	rows := make(map[string]*skuRow, len(names))
+	valid := map[string]int64{} // the network's sellable valid on asOf, per SKU
 	err := pgtx.Query(tx, func(scan func(...any) error) error {
 		var (
-			sku      string
-			s        skuRow
-			f        = &s.figures
-			sellable int64
+			sku, loc                 string
+			version, safety, thresh  int64
+			network                  bool
+			sell, res, alloc, validS int64
 		)
-		if err := scan(&sku, &s.version, &f.SafetyStock, &f.Threshold, &f.Sellable, &f.Reserved, &f.Allocated, &sellable); err != nil {
+		if err := scan(&sku, &version, &safety, &thresh, &loc, &network, &sell, &res, &alloc, &validS); err != nil {
 			return err
 		}
-		f.AvailableToShip = max(0, sellable-f.SafetyStock)
-		rows[sku] = s
+		s := rows[sku]
+		if s == nil {
+			s = &skuRow{version: version, figures: skuFigures{SafetyStock: safety, Threshold: thresh}}
+			rows[sku] = s
+		}
+		if loc == "" {
+			return nil // no lot
+		}
+		if network {
+			f := &s.figures
+			f.Sellable, f.Reserved, f.Allocated = f.Sellable+sell, f.Reserved+res, f.Allocated+alloc
+			valid[sku] += validS
+		}
+		ats := max(0, validS-safety)
+		s.locations = append(s.locations, LocationStock{Location: loc, Network: network, Sellable: sell, Reserved: res,
+			Allocated: alloc, AvailableToShip: ats, Level: Level(ats, thresh)})
+		s.elsewhere = s.elsewhere || loc != event.DefaultLocation || !network
 		return nil
 	}, readSKUsSQL, names, w.LowStockThreshold, asOf)
 	if err != nil {
@@ -322,31 +351,61 @@ func (w *Writer) stockMessages(tx *gorm.DB, skus map[string]event.Result, locked
 		if !ok {
 			continue // the batch wrote no row of it: nothing to tell
 		}
-		name := event.SKUEntityPrefix + sku
-		e, cause := locked[name], skus[sku]
-		var was skuState
-		_ = json.Unmarshal([]byte(e.state), &was) // state is jsonb written by Write: '{}' or a skuState
-		f := row.figures
-		level := Level(f.AvailableToShip, f.Threshold)
-		if was.Figures == nil || *was.Figures != f {
-			if err := e.add(StockChanged, name, cause, StockData{Version: row.version, SafetyStock: f.SafetyStock,
-				Sellable: f.Sellable, Reserved: f.Reserved, Allocated: f.Allocated, AvailableToShip: f.AvailableToShip,
-				AsOf: asOf, Level: level, Threshold: f.Threshold}); err != nil {
-				return err
-			}
+		row.figures.AvailableToShip = max(0, valid[sku]-row.figures.SafetyStock)
+		if !row.elsewhere {
+			row.locations = nil // every lot at the default location, which counts: the SKU's figures are its
 		}
-		previous := cmp.Or(was.Level, LevelOK)
-		if kind, ok := levelKind(previous, level); ok {
-			if err := e.add(kind, name, cause, StockLevelData{AvailableToShip: f.AvailableToShip, Threshold: f.Threshold,
-				Level: level, Previous: previous, AsOf: asOf}); err != nil {
-				return err
-			}
+		slices.SortFunc(row.locations, func(a, b LocationStock) int { return strings.Compare(a.Location, b.Location) })
+		if err := stockMessagesOf(sku, row, asOf, locked[event.SKUEntityPrefix+sku], skus[sku]); err != nil {
+			return err
 		}
-		st, _ := json.Marshal(skuState{Figures: &f, Level: level})
-		e.state = string(st)
 	}
 	return nil
 }
+
+// stockMessagesOf adds to e the messages of a SKU whose figures are now row's: a
+// stock.changed when they differ from what the last one told, then the network's level
+// message, then each location's.
+func stockMessagesOf(sku string, row *skuRow, asOf string, e *entity, cause event.Result) error {
+	name := event.SKUEntityPrefix + sku
+	var was skuState
+	_ = json.Unmarshal([]byte(e.state), &was) // state is jsonb written by Write: '{}' or a skuState
+	f := row.figures
+	level := Level(f.AvailableToShip, f.Threshold)
+	if was.Figures == nil || *was.Figures != f || !slices.Equal(was.Locations, row.locations) {
+		if err := e.add(StockChanged, name, "", cause, StockData{Version: row.version, SafetyStock: f.SafetyStock,
+			Sellable: f.Sellable, Reserved: f.Reserved, Allocated: f.Allocated, AvailableToShip: f.AvailableToShip,
+			AsOf: asOf, Level: level, Threshold: f.Threshold, Locations: row.locations}); err != nil {
+			return err
+		}
+	}
+	previous := cmp.Or(was.Level, LevelOK)
+	if kind, ok := levelKind(previous, level); ok {
+		if err := e.add(kind, name, "", cause, StockLevelData{AvailableToShip: f.AvailableToShip, Threshold: f.Threshold,
+			Level: level, Previous: previous, AsOf: asOf}); err != nil {
+			return err
+		}
+	}
+	levels := map[string]string{}
+	for _, l := range row.locations {
+		previous := cmp.Or(was.LocationLevels[l.Location], LevelOK)
+		if kind, ok := levelKind(previous, l.Level); ok {
+			if err := e.add(locationKinds[kind], name, l.Location, cause, StockLevelData{AvailableToShip: l.AvailableToShip,
+				Threshold: f.Threshold, Level: l.Level, Previous: previous, AsOf: asOf}); err != nil {
+				return err
+			}
+		}
+		if l.Level != LevelOK {
+			levels[l.Location] = l.Level
+		}
+	}
+	st, _ := json.Marshal(skuState{Figures: &f, Level: level, Locations: row.locations, LocationLevels: levels})
+	e.state = string(st)
+	return nil
+}
+
+// locationKinds are the per-location kinds of the network's level kinds.
+var locationKinds = map[Kind]Kind{StockLow: StockLocationLow, StockOut: StockLocationOut, StockBack: StockLocationBack}
 
 // Level is a SKU's stock level: out at 0 available to ship, low at threshold or below,
 // else ok.
@@ -374,14 +433,15 @@ func levelKind(was, now string) (Kind, bool) {
 	return "", false
 }
 
-// add appends a message of kind, caused by r, numbered after e's last.
-func (e *entity) add(kind Kind, name string, r event.Result, data any) error {
+// add appends a message of kind, caused by r, numbered after e's last; location names the
+// location a stock.location_* message tells about ("" on every other kind).
+func (e *entity) add(kind Kind, name, location string, r event.Result, data any) error {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return fmt.Errorf("outbound: message id: %w", err)
 	}
 	m := Message{ID: id.String(), Kind: kind, Entity: name, OccurredAt: r.ProcessedAt,
-		CausedBy: Cause{EventID: r.EventID, Type: r.Type}}
+		CausedBy: Cause{EventID: r.EventID, Type: r.Type}, Location: location}
 	if sku, ok := strings.CutPrefix(name, event.SKUEntityPrefix); ok {
 		m.SKU = sku
 	} else {

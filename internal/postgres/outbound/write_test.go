@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -169,6 +171,38 @@ func TestOrderStatusChanged(t *testing.T) {
 	}
 }
 
+// order.status_changed groups the lots its lines hold by their location: what each
+// location must ship.
+func TestOrderStatusChangedByLocation(t *testing.T) {
+	db, w := testenv.Postgres(t), writer()
+	r := order("e1", "LC-1", 1, event.OrderPlaced, event.StatusPlaced, "allocated", true)
+	r.Order.Lines = []event.SnapshotLine{
+		{LineID: "1", SKU: "TEA", Qty: 5, Lots: []event.LotQty{{LotID: "T1", Qty: 2, Location: "wh-2"}, {LotID: "T2", Qty: 1},
+			{LotID: "T3", Qty: 2, Location: "wh-2"}}},
+		{LineID: "2", SKU: "CUP", Qty: 1, Lots: []event.LotQty{{LotID: "C1", Qty: 1, Location: "store-1"}}},
+		{LineID: "3", SKU: "POT", Qty: 1},
+	}
+	apply(t, db, w, r)
+	ms := outbox(t, db, "LC-1")
+	if len(ms) != 1 {
+		t.Fatalf("messages %s", kinds(ms))
+	}
+	got := data[outbound.OrderStatusData](t, ms[0]).Locations
+	want := []outbound.OrderLocation{
+		{Location: "default", Lines: []outbound.OrderLocationLine{{LineID: "1", SKU: "TEA", Lots: []event.LotQty{{LotID: "T2", Qty: 1}}}}},
+		{Location: "store-1", Lines: []outbound.OrderLocationLine{{LineID: "2", SKU: "CUP", Lots: []event.LotQty{{LotID: "C1", Qty: 1}}}}},
+		{Location: "wh-2", Lines: []outbound.OrderLocationLine{{LineID: "1", SKU: "TEA", Lots: []event.LotQty{{LotID: "T1", Qty: 2}, {LotID: "T3", Qty: 2}}}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("locations %+v\nwant %+v", got, want)
+	}
+	// An order no line of which holds a lot has none.
+	apply(t, db, w, order("e2", "LC-2", 1, event.OrderPlaced, event.StatusPlaced, "", false))
+	if d := data[outbound.OrderStatusData](t, outbox(t, db, "LC-2")[0]); d.Locations != nil {
+		t.Errorf("an order without lots: locations %+v", d.Locations)
+	}
+}
+
 func TestOrderRefused(t *testing.T) {
 	db, w := testenv.Postgres(t), writer()
 	refused := func(id, lcid string, seq int64, order *event.OrderSnapshot) event.Result {
@@ -232,7 +266,7 @@ func TestStockLevels(t *testing.T) {
 		d := data[outbound.StockData](t, ms[len(ms)-1-btoi(s.previous != "")])
 		want := outbound.StockData{Version: int64(i + 1), SafetyStock: s.safety, Sellable: s.sellable + 100, Reserved: 1,
 			AvailableToShip: max(0, s.sellable-s.safety), AsOf: "2026-12-02", Level: outbound.Level(max(0, s.sellable-s.safety), 10), Threshold: 10}
-		if d != want {
+		if !reflect.DeepEqual(d, want) {
 			t.Errorf("step %d: stock.changed %+v, want %+v", i, d, want)
 		}
 		if s.previous != "" {
@@ -241,6 +275,150 @@ func TestStockLevels(t *testing.T) {
 				t.Errorf("step %d: level message %+v", i, l)
 			}
 		}
+	}
+}
+
+// locatedResult is an applied warehouse result listing sku with one on-hand lot per
+// location, of sellable[location] units.
+func locatedResult(id, sku string, version int64, sellable map[string]int64) event.Result {
+	r := event.Result{EventID: id, Entity: event.SKUEntityPrefix + sku, Seq: version, Type: event.InventoryAdjusted,
+		Outcome: event.Applied, ProcessedAt: at()}
+	s := event.SKU{SKU: sku, Version: version}
+	for i, loc := range slices.Sorted(maps.Keys(sellable)) {
+		l := event.Lot{LotID: "L-" + loc, Kind: stock.KindOnHand, Good: true, RegSeq: int64(i + 1), ValidFrom: "2026-01-01",
+			ValidTo: "2027-12-31", Sellable: sellable[loc], Location: loc}
+		if loc == event.DefaultLocation {
+			l.Location = ""
+		}
+		s.Lots = append(s.Lots, l)
+	}
+	r.SKUs = []event.SKU{s}
+	return r
+}
+
+// The network's figures count only the lots at enabled locations that ship; each
+// location's stock has its own level messages. A store that does not ship running out
+// sends its stock.location_out and no stock.out; the network is out when the last
+// location that ships empties.
+func TestStockPerLocation(t *testing.T) {
+	db := testenv.Postgres(t)
+	w := &outbound.Writer{LowStockThreshold: 2, Now: func() time.Time { return today }}
+	if err := db.Exec(`INSERT INTO locations (location, kind, ships, enabled) VALUES
+		('store-1', 'store', false, true), ('wh-2', 'warehouse', true, true), ('wh-3', 'warehouse', true, false)`).Error; err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name     string
+		sellable map[string]int64
+		want     string
+		// network is the network's sellable after the step.
+		network int64
+		// locations are the locations of the step's stock.location_* messages, in order.
+		locations []string
+	}{
+		{"every location stocked", map[string]int64{"default": 5, "wh-2": 5, "store-1": 5, "wh-3": 7}, "1:stock.changed", 10, nil},
+		{"the store that does not ship empties", map[string]int64{"default": 5, "wh-2": 5, "store-1": 0, "wh-3": 7},
+			"2:stock.changed 3:stock.location_out", 10, []string{"store-1"}},
+		{"the default location empties", map[string]int64{"default": 0, "wh-2": 5, "store-1": 0, "wh-3": 7},
+			"4:stock.changed 5:stock.location_out", 5, []string{"default"}},
+		{"the last location that ships empties", map[string]int64{"default": 0, "wh-2": 0, "store-1": 0, "wh-3": 7},
+			"6:stock.changed 7:stock.out 8:stock.location_out", 0, []string{"wh-2"}},
+		{"the store is restocked", map[string]int64{"default": 0, "wh-2": 0, "store-1": 9, "wh-3": 7},
+			"9:stock.changed 10:stock.location_back", 0, []string{"store-1"}},
+	}
+	seen := 0
+	for i, s := range steps {
+		apply(t, db, w, locatedResult(fmt.Sprintf("p%d", i), "TEA", int64(i+1), s.sellable))
+		ms := outbox(t, db, "sku:TEA")
+		if got := kinds(ms[seen:]); got != s.want {
+			t.Fatalf("%s: messages %q, want %q", s.name, got, s.want)
+		}
+		step := ms[seen:]
+		seen = len(ms)
+		d := data[outbound.StockData](t, step[0])
+		if d.Sellable != s.network || d.AvailableToShip != s.network || step[0].Location != "" {
+			t.Errorf("%s: stock.changed tells the network %d sellable, %d available (location %q), want %d",
+				s.name, d.Sellable, d.AvailableToShip, step[0].Location, s.network)
+		}
+		var got []outbound.LocationStock
+		for _, loc := range []string{"default", "store-1", "wh-2", "wh-3"} {
+			n := s.sellable[loc]
+			got = append(got, outbound.LocationStock{Location: loc, Network: loc == "default" || loc == "wh-2",
+				Sellable: n, AvailableToShip: n, Level: outbound.Level(n, 2)})
+		}
+		if !reflect.DeepEqual(d.Locations, got) {
+			t.Errorf("%s: locations %+v, want %+v", s.name, d.Locations, got)
+		}
+		var locs []string
+		for _, m := range step[1:] {
+			if strings.HasPrefix(string(m.Kind), "stock.location_") {
+				locs = append(locs, m.Location)
+			} else if m.Location != "" {
+				t.Errorf("%s: %s names location %q", s.name, m.Kind, m.Location)
+			}
+		}
+		if !slices.Equal(locs, s.locations) {
+			t.Errorf("%s: stock.location_* of %q, want %q", s.name, locs, s.locations)
+		}
+	}
+}
+
+// The stock levels gauge counts the SKUs low or out as last told, for the network and per
+// described location, every location the shop has not described under one label.
+func TestReadStockLevels(t *testing.T) {
+	db := testenv.Postgres(t)
+	w := &outbound.Writer{LowStockThreshold: 2, Now: func() time.Time { return today }}
+	if err := db.Exec(`INSERT INTO locations (location, ships) VALUES ('wh-2', true)`).Error; err != nil {
+		t.Fatal(err)
+	}
+	apply(t, db, w,
+		locatedResult("a", "A", 1, map[string]int64{"default": 0, "wh-2": 1}),
+		locatedResult("b", "B", 1, map[string]int64{"default": 0, "wh-2": 0, "nowhere-1": 5, "nowhere-2": 0}),
+		locatedResult("c", "C", 1, map[string]int64{"default": 9}))
+	got, err := outbound.ReadStockLevels(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(got, func(a, b outbound.StockLevel) int { return strings.Compare(a.Location+a.Level, b.Location+b.Level) })
+	want := []outbound.StockLevel{
+		{Location: "default", Level: "out", SKUs: 2},
+		{Location: "wh-2", Level: "low", SKUs: 1},
+		{Location: "wh-2", Level: "out", SKUs: 1},
+		{Location: outbound.NetworkLabel, Level: "low", SKUs: 1},
+		{Location: outbound.NetworkLabel, Level: "out", SKUs: 1},
+		{Location: outbound.OtherLocationLabel, Level: "out", SKUs: 1},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("levels %+v\nwant %+v", got, want)
+	}
+}
+
+// A shop whose every lot is at the default location, which ships, gets the messages it
+// got before locations: no locations array, no per-location message.
+func TestStockAtTheDefaultLocationAlone(t *testing.T) {
+	db, w := testenv.Postgres(t), writer()
+	apply(t, db, w, locatedResult("d1", "TEA", 1, map[string]int64{"default": 5}))
+	apply(t, db, w, locatedResult("d2", "TEA", 2, map[string]int64{"default": 0}))
+	ms := outbox(t, db, "sku:TEA")
+	if got := kinds(ms); got != "1:stock.changed 2:stock.low 3:stock.changed 4:stock.out" {
+		t.Fatalf("messages %q", got)
+	}
+	if d := data[outbound.StockData](t, ms[0]); d.Locations != nil || d.Sellable != 5 {
+		t.Errorf("stock.changed %+v", d)
+	}
+	// A default location the shop set not to ship counts toward nothing.
+	if err := db.Exec(`UPDATE locations SET ships = false WHERE location = 'default'`).Error; err != nil {
+		t.Fatal(err)
+	}
+	apply(t, db, w, locatedResult("d3", "TEA", 3, map[string]int64{"default": 30}))
+	ms = outbox(t, db, "sku:TEA")
+	if got := kinds(ms[4:]); got != "5:stock.changed" {
+		t.Fatalf("after the default location stops shipping: %q", got)
+	}
+	d := data[outbound.StockData](t, ms[4])
+	want := []outbound.LocationStock{{Location: "default", Sellable: 30, AvailableToShip: 30, Level: outbound.LevelOK}}
+	if d.Sellable != 0 || d.AvailableToShip != 0 || !reflect.DeepEqual(d.Locations, want) {
+		t.Errorf("after the default location stops shipping: %+v", d)
 	}
 }
 

@@ -81,6 +81,9 @@ type Drift struct {
 	// Details are the differing fields, "field: redis=... postgres=...", and for a SKU
 	// the differing lots, "lot L00 behind (postgres row v4): sellable redis=3 postgres=5".
 	Details []string
+	// Locations are, for a SKU, the locations of the lots that differ (Redis's, else
+	// PostgreSQL's), by id; none when only the SKU's row differs.
+	Locations []string
 	// Repaired is true when the repair rewrote PostgreSQL and it then matched Redis.
 	Repaired bool
 	// Left is, when a repair was tried and did not fix the drift, what comparing the
@@ -417,6 +420,7 @@ func skuDrift(r stock.SKU, p *pgSKU) *Drift {
 			// into the ledger is not persisted.
 			worse(Behind)
 			d.Details = append(d.Details, fmt.Sprintf("lot %s behind: not in postgres", rl.LotID))
+			d.at(rl)
 			continue
 		}
 		delete(pl, rl.LotID)
@@ -435,6 +439,7 @@ func skuDrift(r stock.SKU, p *pgSKU) *Drift {
 			k = Diverged
 		}
 		worse(k)
+		d.at(rl)
 		s := fmt.Sprintf("lot %s %s (postgres row v%d)", rl.LotID, k, l.Version)
 		if len(diffs) > 0 {
 			s += ": " + strings.Join(diffs, ", ")
@@ -450,12 +455,36 @@ func skuDrift(r stock.SKU, p *pgSKU) *Drift {
 		}
 		worse(k)
 		d.Details = append(d.Details, fmt.Sprintf("lot %s %s (postgres row v%d): not in redis", id, k, pl[id].Version))
+		d.at(pl[id].Lot)
 	}
 	if kind == "" {
 		return nil
 	}
 	d.Kind = kind
 	return d
+}
+
+// at adds the location of lot l, which differs, to d's.
+func (d *Drift) at(l stock.Lot) {
+	loc := stock.LocationOf(l)
+	if i, found := slices.BinarySearch(d.Locations, loc); !found {
+		d.Locations = slices.Insert(d.Locations, i, loc)
+	}
+}
+
+// ByLocation counts the SKUs whose drift (a repair did not fix) involves a lot at each
+// location.
+func (r ReconcileReport) ByLocation() map[string]int {
+	out := map[string]int{}
+	for _, d := range r.Drifts {
+		if d.Repaired {
+			continue
+		}
+		for _, l := range d.Locations {
+			out[l]++
+		}
+	}
+	return out
 }
 
 // lotDiffs lists the fields of a lot that differ, "sellable redis=3 postgres=5".

@@ -525,3 +525,24 @@ func TestReconcileIgnoresDoneKeysLikeStateKeys(t *testing.T) {
 		t.Errorf("orders rows %q, want only LC-1", lcids)
 	}
 }
+
+// A SKU's drift names the locations of the lots that differ, and the report counts the
+// SKUs drifting at each location.
+func TestReconcileDriftPerLocation(t *testing.T) {
+	ctx := context.Background()
+	db, led, catalog := loadedCatalog(t, 2, 2)
+	adjust(t, led, "op-1", catalog[0].SKU, "L00") // not persisted: L00, at the default location, is behind
+	extra := catalog[0].Lots[1]
+	extra.LotID, extra.Location = "L99", "store-1"
+	// A lot row at store-1 that Redis does not hold.
+	if _, err := persist.WriteSKUs(ctx, db, []stock.SKU{{SKU: catalog[0].SKU, Version: catalog[0].Version, Lots: []stock.Lot{extra}}}); err != nil {
+		t.Fatal(err)
+	}
+	rep := reconcile(t, persist.ReconcileConfig{DB: db, SKUs: led})
+	if len(rep.Drifts) != 1 || !slices.Equal(rep.Drifts[0].Locations, []string{"default", "store-1"}) {
+		t.Fatalf("drifts %+v, want one naming default and store-1", rep.Drifts)
+	}
+	if got := rep.ByLocation(); !maps.Equal(got, map[string]int{"default": 1, "store-1": 1}) {
+		t.Errorf("by location %v", got)
+	}
+}
