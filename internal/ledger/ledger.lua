@@ -686,7 +686,7 @@ if op == 'move_alloc' then
   local qty = 0
   for i = 10, #ARGV, 2 do qty = qty + tonumber(ARGV[i]) end
   local ss = tonumber(head[2])
-  local cand, sell, detail = routedCandidates(date, {[to] = 0}, false, qty, allocNeed(qty, mode, ss), ss, ch, st)
+  local cand, sell, detail = routedCandidates(date, {[to] = 0}, false, qty, allocNeed(qty, mode, ss), ss, nil, ch, st)
   if not cand then return fail(sell, detail .. ' location=' .. to) end
   local lots, take = takeLots(cand, sell, qty)
   fetch(lots)

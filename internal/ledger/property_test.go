@@ -424,7 +424,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 
 // setOpID gives the step's request another op id.
 func (s *genStep) setOpID(id string) {
-	for _, v := range []any{&s.alloc, &s.release, &s.lots, &s.receive, &s.hold, &s.recall, &s.ret, &s.undo, &s.change, &s.moveTo, s.moveTo, &s.regSKU, &s.regLot, &s.ss, &s.adjust, &s.transfer, &s.treceive, &s.tcancel} {
+	for _, v := range []any{&s.alloc, &s.release, &s.lots, &s.receive, &s.hold, &s.recall, &s.ret, &s.undo, &s.change, &s.moveTo, &s.regSKU, &s.regLot, &s.ss, &s.adjust, &s.transfer, &s.treceive, &s.tcancel} {
 		p := reflect.ValueOf(v).Elem()
 		if p.IsNil() {
 			continue

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -39,7 +40,7 @@ var feedKinds = []struct {
 	weight float64
 }{
 	{"purchase", 0.22}, {"delivery", 0.10}, {"safety", 0.10}, {"hold", 0.23}, {"damage", 0.17}, {"count", 0.05}, {"recall", 0.03},
-	{"transfer", 0.02},
+	{"transfer", 0.06},
 }
 
 type bookLot struct {
@@ -51,8 +52,11 @@ type bookLot struct {
 	sellable, hidden int64
 	// registered is the quantity the lot was registered with (a planned lot's order).
 	registered int64
-	// transit: a transfer's lot at the store, whose id holds junban's "~": no event names it.
+	// transit: a transfer's lot at its destination, whose id holds junban's "~": no event
+	// names it.
 	transit bool
+	// location is where the lot is ("" the default location).
+	location string
 }
 
 type bookSKU struct {
@@ -147,7 +151,7 @@ func newFeed(rng *rand.Rand, s Spec, target time.Time, inv []stock.SKU) *feed {
 	for _, sku := range inv {
 		b := &bookSKU{name: sku.SKU, safety: sku.SafetyStock}
 		for _, l := range sku.Lots {
-			b.lots = append(b.lots, &bookLot{id: l.LotID, kind: l.Kind, good: l.Good, bestBefore: l.BestBefore, sellable: l.Sellable})
+			b.lots = append(b.lots, &bookLot{id: l.LotID, kind: l.Kind, good: l.Good, bestBefore: l.BestBefore, sellable: l.Sellable, location: l.Location})
 			b.maxBB = max(b.maxBB, l.BestBefore)
 		}
 		f.add(b)
@@ -299,7 +303,7 @@ func (f *feed) introduce(w *Workload, j int) {
 	from, to := f.validity()
 	var ids []string
 	for i := range 2 {
-		l := &bookLot{id: fmt.Sprintf("L%02d", i), kind: stock.KindOnHand, good: true, sellable: max(1, f.s.StockPerLot)}
+		l := &bookLot{id: fmt.Sprintf("L%02d", i), kind: stock.KindOnHand, good: true, sellable: max(1, f.s.StockPerLot), location: f.s.locationAt(i)}
 		l.bestBefore = f.date(f.target.AddDate(0, 1+i, 0))
 		b.maxBB = l.bestBefore
 		b.lots = append(b.lots, l)
@@ -332,7 +336,7 @@ func (f *feed) draw(w *Workload) {
 	case "purchase":
 		b.purchase++
 		q := max(1, f.s.StockPerLot/2)
-		l := &bookLot{id: fmt.Sprintf("PO%03d", b.purchase), kind: stock.KindPlanned, good: true, sellable: q, registered: q}
+		l := &bookLot{id: fmt.Sprintf("PO%03d", b.purchase), kind: stock.KindPlanned, good: true, sellable: q, registered: q, location: f.s.locationAt(b.purchase)}
 		b.lots = append(b.lots, l)
 		f.emit(w, event.InventoryLotRegistered, event.LotRegisteredData{SKU: b.name, LotID: l.id, Kind: l.kind,
 			ArrivesAt: f.date(f.target.AddDate(0, 0, -5+f.rng.IntN(15))), ValidFrom: from, ValidTo: to, Sellable: l.sellable,
@@ -340,7 +344,7 @@ func (f *feed) draw(w *Workload) {
 		f.schedule(50+f.rng.IntN(350), func(f *feed, w *Workload) { f.receive(w, b, l) })
 	case "delivery":
 		b.delivery++
-		l := &bookLot{id: fmt.Sprintf("DL%03d", b.delivery), kind: stock.KindOnHand, good: true, sellable: max(1, f.s.StockPerLot/2)}
+		l := &bookLot{id: fmt.Sprintf("DL%03d", b.delivery), kind: stock.KindOnHand, good: true, sellable: max(1, f.s.StockPerLot/2), location: f.s.locationAt(b.delivery)}
 		l.bestBefore = f.nextBestBefore(b)
 		b.lots = append(b.lots, l)
 		f.emit(w, event.InventoryLotRegistered, event.LotRegisteredData{SKU: b.name, LotID: l.id, Kind: l.kind,
@@ -388,27 +392,32 @@ func (f *feed) draw(w *Workload) {
 		l.sellable += d
 		f.emit(w, event.InventoryAdjusted, event.InventoryAdjustedData{SKU: b.name, LotID: l.id, Delta: d, Reason: pick(f.rng, "cycle count", "found on a count", "missing on a count")})
 	case "transfer":
-		// A unit sent from the default location to a store: mostly called back, else
-		// received there. It leaves the lot orders take from first, so not with
-		// FeedCommutes.
+		// A unit sent from the location of the lot orders take from first to the next of
+		// the spec's locations: half of them called back, the others received there. Only with two
+		// locations or more, and not with FeedCommutes (it takes from that lot).
 		l := b.fefoFirst()
-		if f.s.FeedCommutes || l == nil || l.sellable < 2 {
+		if f.s.FeedCommutes || len(f.s.Locations) < 2 || l == nil || l.sellable < 2 {
 			return
+		}
+		from := cmp.Or(l.location, stock.DefaultLocation)
+		to := f.s.Locations[0].ID
+		if i := slices.IndexFunc(f.s.Locations, func(loc stock.Location) bool { return loc.ID == from }); i >= 0 {
+			to = f.s.Locations[(i+1)%len(f.s.Locations)].ID
 		}
 		b.transfer++
 		id := fmt.Sprintf("TR%03d", b.transfer)
 		l.sellable--
 		f.emit(w, event.InventoryTransferRequested, event.TransferRequestedData{SKU: b.name, TransferID: id,
-			FromLocation: stock.DefaultLocation, ToLocation: "store-1", Qty: 1, ArrivesAt: f.date(f.target.AddDate(0, 0, 2))})
+			FromLocation: from, ToLocation: to, Qty: 1, ArrivesAt: f.date(f.target.AddDate(0, 0, 2))})
 		f.schedule(20+f.rng.IntN(200), func(f *feed, w *Workload) {
 			f.budget--
-			if f.rng.Float64() < 0.7 {
+			if f.rng.Float64() < 0.5 {
 				l.sellable++
 				f.emit(w, event.InventoryTransferCancelled, event.TransferCancelledData{SKU: b.name, TransferID: id})
 				return
 			}
 			b.lots = append(b.lots, &bookLot{id: stock.TransitLotID(id, l.id), kind: stock.KindOnHand, good: true,
-				bestBefore: l.bestBefore, sellable: 1, transit: true})
+				bestBefore: l.bestBefore, sellable: 1, transit: true, location: to})
 			f.emit(w, event.InventoryTransferReceived, event.TransferReceivedData{SKU: b.name, TransferID: id, Qty: 1})
 		})
 	case "recall":

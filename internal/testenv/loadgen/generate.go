@@ -272,11 +272,11 @@ func Generate(s Spec) Workload {
 			}
 			evs = append(evs, mk(10+c, event.OrderLinesChanged, event.OrderData{Lines: changed}))
 		}
-		// Customer service moves the first line to the default location, where every
-		// generated lot is: rejected (ERR_ALREADY_AT_LOCATION; ERR_INVALID_TRANSITION once the
-		// order ended).
+		// Customer service moves the first line to one of the spec's locations (without
+		// locations, to the default one, where every generated lot is: rejected,
+		// ERR_ALREADY_AT_LOCATION; ERR_INVALID_TRANSITION once the order ended).
 		if rng.Float64() < s.ChangeShare/4 {
-			evs = append(evs, mk(9, event.OrderAllocationMoved, event.AllocationMovedData{LineID: lines[0].LineID, ToLocation: stock.DefaultLocation}))
+			evs = append(evs, mk(9, event.OrderAllocationMoved, event.AllocationMovedData{LineID: lines[0].LineID, ToLocation: route.moveTarget()}))
 		}
 		payment := mk(3, event.PaymentConfirmed, nil)
 		if rng.Float64() < s.OutOfOrderShare {
@@ -445,6 +445,7 @@ type router struct {
 	share   float64
 	pickups []string
 	ships   []stock.Location // shipping locations with coordinates
+	enabled []string
 }
 
 func newRouter(s Spec) *router {
@@ -453,6 +454,7 @@ func newRouter(s Spec) *router {
 		if !l.Enabled {
 			continue
 		}
+		r.enabled = append(r.enabled, l.ID)
 		if l.Pickup {
 			r.pickups = append(r.pickups, l.ID)
 		}
@@ -461,6 +463,15 @@ func newRouter(s Spec) *router {
 		}
 	}
 	return r
+}
+
+// moveTarget is where an order.allocation_moved moves a line: one of the spec's enabled
+// locations, the default one without.
+func (r *router) moveTarget() string {
+	if len(r.enabled) == 0 {
+		return stock.DefaultLocation
+	}
+	return r.enabled[r.rng.IntN(len(r.enabled))]
 }
 
 // apply routes an order.placed: a pickup at a location that offers it (a share of the

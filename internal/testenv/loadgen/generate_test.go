@@ -161,6 +161,11 @@ func TestWorkloadCoversEveryKind(t *testing.T) {
 	spec.Orders = 2000
 	// Abandoned checkouts, as the demo has them (DEMO_ABANDONED), extend their holds.
 	spec.AbandonedShare, spec.HoldFor, spec.ExtendShare = 0.1, 5*time.Second, 0.5
+	// Transfers need two locations.
+	spec.Locations = []stock.Location{
+		{ID: "wh", Kind: stock.LocationWarehouse, Rank: 1, Ships: true, Enabled: true},
+		{ID: "store", Kind: stock.LocationStore, Rank: 2, Pickup: true, Enabled: true},
+	}
 	seen := map[event.Type]bool{}
 	for _, e := range Generate(spec).Events {
 		seen[e.Type] = true
