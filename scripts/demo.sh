@@ -155,10 +155,12 @@ What the numbers show:
     releases, damage, recalls, safety stock changes, new SKUs and returns ran in their
     SKU's (or order's) turn beside the orders; the few refused are what a shop sees too
     (a release after a recall took the held units, a return of a refused shipment);
-  - per location: the lots at each of the three locations, what came in there, and what
-    its orders hold and took (shipped); oversold locations 0: no location gave more than
-    it had. The store ships nothing but its pickups: a shipped order took only the
-    warehouses' stock, the closest first;
+  - per location: the lots at each of the three locations, what came in there (imports,
+    receipts and transfers in, less transfers out), what its orders hold and took
+    (shipped), and the units transfers took out and brought in (the warehouse's feed
+    sends a unit between locations now and then, half of them called back); oversold
+    locations 0: no location gave more than it had. The store ships nothing but its
+    pickups: a shipped order took only the warehouses' stock, the closest first;
   - lots not conserved 0: every bucket of every lot is its import plus the moves in
     PostgreSQL, stock coming in or going out only through the warehouse's moves;
   - duplicate deliveries sent, found done by the order-workers, and applied + rejected =

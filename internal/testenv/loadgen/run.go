@@ -117,7 +117,8 @@ type LocationFigures struct {
 	Location string `json:"location"`
 	Lots     int    `json:"lots"`
 	// In is what came in, from the import and the moves (imported, plus what moves
-	// brought in from outside, less what they took out): not read from the lots.
+	// brought in from outside or by a transfer, less what they took out): not read from
+	// the lots.
 	In int64 `json:"in"`
 	// Sellable, Held (reserved and allocated, not shipped yet), Shipped and Defective are
 	// the lots' buckets summed.
@@ -125,6 +126,10 @@ type LocationFigures struct {
 	Held      int64 `json:"held"`
 	Shipped   int64 `json:"shipped"`
 	Defective int64 `json:"defective"`
+	// TransferredOut and TransferredIn are the units transfers took from the location's
+	// lots and brought into them (both for a transfer cancelled: out, then back in).
+	TransferredOut int64 `json:"transferred_out"`
+	TransferredIn  int64 `json:"transferred_in"`
 }
 
 // Outcomes counts the results of one kind of event.
@@ -551,6 +556,7 @@ func (s *Summary) checkStock(ctx context.Context, db *gorm.DB, w Workload) error
 	want := map[key]map[string]int64{}
 	skuTotal := map[string]int64{}
 	lotIn := map[key]int64{} // imported, then plus what came in from outside
+	transitOut, transitIn := map[key]int64{}, map[key]int64{}
 	at := func(k key) map[string]int64 {
 		if want[k] == nil {
 			want[k] = map[string]int64{}
@@ -567,13 +573,19 @@ func (s *Summary) checkStock(ctx context.Context, db *gorm.DB, w Workload) error
 		}
 	}
 	for _, m := range moves {
+		switch {
+		case m.ToBucket == event.Transit:
+			transitOut[key{m.SKU, m.LotID}] += m.Qty
+		case m.FromBucket == event.Transit:
+			transitIn[key{m.SKU, m.LotID}] += m.Qty
+		}
 		b := at(key{m.SKU, m.LotID})
 		b[m.FromBucket] -= m.Qty
 		b[m.ToBucket] += m.Qty
 	}
 	for k, b := range want {
 		skuTotal[k.sku] -= b[stock.External] // what came in from outside, less what left
-		lotIn[k] -= b[stock.External]
+		lotIn[k] -= b[stock.External] + b[event.Transit] // a transfer's units leave one lot for another
 	}
 	held := map[string]int64{}
 	byLoc := map[string]*LocationFigures{}
@@ -586,6 +598,8 @@ func (s *Summary) checkStock(ctx context.Context, db *gorm.DB, w Workload) error
 			}
 			f.Lots++
 			f.In += lotIn[key{r.SKU, r.LotID}]
+			f.TransferredOut += transitOut[key{r.SKU, r.LotID}]
+			f.TransferredIn += transitIn[key{r.SKU, r.LotID}]
 			f.Sellable += r.Sellable
 			f.Held += r.Reserved + r.Allocated
 			f.Shipped += r.Shipped
@@ -686,9 +700,10 @@ func (s Summary) Print(out io.Writer) {
 	fmt.Fprintf(tw, "oversold SKUs\t%d\n", s.Oversold)
 	if len(s.Locations) > 0 {
 		fmt.Fprintf(tw, "oversold locations\t%d\n", s.OversoldLocations)
-		fmt.Fprintf(tw, "per location\tlots / in / sellable / held / shipped / defective\n")
+		fmt.Fprintf(tw, "per location\tlots / in / sellable / held / shipped / defective / transferred out / in\n")
 		for _, f := range s.Locations {
-			fmt.Fprintf(tw, "  %s\t%d / %d / %d / %d / %d / %d\n", f.Location, f.Lots, f.In, f.Sellable, f.Held, f.Shipped, f.Defective)
+			fmt.Fprintf(tw, "  %s\t%d / %d / %d / %d / %d / %d / %d / %d\n", f.Location, f.Lots, f.In, f.Sellable, f.Held, f.Shipped, f.Defective,
+				f.TransferredOut, f.TransferredIn)
 		}
 	}
 	fmt.Fprintf(tw, "lots not conserved\t%d\n", s.Unconserved)
