@@ -584,7 +584,7 @@ func (s *Summary) checkStock(ctx context.Context, db *gorm.DB, w Workload) error
 		b[m.ToBucket] += m.Qty
 	}
 	for k, b := range want {
-		skuTotal[k.sku] -= b[stock.External] // what came in from outside, less what left
+		skuTotal[k.sku] -= b[stock.External]             // what came in from outside, less what left
 		lotIn[k] -= b[stock.External] + b[event.Transit] // a transfer's units leave one lot for another
 	}
 	held := map[string]int64{}
