@@ -416,7 +416,7 @@ func newProcessor(cfg Config, log *zap.Logger, d *deps, results *queue.Publisher
 		Prefix: cfg.KeyPrefix, DoneRetention: cfg.DoneRetention, ParkTimeout: cfg.ParkTimeout,
 		Loader: orderdb.PGLoader{DB: d.db}, Replication: d.repl, Policy: domain.Policy{
 			ReservationTTL: cfg.ReservationTTL, Strategies: strategiesOf(cfg.AllocationStrategies),
-			Locations: ledger.NewLocationCache(d.rc, cfg.KeyPrefix, cfg.LocationsTTL),
+			Locations: ledger.NewLocationCache(d.shared, cfg.KeyPrefix, cfg.LocationsTTL),
 		},
 	})
 }

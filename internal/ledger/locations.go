@@ -57,7 +57,7 @@ func ReadLocations(ctx context.Context, rc redis.UniversalClient, prefix string)
 
 // ReadShopLocations returns the published locations as ReadLocations does, and whether
 // the shop has registered any (the hash is not empty).
-func ReadShopLocations(ctx context.Context, rc redis.UniversalClient, prefix string) (stock.ShopLocations, error) {
+func ReadShopLocations(ctx context.Context, rc HashReader, prefix string) (stock.ShopLocations, error) {
 	h, err := rc.HGetAll(ctx, LocationsKey(prefix)).Result()
 	if err != nil {
 		return stock.ShopLocations{}, fmt.Errorf("ledger: read locations: %w", err)
@@ -86,7 +86,7 @@ func ReadShopLocations(ctx context.Context, rc redis.UniversalClient, prefix str
 // registered is found at once by a fresh read (Shop), which a step makes before it
 // refuses a location it does not know.
 type LocationCache struct {
-	rc     redis.UniversalClient
+	rc     HashReader
 	prefix string
 	ttl    time.Duration
 
@@ -96,8 +96,16 @@ type LocationCache struct {
 	read bool
 }
 
-// NewLocationCache returns a cache of prefix's locations hash; ttl <= 0 reads every time.
-func NewLocationCache(rc redis.UniversalClient, prefix string, ttl time.Duration) *LocationCache {
+// HashReader reads a whole hash: a go-redis client, or the order-worker's shared round
+// trips (pipeshare.Client), so that a step's read of the locations waits for no round
+// trip of its own.
+type HashReader interface {
+	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
+}
+
+// NewLocationCache returns a cache of prefix's locations hash, read through rc; ttl <= 0
+// reads every time.
+func NewLocationCache(rc HashReader, prefix string, ttl time.Duration) *LocationCache {
 	return &LocationCache{rc: rc, prefix: prefix, ttl: ttl}
 }
 
