@@ -47,6 +47,9 @@ type Options struct {
 	// Sweep also measures junban at 1, 10, 100 and 1000 lots, usual and worst case
 	// (a safety stock that makes every allocation read every lot).
 	Sweep bool
+	// Locations also measures one unit routed (ranked) over a SKU of LocationLots lots at
+	// each of 1, 5, 20 and 50 locations, beside the same SKU unrouted.
+	Locations bool
 	// Prefix starts every Redis key of the run; the run deletes its keys at the end.
 	Prefix string
 	// Rounds is the number of turns each variant gets; figures are medians over them.
@@ -60,6 +63,26 @@ type Options struct {
 	// Baseline is the allocation script junban_before runs (ReadBaseline): one that takes
 	// the hash layout of BaselineDefault's. Run refuses to start without it.
 	Baseline string
+}
+
+// LocationCounts are the location counts Options.Locations measures, LocationLots lots at
+// each.
+var LocationCounts = []int{1, 5, 20, 50}
+
+// LocationLots are the lots at each location of Options.Locations.
+const LocationLots = 20
+
+// ByLocations is one unit allocated from a SKU with LocationLots lots at each of Locations
+// locations, routed ranked over all of them and unrouted: rates and Redis's time inside
+// EVALSHA per call. RoutedOfSingle compares the routed time per call with the routed one
+// at a single location, the baseline of the same run.
+type ByLocations struct {
+	Locations            int     `json:"locations"`
+	RoutedOps            float64 `json:"routed_ops"`
+	RoutedUsecPerCall    float64 `json:"routed_script_usec_per_call"`
+	UnroutedOps          float64 `json:"unrouted_ops"`
+	UnroutedUsecPerCall  float64 `json:"unrouted_script_usec_per_call"`
+	RoutedOfSingleRouted float64 `json:"routed_of_single_location_routed"`
 }
 
 // RegistrationLots are the SKU sizes Options.Registration measures.
@@ -76,6 +99,8 @@ type Report struct {
 	DurationSeconds   float64            `json:"duration_s"`
 	JunbanByLots      map[string]float64 `json:"junban_ops_by_lots,omitempty"`
 	JunbanWorstByLots map[string]float64 `json:"junban_worst_ops_by_lots,omitempty"`
+	// ByLocations has an entry per LocationCounts count when Options.Locations is set.
+	ByLocations []ByLocations `json:"by_locations,omitempty"`
 	// Profile is what Redis reported (INFO commandstats) per operation of each Redis variant.
 	Profile map[string]Profile `json:"profile"`
 	// JunbanBefore is the allocation script of the baseline revision (Options.Baseline;
@@ -288,7 +313,77 @@ func Run(ctx context.Context, rc redis.UniversalClient, db *gorm.DB, opt Options
 			rep.JunbanWorstByLots[strconv.Itoa(n)] = rates[len(ns)+i]
 		}
 	}
+	if opt.Locations {
+		if err := runLocations(ctx, rc, opt, &rep, log); err != nil {
+			return rep, err
+		}
+	}
 	return rep, nil
+}
+
+// runLocations measures a routed and an unrouted allocation at each LocationCounts count.
+func runLocations(ctx context.Context, rc redis.UniversalClient, opt Options, rep *Report, log io.Writer) error {
+	var vs []variant
+	for _, n := range LocationCounts {
+		for _, routed := range []bool{true, false} {
+			vs = append(vs, variant{name: locVariant(n, routed), setup: func() (opFunc, func(), error) { return setupLocations(ctx, rc, opt, n, routed) }})
+		}
+	}
+	rates, err := runRounds(ctx, rc, opt, vs, rep.Profile, log)
+	if err != nil {
+		return err
+	}
+	for i, n := range LocationCounts {
+		b := ByLocations{Locations: n, RoutedOps: rates[2*i], UnroutedOps: rates[2*i+1],
+			RoutedUsecPerCall:   rep.Profile[locVariant(n, true)].ScriptUsecPerCall,
+			UnroutedUsecPerCall: rep.Profile[locVariant(n, false)].ScriptUsecPerCall}
+		if single := rep.Profile[locVariant(LocationCounts[0], true)].ScriptUsecPerCall; single > 0 {
+			b.RoutedOfSingleRouted = b.RoutedUsecPerCall / single
+		}
+		rep.ByLocations = append(rep.ByLocations, b)
+	}
+	return nil
+}
+
+func locVariant(n int, routed bool) string {
+	if routed {
+		return fmt.Sprintf("junban_routed_%d_locations", n)
+	}
+	return fmt.Sprintf("junban_unrouted_%d_locations", n)
+}
+
+// setupLocations allocates one unit from a SKU with LocationLots lots at each of n
+// locations, their best-befores interleaved over the locations, routed ranked over all of
+// them or unrouted.
+func setupLocations(ctx context.Context, rc redis.UniversalClient, opt Options, n int, routed bool) (opFunc, func(), error) {
+	sku := fmt.Sprintf("LOC-%d-%v", n, routed)
+	s := stock.SKU{SKU: sku, SafetyStock: safetyStock, Lots: []stock.Lot{}}
+	var locs []stock.Location
+	for j := range n {
+		id := fmt.Sprintf("loc-%02d", j)
+		locs = append(locs, stock.Location{ID: id, Kind: stock.LocationWarehouse, Rank: j, Ships: true, Enabled: true})
+		for i := range LocationLots {
+			s.Lots = append(s.Lots, stock.Lot{LotID: fmt.Sprintf("LOT-%02d-%02d", j, i), Kind: stock.KindOnHand, Good: true,
+				BestBefore: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, (i+j)%28).Format("2006-01-02"),
+				RegSeq:     int64(j*LocationLots + i), ValidFrom: stock.MinDate, ValidTo: stock.MaxDate, Sellable: lotStock, Location: id})
+		}
+	}
+	l, err := ledger.New(ledger.Config{Redis: rc, Prefix: opt.Prefix, Loader: loader{sku: s}, OpRetention: retention})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := l.Load(ctx, sku); err != nil {
+		return nil, nil, err
+	}
+	var route *stock.Route
+	if routed {
+		route = &stock.Route{Strategies: []stock.Strategy{stock.StrategyRanked}, Locations: locs}
+	}
+	return func(ctx context.Context, n int64) error {
+		_, err := l.Apply(ctx, stock.AllocateRequest{OpID: "op-" + strconv.FormatInt(n, 10), SKU: sku, Qty: 1, TargetDate: targetDate,
+			Mode: stock.ModeShip, Route: route})
+		return err
+	}, func() {}, nil
 }
 
 // runRounds sets the variants up, runs them in turns and returns each one's median rate;

@@ -27,7 +27,7 @@ func TestRunSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := Run(ctx, rc, db, Options{Lots: 3, Duration: 200 * time.Millisecond, Clients: 2, Rounds: 1,
-		Prefix: prefix, Registration: true, Baseline: baseline}, io.Discard)
+		Prefix: prefix, Registration: true, Locations: true, Baseline: baseline}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +47,15 @@ func TestRunSmoke(t *testing.T) {
 		figures["register_script_usec_per_call"+at] = r.RegisterUsecPerCall
 		figures["alloc_ops"+at] = r.AllocateOps
 		figures["alloc_script_usec_per_call"+at] = r.AllocateUsecPerCall
+	}
+	if len(rep.ByLocations) != len(LocationCounts) {
+		t.Fatalf("figures for %d location counts, want %d", len(rep.ByLocations), len(LocationCounts))
+	}
+	for _, b := range rep.ByLocations {
+		at := fmt.Sprintf(" at %d locations", b.Locations)
+		figures["routed_ops"+at], figures["unrouted_ops"+at] = b.RoutedOps, b.UnroutedOps
+		figures["routed_script_usec_per_call"+at], figures["unrouted_script_usec_per_call"+at] = b.RoutedUsecPerCall, b.UnroutedUsecPerCall
+		figures["routed_of_single_location_routed"+at] = b.RoutedOfSingleRouted
 	}
 	for name, p := range rep.Profile {
 		figures["profile "+name] = p.ScriptUsecPerCall

@@ -43,6 +43,7 @@ func benchAllocCmd() *cobra.Command {
 	fs.IntVar(&o.Rounds, "rounds", allocbench.RoundsDefault, "turns per variant (figures are medians over them)")
 	fs.IntVar(&o.Clients, "clients", allocbench.ClientsDefault, "concurrent clients of every variant")
 	fs.BoolVar(&o.Sweep, "sweep", true, "also measure junban at 1, 10, 100 and 1000 lots (usual and worst case)")
+	fs.BoolVar(&o.Locations, "locations", true, "also measure one unit routed (ranked) over 20 lots at each of 1, 5, 20 and 50 locations, beside unrouted")
 	fs.BoolVar(&o.asJSON, "json", false, "print the figures as JSON")
 	fs.IntVar(&o.PGConns, "pg-conns", 0, "PostgreSQL connections of the row-lock variant (default: --clients)")
 	fs.BoolVar(&o.Registration, "registration", true, "also time RegisterLot beside an allocation on SKUs of 100 and 1,000 lots")
@@ -128,6 +129,10 @@ func printBenchAlloc(w io.Writer, rep allocbench.Report, opt allocbench.Options,
 		if r, ok := rep.JunbanByLots[n]; ok {
 			fmt.Fprintf(w, "  junban %4s lots   %10.0f ops/s  worst case (every lot read) %10.0f ops/s\n", n, r, rep.JunbanWorstByLots[n])
 		}
+	}
+	for _, b := range rep.ByLocations {
+		fmt.Fprintf(w, "  %2d locations (%4d lots)  routed %8.0f ops/s %7.1f usec/call (%.2fx of 1 location routed)   unrouted %8.0f ops/s %7.1f usec/call\n",
+			b.Locations, b.Locations*allocbench.LocationLots, b.RoutedOps, b.RoutedUsecPerCall, b.RoutedOfSingleRouted, b.UnroutedOps, b.UnroutedUsecPerCall)
 	}
 	for _, r := range rep.Registration {
 		fmt.Fprintf(w, "  %4d lots (up to %d)  RegisterLot %8.0f ops/s %7.1f usec/call   Allocate+holder %8.0f ops/s %7.1f usec/call\n",
