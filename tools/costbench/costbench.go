@@ -80,13 +80,15 @@ type Config struct {
 	config.SQS
 }
 
-// Spec is the workload: the demo's (scripts/demo.sh) without its webhooks and SNS share,
-// sized by o.
+// Spec is the workload: the demo's (scripts/demo.sh) without its webhooks, SNS share and
+// allocation moves, sized by o.
 func Spec(run string, o Options) loadgen.Spec {
 	s := loadgen.DefaultSpec(run)
 	s.Orders, s.SKUs = o.Orders, o.SKUs
 	s.LotsPerSKU, s.StockPerLot, s.SafetyStock, s.SKUSkew = 4, 180, 10, 0.6
 	s.WarehouseShare, s.DuplicateShare, s.OutOfOrderShare, s.ShuffleShare = 0.04, 0.2, 0.2, 0.1
+	// No order.allocation_moved: a baseline fleet older than that event refuses it.
+	s.MoveShare = 0
 	return s
 }
 

@@ -11,6 +11,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/junban/junban/internal/event"
+	"github.com/junban/junban/internal/testenv/loadgen"
 )
 
 // scrape reads labelled series as the Prometheus client writes them, an empty label and
@@ -165,5 +168,22 @@ func TestIdleResult(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("printed\n%s\nwithout %q", out.String(), want)
 		}
+	}
+}
+
+// TestWorkloadTakesOnlyKindsEveryBaselineKnows: bench cost runs the same workload through a
+// baseline fleet built from an older tree, which refuses a kind it does not know
+// (ERR_UNKNOWN_TYPE) and so never reaches PostgreSQL with it.
+func TestWorkloadTakesOnlyKindsEveryBaselineKnows(t *testing.T) {
+	o := Defaults()
+	o.Orders = 400
+	w := loadgen.Generate(Spec("kinds", o))
+	for _, e := range w.Events {
+		if e.Type == event.OrderAllocationMoved {
+			t.Fatalf("the workload sends %s (event %s): a baseline fleet without it refuses it", e.Type, e.EventID)
+		}
+	}
+	if len(w.Events) == 0 {
+		t.Fatal("the workload has no events")
 	}
 }

@@ -42,6 +42,9 @@ type Spec struct {
 	ReserveShare float64
 	// ChangeShare of orders get an order.lines_changed.
 	ChangeShare float64
+	// MoveShare of orders get an order.allocation_moved for their first line (0 for a
+	// workload a fleet without that event must take: bench cost's baselines).
+	MoveShare float64
 	// ExtraChanges is the number of further order.lines_changed events every order gets
 	// (lifecycles of 20 events and more, for the ordering tests).
 	ExtraChanges int
@@ -102,7 +105,7 @@ const (
 func DefaultSpec(run string) Spec {
 	return Spec{
 		Run: run, Seed: 1, Orders: 200, SKUs: 20, LotsPerSKU: 4, StockPerLot: 60, SafetyStock: 5,
-		MaxLines: 3, MaxQty: 4, SKUSkew: 1.2, ReserveShare: 0.5, ChangeShare: 0.3,
+		MaxLines: 3, MaxQty: 4, SKUSkew: 1.2, ReserveShare: 0.5, ChangeShare: 0.3, MoveShare: 0.075,
 		CancelShare: 0.15, OutOfOrderShare: 0.2, DuplicateShare: 0.2, TargetDate: "2026-12-15",
 		Window: WindowDefault, WarehouseShare: WarehouseShareDefault,
 	}
@@ -275,7 +278,7 @@ func Generate(s Spec) Workload {
 		// Customer service moves the first line to one of the spec's locations (without
 		// locations, to the default one, where every generated lot is: rejected,
 		// ERR_ALREADY_AT_LOCATION; ERR_INVALID_TRANSITION once the order ended).
-		if rng.Float64() < s.ChangeShare/4 {
+		if rng.Float64() < s.MoveShare {
 			evs = append(evs, mk(9, event.OrderAllocationMoved, event.AllocationMovedData{LineID: lines[0].LineID, ToLocation: route.moveTarget()}))
 		}
 		payment := mk(3, event.PaymentConfirmed, nil)

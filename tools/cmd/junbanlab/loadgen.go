@@ -73,6 +73,7 @@ func loadgenCmd() *cobra.Command {
 	fs.Float64Var(&spec.ShuffleShare, "shuffle", spec.ShuffleShare, "share of orders whose events arrive in random order")
 	fs.Float64Var(&spec.CancelShare, "cancel", spec.CancelShare, "share of orders cancelled")
 	fs.Float64Var(&spec.ChangeShare, "change", spec.ChangeShare, "share of orders whose lines change")
+	fs.Float64Var(&spec.MoveShare, "move", spec.MoveShare, "share of orders whose first line's allocation moves to another location")
 	fs.Float64Var(&spec.ReserveShare, "reserve", spec.ReserveShare, "share of orders placed in reserve mode")
 	fs.Float64Var(&spec.AbandonedShare, "abandoned", 0, "share of the reserve orders abandoned: placed with a hold of -hold-for, never paid nor cancelled, expired by junban")
 	fs.DurationVar(&spec.HoldFor, "hold-for", 5*time.Second, "the hold of an abandoned order (its order.placed's hold_for)")
