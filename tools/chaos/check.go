@@ -1,12 +1,14 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/junban/junban/internal/domain"
@@ -84,6 +86,11 @@ type snapshot struct {
 	// external the net of its moves from outside (from external minus to external).
 	moved    map[lotKey]buckets
 	external map[lotKey]int64
+	// transit is, per lot, the net of its transfer moves (to a transit lot minus from
+	// one): units that left one lot for another of the same SKU, never the network's.
+	transit map[lotKey]int64
+	// location is each lot's location (absent: the default one).
+	location map[lotKey]string
 	// redisOrders and pgOrders by lcid; redisOrders also has the seq of each SKU's
 	// entity (the warehouse's events, "sku:<sku>"), with no order.
 	redisOrders, pgOrders map[string]orderState
@@ -108,6 +115,11 @@ type findings struct {
 	HoldingMismatch []string // lots, "store sku/lot: ..."
 	Unconserved     []string // lots, "store sku/lot: ..."
 	Oversold        []string // SKUs
+	// OversoldLocations are the locations whose lots hold (reserved, allocated, shipped)
+	// more than came in there, "store location: ..."; Locations the PostgreSQL store's
+	// figures per location (with a location besides the default one).
+	OversoldLocations []string
+	Locations         []loadgen.LocationFigures
 	// ExpiredTwice are the orders with more than one applied expiry; Unexpired the
 	// abandoned orders still placed in PostgreSQL past their hold (and the grace), or
 	// placed without the hold they were given.
@@ -156,6 +168,7 @@ func check(s snapshot) findings {
 	}{{"redis", s.redisLots, s.redisOrders}, {"postgres", s.pgLots, s.pgOrders}} {
 		held := holdings(store.orders)
 		skuTotal, skuHeld := map[string]int64{}, map[string]int64{}
+		byLoc := locationFigures{}
 		negative := map[string]bool{}
 		// Every lot: imported, or registered during the run (in a store or in the moves).
 		lots := map[lotKey]bool{}
@@ -176,8 +189,9 @@ func check(s snapshot) findings {
 					f.HoldingMismatch = append(f.HoldingMismatch, fmt.Sprintf("%s %s: %s %d, orders hold %d", store.name, k, bucketNames[i], cur[i], want[i]))
 				}
 			}
-			if cur.total() != imp.total()+s.external[k] {
-				f.Unconserved = append(f.Unconserved, fmt.Sprintf("%s %s: buckets sum to %d, imported %d, from outside %+d", store.name, k, cur.total(), imp.total(), s.external[k]))
+			if cur.total() != imp.total()+s.external[k]+s.transit[k] {
+				f.Unconserved = append(f.Unconserved, fmt.Sprintf("%s %s: buckets sum to %d, imported %d, from outside %+d, by transfers %+d",
+					store.name, k, cur.total(), imp.total(), s.external[k], s.transit[k]))
 			}
 			mv := s.moved[k]
 			for i := range cur {
@@ -189,8 +203,13 @@ func check(s snapshot) findings {
 					f.Unconserved = append(f.Unconserved, fmt.Sprintf("%s %s: %s is %d, imported %d + moves %+d", store.name, k, bucketNames[i], cur[i], imp[i], mv[i]))
 				}
 			}
-			skuTotal[k.SKU] += imp.total() + s.external[k]
+			skuTotal[k.SKU] += imp.total() + s.external[k] + s.transit[k]
 			skuHeld[k.SKU] += cur[1] + cur[2] + cur[4]
+			byLoc.add(s, k, cur)
+		}
+		f.OversoldLocations = append(f.OversoldLocations, byLoc.oversold(store.name)...)
+		if store.name == "postgres" && len(byLoc) > 1 {
+			f.Locations = byLoc.figures()
 		}
 		for sku, h := range skuHeld {
 			if h > skuTotal[sku] || negative[sku] {
@@ -198,13 +217,77 @@ func check(s snapshot) findings {
 			}
 		}
 	}
+	f.Unconserved = append(f.Unconserved, transitUnbalanced(s)...)
 	f.ExpiredTwice, f.Unexpired = checkExpiries(s)
 	sort.Strings(f.Lost)
 	sort.Strings(f.SeqBroken)
 	sort.Strings(f.HoldingMismatch)
 	sort.Strings(f.Unconserved)
 	sort.Strings(f.Oversold)
+	sort.Strings(f.OversoldLocations)
 	return f
+}
+
+// transitUnbalanced lists the SKUs whose transfer moves do not net to zero: a transfer
+// moves units between two lots of one SKU in one operation, so what leaves one lot for
+// transit arrives in another.
+func transitUnbalanced(s snapshot) []string {
+	net := map[string]int64{}
+	for k, n := range s.transit {
+		net[k.SKU] += n
+	}
+	var out []string
+	for sku, n := range net {
+		if n != 0 {
+			out = append(out, fmt.Sprintf("%s: transfer moves net %+d", sku, n))
+		}
+	}
+	return out
+}
+
+// locationFigures sums one store's lots per location.
+type locationFigures map[string]*loadgen.LocationFigures
+
+// add counts lot k, whose buckets are cur, at its location.
+func (m locationFigures) add(s snapshot, k lotKey, cur buckets) {
+	loc := cmp.Or(s.location[k], stock.DefaultLocation)
+	f := m[loc]
+	if f == nil {
+		f = &loadgen.LocationFigures{Location: loc}
+		m[loc] = f
+	}
+	f.Lots++
+	f.In += s.imported[k].total() + s.external[k] + s.transit[k]
+	f.Sellable += cur[0]
+	f.Held += cur[1] + cur[2]
+	f.Shipped += cur[4]
+	f.Defective += cur[5]
+	if n := s.transit[k]; n < 0 {
+		f.TransferredOut -= n
+	} else {
+		f.TransferredIn += n
+	}
+}
+
+// oversold lists the locations whose lots hold or shipped more than came in there.
+func (m locationFigures) oversold(store string) []string {
+	var out []string
+	for loc, f := range m {
+		if f.Held+f.Shipped > f.In {
+			out = append(out, fmt.Sprintf("%s %s: %d held or shipped of %d", store, loc, f.Held+f.Shipped, f.In))
+		}
+	}
+	return out
+}
+
+// figures are the locations' figures by id.
+func (m locationFigures) figures() []loadgen.LocationFigures {
+	out := make([]loadgen.LocationFigures, 0, len(m))
+	for _, f := range m {
+		out = append(out, *f)
+	}
+	slices.SortFunc(out, func(a, b loadgen.LocationFigures) int { return strings.Compare(a.Location, b.Location) })
+	return out
 }
 
 // checkExpiries finds the orders expired twice and the abandoned orders whose expiry
@@ -284,7 +367,7 @@ func abbreviate(seqs []int64) string {
 func (e *Env) gather(ctx context.Context) (snapshot, error) {
 	s := snapshot{
 		imported: map[lotKey]buckets{}, redisLots: map[lotKey]buckets{}, pgLots: map[lotKey]buckets{},
-		moved: map[lotKey]buckets{}, external: map[lotKey]int64{},
+		moved: map[lotKey]buckets{}, external: map[lotKey]int64{}, transit: map[lotKey]int64{}, location: map[lotKey]string{},
 		redisOrders: map[string]orderState{}, pgOrders: map[string]orderState{},
 		inbox: map[string][]int64{}, persisted: map[string]bool{}, expiries: map[string]int{},
 		abandoned: e.workload.Abandoned, at: time.Now(),
@@ -299,6 +382,7 @@ func (e *Env) gather(ctx context.Context) (snapshot, error) {
 	for _, sku := range e.workload.Inventory {
 		for _, l := range sku.Lots {
 			s.imported[lotKey{sku.SKU, l.LotID}] = bucketsOf(l)
+			s.location[lotKey{sku.SKU, l.LotID}] = l.Location
 		}
 	}
 	for _, sku := range e.workload.SKUs() {
@@ -314,14 +398,15 @@ func (e *Env) gather(ctx context.Context) (snapshot, error) {
 		}
 	}
 	var lots []struct {
-		SKU, LotID                                                string
+		SKU, LotID, Location                                      string
 		Sellable, Reserved, Allocated, Hidden, Shipped, Defective int64
 	}
-	if err := e.db.WithContext(ctx).Raw(`SELECT sku, lot_id, sellable, reserved, allocated, hidden, shipped, defective FROM lots`).Scan(&lots).Error; err != nil {
+	if err := e.db.WithContext(ctx).Raw(`SELECT sku, lot_id, location, sellable, reserved, allocated, hidden, shipped, defective FROM lots`).Scan(&lots).Error; err != nil {
 		return s, err
 	}
 	for _, l := range lots {
 		s.pgLots[lotKey{l.SKU, l.LotID}] = buckets{l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped, l.Defective}
+		s.location[lotKey{l.SKU, l.LotID}] = l.Location
 	}
 	var moves []struct {
 		SKU, LotID, FromBucket, ToBucket string
@@ -340,11 +425,15 @@ func (e *Env) gather(ctx context.Context) (snapshot, error) {
 			b[i] += m.Qty
 		}
 		s.moved[k] = b
-		switch stock.External {
-		case m.FromBucket:
+		switch {
+		case m.FromBucket == stock.External:
 			s.external[k] += m.Qty
-		case m.ToBucket:
+		case m.ToBucket == stock.External:
 			s.external[k] -= m.Qty
+		case m.FromBucket == stock.Transit:
+			s.transit[k] += m.Qty
+		case m.ToBucket == stock.Transit:
+			s.transit[k] -= m.Qty
 		}
 	}
 	for _, lcid := range e.workload.Orders {
@@ -441,6 +530,8 @@ func (e *Env) Check(ctx context.Context) (Report, error) {
 	r.DoubleApplied = f.doubleApplied()
 	r.Drift = rep.Remaining()
 	r.Oversold = len(f.Oversold)
+	r.OversoldLocations = len(f.OversoldLocations)
+	r.Locations = f.Locations
 	r.Conserved = len(f.Unconserved) == 0
 	r.SeqGaps = len(f.SeqBroken)
 	r.HoldingMismatches = len(f.HoldingMismatch)
@@ -460,7 +551,7 @@ func (e *Env) Check(ctx context.Context) (Report, error) {
 	r.Details.SeqGaps = first(f.SeqBroken)
 	r.Details.Holdings = first(f.HoldingMismatch)
 	r.Details.Unconserved = first(f.Unconserved)
-	r.Details.Oversold = first(f.Oversold)
+	r.Details.Oversold = first(append(slices.Clone(f.Oversold), f.OversoldLocations...))
 	r.Details.Drift = first(r.Details.Drift)
 	if r.Parked, err = e.parked(ctx); err != nil {
 		return r, err

@@ -3,6 +3,7 @@ package chaos
 import (
 	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func consistent() snapshot {
 
 func clone(s snapshot) snapshot {
 	s.imported, s.redisLots, s.pgLots, s.moved = maps.Clone(s.imported), maps.Clone(s.redisLots), maps.Clone(s.pgLots), maps.Clone(s.moved)
-	s.external = maps.Clone(s.external)
+	s.external, s.transit, s.location = maps.Clone(s.external), maps.Clone(s.transit), maps.Clone(s.location)
 	s.redisOrders, s.pgOrders, s.persisted = maps.Clone(s.redisOrders), maps.Clone(s.pgOrders), maps.Clone(s.persisted)
 	s.inbox = maps.Clone(s.inbox)
 	return s
@@ -316,5 +317,65 @@ func TestCheckExpiries(t *testing.T) {
 	r = Report{Conserved: true, Quiesced: true, ExpiriesLost: 2}
 	if r.OK() || !strings.Contains(strings.Join(r.Problems(), ";"), "2 abandoned orders not expired") {
 		t.Errorf("a report with lost expiries: OK %v, %q", r.OK(), r.Problems())
+	}
+}
+
+// transferred is consistent() after a transfer of 2 units of L1 (at wh-east) to wh-west
+// (transit lot TR1~L1, received there), from which LC-3 then reserved 1.
+func transferred() snapshot {
+	s := clone(consistent())
+	k1, kt := lotKey{"SKU-A", "L1"}, lotKey{"SKU-A", "TR1~L1"}
+	s.location = map[lotKey]string{k1: "wh-east", kt: "wh-west"}
+	for _, lots := range []map[lotKey]buckets{s.redisLots, s.pgLots} {
+		lots[k1] = buckets{5, 3, 0, 0, 0, 0}
+		lots[kt] = buckets{1, 1, 0, 0, 0, 0}
+	}
+	s.moved[k1] = buckets{-5, 3, 0, 0, 0, 0}
+	s.moved[kt] = buckets{1, 1, 0, 0, 0, 0}
+	s.transit = map[lotKey]int64{k1: -2, kt: 2}
+	o := &event.OrderSnapshot{LCID: "LC-3", Status: event.StatusPlaced, Allocation: "reserved",
+		Lines: []event.SnapshotLine{{LineID: "1", SKU: "SKU-A", Qty: 1, Lots: []stock.LotQty{{LotID: "TR1~L1", Qty: 1}}}}}
+	s.redisOrders["LC-3"] = orderState{Seq: 1, Order: o}
+	s.pgOrders["LC-3"] = orderState{Seq: 1, Order: o}
+	s.inbox["LC-3"] = []int64{1}
+	return s
+}
+
+// TestCheckTransfers: a transfer moves units between lots of one SKU, so each lot is
+// conserved with its transfer moves and the SKU's transfer moves net to zero; and no
+// location holds more than came in there.
+func TestCheckTransfers(t *testing.T) {
+	f := check(transferred())
+	if n := len(f.Lost) + f.doubleApplied() + len(f.Unconserved) + len(f.Oversold) + len(f.OversoldLocations); n != 0 {
+		t.Fatalf("findings on a consistent state: %+v", f)
+	}
+	if len(f.Locations) != 2 || f.Locations[0].Location != "wh-east" || f.Locations[0].TransferredOut != 2 ||
+		f.Locations[1].TransferredIn != 2 || f.Locations[1].In != 2 || f.Locations[1].Held != 1 {
+		t.Errorf("figures per location %+v", f.Locations)
+	}
+	// The transit lot's side of the transfer without the source's: units from nowhere.
+	s := transferred()
+	s.transit[lotKey{"SKU-A", "L1"}] = 0
+	for _, lots := range []map[lotKey]buckets{s.redisLots, s.pgLots} {
+		lots[lotKey{"SKU-A", "L1"}] = buckets{7, 3, 0, 0, 0, 0}
+	}
+	s.moved[lotKey{"SKU-A", "L1"}] = buckets{-3, 3, 0, 0, 0, 0}
+	if f := check(s); !slices.ContainsFunc(f.Unconserved, func(u string) bool { return strings.Contains(u, "transfer moves net +2") }) {
+		t.Errorf("a transfer that made units went unnoticed: %+v", f.Unconserved)
+	}
+	// An allocation past wh-west's sellable (a bucket below zero): LC-3 holds 3 of the 2
+	// that came in there.
+	s = transferred()
+	for _, lots := range []map[lotKey]buckets{s.redisLots, s.pgLots} {
+		lots[lotKey{"SKU-A", "TR1~L1"}] = buckets{-1, 3, 0, 0, 0, 0}
+	}
+	s.moved[lotKey{"SKU-A", "TR1~L1"}] = buckets{-1, 3, 0, 0, 0, 0}
+	o := *s.pgOrders["LC-3"].Order
+	o.Lines = []event.SnapshotLine{{LineID: "1", SKU: "SKU-A", Qty: 3, Lots: []stock.LotQty{{LotID: "TR1~L1", Qty: 3}}}}
+	s.redisOrders["LC-3"] = orderState{Seq: 1, Order: &o}
+	s.pgOrders["LC-3"] = orderState{Seq: 1, Order: &o}
+	f = check(s)
+	if len(f.OversoldLocations) != 2 || !strings.Contains(f.OversoldLocations[0], "wh-west: 3 held or shipped of 2") {
+		t.Errorf("an oversold location went unnoticed: %+v", f)
 	}
 }

@@ -29,8 +29,9 @@ type Report struct {
 	Drift int `json:"drift"`
 	// Oversold counts SKUs holding more than they had, in Redis or in PostgreSQL.
 	Oversold int `json:"oversold"`
-	// Conserved is true when every lot, in both stores, sums to what was imported, has
-	// no negative bucket, and matches its imported quantity plus the moves ledger.
+	// Conserved is true when every lot, in both stores, sums to what was imported (plus
+	// what came from outside or by a transfer), has no negative bucket, and matches its
+	// imported quantity plus the moves ledger; and every SKU's transfer moves net to zero.
 	Conserved bool `json:"conserved"`
 	// RedisFailovers counts the promotions of a replica that the Redis Cluster
 	// scenario caused: a master SIGKILLed, its replica master of its slots in CLUSTER
@@ -105,6 +106,11 @@ type Report struct {
 	// which Applied and Rejected include; NewSKUs the SKUs it registered.
 	Warehouse loadgen.Outcomes `json:"warehouse"`
 	NewSKUs   int              `json:"skus_registered"`
+	// Locations are PostgreSQL's figures per location after the run (a run whose lots are
+	// at one location has none); OversoldLocations counts the locations, in either store,
+	// whose lots hold or shipped more than came in there (must be 0).
+	Locations         []loadgen.LocationFigures `json:"locations,omitempty"`
+	OversoldLocations int                       `json:"oversold_locations"`
 	// Details are the first findings of each kind, for people.
 	Details Details `json:"details"`
 	// Outbound is what the run's subscriber queue got from the outbound topic against the
@@ -134,7 +140,7 @@ type Details struct {
 // Redis Cluster scenario, whether every master kill was failed over (a run without its
 // failover proves nothing). The Baseline is not part of it.
 func (r Report) OK() bool {
-	return r.Lost == 0 && r.DoubleApplied == 0 && r.Drift == 0 && r.Oversold == 0 && r.Conserved && r.Quiesced &&
+	return r.Lost == 0 && r.DoubleApplied == 0 && r.Drift == 0 && r.Oversold == 0 && r.OversoldLocations == 0 && r.Conserved && r.Quiesced &&
 		r.failedOver() && (r.Outbound == nil || r.Outbound.OK()) && r.ExpiredTwice == 0 && r.ExpiriesLost == 0
 }
 
@@ -162,6 +168,9 @@ func (r Report) Problems() []string {
 	}
 	if r.Oversold > 0 {
 		p = append(p, fmt.Sprintf("%d oversold SKUs", r.Oversold))
+	}
+	if r.OversoldLocations > 0 {
+		p = append(p, fmt.Sprintf("%d oversold locations", r.OversoldLocations))
 	}
 	if !r.Conserved {
 		p = append(p, fmt.Sprintf("%d lot findings break conservation", r.UnconservedLots))
@@ -311,6 +320,9 @@ func (r Report) print(out io.Writer, title string) {
 	fmt.Fprintf(tw, "  Redis-PostgreSQL drift\t%d\t%s\n", r.Drift, mark(r.Drift == 0))
 	fmt.Fprintf(tw, "  lots conserved\t%v\t%s (%d findings)\n", r.Conserved, mark(r.Conserved), r.UnconservedLots)
 	fmt.Fprintf(tw, "  oversold SKUs\t%d\t%s\n", r.Oversold, mark(r.Oversold == 0))
+	if len(r.Locations) > 0 {
+		fmt.Fprintf(tw, "  oversold locations\t%d\t%s\n", r.OversoldLocations, mark(r.OversoldLocations == 0))
+	}
 	if r.Abandoned > 0 {
 		fmt.Fprintf(tw, "  orders expired twice\t%d\t%s (%d expired, %d abandoned)\n", r.ExpiredTwice, mark(r.ExpiredTwice == 0), r.Expired, r.Abandoned)
 		fmt.Fprintf(tw, "  abandoned orders not expired\t%d\t%s\n", r.ExpiriesLost, mark(r.ExpiriesLost == 0))
@@ -323,6 +335,7 @@ func (r Report) print(out io.Writer, title string) {
 		fmt.Fprintf(tw, "  outbound\toff (no SNS)\t\n")
 	}
 	tw.Flush()
+	r.printLocations(out)
 	for _, d := range []struct {
 		what string
 		list []string
@@ -363,4 +376,18 @@ func fmtReasons(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// printLocations writes PostgreSQL's figures per location, when the run had locations.
+func (r Report) printLocations(out io.Writer) {
+	if len(r.Locations) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "\nper location (PostgreSQL): lots / in / sellable / held / shipped / defective / transferred out / in")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	for _, f := range r.Locations {
+		fmt.Fprintf(tw, "  %s\t%d / %d / %d / %d / %d / %d / %d / %d\n", f.Location, f.Lots, f.In, f.Sellable, f.Held, f.Shipped, f.Defective,
+			f.TransferredOut, f.TransferredIn)
+	}
+	tw.Flush()
 }
