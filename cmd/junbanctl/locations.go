@@ -117,22 +117,15 @@ func locationsListCmd() *cobra.Command {
 		Short: "list the locations PostgreSQL holds",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			st, err := openStores(1)
-			if err != nil {
-				return err
-			}
-			defer st.close()
-			locs, err := inventorydb.Locations(c.Context(), st.db)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return cli.WriteJSON(c.OutOrStdout(), locs)
-			}
-			for _, l := range locs {
-				fmt.Fprintln(c.OutOrStdout(), describeLocation(l))
-			}
-			return nil
+			return withLocations(c.Context(), func(_ *stores, locs []stock.Location) error {
+				if asJSON {
+					return cli.WriteJSON(c.OutOrStdout(), locs)
+				}
+				for _, l := range locs {
+					fmt.Fprintln(c.OutOrStdout(), describeLocation(l))
+				}
+				return nil
+			})
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the locations as JSON")
@@ -147,20 +140,27 @@ func locationsPublishCmd() *cobra.Command {
 			"after a Redis data loss, or when a set wrote PostgreSQL but not Redis.",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			st, err := openStores(1)
-			if err != nil {
-				return err
-			}
-			defer st.close()
-			locs, err := inventorydb.Locations(c.Context(), st.db)
-			if err != nil {
-				return err
-			}
-			if err := ledger.PublishLocations(c.Context(), st.rc, st.prefix, locs, true); err != nil {
-				return err
-			}
-			fmt.Fprintf(c.OutOrStdout(), "locations publish: %d location(s) published\n", len(locs))
-			return nil
+			return withLocations(c.Context(), func(st *stores, locs []stock.Location) error {
+				if err := ledger.PublishLocations(c.Context(), st.rc, st.prefix, locs, true); err != nil {
+					return err
+				}
+				fmt.Fprintf(c.OutOrStdout(), "locations publish: %d location(s) published\n", len(locs))
+				return nil
+			})
 		},
 	}
+}
+
+// withLocations runs fn with the stores and the locations PostgreSQL holds.
+func withLocations(ctx context.Context, fn func(st *stores, locs []stock.Location) error) error {
+	st, err := openStores(1)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	locs, err := inventorydb.Locations(ctx, st.db)
+	if err != nil {
+		return err
+	}
+	return fn(&st, locs)
 }
