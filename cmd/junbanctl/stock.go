@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -144,6 +145,13 @@ func printAvailability(w io.Writer, a api.AvailabilityAnswer) {
 	}
 	if n := a.Network; n != nil {
 		fmt.Fprintf(w, "network (the locations that are enabled and ship): %d available (sellable %d)\n", n.Available, n.Sellable)
+		switch {
+		case a.Qty == 0:
+		case n.OK:
+			fmt.Fprintf(w, "an order of %d without routing fields would succeed there (by rank), taking %s\n", a.Qty, lotQtys(n.Take))
+		default:
+			fmt.Fprintf(w, "an order of %d without routing fields would fail there (by rank): %s (%s)\n", a.Qty, n.Reason, n.Detail)
+		}
 	}
 	switch {
 	case a.Qty == 0:
@@ -152,6 +160,15 @@ func printAvailability(w io.Writer, a api.AvailabilityAnswer) {
 	default:
 		fmt.Fprintf(w, "an allocation of %d would fail: %s (%s)\n", a.Qty, a.Reason, a.Detail)
 	}
+}
+
+// lotQtys writes lots and quantities as "L1 3, L2 1".
+func lotQtys(ls []stock.LotQty) string {
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = fmt.Sprintf("%s %d", l.LotID, l.Qty)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func dash(s string) string {

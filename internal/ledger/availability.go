@@ -54,6 +54,8 @@ type Candidate struct {
 	ValidFrom  string `json:"valid_from"`
 	ValidTo    string `json:"valid_to"`
 	Sellable   int64  `json:"sellable"`
+	// Location is where the lot is stored; empty for the default location.
+	Location string `json:"location,omitempty"`
 }
 
 // Availability is what an allocation would get now: the answer of one atomic read with
@@ -273,10 +275,12 @@ func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error
 			return bad()
 		}
 		c, ok := decodeRecordHead(line[:46])
-		sell, lot, cut := strings.Cut(line[46:], "\t")
-		if !ok || !cut {
+		sell, rest, cut := strings.Cut(line[46:], "\t")
+		lot, loc, cut2 := strings.Cut(rest, "\t")
+		if !ok || !cut || !cut2 {
 			return bad()
 		}
+		c.Location = loc
 		if c.Sellable, err = strconv.ParseInt(sell, 10, 64); err != nil {
 			return bad()
 		}

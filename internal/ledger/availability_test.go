@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -54,7 +55,7 @@ func TestAvailabilityAgreesWithAllocation(t *testing.T) {
 			}
 			for _, c := range a.Candidates {
 				lt := byID[c.LotID]
-				want := Candidate{LotID: lt.LotID, Kind: lt.Kind, BestBefore: lt.BestBefore, RegSeq: lt.RegSeq, ValidFrom: lt.ValidFrom, ValidTo: lt.ValidTo, Sellable: lt.Sellable}
+				want := Candidate{LotID: lt.LotID, Kind: lt.Kind, BestBefore: lt.BestBefore, RegSeq: lt.RegSeq, ValidFrom: lt.ValidFrom, ValidTo: lt.ValidTo, Sellable: lt.Sellable, Location: lt.Location}
 				if lt.Kind == stock.KindPlanned {
 					want.BestBefore = "" // planned lots sort without one
 				}
@@ -302,4 +303,72 @@ func TestAvailabilityPerLocation(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestNetworkAvailabilityAgreesWithRoutedAllocation: for random shops (each location's
+// rank, shipping and enabled drawn) after a random history, the network's answer says n;
+// an allocation routed by rank over the shop's locations, as an order without routing
+// fields is once the shop has registered them, fails for n+1 with the network's reason
+// and detail, and for n takes exactly the network's take.
+func TestNetworkAvailabilityAgreesWithRoutedAllocation(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 9))
+	checked, refused := 0, map[string]int{}
+	for seq := range flagAvailSeqs / 2 {
+		skus, steps := genSequence(rng, 1+rng.IntN(15))
+		l, err := New(Config{Redis: rc, Prefix: fmt.Sprintf("%s:n%d", prefix, seq), Loader: newMemLoader(skus...)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range steps {
+			st.run(l)
+		}
+		var locs []stock.Location
+		for _, id := range []string{stock.DefaultLocation, "wh-2", "store-1"} {
+			locs = append(locs, stock.Location{ID: id, Kind: stock.LocationWarehouse, Rank: rng.IntN(3),
+				Ships: rng.IntN(4) > 0, Enabled: rng.IntN(5) > 0})
+		}
+		route := &stock.Route{Strategies: []stock.Strategy{stock.StrategyRanked}, Locations: locs}
+		for k := range 4 {
+			s := skus[rng.IntN(len(skus))]
+			date, mode := genDates[rng.IntN(len(genDates))], stock.Mode([]string{"ship", "reserve"}[rng.IntN(2)])
+			ask := func(qty int64) NetworkAvailability {
+				a, err := l.Availability(ctx, AvailabilityRequest{SKU: s.SKU, TargetDate: date, Mode: mode, Qty: qty})
+				if err != nil {
+					t.Fatalf("seq %d: availability: %v", seq, err)
+				}
+				return a.Network(locs)
+			}
+			n := ask(0).Available
+			op := fmt.Sprintf("net-%d", k)
+			over := ask(n + 1)
+			_, err := l.Apply(ctx, stock.AllocateRequest{OpID: op + "-over", SKU: s.SKU, Qty: n + 1, TargetDate: date, Mode: mode, Route: route})
+			if over.OK || stock.Reason(err) != over.Reason || !strings.HasSuffix(err.Error(), "("+over.Detail+")") {
+				t.Fatalf("seq %d: routed allocation of n+1=%d: %v; the network said %+v", seq, n+1, err, over)
+			}
+			refused[over.Reason]++
+			if n == 0 {
+				continue
+			}
+			at := ask(n)
+			r, err := l.Apply(ctx, stock.AllocateRequest{OpID: op, SKU: s.SKU, Qty: n, TargetDate: date, Mode: mode, Route: route})
+			if err != nil || !at.OK {
+				t.Fatalf("seq %d: routed allocation of n=%d: %v; the network said %+v", seq, n, err, at)
+			}
+			var took []stock.LotQty
+			for _, m := range r.Moves {
+				took = append(took, stock.LotQty{LotID: m.LotID, Qty: m.Qty})
+			}
+			if !slices.Equal(took, at.Take) {
+				t.Fatalf("seq %d: routed allocation of %d took %v, the network listed %v", seq, n, took, at.Take)
+			}
+			checked++
+		}
+	}
+	if checked < flagAvailSeqs/4 || refused["ERR_SHORTAGE"] == 0 || refused["ERR_SAFETY_STOCK"] == 0 {
+		t.Fatalf("too few cases: %d allocations checked, refusals %v", checked, refused)
+	}
+	t.Logf("%d allocations checked, refusals %v", checked, refused)
 }

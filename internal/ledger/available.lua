@@ -10,9 +10,10 @@
 --   sum         the sellable of every candidate valid on the date
 --   code        the reason an allocation of qty would get ('' when it would succeed or
 --               qty is 0), detail its detail text
---   candidates  one text, a line "head sellable\tlot\n" per candidate in allocation order
---               (head: the lot's index record without its field name, 46 characters,
---               layout.go), so the reply is one string however many lots there are
+--   candidates  one text, a line "head sellable\tlot\tlocation\n" per candidate in
+--               allocation order (head: the lot's index record without its field name, 46
+--               characters, layout.go; location: p:<lot>, '' for the default one), so the
+--               reply is one string however many lots there are
 --   take        flat {lot, qty, ...}: what an allocation of qty would take, in order
 --               (empty when it would fail)
 --   locations   flat {location, sellable, ...}: the candidates' sellable per location
@@ -54,15 +55,16 @@ if qty > 0 then
 end
 
 -- The candidates' locations, in chunks of 1024 (unpack is bounded by the Lua stack).
-local byLoc, other = {}, false
-for at = 1, #cand, 1024 do
+local byLoc, other, candLoc = {}, false, {}
+for at0 = 1, #cand, 1024 do
   local f = {}
-  for i = at, math.min(at + 1023, #cand) do f[#f + 1] = 'p:' .. candidateLot(cand, i) end
+  for i = at0, math.min(at0 + 1023, #cand) do f[#f + 1] = 'p:' .. candidateLot(cand, i) end
   local p = redis.call('HMGET', key, unpack(f))
   for j = 1, #f do
     local loc = p[j] or ''
     if loc ~= '' then other = true end
-    byLoc[loc] = (byLoc[loc] or 0) + sell[at + j - 1]
+    candLoc[at0 + j - 1] = loc
+    byLoc[loc] = (byLoc[loc] or 0) + sell[at0 + j - 1]
   end
 end
 local locs = {}
@@ -75,7 +77,7 @@ end
 
 local out = {}
 for i = 1, #cand do
-  out[i] = heads[i] .. string.format('%d', sell[i]) .. '\t' .. candidateLot(cand, i)
+  out[i] = heads[i] .. string.format('%d', sell[i]) .. '\t' .. candidateLot(cand, i) .. '\t' .. candLoc[i]
 end
 
 return {head[1], head[2], string.format('%d', sum), code, detail, table.concat(out, '\n'), take, locs}

@@ -27,14 +27,8 @@ type LocationAnswer struct {
 	Network bool `json:"network"`
 }
 
-// NetworkAvailability is what the storefront may sell: the candidates at locations that
-// count toward the network, less the SKU's safety stock for ship.
-type NetworkAvailability struct {
-	Sellable  int64 `json:"sellable"`
-	Available int64 `json:"available"`
-	// OK tells whether the network's Available covers the request's Qty.
-	OK bool `json:"ok"`
-}
+// NetworkAvailability is the ledger's answer for the network (ledger.Availability.Network).
+type NetworkAvailability = ledger.NetworkAvailability
 
 // networkOf marks a's locations by the shop's locations locs: a location counts when it
 // is enabled and ships; one the shop lacks does not.
@@ -43,21 +37,13 @@ func networkOf(a ledger.Availability, locs []stock.Location) AvailabilityAnswer 
 	if len(a.Locations) == 0 {
 		return out
 	}
-	n := &NetworkAvailability{}
 	for _, l := range a.Locations {
 		i := slices.IndexFunc(locs, func(s stock.Location) bool { return s.ID == l.Location })
 		counts := i >= 0 && locs[i].Enabled && locs[i].Ships
 		out.Locations = append(out.Locations, LocationAnswer{LocationAvailability: l, Network: counts})
-		if counts {
-			n.Sellable += l.Sellable
-		}
 	}
-	n.Available = n.Sellable
-	if a.Mode == stock.ModeShip {
-		n.Available = max(0, n.Sellable-a.SafetyStock)
-	}
-	n.OK = a.Qty > 0 && n.Available >= a.Qty
-	out.Network = n
+	n := a.Network(locs)
+	out.Network = &n
 	return out
 }
 
