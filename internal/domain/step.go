@@ -337,6 +337,10 @@ func (t *txn) record(r stock.Result) {
 		s.Lots = append(s.Lots, lot)
 	}
 	slices.SortFunc(s.Lots, func(a, b stock.Lot) int { return cmp.Compare(a.LotID, b.LotID) })
+	if r.Transfer != nil {
+		// A transfer's operation says the transfer as it left it: persisted with the lots.
+		s.Transfers = append(s.Transfers, *r.Transfer)
+	}
 	t.skus[k] = s
 }
 
