@@ -312,9 +312,9 @@ func isPoison(err error) bool {
 
 // prepared is one result turned into rows.
 type prepared struct {
-	index int
-	inbox InboxRow
-	order *OrderRow
+	index     int
+	inbox     InboxRow
+	order     *OrderRow
 	skus      []SKURow
 	lots      []LotRow
 	transfers []TransferRow
