@@ -292,6 +292,16 @@ func checkSKUAndLot(sku, lotID string) error {
 	return cmp.Or(checkID("data.sku", sku, stock.MaxIDLen), checkID("data.lot_id", lotID, stock.MaxIDLen))
 }
 
+// checkTransitOf checks the transfer_id an event naming a lot may give (absent: none): an
+// id as a transfer event's, so that the lot is the transit lot the ledger made for
+// (transfer_id, lot_id), which no sender names with its "~" (namedLot).
+func checkTransitOf(transferID string) error {
+	if transferID == "" {
+		return nil
+	}
+	return checkID("data.transfer_id", transferID, stock.MaxIDLen)
+}
+
 // checkLocation checks the location an inventory event may name (absent: none).
 func checkLocation(location string) error {
 	if location == "" {
@@ -514,7 +524,7 @@ func checkAdjusted(d *event.InventoryAdjustedData, _ Limits) error {
 	if d.Delta == 0 {
 		return invalid(ReasonInvalidQuantity, "data.delta is zero")
 	}
-	return checkLocation(d.Location)
+	return cmp.Or(checkTransitOf(d.TransferID), checkLocation(d.Location))
 }
 
 // checkSafetyStock checks inventory.sku_registered's and inventory.safety_stock_changed's data.
@@ -542,14 +552,14 @@ func checkLotQty(d *event.LotQtyData, _ Limits) error {
 	if d.Qty <= 0 || d.Qty > stock.MaxQty {
 		return invalid(ReasonInvalidQuantity, "data.qty %d is not in 1..%d", d.Qty, int64(stock.MaxQty))
 	}
-	return checkLocation(d.Location)
+	return cmp.Or(checkTransitOf(d.TransferID), checkLocation(d.Location))
 }
 
 func checkRecalled(d *event.LotRecalledData, _ Limits) error {
 	if d.SKU == "" || d.LotID == "" || d.Reason == "" {
 		return invalid(ReasonMissingField, "data.sku, data.lot_id and data.reason are required")
 	}
-	return cmp.Or(checkSKUAndLot(d.SKU, d.LotID), checkReason(d.Reason), checkLocation(d.Location))
+	return cmp.Or(checkSKUAndLot(d.SKU, d.LotID), checkReason(d.Reason), checkTransitOf(d.TransferID), checkLocation(d.Location))
 }
 
 // checkTransferID checks a transfer event's sku and transfer_id.

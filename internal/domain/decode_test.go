@@ -91,6 +91,11 @@ func refusals() []refusal {
 		{"transfer without its id", `{"event_id":"e1","type":"inventory.transfer_cancelled","data":{"sku":"S"}}`, ReasonMissingField},
 		{"transfer received with no count", `{"event_id":"e1","type":"inventory.transfer_received","data":{"sku":"S","transfer_id":"T"}}`, ReasonInvalidQuantity},
 		{"transfer received with a lot", `{"event_id":"e1","type":"inventory.transfer_received","data":{"sku":"S","transfer_id":"T","qty":1,"lot_id":"L"}}`, ReasonMalformedJSON},
+		{"transit lot named with junban's mark", `{"event_id":"e1","type":"inventory.held","data":{"sku":"S","lot_id":"T~L","qty":1,"reason":"r"}}`, ReasonInvalidID},
+		{"transit lot's transfer with junban's mark", `{"event_id":"e1","type":"inventory.adjusted","data":{"sku":"S","transfer_id":"T~2","lot_id":"L","delta":1,"reason":"count"}}`, ReasonInvalidID},
+		{"transit lot's transfer too long", `{"event_id":"e1","type":"inventory.lot_recalled","data":{"sku":"S","transfer_id":"` + strings.Repeat("T", 201) + `","lot_id":"L","reason":"r"}}`, ReasonIDTooLong},
+		{"transit lot's transfer with a control character", `{"event_id":"e1","type":"inventory.damaged","data":{"sku":"S","transfer_id":"T\u0001","lot_id":"L","qty":1,"reason":"r"}}`, ReasonInvalidID},
+		{"a registered lot never names a transfer", `{"event_id":"e1","type":"inventory.lot_registered","data":{"sku":"S","lot_id":"L","kind":"onhand","sellable":1,"transfer_id":"T"}}`, ReasonMalformedJSON},
 	}
 }
 
@@ -252,6 +257,9 @@ func FuzzDecode(f *testing.F) {
 		`{"event_id":"e1","type":"inventory.transfer_received","data":{"sku":"S","transfer_id":"T","qty":2}}`,
 		`{"event_id":"e1","type":"inventory.transfer_received","data":{"sku":"S","transfer_id":"T","qty":-1,"lot_id":"L"}}`,
 		`{"event_id":"e1","type":"inventory.transfer_cancelled","data":{"sku":"S","transfer_id":"T"}}`,
+		`{"event_id":"e1","type":"inventory.held","data":{"sku":"S","transfer_id":"T","lot_id":"L","qty":1,"reason":"r","location":"wh-2"}}`,
+		`{"event_id":"e1","type":"inventory.adjusted","data":{"sku":"S","transfer_id":"T~1","lot_id":"L","delta":-1,"reason":"count"}}`,
+		`{"event_id":"e1","type":"inventory.lot_recalled","data":{"sku":"S","transfer_id":"","lot_id":"L","reason":"r"}}`,
 		`{"event_id":"e1","type":"inventory.transfer_cancelled","data":{"sku":"S{","transfer_id":""}}`,
 		`{"event_id":"e1","type":"order.allocation_moved","lcid":"L","data":{"line_id":"1~2","to_location":"wh 2"}}`,
 		`{"event_id":"e1","type":"order.allocation_moved","lcid":"L","data":{"line_id":"1","to_location":"default"}}`,

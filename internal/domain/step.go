@@ -337,6 +337,10 @@ func (t *txn) record(r stock.Result) {
 		s.Lots = append(s.Lots, lot)
 	}
 	slices.SortFunc(s.Lots, func(a, b stock.Lot) int { return cmp.Compare(a.LotID, b.LotID) })
+	if r.Transfer != nil {
+		// A transfer's operation says the transfer as it left it: persisted with the lots.
+		s.Transfers = append(s.Transfers, *r.Transfer)
+	}
 	t.skus[k] = s
 }
 
@@ -918,8 +922,18 @@ func (t *txn) received(d *event.InventoryReceivedData) (transition, error) {
 	return t.atKnownLocation(d.Location, stock.ReceiveRequest{OpID: t.opID(d.LotID, "receive"), SKU: d.SKU, LotID: d.LotID, BestBefore: d.BestBefore, Qty: d.Qty, Location: d.Location})
 }
 
+// namedLot is the lot an event names: lot itself, or with a transfer id the transit lot
+// that transfer made for lot, named as the ledger names it (stock.TransitLotID).
+func namedLot(transferID, lot string) string {
+	if transferID == "" {
+		return lot
+	}
+	return stock.TransitLotID(transferID, lot)
+}
+
 func (t *txn) adjusted(d *event.InventoryAdjustedData) (transition, error) {
-	return t.atKnownLocation(d.Location, stock.AdjustRequest{OpID: t.opID(d.LotID, "adjust"), SKU: d.SKU, LotID: d.LotID, Delta: d.Delta, Reason: d.Reason, Location: d.Location})
+	lot := namedLot(d.TransferID, d.LotID)
+	return t.atKnownLocation(d.Location, stock.AdjustRequest{OpID: t.opID(lot, "adjust"), SKU: d.SKU, LotID: lot, Delta: d.Delta, Reason: d.Reason, Location: d.Location})
 }
 
 func (t *txn) registerSKU(d *event.SKURegisteredData) (transition, error) {
@@ -939,15 +953,18 @@ func (t *txn) registerLot(d *event.LotRegisteredData) (transition, error) {
 }
 
 func (t *txn) hold(d *event.LotQtyData) (transition, error) {
-	return t.atKnownLocation(d.Location, stock.HoldRequest{OpID: t.opID(d.LotID, "hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
+	lot := namedLot(d.TransferID, d.LotID)
+	return t.atKnownLocation(d.Location, stock.HoldRequest{OpID: t.opID(lot, "hold"), SKU: d.SKU, LotID: lot, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
 }
 
 func (t *txn) releaseHold(d *event.LotQtyData) (transition, error) {
-	return t.atKnownLocation(d.Location, stock.ReleaseHoldRequest{OpID: t.opID(d.LotID, "release_hold"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
+	lot := namedLot(d.TransferID, d.LotID)
+	return t.atKnownLocation(d.Location, stock.ReleaseHoldRequest{OpID: t.opID(lot, "release_hold"), SKU: d.SKU, LotID: lot, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
 }
 
 func (t *txn) damage(d *event.LotQtyData) (transition, error) {
-	return t.atKnownLocation(d.Location, stock.DamageRequest{OpID: t.opID(d.LotID, "damage"), SKU: d.SKU, LotID: d.LotID, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
+	lot := namedLot(d.TransferID, d.LotID)
+	return t.atKnownLocation(d.Location, stock.DamageRequest{OpID: t.opID(lot, "damage"), SKU: d.SKU, LotID: lot, Qty: d.Qty, Reason: d.Reason, Location: d.Location})
 }
 
 // recall also reports the orders that hold the lot.
@@ -955,7 +972,8 @@ func (t *txn) recall(d *event.LotRecalledData) (transition, error) {
 	if reason, err := t.unknownLocation(d.Location); err != nil || reason != "" {
 		return transition{reason: reason}, err
 	}
-	r, err := t.l.Apply(t.ctx, stock.RecallRequest{OpID: t.opID(d.LotID, "recall"), SKU: d.SKU, LotID: d.LotID, Reason: d.Reason, Location: d.Location})
+	lot := namedLot(d.TransferID, d.LotID)
+	r, err := t.l.Apply(t.ctx, stock.RecallRequest{OpID: t.opID(lot, "recall"), SKU: d.SKU, LotID: lot, Reason: d.Reason, Location: d.Location})
 	t.holders, t.holderCount = r.Holders, r.HolderCount
 	reason, err := t.keep(r, err)
 	return transition{reason: reason}, err

@@ -3,6 +3,8 @@ package domain_test
 import (
 	"cmp"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -240,6 +242,35 @@ func transferIn(sku string, qty int64) event.Order {
 	return fromExample(event.InventoryTransferReceived, func(d *event.TransferReceivedData) { d.SKU, d.Qty = sku, qty })
 }
 
+// transfersOf lists the transfers of a result's SKUs, "<sku>/<transfer id> <state>".
+func transfersOf(r event.Result) []string {
+	out := []string{}
+	for _, s := range r.SKUs {
+		for _, tr := range s.Transfers {
+			out = append(out, s.SKU+"/"+tr.TransferID+" "+tr.State)
+		}
+	}
+	return out
+}
+
+// transferNamed requests a transfer of qty units of sku from west to store under id.
+func transferNamed(sku, id string, qty int64) event.Order {
+	return fromExample(event.InventoryTransferRequested, func(d *event.TransferRequestedData) {
+		d.SKU, d.TransferID, d.FromLocation, d.ToLocation, d.Qty = sku, id, "west", "store", qty
+	})
+}
+
+// longTransfer is a transfer id whose transit lots' ids are too long to spell out:
+// "~" and the SHA-1 of "<id>~<lot>" in hex.
+var longTransfer = strings.Repeat("T", stock.MaxIDLen-1)
+
+// longTransit is the transit lot longTransfer makes of lot, computed apart from the
+// ledger's TransitLotID.
+func longTransit(lot string) string {
+	sum := sha1.Sum([]byte(longTransfer + "~" + lot)) //nolint:gosec // the ledger's name, not a secret
+	return "~" + hex.EncodeToString(sum[:])
+}
+
 func transferOff(sku string) event.Order {
 	return fromExample(event.InventoryTransferCancelled, func(d *event.TransferCancelledData) { d.SKU = sku })
 }
@@ -320,6 +351,9 @@ type expect struct {
 	lotState map[string]string
 	// safety is the safety stock after of the SKUs the event sets or creates.
 	safety map[string]int64
+	// transfers, when set, are the transfers the event's result's SKUs carry, each
+	// "<sku>/<transfer id> <state>" (what persistence writes of them).
+	transfers []string
 	// moves, when set, are the op ids of the event's result's moves, in order, past the
 	// event's prefix ("{<lcid>}<event_id>" for an order's event, "<event_id>" for a SKU's).
 	moves []string
@@ -737,18 +771,51 @@ func transitionCases() []transitionCase {
 		// inventory.transfer_requested, _received, _cancelled (the example's transfer TR-1)
 		{pol: domain.Policy{Locations: testLocations{}}, name: "units leave the source's lots into a transit lot at the destination", ev: transfer("L", "west", "store", 2),
 			want: expect{outcome: applied, lots: map[string]buckets{"L/L2": {1}, "L/TR-1~L2": {2}},
-				lotState: map[string]string{"L/TR-1~L2": "planned good=true best_before=2027-01-01"}, moves: ops(":TR-1:transfer")}},
+				lotState: map[string]string{"L/TR-1~L2": "planned good=true best_before=2027-01-01"}, moves: ops(":TR-1:transfer"),
+				transfers: []string{"L/TR-1 in_transit"}}},
 		{pol: domain.Policy{Locations: testLocations{}}, name: "ERR_SHORTAGE", ev: transfer("L", stock.DefaultLocation, "west", 5), want: expect{outcome: rejected, reason: "ERR_SHORTAGE"}},
 		{pol: domain.Policy{Locations: testLocations{}}, name: "the transit lot is on hand, the shortfall defective", before: []event.Order{transfer("L", "west", "store", 3)}, ev: transferIn("L", 2),
 			want: expect{outcome: applied, lots: map[string]buckets{"L/L2": {0}, "L/TR-1~L2": {2, 0, 0, 0, 0, 1}},
-				lotState: map[string]string{"L/TR-1~L2": "onhand good=true best_before=2027-01-01"}, moves: ops(":TR-1:transfer_receive")}},
+				lotState: map[string]string{"L/TR-1~L2": "onhand good=true best_before=2027-01-01"}, moves: ops(":TR-1:transfer_receive"),
+				transfers: []string{"L/TR-1 received"}}},
 		{pol: domain.Policy{Locations: testLocations{}}, name: "ERR_UNKNOWN_TRANSFER", ev: transferIn("L", 2), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_TRANSFER"}},
 		{pol: domain.Policy{Locations: testLocations{}}, name: "the units go back", before: []event.Order{transfer("L", "west", "store", 3)}, ev: transferOff("L"),
-			want: expect{outcome: applied, lots: map[string]buckets{"L/L2": {3}, "L/TR-1~L2": {0}}, moves: ops(":TR-1:transfer_cancel")}},
+			want: expect{outcome: applied, lots: map[string]buckets{"L/L2": {3}, "L/TR-1~L2": {0}}, moves: ops(":TR-1:transfer_cancel"),
+				transfers: []string{"L/TR-1 cancelled"}}},
 		{pol: domain.Policy{Locations: testLocations{}}, name: "ERR_TRANSFER_STATE", before: []event.Order{transfer("L", "west", "store", 3), transferIn("L", 3)}, ev: transferOff("L"),
-			want: expect{outcome: rejected, reason: "ERR_TRANSFER_STATE"}},
+			want: expect{outcome: rejected, reason: "ERR_TRANSFER_STATE", transfers: []string{}}},
 		{name: "ERR_UNKNOWN_LOCATION: a transfer to a location the shop lacks", pol: domain.Policy{Locations: testLocations{}},
 			ev: transfer("L", "west", "north", 2), want: expect{outcome: rejected, reason: domain.ReasonUnknownLocation}},
+
+		// An event names a transit lot by its transfer and its source lot (transfer_id).
+		{name: "a count adjusts a received transit lot", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{transfer("L", "west", "store", 3), transferIn("L", 3)},
+			ev: fromExample(event.InventoryAdjusted, func(d *event.InventoryAdjustedData) {
+				d.SKU, d.TransferID, d.LotID, d.Delta = "L", "TR-1", "L2", -1
+			}),
+			want: expect{outcome: applied, lots: map[string]buckets{"L/L2": {0}, "L/TR-1~L2": {2}}, moves: ops(":TR-1~L2:adjust"), transfers: []string{}}},
+		{name: "a hold of a transit lot in transit", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{transfer("L", "west", "store", 3)},
+			ev: fromExample(event.InventoryHeld, func(d *event.LotQtyData) {
+				d.SKU, d.TransferID, d.LotID, d.Qty, d.Location = "L", "TR-1", "L2", 2, "store"
+			}),
+			want: expect{outcome: applied, lots: map[string]buckets{"L/L2": {0}, "L/TR-1~L2": {1, 0, 0, 2}}, moves: ops(":TR-1~L2:hold")}},
+		{name: "a damage of a received transit lot whose id is a digest", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{transferNamed("L", longTransfer, 3), fromExample(event.InventoryTransferReceived, func(d *event.TransferReceivedData) {
+				d.SKU, d.TransferID, d.Qty = "L", longTransfer, 3
+			})},
+			ev: fromExample(event.InventoryDamaged, func(d *event.LotQtyData) {
+				d.SKU, d.TransferID, d.LotID, d.Qty = "L", longTransfer, "L2", 1
+			}),
+			want: expect{outcome: applied, lots: map[string]buckets{"L/L2": {0}, "L/" + longTransit("L2"): {2, 0, 0, 0, 0, 1}}}},
+		{name: "a recall of a received transit lot", pol: domain.Policy{Locations: testLocations{}},
+			before: []event.Order{transfer("L", "west", "store", 3), transferIn("L", 3)},
+			ev:     fromExample(event.InventoryLotRecalled, func(d *event.LotRecalledData) { d.SKU, d.TransferID, d.LotID = "L", "TR-1", "L2" }),
+			want: expect{outcome: applied, lots: map[string]buckets{"L/L2": {0}, "L/TR-1~L2": {0, 0, 0, 0, 0, 3}},
+				lotState: map[string]string{"L/TR-1~L2": "onhand good=false best_before=2027-01-01"}}},
+		{name: "ERR_UNKNOWN_LOT: a transit lot of a transfer the SKU lacks", pol: domain.Policy{Locations: testLocations{}},
+			ev:   fromExample(event.InventoryHeld, func(d *event.LotQtyData) { d.SKU, d.TransferID, d.LotID, d.Qty = "L", "TR-9", "L2", 1 }),
+			want: expect{outcome: rejected, reason: "ERR_UNKNOWN_LOT"}},
 	}
 }
 
@@ -865,6 +932,9 @@ func runTransition(t *testing.T, c transitionCase) {
 		}
 		if w.holders != nil && (!reflect.DeepEqual(r.Holders, w.holders) || r.HolderCount != len(w.holders)) {
 			t.Errorf("holders %+v (%d), want %+v", r.Holders, r.HolderCount, w.holders)
+		}
+		if got := transfersOf(r); w.transfers != nil && !slices.Equal(got, w.transfers) {
+			t.Errorf("transfers %q, want %q", got, w.transfers)
 		}
 	}
 

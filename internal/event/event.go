@@ -291,6 +291,10 @@ type InventoryAdjustedData struct {
 	// Location is the lot's location: optional; when given, the lot must be stored
 	// there (ERR_LOCATION otherwise).
 	Location string `json:"location,omitempty"`
+	// TransferID, when given, names a transit lot: the lot the transfer made at its
+	// destination for the units it took from lot LotID (docs/ledger.md, "Transfers").
+	// Absent: LotID names the lot itself.
+	TransferID string `json:"transfer_id,omitempty"`
 }
 
 // SKURegisteredData is the data of inventory.sku_registered: a new SKU and its settings.
@@ -335,6 +339,10 @@ type LotQtyData struct {
 	// Location is the lot's location: optional; when given, the lot must be stored
 	// there (ERR_LOCATION otherwise).
 	Location string `json:"location,omitempty"`
+	// TransferID, when given, names a transit lot: the lot the transfer made at its
+	// destination for the units it took from lot LotID (docs/ledger.md, "Transfers").
+	// Absent: LotID names the lot itself.
+	TransferID string `json:"transfer_id,omitempty"`
 }
 
 // TransferRequestedData is the data of inventory.transfer_requested: Qty units of a SKU
@@ -374,6 +382,10 @@ type LotRecalledData struct {
 	// Location is the lot's location: optional; when given, the lot must be stored
 	// there (ERR_LOCATION otherwise).
 	Location string `json:"location,omitempty"`
+	// TransferID, when given, names a transit lot: the lot the transfer made at its
+	// destination for the units it took from lot LotID (docs/ledger.md, "Transfers").
+	// Absent: LotID names the lot itself.
+	TransferID string `json:"transfer_id,omitempty"`
 }
 
 // ReturnedData is the data of order.returned: units of a shipped order come back.

@@ -87,6 +87,31 @@ type SKU struct {
 	SafetyStock int64  `json:"safety_stock"`
 	Version     int64  `json:"version"`
 	Lots        []Lot  `json:"lots"`
+	// Transfers are, in a load or a snapshot, every transfer of the SKU, by id; in a
+	// result, the transfer the operation requested, received or cancelled, as it left it.
+	Transfers []Transfer `json:"transfers,omitempty"`
+}
+
+// Transfer is a transfer of one SKU's units between two locations as the ledger keeps
+// it (docs/ledger.md, "Transfers").
+type Transfer struct {
+	TransferID string `json:"transfer_id"`
+	// State is in_transit, received or cancelled.
+	State string `json:"state"`
+	// From and To are location ids (DefaultLocation for the default one).
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Lots are the source lots the request took from, in the order it took them, each
+	// with its transit lot and the quantity sent.
+	Lots []TransferLot `json:"lots"`
+}
+
+// TransferLot is what a transfer took from one source lot: Qty units into its transit
+// lot Transit.
+type TransferLot struct {
+	Source  string `json:"source"`
+	Transit string `json:"transit"`
+	Qty     int64  `json:"qty"`
 }
 
 // LotQty is a quantity held in one lot.

@@ -341,7 +341,7 @@ func (l *Ledger) transitKeys(ctx context.Context, sku, transferID string) ([]any
 	if err != nil {
 		return nil, err
 	}
-	t, err := stock.DecodeTransfer(rec)
+	t, err := stock.DecodeTransfer(transferID, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -383,6 +383,6 @@ func (l *Ledger) Transfer(ctx context.Context, sku, id string) (stock.Transfer, 
 	if err != nil {
 		return stock.Transfer{}, false, fmt.Errorf("ledger: transfer sku=%s: %w", sku, err)
 	}
-	t, err := stock.DecodeTransfer(rec)
+	t, err := stock.DecodeTransfer(id, rec)
 	return t, err == nil, err
 }

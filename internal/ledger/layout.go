@@ -35,6 +35,8 @@ import (
 //	    p:<lot>  the location the lot is stored at; absent: the default location (every
 //	             lot from before locations, and every lot registered without one).
 //	             Written once, when the lot is registered or loaded
+//	    t:<id>   a transfer (stock.EncodeTransfer): written by its operations, and by a
+//	             load from the SKU's Transfers
 //	<prefix>:inv:{<sku>}:op:<op_id>    string, the op's result, expires after Config.OpRetention
 //	<prefix>:inv:{<sku>}:h:<lot>       hash lcid -> the reserved+allocated units the order
 //	                                   holds in the lot (operations that name a holder)
@@ -173,6 +175,9 @@ func loadFields(s stock.SKU) []any {
 			out = append(out, "p:"+l.LotID, loc)
 		}
 	}
+	for _, t := range s.Transfers {
+		out = append(out, "t:"+t.TransferID, stock.EncodeTransfer(t))
+	}
 	return out
 }
 
@@ -195,6 +200,14 @@ func decodeHash(sku string, h map[string]string) (stock.SKU, error) {
 		return s, fmt.Errorf("ledger: sku %s: bad safety stock %q", sku, h[fieldSafety])
 	}
 	for f, v := range h {
+		if tid, ok := strings.CutPrefix(f, "t:"); ok {
+			t, err := stock.DecodeTransfer(tid, v)
+			if err != nil {
+				return s, fmt.Errorf("ledger: sku %s: %w", sku, err)
+			}
+			s.Transfers = append(s.Transfers, t)
+			continue
+		}
 		id, ok := strings.CutPrefix(f, "m:")
 		if !ok {
 			continue
@@ -213,6 +226,7 @@ func decodeHash(sku string, h map[string]string) (stock.SKU, error) {
 		s.Lots = append(s.Lots, l)
 	}
 	stock.SortLots(s.Lots)
+	stock.SortTransfers(s.Transfers)
 	return s, nil
 }
 
@@ -227,6 +241,8 @@ func decodeHash(sku string, h map[string]string) (stock.SKU, error) {
 //	s \t safety_stock                      RegisterSKU, SetSafetyStock
 //	n \t count                             Recall: the lot's holders
 //	k \t lcid \t qty                       Recall: one per holder listed
+//	t \t id \t state \t from \t to [\t source \t transit \t qty]...
+//	                                       a transfer's operations: the transfer
 func decodeResult(opID, sku, text string) (stock.Result, error) {
 	r := stock.Result{OpID: opID, SKU: sku, Moves: []stock.Move{}, Lots: []stock.Lot{}}
 	bad := func(line string) (stock.Result, error) {
@@ -275,11 +291,36 @@ func decodeResult(opID, sku, text string) (stock.Result, error) {
 			}
 			// A recall touches its one lot; the lot line comes before the holders.
 			r.Holders = append(r.Holders, stock.Holder{LCID: lcid, LotID: r.Lots[len(r.Lots)-1].LotID, Qty: q})
+		case "t":
+			t, err := decodeTransferLine(f)
+			if err != nil {
+				return bad(line)
+			}
+			r.Transfer = &t
 		default:
 			return bad(line)
 		}
 	}
 	return r, nil
+}
+
+// decodeTransferLine parses "id \t state \t from \t to", then "\t source \t transit \t
+// qty" per lot: the fields of a result's transfer line, ledger.lua's EncodeTransfer
+// text with its id first and its newlines as tabs.
+func decodeTransferLine(f string) (stock.Transfer, error) {
+	fs := strings.Split(f, "\t")
+	if len(fs) < 4 || (len(fs)-4)%3 != 0 {
+		return stock.Transfer{}, errors.New("bad transfer line")
+	}
+	t := stock.Transfer{TransferID: fs[0], State: fs[1], From: fs[2], To: fs[3]}
+	for i := 4; i < len(fs); i += 3 {
+		q, err := strconv.ParseInt(fs[i+2], 10, 64)
+		if err != nil {
+			return t, err
+		}
+		t.Lots = append(t.Lots, stock.TransferLot{Source: fs[i], Transit: fs[i+1], Qty: q})
+	}
+	return t, nil
 }
 
 // decodeLotLine parses "lot \t <meta, 7 fields> \t sellable \t r a h x d [\t location]".

@@ -69,7 +69,8 @@
 -- copies the key Go passed (reglot, receive) or the one stored in k:<lot>, which holds for
 -- as long as the lot's meta is the one stored after it.
 --
--- Returns {replayed 0|1, result text} (decodeResult in layout.go parses the text).
+-- Returns {replayed 0|1, result text} (decodeResult in layout.go parses the text; a
+-- transfer's operations end it with the transfer as they left it, transferLine).
 -- Fails with the error reply "<CODE> <replayed 0|1> <detail>". Every outcome but
 -- ERR_NOT_LOADED, ERR_REINDEX, ERR_REG_SEQ, ERR_OP_CONFLICT and ERR_OP_FENCED is remembered in KEYS[2]
 -- with the request's fingerprint and fence, so a replay of the same request gets the first
@@ -747,6 +748,16 @@ local function transferText(state, t)
   return table.concat(out, '\n')
 end
 
+-- transferLine is the result's line of the transfer as the operation left it:
+-- "t \t id \t state \t from \t to", then "\t source \t transit \t qty" per lot.
+local function transferLine(tid, state, t)
+  local out = {'t', tid, state, t.from, t.to}
+  for _, x in ipairs(t.lots) do
+    out[#out + 1] = x.src; out[#out + 1] = x.tl; out[#out + 1] = fmt(x.qty)
+  end
+  return table.concat(out, '\t')
+end
+
 -- transferOf returns the transfer in transit by id with the units it sent, or nil and
 -- the error reply of its absence or its state.
 local function transferOf(tid)
@@ -834,7 +845,7 @@ if op == 'transfer' then
     move(x.tl, 't', 's', x.qty)
     if toP ~= '' then writes[#writes + 1] = 'p:' .. x.tl; writes[#writes + 1] = toP end
   end
-  return commit()
+  return commit(transferLine(tid, 'in_transit', t))
 end
 
 if op == 'treceive' then
@@ -874,7 +885,7 @@ if op == 'treceive' then
     l.dirtyMeta, l.knew = true, ARGV[6 + 2 * i]
   end
   writes = {'t:' .. tid, transferText('received', t)}
-  return commit()
+  return commit(transferLine(tid, 'received', t))
 end
 
 if op == 'tcancel' then
@@ -899,7 +910,7 @@ if op == 'tcancel' then
     move(x.src, 't', 's', x.qty)
   end
   writes = {'t:' .. tid, transferText('cancelled', t)}
-  return commit()
+  return commit(transferLine(tid, 'cancelled', t))
 end
 
 local lot = ARGV[4]

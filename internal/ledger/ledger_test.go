@@ -679,5 +679,6 @@ func cloneSKU(s stock.SKU) stock.SKU {
 		s.Lots = []stock.Lot{}
 	}
 	stock.SortLots(s.Lots)
+	s.Transfers = slices.Clone(s.Transfers)
 	return s
 }

@@ -2,7 +2,7 @@
 --
 -- KEYS[1]  the SKU hash <prefix>:inv:{<sku>}
 -- ARGV     field value field value ... (loadFields in layout.go): v, ss, on, n, the
---          index chunks o:<i>, and m:, s:, b: per lot
+--          index chunks o:<i>, m:, k:, s:, b: (and p:) per lot, t: per transfer
 --
 -- Returns 1 when it created the hash, 0 when the hash existed (it is left untouched:
 -- Redis is the source of truth once loaded, so concurrent first touches create it once).

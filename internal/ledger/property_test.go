@@ -655,6 +655,12 @@ func invariants(prev stock.SKU, seen bool, now stock.SKU, r stock.Result, err er
 		if st.ss != nil {
 			want.SafetyStock = st.ss.SafetyStock
 		}
+		if e := transferResult(st, r); e != nil {
+			return e
+		}
+		if r.Transfer != nil {
+			want.Transfers = withTransfer(want.Transfers, *r.Transfer)
+		}
 		idx := map[string]int{}
 		for i, lt := range want.Lots {
 			idx[lt.LotID] = i
@@ -724,6 +730,32 @@ func invariants(prev stock.SKU, seen bool, now stock.SKU, r stock.Result, err er
 		return fmt.Errorf("state is not the state before plus the moves\nbefore %+v\nmoves  %+v\nwant   %+v\nnow    %+v", prev, r.Moves, want, now)
 	}
 	return nil
+}
+
+// transferResult checks that a transfer's operations, and they alone, say the transfer as
+// they left it.
+func transferResult(st genStep, r stock.Result) error {
+	var id, state string
+	switch {
+	case st.transfer != nil:
+		id, state = st.transfer.TransferID, stock.TransferInTransit
+	case st.treceive != nil:
+		id, state = st.treceive.TransferID, stock.TransferReceived
+	case st.tcancel != nil:
+		id, state = st.tcancel.TransferID, stock.TransferCancelled
+	}
+	if t := r.Transfer; (t == nil) != (id == "") || t != nil && (t.TransferID != id || t.State != state) {
+		return fmt.Errorf("%s's result says transfer %+v", st.name, t)
+	}
+	return nil
+}
+
+// withTransfer is ts with t in place of its transfer by t's id, or added, by id.
+func withTransfer(ts []stock.Transfer, t stock.Transfer) []stock.Transfer {
+	out := slices.DeleteFunc(slices.Clone(ts), func(x stock.Transfer) bool { return x.TransferID == t.TransferID })
+	out = append(out, t)
+	stock.SortTransfers(out)
+	return out
 }
 
 // TestScriptMatchesModel runs thousands of random operation sequences against the

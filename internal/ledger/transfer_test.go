@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/junban/junban/internal/ledger/stock"
+	"github.com/junban/junban/internal/testenv"
 )
 
 // transferSKU has three on-hand lots at wh-1 (one recalled), one at the default location
@@ -249,4 +251,70 @@ func TestTransfersCountUnitsOnce(t *testing.T) {
 			t.Fatalf("only %d steps applied", applied)
 		}
 	})
+}
+
+// A SKU's transfers load with it (t:<id> fields), as PostgreSQL keeps them after a Redis
+// data loss: each result says its transfer as it left it, a snapshot lists them all, a
+// store loaded from that snapshot reads the same snapshot back, and there a transfer in
+// transit can be received or cancelled, and one received cannot be received again.
+func TestTransfersLoadWithTheSKU(t *testing.T) {
+	for name, inv := range impls(t, transferSKU()) {
+		t.Run(name, func(t *testing.T) {
+			r, err := inv.Apply(ctx, stock.TransferRequest{OpID: "t1", SKU: "T", TransferID: "TR1", From: "wh-1", To: stock.DefaultLocation, Qty: 6, ArrivesAt: "2026-12-20"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := stock.Transfer{TransferID: "TR1", State: stock.TransferInTransit, From: "wh-1", To: stock.DefaultLocation,
+				Lots: []stock.TransferLot{{Source: "early", Transit: "TR1~early", Qty: 3}, {Source: "late", Transit: "TR1~late", Qty: 3}}}
+			if r.Transfer == nil || !reflect.DeepEqual(*r.Transfer, want) {
+				t.Fatalf("the request's transfer %+v", r.Transfer)
+			}
+			for _, op := range []stock.Op{
+				stock.TransferRequest{OpID: "t2", SKU: "T", TransferID: "TR2", From: stock.DefaultLocation, To: "wh-1", Qty: 1, ArrivesAt: "2026-12-20"},
+				stock.TransferReceiveRequest{OpID: "t3", SKU: "T", TransferID: "TR2", Qty: 1},
+			} {
+				if _, err := inv.Apply(ctx, op); err != nil {
+					t.Fatal(err)
+				}
+			}
+			snap, err := inv.Snapshot(ctx, "T")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(snap.Transfers) != 2 || !reflect.DeepEqual(snap.Transfers[0], want) || snap.Transfers[1].State != stock.TransferReceived {
+				t.Fatalf("snapshot's transfers %+v", snap.Transfers)
+			}
+			reloaded := freshLike(t, name, snap)
+			if err := reloaded.Load(ctx, "T"); err != nil {
+				t.Fatal(err)
+			}
+			if again, err := reloaded.Snapshot(ctx, "T"); err != nil || !reflect.DeepEqual(again, snap) {
+				t.Fatalf("reloaded snapshot %+v %v, want %+v", again, err, snap)
+			}
+			r, err = reloaded.Apply(ctx, stock.TransferReceiveRequest{OpID: "v1", SKU: "T", TransferID: "TR1", Qty: 6})
+			if err != nil || r.Transfer == nil || r.Transfer.State != stock.TransferReceived {
+				t.Fatalf("receipt after the reload %+v %v", r, err)
+			}
+			_, err = reloaded.Apply(ctx, stock.TransferReceiveRequest{OpID: "v2", SKU: "T", TransferID: "TR2", Qty: 1})
+			wantErr(t, err, stock.ErrTransferState)
+			r, err = freshLike(t, name, snap).Apply(ctx, stock.TransferCancelRequest{OpID: "c1", SKU: "T", TransferID: "TR1"})
+			wantMoves(t, r, err,
+				mv{"TR1~early", stock.Sellable, stock.Transit, 3}, mv{"early", stock.Transit, stock.Sellable, 3},
+				mv{"TR1~late", stock.Sellable, stock.Transit, 3}, mv{"late", stock.Transit, stock.Sellable, 3})
+		})
+	}
+}
+
+// freshLike returns an empty store of the kind name (impls) that loads s.
+func freshLike(t *testing.T, name string, s stock.SKU) Inventory {
+	t.Helper()
+	if name == "model" {
+		return stock.NewModel(newMemLoader(s))
+	}
+	rc, prefix := testenv.Redis(t)
+	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(s)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

@@ -198,6 +198,9 @@ var fieldRules = map[string]func() *obj{
 	"TransferReceivedData.qty":               func() *obj { return quantity(1, stock.MaxQty) },
 	"TransferCancelledData.sku":              skuID,
 	"TransferCancelledData.transfer_id":      skuID,
+	"InventoryAdjustedData.transfer_id":      transitOf,
+	"LotQtyData.transfer_id":                 transitOf,
+	"LotRecalledData.transfer_id":            transitOf,
 	"ReturnedData.defective":                 func() *obj { return newObj("type", "boolean") },
 	"OrderData.target_date@order.lines_changed": func() *obj {
 		return newObj("type", "string", "description", "not read by order.lines_changed")
@@ -205,6 +208,14 @@ var fieldRules = map[string]func() *obj{
 }
 
 func skuID() *obj { return id(stock.MaxIDLen, "") }
+
+// transitOf is the transfer id an event naming a lot may give: the lot is then that
+// transfer's transit lot of lot_id. Empty is taken as absent.
+func transitOf() *obj {
+	o := id(stock.MaxIDLen, "a transfer id: the lot meant is the transit lot this transfer made of lot_id; absent: lot_id itself")
+	o.set("minLength", 0)
+	return o
+}
 
 // location is a location id an inventory event may name (stock.CheckLocation); empty is
 // taken as absent.

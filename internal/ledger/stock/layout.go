@@ -1,6 +1,7 @@
 package stock
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 )
@@ -91,6 +92,39 @@ func CheckSKUState(s SKU) error {
 		for _, q := range []int64{l.Sellable, l.Reserved, l.Allocated, l.Hidden, l.Shipped} {
 			if q < 0 || q > 1000*MaxQty {
 				return Invalidf("sku %s lot %s: bucket quantity %d out of range", s.SKU, l.LotID, q)
+			}
+		}
+	}
+	return checkTransfers(s)
+}
+
+// checkTransfers validates a loaded SKU's transfers: ids once each, a known state, the
+// lots' ids and quantities in range, as a request makes them (EncodeTransfer's text
+// holds no tab or newline of them).
+func checkTransfers(s SKU) error {
+	seen := map[string]bool{}
+	for _, t := range s.Transfers {
+		if err := CheckTransferID(t.TransferID); err != nil {
+			return Invalidf("sku %s: %v", s.SKU, err)
+		}
+		if seen[t.TransferID] {
+			return Invalidf("sku %s: transfer %s twice", s.SKU, t.TransferID)
+		}
+		seen[t.TransferID] = true
+		if t.State != TransferInTransit && t.State != TransferReceived && t.State != TransferCancelled {
+			return Invalidf("sku %s transfer %s: state %q", s.SKU, t.TransferID, t.State)
+		}
+		for _, loc := range []string{t.From, t.To} {
+			if err := CheckLocation(loc); err != nil {
+				return Invalidf("sku %s transfer %s: %v", s.SKU, t.TransferID, err)
+			}
+		}
+		if len(t.Lots) == 0 || len(t.Lots) > MaxTransferLots {
+			return Invalidf("sku %s transfer %s: %d lots", s.SKU, t.TransferID, len(t.Lots))
+		}
+		for _, tl := range t.Lots {
+			if err := cmp.Or(CheckLotID(tl.Source), CheckLotID(tl.Transit), CheckQty("qty", tl.Qty)); err != nil {
+				return Invalidf("sku %s transfer %s: %v", s.SKU, t.TransferID, err)
 			}
 		}
 	}

@@ -52,7 +52,14 @@ func (m *Model) Put(s SKU) (bool, error) {
 		return false, nil
 	}
 	c := cloneSKU(s)
+	c.Transfers = nil // m.transfers keeps them
 	m.skus[s.SKU] = &c
+	for _, t := range s.Transfers {
+		if m.transfers[s.SKU] == nil {
+			m.transfers[s.SKU] = map[string]*Transfer{}
+		}
+		m.transfers[s.SKU][t.TransferID] = cloneTransfer(&t)
+	}
 	return true, nil
 }
 
@@ -96,7 +103,12 @@ func (m *Model) Snapshot(ctx context.Context, sku string) (SKU, error) {
 	if !ok {
 		return SKU{}, OpError("snapshot", sku, ErrNotLoaded, "")
 	}
-	return cloneSKU(*s), nil
+	c := cloneSKU(*s)
+	for _, t := range m.transfers[sku] {
+		c.Transfers = append(c.Transfers, *cloneTransfer(t))
+	}
+	SortTransfers(c.Transfers)
+	return c, nil
 }
 
 // modelOp is one operation's work on a SKU; it returns the error reason and detail of
@@ -115,6 +127,7 @@ type modelOp struct {
 	safety      int64
 	holderList  []Holder
 	holderCount int
+	transfer    *Transfer
 }
 
 func (o *modelOp) lot(id string) *Lot {
@@ -247,7 +260,7 @@ func (m *Model) applyOp(ctx context.Context, name, fp, opID, legacy, sku, holder
 		if ok {
 			m.mu.Unlock()
 			r := prev.res
-			r.Moves, r.Lots, r.Holders = slices.Clone(r.Moves), slices.Clone(r.Lots), slices.Clone(r.Holders)
+			r.Moves, r.Lots, r.Holders, r.Transfer = slices.Clone(r.Moves), slices.Clone(r.Lots), slices.Clone(r.Holders), cloneTransfer(r.Transfer)
 			// The result names the operation asked for, as Ledger's decodes the record
 			// under the op id it was asked for.
 			r.OpID = opID
@@ -297,7 +310,7 @@ func (m *Model) applyOp(ctx context.Context, name, fp, opID, legacy, sku, holder
 		m.applyHeld(sku, o)
 		s.Version++
 		r := Result{OpID: opID, SKU: sku, Moves: o.moves, Version: s.Version, Lots: o.work, Reason: o.reason,
-			SafetyStock: o.safety, Holders: o.holderList, HolderCount: o.holderCount}
+			SafetyStock: o.safety, Holders: o.holderList, HolderCount: o.holderCount, Transfer: o.transfer}
 		if r.Moves == nil {
 			r.Moves = []Move{}
 		}
@@ -306,7 +319,7 @@ func (m *Model) applyOp(ctx context.Context, name, fp, opID, legacy, sku, holder
 		}
 		m.ops[[2]string{sku, opID}] = modelOutcome{res: r, fp: fp}
 		m.mu.Unlock()
-		r.Moves, r.Lots, r.Holders = slices.Clone(r.Moves), slices.Clone(r.Lots), slices.Clone(r.Holders)
+		r.Moves, r.Lots, r.Holders, r.Transfer = slices.Clone(r.Moves), slices.Clone(r.Lots), slices.Clone(r.Holders), cloneTransfer(r.Transfer)
 		return r, nil
 	}
 }

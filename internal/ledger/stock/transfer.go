@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/junban/junban/internal/event"
 )
 
 // Transfer states.
@@ -15,25 +17,14 @@ const (
 )
 
 // Transfer is a transfer of one SKU as the ledger keeps it (Redis: the SKU hash's field
-// t:<transfer id>, EncodeTransfer's text).
-type Transfer struct {
-	State string `json:"state"`
-	From  string `json:"from"`
-	To    string `json:"to"`
-	// Lots are the source lots the request took from, in the order it took them, each
-	// with its transit lot and the quantity sent.
-	Lots []TransferLot `json:"lots"`
-}
+// t:<transfer id>, EncodeTransfer's text, which leaves the id to the field's name).
+type Transfer = event.Transfer
 
 // TransferLot is what a transfer took from one source lot.
-type TransferLot struct {
-	Source  string `json:"source"`
-	Transit string `json:"transit"`
-	Qty     int64  `json:"qty"`
-}
+type TransferLot = event.TransferLot
 
-// Sent is the quantity the transfer sent.
-func (t Transfer) Sent() int64 {
+// TransferSent is the quantity a transfer sent.
+func TransferSent(t Transfer) int64 {
 	var n int64
 	for _, l := range t.Lots {
 		n += l.Qty
@@ -52,14 +43,14 @@ func EncodeTransfer(t Transfer) string {
 	return b.String()
 }
 
-// DecodeTransfer reads EncodeTransfer's text.
-func DecodeTransfer(s string) (Transfer, error) {
+// DecodeTransfer reads EncodeTransfer's text of the transfer id.
+func DecodeTransfer(id, s string) (Transfer, error) {
 	lines := strings.Split(s, "\n")
 	head := strings.Split(lines[0], "\t")
 	if len(head) != 3 {
 		return Transfer{}, fmt.Errorf("ledger: transfer record %q", lines[0])
 	}
-	t := Transfer{State: head[0], From: head[1], To: head[2]}
+	t := Transfer{TransferID: id, State: head[0], From: head[1], To: head[2]}
 	for _, ln := range lines[1:] {
 		var l TransferLot
 		f := strings.Split(ln, "\t")
@@ -83,9 +74,22 @@ func (m *Model) Transfer(sku, id string) (Transfer, bool) {
 	if !ok {
 		return Transfer{}, false
 	}
+	return *cloneTransfer(t), true
+}
+
+// cloneTransfer is a copy of t that shares nothing with it (nil for nil).
+func cloneTransfer(t *Transfer) *Transfer {
+	if t == nil {
+		return nil
+	}
 	c := *t
 	c.Lots = slices.Clone(t.Lots)
-	return c, true
+	return &c
+}
+
+// SortTransfers sorts a SKU's transfers by id, as a snapshot and a load list them.
+func SortTransfers(ts []Transfer) {
+	slices.SortFunc(ts, func(a, b Transfer) int { return strings.Compare(a.TransferID, b.TransferID) })
 }
 
 func (TransferRequest) reversal() Reversal        { return Irreversible }
@@ -156,7 +160,9 @@ func (r TransferRequest) model(ctx context.Context, m *Model) (Result, error) {
 		if m.transfers[r.SKU] == nil {
 			m.transfers[r.SKU] = map[string]*Transfer{}
 		}
-		m.transfers[r.SKU][r.TransferID] = &Transfer{State: TransferInTransit, From: r.From, To: r.To, Lots: take}
+		t := &Transfer{TransferID: r.TransferID, State: TransferInTransit, From: r.From, To: r.To, Lots: take}
+		m.transfers[r.SKU][r.TransferID] = t
+		o.transfer = cloneTransfer(t)
 		return nil, ""
 	})
 }
@@ -185,7 +191,7 @@ func (r TransferReceiveRequest) model(ctx context.Context, m *Model) (Result, er
 		if err != nil {
 			return err, detail
 		}
-		if sent := t.Sent(); r.Qty > sent {
+		if sent := TransferSent(*t); r.Qty > sent {
 			return ErrTransferState, fmt.Sprintf("transfer=%s sent=%d counted=%d", r.TransferID, sent, r.Qty)
 		}
 		// o.lot's pointers last until the next lot is touched: look each up again.
@@ -197,7 +203,7 @@ func (r TransferReceiveRequest) model(ctx context.Context, m *Model) (Result, er
 			}
 			sell += l.Sellable
 		}
-		short := t.Sent() - r.Qty
+		short := TransferSent(*t) - r.Qty
 		if sell < short {
 			return ErrInsufficient, fmt.Sprintf("transfer=%s sellable=%d short_by=%d", r.TransferID, sell, short)
 		}
@@ -212,6 +218,7 @@ func (r TransferReceiveRequest) model(ctx context.Context, m *Model) (Result, er
 			o.lot(tl.Transit).Kind = KindOnHand
 		}
 		t.State = TransferReceived
+		o.transfer = cloneTransfer(t)
 		return nil, ""
 	})
 }
@@ -247,6 +254,7 @@ func (r TransferCancelRequest) model(ctx context.Context, m *Model) (Result, err
 			o.move(o.lot(tl.Source), Transit, Sellable, tl.Qty)
 		}
 		t.State = TransferCancelled
+		o.transfer = cloneTransfer(t)
 		return nil, ""
 	})
 }

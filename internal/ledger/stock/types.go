@@ -356,6 +356,9 @@ type Result struct {
 	// lot (at most MaxResultHolders, by lcid); HolderCount counts them all.
 	Holders     []Holder `json:"holders,omitempty"`
 	HolderCount int      `json:"holder_count,omitempty"`
+	// Transfer is, after a transfer's request, receipt or cancel, the transfer as the
+	// operation left it (its record t:<transfer id>).
+	Transfer *Transfer `json:"transfer,omitempty"`
 	// Replayed is true when the op id had been applied (or had failed) before: nothing moved now.
 	Replayed bool `json:"replayed"`
 }

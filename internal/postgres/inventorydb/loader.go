@@ -7,6 +7,7 @@ package inventorydb
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 
 	"gorm.io/gorm"
@@ -16,7 +17,7 @@ import (
 
 // PGLoader loads SKUs from PostgreSQL (tables skus and lots, migrations/00001_init.sql,
 // 00003, which added the defective bucket, and 00009, which added the lot's location: the
-// default location reads as none, as the ledger keeps it).
+// default location reads as none, as the ledger keeps it; and transfers, 00012).
 type PGLoader struct{ DB *gorm.DB }
 
 // LoadQuerySKU and LoadQueryLots are the queries PGLoader runs, in one repeatable-read
@@ -34,6 +35,9 @@ const (
        CASE WHEN location = 'default' THEN '' ELSE location END AS location`
 	LoadQueryLots = `SELECT ` + LotColumns + `
   FROM lots WHERE sku = ? ORDER BY reg_seq, lot_id`
+	// LoadQueryTransfers reads the SKU's transfers, by id (as a snapshot lists them).
+	LoadQueryTransfers = `SELECT transfer_id, state, from_location, to_location, lots::text AS lots
+  FROM transfers WHERE sku = ? ORDER BY transfer_id COLLATE "C"`
 )
 
 // LoadSKU implements Loader.
@@ -48,7 +52,29 @@ func (p PGLoader) LoadSKU(ctx context.Context, sku string) (stock.SKU, error) {
 			return fmt.Errorf("sku=%s: %w", sku, stock.ErrUnknownSKU)
 		}
 		s.SafetyStock, s.Version = head[0].SafetyStock, head[0].Version
-		return tx.Raw(LoadQueryLots, sku).Scan(&s.Lots).Error
+		if err := tx.Raw(LoadQueryLots, sku).Scan(&s.Lots).Error; err != nil {
+			return err
+		}
+		var err error
+		s.Transfers, err = loadTransfers(tx, sku)
+		return err
 	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	return s, err
+}
+
+// loadTransfers reads a SKU's transfer rows (nil when it has none).
+func loadTransfers(tx *gorm.DB, sku string) ([]stock.Transfer, error) {
+	var rows []struct{ TransferID, State, FromLocation, ToLocation, Lots string }
+	if err := tx.Raw(LoadQueryTransfers, sku).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	var out []stock.Transfer
+	for _, r := range rows {
+		t := stock.Transfer{TransferID: r.TransferID, State: r.State, From: r.FromLocation, To: r.ToLocation}
+		if err := json.Unmarshal([]byte(r.Lots), &t.Lots); err != nil {
+			return nil, fmt.Errorf("sku=%s transfer=%s: lots: %w", sku, r.TransferID, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }

@@ -122,6 +122,8 @@ type Skips struct {
 	OlderSKUs int
 	// OlderLots are lot rows whose SKU version was not newer than the stored one.
 	OlderLots int
+	// OlderTransfers are transfer rows whose SKU version was not newer than the stored one.
+	OlderTransfers int
 	// DuplicateMoves are moves whose (op_id, idx) was already recorded.
 	DuplicateMoves int
 }
@@ -131,6 +133,7 @@ func (s *Skips) add(o Skips) {
 	s.OlderOrders += o.OlderOrders
 	s.OlderSKUs += o.OlderSKUs
 	s.OlderLots += o.OlderLots
+	s.OlderTransfers += o.OlderTransfers
 	s.DuplicateMoves += o.DuplicateMoves
 }
 
@@ -309,12 +312,13 @@ func isPoison(err error) bool {
 
 // prepared is one result turned into rows.
 type prepared struct {
-	index int
-	inbox InboxRow
-	order *OrderRow
-	skus  []SKURow
-	lots  []LotRow
-	moves []MoveRow
+	index     int
+	inbox     InboxRow
+	order     *OrderRow
+	skus      []SKURow
+	lots      []LotRow
+	transfers []TransferRow
+	moves     []MoveRow
 }
 
 func invalid(r event.Result, format string, args ...any) error {
@@ -433,6 +437,13 @@ func prepare(index int, r event.Result) (prepared, error) {
 			}
 			p.lots = append(p.lots, row)
 		}
+		for _, t := range s.Transfers {
+			row, err := transferRow(s.SKU, s.Version, t)
+			if err != nil {
+				return p, invalid(r, "sku %s transfer %.*q: %v", s.SKU, event.MaxIDLength, t.TransferID, err)
+			}
+			p.transfers = append(p.transfers, row)
+		}
 	}
 	for _, m := range r.Moves {
 		if m.OpID == "" || m.SKU == "" || m.LotID == "" {
@@ -461,6 +472,27 @@ func prepare(index int, r event.Result) (prepared, error) {
 func setsSettings(r event.Result) bool {
 	k := domain.KindOf(r.Type)
 	return r.Outcome == event.Applied && k != nil && k.SetsSafetyStock
+}
+
+// transferRow is a result's transfer as a row; the table's CHECK refuses a state it does
+// not know.
+func transferRow(sku string, version int64, t event.Transfer) (TransferRow, error) {
+	if t.TransferID == "" {
+		return TransferRow{}, errors.New("no transfer_id")
+	}
+	if err := tooLong("transfer_id", t.TransferID, event.MaxIDLength); err != nil {
+		return TransferRow{}, err
+	}
+	lots := t.Lots
+	if lots == nil {
+		lots = []event.TransferLot{}
+	}
+	js, err := json.Marshal(lots)
+	if err != nil {
+		return TransferRow{}, err
+	}
+	return TransferRow{SKU: sku, TransferID: t.TransferID, State: t.State, FromLocation: t.From, ToLocation: t.To,
+		Lots: js, Version: version}, nil
 }
 
 func lotRow(sku string, version int64, l stock.Lot) (LotRow, error) {
@@ -598,6 +630,7 @@ func write(tx *gorm.DB, batch []prepared) (written, error) {
 	orders := map[string]OrderRow{}
 	var skus []SKURow
 	var lots []LotRow
+	var transfers []TransferRow
 	var moves []MoveRow
 	nOrders := 0
 	for _, p := range fresh {
@@ -609,6 +642,7 @@ func write(tx *gorm.DB, batch []prepared) (written, error) {
 		}
 		skus = append(skus, p.skus...)
 		lots = append(lots, p.lots...)
+		transfers = append(transfers, p.transfers...)
 		moves = append(moves, p.moves...)
 	}
 
@@ -620,6 +654,11 @@ func write(tx *gorm.DB, batch []prepared) (written, error) {
 	}
 	w.skips.OlderSKUs = len(skus) - nSKUs
 	w.skips.OlderLots = len(lots) - nLots
+	nTransfers, err := writeTransfers(tx, transfers)
+	if err != nil {
+		return w, fmt.Errorf("transfers: %w", err)
+	}
+	w.skips.OlderTransfers = len(transfers) - nTransfers
 
 	orderRows := sortedValues(orders, func(a, b OrderRow) int { return cmp.Compare(a.LCID, b.LCID) })
 	n, err := upsertOrders(tx, orderRows)
@@ -757,6 +796,22 @@ func writeSKUs(tx *gorm.DB, skus []SKURow, lots []LotRow) (nSKUs, nLots int, err
 		return 0, 0, fmt.Errorf("lots: %w", err)
 	}
 	return nSKUs, nLots, nil
+}
+
+// writeTransfers upserts the newest row of each transfer where it is newer than the
+// stored one, and returns how many it wrote.
+func writeTransfers(tx *gorm.DB, rows []TransferRow) (int, error) {
+	type key struct{ sku, id string }
+	newest := make(map[key]TransferRow, len(rows))
+	for _, r := range rows {
+		k := key{r.SKU, r.TransferID}
+		if cur, ok := newest[k]; !ok || r.Version > cur.Version {
+			newest[k] = r
+		}
+	}
+	return upsertTransfers(tx, sortedValues(newest, func(a, b TransferRow) int {
+		return cmp.Or(cmp.Compare(a.SKU, b.SKU), cmp.Compare(a.TransferID, b.TransferID))
+	}))
 }
 
 func sortedValues[K comparable, V any](m map[K]V, cmpFn func(a, b V) int) []V {

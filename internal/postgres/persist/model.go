@@ -57,6 +57,23 @@ type LotRow struct {
 // TableName is the table of LotRow.
 func (LotRow) TableName() string { return "lots" }
 
+// TransferRow is a row of transfers: one transfer of a SKU, as of Version.
+type TransferRow struct {
+	SKU          string `gorm:"column:sku;primaryKey"`
+	TransferID   string `gorm:"primaryKey"`
+	State        string
+	FromLocation string
+	ToLocation   string
+	// Lots are the transfer's lots ([]event.TransferLot) as JSON.
+	Lots json.RawMessage `gorm:"type:jsonb"`
+	// Version is the SKU version this row was written at.
+	Version   int64
+	UpdatedAt time.Time
+}
+
+// TableName is the table of TransferRow.
+func (TransferRow) TableName() string { return "transfers" }
+
 // OrderRow is a row of orders: an order's state after the result with the highest seq.
 type OrderRow struct {
 	LCID       string `gorm:"column:lcid;primaryKey"`

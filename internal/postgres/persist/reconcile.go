@@ -334,6 +334,13 @@ type pgSKU struct {
 	// SettingsVersion is the SKU version the safety stock was written at.
 	SettingsVersion int64
 	Lots            []pgLot
+	Transfers       []pgTransfer
+}
+
+type pgTransfer struct {
+	stock.Transfer
+	// Version is the SKU version the transfer row was written at.
+	Version int64
 }
 
 type pgLot struct {
@@ -348,6 +355,8 @@ const (
 	reconcileQuerySKU  = `SELECT safety_stock, settings_version, version FROM skus WHERE sku = ?`
 	reconcileQueryLots = `SELECT ` + inventorydb.LotColumns + `, version
   FROM lots WHERE sku = ? ORDER BY reg_seq, lot_id`
+	reconcileQueryTransfers = `SELECT transfer_id, state, from_location, to_location, lots::text AS lots, version
+  FROM transfers WHERE sku = ? ORDER BY transfer_id COLLATE "C"`
 )
 
 // loadPGSKU reads a SKU's rows in one repeatable-read transaction, so the skus row and
@@ -363,9 +372,86 @@ func loadPGSKU(ctx context.Context, db *gorm.DB, sku string) (*pgSKU, error) {
 			return nil
 		}
 		p = &pgSKU{SafetyStock: head[0].SafetyStock, SettingsVersion: head[0].SettingsVersion, Version: head[0].Version}
-		return tx.Raw(reconcileQueryLots, sku).Scan(&p.Lots).Error
+		if err := tx.Raw(reconcileQueryLots, sku).Scan(&p.Lots).Error; err != nil {
+			return err
+		}
+		var err error
+		p.Transfers, err = loadPGTransfers(tx, sku)
+		return err
 	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	return p, err
+}
+
+// loadPGTransfers reads a SKU's transfer rows, each with its version.
+func loadPGTransfers(tx *gorm.DB, sku string) ([]pgTransfer, error) {
+	var rows []struct {
+		TransferID, State, FromLocation, ToLocation, Lots string
+		Version                                           int64
+	}
+	if err := tx.Raw(reconcileQueryTransfers, sku).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]pgTransfer, len(rows))
+	for i, r := range rows {
+		out[i] = pgTransfer{Transfer: stock.Transfer{TransferID: r.TransferID, State: r.State, From: r.FromLocation, To: r.ToLocation}, Version: r.Version}
+		if err := json.Unmarshal([]byte(r.Lots), &out[i].Lots); err != nil {
+			return nil, fmt.Errorf("transfer %s: lots: %w", r.TransferID, err)
+		}
+	}
+	return out, nil
+}
+
+// transferDrifts compares Redis's transfers of a SKU at version v with PostgreSQL's rows,
+// each row judged by its own version as a lot row is, and calls worse with each
+// difference's kind; it returns the differences, "transfer X behind (postgres row v4):
+// state redis=received postgres=in_transit".
+func transferDrifts(v int64, rs []stock.Transfer, ps []pgTransfer, worse func(DriftKind)) []string {
+	pt := make(map[string]pgTransfer, len(ps))
+	for _, t := range ps {
+		pt[t.TransferID] = t
+	}
+	var out []string
+	for _, rt := range rs {
+		t, ok := pt[rt.TransferID]
+		delete(pt, rt.TransferID)
+		var k DriftKind
+		switch {
+		case !ok:
+			worse(Behind)
+			out = append(out, fmt.Sprintf("transfer %s behind: not in postgres", rt.TransferID))
+			continue
+		case t.Version > v:
+			k = Ahead
+		case reflect.DeepEqual(rt, t.Transfer):
+			continue
+		case t.Version < v:
+			k = Behind
+		default:
+			k = Diverged
+		}
+		worse(k)
+		out = append(out, fmt.Sprintf("transfer %s %s (postgres row v%d): redis=%s postgres=%s", rt.TransferID, k, t.Version,
+			transferText(rt), transferText(t.Transfer)))
+	}
+	for _, id := range slices.Sorted(maps.Keys(pt)) {
+		// The ledger never removes a transfer: no queued result explains a row Redis lacks.
+		k := Diverged
+		if pt[id].Version > v {
+			k = Ahead
+		}
+		worse(k)
+		out = append(out, fmt.Sprintf("transfer %s %s (postgres row v%d): not in redis", id, k, pt[id].Version))
+	}
+	return out
+}
+
+// transferText is a transfer on one line: "state from->to source:transit:qty ...".
+func transferText(t stock.Transfer) string {
+	s := t.State + " " + t.From + "->" + t.To
+	for _, l := range t.Lots {
+		s += fmt.Sprintf(" %s:%s:%d", l.Source, l.Transit, l.Qty)
+	}
+	return s
 }
 
 // skuDrift compares Redis's SKU r with PostgreSQL's copy p (nil when it has none); nil
@@ -457,6 +543,7 @@ func skuDrift(r stock.SKU, p *pgSKU) *Drift {
 		d.Details = append(d.Details, fmt.Sprintf("lot %s %s (postgres row v%d): not in redis", id, k, pl[id].Version))
 		d.at(pl[id].Lot)
 	}
+	d.Details = append(d.Details, transferDrifts(r.Version, r.Transfers, p.Transfers, worse)...)
 	if kind == "" {
 		return nil
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/junban/junban/internal/ledger/stock"
 )
 
-// WriteSKUs writes whole SKUs (settings and every lot) in one transaction, each row only
+// WriteSKUs writes whole SKUs (settings, every lot and every transfer) in one transaction, each row only
 // where the given version is newer than the stored one (the safety stock where the
 // stored settings version is older than the given version), and returns how many SKU
 // rows it wrote. Reconcile's repair uses it to rewrite PostgreSQL from Redis; tests and
@@ -29,11 +29,21 @@ func WriteSKUs(ctx context.Context, db *gorm.DB, skus []stock.SKU) (int, error) 
 			}
 			p.lots = append(p.lots, row)
 		}
+		for _, t := range s.Transfers {
+			row, err := transferRow(s.SKU, s.Version, t)
+			if err != nil {
+				return 0, fmt.Errorf("%w: sku %s transfer %s: %v", ErrInvalid, s.SKU, t.TransferID, err)
+			}
+			p.transfers = append(p.transfers, row)
+		}
 	}
 	var n int
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
-		n, _, err = writeSKUs(tx, p.skus, p.lots)
+		if n, _, err = writeSKUs(tx, p.skus, p.lots); err != nil {
+			return err
+		}
+		_, err = writeTransfers(tx, p.transfers)
 		return err
 	})
 	if err != nil {

@@ -78,6 +78,16 @@ ON CONFLICT (sku, lot_id) DO UPDATE SET kind = excluded.kind, good = excluded.go
 	updated_at = excluded.updated_at
 WHERE lots.version < excluded.version`
 
+// A transfer row, as a lot row, is only ever replaced by one written at a newer SKU
+// version.
+const upsertTransfersSQL = `INSERT INTO transfers (sku, transfer_id, state, from_location, to_location, lots, version, updated_at)
+SELECT u.sku, u.transfer_id, u.state, u.from_location, u.to_location, u.lots::jsonb, u.version, now()
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[])
+	AS u (sku, transfer_id, state, from_location, to_location, lots, version)
+ON CONFLICT (sku, transfer_id) DO UPDATE SET state = excluded.state, from_location = excluded.from_location,
+	to_location = excluded.to_location, lots = excluded.lots, version = excluded.version, updated_at = excluded.updated_at
+WHERE transfers.version < excluded.version`
+
 // setLotLocationsSQL writes the locations other than the default that lot rows name, over
 // a row that a result naming none wrote first (a result of a version from before
 // locations, at a newer SKU version: upsertLotsSQL does not touch the row then).
@@ -220,6 +230,21 @@ func upsertLots(tx *gorm.DB, rows []LotRow) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// upsertTransfers writes transfer rows where they are newer and returns how many it wrote.
+func upsertTransfers(tx *gorm.DB, rows []TransferRow) (int, error) {
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	var (
+		skus, ids, states, froms, tos, lots = col[string](rows), col[string](rows), col[string](rows), col[string](rows), col[string](rows), col[string](rows)
+		ver                                 = col[int64](rows)
+	)
+	for i, r := range rows {
+		skus[i], ids[i], states[i], froms[i], tos[i], lots[i], ver[i] = r.SKU, r.TransferID, r.State, r.FromLocation, r.ToLocation, string(r.Lots), r.Version
+	}
+	return pgtx.Exec(tx, upsertTransfersSQL, skus, ids, states, froms, tos, lots, ver)
 }
 
 // moveKey identifies a move: the ledger operation's SKU and op id, and the index.

@@ -103,3 +103,68 @@ func TestTransferResultsArePersisted(t *testing.T) {
 	}
 	loads("after the cancel")
 }
+
+// A transfer in transit survives a Redis data loss: its request's result is persisted
+// (the transfers row), the SKU's Redis keys are lost, and the SKU loaded again from
+// PostgreSQL has the transfer, so its receipt succeeds; the receipt's row replaces the
+// request's, and the request's result delivered again leaves it received.
+func TestTransferInTransitSurvivesRedisLoss(t *testing.T) {
+	ctx := context.Background()
+	rc, prefix := testenv.Redis(t)
+	db := testenv.Postgres(t)
+	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: inventorydb.PGLoader{DB: db}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []event.Result
+	step := func(typ event.Type, op stock.Op) (stock.Result, error) {
+		res, err := led.Apply(ctx, op)
+		if err == nil {
+			results = append(results, skuResult("e"+res.OpID, typ, int64(len(results)+1), res))
+			apply(t, db, results[len(results)-1:])
+		}
+		return res, err
+	}
+	for _, op := range []stock.Op{
+		stock.RegisterSKURequest{OpID: "s", SKU: "TR"},
+		stock.RegisterLotRequest{OpID: "l1", SKU: "TR", Lot: stock.NewLot{LotID: "A", Kind: stock.KindOnHand, Good: true, Sellable: 4}},
+		stock.TransferRequest{OpID: "t1", SKU: "TR", TransferID: "X", From: stock.DefaultLocation, To: "store-1", Qty: 3, ArrivesAt: "2026-12-05"},
+	} {
+		if _, err := step(event.InventoryTransferRequested, op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type row struct {
+		State, FromLocation, ToLocation, Lots string
+		Version                               int64
+	}
+	stored := func() row {
+		t.Helper()
+		var rs []row
+		if err := db.Raw(`SELECT state, from_location, to_location, lots::text AS lots, version FROM transfers WHERE sku = 'TR' AND transfer_id = 'X'`).Scan(&rs).Error; err != nil || len(rs) != 1 {
+			t.Fatalf("transfer rows %+v %v", rs, err)
+		}
+		return rs[0]
+	}
+	if r := stored(); r != (row{stock.TransferInTransit, stock.DefaultLocation, "store-1", `[{"qty": 3, "source": "A", "transit": "X~A"}]`, 3}) {
+		t.Fatalf("after the request %+v", r)
+	}
+	keys, err := rc.Keys(ctx, ledger.Key(prefix, "TR")+"*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("keys %v %v", keys, err)
+	}
+	if err := rc.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := step(event.InventoryTransferReceived, stock.TransferReceiveRequest{OpID: "t2", SKU: "TR", TransferID: "X", Qty: 3})
+	if err != nil || len(r.Moves) != 0 || r.Transfer == nil || r.Transfer.State != stock.TransferReceived {
+		t.Fatalf("receipt after the loss %+v %v", r, err)
+	}
+	if r := stored(); r.State != stock.TransferReceived || r.Version != 4 {
+		t.Fatalf("after the receipt %+v", r)
+	}
+	apply(t, db, []event.Result{func() event.Result { e := results[2]; e.EventID += "-again"; return e }()})
+	if r := stored(); r.State != stock.TransferReceived {
+		t.Fatalf("after the request's result again %+v", r)
+	}
+}

@@ -24,10 +24,14 @@ const tpl = "TPL"
 
 // skuResult is the result event of a ledger operation on one SKU.
 func skuResult(eventID string, typ event.Type, seq int64, res stock.Result) event.Result {
+	var transfers []stock.Transfer
+	if res.Transfer != nil {
+		transfers = []stock.Transfer{*res.Transfer}
+	}
 	return event.Result{
 		EventID: eventID, Entity: "sku:" + res.SKU, Seq: seq, Type: typ, Outcome: event.Applied,
 		Reason: res.Reason, ProcessedAt: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC),
-		SKUs:  []stock.SKU{{SKU: res.SKU, SafetyStock: res.SafetyStock, Version: res.Version, Lots: res.Lots}},
+		SKUs:  []stock.SKU{{SKU: res.SKU, SafetyStock: res.SafetyStock, Version: res.Version, Lots: res.Lots, Transfers: transfers}},
 		Moves: res.Moves,
 	}
 }
