@@ -2,9 +2,12 @@ package ledger
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/junban/junban/internal/ledger/stock"
+	"github.com/junban/junban/internal/testenv"
 )
 
 // The store keeps 2 of its 3 units: a ship allocation without a route takes 1 there
@@ -109,4 +112,45 @@ func TestSetLocationSafetyStock(t *testing.T) {
 			t.Fatalf("removed, yet %+v", got.LocationSafety)
 		}
 	})
+}
+
+// Availability reads the locations' caps as an allocation takes them: the take, the
+// network figure (the caps' sum) and each location's figure, which an allocation pinned
+// there confirms; the fewest_splits read leaves the store's kept units out.
+func TestAvailabilityUnderLocationSafetyStock(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	s := stock.SKU{SKU: "A", SafetyStock: 1, LocationSafety: map[string]int64{"store": 2},
+		Lots: []stock.Lot{locLot("s1", "store", 0, "2026-12-05", 3), locLot("w1", "wh", 1, "2027-01-01", 5)}}
+	l, err := New(Config{Redis: rc, Prefix: prefix, Loader: newMemLoader(s)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := l.Availability(ctx, AvailabilityRequest{SKU: "A", TargetDate: "2026-12-01", Mode: stock.ModeShip, Qty: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLocs := []LocationAvailability{{"store", 3, 1, false, 2}, {"wh", 5, 4, true, 0}}
+	wantTake := []stock.LotQty{{LotID: "s1", Qty: 1}, {LotID: "w1", Qty: 3}}
+	if a.Available != 6 || !a.OK || !slices.Equal(a.Locations, wantLocs) || !slices.Equal(a.Take, wantTake) {
+		t.Fatalf("availability %+v, want available 6, %+v, take %+v", a, wantLocs, wantTake)
+	}
+	a, err = l.Availability(ctx, AvailabilityRequest{SKU: "A", TargetDate: "2026-12-01", Mode: stock.ModeShip, Qty: 7})
+	if err != nil || a.Reason != "ERR_SAFETY_STOCK" {
+		t.Fatalf("qty 7: %+v %v, want ERR_SAFETY_STOCK", a, err)
+	}
+	by, err := l.SellableByLocation(ctx, "A", "2026-12-01")
+	if err != nil || !maps.Equal(by, map[string]int64{"store": 1, "wh": 5}) {
+		t.Fatalf("sellable by location %v %v", by, err)
+	}
+	locs := []stock.Location{
+		{ID: "store", Kind: stock.LocationStore, Ships: true, Enabled: true},
+		{ID: "wh", Kind: stock.LocationWarehouse, Ships: true, Enabled: true},
+	}
+	for _, la := range wantLocs {
+		req := alloc("over-"+la.Location, "A", la.Available+1, "2026-12-01", stock.ModeShip)
+		req.Route = &stock.Route{Pinned: la.Location, Locations: locs}
+		if _, err := l.Apply(ctx, req); err == nil {
+			t.Fatalf("%s: %d allocated beyond its figure", la.Location, req.Qty)
+		}
+	}
 }

@@ -493,7 +493,7 @@ func (m *Model) SellableByLocation(ctx context.Context, sku, date string) (map[s
 			out[LocationOf(c)] += c.Sellable
 		}
 	}
-	return lessLocationSafety(out, s.LocationSafety), nil
+	return LessLocationSafety(out, s.LocationSafety), nil
 }
 
 // ModeBucket is the bucket an allocation of mode moves to.

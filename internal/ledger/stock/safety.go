@@ -101,9 +101,9 @@ func capped(caps map[string]int64, loc string, sellable int64) int64 {
 	return caps[loc]
 }
 
-// lessLocationSafety takes each location's safety stock off its sellable, dropping the
-// locations left with none.
-func lessLocationSafety(by, safety map[string]int64) map[string]int64 {
+// LessLocationSafety takes each location's safety stock off its sellable (by, changed in
+// place and returned), dropping the locations left with none.
+func LessLocationSafety(by, safety map[string]int64) map[string]int64 {
 	for l, ss := range safety {
 		if s, ok := by[l]; ok {
 			if s <= ss {
