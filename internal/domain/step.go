@@ -926,8 +926,15 @@ func (t *txn) registerSKU(d *event.SKURegisteredData) (transition, error) {
 	return t.warehouseOp(stock.RegisterSKURequest{OpID: t.opID(d.SKU, "register"), SKU: d.SKU, SafetyStock: d.SafetyStock})
 }
 
+// setSafetyStock sets the SKU's network-wide safety stock, or a location's: its op id
+// then names the location after event.OwnMark ("safety_stock~<location>"), a step no
+// sender can name, so the same event id cannot set two locations under one op.
 func (t *txn) setSafetyStock(d *event.SafetyStockChangedData) (transition, error) {
-	return t.warehouseOp(stock.SafetyStockRequest{OpID: t.opID(d.SKU, "safety_stock"), SKU: d.SKU, SafetyStock: d.SafetyStock})
+	step := "safety_stock"
+	if d.Location != "" {
+		step += event.OwnMark + d.Location
+	}
+	return t.atKnownLocation(d.Location, stock.SafetyStockRequest{OpID: t.opID(d.SKU, step), SKU: d.SKU, SafetyStock: d.SafetyStock, Location: d.Location})
 }
 
 func (t *txn) registerLot(d *event.LotRegisteredData) (transition, error) {
