@@ -327,8 +327,12 @@ func (t *txn) record(r stock.Result) {
 	t.moves = append(t.moves, r.Moves...)
 	k := skuAt{r.SKU, r.Version}
 	s := t.skus[k]
-	// SafetyStock is the SKU's only for the operations that set it (0 for the others).
+	// SafetyStock is the SKU's only for the operations that set it (0 for the others); one
+	// that set a location's carries it in LocationSafety instead (0: removed).
 	s.SKU, s.Version, s.SafetyStock = r.SKU, r.Version, r.SafetyStock
+	if r.SafetyLocation != "" {
+		s.SafetyStock, s.LocationSafety = 0, map[string]int64{r.SafetyLocation: r.SafetyStock}
+	}
 	for _, lot := range r.Lots {
 		if i := slices.IndexFunc(s.Lots, func(l stock.Lot) bool { return l.LotID == lot.LotID }); i >= 0 {
 			s.Lots[i] = lot

@@ -28,7 +28,8 @@ type LocationAnswer struct {
 }
 
 // NetworkAvailability is what the storefront may sell: the candidates at locations that
-// count toward the network, less the SKU's safety stock for ship.
+// count toward the network, less the SKU's safety stock for ship, and no more than each
+// location's sellable less its own safety stock.
 type NetworkAvailability struct {
 	Sellable  int64 `json:"sellable"`
 	Available int64 `json:"available"`
@@ -44,17 +45,20 @@ func networkOf(a ledger.Availability, locs []stock.Location) AvailabilityAnswer 
 		return out
 	}
 	n := &NetworkAvailability{}
+	var capped int64
 	for _, l := range a.Locations {
 		i := slices.IndexFunc(locs, func(s stock.Location) bool { return s.ID == l.Location })
 		counts := i >= 0 && locs[i].Enabled && locs[i].Ships
 		out.Locations = append(out.Locations, LocationAnswer{LocationAvailability: l, Network: counts})
 		if counts {
 			n.Sellable += l.Sellable
+			capped += max(0, l.Sellable-a.LocationSafety[l.Location])
 		}
 	}
 	n.Available = n.Sellable
 	if a.Mode == stock.ModeShip {
-		n.Available = max(0, n.Sellable-a.SafetyStock)
+		// A ship allocation takes no more at a location than its own safety stock leaves.
+		n.Available = max(0, min(n.Sellable-a.SafetyStock, capped))
 	}
 	n.OK = a.Qty > 0 && n.Available >= a.Qty
 	out.Network = n

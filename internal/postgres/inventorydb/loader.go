@@ -15,8 +15,9 @@ import (
 )
 
 // PGLoader loads SKUs from PostgreSQL (tables skus and lots, migrations/00001_init.sql,
-// 00003, which added the defective bucket, and 00009, which added the lot's location: the
-// default location reads as none, as the ledger keeps it).
+// 00003, which added the defective bucket, 00009, which added the lot's location: the
+// default location reads as none, as the ledger keeps it, and 00011, the locations' own
+// safety stocks).
 type PGLoader struct{ DB *gorm.DB }
 
 // LoadQuerySKU and LoadQueryLots are the queries PGLoader runs, in one repeatable-read
@@ -34,6 +35,9 @@ const (
        CASE WHEN location = 'default' THEN '' ELSE location END AS location`
 	LoadQueryLots = `SELECT ` + LotColumns + `
   FROM lots WHERE sku = ? ORDER BY reg_seq, lot_id`
+	// LoadQueryLocationSafety reads the locations' own safety stocks (00011); 0 is none.
+	LoadQueryLocationSafety = `SELECT location, safety_stock FROM sku_location_safety
+  WHERE sku = ? AND safety_stock > 0 ORDER BY location`
 )
 
 // LoadSKU implements Loader.
@@ -48,6 +52,19 @@ func (p PGLoader) LoadSKU(ctx context.Context, sku string) (stock.SKU, error) {
 			return fmt.Errorf("sku=%s: %w", sku, stock.ErrUnknownSKU)
 		}
 		s.SafetyStock, s.Version = head[0].SafetyStock, head[0].Version
+		var ls []struct {
+			Location    string
+			SafetyStock int64
+		}
+		if err := tx.Raw(LoadQueryLocationSafety, sku).Scan(&ls).Error; err != nil {
+			return err
+		}
+		for _, l := range ls {
+			if s.LocationSafety == nil {
+				s.LocationSafety = map[string]int64{}
+			}
+			s.LocationSafety[l.Location] = l.SafetyStock
+		}
 		return tx.Raw(LoadQueryLots, sku).Scan(&s.Lots).Error
 	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	return s, err
