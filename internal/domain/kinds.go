@@ -311,7 +311,7 @@ func init() {
 		Check: func(d *event.SafetyStockChangedData, _ Limits) error {
 			return cmp.Or(checkSafetyStock(d.SKU, d.SafetyStock), checkLocation(d.Location))
 		},
-		SKU:     func(d *event.SafetyStockChangedData) string { return d.SKU },
+		SKU: func(d *event.SafetyStockChangedData) string { return d.SKU },
 		Step: func(t *txn, _ *event.OrderSnapshot, d *event.SafetyStockChangedData) (transition, error) {
 			return t.setSafetyStock(d)
 		},

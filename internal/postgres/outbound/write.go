@@ -317,7 +317,7 @@ func (w *Writer) stockMessages(tx *gorm.DB, skus map[string]event.Result, locked
 		names = append(names, sku)
 	}
 	rows := make(map[string]*skuRow, len(names))
-	valid := map[string]int64{} // the network's sellable valid on asOf, per SKU
+	valid := map[string]int64{}  // the network's sellable valid on asOf, per SKU
 	capped := map[string]int64{} // what the network's locations give a ship allocation, per SKU
 	err := pgtx.Query(tx, func(scan func(...any) error) error {
 		var (
