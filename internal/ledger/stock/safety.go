@@ -66,10 +66,10 @@ func setLocationSafety(m map[string]int64, location string, n int64) map[string]
 	return m
 }
 
-// LocationCaps returns, for a ship allocation over cands, the most it may take at each of
+// locationCaps returns, for a ship allocation over cands, the most it may take at each of
 // their locations (max(0, S_L - ss_L)) and the caps' sum; nil when no location has a
 // safety stock.
-func LocationCaps(cands []Lot, safety map[string]int64) (map[string]int64, int64) {
+func locationCaps(cands []Lot, safety map[string]int64) (map[string]int64, int64) {
 	if len(safety) == 0 {
 		return nil, 0
 	}
@@ -90,7 +90,7 @@ func (o *modelOp) capsFor(cands []Lot, mode Mode) (map[string]int64, int64) {
 	if mode != ModeShip {
 		return nil, 0
 	}
-	return LocationCaps(cands, o.sku.LocationSafety)
+	return locationCaps(cands, o.sku.LocationSafety)
 }
 
 // capped is what a location may give: its sellable, or its cap when caps apply.
