@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -102,6 +104,13 @@ func printStock(ctx context.Context, w io.Writer, sku string, o stockOptions) er
 
 func printSKU(w io.Writer, v api.SKUView) {
 	fmt.Fprintf(w, "sku:           %s (from %s)\nversion:       %d\nsafety stock:  %d\n", v.SKU.SKU, v.Source, v.Version, v.SafetyStock)
+	if len(v.LocationSafety) > 0 {
+		fmt.Fprint(w, "at locations: ")
+		for _, loc := range slices.Sorted(maps.Keys(v.LocationSafety)) {
+			fmt.Fprintf(w, " %s %d", loc, v.LocationSafety[loc])
+		}
+		fmt.Fprintln(w)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LOT\tLOCATION\tKIND\tGOOD\tBEST BEFORE\tREG\tVALID\tSELLABLE\tRESERVED\tALLOCATED\tHIDDEN\tSHIPPED")
 	for _, l := range v.Lots {
@@ -133,13 +142,13 @@ func printAvailability(w io.Writer, a api.AvailabilityAnswer) {
 	tw.Flush()
 	if len(a.Locations) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "LOCATION\tSELLABLE\tAVAILABLE PINNED THERE\tQTY FITS\tNETWORK")
+		fmt.Fprintln(tw, "LOCATION\tSELLABLE\tSAFETY STOCK\tAVAILABLE PINNED THERE\tQTY FITS\tNETWORK")
 		for _, l := range a.Locations {
 			fits := "-"
 			if a.Qty > 0 {
 				fits = fmt.Sprint(l.OK)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%v\n", l.Location, l.Sellable, l.Available, fits, l.Network)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%v\n", l.Location, l.Sellable, l.SafetyStock, l.Available, fits, l.Network)
 		}
 		tw.Flush()
 	}

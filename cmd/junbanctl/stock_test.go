@@ -105,8 +105,8 @@ func TestStockPerLocation(t *testing.T) {
 		regexp.MustCompile(`(?m)^L1\s+default\s+onhand\s`),
 		regexp.MustCompile(`(?m)^S1\s+store-1\s+onhand\s`),
 		regexp.MustCompile(`(?m)^availability on 2026-12-01, ship: 7 `),
-		regexp.MustCompile(`(?m)^default\s+5\s+4\s+true\s+true$`),
-		regexp.MustCompile(`(?m)^store-1\s+3\s+2\s+false\s+false$`),
+		regexp.MustCompile(`(?m)^default\s+5\s+0\s+4\s+true\s+true$`),
+		regexp.MustCompile(`(?m)^store-1\s+3\s+0\s+2\s+false\s+false$`),
 		regexp.MustCompile(`(?m)^network \(the locations that are enabled and ship\): 4 available \(sellable 5\)$`),
 		// The total takes the earlier-expiring S1; an order over the network, L1 alone.
 		regexp.MustCompile(`(?m)^an order of 3 without routing fields would succeed there \(by rank\), taking L1 3$`),

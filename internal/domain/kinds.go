@@ -306,10 +306,12 @@ func init() {
 	})
 	register(spec[event.SafetyStockChangedData]{
 		Type: event.InventorySafetyStockChanged, Entity: OnSKU, Origin: FromSender, Result: OneLot, SetsSafetyStock: true,
-		Doc:     "a SKU's safety stock changed",
+		Doc:     "a SKU's safety stock changed, network-wide or at one location",
 		Example: event.SafetyStockChangedData{SKU: "SKU-0001", SafetyStock: 8},
-		Check:   func(d *event.SafetyStockChangedData, _ Limits) error { return checkSafetyStock(d.SKU, d.SafetyStock) },
-		SKU:     func(d *event.SafetyStockChangedData) string { return d.SKU },
+		Check: func(d *event.SafetyStockChangedData, _ Limits) error {
+			return cmp.Or(checkSafetyStock(d.SKU, d.SafetyStock), checkLocation(d.Location))
+		},
+		SKU: func(d *event.SafetyStockChangedData) string { return d.SKU },
 		Step: func(t *txn, _ *event.OrderSnapshot, d *event.SafetyStockChangedData) (transition, error) {
 			return t.setSafetyStock(d)
 		},

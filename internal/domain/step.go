@@ -327,8 +327,12 @@ func (t *txn) record(r stock.Result) {
 	t.moves = append(t.moves, r.Moves...)
 	k := skuAt{r.SKU, r.Version}
 	s := t.skus[k]
-	// SafetyStock is the SKU's only for the operations that set it (0 for the others).
+	// SafetyStock is the SKU's only for the operations that set it (0 for the others); one
+	// that set a location's carries it in LocationSafety instead (0: removed).
 	s.SKU, s.Version, s.SafetyStock = r.SKU, r.Version, r.SafetyStock
+	if r.SafetyLocation != "" {
+		s.SafetyStock, s.LocationSafety = 0, map[string]int64{r.SafetyLocation: r.SafetyStock}
+	}
 	for _, lot := range r.Lots {
 		if i := slices.IndexFunc(s.Lots, func(l stock.Lot) bool { return l.LotID == lot.LotID }); i >= 0 {
 			s.Lots[i] = lot
@@ -940,8 +944,15 @@ func (t *txn) registerSKU(d *event.SKURegisteredData) (transition, error) {
 	return t.warehouseOp(stock.RegisterSKURequest{OpID: t.opID(d.SKU, "register"), SKU: d.SKU, SafetyStock: d.SafetyStock})
 }
 
+// setSafetyStock sets the SKU's network-wide safety stock, or a location's: its op id
+// then names the location after event.OwnMark ("safety_stock~<location>"), a step no
+// sender can name, so the same event id cannot set two locations under one op.
 func (t *txn) setSafetyStock(d *event.SafetyStockChangedData) (transition, error) {
-	return t.warehouseOp(stock.SafetyStockRequest{OpID: t.opID(d.SKU, "safety_stock"), SKU: d.SKU, SafetyStock: d.SafetyStock})
+	step := "safety_stock"
+	if d.Location != "" {
+		step += event.OwnMark + d.Location
+	}
+	return t.atKnownLocation(d.Location, stock.SafetyStockRequest{OpID: t.opID(d.SKU, step), SKU: d.SKU, SafetyStock: d.SafetyStock, Location: d.Location})
 }
 
 func (t *txn) registerLot(d *event.LotRegisteredData) (transition, error) {

@@ -206,6 +206,13 @@ func setSafety(sku string, safety int64) event.Order {
 	return fromExample(event.InventorySafetyStockChanged, func(d *event.SafetyStockChangedData) { d.SKU, d.SafetyStock = sku, safety })
 }
 
+// setSafetyAt sets a location's own safety stock.
+func setSafetyAt(sku, location string, safety int64) event.Order {
+	return fromExample(event.InventorySafetyStockChanged, func(d *event.SafetyStockChangedData) {
+		d.SKU, d.SafetyStock, d.Location = sku, safety, location
+	})
+}
+
 // registerLot registers a lot of sellable units: planned as the example is, or on hand with
 // a best-before.
 func registerLot(sku, lot, kind string, sellable int64) event.Order {
@@ -407,6 +414,13 @@ func transitionCases() []transitionCase {
 			ev: place(ship, line("1", "L", 4)),
 			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "L", 4, atLoc("L2", 3, "west"), at("L1", 1))},
 				lots: map[string]buckets{"L/L2": {0, 0, 3}, "L/L1": {3, 0, 1}}}},
+		{name: "the western warehouse keeps 2 of its 3 units: the line takes 1 there", pol: domain.Policy{Strategies: []stock.Strategy{stock.StrategyRanked}, Locations: testLocations{}},
+			before: []event.Order{setSafetyAt("L", "west", 2)}, ev: place(ship, line("1", "L", 4)),
+			want: expect{outcome: applied, order: "placed/allocated/unpaid", lines: []event.SnapshotLine{snap("1", "L", 4, atLoc("L2", 1, "west"), at("L1", 3))},
+				lots: map[string]buckets{"L/L2": {2, 0, 1}, "L/L1": {1, 0, 3}}}},
+		{name: "ERR_SAFETY_STOCK: the units are there, the western warehouse keeps 2", pol: domain.Policy{Strategies: []stock.Strategy{stock.StrategyRanked}, Locations: testLocations{}},
+			before: []event.Order{setSafetyAt("L", "west", 2)}, ev: place(ship, line("1", "L", 6)),
+			want: expect{outcome: rejected, reason: "ERR_SAFETY_STOCK", order: "rejected/-/unpaid"}},
 		{name: "the shop's default leaves out the store: ERR_SHORTAGE", pol: domain.Policy{Strategies: []stock.Strategy{stock.StrategyRanked}, Locations: testLocations{}},
 			ev:   place(ship, line("1", "L", 8)),
 			want: expect{outcome: rejected, reason: "ERR_SHORTAGE", order: "rejected/-/unpaid"}},
@@ -717,6 +731,10 @@ func transitionCases() []transitionCase {
 		// inventory.safety_stock_changed
 		{name: "set", ev: setSafety("A", 8), want: expect{outcome: applied, safety: map[string]int64{"A": 8}, moves: ops()}},
 		{name: "ERR_UNKNOWN_SKU", ev: setSafety("NOPE", 8), want: expect{outcome: rejected, reason: "ERR_UNKNOWN_SKU"}},
+		{name: "at a location: the network-wide one stays", pol: domain.Policy{Locations: testLocations{}}, ev: setSafetyAt("L", "west", 2),
+			want: expect{outcome: applied, moves: ops()}},
+		{name: "ERR_UNKNOWN_LOCATION: at a location the shop lacks", pol: domain.Policy{Locations: testLocations{}}, ev: setSafetyAt("L", "north", 2),
+			want: expect{outcome: rejected, reason: domain.ReasonUnknownLocation, moves: ops()}},
 
 		// inventory.lot_registered
 		{name: "a planned lot", ev: registerLot("A", "A3", stock.KindPlanned, 48),

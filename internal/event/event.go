@@ -307,6 +307,9 @@ type SKURegisteredData struct {
 type SafetyStockChangedData struct {
 	SKU         string `json:"sku"`
 	SafetyStock int64  `json:"safety_stock"`
+	// Location, when set, is the registered location whose own safety stock this sets;
+	// absent: the SKU's network-wide safety stock.
+	Location string `json:"location,omitempty"`
 }
 
 // LotRegisteredData is the data of inventory.lot_registered: a new lot of a SKU, planned

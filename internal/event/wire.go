@@ -85,8 +85,11 @@ const DefaultLocation = "default"
 type SKU struct {
 	SKU         string `json:"sku"`
 	SafetyStock int64  `json:"safety_stock"`
-	Version     int64  `json:"version"`
-	Lots        []Lot  `json:"lots"`
+	// LocationSafety is the safety stock of each location that has one (docs/ledger.md,
+	// "Safety stock per location"), by location id; nil when none has.
+	LocationSafety map[string]int64 `json:"location_safety_stock,omitempty"`
+	Version        int64            `json:"version"`
+	Lots           []Lot            `json:"lots"`
 	// Transfers are, in a load or a snapshot, every transfer of the SKU, by id; in a
 	// result, the transfer the operation requested, received or cancelled, as it left it.
 	Transfers []Transfer `json:"transfers,omitempty"`

@@ -245,7 +245,7 @@ func (l *Ledger) applySafetyStock(ctx context.Context, r stock.SafetyStockReques
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "ss", r.Fingerprint()+fence, r.OpID, "", r.SKU, r.SafetyStock)
+	return l.run(ctx, at("ss", r.Location), r.Fingerprint()+fence, r.OpID, "", r.SKU, r.SafetyStock)
 }
 
 // routeArgs are a routed allocation's arguments: "route", the no-split flag, and the

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,10 +68,14 @@ type Availability struct {
 	// Version is the SKU's version the answer was read at.
 	Version     int64 `json:"version"`
 	SafetyStock int64 `json:"safety_stock"`
+	// LocationSafety are the locations' own safety stocks (docs/ledger.md, "Safety stock
+	// per location"), by id; absent when no location has one.
+	LocationSafety map[string]int64 `json:"location_safety_stock,omitempty"`
 	// Sellable is the candidates' sellable quantity.
 	Sellable int64 `json:"sellable"`
 	// Available is the most one allocation of Mode gets now: Sellable, less the safety
-	// stock for ModeShip (never below 0).
+	// stock for ModeShip (never below 0), and for ModeShip no more than the locations'
+	// caps sum to (each location's sellable less its own safety stock).
 	Available int64 `json:"available"`
 	// Candidates are the good lots valid on TargetDate with sellable stock, in the order
 	// an allocation takes from them (on-hand by best-before, then planned newest first).
@@ -90,16 +95,19 @@ type Availability struct {
 }
 
 // LocationAvailability is what an allocation pinned to one location would get: the
-// candidates stored there, with the SKU's safety stock over them (docs/ledger.md,
-// "Locations", rule 4 with Pinned).
+// candidates stored there, with the SKU's safety stock and the location's own over them
+// (docs/ledger.md, "Locations", rule 4 with Pinned, and "Safety stock per location").
 type LocationAvailability struct {
 	Location string `json:"location"`
 	// Sellable is the location's candidates' sellable quantity.
 	Sellable int64 `json:"sellable"`
-	// Available is Sellable, less the safety stock for ModeShip (never below 0).
+	// Available is Sellable, less the larger of the SKU's safety stock and the
+	// location's own for ModeShip (never below 0).
 	Available int64 `json:"available"`
 	// OK tells whether an allocation of the request's Qty there would succeed.
 	OK bool `json:"ok"`
+	// SafetyStock is the location's own safety stock (0: none).
+	SafetyStock int64 `json:"safety_stock,omitempty"`
 }
 
 // Err returns the error an allocation of Qty would get (ErrShortage, ErrSafetyStock),
@@ -246,7 +254,7 @@ func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error
 	bad := func() (Availability, error) {
 		return a, fmt.Errorf("ledger: availability sku=%s: unexpected reply %v", r.SKU, v)
 	}
-	if len(v) != 8 {
+	if len(v) != 9 {
 		return bad()
 	}
 	str := func(x any) string { s, _ := x.(string); return s }
@@ -295,21 +303,11 @@ func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error
 		}
 		a.Take = append(a.Take, stock.LotQty{LotID: str(take[i]), Qty: q})
 	}
-	locs, _ := v[7].([]any)
-	for i := 0; i+1 < len(locs); i += 2 {
-		sell, err := num(locs[i+1])
-		if err != nil {
-			return bad()
-		}
-		la := LocationAvailability{Location: str(locs[i]), Sellable: sell, Available: sell}
-		if la.Location == "" {
-			la.Location = stock.DefaultLocation
-		}
-		if r.Mode == stock.ModeShip {
-			la.Available = max(sell-a.SafetyStock, 0)
-		}
-		la.OK = r.Qty > 0 && la.Available >= r.Qty
-		a.Locations = append(a.Locations, la)
+	if a.LocationSafety, err = stock.DecodeLocationSafety(str(v[8])); err != nil {
+		return bad()
+	}
+	if err := a.readLocations(r, v[7]); err != nil {
+		return bad()
 	}
 	slices.SortFunc(a.Locations, func(x, y LocationAvailability) int { return strings.Compare(x.Location, y.Location) })
 	if a.Reason != "" {
@@ -318,6 +316,41 @@ func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error
 		}
 	}
 	return a, nil
+}
+
+// readLocations reads the script's per-location sellable (flat location, sellable;
+// none when every candidate is at the default location) into a.Locations, and caps
+// a.Available for ModeShip by the locations' own safety stocks.
+func (a *Availability) readLocations(r AvailabilityRequest, reply any) error {
+	locs, _ := reply.([]any)
+	by := map[string]int64{}
+	for i := 0; i+1 < len(locs); i += 2 {
+		s, _ := locs[i].(string)
+		n, _ := locs[i+1].(string)
+		sell, err := strconv.ParseInt(n, 10, 64)
+		if err != nil {
+			return err
+		}
+		la := LocationAvailability{Location: cmp.Or(s, stock.DefaultLocation), Sellable: sell, Available: sell}
+		la.SafetyStock = a.LocationSafety[la.Location]
+		if r.Mode == stock.ModeShip {
+			la.Available = max(sell-max(a.SafetyStock, la.SafetyStock), 0)
+		}
+		la.OK = r.Qty > 0 && la.Available >= r.Qty
+		a.Locations = append(a.Locations, la)
+		by[la.Location] = sell
+	}
+	if len(locs) == 0 {
+		by[stock.DefaultLocation] = a.Sellable
+	}
+	if r.Mode == stock.ModeShip && a.LocationSafety != nil {
+		var capped int64
+		for _, s := range stock.LessLocationSafety(by, a.LocationSafety) {
+			capped += s
+		}
+		a.Available = min(a.Available, capped)
+	}
+	return nil
 }
 
 // decodeRecordHead reads a candidate's attributes from its index record without the
@@ -348,7 +381,8 @@ func decodeRecordHead(h string) (Candidate, bool) {
 }
 
 // SellableByLocation is the sellable of sku's candidates on date per location (only
-// locations with candidates), from one availability read: what the order-worker's
+// locations with candidates), less each location's own safety stock (a location left
+// with none is absent), from one availability read: what the order-worker's
 // fewest_splits plan reads (domain.LocationStock).
 func (l *Ledger) SellableByLocation(ctx context.Context, sku, date string) (map[string]int64, error) {
 	a, err := l.Availability(ctx, AvailabilityRequest{SKU: sku, TargetDate: date, Mode: stock.ModeReserve})
@@ -360,12 +394,12 @@ func (l *Ledger) SellableByLocation(ctx context.Context, sku, date string) (map[
 		if a.Sellable > 0 {
 			out[stock.DefaultLocation] = a.Sellable
 		}
-		return out, nil
+		return stock.LessLocationSafety(out, a.LocationSafety), nil
 	}
 	for _, la := range a.Locations {
 		if la.Sellable > 0 {
 			out[la.Location] = la.Sellable
 		}
 	}
-	return out, nil
+	return stock.LessLocationSafety(out, a.LocationSafety), nil
 }

@@ -6,7 +6,7 @@
 -- KEYS[1]  the SKU hash               <prefix>:inv:{<sku>}
 -- ARGV[1]  target date (YYYY-MM-DD), ARGV[2] mode (ship | reserve), ARGV[3] qty (0: none)
 --
--- Returns {version, safety_stock, sum, code, detail, candidates, take, locations}:
+-- Returns {version, safety_stock, sum, code, detail, candidates, take, locations, sl}:
 --   sum         the sellable of every candidate valid on the date
 --   code        the reason an allocation of qty would get ('' when it would succeed or
 --               qty is 0), detail its detail text
@@ -19,6 +19,7 @@
 --   locations   flat {location, sellable, ...}: the candidates' sellable per location
 --               (p:<lot>, '' for the default location), in no order; empty when every
 --               candidate is at the default location
+--   sl          the locations' own safety stocks as the hash holds them (layout.go)
 -- Fails with the error reply "ERR_NOT_LOADED 0 " when the SKU is not in Redis, and
 -- "ERR_REINDEX 0 " when its index is in another key layout than KEY_LAYOUT (the Go side
 -- re-indexes it and asks again).
@@ -26,7 +27,7 @@
 local key = KEYS[1]
 local date, mode, qty = ARGV[1], ARGV[2], tonumber(ARGV[3])
 
-local head = redis.call('HMGET', key, 'v', 'ss', 'on', 'o:0', 'kl')
+local head = redis.call('HMGET', key, 'v', 'ss', 'on', 'o:0', 'kl', 'sl')
 if not head[1] then
   return redis.error_reply('ERR_NOT_LOADED 0 ')
 end
@@ -38,15 +39,37 @@ local ss = tonumber(head[2])
 -- Every candidate is read, so in chunks of 1024 from the start.
 local cand, sell, sum, heads = walkCandidates(key, head, date, math.huge, nil, 1024, true)
 
+-- The candidates' locations (at: 'default' for the default location), in chunks of 1024
+-- (unpack is bounded by the Lua stack).
+local at, byLoc, other = {}, {}, false
+for from = 1, #cand, 1024 do
+  local f = {}
+  for i = from, math.min(from + 1023, #cand) do f[#f + 1] = 'p:' .. candidateLot(cand, i) end
+  local p = redis.call('HMGET', key, unpack(f))
+  for j = 1, #f do
+    local loc = p[j] or ''
+    if loc ~= '' then other = true end
+    byLoc[loc] = (byLoc[loc] or 0) + sell[from + j - 1]
+    at[from + j - 1] = p[j] or 'default'
+  end
+end
+
 local code, detail = '', ''
 local take = {}
 if qty > 0 then
   local need = allocNeed(qty, mode, ss)
   local c, d = refusal(qty, need, sum, ss)
+  -- The locations' safety stocks cap a ship allocation as ledger.lua's alloc does.
+  local lss, caps = locSafety(head[6], mode), nil
+  if not c and lss then
+    local total
+    caps, total = capsOf(at, sell, lss)
+    c, d = capRefusal(qty, sum, total)
+  end
   if c then
     code, detail = c, d
   else
-    local lots, q = takeLots(cand, sell, qty)
+    local lots, q = takeLots(cand, sell, qty, at, caps)
     for i, lot in ipairs(lots) do
       take[#take + 1] = lot
       take[#take + 1] = string.format('%d', q[i])
@@ -54,19 +77,6 @@ if qty > 0 then
   end
 end
 
--- The candidates' locations, in chunks of 1024 (unpack is bounded by the Lua stack).
-local byLoc, other, candLoc = {}, false, {}
-for at0 = 1, #cand, 1024 do
-  local f = {}
-  for i = at0, math.min(at0 + 1023, #cand) do f[#f + 1] = 'p:' .. candidateLot(cand, i) end
-  local p = redis.call('HMGET', key, unpack(f))
-  for j = 1, #f do
-    local loc = p[j] or ''
-    if loc ~= '' then other = true end
-    candLoc[at0 + j - 1] = loc
-    byLoc[loc] = (byLoc[loc] or 0) + sell[at0 + j - 1]
-  end
-end
 local locs = {}
 if other then
   for loc, s in pairs(byLoc) do
@@ -77,7 +87,9 @@ end
 
 local out = {}
 for i = 1, #cand do
-  out[i] = heads[i] .. string.format('%d', sell[i]) .. '\t' .. candidateLot(cand, i) .. '\t' .. candLoc[i]
+  local loc = at[i]
+  if loc == 'default' then loc = '' end
+  out[i] = heads[i] .. string.format('%d', sell[i]) .. '\t' .. candidateLot(cand, i) .. '\t' .. loc
 end
 
-return {head[1], head[2], string.format('%d', sum), code, detail, table.concat(out, '\n'), take, locs}
+return {head[1], head[2], string.format('%d', sum), code, detail, table.concat(out, '\n'), take, locs, head[6] or ''}

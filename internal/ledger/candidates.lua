@@ -14,7 +14,7 @@ local PERIOD_AT = SORT_LEN                -- valid_from starts after the sort ke
 local FIELD_AT = SORT_LEN + PERIOD_LEN    -- the field name starts after the period
 
 -- walkCandidates walks the candidate index of the SKU hash key (head: its HMGET of
--- 'v', 'ss', 'on', 'o:0', ...) in allocation order, keeping the lots valid on date, and reads
+-- 'v', 'ss', 'on', 'o:0', 'kl', 'sl') in allocation order, keeping the lots valid on date, and reads
 -- their sellable in growing chunks until the candidates seen sum to need or more
 -- (math.huge: every candidate). The first candidate is read by first(lot), which returns
 -- its sellable (the allocation reads it whole: it is the one usually taken from, and the
@@ -100,13 +100,23 @@ local function refusal(qty, need, sum, ss)
 end
 
 -- takeLots returns the lots an allocation of qty takes from, in order, and how much from
--- each: candidates in allocation order, each emptied before the next.
-local function takeLots(cand, sell, qty)
-  local lots, take, rem = {}, {}, qty
+-- each: candidates in allocation order, each emptied before the next; with caps
+-- (location -> the most the allocation may take there; locs[i] is cand[i]'s location),
+-- at most each location's cap.
+local function takeLots(cand, sell, qty, locs, caps)
+  local lots, take, rem, left = {}, {}, qty, nil
+  if caps then
+    left = {}
+    for l, c in pairs(caps) do left[l] = c end
+  end
   for i = 1, #cand do
     if rem == 0 then break end
-    if sell[i] > 0 then
-      local t = math.min(sell[i], rem)
+    local t = math.min(sell[i], rem)
+    if left then
+      t = math.min(t, left[locs[i]])
+      left[locs[i]] = left[locs[i]] - t
+    end
+    if t > 0 then
       lots[#lots + 1] = candidateLot(cand, i)
       take[#take + 1] = t
       rem = rem - t
@@ -115,3 +125,32 @@ local function takeLots(cand, sell, qty)
   return lots, take
 end
 
+-- locSafety parses the SKU hash's sl field ("loc \t n \t loc \t n ...", layout.go):
+-- location -> its safety stock; nil when no location has one or mode is not ship (a
+-- reserve allocation reads no safety stock).
+local function locSafety(sl, mode)
+  if mode ~= 'ship' or not sl or sl == '' then return nil end
+  local m = {}
+  for loc, n in string.gmatch(sl, '([^\t]+)\t(%d+)') do m[loc] = tonumber(n) end
+  return m
+end
+
+-- capsOf returns the most a ship allocation may take at each location of its candidates
+-- (locs[i], sell[i]: a candidate's location and sellable), max(0, S_L - ss_L) with lss
+-- the locations' safety stocks, and the caps' sum.
+local function capsOf(locs, sell, lss)
+  local caps, total = {}, 0
+  for i = 1, #locs do caps[locs[i]] = (caps[locs[i]] or 0) + sell[i] end
+  for l, s in pairs(caps) do
+    caps[l] = math.max(0, s - (lss[l] or 0))
+    total = total + caps[l]
+  end
+  return caps, total
+end
+
+-- capRefusal is the refusal of a ship allocation of qty whose candidates sum to sum but
+-- whose locations' caps sum to total only, nil when the caps allow it.
+local function capRefusal(qty, sum, total)
+  if total >= qty then return nil end
+  return 'ERR_SAFETY_STOCK', string.format('requested=%d available=%d capped=%d', qty, sum, total)
+end

@@ -16,7 +16,10 @@ import (
 //
 //	<prefix>:inv:{<sku>}               hash
 //	    v        version
-//	    ss       safety stock
+//	    ss       safety stock (network-wide)
+//	    sl       the locations' own safety stocks "loc\tn\tloc\tn ...", by location id
+//	             (stock.EncodeLocationSafety), only locations with one; absent or empty:
+//	             none. Read with v, ss, on, o:0 and kl in the scripts' first HMGET
 //	    on       number of candidate index chunks
 //	    o:<i>    candidate index chunk i: the good lots with sellable > 0, in allocation
 //	             order, one record per lot; a load writes indexChunk records per chunk,
@@ -53,6 +56,7 @@ func opKey(prefix, sku, opID string) string { return Key(prefix, sku) + ":op:" +
 const (
 	fieldVersion = "v"
 	fieldSafety  = "ss"
+	fieldLocSafe = "sl"
 	fieldChunks  = "on"
 	fieldNextReg = "n"
 	fieldLayout  = "kl"
@@ -163,6 +167,9 @@ func loadFields(s stock.SKU) []any {
 	out = append(out, fieldVersion, strconv.FormatInt(s.Version, 10),
 		fieldSafety, strconv.FormatInt(s.SafetyStock, 10), fieldChunks, strconv.Itoa(len(chunks)),
 		fieldNextReg, strconv.FormatInt(next, 10), fieldLayout, keyLayout)
+	if sl := stock.EncodeLocationSafety(s.LocationSafety); sl != "" {
+		out = append(out, fieldLocSafe, sl)
+	}
 	for i, c := range chunks {
 		out = append(out, "o:"+strconv.Itoa(i), c)
 	}
@@ -198,6 +205,9 @@ func decodeHash(sku string, h map[string]string) (stock.SKU, error) {
 	}
 	if s.SafetyStock, err = strconv.ParseInt(h[fieldSafety], 10, 64); err != nil {
 		return s, fmt.Errorf("ledger: sku %s: bad safety stock %q", sku, h[fieldSafety])
+	}
+	if s.LocationSafety, err = stock.DecodeLocationSafety(h[fieldLocSafe]); err != nil {
+		return s, fmt.Errorf("ledger: sku %s: %w", sku, err)
 	}
 	for f, v := range h {
 		if tid, ok := strings.CutPrefix(f, "t:"); ok {
@@ -239,6 +249,7 @@ func decodeHash(sku string, h map[string]string) (stock.SKU, error) {
 //	                                       lot not at the default one
 //	c \t reason                            operations with a reason
 //	s \t safety_stock                      RegisterSKU, SetSafetyStock
+//	S \t location                          SetSafetyStock at a location
 //	n \t count                             Recall: the lot's holders
 //	k \t lcid \t qty                       Recall: one per holder listed
 //	t \t id \t state \t from \t to [\t source \t transit \t qty]...
@@ -279,6 +290,8 @@ func decodeResult(opID, sku, text string) (stock.Result, error) {
 			if r.SafetyStock, err = strconv.ParseInt(f, 10, 64); err != nil {
 				return bad(line)
 			}
+		case "S":
+			r.SafetyLocation = f
 		case "n":
 			if r.HolderCount, err = strconv.Atoi(f); err != nil {
 				return bad(line)

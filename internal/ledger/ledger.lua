@@ -45,7 +45,8 @@
 --                                           the lot may get (the hash's n), key1..keyn its
 --                                           allocKey with reg, reg+1, ... (registrations at
 --                                           the same time take the numbers in between)
---   ss       safety_stock
+--   ss       safety_stock                   with a location (ARGV[1]'s): that location's,
+--                                           kept in sl (0 removes it)
 --   transfer transfer_id from to qty arrives_at reg max_lots key1 ... keyn
 --                                           takes qty from the good on-hand lots at from
 --                                           (index order), sellable -> transit, into new
@@ -94,8 +95,8 @@
 
 local key, opkey, op, ttl = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
 -- ARGV[1] is the operation, or the operation, a tab and a location (wantLoc): the location
--- a registered lot is stored at (reglot), or where the lots an operation names must be
--- (ERR_LOCATION otherwise: receive, adjust, recall, move).
+-- a registered lot is stored at (reglot), where the lots an operation names must be
+-- (ERR_LOCATION otherwise: receive, adjust, recall, move), or whose safety stock ss sets.
 local wantLoc = ''
 do
   local tab = string.find(op, '\t', 1, true)
@@ -162,7 +163,7 @@ end
 
 local function reindex() return redis.error_reply('ERR_REINDEX 0 ') end
 
-local head = redis.call('HMGET', key, 'v', 'ss', 'on', 'o:0', 'kl')
+local head = redis.call('HMGET', key, 'v', 'ss', 'on', 'o:0', 'kl', 'sl')
 
 if op == 'regsku' then
   if head[1] then return fail('ERR_SKU_EXISTS', '') end
@@ -483,19 +484,79 @@ local function routeArgs(at)
   return pos, ARGV[at] == '1', nxt, plan
 end
 
--- routedCandidates returns a routed allocation's candidates and their sellable: those at
--- the eligible locations (pos: location -> position), ordered by position, then by their
--- key; with noSplit, only the first location's, in that order, whose candidates cover
--- qty (chunks and known as walkCandidates takes them). Returns nil, the reason code and
--- its detail when the allocation does not fit.
-local function routedCandidates(date, pos, noSplit, qty, need, ss, plan, chunks, known)
+-- topCovers tells whether the candidates read so far at the top position (el's entries
+-- with top set, in the order read, which is the allocation order among them) give qty
+-- as the whole walk would: their first qty units, taken without caps, within the caps
+-- (lss: location -> safety stock; nil: none) that the read candidates alone give. Later
+-- candidates only raise a location's sellable, so its cap, and come after these in the
+-- order: the lots taken cannot change.
+local function topCovers(el, qty, lss)
+  local by, used, rem = {}, {}, qty
+  for _, e in ipairs(el) do
+    if e.top then
+      by[e.loc] = (by[e.loc] or 0) + e.s
+      local t = math.min(e.s, rem)
+      used[e.loc] = (used[e.loc] or 0) + t
+      rem = rem - t
+    end
+  end
+  if rem > 0 then return false end
+  if lss then
+    for l, u in pairs(used) do
+      if u > by[l] - (lss[l] or 0) then return false end
+    end
+  end
+  return true
+end
+
+-- oneLocation keeps the entries of the first location, in el's order, whose candidates
+-- cover qty (under its cap, with caps); returns nil, the reason code and its detail when
+-- none does: ERR_SAFETY_STOCK when one's sellable would have covered it but its cap
+-- does not, ERR_SHORTAGE otherwise.
+local function oneLocation(el, qty, caps)
+  local by, order, best, chosen, uncapped = {}, {}, 0, nil, false
+  for _, e in ipairs(el) do
+    if e.s > 0 then
+      if not by[e.loc] then by[e.loc] = 0; order[#order + 1] = e.loc end
+      by[e.loc] = by[e.loc] + e.s
+    end
+  end
+  for _, l in ipairs(order) do
+    local have = by[l]
+    if caps then have = caps[l] end
+    if have >= qty then chosen = l; break end
+    if have > best then best = have end
+    if by[l] >= qty then uncapped = true end
+  end
+  if not chosen then
+    local code = 'ERR_SHORTAGE'
+    if uncapped then code = 'ERR_SAFETY_STOCK' end
+    return nil, code, 'requested=' .. fmt(qty) .. ' available=' .. fmt(best) .. ' no_split'
+  end
+  local only = {}
+  for _, e in ipairs(el) do if e.loc == chosen then only[#only + 1] = e end end
+  return only
+end
+
+-- routedCandidates returns a routed allocation's candidates, their sellable, their
+-- locations and the caps of a ship allocation (lss: location -> safety stock, nil when
+-- none applies; caps nil then): those at the eligible locations (pos: location ->
+-- position; nil: every location at one position, an unrouted allocation), ordered by
+-- position, then by their key; with noSplit, only the first location's, in that order,
+-- whose candidates cover qty (chunks and known as walkCandidates takes them). Returns
+-- nil, the reason code and its detail when the allocation does not fit.
+local function routedCandidates(date, pos, noSplit, qty, need, ss, plan, chunks, known, lss)
   -- The walk reads the candidates in the allocation order and their locations, chunk by
   -- chunk. Without noSplit or a plan it stops once the eligible candidates read cover need
-  -- and those at the first position (top) alone cover qty: every later candidate comes
-  -- after them in the order, so the lots taken are the same as after reading them all,
-  -- and the refusal checks pass either way. Otherwise it reads every candidate.
-  local top = math.huge
-  for _, p in pairs(pos) do top = math.min(top, p) end
+  -- and those at the first position (top) alone cover qty under their caps (topCovers):
+  -- every later candidate comes after them in the order, so the lots taken are the same
+  -- as after reading them all, and the refusal checks pass either way. Otherwise it
+  -- reads every candidate.
+  local top = 0
+  if pos then
+    top = math.huge
+    for _, p in pairs(pos) do top = math.min(top, p) end
+  end
   local el, sum, atTop = {}, 0, 0
   local early = not noSplit and not plan
   local function classify(cand, sell, heads, from)
@@ -506,15 +567,16 @@ local function routedCandidates(date, pos, noSplit, qty, need, ss, plan, chunks,
       for j = 1, #f do
         local c = i + j - 1
         local loc = v[j] or 'default'
-        local p = pos[loc]
+        local p = 0
+        if pos then p = pos[loc] end
         if p then
-          el[#el + 1] = {k = string.format('%06d', p) .. string.sub(heads[c], 1, SORT_LEN), f = cand[c], s = sell[c], loc = loc}
+          el[#el + 1] = {k = string.format('%06d', p) .. string.sub(heads[c], 1, SORT_LEN), f = cand[c], s = sell[c], loc = loc, top = p == top}
           sum = sum + sell[c]
           if p == top then atTop = atTop + sell[c] end
         end
       end
     end
-    return early and sum >= need and atTop >= qty
+    return early and sum >= need and atTop >= qty and topCovers(el, qty, lss)
   end
   local chunk0 = 1024
   if early then chunk0 = 4 end
@@ -522,36 +584,40 @@ local function routedCandidates(date, pos, noSplit, qty, need, ss, plan, chunks,
   table.sort(el, function(a, b) return a.k < b.k end)
   local code, detail = refusal(qty, need, sum, ss)
   if code then return nil, code, detail end
+  local caps
+  if lss then
+    local ls, ss2 = {}, {}
+    for i, e in ipairs(el) do ls[i], ss2[i] = e.loc, e.s end
+    local total
+    caps, total = capsOf(ls, ss2, lss)
+    code, detail = capRefusal(qty, sum, total)
+    if code then return nil, code, detail end
+  end
   if plan then
-    local planned = 0
-    for _, e in ipairs(el) do if plan[e.loc] then planned = planned + e.s end end
+    local by, planned = {}, 0
+    for _, e in ipairs(el) do if plan[e.loc] then by[e.loc] = (by[e.loc] or 0) + e.s end end
+    for l, s in pairs(by) do
+      if caps then s = caps[l] end
+      planned = planned + s
+    end
     if planned < qty then
       return nil, 'ERR_STALE_PLAN', 'requested=' .. fmt(qty) .. ' planned=' .. fmt(planned)
     end
   end
   if noSplit then
-    -- The first location, in this order, whose candidates cover qty takes it all.
-    local by, order, best, chosen = {}, {}, 0, nil
-    for _, e in ipairs(el) do
-      if e.s > 0 then
-        if not by[e.loc] then by[e.loc] = 0; order[#order + 1] = e.loc end
-        by[e.loc] = by[e.loc] + e.s
-      end
-    end
-    for _, l in ipairs(order) do
-      if by[l] >= qty then chosen = l; break end
-      if by[l] > best then best = by[l] end
-    end
-    if not chosen then
-      return nil, 'ERR_SHORTAGE', 'requested=' .. fmt(qty) .. ' available=' .. fmt(best) .. ' no_split'
-    end
-    local only = {}
-    for _, e in ipairs(el) do if e.loc == chosen then only[#only + 1] = e end end
-    el = only
+    el, code, detail = oneLocation(el, qty, caps)
+    if not el then return nil, code, detail end
   end
-  local c2, s2 = {}, {}
-  for i, e in ipairs(el) do c2[i], s2[i] = e.f, e.s end
-  return c2, s2
+  local c2, s2, l2 = {}, {}, {}
+  for i, e in ipairs(el) do c2[i], s2[i], l2[i] = e.f, e.s, e.loc end
+  return c2, s2, l2, caps
+end
+
+-- allocateFrom moves qty from the candidates (routedCandidates' answer) to bucket to.
+local function allocateFrom(c2, s2, l2, caps, qty, to)
+  local lots, take = takeLots(c2, s2, qty, l2, caps)
+  fetch(lots)
+  for i, lot in ipairs(lots) do move(lot, 's', to, take[i]) end
 end
 
 if op == 'alloc' then
@@ -559,15 +625,20 @@ if op == 'alloc' then
   holder = ARGV[7] or ''
   local ss = tonumber(head[2])
   local need = allocNeed(qty, mode, ss)
-  if ARGV[8] == 'route' then
-    local pos, noSplit, _, plan = routeArgs(9)
-    local c2, s2, detail = routedCandidates(date, pos, noSplit, qty, need, ss, plan)
-    if not c2 then return fail(s2, detail) end
-    local lots, take = takeLots(c2, s2, qty)
-    fetch(lots)
-    local to = 'r'
-    if mode == 'ship' then to = 'a' end
-    for i, lot in ipairs(lots) do move(lot, 's', to, take[i]) end
+  local to = 'r'
+  if mode == 'ship' then to = 'a' end
+  local lss = locSafety(head[6], mode)
+  -- A routed allocation, or one that locations' safety stocks cap, reads the
+  -- candidates' locations.
+  if ARGV[8] == 'route' or lss then
+    local pos, noSplit, plan = nil, false, nil
+    if ARGV[8] == 'route' then
+      local nxt
+      pos, noSplit, nxt, plan = routeArgs(9)
+    end
+    local c2, s2, l2, caps = routedCandidates(date, pos, noSplit, qty, need, ss, plan, nil, nil, lss)
+    if not c2 then return fail(s2, l2) end
+    allocateFrom(c2, s2, l2, caps, qty, to)
     return commit()
   end
   local cand, sell, sum = walkCandidates(key, head, date, need, function(lot)
@@ -578,8 +649,6 @@ if op == 'alloc' then
   if code then return fail(code, detail) end
   local lots, take = takeLots(cand, sell, qty)
   if #lots > 1 or not st[lots[1]] then fetch(lots) end
-  local to = 'r'
-  if mode == 'ship' then to = 'a' end
   for i, lot in ipairs(lots) do move(lot, 's', to, take[i]) end
   return commit()
 end
@@ -644,6 +713,7 @@ if op == 'change' then
     if not indexLot(lot) then return reindex() end
   end
   local ss = tonumber(head[2])
+  local lss = locSafety(head[6], mode)
   local function first(lot)
     fetch({lot})
     return st[lot].s
@@ -651,21 +721,18 @@ if op == 'change' then
   for i = split, #ARGV do
     local qty = tonumber(ARGV[i])
     local need = allocNeed(qty, mode, ss)
-    local cand, sell
-    if pos then
-      local code, detail
-      cand, code, detail = routedCandidates(date, pos, noSplit, qty, need, ss, plan, ch, st)
-      if not cand then return fail(code, detail) end
-      sell = code
+    if pos or lss then
+      local c2, s2, l2, caps = routedCandidates(date, pos, noSplit, qty, need, ss, plan, ch, st, lss)
+      if not c2 then return fail(s2, l2) end
+      allocateFrom(c2, s2, l2, caps, qty, b)
     else
-      local sum
-      cand, sell, sum = walkCandidates(key, head, date, need, first, 1, false, ch, st)
+      local cand, sell, sum = walkCandidates(key, head, date, need, first, 1, false, ch, st)
       local code, detail = refusal(qty, need, sum, ss)
       if code then return fail(code, detail) end
+      local lots, take = takeLots(cand, sell, qty)
+      fetch(lots)
+      for j, lot in ipairs(lots) do move(lot, 's', b, take[j]) end
     end
-    local lots, take = takeLots(cand, sell, qty)
-    fetch(lots)
-    for j, lot in ipairs(lots) do move(lot, 's', b, take[j]) end
   end
   return commit()
 end
@@ -687,18 +754,30 @@ if op == 'move_alloc' then
   local qty = 0
   for i = 10, #ARGV, 2 do qty = qty + tonumber(ARGV[i]) end
   local ss = tonumber(head[2])
-  local cand, sell, detail = routedCandidates(date, {[to] = 0}, false, qty, allocNeed(qty, mode, ss), ss, nil, ch, st)
-  if not cand then return fail(sell, detail .. ' location=' .. to) end
-  local lots, take = takeLots(cand, sell, qty)
-  fetch(lots)
-  for j, lot in ipairs(lots) do move(lot, 's', b, take[j]) end
+  local c2, s2, l2, caps = routedCandidates(date, {[to] = 0}, false, qty, allocNeed(qty, mode, ss), ss, nil, ch, st, locSafety(head[6], mode))
+  if not c2 then return fail(s2, l2 .. ' location=' .. to) end
+  allocateFrom(c2, s2, l2, caps, qty, b)
   return commit()
 end
 
 if op == 'ss' then
   local v = fmt(tonumber(head[1]) + 1)
-  redis.call('HSET', key, 'v', v, 'ss', ARGV[4])
   local text = v .. '\ns\t' .. ARGV[4]
+  if wantLoc == '' then
+    redis.call('HSET', key, 'v', v, 'ss', ARGV[4])
+  else
+    -- A location's safety stock: its entry in sl, by location id (0 removes it).
+    local m, ids = {}, {}
+    for loc, n in string.gmatch(head[6] or '', '([^\t]+)\t(%d+)') do m[loc] = n end
+    m[wantLoc] = nil
+    if ARGV[4] ~= '0' then m[wantLoc] = ARGV[4] end
+    for loc in pairs(m) do ids[#ids + 1] = loc end
+    table.sort(ids)
+    local out = {}
+    for _, loc in ipairs(ids) do out[#out + 1] = loc .. '\t' .. m[loc] end
+    redis.call('HSET', key, 'v', v, 'sl', table.concat(out, '\t'))
+    text = text .. '\nS\t' .. wantLoc
+  end
   remember(text)
   return {0, text}
 end

@@ -27,7 +27,9 @@ type NetworkAvailability struct {
 
 // Network answers a for the network of the shop's locations locs: its candidates at the
 // enabled locations that ship, ordered by their location's rank, then in the allocation
-// order, with the refusal rules of an allocation (ERR_SHORTAGE, then ERR_SAFETY_STOCK).
+// order, with the refusal rules of an allocation (ERR_SHORTAGE, then ERR_SAFETY_STOCK
+// for the SKU's safety stock, then for the locations' own) and, for ship, no more at a
+// location than its own safety stock leaves.
 func (a Availability) Network(locs []stock.Location) NetworkAvailability {
 	pos := (&stock.Route{Strategies: []stock.Strategy{stock.StrategyRanked}, Locations: locs}).Positions()
 	var el []Candidate
@@ -40,13 +42,20 @@ func (a Availability) Network(locs []stock.Location) NetworkAvailability {
 		return cmp.Compare(pos[cmp.Or(x.Location, stock.DefaultLocation)], pos[cmp.Or(y.Location, stock.DefaultLocation)])
 	})
 	var n NetworkAvailability
+	caps := map[string]int64{} // per location: what a ship allocation may take there
 	for _, c := range el {
 		n.Sellable += c.Sellable
+		caps[cmp.Or(c.Location, stock.DefaultLocation)] += c.Sellable
 	}
-	need := a.Qty
+	need, capped := a.Qty, n.Sellable
 	n.Available = n.Sellable
 	if a.Mode == stock.ModeShip {
-		n.Available = max(n.Sellable-a.SafetyStock, 0)
+		capped = 0
+		for loc, s := range caps {
+			caps[loc] = max(0, s-a.LocationSafety[loc])
+			capped += caps[loc]
+		}
+		n.Available = max(0, min(n.Sellable-a.SafetyStock, capped))
 		need += a.SafetyStock
 	}
 	switch {
@@ -55,13 +64,33 @@ func (a Availability) Network(locs []stock.Location) NetworkAvailability {
 		n.Reason, n.Detail = "ERR_SHORTAGE", fmt.Sprintf("requested=%d available=%d", a.Qty, n.Sellable)
 	case n.Sellable < need:
 		n.Reason, n.Detail = "ERR_SAFETY_STOCK", fmt.Sprintf("requested=%d available=%d safety_stock=%d", a.Qty, n.Sellable, a.SafetyStock)
+	case capped < a.Qty:
+		n.Reason, n.Detail = "ERR_SAFETY_STOCK", fmt.Sprintf("requested=%d available=%d capped=%d", a.Qty, n.Sellable, capped)
 	default:
 		n.OK = true
-		for rem, i := a.Qty, 0; rem > 0; i++ {
-			q := min(rem, el[i].Sellable)
-			n.Take = append(n.Take, stock.LotQty{LotID: el[i].LotID, Qty: q})
-			rem -= q
-		}
+		n.Take = takeCapped(el, a.Qty, caps, a.Mode == stock.ModeShip)
 	}
 	return n
+}
+
+// takeCapped takes qty from the candidates el in order, with capped no more at a location
+// than caps allows.
+func takeCapped(el []Candidate, qty int64, caps map[string]int64, capped bool) []stock.LotQty {
+	var take []stock.LotQty
+	for _, c := range el {
+		if qty == 0 {
+			break
+		}
+		loc := cmp.Or(c.Location, stock.DefaultLocation)
+		q := min(qty, c.Sellable)
+		if capped {
+			q = min(q, caps[loc])
+			caps[loc] -= q
+		}
+		if q > 0 {
+			take = append(take, stock.LotQty{LotID: c.LotID, Qty: q})
+			qty -= q
+		}
+	}
+	return take
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -132,6 +133,18 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 			// allocations read across them.
 			nLots = 20 + rng.IntN(80)
 			s.SafetyStock = int64(rng.IntN(150))
+		}
+		if rng.IntN(3) == 0 {
+			// Locations' own safety stocks, which cap what a ship allocation takes there.
+			s.LocationSafety = map[string]int64{}
+			for _, l := range []string{stock.DefaultLocation, "wh-2", "store-1"} {
+				if rng.IntN(2) == 0 {
+					s.LocationSafety[l] = 1 + int64(rng.IntN(6))
+				}
+			}
+			if len(s.LocationSafety) == 0 {
+				s.LocationSafety = nil
+			}
 		}
 		regs := rng.Perm(200)
 		for j := range nLots {
@@ -401,7 +414,8 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 			st = genStep{name: "register_sku", regSKU: &stock.RegisterSKURequest{OpID: op, SKU: ssku, SafetyStock: int64(rng.IntN(5)) - int64(rng.IntN(40)/39)}}
 			sku = ssku
 		case k < 89:
-			st = genStep{name: "safety_stock", ss: &stock.SafetyStockRequest{OpID: op, SKU: sku, SafetyStock: int64(rng.IntN(8))}}
+			st = genStep{name: "safety_stock", ss: &stock.SafetyStockRequest{OpID: op, SKU: sku, SafetyStock: int64(rng.IntN(8)),
+				Location: pick("", "", stock.DefaultLocation, "wh-2", "store-1")}}
 		case k < 96:
 			d := qty()
 			if rng.IntN(2) == 0 {
@@ -652,8 +666,21 @@ func invariants(prev stock.SKU, seen bool, now stock.SKU, r stock.Result, err er
 					RegSeq: nl.RegSeq, ArrivesAt: nl.ArrivesAt, ValidFrom: nl.ValidFrom, ValidTo: nl.ValidTo, Location: nl.Location})
 			}
 		}
-		if st.ss != nil {
+		if st.ss != nil && st.ss.Location == "" {
 			want.SafetyStock = st.ss.SafetyStock
+		}
+		if st.ss != nil && st.ss.Location != "" {
+			want.LocationSafety = maps.Clone(want.LocationSafety)
+			if want.LocationSafety == nil {
+				want.LocationSafety = map[string]int64{}
+			}
+			want.LocationSafety[st.ss.Location] = st.ss.SafetyStock
+			if st.ss.SafetyStock == 0 {
+				delete(want.LocationSafety, st.ss.Location)
+			}
+			if len(want.LocationSafety) == 0 {
+				want.LocationSafety = nil
+			}
 		}
 		if e := transferResult(st, r); e != nil {
 			return e

@@ -186,22 +186,25 @@ var fieldRules = map[string]func() *obj{
 	"LotRegisteredData.location":             location,
 	"LotQtyData.location":                    location,
 	"LotRecalledData.location":               location,
-	"LotRegisteredData.good":                 func() *obj { return newObj("type", "boolean", "description", "default true") },
-	"TransferRequestedData.sku":              skuID,
-	"TransferRequestedData.transfer_id":      skuID,
-	"TransferRequestedData.from_location":    location,
-	"TransferRequestedData.to_location":      location,
-	"TransferRequestedData.qty":              func() *obj { return quantity(1, stock.MaxQty) },
-	"TransferRequestedData.arrives_at":       date,
-	"TransferReceivedData.sku":               skuID,
-	"TransferReceivedData.transfer_id":       skuID,
-	"TransferReceivedData.qty":               func() *obj { return quantity(1, stock.MaxQty) },
-	"TransferCancelledData.sku":              skuID,
-	"TransferCancelledData.transfer_id":      skuID,
-	"InventoryAdjustedData.transfer_id":      transitOf,
-	"LotQtyData.transfer_id":                 transitOf,
-	"LotRecalledData.transfer_id":            transitOf,
-	"ReturnedData.defective":                 func() *obj { return newObj("type", "boolean") },
+	"SafetyStockChangedData.location": func() *obj {
+		return location().set("description", "a location id: the location whose own safety stock this sets; absent: the SKU's network-wide one")
+	},
+	"LotRegisteredData.good":              func() *obj { return newObj("type", "boolean", "description", "default true") },
+	"TransferRequestedData.sku":           skuID,
+	"TransferRequestedData.transfer_id":   skuID,
+	"TransferRequestedData.from_location": location,
+	"TransferRequestedData.to_location":   location,
+	"TransferRequestedData.qty":           func() *obj { return quantity(1, stock.MaxQty) },
+	"TransferRequestedData.arrives_at":    date,
+	"TransferReceivedData.sku":            skuID,
+	"TransferReceivedData.transfer_id":    skuID,
+	"TransferReceivedData.qty":            func() *obj { return quantity(1, stock.MaxQty) },
+	"TransferCancelledData.sku":           skuID,
+	"TransferCancelledData.transfer_id":   skuID,
+	"InventoryAdjustedData.transfer_id":   transitOf,
+	"LotQtyData.transfer_id":              transitOf,
+	"LotRecalledData.transfer_id":         transitOf,
+	"ReturnedData.defective":              func() *obj { return newObj("type", "boolean") },
 	"OrderData.target_date@order.lines_changed": func() *obj {
 		return newObj("type", "string", "description", "not read by order.lines_changed")
 	},
@@ -270,6 +273,8 @@ func schemaOf(k event.Type, t reflect.Type, path string, req map[string][]string
 		return newObj("type", []string{"array", "null"}, "items", schemaOf(k, t.Elem(), path+"[]", req))
 	case t.Kind() == reflect.Slice:
 		return newObj("type", "array", "items", schemaOf(k, t.Elem(), path+"[]", req))
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
+		return newObj("type", "object", "additionalProperties", schemaOf(k, t.Elem(), path+"{}", req))
 	case t.Kind() == reflect.Struct:
 		props := newObj()
 		addFields(k, t, path, req, props)

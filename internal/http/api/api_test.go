@@ -354,3 +354,34 @@ type netFigures struct {
 func figures(n NetworkAvailability) netFigures {
 	return netFigures{Sellable: n.Sellable, Available: n.Available, OK: n.OK}
 }
+
+// A location's own safety stock shows on the SKU and in its availability: the location's
+// row keeps it back, and the network figure takes no more there than it leaves.
+func TestAvailabilityUnderLocationSafetyStock(t *testing.T) {
+	e := newEnv(t)
+	store := onhand("S1", 3, "2027-02-01", 4)
+	store.Location = "store-1"
+	e.seedSKU(stock.SKU{SKU: "M", SafetyStock: 1, LocationSafety: map[string]int64{"default": 6},
+		Lots: []stock.Lot{onhand("L1", 1, "2027-01-01", 8), store}})
+	code, body := e.do("GET", "/v1/skus/M/availability?date=2026-12-01&qty=3", readToken, nil)
+	var n AvailabilityAnswer
+	decode(t, body, &n)
+	want := []ledger.LocationAvailability{
+		{Location: "default", Sellable: 8, Available: 2, OK: false, SafetyStock: 6},
+		{Location: "store-1", Sellable: 4, Available: 3, OK: true},
+	}
+	var got []ledger.LocationAvailability
+	for _, l := range n.Locations {
+		got = append(got, l.LocationAvailability)
+	}
+	if code != 200 || n.Available != 6 || !slices.Equal(got, want) ||
+		n.Network == nil || figures(*n.Network) != (netFigures{Sellable: 8, Available: 2, OK: false}) || n.Network.Reason != "ERR_SAFETY_STOCK" {
+		t.Fatalf("availability: %d %s", code, body)
+	}
+	code, body = e.do("GET", "/v1/skus/M", readToken, nil)
+	var v SKUView
+	decode(t, body, &v)
+	if code != 200 || v.LocationSafety["default"] != 6 {
+		t.Fatalf("GET /v1/skus/M: %d %s", code, body)
+	}
+}

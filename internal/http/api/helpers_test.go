@@ -225,6 +225,11 @@ func (e *env) seedSKU(s stock.SKU) {
 	if err := e.db.Exec(`INSERT INTO skus (sku, safety_stock, version) VALUES (?, ?, ?)`, s.SKU, s.SafetyStock, s.Version).Error; err != nil {
 		e.t.Fatal(err)
 	}
+	for loc, n := range s.LocationSafety {
+		if err := e.db.Exec(`INSERT INTO sku_location_safety (sku, location, safety_stock, version) VALUES (?, ?, ?, ?)`, s.SKU, loc, n, s.Version).Error; err != nil {
+			e.t.Fatal(err)
+		}
+	}
 	for _, l := range s.Lots {
 		var bb, arr any
 		if l.BestBefore != "" {

@@ -142,7 +142,7 @@ func (r RegisterLotRequest) Fingerprint() string {
 }
 
 func (r SafetyStockRequest) Fingerprint() string {
-	return newFingerprint("ss", r.SKU).num(r.SafetyStock).sum()
+	return newFingerprint("ss", r.SKU).num(r.SafetyStock).loc(r.Location).sum()
 }
 
 func boolCode(b bool) string {

@@ -133,3 +133,19 @@ func FuzzFingerprintTellsRequestsApart(f *testing.F) {
 }
 
 func lotQty(id string, q int64) []LotQty { return []LotQty{{LotID: id, Qty: q}} }
+
+// A safety stock set at a location is another request than the network-wide one of the
+// same value, and than the one at another location; without a location the fingerprint
+// is the one it was before locations (its records still answer their replay).
+func TestSafetyStockFingerprintNamesTheLocation(t *testing.T) {
+	net := SafetyStockRequest{OpID: "s", SKU: "TEA", SafetyStock: 2}
+	store, wh := net, net
+	store.Location, wh.Location = "store-1", "wh-2"
+	if net.Fingerprint() == store.Fingerprint() || store.Fingerprint() == wh.Fingerprint() {
+		t.Error("safety stocks at other locations share a fingerprint")
+	}
+	// SHA-256 of "2:ss3:TEA1:2", cut to 16 bytes.
+	if got := hex.EncodeToString([]byte(net.Fingerprint())); got != "4877d9ac29240799f4a32044df40fec3" {
+		t.Errorf("network-wide fingerprint %s, want the one before locations", got)
+	}
+}

@@ -48,6 +48,14 @@ func CheckSKUState(s SKU) error {
 	if s.SafetyStock < 0 || s.SafetyStock > MaxQty {
 		return Invalidf("sku %s: safety_stock %d out of range", s.SKU, s.SafetyStock)
 	}
+	for l, ss := range s.LocationSafety {
+		if err := CheckLocation(l); err != nil {
+			return err
+		}
+		if ss <= 0 || ss > MaxQty {
+			return Invalidf("sku %s: safety_stock %d at %s out of range", s.SKU, ss, l)
+		}
+	}
 	seen := map[string]bool{}
 	regs := map[int64]string{}
 	for _, l := range s.Lots {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -64,6 +65,7 @@ func (m *Model) Put(s SKU) (bool, error) {
 }
 
 func cloneSKU(s SKU) SKU {
+	s.LocationSafety = maps.Clone(s.LocationSafety)
 	s.Lots = slices.Clone(s.Lots)
 	if s.Lots == nil {
 		s.Lots = []Lot{}
@@ -125,6 +127,7 @@ type modelOp struct {
 	held   map[string]int64
 	// result fields of the operations that set them
 	safety      int64
+	safetyAt    string
 	holderList  []Holder
 	holderCount int
 	transfer    *Transfer
@@ -310,7 +313,7 @@ func (m *Model) applyOp(ctx context.Context, name, fp, opID, legacy, sku, holder
 		m.applyHeld(sku, o)
 		s.Version++
 		r := Result{OpID: opID, SKU: sku, Moves: o.moves, Version: s.Version, Lots: o.work, Reason: o.reason,
-			SafetyStock: o.safety, Holders: o.holderList, HolderCount: o.holderCount, Transfer: o.transfer}
+			SafetyStock: o.safety, SafetyLocation: o.safetyAt, Holders: o.holderList, HolderCount: o.holderCount, Transfer: o.transfer}
 		if r.Moves == nil {
 			r.Moves = []Move{}
 		}
@@ -370,10 +373,11 @@ func routed(cands []Lot, route *Route) []Lot {
 	return out
 }
 
-// oneLocation keeps the candidates of the first location whose sellable covers qty, the
-// locations taken in the order of their first candidate with sellable stock; ok false
-// when none does, with the largest location's sellable.
-func oneLocation(cands []Lot, qty int64) (out []Lot, best int64, ok bool) {
+// oneLocation keeps the candidates of the first location whose sellable (its cap, when
+// caps apply) covers qty, the locations taken in the order of their first candidate with
+// sellable stock; ok false when none does, with the largest location's sellable (cap)
+// and whether some location's sellable alone would have covered qty.
+func oneLocation(cands []Lot, qty int64, caps map[string]int64) (out []Lot, best int64, ok, uncapped bool) {
 	sums := map[string]int64{}
 	var order []string
 	for _, c := range cands {
@@ -387,21 +391,23 @@ func oneLocation(cands []Lot, qty int64) (out []Lot, best int64, ok bool) {
 		sums[l] += c.Sellable
 	}
 	for _, l := range order {
-		if sums[l] >= qty {
+		if have := capped(caps, l, sums[l]); have >= qty {
 			for _, c := range cands {
 				if LocationOf(c) == l {
 					out = append(out, c)
 				}
 			}
-			return out, 0, true
+			return out, 0, true, false
 		}
-		best = max(best, sums[l])
+		best = max(best, capped(caps, l, sums[l]))
+		uncapped = uncapped || sums[l] >= qty
 	}
-	return nil, best, false
+	return nil, best, false, uncapped
 }
 
 // allocateVia moves qty from the candidates' sellable to mode's bucket, in allocation
-// order (routed by route; nil: every lot alike), or returns why it cannot.
+// order (routed by route; nil: every lot alike), at most each location's cap for ship,
+// or returns why it cannot.
 func (o *modelOp) allocateVia(qty int64, date string, mode Mode, route *Route) (error, string) {
 	cands := candidatesOf(o.now(), date)
 	if route != nil {
@@ -417,41 +423,73 @@ func (o *modelOp) allocateVia(qty int64, date string, mode Mode, route *Route) (
 	if mode == ModeShip && sum < o.sku.SafetyStock+qty {
 		return ErrSafetyStock, fmt.Sprintf("requested=%d available=%d safety_stock=%d", qty, sum, o.sku.SafetyStock)
 	}
-	if route != nil && len(route.Plan) > 0 {
-		var planned int64
-		for _, c := range cands {
-			if slices.Contains(route.Plan, LocationOf(c)) {
-				planned += c.Sellable
-			}
-		}
-		if planned < qty {
-			return ErrStalePlan, fmt.Sprintf("requested=%d planned=%d", qty, planned)
-		}
+	caps, total := o.capsFor(cands, mode)
+	if caps != nil && total < qty {
+		return ErrSafetyStock, fmt.Sprintf("requested=%d available=%d capped=%d", qty, sum, total)
+	}
+	if err, detail := checkPlan(cands, qty, route, caps); err != nil {
+		return err, detail
 	}
 	if route != nil && route.NoSplit {
-		one, best, ok := oneLocation(cands, qty)
-		if !ok {
+		one, best, ok, uncapped := oneLocation(cands, qty, caps)
+		switch {
+		case uncapped:
+			return ErrSafetyStock, fmt.Sprintf("requested=%d available=%d no_split", qty, best)
+		case !ok:
 			return ErrShortage, fmt.Sprintf("requested=%d available=%d no_split", qty, best)
 		}
 		cands = one
 	}
-	to := ModeBucket(mode)
+	o.take(cands, qty, ModeBucket(mode), caps)
+	return nil, ""
+}
+
+// checkPlan refuses with ErrStalePlan a route whose plan's locations no longer cover qty
+// (under their caps, when caps apply).
+func checkPlan(cands []Lot, qty int64, route *Route, caps map[string]int64) (error, string) {
+	if route == nil || len(route.Plan) == 0 {
+		return nil, ""
+	}
+	by := map[string]int64{}
+	for _, c := range cands {
+		if slices.Contains(route.Plan, LocationOf(c)) {
+			by[LocationOf(c)] += c.Sellable
+		}
+	}
+	var planned int64
+	for l, s := range by {
+		planned += capped(caps, l, s)
+	}
+	if planned < qty {
+		return ErrStalePlan, fmt.Sprintf("requested=%d planned=%d", qty, planned)
+	}
+	return nil, ""
+}
+
+// take moves qty from cands' sellable to bucket to, in their order, each emptied before
+// the next, at most each location's cap (caps nil: no cap).
+func (o *modelOp) take(cands []Lot, qty int64, to string, caps map[string]int64) {
+	left := maps.Clone(caps)
 	rem := qty
 	for _, c := range cands {
 		if rem == 0 {
 			break
 		}
-		if c.Sellable > 0 {
-			t := min(c.Sellable, rem)
+		t := min(c.Sellable, rem)
+		if left != nil {
+			t = min(t, left[LocationOf(c)])
+			left[LocationOf(c)] -= t
+		}
+		if t > 0 {
 			o.move(o.lot(c.LotID), Sellable, to, t)
 			rem -= t
 		}
 	}
-	return nil, ""
 }
 
 // SellableByLocation is the sellable of sku's candidates on date per location (only
-// locations with candidates): what a fewest_splits plan reads.
+// locations with candidates), less each location's safety stock (a location left with
+// none is absent): what a fewest_splits plan reads.
 func (m *Model) SellableByLocation(ctx context.Context, sku, date string) (map[string]int64, error) {
 	s, err := m.Snapshot(ctx, sku)
 	if errors.Is(err, ErrNotLoaded) {
@@ -468,7 +506,7 @@ func (m *Model) SellableByLocation(ctx context.Context, sku, date string) (map[s
 			out[LocationOf(c)] += c.Sellable
 		}
 	}
-	return out, nil
+	return LessLocationSafety(out, s.LocationSafety), nil
 }
 
 // ModeBucket is the bucket an allocation of mode moves to.

@@ -359,12 +359,17 @@ func (r RegisterLotRequest) model(ctx context.Context, m *Model) (Result, error)
 	})
 }
 
-// SafetyStockRequest: sets a SKU's safety stock; the result carries it.
+// SafetyStockRequest: sets a SKU's safety stock, or a location's (0 removes it); the
+// result carries it and the location.
 
 func (r SafetyStockRequest) model(ctx context.Context, m *Model) (Result, error) {
 	return m.apply(ctx, "ss", r.Fingerprint(), r.OpID, r.SKU, r.Validate(), func(o *modelOp) (error, string) {
-		o.sku.SafetyStock = r.SafetyStock
-		o.safety = r.SafetyStock
+		if r.Location != "" {
+			o.sku.LocationSafety = setLocationSafety(o.sku.LocationSafety, r.Location, r.SafetyStock)
+		} else {
+			o.sku.SafetyStock = r.SafetyStock
+		}
+		o.safety, o.safetyAt = r.SafetyStock, r.Location
 		return nil, ""
 	})
 }

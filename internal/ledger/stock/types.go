@@ -236,11 +236,15 @@ type RegisterSKURequest struct {
 	SafetyStock int64  `json:"safety_stock"`
 }
 
-// SafetyStockRequest sets a SKU's safety stock (SetSafetyStock).
+// SafetyStockRequest sets a SKU's safety stock (SetSafetyStock): the network-wide one, or
+// with Location the one of that location (0 removes it).
 type SafetyStockRequest struct {
 	OpID        string `json:"op_id"`
 	SKU         string `json:"sku"`
 	SafetyStock int64  `json:"safety_stock"`
+	// Location names the location whose safety stock this sets (DefaultLocation for the
+	// default one); empty: the SKU's network-wide safety stock.
+	Location string `json:"location,omitempty"`
 }
 
 // NewLot is a lot to register: its fields as in Lot, but for the registration order,
@@ -352,6 +356,9 @@ type Result struct {
 	// SafetyStock is the SKU's safety stock after RegisterSKU and SetSafetyStock (the
 	// other operations leave it 0: they do not read it back).
 	SafetyStock int64 `json:"safety_stock,omitempty"`
+	// SafetyLocation is, after a SetSafetyStock that named a location, that location:
+	// SafetyStock is then its safety stock, and the SKU's network-wide one is unchanged.
+	SafetyLocation string `json:"safety_location,omitempty"`
 	// Holders are, after a Recall, the orders holding reserved or allocated units of the
 	// lot (at most MaxResultHolders, by lcid); HolderCount counts them all.
 	Holders     []Holder `json:"holders,omitempty"`

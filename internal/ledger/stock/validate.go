@@ -356,7 +356,10 @@ func (r SafetyStockRequest) Validate() error {
 	if err := checkHead(r.OpID, r.SKU); err != nil {
 		return err
 	}
-	return checkSafetyStock(r.SafetyStock)
+	if err := checkSafetyStock(r.SafetyStock); err != nil {
+		return err
+	}
+	return checkOptLocation(r.Location)
 }
 
 // WithDefaults fills an empty validity period with MinDate and MaxDate, and writes the

@@ -16,8 +16,9 @@ import (
 )
 
 // PGLoader loads SKUs from PostgreSQL (tables skus and lots, migrations/00001_init.sql,
-// 00003, which added the defective bucket, and 00009, which added the lot's location: the
-// default location reads as none, as the ledger keeps it; and transfers, 00012).
+// 00003, which added the defective bucket, 00009, which added the lot's location: the
+// default location reads as none, as the ledger keeps it, 00011, the locations' own
+// safety stocks, and transfers, 00012).
 type PGLoader struct{ DB *gorm.DB }
 
 // LoadQuerySKU and LoadQueryLots are the queries PGLoader runs, in one repeatable-read
@@ -38,6 +39,9 @@ const (
 	// LoadQueryTransfers reads the SKU's transfers, by id (as a snapshot lists them).
 	LoadQueryTransfers = `SELECT transfer_id, state, from_location, to_location, lots::text AS lots
   FROM transfers WHERE sku = ? ORDER BY transfer_id COLLATE "C"`
+	// LoadQueryLocationSafety reads the locations' own safety stocks (00011); 0 is none.
+	LoadQueryLocationSafety = `SELECT location, safety_stock FROM sku_location_safety
+  WHERE sku = ? AND safety_stock > 0 ORDER BY location`
 )
 
 // LoadSKU implements Loader.
@@ -52,6 +56,19 @@ func (p PGLoader) LoadSKU(ctx context.Context, sku string) (stock.SKU, error) {
 			return fmt.Errorf("sku=%s: %w", sku, stock.ErrUnknownSKU)
 		}
 		s.SafetyStock, s.Version = head[0].SafetyStock, head[0].Version
+		var ls []struct {
+			Location    string
+			SafetyStock int64
+		}
+		if err := tx.Raw(LoadQueryLocationSafety, sku).Scan(&ls).Error; err != nil {
+			return err
+		}
+		for _, l := range ls {
+			if s.LocationSafety == nil {
+				s.LocationSafety = map[string]int64{}
+			}
+			s.LocationSafety[l.Location] = l.SafetyStock
+		}
 		if err := tx.Raw(LoadQueryLots, sku).Scan(&s.Lots).Error; err != nil {
 			return err
 		}

@@ -197,7 +197,8 @@ type StockData struct {
 	Reserved  int64 `json:"reserved"`
 	Allocated int64 `json:"allocated"`
 	// AvailableToShip is what an order to ship on AsOf could take: the sellable units of
-	// good lots valid on that day, less the safety stock, never below 0.
+	// good lots valid on that day, less the safety stock, never below 0, and no more than
+	// each location's sellable less its own safety stock.
 	AvailableToShip int64 `json:"available_to_ship"`
 	// AsOf is the day (UTC) AvailableToShip counts lots valid on.
 	AsOf string `json:"as_of"`
@@ -211,8 +212,8 @@ type StockData struct {
 }
 
 // LocationStock is one location's stock of a SKU: its good lots' sums, its
-// available-to-ship (less the SKU's whole safety stock, as an allocation pinned there
-// counts it) and level.
+// available-to-ship (less the larger of the SKU's whole safety stock and the location's
+// own, as an allocation pinned there counts them) and level.
 type LocationStock struct {
 	Location string `json:"location"`
 	// Network tells whether the location counts toward the SKU's figures: it is enabled

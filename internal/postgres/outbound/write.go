@@ -43,13 +43,17 @@ FROM orders WHERE lcid = ANY($1)`
 	// network tells whether the location counts toward the storefront's figures: an
 	// enabled location that ships, or the default location while the shop has not
 	// described it (ledger.ReadLocations' rule). A SKU without lots has one row, location ''.
+	// The location's own safety stock (sku_location_safety, 0 for none) caps what a ship
+	// allocation takes there.
 	readSKUsSQL = `SELECT s.sku, s.version, s.safety_stock, coalesce(s.low_stock_threshold, $2),
 	coalesce(l.location, ''), coalesce(bool_and(loc.enabled AND loc.ships), l.location = 'default', false),
+	coalesce(max(ls.safety_stock), 0),
 	coalesce(sum(l.sellable) FILTER (WHERE l.good), 0),
 	coalesce(sum(l.reserved) FILTER (WHERE l.good), 0),
 	coalesce(sum(l.allocated) FILTER (WHERE l.good), 0),
 	coalesce(sum(l.sellable) FILTER (WHERE l.good AND l.valid_from <= $3::date AND $3::date <= l.valid_to), 0)
 FROM skus s LEFT JOIN lots l ON l.sku = s.sku LEFT JOIN locations loc ON loc.location = l.location
+	LEFT JOIN sku_location_safety ls ON ls.sku = s.sku AND ls.location = l.location
 WHERE s.sku = ANY($1)
 GROUP BY s.sku, l.location`
 	insertOutboxSQL = `INSERT INTO outbox (message_id, kind, entity, seq, body)
@@ -313,15 +317,16 @@ func (w *Writer) stockMessages(tx *gorm.DB, skus map[string]event.Result, locked
 		names = append(names, sku)
 	}
 	rows := make(map[string]*skuRow, len(names))
-	valid := map[string]int64{} // the network's sellable valid on asOf, per SKU
+	valid := map[string]int64{}  // the network's sellable valid on asOf, per SKU
+	capped := map[string]int64{} // what the network's locations give a ship allocation, per SKU
 	err := pgtx.Query(tx, func(scan func(...any) error) error {
 		var (
-			sku, loc                 string
-			version, safety, thresh  int64
-			network                  bool
-			sell, res, alloc, validS int64
+			sku, loc                         string
+			version, safety, thresh, locSafe int64
+			network                          bool
+			sell, res, alloc, validS         int64
 		)
-		if err := scan(&sku, &version, &safety, &thresh, &loc, &network, &sell, &res, &alloc, &validS); err != nil {
+		if err := scan(&sku, &version, &safety, &thresh, &loc, &network, &locSafe, &sell, &res, &alloc, &validS); err != nil {
 			return err
 		}
 		s := rows[sku]
@@ -336,8 +341,9 @@ func (w *Writer) stockMessages(tx *gorm.DB, skus map[string]event.Result, locked
 			f := &s.figures
 			f.Sellable, f.Reserved, f.Allocated = f.Sellable+sell, f.Reserved+res, f.Allocated+alloc
 			valid[sku] += validS
+			capped[sku] += max(0, validS-locSafe)
 		}
-		ats := max(0, validS-safety)
+		ats := max(0, validS-max(safety, locSafe))
 		s.locations = append(s.locations, LocationStock{Location: loc, Network: network, Sellable: sell, Reserved: res,
 			Allocated: alloc, AvailableToShip: ats, Level: Level(ats, thresh)})
 		s.elsewhere = s.elsewhere || loc != event.DefaultLocation || !network
@@ -351,7 +357,7 @@ func (w *Writer) stockMessages(tx *gorm.DB, skus map[string]event.Result, locked
 		if !ok {
 			continue // the batch wrote no row of it: nothing to tell
 		}
-		row.figures.AvailableToShip = max(0, valid[sku]-row.figures.SafetyStock)
+		row.figures.AvailableToShip = max(0, min(valid[sku]-row.figures.SafetyStock, capped[sku]))
 		if !row.elsewhere {
 			row.locations = nil // every lot at the default location, which counts: the SKU's figures are its
 		}

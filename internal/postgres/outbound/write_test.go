@@ -634,3 +634,32 @@ func TestLevel(t *testing.T) {
 		}
 	}
 }
+
+// A location's own safety stock keeps its units out of the location's available-to-ship
+// and of the network's, as the ledger's availability counts them.
+func TestAvailableToShipUnderLocationSafetyStock(t *testing.T) {
+	db := testenv.Postgres(t)
+	w := &outbound.Writer{LowStockThreshold: 2, Now: func() time.Time { return today }}
+	if err := db.Exec(`INSERT INTO locations (location, kind, ships, enabled) VALUES ('wh-2', 'warehouse', true, true)`).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec(`INSERT INTO skus (sku, safety_stock, version) VALUES ('TEA', 1, 0)`).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec(`INSERT INTO sku_location_safety (sku, location, safety_stock, version) VALUES ('TEA', 'wh-2', 4, 0)`).Error; err != nil {
+		t.Fatal(err)
+	}
+	apply(t, db, w, locatedResult("p", "TEA", 1, map[string]int64{"default": 5, "wh-2": 5}))
+	ms := outbox(t, db, "sku:TEA")
+	if len(ms) == 0 || ms[0].Kind != outbound.StockChanged {
+		t.Fatalf("messages %s", kinds(ms))
+	}
+	d := data[outbound.StockData](t, ms[0])
+	want := []outbound.LocationStock{
+		{Location: "default", Network: true, Sellable: 5, AvailableToShip: 4, Level: outbound.Level(4, 2)},
+		{Location: "wh-2", Network: true, Sellable: 5, AvailableToShip: 1, Level: outbound.Level(1, 2)},
+	}
+	if d.AvailableToShip != 6 || !reflect.DeepEqual(d.Locations, want) {
+		t.Fatalf("available_to_ship %d, locations %+v; want 6, %+v", d.AvailableToShip, d.Locations, want)
+	}
+}

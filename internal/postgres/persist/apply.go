@@ -423,7 +423,16 @@ func prepare(index int, r event.Result) (prepared, error) {
 		}
 		versions[s.SKU] = max(versions[s.SKU], s.Version)
 		row := SKURow{SKU: s.SKU, Version: s.Version}
-		if settings {
+		switch {
+		case settings && s.LocationSafety != nil:
+			// A location's safety stock: the SKU's network-wide one is not in the result.
+			for loc, n := range s.LocationSafety {
+				if err := stock.CheckLocation(loc); err != nil || n < 0 {
+					return p, invalid(r, "sku %s: safety stock %d at location %q", s.SKU, n, loc)
+				}
+			}
+			row.LocationSafety = s.LocationSafety
+		case settings:
 			row.SafetyStock, row.SettingsVersion = s.SafetyStock, s.Version
 		}
 		p.skus = append(p.skus, row)
@@ -756,7 +765,7 @@ func (w *written) countMove(stored, m MoveRow) {
 	w.moveConflicts = append(w.moveConflicts, MoveConflict{Move: m, Stored: stored})
 }
 
-// writeSKUs upserts SKU rows, then lot rows, each where its version is newer than the
+// writeSKUs upserts SKU rows and their locations' safety stocks, then lot rows, each where its version is newer than the
 // stored one (a SKU row's settings where its settings version is), and returns how many
 // of each it wrote. Of several rows for one key only one is sent, since one statement
 // cannot update a row twice: a lot's newest, and per SKU the highest version with the
@@ -787,6 +796,9 @@ func writeSKUs(tx *gorm.DB, skus []SKURow, lots []LotRow) (nSKUs, nLots int, err
 	nSKUs, err = upsertSKUs(tx, skuRows)
 	if err != nil {
 		return 0, 0, fmt.Errorf("skus: %w", err)
+	}
+	if err := upsertLocationSafety(tx, newestLocationSafety(skus)); err != nil {
+		return 0, 0, fmt.Errorf("sku_location_safety: %w", err)
 	}
 	lotRows := sortedValues(newestLot, func(a, b LotRow) int {
 		return cmp.Or(cmp.Compare(a.SKU, b.SKU), cmp.Compare(a.LotID, b.LotID))

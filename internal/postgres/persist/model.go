@@ -7,7 +7,8 @@
 // for a newer SKU version, and moves are an append-only ledger keyed by (sku, op_id, idx),
 // as the ledger keys its operations. So the same results applied twice, or in any order,
 // leave the same rows. A SKU's safety stock
-// has a version of its own (settings_version), raised only by the results that set it.
+// has a version of its own (settings_version), raised only by the results that set it; a
+// location's safety stock of a SKU (sku_location_safety) changes only for a newer version.
 package persist
 
 import (
@@ -25,7 +26,23 @@ type SKURow struct {
 	SettingsVersion int64
 	Version         int64
 	UpdatedAt       time.Time
+	// LocationSafety are the locations' safety stocks the row's result set (0: removed),
+	// or a whole SKU's, as of Version: rows of sku_location_safety (LocationSafetyRow).
+	LocationSafety map[string]int64 `gorm:"-"`
 }
+
+// LocationSafetyRow is a row of sku_location_safety: a location's own safety stock of a
+// SKU (0: none), as of the SKU version that set it.
+type LocationSafetyRow struct {
+	SKU         string `gorm:"column:sku;primaryKey"`
+	Location    string `gorm:"primaryKey"`
+	SafetyStock int64
+	Version     int64
+	UpdatedAt   time.Time
+}
+
+// TableName is the table of LocationSafetyRow.
+func (LocationSafetyRow) TableName() string { return "sku_location_safety" }
 
 // TableName is the table of SKURow.
 func (SKURow) TableName() string { return "skus" }

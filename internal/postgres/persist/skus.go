@@ -1,6 +1,7 @@
 package persist
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -21,7 +22,8 @@ func WriteSKUs(ctx context.Context, db *gorm.DB, skus []stock.SKU) (int, error) 
 			return 0, fmt.Errorf("%w: sku without name", ErrInvalid)
 		}
 		// A whole SKU's safety stock is as of its version.
-		p.skus = append(p.skus, SKURow{SKU: s.SKU, SafetyStock: s.SafetyStock, SettingsVersion: s.Version, Version: s.Version})
+		p.skus = append(p.skus, SKURow{SKU: s.SKU, SafetyStock: s.SafetyStock, SettingsVersion: s.Version, Version: s.Version,
+			LocationSafety: s.LocationSafety})
 		for _, l := range s.Lots {
 			row, err := lotRow(s.SKU, s.Version, l)
 			if err != nil {
@@ -50,4 +52,22 @@ func WriteSKUs(ctx context.Context, db *gorm.DB, skus []stock.SKU) (int, error) 
 		return 0, fmt.Errorf("persist: write skus: %w", err)
 	}
 	return n, nil
+}
+
+// newestLocationSafety are the rows of sku_location_safety that SKU rows carry: per SKU
+// and location, the one of the highest version (one statement cannot update a row twice).
+func newestLocationSafety(skus []SKURow) []LocationSafetyRow {
+	type key struct{ sku, loc string }
+	newest := map[key]LocationSafetyRow{}
+	for _, s := range skus {
+		for loc, n := range s.LocationSafety {
+			k := key{s.SKU, loc}
+			if cur, ok := newest[k]; !ok || s.Version > cur.Version {
+				newest[k] = LocationSafetyRow{SKU: s.SKU, Location: loc, SafetyStock: n, Version: s.Version}
+			}
+		}
+	}
+	return sortedValues(newest, func(a, b LocationSafetyRow) int {
+		return cmp.Or(cmp.Compare(a.SKU, b.SKU), cmp.Compare(a.Location, b.Location))
+	})
 }

@@ -192,6 +192,28 @@ func upsertSKUs(tx *gorm.DB, rows []SKURow) (int, error) {
 	return pgtx.Exec(tx, upsertSKUsSQL, skus, safety, settings, versions)
 }
 
+// A location's safety stock of a SKU is only ever replaced by one set at a newer SKU
+// version.
+const upsertLocationSafetySQL = `INSERT INTO sku_location_safety (sku, location, safety_stock, version, updated_at)
+SELECT u.sku, u.location, u.safety_stock, u.version, now()
+FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS u (sku, location, safety_stock, version)
+ON CONFLICT (sku, location) DO UPDATE SET safety_stock = excluded.safety_stock, version = excluded.version,
+	updated_at = excluded.updated_at
+WHERE sku_location_safety.version < excluded.version`
+
+// upsertLocationSafety writes locations' safety stocks where their version is newer.
+func upsertLocationSafety(tx *gorm.DB, rows []LocationSafetyRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	skus, locs, safety, versions := col[string](rows), col[string](rows), col[int64](rows), col[int64](rows)
+	for i, r := range rows {
+		skus[i], locs[i], safety[i], versions[i] = r.SKU, r.Location, r.SafetyStock, r.Version
+	}
+	_, err := pgtx.Exec(tx, upsertLocationSafetySQL, skus, locs, safety, versions)
+	return err
+}
+
 // upsertLots writes lot rows where their version is newer and returns how many it wrote.
 func upsertLots(tx *gorm.DB, rows []LotRow) (int, error) {
 	if len(rows) == 0 {
