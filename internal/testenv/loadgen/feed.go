@@ -350,6 +350,12 @@ func (f *feed) draw(w *Workload) {
 		f.emit(w, event.InventoryLotRegistered, event.LotRegisteredData{SKU: b.name, LotID: l.id, Kind: l.kind,
 			BestBefore: l.bestBefore, ValidFrom: from, ValidTo: to, Sellable: l.sellable, Location: f.s.locationAt(b.delivery)})
 	case "safety":
+		if len(f.s.Locations) > 0 && f.rng.Float64() < 0.4 {
+			// A location's own safety stock (0 removes it): units it keeps off the web shop.
+			loc := f.s.Locations[f.rng.IntN(len(f.s.Locations))].ID
+			f.emit(w, event.InventorySafetyStockChanged, event.SafetyStockChangedData{SKU: b.name, SafetyStock: f.rng.Int64N(4), Location: loc})
+			return
+		}
 		ss := f.s.SafetyStock/2 + f.rng.Int64N(f.s.SafetyStock+3)
 		if ss == b.safety {
 			ss++
