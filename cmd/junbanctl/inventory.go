@@ -35,7 +35,8 @@ line and upserts them into PostgreSQL in one transaction.
 
 FILE is CSV with a header, or JSON lines (one object per line). Columns / keys:
   %v
-A row without lot_id is a SKU row (safety_stock); a row with lot_id is a lot row.
+A row without lot_id is a SKU row (safety_stock: the SKU's network-wide one, or with a
+location other than the default that location's own); a row with lot_id is a lot row.
 Defaults: good=true, valid_from=%s, valid_to=%s, buckets 0, reg_seq next free.
 Every problem is reported with its line and field; nothing is written unless all lines are valid.
 SKUs that are live (loaded into Redis under JUNBAN_KEY_PREFIX, or with operations persisted)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -22,8 +23,9 @@ import (
 )
 
 // ImportColumns are the columns of an import file (CSV header names, JSON-lines keys).
-// A row without lot_id is a SKU row and carries safety_stock; a row with lot_id is a
-// lot row and carries the lot's fields.
+// A row without lot_id is a SKU row and carries safety_stock, the SKU's network-wide one,
+// or with a location (other than the default) that location's own; a row with lot_id is
+// a lot row and carries the lot's fields.
 var ImportColumns = []string{"sku", "safety_stock", "lot_id", "kind", "good", "best_before", "reg_seq",
 	"arrives_at", "valid_from", "valid_to", "sellable", "reserved", "allocated", "hidden", "shipped", "defective", "location"}
 
@@ -63,7 +65,10 @@ type ImportSKU struct {
 	SKU string
 	// SafetyStock is set when the file has a SKU row for it.
 	SafetyStock *int64
-	Lots        []ImportLot
+	// LocationSafety are the locations' own safety stocks that the file's SKU rows naming
+	// a location (other than the default) set, 0 for none; nil when there are none.
+	LocationSafety map[string]int64
+	Lots           []ImportLot
 }
 
 // ImportLot is a lot row; RegSeq nil keeps an existing lot's registration number or
@@ -208,7 +213,7 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 	var errs ImportErrors
 	bySKU := map[string]*ImportSKU{}
 	var order []string
-	skuLine := map[string]int{}
+	skuLine := map[[2]string]int{}
 	lotLine := map[[2]string]int{}
 	regLine := map[string]map[int64]int{}
 	for i, row := range rows {
@@ -258,18 +263,7 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 		}
 		lotID := row["lot_id"]
 		if lotID == "" {
-			for _, c := range ImportColumns[3:] {
-				if row[c] != "" {
-					bad(c, "only lot rows (with a lot_id) carry lot fields")
-				}
-			}
-			if first, dup := skuLine[sku]; dup {
-				bad("sku", "SKU row for %s repeats line %d", sku, first)
-				continue
-			}
-			skuLine[sku] = n
-			ss, _ := num("safety_stock", stock.MaxQty)
-			s.SafetyStock = &ss
+			skuRow(s, row, n, skuLine, bad, num)
 			continue
 		}
 		if row["safety_stock"] != "" {
@@ -333,6 +327,45 @@ func validateRows(rows []map[string]string, lines []int) ([]ImportSKU, ImportErr
 		out = append(out, *bySKU[sku])
 	}
 	return out, errs
+}
+
+// skuRow takes the SKU row (no lot_id) row, line n, into s: the SKU's network-wide safety
+// stock, or with a location other than the default that location's own. skuLine holds the
+// line of each SKU's row per location ("" for the network-wide one), to refuse one twice.
+func skuRow(s *ImportSKU, row map[string]string, n int, skuLine map[[2]string]int,
+	bad func(field, format string, a ...any), num func(field string, max int64) (int64, bool)) {
+	for _, c := range ImportColumns[3:] {
+		if row[c] != "" && c != "location" {
+			bad(c, "only lot rows (with a lot_id) carry lot fields")
+		}
+	}
+	loc := row["location"]
+	if loc == stock.DefaultLocation {
+		loc = ""
+	}
+	if loc != "" && stock.CheckLocation(loc) != nil {
+		bad("location", "%q is not a location id (1..%d letters, digits, '.', '_' and '-')", loc, stock.MaxLocationLen)
+		return
+	}
+	key := [2]string{s.SKU, loc}
+	if first, dup := skuLine[key]; dup {
+		if loc == "" {
+			bad("sku", "SKU row for %s repeats line %d", s.SKU, first)
+		} else {
+			bad("location", "SKU row for %s at %s repeats line %d", s.SKU, loc, first)
+		}
+		return
+	}
+	skuLine[key] = n
+	ss, _ := num("safety_stock", stock.MaxQty)
+	if loc == "" {
+		s.SafetyStock = &ss
+		return
+	}
+	if s.LocationSafety == nil {
+		s.LocationSafety = map[string]int64{}
+	}
+	s.LocationSafety[loc] = ss
 }
 
 // duplicateKeys returns the keys that the JSON object text (valid, as Unmarshal found)
@@ -422,8 +455,23 @@ func Loaded(rc redis.UniversalClient, prefix string) LiveCheck {
 	}
 }
 
+// importLocationSafety upserts the locations' own safety stocks of s at its SKU's version
+// (0: an import writes only SKUs that are not live).
+func importLocationSafety(tx *gorm.DB, s ImportSKU) error {
+	for _, loc := range slices.Sorted(maps.Keys(s.LocationSafety)) {
+		err := tx.Exec(`INSERT INTO sku_location_safety (sku, location, safety_stock, version)
+			SELECT sku, ?, ?, version FROM skus WHERE sku = ?
+			ON CONFLICT (sku, location) DO UPDATE SET safety_stock = EXCLUDED.safety_stock, version = EXCLUDED.version,
+				updated_at = now()`, loc, s.LocationSafety[loc], s.SKU).Error
+		if err != nil {
+			return fmt.Errorf("%s: %w", loc, err)
+		}
+	}
+	return nil
+}
+
 // WriteImport upserts the SKUs and lots in one transaction: all or nothing. SKU rows
-// set safety_stock; SKUs with only lot rows are created with safety stock 0 if absent.
+// set safety_stock, or a location's own (sku_location_safety); SKUs with only lot rows are created with safety stock 0 if absent.
 // Lots without reg_seq keep their stored one, or get the next free one in file order.
 //
 // Live SKUs are refused (ErrLiveSKU, nothing written): those with a PostgreSQL version
@@ -478,6 +526,9 @@ func WriteImport(ctx context.Context, db *gorm.DB, skus []ImportSKU, loaded Live
 			}
 			if err != nil {
 				return fmt.Errorf("sku %s: %w", s.SKU, err)
+			}
+			if err := importLocationSafety(tx, s); err != nil {
+				return fmt.Errorf("sku %s: location safety stock: %w", s.SKU, err)
 			}
 			st.SKUs++
 			if len(s.Lots) == 0 {

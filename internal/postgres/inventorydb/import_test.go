@@ -300,7 +300,7 @@ func TestImportDefectiveColumn(t *testing.T) {
 }
 
 // The location column puts a lot at a location (empty or "default": the default one,
-// which loads as none); a SKU row may not carry it, and a bad id is its line's error.
+// which loads as none); a bad id is its line's error, on a lot row as on a SKU row.
 // The lots load into Redis where the file put them.
 func TestImportLocationColumn(t *testing.T) {
 	db := testenv.Postgres(t)
@@ -333,10 +333,95 @@ func TestImportLocationColumn(t *testing.T) {
 		t.Fatalf("A in Redis: %+v %v", a, err)
 	}
 
-	_, err = ParseImport(strings.NewReader("sku,safety_stock,lot_id,kind,sellable,location\nA,1,,,,wh-2\nA,,L1,onhand,1,wh 2\n"))
+	_, err = ParseImport(strings.NewReader("sku,safety_stock,lot_id,kind,sellable,location\nA,1,,,,wh 2\nA,,L1,onhand,1,wh 2\n"))
 	var ie ImportErrors
 	if !errors.As(err, &ie) || len(ie) != 2 || ie[0].Field != "location" || ie[0].Line != 2 ||
 		ie[1].Field != "location" || ie[1].Line != 3 {
 		t.Fatalf("bad location cells: %v", err)
+	}
+}
+
+// A SKU row naming a location other than the default sets that location's own safety
+// stock (a row of sku_location_safety at the SKU's version); the SKU's plain row, or one
+// at "default", sets the network-wide one. Both load into Redis: the store keeps its
+// units from a ship allocation. (Failed before SKU rows took the location column: "only
+// lot rows (with a lot_id) carry lot fields" on lines 3, 4 and 7; and with the rows parsed
+// but not written: A loaded without per-location safety stocks.)
+func TestImportLocationSafetyStock(t *testing.T) {
+	db := testenv.Postgres(t)
+	file := "sku,safety_stock,lot_id,kind,sellable,location\n" +
+		"A,1,,,,\nA,2,,,,store-1\nA,0,,,,store-2\nA,,S,onhand,3,store-1\nA,,D,onhand,5,\n" +
+		"B,4,,,,default\nB,,L,onhand,5,\n"
+	skus, err := ParseImport(strings.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteImport(ctx, db, skus, nil); err != nil {
+		t.Fatal(err)
+	}
+	// JSON lines the same way, over the CSV's rows: store-2 gets one, store-1's changes.
+	jsonl := `{"sku":"A","safety_stock":3,"location":"store-2"}` + "\n" + `{"sku":"A","safety_stock":2,"location":"store-1"}` + "\n"
+	if skus, err = ParseImport(strings.NewReader(jsonl)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteImport(ctx, db, skus, nil); err != nil {
+		t.Fatal(err)
+	}
+	a, err := PGLoader{DB: db}.LoadSKU(ctx, "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.SafetyStock != 1 || !reflect.DeepEqual(a.LocationSafety, map[string]int64{"store-1": 2, "store-2": 3}) {
+		t.Fatalf("A loads with safety stock %d, per location %v", a.SafetyStock, a.LocationSafety)
+	}
+	b, err := PGLoader{DB: db}.LoadSKU(ctx, "B")
+	if err != nil || b.SafetyStock != 4 || b.LocationSafety != nil {
+		t.Fatalf("B: %+v %v", b, err)
+	}
+	var versions []int64
+	if err := db.Raw(`SELECT version FROM sku_location_safety WHERE sku = 'A'`).Scan(&versions).Error; err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(versions, []int64{0, 0}) {
+		t.Fatalf("row versions %v, want the SKU's (0)", versions)
+	}
+	rc, prefix := testenv.Redis(t)
+	l, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: PGLoader{DB: db}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := l.Apply(ctx, alloc("a", "A", 2, "2026-12-01", stock.ModeShip))
+	if err != nil || len(res.Moves) != 2 || res.Moves[0].LotID != "S" || res.Moves[0].Qty != 1 {
+		t.Fatalf("ship 2 with store-1 keeping 2 of its 3: %+v %v", res.Moves, err)
+	}
+	if got, err := l.Snapshot(ctx, "A"); err != nil || !reflect.DeepEqual(got.LocationSafety, a.LocationSafety) {
+		t.Fatalf("A in Redis: %+v %v", got, err)
+	}
+}
+
+// A malformed location on a SKU row is its line's error, as on a lot row, and a SKU's row
+// at one location twice is an error as its plain row twice is.
+func TestImportLocationSafetyStockErrors(t *testing.T) {
+	file := "sku,safety_stock,lot_id,location\nA,1,,\nA,2,,store-1\nA,3,,store 1\nA,4,,store-1\nA,5,,default\n"
+	_, err := ParseImport(strings.NewReader(file))
+	var ie ImportErrors
+	if !errors.As(err, &ie) {
+		t.Fatalf("error %v", err)
+	}
+	want := []string{
+		`line 4: location: "store 1" is not a location id (1..64 letters, digits, '.', '_' and '-')`,
+		"line 5: location: SKU row for A at store-1 repeats line 3",
+		"line 6: sku: SKU row for A repeats line 2",
+	}
+	var got []string
+	for _, e := range ie {
+		got = append(got, e.Error())
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("errors\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	_, err = ParseImport(strings.NewReader(`{"sku":"A","safety_stock":1,"location":"a/b"}` + "\n"))
+	if !errors.As(err, &ie) || len(ie) != 1 || ie[0].Field != "location" || ie[0].Line != 1 {
+		t.Fatalf("JSON line with a bad location: %v", err)
 	}
 }

@@ -82,7 +82,8 @@ type Drift struct {
 	// the differing lots, "lot L00 behind (postgres row v4): sellable redis=3 postgres=5".
 	Details []string
 	// Locations are, for a SKU, the locations of the lots that differ (Redis's, else
-	// PostgreSQL's), by id; none when only the SKU's row differs.
+	// PostgreSQL's) and those whose own safety stocks differ, by id; none when only the
+	// SKU's row differs.
 	Locations []string
 	// Repaired is true when the repair rewrote PostgreSQL and it then matched Redis.
 	Repaired bool
@@ -162,7 +163,8 @@ func (r ReconcileReport) Remaining() int {
 const RepairedOrder = "junbanctl-reconcile"
 
 // Reconcile compares every SKU (safety stock and the version it was set at, version,
-// every lot's fields, buckets and row version) and every order (state, lines and seq) in
+// every lot's fields, buckets and row version, every transfer, every location's own
+// safety stock and its row version) and every order (state, lines and seq) in
 // Redis with PostgreSQL and, with Repair, rewrites PostgreSQL from Redis where Redis is
 // newer. Entities only in PostgreSQL are not drift: Redis loads SKUs lazily.
 func Reconcile(ctx context.Context, cfg ReconcileConfig) (ReconcileReport, error) {
@@ -294,7 +296,7 @@ func compareSKU(ctx context.Context, cfg ReconcileConfig, sku string) (*Drift, b
 		// The version guard writes only rows PostgreSQL holds at an older version than
 		// Redis's (in-step lots too, which change only in version), never one at Redis's
 		// version or a newer one the persist-worker wrote meanwhile.
-		if _, err := WriteSKUs(ctx, cfg.DB, []stock.SKU{r}); err != nil {
+		if _, err := WriteSKUs(ctx, cfg.DB, []stock.SKU{clearingSafety(r, p)}); err != nil {
 			return nil, true, fmt.Errorf("persist: reconcile: repair sku %s: %w", sku, err)
 		}
 		p, now, ok, err := readSKU(ctx, cfg, sku)
@@ -308,6 +310,25 @@ func compareSKU(ctx context.Context, cfg ReconcileConfig, sku string) (*Drift, b
 		d.Repaired = d.Left == nil
 	}
 	return d, true, nil
+}
+
+// clearingSafety is r with a 0 safety stock at each location PostgreSQL holds one for and
+// Redis does not, so that a repair writing it sets those rows to none.
+func clearingSafety(r stock.SKU, p *pgSKU) stock.SKU {
+	if p == nil {
+		return r
+	}
+	ls := maps.Clone(r.LocationSafety)
+	for _, row := range p.LocationSafety {
+		if _, ok := ls[row.Location]; !ok && row.SafetyStock != 0 {
+			if ls == nil {
+				ls = map[string]int64{}
+			}
+			ls[row.Location] = 0
+		}
+	}
+	r.LocationSafety = ls
+	return r
 }
 
 // readSKU reads PostgreSQL's copy of a SKU (nil when it has none), then Redis's; ok is
@@ -335,6 +356,15 @@ type pgSKU struct {
 	SettingsVersion int64
 	Lots            []pgLot
 	Transfers       []pgTransfer
+	// LocationSafety are the SKU's rows of sku_location_safety, 0 ones too.
+	LocationSafety []pgLocationSafety
+}
+
+// pgLocationSafety is a location's own safety stock of a SKU (0: none), with the SKU
+// version it was written at.
+type pgLocationSafety struct {
+	Location             string
+	SafetyStock, Version int64
 }
 
 type pgTransfer struct {
@@ -357,6 +387,10 @@ const (
   FROM lots WHERE sku = ? ORDER BY reg_seq, lot_id`
 	reconcileQueryTransfers = `SELECT transfer_id, state, from_location, to_location, lots::text AS lots, version
   FROM transfers WHERE sku = ? ORDER BY transfer_id COLLATE "C"`
+	// reconcileQueryLocationSafety is inventorydb.LoadQueryLocationSafety with the 0 rows
+	// and each row's version.
+	reconcileQueryLocationSafety = `SELECT location, safety_stock, version
+  FROM sku_location_safety WHERE sku = ? ORDER BY location`
 )
 
 // loadPGSKU reads a SKU's rows in one repeatable-read transaction, so the skus row and
@@ -373,6 +407,9 @@ func loadPGSKU(ctx context.Context, db *gorm.DB, sku string) (*pgSKU, error) {
 		}
 		p = &pgSKU{SafetyStock: head[0].SafetyStock, SettingsVersion: head[0].SettingsVersion, Version: head[0].Version}
 		if err := tx.Raw(reconcileQueryLots, sku).Scan(&p.Lots).Error; err != nil {
+			return err
+		}
+		if err := tx.Raw(reconcileQueryLocationSafety, sku).Scan(&p.LocationSafety).Error; err != nil {
 			return err
 		}
 		var err error
@@ -443,6 +480,47 @@ func transferDrifts(v int64, rs []stock.Transfer, ps []pgTransfer, worse func(Dr
 		out = append(out, fmt.Sprintf("transfer %s %s (postgres row v%d): not in redis", id, k, pt[id].Version))
 	}
 	return out
+}
+
+// locationSafetyDrifts compares Redis's locations' safety stocks of a SKU at version v
+// with PostgreSQL's rows (a missing row or a 0 one is none), each row judged by its own
+// version as a lot row is, and calls worse with each difference's kind; it returns the
+// differing locations and the differences, "location_safety store-1 behind (postgres row
+// v4): redis=2 postgres=0".
+func locationSafetyDrifts(v int64, rs map[string]int64, ps []pgLocationSafety, worse func(DriftKind)) ([]string, []string) {
+	pl := make(map[string]pgLocationSafety, len(ps))
+	all := slices.Collect(maps.Keys(rs))
+	for _, r := range ps {
+		pl[r.Location] = r
+		all = append(all, r.Location)
+	}
+	slices.Sort(all)
+	var locs, out []string
+	// A location Redis does not hold has none (rs[loc] is 0): the ledger keeps no 0.
+	for _, loc := range slices.Compact(all) {
+		r, ok := pl[loc]
+		var k DriftKind
+		switch {
+		case !ok:
+			worse(Behind)
+			locs = append(locs, loc)
+			out = append(out, fmt.Sprintf("location_safety %s behind: not in postgres", loc))
+			continue
+		case r.Version > v:
+			k = Ahead
+		case rs[loc] == r.SafetyStock:
+			continue
+		case r.Version < v:
+			k = Behind
+		default:
+			k = Diverged
+		}
+		worse(k)
+		locs = append(locs, loc)
+		out = append(out, fmt.Sprintf("location_safety %s %s (postgres row v%d): redis=%d postgres=%d", loc, k, r.Version,
+			rs[loc], r.SafetyStock))
+	}
+	return locs, out
 }
 
 // transferText is a transfer on one line: "state from->to source:transit:qty ...".
@@ -544,6 +622,11 @@ func skuDrift(r stock.SKU, p *pgSKU) *Drift {
 		d.at(pl[id].Lot)
 	}
 	d.Details = append(d.Details, transferDrifts(r.Version, r.Transfers, p.Transfers, worse)...)
+	locs, details := locationSafetyDrifts(r.Version, r.LocationSafety, p.LocationSafety, worse)
+	for _, loc := range locs {
+		d.atLocation(loc)
+	}
+	d.Details = append(d.Details, details...)
 	if kind == "" {
 		return nil
 	}
@@ -552,15 +635,17 @@ func skuDrift(r stock.SKU, p *pgSKU) *Drift {
 }
 
 // at adds the location of lot l, which differs, to d's.
-func (d *Drift) at(l stock.Lot) {
-	loc := stock.LocationOf(l)
+func (d *Drift) at(l stock.Lot) { d.atLocation(stock.LocationOf(l)) }
+
+// atLocation adds location loc to d's.
+func (d *Drift) atLocation(loc string) {
 	if i, found := slices.BinarySearch(d.Locations, loc); !found {
 		d.Locations = slices.Insert(d.Locations, i, loc)
 	}
 }
 
 // ByLocation counts the SKUs whose drift (a repair did not fix) involves a lot at each
-// location.
+// location, or the location's own safety stock.
 func (r ReconcileReport) ByLocation() map[string]int {
 	out := map[string]int{}
 	for _, d := range r.Drifts {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -592,5 +593,81 @@ func TestReconcileComparesTransfers(t *testing.T) {
 	}
 	if !slices.Equal(states, []string{stock.TransferReceived, stock.TransferInTransit}) {
 		t.Fatalf("transfer rows after the repair %q", states)
+	}
+}
+
+// Reconcile compares each location's own safety stock of a SKU in Redis with
+// sku_location_safety, each row by its own version: a row Redis's SKU does not hold
+// (behind: a later result that removed it is not persisted) and one PostgreSQL lacks are
+// behind, repaired to Redis's values (the first to 0); a row at Redis's version with
+// another value is diverged and left alone.
+func TestReconcileComparesLocationSafety(t *testing.T) {
+	ctx := context.Background()
+	db, led, catalog := loadedCatalog(t, 2, 2)
+	var snaps []stock.SKU
+	for _, s := range catalog {
+		if _, err := led.Apply(ctx, stock.SafetyStockRequest{OpID: "ss-" + s.SKU, SKU: s.SKU, SafetyStock: 2, Location: "store-1"}); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := led.Snapshot(ctx, s.SKU)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps = append(snaps, snap)
+	}
+	if _, err := persist.WriteSKUs(ctx, db, snaps); err != nil {
+		t.Fatal(err)
+	}
+	if rep := reconcile(t, persist.ReconcileConfig{DB: db, SKUs: led}); len(rep.Drifts) != 0 {
+		t.Fatalf("in step: drifts %q", drifts(rep))
+	}
+	behind, diverged := snaps[0], snaps[1]
+	plant := func(q string, args ...any) {
+		t.Helper()
+		if err := db.Exec(q, args...).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	plant(`DELETE FROM sku_location_safety WHERE sku = ?`, behind.SKU)
+	plant(`INSERT INTO sku_location_safety (sku, location, safety_stock, version) VALUES (?, 'store-2', 3, ?)`, behind.SKU, behind.Version-1)
+	plant(`UPDATE sku_location_safety SET safety_stock = 4 WHERE sku = ?`, diverged.SKU)
+
+	rep := reconcile(t, persist.ReconcileConfig{DB: db, SKUs: led})
+	want := []string{"sku " + behind.SKU + " behind", "sku " + diverged.SKU + " diverged"}
+	if got := drifts(rep); !slices.Equal(got, want) {
+		t.Fatalf("drifts = %q, want %q", got, want)
+	}
+	wantDetails := [][]string{
+		{"location_safety store-1 behind: not in postgres",
+			fmt.Sprintf("location_safety store-2 behind (postgres row v%d): redis=0 postgres=3", behind.Version-1)},
+		{fmt.Sprintf("location_safety store-1 diverged (postgres row v%d): redis=2 postgres=4", diverged.Version)},
+	}
+	for i, d := range rep.Drifts {
+		if !slices.Equal(d.Details, wantDetails[i]) {
+			t.Fatalf("%s details %q, want %q", d.Key, d.Details, wantDetails[i])
+		}
+	}
+	if got := rep.ByLocation(); !reflect.DeepEqual(got, map[string]int{"store-1": 2, "store-2": 1}) {
+		t.Fatalf("by location %v", got)
+	}
+
+	rep = reconcile(t, persist.ReconcileConfig{DB: db, SKUs: led, Repair: true})
+	want = []string{"sku " + behind.SKU + " behind repaired", "sku " + diverged.SKU + " diverged"}
+	if got := drifts(rep); !slices.Equal(got, want) {
+		t.Fatalf("after repair: drifts = %q, want %q", got, want)
+	}
+	var rows []string
+	err := db.Raw(`SELECT sku || ' ' || location || ' ' || safety_stock || ' v' || version FROM sku_location_safety ORDER BY sku, location`).
+		Scan(&rows).Error
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows := []string{
+		fmt.Sprintf("%s store-1 2 v%d", behind.SKU, behind.Version),
+		fmt.Sprintf("%s store-2 0 v%d", behind.SKU, behind.Version),
+		fmt.Sprintf("%s store-1 4 v%d", diverged.SKU, diverged.Version),
+	}
+	if !slices.Equal(rows, wantRows) {
+		t.Fatalf("rows after the repair %q, want %q", rows, wantRows)
 	}
 }
