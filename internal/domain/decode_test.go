@@ -257,6 +257,8 @@ func FuzzDecode(f *testing.F) {
 		`{"event_id":"e1","type":"inventory.transfer_received","data":{"sku":"S","transfer_id":"T","qty":2}}`,
 		`{"event_id":"e1","type":"inventory.transfer_received","data":{"sku":"S","transfer_id":"T","qty":-1,"lot_id":"L"}}`,
 		`{"event_id":"e1","type":"inventory.transfer_cancelled","data":{"sku":"S","transfer_id":"T"}}`,
+		`{"event_id":"e1","type":"inventory.safety_stock_changed","data":{"sku":"S","safety_stock":2,"location":"store-1"}}`,
+		`{"event_id":"e1","type":"inventory.safety_stock_changed","data":{"sku":"S","safety_stock":-1,"location":"a~b"}}`,
 		`{"event_id":"e1","type":"inventory.held","data":{"sku":"S","transfer_id":"T","lot_id":"L","qty":1,"reason":"r","location":"wh-2"}}`,
 		`{"event_id":"e1","type":"inventory.adjusted","data":{"sku":"S","transfer_id":"T~1","lot_id":"L","delta":-1,"reason":"count"}}`,
 		`{"event_id":"e1","type":"inventory.lot_recalled","data":{"sku":"S","transfer_id":"","lot_id":"L","reason":"r"}}`,
