@@ -340,6 +340,15 @@ func (e *env) load(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	e.saveMetrics(ctx, procs, o)
+	// A backend reports its row counts to pg_stat_database at most once a second, and
+	// may hold them for ten (PostgreSQL's PGSTAT_IDLE_INTERVAL); on exit it reports
+	// them all. The fleet's backends end with the fleet (once its profiles are in), and
+	// the rows are read after.
+	profiled()
+	stop()
+	if after.pg, err = settledPGStats(ctx, e.db); err != nil {
+		return nil, err
+	}
 	if s.Missing > 0 {
 		return nil, fmt.Errorf("bench cost: %d events never reached PostgreSQL (logs in %s)", s.Missing, e.logDir)
 	}

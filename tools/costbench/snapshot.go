@@ -8,9 +8,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/procfs"
 	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
 
 	"github.com/junban/junban/internal/testenv/fleet"
 )
@@ -114,10 +116,8 @@ func take(ctx context.Context, procs []*fleet.Proc, e *env) (*snapshot, error) {
 	if s.redisCPU, s.redisCalls, err = redisCounters(ctx, rc); err != nil {
 		return nil, err
 	}
-	if err := db.WithContext(ctx).Raw(`SELECT tup_inserted, tup_updated, tup_deleted
-		FROM pg_stat_database WHERE datname = current_database()`).Row().Scan(
-		&s.pg.TupInserted, &s.pg.TupUpdated, &s.pg.TupDeleted); err != nil {
-		return nil, fmt.Errorf("costbench: pg_stat_database: %w", err)
+	if s.pg, err = readPGStats(ctx, db); err != nil {
+		return nil, err
 	}
 	if s.pgCPU, s.pgLocal, err = pgServerCPU(ctx, db); err != nil {
 		return nil, err
@@ -247,4 +247,42 @@ func cutLast(s, sep string) (before, after string, ok bool) {
 		return s, "", false
 	}
 	return s[:i], s[i+len(sep):], true
+}
+
+// readPGStats is pg_stat_database's row counters of the fleet's database.
+func readPGStats(ctx context.Context, db *gorm.DB) (s pgStats, err error) {
+	if err := db.WithContext(ctx).Raw(`SELECT tup_inserted, tup_updated, tup_deleted
+		FROM pg_stat_database WHERE datname = current_database()`).Row().Scan(
+		&s.TupInserted, &s.TupUpdated, &s.TupDeleted); err != nil {
+		return s, fmt.Errorf("costbench: pg_stat_database: %w", err)
+	}
+	return s, nil
+}
+
+// settledPGStats reads the row counters once they have stopped moving: five readings
+// 100 ms apart alike, or the last reading after 15 s. Call it once the writers are gone,
+// when their backends have reported what they held back.
+func settledPGStats(ctx context.Context, db *gorm.DB) (pgStats, error) {
+	last, err := readPGStats(ctx, db)
+	if err != nil {
+		return last, err
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for same := 0; same < 5 && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		s, err := readPGStats(ctx, db)
+		if err != nil {
+			return last, err
+		}
+		if s == last {
+			same++
+		} else {
+			same, last = 0, s
+		}
+	}
+	return last, nil
 }
