@@ -67,6 +67,12 @@ func (l *Ledger) Apply(ctx context.Context, op stock.Op) (stock.Result, error) {
 		return l.applyTransferReceive(ctx, r, fence)
 	case stock.TransferCancelRequest:
 		return l.applyTransferCancel(ctx, r, fence)
+	case stock.BackorderRequest:
+		return l.applyBackorder(ctx, r, fence)
+	case stock.DequeueRequest:
+		return l.applyDequeue(ctx, r, fence)
+	case stock.FillRequest:
+		return l.applyFill(ctx, r, fence)
 	}
 	return stock.Result{}, fmt.Errorf("ledger: %T: %w", op, errNoRedisRun)
 }
@@ -385,4 +391,25 @@ func (l *Ledger) Transfer(ctx context.Context, sku, id string) (stock.Transfer, 
 	}
 	t, err := stock.DecodeTransfer(id, rec)
 	return t, err == nil, err
+}
+
+func (l *Ledger) applyBackorder(ctx context.Context, r stock.BackorderRequest, fence string) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.run(ctx, "walloc", r.Fingerprint()+fence, r.OpID, r.LegacyOpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode), r.Holder, r.Line, r.Class)
+}
+
+func (l *Ledger) applyDequeue(ctx context.Context, r stock.DequeueRequest, fence string) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.run(ctx, "dequeue", r.Fingerprint()+fence, r.OpID, r.LegacyOpID, r.SKU, r.Holder, r.Line, r.Qty)
+}
+
+func (l *Ledger) applyFill(ctx context.Context, r stock.FillRequest, fence string) (stock.Result, error) {
+	if err := r.Validate(); err != nil {
+		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
+	}
+	return l.run(ctx, "fill", r.Fingerprint()+fence, r.OpID, "", r.SKU)
 }

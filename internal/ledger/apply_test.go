@@ -26,6 +26,7 @@ func TestApplyRunsEveryOp(t *testing.T) {
 		stock.HoldRequest{}, stock.ReleaseHoldRequest{}, stock.DamageRequest{}, stock.RecallRequest{},
 		stock.ReturnRequest{}, stock.RegisterSKURequest{}, stock.RegisterLotRequest{}, stock.SafetyStockRequest{},
 		stock.TransferRequest{}, stock.TransferReceiveRequest{}, stock.TransferCancelRequest{},
+		stock.BackorderRequest{}, stock.DequeueRequest{}, stock.FillRequest{},
 		stock.Fenced{},
 	}
 	var listed []string

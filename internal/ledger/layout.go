@@ -254,6 +254,10 @@ func decodeHash(sku string, h map[string]string) (stock.SKU, error) {
 //	k \t lcid \t qty                       Recall: one per holder listed
 //	t \t id \t state \t from \t to [\t source \t transit \t qty]...
 //	                                       a transfer's operations: the transfer
+//	q \t queued \t position \t dequeued   Backorder (when it queued), Dequeue
+//	f \t holder \t line \t qty [\t lot \t qty]...
+//	                                       one per waiting line the fill served
+//	F                                      the fill stopped at MaxResultFills
 func decodeResult(opID, sku, text string) (stock.Result, error) {
 	r := stock.Result{OpID: opID, SKU: sku, Moves: []stock.Move{}, Lots: []stock.Lot{}}
 	bad := func(line string) (stock.Result, error) {
@@ -302,14 +306,27 @@ func decodeResult(opID, sku, text string) (stock.Result, error) {
 			if err != nil || len(r.Lots) == 0 {
 				return bad(line)
 			}
-			// A recall touches its one lot; the lot line comes before the holders.
-			r.Holders = append(r.Holders, stock.Holder{LCID: lcid, LotID: r.Lots[len(r.Lots)-1].LotID, Qty: q})
+			// A recall touches its lot first (a fill after it may touch others); the lot
+			// lines come before the holders.
+			r.Holders = append(r.Holders, stock.Holder{LCID: lcid, LotID: r.Lots[0].LotID, Qty: q})
 		case "t":
 			t, err := decodeTransferLine(f)
 			if err != nil {
 				return bad(line)
 			}
 			r.Transfer = &t
+		case "q":
+			if r.Queued, r.Position, r.Dequeued, err = decodeQueueLine(f); err != nil {
+				return bad(line)
+			}
+		case "f":
+			fill, err := decodeFillLine(f)
+			if err != nil {
+				return bad(line)
+			}
+			r.Fills = append(r.Fills, fill)
+		case "F":
+			r.FillsMore = true
 		default:
 			return bad(line)
 		}
@@ -382,4 +399,63 @@ func decodeBuckets(l *stock.Lot, s string) error {
 		return fmt.Errorf("ledger: bad buckets %q", all)
 	}
 	return nil
+}
+
+// decodeQueueLine parses "queued \t position \t dequeued".
+func decodeQueueLine(f string) (queued, position, dequeued int64, err error) {
+	fs := strings.Split(f, "\t")
+	if len(fs) != 3 {
+		return 0, 0, 0, errors.New("bad queue line")
+	}
+	var n [3]int64
+	for i, v := range fs {
+		if n[i], err = strconv.ParseInt(v, 10, 64); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	return n[0], n[1], n[2], nil
+}
+
+// decodeFillLine parses "holder \t line \t qty", then "\t lot \t qty" per lot.
+func decodeFillLine(f string) (stock.Fill, error) {
+	fs := strings.Split(f, "\t")
+	if len(fs) < 5 || (len(fs)-3)%2 != 0 {
+		return stock.Fill{}, errors.New("bad fill line")
+	}
+	q, err := strconv.ParseInt(fs[2], 10, 64)
+	if err != nil {
+		return stock.Fill{}, err
+	}
+	fill := stock.Fill{Holder: fs[0], Line: fs[1], Qty: q}
+	for i := 3; i < len(fs); i += 2 {
+		n, err := strconv.ParseInt(fs[i+1], 10, 64)
+		if err != nil {
+			return stock.Fill{}, err
+		}
+		fill.Lots = append(fill.Lots, stock.LotQty{LotID: fs[i], Qty: n})
+	}
+	return fill, nil
+}
+
+// decodeQueueEntry parses a queue entry: its member "holder \t line" and its fields
+// "want \t mode \t date \t class \t seq".
+func decodeQueueEntry(member, fields string) (stock.QueueEntry, error) {
+	holder, line, ok := strings.Cut(member, "\t")
+	fs := strings.Split(fields, "\t")
+	if !ok || len(fs) != 5 {
+		return stock.QueueEntry{}, fmt.Errorf("bad queue entry %q: %q", member, fields)
+	}
+	e := stock.QueueEntry{Holder: holder, Line: line, Mode: stock.Mode(fs[1]), TargetDate: fs[2]}
+	var err error
+	var class int64
+	if e.Want, err = strconv.ParseInt(fs[0], 10, 64); err == nil {
+		if class, err = strconv.ParseInt(fs[3], 10, 64); err == nil {
+			e.Seq, err = strconv.ParseInt(fs[4], 10, 64)
+		}
+	}
+	e.Class = int(class)
+	if err != nil {
+		return stock.QueueEntry{}, fmt.Errorf("bad queue entry %q: %q", member, fields)
+	}
+	return e, nil
 }

@@ -379,3 +379,28 @@ func (l *Ledger) ScanSKUs(ctx context.Context, fn func(sku string) error) error 
 		return fn(strings.TrimSuffix(strings.TrimPrefix(k, head), "}"))
 	})
 }
+
+// Queue returns sku's waiting lines in serving order (docs/ledger.md, "Waiting
+// demand"): the sorted set <key>:q and each entry's fields in <key>:qe.
+func (l *Ledger) Queue(ctx context.Context, sku string) ([]stock.QueueEntry, error) {
+	if err := stock.CheckSKU(sku); err != nil {
+		return nil, err
+	}
+	k := Key(l.prefix, sku)
+	members, err := l.rc.ZRange(ctx, k+":q", 0, -1).Result()
+	if err != nil || len(members) == 0 {
+		return nil, err
+	}
+	vals, err := l.rc.HMGet(ctx, k+":qe", members...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("ledger: queue sku=%s: %w", sku, err)
+	}
+	out := make([]stock.QueueEntry, len(members))
+	for i, m := range members {
+		v, _ := vals[i].(string)
+		if out[i], err = decodeQueueEntry(m, v); err != nil {
+			return nil, fmt.Errorf("ledger: queue sku=%s: %w", sku, err)
+		}
+	}
+	return out, nil
+}

@@ -163,7 +163,10 @@ end
 
 local function reindex() return redis.error_reply('ERR_REINDEX 0 ') end
 
-local head = redis.call('HMGET', key, 'v', 'ss', 'on', 'o:0', 'kl', 'sl')
+local head = redis.call('HMGET', key, 'v', 'ss', 'on', 'o:0', 'kl', 'sl', 'qw')
+-- queued is what the SKU's queue of waiting lines waits for (qw; absent: none): every
+-- allocation sees the candidates' sellable less it (docs/ledger.md, "Waiting demand").
+local queued = tonumber(head[7]) or 0
 
 if op == 'regsku' then
   if head[1] then return fail('ERR_SKU_EXISTS', '') end
@@ -186,8 +189,9 @@ local held = {r = 1, a = 1}
 
 -- State of the read lots: lot -> {m = meta, s, r, a, h, x, d = numbers}; touched lists
 -- the lots the operation changed or names, in order of first touch. holder is the order
--- whose holdings the moves change (''); heldLots lists the lots whose holdings change,
--- heldBy their net change (applied once per lot, so a change that releases and
+-- whose holdings the moves change (''; a fill sets its line's order while it moves);
+-- heldLots lists the holder/lot pairs whose holdings change, heldBy their net change by
+-- holder .. '\n' .. lot (applied once per pair, so a change that releases and
 -- allocates in one lot clamps as the model does). A lot's k is its key for the meta m0
 -- once known (false: none stored), knew the key Go passed for a new meta m.
 -- writes are fields an operation writes besides the lots' (commit writes them).
@@ -261,11 +265,12 @@ local function move(lot, from, to, qty)
     local dh = ((held[to] or 0) - (held[from] or 0)) * qty
     if dh ~= 0 then
       if not heldLots then heldLots, heldBy = {}, {} end
-      if not heldBy[lot] then
-        heldLots[#heldLots + 1] = lot
-        heldBy[lot] = 0
+      local hl = holder .. '\n' .. lot
+      if not heldBy[hl] then
+        heldLots[#heldLots + 1] = {holder, lot}
+        heldBy[hl] = 0
       end
-      heldBy[lot] = heldBy[lot] + dh
+      heldBy[hl] = heldBy[hl] + dh
     end
   end
 end
@@ -407,7 +412,14 @@ local function indexLot(lot)
 end
 
 -- commit writes the touched lots, bumps the version, remembers and returns the result.
+-- Every operation but an allocation, a backorder and a dequeue fills the queue first
+-- (fillQueue, defined below); the queue's writes (qwrite) wait until nothing can fail.
+local fillQueue, qwrite, qtext = nil, {}, {}
+local noFill = {alloc = true, walloc = true, dequeue = true}
 local function commit(extra)
+  if queued > 0 and not noFill[op] then
+    if not fillQueue() then return reindex() end
+  end
   local v = fmt(tonumber(head[1]) + 1)
   local w = {'v', v}
   local out = {v}
@@ -433,7 +445,9 @@ local function commit(extra)
     end
   end
   if extra then out[#out + 1] = extra end
+  for _, t in ipairs(qtext) do out[#out + 1] = t end
   for _, f in ipairs(writes) do w[#w + 1] = f end
+  for _, q in ipairs(qwrite) do q() end
   if ch then
     for i = 1, #ch do
       if dirty[i] or (shiftFrom and i >= shiftFrom) then
@@ -453,18 +467,35 @@ local function commit(extra)
     redis.call('HSET', key, unpack(w, i, math.min(i + 999, #w)))
   end
   if heldLots then
-    for _, lot in ipairs(heldLots) do
-      local d = heldBy[lot]
+    for _, hl in ipairs(heldLots) do
+      local who, lot = hl[1], hl[2]
+      local d = heldBy[who .. '\n' .. lot]
       if d ~= 0 then
         local hk = key .. ':h:' .. lot
         -- A release of more than the holder holds (junban never sends one) clamps at 0.
-        if redis.call('HINCRBY', hk, holder, d) <= 0 then redis.call('HDEL', hk, holder) end
+        if redis.call('HINCRBY', hk, who, d) <= 0 then redis.call('HDEL', hk, who) end
       end
     end
   end
   local text = table.concat(out, '\n')
   remember(text)
   return {0, text}
+end
+
+-- queuedRefusal is refusal (candidates.lua) over what the queue's demand leaves of the
+-- candidates' sum; queuedCapRefusal capRefusal so. Their details end with the demand.
+local function queuedRefusal(qty, need, sum, ss)
+  if queued == 0 then return refusal(qty, need, sum, ss) end
+  local code, detail = refusal(qty, need, math.max(0, sum - queued), ss)
+  if code then detail = detail .. ' queued=' .. fmt(queued) end
+  return code, detail
+end
+
+local function queuedCapRefusal(qty, sum, total)
+  if queued == 0 then return capRefusal(qty, sum, total) end
+  local code, detail = capRefusal(qty, math.max(0, sum - queued), math.max(0, total - queued))
+  if code then detail = detail .. ' queued=' .. fmt(queued) end
+  return code, detail
 end
 
 -- routeArgs reads a route's arguments from ARGV[at]: the no-split flag, n, then n
@@ -576,13 +607,13 @@ local function routedCandidates(date, pos, noSplit, qty, need, ss, plan, chunks,
         end
       end
     end
-    return early and sum >= need and atTop >= qty and topCovers(el, qty, lss)
+    return early and sum >= need + queued and atTop >= qty and topCovers(el, qty, lss)
   end
   local chunk0 = 1024
   if early then chunk0 = 4 end
   walkCandidates(key, head, date, math.huge, nil, chunk0, true, chunks, known, classify)
   table.sort(el, function(a, b) return a.k < b.k end)
-  local code, detail = refusal(qty, need, sum, ss)
+  local code, detail = queuedRefusal(qty, need, sum, ss)
   if code then return nil, code, detail end
   local caps
   if lss then
@@ -590,7 +621,7 @@ local function routedCandidates(date, pos, noSplit, qty, need, ss, plan, chunks,
     for i, e in ipairs(el) do ls[i], ss2[i] = e.loc, e.s end
     local total
     caps, total = capsOf(ls, ss2, lss)
-    code, detail = capRefusal(qty, sum, total)
+    code, detail = queuedCapRefusal(qty, sum, total)
     if code then return nil, code, detail end
   end
   if plan then
@@ -620,6 +651,171 @@ local function allocateFrom(c2, s2, l2, caps, qty, to)
   for i, lot in ipairs(lots) do move(lot, 's', to, take[i]) end
 end
 
+-- Waiting demand (docs/ledger.md, "Waiting demand"). The queue is the sorted set <key>:q
+-- of "holder \t line", scored by class (higher first) and the SKU's sequence qn, and the
+-- hash <key>:qe of each entry's "want \t mode \t date \t class \t seq"; qw in the SKU
+-- hash is the sum of the wants. The queue's writes wait in qwrite for commit.
+local qkey, qekey = key .. ':q', key .. ':qe'
+local MAX_CLASS, MAX_FILLS = 9, 100
+
+local function qscore(class, seq) return string.format('%d', (MAX_CLASS - class) * 1e13 + seq) end
+
+local function bucketOf(mode)
+  if mode == 'ship' then return 'a' end
+  return 'r'
+end
+
+-- takeable returns what an allocation of mode on date could take now before the
+-- queue's demand (the candidates' sellable, less the safety stock for ship; may be
+-- negative), the candidates and their sellable, and for ship with locations' safety
+-- stocks their locations, caps and the caps' sum (nil otherwise). The walk reads the
+-- index as the operation left it: its touched lots are indexed first.
+local function takeable(date, mode)
+  for _, lot in ipairs(touched) do
+    if not indexLot(lot) then return nil end
+  end
+  local cand, sell, sum = walkCandidates(key, head, date, math.huge, nil, 1024, false, ch, st)
+  local avail = sum
+  if mode == 'ship' then avail = avail - tonumber(head[2]) end
+  local lss = locSafety(head[6], mode)
+  if not lss or #cand == 0 then return avail, cand, sell end
+  -- A lot the operation read (or registered) has its location in st; the others' p:.
+  local locs, f, at = {}, {}, {}
+  for i = 1, #cand do
+    local l = st[candidateLot(cand, i)]
+    if l then
+      locs[i] = l.p
+      if locs[i] == '' then locs[i] = 'default' end
+    else
+      f[#f + 1] = 'p:' .. candidateLot(cand, i)
+      at[#at + 1] = i
+    end
+  end
+  for i = 1, #f, 1000 do
+    local v = redis.call('HMGET', key, unpack(f, i, math.min(i + 999, #f)))
+    for j = 1, #v do locs[at[i + j - 1]] = v[j] or 'default' end
+  end
+  local caps, total = capsOf(locs, sell, lss)
+  return avail, cand, sell, locs, caps, total
+end
+
+-- takeFor moves qty of the candidates (takeable's) into mode's bucket as who's; returns
+-- the lots and quantities taken as "lot \t qty" pairs.
+local function takeFor(who, mode, qty, cand, sell, locs, caps)
+  local lots, take = takeLots(cand, sell, qty, locs, caps)
+  fetch(lots)
+  local saved, out = holder, {}
+  holder = who
+  for i, lot in ipairs(lots) do
+    move(lot, 's', bucketOf(mode), take[i])
+    out[#out + 1] = lot .. '\t' .. fmt(take[i])
+  end
+  holder = saved
+  return table.concat(out, '\t')
+end
+
+-- setWant queues the entry mem's new want (its other fields rest), or its removal at 0.
+local function setWant(mem, want, rest)
+  if want == 0 then
+    qwrite[#qwrite + 1] = function()
+      redis.call('ZREM', qkey, mem)
+      redis.call('HDEL', qekey, mem)
+    end
+  else
+    qwrite[#qwrite + 1] = function() redis.call('HSET', qekey, mem, fmt(want) .. '\t' .. rest) end
+  end
+end
+
+-- fillQueue serves the queue from its head: each line gets what an allocation of its
+-- mode on its date could take now (the queue's demand is not held back from it), up to
+-- its want, in allocation order; a line that gets nothing is passed over. At most
+-- MAX_FILLS lines (then an F line says more may be filled). Returns false when an index
+-- edit needs a key it lacks (ERR_REINDEX).
+fillQueue = function()
+  local members = redis.call('ZRANGE', qkey, 0, -1)
+  local vals = {}
+  for i = 1, #members, 1000 do
+    local v = redis.call('HMGET', qekey, unpack(members, i, math.min(i + 999, #members)))
+    for j = 1, #v do vals[i + j - 1] = v[j] end
+  end
+  local fills = 0
+  for i, mem in ipairs(members) do
+    if fills == MAX_FILLS then
+      qtext[#qtext + 1] = 'F'
+      break
+    end
+    local want, mode, date, rest = string.match(vals[i], '^(%d+)\t([^\t]*)\t([^\t]*)\t(.*)$')
+    want = tonumber(want)
+    local avail, cand, sell, locs, caps, total = takeable(date, mode)
+    if not avail then return false end
+    if caps then avail = math.min(avail, total) end
+    local take = math.min(want, avail)
+    if take > 0 then
+      local who, line = string.match(mem, '^([^\t]*)\t(.*)$')
+      qtext[#qtext + 1] = 'f\t' .. who .. '\t' .. line .. '\t' .. fmt(take) .. '\t' .. takeFor(who, mode, take, cand, sell, locs, caps)
+      fills = fills + 1
+      queued = queued - take
+      setWant(mem, want - take, mode .. '\t' .. date .. '\t' .. rest)
+    end
+  end
+  for _, lot in ipairs(touched) do
+    if not indexLot(lot) then return false end
+  end
+  writes[#writes + 1] = 'qw'
+  writes[#writes + 1] = fmt(queued)
+  return true
+end
+
+if op == 'walloc' then
+  -- A backorder: what the candidates give now less the queue's demand, the rest queued.
+  local qty, date, mode, line, class = tonumber(ARGV[4]), ARGV[5], ARGV[6], ARGV[8], tonumber(ARGV[9])
+  holder = ARGV[7]
+  local mem = holder .. '\t' .. line
+  if redis.call('HEXISTS', qekey, mem) == 1 then
+    return fail('ERR_QUEUED', 'holder=' .. holder .. ' line=' .. line)
+  end
+  local avail, cand, sell, locs, caps, total = takeable(date, mode)
+  if not avail then return reindex() end
+  avail = avail - queued
+  if caps then avail = math.min(avail, total - queued) end
+  local take = math.max(0, math.min(qty, avail))
+  if take > 0 then takeFor(holder, mode, take, cand, sell, locs, caps) end
+  local left = qty - take
+  if left > 0 then
+    local seq = (tonumber(redis.call('HGET', key, 'qn')) or 0) + 1
+    local score = qscore(class, seq)
+    local pos = redis.call('ZCOUNT', qkey, '-inf', '(' .. score) + 1
+    queued = queued + left
+    writes[#writes + 1] = 'qn'; writes[#writes + 1] = fmt(seq)
+    writes[#writes + 1] = 'qw'; writes[#writes + 1] = fmt(queued)
+    qwrite[#qwrite + 1] = function()
+      redis.call('ZADD', qkey, score, mem)
+      redis.call('HSET', qekey, mem, fmt(left) .. '\t' .. mode .. '\t' .. date .. '\t' .. fmt(class) .. '\t' .. fmt(seq))
+    end
+    qtext[#qtext + 1] = 'q\t' .. fmt(left) .. '\t' .. fmt(pos) .. '\t0'
+  end
+  return commit()
+end
+
+if op == 'dequeue' then
+  local who, line, q = ARGV[4], ARGV[5], tonumber(ARGV[6])
+  local mem = who .. '\t' .. line
+  local v = redis.call('HGET', qekey, mem)
+  if v then
+    local want, rest = string.match(v, '^(%d+)\t(.*)$')
+    want = tonumber(want)
+    local off = want
+    if q ~= 0 then off = math.min(q, want) end
+    queued = queued - off
+    writes[#writes + 1] = 'qw'; writes[#writes + 1] = fmt(queued)
+    setWant(mem, want - off, rest)
+    qtext[#qtext + 1] = 'q\t' .. fmt(want - off) .. '\t0\t' .. fmt(off)
+  end
+  return commit()
+end
+
+if op == 'fill' then return commit() end
+
 if op == 'alloc' then
   local qty, date, mode = tonumber(ARGV[4]), ARGV[5], ARGV[6]
   holder = ARGV[7] or ''
@@ -641,11 +837,11 @@ if op == 'alloc' then
     allocateFrom(c2, s2, l2, caps, qty, to)
     return commit()
   end
-  local cand, sell, sum = walkCandidates(key, head, date, need, function(lot)
+  local cand, sell, sum = walkCandidates(key, head, date, need + queued, function(lot)
     fetch({lot})
     return st[lot].s
   end, 1)
-  local code, detail = refusal(qty, need, sum, ss)
+  local code, detail = queuedRefusal(qty, need, sum, ss)
   if code then return fail(code, detail) end
   local lots, take = takeLots(cand, sell, qty)
   if #lots > 1 or not st[lots[1]] then fetch(lots) end
@@ -726,8 +922,8 @@ if op == 'change' then
       if not c2 then return fail(s2, l2) end
       allocateFrom(c2, s2, l2, caps, qty, b)
     else
-      local cand, sell, sum = walkCandidates(key, head, date, need, first, 1, false, ch, st)
-      local code, detail = refusal(qty, need, sum, ss)
+      local cand, sell, sum = walkCandidates(key, head, date, need + queued, first, 1, false, ch, st)
+      local code, detail = queuedRefusal(qty, need, sum, ss)
       if code then return fail(code, detail) end
       local lots, take = takeLots(cand, sell, qty)
       fetch(lots)
@@ -761,10 +957,11 @@ if op == 'move_alloc' then
 end
 
 if op == 'ss' then
-  local v = fmt(tonumber(head[1]) + 1)
-  local text = v .. '\ns\t' .. ARGV[4]
+  -- Through commit: a lower safety stock may fill the queue.
   if wantLoc == '' then
-    redis.call('HSET', key, 'v', v, 'ss', ARGV[4])
+    head[2] = ARGV[4]
+    writes[#writes + 1] = 'ss'; writes[#writes + 1] = ARGV[4]
+    return commit('s\t' .. ARGV[4])
   else
     -- A location's safety stock: its entry in sl, by location id (0 removes it).
     local m, ids = {}, {}
@@ -775,11 +972,10 @@ if op == 'ss' then
     table.sort(ids)
     local out = {}
     for _, loc in ipairs(ids) do out[#out + 1] = loc .. '\t' .. m[loc] end
-    redis.call('HSET', key, 'v', v, 'sl', table.concat(out, '\t'))
-    text = text .. '\nS\t' .. wantLoc
+    head[6] = table.concat(out, '\t')
+    writes[#writes + 1] = 'sl'; writes[#writes + 1] = head[6]
+    return commit('s\t' .. ARGV[4] .. '\nS\t' .. wantLoc)
   end
-  remember(text)
-  return {0, text}
 end
 
 -- nextReg returns the next registration number, n; a hash loaded before it existed has

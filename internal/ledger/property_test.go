@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -43,11 +44,14 @@ type genStep struct {
 	transfer *stock.TransferRequest
 	treceive *stock.TransferReceiveRequest
 	tcancel  *stock.TransferCancelRequest
+	backord  *stock.BackorderRequest
+	dequeue  *stock.DequeueRequest
+	fill     *stock.FillRequest
 	snapshot bool
 }
 
 func (s genStep) String() string {
-	for _, v := range []any{s.alloc, s.release, s.lots, s.receive, s.hold, s.recall, s.ret, s.undo, s.change, s.moveTo, s.regSKU, s.regLot, s.ss, s.adjust, s.transfer, s.treceive, s.tcancel} {
+	for _, v := range []any{s.alloc, s.release, s.lots, s.receive, s.hold, s.recall, s.ret, s.undo, s.change, s.moveTo, s.regSKU, s.regLot, s.ss, s.adjust, s.transfer, s.treceive, s.tcancel, s.backord, s.dequeue, s.fill} {
 		if !reflect.ValueOf(v).IsNil() {
 			return fmt.Sprintf("%s %+v", s.name, reflect.ValueOf(v).Elem().Interface())
 		}
@@ -121,6 +125,9 @@ func (s genStep) location() string {
 	}
 	return ""
 }
+
+// pick2 draws one of xs.
+func pick2(rng *rand.Rand, xs ...int) int { return xs[rng.IntN(len(xs))] }
 
 func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
@@ -288,6 +295,37 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 			steps = append(steps, st)
 			continue
 		}
+		if rng.IntN(100) < 14 {
+			// Waiting demand: backorders of the orders' lines (sometimes of a line queued
+			// already, in a class, or invalid), dequeues of some or all, fills.
+			var st genStep
+			who, line := pick("o1", "o2", "o3"), pick("1", "2")
+			switch k := rng.IntN(20); {
+			case k < 12:
+				b := &stock.BackorderRequest{OpID: op, SKU: sku, Holder: who, Line: line, Qty: qty(),
+					TargetDate: pick(genDates...), Mode: stock.Mode(pick("ship", "reserve")), Class: pick2(rng, 0, 0, 0, 1, 2)}
+				switch rng.IntN(40) {
+				case 0:
+					b.Holder = "" // invalid
+				case 1:
+					b.Class = stock.MaxClass + 1 // invalid
+				case 2:
+					b.Line = "l\t1" // invalid
+				}
+				st = genStep{name: "backorder", backord: b}
+			case k < 17:
+				d := &stock.DequeueRequest{OpID: op, SKU: sku, Holder: who, Line: line}
+				if rng.IntN(2) == 0 {
+					d.Qty = qty()
+				}
+				st = genStep{name: "dequeue", dequeue: d}
+			default:
+				st = genStep{name: "fill", fill: &stock.FillRequest{OpID: op, SKU: sku}}
+			}
+			st.sku = sku
+			steps = append(steps, st)
+			continue
+		}
 		// An order's operations sometimes carry a legacy op id: an earlier step's (whose
 		// record, if that step left one on this SKU, is replayed), one never used, or an
 		// invalid one.
@@ -438,7 +476,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 
 // setOpID gives the step's request another op id.
 func (s *genStep) setOpID(id string) {
-	for _, v := range []any{&s.alloc, &s.release, &s.lots, &s.receive, &s.hold, &s.recall, &s.ret, &s.undo, &s.change, &s.moveTo, &s.regSKU, &s.regLot, &s.ss, &s.adjust, &s.transfer, &s.treceive, &s.tcancel} {
+	for _, v := range []any{&s.alloc, &s.release, &s.lots, &s.receive, &s.hold, &s.recall, &s.ret, &s.undo, &s.change, &s.moveTo, &s.regSKU, &s.regLot, &s.ss, &s.adjust, &s.transfer, &s.treceive, &s.tcancel, &s.backord, &s.dequeue, &s.fill} {
 		p := reflect.ValueOf(v).Elem()
 		if p.IsNil() {
 			continue
@@ -493,6 +531,12 @@ func (s genStep) run(inv Inventory) (stock.Result, error) {
 		return inv.Apply(ctx, *s.treceive)
 	case s.tcancel != nil:
 		return inv.Apply(ctx, *s.tcancel)
+	case s.backord != nil:
+		return inv.Apply(ctx, *s.backord)
+	case s.dequeue != nil:
+		return inv.Apply(ctx, *s.dequeue)
+	case s.fill != nil:
+		return inv.Apply(ctx, *s.fill)
 	}
 	return stock.Result{}, nil
 }
@@ -502,6 +546,7 @@ func (s genStep) run(inv Inventory) (stock.Result, error) {
 func checkSequence(l *Ledger, skus []stock.SKU, steps []genStep) error {
 	m := stock.NewModel(newMemLoader(skus...))
 	snaps := map[string]stock.SKU{}
+	queues := map[string][]stock.QueueEntry{}
 	for i, st := range steps {
 		if st.snapshot {
 			continue
@@ -580,6 +625,26 @@ func checkSequence(l *Ledger, skus []stock.SKU, steps []genStep) error {
 				return fmt.Errorf("%s: transfer %s differs\nredis %v %+v\nmodel %v %+v", where, tid, rok, rt, mok, mt)
 			}
 		}
+		// The queue is the same in both, qw is its demand, and it changed only as the
+		// step says.
+		rq, err := l.Queue(ctx, st.sku)
+		if err != nil {
+			return err
+		}
+		if mq := m.Queue(st.sku); !reflect.DeepEqual(rq, mq) {
+			return fmt.Errorf("%s: queues differ\nredis %v\nmodel %v", where, rq, mq)
+		}
+		var demand int64
+		for _, e := range rq {
+			demand += e.Want
+		}
+		if qw, _ := strconv.ParseInt(cmp.Or(h["qw"], "0"), 10, 64); qw != demand {
+			return fmt.Errorf("%s: qw %s, the queue waits for %d: %v", where, h["qw"], demand, rq)
+		}
+		if err := queueChange(queues[st.sku], rq, rr, rerr, st); err != nil {
+			return fmt.Errorf("%s: %v", where, err)
+		}
+		queues[st.sku] = rq
 		// The candidate index the script maintains is exactly the one a fresh load builds.
 		if err := checkIndex(h, rs.Lots); err != nil {
 			return fmt.Errorf("%s: %v", where, err)
@@ -692,7 +757,13 @@ func invariants(prev stock.SKU, seen bool, now stock.SKU, r stock.Result, err er
 		for i, lt := range want.Lots {
 			idx[lt.LotID] = i
 		}
-		for _, mv := range r.Moves {
+		// The fill's moves come last: the checks of where the operation's own moves
+		// took do not apply to them.
+		own := len(r.Moves)
+		for _, f := range r.Fills {
+			own -= len(f.Lots)
+		}
+		for mi, mv := range r.Moves {
 			i, ok := idx[mv.LotID]
 			if !ok {
 				return fmt.Errorf("move of unknown lot %+v; before %+v", mv, prev)
@@ -700,6 +771,9 @@ func invariants(prev stock.SKU, seen bool, now stock.SKU, r stock.Result, err er
 			lt := &want.Lots[i]
 			if mv.Qty <= 0 {
 				return fmt.Errorf("move of %d", mv.Qty)
+			}
+			if mi >= own && (mv.From != stock.Sellable || mv.To != stock.Allocated && mv.To != stock.Reserved) {
+				return fmt.Errorf("a fill moved %+v", mv)
 			}
 			if st.alloc != nil && st.alloc.Route != nil {
 				// A routed allocation takes only at eligible locations, and with no_split
@@ -715,16 +789,16 @@ func invariants(prev stock.SKU, seen bool, now stock.SKU, r stock.Result, err er
 					return fmt.Errorf("no-split allocation took at %s and %s", first, at)
 				}
 			}
-			if st.change != nil && st.change.Route != nil && mv.From == stock.Sellable {
+			if st.change != nil && st.change.Route != nil && mv.From == stock.Sellable && mi < own {
 				// A routed change's allocations take only at eligible locations.
 				if at := stock.LocationOf(*lt); !mapHas(st.change.Route.Positions(), at) {
 					return fmt.Errorf("routed change took lot %s at %s, not eligible", lt.LotID, at)
 				}
 			}
-			if st.moveTo != nil && mv.From == stock.Sellable && stock.LocationOf(*lt) != st.moveTo.To {
+			if st.moveTo != nil && mv.From == stock.Sellable && mi < own && stock.LocationOf(*lt) != st.moveTo.To {
 				return fmt.Errorf("move to %s took lot %s at %s", st.moveTo.To, lt.LotID, stock.LocationOf(*lt))
 			}
-			if loc := st.location(); loc != "" && stock.LocationOf(*lt) != loc {
+			if loc := st.location(); loc != "" && mi < own && stock.LocationOf(*lt) != loc {
 				return fmt.Errorf("%s named location %s and moved lot %s at %s", st.name, loc, lt.LotID, stock.LocationOf(*lt))
 			}
 			if (mv.From == stock.External || mv.To == stock.External) && st.receive == nil && st.adjust == nil && st.regLot == nil {
@@ -1006,6 +1080,88 @@ func conserved(prev, now stock.SKU, r stock.Result) error {
 	}
 	if after-before != network {
 		return fmt.Errorf("the network's units changed by %d, its external moves by %d", after-before, network)
+	}
+	return nil
+}
+
+// queueChange checks that a step changed the queue (before, after: in serving order) only
+// as its result says: a backorder adds its line waiting for what it did not take, a
+// dequeue takes what it says off, each fill takes its quantity off a line that waited
+// for that much, and nothing else changes (a failed or replayed step: nothing). Within a
+// class, a fill never passes over a line of the same mode and date that still waits.
+func queueChange(before, after []stock.QueueEntry, r stock.Result, err error, st genStep) error {
+	key := func(e stock.QueueEntry) string { return e.Holder + "/" + e.Line }
+	want := map[string]stock.QueueEntry{}
+	for _, e := range before {
+		want[key(e)] = e
+	}
+	if err == nil && !r.Replayed {
+		if b := st.backord; b != nil {
+			var took int64
+			for _, mv := range r.Moves {
+				took += mv.Qty
+			}
+			if took+r.Queued != b.Qty {
+				return fmt.Errorf("backorder of %d took %d and queued %d", b.Qty, took, r.Queued)
+			}
+			if r.Queued > 0 {
+				var seq int64
+				for _, e := range after {
+					if key(e) == b.Holder+"/"+b.Line {
+						seq = e.Seq
+					}
+				}
+				want[b.Holder+"/"+b.Line] = stock.QueueEntry{Holder: b.Holder, Line: b.Line, Want: r.Queued, Mode: b.Mode, TargetDate: b.TargetDate, Class: b.Class, Seq: seq}
+			}
+		}
+		if d := st.dequeue; d != nil {
+			e, ok := want[d.Holder+"/"+d.Line]
+			off := e.Want
+			if d.Qty != 0 {
+				off = min(off, d.Qty)
+			}
+			if !ok && r.Dequeued != 0 || ok && (r.Dequeued != off || r.Queued != e.Want-off) {
+				return fmt.Errorf("dequeue of %+v: dequeued %d, queued %d, the line waited for %d", d, r.Dequeued, r.Queued, e.Want)
+			}
+			e.Want -= off
+			want[key(e)] = e
+		}
+		for _, f := range r.Fills {
+			e, ok := want[f.Holder+"/"+f.Line]
+			var sum int64
+			for _, l := range f.Lots {
+				sum += l.Qty
+			}
+			if !ok || f.Qty <= 0 || f.Qty > e.Want || sum != f.Qty {
+				return fmt.Errorf("fill %+v of a line that waited for %+v", f, e)
+			}
+			e.Want -= f.Qty
+			want[key(e)] = e
+		}
+		for i, e := range before {
+			filled := slices.ContainsFunc(r.Fills, func(f stock.Fill) bool { return f.Holder == e.Holder && f.Line == e.Line })
+			if !filled {
+				continue
+			}
+			for _, ahead := range before[:i] {
+				if ahead.Class == e.Class && ahead.Mode == e.Mode && ahead.TargetDate == e.TargetDate && want[key(ahead)].Want > 0 &&
+					!(st.dequeue != nil && key(ahead) == st.dequeue.Holder+"/"+st.dequeue.Line) {
+					return fmt.Errorf("fill of %v passed over %v, which still waits", e, want[key(ahead)])
+				}
+			}
+		}
+	}
+	var exp []stock.QueueEntry
+	for _, e := range want {
+		if e.Want > 0 {
+			exp = append(exp, e)
+		}
+	}
+	slices.SortFunc(exp, func(a, b stock.QueueEntry) int {
+		return cmp.Or(cmp.Compare(b.Class, a.Class), cmp.Compare(a.Seq, b.Seq))
+	})
+	if !reflect.DeepEqual(exp, after) && !(len(exp) == 0 && len(after) == 0) {
+		return fmt.Errorf("queue %v after %s, want %v (before %v)", after, st.name, exp, before)
 	}
 	return nil
 }

@@ -49,6 +49,8 @@ var (
 	ErrTransferPromised = errors.New("ERR_TRANSFER_PROMISED: the destination promised units in transit")
 	// ErrTransferLots: a transfer would take from more than MaxTransferLots lots.
 	ErrTransferLots = errors.New("ERR_TRANSFER_LOTS: the transfer would take from too many lots")
+	// ErrQueued: a backorder of a line the SKU's queue holds already.
+	ErrQueued = errors.New("ERR_QUEUED: the line waits in the queue already")
 	// ErrOpConflict: the op id is remembered for another request (other arguments, or
 	// another kind of operation); nothing moved and the record stays (docs/ledger.md,
 	// "Idempotency").
@@ -80,6 +82,7 @@ var reasons = map[string]error{
 	"ERR_TRANSFER_STATE":    ErrTransferState,
 	"ERR_TRANSFER_PROMISED": ErrTransferPromised,
 	"ERR_TRANSFER_LOTS":     ErrTransferLots,
+	"ERR_QUEUED":            ErrQueued,
 	"ERR_OP_CONFLICT":       ErrOpConflict,
 	"ERR_OP_FENCED":         ErrOpFenced,
 }

@@ -26,6 +26,8 @@ type Model struct {
 	holders map[string]map[string]map[string]int64
 	// transfers: sku -> transfer id -> the transfer (transfer.go).
 	transfers map[string]map[string]*Transfer
+	// queues: sku -> its waiting lines (queue.go).
+	queues map[string]*modelQueue
 }
 
 // modelOutcome is a remembered operation: its answer and its request's fingerprint.
@@ -39,7 +41,8 @@ type modelOutcome struct {
 func NewModel(loader Loader) *Model {
 	return &Model{loader: loader, skus: map[string]*SKU{}, ops: map[[2]string]modelOutcome{},
 		fences:  map[[2]string]string{},
-		holders: map[string]map[string]map[string]int64{}, transfers: map[string]map[string]*Transfer{}}
+		holders: map[string]map[string]map[string]int64{}, transfers: map[string]map[string]*Transfer{},
+		queues: map[string]*modelQueue{}}
 }
 
 // Put loads s unless its SKU is loaded already (like Load); it reports whether it did.
@@ -121,10 +124,17 @@ type modelOp struct {
 	touched map[string]int
 	moves   []Move
 	reason  string
-	// holder is the order whose holdings the moves change ("": none); held its change
-	// per lot, applied on success.
+	// holder is the order whose holdings the moves change ("": none; a fill's moves
+	// change its line's order's); held the change per holder and lot, applied on success.
 	holder string
-	held   map[string]int64
+	held   map[[2]string]int64
+	// queue is the SKU's queue as the operation changed it, written back on success;
+	// fills are the lines the operation's fill served (queue.go).
+	queue     *modelQueue
+	fills     []Fill
+	fillsMore bool
+	// queued, position and dequeued are a backorder's or a dequeue's result fields.
+	queued, position, dequeued int64
 	// result fields of the operations that set them
 	safety      int64
 	safetyAt    string
@@ -176,9 +186,9 @@ func (o *modelOp) move(l *Lot, from, to string, q int64) {
 	if o.holder != "" {
 		if d := heldBy(to)*q - heldBy(from)*q; d != 0 {
 			if o.held == nil {
-				o.held = map[string]int64{}
+				o.held = map[[2]string]int64{}
 			}
-			o.held[l.LotID] += d
+			o.held[[2]string{o.holder, l.LotID}] += d
 		}
 	}
 }
@@ -194,7 +204,8 @@ func heldBy(bucket string) int64 {
 // applyHeld adds an operation's holder changes; an entry that falls to zero or below
 // leaves (a release of more than the holder held, which junban never sends, clamps).
 func (m *Model) applyHeld(sku string, o *modelOp) {
-	for lot, d := range o.held {
+	for hl, d := range o.held {
+		holder, lot := hl[0], hl[1]
 		byLot := m.holders[sku]
 		if byLot == nil {
 			byLot = map[string]map[string]int64{}
@@ -205,10 +216,10 @@ func (m *Model) applyHeld(sku string, o *modelOp) {
 			h = map[string]int64{}
 			byLot[lot] = h
 		}
-		if n := h[o.holder] + d; n > 0 {
-			h[o.holder] = n
+		if n := h[holder] + d; n > 0 {
+			h[holder] = n
 		} else {
-			delete(h, o.holder)
+			delete(h, holder)
 		}
 	}
 }
@@ -263,7 +274,7 @@ func (m *Model) applyOp(ctx context.Context, name, fp, opID, legacy, sku, holder
 		if ok {
 			m.mu.Unlock()
 			r := prev.res
-			r.Moves, r.Lots, r.Holders, r.Transfer = slices.Clone(r.Moves), slices.Clone(r.Lots), slices.Clone(r.Holders), cloneTransfer(r.Transfer)
+			r.Moves, r.Lots, r.Holders, r.Transfer, r.Fills = slices.Clone(r.Moves), slices.Clone(r.Lots), slices.Clone(r.Holders), cloneTransfer(r.Transfer), slices.Clone(r.Fills)
 			// The result names the operation asked for, as Ledger's decodes the record
 			// under the op id it was asked for.
 			r.OpID = opID
@@ -295,7 +306,7 @@ func (m *Model) applyOp(ctx context.Context, name, fp, opID, legacy, sku, holder
 			}
 			continue
 		}
-		o := &modelOp{sku: s, touched: map[string]int{}, holder: holder}
+		o := &modelOp{sku: s, touched: map[string]int{}, holder: holder, queue: m.queues[sku].clone()}
 		sentinel, detail := fn(o)
 		if sentinel != nil {
 			err := OpError(name, sku, sentinel, detail)
@@ -310,10 +321,22 @@ func (m *Model) applyOp(ctx context.Context, name, fp, opID, legacy, sku, holder
 				}
 			}
 		}
+		if fillsAfter(name) && len(o.queue.entries) > 0 {
+			o.fill()
+			for _, w := range o.work {
+				for i := range s.Lots {
+					if s.Lots[i].LotID == w.LotID {
+						s.Lots[i] = w
+					}
+				}
+			}
+		}
+		m.queues[sku] = o.queue
 		m.applyHeld(sku, o)
 		s.Version++
 		r := Result{OpID: opID, SKU: sku, Moves: o.moves, Version: s.Version, Lots: o.work, Reason: o.reason,
-			SafetyStock: o.safety, SafetyLocation: o.safetyAt, Holders: o.holderList, HolderCount: o.holderCount, Transfer: o.transfer}
+			SafetyStock: o.safety, SafetyLocation: o.safetyAt, Holders: o.holderList, HolderCount: o.holderCount, Transfer: o.transfer,
+			Queued: o.queued, Position: o.position, Dequeued: o.dequeued, Fills: o.fills, FillsMore: o.fillsMore}
 		if r.Moves == nil {
 			r.Moves = []Move{}
 		}
@@ -322,7 +345,7 @@ func (m *Model) applyOp(ctx context.Context, name, fp, opID, legacy, sku, holder
 		}
 		m.ops[[2]string{sku, opID}] = modelOutcome{res: r, fp: fp}
 		m.mu.Unlock()
-		r.Moves, r.Lots, r.Holders, r.Transfer = slices.Clone(r.Moves), slices.Clone(r.Lots), slices.Clone(r.Holders), cloneTransfer(r.Transfer)
+		r.Moves, r.Lots, r.Holders, r.Transfer, r.Fills = slices.Clone(r.Moves), slices.Clone(r.Lots), slices.Clone(r.Holders), cloneTransfer(r.Transfer), slices.Clone(r.Fills)
 		return r, nil
 	}
 }
@@ -417,15 +440,18 @@ func (o *modelOp) allocateVia(qty int64, date string, mode Mode, route *Route) (
 	for _, c := range cands {
 		sum += c.Sellable
 	}
+	// The queue's demand is held back from every allocation (queue.go).
+	queued := o.queue.demand()
+	sum = max(0, sum-queued)
 	if sum < qty {
-		return ErrShortage, fmt.Sprintf("requested=%d available=%d", qty, sum)
+		return ErrShortage, fmt.Sprintf("requested=%d available=%d", qty, sum) + queuedDetail(queued)
 	}
 	if mode == ModeShip && sum < o.sku.SafetyStock+qty {
-		return ErrSafetyStock, fmt.Sprintf("requested=%d available=%d safety_stock=%d", qty, sum, o.sku.SafetyStock)
+		return ErrSafetyStock, fmt.Sprintf("requested=%d available=%d safety_stock=%d", qty, sum, o.sku.SafetyStock) + queuedDetail(queued)
 	}
 	caps, total := o.capsFor(cands, mode)
-	if caps != nil && total < qty {
-		return ErrSafetyStock, fmt.Sprintf("requested=%d available=%d capped=%d", qty, sum, total)
+	if caps != nil && total-queued < qty {
+		return ErrSafetyStock, fmt.Sprintf("requested=%d available=%d capped=%d", qty, sum, max(0, total-queued)) + queuedDetail(queued)
 	}
 	if err, detail := checkPlan(cands, qty, route, caps); err != nil {
 		return err, detail

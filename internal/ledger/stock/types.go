@@ -366,6 +366,17 @@ type Result struct {
 	// Transfer is, after a transfer's request, receipt or cancel, the transfer as the
 	// operation left it (its record t:<transfer id>).
 	Transfer *Transfer `json:"transfer,omitempty"`
+	// Queued is, after a Backorder, the units its line waits for (0: it took them all
+	// now), and Position the line's place in the queue (1: its head; 0: not queued); after
+	// a Dequeue, Queued is what the line still waits for and Dequeued what was taken off.
+	Queued   int64 `json:"queued,omitempty"`
+	Position int64 `json:"position,omitempty"`
+	Dequeued int64 `json:"dequeued,omitempty"`
+	// Fills are the waiting lines the operation's fill served, in serving order
+	// (docs/ledger.md, "Waiting demand"); their moves are among Moves. FillsMore: the
+	// fill stopped at MaxResultFills lines, and a FillRequest goes on.
+	Fills     []Fill `json:"fills,omitempty"`
+	FillsMore bool   `json:"fills_more,omitempty"`
 	// Replayed is true when the op id had been applied (or had failed) before: nothing moved now.
 	Replayed bool `json:"replayed"`
 }
