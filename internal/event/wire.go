@@ -93,6 +93,24 @@ type SKU struct {
 	// Transfers are, in a load or a snapshot, every transfer of the SKU, by id; in a
 	// result, the transfer the operation requested, received or cancelled, as it left it.
 	Transfers []Transfer `json:"transfers,omitempty"`
+	// Queue is, in a load or a snapshot, every line waiting for the SKU's stock, in
+	// serving order; in a result, the waiting lines the operation changed, as it left
+	// them (Want 0: the line left the queue).
+	Queue []QueueEntry `json:"queue,omitempty"`
+}
+
+// QueueEntry is one line waiting in a SKU's queue for stock (a backorder).
+type QueueEntry struct {
+	Holder     string `json:"holder"`
+	Line       string `json:"line"`
+	Want       int64  `json:"want"`
+	Mode       Mode   `json:"mode"`
+	TargetDate string `json:"target_date"`
+	Class      int    `json:"class,omitempty"`
+	// Seq is the ledger's own number of the entry in the SKU: the order it was queued in.
+	Seq int64 `json:"seq"`
+	// QueuedAt is when the line was queued (Unix milliseconds, the order-worker's clock).
+	QueuedAt int64 `json:"queued_at"`
 }
 
 // Transfer is a transfer of one SKU's units between two locations as the ledger keeps

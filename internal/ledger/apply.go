@@ -397,7 +397,7 @@ func (l *Ledger) applyBackorder(ctx context.Context, r stock.BackorderRequest, f
 	if err := r.Validate(); err != nil {
 		return stock.Result{OpID: r.OpID, SKU: r.SKU}, err
 	}
-	return l.run(ctx, "walloc", r.Fingerprint()+fence, r.OpID, r.LegacyOpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode), r.Holder, r.Line, r.Class)
+	return l.run(ctx, "walloc", r.Fingerprint()+fence, r.OpID, r.LegacyOpID, r.SKU, r.Qty, r.TargetDate, string(r.Mode), r.Holder, r.Line, r.Class, r.QueuedAt)
 }
 
 func (l *Ledger) applyDequeue(ctx context.Context, r stock.DequeueRequest, fence string) (stock.Result, error) {

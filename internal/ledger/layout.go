@@ -258,6 +258,8 @@ func decodeHash(sku string, h map[string]string) (stock.SKU, error) {
 //	f \t holder \t line \t qty [\t lot \t qty]...
 //	                                       one per waiting line the fill served
 //	F                                      the fill stopped at MaxResultFills
+//	Q \t holder \t line \t want \t mode \t date \t class \t seq \t at
+//	                                       one per queue entry the operation changed
 func decodeResult(opID, sku, text string) (stock.Result, error) {
 	r := stock.Result{OpID: opID, SKU: sku, Moves: []stock.Move{}, Lots: []stock.Lot{}}
 	bad := func(line string) (stock.Result, error) {
@@ -327,6 +329,16 @@ func decodeResult(opID, sku, text string) (stock.Result, error) {
 			r.Fills = append(r.Fills, fill)
 		case "F":
 			r.FillsMore = true
+		case "Q":
+			fs := strings.SplitN(f, "\t", 3)
+			if len(fs) != 3 {
+				return bad(line)
+			}
+			e, err := decodeQueueEntry(fs[0]+"\t"+fs[1], fs[2])
+			if err != nil {
+				return bad(line)
+			}
+			r.Queue = append(r.Queue, e)
 		default:
 			return bad(line)
 		}
@@ -438,11 +450,11 @@ func decodeFillLine(f string) (stock.Fill, error) {
 }
 
 // decodeQueueEntry parses a queue entry: its member "holder \t line" and its fields
-// "want \t mode \t date \t class \t seq".
+// "want \t mode \t date \t class \t seq \t at".
 func decodeQueueEntry(member, fields string) (stock.QueueEntry, error) {
 	holder, line, ok := strings.Cut(member, "\t")
 	fs := strings.Split(fields, "\t")
-	if !ok || len(fs) != 5 {
+	if !ok || len(fs) != 6 {
 		return stock.QueueEntry{}, fmt.Errorf("bad queue entry %q: %q", member, fields)
 	}
 	e := stock.QueueEntry{Holder: holder, Line: line, Mode: stock.Mode(fs[1]), TargetDate: fs[2]}
@@ -450,7 +462,9 @@ func decodeQueueEntry(member, fields string) (stock.QueueEntry, error) {
 	var class int64
 	if e.Want, err = strconv.ParseInt(fs[0], 10, 64); err == nil {
 		if class, err = strconv.ParseInt(fs[3], 10, 64); err == nil {
-			e.Seq, err = strconv.ParseInt(fs[4], 10, 64)
+			if e.Seq, err = strconv.ParseInt(fs[4], 10, 64); err == nil {
+				e.QueuedAt, err = strconv.ParseInt(fs[5], 10, 64)
+			}
 		}
 	}
 	e.Class = int(class)

@@ -292,7 +292,8 @@ func (l *Ledger) moveLots(ctx context.Context, fp, opID, legacy, sku, from, to, 
 // moveLotsAt moves qty units of one lot, which must be stored at location (empty: any),
 // from one bucket to another: a hold, its release, a damage.
 func (l *Ledger) moveLotsAt(ctx context.Context, fp, opID, sku, from, to, reason, lot string, qty int64, location string) (stock.Result, error) {
-	return l.run(ctx, at("move", location), fp, opID, "", sku, from, to, "", reason, 1, lot, qty)
+	// "smove": a SKU's move, which fills the queue (ledger.lua); an order's is "move".
+	return l.run(ctx, at("smove", location), fp, opID, "", sku, from, to, "", reason, 1, lot, qty)
 }
 
 func bucketCode(b string) string { return bucketCodes[b] }

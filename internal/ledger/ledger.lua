@@ -61,6 +61,16 @@
 --   tcancel  transfer_id                    the transit lots' units go back to their
 --                                           source lots (sellable -> transit -> sellable)
 --   regsku   safety_stock create            create 1: make the SKU when Redis lacks it
+--   smove    as move                        a SKU's move (hold, release hold, damage):
+--                                           fills the queue after it
+--   walloc   qty target_date mode holder line class at
+--                                           a backorder: what the candidates give now less
+--                                           the queue's demand, the rest queued
+--   dequeue  holder line qty                the line waits for qty less (0: nothing)
+--   fill     (none)                         fills the queue
+--
+-- The queue of waiting lines (docs/ledger.md, "Waiting demand"): KEYS[1]..':q' (sorted
+-- set), KEYS[1]..':qe' (hash) and the SKU hash's qw and qn, in the SKU's hash tag.
 --
 -- holder ("" for none) is the order whose holdings the moves change: a move into
 -- reserved/allocated adds to its entry in <key>:h:<lot> (hash lcid -> units), a move out
@@ -412,12 +422,15 @@ local function indexLot(lot)
 end
 
 -- commit writes the touched lots, bumps the version, remembers and returns the result.
--- Every operation but an allocation, a backorder and a dequeue fills the queue first
--- (fillQueue, defined below); the queue's writes (qwrite) wait until nothing can fail.
+-- A SKU's operation (smove: a hold, its release, a damage) and fill fill the queue first
+-- (fillQueue, defined below); an order's do not: its event may still move them back, and
+-- its step fills once it has succeeded. The queue's writes (qwrite) wait until nothing
+-- can fail.
 local fillQueue, qwrite, qtext = nil, {}, {}
-local noFill = {alloc = true, walloc = true, dequeue = true}
+local fills = {smove = true, receive = true, adjust = true, recall = true, reglot = true, ss = true,
+  transfer = true, treceive = true, tcancel = true, fill = true}
 local function commit(extra)
-  if queued > 0 and not noFill[op] then
+  if queued > 0 and fills[op] then
     if not fillQueue() then return reindex() end
   end
   local v = fmt(tonumber(head[1]) + 1)
@@ -653,10 +666,10 @@ end
 
 -- Waiting demand (docs/ledger.md, "Waiting demand"). The queue is the sorted set <key>:q
 -- of "holder \t line", scored by class (higher first) and the SKU's sequence qn, and the
--- hash <key>:qe of each entry's "want \t mode \t date \t class \t seq"; qw in the SKU
+-- hash <key>:qe of each entry's "want \t mode \t date \t class \t seq \t at"; qw in the SKU
 -- hash is the sum of the wants. The queue's writes wait in qwrite for commit.
 local qkey, qekey = key .. ':q', key .. ':qe'
-local MAX_CLASS, MAX_FILLS = 9, 100
+local MAX_CLASS, MAX_FILLS = 9, 16
 
 local function qscore(class, seq) return string.format('%d', (MAX_CLASS - class) * 1e13 + seq) end
 
@@ -714,8 +727,10 @@ local function takeFor(who, mode, qty, cand, sell, locs, caps)
   return table.concat(out, '\t')
 end
 
--- setWant queues the entry mem's new want (its other fields rest), or its removal at 0.
+-- setWant queues the entry mem's new want (its other fields rest: "mode \t date \t class
+-- \t seq \t at"), or its removal at 0, and says the entry as it leaves it (a Q line).
 local function setWant(mem, want, rest)
+  qtext[#qtext + 1] = 'Q\t' .. mem .. '\t' .. fmt(want) .. '\t' .. rest
   if want == 0 then
     qwrite[#qwrite + 1] = function()
       redis.call('ZREM', qkey, mem)
@@ -768,7 +783,7 @@ end
 
 if op == 'walloc' then
   -- A backorder: what the candidates give now less the queue's demand, the rest queued.
-  local qty, date, mode, line, class = tonumber(ARGV[4]), ARGV[5], ARGV[6], ARGV[8], tonumber(ARGV[9])
+  local qty, date, mode, line, class, at = tonumber(ARGV[4]), ARGV[5], ARGV[6], ARGV[8], tonumber(ARGV[9]), ARGV[10]
   holder = ARGV[7]
   local mem = holder .. '\t' .. line
   if redis.call('HEXISTS', qekey, mem) == 1 then
@@ -788,11 +803,13 @@ if op == 'walloc' then
     queued = queued + left
     writes[#writes + 1] = 'qn'; writes[#writes + 1] = fmt(seq)
     writes[#writes + 1] = 'qw'; writes[#writes + 1] = fmt(queued)
+    local fields = fmt(left) .. '\t' .. mode .. '\t' .. date .. '\t' .. fmt(class) .. '\t' .. fmt(seq) .. '\t' .. at
     qwrite[#qwrite + 1] = function()
       redis.call('ZADD', qkey, score, mem)
-      redis.call('HSET', qekey, mem, fmt(left) .. '\t' .. mode .. '\t' .. date .. '\t' .. fmt(class) .. '\t' .. fmt(seq))
+      redis.call('HSET', qekey, mem, fields)
     end
     qtext[#qtext + 1] = 'q\t' .. fmt(left) .. '\t' .. fmt(pos) .. '\t0'
+    qtext[#qtext + 1] = 'Q\t' .. mem .. '\t' .. fields
   end
   return commit()
 end
@@ -808,8 +825,8 @@ if op == 'dequeue' then
     if q ~= 0 then off = math.min(q, want) end
     queued = queued - off
     writes[#writes + 1] = 'qw'; writes[#writes + 1] = fmt(queued)
-    setWant(mem, want - off, rest)
     qtext[#qtext + 1] = 'q\t' .. fmt(want - off) .. '\t0\t' .. fmt(off)
+    setWant(mem, want - off, rest)
   end
   return commit()
 end
@@ -870,7 +887,7 @@ local function lotsOf(first, last)
   return lots
 end
 
-if op == 'move' then
+if op == 'move' or op == 'smove' then
   local from, to, reason = ARGV[4], ARGV[5], ARGV[7]
   holder = ARGV[6]
   local split = 9 + 2 * tonumber(ARGV[8]) -- the first back pair

@@ -303,7 +303,7 @@ func genSequence(rng *rand.Rand, nOps int) ([]stock.SKU, []genStep) {
 			switch k := rng.IntN(20); {
 			case k < 12:
 				b := &stock.BackorderRequest{OpID: op, SKU: sku, Holder: who, Line: line, Qty: qty(),
-					TargetDate: pick(genDates...), Mode: stock.Mode(pick("ship", "reserve")), Class: pick2(rng, 0, 0, 0, 1, 2)}
+					TargetDate: pick(genDates...), Mode: stock.Mode(pick("ship", "reserve")), Class: pick2(rng, 0, 0, 0, 1, 2), QueuedAt: 1_700_000_000_000 + int64(i)}
 				switch rng.IntN(40) {
 				case 0:
 					b.Holder = "" // invalid
@@ -1111,7 +1111,7 @@ func queueChange(before, after []stock.QueueEntry, r stock.Result, err error, st
 						seq = e.Seq
 					}
 				}
-				want[b.Holder+"/"+b.Line] = stock.QueueEntry{Holder: b.Holder, Line: b.Line, Want: r.Queued, Mode: b.Mode, TargetDate: b.TargetDate, Class: b.Class, Seq: seq}
+				want[b.Holder+"/"+b.Line] = stock.QueueEntry{Holder: b.Holder, Line: b.Line, Want: r.Queued, Mode: b.Mode, TargetDate: b.TargetDate, Class: b.Class, Seq: seq, QueuedAt: b.QueuedAt}
 			}
 		}
 		if d := st.dequeue; d != nil {
@@ -1151,6 +1151,16 @@ func queueChange(before, after []stock.QueueEntry, r stock.Result, err error, st
 			}
 		}
 	}
+	// The result says each line it changed as it left it (persistence keeps these).
+	changed := map[string]stock.QueueEntry{}
+	for _, e := range r.Queue {
+		changed[key(e)] = e
+	}
+	for k, e := range want {
+		if e != (stock.QueueEntry{}) && e != before0(before, k) && changed[k] != e && !(r.Replayed || err != nil) {
+			return fmt.Errorf("the result's queue %v lacks %v", r.Queue, e)
+		}
+	}
 	var exp []stock.QueueEntry
 	for _, e := range want {
 		if e.Want > 0 {
@@ -1164,4 +1174,14 @@ func queueChange(before, after []stock.QueueEntry, r stock.Result, err error, st
 		return fmt.Errorf("queue %v after %s, want %v (before %v)", after, st.name, exp, before)
 	}
 	return nil
+}
+
+// before0 is the entry keyed k ("holder/line") in before, the zero entry when none.
+func before0(before []stock.QueueEntry, k string) stock.QueueEntry {
+	for _, e := range before {
+		if e.Holder+"/"+e.Line == k {
+			return e
+		}
+	}
+	return stock.QueueEntry{}
 }

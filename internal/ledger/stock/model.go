@@ -133,6 +133,8 @@ type modelOp struct {
 	queue     *modelQueue
 	fills     []Fill
 	fillsMore bool
+	// changed are the queue's entries the operation changed, as it left them.
+	changed []QueueEntry
 	// queued, position and dequeued are a backorder's or a dequeue's result fields.
 	queued, position, dequeued int64
 	// result fields of the operations that set them
@@ -275,6 +277,7 @@ func (m *Model) applyOp(ctx context.Context, name, fp, opID, legacy, sku, holder
 			m.mu.Unlock()
 			r := prev.res
 			r.Moves, r.Lots, r.Holders, r.Transfer, r.Fills = slices.Clone(r.Moves), slices.Clone(r.Lots), slices.Clone(r.Holders), cloneTransfer(r.Transfer), slices.Clone(r.Fills)
+			r.Queue = slices.Clone(r.Queue)
 			// The result names the operation asked for, as Ledger's decodes the record
 			// under the op id it was asked for.
 			r.OpID = opID
@@ -336,7 +339,7 @@ func (m *Model) applyOp(ctx context.Context, name, fp, opID, legacy, sku, holder
 		s.Version++
 		r := Result{OpID: opID, SKU: sku, Moves: o.moves, Version: s.Version, Lots: o.work, Reason: o.reason,
 			SafetyStock: o.safety, SafetyLocation: o.safetyAt, Holders: o.holderList, HolderCount: o.holderCount, Transfer: o.transfer,
-			Queued: o.queued, Position: o.position, Dequeued: o.dequeued, Fills: o.fills, FillsMore: o.fillsMore}
+			Queued: o.queued, Position: o.position, Dequeued: o.dequeued, Fills: o.fills, FillsMore: o.fillsMore, Queue: o.changed}
 		if r.Moves == nil {
 			r.Moves = []Move{}
 		}
@@ -346,6 +349,7 @@ func (m *Model) applyOp(ctx context.Context, name, fp, opID, legacy, sku, holder
 		m.ops[[2]string{sku, opID}] = modelOutcome{res: r, fp: fp}
 		m.mu.Unlock()
 		r.Moves, r.Lots, r.Holders, r.Transfer, r.Fills = slices.Clone(r.Moves), slices.Clone(r.Lots), slices.Clone(r.Holders), cloneTransfer(r.Transfer), slices.Clone(r.Fills)
+		r.Queue = slices.Clone(r.Queue)
 		return r, nil
 	}
 }

@@ -231,20 +231,20 @@ func (r AdjustRequest) model(ctx context.Context, m *Model) (Result, error) {
 // HoldRequest: keeps Qty units of a lot back from sale: sellable -> hidden.
 
 func (r HoldRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.Validate(), Sellable, Hidden, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil, r.Location)
+	return m.moveLots(ctx, "smove", r.Fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.Validate(), Sellable, Hidden, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil, r.Location)
 }
 
 // ReleaseHoldRequest: gives held units back to sale: hidden -> sellable.
 
 func (r ReleaseHoldRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.Validate(), Hidden, Sellable, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil, r.Location)
+	return m.moveLots(ctx, "smove", r.Fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.Validate(), Hidden, Sellable, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil, r.Location)
 }
 
 // DamageRequest: records Qty units of a lot found damaged on a count: sellable -> defective.
 // They are never a candidate again and stay accounted for in the lot.
 
 func (r DamageRequest) model(ctx context.Context, m *Model) (Result, error) {
-	return m.moveLots(ctx, "move", r.Fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.Validate(), Sellable, Defective, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil, r.Location)
+	return m.moveLots(ctx, "smove", r.Fingerprint(), r.OpID, "", r.SKU, "", r.Reason, r.Validate(), Sellable, Defective, []LotQty{{LotID: r.LotID, Qty: r.Qty}}, nil, r.Location)
 }
 
 // RecallRequest: marks a whole lot defective: it is never a candidate again, its sellable and

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/junban/junban/internal/event"
 )
 
 // The queue of a SKU's waiting demand (docs/ledger.md, "Waiting demand"): the lines of
@@ -21,7 +23,7 @@ const MaxClass = 9
 // MaxResultFills bounds the lines one operation fills, so that its result fits in one
 // queue message; Result.FillsMore says that the bound stopped the fill, and a
 // FillRequest goes on.
-const MaxResultFills = 100
+const MaxResultFills = 16
 
 // BackorderRequest allocates what the candidates give of Qty now, as AllocateRequest
 // does without a route, and queues the rest as Holder's line Line: the line waits for
@@ -41,6 +43,10 @@ type BackorderRequest struct {
 	Mode       Mode   `json:"mode"`
 	// Class is the line's priority class, 0..MaxClass: a higher class is served first.
 	Class int `json:"class,omitempty"`
+	// QueuedAt is the caller's clock (Unix milliseconds), kept with a queued line for
+	// how long it waits. Like the stock, it is the request's environment, not the
+	// request: not in the fingerprint, so a re-run later replays the first answer.
+	QueuedAt int64 `json:"queued_at,omitempty"`
 }
 
 // DequeueRequest lowers what Holder's line Line waits for by Qty (0: all of it): the line
@@ -65,16 +71,7 @@ type FillRequest struct {
 }
 
 // QueueEntry is one waiting line of a SKU's queue.
-type QueueEntry struct {
-	Holder     string `json:"holder"`
-	Line       string `json:"line"`
-	Want       int64  `json:"want"`
-	Mode       Mode   `json:"mode"`
-	TargetDate string `json:"target_date"`
-	Class      int    `json:"class,omitempty"`
-	// Seq is the ledger's own number of the entry in the SKU: the order it was queued in.
-	Seq int64 `json:"seq"`
-}
+type QueueEntry = event.QueueEntry
 
 // Fill is units a fill allocated to a waiting line: Qty in Lots, moved into the bucket
 // of the line's mode.
@@ -191,9 +188,11 @@ func (r BackorderRequest) model(ctx context.Context, m *Model) (Result, error) {
 		o.take(cands, take, ModeBucket(r.Mode), caps)
 		if rest := r.Qty - take; rest > 0 {
 			o.queue.seq++
-			o.queue.entries = append(o.queue.entries, QueueEntry{Holder: r.Holder, Line: r.Line, Want: rest,
-				Mode: r.Mode, TargetDate: r.TargetDate, Class: r.Class, Seq: o.queue.seq})
+			e := QueueEntry{Holder: r.Holder, Line: r.Line, Want: rest,
+				Mode: r.Mode, TargetDate: r.TargetDate, Class: r.Class, Seq: o.queue.seq, QueuedAt: r.QueuedAt}
+			o.queue.entries = append(o.queue.entries, e)
 			slices.SortFunc(o.queue.entries, serveOrder)
+			o.changed = append(o.changed, e)
 			o.queued = rest
 			o.position = int64(o.queue.find(r.Holder, r.Line)) + 1
 		}
@@ -214,6 +213,7 @@ func (r DequeueRequest) model(ctx context.Context, m *Model) (Result, error) {
 		}
 		e.Want -= off
 		o.dequeued, o.queued = off, e.Want
+		o.changed = append(o.changed, *e)
 		if e.Want == 0 {
 			o.queue.entries = slices.Delete(o.queue.entries, i, i+1)
 		}
@@ -240,15 +240,15 @@ func (o *modelOp) available(cands []Lot, mode Mode) int64 {
 	return sum
 }
 
-// fillsAfter tells whether an operation ends with the queue's fill: every one but those
-// that only take stock or demand (an allocation, a backorder, a dequeue) and a SKU's
-// registration.
+// fillsAfter tells whether an operation ends with the queue's fill: a SKU's operations
+// (a hold, its release and a damage are "smove") and a FillRequest do; an order's do not,
+// since its event may still move them back (its step fills once it has succeeded).
 func fillsAfter(name string) bool {
 	switch name {
-	case "alloc", "walloc", "dequeue", "regsku":
-		return false
+	case "smove", "receive", "adjust", "recall", "reglot", "ss", "transfer", "transfer_receive", "transfer_cancel", "fill":
+		return true
 	}
-	return true
+	return false
 }
 
 // fill serves the queue from its head: each line in turn gets what an allocation of its
@@ -283,7 +283,9 @@ func (o *modelOp) fill() {
 			f.Lots = append(f.Lots, LotQty{LotID: mv.LotID, Qty: mv.Qty})
 		}
 		o.fills = append(o.fills, f)
-		if e.Want -= take; e.Want == 0 {
+		e.Want -= take
+		o.changed = append(o.changed, *e)
+		if e.Want == 0 {
 			q.entries = slices.Delete(q.entries, i, i+1)
 		} else {
 			i++
@@ -307,9 +309,4 @@ func (m *Model) Queue(sku string) []QueueEntry {
 		return slices.Clone(q.entries)
 	}
 	return nil
-}
-
-// String is an entry as a test prints it.
-func (e QueueEntry) String() string {
-	return fmt.Sprintf("%s/%s want=%d %s %s class=%d seq=%d", e.Holder, e.Line, e.Want, e.Mode, e.TargetDate, e.Class, e.Seq)
 }

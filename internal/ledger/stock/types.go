@@ -377,6 +377,10 @@ type Result struct {
 	// fill stopped at MaxResultFills lines, and a FillRequest goes on.
 	Fills     []Fill `json:"fills,omitempty"`
 	FillsMore bool   `json:"fills_more,omitempty"`
+	// Queue are the waiting lines the operation changed (a backorder's queued line, a
+	// dequeued or filled one), each as the operation left it, Want 0 for a line that
+	// left the queue, in the order changed: what persistence keeps of the queue.
+	Queue []QueueEntry `json:"queue,omitempty"`
 	// Replayed is true when the op id had been applied (or had failed) before: nothing moved now.
 	Replayed bool `json:"replayed"`
 }
