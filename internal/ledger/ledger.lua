@@ -747,30 +747,38 @@ end
 -- MAX_FILLS lines (then an F line says more may be filled). Returns false when an index
 -- edit needs a key it lacks (ERR_REINDEX).
 fillQueue = function()
-  local members = redis.call('ZRANGE', qkey, 0, -1)
-  local vals = {}
-  for i = 1, #members, 1000 do
-    local v = redis.call('HMGET', qekey, unpack(members, i, math.min(i + 999, #members)))
-    for j = 1, #v do vals[i + j - 1] = v[j] end
-  end
-  local fills = 0
-  for i, mem in ipairs(members) do
+  -- The queue is read in chunks, so a fill that ends after MAX_FILLS lines reads no
+  -- further than it serves.
+  local n, members, vals, base = redis.call('ZCARD', qkey), {}, {}, 0
+  local fills, dry = 0, {}
+  for i = 1, n do
     if fills == MAX_FILLS then
       qtext[#qtext + 1] = 'F'
       break
     end
-    local want, mode, date, rest = string.match(vals[i], '^(%d+)\t([^\t]*)\t([^\t]*)\t(.*)$')
+    if i > base + #members then
+      base = i - 1
+      members = redis.call('ZRANGE', qkey, base, base + 63)
+      vals = redis.call('HMGET', qekey, unpack(members))
+    end
+    local mem = members[i - base]
+    local want, mode, date, rest = string.match(vals[i - base], '^(%d+)\t([^\t]*)\t([^\t]*)\t(.*)$')
     want = tonumber(want)
-    local avail, cand, sell, locs, caps, total = takeable(date, mode)
-    if not avail then return false end
-    if caps then avail = math.min(avail, total) end
-    local take = math.min(want, avail)
-    if take > 0 then
-      local who, line = string.match(mem, '^([^\t]*)\t(.*)$')
-      qtext[#qtext + 1] = 'f\t' .. who .. '\t' .. line .. '\t' .. fmt(take) .. '\t' .. takeFor(who, mode, take, cand, sell, locs, caps)
-      fills = fills + 1
-      queued = queued - take
-      setWant(mem, want - take, mode .. '\t' .. date .. '\t' .. rest)
+    -- A fill only takes: a mode and date that had nothing left has nothing later.
+    if not dry[mode .. date] then
+      local avail, cand, sell, locs, caps, total = takeable(date, mode)
+      if not avail then return false end
+      if caps then avail = math.min(avail, total) end
+      local take = math.min(want, avail)
+      if take <= 0 then
+        dry[mode .. date] = true
+      else
+        local who, line = string.match(mem, '^([^\t]*)\t(.*)$')
+        qtext[#qtext + 1] = 'f\t' .. who .. '\t' .. line .. '\t' .. fmt(take) .. '\t' .. takeFor(who, mode, take, cand, sell, locs, caps)
+        fills = fills + 1
+        queued = queued - take
+        setWant(mem, want - take, mode .. '\t' .. date .. '\t' .. rest)
+      end
     end
   end
   for _, lot in ipairs(touched) do

@@ -27,7 +27,7 @@ func newRootCmd() *cobra.Command {
 			"Every command reads its settings from the environment, as the services do (README.md,\n"+
 			"\"Configuration\"). Exit status: 0 success, 1 failure, 2 a mistake in the command line.",
 		loadgenCmd(),
-		cli.Group("bench", "benchmarks (docs/performance.md)", benchLockCmd(), benchAllocCmd(), benchAPICmd(), benchE2ECmd(), benchExpiryCmd(), benchPersistCmd(), benchCostCmd()),
+		cli.Group("bench", "benchmarks (docs/performance.md)", benchLockCmd(), benchAllocCmd(), benchAPICmd(), benchE2ECmd(), benchExpiryCmd(), benchPersistCmd(), benchCostCmd(), benchQueueCmd()),
 		chaosCmd(),
 		cli.Group("outbound", "check what a consumer of the outbound topic received", outboundCheckCmd()),
 	)
