@@ -17,7 +17,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 # file this names: nothing finds .junban/stack.env by itself.
 export JUNBAN_STACK_ENV ?= $(CURDIR)/.junban/stack.env
 
-.PHONY: all build release stack stack-down stack-status migrate test test-unit test-rules promtool test-other-sqs vet lint demo console-screenshots chaos bench bench-lock bench-alloc bench-persist bench-e2e bench-api bench-cost bench-cost-baseline bench-expiry clean
+.PHONY: all build release stack stack-down stack-status migrate test test-unit test-rules promtool test-other-sqs vet lint demo console-screenshots chaos bench bench-lock bench-alloc bench-persist bench-e2e bench-api bench-cost bench-cost-baseline bench-expiry bench-queue clean
 
 all: build
 
@@ -126,7 +126,7 @@ chaos: build stack
 	if [ -n "$$failed" ]; then echo "make chaos: failed:$$failed" >&2; exit 1; fi
 
 ## benchmarks: each prints its figures and compares with its baseline in the same run
-bench: bench-lock bench-alloc bench-persist bench-e2e bench-api
+bench: bench-lock bench-alloc bench-persist bench-e2e bench-api bench-queue
 
 bench-lock: build stack
 	$(BIN)/junbanlab bench lock --duration 10s
@@ -142,6 +142,9 @@ bench-e2e: build stack
 
 bench-api: build stack
 	$(BIN)/junbanlab bench api
+
+bench-queue: build stack
+	$(BIN)/junbanlab bench queue
 
 ## bench-cost and bench-expiry are not in `make bench` (each runs a whole fleet for minutes):
 ## what one event costs at 300 events/s, and the delay of thousands of holds expiring at once

@@ -3,7 +3,9 @@
 // adjustment brings the units they wait for, and FillRequests go on while a result says
 // FillsMore (each operation fills at most stock.MaxResultFills lines), as the
 // order-worker's SKU step does. It reports the lines filled per second and each line's
-// delay from the receipt's start to the return of the operation that filled it.
+// delay from the receipt's start to the return of the operation that filled it, beside
+// its baseline of the same run: as many one-unit allocations, one operation each, from a
+// SKU that has the units (what the lines would cost placed one by one).
 package queuebench
 
 import (
@@ -55,6 +57,11 @@ type Report struct {
 	DelayP50MS float64 `json:"fill_delay_p50_ms"`
 	DelayP99MS float64 `json:"fill_delay_p99_ms"`
 	DelayMaxMS float64 `json:"fill_delay_max_ms"`
+	// AllocationsPerSecond is the baseline: one-unit allocations a second, one operation
+	// each, sequential like the fills (median over the rounds); FillsOfAllocations is
+	// FillsPerSecond over it.
+	AllocationsPerSecond float64 `json:"baseline_allocations_per_s"`
+	FillsOfAllocations   float64 `json:"fills_of_allocations"`
 }
 
 // loader knows the benchmark's SKUs: each with one empty on-hand lot.
@@ -83,24 +90,29 @@ func Run(ctx context.Context, cfg config.Redis, o Options, w io.Writer) error {
 	}
 	rep := Report{Lines: o.Lines, Rounds: o.Rounds}
 	var delays []time.Duration
-	var rates []float64
+	var rates, allocs []float64
 	var ops []int
 	for round := range o.Rounds {
 		d, n, err := receipt(ctx, l, "Q"+strconv.Itoa(round), o.Lines)
 		if err != nil {
 			return err
 		}
+		a, err := allocations(ctx, l, "A"+strconv.Itoa(round), o.Lines)
+		if err != nil {
+			return err
+		}
 		delays = append(delays, d...)
 		rates = append(rates, float64(o.Lines)/slices.Max(d).Seconds())
+		allocs = append(allocs, a)
 		ops = append(ops, n)
 		if !o.JSON {
-			fmt.Fprintf(w, "bench queue: round %d/%d: %d lines filled in %d operations, %.0f lines/s\n", round+1, o.Rounds, o.Lines, n, rates[len(rates)-1])
+			fmt.Fprintf(w, "bench queue: round %d/%d: %d lines filled in %d operations, %.0f lines/s; %.0f allocations/s\n",
+				round+1, o.Rounds, o.Lines, n, rates[len(rates)-1], a)
 		}
 	}
 	slices.Sort(delays)
-	slices.Sort(rates)
-	slices.Sort(ops)
-	rep.FillsPerSecond, rep.Operations = rates[len(rates)/2], ops[len(ops)/2]
+	rep.FillsPerSecond, rep.Operations, rep.AllocationsPerSecond = median(rates), median(ops), median(allocs)
+	rep.FillsOfAllocations = rep.FillsPerSecond / rep.AllocationsPerSecond
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	rep.DelayP50MS, rep.DelayP99MS, rep.DelayMaxMS = ms(delays[len(delays)/2]), ms(delays[len(delays)*99/100]), ms(delays[len(delays)-1])
 	return print(w, rep, o.JSON)
@@ -139,15 +151,38 @@ func receipt(ctx context.Context, l *ledger.Ledger, sku string, lines int) ([]ti
 	}
 }
 
+// allocations allocates lines one-unit lines, one operation each, from a SKU that has
+// the units, and returns their rate.
+func allocations(ctx context.Context, l *ledger.Ledger, sku string, lines int) (float64, error) {
+	if _, err := l.Apply(ctx, stock.AdjustRequest{OpID: "stock", SKU: sku, LotID: "L0", Delta: int64(lines), Reason: "stock"}); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for i := range lines {
+		if _, err := l.Apply(ctx, stock.AllocateRequest{OpID: fmt.Sprintf("a%d", i), SKU: sku, Holder: fmt.Sprintf("o%d", i),
+			Qty: 1, TargetDate: "2026-12-01", Mode: stock.ModeShip}); err != nil {
+			return 0, err
+		}
+	}
+	return float64(lines) / time.Since(start).Seconds(), nil
+}
+
+// median is the middle of xs (the upper one of an even count); it sorts xs.
+func median[T int | float64](xs []T) T {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
+}
+
 func print(w io.Writer, r Report, asJSON bool) error {
 	if asJSON {
 		return cli.WriteJSON(w, r)
 	}
 	_, err := fmt.Fprintf(w, "bench queue: %d waiting lines, one receipt for all, %d rounds\n"+
 		"  %d operations per receipt (the adjustment, then fills of %d lines each)\n"+
-		"  %.0f lines filled per second\n"+
+		"  %.0f lines filled per second; baseline: %.0f one-unit allocations per second, one operation each (%.2fx)\n"+
 		"  receipt start -> fill: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
-		r.Lines, r.Rounds, r.Operations, stock.MaxResultFills, r.FillsPerSecond, r.DelayP50MS, r.DelayP99MS, r.DelayMaxMS)
+		r.Lines, r.Rounds, r.Operations, stock.MaxResultFills, r.FillsPerSecond, r.AllocationsPerSecond, r.FillsOfAllocations,
+		r.DelayP50MS, r.DelayP99MS, r.DelayMaxMS)
 	return err
 }
 

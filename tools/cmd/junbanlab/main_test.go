@@ -14,6 +14,7 @@ import (
 	"github.com/junban/junban/tools/apibench"
 	"github.com/junban/junban/tools/lockbench"
 	"github.com/junban/junban/tools/persistbench"
+	"github.com/junban/junban/tools/queuebench"
 )
 
 // lab runs the junbanlab command named by words (e.g. "bench lock") with args in this
@@ -114,6 +115,12 @@ func TestJSONOfTheBenchmarks(t *testing.T) {
 	var lock lockbench.Result
 	if err := decode(t, &lock, "bench lock", "--duration", "200ms"); err != nil || lock.Hot.HandoffEPS <= 0 {
 		t.Fatalf("bench lock: %+v, %v", lock, err)
+	}
+	// 40 waiting lines: the adjustment and two fills (16 lines an operation at most).
+	var queue queuebench.Report
+	if err := decode(t, &queue, "bench queue", "--lines", "40", "--rounds", "1"); err != nil || queue.Lines != 40 ||
+		queue.Operations != 3 || queue.FillsPerSecond <= 0 || queue.AllocationsPerSecond <= 0 {
+		t.Fatalf("bench queue: %+v, %v", queue, err)
 	}
 	var persist persistbench.Result
 	if err := decode(t, &persist, "bench persist", "--duration", "2s", "--parts", "0", "--backlog", "20", "--receivers", "2"); err != nil || persist.BatchedEPS <= 0 || persist.SingleEPS <= 0 {
