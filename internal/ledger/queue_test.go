@@ -289,3 +289,45 @@ func TestLowerSafetyStockFillsAShipLine(t *testing.T) {
 		}
 	})
 }
+
+// A change's allocation, a moved allocation and a routed allocation hold the queue's
+// demand back as a plain allocation does.
+func TestNoOvertakingByChangeMoveOrRoute(t *testing.T) {
+	store := lot("S1", stock.KindOnHand, 2, "2026-12-20", 4)
+	store.Location = "store-1"
+	s := stock.SKU{SKU: "Q", Lots: []stock.Lot{lot("L1", stock.KindOnHand, 1, "2027-01-01", 4), store}}
+	locs := []stock.Location{
+		{ID: "default", Kind: stock.LocationWarehouse, Ships: true, Enabled: true},
+		{ID: "store-1", Kind: stock.LocationStore, Pickup: true, Enabled: true},
+	}
+	each(t, []stock.SKU{s}, func(t *testing.T, inv Inventory) {
+		// o0 takes S1's 4, o1 L1's 4 and waits for 3 more; o0's release leaves S1 4.
+		apply(t, inv, stock.AllocateRequest{OpID: "a0", SKU: "Q", Qty: 4, TargetDate: "2026-12-01", Mode: stock.ModeReserve, Holder: "o0"})
+		apply(t, inv, backorder("b1", "o1", "l1", 7, "2026-12-01", stock.ModeReserve, 0))
+		apply(t, inv, stock.ReleaseRequest{OpID: "r0", SKU: "Q", From: stock.Reserved, Holder: "o0", Lots: lotQty("S1", 4)})
+
+		_, err := inv.Apply(ctx, stock.ChangeRequest{OpID: "c1", SKU: "Q", TargetDate: "2026-12-01", Mode: stock.ModeReserve,
+			Release: lotQty("L1", 1), Allocate: []int64{3}, Holder: "o1"})
+		wantQueuedRefusal(t, err, "requested=3 available=2 queued=3")
+		_, err = inv.Apply(ctx, stock.MoveAllocationRequest{OpID: "m1", SKU: "Q", TargetDate: "2026-12-01", Mode: stock.ModeReserve,
+			Release: lotQty("L1", 4), To: "store-1", Holder: "o1"})
+		wantQueuedRefusal(t, err, "requested=4 available=1 queued=3")
+		pinned := alloc("a1", "Q", 2, "2026-12-01", stock.ModeReserve)
+		pinned.Route = &stock.Route{Pinned: "store-1", Locations: locs}
+		_, err = inv.Apply(ctx, pinned)
+		wantQueuedRefusal(t, err, "requested=2 available=1 queued=3")
+
+		pinned.OpID, pinned.Qty = "a2", 1
+		r, err := inv.Apply(ctx, pinned)
+		wantMoves(t, r, err, mv{"S1", stock.Sellable, stock.Reserved, 1})
+		wantStrings(t, "queue", queueOf(t, inv), "o1/l1:3")
+	})
+}
+
+func wantQueuedRefusal(t *testing.T, err error, detail string) {
+	t.Helper()
+	wantErr(t, err, stock.ErrShortage)
+	if !strings.Contains(err.Error(), detail) {
+		t.Fatalf("refusal %v, want %q", err, detail)
+	}
+}
