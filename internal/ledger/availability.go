@@ -73,9 +73,13 @@ type Availability struct {
 	LocationSafety map[string]int64 `json:"location_safety_stock,omitempty"`
 	// Sellable is the candidates' sellable quantity.
 	Sellable int64 `json:"sellable"`
-	// Available is the most one allocation of Mode gets now: Sellable, less the safety
-	// stock for ModeShip (never below 0), and for ModeShip no more than the locations'
-	// caps sum to (each location's sellable less its own safety stock).
+	// Waiting is what the SKU's queue of waiting lines waits for (docs/ledger.md,
+	// "Waiting demand"): every allocation holds it back.
+	Waiting int64 `json:"waiting"`
+	// Available is the most one allocation of Mode gets now (available to promise):
+	// Sellable less the safety stock for ModeShip, less Waiting, never below 0; for
+	// ModeShip no more than the locations' caps (each location's sellable less its own
+	// safety stock) sum to, less Waiting.
 	Available int64 `json:"available"`
 	// Candidates are the good lots valid on TargetDate with sellable stock, in the order
 	// an allocation takes from them (on-hand by best-before, then planned newest first).
@@ -102,7 +106,7 @@ type LocationAvailability struct {
 	// Sellable is the location's candidates' sellable quantity.
 	Sellable int64 `json:"sellable"`
 	// Available is Sellable, less the larger of the SKU's safety stock and the
-	// location's own for ModeShip (never below 0).
+	// location's own for ModeShip, less the SKU's Waiting (never below 0).
 	Available int64 `json:"available"`
 	// OK tells whether an allocation of the request's Qty there would succeed.
 	OK bool `json:"ok"`
@@ -254,7 +258,7 @@ func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error
 	bad := func() (Availability, error) {
 		return a, fmt.Errorf("ledger: availability sku=%s: unexpected reply %v", r.SKU, v)
 	}
-	if len(v) != 9 {
+	if len(v) != 10 {
 		return bad()
 	}
 	str := func(x any) string { s, _ := x.(string); return s }
@@ -268,32 +272,20 @@ func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error
 	if a.Sellable, err = num(v[2]); err != nil {
 		return bad()
 	}
-	a.Available = a.Sellable
+	if w := str(v[9]); w != "" {
+		if a.Waiting, err = num(w); err != nil {
+			return bad()
+		}
+	}
+	a.Available = max(a.Sellable-a.Waiting, 0)
 	if r.Mode == stock.ModeShip {
-		a.Available = max(a.Sellable-a.SafetyStock, 0)
+		a.Available = max(a.Sellable-a.SafetyStock-a.Waiting, 0)
 	}
 	a.Reason, a.Detail = str(v[3]), str(v[4])
 	a.OK = r.Qty > 0 && a.Reason == ""
-	cands := str(v[5])
-	a.Candidates = make([]Candidate, 0, strings.Count(cands, "\n")+1)
-	for cands != "" {
-		var line string
-		line, cands, _ = strings.Cut(cands, "\n")
-		if len(line) < 46 {
-			return bad()
-		}
-		c, ok := decodeRecordHead(line[:46])
-		sell, rest, cut := strings.Cut(line[46:], "\t")
-		lot, loc, cut2 := strings.Cut(rest, "\t")
-		if !ok || !cut || !cut2 {
-			return bad()
-		}
-		c.Location = loc
-		if c.Sellable, err = strconv.ParseInt(sell, 10, 64); err != nil {
-			return bad()
-		}
-		c.LotID = lot
-		a.Candidates = append(a.Candidates, c)
+	var ok bool
+	if a.Candidates, ok = parseCandidates(str(v[5])); !ok {
+		return bad()
 	}
 	take, _ := v[6].([]any)
 	for i := 0; i+1 < len(take); i += 2 {
@@ -318,9 +310,36 @@ func parseAvailability(r AvailabilityRequest, c *redis.Cmd) (Availability, error
 	return a, nil
 }
 
+// parseCandidates reads the script's candidates text: a line "head sellable\tlot\tlocation"
+// per candidate (available.lua).
+func parseCandidates(text string) ([]Candidate, bool) {
+	out := make([]Candidate, 0, strings.Count(text, "\n")+1)
+	for text != "" {
+		var line string
+		line, text, _ = strings.Cut(text, "\n")
+		if len(line) < 46 {
+			return nil, false
+		}
+		c, ok := decodeRecordHead(line[:46])
+		sell, rest, cut := strings.Cut(line[46:], "\t")
+		lot, loc, cut2 := strings.Cut(rest, "\t")
+		if !ok || !cut || !cut2 {
+			return nil, false
+		}
+		var err error
+		if c.Sellable, err = strconv.ParseInt(sell, 10, 64); err != nil {
+			return nil, false
+		}
+		c.LotID, c.Location = lot, loc
+		out = append(out, c)
+	}
+	return out, true
+}
+
 // readLocations reads the script's per-location sellable (flat location, sellable;
 // none when every candidate is at the default location) into a.Locations, and caps
-// a.Available for ModeShip by the locations' own safety stocks.
+// a.Available for ModeShip by the locations' own safety stocks, less a.Waiting, as
+// ledger.lua's queuedCapRefusal does.
 func (a *Availability) readLocations(r AvailabilityRequest, reply any) error {
 	locs, _ := reply.([]any)
 	by := map[string]int64{}
@@ -331,10 +350,10 @@ func (a *Availability) readLocations(r AvailabilityRequest, reply any) error {
 		if err != nil {
 			return err
 		}
-		la := LocationAvailability{Location: cmp.Or(s, stock.DefaultLocation), Sellable: sell, Available: sell}
+		la := LocationAvailability{Location: cmp.Or(s, stock.DefaultLocation), Sellable: sell, Available: max(sell-a.Waiting, 0)}
 		la.SafetyStock = a.LocationSafety[la.Location]
 		if r.Mode == stock.ModeShip {
-			la.Available = max(sell-max(a.SafetyStock, la.SafetyStock), 0)
+			la.Available = max(sell-max(a.SafetyStock, la.SafetyStock)-a.Waiting, 0)
 		}
 		la.OK = r.Qty > 0 && la.Available >= r.Qty
 		a.Locations = append(a.Locations, la)
@@ -348,7 +367,7 @@ func (a *Availability) readLocations(r AvailabilityRequest, reply any) error {
 		for _, s := range stock.LessLocationSafety(by, a.LocationSafety) {
 			capped += s
 		}
-		a.Available = min(a.Available, capped)
+		a.Available = min(a.Available, max(capped-a.Waiting, 0))
 	}
 	return nil
 }

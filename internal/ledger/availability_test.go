@@ -18,16 +18,32 @@ import (
 
 var flagAvailSeqs = 300
 
+// backorderSome queues waiting demand on sku half the time: a backorder of a few units
+// on a random date and mode, as line line of a holder of its own, so that the
+// comparisons after it read a SKU whose queue holds units back.
+func backorderSome(t *testing.T, l *Ledger, rng *rand.Rand, sku, line string) {
+	t.Helper()
+	if rng.IntN(2) == 0 {
+		return
+	}
+	_, err := l.Apply(ctx, stock.BackorderRequest{OpID: "bo-" + line, SKU: sku, Holder: "waiter", Line: line,
+		Qty: 1 + rng.Int64N(8), TargetDate: genDates[rng.IntN(len(genDates))],
+		Mode: stock.Mode([]string{"ship", "reserve"}[rng.IntN(2)]), Class: rng.IntN(3)})
+	if err != nil {
+		t.Fatalf("backorder on %s: %v", sku, err)
+	}
+}
+
 // TestAvailabilityAgreesWithAllocation: for random SKUs, lots, dates and modes, after a
-// random history of operations, availability says n; an allocation of n+1 fails with
-// the reason availability gave for n+1, and one of n succeeds, taking from the lots
-// availability listed, in that order and quantities.
+// random history of operations and backorders (the queue's demand), availability says
+// n; an allocation of n+1 fails with the reason availability gave for n+1, and one of n
+// succeeds, taking from the lots availability listed, in that order and quantities.
 func TestAvailabilityAgreesWithAllocation(t *testing.T) {
 	rc, prefix := testenv.Redis(t)
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
-	checked, refused := 0, map[string]int{}
+	checked, waited, refused := 0, 0, map[string]int{}
 	for seq := range flagAvailSeqs {
 		skus, steps := genSequence(rng, 1+rng.IntN(15))
 		l, err := New(Config{Redis: rc, Prefix: fmt.Sprintf("%s:%d", prefix, seq), Loader: newMemLoader(skus...)})
@@ -40,11 +56,15 @@ func TestAvailabilityAgreesWithAllocation(t *testing.T) {
 		for k := range 6 {
 			s := skus[rng.IntN(len(skus))]
 			date, mode := genDates[rng.IntN(len(genDates))], stock.Mode([]string{"ship", "reserve"}[rng.IntN(2)])
+			backorderSome(t, l, rng, s.SKU, fmt.Sprint(k))
 			a, err := l.Availability(ctx, AvailabilityRequest{SKU: s.SKU, TargetDate: date, Mode: mode})
 			if err != nil {
 				t.Fatalf("seq %d: availability %s %s %s: %v", seq, s.SKU, date, mode, err)
 			}
 			n := a.Available
+			if want := queueDemand(t, l, s.SKU); a.Waiting != want {
+				t.Fatalf("seq %d: availability says %d waiting, the queue waits for %d", seq, a.Waiting, want)
+			}
 			snap, err := l.Snapshot(ctx, s.SKU)
 			if err != nil {
 				t.Fatal(err)
@@ -102,12 +122,29 @@ func TestAvailabilityAgreesWithAllocation(t *testing.T) {
 				next += i + 1
 			}
 			checked++
+			if a.Waiting > 0 {
+				waited++
+			}
 		}
 	}
-	if checked < flagAvailSeqs || refused["ERR_SHORTAGE"] == 0 || refused["ERR_SAFETY_STOCK"] == 0 {
-		t.Fatalf("too few cases: %d allocations checked, refusals %v", checked, refused)
+	if checked < flagAvailSeqs || waited == 0 || refused["ERR_SHORTAGE"] == 0 || refused["ERR_SAFETY_STOCK"] == 0 {
+		t.Fatalf("too few cases: %d allocations checked, %d of them with a queue, refusals %v", checked, waited, refused)
 	}
-	t.Logf("%d allocations checked, refusals %v", checked, refused)
+	t.Logf("%d allocations checked, %d of them with a queue, refusals %v", checked, waited, refused)
+}
+
+// queueDemand is what sku's queue waits for, from its entries.
+func queueDemand(t *testing.T, l *Ledger, sku string) int64 {
+	t.Helper()
+	q, err := l.Queue(ctx, sku)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, e := range q {
+		n += e.Want
+	}
+	return n
 }
 
 // TestAvailabilityIsReadOnly: the answer moves nothing and bumps no version, and the
@@ -309,6 +346,52 @@ func TestAvailabilityPerLocation(t *testing.T) {
 	}
 }
 
+// Each location's available holds the SKU's waiting demand back as an allocation pinned
+// there does: with a line waiting for 3 on a date no lot serves, an allocation pinned at
+// a location gets its sellable less the safety stock less 3, and not one unit more.
+func TestAvailabilityPerLocationHoldsTheQueueBack(t *testing.T) {
+	rc, prefix := testenv.Redis(t)
+	d1, s1 := locLot("d1", "", 0, "2027-03-01", 4), locLot("s1", "store-1", 1, "2027-02-01", 6)
+	d1.ValidFrom, s1.ValidFrom = "2026-12-01", "2026-12-01"
+	s := stock.SKU{SKU: "A", SafetyStock: 1, Lots: []stock.Lot{d1, s1}}
+	locs := []stock.Location{stock.DefaultLocationSettings(), {ID: "store-1", Kind: stock.LocationStore, Pickup: true, Enabled: true}}
+	ledgerWithQueue := func(p string) *Ledger {
+		l, err := New(Config{Redis: rc, Prefix: p, Loader: newMemLoader(s)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := l.Apply(ctx, stock.BackorderRequest{OpID: "bo", SKU: "A", Holder: "o1", Line: "1", Qty: 3, TargetDate: "2026-11-30", Mode: stock.ModeReserve})
+		if err != nil || r.Queued != 3 {
+			t.Fatalf("backorder: %+v %v", r, err)
+		}
+		return l
+	}
+	a, err := ledgerWithQueue(prefix).Availability(ctx, AvailabilityRequest{SKU: "A", TargetDate: "2026-12-01", Mode: stock.ModeShip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []LocationAvailability{{"default", 4, 0, false, 0}, {"store-1", 6, 2, false, 0}}
+	if a.Waiting != 3 || a.Available != 6 || !slices.Equal(a.Locations, want) {
+		t.Fatalf("availability %+v, want 3 waiting, 6 available, locations %+v", a, want)
+	}
+	for i, la := range a.Locations {
+		l := ledgerWithQueue(fmt.Sprintf("%s:pin%d", prefix, i))
+		over := alloc("over", "A", la.Available+1, "2026-12-01", stock.ModeShip)
+		over.Route = &stock.Route{Pinned: la.Location, Locations: locs}
+		if _, err := l.Apply(ctx, over); !errors.Is(err, stock.ErrSafetyStock) && !errors.Is(err, stock.ErrShortage) {
+			t.Fatalf("%s: an allocation of %d pinned there: %v, want a refusal", la.Location, la.Available+1, err)
+		}
+		if la.Available == 0 {
+			continue
+		}
+		fit := alloc("fit", "A", la.Available, "2026-12-01", stock.ModeShip)
+		fit.Route = over.Route
+		if _, err := l.Apply(ctx, fit); err != nil {
+			t.Fatalf("%s: an allocation of %d pinned there: %v", la.Location, la.Available, err)
+		}
+	}
+}
+
 // TestNetworkAvailabilityAgreesWithRoutedAllocation: for random shops (each location's
 // rank, shipping and enabled drawn) after a random history, the network's answer says n;
 // an allocation routed by rank over the shop's locations, as an order without routing
@@ -319,7 +402,7 @@ func TestNetworkAvailabilityAgreesWithRoutedAllocation(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 9))
-	checked, refused := 0, map[string]int{}
+	checked, waited, refused := 0, 0, map[string]int{}
 	for seq := range flagAvailSeqs / 2 {
 		skus, steps := genSequence(rng, 1+rng.IntN(15))
 		l, err := New(Config{Redis: rc, Prefix: fmt.Sprintf("%s:n%d", prefix, seq), Loader: newMemLoader(skus...)})
@@ -338,11 +421,14 @@ func TestNetworkAvailabilityAgreesWithRoutedAllocation(t *testing.T) {
 		for k := range 4 {
 			s := skus[rng.IntN(len(skus))]
 			date, mode := genDates[rng.IntN(len(genDates))], stock.Mode([]string{"ship", "reserve"}[rng.IntN(2)])
+			backorderSome(t, l, rng, s.SKU, fmt.Sprint(k))
+			var waiting int64
 			ask := func(qty int64) NetworkAvailability {
 				a, err := l.Availability(ctx, AvailabilityRequest{SKU: s.SKU, TargetDate: date, Mode: mode, Qty: qty})
 				if err != nil {
 					t.Fatalf("seq %d: availability: %v", seq, err)
 				}
+				waiting = a.Waiting
 				return a.Network(locs)
 			}
 			n := ask(0).Available
@@ -369,10 +455,13 @@ func TestNetworkAvailabilityAgreesWithRoutedAllocation(t *testing.T) {
 				t.Fatalf("seq %d: routed allocation of %d took %v, the network listed %v", seq, n, took, at.Take)
 			}
 			checked++
+			if waiting > 0 {
+				waited++
+			}
 		}
 	}
-	if checked < flagAvailSeqs/4 || refused["ERR_SHORTAGE"] == 0 || refused["ERR_SAFETY_STOCK"] == 0 {
-		t.Fatalf("too few cases: %d allocations checked, refusals %v", checked, refused)
+	if checked < flagAvailSeqs/4 || waited == 0 || refused["ERR_SHORTAGE"] == 0 || refused["ERR_SAFETY_STOCK"] == 0 {
+		t.Fatalf("too few cases: %d allocations checked, %d of them with a queue, refusals %v", checked, waited, refused)
 	}
-	t.Logf("%d allocations checked, refusals %v", checked, refused)
+	t.Logf("%d allocations checked, %d of them with a queue, refusals %v", checked, waited, refused)
 }

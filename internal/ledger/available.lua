@@ -6,7 +6,7 @@
 -- KEYS[1]  the SKU hash               <prefix>:inv:{<sku>}
 -- ARGV[1]  target date (YYYY-MM-DD), ARGV[2] mode (ship | reserve), ARGV[3] qty (0: none)
 --
--- Returns {version, safety_stock, sum, code, detail, candidates, take, locations, sl}:
+-- Returns {version, safety_stock, sum, code, detail, candidates, take, locations, sl, qw}:
 --   sum         the sellable of every candidate valid on the date
 --   code        the reason an allocation of qty would get ('' when it would succeed or
 --               qty is 0), detail its detail text
@@ -20,6 +20,8 @@
 --               (p:<lot>, '' for the default location), in no order; empty when every
 --               candidate is at the default location
 --   sl          the locations' own safety stocks as the hash holds them (layout.go)
+--   qw          what the SKU's queue of waiting lines waits for ('' for none), which
+--               an allocation holds back as ledger.lua's alloc does
 -- Fails with the error reply "ERR_NOT_LOADED 0 " when the SKU is not in Redis, and
 -- "ERR_REINDEX 0 " when its index is in another key layout than KEY_LAYOUT (the Go side
 -- re-indexes it and asks again).
@@ -27,7 +29,7 @@
 local key = KEYS[1]
 local date, mode, qty = ARGV[1], ARGV[2], tonumber(ARGV[3])
 
-local head = redis.call('HMGET', key, 'v', 'ss', 'on', 'o:0', 'kl', 'sl')
+local head = redis.call('HMGET', key, 'v', 'ss', 'on', 'o:0', 'kl', 'sl', 'qw')
 if not head[1] then
   return redis.error_reply('ERR_NOT_LOADED 0 ')
 end
@@ -35,6 +37,23 @@ if head[5] ~= KEY_LAYOUT then
   return redis.error_reply('ERR_REINDEX 0 ')
 end
 local ss = tonumber(head[2])
+local queued = tonumber(head[7]) or 0
+
+-- queuedRefusal and queuedCapRefusal are ledger.lua's: refusal and capRefusal over what
+-- the queue's demand leaves, their details ending with the demand.
+local function queuedRefusal(qty, need, sum)
+  if queued == 0 then return refusal(qty, need, sum, ss) end
+  local code, detail = refusal(qty, need, math.max(0, sum - queued), ss)
+  if code then detail = detail .. string.format(' queued=%d', queued) end
+  return code, detail
+end
+
+local function queuedCapRefusal(qty, sum, total)
+  if queued == 0 then return capRefusal(qty, sum, total) end
+  local code, detail = capRefusal(qty, math.max(0, sum - queued), math.max(0, total - queued))
+  if code then detail = detail .. string.format(' queued=%d', queued) end
+  return code, detail
+end
 
 -- Every candidate is read, so in chunks of 1024 from the start.
 local cand, sell, sum, heads = walkCandidates(key, head, date, math.huge, nil, 1024, true)
@@ -58,13 +77,13 @@ local code, detail = '', ''
 local take = {}
 if qty > 0 then
   local need = allocNeed(qty, mode, ss)
-  local c, d = refusal(qty, need, sum, ss)
+  local c, d = queuedRefusal(qty, need, sum)
   -- The locations' safety stocks cap a ship allocation as ledger.lua's alloc does.
   local lss, caps = locSafety(head[6], mode), nil
   if not c and lss then
     local total
     caps, total = capsOf(at, sell, lss)
-    c, d = capRefusal(qty, sum, total)
+    c, d = queuedCapRefusal(qty, sum, total)
   end
   if c then
     code, detail = c, d
@@ -92,4 +111,4 @@ for i = 1, #cand do
   out[i] = heads[i] .. string.format('%d', sell[i]) .. '\t' .. candidateLot(cand, i) .. '\t' .. loc
 end
 
-return {head[1], head[2], string.format('%d', sum), code, detail, table.concat(out, '\n'), take, locs, head[6] or ''}
+return {head[1], head[2], string.format('%d', sum), code, detail, table.concat(out, '\n'), take, locs, head[6] or '', head[7] or ''}

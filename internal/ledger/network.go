@@ -14,7 +14,8 @@ import (
 // registered locations: by rank (docs/ledger.md, "Locations").
 type NetworkAvailability struct {
 	// Sellable is the network's candidates' sellable quantity; Available is Sellable less
-	// the SKU's safety stock for ModeShip (never below 0).
+	// the SKU's safety stock for ModeShip, less the SKU's waiting demand, never below 0
+	// (and for ModeShip no more than the locations' caps sum to, less the demand).
 	Sellable  int64 `json:"sellable"`
 	Available int64 `json:"available"`
 	// OK tells whether an allocation of the request's Qty over the network would succeed,
@@ -28,8 +29,9 @@ type NetworkAvailability struct {
 // Network answers a for the network of the shop's locations locs: its candidates at the
 // enabled locations that ship, ordered by their location's rank, then in the allocation
 // order, with the refusal rules of an allocation (ERR_SHORTAGE, then ERR_SAFETY_STOCK
-// for the SKU's safety stock, then for the locations' own) and, for ship, no more at a
-// location than its own safety stock leaves.
+// for the SKU's safety stock, then for the locations' own, each over what a.Waiting
+// leaves of the sum) and, for ship, no more at a location than its own safety stock
+// leaves.
 func (a Availability) Network(locs []stock.Location) NetworkAvailability {
 	pos := (&stock.Route{Strategies: []stock.Strategy{stock.StrategyRanked}, Locations: locs}).Positions()
 	var el []Candidate
@@ -47,30 +49,50 @@ func (a Availability) Network(locs []stock.Location) NetworkAvailability {
 		n.Sellable += c.Sellable
 		caps[cmp.Or(c.Location, stock.DefaultLocation)] += c.Sellable
 	}
+	// The queue's demand is held back from the sum and from the caps' total, as ledger.lua's
+	// routedCandidates does; the caps themselves stay whole.
 	need, capped := a.Qty, n.Sellable
-	n.Available = n.Sellable
 	if a.Mode == stock.ModeShip {
 		capped = 0
 		for loc, s := range caps {
 			caps[loc] = max(0, s-a.LocationSafety[loc])
 			capped += caps[loc]
 		}
-		n.Available = max(0, min(n.Sellable-a.SafetyStock, capped))
 		need += a.SafetyStock
 	}
-	switch {
-	case a.Qty == 0:
-	case n.Sellable < a.Qty:
-		n.Reason, n.Detail = "ERR_SHORTAGE", fmt.Sprintf("requested=%d available=%d", a.Qty, n.Sellable)
-	case n.Sellable < need:
-		n.Reason, n.Detail = "ERR_SAFETY_STOCK", fmt.Sprintf("requested=%d available=%d safety_stock=%d", a.Qty, n.Sellable, a.SafetyStock)
-	case capped < a.Qty:
-		n.Reason, n.Detail = "ERR_SAFETY_STOCK", fmt.Sprintf("requested=%d available=%d capped=%d", a.Qty, n.Sellable, capped)
-	default:
+	free, capped := max(0, n.Sellable-a.Waiting), max(0, capped-a.Waiting)
+	n.Available = free
+	if a.Mode == stock.ModeShip {
+		n.Available = max(0, min(free-a.SafetyStock, capped))
+	}
+	n.Reason, n.Detail = networkRefusal(a, free, need, capped)
+	if a.Qty > 0 && n.Reason == "" {
 		n.OK = true
 		n.Take = takeCapped(el, a.Qty, caps, a.Mode == stock.ModeShip)
 	}
 	return n
+}
+
+// networkRefusal is the reason and detail of a routed allocation of a.Qty whose eligible
+// candidates leave free once the waiting demand is held back, need the sum it must reach
+// and capped the locations' caps' total less the demand ("" when it fits or a.Qty is 0).
+func networkRefusal(a Availability, free, need, capped int64) (reason, detail string) {
+	switch {
+	case a.Qty == 0:
+		return "", ""
+	case free < a.Qty:
+		reason, detail = "ERR_SHORTAGE", fmt.Sprintf("requested=%d available=%d", a.Qty, free)
+	case free < need:
+		reason, detail = "ERR_SAFETY_STOCK", fmt.Sprintf("requested=%d available=%d safety_stock=%d", a.Qty, free, a.SafetyStock)
+	case capped < a.Qty:
+		reason, detail = "ERR_SAFETY_STOCK", fmt.Sprintf("requested=%d available=%d capped=%d", a.Qty, free, capped)
+	default:
+		return "", ""
+	}
+	if a.Waiting > 0 {
+		detail += fmt.Sprintf(" queued=%d", a.Waiting)
+	}
+	return reason, detail
 }
 
 // takeCapped takes qty from the candidates el in order, with capped no more at a location
