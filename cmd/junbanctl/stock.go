@@ -125,6 +125,9 @@ func printAvailability(w io.Writer, a api.AvailabilityAnswer) {
 	if a.Mode == stock.ModeShip {
 		fmt.Fprintf(w, " less safety stock %d", a.SafetyStock)
 	}
+	if a.Waiting > 0 {
+		fmt.Fprintf(w, " less %d waiting for stock", a.Waiting)
+	}
 	fmt.Fprintf(w, ") at version %d\n", a.Version)
 	take := map[string]int64{}
 	for _, t := range a.Take {

@@ -80,6 +80,16 @@ func TestStock(t *testing.T) {
 	if err := ctl(ctx, &out, "stock", []string{"NOPE"}); err == nil {
 		t.Error("stock of an unknown SKU: no error")
 	}
+	// A backorder of 10 takes the 8 there are and waits for 2: stock says so.
+	r, err := d.Ledger.Apply(ctx, stock.BackorderRequest{OpID: "bo", SKU: "ST-1", Holder: "o1", Line: "1", Qty: 10, TargetDate: "2026-12-01", Mode: stock.ModeReserve})
+	if err != nil || r.Queued != 2 {
+		t.Fatalf("backorder: %+v %v", r, err)
+	}
+	out.Reset()
+	must(ctl(ctx, &out, "stock", []string{"--date", "2026-12-01", "ST-1"}))
+	if s := out.String(); !strings.Contains(s, "availability on 2026-12-01, ship: 0 (sellable 0 less safety stock 2 less 2 waiting for stock)") {
+		t.Fatalf("stock with a waiting line:\n%s", s)
+	}
 }
 
 // stock of a SKU with lots at two locations prints each lot's location, and with --date

@@ -74,3 +74,43 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// The answer says the SKU's waiting demand and holds it back from available and from
+// the qty answer; a cached answer keeps it, and a dequeue (a new version) is seen at once.
+func TestAvailabilityShowsTheWaitingDemand(t *testing.T) {
+	e := newEnv(t)
+	l1 := onhand("L1", 1, "2027-01-01", 10)
+	l1.ValidFrom = "2026-12-01"
+	e.seedSKU(stock.SKU{SKU: "W", SafetyStock: 1, Lots: []stock.Lot{l1}})
+	led := e.api.d.Ledger
+	// No lot serves the 30th of November: the line waits for all 3.
+	if r, err := led.Apply(context.Background(), stock.BackorderRequest{OpID: "w-1", SKU: "W", Holder: "o1", Line: "1",
+		Qty: 3, TargetDate: "2026-11-30", Mode: stock.ModeReserve}); err != nil || r.Queued != 3 {
+		t.Fatalf("backorder: %+v %v", r, err)
+	}
+	read := func() ledger.Availability {
+		t.Helper()
+		code, body := e.do("GET", "/v1/skus/W/availability?date=2026-12-01&qty=7", readToken, nil)
+		var a ledger.Availability
+		decode(t, body, &a)
+		if code != 200 {
+			t.Fatalf("availability: %d %s", code, body)
+		}
+		return a
+	}
+	for range 2 { // the script's answer, then the cached one
+		a := read()
+		if a.Waiting != 3 || a.Available != 6 || a.OK || a.Detail != "requested=7 available=7 safety_stock=1 queued=3" {
+			t.Fatalf("with 3 waiting: %+v", a)
+		}
+	}
+	if hits := counterValue(t, e.api.m.availHits); hits != 1 {
+		t.Fatalf("%d cache hits, want 1", int(hits))
+	}
+	if _, err := led.Apply(context.Background(), stock.DequeueRequest{OpID: "w-2", SKU: "W", Holder: "o1", Line: "1", Qty: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if a := read(); a.Waiting != 1 || a.Available != 8 || !a.OK {
+		t.Fatalf("with 1 waiting: %+v", a)
+	}
+}
