@@ -38,10 +38,18 @@ func backorderSome(t *testing.T, l *Ledger, rng *rand.Rand, sku, line string) {
 // random history of operations and backorders (the queue's demand), availability says
 // n; an allocation of n+1 fails with the reason availability gave for n+1, and one of n
 // succeeds, taking from the lots availability listed, in that order and quantities.
+//
+// Seeds found failing run first: 15515828154773717330 caught the routed walk stopping
+// early where the caps read so far did not cover the allocation and the waiting demand
+// (capsCover in ledger.lua).
 func TestAvailabilityAgreesWithAllocation(t *testing.T) {
+	for _, seed := range []uint64{15515828154773717330, rand.Uint64()} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { checkAvailabilityAgrees(t, seed) })
+	}
+}
+
+func checkAvailabilityAgrees(t *testing.T, seed uint64) {
 	rc, prefix := testenv.Redis(t)
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	checked, waited, refused := 0, 0, map[string]int{}
 	for seq := range flagAvailSeqs {

@@ -553,6 +553,18 @@ local function topCovers(el, qty, lss)
   return true
 end
 
+-- capsCover tells whether the caps of the candidates read so far (el; lss: location ->
+-- safety stock, nil: no caps) sum to n or more: with a waiting demand, the top location
+-- covering qty does not make the caps' sum cover qty and the demand, and the refusal
+-- reads the sum.
+local function capsCover(el, n, lss)
+  if not lss then return true end
+  local by, total = {}, 0
+  for _, e in ipairs(el) do by[e.loc] = (by[e.loc] or 0) + e.s end
+  for l, s in pairs(by) do total = total + math.max(0, s - (lss[l] or 0)) end
+  return total >= n
+end
+
 -- oneLocation keeps the entries of the first location, in el's order, whose candidates
 -- cover qty (under its cap, with caps); returns nil, the reason code and its detail when
 -- none does: ERR_SAFETY_STOCK when one's sellable would have covered it but its cap
@@ -620,7 +632,7 @@ local function routedCandidates(date, pos, noSplit, qty, need, ss, plan, chunks,
         end
       end
     end
-    return early and sum >= need + queued and atTop >= qty and topCovers(el, qty, lss)
+    return early and sum >= need + queued and atTop >= qty and topCovers(el, qty, lss) and capsCover(el, qty + queued, lss)
   end
   local chunk0 = 1024
   if early then chunk0 = 4 end
