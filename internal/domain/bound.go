@@ -58,6 +58,7 @@ func WorstCaseResultOf(k *Kind, lines, lotsPerLine int) (r event.Result, ok bool
 		r = WorstCaseResult(lines, lotsPerLine)
 	case OneLot, OneLotWithHolders:
 		r = worstSKUResult(k.Result == OneLotWithHolders)
+		addFills(&r)
 	case TransferLots:
 		r = worstSKUResult(false)
 		lots := make([]stock.Lot, 0, 2*stock.MaxTransferLots)
@@ -67,6 +68,7 @@ func WorstCaseResultOf(k *Kind, lines, lotsPerLine int) (r event.Result, ok bool
 			moves = append(moves, r.Moves[0])
 		}
 		r.SKUs[0].Lots, r.Moves = lots, moves
+		addFills(&r)
 	default:
 		return event.Result{}, false
 	}
@@ -76,7 +78,8 @@ func WorstCaseResultOf(k *Kind, lines, lotsPerLine int) (r event.Result, ok bool
 
 // worstSKUResult is the largest result of a SKU's event: one operation on one lot (two
 // moves at most: a recall moves sellable and hidden units), its SKU version with that lot,
-// a refusal's detail, and with holders, the most a recall lists.
+// a refusal's detail, and with holders, the most a recall lists. WorstCaseResultOf adds
+// the queue's fill the operation ends with (addFills).
 func worstSKUResult(holders bool) event.Result {
 	ledgerID := func(c string) string { return strings.Repeat(c, stock.MaxIDLen) }
 	r := WorstCaseResult(0, 0)
@@ -93,6 +96,24 @@ func worstSKUResult(holders bool) event.Result {
 		r.HolderCount = 1 << 53
 	}
 	return r
+}
+
+// addFills adds to a SKU's event's result the most a fill of its SKU's queue can add:
+// stock.MaxResultFills waiting lines filled, each from ResultLotsPerLine lots (a move and
+// a lot in the SKU version each), and each line's queue entry as the fill left it.
+func addFills(r *event.Result) {
+	id := func(c string) string { return strings.Repeat(c, event.MaxIDLength) }
+	move := stock.Move{OpID: strings.Repeat("o", stock.MaxIDLen), Index: 1 << 30, SKU: strings.Repeat("s", stock.MaxIDLen),
+		LotID: strings.Repeat("l", stock.MaxIDLen), From: stock.Defective, To: stock.Defective, Qty: stock.MaxQty, Version: 1 << 53}
+	s := &r.SKUs[0]
+	for range stock.MaxResultFills {
+		for range ResultLotsPerLine {
+			r.Moves = append(r.Moves, move)
+			s.Lots = append(s.Lots, worstLot())
+		}
+		s.Queue = append(s.Queue, event.QueueEntry{Holder: id("c"), Line: id("i"), Want: stock.MaxQty,
+			Mode: stock.ModeReserve, TargetDate: "9999-12-31", Class: stock.MaxClass, Seq: 1 << 53, QueuedAt: 1 << 53})
+	}
 }
 
 // WorstCaseResult builds the largest result an order event of at most lines lines can

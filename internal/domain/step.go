@@ -345,6 +345,15 @@ func (t *txn) record(r stock.Result) {
 		// A transfer's operation says the transfer as it left it: persisted with the lots.
 		s.Transfers = append(s.Transfers, *r.Transfer)
 	}
+	// The waiting lines the operation changed, as it left them (Want 0: gone): a later
+	// operation at the same version says a line's newer state.
+	for _, e := range r.Queue {
+		if i := slices.IndexFunc(s.Queue, func(q event.QueueEntry) bool { return q.Holder == e.Holder && q.Line == e.Line }); i >= 0 {
+			s.Queue[i] = e
+			continue
+		}
+		s.Queue = append(s.Queue, e)
+	}
 	t.skus[k] = s
 }
 

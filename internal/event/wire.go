@@ -97,6 +97,10 @@ type SKU struct {
 	// serving order; in a result, the waiting lines the operation changed, as it left
 	// them (Want 0: the line left the queue).
 	Queue []QueueEntry `json:"queue,omitempty"`
+	// QueueSeq is, in a load, the last sequence number the SKU's queue gave (a line that
+	// left the queue may have had it), so that a line queued after the load comes after
+	// every line queued before; 0 in a result.
+	QueueSeq int64 `json:"queue_seq,omitempty"`
 }
 
 // QueueEntry is one line waiting in a SKU's queue for stock (a backorder).

@@ -60,6 +60,10 @@ const (
 	fieldChunks  = "on"
 	fieldNextReg = "n"
 	fieldLayout  = "kl"
+	// fieldQueued and fieldQueueSeq are the queue's demand and its last sequence number
+	// (ledger.lua's "Waiting demand").
+	fieldQueued   = "qw"
+	fieldQueueSeq = "qn"
 	// indexChunk is the number of index records per hash field a load writes; ledger.lua's
 	// CHUNK (an edit splits a chunk past twice as many).
 	indexChunk = 32
@@ -184,6 +188,29 @@ func loadFields(s stock.SKU) []any {
 	}
 	for _, t := range s.Transfers {
 		out = append(out, "t:"+t.TransferID, stock.EncodeTransfer(t))
+	}
+	if len(s.Queue) > 0 || s.QueueSeq > 0 {
+		var want int64
+		seq := s.QueueSeq
+		for _, e := range s.Queue {
+			want, seq = want+e.Want, max(seq, e.Seq)
+		}
+		out = append(out, fieldQueued, strconv.FormatInt(want, 10), fieldQueueSeq, strconv.FormatInt(seq, 10))
+	}
+	return out
+}
+
+// loadArgs are load.lua's arguments for s: the number of the hash's field/value pairs'
+// values, those (loadFields), then each waiting line's member, score and fields, as
+// ledger.lua writes them to <key>:q and <key>:qe.
+func loadArgs(s stock.SKU) []any {
+	fields := loadFields(s)
+	out := make([]any, 0, 1+len(fields)+3*len(s.Queue))
+	out = append(out, strconv.Itoa(len(fields)))
+	out = append(out, fields...)
+	for _, e := range s.Queue {
+		out = append(out, e.Holder+"\t"+e.Line, strconv.FormatInt(int64(stock.MaxClass-e.Class)*1e13+e.Seq, 10),
+			fmt.Sprintf("%d\t%s\t%s\t%d\t%d\t%d", e.Want, e.Mode, e.TargetDate, e.Class, e.Seq, e.QueuedAt))
 	}
 	return out
 }

@@ -156,7 +156,7 @@ func (l *Ledger) load(ctx context.Context, sku string) (created bool, err error)
 	if err := stock.CheckSKUState(s); err != nil {
 		return false, fmt.Errorf("ledger: load: %w", err)
 	}
-	n, err := loadScript.Run(ctx, l.shared, []string{Key(l.prefix, sku)}, loadFields(s)...).Int()
+	n, err := loadScript.Run(ctx, l.shared, []string{Key(l.prefix, sku)}, loadArgs(s)...).Int()
 	if err != nil {
 		return false, fmt.Errorf("ledger: load sku=%s: %w", sku, err)
 	}

@@ -103,7 +103,45 @@ func CheckSKUState(s SKU) error {
 			}
 		}
 	}
-	return checkTransfers(s)
+	if err := checkTransfers(s); err != nil {
+		return err
+	}
+	return checkQueue(s)
+}
+
+// checkQueue validates a loaded SKU's waiting lines as a backorder makes them: a holder
+// and a line once each, a want, mode, date and class a request may have, a sequence
+// number no higher than the queue's last (QueueSeq, when given).
+func checkQueue(s SKU) error {
+	seen := map[[2]string]bool{}
+	for _, e := range s.Queue {
+		if err := checkQueueEntry(e.Holder, e.Line); err != nil {
+			return Invalidf("sku %s queue: %v", s.SKU, err)
+		}
+		k := [2]string{e.Holder, e.Line}
+		if seen[k] {
+			return Invalidf("sku %s queue: holder %s line %s twice", s.SKU, e.Holder, e.Line)
+		}
+		seen[k] = true
+		if err := CheckQty("want", e.Want); err != nil {
+			return Invalidf("sku %s queue holder %s line %s: %v", s.SKU, e.Holder, e.Line, err)
+		}
+		if err := CheckDate("target_date", e.TargetDate); err != nil {
+			return Invalidf("sku %s queue holder %s line %s: %v", s.SKU, e.Holder, e.Line, err)
+		}
+		switch {
+		case e.Mode != ModeShip && e.Mode != ModeReserve:
+			return Invalidf("sku %s queue holder %s line %s: mode %q", s.SKU, e.Holder, e.Line, e.Mode)
+		case e.Class < 0 || e.Class > MaxClass:
+			return Invalidf("sku %s queue holder %s line %s: class %d", s.SKU, e.Holder, e.Line, e.Class)
+		case e.Seq <= 0 || s.QueueSeq != 0 && e.Seq > s.QueueSeq:
+			return Invalidf("sku %s queue holder %s line %s: seq %d (last %d)", s.SKU, e.Holder, e.Line, e.Seq, s.QueueSeq)
+		}
+	}
+	if s.QueueSeq < 0 {
+		return Invalidf("sku %s: queue_seq %d", s.SKU, s.QueueSeq)
+	}
+	return nil
 }
 
 // checkTransfers validates a loaded SKU's transfers: ids once each, a known state, the

@@ -56,8 +56,16 @@ func (m *Model) Put(s SKU) (bool, error) {
 		return false, nil
 	}
 	c := cloneSKU(s)
-	c.Transfers = nil // m.transfers keeps them
+	c.Transfers, c.Queue, c.QueueSeq = nil, nil, 0 // m.transfers and m.queues keep them
 	m.skus[s.SKU] = &c
+	if len(s.Queue) > 0 || s.QueueSeq > 0 {
+		q := &modelQueue{seq: s.QueueSeq, entries: slices.Clone(s.Queue)}
+		for _, e := range q.entries {
+			q.seq = max(q.seq, e.Seq)
+		}
+		slices.SortFunc(q.entries, serveOrder)
+		m.queues[s.SKU] = q
+	}
 	for _, t := range s.Transfers {
 		if m.transfers[s.SKU] == nil {
 			m.transfers[s.SKU] = map[string]*Transfer{}

@@ -18,7 +18,7 @@ import (
 // PGLoader loads SKUs from PostgreSQL (tables skus and lots, migrations/00001_init.sql,
 // 00003, which added the defective bucket, 00009, which added the lot's location: the
 // default location reads as none, as the ledger keeps it, 00011, the locations' own
-// safety stocks, and transfers, 00012).
+// safety stocks, transfers, 00012, and the queue's waiting lines, 00013).
 type PGLoader struct{ DB *gorm.DB }
 
 // LoadQuerySKU and LoadQueryLots are the queries PGLoader runs, in one repeatable-read
@@ -42,6 +42,11 @@ const (
 	// LoadQueryLocationSafety reads the locations' own safety stocks (00011); 0 is none.
 	LoadQueryLocationSafety = `SELECT location, safety_stock FROM sku_location_safety
   WHERE sku = ? AND safety_stock > 0 ORDER BY location`
+	// LoadQueryBackorders reads the SKU's waiting lines in serving order, and the last
+	// sequence number of all its rows (a line that left the queue, want 0, included).
+	LoadQueryBackorders = `SELECT holder, line, want, mode, to_char(target_date, 'YYYY-MM-DD') AS target_date,
+       class, seq, queued_at, max(seq) OVER () AS last_seq
+  FROM backorders WHERE sku = ? ORDER BY want > 0 DESC, class DESC, seq`
 )
 
 // LoadSKU implements Loader.
@@ -73,7 +78,10 @@ func (p PGLoader) LoadSKU(ctx context.Context, sku string) (stock.SKU, error) {
 			return err
 		}
 		var err error
-		s.Transfers, err = loadTransfers(tx, sku)
+		if s.Transfers, err = loadTransfers(tx, sku); err != nil {
+			return err
+		}
+		s.Queue, s.QueueSeq, err = loadQueue(tx, sku)
 		return err
 	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	return s, err
@@ -94,4 +102,25 @@ func loadTransfers(tx *gorm.DB, sku string) ([]stock.Transfer, error) {
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// loadQueue reads a SKU's waiting lines (nil when none waits) and its queue's last
+// sequence number.
+func loadQueue(tx *gorm.DB, sku string) ([]stock.QueueEntry, int64, error) {
+	var rows []struct {
+		stock.QueueEntry
+		LastSeq int64
+	}
+	if err := tx.Raw(LoadQueryBackorders, sku).Scan(&rows).Error; err != nil {
+		return nil, 0, err
+	}
+	var out []stock.QueueEntry
+	var last int64
+	for _, r := range rows {
+		last = r.LastSeq
+		if r.Want > 0 {
+			out = append(out, r.QueueEntry)
+		}
+	}
+	return out, last, nil
 }

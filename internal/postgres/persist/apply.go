@@ -124,6 +124,9 @@ type Skips struct {
 	OlderLots int
 	// OlderTransfers are transfer rows whose SKU version was not newer than the stored one.
 	OlderTransfers int
+	// OlderBackorders are waiting lines' rows whose SKU version was not newer than the
+	// stored one.
+	OlderBackorders int
 	// DuplicateMoves are moves whose (op_id, idx) was already recorded.
 	DuplicateMoves int
 }
@@ -134,6 +137,7 @@ func (s *Skips) add(o Skips) {
 	s.OlderSKUs += o.OlderSKUs
 	s.OlderLots += o.OlderLots
 	s.OlderTransfers += o.OlderTransfers
+	s.OlderBackorders += o.OlderBackorders
 	s.DuplicateMoves += o.DuplicateMoves
 }
 
@@ -312,13 +316,14 @@ func isPoison(err error) bool {
 
 // prepared is one result turned into rows.
 type prepared struct {
-	index     int
-	inbox     InboxRow
-	order     *OrderRow
-	skus      []SKURow
-	lots      []LotRow
-	transfers []TransferRow
-	moves     []MoveRow
+	index      int
+	inbox      InboxRow
+	order      *OrderRow
+	skus       []SKURow
+	lots       []LotRow
+	transfers  []TransferRow
+	backorders []BackorderRow
+	moves      []MoveRow
 }
 
 func invalid(r event.Result, format string, args ...any) error {
@@ -453,6 +458,13 @@ func prepare(index int, r event.Result) (prepared, error) {
 			}
 			p.transfers = append(p.transfers, row)
 		}
+		for _, e := range s.Queue {
+			row, err := backorderRow(s.SKU, s.Version, e)
+			if err != nil {
+				return p, invalid(r, "sku %s queue holder %.*q line %.*q: %v", s.SKU, event.MaxIDLength, e.Holder, event.MaxIDLength, e.Line, err)
+			}
+			p.backorders = append(p.backorders, row)
+		}
 	}
 	for _, m := range r.Moves {
 		if m.OpID == "" || m.SKU == "" || m.LotID == "" {
@@ -502,6 +514,23 @@ func transferRow(sku string, version int64, t event.Transfer) (TransferRow, erro
 	}
 	return TransferRow{SKU: sku, TransferID: t.TransferID, State: t.State, FromLocation: t.From, ToLocation: t.To,
 		Lots: js, Version: version}, nil
+}
+
+// backorderRow is a result's queue entry as a row; the table's CHECKs refuse a mode, class
+// or want the ledger does not make.
+func backorderRow(sku string, version int64, e event.QueueEntry) (BackorderRow, error) {
+	if e.Holder == "" || e.Line == "" {
+		return BackorderRow{}, errors.New("no holder or line")
+	}
+	if err := cmp.Or(tooLong("holder", e.Holder, event.MaxIDLength), tooLong("line", e.Line, event.MaxIDLength)); err != nil {
+		return BackorderRow{}, err
+	}
+	td, err := date(e.TargetDate)
+	if err != nil {
+		return BackorderRow{}, fmt.Errorf("target_date: %w", err)
+	}
+	return BackorderRow{SKU: sku, Holder: e.Holder, Line: e.Line, Want: e.Want, Mode: string(e.Mode), TargetDate: td,
+		Class: e.Class, Seq: e.Seq, QueuedAt: e.QueuedAt, Version: version}, nil
 }
 
 func lotRow(sku string, version int64, l stock.Lot) (LotRow, error) {
@@ -640,6 +669,7 @@ func write(tx *gorm.DB, batch []prepared) (written, error) {
 	var skus []SKURow
 	var lots []LotRow
 	var transfers []TransferRow
+	var backorders []BackorderRow
 	var moves []MoveRow
 	nOrders := 0
 	for _, p := range fresh {
@@ -652,6 +682,7 @@ func write(tx *gorm.DB, batch []prepared) (written, error) {
 		skus = append(skus, p.skus...)
 		lots = append(lots, p.lots...)
 		transfers = append(transfers, p.transfers...)
+		backorders = append(backorders, p.backorders...)
 		moves = append(moves, p.moves...)
 	}
 
@@ -668,6 +699,11 @@ func write(tx *gorm.DB, batch []prepared) (written, error) {
 		return w, fmt.Errorf("transfers: %w", err)
 	}
 	w.skips.OlderTransfers = len(transfers) - nTransfers
+	nBackorders, err := writeBackorders(tx, backorders)
+	if err != nil {
+		return w, fmt.Errorf("backorders: %w", err)
+	}
+	w.skips.OlderBackorders = len(backorders) - nBackorders
 
 	orderRows := sortedValues(orders, func(a, b OrderRow) int { return cmp.Compare(a.LCID, b.LCID) })
 	n, err := upsertOrders(tx, orderRows)
@@ -784,14 +820,6 @@ func writeSKUs(tx *gorm.DB, skus []SKURow, lots []LotRow) (nSKUs, nLots int, err
 		}
 		newestSKU[s.SKU] = cur
 	}
-	type lotKey struct{ sku, lot string }
-	newestLot := make(map[lotKey]LotRow, len(lots))
-	for _, l := range lots {
-		k := lotKey{l.SKU, l.LotID}
-		if cur, ok := newestLot[k]; !ok || l.Version > cur.Version {
-			newestLot[k] = l
-		}
-	}
 	skuRows := sortedValues(newestSKU, func(a, b SKURow) int { return cmp.Compare(a.SKU, b.SKU) })
 	nSKUs, err = upsertSKUs(tx, skuRows)
 	if err != nil {
@@ -800,10 +828,7 @@ func writeSKUs(tx *gorm.DB, skus []SKURow, lots []LotRow) (nSKUs, nLots int, err
 	if err := upsertLocationSafety(tx, newestLocationSafety(skus)); err != nil {
 		return 0, 0, fmt.Errorf("sku_location_safety: %w", err)
 	}
-	lotRows := sortedValues(newestLot, func(a, b LotRow) int {
-		return cmp.Or(cmp.Compare(a.SKU, b.SKU), cmp.Compare(a.LotID, b.LotID))
-	})
-	nLots, err = upsertLots(tx, lotRows)
+	nLots, err = upsertLots(tx, newestRows(lots))
 	if err != nil {
 		return 0, 0, fmt.Errorf("lots: %w", err)
 	}
@@ -813,17 +838,57 @@ func writeSKUs(tx *gorm.DB, skus []SKURow, lots []LotRow) (nSKUs, nLots int, err
 // writeTransfers upserts the newest row of each transfer where it is newer than the
 // stored one, and returns how many it wrote.
 func writeTransfers(tx *gorm.DB, rows []TransferRow) (int, error) {
-	type key struct{ sku, id string }
-	newest := make(map[key]TransferRow, len(rows))
+	return upsertTransfers(tx, newestRows(rows))
+}
+
+// writeBackorders upserts the newest row of each waiting line where it is newer than the
+// stored one, and returns how many it wrote.
+func writeBackorders(tx *gorm.DB, rows []BackorderRow) (int, error) {
+	return upsertBackorders(tx, newestRows(rows))
+}
+
+// rowKey is a row's primary key: its columns in order.
+type rowKey interface{ ~[2]string | ~[3]string }
+
+// compareKeys orders keys column by column.
+func compareKeys[K rowKey](a, b K) int {
+	for i := range len(a) {
+		if c := cmp.Compare(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// versionedRow is a row kept per key at the SKU version it was written at: a row of lots,
+// transfers, sku_location_safety or backorders.
+type versionedRow[K rowKey] interface {
+	// rowKey is the row's primary key.
+	rowKey() K
+	rowVersion() int64
+}
+
+func (r LotRow) rowKey() [2]string            { return [2]string{r.SKU, r.LotID} }
+func (r LotRow) rowVersion() int64            { return r.Version }
+func (r TransferRow) rowKey() [2]string       { return [2]string{r.SKU, r.TransferID} }
+func (r TransferRow) rowVersion() int64       { return r.Version }
+func (r LocationSafetyRow) rowKey() [2]string { return [2]string{r.SKU, r.Location} }
+func (r LocationSafetyRow) rowVersion() int64 { return r.Version }
+func (r BackorderRow) rowKey() [3]string      { return [3]string{r.SKU, r.Holder, r.Line} }
+func (r BackorderRow) rowVersion() int64      { return r.Version }
+
+// newestRows keeps, of the rows of one key, the one of the highest version (one statement
+// cannot update a row twice), sorted by key so that concurrent writers lock rows in one
+// order.
+func newestRows[K rowKey, R versionedRow[K]](rows []R) []R {
+	newest := make(map[K]R, len(rows))
 	for _, r := range rows {
-		k := key{r.SKU, r.TransferID}
-		if cur, ok := newest[k]; !ok || r.Version > cur.Version {
+		k := r.rowKey()
+		if cur, ok := newest[k]; !ok || r.rowVersion() > cur.rowVersion() {
 			newest[k] = r
 		}
 	}
-	return upsertTransfers(tx, sortedValues(newest, func(a, b TransferRow) int {
-		return cmp.Or(cmp.Compare(a.SKU, b.SKU), cmp.Compare(a.TransferID, b.TransferID))
-	}))
+	return sortedValues(newest, func(a, b R) int { return compareKeys(a.rowKey(), b.rowKey()) })
 }
 
 func sortedValues[K comparable, V any](m map[K]V, cmpFn func(a, b V) int) []V {

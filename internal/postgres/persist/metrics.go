@@ -95,5 +95,6 @@ func (m *Metrics) skipped(s Skips) {
 	m.Skipped.WithLabelValues("sku_version").Add(float64(s.OlderSKUs))
 	m.Skipped.WithLabelValues("lot_version").Add(float64(s.OlderLots))
 	m.Skipped.WithLabelValues("transfer_version").Add(float64(s.OlderTransfers))
+	m.Skipped.WithLabelValues("backorder_version").Add(float64(s.OlderBackorders))
 	m.Skipped.WithLabelValues("move").Add(float64(s.DuplicateMoves))
 }

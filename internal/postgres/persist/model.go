@@ -91,6 +91,27 @@ type TransferRow struct {
 // TableName is the table of TransferRow.
 func (TransferRow) TableName() string { return "transfers" }
 
+// BackorderRow is a row of backorders: one waiting line of a SKU's queue, as of Version
+// (Want 0: the line left the queue).
+type BackorderRow struct {
+	SKU        string `gorm:"column:sku;primaryKey"`
+	Holder     string `gorm:"primaryKey"`
+	Line       string `gorm:"primaryKey"`
+	Want       int64
+	Mode       string
+	TargetDate time.Time `gorm:"type:date"`
+	Class      int
+	Seq        int64
+	// QueuedAt is Unix milliseconds.
+	QueuedAt int64
+	// Version is the SKU version this row was written at.
+	Version   int64
+	UpdatedAt time.Time
+}
+
+// TableName is the table of BackorderRow.
+func (BackorderRow) TableName() string { return "backorders" }
+
 // OrderRow is a row of orders: an order's state after the result with the highest seq.
 type OrderRow struct {
 	LCID       string `gorm:"column:lcid;primaryKey"`

@@ -26,6 +26,8 @@ type SKUSource interface {
 	// Snapshot returns a SKU's state; an error wrapping stock.ErrNotLoaded when it is
 	// not in Redis.
 	Snapshot(ctx context.Context, sku string) (stock.SKU, error)
+	// Queue returns a SKU's waiting lines in serving order (none when it has none).
+	Queue(ctx context.Context, sku string) ([]stock.QueueEntry, error)
 	// ScanSKUs calls fn with every SKU in Redis, possibly concurrently.
 	ScanSKUs(ctx context.Context, fn func(sku string) error) error
 }
@@ -164,7 +166,7 @@ const RepairedOrder = "junbanctl-reconcile"
 
 // Reconcile compares every SKU (safety stock and the version it was set at, version,
 // every lot's fields, buckets and row version, every transfer, every location's own
-// safety stock and its row version) and every order (state, lines and seq) in
+// safety stock and its row version, every waiting line) and every order (state, lines and seq) in
 // Redis with PostgreSQL and, with Repair, rewrites PostgreSQL from Redis where Redis is
 // newer. Entities only in PostgreSQL are not drift: Redis loads SKUs lazily.
 func Reconcile(ctx context.Context, cfg ReconcileConfig) (ReconcileReport, error) {
@@ -296,7 +298,7 @@ func compareSKU(ctx context.Context, cfg ReconcileConfig, sku string) (*Drift, b
 		// The version guard writes only rows PostgreSQL holds at an older version than
 		// Redis's (in-step lots too, which change only in version), never one at Redis's
 		// version or a newer one the persist-worker wrote meanwhile.
-		if _, err := WriteSKUs(ctx, cfg.DB, []stock.SKU{clearingSafety(r, p)}); err != nil {
+		if _, err := WriteSKUs(ctx, cfg.DB, []stock.SKU{clearingQueue(clearingSafety(r, p), p)}); err != nil {
 			return nil, true, fmt.Errorf("persist: reconcile: repair sku %s: %w", sku, err)
 		}
 		p, now, ok, err := readSKU(ctx, cfg, sku)
@@ -331,6 +333,25 @@ func clearingSafety(r stock.SKU, p *pgSKU) stock.SKU {
 	return r
 }
 
+// clearingQueue is r with a Want 0 entry for each line PostgreSQL holds waiting and Redis
+// does not, so that a repair writing it says those lines left the queue.
+func clearingQueue(r stock.SKU, p *pgSKU) stock.SKU {
+	if p == nil {
+		return r
+	}
+	q := slices.Clone(r.Queue)
+	for _, row := range p.Queue {
+		waits := slices.ContainsFunc(r.Queue, func(e stock.QueueEntry) bool { return e.Holder == row.Holder && e.Line == row.Line })
+		if row.Want > 0 && !waits {
+			e := row.QueueEntry
+			e.Want = 0
+			q = append(q, e)
+		}
+	}
+	r.Queue = q
+	return r
+}
+
 // readSKU reads PostgreSQL's copy of a SKU (nil when it has none), then Redis's; ok is
 // false when Redis does not hold the SKU (any more).
 func readSKU(ctx context.Context, cfg ReconcileConfig, sku string) (*pgSKU, stock.SKU, bool, error) {
@@ -345,6 +366,9 @@ func readSKU(ctx context.Context, cfg ReconcileConfig, sku string) (*pgSKU, stoc
 	if err != nil {
 		return nil, stock.SKU{}, false, fmt.Errorf("persist: reconcile: sku %s in redis: %w", sku, err)
 	}
+	if r.Queue, err = cfg.SKUs.Queue(ctx, sku); err != nil {
+		return nil, stock.SKU{}, false, fmt.Errorf("persist: reconcile: sku %s queue in redis: %w", sku, err)
+	}
 	return p, r, true, nil
 }
 
@@ -358,6 +382,15 @@ type pgSKU struct {
 	Transfers       []pgTransfer
 	// LocationSafety are the SKU's rows of sku_location_safety, 0 ones too.
 	LocationSafety []pgLocationSafety
+	// Queue are the SKU's rows of backorders, want 0 ones too.
+	Queue []pgBackorder
+}
+
+// pgBackorder is a waiting line's row (Want 0: it left the queue), with the SKU version
+// it was written at.
+type pgBackorder struct {
+	stock.QueueEntry
+	Version int64
 }
 
 // pgLocationSafety is a location's own safety stock of a SKU (0: none), with the SKU
@@ -391,6 +424,9 @@ const (
 	// and each row's version.
 	reconcileQueryLocationSafety = `SELECT location, safety_stock, version
   FROM sku_location_safety WHERE sku = ? ORDER BY location`
+	// reconcileQueryBackorders reads every row of the SKU's queue, want 0 ones too.
+	reconcileQueryBackorders = `SELECT holder, line, want, mode, to_char(target_date, 'YYYY-MM-DD') AS target_date,
+       class, seq, queued_at, version FROM backorders WHERE sku = ? ORDER BY holder, line`
 )
 
 // loadPGSKU reads a SKU's rows in one repeatable-read transaction, so the skus row and
@@ -410,6 +446,9 @@ func loadPGSKU(ctx context.Context, db *gorm.DB, sku string) (*pgSKU, error) {
 			return err
 		}
 		if err := tx.Raw(reconcileQueryLocationSafety, sku).Scan(&p.LocationSafety).Error; err != nil {
+			return err
+		}
+		if err := tx.Raw(reconcileQueryBackorders, sku).Scan(&p.Queue).Error; err != nil {
 			return err
 		}
 		var err error
@@ -480,6 +519,63 @@ func transferDrifts(v int64, rs []stock.Transfer, ps []pgTransfer, worse func(Dr
 		out = append(out, fmt.Sprintf("transfer %s %s (postgres row v%d): not in redis", id, k, pt[id].Version))
 	}
 	return out
+}
+
+// queueDrifts compares Redis's waiting lines of a SKU at version v with PostgreSQL's rows
+// (a row of want 0, or none, is a line that does not wait), each row judged by its own
+// version as a lot row is, and calls worse with each difference's kind; it returns the
+// differences, "queue LC-1/2 behind (postgres row v4): redis=3 ship 2026-12-01 c0 #7
+// postgres=5 ...".
+func queueDrifts(v int64, rs []stock.QueueEntry, ps []pgBackorder, worse func(DriftKind)) []string {
+	type key struct{ holder, line string }
+	pq := make(map[key]pgBackorder, len(ps))
+	for _, r := range ps {
+		pq[key{r.Holder, r.Line}] = r
+	}
+	var out []string
+	note := func(k DriftKind, e stock.QueueEntry, row pgBackorder, redis string) {
+		worse(k)
+		out = append(out, fmt.Sprintf("queue %s/%s %s (postgres row v%d): redis=%s postgres=%s", e.Holder, e.Line, k, row.Version,
+			redis, queueText(row.QueueEntry)))
+	}
+	for _, e := range rs {
+		k := key{e.Holder, e.Line}
+		row, ok := pq[k]
+		delete(pq, k)
+		switch {
+		case !ok:
+			worse(Behind)
+			out = append(out, fmt.Sprintf("queue %s/%s behind: not in postgres", e.Holder, e.Line))
+		case row.Version > v:
+			note(Ahead, e, row, queueText(e))
+		case row.QueueEntry == e:
+		case row.Version < v:
+			note(Behind, e, row, queueText(e))
+		default:
+			note(Diverged, e, row, queueText(e))
+		}
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(pq), func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.holder, b.holder), cmp.Compare(a.line, b.line))
+	}) {
+		row := pq[k]
+		switch {
+		case row.Want == 0:
+		case row.Version > v:
+			note(Ahead, row.QueueEntry, row, "none")
+		case row.Version < v:
+			// The result that filled or dequeued the line is not persisted yet.
+			note(Behind, row.QueueEntry, row, "none")
+		default:
+			note(Diverged, row.QueueEntry, row, "none")
+		}
+	}
+	return out
+}
+
+// queueText is a waiting line on one line: "want mode date c<class> #<seq> @<queued_at>".
+func queueText(e stock.QueueEntry) string {
+	return fmt.Sprintf("%d %s %s c%d #%d @%d", e.Want, e.Mode, e.TargetDate, e.Class, e.Seq, e.QueuedAt)
 }
 
 // locationSafetyDrifts compares Redis's locations' safety stocks of a SKU at version v
@@ -622,6 +718,7 @@ func skuDrift(r stock.SKU, p *pgSKU) *Drift {
 		d.at(pl[id].Lot)
 	}
 	d.Details = append(d.Details, transferDrifts(r.Version, r.Transfers, p.Transfers, worse)...)
+	d.Details = append(d.Details, queueDrifts(r.Version, r.Queue, p.Queue, worse)...)
 	locs, details := locationSafetyDrifts(r.Version, r.LocationSafety, p.LocationSafety, worse)
 	for _, loc := range locs {
 		d.atLocation(loc)

@@ -596,6 +596,57 @@ func TestReconcileComparesTransfers(t *testing.T) {
 	}
 }
 
+// Reconcile compares a SKU's queue in Redis with the backorders rows, each row by its own
+// version: a line whose backorder's result is still queued is behind and not in
+// PostgreSQL, a line dequeued since its row was written is behind (Redis has it waiting
+// for nothing), and the repair writes both from Redis, the second at want 0. (Fails with
+// queueDrifts left out: the SKU is behind by its version alone, and no detail names a
+// line.)
+func TestReconcileComparesQueue(t *testing.T) {
+	ctx := context.Background()
+	db, led, catalog := loadedCatalog(t, 1, 3)
+	sku := catalog[0].SKU
+	do := func(op stock.Op) stock.Result {
+		t.Helper()
+		res, err := led.Apply(ctx, op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	back := func(op, holder string) stock.BackorderRequest {
+		return stock.BackorderRequest{OpID: op, SKU: sku, Holder: holder, Line: "1", Qty: stock.MaxQty, TargetDate: "2026-12-01", Mode: stock.ModeReserve}
+	}
+	res := do(back("b1", "LC-1"))
+	apply(t, db, []event.Result{skuResult("e-b1", event.InventoryLotRegistered, 1, res)})
+	do(back("b2", "LC-2"))                                                    // its result is still queued
+	do(stock.DequeueRequest{OpID: "d1", SKU: sku, Holder: "LC-1", Line: "1"}) // and so is this one's
+
+	rep := reconcile(t, persist.ReconcileConfig{DB: db, SKUs: led})
+	if got, want := drifts(rep), []string{"sku " + sku + " behind"}; !slices.Equal(got, want) {
+		t.Fatalf("drifts = %q, want %q", got, want)
+	}
+	var one, two bool
+	for _, s := range rep.Drifts[0].Details {
+		one = one || strings.HasPrefix(s, fmt.Sprintf("queue LC-1/1 behind (postgres row v%d): redis=none postgres=", res.Version))
+		two = two || s == "queue LC-2/1 behind: not in postgres"
+	}
+	if !one || !two {
+		t.Fatalf("details %q: want LC-1/1 behind and LC-2/1 not in postgres", rep.Drifts[0].Details)
+	}
+	rep = reconcile(t, persist.ReconcileConfig{DB: db, SKUs: led, Repair: true})
+	if got, want := drifts(rep), []string{"sku " + sku + " behind repaired"}; !slices.Equal(got, want) {
+		t.Fatalf("after repair: drifts = %q, want %q", got, want)
+	}
+	var wants []int64
+	if err := db.Raw(`SELECT want FROM backorders WHERE sku = ? ORDER BY holder`, sku).Scan(&wants).Error; err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := led.Queue(ctx, sku); len(q) != 1 || !slices.Equal(wants, []int64{0, q[0].Want}) {
+		t.Fatalf("backorders rows after the repair %v, Redis's queue %+v", wants, q)
+	}
+}
+
 // Reconcile compares each location's own safety stock of a SKU in Redis with
 // sku_location_safety, each row by its own version: a row Redis's SKU does not hold
 // (behind: a later result that removed it is not persisted) and one PostgreSQL lacks are

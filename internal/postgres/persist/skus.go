@@ -1,7 +1,6 @@
 package persist
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 
@@ -10,7 +9,7 @@ import (
 	"github.com/junban/junban/internal/ledger/stock"
 )
 
-// WriteSKUs writes whole SKUs (settings, every lot and every transfer) in one transaction, each row only
+// WriteSKUs writes whole SKUs (settings, every lot, every transfer and every waiting line) in one transaction, each row only
 // where the given version is newer than the stored one (the safety stock where the
 // stored settings version is older than the given version), and returns how many SKU
 // rows it wrote. Reconcile's repair uses it to rewrite PostgreSQL from Redis; tests and
@@ -38,6 +37,13 @@ func WriteSKUs(ctx context.Context, db *gorm.DB, skus []stock.SKU) (int, error) 
 			}
 			p.transfers = append(p.transfers, row)
 		}
+		for _, e := range s.Queue {
+			row, err := backorderRow(s.SKU, s.Version, e)
+			if err != nil {
+				return 0, fmt.Errorf("%w: sku %s queue holder %s line %s: %v", ErrInvalid, s.SKU, e.Holder, e.Line, err)
+			}
+			p.backorders = append(p.backorders, row)
+		}
 	}
 	var n int
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -45,7 +51,10 @@ func WriteSKUs(ctx context.Context, db *gorm.DB, skus []stock.SKU) (int, error) 
 		if n, _, err = writeSKUs(tx, p.skus, p.lots); err != nil {
 			return err
 		}
-		_, err = writeTransfers(tx, p.transfers)
+		if _, err = writeTransfers(tx, p.transfers); err != nil {
+			return err
+		}
+		_, err = writeBackorders(tx, p.backorders)
 		return err
 	})
 	if err != nil {
@@ -57,17 +66,11 @@ func WriteSKUs(ctx context.Context, db *gorm.DB, skus []stock.SKU) (int, error) 
 // newestLocationSafety are the rows of sku_location_safety that SKU rows carry: per SKU
 // and location, the one of the highest version (one statement cannot update a row twice).
 func newestLocationSafety(skus []SKURow) []LocationSafetyRow {
-	type key struct{ sku, loc string }
-	newest := map[key]LocationSafetyRow{}
+	var rows []LocationSafetyRow
 	for _, s := range skus {
 		for loc, n := range s.LocationSafety {
-			k := key{s.SKU, loc}
-			if cur, ok := newest[k]; !ok || s.Version > cur.Version {
-				newest[k] = LocationSafetyRow{SKU: s.SKU, Location: loc, SafetyStock: n, Version: s.Version}
-			}
+			rows = append(rows, LocationSafetyRow{SKU: s.SKU, Location: loc, SafetyStock: n, Version: s.Version})
 		}
 	}
-	return sortedValues(newest, func(a, b LocationSafetyRow) int {
-		return cmp.Or(cmp.Compare(a.SKU, b.SKU), cmp.Compare(a.Location, b.Location))
-	})
+	return newestRows(rows)
 }

@@ -88,6 +88,17 @@ ON CONFLICT (sku, transfer_id) DO UPDATE SET state = excluded.state, from_locati
 	to_location = excluded.to_location, lots = excluded.lots, version = excluded.version, updated_at = excluded.updated_at
 WHERE transfers.version < excluded.version`
 
+// A waiting line's row is only ever replaced by one written at a newer SKU version; a
+// row of want 0 stays, so that an older result cannot queue its line again.
+const upsertBackordersSQL = `INSERT INTO backorders (sku, holder, line, want, mode, target_date, class, seq, queued_at, version, updated_at)
+SELECT u.sku, u.holder, u.line, u.want, u.mode, u.target_date, u.class, u.seq, u.queued_at, u.version, now()
+FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::date[], $7::smallint[], $8::bigint[], $9::bigint[], $10::bigint[])
+	AS u (sku, holder, line, want, mode, target_date, class, seq, queued_at, version)
+ON CONFLICT (sku, holder, line) DO UPDATE SET want = excluded.want, mode = excluded.mode,
+	target_date = excluded.target_date, class = excluded.class, seq = excluded.seq,
+	queued_at = excluded.queued_at, version = excluded.version, updated_at = excluded.updated_at
+WHERE backorders.version < excluded.version`
+
 // setLotLocationsSQL writes the locations other than the default that lot rows name, over
 // a row that a result naming none wrote first (a result of a version from before
 // locations, at a newer SKU version: upsertLotsSQL does not touch the row then).
@@ -267,6 +278,24 @@ func upsertTransfers(tx *gorm.DB, rows []TransferRow) (int, error) {
 		skus[i], ids[i], states[i], froms[i], tos[i], lots[i], ver[i] = r.SKU, r.TransferID, r.State, r.FromLocation, r.ToLocation, string(r.Lots), r.Version
 	}
 	return pgtx.Exec(tx, upsertTransfersSQL, skus, ids, states, froms, tos, lots, ver)
+}
+
+// upsertBackorders writes waiting lines' rows where they are newer and returns how many
+// it wrote.
+func upsertBackorders(tx *gorm.DB, rows []BackorderRow) (int, error) {
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	var (
+		skus, holders, lines, modes              = col[string](rows), col[string](rows), col[string](rows), col[string](rows)
+		dates                                    = col[time.Time](rows)
+		wants, classes, seqs, queuedAt, versions = col[int64](rows), col[int64](rows), col[int64](rows), col[int64](rows), col[int64](rows)
+	)
+	for i, r := range rows {
+		skus[i], holders[i], lines[i], wants[i], modes[i] = r.SKU, r.Holder, r.Line, r.Want, r.Mode
+		dates[i], classes[i], seqs[i], queuedAt[i], versions[i] = r.TargetDate, int64(r.Class), r.Seq, r.QueuedAt, r.Version
+	}
+	return pgtx.Exec(tx, upsertBackordersSQL, skus, holders, lines, wants, modes, dates, classes, seqs, queuedAt, versions)
 }
 
 // moveKey identifies a move: the ledger operation's SKU and op id, and the index.

@@ -31,7 +31,7 @@ func skuResult(eventID string, typ event.Type, seq int64, res stock.Result) even
 	return event.Result{
 		EventID: eventID, Entity: "sku:" + res.SKU, Seq: seq, Type: typ, Outcome: event.Applied,
 		Reason: res.Reason, ProcessedAt: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC),
-		SKUs:  []stock.SKU{{SKU: res.SKU, SafetyStock: res.SafetyStock, Version: res.Version, Lots: res.Lots, Transfers: transfers}},
+		SKUs:  []stock.SKU{{SKU: res.SKU, SafetyStock: res.SafetyStock, Version: res.Version, Lots: res.Lots, Transfers: transfers, Queue: res.Queue}},
 		Moves: res.Moves,
 	}
 }
