@@ -69,7 +69,7 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	for ; i < len(entries) && len(v.Entries) < limit; i++ {
-		v.Entries = append(v.Entries, queueLine(i+1, entries[i]))
+		v.Entries = append(v.Entries, QueueLineOf(i+1, entries[i]))
 	}
 	if i < len(entries) {
 		v.NextCursor = encodeCursor(strconv.FormatInt(servingKey(entries[i-1]), 10))
@@ -78,7 +78,8 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func queueLine(pos int, e stock.QueueEntry) QueueLine {
+// QueueLineOf is the line of e at position pos (1: the next one served).
+func QueueLineOf(pos int, e stock.QueueEntry) QueueLine {
 	return QueueLine{Position: pos, Holder: e.Holder, Line: e.Line, Want: e.Want, Mode: e.Mode, TargetDate: e.TargetDate,
 		Class: e.Class, Seq: e.Seq, QueuedAt: time.UnixMilli(e.QueuedAt).UTC(), QueuedAtMs: e.QueuedAt}
 }
