@@ -23,6 +23,7 @@ import (
 	"github.com/junban/junban/internal/http/console"
 	"github.com/junban/junban/internal/http/health"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/backorders"
 	"github.com/junban/junban/internal/order/intake"
 	"github.com/junban/junban/internal/platform/config"
 	"github.com/junban/junban/internal/platform/lifecycle"
@@ -50,8 +51,8 @@ func (c Config) Validate() error { return errors.Join(c.Config.Validate(), c.Con
 func main() { service.Main(binary, service.Options{SecondSignalKills: true}, run) }
 
 // run wires the API and serves until the first SIGINT or SIGTERM; a second one kills it
-// at once. The API server, the admin server and the publisher stop in that order, within
-// JUNBAN_SHUTDOWN_BUDGET.
+// at once. The API server, the backorder gauges, the admin server and the publisher stop
+// in that order, within JUNBAN_SHUTDOWN_BUDGET.
 func run(ctx context.Context, env service.Env[Config]) error {
 	cfg, log, reg := env.Config.Config, env.Log, env.Registry
 	d, err := openDeps(ctx, cfg, reg)
@@ -72,9 +73,14 @@ func run(ctx context.Context, env service.Env[Config]) error {
 	if err != nil {
 		return fmt.Errorf("listen on JUNBAN_API_ADDR %s: %w", srv.Addr, err)
 	}
+	gauges, err := backorders.New(backorders.Config{Queues: d.led, Interval: cfg.BackorderScanInterval, Logger: log, Registerer: reg})
+	if err != nil {
+		return err
+	}
 	r := lifecycle.Runner{Logger: log, Budget: cfg.ShutdownBudget}
 	r.Add(lifecycle.Part{Name: "publisher", Service: lifecycle.Stopper(d.pub.Stop), LogStopError: true})
 	r.Add(lifecycle.Part{Name: "admin server", Service: hs, LogStopError: true})
+	r.Add(lifecycle.Part{Name: "backorder gauges", Service: lifecycle.NewLoop(gauges.Run)})
 	r.Add(lifecycle.Part{Name: "api server", Service: lifecycle.NewHTTPServer(srv, ln)})
 	return r.Run(ctx, func() {
 		read, _ := api.ParseTokens(string(cfg.ReadTokens))
@@ -92,6 +98,8 @@ type deps struct {
 	db        *gorm.DB
 	sqs       *sqs.Client
 	ordersURL string
+	// led is the ledger over Redis, loading SKUs from PostgreSQL.
+	led *ledger.Ledger
 	// pub nudges the order-workers after a skip.
 	pub *queue.Publisher
 }
@@ -113,6 +121,9 @@ func openDeps(ctx context.Context, cfg api.Config, reg prometheus.Registerer) (*
 func (d *deps) open(ctx context.Context, cfg api.Config, reg prometheus.Registerer) error {
 	var err error
 	if d.db, err = cfg.Postgres.OpenPool(cfg.PGMaxConns); err != nil {
+		return err
+	}
+	if d.led, err = ledger.New(ledger.Config{Redis: d.rc, Prefix: cfg.KeyPrefix, Loader: inventorydb.PGLoader{DB: d.db}}); err != nil {
 		return err
 	}
 	if d.sqs, err = queue.NewClient(ctx, cfg.SQS, queue.CountRequests(reg)); err != nil {
@@ -139,12 +150,8 @@ func (d *deps) close() {
 // buildHandler is the API with the operator console at `/` (internal/http/console), over the
 // API's handlers and tokens, answering only the names of JUNBAN_API_ALLOWED_HOSTS.
 func buildHandler(cfg api.Config, cs console.Settings, d *deps, log *zap.Logger, reg *prometheus.Registry) (http.Handler, error) {
-	led, err := ledger.New(ledger.Config{Redis: d.rc, Prefix: cfg.KeyPrefix, Loader: inventorydb.PGLoader{DB: d.db}})
-	if err != nil {
-		return nil, err
-	}
 	h, err := api.New(api.ServerConfig{
-		Deps: api.Deps{Redis: d.rc, Prefix: cfg.KeyPrefix, DB: d.db, Ledger: led,
+		Deps: api.Deps{Redis: d.rc, Prefix: cfg.KeyPrefix, DB: d.db, Ledger: d.led,
 			SQS: d.sqs, Queues: cfg.SQS, Nudge: intake.Nudger(d.pub), TraceURL: cfg.TraceURL},
 		Options: api.OptionsOf(cfg), Logger: log, Registerer: reg,
 	})

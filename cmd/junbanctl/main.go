@@ -28,7 +28,7 @@ func newRootCmd() *cobra.Command {
 		cli.Group("dlq", "list and redrive the dead-letter queues", dlqListCmd(), dlqRedriveCmd()),
 		cli.Group("inventory", "import SKUs and lots", inventoryImportCmd()),
 		cli.Group("turn", "inspect and unstick an order's turn", turnShowCmd(), turnSkipCmd()),
-		stockCmd(), orderCmd(), reconcileCmd(),
+		stockCmd(), queueCmd(), orderCmd(), reconcileCmd(),
 		cli.Group("holds", "the reservations that expire", holdsReindexCmd()),
 		cli.Group("skus", "a SKU's settings in PostgreSQL", skusThresholdCmd()),
 		ledgerCmd(), locationsCmd(),

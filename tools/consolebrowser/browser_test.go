@@ -30,6 +30,7 @@ import (
 	"github.com/junban/junban/internal/http/api"
 	"github.com/junban/junban/internal/http/console"
 	"github.com/junban/junban/internal/ledger"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/lockhandoff"
 	"github.com/junban/junban/internal/order/intake"
 	"github.com/junban/junban/internal/platform/config"
@@ -79,6 +80,7 @@ type fleet struct {
 	srv    *httptest.Server
 	api    *api.Server
 	db     *gorm.DB
+	led    *ledger.Ledger
 	spec   loadgen.Spec
 	w      loadgen.Workload
 	sum    loadgen.Summary
@@ -118,14 +120,13 @@ func startFleet(t *testing.T) *fleet {
 	t.Cleanup(func() { f.pub.Stop(context.Background()) })
 	f.sqsCfg = config.SQS{OrdersQueue: f.q.OrdersName, OrdersDLQ: f.q.OrdersDLQName,
 		ResultsQueue: f.q.ResultsName, ResultsDLQ: f.q.ResultsDLQName}
-	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: inventorydb.PGLoader{DB: db}})
-	if err != nil {
+	if f.led, err = ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: inventorydb.PGLoader{DB: db}}); err != nil {
 		t.Fatal(err)
 	}
 	f.api, err = api.New(api.ServerConfig{
 		Deps: api.Deps{
 			Redis: rc, Prefix: prefix, DB: db,
-			Ledger: led,
+			Ledger: f.led,
 			SQS:    sqsc, Queues: f.sqsCfg, Nudge: intake.Nudger(f.pub),
 		},
 		Options:    api.Options{ReadTokens: []string{readToken}, AdminTokens: []string{adminToken}},
@@ -152,6 +153,25 @@ func startFleet(t *testing.T) *fleet {
 		t.Fatalf("load: %d missing, %d persisted of %d distinct", f.sum.Missing, f.sum.Persisted, f.sum.Distinct)
 	}
 	return f
+}
+
+// queueLine creates sku in PostgreSQL with one unit and queues lcid's line for three
+// through the ledger: two units wait. It returns sku.
+func queueLine(t *testing.T, f *fleet, sku, lcid string) string {
+	t.Helper()
+	for _, q := range []string{`INSERT INTO skus (sku, safety_stock, version) VALUES (?, 0, 1)`,
+		`INSERT INTO lots (sku, lot_id, kind, best_before, reg_seq, valid_from, valid_to, sellable) VALUES
+  (?, 'L1', 'onhand', '2027-01-01', 1, '0001-01-01', '9999-12-31', 1)`} {
+		if err := f.db.Exec(q, sku).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := f.led.Apply(context.Background(), stock.BackorderRequest{OpID: "wait-1", SKU: sku, Holder: lcid, Line: "1",
+		Qty: 3, TargetDate: "2026-12-01", Mode: stock.ModeShip, QueuedAt: time.Now().UnixMilli()})
+	if err != nil || res.Queued != 2 {
+		t.Fatalf("backorder on %s: %+v %v", sku, res, err)
+	}
+	return sku
 }
 
 // insertOutboxRow writes an unpublished outbox row created ageSec seconds ago.
@@ -320,7 +340,8 @@ func (b *browser) scheme(dark bool) {
 // The console in a real Chromium against the real fleet after a load: the overview
 // shows the load's counts, refreshes by itself and shows an outbound event waiting and a
 // due hold; an
-// order found by the search shows its timeline; a poison message dead-lettered as the order-worker does it shows under
+// order found by the search shows its timeline; a SKU's page shows a line waiting in its
+// queue; a poison message dead-lettered as the order-worker does it shows under
 // Dead letters with its reason, is redriven from the page (through its confirmation),
 // and its result appears on the order page; a read token sees no admin button and a
 // forged admin POST with it gets 403; no page logs an error or a warning.
@@ -396,7 +417,21 @@ VALUES (?, 'placed', 'reserve', now() - interval '1 minute', 1, 'e-due')`, f.spe
 		t.Fatalf("SKU page of %s has no lots or no moves", sku)
 	}
 	b.text("#availability")
+	if got := b.text("#waiting"); !strings.HasPrefix(got, "0 unit(s) waited for by 0 order line(s)") {
+		t.Fatalf("SKU page of %s: waiting demand %q, want none", sku, got)
+	}
 	b.shotOf("sku", chromedp.CaptureScreenshot()) // the viewport: the page has 200 moves
+	// A SKU with a line waiting for stock: one unit now, the other two queued.
+	waitSKU := queueLine(t, f, f.spec.Run+"-WAIT", f.w.Orders[1])
+	b.open("sku-queue", "/skus/"+url.PathEscape(waitSKU))
+	if got := b.text("#waiting"); !strings.HasPrefix(got, "2 unit(s) waited for by 1 order line(s)") {
+		t.Fatalf("SKU page of %s: waiting demand %q", waitSKU, got)
+	}
+	if b.eval(`document.querySelectorAll("#queue tbody tr").length`) != 1 ||
+		b.eval(fmt.Sprintf(`document.querySelectorAll('#queue a[href="/orders/%s"]').length`, url.PathEscape(f.w.Orders[1]))) != 1 {
+		t.Fatalf("SKU page of %s: the queue does not show %s's line", waitSKU, f.w.Orders[1])
+	}
+	b.shot("sku-queue")
 
 	// A poison message: a placement dead-lettered as the order-worker dead-letters an
 	// event (queue.DeadLetter, with its reason and source queue).

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/junban/junban/internal/ledger/backorders"
 	"github.com/junban/junban/internal/platform/config"
 )
 
@@ -36,6 +37,9 @@ const (
 	StuckAgeDefault = 5 * time.Minute
 	// PGMaxConnsDefault bounds the API's PostgreSQL connections.
 	PGMaxConnsDefault = 4
+	// BackorderScanIntervalDefault is the time between two scans of the SKUs' queues for
+	// the backorder gauges.
+	BackorderScanIntervalDefault = backorders.IntervalDefault
 	// MaxCartSKUsLimit is the most JUNBAN_API_MAX_CART_SKUS may allow.
 	MaxCartSKUsLimit = 1000
 )
@@ -80,6 +84,9 @@ type Config struct {
 	StuckAge time.Duration `env:"JUNBAN_API_STUCK_AGE"`
 	// PGMaxConns bounds the PostgreSQL connections.
 	PGMaxConns int `env:"JUNBAN_API_PG_MAX_CONNS"`
+	// BackorderScanInterval is the time between two scans of every SKU's queue of waiting
+	// lines, which set junban_backorder_lines and junban_backorder_oldest_wait_seconds.
+	BackorderScanInterval time.Duration `env:"JUNBAN_API_BACKORDER_SCAN_INTERVAL"`
 	// TraceURL is the address of a trace in the shop's trace viewer (Jaeger, Tempo, ...),
 	// with {trace_id} where the trace id goes; empty: the timeline shows trace ids without
 	// a link.
@@ -98,6 +105,7 @@ func (c *Config) SetDefaults() {
 	c.MaxCartSKUs = MaxCartSKUsDefault
 	c.StuckAge = StuckAgeDefault
 	c.PGMaxConns = PGMaxConnsDefault
+	c.BackorderScanInterval = BackorderScanIntervalDefault
 }
 
 // Validate checks what the parser cannot, every problem at once.
@@ -132,10 +140,11 @@ func (c Config) Validate() error {
 		p = append(p, fmt.Errorf("JUNBAN_API_WRITE_TIMEOUT: %v must exceed JUNBAN_API_REQUEST_TIMEOUT (%v)", c.WriteTimeout, c.RequestTimeout))
 	}
 	for name, d := range map[string]time.Duration{
-		"JUNBAN_API_READ_HEADER_TIMEOUT": c.ReadHeaderTimeout,
-		"JUNBAN_API_READ_TIMEOUT":        c.ReadTimeout,
-		"JUNBAN_API_IDLE_TIMEOUT":        c.IdleTimeout,
-		"JUNBAN_API_STUCK_AGE":           c.StuckAge,
+		"JUNBAN_API_READ_HEADER_TIMEOUT":     c.ReadHeaderTimeout,
+		"JUNBAN_API_READ_TIMEOUT":            c.ReadTimeout,
+		"JUNBAN_API_IDLE_TIMEOUT":            c.IdleTimeout,
+		"JUNBAN_API_STUCK_AGE":               c.StuckAge,
+		"JUNBAN_API_BACKORDER_SCAN_INTERVAL": c.BackorderScanInterval,
 	} {
 		if d <= 0 {
 			p = append(p, errors.New(name+": must be positive"))

@@ -47,9 +47,11 @@ func TestConfigDefaults(t *testing.T) {
 func TestConfigProblems(t *testing.T) {
 	t.Run("bounds", func(t *testing.T) {
 		setEnv(t, append(baseEnv, "JUNBAN_API_ADDR", "0.0.0.0:8090", "JUNBAN_API_MAX_CART_SKUS", "0",
-			"JUNBAN_API_REQUEST_TIMEOUT", "40s", "JUNBAN_API_STUCK_AGE", "0s", "JUNBAN_API_PG_MAX_CONNS", "0")...)
+			"JUNBAN_API_REQUEST_TIMEOUT", "40s", "JUNBAN_API_STUCK_AGE", "0s", "JUNBAN_API_PG_MAX_CONNS", "0",
+			"JUNBAN_API_BACKORDER_SCAN_INTERVAL", "0s")...)
 		_, err := config.Load[Config]()
-		for _, want := range []string{"JUNBAN_API_ADDR", "JUNBAN_API_MAX_CART_SKUS", "JUNBAN_API_WRITE_TIMEOUT", "JUNBAN_API_STUCK_AGE", "JUNBAN_API_PG_MAX_CONNS"} {
+		for _, want := range []string{"JUNBAN_API_ADDR", "JUNBAN_API_MAX_CART_SKUS", "JUNBAN_API_WRITE_TIMEOUT", "JUNBAN_API_STUCK_AGE", "JUNBAN_API_PG_MAX_CONNS",
+			"JUNBAN_API_BACKORDER_SCAN_INTERVAL"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("problems %v do not name %s", err, want)
 			}

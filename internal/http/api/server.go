@@ -173,6 +173,7 @@ func New(cfg ServerConfig) (*Server, error) {
 	}
 	s.route("/openapi.json", map[string]handler{"GET": {ScopeNone, s.getOpenAPI}})
 	s.route("/v1/skus/{sku}", map[string]handler{"GET": {ScopeRead, s.getSKU}})
+	s.route("/v1/skus/{sku}/queue", map[string]handler{"GET": {ScopeRead, s.getQueue}})
 	s.route("/v1/skus/{sku}/availability", map[string]handler{"GET": {ScopeRead, s.getAvailability}})
 	s.route("/v1/availability", map[string]handler{"POST": {ScopeRead, s.postAvailability}})
 	s.route("/v1/orders", map[string]handler{"GET": {ScopeRead, s.listOrders}})

@@ -131,6 +131,9 @@ type skuData struct {
 	Avail    *api.AvailabilityAnswer
 	AvailErr *api.Problem
 	Moves    []SKUMove
+	// Queue is the first page of the SKU's waiting lines, QueueErr why it is missing.
+	Queue    *api.QueueView
+	QueueErr *api.Problem
 	// Chart is the SVG polyline of sellable over the moves, oldest first.
 	Chart     string
 	ChartMax  int64
@@ -139,6 +142,9 @@ type skuData struct {
 
 // movesShown bounds the moves of the SKU page (and its chart).
 const movesShown = 200
+
+// queueShown bounds the waiting lines of the SKU page; the page says how many more wait.
+const queueShown = 100
 
 func (c *Console) skuPage(w http.ResponseWriter, r *http.Request, s session) {
 	sku := r.PathValue("sku")
@@ -166,6 +172,12 @@ func (c *Console) skuPage(w http.ResponseWriter, r *http.Request, s session) {
 			d.Avail = &a
 		}
 		d.AvailErr = ap
+		var qv api.QueueView
+		if _, qp := c.callAPI(r, s, "GET", "/v1/skus/"+url.PathEscape(sku)+"/queue?limit="+strconv.Itoa(queueShown), nil, &qv); qp == nil {
+			d.Queue = &qv
+		} else {
+			d.QueueErr = qp
+		}
 		if err := c.skuMoves(r, &d); err != nil {
 			p = &api.Problem{Status: http.StatusServiceUnavailable, Title: "moves unreadable", Detail: "PostgreSQL failed; the log has the error"}
 			code = http.StatusServiceUnavailable
