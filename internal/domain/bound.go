@@ -58,7 +58,9 @@ func WorstCaseResultOf(k *Kind, lines, lotsPerLine int) (r event.Result, ok bool
 		r = WorstCaseResult(lines, lotsPerLine)
 	case OneLot, OneLotWithHolders:
 		r = worstSKUResult(k.Result == OneLotWithHolders)
-		addFills(&r)
+		if k.Result == OneLot { // a recall fills nothing
+			addFills(&r, stock.MaxResultFills)
+		}
 	case TransferLots:
 		r = worstSKUResult(false)
 		lots := make([]stock.Lot, 0, 2*stock.MaxTransferLots)
@@ -68,7 +70,7 @@ func WorstCaseResultOf(k *Kind, lines, lotsPerLine int) (r event.Result, ok bool
 			moves = append(moves, r.Moves[0])
 		}
 		r.SKUs[0].Lots, r.Moves = lots, moves
-		addFills(&r)
+		addFills(&r, stock.MaxTransferFills)
 	default:
 		return event.Result{}, false
 	}
@@ -99,14 +101,15 @@ func worstSKUResult(holders bool) event.Result {
 }
 
 // addFills adds to a SKU's event's result the most a fill of its SKU's queue can add:
-// stock.MaxResultFills waiting lines filled, each from ResultLotsPerLine lots (a move and
-// a lot in the SKU version each), and each line's queue entry as the fill left it.
-func addFills(r *event.Result) {
+// n waiting lines filled (stock.MaxResultFills, a transfer's stock.MaxTransferFills),
+// each from ResultLotsPerLine lots (a move and a lot in the SKU version each), and each
+// line's queue entry as the fill left it.
+func addFills(r *event.Result, n int) {
 	id := func(c string) string { return strings.Repeat(c, event.MaxIDLength) }
 	move := stock.Move{OpID: strings.Repeat("o", stock.MaxIDLen), Index: 1 << 30, SKU: strings.Repeat("s", stock.MaxIDLen),
 		LotID: strings.Repeat("l", stock.MaxIDLen), From: stock.Defective, To: stock.Defective, Qty: stock.MaxQty, Version: 1 << 53}
 	s := &r.SKUs[0]
-	for range stock.MaxResultFills {
+	for range n {
 		for range ResultLotsPerLine {
 			r.Moves = append(r.Moves, move)
 			s.Lots = append(s.Lots, worstLot())

@@ -422,12 +422,13 @@ local function indexLot(lot)
 end
 
 -- commit writes the touched lots, bumps the version, remembers and returns the result.
--- A SKU's operation (smove: a hold, its release, a damage) and fill fill the queue first
+-- A SKU's operation (smove: a hold, its release, a damage) but a recall (it only takes
+-- stock, and its result has no room for fills) and fill fill the queue first
 -- (fillQueue, defined below); an order's do not: its event may still move them back, and
 -- its step fills once it has succeeded. The queue's writes (qwrite) wait until nothing
 -- can fail.
 local fillQueue, qwrite, qtext = nil, {}, {}
-local fills = {smove = true, receive = true, adjust = true, recall = true, reglot = true, ss = true,
+local fills = {smove = true, receive = true, adjust = true, reglot = true, ss = true,
   transfer = true, treceive = true, tcancel = true, fill = true}
 local function commit(extra)
   if queued > 0 and fills[op] then
@@ -681,7 +682,9 @@ end
 -- hash <key>:qe of each entry's "want \t mode \t date \t class \t seq \t at"; qw in the SKU
 -- hash is the sum of the wants. The queue's writes wait in qwrite for commit.
 local qkey, qekey = key .. ':q', key .. ':qe'
-local MAX_CLASS, MAX_FILLS = 9, 16
+-- MAX_FILLS is stock.MaxResultFills, a transfer's operations' stock.MaxTransferFills.
+local MAX_CLASS, MAX_FILLS = 9, 8
+if op == 'transfer' or op == 'treceive' or op == 'tcancel' then MAX_FILLS = 2 end
 
 local function qscore(class, seq) return string.format('%d', (MAX_CLASS - class) * 1e13 + seq) end
 

@@ -254,12 +254,13 @@ func TestFillStopsAtMaxResultFills(t *testing.T) {
 			apply(t, inv, backorder(fmt.Sprint("b", i), fmt.Sprintf("o%02d", i), "l1", 1, "2026-12-01", stock.ModeReserve, 0))
 		}
 		r := apply(t, inv, adjust("a1", "L1", int64(n)))
-		if len(r.Fills) != stock.MaxResultFills || !r.FillsMore || r.Fills[0].Holder != "o00" || r.Fills[15].Holder != "o15" {
+		if len(r.Fills) != stock.MaxResultFills || !r.FillsMore || r.Fills[0].Holder != "o00" || r.Fills[stock.MaxResultFills-1].Holder != fmt.Sprintf("o%02d", stock.MaxResultFills-1) {
 			t.Fatalf("adjust filled %v, more %v", fillsOf(r), r.FillsMore)
 		}
-		wantStrings(t, "queue", queueOf(t, inv), "o16/l1:1", "o17/l1:1")
+		m := stock.MaxResultFills
+		wantStrings(t, "queue", queueOf(t, inv), fmt.Sprintf("o%02d/l1:1", m), fmt.Sprintf("o%02d/l1:1", m+1))
 		r = apply(t, inv, stock.FillRequest{OpID: "f1", SKU: "Q"})
-		wantStrings(t, "fills", fillsOf(r), "o16/l1:1=L1:1", "o17/l1:1=L1:1")
+		wantStrings(t, "fills", fillsOf(r), fmt.Sprintf("o%02d/l1:1=L1:1", m), fmt.Sprintf("o%02d/l1:1=L1:1", m+1))
 		if r.FillsMore {
 			t.Fatalf("fill says more: %+v", r)
 		}

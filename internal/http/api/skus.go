@@ -75,6 +75,9 @@ func (d Deps) ReadSKU(ctx context.Context, sku string) (SKUView, error) {
 		v.SKU, err = inventorydb.PGLoader{DB: d.DB}.LoadSKU(ctx, sku)
 		v.SKU.SKU = sku
 	}
+	// The waiting lines are GET /v1/skus/{sku}/queue's, from either source; a load
+	// carries them, a snapshot does not.
+	v.SKU.Queue, v.SKU.QueueSeq = nil, 0
 	return v, err
 }
 

@@ -333,7 +333,7 @@ func (m *Model) applyOp(ctx context.Context, name, fp, opID, legacy, sku, holder
 			}
 		}
 		if fillsAfter(name) && len(o.queue.entries) > 0 {
-			o.fill()
+			o.fill(fillLimit(name))
 			for _, w := range o.work {
 				for i := range s.Lots {
 					if s.Lots[i].LotID == w.LotID {

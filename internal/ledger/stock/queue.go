@@ -21,9 +21,22 @@ import (
 const MaxClass = 9
 
 // MaxResultFills bounds the lines one operation fills, so that its result fits in one
-// queue message; Result.FillsMore says that the bound stopped the fill, and a
-// FillRequest goes on.
-const MaxResultFills = 16
+// queue message (internal/domain's result bound counts them); a transfer's operations,
+// whose own result is larger, fill at most MaxTransferFills. Result.FillsMore says that
+// the bound stopped the fill, and a FillRequest goes on.
+const (
+	MaxResultFills   = 8
+	MaxTransferFills = 2
+)
+
+// fillLimit is the most lines the operation named name fills.
+func fillLimit(name string) int {
+	switch name {
+	case "transfer", "transfer_receive", "transfer_cancel":
+		return MaxTransferFills
+	}
+	return MaxResultFills
+}
 
 // BackorderRequest allocates what the candidates give of Qty now, as AllocateRequest
 // does without a route, and queues the rest as Holder's line Line: the line waits for
@@ -241,11 +254,12 @@ func (o *modelOp) available(cands []Lot, mode Mode) int64 {
 }
 
 // fillsAfter tells whether an operation ends with the queue's fill: a SKU's operations
-// (a hold, its release and a damage are "smove") and a FillRequest do; an order's do not,
-// since its event may still move them back (its step fills once it has succeeded).
+// (a hold, its release and a damage are "smove") and a FillRequest do, but a recall, which
+// only takes stock (its result, with the lot's holders, has no room for fills); an order's
+// do not, since its event may still move them back (its caller fills once it succeeded).
 func fillsAfter(name string) bool {
 	switch name {
-	case "smove", "receive", "adjust", "recall", "reglot", "ss", "transfer", "transfer_receive", "transfer_cancel", "fill":
+	case "smove", "receive", "adjust", "reglot", "ss", "transfer", "transfer_receive", "transfer_cancel", "fill":
 		return true
 	}
 	return false
@@ -254,11 +268,11 @@ func fillsAfter(name string) bool {
 // fill serves the queue from its head: each line in turn gets what an allocation of its
 // mode on its date could take now (no queue demand: the queue is what it serves), up to
 // what it waits for, in allocation order; a line that gets nothing is passed over (the
-// next may take other lots). At most MaxResultFills lines are filled.
-func (o *modelOp) fill() {
+// next may take other lots). At most limit lines are filled (fillLimit).
+func (o *modelOp) fill(limit int) {
 	q := o.queue
 	for i := 0; i < len(q.entries); {
-		if len(o.fills) == MaxResultFills {
+		if len(o.fills) == limit {
 			o.fillsMore = true
 			return
 		}

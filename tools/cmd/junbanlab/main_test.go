@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/junban/junban/internal/platform/cli"
+	"github.com/junban/junban/internal/ledger/stock"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/tools/allocbench"
 	"github.com/junban/junban/tools/apibench"
@@ -116,10 +117,10 @@ func TestJSONOfTheBenchmarks(t *testing.T) {
 	if err := decode(t, &lock, "bench lock", "--duration", "200ms"); err != nil || lock.Hot.HandoffEPS <= 0 {
 		t.Fatalf("bench lock: %+v, %v", lock, err)
 	}
-	// 40 waiting lines: the adjustment and two fills (16 lines an operation at most).
+	// 40 waiting lines: the adjustment, then fills, stock.MaxResultFills lines each.
 	var queue queuebench.Report
 	if err := decode(t, &queue, "bench queue", "--lines", "40", "--rounds", "1"); err != nil || queue.Lines != 40 ||
-		queue.Operations != 3 || queue.FillsPerSecond <= 0 || queue.AllocationsPerSecond <= 0 {
+		queue.Operations != (40+stock.MaxResultFills-1)/stock.MaxResultFills || queue.FillsPerSecond <= 0 || queue.AllocationsPerSecond <= 0 {
 		t.Fatalf("bench queue: %+v, %v", queue, err)
 	}
 	var persist persistbench.Result
