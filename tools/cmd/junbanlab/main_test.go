@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/junban/junban/internal/platform/cli"
 	"github.com/junban/junban/internal/ledger/stock"
+	"github.com/junban/junban/internal/platform/cli"
 	"github.com/junban/junban/internal/testenv"
 	"github.com/junban/junban/tools/allocbench"
 	"github.com/junban/junban/tools/apibench"
