@@ -198,8 +198,11 @@ type StockData struct {
 	Allocated int64 `json:"allocated"`
 	// AvailableToShip is what an order to ship on AsOf could take: the sellable units of
 	// good lots valid on that day, less the safety stock, never below 0, and no more than
-	// each location's sellable less its own safety stock.
+	// each location's sellable less its own safety stock; less Waiting.
 	AvailableToShip int64 `json:"available_to_ship"`
+	// Waiting is what the SKU's waiting lines (backorders) wait for: held back from every
+	// new order, the network's and each location's (absent: none).
+	Waiting int64 `json:"waiting,omitempty"`
 	// AsOf is the day (UTC) AvailableToShip counts lots valid on.
 	AsOf string `json:"as_of"`
 	// Level is AvailableToShip against Threshold: ok, low or out.

@@ -56,6 +56,9 @@ FROM skus s LEFT JOIN lots l ON l.sku = s.sku LEFT JOIN locations loc ON loc.loc
 	LEFT JOIN sku_location_safety ls ON ls.sku = s.sku AND ls.location = l.location
 WHERE s.sku = ANY($1)
 GROUP BY s.sku, l.location`
+	// readWaitingSQL is what the SKUs' waiting lines wait for (backorders), held back from
+	// every allocation as the ledger's qw is.
+	readWaitingSQL = `SELECT sku, sum(want) FROM backorders WHERE sku = ANY($1) AND want > 0 GROUP BY sku`
 	insertOutboxSQL = `INSERT INTO outbox (message_id, kind, entity, seq, body)
 SELECT u.id, u.kind, u.entity, u.seq, u.body::json
 FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[], $5::text[]) AS u (id, kind, entity, seq, body)`
@@ -83,6 +86,7 @@ type skuFigures struct {
 	AvailableToShip int64 `json:"available_to_ship"`
 	SafetyStock     int64 `json:"safety_stock"`
 	Threshold       int64 `json:"threshold"`
+	Waiting         int64 `json:"waiting,omitempty"`
 }
 
 // skuState is what a SKU's last messages told (outbox_entities.state).
@@ -352,12 +356,23 @@ func (w *Writer) stockMessages(tx *gorm.DB, skus map[string]event.Result, locked
 	if err != nil {
 		return fmt.Errorf("outbound: read skus: %w", err)
 	}
+	waiting, err := readWaiting(tx, names)
+	if err != nil {
+		return err
+	}
 	for _, sku := range names {
 		row, ok := rows[sku]
 		if !ok {
 			continue // the batch wrote no row of it: nothing to tell
 		}
-		row.figures.AvailableToShip = max(0, min(valid[sku]-row.figures.SafetyStock, capped[sku]))
+		q := waiting[sku]
+		row.figures.Waiting = q
+		row.figures.AvailableToShip = max(0, min(valid[sku]-row.figures.SafetyStock, capped[sku])-q)
+		for i := range row.locations {
+			l := &row.locations[i]
+			l.AvailableToShip = max(0, l.AvailableToShip-q)
+			l.Level = Level(l.AvailableToShip, row.figures.Threshold)
+		}
 		if !row.elsewhere {
 			row.locations = nil // every lot at the default location, which counts: the SKU's figures are its
 		}
@@ -380,7 +395,7 @@ func stockMessagesOf(sku string, row *skuRow, asOf string, e *entity, cause even
 	level := Level(f.AvailableToShip, f.Threshold)
 	if was.Figures == nil || *was.Figures != f || !slices.Equal(was.Locations, row.locations) {
 		if err := e.add(StockChanged, name, "", cause, StockData{Version: row.version, SafetyStock: f.SafetyStock,
-			Sellable: f.Sellable, Reserved: f.Reserved, Allocated: f.Allocated, AvailableToShip: f.AvailableToShip,
+			Sellable: f.Sellable, Reserved: f.Reserved, Allocated: f.Allocated, AvailableToShip: f.AvailableToShip, Waiting: f.Waiting,
 			AsOf: asOf, Level: level, Threshold: f.Threshold, Locations: row.locations}); err != nil {
 			return err
 		}
@@ -496,4 +511,22 @@ func insert(tx *gorm.DB, names []string, locked map[string]*entity) (int, error)
 		return 0, fmt.Errorf("outbound: update outbox_entities: %w", err)
 	}
 	return len(ids), nil
+}
+
+// readWaiting is what each SKU's waiting lines wait for (only SKUs with some).
+func readWaiting(tx *gorm.DB, skus []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	err := pgtx.Query(tx, func(scan func(...any) error) error {
+		var sku string
+		var n int64
+		if err := scan(&sku, &n); err != nil {
+			return err
+		}
+		out[sku] = n
+		return nil
+	}, readWaitingSQL, skus)
+	if err != nil {
+		return nil, fmt.Errorf("outbound: read waiting lines: %w", err)
+	}
+	return out, nil
 }

@@ -663,3 +663,31 @@ func TestAvailableToShipUnderLocationSafetyStock(t *testing.T) {
 		t.Fatalf("available_to_ship %d, locations %+v; want 6, %+v", d.AvailableToShip, d.Locations, want)
 	}
 }
+
+// The waiting lines' demand (backorders) is held back from available_to_ship, the
+// network's and each location's, as the ledger's availability holds its queue back.
+func TestAvailableToShipHoldsTheWaitingDemandBack(t *testing.T) {
+	db, w := testenv.Postgres(t), writer()
+	rc, prefix := testenv.Redis(t)
+	led, err := ledger.New(ledger.Config{Redis: rc, Prefix: prefix, Loader: inventorydb.PGLoader{DB: db}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec(`INSERT INTO backorders (sku, holder, line, want, mode, target_date, class, seq, queued_at, version)
+		VALUES ('AW-1', 'LC-1', '1', 7, 'ship', '2026-12-01', 0, 1, 0, 1), ('AW-1', 'LC-2', '1', 0, 'ship', '2026-12-01', 0, 2, 0, 1)`).Error; err != nil {
+		t.Fatal(err)
+	}
+	apply(t, db, w, stockResult("aw", "AW-1", 2, 4, 30))
+	ms := outbox(t, db, event.SKUEntityPrefix+"AW-1")
+	if len(ms) == 0 || ms[0].Kind != outbound.StockChanged {
+		t.Fatalf("messages %s", kinds(ms))
+	}
+	d := data[outbound.StockData](t, ms[0])
+	a, err := led.Availability(context.Background(), ledger.AvailabilityRequest{SKU: "AW-1", TargetDate: d.AsOf, Mode: stock.ModeShip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Waiting != 7 || d.AvailableToShip != 30-4-7 || d.AvailableToShip != a.Available || a.Waiting != d.Waiting {
+		t.Errorf("available_to_ship %d, waiting %d; the ledger's %d, waiting %d; want 19 and 7", d.AvailableToShip, d.Waiting, a.Available, a.Waiting)
+	}
+}
