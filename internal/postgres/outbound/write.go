@@ -58,7 +58,7 @@ WHERE s.sku = ANY($1)
 GROUP BY s.sku, l.location`
 	// readWaitingSQL is what the SKUs' waiting lines wait for (backorders), held back from
 	// every allocation as the ledger's qw is.
-	readWaitingSQL = `SELECT sku, sum(want) FROM backorders WHERE sku = ANY($1) AND want > 0 GROUP BY sku`
+	readWaitingSQL  = `SELECT sku, sum(want) FROM backorders WHERE sku = ANY($1) AND want > 0 GROUP BY sku`
 	insertOutboxSQL = `INSERT INTO outbox (message_id, kind, entity, seq, body)
 SELECT u.id, u.kind, u.entity, u.seq, u.body::json
 FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[], $5::text[]) AS u (id, kind, entity, seq, body)`
