@@ -41,7 +41,7 @@ func validID(v string, max int) bool {
 	return v != "" && len(v) <= max && event.CheckID(v) == nil
 }
 
-var idPatterns = []string{"/v1/skus/{sku}", "/v1/skus/{sku}/availability", "/v1/orders/{lcid}",
+var idPatterns = []string{"/v1/skus/{sku}", "/v1/skus/{sku}/availability", "/v1/skus/{sku}/queue", "/v1/orders/{lcid}",
 	"/v1/turns/{lcid}/skip", "/v1/dlq/{queue}", "/v1/dlq/{queue}/redrive"}
 
 // A path id passes exactly when it is within its bound and event.CheckID takes it;
